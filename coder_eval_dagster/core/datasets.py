@@ -1,0 +1,126 @@
+"""Dataset rows: loading, row ids, stratified sampling and `${row.x}` substitution."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .models.base import SAFE_ID_RE
+from .models.dataset import Dataset
+from .problems import InvalidInput, Problem
+from .yamlio import Document
+
+PLACEHOLDER = re.compile(r"\$\{row\.([^}]+)\}")
+CLI_SAMPLE_SEED = 0  # --sample is always reproducible
+
+
+@dataclass(frozen=True)
+class Row:
+    row_id: str
+    values: dict[str, Any]
+    origin: str  # "<file>:<line>" where the row was written, for error messages
+
+
+def load_rows(dataset: Dataset, doc: Document) -> list[Row]:
+    """Read every row, in declared order, and check the id field."""
+    if dataset.rows is not None:
+        raw = [(values, f"{doc.path}:{doc.line_of(('dataset', 'rows', i))}") for i, values in enumerate(dataset.rows)]
+    else:
+        raw = []
+        for index, relative in enumerate(dataset.paths or []):
+            raw.extend(_read_jsonl(doc.path.parent / relative, f"dataset.paths.{index}"))
+    return _with_ids(raw, dataset.id_field, doc)
+
+
+def _read_jsonl(path: Path, field: str) -> list[tuple[dict[str, Any], str]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput([Problem(str(path), 1, field, f"cannot read dataset: {exc}")]) from None
+    rows, problems = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            values = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(Problem(str(path), number, field, f"invalid JSON: {exc.msg}"))
+            continue
+        if not isinstance(values, dict):
+            problems.append(Problem(str(path), number, field, "each line must be a JSON object"))
+            continue
+        rows.append((values, f"{path}:{number}"))
+    if problems:
+        raise InvalidInput(problems)
+    return rows
+
+
+def _with_ids(raw: list[tuple[dict[str, Any], str]], id_field: str, doc: Document) -> list[Row]:
+    rows, problems, seen = [], [], {}
+    for values, origin in raw:
+        where, _, line = origin.rpartition(":")
+        row_id = values.get(id_field)
+        if row_id is None or isinstance(row_id, (dict, list)):
+            problems.append(Problem(where, int(line), "dataset.id_field", f"row has no {id_field!r} value"))
+            continue
+        row_id = str(row_id)
+        if not SAFE_ID_RE.match(row_id):
+            problems.append(
+                Problem(where, int(line), "dataset.id_field",
+                        f"row id {row_id!r} must match {SAFE_ID_RE.pattern} (it becomes a directory name)")
+            )  # fmt: skip
+        elif row_id in seen:
+            problems.append(
+                Problem(where, int(line), "dataset.id_field", f"duplicate row id {row_id!r} (first at {seen[row_id]})")
+            )
+        else:
+            seen[row_id] = origin
+            rows.append(Row(row_id, values, origin))
+    if problems:
+        raise InvalidInput(problems)
+    return rows
+
+
+def sample_rows(rows: list[Row], per_stratum: int | None, field: str, seed: int | None) -> list[Row]:
+    """Keep up to ``per_stratum`` rows of each stratum, in their original order."""
+    if per_stratum is None:
+        return rows
+    strata: dict[str, list[int]] = {}
+    for index, row in enumerate(rows):
+        strata.setdefault(json.dumps(row.values.get(field), sort_keys=True), []).append(index)
+    rng = random.Random(seed)
+    keep: set[int] = set()
+    for indices in strata.values():
+        keep.update(indices if len(indices) <= per_stratum else rng.sample(indices, per_stratum))
+    return [row for index, row in enumerate(rows) if index in keep]
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value) if isinstance(value, (dict, list, bool)) or value is None else str(value)
+
+
+def substitute(value: Any, row: Row, unknown: set[str]) -> Any:
+    """Replace ``${row.<field>}`` in every string leaf; collect unknown fields."""
+    if isinstance(value, str):
+        if "${row." not in value:
+            return value
+
+        def replace(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in row.values:
+                unknown.add(name)
+                return match.group(0)
+            return _as_text(row.values[name])
+
+        return PLACEHOLDER.sub(replace, value)
+    if isinstance(value, dict):
+        return {key: substitute(item, row, unknown) for key, item in value.items()}
+    if isinstance(value, list):
+        return [substitute(item, row, unknown) for item in value]
+    return value

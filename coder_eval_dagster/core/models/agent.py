@@ -1,0 +1,67 @@
+"""`agent`: which coding agent runs, and how it is configured."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from .base import StrictModel, is_partial, reject_moved_fields, rule_error
+from .ignore import IgnorePattern
+from .sdk_options import check_sdk_options
+
+AgentType = Literal["claude-code", "codex", "none", "replay"]
+PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
+DEFAULT_AGENT_TYPE: AgentType = "claude-code"
+
+MOVED_TO_RUN_LIMITS = {
+    "max_turns": "run_limits.max_turns",
+    "turn_timeout": "run_limits.turn_timeout",
+    "task_timeout": "run_limits.task_timeout",
+}
+
+
+class AgentConfig(StrictModel):
+    """Every field is optional: the block may be completed by an experiment or --type."""
+
+    type: AgentType | None = None
+    permission_mode: PermissionMode = "acceptEdits"
+    allowed_tools: list[str] | None = None
+    disallowed_tools: list[str] = Field(default_factory=list)
+    model: str | None = None
+    sdk_options: dict[str, Any] = Field(default_factory=dict)
+    claude_settings: dict[str, Any] | str | None = None
+    ignore_patterns: list[IgnorePattern] = Field(default_factory=list)
+    trajectory: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reject_moved(cls, data: Any) -> Any:
+        reject_moved_fields(data, MOVED_TO_RUN_LIMITS)
+        return data
+
+    @field_validator("sdk_options")
+    @classmethod
+    def _check_sdk_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if value:
+            check_sdk_options(value)
+        return value
+
+    @property
+    def resolved_type(self) -> AgentType:
+        return self.type or DEFAULT_AGENT_TYPE
+
+    @model_validator(mode="after")
+    def _type_specific_fields(self, info: ValidationInfo) -> AgentConfig:
+        if is_partial(info):
+            return self
+        kind = self.resolved_type
+        if self.sdk_options and kind != "claude-code":
+            raise rule_error("sdk_options", f"only allowed with type claude-code, not {kind}")
+        if self.claude_settings is not None and kind != "claude-code":
+            raise rule_error("claude_settings", f"only allowed with type claude-code, not {kind}")
+        if kind == "replay" and not self.trajectory:
+            raise rule_error("trajectory", "type replay requires a trajectory file")
+        if self.trajectory is not None and kind != "replay":
+            raise rule_error("trajectory", f"only allowed with type replay, not {kind}")
+        return self

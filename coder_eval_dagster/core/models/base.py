@@ -1,0 +1,70 @@
+"""Shared building blocks of the task-format models."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationInfo
+from pydantic_core import PydanticCustomError
+
+# A row id or task id becomes a directory name, so it is kept to a safe alphabet.
+SAFE_ID = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
+SAFE_ID_RE = re.compile(SAFE_ID)
+
+
+class StrictModel(BaseModel):
+    """Every block of the format rejects unknown keys (the guide's extra="forbid")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=False, validate_default=False)
+
+
+def rule_error(field: str, message: str) -> PydanticCustomError:
+    """An error that names the offending field below the model that raised it.
+
+    Model-level rules (one field conflicting with another) would otherwise be
+    reported at the model's own path; the loader appends ``field`` to the path.
+    """
+    return PydanticCustomError("rule", "{message}", {"field": field, "message": message})
+
+
+def reject_moved_fields(data: Any, moved: dict[str, str]) -> None:
+    """Reject keys that used to live here, saying where they live now."""
+    if not isinstance(data, dict):
+        return
+    for key, target in moved.items():
+        if key in data:
+            raise rule_error(key, f"no longer supported here; it lives under {target}")
+
+
+def check_regex(pattern: str | None, flags: int = 0) -> str | None:
+    """Compile at load time so a broken pattern is an error, not a silent 0."""
+    if pattern is not None:
+        try:
+            re.compile(pattern, flags)
+        except re.error as exc:
+            raise ValueError(f"invalid regular expression: {exc}") from None
+    return pattern
+
+
+def is_inside(relative: str) -> bool:
+    """True when a relative path cannot leave the directory it is joined to."""
+    if relative.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", relative):
+        return False
+    depth = 0
+    for part in re.split(r"[/\\]+", relative):
+        if part in ("", "."):
+            continue
+        depth += -1 if part == ".." else 1
+        if depth < 0:
+            return False
+    return True
+
+
+def is_partial(info: ValidationInfo) -> bool:
+    """True while validating a fragment (experiment defaults, a variant).
+
+    Cross-field rules wait for the merged task: a fragment may legitimately
+    set one half of a pair whose other half comes from another layer.
+    """
+    return bool(info.context and info.context.get("partial"))

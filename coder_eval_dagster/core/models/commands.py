@@ -1,0 +1,19 @@
+"""`pre_run` / `post_run` shell commands."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from .base import StrictModel
+
+
+class HookCommand(StrictModel):
+    """One shell command run in the sandbox before or after the agent.
+
+    ``fail_on_error`` aborts a pre_run sequence with ERROR; on post_run it is
+    accepted and recorded, but post_run never changes the verdict.
+    """
+
+    command: str = Field(min_length=1)
+    timeout: float = Field(default=30, ge=1, le=300)
+    fail_on_error: bool = True

@@ -1,0 +1,26 @@
+"""`dataset`: fan one task out into one row-task per row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from .base import StrictModel, rule_error
+
+
+class Dataset(StrictModel):
+    rows: list[dict[str, Any]] | None = None
+    paths: list[str] | None = None
+    id_field: str = Field(default="id", min_length=1)
+    sample_per_stratum: int | None = Field(default=None, ge=1)
+    stratify_field: str = Field(default="expected_skill", min_length=1)
+    sample_seed: int | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one_source(self) -> Dataset:
+        if (self.rows is None) == (self.paths is None):
+            raise rule_error("rows", "exactly one of rows or paths is required")
+        if self.paths is not None and not self.paths:
+            raise rule_error("paths", "must list at least one JSONL file")
+        return self

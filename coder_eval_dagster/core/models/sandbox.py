@@ -1,0 +1,84 @@
+"""`sandbox`: where the agent works, what it starts with, and its limits."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from .base import StrictModel, is_inside, is_partial, rule_error
+from .ignore import IgnorePattern
+
+
+class PythonEnv(StrictModel):
+    """Packages installed into a venv inside the sandbox (none: the host Python)."""
+
+    env_packages: list[str] = Field(default_factory=list)
+
+
+class RepoSource(StrictModel):
+    type: Literal["repo"]
+    url: str = Field(min_length=1)
+    commit: str | None = None
+
+
+class TemplateDirSource(StrictModel):
+    type: Literal["template_dir"]
+    path: str = Field(min_length=1)
+    mount_point: str = "."
+
+    @field_validator("mount_point")
+    @classmethod
+    def _stays_inside(cls, value: str) -> str:
+        if not is_inside(value):
+            raise ValueError("must be a relative path that stays inside the sandbox")
+        return value
+
+
+class StarterFile(StrictModel):
+    path: str = Field(min_length=1)
+    content: str = ""
+
+    @field_validator("path")
+    @classmethod
+    def _stays_inside(cls, value: str) -> str:
+        if not is_inside(value) or value.strip("./") == "":
+            raise ValueError("must be a relative file path that stays inside the sandbox")
+        return value
+
+
+class StarterFilesSource(StrictModel):
+    type: Literal["starter_files"]
+    files: list[StarterFile] = Field(min_length=1)
+
+
+TemplateSource = Annotated[RepoSource | TemplateDirSource | StarterFilesSource, Field(discriminator="type")]
+
+
+def check_repo_first(sources: list[TemplateSource]) -> None:
+    """A repo clone replaces the folder, so it can only be the first source."""
+    for index, source in enumerate(sources):
+        if isinstance(source, RepoSource) and index != 0:
+            raise rule_error(f"template_sources.{index}", "a repo source must be first in the list")
+
+
+class SandboxLimits(StrictModel):
+    timeout: float | None = Field(default=None, gt=0)
+    max_memory_mb: int | None = Field(default=None, ge=1)
+    max_cpus: float | None = Field(default=None, gt=0)
+    max_pids: int | None = Field(default=None, ge=1)
+    max_disk_mb: int | None = Field(default=None, ge=1)
+
+
+class SandboxConfig(StrictModel):
+    driver: Literal["tempdir", "docker"] = "tempdir"
+    python: PythonEnv | None = Field(default_factory=PythonEnv)
+    template_sources: list[TemplateSource] = Field(default_factory=list)
+    ignore_patterns: list[IgnorePattern] = Field(default_factory=list)
+    limits: SandboxLimits = Field(default_factory=SandboxLimits)
+
+    @model_validator(mode="after")
+    def _repo_first(self, info: ValidationInfo) -> SandboxConfig:
+        if not is_partial(info):
+            check_repo_first(self.template_sources)
+        return self

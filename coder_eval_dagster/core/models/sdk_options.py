@@ -1,0 +1,60 @@
+"""Validation of `agent.sdk_options` against the installed claude-agent-sdk.
+
+The SDK is imported only when a task actually sets sdk_options: importing it
+costs about a second, which `coder-eval validate` should not pay for nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import typing
+from typing import Any
+
+from pydantic import TypeAdapter
+
+# Keys the runtime sets itself; a task may not override them through sdk_options.
+FRAMEWORK_MANAGED = frozenset(
+    {
+        "model", "allowed_tools", "disallowed_tools", "permission_mode", "hooks",
+        "mcp_servers", "cwd", "env", "max_turns", "setting_sources", "settings",
+        "cli_path", "can_use_tool", "stderr", "debug_stderr", "resume",
+        "continue_conversation", "session_id", "fork_session", "resume_session_at",
+        "resume_drops_turn", "include_partial_messages", "include_hook_events",
+        "max_budget_usd", "user", "session_store", "session_store_flush",
+        "permission_prompt_tool_name",
+    }
+)  # fmt: skip
+
+
+@functools.cache
+def _option_types() -> dict[str, Any]:
+    from claude_agent_sdk import ClaudeAgentOptions
+
+    hints = typing.get_type_hints(ClaudeAgentOptions)
+    return {f.name: hints.get(f.name, Any) for f in dataclasses.fields(ClaudeAgentOptions)}
+
+
+@functools.cache
+def _adapter(name: str) -> TypeAdapter | None:
+    try:
+        return TypeAdapter(_option_types()[name])
+    except Exception:  # a type pydantic cannot express (callables): keys only
+        return None
+
+
+def check_sdk_options(options: dict[str, Any]) -> None:
+    """Raise ValueError naming the first key that is unknown, managed or mistyped."""
+    known = _option_types()
+    for key, value in options.items():
+        if key in FRAMEWORK_MANAGED:
+            raise ValueError(f"{key!r} is managed by coder-eval and cannot be set through sdk_options")
+        if key not in known:
+            raise ValueError(f"{key!r} is not a ClaudeAgentOptions field of the installed claude-agent-sdk")
+        adapter = _adapter(key)
+        if adapter is not None:
+            try:
+                adapter.validate_python(value)
+            except Exception as exc:
+                first = str(exc).splitlines()[-1].strip() if str(exc) else "invalid value"
+                raise ValueError(f"{key!r}: {first}") from None

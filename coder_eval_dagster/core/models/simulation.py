@@ -1,0 +1,32 @@
+"""`simulation`: multi-turn dialog with a simulated user."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from .base import StrictModel, rule_error
+
+
+class Simulation(StrictModel):
+    enabled: bool = False
+    persona: str
+    goal: str
+    constraints: list[str] = Field(default_factory=list)
+    max_turns: int = Field(default=8, ge=1, le=100)
+    stop_token: str = Field(default="<<<END>>>", min_length=1)
+    stop_on_criteria_pass: bool = False
+    max_total_tokens: int | None = Field(default=None, ge=1)
+    n_trials: int = Field(default=1, ge=1)
+    check_criteria: Literal["end_of_dialog", "every_turn", "both"] = "end_of_dialog"
+
+    @model_validator(mode="after")
+    def _criteria_pass_needs_per_turn_checks(self) -> Simulation:
+        if self.stop_on_criteria_pass and self.check_criteria == "end_of_dialog":
+            raise rule_error(
+                "stop_on_criteria_pass",
+                "requires check_criteria: every_turn or both (criteria are otherwise "
+                "only checked at the end of the dialog)",
+            )
+        return self

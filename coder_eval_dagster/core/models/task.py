@@ -1,0 +1,130 @@
+"""The task file: the top-level model of the format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field, StringConstraints, ValidationInfo, model_validator
+
+from ..criteria import Criterion
+from .agent import MOVED_TO_RUN_LIMITS, AgentConfig
+from .base import SAFE_ID, StrictModel, is_partial, reject_moved_fields, rule_error
+from .commands import HookCommand
+from .dataset import Dataset
+from .limits import RunLimits
+from .sandbox import SandboxConfig, TemplateDirSource
+from .simulation import Simulation
+
+Tag = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")]
+TaskId = Annotated[str, StringConstraints(pattern=SAFE_ID)]
+
+
+class Reference(StrictModel):
+    """A reference solution: a file relative to the task YAML, or inline code."""
+
+    file: str | None = None
+    code: str | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Reference:
+        if (self.file is None) == (self.code is None):
+            raise rule_error("file", "exactly one of file or code is required")
+        return self
+
+
+def _missing_file(info: ValidationInfo, relative: str | None) -> bool:
+    """True when a task-relative file is known not to exist (needs base_dir context)."""
+    base = (info.context or {}).get("base_dir")
+    return bool(base and relative and not (Path(base) / relative).exists())
+
+
+class Task(StrictModel):
+    task_id: TaskId
+    description: str = Field(min_length=1)
+    initial_prompt: str | None = None
+    initial_prompt_file: str | None = None
+    tags: list[Tag] = Field(default_factory=list)
+    skip: bool = False
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    run_limits: RunLimits = Field(default_factory=RunLimits)
+    success_criteria: list[Criterion] = Field(min_length=1)
+    reference: Reference | None = None
+    pre_run: list[HookCommand] = Field(default_factory=list)
+    post_run: list[HookCommand] = Field(default_factory=list)
+    dataset: Dataset | None = None
+    simulation: Simulation | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reject_moved(cls, data: Any) -> Any:
+        reject_moved_fields(data, MOVED_TO_RUN_LIMITS)
+        return data
+
+    @model_validator(mode="after")
+    def _combination_rules(self, info: ValidationInfo) -> Task:
+        if is_partial(info):
+            return self
+        self._check_prompt()
+        self._check_agentless_contract()
+        if self.reference is None:
+            for index, criterion in enumerate(self.success_criteria):
+                if criterion.type == "reference_comparison":
+                    raise rule_error(f"success_criteria.{index}", "reference_comparison requires a reference block")
+        if self.armed and self.run_limits.stop_early_gate_threshold <= 0.0:
+            raise rule_error(
+                "run_limits.stop_early_gate_threshold", "must be > 0.0 on a task with armed (stop_early) criteria"
+            )
+        self._check_files_exist(info)
+        return self
+
+    def _check_prompt(self) -> None:
+        if self.initial_prompt is not None and self.initial_prompt_file is not None:
+            raise rule_error("initial_prompt_file", "set initial_prompt or initial_prompt_file, not both")
+        kind = self.agent.resolved_type
+        if kind not in ("none", "replay") and self.initial_prompt is None and self.initial_prompt_file is None:
+            raise rule_error("initial_prompt", f"required for agent type {kind} (or initial_prompt_file)")
+
+    def _check_agentless_contract(self) -> None:
+        if self.agent.resolved_type != "none":
+            return
+        for name in ("initial_prompt", "initial_prompt_file"):
+            if getattr(self, name) is not None:
+                raise rule_error(name, "a type: none task has no agent to read a prompt")
+        if self.simulation is not None and self.simulation.enabled:
+            raise rule_error("simulation.enabled", "a type: none task cannot run a simulated dialog")
+        for index, criterion in enumerate(self.success_criteria):
+            if criterion.needs_agent:
+                raise rule_error(
+                    f"success_criteria.{index}.type",
+                    f"{criterion.type} inspects the agent trajectory; not allowed with agent type none",
+                )
+
+    def _check_files_exist(self, info: ValidationInfo) -> None:
+        checks: list[tuple[str, str | None]] = [
+            ("initial_prompt_file", self.initial_prompt_file),
+            ("reference.file", self.reference.file if self.reference else None),
+            ("agent.trajectory", self.agent.trajectory),
+        ]
+        for index, source in enumerate(self.sandbox.template_sources):
+            if isinstance(source, TemplateDirSource):
+                checks.append((f"sandbox.template_sources.{index}.path", source.path))
+        for index, path in enumerate(self.dataset.paths or [] if self.dataset else []):
+            checks.append((f"dataset.paths.{index}", path))
+        for field, relative in checks:
+            if _missing_file(info, relative):
+                raise rule_error(field, f"file not found: {relative} (relative to the task YAML)")
+
+    @property
+    def armed(self) -> bool:
+        """True when the early-stop watcher runs: a stop_early block and no kill switch."""
+        if self.run_limits.stop_early is False:
+            return False
+        return any(getattr(c, "stop_early", None) is not None for c in self.success_criteria)
+
+    @property
+    def replicates(self) -> int:
+        if self.simulation is not None and self.simulation.enabled:
+            return self.simulation.n_trials
+        return 1

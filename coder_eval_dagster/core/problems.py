@@ -1,0 +1,96 @@
+"""Input problems reported as `<path>:<line>: <dotted.field.path>: <message>`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+Loc = tuple[str | int, ...]
+DOCUMENT = "(document)"
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    line: int
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.field}: {self.message}"
+
+
+class InvalidInput(Exception):
+    """One or more problems in the user's files or command line."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+def dotted(loc: Loc) -> str:
+    return ".".join(str(part) for part in loc) if loc else DOCUMENT
+
+
+def data_loc(data: Any, loc: Loc) -> Loc:
+    """Drop the union-tag and validator segments pydantic adds to an error location.
+
+    Pydantic reports ``success_criteria.0.file_exists.path`` for a discriminated
+    union; users wrote ``success_criteria.0.path``. A segment is kept when it
+    indexes the data, or when it is the last one (a missing field).
+    """
+    kept: list[str | int] = []
+    current = data
+    for position, part in enumerate(loc):
+        if (isinstance(current, dict) and part in current) or (
+            isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current)
+        ):
+            kept.append(part)
+            current = current[part]
+        elif isinstance(current, dict) and _is_wrapper_segment(current, part, loc, position):
+            continue
+        else:
+            kept.append(part)
+            current = None
+    return tuple(kept)
+
+
+def _is_wrapper_segment(current: dict, part: str | int, loc: Loc, position: int) -> bool:
+    if not isinstance(part, str):
+        return False
+    if current.get("type") == part:  # discriminated-union tag
+        return True
+    # validator or union-member names such as "function-after[...]" or "dict[str,...]"
+    return ("[" in part or part in ("str", "dict", "list")) and position < len(loc) - 1
+
+
+def problems_from_validation(
+    exc: ValidationError, data: Any, path: str, line_of: Any, prefix: Loc = ()
+) -> list[Problem]:
+    """Translate a pydantic error into problems with the user's field names and lines."""
+    problems = []
+    for error in exc.errors(include_url=False):
+        loc = data_loc(data, tuple(error["loc"]))
+        if error["type"] == "rule":
+            loc = loc + tuple(_split_field(error["ctx"]["field"]))
+        message = error["msg"]
+        if error["type"] == "value_error" and message.startswith("Value error, "):
+            message = message[len("Value error, ") :]
+        elif error["type"] == "extra_forbidden":
+            message = "unknown field (not part of the format)"
+        elif error["type"] == "union_tag_invalid":
+            message = f"unknown type {error['ctx'].get('tag')!r}; expected one of {error['ctx'].get('expected_tags')}"
+        full = prefix + loc
+        problems.append(Problem(path, line_of(full), dotted(full), message))
+    return _unique(problems)
+
+
+def _split_field(field: str) -> list[str | int]:
+    return [int(part) if part.isdigit() else part for part in field.split(".")]
+
+
+def _unique(problems: list[Problem]) -> list[Problem]:
+    seen: set[Problem] = set()
+    return [p for p in problems if not (p in seen or seen.add(p))]

@@ -1,0 +1,401 @@
+"""From files and options to the row-task x variant list a run executes.
+
+Layer order, later wins: built-in defaults (the models), experiment
+``defaults``, the task file, the variant, then ``-D`` from the command line.
+A dataset is expanded from the task's own block, so no variant can change it.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import TypeAdapter, ValidationError
+
+from .criteria import Criterion
+from .datasets import CLI_SAMPLE_SEED, Row, load_rows, sample_rows, substitute
+from .models.experiment import Experiment
+from .models.task import Task
+from .models.trajectory import Trajectory
+from .problems import DOCUMENT, InvalidInput, Loc, Problem, problems_from_validation
+from .yamlio import Document, load_document
+
+DEFAULT_VARIANT = "default"
+_CRITERION = TypeAdapter(Criterion)
+
+
+@dataclass(frozen=True)
+class RowTask:
+    """One unit of work: a (row-)task under one variant, run ``replicates`` times."""
+
+    task_id: str
+    base_task_id: str
+    row_id: str | None
+    row: dict[str, Any] | None
+    variant_id: str
+    replicates: int
+    task: Task
+    source: Path
+
+    @property
+    def task_dir(self) -> Path:
+        return self.source.parent
+
+
+@dataclass
+class Options:
+    """What the command line selects (shared by list, run and validate)."""
+
+    paths: list[Path] = field(default_factory=list)
+    experiment: Path | None = None
+    overrides: list[str] = field(default_factory=list)
+    agent_type: str | None = None
+    sample: int | None = None
+    tags: list[str] = field(default_factory=list)
+    include_skipped: bool = False
+
+
+@dataclass
+class LoadedExperiment:
+    doc: Document
+    model: Experiment
+
+    @property
+    def task_paths(self) -> list[Path]:
+        return [self.doc.path.parent / p for p in self.model.tasks]
+
+
+@dataclass
+class Resolution:
+    row_tasks: list[RowTask] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    experiment: LoadedExperiment | None = None
+    problems: list[Problem] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------- files
+
+
+def discover(paths: list[Path]) -> tuple[list[Path], list[Problem]]:
+    """YAML files under the given paths (recursively), in a stable order."""
+    files: list[Path] = []
+    problems: list[Problem] = []
+    for path in paths:
+        if path.is_dir():
+            found = [*path.rglob("*.yaml"), *path.rglob("*.yml")]
+            files.extend(sorted(p for p in found if not _hidden(p.relative_to(path))))
+        elif path.is_file():
+            files.append(path)
+        else:
+            problems.append(Problem(str(path), 1, DOCUMENT, "no such file or directory"))
+    unique = list(dict.fromkeys(files))
+    return unique, problems
+
+
+def _hidden(relative: Path) -> bool:
+    return any(part.startswith(".") for part in relative.parts)
+
+
+def kind_of(doc: Document) -> str:
+    """``experiment``, ``trajectory`` (a replay file) or ``task``."""
+    if isinstance(doc.data, dict):
+        if "experiment_id" in doc.data:
+            return "experiment"
+        if "turns" in doc.data and "task_id" not in doc.data:
+            return "trajectory"
+    return "task"
+
+
+def load_experiment(path: Path) -> LoadedExperiment:
+    doc = load_document(path)
+    _require_mapping(doc)
+    try:
+        model = Experiment.model_validate(doc.data, context={"partial": True})
+    except ValidationError as exc:
+        raise InvalidInput(problems_from_validation(exc, doc.data, str(path), doc.line_of)) from None
+    _absolutize_template_dirs(doc.data, doc.path.parent)
+    return LoadedExperiment(doc, model)
+
+
+def _absolutize_template_dirs(raw: dict[str, Any], base: Path) -> None:
+    """Template dirs an experiment adds are relative to the experiment file."""
+    blocks = [raw.get("defaults") or {}, *(raw.get("variants") or [])]
+    for block in blocks:
+        sources = list(block.get("template_sources") or []) + list(
+            (block.get("sandbox") or {}).get("template_sources") or []
+        )
+        for source in sources:
+            if (
+                isinstance(source, dict)
+                and source.get("type") == "template_dir"
+                and isinstance(source.get("path"), str)
+            ):
+                source["path"] = str((base / source["path"]).resolve())
+
+
+def load_trajectory(path: Path) -> Trajectory:
+    doc = load_document(path)
+    _require_mapping(doc)
+    try:
+        return Trajectory.model_validate(doc.data)
+    except ValidationError as exc:
+        raise InvalidInput(problems_from_validation(exc, doc.data, str(path), doc.line_of)) from None
+
+
+def _require_mapping(doc: Document) -> None:
+    if not isinstance(doc.data, dict):
+        raise InvalidInput([Problem(str(doc.path), 1, DOCUMENT, "expected a YAML mapping at the top level")])
+
+
+# ----------------------------------------------------------------------------- layering
+
+
+def parse_override(text: str) -> tuple[Loc, Any]:
+    """``key.path=value`` with the value read as YAML (``30`` is an int, ``false`` a bool)."""
+    key, sep, value = text.partition("=")
+    parts = [p for p in key.strip().split(".")]
+    if not sep or not key.strip() or any(not p for p in parts):
+        raise InvalidInput([Problem("-D", 1, key.strip() or DOCUMENT, f"expected key.path=value, got {text!r}")])
+    try:
+        parsed = yaml.safe_load(value) if value.strip() else ""
+    except yaml.YAMLError as exc:
+        raise InvalidInput([Problem("-D", 1, key, f"value is not valid YAML: {exc}")]) from None
+    return tuple(int(p) if p.isdigit() else p for p in parts), parsed
+
+
+def deep_merge(base: Any, over: Any) -> Any:
+    """Mappings merge key by key; anything else is replaced by ``over``."""
+    if isinstance(base, dict) and isinstance(over, dict):
+        merged = dict(base)
+        for key, value in over.items():
+            merged[key] = deep_merge(base[key], value) if key in base else value
+        return merged
+    return over
+
+
+def _set_path(data: dict[str, Any], loc: Loc, value: Any) -> None:
+    target: Any = data
+    for part in loc[:-1]:
+        if isinstance(target, list) and isinstance(part, int) and part < len(target):
+            target = target[part]
+        elif isinstance(target, dict):
+            if not isinstance(target.get(part), (dict, list)):
+                target[part] = {}
+            target = target[part]
+        else:
+            raise InvalidInput([Problem("-D", 1, ".".join(map(str, loc)), "path does not exist in the task")])
+    last = loc[-1]
+    if (isinstance(target, list) and isinstance(last, int) and last < len(target)) or isinstance(target, dict):
+        target[last] = value
+    else:
+        raise InvalidInput([Problem("-D", 1, ".".join(map(str, loc)), "path does not exist in the task")])
+
+
+def layer(
+    task_raw: dict[str, Any],
+    experiment: LoadedExperiment | None,
+    variant_raw: dict[str, Any] | None,
+    overrides: list[tuple[Loc, Any]],
+) -> dict[str, Any]:
+    """The merged raw task dict for one variant."""
+    defaults = dict((experiment.doc.data.get("defaults") or {}) if experiment else {})
+    pre, post = defaults.pop("pre_run", None) or [], defaults.pop("post_run", None) or []
+    merged = deep_merge(copy.deepcopy(defaults), copy.deepcopy(task_raw))
+    if pre:
+        merged["pre_run"] = [*pre, *(merged.get("pre_run") or [])]
+    if post:
+        merged["post_run"] = [*(merged.get("post_run") or []), *post]
+    if variant_raw:
+        for key in ("agent", "sandbox", "run_limits"):
+            if key in variant_raw:
+                merged[key] = deep_merge(merged.get(key) or {}, copy.deepcopy(variant_raw[key]))
+        if variant_raw.get("template_sources"):
+            sandbox = merged.setdefault("sandbox", {}) or {}
+            merged["sandbox"] = sandbox
+            sandbox["template_sources"] = [*(sandbox.get("template_sources") or []), *variant_raw["template_sources"]]
+        if variant_raw.get("simulation"):
+            merged["simulation"] = {**(merged.get("simulation") or {}), **variant_raw["simulation"]}
+    for loc, value in overrides:
+        _set_path(merged, loc, copy.deepcopy(value))
+    return merged
+
+
+# ----------------------------------------------------------------------------- resolution
+
+
+def resolve(options: Options) -> Resolution:
+    """Resolve everything the options select; problems are collected, not raised."""
+    result = Resolution()
+    try:
+        overrides = _overrides(options)
+        if options.experiment is not None:
+            result.experiment = load_experiment(options.experiment)
+    except InvalidInput as exc:
+        result.problems.extend(exc.problems)
+        return result
+    paths = list(options.paths) + (result.experiment.task_paths if result.experiment else [])
+    files, problems = discover(paths)
+    result.problems.extend(problems)
+    seen_ids: dict[str, Path] = {}
+    for path in files:
+        try:
+            _resolve_file(path, options, overrides, result, seen_ids)
+        except InvalidInput as exc:
+            result.problems.extend(exc.problems)
+    return result
+
+
+def _overrides(options: Options) -> list[tuple[Loc, Any]]:
+    overrides = [(("agent", "type"), options.agent_type)] if options.agent_type else []
+    return overrides + [parse_override(text) for text in options.overrides]
+
+
+def _resolve_file(
+    path: Path, options: Options, overrides: list[tuple[Loc, Any]], result: Resolution, seen_ids: dict[str, Path]
+) -> None:
+    doc = load_document(path)
+    kind = kind_of(doc)
+    if kind == "trajectory":
+        load_trajectory(path)
+        return
+    if kind == "experiment":
+        raise InvalidInput([Problem(str(path), 1, "experiment_id", "this is an experiment file; pass it with -e")])
+    _require_mapping(doc)
+    variants = _variants(result.experiment)
+    tasks = [
+        (variant_id, _validate_task(doc, layer(doc.data, result.experiment, raw, overrides), overrides))
+        for variant_id, raw in variants
+    ]
+    first = tasks[0][1]
+    _check_unique_id(first.task_id, path, doc, seen_ids)
+    if first.skip and not options.include_skipped:
+        result.skipped.append(first.task_id)
+        return
+    if options.tags and not set(options.tags) & set(first.tags):
+        return
+    expansions = _expand_rows(first, layer(doc.data, result.experiment, variants[0][1], overrides), doc, options)
+    repeats = result.experiment.model.repeats if result.experiment else 1
+    for variant_id, task in tasks:
+        simulated = task.simulation is not None and task.simulation.enabled
+        replicates = task.replicates if simulated else repeats
+        for row, prompt, criteria in expansions:
+            resolved = task.model_copy(update={"initial_prompt": prompt, "initial_prompt_file": None,
+                                               "success_criteria": criteria})  # fmt: skip
+            task_id = f"{task.task_id}/{row.row_id}" if row else task.task_id
+            result.row_tasks.append(
+                RowTask(task_id, task.task_id, row.row_id if row else None, row.values if row else None,
+                        variant_id, replicates, resolved, path)
+            )  # fmt: skip
+
+
+def _variants(experiment: LoadedExperiment | None) -> list[tuple[str, dict[str, Any] | None]]:
+    if experiment is None:
+        return [(DEFAULT_VARIANT, None)]
+    return [(v["variant_id"], v) for v in experiment.doc.data["variants"]]
+
+
+def _check_unique_id(task_id: str, path: Path, doc: Document, seen: dict[str, Path]) -> None:
+    if task_id in seen and seen[task_id] != path:
+        raise InvalidInput(
+            [
+                Problem(
+                    str(path),
+                    doc.line_of(("task_id",)),
+                    "task_id",
+                    f"duplicate task_id {task_id!r} (also in {seen[task_id]})",
+                )
+            ]
+        )
+    seen[task_id] = path
+
+
+def _validate_task(doc: Document, merged: dict[str, Any], overrides: list[tuple[Loc, Any]]) -> Task:
+    try:
+        task = Task.model_validate(merged, context={"base_dir": str(doc.path.parent)})
+    except ValidationError as exc:
+        problems = problems_from_validation(exc, merged, str(doc.path), doc.line_of)
+        raise InvalidInput([_mark_override(p, overrides) for p in problems]) from None
+    if task.agent.resolved_type == "replay" and task.agent.trajectory:
+        load_trajectory(doc.path.parent / task.agent.trajectory)
+    return task
+
+
+def _mark_override(problem: Problem, overrides: list[tuple[Loc, Any]]) -> Problem:
+    for loc, _ in overrides:
+        key = ".".join(map(str, loc))
+        if problem.field == key or problem.field.startswith(key + ".") or key.startswith(problem.field + "."):
+            return Problem(problem.path, problem.line, problem.field, f"{problem.message} (value set by -D {key})")
+    return problem
+
+
+Expansion = tuple[Row | None, str | None, list[Any]]
+
+
+def _expand_rows(task: Task, merged: dict[str, Any], doc: Document, options: Options) -> list[Expansion]:
+    """One (row, prompt, criteria) per dataset row, or a single one without a dataset."""
+    prompt = task.initial_prompt
+    if task.initial_prompt_file is not None:
+        prompt = (doc.path.parent / task.initial_prompt_file).read_text(encoding="utf-8")
+    if task.dataset is None:
+        return [(None, prompt, task.success_criteria)]
+    dataset = task.dataset
+    rows = load_rows(dataset, doc)
+    if options.sample is not None:
+        rows = sample_rows(rows, options.sample, dataset.stratify_field, CLI_SAMPLE_SEED)
+    else:
+        rows = sample_rows(rows, dataset.sample_per_stratum, dataset.stratify_field, dataset.sample_seed)
+    raw_criteria = merged["success_criteria"]
+    templated = [i for i, c in enumerate(raw_criteria) if "${row." in repr(c)]
+    expansions, problems = [], []
+    for row in rows:
+        try:
+            expansions.append(
+                (row, _row_prompt(prompt, row, doc), _row_criteria(task, raw_criteria, templated, row, doc))
+            )
+        except InvalidInput as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise InvalidInput(problems)
+    return expansions
+
+
+def _unknown_field_problem(doc: Document, loc: Loc, row: Row, unknown: set[str]) -> Problem:
+    names = ", ".join(sorted(unknown))
+    return Problem(
+        str(doc.path), doc.line_of(loc), ".".join(map(str, loc)),
+        f"unknown row field(s) {names} in ${{row.…}} (row {row.row_id!r} at {row.origin})",
+    )  # fmt: skip
+
+
+def _row_prompt(prompt: str | None, row: Row, doc: Document) -> str | None:
+    unknown: set[str] = set()
+    result = substitute(prompt, row, unknown)
+    if unknown:
+        raise InvalidInput([_unknown_field_problem(doc, ("initial_prompt",), row, unknown)])
+    return result
+
+
+def _row_criteria(task: Task, raw: list[Any], templated: list[int], row: Row, doc: Document) -> list[Any]:
+    if not templated:
+        return task.success_criteria
+    criteria = list(task.success_criteria)
+    problems = []
+    for index in templated:
+        unknown: set[str] = set()
+        value = substitute(raw[index], row, unknown)
+        if unknown:
+            problems.append(_unknown_field_problem(doc, ("success_criteria", index), row, unknown))
+            continue
+        try:
+            criteria[index] = _CRITERION.validate_python(value)
+        except ValidationError as exc:
+            found = problems_from_validation(exc, value, str(doc.path), doc.line_of, ("success_criteria", index))
+            problems.extend(
+                Problem(p.path, p.line, p.field, f"{p.message} (row {row.row_id!r} at {row.origin})") for p in found
+            )
+    if problems:
+        raise InvalidInput(problems)
+    return criteria

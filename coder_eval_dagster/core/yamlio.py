@@ -1,0 +1,81 @@
+"""YAML documents that remember the line of every key and list item."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .problems import DOCUMENT, InvalidInput, Loc, Problem
+
+try:
+    _Loader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - libyaml is in every wheel we install
+    _Loader = yaml.SafeLoader
+
+
+@dataclass
+class Document:
+    """Parsed YAML data plus a line number (1-based) for every path in it."""
+
+    path: Path
+    data: Any
+    lines: dict[Loc, int] = field(default_factory=dict)
+
+    def line_of(self, loc: Loc) -> int:
+        """The line of the deepest prefix of ``loc`` present in this file (else 1)."""
+        for end in range(len(loc), 0, -1):
+            line = self.lines.get(tuple(loc[:end]))
+            if line is not None:
+                return line
+        return 1
+
+
+def load_document(path: Path) -> Document:
+    """Parse one YAML file; syntax errors and duplicate keys become problems."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput([Problem(str(path), 1, DOCUMENT, f"cannot read file: {exc}")]) from None
+    return parse_document(path, text)
+
+
+def parse_document(path: Path, text: str) -> Document:
+    try:
+        node = yaml.compose(text, Loader=_Loader)
+        data = yaml.load(text, Loader=_Loader) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        raise InvalidInput([Problem(str(path), line, DOCUMENT, f"YAML syntax error: {exc.problem}")]) from None
+    except yaml.YAMLError as exc:
+        raise InvalidInput([Problem(str(path), 1, DOCUMENT, f"YAML error: {exc}")]) from None
+    doc = Document(path, data)
+    if node is not None:
+        problems: list[Problem] = []
+        _record_lines(node, (), doc.lines, problems, str(path))
+        if problems:
+            raise InvalidInput(problems)
+    return doc
+
+
+def _record_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int], problems: list[Problem], path: str) -> None:
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            key = key_node.value
+            if key == "<<":  # merge keys: their contents were merged by the loader
+                continue
+            child = (*loc, key)
+            if key in seen:
+                problems.append(Problem(path, key_node.start_mark.line + 1, ".".join(map(str, child)), "duplicate key"))
+            seen.add(key)
+            lines[child] = key_node.start_mark.line + 1
+            _record_lines(value_node, child, lines, problems, path)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            child = (*loc, index)
+            lines[child] = item.start_mark.line + 1
+            _record_lines(item, child, lines, problems, path)
