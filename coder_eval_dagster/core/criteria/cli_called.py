@@ -52,9 +52,8 @@ class FlagPredicate(StrictModel):
                 chosen[1] if len(chosen) > 1 else "equals",
                 f"exactly one predicate per flag ({', '.join(PREDICATES)}); found {found}",
             )
-        if self.flags is not None:
-            if chosen[0] != "matches_regex":
-                raise rule_error("flags", "regex flags are only allowed beside matches_regex")
+        if self.flags is not None and chosen[0] != "matches_regex":
+            raise rule_error("flags", "regex flags are only allowed beside matches_regex")
         if self.matches_regex is not None:
             try:
                 check_regex(self.matches_regex, self.flags or 0)
