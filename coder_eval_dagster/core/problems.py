@@ -88,7 +88,7 @@ def problems_from_validation(
 
 
 def _split_field(field: str) -> list[str | int]:
-    return [int(part) if part.isdigit() else part for part in field.split(".")]
+    return [int(part) if part.isdigit() else part for part in field.split(".") if part]
 
 
 def _unique(problems: list[Problem]) -> list[Problem]:

@@ -21,7 +21,7 @@ from .models.experiment import Experiment
 from .models.task import Task
 from .models.trajectory import Trajectory
 from .problems import DOCUMENT, InvalidInput, Loc, Problem, problems_from_validation
-from .yamlio import Document, load_document
+from .yamlio import Document, load_document, load_yaml_text
 
 DEFAULT_VARIANT = "default"
 _CRITERION = TypeAdapter(Criterion)
@@ -160,7 +160,7 @@ def parse_override(text: str) -> tuple[Loc, Any]:
     if not sep or not key.strip() or any(not p for p in parts):
         raise InvalidInput([Problem("-D", 1, key.strip() or DOCUMENT, f"expected key.path=value, got {text!r}")])
     try:
-        parsed = yaml.safe_load(value) if value.strip() else ""
+        parsed = load_yaml_text(value) if value.strip() else ""
     except yaml.YAMLError as exc:
         raise InvalidInput([Problem("-D", 1, key, f"value is not valid YAML: {exc}")]) from None
     return tuple(int(p) if p.isdigit() else p for p in parts), parsed

@@ -2,18 +2,40 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
 from .problems import DOCUMENT, InvalidInput, Loc, Problem
 
-try:
-    _Loader: type = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - libyaml is in every wheel we install
-    _Loader = yaml.SafeLoader
+_Base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_Base):  # type: ignore[misc, valid-type]
+    """Safe loading with YAML 1.2 booleans: only true/false are booleans.
+
+    YAML 1.1 reads ``yes``, ``no``, ``on`` and ``off`` as booleans, which turns
+    the guide's ``flags: {yes: {present: true}}`` into a ``True`` key. Values
+    such as ``enabled: yes`` still work: the models coerce them.
+    """
+
+    yaml_implicit_resolvers: ClassVar[dict] = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+def load_yaml_text(text: str) -> Any:
+    """Parse YAML text with the project's loader (used for -D values too)."""
+    return yaml.load(text, Loader=_Loader)
 
 
 @dataclass

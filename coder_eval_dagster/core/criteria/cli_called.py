@@ -49,7 +49,7 @@ class FlagPredicate(StrictModel):
         if len(chosen) != 1:
             found = ", ".join(chosen) if chosen else "none"
             raise rule_error(
-                chosen[1] if len(chosen) > 1 else "equals",
+                "",
                 f"exactly one predicate per flag ({', '.join(PREDICATES)}); found {found}",
             )
         if self.flags is not None and chosen[0] != "matches_regex":

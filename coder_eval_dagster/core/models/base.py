@@ -23,7 +23,8 @@ def rule_error(field: str, message: str) -> PydanticCustomError:
     """An error that names the offending field below the model that raised it.
 
     Model-level rules (one field conflicting with another) would otherwise be
-    reported at the model's own path; the loader appends ``field`` to the path.
+    reported at the model's own path; the loader appends ``field`` to the path
+    (an empty ``field`` names the model itself).
     """
     return PydanticCustomError("rule", "{message}", {"field": field, "message": message})
 

@@ -1,0 +1,55 @@
+"""Small helpers shared by the tests: write YAML, run the CLI in-process."""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from coder_eval_dagster.cli import main
+
+MINIMAL_TASK: dict[str, Any] = {
+    "task_id": "t1",
+    "description": "a task",
+    "initial_prompt": "do it",
+    "success_criteria": [{"type": "file_exists", "path": "a.txt", "description": "a exists"}],
+}
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+def run_cli(*args: str | Path) -> CliResult:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main([str(a) for a in args])
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def write_task(folder: Path, data: dict[str, Any], name: str = "task.yaml") -> Path:
+    return write(folder / name, yaml.safe_dump(data, sort_keys=False))
+
+
+def task_with(**changes: Any) -> dict[str, Any]:
+    """MINIMAL_TASK with top-level keys replaced (None deletes a key)."""
+    data = {**MINIMAL_TASK, **changes}
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def criterion(kind: str, **fields: Any) -> dict[str, Any]:
+    return {"type": kind, "description": f"a {kind} check", **fields}
