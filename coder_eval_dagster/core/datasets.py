@@ -32,7 +32,11 @@ def load_rows(dataset: Dataset, doc: Document) -> list[Row]:
     else:
         raw = []
         for index, relative in enumerate(dataset.paths or []):
-            raw.extend(_read_jsonl(doc.path.parent / relative, f"dataset.paths.{index}"))
+            path, field = doc.path.parent / relative, f"dataset.paths.{index}"
+            if not path.is_file():
+                message = f"file not found: {relative} (relative to the task YAML)"
+                raise InvalidInput([Problem(str(doc.path), doc.line_of(("dataset", "paths", index)), field, message)])
+            raw.extend(_read_jsonl(path, field))
     return _with_ids(raw, dataset.id_field, doc)
 
 

@@ -17,6 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from .criteria import Criterion
 from .datasets import CLI_SAMPLE_SEED, Row, load_rows, sample_rows, substitute
+from .models.dataset import Dataset
 from .models.experiment import Experiment
 from .models.task import Task
 from .models.trajectory import Trajectory
@@ -236,7 +237,7 @@ def resolve(options: Options) -> Resolution:
     except InvalidInput as exc:
         result.problems.extend(exc.problems)
         return result
-    paths = list(options.paths) + (result.experiment.task_paths if result.experiment else [])
+    paths = (result.experiment.task_paths if result.experiment else []) + list(options.paths)
     files, problems = discover(paths)
     result.problems.extend(problems)
     seen_ids: dict[str, Path] = {}
@@ -264,10 +265,14 @@ def _resolve_file(
     if kind == "experiment":
         raise InvalidInput([Problem(str(path), 1, "experiment_id", "this is an experiment file; pass it with -e")])
     _require_mapping(doc)
-    variants = _variants(result.experiment)
+    layered = [
+        (variant_id, layer(doc.data, result.experiment, raw, overrides))
+        for variant_id, raw in _variants(result.experiment)
+    ]
+    rows = _dataset_rows(layered[0][1], doc, options)
     tasks = [
-        (variant_id, _validate_task(doc, layer(doc.data, result.experiment, raw, overrides), overrides))
-        for variant_id, raw in variants
+        (variant_id, _validate_task(doc, merged, overrides, rows[0] if rows else None))
+        for variant_id, merged in layered
     ]
     first = tasks[0][1]
     _check_unique_id(first.task_id, path, doc, seen_ids)
@@ -276,7 +281,7 @@ def _resolve_file(
         return
     if options.tags and not set(options.tags) & set(first.tags):
         return
-    expansions = _expand_rows(first, layer(doc.data, result.experiment, variants[0][1], overrides), doc, options)
+    expansions = _expand_rows(first, layered[0][1], rows, doc)
     repeats = result.experiment.model.repeats if result.experiment else 1
     for variant_id, task in tasks:
         simulated = task.simulation is not None and task.simulation.enabled
@@ -289,6 +294,26 @@ def _resolve_file(
                 RowTask(task_id, task.task_id, row.row_id if row else None, row.values if row else None,
                         variant_id, replicates, resolved, path)
             )  # fmt: skip
+
+
+def _dataset_rows(merged: dict[str, Any], doc: Document, options: Options) -> list[Row] | None:
+    """The sampled rows of the task's dataset block (None without one)."""
+    if merged.get("dataset") is None:
+        return None
+    try:
+        dataset = Dataset.model_validate(merged["dataset"])
+    except ValidationError as exc:
+        raise InvalidInput(
+            problems_from_validation(exc, merged["dataset"], str(doc.path), doc.line_of, ("dataset",))
+        ) from None
+    rows = load_rows(dataset, doc)
+    if options.sample is not None:
+        rows = sample_rows(rows, options.sample, dataset.stratify_field, CLI_SAMPLE_SEED)
+    else:
+        rows = sample_rows(rows, dataset.sample_per_stratum, dataset.stratify_field, dataset.sample_seed)
+    if not rows:
+        raise InvalidInput([Problem(str(doc.path), doc.line_of(("dataset",)), "dataset", "the dataset has no rows")])
+    return rows
 
 
 def _variants(experiment: LoadedExperiment | None) -> list[tuple[str, dict[str, Any] | None]]:
@@ -312,11 +337,22 @@ def _check_unique_id(task_id: str, path: Path, doc: Document, seen: dict[str, Pa
     seen[task_id] = path
 
 
-def _validate_task(doc: Document, merged: dict[str, Any], overrides: list[tuple[Loc, Any]]) -> Task:
+def _validate_task(
+    doc: Document, merged: dict[str, Any], overrides: list[tuple[Loc, Any]], first_row: Row | None
+) -> Task:
+    """Validate the merged task; on a dataset task, as its first row sees it.
+
+    Placeholders may stand in typed fields (``timeout: "${row.n}"``), so the
+    template is checked with real values; later rows re-check only the
+    criteria that hold a placeholder.
+    """
+    data = merged
+    if first_row is not None:
+        data = {**merged, "success_criteria": substitute(merged.get("success_criteria"), first_row, set())}
     try:
-        task = Task.model_validate(merged, context={"base_dir": str(doc.path.parent)})
+        task = Task.model_validate(data, context={"base_dir": str(doc.path.parent)})
     except ValidationError as exc:
-        problems = problems_from_validation(exc, merged, str(doc.path), doc.line_of)
+        problems = problems_from_validation(exc, data, str(doc.path), doc.line_of)
         raise InvalidInput([_mark_override(p, overrides) for p in problems]) from None
     if task.agent.resolved_type == "replay" and task.agent.trajectory:
         load_trajectory(doc.path.parent / task.agent.trajectory)
@@ -334,27 +370,20 @@ def _mark_override(problem: Problem, overrides: list[tuple[Loc, Any]]) -> Proble
 Expansion = tuple[Row | None, str | None, list[Any]]
 
 
-def _expand_rows(task: Task, merged: dict[str, Any], doc: Document, options: Options) -> list[Expansion]:
+def _expand_rows(task: Task, merged: dict[str, Any], rows: list[Row] | None, doc: Document) -> list[Expansion]:
     """One (row, prompt, criteria) per dataset row, or a single one without a dataset."""
     prompt = task.initial_prompt
     if task.initial_prompt_file is not None:
         prompt = (doc.path.parent / task.initial_prompt_file).read_text(encoding="utf-8")
-    if task.dataset is None:
+    if rows is None:
         return [(None, prompt, task.success_criteria)]
-    dataset = task.dataset
-    rows = load_rows(dataset, doc)
-    if options.sample is not None:
-        rows = sample_rows(rows, options.sample, dataset.stratify_field, CLI_SAMPLE_SEED)
-    else:
-        rows = sample_rows(rows, dataset.sample_per_stratum, dataset.stratify_field, dataset.sample_seed)
     raw_criteria = merged["success_criteria"]
     templated = [i for i, c in enumerate(raw_criteria) if "${row." in repr(c)]
     expansions, problems = [], []
     for row in rows:
         try:
-            expansions.append(
-                (row, _row_prompt(prompt, row, doc), _row_criteria(task, raw_criteria, templated, row, doc))
-            )
+            criteria = _row_criteria(task, raw_criteria, templated, row, doc)
+            expansions.append((row, _row_prompt(prompt, row, doc), criteria))
         except InvalidInput as exc:
             problems.extend(exc.problems)
     if problems:
