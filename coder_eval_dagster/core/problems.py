@@ -19,7 +19,8 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.field}: {self.message}"
+        message = " ".join(self.message.split())  # one problem, one line
+        return f"{self.path}:{self.line}: {self.field}: {message}"
 
 
 class InvalidInput(Exception):
@@ -31,7 +32,17 @@ class InvalidInput(Exception):
 
 
 def dotted(loc: Loc) -> str:
-    return ".".join(str(part) for part in loc) if loc else DOCUMENT
+    """``a.0.b``; a key that is empty or holds white space is quoted so the path stays one token."""
+    if not loc:
+        return DOCUMENT
+    return ".".join(_segment(part) for part in loc)
+
+
+def _segment(part: str | int) -> str:
+    text = str(part)
+    if text and not any(c.isspace() for c in text):
+        return text
+    return '"' + "".join(f"\\x{ord(c):02x}" if c.isspace() else c for c in text) + '"'
 
 
 def data_loc(data: Any, loc: Loc) -> Loc:
