@@ -82,7 +82,11 @@ def _validate_text(text: str) -> None:
         assert PROBLEM_LINE.match(line), line
 
 
-FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 @FUZZ

@@ -1,0 +1,74 @@
+"""CE030: every model field is documented in its own section of docs/task-format.md."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+
+import coder_eval_dagster.core.criteria as criteria_pkg
+import coder_eval_dagster.core.models as models_pkg
+from coder_eval_dagster.core.criteria import CRITERION_MODELS, CriterionBase
+from coder_eval_dagster.core.models.base import StrictModel
+
+DOC = Path(__file__).parent.parent / "docs" / "task-format.md"
+
+SECTIONS = {
+    "Task": "## Task file", "Reference": "### `reference`", "AgentConfig": "## `agent`",
+    "SandboxConfig": "## `sandbox`", "PythonEnv": "### `python`", "RepoSource": "### `template_sources`",
+    "TemplateDirSource": "### `template_sources`", "StarterFilesSource": "### `template_sources`",
+    "StarterFile": "### `template_sources`", "SandboxLimits": "### `limits`", "RunLimits": "## `run_limits`",
+    "HookCommand": "## `pre_run` and `post_run`", "Dataset": "## `dataset`", "Simulation": "## `simulation`",
+    "CriterionBase": "## `success_criteria`", "StopEarly": "## `success_criteria`",
+    "RegexCheck": "### `file_check`", "Assertion": "### `json_check`", "FlagPredicate": "### `cli_called`",
+    "JudgeBase": "### `llm_judge`", "Experiment": "## Experiment files", "ExperimentDefaults": "## Experiment files",
+    "Variant": "## Experiment files", "Trajectory": "## Replay trajectories", "TrajectoryTurn": "## Replay trajectories",
+    "TurnUsage": "## Replay trajectories", "ToolCall": "## Replay trajectories",
+    **{model.__name__: f"### `{kind}`" for kind, model in CRITERION_MODELS.items()},
+}  # fmt: skip
+# Bases that only add fields documented with the criteria that use them.
+MIXINS = {"LiveObservable", "Classification"}
+
+
+def _all_models() -> dict[str, type[StrictModel]]:
+    for package in (models_pkg, criteria_pkg):
+        for module in pkgutil.iter_modules(package.__path__):
+            importlib.import_module(f"{package.__name__}.{module.name}")
+    found: dict[str, type[StrictModel]] = {}
+    pending = list(StrictModel.__subclasses__())
+    while pending:
+        model = pending.pop()
+        if model.__module__.startswith("coder_eval_dagster."):
+            found[model.__name__] = model
+        pending.extend(model.__subclasses__())
+    return found
+
+
+def _section(heading: str) -> str:
+    text = DOC.read_text(encoding="utf-8")
+    level = len(heading) - len(heading.lstrip("#"))
+    start = text.index(f"\n{heading}\n")
+    following = re.compile(rf"^#{{1,{level}}} ", re.MULTILINE)
+    end_match = following.search(text, start + len(heading) + 2)
+    return text[start : end_match.start() if end_match else len(text)]
+
+
+def test_every_model_has_a_section() -> None:
+    models = _all_models()
+    assert set(models) - MIXINS <= set(SECTIONS), (
+        f"map these models to a doc section: {set(models) - MIXINS - set(SECTIONS)}"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(SECTIONS))
+def test_model_fields_are_documented(name: str) -> None:
+    model = _all_models()[name]
+    section = _section(SECTIONS[name])
+    own = set(model.model_fields)
+    if name in {m.__name__ for m in CRITERION_MODELS.values()}:  # common fields have their own section
+        own -= {"type", *CriterionBase.model_fields}
+    missing = sorted(f for f in own if f"`{f}`" not in section)
+    assert not missing, f"{name}: fields missing from '{SECTIONS[name]}' in docs/task-format.md: {missing}"
