@@ -1,0 +1,29 @@
+# Two commands on a fresh machine (Python 3.11 and the package registries):
+#   make run    set up if needed, then run the shipped tasks
+#   make test   set up if needed, then run the test suite (.ci/run calls this)
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install run test lint bench
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check uv
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e ".[dev,docker]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/coder-eval run tasks/
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n auto
+
+lint: $(STAMP)
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench_resolution.py
