@@ -47,7 +47,9 @@ def _make_task(folder: Path, rows: int) -> Path:
     labels = ["positive", "negative", "neutral"]
     with (folder / "rows.jsonl").open("w") as handle:
         for index in range(rows):
-            handle.write(json.dumps({"id": f"row-{index:05d}", "text": f"text {index}", "label": labels[index % 3]}) + "\n")
+            handle.write(
+                json.dumps({"id": f"row-{index:05d}", "text": f"text {index}", "label": labels[index % 3]}) + "\n"
+            )
     path = folder / "task.yaml"
     path.write_text(TASK)
     return path

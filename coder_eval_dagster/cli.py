@@ -22,8 +22,14 @@ def _print_problems(problems: Sequence[Problem]) -> None:
 def _selection_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*", type=Path, help="task files or folders (recursive *.yaml, *.yml)")
     parser.add_argument("-e", "--experiment", type=Path, help="experiment file (variants, defaults, repeats)")
-    parser.add_argument("-D", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
-                        help="override a task field (YAML value); repeatable, merged per key")  # fmt: skip
+    parser.add_argument(
+        "-D",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=VALUE",
+        help="override a task field (YAML value); repeatable, merged per key",
+    )
     parser.add_argument("--type", dest="agent_type", help="agent type override (claude-code, codex, none, replay)")
     parser.add_argument("--sample", type=int, metavar="N", help="fixed-seed sample of N rows per stratum")
     parser.add_argument("--tags", default="", help="only tasks with any of these comma-separated tags")
@@ -32,10 +38,14 @@ def _selection_arguments(parser: argparse.ArgumentParser) -> None:
 
 def options_from(args: argparse.Namespace) -> Options:
     return Options(
-        paths=list(args.paths), experiment=args.experiment, overrides=list(args.overrides),
-        agent_type=args.agent_type, sample=args.sample,
-        tags=[t.strip() for t in args.tags.split(",") if t.strip()], include_skipped=args.include_skipped,
-    )  # fmt: skip
+        paths=list(args.paths),
+        experiment=args.experiment,
+        overrides=list(args.overrides),
+        agent_type=args.agent_type,
+        sample=args.sample,
+        tags=[t.strip() for t in args.tags.split(",") if t.strip()],
+        include_skipped=args.include_skipped,
+    )
 
 
 # ----------------------------------------------------------------------------- validate
@@ -91,6 +101,25 @@ def cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# ----------------------------------------------------------------------------- run, rescore
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .run_command import run
+
+    options = options_from(args)
+    if not options.paths and options.experiment is None:
+        print("coder-eval run: give task paths or -e EXPERIMENT", file=sys.stderr)
+        return EXIT_USAGE
+    return run(options, args.runs_dir, args.concurrency)
+
+
+def cmd_rescore(args: argparse.Namespace) -> int:
+    from .run_command import rescore
+
+    return rescore(args.run_dir, args.concurrency)
+
+
 # ----------------------------------------------------------------------------- main
 
 
@@ -103,7 +132,21 @@ def build_parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="print the row-tasks x variants a run would execute")
     _selection_arguments(listing)
     listing.set_defaults(handler=cmd_list)
+    running = commands.add_parser("run", help="run the row-tasks x variants through the Dagster asset graph")
+    _selection_arguments(running)
+    _run_arguments(running)
+    running.set_defaults(handler=cmd_run)
+    rescoring = commands.add_parser("rescore", help="re-run criteria and suite metrics of an earlier run")
+    rescoring.add_argument("run_dir", type=Path)
+    _run_arguments(rescoring, runs_dir=False)
+    rescoring.set_defaults(handler=cmd_rescore)
     return parser
+
+
+def _run_arguments(parser: argparse.ArgumentParser, runs_dir: bool = True) -> None:
+    parser.add_argument("--concurrency", type=int, default=0, help="evaluations at once (default: CPU count)")
+    if runs_dir:
+        parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run folders go (default runs/)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -120,8 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # the last line of defence: one line, never a traceback
         if os.environ.get("CODER_EVAL_DEBUG"):
             raise
-        print(f"coder-eval: internal error: {type(exc).__name__}: {exc} (set CODER_EVAL_DEBUG=1 for details)",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"coder-eval: internal error: {type(exc).__name__}: {exc} (set CODER_EVAL_DEBUG=1 for details)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
 
 

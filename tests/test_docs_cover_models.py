@@ -17,18 +17,35 @@ from coder_eval_dagster.core.models.base import StrictModel
 DOC = Path(__file__).parent.parent / "docs" / "task-format.md"
 
 SECTIONS = {
-    "Task": "## Task file", "Reference": "### `reference`", "AgentConfig": "## `agent`",
-    "SandboxConfig": "## `sandbox`", "PythonEnv": "### `python`", "RepoSource": "### `template_sources`",
-    "TemplateDirSource": "### `template_sources`", "StarterFilesSource": "### `template_sources`",
-    "StarterFile": "### `template_sources`", "SandboxLimits": "### `limits`", "RunLimits": "## `run_limits`",
-    "HookCommand": "## `pre_run` and `post_run`", "Dataset": "## `dataset`", "Simulation": "## `simulation`",
-    "CriterionBase": "## `success_criteria`", "StopEarly": "## `success_criteria`",
-    "RegexCheck": "### `file_check`", "Assertion": "### `json_check`", "FlagPredicate": "### `cli_called`",
-    "JudgeBase": "### `llm_judge`", "Experiment": "## Experiment files", "ExperimentDefaults": "## Experiment files",
-    "Variant": "## Experiment files", "Trajectory": "## Replay trajectories", "TrajectoryTurn": "## Replay trajectories",
-    "TurnUsage": "## Replay trajectories", "ToolCall": "## Replay trajectories",
+    "Task": "## Task file",
+    "Reference": "### `reference`",
+    "AgentConfig": "## `agent`",
+    "SandboxConfig": "## `sandbox`",
+    "PythonEnv": "### `python`",
+    "RepoSource": "### `template_sources`",
+    "TemplateDirSource": "### `template_sources`",
+    "StarterFilesSource": "### `template_sources`",
+    "StarterFile": "### `template_sources`",
+    "SandboxLimits": "### `limits`",
+    "RunLimits": "## `run_limits`",
+    "HookCommand": "## `pre_run` and `post_run`",
+    "Dataset": "## `dataset`",
+    "Simulation": "## `simulation`",
+    "CriterionBase": "## `success_criteria`",
+    "StopEarly": "## `success_criteria`",
+    "RegexCheck": "### `file_check`",
+    "Assertion": "### `json_check`",
+    "FlagPredicate": "### `cli_called`",
+    "JudgeBase": "### `llm_judge`",
+    "Experiment": "## Experiment files",
+    "ExperimentDefaults": "## Experiment files",
+    "Variant": "## Experiment files",
+    "Trajectory": "## Replay trajectories",
+    "TrajectoryTurn": "## Replay trajectories",
+    "TurnUsage": "## Replay trajectories",
+    "ToolCall": "## Replay trajectories",
     **{model.__name__: f"### `{kind}`" for kind, model in CRITERION_MODELS.items()},
-}  # fmt: skip
+}
 # Bases that only add fields documented with the criteria that use them.
 MIXINS = {"LiveObservable", "Classification"}
 

@@ -18,9 +18,13 @@ from .helpers import MINIMAL_TASK, criterion, run_cli
 PROBLEM_LINE = re.compile(r"^\S.*:\d+: \S+: .+$")
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-5, 10**6), st.floats(allow_nan=False, allow_infinity=False),
-    st.text(max_size=12), st.sampled_from(["${row.x}", "!", "..", "/etc", "file_exists", "none", "replay"]),
-)  # fmt: skip
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 10**6),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+    st.sampled_from(["${row.x}", "!", "..", "/etc", "file_exists", "none", "replay"]),
+)
 values = st.recursive(
     scalars,
     lambda children: st.one_of(
@@ -38,12 +42,17 @@ RICH_TASK: dict[str, Any] = {
     "dataset": {"rows": [{"id": "a", "x": "1"}, {"id": "b", "x": "2"}]},
     "pre_run": [{"command": "true"}],
     "success_criteria": [
-        criterion("skill_triggered", skill_name="s", expected_skill="${row.x}", stop_early={"decide_within": 2},
-                  suite_thresholds={"recall.yes": 0.5}),
+        criterion(
+            "skill_triggered",
+            skill_name="s",
+            expected_skill="${row.x}",
+            stop_early={"decide_within": 2},
+            suite_thresholds={"recall.yes": 0.5},
+        ),
         criterion("cli_called", log="l.jsonl", verb="a b", flags={"yes": {"present": True, "aliases": ["y"]}}),
         criterion("json_check", path="a.json", assertions=[{"expression": "a", "operator": "gt", "expected": 1}]),
     ],
-}  # fmt: skip
+}
 
 
 def _paths(data: Any, prefix: tuple = ()) -> list[tuple]:

@@ -69,8 +69,10 @@ def test_pre_run_defaults_prepended_post_run_appended(tmp_path: Path) -> None:
 def test_variant_template_sources_appended_and_simulation_shallow_merged(tmp_path: Path) -> None:
     write(tmp_path / "variant_tpl/x.txt", "x")
     sources = [{"type": "starter_files", "files": [{"path": "a.txt", "content": "task"}]}]
-    write_task(tmp_path, task_with(sandbox={"template_sources": sources},
-                                   simulation={"persona": "p", "goal": "g", "max_turns": 4}))  # fmt: skip
+    write_task(
+        tmp_path,
+        task_with(sandbox={"template_sources": sources}, simulation={"persona": "p", "goal": "g", "max_turns": 4}),
+    )
     exp = write(
         tmp_path / "experiments/exp.yaml",
         """
@@ -133,12 +135,17 @@ def _dataset_task(folder: Path, rows: list[dict], **dataset) -> Path:
             initial_prompt="Label: ${row.text}",
             dataset={"paths": ["rows.jsonl"], **dataset},
             success_criteria=[
-                criterion("classification_match", path="out.txt", expected_label="${row.label}",
-                          allowed_labels=["pos", "neg"], description="label of ${row.id}"),
+                criterion(
+                    "classification_match",
+                    path="out.txt",
+                    expected_label="${row.label}",
+                    allowed_labels=["pos", "neg"],
+                    description="label of ${row.id}",
+                ),
                 criterion("run_command", command="test ${row.n} -gt 0", timeout="${row.n}"),
             ],
         ),
-    )  # fmt: skip
+    )
 
 
 ROWS = [{"id": f"r{i}", "text": f"t{i}", "label": "pos" if i % 3 else "neg", "n": i + 1} for i in range(9)]
@@ -170,8 +177,12 @@ def test_dataset_bad_jsonl_line_is_named(tmp_path: Path) -> None:
 
 def test_unknown_row_field_names_the_row(tmp_path: Path) -> None:
     write(tmp_path / "rows.jsonl", '{"id": "a", "label": "pos"}\n{"id": "b"}\n')
-    write_task(tmp_path, task_with(dataset={"paths": ["rows.jsonl"]}, success_criteria=[
-        criterion("file_exists", path="${row.label}.txt")]))  # fmt: skip
+    write_task(
+        tmp_path,
+        task_with(
+            dataset={"paths": ["rows.jsonl"]}, success_criteria=[criterion("file_exists", path="${row.label}.txt")]
+        ),
+    )
     result = run_cli("list", tmp_path)
     assert result.code == 1
     assert "success_criteria.0: unknown row field(s) label" in result.err and "row 'b'" in result.err
@@ -179,8 +190,13 @@ def test_unknown_row_field_names_the_row(tmp_path: Path) -> None:
 
 
 def test_row_value_breaking_a_criterion_names_the_row(tmp_path: Path) -> None:
-    write_task(tmp_path, task_with(dataset={"rows": [{"id": "a", "n": 2}, {"id": "b", "n": "many"}]},
-                                   success_criteria=[criterion("command_executed", min_count="${row.n}")]))  # fmt: skip
+    write_task(
+        tmp_path,
+        task_with(
+            dataset={"rows": [{"id": "a", "n": 2}, {"id": "b", "n": "many"}]},
+            success_criteria=[criterion("command_executed", min_count="${row.n}")],
+        ),
+    )
     result = run_cli("list", tmp_path)
     assert result.code == 1 and "success_criteria.0.min_count" in result.err and "row 'b'" in result.err
 
@@ -271,10 +287,12 @@ def test_variant_cannot_change_the_dataset(tmp_path: Path) -> None:
         ("experiment_id: e\nvariants: [{variant_id: a}, {variant_id: a}]\n", "variants.1.variant_id"),
         ("experiment_id: e\nrepeats: 0\nvariants: [{variant_id: a}]\n", "repeats"),
         ("experiment_id: e\nvariants: [{variant_id: a, simulation: {mood: x}}]\n", "variants.0.simulation"),
-        ("experiment_id: e\ndefaults: {run_limits: {stop_early: true}}\nvariants: [{variant_id: a}]\n",
-         "defaults.run_limits.stop_early"),
+        (
+            "experiment_id: e\ndefaults: {run_limits: {stop_early: true}}\nvariants: [{variant_id: a}]\n",
+            "defaults.run_limits.stop_early",
+        ),
     ],
-)  # fmt: skip
+)
 def test_invalid_experiments(tmp_path: Path, text: str, field: str) -> None:
     path = write(tmp_path / "exp.yaml", text)
     result = run_cli("validate", path)

@@ -74,9 +74,13 @@ def _with_ids(raw: list[tuple[dict[str, Any], str]], id_field: str, doc: Documen
         row_id = str(row_id)
         if not SAFE_ID_RE.match(row_id):
             problems.append(
-                Problem(where, int(line), "dataset.id_field",
-                        f"row id {row_id!r} must match {SAFE_ID_RE.pattern} (it becomes a directory name)")
-            )  # fmt: skip
+                Problem(
+                    where,
+                    int(line),
+                    "dataset.id_field",
+                    f"row id {row_id!r} must match {SAFE_ID_RE.pattern} (it becomes a directory name)",
+                )
+            )
         elif row_id in seen:
             problems.append(
                 Problem(where, int(line), "dataset.id_field", f"duplicate row id {row_id!r} (first at {seen[row_id]})")

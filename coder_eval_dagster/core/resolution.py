@@ -287,13 +287,22 @@ def _resolve_file(
         simulated = task.simulation is not None and task.simulation.enabled
         replicates = task.replicates if simulated else repeats
         for row, prompt, criteria in expansions:
-            resolved = task.model_copy(update={"initial_prompt": prompt, "initial_prompt_file": None,
-                                               "success_criteria": criteria})  # fmt: skip
+            resolved = task.model_copy(
+                update={"initial_prompt": prompt, "initial_prompt_file": None, "success_criteria": criteria}
+            )
             task_id = f"{task.task_id}/{row.row_id}" if row else task.task_id
             result.row_tasks.append(
-                RowTask(task_id, task.task_id, row.row_id if row else None, row.values if row else None,
-                        variant_id, replicates, resolved, path)
-            )  # fmt: skip
+                RowTask(
+                    task_id,
+                    task.task_id,
+                    row.row_id if row else None,
+                    row.values if row else None,
+                    variant_id,
+                    replicates,
+                    resolved,
+                    path,
+                )
+            )
 
 
 def _dataset_rows(merged: dict[str, Any], doc: Document, options: Options) -> list[Row] | None:
@@ -394,9 +403,11 @@ def _expand_rows(task: Task, merged: dict[str, Any], rows: list[Row] | None, doc
 def _unknown_field_problem(doc: Document, loc: Loc, row: Row, unknown: set[str]) -> Problem:
     names = ", ".join(sorted(unknown))
     return Problem(
-        str(doc.path), doc.line_of(loc), ".".join(map(str, loc)),
+        str(doc.path),
+        doc.line_of(loc),
+        ".".join(map(str, loc)),
         f"unknown row field(s) {names} in ${{row.…}} (row {row.row_id!r} at {row.origin})",
-    )  # fmt: skip
+    )
 
 
 def _row_prompt(prompt: str | None, row: Row, doc: Document) -> str | None:

@@ -7,6 +7,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from .base import Classification, Scoring
+from .context import CheckContext, Outcome
 
 NONE_LABEL = "(none)"
 OTHER_LABEL = "(other)"
@@ -22,3 +23,24 @@ class ClassificationMatch(Classification):
 
     def metric_labels(self) -> list[str] | None:
         return [*self.allowed_labels, NONE_LABEL, OTHER_LABEL]
+
+
+def normalize(label: str, case_sensitive: bool) -> str:
+    label = label.strip()
+    return label if case_sensitive else label.lower()
+
+
+def canonical(label: str, criterion: ClassificationMatch) -> str | None:
+    wanted = normalize(label, criterion.case_sensitive)
+    return next((a for a in criterion.allowed_labels if normalize(a, criterion.case_sensitive) == wanted), None)
+
+
+def check(criterion: ClassificationMatch, ctx: CheckContext) -> Outcome:
+    path = ctx.path(criterion.path)
+    content = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    observed = NONE_LABEL if not content.strip() else canonical(content, criterion) or OTHER_LABEL
+    expected = canonical(criterion.expected_label, criterion) or criterion.expected_label.strip()
+    score = 1.0 if observed == expected else 0.0
+    return Outcome(
+        score, {"observed": observed, "expected": expected}, expected_label=expected, observed_label=observed
+    )

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import re
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from ..models.base import StrictModel, check_regex, rule_error
 from .base import CriterionBase, Scoring
+from .context import CheckContext, Outcome
 
 PREDICATES = ("equals", "contains", "matches_regex", "any_of", "present", "absent")
 
@@ -113,3 +117,111 @@ class CliCalled(CriterionBase):
                         f"flags.{name}.aliases", f"alias {alias!r} already belongs to flag {owners[alias]!r}"
                     )
         return self
+
+
+@dataclass
+class Invocation:
+    """One argv split into positionals and flags (name -> values; None for a switch)."""
+
+    positionals: list[str]
+    flags: dict[str, list[str | None]]
+
+
+def value_bearing(criterion: CliCalled) -> set[str]:
+    """Flags that take the next token: declared, never guessed.
+
+    A flag with a value predicate (and its aliases), every ``value_flags``
+    entry, and ``output`` while it is ignored (it carries a value by default).
+    """
+    names = set(criterion.value_flags)
+    for name, predicate in criterion.flags.items():
+        if predicate.predicate not in ("present", "absent"):
+            names.update([name, *predicate.aliases])
+    if "output" in criterion.ignore_flags:
+        names.add("output")
+    return names
+
+
+def parse_argv(argv: list[str], takes_value: set[str]) -> Invocation:
+    positionals: list[str] = []
+    flags: dict[str, list[str | None]] = {}
+    index, options_done = 0, False
+    while index < len(argv):
+        token = argv[index]
+        index += 1
+        if options_done or token == "-" or not token.startswith("-"):
+            positionals.append(token)
+            continue
+        if token == "--":
+            options_done = True
+            continue
+        name, equals, value = token.lstrip("-").partition("=")
+        if equals:
+            flags.setdefault(name, []).append(value)
+        elif name in takes_value and index < len(argv):
+            flags.setdefault(name, []).append(argv[index])
+            index += 1
+        else:
+            flags.setdefault(name, []).append(None)
+    return Invocation(positionals, flags)
+
+
+def _predicate_holds(predicate: FlagPredicate, names: list[str], invocation: Invocation) -> bool:
+    present = any(name in invocation.flags for name in names)
+    if predicate.present:
+        return present
+    if predicate.absent:
+        return not present
+    values = [v for name in names for v in invocation.flags.get(name, []) if v is not None]
+    if predicate.equals is not None:
+        return predicate.equals in values
+    if predicate.contains is not None:
+        return any(predicate.contains in v for v in values)
+    if predicate.matches_regex is not None:
+        return any(re.search(predicate.matches_regex, v, predicate.flags or 0) for v in values)
+    return any(v in (predicate.any_of or []) for v in values)
+
+
+def matches(criterion: CliCalled, record: dict[str, Any], takes_value: set[str]) -> bool:
+    if criterion.tool is not None and record.get("tool") != criterion.tool:
+        return False
+    invocation = parse_argv(record["argv"], takes_value)
+    for ignored in criterion.ignore_flags:
+        invocation.flags.pop(ignored, None)
+    verb = criterion.verb_tokens
+    rest = invocation.positionals[len(verb) :]
+    if invocation.positionals[: len(verb)] != verb or rest[: len(criterion.positional)] != criterion.positional:
+        return False
+    return all(
+        _predicate_holds(predicate, [name, *predicate.aliases], invocation)
+        for name, predicate in criterion.flags.items()
+    )
+
+
+def read_log(ctx: CheckContext, relative: str) -> list[dict[str, Any]]:
+    """Every record of the log; an unusable line fails the whole check."""
+    records = []
+    for number, line in enumerate(ctx.read_text(relative).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            raise ValueError(f"{relative}:{number}: not JSON") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"{relative}:{number}: not a JSON object")
+        argv = record.get("argv")
+        if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+            raise ValueError(f"{relative}:{number}: argv is not a list of strings")
+        records.append(record)
+    return records
+
+
+def check(criterion: CliCalled, ctx: CheckContext) -> Outcome:
+    records = read_log(ctx, criterion.log)
+    takes_value = value_bearing(criterion)
+    matched = [r["argv"] for r in records if matches(criterion, r, takes_value)]
+    high = criterion.max_count
+    passed = len(matched) >= criterion.min_count and (high is None or len(matched) <= high)
+    details = {"records": len(records), "matches": len(matched), "matched_argv": matched[:20]}
+    return Outcome(1.0 if passed else 0.0, details)

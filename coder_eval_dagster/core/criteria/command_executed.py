@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from ..models.base import check_regex, rule_error
+from ..results import ToolCallRecord
 from .base import LiveObservable, Scoring
+from .context import CheckContext, Outcome
 
 
 class CommandExecuted(LiveObservable):
@@ -30,3 +34,57 @@ class CommandExecuted(LiveObservable):
         if self.max_count is not None and self.max_count < self.min_count:
             raise rule_error("max_count", f"must be >= min_count ({self.min_count})")
         return self
+
+
+_SHELL_WRAPPER = re.compile(r"^\s*(?:/\S*/)?(?:bash|sh|zsh)\s+-(?:l?c|cl)\s+(?P<body>.+)$", re.DOTALL)
+
+
+def command_text(call: ToolCallRecord) -> str:
+    """The text a pattern is matched against: a Bash command, else the parameter values."""
+    if "command" in call.parameters:
+        return str(call.parameters["command"])
+    return " ".join(str(v) for v in call.parameters.values())
+
+
+def shell_normalized(command: str) -> str:
+    """Strip a ``bash/sh/zsh -lc "..."`` wrapper and resolve shell quoting."""
+    wrapped = _SHELL_WRAPPER.match(command)
+    if wrapped:
+        try:
+            parts = shlex.split(wrapped.group("body"))
+            command = parts[0] if len(parts) == 1 else wrapped.group("body")
+        except ValueError:
+            command = wrapped.group("body")
+    try:
+        return " ".join(shlex.split(command))
+    except ValueError:
+        return command
+
+
+def haystacks(call: ToolCallRecord) -> list[str]:
+    raw = command_text(call)
+    return [raw, shell_normalized(raw)] if call.tool == "Bash" else [raw]
+
+
+def counts(criterion: CommandExecuted, call: ToolCallRecord) -> bool:
+    if criterion.tool_name is not None and call.tool != criterion.tool_name:
+        return False
+    if criterion.require_success and call.status != "success":
+        return False
+    texts = haystacks(call)
+    if criterion.command_pattern is not None and not any(re.search(criterion.command_pattern, t) for t in texts):
+        return False
+    return not (criterion.exclude_pattern is not None and any(re.search(criterion.exclude_pattern, t) for t in texts))
+
+
+def score_for(criterion: CommandExecuted, matched: int) -> float:
+    """matched / min_count (capped at 1); 0 once max_count is exceeded."""
+    if criterion.max_count is not None and matched > criterion.max_count:
+        return 0.0
+    return min(1.0, matched / criterion.min_count) if criterion.min_count else 1.0
+
+
+def check(criterion: CommandExecuted, ctx: CheckContext) -> Outcome:
+    matched = [command_text(c) for c in ctx.calls if counts(criterion, c)]
+    details = {"matches": len(matched), "matched_commands": matched[:20], "total_calls": len(ctx.calls)}
+    return Outcome(score_for(criterion, len(matched)), details)

@@ -7,6 +7,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from .base import CriterionBase, Scoring
+from .context import CheckContext, Outcome
 
 
 class CommandsEfficiency(CriterionBase):
@@ -14,3 +15,9 @@ class CommandsEfficiency(CriterionBase):
     needs_agent: ClassVar[bool] = True
     type: Literal["commands_efficiency"]
     expected_commands: int = Field(ge=1)
+
+
+def check(criterion: CommandsEfficiency, ctx: CheckContext) -> Outcome:
+    actual = len(ctx.calls)
+    score = criterion.expected_commands / max(actual, criterion.expected_commands)
+    return Outcome(score, {"expected_commands": criterion.expected_commands, "actual_commands": actual})

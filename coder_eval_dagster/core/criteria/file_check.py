@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from ..models.base import StrictModel, check_regex, rule_error
 from .base import CriterionBase, Scoring
+from .context import CheckContext, Outcome, fraction, mean
+from .file_contains import string_scores
 
 
 class RegexCheck(StrictModel):
@@ -31,3 +34,20 @@ class FileCheck(CriterionBase):
     includes: list[str] = Field(default_factory=list)
     excludes: list[str] = Field(default_factory=list)
     patterns: list[RegexCheck] = Field(default_factory=list)
+
+
+def check(criterion: FileCheck, ctx: CheckContext) -> Outcome:
+    path = ctx.path(criterion.path)
+    if not path.is_file():
+        return Outcome(0.0, {"exists": False}, error=f"file not found: {criterion.path}")
+    content = ctx.read_text(criterion.path)
+    scores, details = string_scores(content, criterion.includes, criterion.excludes)
+    if criterion.patterns:
+        failed = [
+            p.pattern
+            for p in criterion.patterns
+            if (re.search(p.pattern, content, p.flags) is not None) != p.must_match
+        ]
+        scores.append(fraction(len(criterion.patterns) - len(failed), len(criterion.patterns)))
+        details["failed_patterns"] = failed
+    return Outcome(mean(scores), {"exists": True, **details})

@@ -7,6 +7,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from .base import CriterionBase, Scoring
+from .context import CheckContext, Outcome, fraction, mean
 
 
 class FileContains(CriterionBase):
@@ -15,3 +16,22 @@ class FileContains(CriterionBase):
     path: str = Field(min_length=1)
     includes: list[str] = Field(default_factory=list)
     excludes: list[str] = Field(default_factory=list)
+
+
+def string_scores(content: str, includes: list[str], excludes: list[str]) -> tuple[list[float], dict]:
+    """The includes and excludes sub-scores (only non-empty lists count)."""
+    found = [s for s in includes if s in content]
+    present = [s for s in excludes if s in content]
+    scores = []
+    if includes:
+        scores.append(fraction(len(found), len(includes)))
+    if excludes:
+        scores.append(fraction(len(excludes) - len(present), len(excludes)))
+    missing = [s for s in includes if s not in found]
+    return scores, {"missing_includes": missing, "present_excludes": present}
+
+
+def check(criterion: FileContains, ctx: CheckContext) -> Outcome:
+    content = ctx.read_text(criterion.path)
+    scores, details = string_scores(content, criterion.includes, criterion.excludes)
+    return Outcome(mean(scores), details)

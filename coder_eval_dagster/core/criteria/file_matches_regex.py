@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from ..models.base import check_regex, rule_error
 from .base import CriterionBase, Scoring
+from .context import CheckContext, Outcome
 
 
 class FileMatchesRegex(CriterionBase):
@@ -25,3 +27,9 @@ class FileMatchesRegex(CriterionBase):
         except ValueError as exc:
             raise rule_error("pattern", str(exc)) from None
         return self
+
+
+def check(criterion: FileMatchesRegex, ctx: CheckContext) -> Outcome:
+    matched = re.search(criterion.pattern, ctx.read_text(criterion.path), criterion.flags) is not None
+    passed = matched == criterion.must_match
+    return Outcome(1.0 if passed else 0.0, {"matched": matched, "must_match": criterion.must_match})

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+import difflib
+import re
 from typing import ClassVar, Literal
 
 from pydantic import Field
 
 from .base import CriterionBase, Scoring
+from .context import CheckContext, Outcome
 
 
 class ReferenceComparison(CriterionBase):
@@ -16,3 +20,56 @@ class ReferenceComparison(CriterionBase):
     agent_file: str = Field(min_length=1)
     comparison_method: Literal["ast", "token", "complexity"] = "ast"
     similarity_threshold: float = Field(default=0.8, ge=0.0, le=1.0)
+
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+_BRANCHES = (
+    ast.If,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.IfExp,
+    ast.ExceptHandler,
+    ast.With,
+    ast.AsyncWith,
+    ast.Assert,
+    ast.comprehension,
+    ast.BoolOp,
+    ast.match_case,
+)
+
+
+def _ratio(a: list[str], b: list[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return difflib.SequenceMatcher(a=a, b=b, autojunk=False).ratio()
+
+
+def _ast_shape(code: str) -> list[str]:
+    return [type(node).__name__ for node in ast.walk(ast.parse(code))]
+
+
+def _complexity(code: str) -> int:
+    """Cyclomatic complexity of the whole file: 1 + its decision points."""
+    return 1 + sum(isinstance(node, _BRANCHES) for node in ast.walk(ast.parse(code)))
+
+
+def similarity(method: str, agent_code: str, reference: str) -> float:
+    if method == "ast":
+        return _ratio(_ast_shape(agent_code), _ast_shape(reference))
+    if method == "token":
+        return _ratio(_TOKEN.findall(agent_code), _TOKEN.findall(reference))
+    ours, theirs = _complexity(agent_code), _complexity(reference)
+    return 1.0 - abs(ours - theirs) / max(ours, theirs)
+
+
+def check(criterion: ReferenceComparison, ctx: CheckContext) -> Outcome:
+    if ctx.reference is None:
+        return Outcome(0.0, error="the task has no reference")
+    agent_code = ctx.read_text(criterion.agent_file)
+    try:
+        score = similarity(criterion.comparison_method, agent_code, ctx.reference)
+    except SyntaxError as exc:
+        return Outcome(0.0, {"method": criterion.comparison_method}, error=f"cannot parse as Python: {exc.msg}")
+    details = {"method": criterion.comparison_method, "similarity": round(score, 4)}
+    return Outcome(score, details, threshold=criterion.similarity_threshold)

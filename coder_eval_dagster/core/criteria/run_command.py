@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from ..models.base import check_regex, rule_error
 from .base import CriterionBase, Scoring
+from .context import CheckContext, Outcome
 
 
 class RunCommand(CriterionBase):
@@ -30,3 +32,43 @@ class RunCommand(CriterionBase):
             except ValueError as exc:
                 raise rule_error("expected_stdout", str(exc)) from None
         return self
+
+
+def _stdout_matches(criterion: RunCommand, stdout: str) -> bool:
+    expected = criterion.expected_stdout or ""
+    if criterion.stdout_match == "exact":
+        return stdout.strip() == expected.strip()
+    if criterion.stdout_match == "contains":
+        return expected in stdout
+    return re.search(expected, stdout) is not None
+
+
+def _score_line(stdout: str) -> tuple[float | None, list[str]]:
+    lines = stdout.splitlines()
+    try:
+        score = float(lines[0].strip()) if lines else None
+    except ValueError:
+        score = None
+    if score is not None and not 0.0 <= score <= 1.0:
+        score = None
+    return score, lines[1:]
+
+
+def check(criterion: RunCommand, ctx: CheckContext) -> Outcome:
+    run = ctx.sandbox.run(criterion.command, criterion.timeout)
+    details = {"exit_code": run.exit_code, "stdout": run.stdout[-4000:], "stderr": run.stderr[-4000:]}
+    if run.error:
+        return Outcome(0.0, details, error=run.error)
+    if criterion.score_from_stdout:
+        score, rest = _score_line(run.stdout)
+        details["details"] = rest[:200]
+        if run.exit_code != 0:
+            return Outcome(0.0, details, error=f"exit code {run.exit_code}")
+        if score is None:
+            return Outcome(0.0, details, error="the first stdout line is not a score between 0 and 1")
+        return Outcome(score, details)
+    passed = run.exit_code == criterion.expected_exit_code
+    if passed and criterion.expected_stdout is not None:
+        passed = _stdout_matches(criterion, run.stdout)
+        details["stdout_matched"] = passed
+    return Outcome(1.0 if passed else 0.0, details)

@@ -6,7 +6,9 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from ..results import ToolCallRecord
 from .base import Classification, LiveObservable, Scoring
+from .context import CheckContext, Outcome
 
 
 class SkillTriggered(LiveObservable, Classification):
@@ -17,3 +19,28 @@ class SkillTriggered(LiveObservable, Classification):
 
     def metric_labels(self) -> list[str] | None:
         return ["yes", "no"]
+
+
+def engaged(skill_name: str, call: ToolCallRecord) -> bool:
+    """A Skill call naming the skill (namespace stripped), or a read under skills/<name>/."""
+    if call.tool == "Skill":
+        named = str(call.parameters.get("skill", "")).rsplit(":", 1)[-1]
+        if named == skill_name:
+            return True
+    marker = f"skills/{skill_name}/"
+    return any(marker in str(value) for value in call.parameters.values())
+
+
+def expected_label(criterion: SkillTriggered) -> str:
+    return "yes" if criterion.expected_skill == criterion.skill_name else "no"
+
+
+def check(criterion: SkillTriggered, ctx: CheckContext) -> Outcome:
+    expected = expected_label(criterion)
+    if not ctx.trajectory:
+        return Outcome(
+            0.0, error="no agent turn records: skill_triggered needs a real agent run", expected_label=expected
+        )
+    observed = "yes" if any(engaged(criterion.skill_name, c) for c in ctx.calls) else "no"
+    details = {"skill_name": criterion.skill_name, "observed": observed, "expected": expected}
+    return Outcome(1.0 if observed == expected else 0.0, details, expected_label=expected, observed_label=observed)

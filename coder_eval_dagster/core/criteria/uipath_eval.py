@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+import json
+import shlex
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from .base import CriterionBase, Scoring
+from .context import CheckContext, Outcome
+
+EVAL_TIMEOUT_S = 1800
 
 
 class UipathEval(CriterionBase):
@@ -15,3 +20,28 @@ class UipathEval(CriterionBase):
     agent_name: str = Field(min_length=1)
     eval_set: str = Field(min_length=1)
     thresholds: dict[str, float] = Field(min_length=1)
+
+
+RESULTS_FILE = ".coder-eval-uipath-eval.json"
+
+
+def _metrics(data: dict[str, Any]) -> dict[str, float]:
+    source = data.get("metrics", data)
+    return {k: float(v) for k, v in source.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def check(criterion: UipathEval, ctx: CheckContext) -> Outcome:
+    """Run `uipath eval` in the sandbox and compare its metrics with the thresholds.
+
+    The CLI must be installed in the sandbox (the task's own python deps); its
+    results file is read as ``{metric: value}`` or ``{"metrics": {...}}``.
+    """
+    names = f"{shlex.quote(criterion.agent_name)} {shlex.quote(criterion.eval_set)}"
+    command = f"uipath eval {names} --output-file {RESULTS_FILE}"
+    run = ctx.sandbox.run(command, EVAL_TIMEOUT_S)
+    if not run.ok:
+        return Outcome(0.0, {"stderr": run.stderr[-2000:]}, error=run.error or f"uipath eval exited {run.exit_code}")
+    metrics = _metrics(json.loads(ctx.read_text(RESULTS_FILE)))
+    verdicts = {name: metrics.get(name, float("-inf")) >= minimum for name, minimum in criterion.thresholds.items()}
+    details = {"metrics": metrics, "passed": verdicts}
+    return Outcome(sum(verdicts.values()) / len(verdicts), details)

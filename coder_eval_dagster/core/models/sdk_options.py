@@ -16,15 +16,36 @@ from pydantic import TypeAdapter
 # Keys the runtime sets itself; a task may not override them through sdk_options.
 FRAMEWORK_MANAGED = frozenset(
     {
-        "model", "allowed_tools", "disallowed_tools", "permission_mode", "hooks",
-        "mcp_servers", "cwd", "env", "max_turns", "setting_sources", "settings",
-        "cli_path", "can_use_tool", "stderr", "debug_stderr", "resume",
-        "continue_conversation", "session_id", "fork_session", "resume_session_at",
-        "resume_drops_turn", "include_partial_messages", "include_hook_events",
-        "max_budget_usd", "user", "session_store", "session_store_flush",
+        "model",
+        "allowed_tools",
+        "disallowed_tools",
+        "permission_mode",
+        "hooks",
+        "mcp_servers",
+        "cwd",
+        "env",
+        "max_turns",
+        "setting_sources",
+        "settings",
+        "cli_path",
+        "can_use_tool",
+        "stderr",
+        "debug_stderr",
+        "resume",
+        "continue_conversation",
+        "session_id",
+        "fork_session",
+        "resume_session_at",
+        "resume_drops_turn",
+        "include_partial_messages",
+        "include_hook_events",
+        "max_budget_usd",
+        "user",
+        "session_store",
+        "session_store_flush",
         "permission_prompt_tool_name",
     }
-)  # fmt: skip
+)
 
 
 @functools.cache

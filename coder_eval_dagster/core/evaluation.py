@@ -1,0 +1,280 @@
+"""One evaluation (row-task x variant x replicate) as explicit stages.
+
+The Dagster ops call these stages over many evaluations at once; each stage
+catches its own failures so that one broken row-task ends as ERROR and never
+stops the others. Stages hand over through the evaluation's folder:
+
+    <run>/<variant>/<task_id>/<NN>/sandbox/          the final sandbox
+    <run>/<variant>/<task_id>/<NN>/run_state.json    after the sandbox stages
+    <run>/<variant>/<task_id>/<NN>/task.json, task.html   the final result
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .criteria import CheckContext
+from .models.commands import HookCommand
+from .models.task import Task
+from .resolution import RowTask
+from .results import CommandStats, EvaluationResult, HookRun
+from .sandbox import TempdirSandbox, TemplateError
+from .sandbox.process import kill_group
+from .scoring import all_passed, score_criteria, weighted_score
+from .secrets import redact
+
+STATE_FILE = "run_state.json"
+RESULT_FILE = "task.json"
+REPORT_FILE = "task.html"
+log = logging.getLogger(__name__)
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def seconds_between(start: str, end: str) -> float:
+    parse = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00"))  # noqa: E731
+    return round((parse(end) - parse(start)).total_seconds(), 3)
+
+
+def replicate_name(replicate: int) -> str:
+    return f"{replicate:02d}"
+
+
+@dataclass
+class Evaluation:
+    """The moving state of one evaluation between stages (picklable, small)."""
+
+    run_id: str
+    run_dir: Path
+    row_task: RowTask
+    replicate: int
+    cache_dir: Path | None = None
+    result: EvaluationResult | None = None
+    lingering_groups: list[int] = field(default_factory=list)
+    sandbox_ready: bool = False
+
+    @property
+    def task(self) -> Task:
+        return self.row_task.task
+
+    @property
+    def folder(self) -> Path:
+        return self.run_dir / self.row_task.variant_id / self.row_task.task_id / replicate_name(self.replicate)
+
+    @property
+    def sandbox(self) -> TempdirSandbox:
+        return TempdirSandbox(self.folder / "sandbox", self.task.sandbox, self.cache_dir)
+
+    @property
+    def ended(self) -> bool:
+        """True once a stage has ended the evaluation early (ERROR, budget, timeout)."""
+        return self.result is not None and self.result.error is not None
+
+    def fail(self, status: str, reason: str) -> None:
+        assert self.result is not None
+        self.result.final_status = status  # type: ignore[assignment]
+        self.result.error = redact(reason)
+
+
+def new_evaluation(run_id: str, run_dir: Path, row_task: RowTask, replicate: int, cache: Path | None) -> Evaluation:
+    evaluation = Evaluation(run_id, run_dir, row_task, replicate, cache)
+    task = row_task.task
+    evaluation.result = EvaluationResult(
+        run_id=run_id,
+        task_id=row_task.task_id,
+        base_task_id=row_task.base_task_id,
+        row_id=row_task.row_id,
+        variant_id=row_task.variant_id,
+        replicate=replicate,
+        description=task.description,
+        agent_type=task.agent.resolved_type,
+        model=task.agent.model,
+        tags=list(task.tags),
+        started_at=utc_now(),
+        expected_turns=task.run_limits.expected_turns,
+    )
+    return evaluation
+
+
+def guarded(stage_name: str):
+    """Turn an unexpected exception in a stage into an ERROR of that evaluation only."""
+
+    def decorate(stage):
+        def run(evaluation: Evaluation) -> Evaluation:
+            try:
+                stage(evaluation)
+            except Exception as exc:
+                log.warning("%s failed for %s:\n%s", stage_name, evaluation.row_task.task_id, traceback.format_exc())
+                evaluation.fail("ERROR", f"{stage_name} failed: {type(exc).__name__}: {exc}")
+            return evaluation
+
+        run.__name__ = stage.__name__
+        run.__doc__ = stage.__doc__
+        return run
+
+    return decorate
+
+
+# ----------------------------------------------------------------------------- stages
+
+
+@guarded("sandbox setup")
+def setup_sandbox(evaluation: Evaluation) -> None:
+    """A fresh folder with the template sources applied and the venv made."""
+    try:
+        evaluation.sandbox.create(evaluation.row_task.task_dir)
+    except TemplateError as exc:
+        evaluation.fail("ERROR", f"sandbox setup failed: {exc}")
+        return
+    evaluation.sandbox_ready = True
+
+
+def run_hooks(evaluation: Evaluation, commands: list[HookCommand], abort_on_failure: bool) -> list[HookRun]:
+    """Run commands in order; with ``abort_on_failure``, a failing required one skips the rest."""
+    runs: list[HookRun] = []
+    sandbox = evaluation.sandbox
+    for index, command in enumerate(commands):
+        done = sandbox.run(command.command, command.timeout)
+        if done.lingering_group is not None:
+            evaluation.lingering_groups.append(done.lingering_group)
+        runs.append(HookRun(**done.model_dump(), fail_on_error=command.fail_on_error))
+        if abort_on_failure and command.fail_on_error and not done.ok:
+            runs.extend(
+                HookRun(command=c.command, fail_on_error=c.fail_on_error, skipped=True) for c in commands[index + 1 :]
+            )
+            why = done.error or f"exit code {done.exit_code}"
+            evaluation.fail("ERROR", f"pre_run command {index + 1} failed ({why}): {command.command}")
+            break
+    return runs
+
+
+@guarded("pre_run")
+def run_pre_run(evaluation: Evaluation) -> None:
+    if evaluation.ended or not evaluation.task.pre_run:
+        return
+    assert evaluation.result is not None
+    evaluation.result.pre_run_results = run_hooks(evaluation, evaluation.task.pre_run, abort_on_failure=True)
+
+
+@guarded("agent")
+def run_agent(evaluation: Evaluation) -> None:
+    """The agent loop. Agentless tasks (``type: none``) run no agent and no model call."""
+    if evaluation.ended:
+        return
+    kind = evaluation.task.agent.resolved_type
+    if kind != "none":
+        evaluation.fail("ERROR", f"agent type {kind} is not available in this release of coder-eval")
+
+
+def save_state(evaluation: Evaluation) -> Evaluation:
+    """Persist what the sandbox stages produced, for the scoring stage (possibly another run)."""
+    assert evaluation.result is not None
+    evaluation.folder.mkdir(parents=True, exist_ok=True)
+    _write_json(evaluation.folder / STATE_FILE, evaluation.result)
+    return evaluation
+
+
+# ----------------------------------------------------------------------------- scoring
+
+
+def reference_text(task: Task, task_dir: Path) -> str | None:
+    if task.reference is None:
+        return None
+    if task.reference.code is not None:
+        return task.reference.code
+    return (task_dir / task.reference.file).read_text(encoding="utf-8")  # type: ignore[operator]
+
+
+@guarded("criteria")
+def score(evaluation: Evaluation) -> None:
+    """Check every criterion against the preserved sandbox and trajectory, then decide."""
+    result = evaluation.result
+    assert result is not None
+    if not evaluation.ended:
+        trajectory = None if evaluation.task.agent.resolved_type == "none" else result.trajectory
+        ctx = CheckContext(
+            evaluation.sandbox,
+            evaluation.row_task.task_dir,
+            trajectory,
+            reference_text(evaluation.task, evaluation.row_task.task_dir),
+        )
+        result.criteria = score_criteria(evaluation.task.success_criteria, ctx)
+    decide(result)
+
+
+def decide(result: EvaluationResult) -> None:
+    """Weighted score, success and final status from the criteria (an ended run keeps its status)."""
+    result.weighted_score = round(weighted_score(result.criteria), 6) if result.criteria else 0.0
+    if result.error is None:
+        result.final_status = "SUCCESS" if all_passed(result.criteria) else "FAILED"
+    result.success = result.final_status == "SUCCESS"
+    expected = result.expected_turns
+    result.within_expected_turns = (
+        None if expected is None else result.success and result.visible_turns <= 1.5 * expected
+    )
+    result.command_stats = command_stats(result)
+
+
+def command_stats(result: EvaluationResult) -> CommandStats:
+    calls = [call for turn in result.trajectory for call in turn.calls]
+    by_tool: dict[str, int] = {}
+    for call in calls:
+        by_tool[call.tool] = by_tool.get(call.tool, 0) + 1
+    slowest = sorted(calls, key=lambda c: c.duration_ms, reverse=True)[:5]
+    return CommandStats(
+        total_commands=len(calls),
+        commands_by_tool=by_tool,
+        total_command_time_ms=round(sum(c.duration_ms for c in calls), 1),
+        success_rate=round(sum(c.status == "success" for c in calls) / len(calls), 4) if calls else None,
+        slowest_commands=[
+            {"tool": c.tool, "turn": c.turn, "seq": c.seq, "duration_ms": c.duration_ms} for c in slowest
+        ],
+    )
+
+
+@guarded("post_run")
+def run_post_run(evaluation: Evaluation) -> None:
+    """Informational commands after the criteria; they never change the verdict."""
+    if evaluation.sandbox_ready and evaluation.task.post_run:
+        assert evaluation.result is not None
+        evaluation.result.post_run_results = run_hooks(evaluation, evaluation.task.post_run, abort_on_failure=False)
+
+
+def finish(evaluation: Evaluation) -> EvaluationResult:
+    """Stop background processes, stamp the timing, write task.json and task.html."""
+    from .reports.task_html import render_task_html
+
+    for group in evaluation.lingering_groups:
+        kill_group(group)
+    evaluation.lingering_groups.clear()
+    result = evaluation.result
+    assert result is not None
+    result.finished_at = utc_now()
+    result.duration_s = seconds_between(result.started_at, result.finished_at)
+    evaluation.folder.mkdir(parents=True, exist_ok=True)
+    _write_json(evaluation.folder / RESULT_FILE, result)
+    (evaluation.folder / REPORT_FILE).write_text(render_task_html(result), encoding="utf-8")
+    return result
+
+
+def _write_json(path: Path, result: EvaluationResult) -> None:
+    temporary = path.with_suffix(".json.tmp")
+    temporary.write_text(result.model_dump_json(indent=2), encoding="utf-8")
+    temporary.replace(path)
+
+
+def load_result(path: Path) -> EvaluationResult:
+    return EvaluationResult.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def evaluate(evaluation: Evaluation) -> EvaluationResult:
+    """Every stage in order, in this thread: the whole evaluation without Dagster."""
+    for stage in (setup_sandbox, run_pre_run, run_agent, save_state, score, run_post_run):
+        stage(evaluation)
+    return finish(evaluation)

@@ -1,0 +1,96 @@
+"""run.json and run.md: the whole run at a glance."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..results import EvaluationResult
+from ..suite import SuiteEntry, suite_json
+
+
+def run_passed(results: list[EvaluationResult], suite: list[SuiteEntry]) -> bool:
+    """The run's verdict (and exit code): every task succeeded and every suite threshold was met."""
+    return all(r.success for r in results) and all(entry.passed for entry in suite)
+
+
+def within_expected_share(results: list[EvaluationResult]) -> float | None:
+    """Share of budgeted tasks within 1.5x expected_turns (failed ones count as over)."""
+    budgeted = [r for r in results if r.expected_turns is not None]
+    return sum(bool(r.within_expected_turns) for r in budgeted) / len(budgeted) if budgeted else None
+
+
+def run_document(
+    header: dict[str, Any], results: list[EvaluationResult], skipped: list[str], suite: list[SuiteEntry]
+) -> dict[str, Any]:
+    ordered = sorted(results, key=lambda r: (r.variant_id, r.task_id, r.replicate))
+    return {
+        **header,
+        "passed": run_passed(results, suite),
+        "counts": {status: sum(r.final_status == status for r in results) for status in _statuses(results)},
+        "within_expected_turns_share": within_expected_share(results),
+        "tasks": [r.summary() for r in ordered],
+        "skipped_tasks": skipped,
+        "suite": suite_json(suite),
+    }
+
+
+def _statuses(results: list[EvaluationResult]) -> list[str]:
+    return sorted({r.final_status for r in results})
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+    temporary.replace(path)
+
+
+def render_run_md(document: dict[str, Any]) -> str:
+    lines = [f"# Run {document['run_id']}", ""]
+    verdict = "PASSED" if document["passed"] else "FAILED"
+    experiment = document.get("experiment") or "none"
+    lines += [
+        f"**{verdict}** · experiment: {experiment} · started {document['started_at']} · "
+        f"finished {document['finished_at']}",
+        "",
+    ]
+    counts = ", ".join(f"{count} {status}" for status, count in document["counts"].items()) or "no tasks"
+    lines += [f"Tasks: {counts}.", ""]
+    share = document.get("within_expected_turns_share")
+    if share is not None:
+        lines += [f"Within expected turns: {share:.0%} of budgeted tasks.", ""]
+    for task in document["tasks"]:
+        if task["stopped_early"]:
+            remaining = task.get("turns_remaining_at_stop")
+            lines.append(
+                f"> NOTE: {task['task_id']} [{task['variant_id']}] stopped early "
+                f"({task['early_stop_reason']}); <= {remaining} turn(s) avoided"
+            )
+    lines += [
+        "",
+        "| variant | task | # | status | score | criteria passed | duration (s) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for task in document["tasks"]:
+        gating = [c for c in task["criteria"] if c["gating"]]
+        passed = sum(c["passed"] for c in gating)
+        lines.append(
+            f"| {task['variant_id']} | {task['task_id']} | {task['replicate']:02d} | {task['final_status']} "
+            f"| {task['weighted_score']:.3f} | {passed}/{len(gating)} | {task['duration_s']:.2f} |"
+        )
+    if document["suite"]:
+        lines += ["", "## Suite metrics", ""]
+        for entry in document["suite"]:
+            metrics = entry["metrics"]
+            lines.append(
+                f"- {entry['base_task_id']} [{entry['variant_id']}] criterion {entry['criterion_index']} "
+                f"({entry['criterion_type']}): accuracy {metrics['accuracy']:.3f}, "
+                f"macro F1 {metrics['macro_f1']:.3f}"
+            )
+            for threshold in entry["thresholds"]:
+                mark = "met" if threshold["passed"] else "NOT met"
+                lines.append(f"  - {threshold['metric']} {threshold['value']:.3f} >= {threshold['minimum']:g}: {mark}")
+    if document["skipped_tasks"]:
+        lines += ["", "Skipped: " + ", ".join(document["skipped_tasks"])]
+    return "\n".join(lines) + "\n"

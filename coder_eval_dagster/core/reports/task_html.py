@@ -1,0 +1,98 @@
+"""task.html: one evaluation as a self-contained page (inline CSS, no scripts, works offline)."""
+
+from __future__ import annotations
+
+import json
+from html import escape
+
+from ..results import CriterionResult, EvaluationResult, HookRun
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2rem;max-width:70rem;color:#222}
+h1{font-size:1.4rem;margin-bottom:.2rem} .meta{color:#555;margin-bottom:1rem}
+.badge{display:inline-block;padding:.1rem .5rem;border-radius:.6rem;font-size:.85rem;margin-right:.3rem}
+.SUCCESS{background:#d6f5d6}.FAILED{background:#fbd5d5}.ERROR,.TIMEOUT,.TOKEN_BUDGET_EXCEEDED,
+.COST_BUDGET_EXCEEDED{background:#fde6c4}.info{background:#e2e8f0}.early{background:#fef3c7}
+table{border-collapse:collapse;width:100%;margin:.5rem 0 1.5rem}th,td{border:1px solid #ddd;padding:.35rem .5rem;
+text-align:left;vertical-align:top;font-size:.9rem}th{background:#f6f6f6}
+pre{background:#f7f7f7;padding:.5rem;overflow-x:auto;font-size:.8rem;white-space:pre-wrap}
+.pass{color:#137333}.fail{color:#b3261e}.neutral{color:#666}
+"""
+
+
+def _mark(criterion: CriterionResult) -> str:
+    if not criterion.gating:
+        return '<span class="neutral" title="informational">○</span>'
+    return '<span class="pass">✓</span>' if criterion.passed else '<span class="fail">✗</span>'
+
+
+def _criterion_row(criterion: CriterionResult) -> str:
+    notes = []
+    if not criterion.gating:
+        notes.append('<span class="badge info">informational — not gated</span>')
+    if criterion.advisory:
+        notes.append('<span class="badge early">advisory — not gated</span>')
+    error = f"<div class='fail'>{escape(criterion.error)}</div>" if criterion.error else ""
+    details = escape(json.dumps(criterion.details, indent=1, ensure_ascii=False)[:4000])
+    return (
+        f"<tr><td>{_mark(criterion)}</td><td>{criterion.index}</td><td>{escape(criterion.type)}</td>"
+        f"<td>{escape(criterion.description)} {''.join(notes)}{error}</td><td>{criterion.score:.3f}</td>"
+        f"<td>{criterion.pass_threshold:g}</td><td>{criterion.weight:g}</td>"
+        f"<td><details><summary>details</summary><pre>{details}</pre></details></td></tr>"
+    )
+
+
+def _hooks(title: str, runs: list[HookRun]) -> str:
+    if not runs:
+        return ""
+    items = []
+    for run in runs:
+        state = "skipped" if run.skipped else (run.error or f"exit {run.exit_code}")
+        items.append(
+            f"<details><summary><code>{escape(run.command)}</code> — {escape(state)} ({run.duration_s:.2f} s)"
+            f"</summary><pre>{escape(run.stdout)}</pre><pre>{escape(run.stderr)}</pre></details>"
+        )
+    return f"<h2>{title}</h2>{''.join(items)}"
+
+
+def _trajectory(result: EvaluationResult) -> str:
+    if not result.trajectory:
+        return ""
+    rows = [
+        f"<tr><td>{c.turn}</td><td>{c.seq}</td><td>{escape(c.tool)}</td>"
+        f"<td><code>{escape(json.dumps(c.parameters, ensure_ascii=False)[:500])}</code></td>"
+        f"<td>{c.status}</td><td>{c.duration_ms:.0f}</td></tr>"
+        for turn in result.trajectory
+        for c in turn.calls
+    ]
+    head = "<tr><th>turn</th><th>seq</th><th>tool</th><th>parameters</th><th>status</th><th>ms</th></tr>"
+    return f"<h2>Trajectory</h2><table>{head}{''.join(rows)}</table>"
+
+
+def render_task_html(result: EvaluationResult) -> str:
+    gating = [c for c in result.criteria if c.gating and not c.advisory]
+    passed = sum(c.passed for c in gating)
+    badges = [f'<span class="badge {result.final_status}">{result.final_status}</span>']
+    if result.stopped_early:
+        badges.append(f'<span class="badge early">stopped early ({escape(result.early_stop_reason or "")})</span>')
+    if result.within_expected_turns is False:
+        badges.append('<span class="badge early">over expected turns</span>')
+    error = f"<p class='fail'>{escape(result.error)}</p>" if result.error else ""
+    head = (
+        "<tr><th></th><th>#</th><th>type</th><th>description</th><th>score</th><th>threshold</th>"
+        "<th>weight</th><th></th></tr>"
+    )
+    rows = "".join(_criterion_row(c) for c in result.criteria)
+    title = escape(f"{result.task_id} [{result.variant_id}] #{result.replicate:02d}")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title><style>{_CSS}</style></head><body>
+<h1>{title}</h1>
+<div class="meta">{"".join(badges)} weighted score {result.weighted_score:.3f} ·
+{passed}/{len(gating)} gating criteria passed · {result.duration_s:.2f} s · agent {escape(result.agent_type)}
+· turns {result.turns} (visible {result.visible_turns})
+· tokens {result.input_tokens} in / {result.output_tokens} out</div>
+<p>{escape(result.description)}</p>{error}
+<h2>Criteria</h2><table>{head}{rows}</table>
+{_hooks("pre_run", result.pre_run_results)}{_trajectory(result)}{_hooks("post_run", result.post_run_results)}
+</body></html>
+"""

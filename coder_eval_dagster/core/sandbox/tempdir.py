@@ -1,0 +1,102 @@
+"""The `tempdir` sandbox driver: a fresh folder per evaluation.
+
+The folder is created inside the run folder, so the final sandbox is
+preserved where it ran (rescoring needs it, venv included). It is a working
+directory, not a confinement boundary; see the `docker` driver for limits.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from ..models.sandbox import SandboxConfig
+from ..secrets import sandbox_environment
+from .process import CommandRun, run_shell
+from .templates import TemplateError, apply_sources
+
+VENV_TIMEOUT_S = 600
+
+
+class TempdirSandbox:
+    def __init__(self, root: Path, config: SandboxConfig, cache_dir: Path | None = None):
+        self.root = root
+        self.config = config
+        self.cache_dir = cache_dir
+
+    @property
+    def venv(self) -> Path | None:
+        python = self.config.python
+        return self.root / ".venv" if python is not None and python.env_packages else None
+
+    def environment(self) -> dict[str, str]:
+        """What every command in the sandbox sees: no credentials, its own venv first."""
+        extra = {"GIT_CEILING_DIRECTORIES": str(self.root.parent), "PYTHONDONTWRITEBYTECODE": "1"}
+        if self.venv is not None:
+            extra["VIRTUAL_ENV"] = str(self.venv)
+            extra["PATH"] = f"{self.venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+        return sandbox_environment(extra)
+
+    def create(self, task_dir: Path) -> None:
+        """Lay out the folder: template sources in order, then the venv."""
+        self.root.parent.mkdir(parents=True, exist_ok=True)
+        if self.root.exists():
+            shutil.rmtree(self.root)
+        sources = self.config.template_sources
+        if not (sources and sources[0].type == "repo"):
+            self.root.mkdir()
+        apply_sources(sources, self.root, task_dir, self.config.ignore_patterns, self.environment())
+        if self.venv is not None:
+            self._make_venv()
+
+    def _make_venv(self) -> None:
+        packages = self.config.python.env_packages if self.config.python else []
+        env = self.environment()
+        if self.cache_dir is not None:
+            env["UV_CACHE_DIR"] = str(self.cache_dir)
+        uv = _uv_binary()
+        if uv:
+            steps = [
+                [uv, "venv", "--quiet", "--python", sys.executable, str(self.venv)],
+                [uv, "pip", "install", "--quiet", "--python", str(self.venv / "bin" / "python"), *packages],
+            ]
+        else:
+            steps = [
+                [sys.executable, "-m", "venv", str(self.venv)],
+                [str(self.venv / "bin" / "python"), "-m", "pip", "install", "--quiet", *packages],
+            ]
+        for step in steps:
+            try:
+                done = subprocess.run(step, capture_output=True, text=True, timeout=VENV_TIMEOUT_S, env=env)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise TemplateError(f"creating the sandbox venv failed: {exc}") from None
+            if done.returncode != 0:
+                raise TemplateError(f"creating the sandbox venv failed: {done.stderr.strip()[-800:]}")
+
+    def command_timeout(self, requested: float) -> float:
+        """``sandbox.limits.timeout`` caps every command run in the sandbox."""
+        limit = self.config.limits.timeout
+        return min(requested, limit) if limit else requested
+
+    def run(self, command: str, timeout: float) -> CommandRun:
+        return run_shell(command, self.root, self.command_timeout(timeout), self.environment())
+
+    def resolve_path(self, relative: str) -> Path:
+        """A sandbox-relative path; one that leaves the sandbox is refused."""
+        root = self.root.resolve()
+        target = (root / relative).resolve()
+        if target != root and root not in target.parents:
+            raise PermissionError(f"path {relative!r} leaves the sandbox")
+        return target
+
+
+def _uv_binary() -> str | None:
+    try:
+        from uv import find_uv_bin
+
+        return find_uv_bin()
+    except Exception:
+        return shutil.which("uv")

@@ -1,0 +1,220 @@
+"""The analysts' Parquet tables (CONTRACT.md section 4).
+
+Layout: ``<runs-dir>/tables/<table>/run_date=<YYYY-MM-DD>/<run_id>.parquet``,
+one file per table and run: append-only across runs, and re-written whole
+when a run is rescored. ``run_date`` is a hive partition (a column when read
+with pandas or DuckDB, not stored in the files). Files are written under a
+dot-name and renamed, so a reader never sees one half-written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .results import EvaluationResult
+from .suite import SuiteEntry
+
+COMMON = [
+    ("run_id", pa.string()),
+    ("run_ts", pa.timestamp("ms", tz="UTC")),
+    ("variant_id", pa.string()),
+    ("task_id", pa.string()),
+    ("base_task_id", pa.string()),
+    ("row_id", pa.string()),
+    ("replicate", pa.int32()),
+]
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "task_results": pa.schema(
+        [
+            *COMMON,
+            ("final_status", pa.string()),
+            ("success", pa.bool_()),
+            ("weighted_score", pa.float64()),
+            ("duration_s", pa.float64()),
+            ("turns", pa.int32()),
+            ("visible_turns", pa.int32()),
+            ("input_tokens", pa.int64()),
+            ("output_tokens", pa.int64()),
+            ("cost_usd", pa.float64()),
+            ("stopped_early", pa.bool_()),
+            ("early_stop_reason", pa.string()),
+            ("expected_turns", pa.int32()),
+            ("within_expected_turns", pa.bool_()),
+            ("agent_type", pa.string()),
+            ("model", pa.string()),
+            ("tags", pa.list_(pa.string())),
+            ("error", pa.string()),
+        ]
+    ),
+    "criteria_scores": pa.schema(
+        [
+            *COMMON,
+            ("criterion_index", pa.int32()),
+            ("criterion_type", pa.string()),
+            ("description", pa.string()),
+            ("score", pa.float64()),
+            ("passed", pa.bool_()),
+            ("gating", pa.bool_()),
+            ("weight", pa.float64()),
+            ("pass_threshold", pa.float64()),
+            ("error", pa.string()),
+            ("advisory", pa.bool_()),
+            ("expected_label", pa.string()),
+            ("observed_label", pa.string()),
+        ]
+    ),
+    "commands": pa.schema(
+        [
+            *COMMON,
+            ("turn", pa.int32()),
+            ("seq", pa.int32()),
+            ("tool", pa.string()),
+            ("command", pa.string()),
+            ("status", pa.string()),
+            ("duration_ms", pa.float64()),
+        ]
+    ),
+    "suite_metrics": pa.schema(
+        [
+            *COMMON,
+            ("criterion_index", pa.int32()),
+            ("criterion_type", pa.string()),
+            ("metric", pa.string()),
+            ("value", pa.float64()),
+            ("minimum", pa.float64()),
+            ("passed", pa.bool_()),
+        ]
+    ),
+}
+
+
+def _common(result: EvaluationResult, run_ts: datetime) -> dict[str, Any]:
+    return {
+        "run_id": result.run_id,
+        "run_ts": run_ts,
+        "variant_id": result.variant_id,
+        "task_id": result.task_id,
+        "base_task_id": result.base_task_id,
+        "row_id": result.row_id,
+        "replicate": result.replicate,
+    }
+
+
+def _command_text(parameters: dict[str, Any]) -> str:
+    if "command" in parameters:
+        return str(parameters["command"])
+    return json.dumps(parameters, ensure_ascii=False, sort_keys=True)
+
+
+def task_rows(results: list[EvaluationResult], run_ts: datetime) -> dict[str, list[dict[str, Any]]]:
+    """Rows of task_results, criteria_scores and commands."""
+    tables: dict[str, list[dict[str, Any]]] = {"task_results": [], "criteria_scores": [], "commands": []}
+    for result in results:
+        common = _common(result, run_ts)
+        tables["task_results"].append(
+            {
+                **common,
+                **result.model_dump(
+                    include={
+                        "final_status",
+                        "success",
+                        "weighted_score",
+                        "duration_s",
+                        "turns",
+                        "visible_turns",
+                        "input_tokens",
+                        "output_tokens",
+                        "cost_usd",
+                        "stopped_early",
+                        "early_stop_reason",
+                        "expected_turns",
+                        "within_expected_turns",
+                        "agent_type",
+                        "model",
+                        "tags",
+                        "error",
+                    }
+                ),
+            }
+        )
+        for criterion in result.criteria:
+            tables["criteria_scores"].append(
+                {
+                    **common,
+                    "criterion_index": criterion.index,
+                    "criterion_type": criterion.type,
+                    **criterion.model_dump(
+                        include={
+                            "description",
+                            "score",
+                            "passed",
+                            "gating",
+                            "weight",
+                            "pass_threshold",
+                            "error",
+                            "advisory",
+                            "expected_label",
+                            "observed_label",
+                        }
+                    ),
+                }
+            )
+        for turn in result.trajectory:
+            for call in turn.calls:
+                tables["commands"].append(
+                    {
+                        **common,
+                        "turn": call.turn,
+                        "seq": call.seq,
+                        "tool": call.tool,
+                        "command": _command_text(call.parameters),
+                        "status": call.status,
+                        "duration_ms": call.duration_ms,
+                    }
+                )
+    return tables
+
+
+def suite_rows(run_id: str, run_ts: datetime, entries: list[SuiteEntry]) -> list[dict[str, Any]]:
+    rows = []
+    for entry in entries:
+        minimums = {t.metric: t for t in entry.thresholds}
+        for metric, value in entry.metrics.items():
+            threshold = minimums.get(metric)
+            rows.append(
+                {
+                    "run_id": run_id,
+                    "run_ts": run_ts,
+                    "variant_id": entry.variant_id,
+                    "task_id": entry.base_task_id,
+                    "base_task_id": entry.base_task_id,
+                    "row_id": None,
+                    "replicate": None,
+                    "criterion_index": entry.criterion_index,
+                    "criterion_type": entry.criterion_type,
+                    "metric": metric,
+                    "value": value,
+                    "minimum": threshold.minimum if threshold else None,
+                    "passed": threshold.passed if threshold else None,
+                }
+            )
+    return rows
+
+
+def write_table(tables_dir: Path, table: str, run_id: str, run_ts: datetime, rows: list[dict[str, Any]]) -> Path:
+    """Write (or replace) this run's file of ``table`` atomically."""
+    folder = tables_dir / table / f"run_date={run_ts.date().isoformat()}"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{run_id}.parquet"
+    temporary = folder / f".{run_id}.parquet.tmp-{os.getpid()}"
+    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMAS[table]), temporary)
+    os.replace(temporary, target)
+    return target

@@ -1,0 +1,1 @@
+"""Evaluation domain: the asset graph task_definitions -> ... -> suite_metrics."""

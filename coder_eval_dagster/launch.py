@@ -1,0 +1,97 @@
+"""Launch the asset graph in-process on the user's Dagster instance (for the CLI).
+
+A run covers a rectangle of partitions: the run's row-tasks x its variants.
+Dagster selects a rectangle by the insertion order of the dynamic keys, so
+the run's keys are first made a contiguous block in each dimension (keys
+already in one block are left alone; otherwise they are re-added at the
+end, which keeps their materialization history).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import dagster as dg
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+from .defs.evaluation.assets import ASSETS, criteria_scores, suite_metrics
+from .defs.evaluation.partitions import TASK_DIMENSION, VARIANT_DIMENSION, encode_id
+from .defs.evaluation.resources import CoderEvalSettings
+
+JOB_NAME = "evaluate"
+QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+
+
+def local_instance() -> dg.DagsterInstance:
+    """``$DAGSTER_HOME`` when set, else ``./.dagster`` (SQLite storage)."""
+    home = os.environ.get("DAGSTER_HOME")
+    if home:
+        Path(home).mkdir(parents=True, exist_ok=True)
+        return dg.DagsterInstance.get()
+    folder = Path(".dagster").resolve()
+    folder.mkdir(exist_ok=True)
+    return dg.DagsterInstance.from_config(str(folder))
+
+
+def contiguous_block(instance: dg.DagsterInstance, dimension: str, keys: list[str]) -> tuple[str, str]:
+    """Make ``keys`` one contiguous block of the dimension; return its first and last key."""
+    current = instance.get_dynamic_partitions(dimension)
+    position = {key: index for index, key in enumerate(current)}
+    found = sorted(position[k] for k in keys if k in position)
+    if len(found) == len(keys) and found[-1] - found[0] + 1 == len(keys):
+        return current[found[0]], current[found[-1]]
+    for key in keys:
+        if key in position:
+            instance.delete_dynamic_partition(dimension, key)
+    instance.add_dynamic_partitions(dimension, keys)
+    return keys[0], keys[-1]
+
+
+def range_tags(instance: dg.DagsterInstance, task_ids: list[str], variant_ids: list[str]) -> dict[str, str]:
+    first_task, last_task = contiguous_block(instance, TASK_DIMENSION, [encode_id(t) for t in task_ids])
+    first_variant, last_variant = contiguous_block(instance, VARIANT_DIMENSION, [encode_id(v) for v in variant_ids])
+    start = dg.MultiPartitionKey({TASK_DIMENSION: first_task, VARIANT_DIMENSION: first_variant})
+    end = dg.MultiPartitionKey({TASK_DIMENSION: last_task, VARIANT_DIMENSION: last_variant})
+    return {ASSET_PARTITION_RANGE_START_TAG: str(start), ASSET_PARTITION_RANGE_END_TAG: str(end)}
+
+
+def execute(
+    instance: dg.DagsterInstance,
+    settings: CoderEvalSettings,
+    task_ids: list[str],
+    variant_ids: list[str],
+    run_id: str,
+    rescore: bool = False,
+) -> dg.ExecuteInProcessResult:
+    """One in-process run of the graph (or, to rescore, of criteria_scores and suite_metrics)."""
+    tags = {"coder_eval/run": settings.run_dir or "", "coder_eval/mode": "rescore" if rescore else "run"}
+    selection = [criteria_scores.key, suite_metrics.key] if rescore else [a.key for a in ASSETS]  # type: ignore[attr-defined]
+    if task_ids:
+        tags |= range_tags(instance, task_ids, variant_ids)
+    else:  # nothing to evaluate: only the unpartitioned ends of the graph
+        selection = [suite_metrics.key] if rescore else [ASSETS[0].key, suite_metrics.key]  # type: ignore[attr-defined]
+    job = dg.define_asset_job(JOB_NAME, selection=dg.AssetSelection.assets(*ASSETS))
+    definitions = dg.Definitions(
+        assets=ASSETS, resources={"settings": settings}, jobs=[job], executor=dg.in_process_executor
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return definitions.get_job_def(JOB_NAME).execute_in_process(
+            run_config=QUIET_LOGS,
+            instance=instance,
+            run_id=run_id,
+            tags=tags,
+            asset_selection=selection,
+            raise_on_error=False,
+        )
+
+
+def failure_messages(result: dg.ExecuteInProcessResult) -> list[str]:
+    messages = []
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
+            error = event.step_failure_data.error
+            messages.append(f"{event.step_key}: {error.message.strip()}")
+    return messages
