@@ -3,7 +3,7 @@
 Dagster does not validate dynamic keys and its UI breaks on ``|``, ``,`` and
 ``...``. Keys keep to ``[A-Za-z0-9_-]`` plus a ``.``-escape: ``.`` is written
 ``.d`` and ``/`` is written ``.s`` (so ``shop/row.1`` becomes ``shop.srow.d1``);
-any other character is ``.uXXXX``. The real ids are in the metadata.
+any other character is ``.u`` and six hex digits. The real ids are in the metadata.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ _UNESCAPES = {"d": ".", "s": "/"}
 
 
 def encode_id(identifier: str) -> str:
-    return "".join(c if _PLAIN.fullmatch(c) else _ESCAPES.get(c, f".u{ord(c):04x}") for c in identifier)
+    return "".join(c if _PLAIN.fullmatch(c) else _ESCAPES.get(c, f".u{ord(c):06x}") for c in identifier)
 
 
 def decode_id(key: str) -> str:
@@ -37,8 +37,8 @@ def decode_id(key: str) -> str:
             out.append(char)
             index += 1
         elif key[index + 1] == "u":
-            out.append(chr(int(key[index + 2 : index + 6], 16)))
-            index += 6
+            out.append(chr(int(key[index + 2 : index + 8], 16)))
+            index += 8
         else:
             out.append(_UNESCAPES[key[index + 1]])
             index += 2
