@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import dagster as dg
 
-from .defs.evaluation.assets import ASSETS
-from .defs.evaluation.resources import default_settings
+from .defs.evaluation.assets import ASSETS, EVALUATIONS_IO
+from .defs.evaluation.resources import CoderEvalSettings, default_settings
 
-# Each op already runs its partitions in a thread pool, so steps run in the
-# run's own process: a process per step would only add start-up time.
-defs = dg.Definitions(
-    assets=ASSETS,
-    resources={"settings": default_settings()},
-    jobs=[dg.define_asset_job("evaluate", selection=dg.AssetSelection.groups("coder_eval"))],
-    executor=dg.in_process_executor,
-)
+JOB_NAME = "evaluate"
+
+
+def build_definitions(settings: CoderEvalSettings) -> dg.Definitions:
+    """The graph with the given settings (the CLI passes its own; the code location its defaults).
+
+    Each op already runs its partitions in a thread pool, so steps run in the
+    run's own process: a process per step would only add start-up time.
+    """
+    return dg.Definitions(
+        assets=ASSETS,
+        resources={"settings": settings, EVALUATIONS_IO: dg.mem_io_manager},
+        jobs=[dg.define_asset_job(JOB_NAME, selection=dg.AssetSelection.groups("coder_eval"))],
+        executor=dg.in_process_executor,
+    )
+
+
+defs = build_definitions(default_settings())

@@ -16,23 +16,43 @@ from pathlib import Path
 import dagster as dg
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
+from .definitions import JOB_NAME, build_definitions
 from .defs.evaluation.assets import ASSETS, criteria_scores, suite_metrics
 from .defs.evaluation.partitions import TASK_DIMENSION, VARIANT_DIMENSION, encode_id
 from .defs.evaluation.resources import CoderEvalSettings
 
-JOB_NAME = "evaluate"
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 
 
+INSTANCE_YAML = """\
+# Written by coder-eval on first use: the embedded one-machine defaults.
+# Edit freely; see docs/operations.md (PostgreSQL, run launchers, pools).
+run_storage:
+  module: dagster._core.storage.runs
+  class: SqliteRunStorage
+  config: {{base_dir: {base}/history}}
+event_log_storage:
+  module: coder_eval_dagster.storage
+  class: FastSqliteEventLogStorage
+  config: {{base_dir: {base}/history/runs}}
+schedule_storage:
+  module: dagster._core.storage.schedules
+  class: SqliteScheduleStorage
+  config: {{base_dir: {base}/schedules}}
+concurrency:
+  pools: {{default_limit: 4}}
+telemetry: {{enabled: false}}
+"""
+
+
 def local_instance() -> dg.DagsterInstance:
-    """``$DAGSTER_HOME`` when set, else ``./.dagster`` (SQLite storage)."""
-    home = os.environ.get("DAGSTER_HOME")
-    if home:
-        Path(home).mkdir(parents=True, exist_ok=True)
-        return dg.DagsterInstance.get()
-    folder = Path(".dagster").resolve()
-    folder.mkdir(exist_ok=True)
-    return dg.DagsterInstance.from_config(str(folder))
+    """``$DAGSTER_HOME`` when set, else ``./.dagster``; given our defaults when it has no dagster.yaml."""
+    home = Path(os.environ.get("DAGSTER_HOME") or ".dagster").resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists():
+        config.write_text(INSTANCE_YAML.format(base=home), encoding="utf-8")
+    return dg.DagsterInstance.from_config(str(home))
 
 
 def contiguous_block(instance: dg.DagsterInstance, dimension: str, keys: list[str]) -> tuple[str, str]:
@@ -72,19 +92,22 @@ def execute(
         tags |= range_tags(instance, task_ids, variant_ids)
     else:  # nothing to evaluate: only the unpartitioned ends of the graph
         selection = [suite_metrics.key] if rescore else [ASSETS[0].key, suite_metrics.key]  # type: ignore[attr-defined]
-    job = dg.define_asset_job(JOB_NAME, selection=dg.AssetSelection.assets(*ASSETS))
-    definitions = dg.Definitions(
-        assets=ASSETS, resources={"settings": settings}, jobs=[job], executor=dg.in_process_executor
-    )
+    # Hand each asset's per-partition events to the storage as one batch
+    # (FastSqliteEventLogStorage stores a batch in one transaction).
+    os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", "1000")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return definitions.get_job_def(JOB_NAME).execute_in_process(
-            run_config=QUIET_LOGS,
-            instance=instance,
-            run_id=run_id,
-            tags=tags,
-            asset_selection=selection,
-            raise_on_error=False,
+        return (
+            build_definitions(settings)
+            .resolve_job_def(JOB_NAME)
+            .execute_in_process(
+                run_config=QUIET_LOGS,
+                instance=instance,
+                run_id=run_id,
+                tags=tags,
+                asset_selection=selection,
+                raise_on_error=False,
+            )
         )
 
 

@@ -29,11 +29,12 @@ def run(options: Options, runs_dir: Path, concurrency: int) -> int:
     resolution = resolve(options)
     if resolution.problems:
         raise InvalidInput(resolution.problems)
+    instance = _open_instance()
     run_dir = new_run_dir(runs_dir)
     plan = RunPlan(
         run_id=run_dir.name, started_at=utc_now(), options=options_dict(options), experiment=_experiment_id(resolution)
     )
-    return _launch(plan, run_dir, runs_dir, concurrency, resolution, rescore=False)
+    return _launch(instance, plan, run_dir, runs_dir, concurrency, resolution, rescore=False)
 
 
 def rescore(run_dir: Path, concurrency: int) -> int:
@@ -46,21 +47,34 @@ def rescore(run_dir: Path, concurrency: int) -> int:
         raise InvalidInput(resolution.problems)
     present = {p.parent.parent.relative_to(run_dir).as_posix() for p in run_dir.glob("*/**/run_state.json")}
     resolution.row_tasks = [rt for rt in resolution.row_tasks if f"{rt.variant_id}/{rt.task_id}" in present]
-    return _launch(plan, run_dir, run_dir.parent, concurrency, resolution, rescore=True)
+    return _launch(_open_instance(), plan, run_dir, run_dir.parent, concurrency, resolution, rescore=True)
+
+
+def _open_instance() -> Any:
+    """Import Dagster and open the instance before the run's clock starts."""
+    from .launch import local_instance
+
+    return local_instance()
 
 
 def _launch(
-    plan: RunPlan, run_dir: Path, runs_dir: Path, concurrency: int, resolution: Resolution, rescore: bool
+    instance: Any,
+    plan: RunPlan,
+    run_dir: Path,
+    runs_dir: Path,
+    concurrency: int,
+    resolution: Resolution,
+    rescore: bool,
 ) -> int:
     from .defs.evaluation.resources import CoderEvalSettings
-    from .launch import execute, failure_messages, local_instance
+    from .launch import execute, failure_messages
 
     plan.dagster_run_id = str(uuid.uuid4())  # Dagster run ids are UUID4 strings
     write_plan(run_dir, plan)
     settings = CoderEvalSettings(run_dir=str(run_dir), runs_dir=str(runs_dir), concurrency=concurrency, rescore=rescore)
     task_ids, variant_ids = _ids(resolution.row_tasks)
     with _ProgressBar(sum(rt.replicates for rt in resolution.row_tasks)):
-        result = execute(local_instance(), settings, task_ids, variant_ids, plan.dagster_run_id, rescore)
+        result = execute(instance, settings, task_ids, variant_ids, plan.dagster_run_id, rescore)
     failures = failure_messages(result)
     if failures or not (run_dir / RUN_FILE).is_file():
         print("coder-eval: the run did not complete:", *failures, sep="\n  ", file=sys.stderr)

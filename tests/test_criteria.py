@@ -31,7 +31,9 @@ def put(sandbox: TempdirSandbox, path: str, content: str) -> None:
     target.write_text(content)
 
 
-def ctx(sandbox: TempdirSandbox, calls: list[dict[str, Any]] | None = None, reference: str | None = None) -> CheckContext:
+def ctx(
+    sandbox: TempdirSandbox, calls: list[dict[str, Any]] | None = None, reference: str | None = None
+) -> CheckContext:
     trajectory = None if calls is None else []
     if calls:
         records = [ToolCallRecord(turn=1, seq=i, **c) for i, c in enumerate(calls)]
@@ -60,13 +62,19 @@ def test_path_leaving_the_sandbox_is_refused(sandbox):
     assert result.score == 0.0 and "leaves the sandbox" in result.error
     link = sandbox.root / "link"
     link.symlink_to(sandbox.root.parent / "secret.txt")
-    assert "leaves the sandbox" in check({"type": "file_contains", "path": "link", "includes": ["s"]}, ctx(sandbox)).error
+    assert (
+        "leaves the sandbox" in check({"type": "file_contains", "path": "link", "includes": ["s"]}, ctx(sandbox)).error
+    )
 
 
 def test_file_contains_fractional(sandbox):
     put(sandbox, "app.py", "Hello\nimport datetime\nTODO\n")
-    spec = {"type": "file_contains", "path": "app.py", "includes": ["Hello", "import datetime", "absent"],
-            "excludes": ["TODO", "FIXME"]}
+    spec = {
+        "type": "file_contains",
+        "path": "app.py",
+        "includes": ["Hello", "import datetime", "absent"],
+        "excludes": ["TODO", "FIXME"],
+    }
     result = check(spec, ctx(sandbox))
     assert result.score == pytest.approx((2 / 3 + 1 / 2) / 2)
     assert not result.passed and result.details["missing_includes"] == ["absent"]
@@ -81,9 +89,17 @@ def test_file_contains_missing_file(sandbox):
 
 def test_file_check_active_categories(sandbox):
     put(sandbox, "main.py", "from uipath import UiPath\ndef main():\n    pass\n")
-    spec = {"type": "file_check", "path": "main.py", "includes": ["def main", "missing"], "excludes": ["import os"],
-            "patterns": [{"pattern": r"def main\(.*\):"}, {"pattern": "print", "must_match": True},
-                         {"pattern": "eval\\(", "must_match": False}]}
+    spec = {
+        "type": "file_check",
+        "path": "main.py",
+        "includes": ["def main", "missing"],
+        "excludes": ["import os"],
+        "patterns": [
+            {"pattern": r"def main\(.*\):"},
+            {"pattern": "print", "must_match": True},
+            {"pattern": "eval\\(", "must_match": False},
+        ],
+    }
     result = check(spec, ctx(sandbox))
     assert result.score == pytest.approx((0.5 + 1.0 + 2 / 3) / 3)
     assert check({"type": "file_check", "path": "main.py"}, ctx(sandbox)).score == 1.0
@@ -132,18 +148,40 @@ def test_file_matches_regex(sandbox):
     ],
 )
 def test_json_check_operators(sandbox, assertion, ok):
-    put(sandbox, "r.json", json.dumps({"status": "success", "tags": ["a", "b"], "name": "novo", "results": [1, 2, 3],
-                                        "score": 0.5, "flag": True, "count": 3, "metadata": {"version": "1.2.3"},
-                                        "items": [{"name": "x", "active": True}]}))
+    put(
+        sandbox,
+        "r.json",
+        json.dumps(
+            {
+                "status": "success",
+                "tags": ["a", "b"],
+                "name": "novo",
+                "results": [1, 2, 3],
+                "score": 0.5,
+                "flag": True,
+                "count": 3,
+                "metadata": {"version": "1.2.3"},
+                "items": [{"name": "x", "active": True}],
+            }
+        ),
+    )
     result = check({"type": "json_check", "path": "r.json", "assertions": [assertion]}, ctx(sandbox))
     assert result.score == (1.0 if ok else 0.0)
 
 
 def test_json_check_schema_and_assertions_average(sandbox):
-    put(sandbox, "schema.json", json.dumps({"type": "object", "required": ["status"], "properties": {"status": {"type": "string"}}}))
+    put(
+        sandbox,
+        "schema.json",
+        json.dumps({"type": "object", "required": ["status"], "properties": {"status": {"type": "string"}}}),
+    )
     put(sandbox, "r.json", json.dumps({"status": 3}))
-    spec = {"type": "json_check", "path": "r.json", "json_schema": "schema.json",
-            "assertions": [{"expression": "status", "expected": 3}, {"expression": "status", "expected": 4}]}
+    spec = {
+        "type": "json_check",
+        "path": "r.json",
+        "json_schema": "schema.json",
+        "assertions": [{"expression": "status", "expected": 3}, {"expression": "status", "expected": 4}],
+    }
     result = check(spec, ctx(sandbox))
     assert result.score == pytest.approx((0.0 + 0.5) / 2) and result.details["schema_errors"]
 
@@ -202,8 +240,10 @@ def test_reference_comparison_methods(sandbox):
     put(sandbox, "same.py", REFERENCE)
     put(sandbox, "other.py", "import os\nprint(os.getcwd())\n")
     for method in ("ast", "token", "complexity"):
-        same = check({"type": "reference_comparison", "agent_file": "same.py", "comparison_method": method},
-                     ctx(sandbox, reference=REFERENCE))
+        same = check(
+            {"type": "reference_comparison", "agent_file": "same.py", "comparison_method": method},
+            ctx(sandbox, reference=REFERENCE),
+        )
         assert same.score == 1.0 and same.passed
     far = check({"type": "reference_comparison", "agent_file": "other.py"}, ctx(sandbox, reference=REFERENCE))
     assert far.score < 0.8 and not far.passed and far.pass_threshold == 0.8  # similarity_threshold decides
@@ -211,7 +251,9 @@ def test_reference_comparison_methods(sandbox):
 
 def test_reference_never_lands_in_details(sandbox):
     put(sandbox, "echo.py", REFERENCE)
-    result = check({"type": "run_command", "command": "cat echo.py", "expected_stdout": "x"}, ctx(sandbox, reference=REFERENCE))
+    result = check(
+        {"type": "run_command", "command": "cat echo.py", "expected_stdout": "x"}, ctx(sandbox, reference=REFERENCE)
+    )
     assert "fib(n - 1)" not in json.dumps(result.details)
 
 
@@ -227,8 +269,15 @@ def cli(sandbox, **spec):
 
 
 def test_cli_verb_positional_and_equals_predicate(sandbox):
-    log(sandbox, ["ixp", "projects", "configure-model", "my_invoices-ixp", "--model", "gemini_2_5_pro", "--output", "json"])
-    spec = {"verb": "ixp projects configure-model", "positional": ["my_invoices-ixp"], "flags": {"model": "gemini_2_5_pro"}}
+    log(
+        sandbox,
+        ["ixp", "projects", "configure-model", "my_invoices-ixp", "--model", "gemini_2_5_pro", "--output", "json"],
+    )
+    spec = {
+        "verb": "ixp projects configure-model",
+        "positional": ["my_invoices-ixp"],
+        "flags": {"model": "gemini_2_5_pro"},
+    }
     assert cli(sandbox, **spec).passed
     assert not cli(sandbox, **{**spec, "flags": {"model": "other"}}).passed
     assert not cli(sandbox, verb="ixp projects configure").passed  # an ordered prefix of whole tokens
@@ -312,8 +361,13 @@ def bash(command, status="success"):
 
 @pytest.mark.parametrize(
     "command",
-    ["curl curated_channels", "bash -lc 'curl \"curated_channels\"'", "sh -c \"curl 'curated_channels'\"",
-     "bash -lc \"curl \\\"curated_channels\\\"\"", "zsh -lc \"curl curated_'channels'\""],
+    [
+        "curl curated_channels",
+        "bash -lc 'curl \"curated_channels\"'",
+        "sh -c \"curl 'curated_channels'\"",
+        'bash -lc "curl \\"curated_channels\\""',
+        "zsh -lc \"curl curated_'channels'\"",
+    ],
 )
 def test_command_executed_shell_normalization(sandbox, command):
     spec = {"type": "command_executed", "tool_name": "Bash", "command_pattern": "curl curated_channels"}
@@ -321,12 +375,19 @@ def test_command_executed_shell_normalization(sandbox, command):
 
 
 def test_command_executed_counts_and_guards(sandbox):
-    calls = [bash("pytest -q"), bash("pytest -q", "error"), bash("pytest --dry-run"), {"tool": "Read", "parameters": {"path": "a"}}]
+    calls = [
+        bash("pytest -q"),
+        bash("pytest -q", "error"),
+        bash("pytest --dry-run"),
+        {"tool": "Read", "parameters": {"path": "a"}},
+    ]
     spec = {"type": "command_executed", "command_pattern": "pytest"}
     assert check({**spec, "min_count": 3}, ctx(sandbox, calls)).score == 1.0
     assert check({**spec, "min_count": 4}, ctx(sandbox, calls)).score == 0.75
     assert check({**spec, "min_count": 3, "require_success": True}, ctx(sandbox, calls)).score == pytest.approx(2 / 3)
-    assert check({**spec, "exclude_pattern": "--dry", "min_count": 3}, ctx(sandbox, calls)).score == pytest.approx(2 / 3)
+    assert check({**spec, "exclude_pattern": "--dry", "min_count": 3}, ctx(sandbox, calls)).score == pytest.approx(
+        2 / 3
+    )
     assert check({**spec, "min_count": 0, "max_count": 0}, ctx(sandbox, calls)).score == 0.0
     assert check({**spec, "command_pattern": "rm -rf", "min_count": 0, "max_count": 0}, ctx(sandbox, calls)).passed
     assert check({"type": "command_executed", "tool_name": "Read"}, ctx(sandbox, calls)).score == 1.0
@@ -361,22 +422,36 @@ def test_skill_triggered(sandbox):
 
 @pytest.mark.parametrize(
     ("content", "observed", "score"),
-    [("Positive\n", "positive", 1.0), ("negative", "negative", 0.0), ("", "(none)", 0.0), (None, "(none)", 0.0),
-     ("maybe", "(other)", 0.0)],
+    [
+        ("Positive\n", "positive", 1.0),
+        ("negative", "negative", 0.0),
+        ("", "(none)", 0.0),
+        (None, "(none)", 0.0),
+        ("maybe", "(other)", 0.0),
+    ],
 )
 def test_classification_match(sandbox, content, observed, score):
     if content is not None:
         put(sandbox, "result.txt", content)
-    spec = {"type": "classification_match", "path": "result.txt", "expected_label": "POSITIVE",
-            "allowed_labels": ["positive", "negative"]}
+    spec = {
+        "type": "classification_match",
+        "path": "result.txt",
+        "expected_label": "POSITIVE",
+        "allowed_labels": ["positive", "negative"],
+    }
     result = check(spec, ctx(sandbox))
     assert (result.observed_label, result.expected_label, result.score) == (observed, "positive", score)
 
 
 def test_classification_match_case_sensitive(sandbox):
     put(sandbox, "r.txt", "Positive")
-    spec = {"type": "classification_match", "path": "r.txt", "expected_label": "Positive",
-            "allowed_labels": ["positive", "Positive"], "case_sensitive": True}
+    spec = {
+        "type": "classification_match",
+        "path": "r.txt",
+        "expected_label": "Positive",
+        "allowed_labels": ["positive", "Positive"],
+        "case_sensitive": True,
+    }
     assert check(spec, ctx(sandbox)).observed_label == "Positive"
 
 
@@ -385,11 +460,14 @@ def test_classification_match_case_sensitive(sandbox):
 
 def test_weighting_and_informational_criteria(sandbox):
     put(sandbox, "a.txt", "x")
-    criteria = [PARSE.validate_python(c) for c in (
-        {"type": "file_exists", "path": "a.txt", "description": "a", "weight": 3},
-        {"type": "file_exists", "path": "b.txt", "description": "b", "weight": 1},
-        {"type": "file_exists", "path": "c.txt", "description": "info", "weight": 0},
-    )]
+    criteria = [
+        PARSE.validate_python(c)
+        for c in (
+            {"type": "file_exists", "path": "a.txt", "description": "a", "weight": 3},
+            {"type": "file_exists", "path": "b.txt", "description": "b", "weight": 1},
+            {"type": "file_exists", "path": "c.txt", "description": "info", "weight": 0},
+        )
+    ]
     results = score_criteria(criteria, ctx(sandbox))
     assert weighted_score(results) == 0.75 and not all_passed(results)
     assert results[2].gating is False and results[2].score == 0.0  # stored, not scored

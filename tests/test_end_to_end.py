@@ -137,11 +137,18 @@ def test_experiment_run_through_dagster_and_rescore(project: Path) -> None:
     # the run folder of one replicate
     folder = run_dir / "hinted" / "smoke" / "02"
     task_json = json.loads((folder / "task.json").read_text())
-    assert [r["command"] for r in task_json["pre_run_results"]] == ["echo default > default.txt", "echo from-pre > pre.txt"]
+    assert [r["command"] for r in task_json["pre_run_results"]] == [
+        "echo default > default.txt",
+        "echo from-pre > pre.txt",
+    ]
     assert (folder / "sandbox" / "post.txt").read_text() == "post\n"  # post_run ran, after the criteria
     assert "<!DOCTYPE html>" in (folder / "task.html").read_text()
     broken_json = json.loads((run_dir / "baseline/broken_setup/01/task.json").read_text())
-    assert [r["skipped"] for r in broken_json["pre_run_results"]] == [False, False, True] and "exit code 7" in broken_json["error"]
+    assert [r["skipped"] for r in broken_json["pre_run_results"]] == [
+        False,
+        False,
+        True,
+    ] and "exit code 7" in broken_json["error"]
     assert not (run_dir / "baseline/broken_setup/01/sandbox/never.txt").exists()
 
     # suite metrics per variant: 8 observations (4 rows x 2 replicates)
@@ -150,8 +157,10 @@ def test_experiment_run_through_dagster_and_rescore(project: Path) -> None:
     entry = suite["baseline"]
     assert entry["criterion_index"] == 1 and entry["metrics"]["accuracy"] == 0.5
     assert entry["metrics"]["recall.positive"] == 0.5 and entry["metrics"]["precision.positive"] == 1.0
-    assert entry["confusion_matrix"] == {"negative": {"(other)": 2, "negative": 2},
-                                         "positive": {"negative": 2, "positive": 2}}
+    assert entry["confusion_matrix"] == {
+        "negative": {"(other)": 2, "negative": 2},
+        "positive": {"negative": 2, "positive": 2},
+    }
     assert [(t["metric"], t["passed"]) for t in entry["thresholds"]] == [("accuracy", True), ("recall.positive", False)]
 
     # the Parquet tables agree with run.json, through pandas and DuckDB
@@ -183,7 +192,7 @@ def test_experiment_run_through_dagster_and_rescore(project: Path) -> None:
     checks = instance.event_log_storage.get_latest_asset_check_execution_by_key(
         [dg.AssetCheckKey(dg.AssetKey("suite_metrics"), "suite_thresholds")]
     )
-    assert list(checks.values())[0].evaluation.passed is False
+    assert next(iter(checks.values())).evaluation.passed is False
 
     # rescore: loosen the threshold and fix the expected label of r4; nothing re-runs but the criteria
     text = (project / "tasks/sentiment.yaml").read_text()

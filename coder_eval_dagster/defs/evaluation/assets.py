@@ -35,6 +35,11 @@ from .resources import CoderEvalSettings
 
 GROUP = "coder_eval"
 AGENT_POOL = "agent_api"
+# The lists of evaluations handed between the ops of one graph asset stay in
+# memory: pickling them to disk at every op boundary cost about 1 ms per
+# evaluation, and every stage's real output is already on disk in the run folder.
+EVALUATIONS_IO = "evaluations_io"
+EVALUATIONS_OUT = dg.Out(io_manager_key=EVALUATIONS_IO)
 Context = dg.OpExecutionContext | dg.AssetExecutionContext
 
 
@@ -61,8 +66,23 @@ def _digest(row_tasks: list[RowTask]) -> str:
 
 
 def _add_partition_metadata(context: Context, key: Any, metadata: dict[str, Any]) -> None:
-    step = context.get_step_execution_context() if isinstance(context, dg.OpExecutionContext) else context
-    step.add_asset_metadata(metadata, partition_key=key)
+    """Metadata for one partition's materialization event.
+
+    The public ``add_asset_metadata(partition_key=...)`` re-reads every dynamic
+    partition from the instance on each call to validate the key, which makes
+    a run over N partitions cost O(N^2) queries; our keys come from
+    ``context.partition_keys``, so we hand them to the same accumulator
+    directly, falling back to the public call if that internal ever moves.
+    """
+    op_context = context.op_execution_context if isinstance(context, dg.AssetExecutionContext) else context
+    step = op_context.get_step_execution_context()
+    accumulator = getattr(step, "_metadata_accumulator", None)
+    if accumulator is None or not hasattr(accumulator, "with_additional_asset_metadata"):
+        step.add_asset_metadata(metadata, partition_key=key)
+        return
+    step._metadata_accumulator = accumulator.with_additional_asset_metadata(
+        asset_key=step.assets_def.key, metadata=metadata, partition_key=key
+    )
 
 
 @dg.asset(group_name=GROUP, description="The task, experiment and dataset files, loaded and validated.")
@@ -121,12 +141,16 @@ def _evaluations(context: Context, settings: CoderEvalSettings) -> list[Evaluati
     return evaluations
 
 
-@dg.op(ins={"start": dg.In(dg.Nothing)}, description="A fresh sandbox per evaluation: templates, then the venv.")
+@dg.op(
+    ins={"start": dg.In(dg.Nothing)},
+    out=EVALUATIONS_OUT,
+    description="A fresh sandbox per evaluation: templates, then the venv.",
+)
 def setup_sandboxes(context: dg.OpExecutionContext, settings: CoderEvalSettings) -> list[Evaluation]:
     return in_parallel(setup_sandbox, _evaluations(context, settings), settings.workers())
 
 
-@dg.op(description="pre_run commands, in order, in each sandbox.")
+@dg.op(out=EVALUATIONS_OUT, description="pre_run commands, in order, in each sandbox.")
 def pre_run(settings: CoderEvalSettings, evaluations: list[Evaluation]) -> list[Evaluation]:
     return in_parallel(run_pre_run, evaluations, settings.workers())
 
@@ -173,7 +197,11 @@ def _restore(evaluation: Evaluation, rescore: bool) -> Evaluation:
     return evaluation
 
 
-@dg.op(ins={"start": dg.In(dg.Nothing)}, description="Every criterion against the preserved sandbox and trajectory.")
+@dg.op(
+    ins={"start": dg.In(dg.Nothing)},
+    out=EVALUATIONS_OUT,
+    description="Every criterion against the preserved sandbox and trajectory.",
+)
 def score_criteria(context: dg.OpExecutionContext, settings: CoderEvalSettings) -> list[Evaluation]:
     evaluations = [_restore(e, settings.rescore) for e in _evaluations(context, settings)]
     return in_parallel(score, evaluations, settings.workers())
