@@ -33,7 +33,8 @@ SECTIONS = {
     "Simulation": "## `simulation`",
     "CriterionBase": "## `success_criteria`",
     "StopEarly": "## `success_criteria`",
-    "RegexCheck": "### `file_check`",
+    "RegexSpec": "### `file_check`",
+    "Overlay": "## Experiment files",
     "Assertion": "### `json_check`",
     "FlagPredicate": "### `cli_called`",
     "JudgeBase": "### `llm_judge`",
@@ -47,7 +48,7 @@ SECTIONS = {
     **{model.__name__: f"### `{kind}`" for kind, model in CRITERION_MODELS.items()},
 }
 # Bases that only add fields documented with the criteria that use them.
-MIXINS = {"LiveObservable", "Classification"}
+MIXINS = {"LiveObservable", "Classification", "RejectsMovedLimits"}
 
 
 def _all_models() -> dict[str, type[StrictModel]]:

@@ -96,6 +96,11 @@ SCHEMAS: dict[str, pa.Schema] = {
 }
 
 
+def _own_columns(table: str) -> set[str]:
+    """The table's columns that a result field of the same name fills."""
+    return set(SCHEMAS[table].names) - {name for name, _ in COMMON} - {"criterion_index", "criterion_type"}
+
+
 def _common(result: EvaluationResult, run_ts: datetime) -> dict[str, Any]:
     return {
         "run_id": result.run_id,
@@ -119,52 +124,14 @@ def task_rows(results: list[EvaluationResult], run_ts: datetime) -> dict[str, li
     tables: dict[str, list[dict[str, Any]]] = {"task_results": [], "criteria_scores": [], "commands": []}
     for result in results:
         common = _common(result, run_ts)
-        tables["task_results"].append(
-            {
-                **common,
-                **result.model_dump(
-                    include={
-                        "final_status",
-                        "success",
-                        "weighted_score",
-                        "duration_s",
-                        "turns",
-                        "visible_turns",
-                        "input_tokens",
-                        "output_tokens",
-                        "cost_usd",
-                        "stopped_early",
-                        "early_stop_reason",
-                        "expected_turns",
-                        "within_expected_turns",
-                        "agent_type",
-                        "model",
-                        "tags",
-                        "error",
-                    }
-                ),
-            }
-        )
+        tables["task_results"].append({**common, **result.model_dump(include=_own_columns("task_results"))})
         for criterion in result.criteria:
             tables["criteria_scores"].append(
                 {
                     **common,
                     "criterion_index": criterion.index,
                     "criterion_type": criterion.type,
-                    **criterion.model_dump(
-                        include={
-                            "description",
-                            "score",
-                            "passed",
-                            "gating",
-                            "weight",
-                            "pass_threshold",
-                            "error",
-                            "advisory",
-                            "expected_label",
-                            "observed_label",
-                        }
-                    ),
+                    **criterion.model_dump(include=_own_columns("criteria_scores")),
                 }
             )
         for turn in result.trajectory:

@@ -7,29 +7,38 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from ..models.base import check_regex, rule_error
+from ..models.base import StrictModel, check_regex, rule_error
 from .base import CriterionBase, Scoring
 from .context import CheckContext, Outcome
 
 
-class FileMatchesRegex(CriterionBase):
-    scoring: ClassVar[Scoring] = "binary"
-    type: Literal["file_matches_regex"]
-    path: str = Field(min_length=1)
+class RegexSpec(StrictModel):
+    """A pattern that must (or must not) match, with ``re`` flags; compiled at load."""
+
     pattern: str
     must_match: bool = True
     flags: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
-    def _compiles(self) -> FileMatchesRegex:
+    def _compiles(self) -> RegexSpec:
         try:
             check_regex(self.pattern, self.flags)
         except ValueError as exc:
             raise rule_error("pattern", str(exc)) from None
         return self
 
+    def holds(self, content: str) -> bool:
+        return (re.search(self.pattern, content, self.flags) is not None) == self.must_match
+
+
+class FileMatchesRegex(CriterionBase, RegexSpec):
+    scoring: ClassVar[Scoring] = "binary"
+    type: Literal["file_matches_regex"]
+    path: str = Field(min_length=1)
+
 
 def check(criterion: FileMatchesRegex, ctx: CheckContext) -> Outcome:
-    matched = re.search(criterion.pattern, ctx.read_text(criterion.path), criterion.flags) is not None
-    passed = matched == criterion.must_match
-    return Outcome(1.0 if passed else 0.0, {"matched": matched, "must_match": criterion.must_match})
+    passed = criterion.holds(ctx.read_text(criterion.path))
+    return Outcome(
+        1.0 if passed else 0.0, {"matched": passed == criterion.must_match, "must_match": criterion.must_match}
+    )

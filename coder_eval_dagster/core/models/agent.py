@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from .base import StrictModel, is_partial, reject_moved_fields, rule_error
+from .base import RejectsMovedLimits, is_partial, rule_error
 from .ignore import IgnorePattern
 from .sdk_options import check_sdk_options
 
@@ -14,14 +14,8 @@ AgentType = Literal["claude-code", "codex", "none", "replay"]
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 DEFAULT_AGENT_TYPE: AgentType = "claude-code"
 
-MOVED_TO_RUN_LIMITS = {
-    "max_turns": "run_limits.max_turns",
-    "turn_timeout": "run_limits.turn_timeout",
-    "task_timeout": "run_limits.task_timeout",
-}
 
-
-class AgentConfig(StrictModel):
+class AgentConfig(RejectsMovedLimits):
     """Every field is optional: the block may be completed by an experiment or --type."""
 
     type: AgentType | None = None
@@ -33,12 +27,6 @@ class AgentConfig(StrictModel):
     claude_settings: dict[str, Any] | str | None = None
     ignore_patterns: list[IgnorePattern] = Field(default_factory=list)
     trajectory: str | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _reject_moved(cls, data: Any) -> Any:
-        reject_moved_fields(data, MOVED_TO_RUN_LIMITS)
-        return data
 
     @field_validator("sdk_options")
     @classmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo
+from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
 from pydantic_core import PydanticCustomError
 
 # A row id or task id becomes a directory name, so it is kept to a safe alphabet.
@@ -29,13 +29,24 @@ def rule_error(field: str, message: str) -> PydanticCustomError:
     return PydanticCustomError("rule", "{message}", {"field": field, "message": message})
 
 
-def reject_moved_fields(data: Any, moved: dict[str, str]) -> None:
-    """Reject keys that used to live here, saying where they live now."""
-    if not isinstance(data, dict):
-        return
-    for key, target in moved.items():
-        if key in data:
-            raise rule_error(key, f"no longer supported here; it lives under {target}")
+MOVED_TO_RUN_LIMITS = {
+    "max_turns": "run_limits.max_turns",
+    "turn_timeout": "run_limits.turn_timeout",
+    "task_timeout": "run_limits.task_timeout",
+}
+
+
+class RejectsMovedLimits(StrictModel):
+    """A block where run-time caps used to live: say where they live now."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reject_moved(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key, target in MOVED_TO_RUN_LIMITS.items():
+                if key in data:
+                    raise rule_error(key, f"no longer supported here; it lives under {target}")
+        return data
 
 
 def check_regex(pattern: str | None, flags: int = 0) -> str | None:

@@ -24,31 +24,30 @@ def _known_simulation_keys(value: dict[str, Any] | None) -> dict[str, Any] | Non
     return value
 
 
-class ExperimentDefaults(StrictModel):
-    """Applied under every task: the task file overrides it, key by key."""
+class Overlay(StrictModel):
+    """What an experiment may lay over a task: merged key by key, the simulation shallowly."""
 
     agent: AgentConfig | None = None
     sandbox: SandboxConfig | None = None
     run_limits: RunLimits | None = None
-    pre_run: list[HookCommand] = Field(default_factory=list)
-    post_run: list[HookCommand] = Field(default_factory=list)
     simulation: dict[str, Any] | None = None
 
     _simulation = field_validator("simulation")(_known_simulation_keys)
 
 
-class Variant(StrictModel):
-    """One arm of the experiment, merged over each task."""
+class ExperimentDefaults(Overlay):
+    """Applied under every task: the task file overrides it; pre_run goes first, post_run last."""
+
+    pre_run: list[HookCommand] = Field(default_factory=list)
+    post_run: list[HookCommand] = Field(default_factory=list)
+
+
+class Variant(Overlay):
+    """One arm of the experiment, merged over each task; its template sources come last."""
 
     variant_id: ExperimentId
     description: str | None = None
-    agent: AgentConfig | None = None
-    sandbox: SandboxConfig | None = None
-    run_limits: RunLimits | None = None
     template_sources: list[TemplateSource] = Field(default_factory=list)
-    simulation: dict[str, Any] | None = None
-
-    _simulation = field_validator("simulation")(_known_simulation_keys)
 
 
 class Experiment(StrictModel):

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field, StringConstraints, ValidationInfo, model_validator
 
 from ..criteria import Criterion
-from .agent import MOVED_TO_RUN_LIMITS, AgentConfig
-from .base import SAFE_ID, StrictModel, is_partial, reject_moved_fields, rule_error
+from .agent import AgentConfig
+from .base import SAFE_ID, RejectsMovedLimits, StrictModel, is_partial, rule_error
 from .commands import HookCommand
 from .dataset import Dataset
 from .limits import RunLimits
@@ -39,7 +39,7 @@ def _missing_file(info: ValidationInfo, relative: str | None) -> bool:
     return bool(base and relative and not (Path(base) / relative).exists())
 
 
-class Task(StrictModel):
+class Task(RejectsMovedLimits):
     task_id: TaskId
     description: str = Field(min_length=1)
     initial_prompt: str | None = None
@@ -55,12 +55,6 @@ class Task(StrictModel):
     post_run: list[HookCommand] = Field(default_factory=list)
     dataset: Dataset | None = None
     simulation: Simulation | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _reject_moved(cls, data: Any) -> Any:
-        reject_moved_fields(data, MOVED_TO_RUN_LIMITS)
-        return data
 
     @model_validator(mode="after")
     def _combination_rules(self, info: ValidationInfo) -> Task:

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 from ..models.sandbox import SandboxConfig
 from ..secrets import sandbox_environment
 from .process import CommandRun, run_shell
-from .templates import TemplateError, apply_sources
+from .templates import apply_sources, run_setup_step
 
 VENV_TIMEOUT_S = 600
 
@@ -69,12 +68,7 @@ class TempdirSandbox:
                 [str(self.venv / "bin" / "python"), "-m", "pip", "install", "--quiet", *packages],
             ]
         for step in steps:
-            try:
-                done = subprocess.run(step, capture_output=True, text=True, timeout=VENV_TIMEOUT_S, env=env)
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                raise TemplateError(f"creating the sandbox venv failed: {exc}") from None
-            if done.returncode != 0:
-                raise TemplateError(f"creating the sandbox venv failed: {done.stderr.strip()[-800:]}")
+            run_setup_step(step, env, VENV_TIMEOUT_S, "creating the sandbox venv")
 
     def command_timeout(self, requested: float) -> float:
         """``sandbox.limits.timeout`` caps every command run in the sandbox."""

@@ -48,18 +48,23 @@ def copy_template_dir(source: Path, destination: Path, patterns: list[str]) -> N
     shutil.copytree(source, destination, ignore=ignore, dirs_exist_ok=True, symlinks=True)
 
 
+def run_setup_step(command: list[str], env: dict[str, str], timeout: float, what: str) -> None:
+    """One sandbox-setup subprocess; any failure is a TemplateError naming ``what``."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise TemplateError(f"{what} failed: {exc}") from None
+    if done.returncode != 0:
+        raise TemplateError(f"{what} failed: {done.stderr.strip()[-800:]}")
+
+
 def clone_repo(source: RepoSource, destination: Path, env: dict[str, str]) -> None:
     """Clone a repository (URL, local path or file:// URL) at its pinned commit."""
     commands = [["git", "clone", "--quiet", source.url, str(destination)]]
     if source.commit:
         commands.append(["git", "-C", str(destination), "checkout", "--quiet", "--detach", source.commit])
     for command in commands:
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, env=env)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise TemplateError(f"{' '.join(command[:2])} failed: {exc}") from None
-        if done.returncode != 0:
-            raise TemplateError(f"{' '.join(command)} failed: {done.stderr.strip()[-500:]}")
+        run_setup_step(command, env, GIT_TIMEOUT_S, " ".join(command[:3]))
 
 
 def apply_sources(
