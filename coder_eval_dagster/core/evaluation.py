@@ -127,6 +127,10 @@ def guarded(stage_name: str):
 @guarded("sandbox setup")
 def setup_sandbox(evaluation: Evaluation) -> None:
     """A fresh folder with the template sources applied and the venv made."""
+    if evaluation.task.sandbox.driver != "tempdir":
+        # Running a docker task in a plain folder would silently drop its limits.
+        evaluation.fail("ERROR", "sandbox driver docker is not available in this release of coder-eval")
+        return
     try:
         evaluation.sandbox.create(evaluation.row_task.task_dir)
     except TemplateError as exc:
