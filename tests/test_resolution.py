@@ -353,3 +353,16 @@ def test_validate_reports_every_file(tmp_path: Path) -> None:
 def test_missing_path(tmp_path: Path) -> None:
     result = run_cli("validate", tmp_path / "nope")
     assert result.code == 1 and "no such file" in result.err
+
+
+def test_replay_trajectory_row_fields_are_checked_at_load(tmp_path: Path) -> None:
+    write(tmp_path / "traj.yaml", "turns:\n  - calls: [{tool: Bash, command: 'echo ${row.word}'}]\n")
+    write_task(
+        tmp_path,
+        task_with(
+            agent={"type": "replay", "trajectory": "traj.yaml"},
+            dataset={"rows": [{"id": "a", "word": "x"}, {"id": "b"}]},
+        ),
+    )
+    result = run_cli("validate", tmp_path / "task.yaml")
+    assert result.code == 1 and "agent.trajectory: unknown row field(s) word" in result.err and "row 'b'" in result.err

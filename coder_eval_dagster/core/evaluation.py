@@ -11,12 +11,14 @@ stops the others. Stages hand over through the evaluation's folder:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import traceback
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .agents import AGENTS, AgentInput, AgentOutput
 from .criteria import CheckContext
 from .models.commands import HookCommand
 from .models.task import Task
@@ -73,8 +75,12 @@ class Evaluation:
 
     @property
     def ended(self) -> bool:
-        """True once a stage has ended the evaluation early (ERROR, budget, timeout)."""
-        return self.result is not None and self.result.error is not None
+        """True once a stage has ended the evaluation as ERROR: later stages skip it.
+
+        A TIMEOUT or a budget breach also stops the agent, but the criteria
+        still run on what it left (the status stays).
+        """
+        return self.result is not None and self.result.error is not None and self.result.final_status == "ERROR"
 
     def fail(self, status: str, reason: str) -> None:
         assert self.result is not None
@@ -169,11 +175,46 @@ def run_pre_run(evaluation: Evaluation) -> None:
 @guarded("agent")
 def run_agent(evaluation: Evaluation) -> None:
     """The agent loop. Agentless tasks (``type: none``) run no agent and no model call."""
-    if evaluation.ended:
-        return
     kind = evaluation.task.agent.resolved_type
-    if kind != "none":
+    if evaluation.ended or kind == "none":
+        return
+    agent = AGENTS.get(kind)
+    if agent is None:
         evaluation.fail("ERROR", f"agent type {kind} is not available in this release of coder-eval")
+        return
+    task = evaluation.task
+    agent_input = AgentInput(
+        evaluation.sandbox,
+        task.initial_prompt,
+        task.agent,
+        task.run_limits,
+        evaluation.row_task.task_dir,
+        evaluation.row_task.row,
+    )
+    record_agent_output(evaluation, asyncio.run(agent(agent_input)))
+
+
+def record_agent_output(evaluation: Evaluation, output: AgentOutput) -> None:
+    """Telemetry, usage and the stop into the result."""
+    result = evaluation.result
+    assert result is not None
+    evaluation.lingering_groups.extend(output.lingering_groups)
+    result.trajectory = output.turns
+    result.turns = len(output.turns)
+    result.visible_turns = output.visible_turns
+    result.input_tokens = sum(t.input_tokens for t in output.turns)
+    result.output_tokens = sum(t.output_tokens for t in output.turns)
+    costs = [t.cost_usd for t in output.turns if t.cost_usd is not None]
+    result.cost_usd = round(sum(costs), 6) if costs else None
+    result.warnings.extend(output.warnings)
+    result.stopped_early = output.early_stop_reason is not None
+    result.early_stop_reason = output.early_stop_reason
+    result.turns_remaining_at_stop = output.turns_remaining_at_stop
+    if output.stop_reason == "error":
+        evaluation.fail("ERROR", output.error or "the agent failed")
+    elif output.final_status is not None:
+        result.final_status = output.final_status  # type: ignore[assignment]
+        result.error = output.error
 
 
 def save_state(evaluation: Evaluation) -> Evaluation:

@@ -16,7 +16,7 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from .criteria import Criterion
-from .datasets import CLI_SAMPLE_SEED, Row, load_rows, sample_rows, substitute
+from .datasets import CLI_SAMPLE_SEED, PLACEHOLDER, Row, load_rows, sample_rows, substitute
 from .models.dataset import Dataset
 from .models.experiment import Experiment
 from .models.task import Task
@@ -276,6 +276,8 @@ def _resolve_file(
     ]
     first = tasks[0][1]
     _check_unique_id(first.task_id, path, doc, seen_ids)
+    for _, task in tasks:
+        _check_trajectory_fields(task, doc, rows)
     if first.skip and not options.include_skipped:
         result.skipped.append(first.task_id)
         return
@@ -366,6 +368,21 @@ def _validate_task(
     if task.agent.resolved_type == "replay" and task.agent.trajectory:
         load_trajectory(doc.path.parent / task.agent.trajectory)
     return task
+
+
+def _check_trajectory_fields(task: Task, doc: Document, rows: list[Row] | None) -> None:
+    """Every ``${row.x}`` of a replay trajectory must name a field of every row."""
+    if not rows or task.agent.resolved_type != "replay" or not task.agent.trajectory:
+        return
+    trajectory = doc.path.parent / task.agent.trajectory
+    names = set(PLACEHOLDER.findall(trajectory.read_text(encoding="utf-8")))
+    problems = [
+        _unknown_field_problem(doc, ("agent", "trajectory"), row, names - set(row.values))
+        for row in rows
+        if names - set(row.values)
+    ]
+    if problems:
+        raise InvalidInput(problems)
 
 
 def _mark_override(problem: Problem, overrides: list[tuple[Loc, Any]]) -> Problem:

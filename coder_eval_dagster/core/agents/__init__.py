@@ -1,0 +1,17 @@
+"""Agents behind one async interface, registered here and nowhere else.
+
+``none`` has no module: an agentless task runs no agent at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from . import replay
+from .base import AgentInput, AgentOutput
+
+AGENTS: dict[str, Callable[[AgentInput], Awaitable[AgentOutput]]] = {
+    "replay": replay.run,
+}
+
+__all__ = ["AGENTS", "AgentInput", "AgentOutput"]

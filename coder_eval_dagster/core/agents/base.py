@@ -1,0 +1,53 @@
+"""One agent interface: sandbox, prompt, config and limits in; turns, usage and a stop reason out."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..models.agent import AgentConfig
+from ..models.limits import RunLimits
+from ..results import TurnRecord
+from ..sandbox.tempdir import TempdirSandbox
+
+StopReason = Literal[
+    "completed", "max_turns", "task_timeout", "turn_timeout", "token_budget", "cost_budget", "early_stop", "error"
+]
+
+
+@dataclass
+class AgentInput:
+    sandbox: TempdirSandbox
+    prompt: str | None
+    config: AgentConfig
+    limits: RunLimits
+    task_dir: Path
+    row: dict[str, Any] | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    def seconds_left(self) -> float | None:
+        """What remains of run_limits.task_timeout (None: no limit)."""
+        if self.limits.task_timeout is None:
+            return None
+        return self.limits.task_timeout - (time.monotonic() - self.started)
+
+
+@dataclass
+class AgentOutput:
+    turns: list[TurnRecord] = field(default_factory=list)
+    final_text: str | None = None
+    stop_reason: StopReason = "completed"
+    final_status: str | None = None  # TIMEOUT / budget statuses; None: scored normally
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    early_stop_reason: str | None = None
+    turns_remaining_at_stop: int | None = None
+    lingering_groups: list[int] = field(default_factory=list)  # background processes to kill at the end
+
+    @property
+    def visible_turns(self) -> int:
+        """One per tool call plus one for the final reply (the expected_turns measure)."""
+        calls = sum(len(turn.calls) for turn in self.turns)
+        return calls + (1 if self.final_text else 0)

@@ -1,0 +1,158 @@
+"""The `replay` agent: plays a recorded trajectory in the sandbox, with no model call.
+
+Every call really happens (Bash runs, Write writes, Read reads, Edit edits)
+and is recorded exactly as a live agent's would be, so every criterion,
+limit and early-stop rule can be exercised without an API key. Limits are
+honoured between calls (time) and after each turn (budgets).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..datasets import Row, substitute
+from ..limits import COST_BUDGET_EXCEEDED, BudgetTracker
+from ..models.trajectory import ToolCall, Trajectory
+from ..problems import InvalidInput, problems_from_validation
+from ..results import ToolCallRecord, TurnRecord
+from ..sandbox.tempdir import TempdirSandbox
+from ..yamlio import load_document
+from .base import AgentInput, AgentOutput
+
+OUTPUT_CHARS = 2000
+
+
+def load_replay(path: Path, row: dict[str, Any] | None) -> Trajectory:
+    """The trajectory with ``${row.x}`` substituted; problems name the file, line and field."""
+    doc = load_document(path)
+    data = doc.data
+    if row is not None:
+        unknown: set[str] = set()
+        data = substitute(data, Row("", row, ""), unknown)
+        if unknown:
+            raise ValueError(f"{path}: unknown row field(s) {', '.join(sorted(unknown))} in ${{row.…}}")
+    try:
+        return Trajectory.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidInput(problems_from_validation(exc, data, str(path), doc.line_of)) from None
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + "…"
+
+
+def play_call(call: ToolCall, sandbox: TempdirSandbox, timeout: float) -> tuple[str, str | None, int | None]:
+    """Do what the call says; (status, output, lingering process group)."""
+    params = call.parameters
+    try:
+        if call.tool == "Bash":
+            done = sandbox.run(str(params["command"]), timeout)
+            output = done.stdout + (done.stderr and f"\n{done.stderr}")
+            return ("success" if done.ok else "error"), _clip(done.error or output), done.lingering_group
+        if call.tool == "Write":
+            target = sandbox.resolve_path(str(params["path"]))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(str(params["content"]), encoding="utf-8")
+            return "success", None, None
+        if call.tool == "Read":
+            return "success", _clip(sandbox.resolve_path(str(params["path"])).read_text(encoding="utf-8")), None
+        if call.tool == "Edit":
+            target = sandbox.resolve_path(str(params["path"]))
+            content, old = target.read_text(encoding="utf-8"), str(params["old"])
+            if old not in content:
+                return "error", "old string not found", None
+            target.write_text(content.replace(old, str(params["new"]), 1), encoding="utf-8")
+            return "success", None, None
+    except (OSError, PermissionError, UnicodeDecodeError) as exc:
+        return "error", str(exc), None
+    return "success", None, None  # Skill and any other tool: recorded as given
+
+
+class Replay:
+    """One play-through; an object so that the limits' bookkeeping stays in one place."""
+
+    def __init__(self, agent_input: AgentInput, trajectory: Trajectory):
+        self.input = agent_input
+        self.trajectory = trajectory
+        self.output = AgentOutput()
+        self.budget = BudgetTracker(agent_input.limits)
+
+    def time_left(self, turn_started: float) -> float | None:
+        """Seconds until the turn or the task times out (None: no limit)."""
+        limits = self.input.limits
+        candidates = [self.input.seconds_left()]
+        if limits.turn_timeout is not None:
+            candidates.append(limits.turn_timeout - (time.monotonic() - turn_started))
+        known = [c for c in candidates if c is not None]
+        return min(known) if known else None
+
+    def timed_out(self, turn_started: float) -> bool:
+        left = self.time_left(turn_started)
+        if left is None or left > 0:
+            return False
+        task_left = self.input.seconds_left()
+        which = "task_timeout" if task_left is not None and task_left <= 0 else "turn_timeout"
+        seconds = getattr(self.input.limits, which)
+        self.stop(which, "TIMEOUT", f"run_limits.{which} of {seconds:g} s reached")
+        return True
+
+    def stop(self, reason: str, status: str | None, error: str | None) -> None:
+        self.output.stop_reason = reason  # type: ignore[assignment]
+        self.output.final_status = status
+        self.output.error = error
+
+    def play(self) -> AgentOutput:
+        limits = self.input.limits
+        for index, turn in enumerate(self.trajectory.turns, start=1):
+            if limits.max_turns is not None and index > limits.max_turns:
+                self.stop("max_turns", None, None)
+                break
+            started = time.monotonic()
+            record = TurnRecord(index=index, text=turn.text)
+            for seq, call in enumerate(turn.calls, start=1):
+                if self.timed_out(started):
+                    break
+                record.calls.append(self.record_call(index, seq, call, started))
+            if turn.usage is not None:
+                record = record.model_copy(update=turn.usage.model_dump())
+            self.output.turns.append(record)
+            if self.output.final_status is not None or self.timed_out(started):
+                break
+            breach = self.budget.add(record)
+            if breach:
+                what = "cost" if breach == COST_BUDGET_EXCEEDED else "token"
+                self.stop(f"{what}_budget", breach, f"run_limits {what} budget exceeded after turn {index}")
+                break
+        self.budget.finish()
+        self.output.warnings.extend(self.budget.warnings)
+        texts = [t.text for t in self.output.turns if t.text]
+        self.output.final_text = texts[-1] if texts else None
+        return self.output
+
+    def record_call(self, turn: int, seq: int, call: ToolCall, turn_started: float) -> ToolCallRecord:
+        left = self.time_left(turn_started)
+        timeout = left if left is not None else 24 * 3600.0
+        start = time.perf_counter()
+        status, output, group = play_call(call, self.input.sandbox, timeout)
+        if group is not None:
+            self.output.lingering_groups.append(group)
+        duration = round((time.perf_counter() - start) * 1000, 1)
+        return ToolCallRecord(
+            turn=turn,
+            seq=seq,
+            tool=call.tool,
+            parameters=call.parameters,
+            status=status,  # type: ignore[arg-type]
+            duration_ms=duration,
+            output=output,
+        )
+
+
+async def run(agent_input: AgentInput) -> AgentOutput:
+    config = agent_input.config
+    path = agent_input.task_dir / str(config.trajectory)
+    return Replay(agent_input, load_replay(path, agent_input.row)).play()

@@ -1,0 +1,55 @@
+"""run_limits at run time: cumulative budgets checked after each completed turn."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .models.limits import RunLimits
+from .results import TurnRecord
+
+TOKEN_BUDGET_EXCEEDED = "TOKEN_BUDGET_EXCEEDED"
+COST_BUDGET_EXCEEDED = "COST_BUDGET_EXCEEDED"
+NO_COST_WARNING = "max_usd is set but the agent reported no cost; the cost budget was not checked"
+
+
+@dataclass
+class BudgetTracker:
+    """Cumulative usage of the subject agent against the token and cost caps."""
+
+    limits: RunLimits
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    cost_reported: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    def counted_input(self, turn: TurnRecord) -> int:
+        counted = turn.input_tokens
+        if self.limits.count_cached_input:
+            counted += turn.cache_read_input_tokens
+        if self.limits.count_cache_creation:
+            counted += turn.cache_creation_input_tokens
+        return counted
+
+    def add(self, turn: TurnRecord) -> str | None:
+        """Add a completed turn; the breached budget's final status, if any."""
+        self.input_tokens += self.counted_input(turn)
+        self.output_tokens += turn.output_tokens
+        if turn.cost_usd is not None:
+            self.cost_usd += turn.cost_usd
+            self.cost_reported = True
+        limits = self.limits
+        if limits.max_input_tokens is not None and self.input_tokens > limits.max_input_tokens:
+            return TOKEN_BUDGET_EXCEEDED
+        if limits.max_output_tokens is not None and self.output_tokens > limits.max_output_tokens:
+            return TOKEN_BUDGET_EXCEEDED
+        if limits.max_total_tokens is not None and self.input_tokens + self.output_tokens > limits.max_total_tokens:
+            return TOKEN_BUDGET_EXCEEDED
+        if limits.max_usd is not None and self.cost_reported and self.cost_usd > limits.max_usd:
+            return COST_BUDGET_EXCEEDED
+        return None
+
+    def finish(self) -> None:
+        """The one-shot warning when a cost cap could not be checked."""
+        if self.limits.max_usd is not None and not self.cost_reported and NO_COST_WARNING not in self.warnings:
+            self.warnings.append(NO_COST_WARNING)
