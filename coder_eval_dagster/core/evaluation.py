@@ -20,13 +20,14 @@ from pathlib import Path
 
 from .agents import AGENTS, AgentInput, AgentOutput
 from .criteria import CheckContext
+from .early_stop import Watcher
 from .models.commands import HookCommand
 from .models.task import Task
 from .resolution import RowTask
 from .results import CommandStats, EvaluationResult, HookRun
 from .sandbox import TempdirSandbox, TemplateError
 from .sandbox.process import kill_group
-from .scoring import all_passed, score_criteria, weighted_score
+from .scoring import all_passed, armed_gate, score_criteria, weighted_score
 from .secrets import redact
 
 STATE_FILE = "run_state.json"
@@ -190,6 +191,7 @@ def run_agent(evaluation: Evaluation) -> None:
         task.run_limits,
         evaluation.row_task.task_dir,
         evaluation.row_task.row,
+        Watcher.for_task(task),
     )
     record_agent_output(evaluation, asyncio.run(agent(agent_input)))
 
@@ -250,14 +252,27 @@ def score(evaluation: Evaluation) -> None:
             reference_text(evaluation.task, evaluation.row_task.task_dir),
         )
         result.criteria = score_criteria(evaluation.task.success_criteria, ctx)
-    decide(result)
+    decide(result, evaluation.task)
 
 
-def decide(result: EvaluationResult) -> None:
-    """Weighted score, success and final status from the criteria (an ended run keeps its status)."""
+def decide(result: EvaluationResult, task: Task) -> None:
+    """Weighted score, success and final status from the criteria (an ended run keeps its status).
+
+    A run the early-stop watcher cut short gates on its armed criteria only
+    (weighted, each converted to pass/fail, against stop_early_gate_threshold);
+    the unarmed ones are advisory. A run that ended naturally gates on all.
+    """
+    armed = {i for i, c in enumerate(task.success_criteria) if getattr(c, "stop_early", None) is not None}
+    for criterion in result.criteria:
+        criterion.advisory = result.stopped_early and criterion.index not in armed
     result.weighted_score = round(weighted_score(result.criteria), 6) if result.criteria else 0.0
     if result.error is None:
-        result.final_status = "SUCCESS" if all_passed(result.criteria) else "FAILED"
+        passed = (
+            armed_gate(result.criteria, task.run_limits.stop_early_gate_threshold)
+            if result.stopped_early
+            else all_passed(result.criteria)
+        )
+        result.final_status = "SUCCESS" if passed else "FAILED"
     result.success = result.final_status == "SUCCESS"
     expected = result.expected_turns
     result.within_expected_turns = (

@@ -85,3 +85,10 @@ def weighted_score(results: list[CriterionResult]) -> float:
 
 def all_passed(results: list[CriterionResult]) -> bool:
     return all(r.passed for r in gated(results))
+
+
+def armed_gate(results: list[CriterionResult], threshold: float) -> bool:
+    """An early-stopped run's verdict: the armed criteria's weighted pass share reaches the threshold."""
+    deciding = gated(results)
+    total = sum(r.weight for r in deciding)
+    return total > 0 and sum(r.weight for r in deciding if r.passed) / total >= threshold

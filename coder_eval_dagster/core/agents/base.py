@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..early_stop import Watcher
 from ..models.agent import AgentConfig
 from ..models.limits import RunLimits
 from ..results import TurnRecord
@@ -25,6 +26,7 @@ class AgentInput:
     limits: RunLimits
     task_dir: Path
     row: dict[str, Any] | None = None
+    watcher: Watcher | None = None  # the early-stop watcher, when the task has armed criteria
     started: float = field(default_factory=time.monotonic)
 
     def seconds_left(self) -> float | None:
@@ -45,6 +47,11 @@ class AgentOutput:
     early_stop_reason: str | None = None
     turns_remaining_at_stop: int | None = None
     lingering_groups: list[int] = field(default_factory=list)  # background processes to kill at the end
+
+    def early_stop(self, reason: str, turns_used: int, max_turns: int | None) -> None:
+        self.stop_reason = "early_stop"
+        self.early_stop_reason = reason
+        self.turns_remaining_at_stop = max_turns - turns_used if max_turns is not None else None
 
     @property
     def visible_turns(self) -> int:

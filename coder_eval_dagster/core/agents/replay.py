@@ -117,10 +117,15 @@ class Replay:
                 if self.timed_out(started):
                     break
                 record.calls.append(self.record_call(index, seq, call, started))
+                watcher = self.input.watcher
+                reason = watcher.observe(record.calls[-1]) if watcher else None
+                if reason:
+                    self.output.early_stop(reason, index, limits.max_turns)
+                    break
             if turn.usage is not None:
                 record = record.model_copy(update=turn.usage.model_dump())
             self.output.turns.append(record)
-            if self.output.final_status is not None or self.timed_out(started):
+            if self.output.early_stop_reason or self.output.final_status is not None or self.timed_out(started):
                 break
             breach = self.budget.add(record)
             if breach:

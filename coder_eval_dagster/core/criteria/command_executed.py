@@ -88,3 +88,24 @@ def check(criterion: CommandExecuted, ctx: CheckContext) -> Outcome:
     matched = [command_text(c) for c in ctx.calls if counts(criterion, c)]
     details = {"matches": len(matched), "matched_commands": matched[:20], "total_calls": len(ctx.calls)}
     return Outcome(score_for(criterion, len(matched)), details)
+
+
+# Live verdicts for the early-stop watcher (see core/early_stop.py).
+
+
+def can_live_pass(criterion: CommandExecuted) -> bool:
+    """Only a count with no upper bound can be settled as a pass while the agent runs."""
+    return criterion.max_count is None and criterion.min_count > 0
+
+
+def can_live_fail(criterion: CommandExecuted) -> bool:
+    return criterion.max_count is not None
+
+
+def live_verdict(criterion: CommandExecuted, calls: list[ToolCallRecord]) -> str | None:
+    matched = sum(counts(criterion, c) for c in calls)
+    if can_live_fail(criterion) and matched > criterion.max_count:  # type: ignore[operator]
+        return "fail"
+    if can_live_pass(criterion) and matched >= criterion.min_count:
+        return "pass"
+    return None

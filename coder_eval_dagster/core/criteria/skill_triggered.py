@@ -44,3 +44,21 @@ def check(criterion: SkillTriggered, ctx: CheckContext) -> Outcome:
     observed = "yes" if any(engaged(criterion.skill_name, c) for c in ctx.calls) else "no"
     details = {"skill_name": criterion.skill_name, "observed": observed, "expected": expected}
     return Outcome(1.0 if observed == expected else 0.0, details, expected_label=expected, observed_label=observed)
+
+
+# Live verdicts for the early-stop watcher (see core/early_stop.py): a positive
+# row can only live-pass (the skill fires), a distractor row only live-fail.
+
+
+def can_live_pass(criterion: SkillTriggered) -> bool:
+    return expected_label(criterion) == "yes"
+
+
+def can_live_fail(criterion: SkillTriggered) -> bool:
+    return expected_label(criterion) == "no"
+
+
+def live_verdict(criterion: SkillTriggered, calls: list[ToolCallRecord]) -> str | None:
+    if any(engaged(criterion.skill_name, c) for c in calls):
+        return "pass" if can_live_pass(criterion) else "fail"
+    return None

@@ -63,6 +63,7 @@ def render_run_md(document: dict[str, Any]) -> str:
     for task in document["tasks"]:
         if task["stopped_early"]:
             remaining = task.get("turns_remaining_at_stop")
+            remaining = "?" if remaining is None else remaining  # no max_turns: the saving is unbounded
             lines.append(
                 f"> NOTE: {task['task_id']} [{task['variant_id']}] stopped early "
                 f"({task['early_stop_reason']}); <= {remaining} turn(s) avoided"

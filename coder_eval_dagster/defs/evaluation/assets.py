@@ -210,7 +210,7 @@ def score_criteria(context: dg.OpExecutionContext, settings: CoderEvalSettings) 
 def _finish_one(evaluation: Evaluation, rescore: bool) -> Evaluation:
     if not rescore:
         run_post_run(evaluation)
-    decide(evaluation.result)  # type: ignore[arg-type]
+    decide(evaluation.result, evaluation.task)  # type: ignore[arg-type]
     finish(evaluation)
     progress.emit("finished", task_id=evaluation.row_task.task_id, status=evaluation.result.final_status)  # type: ignore[union-attr]
     return evaluation
