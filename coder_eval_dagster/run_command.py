@@ -86,6 +86,7 @@ def _report(run_dir: Path) -> int:
     import json
 
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     document = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
@@ -112,15 +113,13 @@ def _report(run_dir: Path) -> int:
     for entry in document["suite"]:
         for threshold in entry["thresholds"]:
             mark = "[green]met[/]" if threshold["passed"] else "[red]NOT met[/]"
-            console.print(
-                f"suite {entry['base_task_id']} [{entry['variant_id']}] {threshold['metric']} "
-                f"{threshold['value']:.3f} >= {threshold['minimum']:g}: {mark}",
-                highlight=False,
-            )
+            label = escape(f"suite {entry['base_task_id']} [{entry['variant_id']}] {threshold['metric']}")
+            value = f"{threshold['value']:.3f} >= {threshold['minimum']:g}"
+            console.print(f"{label} {value}: {mark}", highlight=False)
     counts = ", ".join(f"{n} {status}" for status, n in document["counts"].items()) or "no tasks"
     verdict = "[green]PASSED[/]" if document["passed"] else "[red]FAILED[/]"
     skipped = f", {len(document['skipped_tasks'])} skipped" if document["skipped_tasks"] else ""
-    console.print(f"{verdict} {counts}{skipped} · {run_dir}", highlight=False)
+    console.print(f"{verdict} {counts}{skipped} · {escape(str(run_dir))}", highlight=False)
     return EXIT_OK if document["passed"] else EXIT_FAILED
 
 
