@@ -74,12 +74,17 @@ class Watcher:
                 continue
             module = LIVE_MODULES[criterion.type]  # type: ignore[attr-defined]
             pass_capable = module.can_live_pass(criterion)
-            armed.append(Armed(
-                index=index, criterion=criterion, weight=criterion.weight, pass_capable=pass_capable,
-                fail_capable=module.can_live_fail(criterion),
-                stop_on_pass=pass_capable and block.on_pass == "stop",
-                decide_within=block.decide_within if pass_capable else None,
-            ))  # fmt: skip
+            armed.append(
+                Armed(
+                    index=index,
+                    criterion=criterion,
+                    weight=criterion.weight,
+                    pass_capable=pass_capable,
+                    fail_capable=module.can_live_fail(criterion),
+                    stop_on_pass=pass_capable and block.on_pass == "stop",
+                    decide_within=block.decide_within if pass_capable else None,
+                )
+            )
         return cls(armed, task.run_limits.stop_early_gate_threshold)
 
     def observe(self, call: ToolCallRecord) -> str | None:

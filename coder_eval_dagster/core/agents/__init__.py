@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from . import replay
+from . import claude_code, replay
 from .base import AgentInput, AgentOutput
 
 AGENTS: dict[str, Callable[[AgentInput], Awaitable[AgentOutput]]] = {
     "replay": replay.run,
+    "claude-code": claude_code.run,
 }
 
 __all__ = ["AGENTS", "AgentInput", "AgentOutput"]

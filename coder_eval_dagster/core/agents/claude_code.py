@@ -1,0 +1,366 @@
+"""The `claude-code` agent: claude-agent-sdk driving the Claude Code CLI bundled in its wheel.
+
+Isolation: the CLI runs with its own temporary HOME and config dir,
+``setting_sources=[]``, non-essential traffic off, and only the environment
+it needs: the SDK passes the caller's whole environment to the CLI, so the
+CLI is started through a two-line wrapper that ``exec``s it under ``env -i``
+with an allow-list of variable names (no value is written to disk).
+
+Telemetry comes live from the PreToolUse / PostToolUse hooks; a turn is one
+model round trip (one assistant message id) with its usage. The early-stop
+watcher runs in the PostToolUse hook and ends the loop with
+``continue_: False``. Token budgets are checked after each completed turn
+(the run is interrupted on a breach); the cost is reported once, at the end,
+so ``max_usd`` is checked then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import stat
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ..limits import COST_BUDGET_EXCEEDED, BudgetTracker
+from ..results import ToolCallRecord, TurnRecord
+from ..secrets import redact
+from .base import AgentInput, AgentOutput
+
+API_BACKEND_ENV = "API_BACKEND"
+SDK_VARIABLES = (
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CLAUDE_AGENT_SDK_VERSION",
+    "CLAUDE_AGENT_SDK_CLIENT_APP",
+    "CLAUDE_AGENT_SDK_DERIVED_CLIENT_APP",
+    "CLAUDE_CODE_SDK_READS_SESSION_STATE",
+    "CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING",
+    "PWD",
+)
+# Passed to the CLI when the caller sets them: locale, retry tuning, and a
+# gateway or proxy of the caller's network (ANTHROPIC_BASE_URL is in model_route).
+PASS_THROUGH = (
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "CLAUDE_CODE_MAX_RETRIES",
+    "API_TIMEOUT_MS",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "NO_PROXY",
+    "https_proxy",
+    "http_proxy",
+    "no_proxy",
+)
+OUTPUT_CHARS = 2000
+
+
+class RouteError(Exception):
+    """The model route is not usable (missing credentials): the task ends as ERROR."""
+
+
+def model_route() -> dict[str, str]:
+    """Credentials and endpoint for the configured API_BACKEND (direct or bedrock)."""
+    backend = os.environ.get(API_BACKEND_ENV, "direct")
+    if backend == "direct":
+        key = os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise RouteError("API_BACKEND=direct needs ANTHROPIC_API_KEY")
+        route = {"ANTHROPIC_API_KEY": key}
+        if os.environ.get("ANTHROPIC_BASE_URL"):
+            route["ANTHROPIC_BASE_URL"] = os.environ["ANTHROPIC_BASE_URL"]
+        return route
+    if backend == "bedrock":
+        token = os.environ.get("AWS_BEARER_TOKEN_BEDROCK")
+        if not token:
+            raise RouteError("API_BACKEND=bedrock needs AWS_BEARER_TOKEN_BEDROCK")
+        region = os.environ.get("AWS_REGION", "us-east-1")
+        return {"CLAUDE_CODE_USE_BEDROCK": "1", "AWS_BEARER_TOKEN_BEDROCK": token, "AWS_REGION": region}
+    raise RouteError(f"unknown API_BACKEND {backend!r}: use direct or bedrock")
+
+
+def bundled_cli() -> str:
+    import claude_agent_sdk
+
+    bundled = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+    found = str(bundled) if bundled.exists() else shutil.which("claude")
+    if not found:
+        raise RouteError("no Claude Code CLI: the claude-agent-sdk wheel ships none and none is on PATH")
+    return found
+
+
+def agent_environment(agent_input: AgentInput, home: Path) -> dict[str, str]:
+    sandbox_env = agent_input.sandbox.environment()
+    env = {
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        "TMPDIR": str(home / "tmp"),
+        "PATH": sandbox_env.get("PATH", os.defpath),
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "GIT_CEILING_DIRECTORIES": sandbox_env["GIT_CEILING_DIRECTORIES"],
+    }
+    if "VIRTUAL_ENV" in sandbox_env:
+        env["VIRTUAL_ENV"] = sandbox_env["VIRTUAL_ENV"]
+    if os.geteuid() == 0:
+        env["IS_SANDBOX"] = "1"  # the CLI refuses bypassPermissions as root otherwise
+    env.update({name: os.environ[name] for name in PASS_THROUGH if name in os.environ})
+    env.update(model_route())
+    return env
+
+
+def write_wrapper(home: Path, cli: str, names: list[str]) -> Path:
+    """A launcher that drops every variable but the named ones, then execs the CLI."""
+    keep = " ".join(f'${{{name}+"{name}=${name}"}}' for name in sorted(set(names)))
+    wrapper = home / "claude"
+    wrapper.write_text(f'#!/bin/sh\nexec env -i {keep} "{cli}" "$@"\n', encoding="utf-8")
+    wrapper.chmod(stat.S_IRWXU)
+    return wrapper
+
+
+class Session:
+    """The telemetry and limits of one claude-code run."""
+
+    def __init__(self, agent_input: AgentInput):
+        self.input = agent_input
+        self.output = AgentOutput()
+        self.budget = BudgetTracker(agent_input.limits)
+        self.turn_of: dict[str, TurnRecord] = {}  # assistant message id -> turn
+        self.call_of: dict[str, ToolCallRecord] = {}  # tool_use id -> call
+        self.started_at: dict[str, float] = {}
+        self.stop_requested: str | None = None
+        self.streaming: str | None = None  # the assistant message id being streamed
+
+    # ----------------------------------------------------------------- hooks
+
+    async def pre_tool(self, data: dict[str, Any], tool_use_id: str | None, _ctx: Any) -> dict[str, Any]:
+        if tool_use_id:
+            self.started_at[tool_use_id] = time.perf_counter()
+        return {}
+
+    async def post_tool(self, data: dict[str, Any], tool_use_id: str | None, _ctx: Any) -> dict[str, Any]:
+        return self._observe(self._finish_call(data, tool_use_id, "success"))
+
+    async def failed_tool(self, data: dict[str, Any], tool_use_id: str | None, _ctx: Any) -> dict[str, Any]:
+        return self._observe(self._finish_call(data, tool_use_id, "error"))
+
+    def _observe(self, call: ToolCallRecord | None) -> dict[str, Any]:
+        """Feed the early-stop watcher; tell the CLI to stop when it fires."""
+        watcher = self.input.watcher
+        reason = watcher.observe(call) if watcher and call else None
+        if reason:
+            self.stop_requested = reason
+            return {"continue_": False, "stopReason": f"coder-eval early stop: {reason}"}
+        return {}
+
+    def _finish_call(self, data: dict[str, Any], tool_use_id: str | None, status: str) -> ToolCallRecord | None:
+        call = self.call_of.get(tool_use_id or "")
+        if call is None:  # the hook ran before the assistant message reached us
+            call = self._new_call(
+                tool_use_id or f"hook-{len(self.call_of)}",
+                data.get("tool_name", "?"),
+                data.get("tool_input") or {},
+                self._current_turn(),
+            )
+        started = self.started_at.pop(tool_use_id or "", None)
+        measured = data.get("duration_ms")
+        call.duration_ms = round(
+            measured
+            if isinstance(measured, (int, float))
+            else (time.perf_counter() - started) * 1000
+            if started
+            else 0.0,
+            1,
+        )
+        response = data.get("tool_response")
+        if isinstance(response, dict) and response.get("interrupted"):
+            status = "error"
+        call.status = status  # type: ignore[assignment]
+        if response is not None:
+            text = response if isinstance(response, str) else json.dumps(response, default=str)
+            call.output = redact(text[:OUTPUT_CHARS])
+        return call
+
+    # ----------------------------------------------------------------- messages
+
+    def _current_turn(self) -> TurnRecord:
+        if not self.output.turns:
+            self.output.turns.append(TurnRecord(index=1))
+        return self.output.turns[-1]
+
+    def _new_call(self, tool_use_id: str, tool: str, parameters: dict[str, Any], turn: TurnRecord) -> ToolCallRecord:
+        call = ToolCallRecord(turn=turn.index, seq=len(turn.calls) + 1, tool=tool, parameters=dict(parameters))
+        turn.calls.append(call)
+        self.call_of[tool_use_id] = call
+        return call
+
+    def _turn(self, key: str) -> tuple[TurnRecord, str | None]:
+        """The turn of an assistant message id, opening it (and closing the previous one) if new."""
+        turn = self.turn_of.get(key)
+        if turn is not None:
+            return turn, None
+        breach = self.budget.add(self.output.turns[-1]) if self.output.turns else None  # the previous turn is complete
+        turn = TurnRecord(index=len(self.output.turns) + 1)
+        self.output.turns.append(turn)
+        self.turn_of[key] = turn
+        return turn, breach
+
+    @staticmethod
+    def _add_usage(turn: TurnRecord, usage: dict[str, Any] | None) -> None:
+        for name in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+            value = (usage or {}).get(name)
+            if isinstance(value, int):
+                setattr(turn, name, max(getattr(turn, name), value))
+
+    def on_stream(self, event: dict[str, Any]) -> str | None:
+        """Usage as the API streams it: message_start (input) and message_delta (final output)."""
+        if event.get("type") == "message_start":
+            message = event.get("message") or {}
+            self.streaming = str(message.get("id") or f"anon-{len(self.turn_of)}")
+            turn, breach = self._turn(self.streaming)
+            self._add_usage(turn, message.get("usage"))
+            return breach
+        if event.get("type") == "message_delta" and self.streaming:
+            self._add_usage(self.turn_of[self.streaming], event.get("usage"))
+        return None
+
+    def on_assistant(self, message: Any) -> str | None:
+        """Record an assistant message; a budget breach's status when a turn completes over a cap."""
+        from claude_agent_sdk import TextBlock, ToolUseBlock
+
+        key = getattr(message, "message_id", None) or self.streaming or f"anon-{len(self.turn_of)}"
+        turn, breach = self._turn(key)
+        self._add_usage(turn, getattr(message, "usage", None))
+        for block in message.content:
+            if isinstance(block, ToolUseBlock) and block.id not in self.call_of:
+                self._new_call(block.id, block.name, block.input, turn)
+            elif isinstance(block, TextBlock) and block.text.strip():
+                turn.text = (turn.text + "\n" if turn.text else "") + block.text
+        return breach
+
+    def on_user(self, message: Any) -> None:
+        """Tool results: an is_error result marks its call failed."""
+        from claude_agent_sdk import ToolResultBlock
+
+        content = message.content if isinstance(message.content, list) else []
+        for block in content:
+            if isinstance(block, ToolResultBlock) and block.is_error and block.tool_use_id in self.call_of:
+                self.call_of[block.tool_use_id].status = "error"
+
+    def on_result(self, message: Any) -> None:
+        cost = getattr(message, "total_cost_usd", None)
+        if self.output.turns and isinstance(cost, (int, float)):
+            self.output.turns[-1].cost_usd = float(cost)
+        if getattr(message, "subtype", "") == "error_max_turns":
+            self.output.stop_reason = "max_turns"
+
+    def finish(self, breach: str | None) -> AgentOutput:
+        if breach is None and self.output.turns and self.output.final_status is None:
+            breach = self.budget.add(self.output.turns[-1])
+        if breach and self.output.final_status is None:
+            what = "cost" if breach == COST_BUDGET_EXCEEDED else "token"
+            self.output.stop_reason = f"{what}_budget"  # type: ignore[assignment]
+            self.output.final_status = breach
+            self.output.error = f"run_limits {what} budget exceeded"
+        self.budget.finish()
+        self.output.warnings.extend(self.budget.warnings)
+        if self.stop_requested:
+            self.output.early_stop(self.stop_requested, len(self.output.turns), self.input.limits.max_turns)
+        texts = [t.text for t in self.output.turns if t.text]
+        self.output.final_text = texts[-1] if texts else None
+        return self.output
+
+
+def build_options(agent_input: AgentInput, session: Session, home: Path) -> Any:
+    from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
+
+    config, limits = agent_input.config, agent_input.limits
+    env = agent_environment(agent_input, home)
+    settings = config.claude_settings
+    if isinstance(settings, dict):
+        settings = json.dumps(settings)
+    elif isinstance(settings, str):
+        settings = str((agent_input.task_dir / settings).resolve())
+    hooks = {
+        "PreToolUse": [HookMatcher(matcher=None, hooks=[session.pre_tool])],
+        "PostToolUse": [HookMatcher(matcher=None, hooks=[session.post_tool])],
+        "PostToolUseFailure": [HookMatcher(matcher=None, hooks=[session.failed_tool])],
+    }
+    return ClaudeAgentOptions(
+        model=config.model,
+        allowed_tools=list(config.allowed_tools or []),
+        disallowed_tools=list(config.disallowed_tools),
+        permission_mode=config.permission_mode,
+        cwd=str(agent_input.sandbox.root),
+        env=env,
+        max_turns=limits.max_turns,
+        setting_sources=[],
+        settings=settings,
+        hooks=hooks,
+        include_partial_messages=True,  # type: ignore[arg-type]
+        cli_path=str(write_wrapper(home, bundled_cli(), [*env, *SDK_VARIABLES])),
+        **config.sdk_options,
+    )
+
+
+async def _converse(agent_input: AgentInput, session: Session, options: Any) -> str | None:
+    from claude_agent_sdk import AssistantMessage, ClaudeSDKClient, ResultMessage, StreamEvent, UserMessage
+
+    breach = None
+    async with ClaudeSDKClient(options) as client:
+        await client.query(agent_input.prompt or "")
+        async for message in client.receive_response():
+            if isinstance(message, StreamEvent):
+                breach = session.on_stream(message.event) or breach
+            elif isinstance(message, AssistantMessage):
+                breach = session.on_assistant(message) or breach
+            if breach or session.stop_requested:  # a budget breach, or a stop the CLI did not honour yet
+                await client.interrupt()
+                break
+            if isinstance(message, UserMessage):
+                session.on_user(message)
+            elif isinstance(message, ResultMessage):
+                session.on_result(message)
+                if message.is_error and not session.stop_requested and message.subtype != "error_max_turns":
+                    detail = message.result or ", ".join(getattr(message, "errors", None) or []) or message.subtype
+                    raise RuntimeError(f"the agent ended with an error: {detail}")
+    return breach
+
+
+def _time_limit(agent_input: AgentInput) -> float | None:
+    limits = [x for x in (agent_input.seconds_left(), agent_input.limits.turn_timeout) if x is not None]
+    return min(limits) if limits else None
+
+
+async def run(agent_input: AgentInput) -> AgentOutput:
+    session = Session(agent_input)
+    home = Path(tempfile.mkdtemp(prefix="coder-eval-claude-"))
+    (home / "tmp").mkdir()
+    try:
+        options = build_options(agent_input, session, home)
+        limit = _time_limit(agent_input)
+        breach = await asyncio.wait_for(_converse(agent_input, session, options), timeout=limit)
+        return session.finish(breach)
+    except TimeoutError:
+        output = session.finish(None)
+        which = (
+            "task_timeout"
+            if agent_input.seconds_left() is not None and agent_input.seconds_left() <= 0
+            else "turn_timeout"
+        )  # type: ignore[operator]
+        output.stop_reason, output.final_status = which, "TIMEOUT"  # type: ignore[assignment]
+        output.error = f"run_limits.{which} reached"
+        return output
+    except Exception as exc:  # an SDK or API failure ends this task as ERROR, never the run
+        output = session.finish(None)
+        output.stop_reason = "error"
+        output.error = redact(f"{type(exc).__name__}: {exc}")
+        return output
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

@@ -1,0 +1,133 @@
+"""The claude-code agent for real: claude-agent-sdk and its bundled CLI against a scripted server on 127.0.0.1."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from coder_eval_dagster.core.evaluation import evaluate, new_evaluation
+from coder_eval_dagster.core.resolution import Options, resolve
+from coder_eval_dagster.core.results import EvaluationResult
+
+from .fake_anthropic import FakeAnthropic, Script, Turn
+from .helpers import criterion, write
+
+API_KEY = "sk-ant-test-0123456789abcdef"
+
+
+@pytest.fixture
+def api(monkeypatch: pytest.MonkeyPatch):
+    """Point the real clients at a scripted server; record every request and proxy attempt."""
+
+    def serve(script: Script) -> FakeAnthropic:
+        fake = FakeAnthropic(script)
+        url = fake.__enter__()
+        for name, value in {
+            "ANTHROPIC_BASE_URL": url,
+            "ANTHROPIC_API_KEY": API_KEY,
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+            "HTTPS_PROXY": url,
+            "HTTP_PROXY": url,
+            "NO_PROXY": "127.0.0.1,localhost",
+            "MY_SERVICE_TOKEN": "caller-secret-value-42",
+            "API_BACKEND": "direct",
+        }.items():
+            monkeypatch.setenv(name, value)
+        servers.append(fake)
+        return fake
+
+    servers: list[FakeAnthropic] = []
+    yield serve
+    for fake in servers:
+        fake.__exit__()
+
+
+def run(tmp_path: Path, criteria: list[dict] | None = None, **task) -> EvaluationResult:
+    data = {
+        "task_id": "t",
+        "description": "d",
+        "initial_prompt": "do the task",
+        "sandbox": {"python": None},
+        "agent": {"type": "claude-code", "permission_mode": "bypassPermissions", "model": "claude-test"},
+        "success_criteria": criteria or [criterion("file_exists", path="out.txt")],
+        **task,
+    }
+    path = write(tmp_path / "task.yaml", yaml.safe_dump(data))
+    (row_task,) = resolve(Options(paths=[path])).row_tasks
+    return evaluate(new_evaluation("r", tmp_path / "run", row_task, 1, None))
+
+
+def test_tool_calls_usage_cost_and_isolation(tmp_path, api):
+    fake = api(
+        Script(
+            [
+                Turn(tools=[("Bash", {"command": "echo hi > out.txt"})], input_tokens=300, output_tokens=40),
+                Turn(tools=[("Bash", {"command": "env > seen_env.txt; exit 3"})], input_tokens=400, output_tokens=30),
+                Turn(text="Done: created out.txt", input_tokens=500, output_tokens=10),
+            ]
+        )
+    )
+    result = run(tmp_path, run_limits={"max_turns": 10, "expected_turns": 3})
+    assert result.final_status == "SUCCESS", (result.error, result.criteria)
+    calls = [c for t in result.trajectory for c in t.calls]
+    assert [(c.tool, c.parameters["command"]) for c in calls] == [
+        ("Bash", "echo hi > out.txt"),
+        ("Bash", "env > seen_env.txt; exit 3"),
+    ]
+    assert [c.status for c in calls] == ["success", "error"] and all(c.duration_ms > 0 for c in calls)
+    assert (result.turns, result.visible_turns) == (3, 3) and result.within_expected_turns is True
+    assert (result.input_tokens, result.output_tokens) == (1200, 80)
+    assert result.cost_usd is not None and result.cost_usd > 0
+    assert result.command_stats.commands_by_tool == {"Bash": 2}
+    seen = (tmp_path / "run/default/t/01/sandbox/seen_env.txt").read_text()
+    assert "caller-secret-value-42" not in seen and "MY_SERVICE_TOKEN" not in seen
+    assert "HOME=/tmp/coder-eval-claude-" in seen and "IS_SANDBOX=1" in seen
+    assert API_KEY not in result.model_dump_json()  # never in a persisted result
+    # only the Messages API on loopback: no CONNECT through the proxy, no other path
+    assert fake.script.paths and all(p.startswith("/v1/messages") for p in fake.script.paths), fake.script.paths
+    request = fake.script.requests[-1]
+    assert request["model"] == "claude-test" and any(t["name"] == "Bash" for t in request["tools"])
+
+
+def test_token_budget_aborts_between_turns(tmp_path, api):
+    fake = api(
+        Script([Turn(tools=[("Bash", {"command": f"echo {i} >> log.txt"})], output_tokens=40) for i in range(4)])
+    )
+    result = run(tmp_path, run_limits={"max_output_tokens": 60, "max_turns": 10})
+    assert result.final_status == "TOKEN_BUDGET_EXCEEDED" and not result.success
+    log = (tmp_path / "run/default/t/01/sandbox/log.txt").read_text().split()
+    assert log == ["0", "1"] and len([r for r in fake.script.requests if r.get("tools")]) <= 3
+
+
+def test_early_stop_through_the_hook(tmp_path, api):
+    fake = api(
+        Script(
+            [
+                Turn(tools=[("Bash", {"command": "echo a > out.txt"})]),
+                Turn(tools=[("Bash", {"command": "git push --force"})]),
+                Turn(tools=[("Bash", {"command": "touch late.txt"})]),
+            ]
+        )
+    )
+    guard = {**criterion("command_executed", command_pattern="git push", min_count=0, max_count=0), "stop_early": {}}
+    result = run(tmp_path, [guard, criterion("file_exists", path="late.txt")], run_limits={"max_turns": 10})
+    assert result.stopped_early and result.early_stop_reason == "armed_criterion_failed"
+    assert result.final_status == "FAILED" and result.criteria[1].advisory
+    assert not (tmp_path / "run/default/t/01/sandbox/late.txt").exists()
+    assert len([r for r in fake.script.requests if r.get("tools")]) == 2  # no model call after the stop
+
+
+def test_api_error_becomes_error_with_its_reason(tmp_path, api):
+    api(Script([Turn(text="never")], status=500))
+    result = run(tmp_path)
+    assert result.final_status == "ERROR" and "API Error: 500 scripted failure" in result.error
+    assert result.criteria == []
+
+
+def test_missing_api_key_is_an_error_not_a_crash(tmp_path, api, monkeypatch):
+    api(Script([]))
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    result = run(tmp_path)
+    assert result.final_status == "ERROR" and "ANTHROPIC_API_KEY" in result.error
