@@ -147,7 +147,7 @@ def test_fired_on_the_final_call_still_gates_armed_only(tmp_path):
 def test_watcher_bug_fails_open(tmp_path, monkeypatch):
     from coder_eval_dagster.core.criteria import skill_triggered
 
-    def broken(criterion, calls):
+    def broken(criterion, hits):
         raise RuntimeError("bug")
 
     monkeypatch.setattr(skill_triggered, "live_verdict", broken)

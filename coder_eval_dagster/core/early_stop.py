@@ -23,7 +23,7 @@ run goes on to its natural end.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 
 from .criteria import command_executed, skill_triggered
@@ -47,6 +47,7 @@ class Armed:
     fail_capable: bool
     stop_on_pass: bool
     decide_within: int | None
+    hits: int = 0  # calls so far that the criterion counts
     verdict: str | None = None  # latched: passed, failed, or decision_budget_exceeded
 
     @property
@@ -58,7 +59,7 @@ class Armed:
 class Watcher:
     armed: list[Armed]
     threshold: float
-    calls: list[ToolCallRecord] = field(default_factory=list)
+    steps: int = 0  # tool calls observed, cumulative
     fired: str | None = None
     disabled: bool = False
 
@@ -92,8 +93,8 @@ class Watcher:
         if self.disabled or self.fired:
             return None
         try:
-            self.calls.append(call)
-            self._latch()
+            self.steps += 1
+            self._latch(call)
             self.fired = self._decide()
         except Exception:  # fail open: never a false stop, never a silenced criterion
             log.exception("early-stop watcher failed; the run continues to its natural end")
@@ -101,13 +102,15 @@ class Watcher:
             return None
         return self.fired
 
-    def _latch(self) -> None:
-        steps = len(self.calls)
+    def _latch(self, call: ToolCallRecord) -> None:
         for armed in self.armed:
-            if armed.verdict is None:
-                live = LIVE_MODULES[armed.criterion.type].live_verdict(armed.criterion, self.calls)  # type: ignore[attr-defined]
-                armed.verdict = {"pass": PASSED, "fail": FAILED}.get(live) if live else None
-            if armed.verdict is None and armed.decide_within is not None and steps >= armed.decide_within:
+            if armed.verdict is not None:
+                continue  # latched: never re-checked
+            module = LIVE_MODULES[armed.criterion.type]  # type: ignore[attr-defined]
+            armed.hits += module.live_hit(armed.criterion, call)
+            live = module.live_verdict(armed.criterion, armed.hits)
+            armed.verdict = {"pass": PASSED, "fail": FAILED}.get(live) if live else None
+            if armed.verdict is None and armed.decide_within is not None and self.steps >= armed.decide_within:
                 armed.verdict = TIMED_OUT
 
     def _decide(self) -> str | None:

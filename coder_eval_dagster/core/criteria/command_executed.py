@@ -102,10 +102,14 @@ def can_live_fail(criterion: CommandExecuted) -> bool:
     return criterion.max_count is not None
 
 
-def live_verdict(criterion: CommandExecuted, calls: list[ToolCallRecord]) -> str | None:
-    matched = sum(counts(criterion, c) for c in calls)
-    if can_live_fail(criterion) and matched > criterion.max_count:  # type: ignore[operator]
+def live_hit(criterion: CommandExecuted, call: ToolCallRecord) -> bool:
+    return counts(criterion, call)
+
+
+def live_verdict(criterion: CommandExecuted, hits: int) -> str | None:
+    """The verdict once ``hits`` matching calls have been seen (None: undecided)."""
+    if can_live_fail(criterion) and hits > criterion.max_count:  # type: ignore[operator]
         return "fail"
-    if can_live_pass(criterion) and matched >= criterion.min_count:
+    if can_live_pass(criterion) and hits >= criterion.min_count:
         return "pass"
     return None

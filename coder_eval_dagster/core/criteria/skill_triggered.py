@@ -58,7 +58,12 @@ def can_live_fail(criterion: SkillTriggered) -> bool:
     return expected_label(criterion) == "no"
 
 
-def live_verdict(criterion: SkillTriggered, calls: list[ToolCallRecord]) -> str | None:
-    if any(engaged(criterion.skill_name, c) for c in calls):
+def live_hit(criterion: SkillTriggered, call: ToolCallRecord) -> bool:
+    return engaged(criterion.skill_name, call)
+
+
+def live_verdict(criterion: SkillTriggered, hits: int) -> str | None:
+    """The verdict once the skill has engaged ``hits`` times (None: undecided)."""
+    if hits:
         return "pass" if can_live_pass(criterion) else "fail"
     return None
