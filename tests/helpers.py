@@ -53,3 +53,26 @@ def task_with(**changes: Any) -> dict[str, Any]:
 
 def criterion(kind: str, **fields: Any) -> dict[str, Any]:
     return {"type": kind, "description": f"a {kind} check", **fields}
+
+
+def evaluate_task(folder: Path, data: dict[str, Any]):
+    """Write a task file into ``folder`` and evaluate its single row-task (core only, no Dagster)."""
+    from coder_eval_dagster.core.evaluation import evaluate, new_evaluation
+    from coder_eval_dagster.core.resolution import Options, resolve
+
+    (row_task,) = resolve(Options(paths=[write_task(folder, data)])).row_tasks
+    return evaluate(new_evaluation("r", folder / "run", row_task, 1, None))
+
+
+def evaluate_replay(folder: Path, turns: list[dict[str, Any]], **task: Any):
+    """Evaluate a replay task whose trajectory is ``turns``."""
+    write(folder / "traj.yaml", yaml.safe_dump({"turns": turns}))
+    data = {
+        "task_id": "t",
+        "description": "d",
+        "initial_prompt": "p",
+        "sandbox": {"python": None},
+        "agent": {"type": "replay", "trajectory": "traj.yaml"},
+        **task,
+    }
+    return evaluate_task(folder, data)

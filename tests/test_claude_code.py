@@ -5,14 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
-from coder_eval_dagster.core.evaluation import evaluate, new_evaluation
-from coder_eval_dagster.core.resolution import Options, resolve
 from coder_eval_dagster.core.results import EvaluationResult
 
 from .fake_anthropic import FakeAnthropic, Script, Turn
-from .helpers import criterion, write
+from .helpers import criterion, evaluate_task
 
 API_KEY = "sk-ant-test-0123456789abcdef"
 
@@ -54,9 +51,7 @@ def run(tmp_path: Path, criteria: list[dict] | None = None, **task) -> Evaluatio
         "success_criteria": criteria or [criterion("file_exists", path="out.txt")],
         **task,
     }
-    path = write(tmp_path / "task.yaml", yaml.safe_dump(data))
-    (row_task,) = resolve(Options(paths=[path])).row_tasks
-    return evaluate(new_evaluation("r", tmp_path / "run", row_task, 1, None))
+    return evaluate_task(tmp_path, data)
 
 
 def test_tool_calls_usage_cost_and_isolation(tmp_path, api):

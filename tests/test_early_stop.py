@@ -7,13 +7,12 @@ from typing import Any
 
 import yaml
 
-from coder_eval_dagster.core.evaluation import evaluate, new_evaluation
 from coder_eval_dagster.core.reports.run_summary import render_run_md, run_document
 from coder_eval_dagster.core.reports.task_html import render_task_html
 from coder_eval_dagster.core.resolution import Options, resolve
 from coder_eval_dagster.core.results import EvaluationResult
 
-from .helpers import criterion, write
+from .helpers import criterion, evaluate_replay, write
 
 SKILL_CALL = {"tool": "Skill", "skill": "plugin:date-teller"}
 OTHER_SKILL = {"tool": "Skill", "skill": "weather"}
@@ -29,21 +28,9 @@ def skill(expected: str, block: dict | None = None, **extra) -> dict[str, Any]:
 
 
 def run(tmp_path: Path, calls: list[dict], criteria: list[dict], **task) -> EvaluationResult:
+    """One call per turn, then a final reply."""
     turns = [{"calls": [c]} for c in calls] + [{"calls": [], "text": "done"}]
-    write(tmp_path / "traj.yaml", yaml.safe_dump({"turns": turns}))
-    data = {
-        "task_id": "t",
-        "description": "d",
-        "initial_prompt": "p",
-        "sandbox": {"python": None},
-        "agent": {"type": "replay", "trajectory": "traj.yaml"},
-        "success_criteria": criteria,
-        "run_limits": {"max_turns": 30},
-        **task,
-    }
-    path = write(tmp_path / "task.yaml", yaml.safe_dump(data))
-    (row_task,) = resolve(Options(paths=[path])).row_tasks
-    return evaluate(new_evaluation("r", tmp_path / "run", row_task, 1, None))
+    return evaluate_replay(tmp_path, turns, success_criteria=criteria, **{"run_limits": {"max_turns": 30}, **task})
 
 
 def steps(result: EvaluationResult) -> int:

@@ -18,7 +18,7 @@ from coder_eval_dagster.core.resolution import Options, resolve
 from coder_eval_dagster.core.results import EvaluationResult
 from coder_eval_dagster.core.sandbox import TempdirSandbox
 
-from .helpers import criterion, write
+from .helpers import criterion, evaluate_replay, write
 
 ROOT = Path(__file__).parent.parent
 
@@ -34,19 +34,7 @@ def play(tmp_path: Path, turns: list[dict], limits: RunLimits | None = None, row
 
 
 def run_task(tmp_path: Path, turns: list[dict], **task) -> EvaluationResult:
-    write(tmp_path / "traj.yaml", yaml.safe_dump({"turns": turns}))
-    data = {
-        "task_id": "t",
-        "description": "d",
-        "initial_prompt": "p",
-        "sandbox": {"python": None},
-        "agent": {"type": "replay", "trajectory": "traj.yaml"},
-        "success_criteria": [criterion("file_exists", path="a.txt")],
-        **task,
-    }
-    path = write(tmp_path / "task.yaml", yaml.safe_dump(data))
-    (row_task,) = resolve(Options(paths=[path])).row_tasks
-    return evaluate(new_evaluation("r", tmp_path / "run", row_task, 1, None))
+    return evaluate_replay(tmp_path, turns, success_criteria=[criterion("file_exists", path="a.txt")], **task)
 
 
 def test_calls_really_happen_and_are_recorded(tmp_path: Path) -> None:
