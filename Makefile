@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check uv
-	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e ".[dev,docker]"
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e ".[dev,docker,codex]"
 	touch $(STAMP)
 
 install: $(STAMP)

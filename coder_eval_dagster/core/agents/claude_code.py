@@ -20,7 +20,6 @@ import asyncio
 import json
 import os
 import shutil
-import stat
 import tempfile
 import time
 from pathlib import Path
@@ -30,6 +29,7 @@ from ..limits import COST_BUDGET_EXCEEDED, BudgetTracker
 from ..results import ToolCallRecord, TurnRecord
 from ..secrets import redact
 from .base import AgentInput, AgentOutput
+from .isolation import write_wrapper
 
 API_BACKEND_ENV = "API_BACKEND"
 SDK_VARIABLES = (
@@ -115,15 +115,6 @@ def agent_environment(agent_input: AgentInput, home: Path) -> dict[str, str]:
     return env
 
 
-def write_wrapper(home: Path, cli: str, names: list[str]) -> Path:
-    """A launcher that drops every variable but the named ones, then execs the CLI."""
-    keep = " ".join(f'${{{name}+"{name}=${name}"}}' for name in sorted(set(names)))
-    wrapper = home / "claude"
-    wrapper.write_text(f'#!/bin/sh\nexec env -i {keep} "{cli}" "$@"\n', encoding="utf-8")
-    wrapper.chmod(stat.S_IRWXU)
-    return wrapper
-
-
 class Session:
     """The telemetry and limits of one claude-code run."""
 
@@ -140,6 +131,15 @@ class Session:
     # ----------------------------------------------------------------- hooks
 
     async def pre_tool(self, data: dict[str, Any], tool_use_id: str | None, _ctx: Any) -> dict[str, Any]:
+        if self.stop_requested:  # the run was stopped: no further tool call may run, whatever is in flight
+            return {
+                "continue_": False,
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": f"coder-eval early stop: {self.stop_requested}",
+                },
+            }
         if tool_use_id:
             self.started_at[tool_use_id] = time.perf_counter()
         return {}

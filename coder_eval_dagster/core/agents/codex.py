@@ -1,0 +1,236 @@
+"""The `codex` agent (extra `codex`): the openai-codex SDK driving `codex app-server`.
+
+Codex runs full-access inside our sandbox folder whatever ``permission_mode``
+says (its own OS sandbox is redundant with ours and unusable on CI hosts;
+use the docker driver as the boundary for untrusted runs). It gets its own
+CODEX_HOME with a provider pointing at CODEX_BASE_URL (default OpenAI) keyed
+by CODEX_API_KEY, analytics and plugins off, and, like claude-code, only the
+environment it needs (see ``isolation.py``).
+
+Telemetry mapping (the guide's Codex notes): every command execution is a
+``Bash`` call (Codex reads and searches through the shell too), a file change
+is an ``Edit`` call with its paths, an MCP call keeps its tool name. A turn
+is one model round trip, opened by its token-usage update; Codex's fresh
+prompt tokens are recorded as cache creation and its cached ones as cache
+reads, so an input budget needs ``count_cache_creation: true``. Codex reports
+no cost. The watcher observes each completed call and interrupts the turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ..limits import BudgetTracker
+from ..results import ToolCallRecord, TurnRecord
+from ..secrets import redact
+from .base import AgentInput, AgentOutput
+from .isolation import write_wrapper
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+PASS_THROUGH = (
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "NO_PROXY",
+    "https_proxy",
+    "http_proxy",
+    "no_proxy",
+)
+OUTPUT_CHARS = 2000
+
+CONFIG_TOML = """\
+model_provider = "coder_eval"
+{model}
+[model_providers.coder_eval]
+name = "coder-eval"
+base_url = "{base_url}"
+env_key = "CODEX_API_KEY"
+wire_api = "responses"
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+"""
+
+
+class CodexRouteError(Exception):
+    pass
+
+
+def _environment(agent_input: AgentInput, home: Path) -> dict[str, str]:
+    key = os.environ.get("CODEX_API_KEY")
+    if not key:
+        raise CodexRouteError("the codex agent needs CODEX_API_KEY (and optionally CODEX_BASE_URL)")
+    sandbox_env = agent_input.sandbox.environment()
+    env = {
+        "HOME": str(home),
+        "CODEX_HOME": str(home / ".codex"),
+        "TMPDIR": str(home / "tmp"),
+        "PATH": sandbox_env.get("PATH", os.defpath),
+        "CODEX_API_KEY": key,
+        "GIT_CEILING_DIRECTORIES": sandbox_env["GIT_CEILING_DIRECTORIES"],
+    }
+    env.update({name: os.environ[name] for name in PASS_THROUGH if name in os.environ})
+    return env
+
+
+def _write_config(home: Path, model: str | None) -> None:
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True)
+    (home / "tmp").mkdir()
+    base_url = os.environ.get("CODEX_BASE_URL") or DEFAULT_BASE_URL
+    model_line = f'model = "{model}"' if model else ""
+    (codex_home / "config.toml").write_text(CONFIG_TOML.format(model=model_line, base_url=base_url), encoding="utf-8")
+
+
+class CodexSession:
+    def __init__(self, agent_input: AgentInput):
+        self.input = agent_input
+        self.output = AgentOutput()
+        self.budget = BudgetTracker(agent_input.limits)
+        self.started: dict[str, float] = {}
+        self.stop_reason: str | None = None
+        self.breach: str | None = None
+        self.closed = False  # the last turn got its usage update
+
+    def turn(self) -> TurnRecord:
+        """The open turn: items arrive before the usage update that closes their round trip."""
+        if not self.output.turns or self.closed:
+            self.output.turns.append(TurnRecord(index=len(self.output.turns) + 1))
+            self.closed = False
+        return self.output.turns[-1]
+
+    def on_usage(self, usage: Any) -> None:
+        """A model round trip finished: its usage closes the open turn, then the budgets are checked."""
+        turn, last = self.turn(), usage.last
+        turn.output_tokens = last.output_tokens
+        turn.cache_read_input_tokens = last.cached_input_tokens
+        turn.cache_creation_input_tokens = max(0, last.input_tokens - last.cached_input_tokens)
+        self.closed = True
+        self.breach = self.breach or self.budget.add(turn)
+
+    def on_item(self, item: Any, completed: bool) -> ToolCallRecord | None:
+        kind = getattr(item, "type", None)
+        if not completed:
+            self.started[item.id] = time.perf_counter()
+            return None
+        if kind == "agentMessage":
+            turn = self.turn()
+            turn.text = (turn.text + "\n" if turn.text else "") + item.text
+            return None
+        if kind == "commandExecution":
+            ok = item.exit_code == 0 and getattr(item.status, "value", item.status) == "completed"
+            return self._call("Bash", {"command": item.command}, ok, item, item.aggregated_output)
+        if kind == "fileChange":
+            ok = getattr(item.status, "value", item.status) == "completed"
+            return self._call("Edit", {"paths": [c.path for c in item.changes]}, ok, item, None)
+        if kind == "mcpToolCall":
+            return self._call(
+                f"{item.server}/{item.tool}", {"arguments": item.arguments}, item.error is None, item, None
+            )
+        return None
+
+    def _call(self, tool: str, parameters: dict[str, Any], ok: bool, item: Any, output: str | None) -> ToolCallRecord:
+        turn = self.turn()
+        started = self.started.pop(item.id, None)
+        measured = getattr(item, "duration_ms", None)
+        duration = (
+            measured
+            if isinstance(measured, (int, float))
+            else (time.perf_counter() - started) * 1000
+            if started
+            else 0.0
+        )
+        call = ToolCallRecord(
+            turn=turn.index,
+            seq=len(turn.calls) + 1,
+            tool=tool,
+            parameters=parameters,
+            status="success" if ok else "error",
+            duration_ms=round(float(duration), 1),
+            output=redact(output[:OUTPUT_CHARS]) if output else None,
+        )
+        turn.calls.append(call)
+        return call
+
+    def finish(self) -> AgentOutput:
+        if self.breach and self.output.final_status is None:
+            self.output.stop_reason, self.output.final_status = "token_budget", self.breach  # type: ignore[assignment]
+            self.output.error = "run_limits token budget exceeded"
+        self.budget.finish()
+        self.output.warnings.extend(self.budget.warnings)
+        if self.stop_reason:
+            self.output.early_stop(self.stop_reason, len(self.output.turns), self.input.limits.max_turns)
+        texts = [t.text for t in self.output.turns if t.text]
+        self.output.final_text = texts[-1] if texts else None
+        return self.output
+
+
+async def _converse(agent_input: AgentInput, session: CodexSession, home: Path) -> None:
+    from codex_cli_bin import bundled_codex_path
+    from openai_codex import AsyncCodex, CodexConfig, Sandbox
+
+    env = _environment(agent_input, home)
+    wrapper = write_wrapper(home, str(bundled_codex_path()), list(env))
+    config = CodexConfig(codex_bin=str(wrapper), cwd=str(agent_input.sandbox.root), env=env)
+    async with AsyncCodex(config) as codex:
+        thread = await codex.thread_start(
+            cwd=str(agent_input.sandbox.root), sandbox=Sandbox.full_access, model=agent_input.config.model
+        )
+        turn = await thread.turn(agent_input.prompt or "", sandbox=Sandbox.full_access)
+        async for event in turn.stream():
+            payload = event.payload
+            name = type(payload).__name__
+            if name == "ThreadTokenUsageUpdatedNotification":
+                session.on_usage(payload.token_usage)
+            elif name in ("ItemStartedNotification", "ItemCompletedNotification"):
+                call = session.on_item(payload.item.root, completed=name == "ItemCompletedNotification")
+                watcher = agent_input.watcher
+                reason = watcher.observe(call) if watcher and call else None
+                if reason:
+                    session.stop_reason = reason
+            elif name == "TurnCompletedNotification":
+                status = getattr(payload.turn.status, "value", payload.turn.status)
+                if status == "failed" and not session.stop_reason and not session.breach:
+                    raise RuntimeError(f"codex turn failed: {payload.turn.error}")
+                break
+            if session.stop_reason or session.breach:
+                await turn.interrupt()
+                break
+
+
+async def run(agent_input: AgentInput) -> AgentOutput:
+    session = CodexSession(agent_input)
+    home = Path(tempfile.mkdtemp(prefix="coder-eval-codex-"))
+    try:
+        _write_config(home, agent_input.config.model)
+        limits = [x for x in (agent_input.seconds_left(), agent_input.limits.turn_timeout) if x is not None]
+        await asyncio.wait_for(_converse(agent_input, session, home), timeout=min(limits) if limits else None)
+        return session.finish()
+    except TimeoutError:
+        output = session.finish()
+        output.stop_reason, output.final_status, output.error = "task_timeout", "TIMEOUT", "run_limits timeout reached"  # type: ignore[assignment]
+        return output
+    except ImportError:
+        output = session.finish()
+        output.stop_reason, output.error = (
+            "error",
+            "the codex agent needs the codex extra: pip install 'coder-eval-dagster[codex]'",
+        )
+        return output
+    except Exception as exc:  # an SDK or API failure ends this task as ERROR, never the run
+        output = session.finish()
+        output.stop_reason, output.error = "error", redact(f"{type(exc).__name__}: {exc}")
+        return output
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

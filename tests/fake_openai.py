@@ -1,0 +1,127 @@
+"""A scripted OpenAI Responses API on 127.0.0.1 for the codex agent's tests.
+
+Codex posts to /v1/responses with the whole conversation; the number of
+function-call outputs already in it selects the scripted step. Replies
+stream as server-sent events: response.created, one
+response.output_item.done per item, response.completed with usage.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Step:
+    commands: list[str] = field(default_factory=list)  # exec_command calls
+    text: str | None = None
+    input_tokens: int = 200
+    cached_tokens: int = 50
+    output_tokens: int = 30
+
+
+@dataclass
+class ResponsesScript:
+    steps: list[Step]
+    status: int = 200
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+
+
+def _outputs(body: dict[str, Any]) -> int:
+    items = body.get("input") if isinstance(body.get("input"), list) else []
+    return sum(1 for item in items if isinstance(item, dict) and item.get("type") == "function_call_output")
+
+
+def _stream(step: Step, index: int) -> str:
+    items: list[dict[str, Any]] = []
+    for n, command in enumerate(step.commands):
+        items.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{index}_{n}",
+                "call_id": f"call_{index}_{n}",
+                "name": "exec_command",
+                "arguments": json.dumps({"cmd": command}),
+            }
+        )
+    if step.text:
+        items.append(
+            {
+                "type": "message",
+                "id": f"msg_{index}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": step.text, "annotations": []}],
+            }
+        )
+    response = {"id": f"resp_{index}", "object": "response", "status": "in_progress", "output": []}
+    events = [("response.created", {"type": "response.created", "response": response})]
+    events += [
+        ("response.output_item.done", {"type": "response.output_item.done", "output_index": i, "item": item})
+        for i, item in enumerate(items)
+    ]
+    usage = {
+        "input_tokens": step.input_tokens,
+        "input_tokens_details": {"cached_tokens": step.cached_tokens},
+        "output_tokens": step.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": step.input_tokens + step.output_tokens,
+    }
+    done = {**response, "status": "completed", "output": items, "usage": usage}
+    events.append(("response.completed", {"type": "response.completed", "response": done}))
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    script: ResponsesScript
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _send(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        self.script.paths.append(self.path)
+        if not self.path.endswith("/responses"):
+            self._send(404, b"{}", "application/json")
+            return
+        self.script.requests.append(body)
+        if self.script.status != 200:
+            self._send(self.script.status, b'{"error": {"message": "scripted failure"}}', "application/json")
+            return
+        index = _outputs(body)
+        step = self.script.steps[index] if index < len(self.script.steps) else Step(text="Done.")
+        self._send(200, _stream(step, index).encode(), "text/event-stream")
+
+    def do_GET(self) -> None:
+        self.script.paths.append(self.path)
+        self._send(404, b"{}", "application/json")
+
+    def do_CONNECT(self) -> None:
+        self.script.paths.append(f"CONNECT {self.path}")
+        self._send(403, b"", "text/plain")
+
+
+class FakeResponses:
+    def __init__(self, script: ResponsesScript):
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_Handler,), {"script": script}))
+        self.script = script
+
+    def __enter__(self) -> str:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
