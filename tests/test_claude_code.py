@@ -128,3 +128,11 @@ def test_missing_api_key_is_an_error_not_a_crash(tmp_path, api, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     result = run(tmp_path)
     assert result.final_status == "ERROR" and "ANTHROPIC_API_KEY" in result.error
+
+
+def test_cost_budget_is_checked_when_the_cost_arrives(tmp_path, api):
+    api(Script([Turn(tools=[("Bash", {"command": "echo hi > out.txt"})]), Turn(text="done")]))
+    over = run(tmp_path / "a", run_limits={"max_usd": 0.0001})
+    assert over.final_status == "COST_BUDGET_EXCEEDED" and over.cost_usd > 0.0001
+    under = run(tmp_path / "b", run_limits={"max_usd": 5.0})
+    assert under.final_status == "SUCCESS" and under.warnings == []
