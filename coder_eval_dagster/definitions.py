@@ -6,8 +6,9 @@ import dagster as dg
 
 from .defs.evaluation.assets import ASSETS, EVALUATIONS_IO
 from .defs.evaluation.resources import CoderEvalSettings, default_settings
-
-JOB_NAME = "evaluate"
+from .defs.operations.schedules import nightly_suite
+from .defs.operations.sensors import task_files_sensor
+from .defs.operations.targets import JOB_NAME
 
 
 def build_definitions(settings: CoderEvalSettings) -> dg.Definitions:
@@ -20,6 +21,8 @@ def build_definitions(settings: CoderEvalSettings) -> dg.Definitions:
         assets=ASSETS,
         resources={"settings": settings, EVALUATIONS_IO: dg.mem_io_manager},
         jobs=[dg.define_asset_job(JOB_NAME, selection=dg.AssetSelection.groups("coder_eval"))],
+        sensors=[task_files_sensor],
+        schedules=[nightly_suite],
         executor=dg.in_process_executor,
     )
 

@@ -1,0 +1,62 @@
+"""Content fingerprints of resolved row-tasks, for change detection (the file sensor).
+
+A row-task's fingerprint covers everything that decides its result: the
+resolved task (prompt, criteria, limits, agent, sandbox), its dataset row,
+and the content of the files it points at (template folders, the reference
+file, the replay trajectory). Folder hashes are computed once per call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from .models.sandbox import TemplateDirSource
+from .resolution import RowTask
+
+HASH_CHARS = 16
+
+
+def folder_digest(folder: Path) -> str:
+    """Hash of every file's relative path and content under ``folder`` (missing: empty)."""
+    digest = hashlib.sha256()
+    if folder.is_dir():
+        for root, dirs, files in os.walk(folder):
+            dirs.sort()
+            for name in sorted(files):
+                path = Path(root) / name
+                digest.update(str(path.relative_to(folder)).encode() + b"\0")
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+
+
+def fingerprints(row_tasks: list[RowTask]) -> dict[tuple[str, str], str]:
+    """{(task_id, variant_id): fingerprint} for every row-task."""
+    folders: dict[Path, str] = {}
+    files: dict[Path, str] = {}
+
+    def cached(cache: dict[Path, str], path: Path, compute) -> str:
+        if path not in cache:
+            cache[path] = compute(path)
+        return cache[path]
+
+    result = {}
+    for row_task in row_tasks:
+        task, base = row_task.task, row_task.task_dir
+        # the dataset block lists every row: a sibling row's edit must not touch this row-task
+        digest = hashlib.sha256(task.model_dump_json(exclude={"dataset"}).encode())
+        digest.update(json.dumps(row_task.row, sort_keys=True, default=str).encode())
+        for source in task.sandbox.template_sources:
+            if isinstance(source, TemplateDirSource):
+                digest.update(cached(folders, (base / source.path).resolve(), folder_digest).encode())
+        for relative in (task.reference.file if task.reference else None, task.agent.trajectory):
+            if relative:
+                digest.update(cached(files, (base / relative).resolve(), file_digest).encode())
+        result[(row_task.task_id, row_task.variant_id)] = digest.hexdigest()[:HASH_CHARS]
+    return result

@@ -1,0 +1,1 @@
+"""Operations domain: the file sensor and the nightly schedule."""

@@ -1,0 +1,30 @@
+"""The nightly schedule: the whole suite, in as few runs as possible (one, over every partition)."""
+
+import os
+
+import dagster as dg
+
+from ..evaluation.partitions import task_partitions, variant_partitions
+from .targets import JOB_NAME, rectangle_tags, schedule_status
+
+NIGHTLY_CRON_ENV = "CODER_EVAL_NIGHTLY_CRON"
+DEFAULT_CRON = "0 2 * * *"
+
+
+@dg.schedule(
+    job_name=JOB_NAME,
+    cron_schedule=os.environ.get(NIGHTLY_CRON_ENV, DEFAULT_CRON),
+    execution_timezone="UTC",
+    default_status=schedule_status(),
+    description="Runs every registered row-task x variant once a night.",
+)
+def nightly_suite(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+    tasks = context.instance.get_dynamic_partitions(task_partitions.name)
+    variants = context.instance.get_dynamic_partitions(variant_partitions.name)
+    if not tasks or not variants:
+        return dg.SkipReason("no row-tasks registered yet: start the task_files_sensor or run coder-eval once")
+    night = context.scheduled_execution_time.strftime("%Y-%m-%d")
+    return dg.RunRequest(
+        run_key=f"nightly-{night}",
+        tags={**rectangle_tags(tasks, variants), "coder_eval/trigger": "nightly", "coder_eval/night": night},
+    )
