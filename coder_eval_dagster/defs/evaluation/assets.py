@@ -40,6 +40,9 @@ AGENT_POOL = "agent_api"
 # evaluation, and every stage's real output is already on disk in the run folder.
 EVALUATIONS_IO = "evaluations_io"
 EVALUATIONS_OUT = dg.Out(io_manager_key=EVALUATIONS_IO)
+# A backfill from the UI or GraphQL carries as many partitions per run as
+# Dagster allows (on two dimensions: one run per key of the smaller one).
+SINGLE_RUN = dg.BackfillPolicy.single_run()
 Context = dg.OpExecutionContext | dg.AssetExecutionContext
 
 
@@ -103,6 +106,7 @@ def task_definitions(context: dg.AssetExecutionContext, settings: CoderEvalSetti
 @dg.asset(
     group_name=GROUP,
     partitions_def=row_task_partitions,
+    backfill_policy=SINGLE_RUN,
     deps=[task_definitions],
     description="One row-task under one variant: dataset row, variant merge, -D overrides applied.",
 )
@@ -174,6 +178,7 @@ def _by_partition(evaluations: list[Evaluation]) -> dict[Any, list[Evaluation]]:
 @dg.graph_asset(
     group_name=GROUP,
     partitions_def=row_task_partitions,
+    backfill_policy=SINGLE_RUN,
     ins={"resolved_tasks": dg.AssetIn(dagster_type=dg.Nothing)},
     description="Sandbox setup, pre_run and the agent loop; the final sandbox is preserved.",
 )
@@ -240,6 +245,7 @@ def post_run_and_report(
 @dg.graph_asset(
     group_name=GROUP,
     partitions_def=row_task_partitions,
+    backfill_policy=SINGLE_RUN,
     ins={"sandbox_runs": dg.AssetIn(dagster_type=dg.Nothing)},
     description="Criteria scores, task success and the per-task reports; re-materialize to re-score.",
 )

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
+from dagster._core.storage.tags import BACKFILL_ID_TAG
 from pydantic import Field
 
 from ...core.evaluation import utc_now
@@ -48,15 +49,29 @@ class CoderEvalSettings(dg.ConfigurableResource):
             include_skipped=self.include_skipped,
         )
 
+    @staticmethod
+    def _launched_run_id(context: dg.OpExecutionContext | dg.AssetExecutionContext) -> str:
+        """``<start time>-<id prefix>`` of the Dagster run, or of its backfill.
+
+        A backfill may split into several runs (the partitioned steps, then
+        suite_metrics): they share one folder, so the summary covers them all.
+        """
+        backfill_id = context.run.tags.get(BACKFILL_ID_TAG)
+        backfill = context.instance.get_backfill(backfill_id) if backfill_id else None
+        if backfill is not None:
+            created, key = datetime.fromtimestamp(backfill.backfill_timestamp, UTC), backfill_id
+        else:
+            record = context.instance.get_run_record_by_id(context.run_id)
+            created = record.create_timestamp.astimezone(UTC) if record else datetime.now(UTC)
+            key = context.run_id
+        return f"{created.strftime('%Y-%m-%dT%H-%M-%SZ')}-{key[:8]}"
+
     def run_folder(self, context: dg.OpExecutionContext | dg.AssetExecutionContext) -> tuple[Path, RunPlan]:
         """The run's folder and plan, creating both for a run that did not come from the CLI."""
         if self.run_dir:
             folder = Path(self.run_dir)
             return folder, read_plan(folder)
-        record = context.instance.get_run_record_by_id(context.run_id)
-        created = record.create_timestamp.astimezone(UTC) if record else None
-        stamp = created.strftime("%Y-%m-%dT%H-%M-%SZ") if created else utc_now()
-        run_id = f"{stamp}-{context.run_id[:8]}"
+        run_id = self._launched_run_id(context)
         folder = Path(self.runs_dir) / run_id
         if not (folder / "run_plan.json").exists():
             folder.mkdir(parents=True, exist_ok=True)
