@@ -29,8 +29,8 @@ def free_port() -> int:
 class DagsterServices:
     """``with DagsterServices(home, workspace, env) as graphql:`` — a webserver and a daemon on one instance."""
 
-    def __init__(self, home: Path, workspace: Path, env: dict[str, str], log_dir: Path):
-        self.home, self.workspace, self.log_dir = home, workspace, log_dir
+    def __init__(self, home: Path, workspace: Path, env: dict[str, str], log_dir: Path, daemon: bool = True):
+        self.home, self.workspace, self.log_dir, self.daemon = home, workspace, log_dir, daemon
         self.env = {**os.environ, **env, "DAGSTER_HOME": str(home)}
         self.port = free_port()
         self.processes: list[subprocess.Popen] = []
@@ -43,7 +43,8 @@ class DagsterServices:
     def __enter__(self) -> DagsterServices:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._start("dagster-webserver", "-w", str(self.workspace), "-h", "127.0.0.1", "-p", str(self.port))
-        self._start("dagster-daemon", "run", "-w", str(self.workspace))
+        if self.daemon:
+            self._start("dagster-daemon", "run", "-w", str(self.workspace))
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:

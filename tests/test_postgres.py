@@ -38,11 +38,19 @@ def postgres_url():
         for path in (folder, data):
             shutil.chown(path, "postgres", "postgres")
     port = free_port()
-    subprocess.run(_as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]),
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        _as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]),
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     options = f"-p {port} -k {data} -c listen_addresses=127.0.0.1"
-    subprocess.run(_as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(data / "log"),
-                                 "-w", "start"]), check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(data / "log"), "-w", "start"]),
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     try:
         # SQLAlchemy 2.1 defaults to psycopg 3; dagster-postgres needs psycopg2 (its NOTIFY is interpolated client-side)
         yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/postgres"
@@ -66,9 +74,15 @@ def test_graph_runs_on_postgres_storage(tmp_path: Path, postgres_url: str, monke
         """,
     )
     agentless = {"agent": {"type": "none"}, "initial_prompt": None, "sandbox": {"python": None}}
-    write_task(tmp_path / "tasks", task_with(task_id="pg", dataset={"rows": [{"id": "a"}, {"id": "b"}]},
-                                             success_criteria=[{"type": "run_command", "command": "true",
-                                                                "description": "runs"}], **agentless))
+    write_task(
+        tmp_path / "tasks",
+        task_with(
+            task_id="pg",
+            dataset={"rows": [{"id": "a"}, {"id": "b"}]},
+            success_criteria=[{"type": "run_command", "command": "true", "description": "runs"}],
+            **agentless,
+        ),
+    )
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     result = run_cli("run", tmp_path / "tasks", "--runs-dir", tmp_path / "runs")
     assert result.code == 0, result.err + result.out
