@@ -61,9 +61,9 @@ class CoderEvalSettings(dg.ConfigurableResource):
         if backfill is not None:
             created, key = datetime.fromtimestamp(backfill.backfill_timestamp, UTC), backfill_id
         else:
-            record = context.instance.get_run_record_by_id(context.run_id)
+            record = context.instance.get_run_record_by_id(context.run.run_id)
             created = record.create_timestamp.astimezone(UTC) if record else datetime.now(UTC)
-            key = context.run_id
+            key = context.run.run_id
         return f"{created.strftime('%Y-%m-%dT%H-%M-%SZ')}-{key[:8]}"
 
     def run_folder(self, context: dg.OpExecutionContext | dg.AssetExecutionContext) -> tuple[Path, RunPlan]:
@@ -80,7 +80,7 @@ class CoderEvalSettings(dg.ConfigurableResource):
                 started_at=utc_now(),
                 options=options_dict(self.options()),
                 experiment=self.experiment,
-                dagster_run_id=context.run_id,
+                dagster_run_id=context.run.run_id,
             )
             write_plan(folder, plan)
         return folder, read_plan(folder)
