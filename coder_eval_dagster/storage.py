@@ -95,6 +95,18 @@ class FastSqliteEventLogStorage(SqliteEventLogStorage):
             self._tables.add("asset_key_index_cols")
         return "asset_key_index_cols" in self._tables
 
+    def _store_asset_event(self, conn: Connection, event: EventLogEntry, event_id: int) -> None:
+        """Inside a batch, write an asset's latest-event row once, for its last event.
+
+        The row only keeps the latest event; the batch is one transaction, so
+        the rewrites before the last one could never be seen by anyone.
+        """
+        last = getattr(self._batch, "last_of_asset", None)
+        asset_key = event.dagster_event.asset_key if event.dagster_event else None
+        if last is not None and asset_key is not None and last.get(asset_key) is not event:
+            return
+        super()._store_asset_event(conn, event, event_id)
+
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
         """Store a batch (DAGSTER_EVENT_BATCH_SIZE > 0) in one transaction per shard.
 
@@ -106,11 +118,15 @@ class FastSqliteEventLogStorage(SqliteEventLogStorage):
         with self._db_lock, ExitStack() as stack:
             connections = {shard: stack.enter_context(self._connect(shard)) for shard in shards}
             self._batch.connections = connections
+            self._batch.last_of_asset = {
+                e.dagster_event.asset_key: e for e in events if e.dagster_event and e.dagster_event.asset_key
+            }
             try:
                 for event in events:
                     self.store_event(event)
             finally:
                 self._batch.connections = None
+                self._batch.last_of_asset = None
 
     @property
     def supports_partition_subset_in_asset_materialization_planned_events(self) -> bool:

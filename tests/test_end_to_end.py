@@ -183,6 +183,8 @@ def test_experiment_run_through_dagster_and_rescore(project: Path) -> None:
     instance = dg.DagsterInstance.get()
     materialized = instance.get_materialized_partitions(dg.AssetKey("criteria_scores"))
     assert len(materialized) == 12
+    latest = instance.get_latest_materialization_event(dg.AssetKey("criteria_scores"))
+    assert latest is not None and latest.run_id == document["dagster_run_id"]  # the asset row, written once per batch
     run = instance.get_run_by_id(document["dagster_run_id"])
     assert run is not None and run.job_name == "evaluate"
     events = instance.fetch_materializations(dg.AssetKey("criteria_scores"), limit=100).records

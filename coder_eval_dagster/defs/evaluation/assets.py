@@ -68,24 +68,29 @@ def _digest(row_tasks: list[RowTask]) -> str:
     return digest.hexdigest()[:16]
 
 
-def _add_partition_metadata(context: Context, key: Any, metadata: dict[str, Any]) -> None:
-    """Metadata for one partition's materialization event.
+def _add_partition_metadata(context: Context, metadata: dict[Any, dict[str, Any]]) -> None:
+    """Metadata for each partition's materialization event, handed over once per step.
 
     The public ``add_asset_metadata(partition_key=...)`` re-reads every dynamic
-    partition from the instance on each call to validate the key, which makes
-    a run over N partitions cost O(N^2) queries; our keys come from
-    ``context.partition_keys``, so we hand them to the same accumulator
-    directly, falling back to the public call if that internal ever moves.
+    partition from the instance to validate each key, and every call copies the
+    step's whole metadata map: a run over N partitions paid O(N^2). Our keys
+    come from ``context.partition_keys``, so the step's accumulator gets them
+    in one update; if those internals ever move, the public call is used.
     """
     op_context = context.op_execution_context if isinstance(context, dg.AssetExecutionContext) else context
     step = op_context.get_step_execution_context()
-    accumulator = getattr(step, "_metadata_accumulator", None)
-    if accumulator is None or not hasattr(accumulator, "with_additional_asset_metadata"):
-        step.add_asset_metadata(metadata, partition_key=key)
-        return
-    step._metadata_accumulator = accumulator.with_additional_asset_metadata(
-        asset_key=step.assets_def.key, metadata=metadata, partition_key=key
-    )
+    try:
+        from dagster._core.execution.context.metadata_logging import AssetMetadataHandle, OutputMetadataAccumulator
+
+        current = step._metadata_accumulator.per_output_metadata
+        added = {
+            AssetMetadataHandle(asset_key=step.assets_def.key, partition_key=key): value
+            for key, value in metadata.items()
+        }
+        step._metadata_accumulator = OutputMetadataAccumulator(per_output_metadata={**current, **added})
+    except (ImportError, AttributeError, TypeError):
+        for key, value in metadata.items():
+            step.add_asset_metadata(value, partition_key=key)
 
 
 @dg.asset(group_name=GROUP, description="The task, experiment and dataset files, loaded and validated.")
@@ -113,20 +118,20 @@ def task_definitions(context: dg.AssetExecutionContext, settings: CoderEvalSetti
 def resolved_tasks(context: dg.AssetExecutionContext, settings: CoderEvalSettings) -> dg.MaterializeResult:
     _, plan = settings.run_folder(context)
     row_tasks, missing = _selected(_resolve(plan), context.partition_keys)
-    for row_task in row_tasks:
-        key = partition_key(row_task.task_id, row_task.variant_id)
-        _add_partition_metadata(
-            context,
-            key,
-            {
-                "task_id": row_task.task_id,
-                "variant_id": row_task.variant_id,
-                "row_id": row_task.row_id or "",
-                "replicates": row_task.replicates,
-                "agent_type": row_task.task.agent.resolved_type,
-                "source": str(row_task.source),
-            },
-        )
+    _add_partition_metadata(
+        context,
+        {
+            partition_key(rt.task_id, rt.variant_id): {
+                "task_id": rt.task_id,
+                "variant_id": rt.variant_id,
+                "row_id": rt.row_id or "",
+                "replicates": rt.replicates,
+                "agent_type": rt.task.agent.resolved_type,
+                "source": str(rt.source),
+            }
+            for rt in row_tasks
+        },
+    )
     for task_id, variant_id in missing:
         context.log.warning(f"{task_id} [{variant_id}] is no longer defined by the task files")
     return dg.MaterializeResult()
@@ -162,9 +167,16 @@ def pre_run(settings: CoderEvalSettings, evaluations: list[Evaluation]) -> list[
 @dg.op(pool=AGENT_POOL, out=dg.Out(dg.Nothing), description="The agent loop under its run limits.")
 def run_agents(context: dg.OpExecutionContext, settings: CoderEvalSettings, evaluations: list[Evaluation]) -> None:
     done = in_parallel(lambda e: save_state(run_agent(e)), evaluations, settings.workers())
-    for key, group in _by_partition(done).items():
-        statuses = [e.result.final_status if e.ended else "RAN" for e in group]  # type: ignore[union-attr]
-        _add_partition_metadata(context, key, {"replicates": len(group), "status": ", ".join(statuses)})
+    _add_partition_metadata(
+        context,
+        {
+            key: {
+                "replicates": len(group),
+                "status": ", ".join(e.result.final_status if e.ended else "RAN" for e in group),
+            }  # type: ignore[union-attr]
+            for key, group in _by_partition(done).items()
+        },
+    )
 
 
 def _by_partition(evaluations: list[Evaluation]) -> dict[Any, list[Evaluation]]:
@@ -228,18 +240,17 @@ def post_run_and_report(
     context: dg.OpExecutionContext, settings: CoderEvalSettings, evaluations: list[Evaluation]
 ) -> None:
     done = in_parallel(lambda e: _finish_one(e, settings.rescore), evaluations, settings.workers())
-    for key, group in _by_partition(done).items():
-        results = [e.result for e in group if e.result is not None]
-        _add_partition_metadata(
-            context,
-            key,
-            {
-                "status": ", ".join(r.final_status for r in results),
-                "score": dg.MetadataValue.float(sum(r.weighted_score for r in results) / len(results)),
-                "duration_s": dg.MetadataValue.float(sum(r.duration_s for r in results)),
-                "report": dg.MetadataValue.path(str(group[0].folder / "task.html")),
-            },
-        )
+    _add_partition_metadata(context, {key: _report_metadata(group) for key, group in _by_partition(done).items()})
+
+
+def _report_metadata(group: list[Evaluation]) -> dict[str, Any]:
+    results = [e.result for e in group if e.result is not None]
+    return {
+        "status": ", ".join(r.final_status for r in results),
+        "score": dg.MetadataValue.float(sum(r.weighted_score for r in results) / len(results)),
+        "duration_s": dg.MetadataValue.float(sum(r.duration_s for r in results)),
+        "report": dg.MetadataValue.path(str(group[0].folder / "task.html")),
+    }
 
 
 @dg.graph_asset(
