@@ -21,10 +21,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from coder_eval_dagster.defs.evaluation.resources import CoderEvalSettings
 from coder_eval_dagster.defs.operations.sensors import task_files_sensor
-from coder_eval_dagster.launch import INSTANCE_YAML
-from tests.dagster_services import DagsterServices, launch_backfill, wait_for_backfill
+from tests.dagster_services import (
+    DagsterServices,
+    apply_partition_requests,
+    launch_backfill,
+    prepare_instance,
+    wait_for_backfill,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
 TASK = """\
 task_id: {task_id}
 description: benchmark
@@ -44,15 +48,6 @@ def _tasks(folder: Path, rows: int, task_id: str) -> Path:
     return folder
 
 
-def _apply(instance: dg.DagsterInstance, result: dg.SensorResult) -> None:
-    for request in result.dynamic_partitions_requests:
-        if isinstance(request, dg.DeleteDynamicPartitionsRequest):
-            for key in request.partition_keys:
-                instance.delete_dynamic_partition(request.partitions_def_name, key)
-        else:
-            instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
-
-
 def sensor_ticks(rows: int) -> None:
     with tempfile.TemporaryDirectory() as tmp, dg.instance_for_test() as instance:
         settings = CoderEvalSettings(task_paths=[str(_tasks(Path(tmp) / "tasks", rows, "big"))])
@@ -62,7 +57,7 @@ def sensor_ticks(rows: int) -> None:
             start = time.perf_counter()
             result = task_files_sensor(context)
             seconds = time.perf_counter() - start
-            _apply(instance, result)
+            apply_partition_requests(instance, result)
             cursor = result.cursor
             print(f"sensor, {rows} row-tasks, {label}: {seconds:.2f} s, {len(result.run_requests)} run request(s)")
 
@@ -71,9 +66,7 @@ def backfill_vs_cli(partitions: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         tasks = _tasks(work / "tasks", partitions, "bf")
-        home = work / "home"
-        home.mkdir()
-        (home / "dagster.yaml").write_text(INSTANCE_YAML.format(base=home))
+        home, workspace = prepare_instance(work)
         env = {**os.environ, "DAGSTER_HOME": str(home)}
         cli = shutil.which("coder-eval") or str(Path(sys.executable).parent / "coder-eval")
         start = time.perf_counter()
@@ -85,11 +78,6 @@ def backfill_vs_cli(partitions: int) -> None:
             timeout=3600,
         )
         cli_seconds = time.perf_counter() - start
-        workspace = work / "workspace.yaml"
-        workspace.write_text(
-            f"load_from:\n  - python_module:\n      module_name: coder_eval_dagster.definitions\n"
-            f"      attribute: defs\n      working_directory: {ROOT}\n"
-        )
         services_env = {
             "CODER_EVAL_TASK_PATHS": str(tasks),
             "CODER_EVAL_RUNS_DIR": str(work / "ui-runs"),

@@ -18,6 +18,34 @@ from pathlib import Path
 from typing import Any
 
 BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def prepare_instance(folder: Path) -> tuple[Path, Path]:
+    """An instance home with coder-eval's defaults, and a workspace loading the code location."""
+    from coder_eval_dagster.launch import INSTANCE_YAML
+
+    home = folder / "home"
+    home.mkdir(parents=True)
+    (home / "dagster.yaml").write_text(INSTANCE_YAML.format(base=home))
+    workspace = folder / "workspace.yaml"
+    workspace.write_text(
+        "load_from:\n  - python_module:\n      module_name: coder_eval_dagster.definitions\n"
+        f"      attribute: defs\n      working_directory: {ROOT}\n"
+    )
+    return home, workspace
+
+
+def apply_partition_requests(instance: Any, result: Any) -> None:
+    """Apply a SensorResult's dynamic partition requests, as the daemon does."""
+    import dagster as dg
+
+    for request in result.dynamic_partitions_requests:
+        if isinstance(request, dg.DeleteDynamicPartitionsRequest):
+            for key in request.partition_keys:
+                instance.delete_dynamic_partition(request.partitions_def_name, key)
+        else:
+            instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
 
 
 def free_port() -> int:
@@ -37,8 +65,16 @@ class DagsterServices:
 
     def _start(self, name: str, *args: str) -> None:
         log = (self.log_dir / f"{name}.log").open("wb")
-        self.processes.append(subprocess.Popen([str(BIN / name), *args], env=self.env, stdout=log, stderr=log,
-                                               cwd=self.workspace.parent, start_new_session=True))  # fmt: skip
+        self.processes.append(
+            subprocess.Popen(
+                [str(BIN / name), *args],
+                env=self.env,
+                stdout=log,
+                stderr=log,
+                cwd=self.workspace.parent,
+                start_new_session=True,
+            )
+        )
 
     def __enter__(self) -> DagsterServices:
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -70,8 +106,9 @@ class DagsterServices:
 
     def graphql(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
         body = json.dumps({"query": query, "variables": variables or {}}).encode()
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/graphql", data=body,
-                                         headers={"Content-Type": "application/json"})  # fmt: skip
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/graphql", data=body, headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(request, timeout=60) as response:
             answer = json.loads(response.read())
         if answer.get("errors"):

@@ -11,10 +11,10 @@ streams them (message_start ... message_stop).
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from .fake_http import LoopbackServer, RecordingHandler
 
 
 @dataclass
@@ -95,33 +95,22 @@ def _events(turn: Turn, model: str, index: int) -> list[tuple[str, dict[str, Any
     return events
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(RecordingHandler):
     script: Script
 
-    def log_message(self, *args: Any) -> None:  # keep test output quiet
-        pass
-
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        body = self.read_json()
         script = self.script
-        script.paths.append(self.path)
         if "count_tokens" in self.path:
-            self._send(200, json.dumps({"input_tokens": 10}).encode(), "application/json")
+            self.send(200, json.dumps({"input_tokens": 10}).encode(), "application/json")
             return
         if not self.path.startswith("/v1/messages"):
-            self._send(404, b"{}", "application/json")
+            self.send(404, b"{}", "application/json")
             return
         script.requests.append(body)
         if body.get("tools") and script.status != 200:
             error = {"type": "error", "error": {"type": "api_error", "message": "scripted failure"}}
-            self._send(script.status, json.dumps(error).encode(), "application/json")
+            self.send(script.status, json.dumps(error).encode(), "application/json")
             return
         index = _tool_results(body) if body.get("tools") else -1
         turn = script.turns[index] if 0 <= index < len(script.turns) else Turn(text="Done.")
@@ -131,33 +120,9 @@ class _Handler(BaseHTTPRequestHandler):
             f"event: {name}\ndata: {json.dumps(data)}\n\n"
             for name, data in _events(turn, body.get("model", "m"), index)
         )
-        self._send(200, stream.encode(), "text/event-stream")
-
-    def do_CONNECT(self) -> None:  # as a proxy: record any attempt to reach another host
-        self.script.paths.append(f"CONNECT {self.path}")
-        self._send(403, b"", "text/plain")
-
-    def do_GET(self) -> None:
-        self.script.paths.append(self.path)
-        self._send(404, b"{}", "application/json")
+        self.send(200, stream.encode(), "text/event-stream")
 
 
-class FakeAnthropic:
-    """``with FakeAnthropic(script) as url:`` serves the script on 127.0.0.1."""
-
-    def __init__(self, script: Script):
-        handler = type("Handler", (_Handler,), {"script": script})
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.script = script
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> str:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self.url
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+class FakeAnthropic(LoopbackServer):
+    handler = _Handler
+    suffix = ""

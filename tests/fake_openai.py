@@ -9,10 +9,10 @@ response.output_item.done per item, response.completed with usage.
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from .fake_http import LoopbackServer, RecordingHandler
 
 
 @dataclass
@@ -77,51 +77,23 @@ def _stream(step: Step, index: int) -> str:
     return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(RecordingHandler):
     script: ResponsesScript
 
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-        self.script.paths.append(self.path)
+        body = self.read_json()
         if not self.path.endswith("/responses"):
-            self._send(404, b"{}", "application/json")
+            self.send(404, b"{}", "application/json")
             return
         self.script.requests.append(body)
         if self.script.status != 200:
-            self._send(self.script.status, b'{"error": {"message": "scripted failure"}}', "application/json")
+            self.send(self.script.status, b'{"error": {"message": "scripted failure"}}', "application/json")
             return
         index = _outputs(body)
         step = self.script.steps[index] if index < len(self.script.steps) else Step(text="Done.")
-        self._send(200, _stream(step, index).encode(), "text/event-stream")
-
-    def do_GET(self) -> None:
-        self.script.paths.append(self.path)
-        self._send(404, b"{}", "application/json")
-
-    def do_CONNECT(self) -> None:
-        self.script.paths.append(f"CONNECT {self.path}")
-        self._send(403, b"", "text/plain")
+        self.send(200, _stream(step, index).encode(), "text/event-stream")
 
 
-class FakeResponses:
-    def __init__(self, script: ResponsesScript):
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_Handler,), {"script": script}))
-        self.script = script
-
-    def __enter__(self) -> str:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+class FakeResponses(LoopbackServer):
+    handler = _Handler
+    suffix = "/v1"

@@ -15,6 +15,7 @@ from coder_eval_dagster.defs.evaluation.resources import CoderEvalSettings
 from coder_eval_dagster.defs.operations.schedules import nightly_suite
 from coder_eval_dagster.defs.operations.sensors import task_files_sensor
 
+from .dagster_services import apply_partition_requests
 from .helpers import criterion, task_with, write, write_task
 
 
@@ -47,12 +48,7 @@ def tick(instance: dg.DagsterInstance, settings: CoderEvalSettings, cursor: str 
     """One sensor evaluation, with its partition requests applied as the daemon applies them."""
     context = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"settings": settings})
     result = task_files_sensor(context)
-    for request in result.dynamic_partitions_requests:
-        if isinstance(request, dg.DeleteDynamicPartitionsRequest):
-            for key in request.partition_keys:
-                instance.delete_dynamic_partition(request.partitions_def_name, key)
-        else:
-            instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+    apply_partition_requests(instance, result)
     return result
 
 

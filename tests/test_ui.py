@@ -9,10 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from coder_eval_dagster.launch import INSTANCE_YAML
-
-from .dagster_services import DagsterServices
-from .helpers import write
+from .dagster_services import DagsterServices, prepare_instance
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).parent.parent
@@ -46,19 +43,7 @@ def chromium(url: str, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_asset_graph_page_renders_the_five_assets(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text(INSTANCE_YAML.format(base=home))
-    workspace = write(
-        tmp_path / "workspace.yaml",
-        f"""
-        load_from:
-          - python_module:
-              module_name: coder_eval_dagster.definitions
-              attribute: defs
-              working_directory: {ROOT}
-        """,
-    )
+    home, workspace = prepare_instance(tmp_path)
     env = {"CODER_EVAL_TASK_PATHS": str(ROOT / "tasks"), "CODER_EVAL_RUNS_DIR": str(tmp_path / "runs")}
     with DagsterServices(home, workspace, env, tmp_path / "logs", daemon=False) as services:
         url = f"http://127.0.0.1:{services.port}/asset-groups"

@@ -8,19 +8,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from coder_eval_dagster.launch import INSTANCE_YAML
-
-from .dagster_services import DagsterServices, launch_backfill, wait_for_backfill
-from .helpers import criterion, task_with, write, write_task
+from .dagster_services import DagsterServices, launch_backfill, prepare_instance, wait_for_backfill
+from .helpers import criterion, task_with, write_task
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).parent.parent
 
 
 def test_backfill_through_graphql(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text(INSTANCE_YAML.format(base=home))
+    home, workspace = prepare_instance(tmp_path)
     agentless = {"agent": {"type": "none"}, "initial_prompt": None, "sandbox": {"python": None}}
     write_task(
         tmp_path / "tasks",
@@ -41,16 +36,6 @@ def test_backfill_through_graphql(tmp_path: Path) -> None:
             success_criteria=[criterion("run_command", command="true")],
         ),
         "two.yaml",
-    )
-    workspace = write(
-        tmp_path / "workspace.yaml",
-        f"""
-        load_from:
-          - python_module:
-              module_name: coder_eval_dagster.definitions
-              attribute: defs
-              working_directory: {ROOT}
-        """,
     )
     env = {
         "CODER_EVAL_TASK_PATHS": str(tmp_path / "tasks"),

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..early_stop import Watcher
+from ..limits import COST_BUDGET_EXCEEDED, BudgetTracker
 from ..models.agent import AgentConfig
 from ..models.limits import RunLimits
 from ..results import TurnRecord
@@ -52,6 +53,22 @@ class AgentOutput:
         self.stop_reason = "early_stop"
         self.early_stop_reason = reason
         self.turns_remaining_at_stop = max_turns - turns_used if max_turns is not None else None
+
+    def conclude(
+        self, budget: BudgetTracker, breach: str | None, stop: str | None, max_turns: int | None
+    ) -> AgentOutput:
+        """The common end of every agent: a budget breach, the no-cost warning, an early stop, the final text."""
+        if breach and self.final_status is None:
+            what = "cost" if breach == COST_BUDGET_EXCEEDED else "token"
+            self.stop_reason = f"{what}_budget"  # type: ignore[assignment]
+            self.final_status, self.error = breach, f"run_limits {what} budget exceeded"
+        budget.finish()
+        self.warnings.extend(budget.warnings)
+        if stop:
+            self.early_stop(stop, len(self.turns), max_turns)
+        texts = [t.text for t in self.turns if t.text]
+        self.final_text = texts[-1] if texts else None
+        return self
 
     @property
     def visible_turns(self) -> int:

@@ -25,11 +25,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..limits import COST_BUDGET_EXCEEDED, BudgetTracker
+from ..limits import BudgetTracker
 from ..results import ToolCallRecord, TurnRecord
 from ..secrets import redact
 from .base import AgentInput, AgentOutput
-from .isolation import write_wrapper
+from .isolation import PASSED_THROUGH, passed_through, write_wrapper
 
 API_BACKEND_ENV = "API_BACKEND"
 SDK_VARIABLES = (
@@ -41,21 +41,8 @@ SDK_VARIABLES = (
     "CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING",
     "PWD",
 )
-# Passed to the CLI when the caller sets them: locale, retry tuning, and a
-# gateway or proxy of the caller's network (ANTHROPIC_BASE_URL is in model_route).
-PASS_THROUGH = (
-    "LANG",
-    "LC_ALL",
-    "TZ",
-    "CLAUDE_CODE_MAX_RETRIES",
-    "API_TIMEOUT_MS",
-    "HTTPS_PROXY",
-    "HTTP_PROXY",
-    "NO_PROXY",
-    "https_proxy",
-    "http_proxy",
-    "no_proxy",
-)
+# Retry tuning, passed like the locale and proxies (ANTHROPIC_BASE_URL is in model_route).
+PASS_THROUGH = (*PASSED_THROUGH, "CLAUDE_CODE_MAX_RETRIES", "API_TIMEOUT_MS")
 OUTPUT_CHARS = 2000
 
 
@@ -110,7 +97,7 @@ def agent_environment(agent_input: AgentInput, home: Path) -> dict[str, str]:
         env["VIRTUAL_ENV"] = sandbox_env["VIRTUAL_ENV"]
     if os.geteuid() == 0:
         env["IS_SANDBOX"] = "1"  # the CLI refuses bypassPermissions as root otherwise
-    env.update({name: os.environ[name] for name in PASS_THROUGH if name in os.environ})
+    env.update(passed_through(PASS_THROUGH))
     env.update(model_route())
     return env
 
@@ -262,19 +249,8 @@ class Session:
 
     def finish(self, breach: str | None) -> AgentOutput:
         if breach is None and self.output.turns and self.output.final_status is None:
-            breach = self.budget.add(self.output.turns[-1])
-        if breach and self.output.final_status is None:
-            what = "cost" if breach == COST_BUDGET_EXCEEDED else "token"
-            self.output.stop_reason = f"{what}_budget"  # type: ignore[assignment]
-            self.output.final_status = breach
-            self.output.error = f"run_limits {what} budget exceeded"
-        self.budget.finish()
-        self.output.warnings.extend(self.budget.warnings)
-        if self.stop_requested:
-            self.output.early_stop(self.stop_requested, len(self.output.turns), self.input.limits.max_turns)
-        texts = [t.text for t in self.output.turns if t.text]
-        self.output.final_text = texts[-1] if texts else None
-        return self.output
+            breach = self.budget.add(self.output.turns[-1])  # the last turn, with the cost reported at the end
+        return self.output.conclude(self.budget, breach, self.stop_requested, self.input.limits.max_turns)
 
 
 def build_options(agent_input: AgentInput, session: Session, home: Path) -> Any:

@@ -30,20 +30,9 @@ from ..limits import BudgetTracker
 from ..results import ToolCallRecord, TurnRecord
 from ..secrets import redact
 from .base import AgentInput, AgentOutput
-from .isolation import write_wrapper
+from .isolation import PASSED_THROUGH, passed_through, write_wrapper
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-PASS_THROUGH = (
-    "LANG",
-    "LC_ALL",
-    "TZ",
-    "HTTPS_PROXY",
-    "HTTP_PROXY",
-    "NO_PROXY",
-    "https_proxy",
-    "http_proxy",
-    "no_proxy",
-)
 OUTPUT_CHARS = 2000
 
 CONFIG_TOML = """\
@@ -80,7 +69,7 @@ def _environment(agent_input: AgentInput, home: Path) -> dict[str, str]:
         "CODEX_API_KEY": key,
         "GIT_CEILING_DIRECTORIES": sandbox_env["GIT_CEILING_DIRECTORIES"],
     }
-    env.update({name: os.environ[name] for name in PASS_THROUGH if name in os.environ})
+    env.update(passed_through(PASSED_THROUGH))
     return env
 
 
@@ -164,16 +153,7 @@ class CodexSession:
         return call
 
     def finish(self) -> AgentOutput:
-        if self.breach and self.output.final_status is None:
-            self.output.stop_reason, self.output.final_status = "token_budget", self.breach  # type: ignore[assignment]
-            self.output.error = "run_limits token budget exceeded"
-        self.budget.finish()
-        self.output.warnings.extend(self.budget.warnings)
-        if self.stop_reason:
-            self.output.early_stop(self.stop_reason, len(self.output.turns), self.input.limits.max_turns)
-        texts = [t.text for t in self.output.turns if t.text]
-        self.output.final_text = texts[-1] if texts else None
-        return self.output
+        return self.output.conclude(self.budget, self.breach, self.stop_reason, self.input.limits.max_turns)
 
 
 async def _converse(agent_input: AgentInput, session: CodexSession, home: Path) -> None:

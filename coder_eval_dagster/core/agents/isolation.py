@@ -8,8 +8,27 @@ allow-list of variable names (values are never written to disk).
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
+
+# Passed to an agent when the caller sets them: the locale, and the proxy of
+# the caller's network (a gateway to the model API goes through it too).
+PASSED_THROUGH = (
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "NO_PROXY",
+    "https_proxy",
+    "http_proxy",
+    "no_proxy",
+)
+
+
+def passed_through(names: tuple[str, ...]) -> dict[str, str]:
+    return {name: os.environ[name] for name in names if name in os.environ}
 
 
 def write_wrapper(home: Path, cli: str, names: list[str]) -> Path:

@@ -132,11 +132,7 @@ class Replay:
                 what = "cost" if breach == COST_BUDGET_EXCEEDED else "token"
                 self.stop(f"{what}_budget", breach, f"run_limits {what} budget exceeded after turn {index}")
                 break
-        self.budget.finish()
-        self.output.warnings.extend(self.budget.warnings)
-        texts = [t.text for t in self.output.turns if t.text]
-        self.output.final_text = texts[-1] if texts else None
-        return self.output
+        return self.output.conclude(self.budget, None, None, limits.max_turns)
 
     def record_call(self, turn: int, seq: int, call: ToolCall, turn_started: float) -> ToolCallRecord:
         left = self.time_left(turn_started)
