@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -150,6 +151,8 @@ def _run_arguments(parser: argparse.ArgumentParser, runs_dir: bool = True) -> No
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Dagster marks backfill_policy as beta; the notice is for library authors, not for our users.
+    warnings.filterwarnings("ignore", message=r".*is currently in beta.*")
     args = build_parser().parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
