@@ -12,8 +12,9 @@ from .core.evaluation import utc_now
 from .core.problems import InvalidInput
 from .core.resolution import Options, Resolution, resolve
 from .core.runs import RUN_FILE, RunPlan, new_run_dir, options_dict, read_plan, write_plan
+from .core.sandbox.process import INTERRUPTED
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 MAX_TABLE_ROWS = 40
 
 
@@ -76,6 +77,9 @@ def _launch(
     with _ProgressBar(sum(rt.replicates for rt in resolution.row_tasks)):
         result = execute(instance, settings, task_ids, variant_ids, plan.dagster_run_id, rescore)
     failures = failure_messages(result)
+    if INTERRUPTED.is_set():
+        print(f"coder-eval: interrupted; what finished is in {run_dir}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if failures or not (run_dir / RUN_FILE).is_file():
         print("coder-eval: the run did not complete:", *failures, sep="\n  ", file=sys.stderr)
         return EXIT_FAILED

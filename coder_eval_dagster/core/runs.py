@@ -15,6 +15,7 @@ from .evaluation import RESULT_FILE, Evaluation, load_result, new_evaluation, ut
 from .reports.run_summary import render_run_md, run_document, write_json
 from .resolution import Options, Resolution, RowTask, resolve
 from .results import EvaluationResult
+from .sandbox.process import interrupt_all
 from .suite import SuiteEntry, suite_entries
 from .tables import suite_rows, task_rows, write_table
 
@@ -86,10 +87,16 @@ def plan_evaluations(row_tasks: Iterable[RowTask], run_id: str, run_dir: Path, c
 
 def in_parallel(function: Callable[[T], T], items: list[T], workers: int) -> list[T]:
     """Apply ``function`` to every item with up to ``workers`` threads, keeping order."""
-    if workers <= 1 or len(items) <= 1:
-        return [function(item) for item in items]
-    with ThreadPoolExecutor(max_workers=min(workers, len(items)), thread_name_prefix="coder-eval") as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, min(workers, len(items))), thread_name_prefix="coder-eval")
+    try:
         return list(pool.map(function, items))
+    except BaseException as exc:
+        if not isinstance(exc, Exception):  # interrupted (Ctrl-C, a terminated run): stop the commands now
+            interrupt_all()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)
 
 
 def default_concurrency() -> int:

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -15,6 +16,12 @@ from pydantic import BaseModel, Field
 from ..secrets import redact
 
 OUTPUT_CAP_BYTES = 100 * 1024
+# Process groups of the commands running now, so that an interrupted run can
+# stop them at once instead of waiting for them; once interrupted, no new
+# command starts in this process.
+_running: set[int] = set()
+_running_lock = threading.Lock()
+INTERRUPTED = threading.Event()
 _TRUNCATED = "\n[... output truncated to 100 KB ...]"
 
 
@@ -46,6 +53,15 @@ def _read_capped(path: Path) -> str:
     return data[:keep].decode("utf-8", errors="ignore") + _TRUNCATED
 
 
+def interrupt_all() -> None:
+    """Stop every running command's process group now, and start no new one."""
+    INTERRUPTED.set()
+    with _running_lock:
+        groups = list(_running)
+    for pgid in groups:
+        kill_group(pgid)
+
+
 def kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
@@ -64,6 +80,8 @@ def run_shell(command: str, cwd: Path, timeout: float, env: dict[str, str] | Non
     with tempfile.TemporaryDirectory(prefix="coder-eval-cmd-") as scratch:
         out_path, err_path = Path(scratch) / "stdout", Path(scratch) / "stderr"
         with out_path.open("wb") as out, err_path.open("wb") as err:
+            if INTERRUPTED.is_set():
+                return CommandRun(command=command, error="not started: the run was interrupted")
             try:
                 process = subprocess.Popen(
                     ["/bin/sh", "-c", command],
@@ -77,12 +95,17 @@ def run_shell(command: str, cwd: Path, timeout: float, env: dict[str, str] | Non
             except OSError as exc:
                 return CommandRun(command=command, error=f"could not start: {exc}")
             timed_out = False
+            with _running_lock:
+                _running.add(process.pid)
             try:
                 process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 timed_out = True
                 kill_group(process.pid)
                 process.wait()
+            finally:
+                with _running_lock:
+                    _running.discard(process.pid)
         return CommandRun(
             command=command,
             exit_code=None if timed_out else process.returncode,
