@@ -183,6 +183,12 @@ def run_agent(evaluation: Evaluation) -> None:
     if agent is None:
         evaluation.fail("ERROR", f"agent type {kind} is not available in this release of coder-eval")
         return
+    simulation = evaluation.task.simulation
+    if simulation is not None and simulation.enabled:  # a single-shot run would silently test something else
+        evaluation.fail(
+            "ERROR", "simulated dialogs (simulation.enabled) are not available in this release of coder-eval"
+        )
+        return
     task = evaluation.task
     agent_input = AgentInput(
         evaluation.sandbox,
