@@ -366,3 +366,12 @@ def test_replay_trajectory_row_fields_are_checked_at_load(tmp_path: Path) -> Non
     )
     result = run_cli("validate", tmp_path / "task.yaml")
     assert result.code == 1 and "agent.trajectory: unknown row field(s) word" in result.err and "row 'b'" in result.err
+
+
+def test_one_file_through_two_paths_is_read_once(tmp_path: Path) -> None:
+    write_task(tmp_path / "tasks", task_with(task_id="a"), "a.yaml")
+    exp = write(
+        tmp_path / "experiments/e.yaml", 'experiment_id: e\ntasks: ["../tasks/"]\nvariants: [{variant_id: v}]\n'
+    )
+    result = run_cli("list", tmp_path / "tasks", tmp_path / "tasks" / "a.yaml", "-e", exp)
+    assert result.code == 0 and result.out.splitlines() == ["v a"], result.err

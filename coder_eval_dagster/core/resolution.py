@@ -92,7 +92,8 @@ def discover(paths: list[Path]) -> tuple[list[Path], list[Problem]]:
             files.append(path)
         else:
             problems.append(Problem(str(path), 1, DOCUMENT, "no such file or directory"))
-    unique = list(dict.fromkeys(files))
+    # one file reached through two spellings (tasks/x.yaml, experiments/../tasks/x.yaml) is read once
+    unique = list({path.resolve(): path for path in reversed(files)}.values())[::-1]
     return unique, problems
 
 
