@@ -103,6 +103,8 @@ def test_invalid_file_is_logged_and_skipped(tmp_path, instance):
     settings = project(tmp_path)
     first = tick(instance, settings, None)
     write(tmp_path / "tasks/broken.yaml", "task_id: broken\ndescription: [oops\n")
+    # a run launched the UI way still evaluates every valid row-task
+    assert run_request(instance, settings, first.run_requests[0]) == ["alpha", "beta/r1", "beta/r2"]
     result = tick(instance, settings, first.cursor)
     assert result.run_requests == [] and instance.get_dynamic_partitions("task") == ["alpha", "beta.sr1", "beta.sr2"]
     # a known task's file breaks: it is skipped, not retired, and nothing runs

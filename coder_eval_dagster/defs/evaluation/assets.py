@@ -8,6 +8,7 @@ through the run folder, so no asset value goes through an IO manager.
 """
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from ...core.evaluation import (
     score,
     setup_sandbox,
 )
+from ...core.fingerprints import fingerprints
 from ...core.resolution import Resolution, RowTask
 from ...core.runs import RunPlan, cache_dir, in_parallel, plan_evaluations, resolve_plan, summarize
 from .partitions import ids_of, partition_key, row_task_partitions
@@ -46,10 +48,11 @@ SINGLE_RUN = dg.BackfillPolicy.single_run()
 Context = dg.OpExecutionContext | dg.AssetExecutionContext
 
 
-def _resolve(plan: RunPlan) -> Resolution:
+def _resolve(context: Context, plan: RunPlan) -> Resolution:
+    """The plan's row-tasks; a file that does not validate is logged and skipped, like the sensor does."""
     resolution = resolve_plan(plan)
-    if resolution.problems:
-        raise dg.Failure(description="invalid task files:\n" + "\n".join(str(p) for p in resolution.problems[:50]))
+    for problem in resolution.problems[:50]:
+        context.log.warning(f"skipped: {problem}")
     return resolution
 
 
@@ -61,11 +64,8 @@ def _selected(resolution: Resolution, keys: list[Any]) -> tuple[list[RowTask], l
 
 
 def _digest(row_tasks: list[RowTask]) -> str:
-    digest = hashlib.sha256()
-    for row_task in row_tasks:
-        digest.update(f"{row_task.variant_id}\0{row_task.task_id}\0".encode())
-        digest.update(row_task.task.model_dump_json().encode())
-    return digest.hexdigest()[:16]
+    """One data version for the whole task set: the row-tasks' content fingerprints."""
+    return hashlib.sha256(json.dumps(sorted(fingerprints(row_tasks).items())).encode()).hexdigest()[:16]
 
 
 def _add_partition_metadata(context: Context, metadata: dict[Any, dict[str, Any]]) -> None:
@@ -96,11 +96,12 @@ def _add_partition_metadata(context: Context, metadata: dict[Any, dict[str, Any]
 @dg.asset(group_name=GROUP, description="The task, experiment and dataset files, loaded and validated.")
 def task_definitions(context: dg.AssetExecutionContext, settings: CoderEvalSettings) -> dg.MaterializeResult:
     _, plan = settings.run_folder(context)
-    resolution = _resolve(plan)
+    resolution = _resolve(context, plan)
     return dg.MaterializeResult(
         metadata={
             "row_tasks": len(resolution.row_tasks),
             "skipped": len(resolution.skipped),
+            "invalid_file_problems": len(resolution.problems),
             "variants": len({rt.variant_id for rt in resolution.row_tasks}),
             "task_paths": ", ".join(settings.task_paths),
         },
@@ -117,7 +118,7 @@ def task_definitions(context: dg.AssetExecutionContext, settings: CoderEvalSetti
 )
 def resolved_tasks(context: dg.AssetExecutionContext, settings: CoderEvalSettings) -> dg.MaterializeResult:
     _, plan = settings.run_folder(context)
-    row_tasks, missing = _selected(_resolve(plan), context.partition_keys)
+    row_tasks, missing = _selected(_resolve(context, plan), context.partition_keys)
     _add_partition_metadata(
         context,
         {
@@ -142,7 +143,7 @@ def resolved_tasks(context: dg.AssetExecutionContext, settings: CoderEvalSetting
 
 def _evaluations(context: Context, settings: CoderEvalSettings) -> list[Evaluation]:
     run_dir, plan = settings.run_folder(context)
-    row_tasks, missing = _selected(_resolve(plan), context.partition_keys)
+    row_tasks, missing = _selected(_resolve(context, plan), context.partition_keys)
     for task_id, variant_id in missing:
         context.log.warning(f"skipping {task_id} [{variant_id}]: no task file defines it any more")
     evaluations = plan_evaluations(row_tasks, plan.run_id, run_dir, cache_dir(Path(settings.runs_dir)))
@@ -286,7 +287,7 @@ SUITE_CHECKS = [
 )
 def suite_metrics(context: dg.AssetExecutionContext, settings: CoderEvalSettings) -> dg.MaterializeResult:
     run_dir, plan = settings.run_folder(context)
-    summary = summarize(run_dir, plan, _resolve(plan), Path(settings.runs_dir) / "tables")
+    summary = summarize(run_dir, plan, _resolve(context, plan), Path(settings.runs_dir) / "tables")
     thresholds = [t for entry in summary.suite for t in entry.thresholds]
     succeeded = sum(r.success for r in summary.results)
     share = succeeded / len(summary.results) if summary.results else 1.0
