@@ -30,6 +30,16 @@ class AgentInput:
     watcher: Watcher | None = None  # the early-stop watcher, when the task has armed criteria
     started: float = field(default_factory=time.monotonic)
 
+    def time_limit(self) -> float | None:
+        """Seconds the whole single-shot conversation may take (task or turn timeout, whichever is sooner)."""
+        limits = [x for x in (self.seconds_left(), self.limits.turn_timeout) if x is not None]
+        return min(limits) if limits else None
+
+    def expired_limit(self) -> str:
+        """Which limit ran out when the conversation timed out."""
+        left = self.seconds_left()
+        return "task_timeout" if left is not None and left <= 0 else "turn_timeout"
+
     def seconds_left(self) -> float | None:
         """What remains of run_limits.task_timeout (None: no limit)."""
         if self.limits.task_timeout is None:

@@ -20,7 +20,6 @@ import asyncio
 import json
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from ..limits import BudgetTracker
 from ..results import ToolCallRecord, TurnRecord
 from ..secrets import redact
 from .base import AgentInput, AgentOutput
-from .isolation import PASSED_THROUGH, passed_through, write_wrapper
+from .isolation import PASSED_THROUGH, agent_home, base_environment, write_wrapper
 
 API_BACKEND_ENV = "API_BACKEND"
 SDK_VARIABLES = (
@@ -81,23 +80,18 @@ def bundled_cli() -> str:
 
 
 def agent_environment(agent_input: AgentInput, home: Path) -> dict[str, str]:
-    sandbox_env = agent_input.sandbox.environment()
-    env = {
-        "HOME": str(home),
-        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-        "TMPDIR": str(home / "tmp"),
-        "PATH": sandbox_env.get("PATH", os.defpath),
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "GIT_CEILING_DIRECTORIES": sandbox_env["GIT_CEILING_DIRECTORIES"],
-    }
-    if "VIRTUAL_ENV" in sandbox_env:
-        env["VIRTUAL_ENV"] = sandbox_env["VIRTUAL_ENV"]
+    env = base_environment(agent_input.sandbox.environment(), home, PASS_THROUGH)
+    env.update(
+        {
+            "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+        }
+    )
     if os.geteuid() == 0:
         env["IS_SANDBOX"] = "1"  # the CLI refuses bypassPermissions as root otherwise
-    env.update(passed_through(PASS_THROUGH))
     env.update(model_route())
     return env
 
@@ -309,34 +303,20 @@ async def _converse(agent_input: AgentInput, session: Session, options: Any) -> 
     return breach
 
 
-def _time_limit(agent_input: AgentInput) -> float | None:
-    limits = [x for x in (agent_input.seconds_left(), agent_input.limits.turn_timeout) if x is not None]
-    return min(limits) if limits else None
-
-
 async def run(agent_input: AgentInput) -> AgentOutput:
     session = Session(agent_input)
-    home = Path(tempfile.mkdtemp(prefix="coder-eval-claude-"))
-    (home / "tmp").mkdir()
-    try:
-        options = build_options(agent_input, session, home)
-        limit = _time_limit(agent_input)
-        breach = await asyncio.wait_for(_converse(agent_input, session, options), timeout=limit)
-        return session.finish(breach)
-    except TimeoutError:
-        output = session.finish(None)
-        which = (
-            "task_timeout"
-            if agent_input.seconds_left() is not None and agent_input.seconds_left() <= 0
-            else "turn_timeout"
-        )  # type: ignore[operator]
-        output.stop_reason, output.final_status = which, "TIMEOUT"  # type: ignore[assignment]
-        output.error = f"run_limits.{which} reached"
-        return output
-    except Exception as exc:  # an SDK or API failure ends this task as ERROR, never the run
-        output = session.finish(None)
-        output.stop_reason = "error"
-        output.error = redact(f"{type(exc).__name__}: {exc}")
-        return output
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+    with agent_home("coder-eval-claude-") as home:
+        try:
+            options = build_options(agent_input, session, home)
+            breach = await asyncio.wait_for(_converse(agent_input, session, options), timeout=agent_input.time_limit())
+            return session.finish(breach)
+        except TimeoutError:
+            output, which = session.finish(None), agent_input.expired_limit()
+            output.stop_reason, output.final_status = which, "TIMEOUT"  # type: ignore[assignment]
+            output.error = f"run_limits.{which} reached"
+            return output
+        except Exception as exc:  # an SDK or API failure ends this task as ERROR, never the run
+            output = session.finish(None)
+            output.stop_reason = "error"
+            output.error = redact(f"{type(exc).__name__}: {exc}")
+            return output

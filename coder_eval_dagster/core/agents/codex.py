@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -30,7 +28,7 @@ from ..limits import BudgetTracker
 from ..results import ToolCallRecord, TurnRecord
 from ..secrets import redact
 from .base import AgentInput, AgentOutput
-from .isolation import PASSED_THROUGH, passed_through, write_wrapper
+from .isolation import PASSED_THROUGH, agent_home, base_environment, write_wrapper
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 OUTPUT_CHARS = 2000
@@ -60,23 +58,14 @@ def _environment(agent_input: AgentInput, home: Path) -> dict[str, str]:
     key = os.environ.get("CODEX_API_KEY")
     if not key:
         raise CodexRouteError("the codex agent needs CODEX_API_KEY (and optionally CODEX_BASE_URL)")
-    sandbox_env = agent_input.sandbox.environment()
-    env = {
-        "HOME": str(home),
-        "CODEX_HOME": str(home / ".codex"),
-        "TMPDIR": str(home / "tmp"),
-        "PATH": sandbox_env.get("PATH", os.defpath),
-        "CODEX_API_KEY": key,
-        "GIT_CEILING_DIRECTORIES": sandbox_env["GIT_CEILING_DIRECTORIES"],
-    }
-    env.update(passed_through(PASSED_THROUGH))
+    env = base_environment(agent_input.sandbox.environment(), home, PASSED_THROUGH)
+    env.update({"CODEX_HOME": str(home / ".codex"), "CODEX_API_KEY": key})
     return env
 
 
 def _write_config(home: Path, model: str | None) -> None:
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True)
-    (home / "tmp").mkdir()
     base_url = os.environ.get("CODEX_BASE_URL") or DEFAULT_BASE_URL
     model_line = f'model = "{model}"' if model else ""
     (codex_home / "config.toml").write_text(CONFIG_TOML.format(model=model_line, base_url=base_url), encoding="utf-8")
@@ -191,26 +180,22 @@ async def _converse(agent_input: AgentInput, session: CodexSession, home: Path) 
 
 async def run(agent_input: AgentInput) -> AgentOutput:
     session = CodexSession(agent_input)
-    home = Path(tempfile.mkdtemp(prefix="coder-eval-codex-"))
-    try:
-        _write_config(home, agent_input.config.model)
-        limits = [x for x in (agent_input.seconds_left(), agent_input.limits.turn_timeout) if x is not None]
-        await asyncio.wait_for(_converse(agent_input, session, home), timeout=min(limits) if limits else None)
-        return session.finish()
-    except TimeoutError:
-        output = session.finish()
-        output.stop_reason, output.final_status, output.error = "task_timeout", "TIMEOUT", "run_limits timeout reached"  # type: ignore[assignment]
-        return output
-    except ImportError:
-        output = session.finish()
-        output.stop_reason, output.error = (
-            "error",
-            "the codex agent needs the codex extra: pip install 'coder-eval-dagster[codex]'",
-        )
-        return output
-    except Exception as exc:  # an SDK or API failure ends this task as ERROR, never the run
-        output = session.finish()
-        output.stop_reason, output.error = "error", redact(f"{type(exc).__name__}: {exc}")
-        return output
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+    with agent_home("coder-eval-codex-") as home:
+        try:
+            _write_config(home, agent_input.config.model)
+            await asyncio.wait_for(_converse(agent_input, session, home), timeout=agent_input.time_limit())
+            return session.finish()
+        except TimeoutError:
+            output, which = session.finish(), agent_input.expired_limit()
+            output.stop_reason, output.final_status = which, "TIMEOUT"  # type: ignore[assignment]
+            output.error = f"run_limits.{which} reached"
+            return output
+        except ImportError:
+            output = session.finish()
+            output.stop_reason = "error"
+            output.error = "the codex agent needs the codex extra: pip install 'coder-eval-dagster[codex]'"
+            return output
+        except Exception as exc:  # an SDK or API failure ends this task as ERROR, never the run
+            output = session.finish()
+            output.stop_reason, output.error = "error", redact(f"{type(exc).__name__}: {exc}")
+            return output

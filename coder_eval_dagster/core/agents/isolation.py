@@ -9,7 +9,11 @@ allow-list of variable names (values are never written to disk).
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 # Passed to an agent when the caller sets them: the locale, and the proxy of
@@ -29,6 +33,31 @@ PASSED_THROUGH = (
 
 def passed_through(names: tuple[str, ...]) -> dict[str, str]:
     return {name: os.environ[name] for name in names if name in os.environ}
+
+
+@contextmanager
+def agent_home(prefix: str) -> Iterator[Path]:
+    """A fresh HOME (with its TMPDIR) for one agent run, removed afterwards."""
+    home = Path(tempfile.mkdtemp(prefix=prefix))
+    (home / "tmp").mkdir()
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def base_environment(sandbox_env: dict[str, str], home: Path, names: tuple[str, ...]) -> dict[str, str]:
+    """What every agent CLI gets: its own HOME and TMPDIR, the sandbox's PATH and venv, the named pass-throughs."""
+    env = {
+        "HOME": str(home),
+        "TMPDIR": str(home / "tmp"),
+        "PATH": sandbox_env.get("PATH", os.defpath),
+        "GIT_CEILING_DIRECTORIES": sandbox_env["GIT_CEILING_DIRECTORIES"],
+    }
+    if "VIRTUAL_ENV" in sandbox_env:
+        env["VIRTUAL_ENV"] = sandbox_env["VIRTUAL_ENV"]
+    env.update(passed_through(names))
+    return env
 
 
 def write_wrapper(home: Path, cli: str, names: list[str]) -> Path:

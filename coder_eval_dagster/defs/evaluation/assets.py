@@ -146,9 +146,7 @@ def _evaluations(context: Context, settings: CoderEvalSettings) -> list[Evaluati
     row_tasks, missing = _selected(_resolve(context, plan), context.partition_keys)
     for task_id, variant_id in missing:
         context.log.warning(f"skipping {task_id} [{variant_id}]: no task file defines it any more")
-    evaluations = plan_evaluations(row_tasks, plan.run_id, run_dir, cache_dir(Path(settings.runs_dir)))
-    progress.emit("planned", total=len(evaluations))
-    return evaluations
+    return plan_evaluations(row_tasks, plan.run_id, run_dir, cache_dir(Path(settings.runs_dir)))
 
 
 @dg.op(
