@@ -55,8 +55,8 @@ def _read_capped(path: Path) -> str:
 
 def interrupt_all() -> None:
     """Stop every running command's process group now, and start no new one."""
-    INTERRUPTED.set()
     with _running_lock:
+        INTERRUPTED.set()
         groups = list(_running)
     for pgid in groups:
         kill_group(pgid)
@@ -80,23 +80,24 @@ def run_shell(command: str, cwd: Path, timeout: float, env: dict[str, str] | Non
     with tempfile.TemporaryDirectory(prefix="coder-eval-cmd-") as scratch:
         out_path, err_path = Path(scratch) / "stdout", Path(scratch) / "stderr"
         with out_path.open("wb") as out, err_path.open("wb") as err:
-            if INTERRUPTED.is_set():
-                return CommandRun(command=command, error="not started: the run was interrupted")
-            try:
-                process = subprocess.Popen(
-                    ["/bin/sh", "-c", command],
-                    cwd=cwd,
-                    env=env,
-                    stdout=out,
-                    stderr=err,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                )
-            except OSError as exc:
-                return CommandRun(command=command, error=f"could not start: {exc}")
-            timed_out = False
+            # check, start and register as one step: an interruption either sees this command or stops it starting
             with _running_lock:
+                if INTERRUPTED.is_set():
+                    return CommandRun(command=command, error="not started: the run was interrupted")
+                try:
+                    process = subprocess.Popen(
+                        ["/bin/sh", "-c", command],
+                        cwd=cwd,
+                        env=env,
+                        stdout=out,
+                        stderr=err,
+                        stdin=subprocess.DEVNULL,
+                        start_new_session=True,
+                    )
+                except OSError as exc:
+                    return CommandRun(command=command, error=f"could not start: {exc}")
                 _running.add(process.pid)
+            timed_out = False
             try:
                 process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
