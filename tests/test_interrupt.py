@@ -35,6 +35,8 @@ def test_interrupt_kills_running_commands_and_exits_130(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as in a terminal: a non-interactive parent may have left SIGINT ignored for its children
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 60
     while not (tmp_path / "started.txt").exists() and time.monotonic() < deadline:
