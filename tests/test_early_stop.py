@@ -132,12 +132,12 @@ def test_fired_on_the_final_call_still_gates_armed_only(tmp_path):
 
 
 def test_watcher_bug_fails_open(tmp_path, monkeypatch):
-    from coder_eval_dagster.core.criteria import skill_triggered
+    from coder_eval_dagster.core.criteria.skill_triggered import SkillTriggered
 
     def broken(criterion, hits):
         raise RuntimeError("bug")
 
-    monkeypatch.setattr(skill_triggered, "live_verdict", broken)
+    monkeypatch.setattr(SkillTriggered, "live_verdict", broken)
     result = run(tmp_path, [SKILL_CALL, bash("a"), bash("b")], [skill("", {})])
     assert not result.stopped_early and steps(result) == 3 and result.final_status == "FAILED"
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .agents import AGENTS, AgentInput, AgentOutput
-from .criteria import CheckContext
+from .check_context import CheckContext
 from .early_stop import Watcher
 from .models.commands import HookCommand
 from .models.task import Task

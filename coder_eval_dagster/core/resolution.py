@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
-from .criteria import Criterion
+from .criteria import criterion_union, on_change
 from .datasets import CLI_SAMPLE_SEED, PLACEHOLDER, Row, load_rows, sample_rows, substitute
 from .models.dataset import Dataset
 from .models.experiment import Experiment
@@ -25,7 +25,16 @@ from .problems import DOCUMENT, InvalidInput, Loc, Problem, problems_from_valida
 from .yamlio import Document, load_document, load_yaml_text
 
 DEFAULT_VARIANT = "default"
-_CRITERION = TypeAdapter(Criterion)
+_criterion_adapter: list[TypeAdapter[Any]] = []  # built on first use, rebuilt when the registry changes
+
+
+def criterion_adapter() -> TypeAdapter[Any]:
+    if not _criterion_adapter:
+        _criterion_adapter.append(TypeAdapter(criterion_union()))
+    return _criterion_adapter[0]
+
+
+on_change(_criterion_adapter.clear)
 
 
 @dataclass(frozen=True)
@@ -448,7 +457,7 @@ def _row_criteria(task: Task, raw: list[Any], templated: list[int], row: Row, do
             problems.append(_unknown_field_problem(doc, ("success_criteria", index), row, unknown))
             continue
         try:
-            criteria[index] = _CRITERION.validate_python(value)
+            criteria[index] = criterion_adapter().validate_python(value)
         except ValidationError as exc:
             found = problems_from_validation(exc, value, str(doc.path), doc.line_of, ("success_criteria", index))
             problems.extend(

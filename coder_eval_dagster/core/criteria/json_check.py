@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import jmespath
 import jsonschema
@@ -12,8 +12,12 @@ from jmespath.exceptions import JMESPathError
 from pydantic import Field, field_validator, model_validator
 
 from ..models.base import StrictModel, rule_error
-from .base import CriterionBase, Scoring
-from .context import CheckContext, Outcome, fraction, mean
+from .base import CriterionBase
+from .context import Outcome, fraction, mean
+from .registry import checks
+
+if TYPE_CHECKING:
+    from ..check_context import CheckContext
 
 Operator = Literal["equals", "not_equals", "contains", "gt", "gte", "lt", "lte", "type", "regex", "exists"]
 
@@ -40,7 +44,6 @@ class Assertion(StrictModel):
 
 
 class JsonCheck(CriterionBase):
-    scoring: ClassVar[Scoring] = "fractional"
     type: Literal["json_check"]
     path: str = Field(min_length=1)
     json_schema: str | None = None
@@ -100,6 +103,7 @@ def evaluate_assertion(assertion: Assertion, data: Any) -> tuple[bool, str | Non
         return False, f"{assertion.expression}: {exc}"
 
 
+@checks(JsonCheck)
 def check(criterion: JsonCheck, ctx: CheckContext) -> Outcome:
     try:
         data = json.loads(ctx.read_text(criterion.path))
