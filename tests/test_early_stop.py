@@ -9,8 +9,9 @@ import yaml
 
 from coder_eval_dagster.core.reports.run_summary import render_run_md, run_document
 from coder_eval_dagster.core.reports.task_html import render_task_html
-from coder_eval_dagster.core.resolution import Options, resolve
+from coder_eval_dagster.core.resolution import resolve
 from coder_eval_dagster.core.results import EvaluationResult
+from coder_eval_dagster.core.run_spec import RunSpec
 
 from .helpers import criterion, evaluate_replay, write
 
@@ -173,5 +174,5 @@ def test_zero_gate_threshold_is_rejected_on_an_armed_task(tmp_path):
             }
         ),
     )
-    problems = resolve(Options(paths=[path])).problems
+    problems = resolve(RunSpec(task_paths=[str(path)])).problems
     assert [p.field for p in problems] == ["run_limits.stop_early_gate_threshold"]
