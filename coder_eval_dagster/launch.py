@@ -20,6 +20,7 @@ from .defs.evaluation.assets import ASSETS, criteria_scores, suite_metrics
 from .defs.evaluation.dagster_private import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 from .defs.evaluation.partitions import TASK_DIMENSION, VARIANT_DIMENSION, encode_id
 from .defs.evaluation.resources import CoderEvalSettings
+from .storage import HOME_DATABASES, copy_template
 
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 
@@ -51,6 +52,8 @@ def local_instance() -> dg.DagsterInstance:
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists():
+        for name, where in HOME_DATABASES.items():  # pre-migrated: a first run skips creating the schema
+            copy_template(name, home / where)
         config.write_text(INSTANCE_YAML.format(base=home), encoding="utf-8")
     return dg.DagsterInstance.from_config(str(home))
 

@@ -5,11 +5,12 @@ each run one phase of it per evaluation (``run_phase``), every evaluation
 on its own thread, and ``evaluate`` runs both phases in this thread for
 notebooks and tests: the same path production takes. Each stage catches
 its own failures, so one broken row-task ends as ERROR and never stops the
-others; each stage's time is recorded, and after each sandbox stage the
-state is saved (the checkpoint a resumed run continues from):
+others; each stage's time is recorded, and the
+state is saved once the sandbox phase is complete (the checkpoint a resumed
+run continues from: an evaluation cut short in that phase is redone whole):
 
     <run>/<variant>/<task_id>/<NN>/sandbox/          the final sandbox
-    <run>/<variant>/<task_id>/<NN>/run_state.json    after each sandbox stage
+    <run>/<variant>/<task_id>/<NN>/run_state.json    after the sandbox phase
     <run>/<variant>/<task_id>/<NN>/task.json, task.html   the final result
 """
 
@@ -401,8 +402,9 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
             result.stage_durations[stage.name] = round(time.perf_counter() - started, 3)
         if phase == "sandbox":
             result.stages_done.append(stage.name)
-            save_state(evaluation)
         progress.emit("stage", stage=stage.name, task_id=evaluation.row_task.task_id, status=result.final_status)
+    if phase == "sandbox":
+        save_state(evaluation)  # the checkpoint: a resumed run keeps this evaluation's sandbox phase
     return evaluation
 
 
