@@ -40,6 +40,10 @@ schedule_storage:
   module: dagster._core.storage.schedules
   class: SqliteScheduleStorage
   config: {{base_dir: {base}/schedules}}
+# Steps log through the event log; capturing their stdout would start a `tail` per step.
+compute_logs:
+  module: dagster._core.storage.noop_compute_log_manager
+  class: NoOpComputeLogManager
 concurrency:
   pools: {{default_limit: 4}}
 telemetry: {{enabled: false}}

@@ -79,6 +79,18 @@ def _tune(connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def _stamped(path: Path) -> bool:
+    """True when a database already carries its schema version: Dagster's check of it would only re-read
+    every migration script (tenths of a second) to do nothing."""
+    if not path.is_file():
+        return False
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=SQLITE_BUSY_TIMEOUT_S) as connection:
+            return connection.execute("SELECT version_num FROM alembic_version").fetchone() is not None
+    except sqlite3.Error:
+        return False
+
+
 class FastSqliteEventLogStorage(SqliteEventLogStorage):
     """``SqliteEventLogStorage`` with pooled engines and WAL journaling."""
 
@@ -121,7 +133,8 @@ class FastSqliteEventLogStorage(SqliteEventLogStorage):
         with self._db_lock:
             engine = self._engine(shard)
             if shard not in self._initialized_dbs:
-                if not copy_template(RUN_SHARD, Path(self.path_for_shard(shard))):
+                path = Path(self.path_for_shard(shard))
+                if not (copy_template(RUN_SHARD, path) or _stamped(path)):
                     self._initdb(engine)
                 self._initialized_dbs.add(shard)
             with engine.connect() as conn, conn.begin():
