@@ -121,26 +121,42 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .cli_run import run
+    from .cli_run import resume, run
 
     spec = spec_from(args)
+    again = args.resume or args.retry_errors
+    if again is not None:
+        if spec.selects_anything:
+            print("coder-eval run: --resume / --retry-errors take a run folder, not task paths", file=sys.stderr)
+            return EXIT_USAGE
+        return resume(again, args.concurrency, retry_errors=args.retry_errors is not None, junit=args.junit)
     if not spec.selects_anything:
         print("coder-eval run: give task paths or -e EXPERIMENT", file=sys.stderr)
         return EXIT_USAGE
-    return run(spec, args.runs_dir, args.concurrency)
+    return run(spec, args.runs_dir, args.concurrency, junit=args.junit)
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
     from .cli_run import rescore
 
-    return rescore(args.run_dir, args.concurrency)
+    return rescore(args.run_dir, args.concurrency, junit=args.junit)
 
 
 # ----------------------------------------------------------------------------- main
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("coder-eval-dagster")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="coder-eval", description="Evaluate AI coding agents on task YAML files.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     validate = commands.add_parser("validate", help="check task and experiment files")
     validate.add_argument("paths", nargs="+", type=Path)
@@ -151,6 +167,11 @@ def build_parser() -> argparse.ArgumentParser:
     running = commands.add_parser("run", help="run the row-tasks x variants through the Dagster asset graph")
     _selection_arguments(running)
     _run_arguments(running)
+    again = running.add_mutually_exclusive_group()
+    again.add_argument("--resume", type=Path, metavar="RUN_DIR", help="finish a run whose process died, in its folder")
+    again.add_argument(
+        "--retry-errors", type=Path, metavar="RUN_DIR", help="re-run only the ERROR evaluations of a run, in its folder"
+    )
     running.set_defaults(handler=cmd_run)
     rescoring = commands.add_parser("rescore", help="re-run criteria and suite metrics of an earlier run")
     rescoring.add_argument("run_dir", type=Path)
@@ -161,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _run_arguments(parser: argparse.ArgumentParser, runs_dir: bool = True) -> None:
     parser.add_argument("--concurrency", type=int, default=0, help="evaluations at once (default: CPU count)")
+    parser.add_argument("--junit", type=Path, metavar="FILE", help="also write a JUnit XML report (one testcase each)")
     if runs_dir:
         parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run folders go (default runs/)")
 

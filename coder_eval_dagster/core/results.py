@@ -84,7 +84,7 @@ class EvaluationResult(BaseModel):
     finished_at: str = ""
     duration_s: float = 0.0  # the evaluation's own time: the sum of its stages
     stage_durations: dict[str, float] = Field(default_factory=dict)  # seconds per stage (setup, pre_run, ...)
-    stages_done: list[str] = Field(default_factory=list)  # the checkpoint a resumed run continues from
+    phases_done: list[str] = Field(default_factory=list)  # sandbox, scoring: what a resumed run keeps
     rescored_at: str | None = None
     rescore_duration_s: float | None = None  # the last rescore's own scoring time
     turns: int = 0
@@ -110,6 +110,7 @@ class EvaluationResult(BaseModel):
         "replicate",
         "final_status",
         "success",
+        "error",
         "weighted_score",
         "duration_s",
         "stage_durations",

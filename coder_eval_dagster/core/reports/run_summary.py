@@ -8,6 +8,14 @@ from typing import Any
 
 from ..results import EvaluationResult
 from ..suite import SuiteEntry, suite_json
+from .junit import failing_criteria
+
+
+def why_not_passed(task: dict[str, Any]) -> str:
+    """One line: the error, or the gating criteria that failed (type, description, score)."""
+    if task.get("error"):
+        return str(task["error"]).splitlines()[0]
+    return "; ".join(failing_criteria(task))
 
 
 def run_passed(results: list[EvaluationResult], suite: list[SuiteEntry]) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 
 import dagster as dg
 
-from ...core.evaluation import RESULT_FILE, STATE_FILE, Evaluation, Phase, load_result, run_phase
+from ...core.evaluation import RESULT_FILE, STATE_FILE, Evaluation, Phase, load_result, restore_checkpoint, run_phase
 from ...core.resolution import RowTask
 from ...core.runs import OpenRun, cache_dir, hand_over, in_parallel, plan_evaluations, summarize, take_over
 from .dagster_private import add_partition_metadata
@@ -127,7 +127,9 @@ def resolved_tasks(context: dg.AssetExecutionContext, settings: CoderEvalSetting
 def sandbox_runs(context: dg.AssetExecutionContext, settings: CoderEvalSettings) -> dg.MaterializeResult:
     run = settings.open(context)
     done = in_parallel(
-        lambda e: hand_over(run_phase(e, "sandbox")), _evaluations(context, settings, run), settings.workers()
+        lambda e: hand_over(run_phase(restore_checkpoint(e), "sandbox")),
+        _evaluations(context, settings, run),
+        settings.workers(),
     )
     add_partition_metadata(
         context,
@@ -143,19 +145,23 @@ def sandbox_runs(context: dg.AssetExecutionContext, settings: CoderEvalSettings)
 
 
 def _restore(evaluation: Evaluation, rescore: bool) -> Evaluation:
-    """This process's hand-over from the sandbox step, else what it wrote (to rescore: the final task.json)."""
+    """This process's hand-over from the sandbox step, else what was written (to rescore: the final task.json)."""
     if not rescore:
         handed = take_over(evaluation)
         if handed is not None:
             return handed
-    path = evaluation.folder / (RESULT_FILE if rescore else STATE_FILE)
+        restore_checkpoint(evaluation)
+        if "sandbox" not in evaluation.result.phases_done:  # type: ignore[union-attr]
+            evaluation.fail("ERROR", f"no {STATE_FILE}: the sandbox stage did not run for this evaluation")
+        return evaluation
+    path = evaluation.folder / RESULT_FILE
     if path.exists():
         evaluation.result = load_result(path)
         evaluation.sandbox_ready = (evaluation.folder / "sandbox").is_dir()
-        if rescore and evaluation.result.error is None:
+        if evaluation.result.error is None:
             evaluation.result.criteria = []
     else:
-        evaluation.fail("ERROR", f"no {path.name}: the sandbox stage did not run for this evaluation")
+        evaluation.fail("ERROR", f"no {RESULT_FILE}: this evaluation never finished")
     return evaluation
 
 
