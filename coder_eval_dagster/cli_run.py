@@ -172,7 +172,7 @@ def _report(run_dir: Path, junit: Path | None = None) -> int:
     tasks = document["tasks"]
     shown = tasks if len(tasks) <= MAX_TABLE_ROWS else [t for t in tasks if not t["success"]][:MAX_TABLE_ROWS]
     table = Table(title=f"run {document['run_id']}" + ("" if shown is tasks else " (not passed only)"))
-    for column in ("variant", "task", "#", "status", "score", "criteria", "seconds", "why"):
+    for column in ("variant", "task", "#", "status", "score", "criteria", "seconds"):
         table.add_column(column, justify="right" if column in ("#", "score", "seconds") else "left")
     for task in shown:
         gating = [c for c in task["criteria"] if c["gating"]]
@@ -185,10 +185,14 @@ def _report(run_dir: Path, junit: Path | None = None) -> int:
             f"{task['weighted_score']:.3f}",
             f"{sum(c['passed'] for c in gating)}/{len(gating)}",
             f"{task['duration_s']:.2f}",
-            "" if task["success"] else escape(why_not_passed(task)),
         )
     if shown:
         console.print(table)
+    for task in [t for t in tasks if not t["success"]][:MAX_TABLE_ROWS]:
+        where = escape(f"{task['task_id']} [{task['variant_id']}] #{task['replicate']:02d}")
+        console.print(
+            f"[red]✗[/] {where} {task['final_status']}: {escape(why_not_passed(task))}", highlight=False, soft_wrap=True
+        )
     for entry in document["suite"]:
         for threshold in entry["thresholds"]:
             mark = "[green]met[/]" if threshold["passed"] else "[red]NOT met[/]"

@@ -49,6 +49,7 @@ class CriterionResult(BaseModel):
     weight: float
     pass_threshold: float
     error: str | None = None
+    inputs: dict[str, Any] = Field(default_factory=dict)  # what the criterion was asked to check (its fields)
     details: dict[str, Any] = Field(default_factory=dict)
     advisory: bool = False  # an unarmed criterion of an early-stopped run
     expected_label: str | None = None

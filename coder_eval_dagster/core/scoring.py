@@ -57,10 +57,19 @@ def criterion_result(index: int, criterion: CriterionBase, outcome: Outcome, ref
         weight=criterion.weight,
         pass_threshold=threshold,
         error=_scrub(outcome.error, reference),  # type: ignore[arg-type]
+        inputs=_scrub(criterion_inputs(criterion), reference),  # type: ignore[arg-type]
         details=_scrub(outcome.details, reference),  # type: ignore[arg-type]
         expected_label=outcome.expected_label,
         observed_label=outcome.observed_label,
     )
+
+
+COMMON_FIELDS = {"type", "description", "weight", "pass_threshold"}
+
+
+def criterion_inputs(criterion: CriterionBase) -> dict[str, object]:
+    """The criterion's own fields as the task set them (shown beside its result)."""
+    return criterion.model_dump(mode="json", exclude=COMMON_FIELDS, exclude_defaults=True)
 
 
 def score_criteria(criteria: list[CriterionBase], ctx: CheckContext) -> list[CriterionResult]:
