@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from .criteria import criterion_union, on_change
 from .datasets import CLI_SAMPLE_SEED, PLACEHOLDER, Row, load_rows, sample_rows, substitute
@@ -22,11 +24,12 @@ from .models.dataset import Dataset
 from .models.experiment import Experiment
 from .models.task import Task
 from .models.trajectory import Trajectory
-from .problems import DOCUMENT, InvalidInput, Loc, Problem, problems_from_validation
+from .problems import DOCUMENT, InvalidInput, Loc, Problem, did_you_mean, problems_from_validation
 from .run_spec import RunSpec
 from .yamlio import Document, load_document, load_yaml_text
 
 DEFAULT_VARIANT = "default"
+T = TypeVar("T")
 _criterion_adapter: list[TypeAdapter[Any]] = []  # built on first use, rebuilt when the registry changes
 
 
@@ -94,7 +97,7 @@ def discover(paths: list[Path]) -> tuple[list[Path], list[Problem]]:
         elif path.is_file():
             files.append(path)
         else:
-            problems.append(Problem(str(path), 1, DOCUMENT, "no such file or directory"))
+            problems.append(Problem(str(path), None, DOCUMENT, "no such file or directory"))
     # one file reached through two spellings (tasks/x.yaml, experiments/../tasks/x.yaml) is read once
     unique = list({path.resolve(): path for path in reversed(files)}.values())[::-1]
     return unique, problems
@@ -271,7 +274,35 @@ def _overrides(spec: RunSpec) -> list[tuple[Loc, Any]]:
     overrides: list[tuple[Loc, Any]] = [(("agent", "type"), spec.agent_type)] if spec.agent_type else []
     if spec.model:
         overrides.append((("agent", "model"), spec.model))
-    return overrides + [parse_override(text) for text in spec.overrides]
+    parsed = [parse_override(text) for text in spec.overrides]
+    problems = [p for loc, _ in parsed if (p := _unknown_override(loc)) is not None]
+    if problems:
+        raise InvalidInput(problems)
+    return overrides + parsed
+
+
+def _unknown_override(loc: Loc) -> Problem | None:
+    """A -D path naming no field of the task format: one problem for the option, not one per file."""
+    annotations: list[Any] = [Task]
+    for position, part in enumerate(loc):
+        if isinstance(part, int):
+            continue  # a list index: the items' models carry on
+        models = [m for a in annotations for m in _models_in(a)]
+        if not models:
+            return None  # a free-form value (a dict, sdk_options...): any key may be set
+        fields = {name: info.annotation for m in models for name, info in m.model_fields.items()}
+        if part not in fields:
+            key = ".".join(map(str, loc[: position + 1]))
+            return Problem("-D", None, key, f"no such field in the task format{did_you_mean(str(part), fields)}")
+        annotations = [fields[part]]
+    return None
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation holds (through Optional, Union, list and Annotated)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
 
 
 def _resolve_file(
@@ -289,11 +320,15 @@ def _resolve_file(
         (variant_id, layer(doc.data, result.experiment, raw, overrides))
         for variant_id, raw in _variants(result.experiment)
     ]
-    rows = _dataset_rows(layered[0][1], doc, spec)
-    tasks = [
-        (variant_id, _validate_task(doc, merged, overrides, rows[0] if rows else None))
-        for variant_id, merged in layered
-    ]
+    rows, problems = _collect(lambda: _dataset_rows(layered[0][1], doc, spec))
+    tasks = []
+    for variant_id, merged in layered:  # every problem of the file in one pass, not one per attempt
+        task, found = _collect(lambda merged=merged: _validate_task(doc, merged, overrides, rows[0] if rows else None))
+        problems.extend(p for p in found if p not in problems)
+        if task is not None:
+            tasks.append((variant_id, task))
+    if problems:
+        raise InvalidInput(problems)
     first = tasks[0][1]
     _check_unique_id(first.task_id, path, doc, seen_ids)
     for _, task in tasks:
@@ -326,6 +361,13 @@ def _resolve_file(
                     path,
                 )
             )
+
+
+def _collect(step: Callable[[], T]) -> tuple[T | None, list[Problem]]:
+    try:
+        return step(), []
+    except InvalidInput as exc:
+        return None, exc.problems
 
 
 def _dataset_rows(merged: dict[str, Any], doc: Document, spec: RunSpec) -> list[Row] | None:

@@ -71,7 +71,12 @@ def parse_document(path: Path, text: str) -> Document:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
-        raise InvalidInput([Problem(str(path), line, DOCUMENT, f"YAML syntax error: {exc.problem}")]) from None
+        where = f" (line {line}, column {mark.column + 1})" if mark else ""
+        hint = ""
+        if exc.problem and "mapping values are not allowed" in exc.problem:
+            hint = '; a value that contains ": " must be quoted, e.g. description: "a: b"'
+        message = f"YAML syntax error{where}: {exc.problem}{hint}"
+        raise InvalidInput([Problem(str(path), line, DOCUMENT, message)]) from None
     except yaml.YAMLError as exc:
         raise InvalidInput([Problem(str(path), 1, DOCUMENT, f"YAML error: {exc}")]) from None
     doc = Document(path, data)
