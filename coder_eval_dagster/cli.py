@@ -117,6 +117,25 @@ def cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# ----------------------------------------------------------------------------- schema
+
+SCHEMA_KINDS = ("task", "experiment", "trajectory")
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    """The JSON Schema of a file kind, generated from the models (for editor completion)."""
+    import json
+
+    from .core.models.experiment import Experiment
+    from .core.models.task import Task
+    from .core.models.trajectory import Trajectory
+
+    model = {"task": Task, "experiment": Experiment, "trajectory": Trajectory}[args.kind]
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **model.model_json_schema()}
+    print(json.dumps(schema, indent=2))
+    return EXIT_OK
+
+
 # ----------------------------------------------------------------------------- run, rescore
 
 
@@ -173,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--retry-errors", type=Path, metavar="RUN_DIR", help="re-run only the ERROR evaluations of a run, in its folder"
     )
     running.set_defaults(handler=cmd_run)
+    schema = commands.add_parser("schema", help="print the JSON Schema of task (or experiment, trajectory) files")
+    schema.add_argument("kind", nargs="?", choices=SCHEMA_KINDS, default="task")
+    schema.set_defaults(handler=cmd_schema)
     rescoring = commands.add_parser("rescore", help="re-run criteria and suite metrics of an earlier run")
     rescoring.add_argument("run_dir", type=Path)
     _run_arguments(rescoring, runs_dir=False)
@@ -200,6 +222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("coder-eval: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `coder-eval schema | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except Exception as exc:  # the last line of defence: one line, never a traceback
         if os.environ.get("CODER_EVAL_DEBUG"):
             raise
