@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .files import MAX_DATASET_BYTES, UnreadableFile, read_input_text
 from .models.base import SAFE_ID_RE
 from .models.dataset import Dataset
 from .problems import InvalidInput, Problem
@@ -42,8 +43,8 @@ def load_rows(dataset: Dataset, doc: Document) -> list[Row]:
 
 def _read_jsonl(path: Path, field: str) -> list[tuple[dict[str, Any], str]]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_input_text(path, MAX_DATASET_BYTES)
+    except (OSError, UnicodeDecodeError, UnreadableFile) as exc:
         raise InvalidInput([Problem(str(path), 1, field, f"cannot read dataset: {exc}")]) from None
     rows, problems = [], []
     for number, line in enumerate(text.splitlines(), start=1):

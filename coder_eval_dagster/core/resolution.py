@@ -17,11 +17,12 @@ from pydantic import TypeAdapter, ValidationError
 
 from .criteria import Criterion
 from .datasets import CLI_SAMPLE_SEED, PLACEHOLDER, Row, load_rows, sample_rows, substitute
+from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text
 from .models.dataset import Dataset
 from .models.experiment import Experiment
 from .models.task import Task
 from .models.trajectory import Trajectory
-from .problems import DOCUMENT, InvalidInput, Loc, Problem, problems_from_validation
+from .problems import DOCUMENT, InvalidInput, Loc, Problem, dotted, problems_from_validation
 from .yamlio import Document, load_document, load_yaml_text
 
 DEFAULT_VARIANT = "default"
@@ -91,7 +92,8 @@ def discover(paths: list[Path]) -> tuple[list[Path], list[Problem]]:
         elif path.is_file():
             files.append(path)
         else:
-            problems.append(Problem(str(path), 1, DOCUMENT, "no such file or directory"))
+            why = "not a regular file or folder" if path.exists() else "no such file or directory"
+            problems.append(Problem(str(path), 1, DOCUMENT, why))
     # one file reached through two spellings (tasks/x.yaml, experiments/../tasks/x.yaml) is read once
     unique = list({path.resolve(): path for path in reversed(files)}.values())[::-1]
     return unique, problems
@@ -375,8 +377,7 @@ def _check_trajectory_fields(task: Task, doc: Document, rows: list[Row] | None) 
     """Every ``${row.x}`` of a replay trajectory must name a field of every row."""
     if not rows or task.agent.resolved_type != "replay" or not task.agent.trajectory:
         return
-    trajectory = doc.path.parent / task.agent.trajectory
-    names = set(PLACEHOLDER.findall(trajectory.read_text(encoding="utf-8")))
+    names = set(PLACEHOLDER.findall(_read_task_file(doc, ("agent", "trajectory"), task.agent.trajectory)))
     problems = [
         _unknown_field_problem(doc, ("agent", "trajectory"), row, names - set(row.values))
         for row in rows
@@ -384,6 +385,15 @@ def _check_trajectory_fields(task: Task, doc: Document, rows: list[Row] | None) 
     ]
     if problems:
         raise InvalidInput(problems)
+
+
+def _read_task_file(doc: Document, loc: Loc, relative: str) -> str:
+    """A file the task points at (prompt, trajectory), bounded; a failure is a problem at ``loc``."""
+    try:
+        return read_input_text(doc.path.parent / relative, MAX_DOCUMENT_BYTES)
+    except (OSError, UnicodeDecodeError, UnreadableFile) as exc:
+        problem = Problem(str(doc.path), doc.line_of(loc), dotted(loc), f"cannot read {relative}: {exc}")
+        raise InvalidInput([problem]) from None
 
 
 def _mark_override(problem: Problem, overrides: list[tuple[Loc, Any]]) -> Problem:
@@ -401,7 +411,7 @@ def _expand_rows(task: Task, merged: dict[str, Any], rows: list[Row] | None, doc
     """One (row, prompt, criteria) per dataset row, or a single one without a dataset."""
     prompt = task.initial_prompt
     if task.initial_prompt_file is not None:
-        prompt = (doc.path.parent / task.initial_prompt_file).read_text(encoding="utf-8")
+        prompt = _read_task_file(doc, ("initial_prompt_file",), task.initial_prompt_file)
     if rows is None:
         return [(None, prompt, task.success_criteria)]
     raw_criteria = merged["success_criteria"]

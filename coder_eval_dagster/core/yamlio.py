@@ -9,9 +9,15 @@ from typing import Any, ClassVar
 
 import yaml
 
+from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text
 from .problems import DOCUMENT, InvalidInput, Loc, Problem
 
 _Base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# Aliases let a few hundred bytes stand for billions of nodes ("billion laughs"):
+# a document is refused when it would expand to more nodes, or nest deeper, than this.
+MAX_EXPANDED_NODES = 250_000
+MAX_DEPTH = 100
 
 
 class _Loader(_Base):  # type: ignore[misc, valid-type]
@@ -58,32 +64,85 @@ class Document:
 def load_document(path: Path) -> Document:
     """Parse one YAML file; syntax errors and duplicate keys become problems."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput([Problem(str(path), 1, DOCUMENT, f"cannot read file: {exc}")]) from None
+        text = read_input_text(path, MAX_DOCUMENT_BYTES)
+    except (OSError, UnicodeDecodeError, UnreadableFile) as exc:
+        message = str(exc) if isinstance(exc, UnreadableFile) else f"cannot read file: {exc}"
+        raise InvalidInput([Problem(str(path), 1, DOCUMENT, message)]) from None
     return parse_document(path, text)
 
 
 def parse_document(path: Path, text: str) -> Document:
+    """Parse YAML text; a document that is invalid, an alias bomb or too deep is one located problem."""
     try:
         node = yaml.compose(text, Loader=_Loader)
+        if node is not None:
+            _check_expansion(node, str(path))
         data = yaml.load(text, Loader=_Loader) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
         raise InvalidInput([Problem(str(path), line, DOCUMENT, f"YAML syntax error: {exc.problem}")]) from None
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, RecursionError) as exc:
         raise InvalidInput([Problem(str(path), 1, DOCUMENT, f"YAML error: {exc}")]) from None
     doc = Document(path, data)
     if node is not None:
         problems: list[Problem] = []
-        _record_lines(node, (), doc.lines, problems, str(path))
+        _record_lines(node, (), doc.lines, problems, str(path), set())
         if problems:
             raise InvalidInput(problems)
     return doc
 
 
-def _record_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int], problems: list[Problem], path: str) -> None:
+def _check_expansion(root: yaml.Node, path: str) -> None:
+    """Refuse a node graph that expands past MAX_EXPANDED_NODES or MAX_DEPTH.
+
+    Sizes and depths are memoized per node, so an alias bomb is measured in
+    time proportional to its text, not to its expansion.
+    """
+    sizes: dict[int, tuple[int, int]] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if not children_done:
+            if id(node) in sizes:
+                continue
+            if id(node) in open_nodes:
+                _refuse(node, path, "an alias refers to a node that contains it")
+            open_nodes.add(id(node))
+            stack.append((node, True))
+            stack.extend((child, False) for child in _children(node))
+            continue
+        children = _children(node)
+        size = 1 + sum(sizes[id(child)][0] for child in children)
+        depth = 1 + max((sizes[id(child)][1] for child in children), default=0)
+        if size > MAX_EXPANDED_NODES:
+            _refuse(node, path, f"it expands to more than {MAX_EXPANDED_NODES} values (aliases?)")
+        if depth > MAX_DEPTH:
+            _refuse(node, path, f"it nests deeper than {MAX_DEPTH} levels")
+        open_nodes.discard(id(node))
+        sizes[id(node)] = (size, depth)
+
+
+def _refuse(node: yaml.Node, path: str, why: str) -> None:
+    raise InvalidInput([Problem(path, node.start_mark.line + 1, DOCUMENT, f"document refused: {why}")])
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _record_lines(
+    node: yaml.Node, loc: Loc, lines: dict[Loc, int], problems: list[Problem], path: str, visited: set[int]
+) -> None:
+    """Lines of every key and item; a node reached again through an alias is not walked twice."""
+    if id(node) in visited:
+        return
+    visited.add(id(node))
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key_node, value_node in node.value:
@@ -95,9 +154,9 @@ def _record_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int], problems: li
                 problems.append(Problem(path, key_node.start_mark.line + 1, ".".join(map(str, child)), "duplicate key"))
             seen.add(key)
             lines[child] = key_node.start_mark.line + 1
-            _record_lines(value_node, child, lines, problems, path)
+            _record_lines(value_node, child, lines, problems, path, visited)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             child = (*loc, index)
             lines[child] = item.start_mark.line + 1
-            _record_lines(item, child, lines, problems, path)
+            _record_lines(item, child, lines, problems, path, visited)

@@ -6,6 +6,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from ..files import truncation_note
 from .base import Classification, Scoring
 from .context import CheckContext, Outcome
 
@@ -36,11 +37,16 @@ def canonical(label: str, criterion: ClassificationMatch) -> str | None:
 
 
 def check(criterion: ClassificationMatch, ctx: CheckContext) -> Outcome:
-    path = ctx.path(criterion.path)
-    content = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    try:
+        content, truncated = ctx.read_text(criterion.path)
+    except FileNotFoundError:
+        content, truncated = "", False
     observed = NONE_LABEL if not content.strip() else canonical(content, criterion) or OTHER_LABEL
     expected = canonical(criterion.expected_label, criterion) or criterion.expected_label.strip()
     score = 1.0 if observed == expected else 0.0
     return Outcome(
-        score, {"observed": observed, "expected": expected}, expected_label=expected, observed_label=observed
+        score,
+        {"observed": observed, "expected": expected} | truncation_note(criterion.path, truncated),
+        expected_label=expected,
+        observed_label=observed,
     )
