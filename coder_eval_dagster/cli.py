@@ -52,22 +52,24 @@ def options_from(args: argparse.Namespace) -> Options:
 # ----------------------------------------------------------------------------- validate
 
 
-def _file_problems(path: Path) -> list[Problem]:
-    """Everything wrong with one file, judged on its own."""
+def _file_problems(path: Path) -> tuple[list[Problem], list[Problem]]:
+    """Everything wrong with one file, judged on its own, and its warnings."""
     try:
         doc = load_document(path)
         kind = kind_of(doc)
         if kind == "trajectory":
             load_trajectory(path)
-            return []
+            return [], []
         if kind == "experiment":
             experiment = load_experiment(path)
             if not experiment.model.tasks:
-                return []
-            return resolve(Options(experiment=path, include_skipped=True)).problems
+                return [], []
+            resolution = resolve(Options(experiment=path, include_skipped=True))
+        else:
+            resolution = resolve(Options(paths=[path], include_skipped=True))
     except InvalidInput as exc:
-        return exc.problems
-    return resolve(Options(paths=[path], include_skipped=True)).problems
+        return exc.problems, []
+    return resolution.problems, resolution.warnings
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -75,7 +77,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     _print_problems(problems)
     invalid = bool(problems)
     for path in files:
-        found = _file_problems(path)
+        found, warned = _file_problems(path)
+        _print_problems(warned)
         if found:
             invalid = True
             _print_problems(found)

@@ -10,7 +10,7 @@ from pydantic import Field, StringConstraints, ValidationInfo, model_validator
 from ..criteria import Criterion
 from ..files import MAX_DATASET_BYTES, MAX_DOCUMENT_BYTES, regular_file_problem
 from .agent import AgentConfig
-from .base import SAFE_ID, RejectsMovedLimits, StrictModel, is_partial, rule_error
+from .base import RejectsMovedLimits, SafeId, StrictModel, is_partial, rule_error
 from .commands import HookCommand
 from .dataset import Dataset
 from .limits import RunLimits
@@ -18,7 +18,6 @@ from .sandbox import SandboxConfig, TemplateDirSource
 from .simulation import Simulation
 
 Tag = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")]
-TaskId = Annotated[str, StringConstraints(pattern=SAFE_ID)]
 
 
 class Reference(StrictModel):
@@ -52,7 +51,7 @@ def _file_problem(info: ValidationInfo, relative: str | None, folder: bool, limi
 
 
 class Task(RejectsMovedLimits):
-    task_id: TaskId
+    task_id: SafeId
     description: str = Field(min_length=1)
     initial_prompt: str | None = None
     initial_prompt_file: str | None = None
