@@ -5,15 +5,39 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import typing
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .core.preflight import check_environment, dagster_home
 from .core.problems import InvalidInput, Problem
 from .core.resolution import Options, discover, kind_of, load_experiment, load_trajectory, resolve
 from .core.yamlio import load_document
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line (``coder-eval run: argument --sample: ...``), exit 2."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _count(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
 
 
 def _print_problems(problems: Sequence[Problem]) -> None:
@@ -32,7 +56,7 @@ def _selection_arguments(parser: argparse.ArgumentParser) -> None:
         help="override a task field (YAML value); repeatable, merged per key",
     )
     parser.add_argument("--type", dest="agent_type", help="agent type override (claude-code, codex, none, replay)")
-    parser.add_argument("--sample", type=int, metavar="N", help="fixed-seed sample of N rows per stratum")
+    parser.add_argument("--sample", type=_count(1), metavar="N", help="fixed-seed sample of N rows per stratum")
     parser.add_argument("--tags", default="", help="only tasks with any of these comma-separated tags")
     parser.add_argument("--include-skipped", action="store_true", help="also run tasks marked skip: true")
 
@@ -115,20 +139,31 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not options.paths and options.experiment is None:
         print("coder-eval run: give task paths or -e EXPERIMENT", file=sys.stderr)
         return EXIT_USAGE
+    if not _environment_ok(args.runs_dir):
+        return EXIT_USAGE
     return run(options, args.runs_dir, args.concurrency)
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
     from .run_command import rescore
 
+    if not _environment_ok(args.run_dir.parent):
+        return EXIT_USAGE
     return rescore(args.run_dir, args.concurrency)
+
+
+def _environment_ok(runs_dir: Path) -> bool:
+    """Where the run writes must be usable before it starts; each problem is one line."""
+    problems = check_environment(runs_dir, dagster_home())
+    sys.stderr.write("".join(f"coder-eval: {problem}\n" for problem in problems))
+    return not problems
 
 
 # ----------------------------------------------------------------------------- main
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="coder-eval", description="Evaluate AI coding agents on task YAML files.")
+    parser = _Parser(prog="coder-eval", description="Evaluate AI coding agents on task YAML files.")
     commands = parser.add_subparsers(dest="command", required=True)
     validate = commands.add_parser("validate", help="check task and experiment files")
     validate.add_argument("paths", nargs="+", type=Path)
@@ -148,7 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run_arguments(parser: argparse.ArgumentParser, runs_dir: bool = True) -> None:
-    parser.add_argument("--concurrency", type=int, default=0, help="evaluations at once (default: CPU count)")
+    parser.add_argument(
+        "--concurrency", type=_count(0), default=0, help="evaluations at once (default, or 0: the CPU count)"
+    )
     if runs_dir:
         parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run folders go (default runs/)")
 
@@ -166,6 +203,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("coder-eval: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # the file system refused: say where, never a traceback
+        if os.environ.get("CODER_EVAL_DEBUG"):
+            raise
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"coder-eval: cannot use{where}: {exc.strerror or exc}; check that path", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as exc:  # the last line of defence: one line, never a traceback
         if os.environ.get("CODER_EVAL_DEBUG"):
             raise

@@ -264,6 +264,8 @@ def resolve(options: Options) -> Resolution:
 
 
 def _overrides(options: Options) -> list[tuple[Loc, Any]]:
+    if options.sample is not None and options.sample < 1:  # the CLI refuses it; a run config may not
+        raise InvalidInput([Problem("--sample", 1, "sample", f"must be at least 1, got {options.sample}")])
     overrides = [(("agent", "type"), options.agent_type)] if options.agent_type else []
     return overrides + [parse_override(text) for text in options.overrides]
 
