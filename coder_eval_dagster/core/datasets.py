@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .files import MAX_DATASET_BYTES, UnreadableFile, read_input_text
+from .files import MAX_DATASET_BYTES, UnreadableFile, read_input_text, regular_file_problem
 from .models.base import MAX_ID_LENGTH, id_problem
 from .models.dataset import Dataset
 from .problems import InvalidInput, Problem
@@ -37,8 +37,11 @@ def load_rows(dataset: Dataset, doc: Document) -> list[Row]:
         raw = []
         for index, relative in enumerate(dataset.paths or []):
             path, field = doc.path.parent / relative, f"dataset.paths.{index}"
-            if not path.is_file():
+            if not path.exists():
                 message = f"file not found: {relative} (relative to the task YAML)"
+            else:
+                message = regular_file_problem(path, MAX_DATASET_BYTES)
+            if message:
                 raise InvalidInput([Problem(str(doc.path), doc.line_of(("dataset", "paths", index)), field, message)])
             raw.extend(_read_jsonl(path, field))
     return _with_ids(raw, dataset.id_field, doc)
