@@ -428,7 +428,7 @@ def _validate_task(
     if first_row is not None:
         criteria = merged.get("success_criteria")
         if isinstance(criteria, list):
-            data = {**merged, "success_criteria": [_row_criterion(c, first_row)[0] for c in criteria]}
+            data = {**merged, "success_criteria": [_row_criterion(c, first_row, set())[0] for c in criteria]}
     try:
         task = Task.model_validate(data, context={"base_dir": str(doc.path.parent)})
     except ValidationError as exc:
@@ -528,14 +528,16 @@ def _row_hooks(hooks: list[HookCommand], name: str, row: Row, doc: Document) -> 
     return filled
 
 
-def _row_criterion(raw: Any, row: Row) -> tuple[Any, Any | None]:
+def _row_criterion(raw: Any, row: Row, unknown: set[str]) -> tuple[Any, Any | None]:
     """A criterion with the row's values, and the validated criterion (None: the text version, unchecked).
 
     A field that is exactly ``${row.x}`` keeps the value's type: ``expected:
     ${row.sq}`` with ``sq: 1`` compares as the integer 1. Where only text is
     valid (a number in a string field), the text is used.
     """
-    typed = substitute(raw, row, set(), typed=True)
+    typed = substitute(raw, row, unknown, typed=True)
+    if unknown:
+        return typed, None
     try:
         return typed, _CRITERION.validate_python(typed)
     except ValidationError:
@@ -549,11 +551,10 @@ def _row_criteria(task: Task, raw: list[Any], templated: list[int], row: Row, do
     problems = []
     for index in templated:
         unknown: set[str] = set()
-        substitute(raw[index], row, unknown)
+        value, criterion = _row_criterion(raw[index], row, unknown)
         if unknown:
             problems.append(_unknown_field_problem(doc, ("success_criteria", index), row, unknown))
             continue
-        value, criterion = _row_criterion(raw[index], row)
         try:
             criteria[index] = criterion if criterion is not None else _CRITERION.validate_python(value)
         except ValidationError as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 import yaml
 
@@ -94,46 +94,48 @@ def parse_document(path: Path, text: str) -> Document:
 
 
 def _check_expansion(root: yaml.Node, path: str) -> None:
-    """Refuse a node graph that expands past MAX_EXPANDED_NODES or MAX_DEPTH.
+    """Refuse a node graph that expands past MAX_EXPANDED_NODES values or MAX_DEPTH levels.
 
-    Sizes and depths are memoized per node, so an alias bomb is measured in
-    time proportional to its text, not to its expansion.
+    Sizes are memoized per node, so an alias bomb is measured in time
+    proportional to its text, not to its expansion.
     """
-    sizes: dict[int, tuple[int, int]] = {}
+    measured: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded size, height)
     open_nodes: set[int] = set()
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    while stack:
-        node, children_done = stack.pop()
-        if not children_done:
-            if id(node) in sizes:
-                continue
-            if id(node) in open_nodes:
+
+    def measure(node: yaml.Node, depth: int) -> tuple[int, int]:
+        if isinstance(node, yaml.ScalarNode):
+            return 1, 1
+        key = id(node)
+        known = measured.get(key)
+        if known is None:
+            if key in open_nodes:
                 _refuse(node, path, "an alias refers to a node that contains it")
-            open_nodes.add(id(node))
-            stack.append((node, True))
-            stack.extend((child, False) for child in _children(node))
-            continue
-        children = _children(node)
-        size = 1 + sum(sizes[id(child)][0] for child in children)
-        depth = 1 + max((sizes[id(child)][1] for child in children), default=0)
-        if size > MAX_EXPANDED_NODES:
-            _refuse(node, path, f"it expands to more than {MAX_EXPANDED_NODES} values (aliases?)")
-        if depth > MAX_DEPTH:
+            if depth > MAX_DEPTH:
+                _refuse(node, path, f"it nests deeper than {MAX_DEPTH} levels")
+            open_nodes.add(key)
+            size, height = 1, 0
+            for child in _children(node):
+                child_size, child_height = measure(child, depth + 1)
+                size, height = size + child_size, max(height, child_height)
+                if size > MAX_EXPANDED_NODES:
+                    _refuse(node, path, f"it expands to more than {MAX_EXPANDED_NODES} values (aliases?)")
+            open_nodes.discard(key)
+            known = measured[key] = (size, height + 1)
+        if depth + known[1] > MAX_DEPTH + 1:
             _refuse(node, path, f"it nests deeper than {MAX_DEPTH} levels")
-        open_nodes.discard(id(node))
-        sizes[id(node)] = (size, depth)
+        return known
+
+    measure(root, 1)
 
 
-def _refuse(node: yaml.Node, path: str, why: str) -> None:
+def _refuse(node: yaml.Node, path: str, why: str) -> NoReturn:
     raise InvalidInput([Problem(path, node.start_mark.line + 1, DOCUMENT, f"document refused: {why}")])
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.MappingNode):
         return [part for pair in node.value for part in pair]
-    if isinstance(node, yaml.SequenceNode):
-        return list(node.value)
-    return []
+    return list(node.value)
 
 
 def _record_lines(
