@@ -1,6 +1,6 @@
 """Benchmark: the cost of refusing hostile inputs (issue 15, items 3 and 4).
 
-1. `coder-eval validate` on a 363-byte billion-laughs task file (9 levels of
+1. `coder-eval validate` on a 497-byte billion-laughs task file (9 levels of
    9 aliases: 387 million values once expanded), as a subprocess: wall time
    and the child's peak RSS.
 2. The same on a plain 8,000-row inline dataset task (no aliases), for scale.
@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import itertools
 import resource
 import subprocess
 import sys
@@ -22,18 +23,16 @@ from pathlib import Path
 
 import yaml
 
-BOMB = """\
-task_id: t
-description: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
-b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
-c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
-d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
-e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
-f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
-g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
-h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
-i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
-"""
+
+def billion_laughs(levels: int = 9, width: int = 9) -> str:
+    """A task file whose level n holds ``width`` aliases of level n - 1: width**levels values."""
+    names = [f"l{level}" for level in range(levels)]
+    lines = ["task_id: t", f"{names[0]}: &{names[0]} [{', '.join(['lol'] * width)}]"]
+    lines += [f"{name}: &{name} [{', '.join([f'*{below}'] * width)}]" for below, name in itertools.pairwise(names)]
+    return "\n".join(lines) + "\n"
+
+
+BOMB = billion_laughs()
 
 
 def validate_child(path: Path) -> tuple[float, float, str]:
