@@ -7,6 +7,7 @@ after the agents ran, with a traceback or a page of logs.
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from pathlib import Path
@@ -57,12 +58,18 @@ def path_problem(path: Path, what: str) -> str | None:
 
 
 def folder_problem(folder: Path, what: str, fix: str) -> str | None:
-    """A folder that is not one, or cannot be created or written (tried, not guessed: root ignores modes)."""
+    """A folder that is not one, or could not be created or written; nothing is left behind.
+
+    Writing is tried, not guessed (root ignores modes, not an immutable flag);
+    a missing folder is judged by the nearest folder that exists above it.
+    """
     if folder.exists() and not folder.is_dir():
         return f"{what} {_short(folder)} is not a folder; {fix}"
+    existing = next(p for p in [folder.absolute(), *folder.absolute().parents] if p.exists())
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        _probe_write(folder)
+        if not existing.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(existing))
+        _probe_write(existing)
     except OSError as exc:
         return f"{what} {_short(folder)} cannot be written ({exc.strerror or exc}); {fix}"
     return None
