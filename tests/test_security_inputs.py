@@ -489,3 +489,37 @@ def test_an_immutable_tables_folder(tmp_path):
         f"coder-eval: the tables folder {tables} cannot be written (Operation not permitted); "
         f"make {tables.parent} a writable folder, or use another --runs-dir"
     )
+
+
+# --------------------------------------------------------------------------- the file sensor
+
+
+def test_the_file_sensor_survives_hostile_task_files(tmp_path):
+    """A bomb, a special file and a FIFO inside a template: the tick ends, the good task is registered."""
+    import threading
+
+    import dagster as dg
+
+    from coder_eval_dagster.defs.evaluation.resources import CoderEvalSettings
+
+    from .test_operations import tick
+
+    tasks = tmp_path / "tasks"
+    write_task(
+        tasks,
+        agentless(
+            task_id="good", sandbox={"python": None, "template_sources": [{"type": "template_dir", "path": "tpl"}]}
+        ),
+    )
+    _fifo(write(tasks / "tpl" / "a.txt", "a").parent)
+    write(tasks / "bomb.yaml", BILLION_LAUGHS)
+    write_task(tasks, agentless(task_id="zero", agent={"type": "replay", "trajectory": "/dev/zero"}), "zero.yaml")
+    settings = CoderEvalSettings(task_paths=[str(tasks)], runs_dir=str(tmp_path / "runs"))
+    with dg.instance_for_test() as instance:
+        results: list[Any] = []
+        worker = threading.Thread(target=lambda: results.append(tick(instance, settings, None)), daemon=True)
+        worker.start()
+        worker.join(60)
+        assert results, "the sensor tick did not finish"
+        assert instance.get_dynamic_partitions("task") == ["good"]
+        assert len(results[0].run_requests) == 1
