@@ -523,3 +523,18 @@ def test_the_file_sensor_survives_hostile_task_files(tmp_path):
         assert results, "the sensor tick did not finish"
         assert instance.get_dynamic_partitions("task") == ["good"]
         assert len(results[0].run_requests) == 1
+
+
+def test_a_template_venv_link_does_not_take_the_sandbox_venv_out(tmp_path):
+    host = tmp_path / "host"
+    host.mkdir()
+    (tmp_path / "tpl").mkdir()
+    (tmp_path / "tpl" / ".venv").symlink_to(host)
+    sandbox = {
+        "python": {"env_packages": ["coder-eval-no-such-package"]},
+        "ignore_patterns": ["!.venv"],
+        "template_sources": [{"type": "template_dir", "path": "tpl"}],
+    }
+    result = _evaluate(tmp_path, agentless(sandbox=sandbox))
+    assert result.final_status == "ERROR" and "leads out of the sandbox" in (result.error or ""), result
+    assert list(host.iterdir()) == []
