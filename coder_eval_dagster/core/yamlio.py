@@ -14,9 +14,9 @@ from .problems import DOCUMENT, InvalidInput, Loc, Problem
 
 _Base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-# Aliases let a few hundred bytes stand for billions of nodes ("billion laughs"):
-# a document is refused when it would expand to more nodes, or nest deeper, than this.
-MAX_EXPANDED_NODES = 250_000
+# Aliases let a few hundred bytes stand for billions of values ("billion laughs"):
+# a document is refused when its aliases add more values, or it nests deeper, than this.
+MAX_ALIAS_EXPANSION = 250_000
 MAX_DEPTH = 100
 
 
@@ -94,20 +94,26 @@ def parse_document(path: Path, text: str) -> Document:
 
 
 def _check_expansion(root: yaml.Node, path: str) -> None:
-    """Refuse a node graph that expands past MAX_EXPANDED_NODES values or MAX_DEPTH levels.
+    """Refuse a node graph that aliases expand by more than MAX_ALIAS_EXPANSION values, or deeper than MAX_DEPTH.
 
     Sizes are memoized per node, so an alias bomb is measured in time
-    proportional to its text, not to its expansion.
+    proportional to its text, not to its expansion. Each node reached again
+    through an alias adds its whole expanded size; a large document without
+    aliases is bounded by the file size limit instead.
     """
     measured: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded size, height)
     open_nodes: set[int] = set()
+    added = 0  # values that aliases add to the document
 
     def measure(node: yaml.Node, depth: int) -> tuple[int, int]:
+        nonlocal added
         if isinstance(node, yaml.ScalarNode):
             return 1, 1
         key = id(node)
         known = measured.get(key)
-        if known is None:
+        if known is not None:
+            added += known[0]
+        else:
             if key in open_nodes:
                 _refuse(node, path, "an alias refers to a node that contains it")
             if depth > MAX_DEPTH:
@@ -117,8 +123,8 @@ def _check_expansion(root: yaml.Node, path: str) -> None:
             for child in _children(node):
                 child_size, child_height = measure(child, depth + 1)
                 size, height = size + child_size, max(height, child_height)
-                if size > MAX_EXPANDED_NODES:
-                    _refuse(node, path, f"it expands to more than {MAX_EXPANDED_NODES} values (aliases?)")
+                if added > MAX_ALIAS_EXPANSION:
+                    _refuse(node, path, f"its aliases expand it by more than {MAX_ALIAS_EXPANSION} values")
             open_nodes.discard(key)
             known = measured[key] = (size, height + 1)
         if depth + known[1] > MAX_DEPTH + 1:
