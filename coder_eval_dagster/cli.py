@@ -120,6 +120,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         print("coder-eval list: give task paths or -e EXPERIMENT", file=sys.stderr)
         return EXIT_USAGE
     result = resolve(options)
+    _print_problems(result.warnings)
     if result.problems:
         _print_problems(result.problems)
         return EXIT_FAILED

@@ -478,6 +478,12 @@ def test_a_tables_folder_that_is_a_file(tmp_path):
     assert "the tables folder" in line and "is not a folder" in line
 
 
+def test_a_file_system_error_later_on_is_one_line(tmp_path):
+    (tmp_path / "home" / "dagster.yaml").mkdir(parents=True)  # the instance's config file is a folder
+    line = _run_line(tmp_path)
+    assert line == f"coder-eval: cannot use {tmp_path / 'home' / 'dagster.yaml'}: Is a directory; check that path"
+
+
 @pytest.mark.skipif(shutil.which("chattr") is None, reason="needs chattr (e2fsprogs) to make a folder immutable")
 def test_an_immutable_tables_folder(tmp_path):
     tables = tmp_path / "runs" / "tables" / "task_results"
