@@ -5,17 +5,41 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import typing
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .core.agents import AGENT_TYPES
+from .core.preflight import check_environment, dagster_home
 from .core.problems import InvalidInput, Problem
 from .core.resolution import discover, kind_of, load_experiment, load_trajectory, resolve
 from .core.run_spec import RunSpec
 from .core.yamlio import load_document
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line (``coder-eval run: argument --sample: ...``), exit 2."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _count(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
 
 
 def _print_problems(problems: Sequence[Problem]) -> None:
@@ -35,7 +59,7 @@ def _selection_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--type", dest="agent_type", help=f"agent type override ({', '.join(AGENT_TYPES)})")
     parser.add_argument("--model", help="agent.model for every task (shorthand for -D agent.model=MODEL)")
-    parser.add_argument("--sample", type=int, metavar="N", help="fixed-seed sample of N rows per stratum")
+    parser.add_argument("--sample", type=_count(1), metavar="N", help="fixed-seed sample of N rows per stratum")
     parser.add_argument("--tags", default="", help="only tasks with any of these comma-separated tags")
     parser.add_argument("--include-skipped", action="store_true", help="also run tasks marked skip: true")
     parser.add_argument(
@@ -67,22 +91,24 @@ def spec_from(args: argparse.Namespace) -> RunSpec:
 # ----------------------------------------------------------------------------- validate
 
 
-def _file_problems(path: Path) -> list[Problem]:
-    """Everything wrong with one file, judged on its own."""
+def _file_problems(path: Path) -> tuple[list[Problem], list[Problem]]:
+    """Everything wrong with one file, judged on its own, and its warnings."""
     try:
         doc = load_document(path)
         kind = kind_of(doc)
         if kind == "trajectory":
             load_trajectory(path)
-            return []
+            return [], []
         if kind == "experiment":
             experiment = load_experiment(path)
             if not experiment.model.tasks:
-                return []
-            return resolve(RunSpec(experiment=str(path), include_skipped=True)).problems
+                return [], []
+            resolution = resolve(RunSpec(experiment=str(path), include_skipped=True))
+        else:
+            resolution = resolve(RunSpec(task_paths=[str(path)], include_skipped=True))
     except InvalidInput as exc:
-        return exc.problems
-    return resolve(RunSpec(task_paths=[str(path)], include_skipped=True)).problems
+        return exc.problems, []
+    return resolution.problems, resolution.warnings
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -90,7 +116,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     _print_problems(problems)
     invalid = bool(problems)
     for path in files:
-        found = _file_problems(path)
+        found, warned = _file_problems(path)
+        _print_problems(warned)
         if found:
             invalid = True
             _print_problems(found)
@@ -108,6 +135,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         print("coder-eval list: give task paths or -e EXPERIMENT", file=sys.stderr)
         return EXIT_USAGE
     result = resolve(spec)
+    _print_problems(result.warnings)
     if result.problems:
         _print_problems(result.problems)
         return EXIT_FAILED
@@ -148,9 +176,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         if spec.selects_anything:
             print("coder-eval run: --resume / --retry-errors take a run folder, not task paths", file=sys.stderr)
             return EXIT_USAGE
+        if not _environment_ok(again.parent):
+            return EXIT_USAGE
         return resume(again, args.concurrency, retry_errors=args.retry_errors is not None, junit=args.junit)
     if not spec.selects_anything:
         print("coder-eval run: give task paths or -e EXPERIMENT", file=sys.stderr)
+        return EXIT_USAGE
+    if not _environment_ok(args.runs_dir):
         return EXIT_USAGE
     return run(spec, args.runs_dir, args.concurrency, junit=args.junit)
 
@@ -158,7 +190,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_rescore(args: argparse.Namespace) -> int:
     from .cli_run import rescore
 
+    if not _environment_ok(args.run_dir.parent):
+        return EXIT_USAGE
     return rescore(args.run_dir, args.concurrency, junit=args.junit)
+
+
+def _environment_ok(runs_dir: Path) -> bool:
+    """Where the run writes must be usable before it starts; each problem is one line."""
+    problems = check_environment(runs_dir, dagster_home())
+    sys.stderr.write("".join(f"coder-eval: {problem}\n" for problem in problems))
+    return not problems
 
 
 # ----------------------------------------------------------------------------- main
@@ -174,7 +215,7 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="coder-eval", description="Evaluate AI coding agents on task YAML files.")
+    parser = _Parser(prog="coder-eval", description="Evaluate AI coding agents on task YAML files.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     validate = commands.add_parser("validate", help="check task and experiment files")
@@ -203,7 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run_arguments(parser: argparse.ArgumentParser, runs_dir: bool = True) -> None:
-    parser.add_argument("--concurrency", type=int, default=0, help="evaluations at once (default: CPU count)")
+    parser.add_argument(
+        "--concurrency", type=_count(0), default=0, help="evaluations at once (default, or 0: the CPU count)"
+    )
     parser.add_argument("--junit", type=Path, metavar="FILE", help="also write a JUnit XML report (one testcase each)")
     if runs_dir:
         parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run folders go (default runs/)")
@@ -225,6 +268,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `coder-eval schema | head`: the reader has all it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except OSError as exc:  # the file system refused: say where, never a traceback
+        if os.environ.get("CODER_EVAL_DEBUG"):
+            raise
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"coder-eval: cannot use{where}: {exc.strerror or exc}; check that path", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as exc:  # the last line of defence: one line, never a traceback
         if os.environ.get("CODER_EVAL_DEBUG"):
             raise

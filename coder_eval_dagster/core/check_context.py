@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .files import CRITERION_READ_CAP, read_text_capped
 from .results import ToolCallRecord, TurnRecord
 
 if TYPE_CHECKING:
@@ -22,11 +23,9 @@ class CheckContext:
     def path(self, relative: str) -> Path:
         return self.sandbox.resolve_path(relative)
 
-    def read_text(self, relative: str) -> str:
-        path = self.path(relative)
-        if not path.is_file():
-            raise FileNotFoundError(f"file not found: {relative}")
-        return path.read_text(encoding="utf-8", errors="replace")
+    def read_text(self, relative: str) -> tuple[str, bool]:
+        """The file's text, at most CRITERION_READ_CAP bytes of it, and whether it was cut there."""
+        return read_text_capped(self.path(relative), CRITERION_READ_CAP, relative)
 
     @property
     def calls(self) -> list[ToolCallRecord]:
