@@ -9,8 +9,11 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .core.criteria.judging import DEFAULT_JUDGE_CONCURRENCY
 from .core.problems import InvalidInput, Problem
 from .core.resolution import Options, discover, kind_of, load_experiment, load_trajectory, resolve
+from .core.routing import RouteError
+from .core.runs import JudgeSettings
 from .core.yamlio import load_document
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -105,6 +108,16 @@ def cmd_list(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------- run, rescore
 
 
+def judge_settings(args: argparse.Namespace) -> JudgeSettings:
+    """Resolve the API route once, print it on the ``API routing:`` line, and keep the judge settings."""
+    from .core.routing import configure, current_route, routing_line
+
+    configure(args.backend)
+    print(routing_line(current_route()), file=sys.stderr)
+    only = getattr(args, "only_criteria", None)
+    return JudgeSettings(args.backend, args.judge_concurrency, only)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .run_command import run
 
@@ -112,13 +125,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not options.paths and options.experiment is None:
         print("coder-eval run: give task paths or -e EXPERIMENT", file=sys.stderr)
         return EXIT_USAGE
-    return run(options, args.runs_dir, args.concurrency)
+    return run(options, args.runs_dir, args.concurrency, judge_settings(args))
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
     from .run_command import rescore
 
-    return rescore(args.run_dir, args.concurrency)
+    return rescore(args.run_dir, args.concurrency, judge_settings(args))
 
 
 # ----------------------------------------------------------------------------- main
@@ -140,14 +153,52 @@ def build_parser() -> argparse.ArgumentParser:
     rescoring = commands.add_parser("rescore", help="re-run criteria and suite metrics of an earlier run")
     rescoring.add_argument("run_dir", type=Path)
     _run_arguments(rescoring, runs_dir=False)
+    rescoring.add_argument(
+        "--only-criteria",
+        type=criterion_types,
+        metavar="TYPE[,TYPE]",
+        help="re-run only criteria of these types; the others keep their stored results",
+    )
     rescoring.set_defaults(handler=cmd_rescore)
     return parser
 
 
 def _run_arguments(parser: argparse.ArgumentParser, runs_dir: bool = True) -> None:
     parser.add_argument("--concurrency", type=int, default=0, help="evaluations at once (default: CPU count)")
+    parser.add_argument(
+        "-b",
+        "--backend",
+        choices=["direct", "bedrock"],
+        help="model API backend for the agent and the judges (default: $API_BACKEND, else direct)",
+    )
+    parser.add_argument(
+        "--judge-concurrency",
+        type=positive_int,
+        default=DEFAULT_JUDGE_CONCURRENCY,
+        metavar="N",
+        help=f"judge calls at once across the run (default {DEFAULT_JUDGE_CONCURRENCY})",
+    )
     if runs_dir:
         parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run folders go (default runs/)")
+
+
+def positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
+    return int(text)
+
+
+def criterion_types(text: str) -> list[str]:
+    """``TYPE[,TYPE]``: registered criterion type names."""
+    from .core.criteria import REGISTRY
+
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in REGISTRY]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown criterion type(s) {', '.join(unknown) or text!r}; known: {', '.join(sorted(REGISTRY))}"
+        )
+    return names
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -159,6 +210,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler(args)
     except InvalidInput as exc:
         _print_problems(exc.problems)
+        return EXIT_USAGE
+    except RouteError as exc:  # e.g. API_BACKEND=vertex
+        print(f"coder-eval: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("coder-eval: interrupted", file=sys.stderr)

@@ -11,7 +11,7 @@ from .core import progress
 from .core.evaluation import utc_now
 from .core.problems import InvalidInput
 from .core.resolution import Options, Resolution, resolve
-from .core.runs import RUN_FILE, RunPlan, new_run_dir, options_dict, read_plan, write_plan
+from .core.runs import RUN_FILE, JudgeSettings, RunPlan, new_run_dir, options_dict, read_plan, write_plan
 from .core.sandbox.process import INTERRUPTED
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -26,7 +26,7 @@ def _ids(row_tasks: list[Any]) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(rt.task_id for rt in row_tasks)), list(dict.fromkeys(rt.variant_id for rt in row_tasks))
 
 
-def run(options: Options, runs_dir: Path, concurrency: int) -> int:
+def run(options: Options, runs_dir: Path, concurrency: int, judges: JudgeSettings | None = None) -> int:
     resolution = resolve(options)
     if resolution.problems:
         raise InvalidInput(resolution.problems)
@@ -35,10 +35,10 @@ def run(options: Options, runs_dir: Path, concurrency: int) -> int:
     plan = RunPlan(
         run_id=run_dir.name, started_at=utc_now(), options=options_dict(options), experiment=_experiment_id(resolution)
     )
-    return _launch(instance, plan, run_dir, runs_dir, concurrency, resolution, rescore=False)
+    return _launch(instance, plan, run_dir, runs_dir, concurrency, resolution, judges or JudgeSettings(), rescore=False)
 
 
-def rescore(run_dir: Path, concurrency: int) -> int:
+def rescore(run_dir: Path, concurrency: int, judges: JudgeSettings | None = None) -> int:
     if not (run_dir / "run_plan.json").is_file():
         print(f"coder-eval rescore: {run_dir} is not a run folder (no run_plan.json)", file=sys.stderr)
         return EXIT_USAGE
@@ -48,7 +48,8 @@ def rescore(run_dir: Path, concurrency: int) -> int:
         raise InvalidInput(resolution.problems)
     present = {p.parent.parent.relative_to(run_dir).as_posix() for p in run_dir.glob("*/**/run_state.json")}
     resolution.row_tasks = [rt for rt in resolution.row_tasks if f"{rt.variant_id}/{rt.task_id}" in present]
-    return _launch(_open_instance(), plan, run_dir, run_dir.parent, concurrency, resolution, rescore=True)
+    judges = judges or JudgeSettings()
+    return _launch(_open_instance(), plan, run_dir, run_dir.parent, concurrency, resolution, judges, rescore=True)
 
 
 def _open_instance() -> Any:
@@ -65,6 +66,7 @@ def _launch(
     runs_dir: Path,
     concurrency: int,
     resolution: Resolution,
+    judges: JudgeSettings,
     rescore: bool,
 ) -> int:
     from .defs.evaluation.resources import CoderEvalSettings
@@ -72,7 +74,15 @@ def _launch(
 
     plan.dagster_run_id = str(uuid.uuid4())  # Dagster run ids are UUID4 strings
     write_plan(run_dir, plan)
-    settings = CoderEvalSettings(run_dir=str(run_dir), runs_dir=str(runs_dir), concurrency=concurrency, rescore=rescore)
+    settings = CoderEvalSettings(
+        run_dir=str(run_dir),
+        runs_dir=str(runs_dir),
+        concurrency=concurrency,
+        rescore=rescore,
+        api_backend=judges.backend,
+        judge_concurrency=judges.judge_concurrency,
+        only_criteria=judges.only_criteria,
+    )
     task_ids, variant_ids = _ids(resolution.row_tasks)
     with _ProgressBar(sum(rt.replicates for rt in resolution.row_tasks)):
         result = execute(instance, settings, task_ids, variant_ids, plan.dagster_run_id, rescore)

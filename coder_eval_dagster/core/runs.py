@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .criteria.judging import DEFAULT_JUDGE_CONCURRENCY
 from .evaluation import RESULT_FILE, Evaluation, load_result, new_evaluation, utc_now
 from .reports.run_summary import render_run_md, run_document, write_json
 from .resolution import Options, Resolution, RowTask, resolve
@@ -42,6 +43,15 @@ class RunPlan:
         data["paths"] = [Path(p) for p in data.get("paths", [])]
         data["experiment"] = Path(data["experiment"]) if data.get("experiment") else None
         return Options(**data)
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """How a run routes and bounds its model calls (judges included); travels to the scoring stage."""
+
+    backend: str | None = None  # -b/--backend; None: API_BACKEND, else direct
+    judge_concurrency: int = DEFAULT_JUDGE_CONCURRENCY
+    only_criteria: list[str] | None = None  # rescore --only-criteria
 
 
 def options_dict(options: Options) -> dict[str, Any]:

@@ -31,7 +31,9 @@ from ...core.evaluation import (
 )
 from ...core.fingerprints import fingerprints
 from ...core.resolution import Resolution, RowTask
+from ...core.routing import current_route, routing_line
 from ...core.runs import RunPlan, cache_dir, in_parallel, plan_evaluations, resolve_plan, summarize
+from ...core.scoring import kept_for_rescore
 from .partitions import ids_of, partition_key, row_task_partitions
 from .resources import CoderEvalSettings
 
@@ -200,14 +202,14 @@ def sandbox_runs(resolved_tasks) -> None:
 # ----------------------------------------------------------------------------- criteria_scores
 
 
-def _restore(evaluation: Evaluation, rescore: bool) -> Evaluation:
-    """Reload what the sandbox stages wrote (or, to rescore, the final task.json)."""
+def _restore(evaluation: Evaluation, rescore: bool, only: list[str] | None) -> Evaluation:
+    """Reload what the sandbox stages wrote (or, to rescore, the final task.json and the results it keeps)."""
     path = evaluation.folder / (RESULT_FILE if rescore else STATE_FILE)
     if path.exists():
         evaluation.result = load_result(path)
         evaluation.sandbox_ready = (evaluation.folder / "sandbox").is_dir()
         if rescore and evaluation.result.error is None:
-            evaluation.result.criteria = []
+            evaluation.result.criteria = kept_for_rescore(evaluation.result.criteria, set(only) if only else None)
     else:
         evaluation.fail("ERROR", f"no {path.name}: the sandbox stage did not run for this evaluation")
     return evaluation
@@ -219,8 +221,10 @@ def _restore(evaluation: Evaluation, rescore: bool) -> Evaluation:
     description="Every criterion against the preserved sandbox and trajectory.",
 )
 def score_criteria(context: dg.OpExecutionContext, settings: CoderEvalSettings) -> list[Evaluation]:
-    evaluations = [_restore(e, settings.rescore) for e in _evaluations(context, settings)]
-    return in_parallel(score, evaluations, settings.workers())
+    width = settings.apply_judge_settings()
+    context.log.info(routing_line(current_route()))
+    evaluations = [_restore(e, settings.rescore, settings.only_criteria) for e in _evaluations(context, settings)]
+    return in_parallel(score, evaluations, width)
 
 
 def _finish_one(evaluation: Evaluation, rescore: bool) -> Evaluation:

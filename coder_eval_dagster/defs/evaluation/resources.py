@@ -10,8 +10,10 @@ import dagster as dg
 from dagster._core.storage.tags import BACKFILL_ID_TAG
 from pydantic import Field
 
+from ...core.criteria.judging import DEFAULT_JUDGE_CONCURRENCY, set_judge_concurrency
 from ...core.evaluation import utc_now
 from ...core.resolution import Options
+from ...core.routing import configure
 from ...core.runs import RunPlan, default_concurrency, options_dict, read_plan, write_plan
 
 
@@ -34,6 +36,15 @@ class CoderEvalSettings(dg.ConfigurableResource):
     run_dir: str | None = None
     concurrency: int = 0
     rescore: bool = False
+    api_backend: str | None = None  # -b/--backend (None: API_BACKEND, else direct)
+    judge_concurrency: int = DEFAULT_JUDGE_CONCURRENCY  # judge calls at once across the scoring stage
+    only_criteria: list[str] | None = None  # rescore: re-run only these criterion types, keep the others
+
+    def apply_judge_settings(self) -> int:
+        """Route and bound the judges of this process; the scoring stage's width (at least the judges')."""
+        configure(self.api_backend)
+        set_judge_concurrency(self.judge_concurrency)
+        return max(self.workers(), self.judge_concurrency)
 
     def workers(self) -> int:
         return self.concurrency if self.concurrency > 0 else default_concurrency()
