@@ -176,25 +176,24 @@ class _Handler(RecordingHandler):
         script.headers.append(dict(self.headers))
         script.enter()
         try:
-            self.answer(script, body, bedrock)
+            reply = self.answer(script, body, bedrock)
         finally:
-            script.leave()
+            script.leave()  # before the reply goes out: a client that got it may send its next request at once
+        self.send(*reply)
 
-    def answer(self, script: Script, body: dict[str, Any], bedrock: bool) -> None:
+    def answer(self, script: Script, body: dict[str, Any], bedrock: bool) -> tuple[int, bytes, str]:
         time.sleep(script.latency_s)
         failing = script.take_failure() or (body.get("tools") and script.status != 200)
         if failing:
             status = script.fail_status if script.status == 200 else script.status
             error = {"type": "error", "error": {"type": "api_error", "message": "scripted failure"}}
-            self.send(status, json.dumps(error).encode(), "application/json")
-            return
+            return status, json.dumps(error).encode(), "application/json"
         turn, index = _reply(script, body)
         model = self.path.split("/")[2] if bedrock else body.get("model", "m")
         if not body.get("stream"):
-            self.send(200, json.dumps(_message(turn, model, index)).encode(), "application/json")
-            return
+            return 200, json.dumps(_message(turn, model, index)).encode(), "application/json"
         stream = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in _events(turn, model, index))
-        self.send(200, stream.encode(), "text/event-stream")
+        return 200, stream.encode(), "text/event-stream"
 
 
 class FakeAnthropic(LoopbackServer):

@@ -9,9 +9,9 @@ process (a route carries them in memory only; ``describe`` shows none).
 
 from __future__ import annotations
 
-import functools
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -81,12 +81,23 @@ class ApiRoute:
         return env
 
     def client(self, max_retries: int, timeout: float) -> Any:
-        """The anthropic SDK client of this route (thread-safe, shared by the judges of a process)."""
-        return _client(self, max_retries, timeout)
+        """The anthropic SDK client of this route, made once and shared by the judges of the process.
+
+        Made under a lock: judges starting together would otherwise each build
+        a client (its TLS context alone takes tens of milliseconds of CPU).
+        """
+        key = (self, max_retries, timeout)
+        with _clients_lock:
+            if key not in _clients:
+                _clients[key] = _new_client(self, max_retries, timeout)
+            return _clients[key]
 
 
-@functools.cache
-def _client(route: ApiRoute, max_retries: int, timeout: float) -> Any:
+_clients: dict[tuple[ApiRoute, int, float], Any] = {}
+_clients_lock = threading.Lock()
+
+
+def _new_client(route: ApiRoute, max_retries: int, timeout: float) -> Any:
     import anthropic
 
     if route.backend == "direct":
