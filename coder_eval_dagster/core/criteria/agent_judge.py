@@ -18,9 +18,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ..models.agent import AgentConfig
+from ..models.base import rule_error
 from ..routing import current_route
 from ..sandbox.templates import copy_template_dir, effective_ignore_patterns
 from .context import Outcome
@@ -69,6 +70,18 @@ class AgentJudge(JudgeBase):
     max_turns: int = Field(default=50, ge=1)
     turn_timeout: float = Field(default=300, ge=1)
     agent: AgentConfig | None = None
+
+    @field_validator("agent")
+    @classmethod
+    def _claude_code_fields_only(cls, agent: AgentConfig | None) -> AgentConfig | None:
+        """A judge is always a read-only Claude Code agent without settings of its own."""
+        if agent is not None:
+            if agent.type not in (None, "claude-code"):
+                raise rule_error("type", f"an agent_judge is a claude-code agent, not {agent.type}")
+            for name in ("claude_settings", "trajectory"):
+                if getattr(agent, name) is not None:
+                    raise rule_error(name, "not used by agent_judge (its settings are never loaded)")
+        return agent
 
 
 def judge_config(agent: AgentConfig | None) -> AgentConfig:
