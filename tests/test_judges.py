@@ -173,6 +173,10 @@ def test_bad_verdicts_score_zero_with_an_error(tmp_path, api, verdict, error):
     result = judged(tmp_path, llm())
     (judge,) = result.criteria
     assert judge.score == 0.0 and error in judge.error and result.final_status == "FAILED"
+    transcript = yaml.safe_load((folder(tmp_path) / "judge-0.yaml").read_text())
+    assert transcript["error"] == judge.error and transcript["score"] == 0.0
+    if isinstance(verdict, str):
+        assert transcript["verdict"] == verdict  # the judge's prose is kept for the author to read
 
 
 def test_api_error_scores_zero_and_429_is_retried(tmp_path, api):

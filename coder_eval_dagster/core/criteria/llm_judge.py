@@ -102,6 +102,7 @@ def call_model(run: JudgeRun, criterion: LlmJudge, route: ApiRoute) -> None:
         return
     tokens = message.usage.input_tokens, message.usage.output_tokens
     run.usage = judge_usage(*tokens, list_price(run.model, *tokens), time.monotonic() - started)
+    run.verdict = "\n".join(block.text for block in message.content if getattr(block, "type", None) == "text")
     try:
         verdict = tool_verdict(message)
         run.verdict = json.dumps(verdict, ensure_ascii=False)
