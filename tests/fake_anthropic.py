@@ -12,12 +12,17 @@ For the judges: a request that forces ``submit_verdict`` gets the scripted
 ``verdict`` (a dict: the tool call's input; a string: a text-only reply);
 ``fail_first`` answers the first N model requests with ``fail_status`` (429
 then success); ``latency_s`` delays every reply; Bedrock's
-``/model/<id>/invoke`` is answered like ``/v1/messages``.
+``/model/<id>/invoke`` is answered like ``/v1/messages``, and
+``/model/<id>/invoke-with-response-stream`` with the same events in AWS
+event-stream frames (what the Claude Code CLI reads on Bedrock).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
@@ -147,6 +152,25 @@ def _events(turn: Turn, model: str, index: int) -> list[tuple[str, dict[str, Any
     return events
 
 
+def _frame(headers: dict[str, str], payload: bytes) -> bytes:
+    """One AWS event-stream message: prelude (lengths, CRC), string headers, payload, message CRC."""
+    encoded = b"".join(
+        bytes([len(name)]) + name.encode() + b"\x07" + struct.pack(">H", len(value)) + value.encode()
+        for name, value in headers.items()
+    )
+    prelude = struct.pack(">II", 16 + len(encoded) + len(payload), len(encoded))
+    message = prelude + struct.pack(">I", binascii.crc32(prelude)) + encoded + payload
+    return message + struct.pack(">I", binascii.crc32(message))
+
+
+def _event_stream(events: list[tuple[str, dict[str, Any]]]) -> bytes:
+    headers = {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"}
+    return b"".join(
+        _frame(headers, json.dumps({"bytes": base64.b64encode(json.dumps(data).encode()).decode()}).encode())
+        for _, data in events
+    )
+
+
 def _reply(script: Script, body: dict[str, Any]) -> tuple[Turn, int]:
     """The scripted turn for a request: a verdict, a title side call, or the turn of the conversation."""
     forced = (body.get("tool_choice") or {}).get("name")
@@ -190,6 +214,8 @@ class _Handler(RecordingHandler):
             return status, json.dumps(error).encode(), "application/json"
         turn, index = _reply(script, body)
         model = self.path.split("/")[2] if bedrock else body.get("model", "m")
+        if self.path.endswith("/invoke-with-response-stream"):
+            return 200, _event_stream(_events(turn, model, index)), "application/vnd.amazon.eventstream"
         if not body.get("stream"):
             return 200, json.dumps(_message(turn, model, index)).encode(), "application/json"
         stream = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in _events(turn, model, index))

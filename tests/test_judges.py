@@ -376,3 +376,16 @@ def test_shipped_examples_run_then_rescore_only_the_llm_judge(tmp_path, api, mon
     assert len(fake.script.requests) - len(prompts) - 1 == agent_requests  # one judge call, no agent judge rerun
     with pytest.raises(SystemExit, match="2"):
         run_cli("rescore", run_dir, "--only-criteria", "llm_judge,nope")
+
+
+@pytest.mark.slow
+def test_agent_judge_on_bedrock(tmp_path, api, monkeypatch):
+    fake = api(Script([Turn(tools=[("Bash", {"command": "python3 main.py"})]), Turn(text='{"score": 0.7}')]))
+    monkeypatch.setenv("API_BACKEND", "bedrock")
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "bedrock-token-0123456789")
+    monkeypatch.setenv("ANTHROPIC_BEDROCK_BASE_URL", fake.url)
+    (judge,) = agent_judged(tmp_path).criteria
+    assert (judge.score, judge.error) == (0.7, None)
+    streamed = [p for p in fake.script.paths if p.endswith("/invoke-with-response-stream")]
+    assert streamed and all(p == "/model/anthropic.claude-sonnet-4-6/invoke-with-response-stream" for p in streamed)
+    assert not any(p.startswith("/v1/") for p in fake.script.paths)
