@@ -11,10 +11,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .core.agents import AGENT_TYPES
+from .core.criteria.judging import DEFAULT_JUDGE_CONCURRENCY
 from .core.preflight import check_environment, dagster_home
 from .core.problems import InvalidInput, Problem
 from .core.resolution import discover, kind_of, load_experiment, load_trajectory, resolve
+from .core.routing import RouteError
 from .core.run_spec import RunSpec
+from .core.runs import JudgeSettings
 from .core.yamlio import load_document
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -167,6 +170,16 @@ def cmd_schema(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------- run, rescore
 
 
+def judge_settings(args: argparse.Namespace) -> JudgeSettings:
+    """Resolve the API route once, print it on the ``API routing:`` line, and keep the judge settings."""
+    from .core.routing import configure, current_route, routing_line
+
+    configure(args.backend)
+    print(routing_line(current_route()), file=sys.stderr)
+    only = getattr(args, "only_criteria", None)
+    return JudgeSettings(args.backend, args.judge_concurrency, only)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .cli_run import resume, run
 
@@ -178,13 +191,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         if not _environment_ok(again.parent):
             return EXIT_USAGE
-        return resume(again, args.concurrency, retry_errors=args.retry_errors is not None, junit=args.junit)
+        retry = args.retry_errors is not None
+        return resume(again, args.concurrency, retry_errors=retry, judges=judge_settings(args), junit=args.junit)
     if not spec.selects_anything:
         print("coder-eval run: give task paths or -e EXPERIMENT", file=sys.stderr)
         return EXIT_USAGE
     if not _environment_ok(args.runs_dir):
         return EXIT_USAGE
-    return run(spec, args.runs_dir, args.concurrency, junit=args.junit)
+    return run(spec, args.runs_dir, args.concurrency, judges=judge_settings(args), junit=args.junit)
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
@@ -192,7 +206,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 
     if not _environment_ok(args.run_dir.parent):
         return EXIT_USAGE
-    return rescore(args.run_dir, args.concurrency, junit=args.junit)
+    return rescore(args.run_dir, args.concurrency, judges=judge_settings(args), junit=args.junit)
 
 
 def _environment_ok(runs_dir: Path) -> bool:
@@ -239,6 +253,12 @@ def build_parser() -> argparse.ArgumentParser:
     rescoring = commands.add_parser("rescore", help="re-run criteria and suite metrics of an earlier run")
     rescoring.add_argument("run_dir", type=Path)
     _run_arguments(rescoring, runs_dir=False)
+    rescoring.add_argument(
+        "--only-criteria",
+        type=criterion_types,
+        metavar="TYPE[,TYPE]",
+        help="re-run only criteria of these types; the others keep their stored results",
+    )
     rescoring.set_defaults(handler=cmd_rescore)
     return parser
 
@@ -248,8 +268,34 @@ def _run_arguments(parser: argparse.ArgumentParser, runs_dir: bool = True) -> No
         "--concurrency", type=_count(0), default=0, help="evaluations at once (default, or 0: the CPU count)"
     )
     parser.add_argument("--junit", type=Path, metavar="FILE", help="also write a JUnit XML report (one testcase each)")
+    parser.add_argument(
+        "-b",
+        "--backend",
+        choices=["direct", "bedrock"],
+        help="model API backend for the agent and the judges (default: $API_BACKEND, else direct)",
+    )
+    parser.add_argument(
+        "--judge-concurrency",
+        type=_count(1),
+        default=DEFAULT_JUDGE_CONCURRENCY,
+        metavar="N",
+        help=f"judge calls at once across the run (default {DEFAULT_JUDGE_CONCURRENCY})",
+    )
     if runs_dir:
         parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run folders go (default runs/)")
+
+
+def criterion_types(text: str) -> list[str]:
+    """``TYPE[,TYPE]``: registered criterion type names."""
+    from .core.criteria import REGISTRY
+
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in REGISTRY]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown criterion type(s) {', '.join(unknown) or text!r}; known: {', '.join(sorted(REGISTRY))}"
+        )
+    return names
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -261,6 +307,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler(args)
     except InvalidInput as exc:
         _print_problems(exc.problems)
+        return EXIT_USAGE
+    except RouteError as exc:  # e.g. API_BACKEND=vertex
+        print(f"coder-eval: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("coder-eval: interrupted", file=sys.stderr)

@@ -16,14 +16,14 @@ from .core.reports.junit import write_junit
 from .core.reports.run_summary import why_not_passed
 from .core.resolution import Resolution, resolve
 from .core.run_spec import RunSpec
-from .core.runs import RUN_FILE, OpenRun, is_run_folder, load_run, new_run_dir, open_run, resnapshot
+from .core.runs import RUN_FILE, JudgeSettings, OpenRun, is_run_folder, load_run, new_run_dir, open_run, resnapshot
 from .core.sandbox.process import INTERRUPTED
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 MAX_TABLE_ROWS = 40
 
 
-def run(spec: RunSpec, runs_dir: Path, concurrency: int, junit: Path | None = None) -> int:
+def run(spec: RunSpec, runs_dir: Path, concurrency: int, judges: JudgeSettings, junit: Path | None = None) -> int:
     resolution = resolve(spec)
     if resolution.problems:
         raise InvalidInput(resolution.problems)
@@ -32,7 +32,9 @@ def run(spec: RunSpec, runs_dir: Path, concurrency: int, junit: Path | None = No
         return EXIT_USAGE
     instance = _open_instance()
     opened = open_run(new_run_dir(runs_dir), spec, str(uuid.uuid4()), resolution)
-    return _launch(instance, opened, opened.snapshot.row_tasks, runs_dir, concurrency, rescore=False, junit=junit)
+    return _launch(
+        instance, opened, opened.snapshot.row_tasks, runs_dir, concurrency, judges, rescore=False, junit=junit
+    )
 
 
 def _left_out(resolution: Resolution) -> str:
@@ -61,7 +63,9 @@ def unfinished(opened: OpenRun) -> list[Path]:
     ]
 
 
-def resume(run_dir: Path, concurrency: int, retry_errors: bool, junit: Path | None = None) -> int:
+def resume(
+    run_dir: Path, concurrency: int, retry_errors: bool, judges: JudgeSettings, junit: Path | None = None
+) -> int:
     """Finish a run whose process died (or re-run its ERROR evaluations) in its own folder.
 
     Evaluations that finished a phase keep it (an agent never runs twice);
@@ -78,7 +82,15 @@ def resume(run_dir: Path, concurrency: int, retry_errors: bool, junit: Path | No
             return _report(run_dir, junit) if (run_dir / RUN_FILE).is_file() else EXIT_FAILED
         row_tasks = [rt for rt in row_tasks if f"{rt.variant_id}/{rt.task_id}" in errored]
     return _launch(
-        _open_instance(), opened, row_tasks, run_dir.parent, concurrency, rescore=False, fresh_id=True, junit=junit
+        _open_instance(),
+        opened,
+        row_tasks,
+        run_dir.parent,
+        concurrency,
+        judges,
+        rescore=False,
+        fresh_id=True,
+        junit=junit,
     )
 
 
@@ -93,7 +105,7 @@ def _errored(run_dir: Path) -> list[Path]:
     return folders
 
 
-def rescore(run_dir: Path, concurrency: int, junit: Path | None = None) -> int:
+def rescore(run_dir: Path, concurrency: int, judges: JudgeSettings, junit: Path | None = None) -> int:
     opened = _run_folder("rescore", run_dir)
     if opened is None:
         return EXIT_USAGE
@@ -113,7 +125,7 @@ def rescore(run_dir: Path, concurrency: int, junit: Path | None = None) -> int:
     if not row_tasks:
         print(f"coder-eval rescore: {run_dir} has no evaluation to rescore", file=sys.stderr)
         return EXIT_USAGE
-    return _launch(_open_instance(), opened, row_tasks, run_dir.parent, concurrency, rescore=True, junit=junit)
+    return _launch(_open_instance(), opened, row_tasks, run_dir.parent, concurrency, judges, rescore=True, junit=junit)
 
 
 def _open_instance() -> Any:
@@ -129,6 +141,7 @@ def _launch(
     row_tasks: list[Any],
     runs_dir: Path,
     concurrency: int,
+    judges: JudgeSettings,
     rescore: bool,
     fresh_id: bool = False,
     junit: Path | None = None,
@@ -143,6 +156,9 @@ def _launch(
         runs_dir=str(runs_dir),
         concurrency=concurrency,
         rescore=rescore,
+        api_backend=judges.backend,
+        judge_concurrency=judges.judge_concurrency,
+        only_criteria=judges.only_criteria,
     )
     task_ids = list(dict.fromkeys(rt.task_id for rt in row_tasks))
     variant_ids = list(dict.fromkeys(rt.variant_id for rt in row_tasks))

@@ -63,7 +63,7 @@ def cli_process(
 
 def problem_lines(stderr: str) -> list[str]:
     assert "Traceback" not in stderr and "internal error" not in stderr, stderr
-    return stderr.splitlines()
+    return [line for line in stderr.splitlines() if not line.startswith("API routing:")]  # the route, not a problem
 
 
 # --------------------------------------------------------------------------- item 4: YAML bombs, special files

@@ -35,6 +35,7 @@ from .models.commands import HookCommand
 from .models.task import Task
 from .resolution import RowTask
 from .results import CommandStats, EvaluationResult, HookRun
+from .routing import current_route
 from .sandbox import TempdirSandbox, TemplateError
 from .sandbox.process import kill_group
 from .scoring import all_passed, armed_gate, score_criteria, weighted_score
@@ -252,6 +253,8 @@ def score(evaluation: Evaluation) -> None:
     """Check every criterion against the preserved sandbox and trajectory."""
     result = evaluation.result
     assert result is not None
+    route = current_route()
+    result.environment_info["judge_transport"] = route.judge_transport
     if not evaluation.ended:
         trajectory = None if evaluation.task.agent.resolved_type == "none" else result.trajectory
         ctx = CheckContext(
@@ -259,8 +262,11 @@ def score(evaluation: Evaluation) -> None:
             evaluation.row_task.task_dir,
             trajectory,
             reference_text(evaluation.task, evaluation.row_task.task_dir),
+            folder=evaluation.folder,
+            prompt=evaluation.task.initial_prompt,
+            route=route,
         )
-        result.criteria = score_criteria(evaluation.task.success_criteria, ctx)
+        result.criteria = score_criteria(evaluation.task.success_criteria, ctx, kept=result.criteria)
 
 
 def decide(result: EvaluationResult, task: Task) -> None:
