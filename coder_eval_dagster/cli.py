@@ -9,6 +9,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .compare_cli import add_commands as add_compare_commands
 from .core.problems import InvalidInput, Problem
 from .core.resolution import Options, discover, kind_of, load_experiment, load_trajectory, resolve
 from .core.yamlio import load_document
@@ -141,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     rescoring.add_argument("run_dir", type=Path)
     _run_arguments(rescoring, runs_dir=False)
     rescoring.set_defaults(handler=cmd_rescore)
+    add_compare_commands(commands)
     return parser
 
 

@@ -124,7 +124,13 @@ class RunSummary:
 
 
 def summarize(run_dir: Path, plan: RunPlan, resolution: Resolution, tables_dir: Path) -> RunSummary:
-    """Suite metrics, run.json, run.md and the run's Parquet files, from the task.json files."""
+    """Suite metrics, run.json, run.md, the comparison page and the run's Parquet files, from the task.json files.
+
+    Then the runs index is refreshed. The comparison's imports (pandas, scipy,
+    matplotlib) are deferred to here so that starting a run does not pay for them.
+    """
+    from .compare.pages import write_index, write_run_comparison
+
     results = collect_results(run_dir)
     suite = suite_entries(resolution.row_tasks, results)
     header = {
@@ -134,14 +140,17 @@ def summarize(run_dir: Path, plan: RunPlan, resolution: Resolution, tables_dir: 
         "experiment": plan.experiment,
         "dagster_run_id": plan.dagster_run_id,
         "options": plan.options,
+        "variants": list(dict.fromkeys(rt.variant_id for rt in resolution.row_tasks)),
     }
     document = run_document(header, results, resolution.skipped, suite)
+    document["comparison"] = write_run_comparison(run_dir, results, header["variants"])
     write_json(run_dir / RUN_FILE, document)
     (run_dir / RUN_MD).write_text(render_run_md(document), encoding="utf-8")
     run_ts = run_timestamp(plan.run_id)
     for table, rows in task_rows(results, run_ts).items():
         write_table(tables_dir, table, plan.run_id, run_ts, rows)
     write_table(tables_dir, "suite_metrics", plan.run_id, run_ts, suite_rows(plan.run_id, run_ts, suite))
+    write_index(run_dir.parent)
     return RunSummary(document, results, suite)
 
 

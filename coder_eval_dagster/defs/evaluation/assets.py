@@ -15,6 +15,7 @@ from typing import Any
 import dagster as dg
 
 from ...core import progress
+from ...core.compare.plotted import suite_float_metadata
 from ...core.evaluation import (
     RESULT_FILE,
     STATE_FILE,
@@ -32,6 +33,7 @@ from ...core.evaluation import (
 from ...core.fingerprints import fingerprints
 from ...core.resolution import Resolution, RowTask
 from ...core.runs import RunPlan, cache_dir, in_parallel, plan_evaluations, resolve_plan, summarize
+from .comparison import variant_comparison
 from .partitions import ids_of, partition_key, row_task_partitions
 from .resources import CoderEvalSettings
 
@@ -313,9 +315,10 @@ def suite_metrics(context: dg.AssetExecutionContext, settings: CoderEvalSettings
             "run_dir": dg.MetadataValue.path(str(run_dir)),
             "run_md": dg.MetadataValue.path(str(run_dir / "run.md")),
             "tasks": len(summary.results),
+            **suite_float_metadata(summary.results),
         },
         check_results=checks,
     )
 
 
-ASSETS = [task_definitions, resolved_tasks, sandbox_runs, criteria_scores, suite_metrics]
+ASSETS = [task_definitions, resolved_tasks, sandbox_runs, criteria_scores, suite_metrics, variant_comparison]

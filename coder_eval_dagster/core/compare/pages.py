@@ -1,0 +1,115 @@
+"""Files a comparison leaves behind: the HTML page with its PNGs, the run's own comparison, the runs index."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..results import EvaluationResult
+from .analysis import Comparison, compare_variants
+from .figures import Drawing, comparison_figures, save_pngs
+from .render import html_page, relative_to, render_html
+from .rows import RunRows, report_path, results_frame
+
+RUN_PAGE = "comparison.html"
+INDEX_PAGE = "index.html"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write under a name private to this thread, then rename: a reader never sees half a page."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def write_page(path: Path, text: str, drawings: list[Drawing]) -> list[Path]:
+    """The page and each figure as ``<page stem>.<figure>.png`` beside it."""
+    pngs = save_pngs(drawings, path.parent, f"{path.stem}.")
+    write_atomically(path, text)
+    return [path, *pngs.values()]
+
+
+def write_comparison_page(comparison: Comparison, path: Path) -> list[Path]:
+    drawings = comparison_figures(comparison.arms, comparison.pairs)
+    return write_page(path, render_html(comparison, drawings, path.parent), drawings)
+
+
+def write_run_comparison(run_dir: Path, results: list[EvaluationResult], variants: list[str]) -> dict[str, str] | None:
+    """A run of several variants: its comparison page and figures; what run.json records of them."""
+    if len(variants) < 2:
+        return None
+    comparison = compare_variants(RunRows(run_dir, run_dir.name, variants, results_frame(results)))
+    write_comparison_page(comparison, run_dir / RUN_PAGE)
+    return {"page": RUN_PAGE, "figure": f"{Path(RUN_PAGE).stem}.success_rate.png"}
+
+
+# ----------------------------------------------------------------------------- <runs-dir>/index.html
+
+
+def _pass_rates(tasks: list[dict[str, Any]]) -> str:
+    """Pass rate per variant, ERROR evaluations excluded."""
+    rates = []
+    for variant in sorted({t["variant_id"] for t in tasks}):
+        valid = [t for t in tasks if t["variant_id"] == variant and t["final_status"] != "ERROR"]
+        passed = sum(t["success"] for t in valid)
+        rates.append(f"{variant}: {passed}/{len(valid)}" + (f" ({passed / len(valid):.0%})" if valid else ""))
+    return "; ".join(rates)
+
+
+def _link(text: str, target: Path, href: Callable[[str], str]) -> str:
+    return f'<a href="{html.escape(href(str(target)))}">{html.escape(text)}</a>'
+
+
+def _report_item(run_dir: Path, task: dict[str, Any], href: Callable[[str], str]) -> str:
+    variant, task_id, replicate = task["variant_id"], task["task_id"], task["replicate"]
+    link = _link(f"{variant} {task_id} #{replicate:02d}", run_dir / report_path(variant, task_id, replicate), href)
+    return f"<li>{link} {html.escape(task['final_status'])}</li>"
+
+
+def _index_row(run_dir: Path, document: dict[str, Any], href: Callable[[str], str]) -> str:
+    tasks = document.get("tasks") or []
+    links = [_link("run.md", run_dir / "run.md", href)]
+    if (run_dir / RUN_PAGE).is_file():
+        links.append(_link("comparison", run_dir / RUN_PAGE, href))
+    reports = "".join(_report_item(run_dir, task, href) for task in tasks)
+    details = f"<details><summary>task reports</summary><ul>{reports}</ul></details>" if reports else ""
+    verdict = "PASSED" if document.get("passed") else "FAILED"
+    cells = [
+        html.escape(document["run_id"]),
+        html.escape((document.get("started_at") or "")[:19].replace("T", " ")),
+        str(len({t["task_id"] for t in tasks})),
+        html.escape(_pass_rates(tasks)),
+    ]
+    return (
+        "<tr>"
+        + "".join(f"<td>{c}</td>" for c in cells)
+        + f'<td class="{verdict.lower()}">{verdict}</td><td>{" · ".join(links)}{details}</td></tr>'
+    )
+
+
+def render_index(runs_dir: Path) -> str:
+    """Every run folder, newest first: date, tasks, pass rate per variant, verdict and links."""
+    href = relative_to(runs_dir)
+    rows = []
+    for run_file in sorted(runs_dir.glob("*/run.json"), reverse=True):
+        try:
+            document = json.loads(run_file.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue  # a run.json being replaced right now is picked up by the next refresh
+        rows.append(_index_row(run_file.parent, document, href))
+    head = "".join(f"<th>{h}</th>" for h in ("run", "started", "tasks", "pass rate per variant", "verdict", "links"))
+    table = (
+        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>" if rows else "<p>no runs yet</p>"
+    )
+    return html_page("coder-eval runs", f"<h1>Runs in {html.escape(runs_dir.name)}</h1>{table}")
+
+
+def write_index(runs_dir: Path) -> Path:
+    path = runs_dir / INDEX_PAGE
+    write_atomically(path, render_index(runs_dir))
+    return path
