@@ -282,7 +282,8 @@ def _breakdown(paired: pd.DataFrame, column: str) -> list[GroupStats]:
 
 def compare_pair(baseline: Arm, other: Arm) -> PairComparison:
     """Every figure of ``other`` against ``baseline`` on their paired rows."""
-    paired = arm_rows(baseline.evaluations).join(arm_rows(other.evaluations), how="inner", lsuffix="_a", rsuffix="_b")
+    rows_a, rows_b = arm_rows(baseline.evaluations), arm_rows(other.evaluations)
+    paired = rows_a.merge(rows_b, how="inner", left_index=True, right_index=True, suffixes=("_a", "_b"))
     paired["pass_a"] = paired["success_a"] > 0.5
     paired["pass_b"] = paired["success_b"] > 0.5
     overall = group_stats("all", paired, RESAMPLES)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,8 @@ def _drawing(name: str, title: str, figure: Figure) -> Drawing:
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", metadata={"Date": None})  # no timestamp: the same data, the same file
     svg = buffer.getvalue()
-    return Drawing(name, title, svg[svg.index("<svg") :], figure)
+    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg[svg.index("<svg") :], flags=re.DOTALL)  # RDF credits
+    return Drawing(name, title, svg, figure)
 
 
 def save_pngs(drawings: list[Drawing], folder: Path, prefix: str) -> dict[str, Path]:

@@ -129,7 +129,7 @@ def _arms_table(comparison: Comparison) -> Table:
 
 def _flips_table(title: str, flips: list[Flip], pair: PairComparison) -> Table:
     return Table(
-        ["row", f"score {pair.baseline}", f"score {pair.other}", "reports"],
+        ["row", f"score {pair.baseline}", f"score {pair.other}", "report", "report"],
         [
             [
                 f.task_id,

@@ -1,0 +1,150 @@
+"""`coder-eval compare` over synthetic runs: pairing, ERROR exclusion, flips, breakdowns, formats, errors."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from scipy import stats
+
+from coder_eval_dagster.core.compare.analysis import compare_runs, compare_variants
+from coder_eval_dagster.core.compare.rows import load_run
+
+from .helpers import run_cli
+from .synthetic_runs import evaluation, write_run
+
+DAY = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
+ROWS = [f"shop/{i:03d}" for i in range(164)]
+FAILS_A = {i for i in range(164) if i % 10 == 0}  # 17 rows
+FAILS_B = set(range(30))  # the known subset the second variant fails
+ERRORS_A, ERRORS_B = {150}, {100, 101}
+
+
+def status(i: int, fails: set[int], errors: set[int]) -> str:
+    return "ERROR" if i in errors else ("FAILED" if i in fails else "SUCCESS")
+
+
+@pytest.fixture
+def experiment_run(tmp_path: Path) -> Path:
+    rows = []
+    for i, task_id in enumerate(ROWS):
+        tags = ["even" if i % 2 == 0 else "odd"]
+        rows.append(evaluation("a", task_id, status(i, FAILS_A, ERRORS_A), tags=tags, cost_usd=0.02))
+        rows.append(evaluation("b", task_id, status(i, FAILS_B, ERRORS_B), tags=tags, cost_usd=0.03, turns=3))
+    return write_run(tmp_path / "runs", DAY, rows)
+
+
+def test_every_figure_of_a_164_row_experiment(experiment_run: Path) -> None:
+    (pair,) = compare_variants(load_run(experiment_run)).pairs
+    paired = [i for i in range(164) if i not in ERRORS_A | ERRORS_B]
+    regressed = [i for i in paired if i not in FAILS_A and i in FAILS_B]
+    improved = [i for i in paired if i in FAILS_A and i not in FAILS_B]
+    assert (pair.baseline, pair.other, pair.rows) == ("a", "b", len(paired)) == ("a", "b", 161)
+    assert pair.rate_baseline == pytest.approx(sum(i not in FAILS_A for i in paired) / 161)
+    assert pair.rate_other == pytest.approx(sum(i not in FAILS_B for i in paired) / 161)
+    assert pair.difference == pytest.approx(pair.rate_other - pair.rate_baseline) and pair.difference < 0
+    assert pair.difference_interval.low < pair.difference < pair.difference_interval.high < 0
+    assert pair.mcnemar_p == pytest.approx(stats.binomtest(len(improved), len(regressed) + len(improved)).pvalue, abs=1e-6)
+    assert [f.task_id for f in pair.regressions] == [ROWS[i] for i in regressed]
+    assert [f.task_id for f in pair.improvements] == [ROWS[i] for i in improved]
+    flip = pair.regressions[0]
+    assert (flip.score_baseline, flip.score_other) == (1.0, 0.0)
+    assert flip.report_other == str(experiment_run / "b" / flip.task_id / "01" / "task.html")
+    # ERROR rows are out of the paired denominators, counted and listed apart
+    assert pair.error_evaluations == {"a": 1, "b": 2}
+    assert [(e.task_id, e.errored_in) for e in pair.error_rows] == [(ROWS[100], ["b"]), (ROWS[101], ["b"]), (ROWS[150], ["a"])]
+    assert pair.evaluations_baseline == pair.evaluations_other == 161
+    assert pair.interval_baseline.low < pair.rate_baseline < pair.interval_baseline.high
+    cost = next(d for d in pair.deltas if d.metric == "cost_usd")
+    assert cost.median_delta == pytest.approx(0.01) and cost.rows == 161
+    assert next(d for d in pair.deltas if d.metric == "turns").p90_delta == 2
+    assert [g.key for g in pair.by_tag] == ["even", "odd"] and sum(g.rows for g in pair.by_tag) == 161
+    (shop,) = pair.by_task
+    assert shop.key == "shop" and shop.rows == 161 and shop.regressions == len(regressed)
+
+
+def test_replicates_are_averaged_and_error_replicates_dropped(tmp_path: Path) -> None:
+    rows = [
+        evaluation("a", "t1", "SUCCESS", 1),
+        evaluation("a", "t1", "SUCCESS", 2),
+        evaluation("b", "t1", "FAILED", 1),
+        evaluation("b", "t1", "ERROR", 2),  # left out: t1 under b is FAILED
+        evaluation("a", "t2", "SUCCESS", 1),
+        evaluation("a", "t2", "FAILED", 2),  # half: not a pass for McNemar
+        evaluation("b", "t2", "SUCCESS", 1),
+        evaluation("b", "t2", "SUCCESS", 2),
+    ]
+    (pair,) = compare_variants(load_run(write_run(tmp_path, DAY, rows))).pairs
+    assert pair.rows == 2 and pair.difference == pytest.approx(((0 - 1) + (1 - 0.5)) / 2)
+    assert (pair.successes_baseline, pair.evaluations_baseline) == (3, 4)
+    assert (pair.successes_other, pair.evaluations_other) == (2, 3)
+    assert [f.task_id for f in pair.regressions] == ["t1"] and [f.task_id for f in pair.improvements] == ["t2"]
+    assert pair.error_rows == [] and pair.error_evaluations == {"a": 0, "b": 1}
+
+
+def test_two_runs_pair_the_same_variants(tmp_path: Path) -> None:
+    before = write_run(tmp_path, DAY, [evaluation(v, f"t{i}", "SUCCESS") for v in ("a", "b") for i in range(8)])
+    after_rows = [evaluation(v, f"t{i}", "FAILED" if v == "b" else "SUCCESS") for v in ("a", "b") for i in range(8)]
+    after = write_run(tmp_path, DAY.replace(day=2), after_rows + [evaluation("a", "new", "SUCCESS")])
+    comparison = compare_runs(load_run(before), load_run(after))
+    a, b = comparison.pairs
+    assert (a.baseline, a.other) == (f"a@{before.name}", f"a@{after.name}")
+    assert a.difference == 0 and a.unpaired_rows == 1
+    assert b.difference == -1 and len(b.regressions) == 8 and b.mcnemar_p == pytest.approx(2 / 256)
+    assert [p.other for p in compare_runs(load_run(before), load_run(after), "b").pairs] == [f"b@{after.name}"]
+
+
+def test_a_run_folder_without_its_parquet_is_read_from_task_json(tmp_path: Path) -> None:
+    from coder_eval_dagster.core.evaluation import RESULT_FILE
+    from coder_eval_dagster.core.results import EvaluationResult
+
+    run_dir = tmp_path / "2026-12-01T00-00-00Z"
+    for variant, status_ in (("base", "SUCCESS"), ("other", "FAILED")):
+        folder = run_dir / variant / "t" / "01"
+        folder.mkdir(parents=True)
+        result = EvaluationResult(
+            run_id=run_dir.name, task_id="t", base_task_id="t", variant_id=variant, replicate=1, agent_type="none",
+            final_status=status_, success=status_ == "SUCCESS",
+        )
+        (folder / RESULT_FILE).write_text(result.model_dump_json())
+    (pair,) = compare_variants(load_run(run_dir), "base").pairs
+    assert pair.rows == 1 and [f.task_id for f in pair.regressions] == ["t"]
+
+
+def test_cli_formats(experiment_run: Path, tmp_path: Path) -> None:
+    as_json = run_cli("compare", experiment_run, "--format", "json")
+    assert as_json.code == 0, as_json.err
+    document = json.loads(as_json.out)
+    assert document["pairs"][0]["rows"] == 161 and [a["label"] for a in document["arms"]] == ["a", "b"]
+    assert document["pairs"][0]["difference_interval"]["high"] < 0
+    table = run_cli("compare", experiment_run)
+    assert table.code == 0 and "b vs a" in table.out and "McNemar" in table.out
+    report = tmp_path / "out" / "report.md"
+    report.parent.mkdir()
+    assert run_cli("compare", experiment_run, "--baseline", "b", "--format", "md", "-o", report).code == 0
+    text = report.read_text()
+    assert "## a vs b" in text and f"](../runs/{experiment_run.name}/a/shop/001/01/task.html)" in text
+    page = tmp_path / "out" / "page.html"
+    written = run_cli("compare", experiment_run, "--format", "html", "-o", page)
+    assert written.code == 0 and written.out.strip() == str(page)
+    html = page.read_text()
+    assert html.count("<svg") == 3 and not re.search(r"<script|<link|src=|url\((?!#)", html)  # nothing fetched
+    assert set(re.findall(r'"(https?://[^"]*)"', html)) <= {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}
+    assert {p.name for p in page.parent.glob("*.png")} == {
+        "page.success_rate.png",
+        "page.forest_1.png",
+        "page.cost_success.png",
+    }
+
+
+def test_cli_errors_are_one_line(experiment_run: Path, tmp_path: Path) -> None:
+    wrong = run_cli("compare", experiment_run, "--baseline", "nope")
+    assert wrong.code == 2 and wrong.err.strip().count("\n") == 0 and "no variant 'nope'" in wrong.err
+    missing = run_cli("compare", tmp_path / "absent")
+    assert missing.code == 2 and "no such run folder" in missing.err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "no evaluations" in run_cli("compare", empty).err
