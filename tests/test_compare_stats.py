@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from coder_eval_dagster.core.compare.stats import (
     mcnemar_exact_p,
     mcnemar_power,
     paired_bootstrap_interval,
+    power_table_markdown,
     rows_needed,
     wilson_interval,
 )
@@ -84,3 +86,8 @@ def test_rows_needed_is_the_first_row_count_with_the_power() -> None:
     assert rows_needed(0.20, 0.20) < rows < rows_needed(0.05, 0.20)  # type: ignore[operator]
     # every flip one way: 6 flips give p = 1/32 < 0.05, so power is P(Bin(n, 0.1) >= 6)
     assert mcnemar_power(100, 0.10, 0.10) == pytest.approx(1 - sum(math.comb(100, k) * 0.1**k * 0.9 ** (100 - k) for k in range(6)))
+
+
+def test_the_power_table_of_the_running_guide_is_the_codes() -> None:
+    guide = (Path(__file__).parent.parent / "docs" / "running.md").read_text()
+    assert power_table_markdown() in guide

@@ -228,16 +228,17 @@ def group_stats(key: str, paired: pd.DataFrame, resamples: int) -> GroupStats:
 
 
 def _flips(paired: pd.DataFrame, mask: pd.Series, runs: tuple[Path, Path]) -> list[Flip]:
+    columns = ["base_task_id_a", "score_a", "score_b", "report_a", "report_b"]
     return [
         Flip(
             task_id=str(task_id),
-            base_task_id=str(row.base_task_id_a),
-            score_baseline=float(row.score_a),
-            score_other=float(row.score_b),
-            report_baseline=str(runs[0] / row.report_a),
-            report_other=str(runs[1] / row.report_b),
+            base_task_id=str(base),
+            score_baseline=float(score_a),
+            score_other=float(score_b),
+            report_baseline=str(runs[0] / report_a),
+            report_other=str(runs[1] / report_b),
         )
-        for task_id, row in paired[mask].iterrows()
+        for task_id, base, score_a, score_b, report_a, report_b in paired.loc[mask, columns].itertuples()
     ]
 
 

@@ -16,7 +16,7 @@ from scipy import stats
 CONFIDENCE = 0.95
 ALPHA = 0.05
 SEED = 20261203  # fixed: the same rows give the same interval, run after run
-RESAMPLES = 4999
+RESAMPLES = 1999  # 95 % percentile bounds to about +-0.5 percentage point of their limit at 10,000 rows
 BREAKDOWN_RESAMPLES = 999  # per task and per tag: many small groups
 
 
@@ -56,6 +56,7 @@ def paired_bootstrap_interval(differences: np.ndarray, resamples: int = RESAMPLE
     result = stats.bootstrap(
         (values,),
         np.mean,
+        vectorized=True,
         n_resamples=resamples,
         confidence_level=CONFIDENCE,
         method="percentile",
