@@ -47,7 +47,9 @@ def test_every_figure_of_a_164_row_experiment(experiment_run: Path) -> None:
     assert pair.rate_other == pytest.approx(sum(i not in FAILS_B for i in paired) / 161)
     assert pair.difference == pytest.approx(pair.rate_other - pair.rate_baseline) and pair.difference < 0
     assert pair.difference_interval.low < pair.difference < pair.difference_interval.high < 0
-    assert pair.mcnemar_p == pytest.approx(stats.binomtest(len(improved), len(regressed) + len(improved)).pvalue, abs=1e-6)
+    assert pair.mcnemar_p == pytest.approx(
+        stats.binomtest(len(improved), len(regressed) + len(improved)).pvalue, abs=1e-6
+    )
     assert [f.task_id for f in pair.regressions] == [ROWS[i] for i in regressed]
     assert [f.task_id for f in pair.improvements] == [ROWS[i] for i in improved]
     flip = pair.regressions[0]
@@ -55,7 +57,11 @@ def test_every_figure_of_a_164_row_experiment(experiment_run: Path) -> None:
     assert flip.report_other == str(experiment_run / "b" / flip.task_id / "01" / "task.html")
     # ERROR rows are out of the paired denominators, counted and listed apart
     assert pair.error_evaluations == {"a": 1, "b": 2}
-    assert [(e.task_id, e.errored_in) for e in pair.error_rows] == [(ROWS[100], ["b"]), (ROWS[101], ["b"]), (ROWS[150], ["a"])]
+    assert [(e.task_id, e.errored_in) for e in pair.error_rows] == [
+        (ROWS[100], ["b"]),
+        (ROWS[101], ["b"]),
+        (ROWS[150], ["a"]),
+    ]
     assert pair.evaluations_baseline == pair.evaluations_other == 161
     assert pair.interval_baseline.low < pair.rate_baseline < pair.interval_baseline.high
     cost = next(d for d in pair.deltas if d.metric == "cost_usd")
@@ -88,7 +94,7 @@ def test_replicates_are_averaged_and_error_replicates_dropped(tmp_path: Path) ->
 def test_two_runs_pair_the_same_variants(tmp_path: Path) -> None:
     before = write_run(tmp_path, DAY, [evaluation(v, f"t{i}", "SUCCESS") for v in ("a", "b") for i in range(8)])
     after_rows = [evaluation(v, f"t{i}", "FAILED" if v == "b" else "SUCCESS") for v in ("a", "b") for i in range(8)]
-    after = write_run(tmp_path, DAY.replace(day=2), after_rows + [evaluation("a", "new", "SUCCESS")])
+    after = write_run(tmp_path, DAY.replace(day=2), [*after_rows, evaluation("a", "new", "SUCCESS")])
     comparison = compare_runs(load_run(before), load_run(after))
     a, b = comparison.pairs
     assert (a.baseline, a.other) == (f"a@{before.name}", f"a@{after.name}")
@@ -106,8 +112,14 @@ def test_a_run_folder_without_its_parquet_is_read_from_task_json(tmp_path: Path)
         folder = run_dir / variant / "t" / "01"
         folder.mkdir(parents=True)
         result = EvaluationResult(
-            run_id=run_dir.name, task_id="t", base_task_id="t", variant_id=variant, replicate=1, agent_type="none",
-            final_status=status_, success=status_ == "SUCCESS",
+            run_id=run_dir.name,
+            task_id="t",
+            base_task_id="t",
+            variant_id=variant,
+            replicate=1,
+            agent_type="none",
+            final_status=status_,
+            success=status_ == "SUCCESS",
         )
         (folder / RESULT_FILE).write_text(result.model_dump_json())
     (pair,) = compare_variants(load_run(run_dir), "base").pairs
@@ -132,7 +144,10 @@ def test_cli_formats(experiment_run: Path, tmp_path: Path) -> None:
     assert written.code == 0 and written.out.strip() == str(page)
     html = page.read_text()
     assert html.count("<svg") == 3 and not re.search(r"<script|<link|src=|url\((?!#)", html)  # nothing fetched
-    assert set(re.findall(r'"(https?://[^"]*)"', html)) <= {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}
+    assert set(re.findall(r'"(https?://[^"]*)"', html)) <= {
+        "http://www.w3.org/2000/svg",
+        "http://www.w3.org/1999/xlink",
+    }
     assert {p.name for p in page.parent.glob("*.png")} == {
         "page.success_rate.png",
         "page.forest_1.png",

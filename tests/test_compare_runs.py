@@ -91,7 +91,9 @@ def test_a_run_writes_its_comparison_and_the_runs_index(runs: tuple[Path, Path, 
     assert "hinted vs baseline" in page and "+62.5 pp" in page  # 8/8 against 3/8
     index = (project / "runs" / "index.html").read_text()
     assert index.index(first.name) > index.index(runs[2].name)  # newest first
-    assert f'href="{first.name}/comparison.html"' in index and f'href="{first.name}/hinted/shop/r1/01/task.html"' in index
+    assert (
+        f'href="{first.name}/comparison.html"' in index and f'href="{first.name}/hinted/shop/r1/01/task.html"' in index
+    )
     assert "baseline: 3/8 (38%); hinted: 8/8 (100%)" in index
 
 
@@ -144,12 +146,17 @@ def test_history_finds_the_flaky_rows(runs: tuple[Path, Path, Path]) -> None:
     assert len(flaky) == 11 and set(flaky["flips_between_runs"]) == {1}  # 8 hinted rows and 3 baseline rows
     shown = run_cli("history", project / "runs", "--task", "shop/r[12]", "--format", "json")
     rates = json.loads(shown.out)["pass_rate_per_day"]
-    assert [(r["variant_id"], r["evaluations"], r["pass_rate"]) for r in rates] == [("baseline", 4, 0.0), ("hinted", 4, 0.5)]
+    assert [(r["variant_id"], r["evaluations"], r["pass_rate"]) for r in rates] == [
+        ("baseline", 4, 0.0),
+        ("hinted", 4, 0.5),
+    ]
     criteria = answers["failing_criteria"]
     assert criteria.iloc[0]["failures"] == 16 and criteria.iloc[0]["criterion_index"] == 1  # "not broken", run 2
 
 
-def test_every_sql_block_of_the_analysts_guide_runs(runs: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_sql_block_of_the_analysts_guide_runs(
+    runs: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     project, _, _ = runs
     guide = (ROOT / "docs" / "analysts.md").read_text()
     blocks = re.findall(r"```sql\n(.*?)```", guide, flags=re.DOTALL)

@@ -85,7 +85,9 @@ def test_rows_needed_is_the_first_row_count_with_the_power() -> None:
     assert mcnemar_power(rows, 0.10, 0.20) >= 0.8 > mcnemar_power(rows - 1, 0.10, 0.20)
     assert rows_needed(0.20, 0.20) < rows < rows_needed(0.05, 0.20)  # type: ignore[operator]
     # every flip one way: 6 flips give p = 1/32 < 0.05, so power is P(Bin(n, 0.1) >= 6)
-    assert mcnemar_power(100, 0.10, 0.10) == pytest.approx(1 - sum(math.comb(100, k) * 0.1**k * 0.9 ** (100 - k) for k in range(6)))
+    assert mcnemar_power(100, 0.10, 0.10) == pytest.approx(
+        1 - sum(math.comb(100, k) * 0.1**k * 0.9 ** (100 - k) for k in range(6))
+    )
 
 
 def test_the_power_table_of_the_running_guide_is_the_codes() -> None:
