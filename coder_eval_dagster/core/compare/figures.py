@@ -119,9 +119,13 @@ def pass_rate_over_time_figure(series: dict[str, list[tuple[Any, float]]]) -> Dr
     axes = figure.add_subplot()
     for variant, points in sorted(series.items()):
         axes.plot([day for day, _ in points], [rate for _, rate in points], "o-", label=variant)
+    from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
+
+    locator = AutoDateLocator(maxticks=8)
+    axes.xaxis.set_major_locator(locator)
+    axes.xaxis.set_major_formatter(ConciseDateFormatter(locator))
     axes.set_ylim(0, 1.05)
     axes.set_ylabel("pass rate (ERROR excluded)")
     if series:
         axes.legend(loc="lower left")
-    figure.autofmt_xdate()
     return _drawing("pass_rate_over_time", "Pass rate over time", figure)

@@ -7,7 +7,7 @@ instance: the latest earlier ``suite_metrics`` materialization whose
 """
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
@@ -65,13 +65,21 @@ def variant_comparison(context: dg.AssetExecutionContext, settings: CoderEvalSet
     # Imported here: pandas and scipy would otherwise load with the code location, before every run.
     from ...core.compare.analysis import compare_variants
     from ...core.compare.nightly import comparison_metadata, regression_verdict
-    from ...core.compare.rows import load_run
+    from ...core.compare.pages import RUN_PAGE
+    from ...core.compare.rows import CompareError, load_run
 
     run_dir, _ = settings.run_folder(context)
-    current = load_run(run_dir)
+    try:
+        current = load_run(run_dir)
+    except CompareError as exc:  # a run that evaluated nothing has nothing to compare and nothing regressed
+        return dg.MaterializeResult(
+            metadata={"comparison": dg.MetadataValue.md(f"nothing to compare: {exc}")},
+            check_results=[_check_result(True, {"previous_run": "this run has no evaluations"})],
+        )
     table, rates = comparison_metadata(compare_variants(current))
     before = previous_run(context.instance, current)
     verdict = regression_verdict(before, current)
+    page = run_dir / RUN_PAGE
     check_metadata = {
         key: dg.MetadataValue.md(value) if key.endswith("_rows") else value for key, value in verdict.details.items()
     }
@@ -80,9 +88,11 @@ def variant_comparison(context: dg.AssetExecutionContext, settings: CoderEvalSet
             "comparison": dg.MetadataValue.md(table),
             **{key: dg.MetadataValue.float(value) for key, value in rates.items()},
             "run_dir": dg.MetadataValue.path(str(run_dir)),
-            "page": dg.MetadataValue.path(str(run_dir / "comparison.html")),
+            **({"page": dg.MetadataValue.path(str(page))} if page.is_file() else {}),
         },
-        check_results=[
-            dg.AssetCheckResult(check_name=REGRESSION_CHECK.name, passed=verdict.passed, metadata=check_metadata)
-        ],
+        check_results=[_check_result(verdict.passed, check_metadata)],
     )
+
+
+def _check_result(passed: bool, metadata: dict[str, Any]) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(check_name=REGRESSION_CHECK.name, passed=passed, metadata=metadata)
