@@ -292,7 +292,7 @@ def compare_pair(baseline: Arm, other: Arm) -> PairComparison:
     successes_b, evaluations_b = int(paired["successes_b"].sum()), int(paired["evaluations_b"].sum())
     scores = (paired["score_b"] - paired["score_a"]).to_numpy()
     runs = (baseline.run.run_dir, other.run.run_dir)
-    ids = set(baseline.evaluations["task_id"]) ^ set(other.evaluations["task_id"])
+    one_arm_only = set(baseline.evaluations["task_id"]) ^ set(other.evaluations["task_id"])
     return PairComparison(
         baseline=baseline.label,
         other=other.label,
@@ -315,7 +315,7 @@ def compare_pair(baseline: Arm, other: Arm) -> PairComparison:
         deltas=[_delta(metric, paired) for metric in DELTA_METRICS],
         error_rows=_error_rows(baseline, other, paired.index),
         error_evaluations={arm.label: _error_count(arm) for arm in (baseline, other)},
-        unpaired_rows=len(ids),
+        unpaired_rows=len(one_arm_only),
         by_task=_breakdown(paired, "base_task_id_a"),
         by_tag=_breakdown(paired, "tags_a"),
     )

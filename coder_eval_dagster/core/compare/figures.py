@@ -10,6 +10,7 @@ import io
 import os
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -121,6 +122,9 @@ def pass_rate_over_time_figure(series: dict[str, list[tuple[Any, float]]]) -> Dr
         axes.plot([day for day, _ in points], [rate for _, rate in points], "o-", label=variant)
     from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 
+    days = sorted({day for points in series.values() for day, _ in points})
+    if len(days) == 1:  # one day has no range to put ticks on: show the days around it
+        axes.set_xlim(days[0] - timedelta(days=1), days[0] + timedelta(days=1))
     locator = AutoDateLocator(maxticks=8)
     axes.xaxis.set_major_locator(locator)
     axes.xaxis.set_major_formatter(ConciseDateFormatter(locator))
