@@ -61,7 +61,7 @@ def paired_bootstrap_interval(differences: np.ndarray, resamples: int = RESAMPLE
         confidence_level=CONFIDENCE,
         method="percentile",
         rng=np.random.default_rng(SEED),
-        batch=max(1, 20_000_000 // values.size),  # bounds memory at about 160 MB of float64
+        batch=max(1, 1_000_000 // values.size),  # about 8 MB a batch: cache-friendly, 3x faster than one big batch
     )
     return Interval(float(result.confidence_interval.low), float(result.confidence_interval.high))
 
