@@ -1,6 +1,7 @@
 """Run folders written straight from outcomes (no agent, no Dagster): for the comparison tests and benchmarks.
 
-Each run gets its run.json (run id, variants, verdict) and its rows in the
+Each run gets its run.json (run id, variants, verdict, the tasks' headline
+fields) and its rows in the
 task_results and criteria_scores Parquet tables, exactly where a real run
 puts them.
 """
@@ -71,7 +72,9 @@ def write_run(runs_dir: Path, run_ts: datetime, rows: list[dict[str, Any]], suff
         "experiment": None,
         "variants": variants,
         "passed": all(row["success"] for row in rows),
-        "tasks": [],
+        "tasks": [
+            {key: row[key] for key in ("task_id", "variant_id", "replicate", "final_status", "success")} for row in rows
+        ],
         "skipped_tasks": [],
         "suite": [],
     }
