@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -163,3 +163,74 @@ def test_cli_errors_are_one_line(experiment_run: Path, tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     assert "no evaluations" in run_cli("compare", empty).err
+
+
+def test_history_keeps_the_last_days_and_refuses_a_folder_without_tables(tmp_path: Path) -> None:
+    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    write_run(tmp_path, today - timedelta(days=10), [evaluation("a", "t1", "FAILED")])
+    write_run(tmp_path, today - timedelta(days=1), [evaluation("a", "t1", "SUCCESS"), evaluation("a", "t2", "ERROR")])
+    everything = json.loads(run_cli("history", tmp_path, "--format", "json").out)
+    assert [r["pass_rate"] for r in everything["pass_rate_per_day"]] == [0.0, 1.0]
+    assert everything["flaky_rows"] == [
+        {"variant_id": "a", "task_id": "t1", "runs": 2, "runs_with_disagreeing_replicates": 0, "flips_between_runs": 1}
+    ]
+    recent = json.loads(run_cli("history", tmp_path, "--days", "3", "--format", "json").out)
+    assert recent["pass_rate_per_day"] == [
+        {
+            "run_date": (today - timedelta(days=1)).date().isoformat(),
+            "variant_id": "a",
+            "evaluations": 2,
+            "errors": 1,
+            "pass_rate": 1.0,
+        }
+    ]
+    empty = run_cli("history", tmp_path / "nothing")
+    assert empty.code == 2 and "no task_results or criteria_scores table" in empty.err
+
+
+def test_suite_float_metadata_leaves_error_out() -> None:
+    from coder_eval_dagster.core.compare.plotted import suite_float_metadata
+    from coder_eval_dagster.core.results import EvaluationResult
+
+    def result(status: str, score: float, cost: float | None) -> EvaluationResult:
+        return EvaluationResult(
+            run_id="r",
+            task_id="t",
+            base_task_id="t",
+            variant_id="v",
+            replicate=1,
+            agent_type="none",
+            final_status=status,
+            success=status == "SUCCESS",
+            weighted_score=score,
+            cost_usd=cost,
+        )
+
+    figures = suite_float_metadata(
+        [result("SUCCESS", 1.0, 0.2), result("FAILED", 0.5, None), result("ERROR", 0.0, 0.1)]
+    )
+    assert figures == {"pass_rate": 0.5, "mean_score": 0.75, "cost_per_task": pytest.approx(0.15)}
+    assert suite_float_metadata([result("ERROR", 0.0, None)]) == {
+        "pass_rate": 0.0,
+        "mean_score": 0.0,
+        "cost_per_task": 0.0,
+    }
+
+
+def test_the_regression_verdict_needs_significance_and_a_drop(tmp_path: Path) -> None:
+    from coder_eval_dagster.core.compare.nightly import regression_verdict, same_task_set
+
+    def night(day: int, failing: int) -> Path:
+        return write_run(
+            tmp_path,
+            DAY.replace(day=day),
+            [evaluation("v", f"t{i}", "FAILED" if i < failing else "SUCCESS") for i in range(10)],
+        )
+
+    healthy, five_worse, six_worse = load_run(night(1, 0)), load_run(night(2, 5)), load_run(night(3, 6))
+    assert same_task_set(healthy, six_worse)
+    assert regression_verdict(healthy, five_worse).passed  # 5 flips one way: p = 1/16, not significant
+    verdict = regression_verdict(healthy, six_worse)  # 6 flips: p = 1/32
+    assert not verdict.passed and verdict.details["v.regressed_rows"] == "\n".join(f"t{i}" for i in range(6))
+    assert regression_verdict(six_worse, healthy).passed  # better is never a regression
+    assert regression_verdict(None, healthy).passed
