@@ -234,3 +234,11 @@ def test_the_regression_verdict_needs_significance_and_a_drop(tmp_path: Path) ->
     assert not verdict.passed and verdict.details["v.regressed_rows"] == "\n".join(f"t{i}" for i in range(6))
     assert regression_verdict(six_worse, healthy).passed  # better is never a regression
     assert regression_verdict(None, healthy).passed
+
+
+def test_a_run_known_only_to_the_tables(experiment_run: Path) -> None:
+    import shutil
+
+    shutil.rmtree(experiment_run)  # the folder is gone; <runs-dir>/tables still has its rows
+    (pair,) = compare_variants(load_run(experiment_run)).pairs
+    assert pair.rows == 161 and pair.baseline == "a"

@@ -1,7 +1,8 @@
 """A run's evaluations as one pandas frame: from its Parquet file, or from its task.json files.
 
 The Parquet file of ``task_results`` is read when the run wrote one (fast:
-one file per run); a run folder without it (copied alone, or still being
+one file per run; ``<runs-dir>/tables`` beside the run folder, which need not
+exist any more); a run folder without it (copied alone, or still being
 summarized) is read from its task.json files.
 """
 
@@ -93,15 +94,15 @@ def _variant_order(run_dir: Path, present: Iterable[str]) -> list[str]:
 
 
 def load_run(run_dir: Path) -> RunRows:
-    """Every evaluation of the run folder ``run_dir``."""
-    if not run_dir.is_dir():
-        raise CompareError(f"{run_dir}: no such run folder")
+    """Every evaluation of the run ``run_dir`` (a run folder, or the name its tables know it by)."""
     run_dir = run_dir.resolve()
     parquet = _parquet_file(run_dir)
     if parquet is not None:
         evaluations = evaluations_frame(pq.read_table(parquet, columns=COLUMNS).to_pandas())
-    else:
+    elif run_dir.is_dir():
         evaluations = results_frame([load_result(p) for p in sorted(run_dir.glob(f"*/**/{RESULT_FILE}"))])
+    else:
+        raise CompareError(f"{run_dir}: no such run folder")
     if evaluations.empty:
         raise CompareError(f"{run_dir}: no evaluations (neither a task_results Parquet file nor task.json files)")
     return RunRows(run_dir, run_dir.name, _variant_order(run_dir, evaluations["variant_id"]), evaluations)
