@@ -62,7 +62,7 @@ def evaluations_frame(frame: pd.DataFrame) -> pd.DataFrame:
     frame["tokens"] = frame["input_tokens"].astype("float64") + frame["output_tokens"].astype("float64")
     frame["cost_usd"] = frame["cost_usd"].astype("float64")
     frame["success"] = frame["success"].astype(bool)
-    keys = zip(frame["variant_id"], frame["task_id"], frame["replicate"], strict=True)
+    keys = zip(frame["variant_id"].tolist(), frame["task_id"].tolist(), frame["replicate"].tolist(), strict=True)
     frame["report"] = [report_path(v, t, int(r)) for v, t, r in keys]
     return frame
 
