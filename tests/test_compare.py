@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -242,3 +243,15 @@ def test_a_run_known_only_to_the_tables(experiment_run: Path) -> None:
     shutil.rmtree(experiment_run)  # the folder is gone; <runs-dir>/tables still has its rows
     (pair,) = compare_variants(load_run(experiment_run)).pairs
     assert pair.rows == 161 and pair.baseline == "a"
+
+
+def test_the_runs_index_follows_a_changed_run_json(tmp_path: Path) -> None:
+    from coder_eval_dagster.core.compare.pages import write_index
+
+    run_dir = write_run(tmp_path, DAY, [evaluation("a", "t1", "FAILED"), evaluation("b", "t1", "ERROR")])
+    assert "a: 0/1 (0%); b: 0/0" in write_index(tmp_path).read_text()
+    document = json.loads((run_dir / "run.json").read_text())
+    document["tasks"][0] |= {"final_status": "SUCCESS", "success": True}  # as a rescore would
+    (run_dir / "run.json").write_text(json.dumps(document))
+    os.utime(run_dir / "run.json", ns=(1, 1))  # a different modification time, whatever the clock's resolution
+    assert "a: 1/1 (100%); b: 0/0" in write_index(tmp_path).read_text()

@@ -18,6 +18,7 @@ from .rows import RunRows, report_path, results_frame
 
 RUN_PAGE = "comparison.html"
 INDEX_PAGE = "index.html"
+ROW_CACHE = ".index-row.html"  # in each run folder: its row of the index
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -92,16 +93,36 @@ def _index_row(run_dir: Path, document: dict[str, Any], href: Callable[[str], st
     )
 
 
+def _cached_row(run_file: Path, href: Callable[[str], str]) -> str | None:
+    """The run's row, kept in the run folder and re-rendered only when run.json or the comparison page changed.
+
+    Refreshing the index re-reads only what changed, not every run.json of
+    every earlier run. None for a run.json being replaced right now (the next
+    refresh picks it up).
+    """
+    run_dir = run_file.parent
+    try:
+        stamp = f"{run_file.stat().st_mtime_ns} {(run_dir / RUN_PAGE).is_file()}"
+        cache = run_dir / ROW_CACHE
+        if cache.is_file():
+            cached_stamp, _, row = cache.read_text(encoding="utf-8").partition("\n")
+            if cached_stamp == stamp:
+                return row
+        row = _index_row(run_dir, json.loads(run_file.read_text(encoding="utf-8")), href)
+    except (OSError, json.JSONDecodeError):
+        return None
+    write_atomically(cache, f"{stamp}\n{row}")
+    return row
+
+
 def render_index(runs_dir: Path) -> str:
     """Every run folder, newest first: date, tasks, pass rate per variant, verdict and links."""
     href = relative_to(runs_dir)
     rows = []
     for run_file in sorted(runs_dir.glob("*/run.json"), reverse=True):
-        try:
-            document = json.loads(run_file.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue  # a run.json being replaced right now is picked up by the next refresh
-        rows.append(_index_row(run_file.parent, document, href))
+        row = _cached_row(run_file, href)
+        if row is not None:
+            rows.append(row)
     head = "".join(f"<th>{h}</th>" for h in ("run", "started", "tasks", "pass rate per variant", "verdict", "links"))
     table = (
         f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>" if rows else "<p>no runs yet</p>"
