@@ -28,10 +28,16 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     compare.set_defaults(handler=cmd_compare)
     history = subparsers.add_parser("history", help="pass rate per day, failing criteria and flaky rows across runs")
     history.add_argument("runs_dir", type=Path, help="the runs folder (with its tables/)")
-    history.add_argument("--days", type=int, metavar="N", help="only the last N days")
+    history.add_argument("--days", type=_positive, metavar="N", help="only the last N days (today included)")
     history.add_argument("--task", metavar="GLOB", help="only row-tasks whose task_id matches GLOB")
     _output_arguments(history)
     history.set_defaults(handler=cmd_history)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a whole number of days, at least 1 (got {text!r})")
+    return int(text)
 
 
 def _output_arguments(parser: argparse.ArgumentParser) -> None:
