@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from coder_eval_dagster.core.results import EvaluationResult
 from coder_eval_dagster.core.runs import TIMESTAMP
 from coder_eval_dagster.core.tables import write_table
 
@@ -38,6 +39,12 @@ def evaluation(variant_id: str, task_id: str, status: str, replicate: int = 1, *
         "tags": [base],
         **fields,
     }
+
+
+def evaluation_result(variant_id: str, task_id: str, status: str, **fields: Any) -> EvaluationResult:
+    """The same evaluation as a task.json would hold it (no criteria, no trajectory)."""
+    row = evaluation(variant_id, task_id, status, **fields)
+    return EvaluationResult(run_id="r", agent_type="none", **{k: v for k, v in row.items() if k != "row_id"})
 
 
 def write_run(runs_dir: Path, run_ts: datetime, rows: list[dict[str, Any]], suffix: str = "") -> Path:

@@ -15,7 +15,7 @@ from coder_eval_dagster.core.compare.analysis import compare_runs, compare_varia
 from coder_eval_dagster.core.compare.rows import load_run
 
 from .helpers import run_cli
-from .synthetic_runs import evaluation, write_run
+from .synthetic_runs import evaluation, evaluation_result, write_run
 
 DAY = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
 ROWS = [f"shop/{i:03d}" for i in range(164)]
@@ -106,23 +106,12 @@ def test_two_runs_pair_the_same_variants(tmp_path: Path) -> None:
 
 def test_a_run_folder_without_its_parquet_is_read_from_task_json(tmp_path: Path) -> None:
     from coder_eval_dagster.core.evaluation import RESULT_FILE
-    from coder_eval_dagster.core.results import EvaluationResult
 
     run_dir = tmp_path / "2026-12-01T00-00-00Z"
     for variant, status_ in (("base", "SUCCESS"), ("other", "FAILED")):
         folder = run_dir / variant / "t" / "01"
         folder.mkdir(parents=True)
-        result = EvaluationResult(
-            run_id=run_dir.name,
-            task_id="t",
-            base_task_id="t",
-            variant_id=variant,
-            replicate=1,
-            agent_type="none",
-            final_status=status_,
-            success=status_ == "SUCCESS",
-        )
-        (folder / RESULT_FILE).write_text(result.model_dump_json())
+        (folder / RESULT_FILE).write_text(evaluation_result(variant, "t", status_).model_dump_json())
     (pair,) = compare_variants(load_run(run_dir), "base").pairs
     assert pair.rows == 1 and [f.task_id for f in pair.regressions] == ["t"]
 
@@ -197,18 +186,7 @@ def test_suite_float_metadata_leaves_error_out() -> None:
     from coder_eval_dagster.core.results import EvaluationResult
 
     def result(status: str, score: float, cost: float | None) -> EvaluationResult:
-        return EvaluationResult(
-            run_id="r",
-            task_id="t",
-            base_task_id="t",
-            variant_id="v",
-            replicate=1,
-            agent_type="none",
-            final_status=status,
-            success=status == "SUCCESS",
-            weighted_score=score,
-            cost_usd=cost,
-        )
+        return evaluation_result("v", "t", status, weighted_score=score, cost_usd=cost)
 
     figures = suite_float_metadata(
         [result("SUCCESS", 1.0, 0.2), result("FAILED", 0.5, None), result("ERROR", 0.0, 0.1)]
