@@ -53,7 +53,7 @@ def _run_seconds(runs: Path) -> float:
     """The newest run's own duration (run.json), without process start-up."""
     from datetime import datetime
 
-    newest = max((p for p in runs.iterdir() if p.name != "tables"), key=lambda p: p.stat().st_mtime)
+    newest = max((p for p in runs.iterdir() if p.is_dir() and p.name != "tables"), key=lambda p: p.stat().st_mtime)
     document = json.loads((newest / "run.json").read_text())
     stamps = [datetime.fromisoformat(document[k].replace("Z", "+00:00")) for k in ("started_at", "finished_at")]
     return (stamps[1] - stamps[0]).total_seconds()

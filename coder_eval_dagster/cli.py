@@ -10,6 +10,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .compare_cli import add_commands as add_compare_commands
 from .core.agents import AGENT_TYPES
 from .core.criteria.judging import DEFAULT_JUDGE_CONCURRENCY
 from .core.preflight import check_environment, dagster_home
@@ -260,6 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="re-run only criteria of these types; the others keep their stored results",
     )
     rescoring.set_defaults(handler=cmd_rescore)
+    add_compare_commands(commands)
     return parser
 
 

@@ -21,7 +21,14 @@ def test_definitions_load_and_validate() -> None:
 
     dg.Definitions.validate_loadable(defs)
     keys = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
-    assert keys == {"task_definitions", "resolved_tasks", "sandbox_runs", "criteria_scores", "suite_metrics"}
+    assert keys == {
+        "task_definitions",
+        "resolved_tasks",
+        "sandbox_runs",
+        "criteria_scores",
+        "suite_metrics",
+        "variant_comparison",
+    }
     assert defs.resolve_job_def("evaluate") is not None
 
 

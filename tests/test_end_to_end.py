@@ -112,7 +112,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _only_run(runs: Path) -> Path:
-    (run_dir,) = [p for p in runs.iterdir() if p.name != "tables"]
+    (run_dir,) = [p for p in runs.iterdir() if p.is_dir() and p.name != "tables"]
     return run_dir
 
 

@@ -343,7 +343,7 @@ def test_shipped_examples_run_then_rescore_only_the_llm_judge(tmp_path, api, mon
     result = run_cli("run", tmp_path / "judges", "--runs-dir", runs, "-b", "direct", "--judge-concurrency", "2")
     assert result.code == 0, result.err
     assert "API routing: anthropic_direct (judge transport: anthropic)" in result.err
-    (run_dir,) = [p for p in runs.iterdir() if p.name != "tables"]
+    (run_dir,) = [p for p in runs.iterdir() if p.name != "tables" and p.is_dir()]
     document = json.loads((run_dir / "run.json").read_text())
     by_task = {t["task_id"]: t for t in document["tasks"]}
     assert [c["score"] for c in by_task["llm_judge_rubric"]["criteria"]] == [1.0, 0.8]

@@ -57,7 +57,7 @@ def run_request(instance: dg.DagsterInstance, settings: CoderEvalSettings, reque
     job = build_definitions(settings).resolve_job_def(JOB_NAME)
     result = job.execute_in_process(instance=instance, tags=request.tags, raise_on_error=False)
     assert result.success
-    (run_dir,) = [p for p in Path(settings.runs_dir).iterdir() if p.name != "tables"]
+    (run_dir,) = [p for p in Path(settings.runs_dir).iterdir() if p.is_dir() and p.name != "tables"]
     return sorted(t["task_id"] for t in json.loads((run_dir / "run.json").read_text())["tasks"])
 
 

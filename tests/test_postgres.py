@@ -86,7 +86,7 @@ def test_graph_runs_on_postgres_storage(tmp_path: Path, postgres_url: str, monke
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     result = run_cli("run", tmp_path / "tasks", "--runs-dir", tmp_path / "runs")
     assert result.code == 0, result.err + result.out
-    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.name != "tables"]
+    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir() and p.name != "tables"]
     document = json.loads((run_dir / "run.json").read_text())
     with dg.DagsterInstance.from_config(str(home)) as instance:
         assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"

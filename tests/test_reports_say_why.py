@@ -44,7 +44,7 @@ def test_reports_name_the_error_or_the_failing_criteria(tmp_path: Path, monkeypa
     assert result.code == 1
     assert "prints the answer" in result.out and "pre_run command 1 failed" in result.out  # the why column
 
-    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.name != "tables"]
+    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.name != "tables" and p.is_dir()]
     run_md = (run_dir / "run.md").read_text()
     assert "| default | 3 | 1 | 33.3% |" in run_md  # pass rate and mean score per variant
     assert "[wrong](default/wrong/01/task.html)" in run_md

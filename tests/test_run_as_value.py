@@ -25,7 +25,7 @@ PASSING = {**AGENTLESS, "success_criteria": [criterion("run_command", command="t
 
 
 def _only_run(runs: Path) -> Path:
-    (run_dir,) = [p for p in runs.iterdir() if p.name != "tables"]
+    (run_dir,) = [p for p in runs.iterdir() if p.name != "tables" and p.is_dir()]
     return run_dir
 
 
@@ -116,7 +116,9 @@ def test_an_empty_selection_exits_2_saying_what_was_left_out(tmp_path: Path, hom
     result = run_cli("run", tmp_path / "tasks", "--tags", "nosuchtag", "--runs-dir", tmp_path / "runs")
     assert result.code == 2
     assert "no row-tasks selected" in result.err and "1 tasks without the tags nosuchtag" in result.err
-    assert not (tmp_path / "runs").exists() or not any(p.name != "tables" for p in (tmp_path / "runs").iterdir())
+    assert not (tmp_path / "runs").exists() or not any(
+        p.name != "tables" and p.is_dir() for p in (tmp_path / "runs").iterdir()
+    )
 
 
 def test_durations_are_each_evaluations_own_and_rescore_keeps_them(tmp_path: Path, home: Path) -> None:

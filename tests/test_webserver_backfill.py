@@ -54,7 +54,7 @@ def test_backfill_through_graphql(tmp_path: Path) -> None:
     logs = "\n".join(p.read_text(errors="replace")[-3000:] for p in (tmp_path / "logs").iterdir())
     assert backfill["status"] in ("COMPLETED", "COMPLETED_SUCCESS"), (backfill, logs)
     assert backfill["runs"] and all(r["status"] == "SUCCESS" for r in backfill["runs"]), backfill
-    run_dirs = [p for p in (tmp_path / "runs").iterdir() if p.name != "tables"]
+    run_dirs = [p for p in (tmp_path / "runs").iterdir() if p.is_dir() and p.name != "tables"]
     tasks = sorted(t["task_id"] for d in run_dirs for t in json.loads((d / "run.json").read_text())["tasks"])
     assert tasks == ["one", "two/x", "two/y"]
     assert all(json.loads((d / "run.json").read_text())["passed"] for d in run_dirs)

@@ -202,7 +202,13 @@ class RunSummary:
 
 
 def summarize(run: OpenRun, tables_dir: Path) -> RunSummary:
-    """Suite metrics, run.json, run.md and the run's Parquet files, from the task.json files."""
+    """Suite metrics, run.json, run.md, the comparison page and the run's Parquet files, from the task.json files.
+
+    Then the runs index is refreshed. Only a run of several variants pays for
+    the comparison's imports (pandas, scipy, matplotlib).
+    """
+    from .compare.index import write_index
+
     run_dir, plan = run.folder, run.plan
     results = collect_results(run_dir)
     suite = suite_entries(run.snapshot.row_tasks, results)
@@ -213,14 +219,21 @@ def summarize(run: OpenRun, tables_dir: Path) -> RunSummary:
         "experiment": plan.experiment,
         "dagster_run_id": plan.dagster_run_id,
         "options": plan.spec.model_dump(mode="json"),
+        "variants": list(dict.fromkeys(rt.variant_id for rt in run.snapshot.row_tasks)),
     }
     document = run_document(header, results, run.snapshot.skipped, suite)
+    document["comparison"] = None
+    if len(header["variants"]) >= 2:
+        from .compare.pages import write_run_comparison
+
+        document["comparison"] = write_run_comparison(run_dir, results, header["variants"])
     write_json(run_dir / RUN_FILE, document)
     (run_dir / RUN_MD).write_text(render_run_md(document), encoding="utf-8")
     run_ts = run_timestamp(plan.run_id)
     for table, rows in task_rows(results, run_ts).items():
         write_table(tables_dir, table, plan.run_id, run_ts, rows)
     write_table(tables_dir, "suite_metrics", plan.run_id, run_ts, suite_rows(plan.run_id, run_ts, suite))
+    write_index(run_dir.parent)
     return RunSummary(document, results, suite)
 
 

@@ -120,6 +120,10 @@ def render_run_md(document: dict[str, Any]) -> str:
             for threshold in entry["thresholds"]:
                 mark = "met" if threshold["passed"] else "NOT met"
                 lines.append(f"  - {threshold['metric']} {threshold['value']:.3f} >= {threshold['minimum']:g}: {mark}")
+    if document.get("comparison"):
+        comparison = document["comparison"]
+        lines += ["", "## Variant comparison", "", f"![success rate per variant]({comparison['figure']})", ""]
+        lines += [f"Paired statistics, flips and per-task differences: [{comparison['page']}]({comparison['page']})"]
     if document["skipped_tasks"]:
         lines += ["", "Skipped: " + ", ".join(document["skipped_tasks"])]
     return "\n".join(lines) + "\n"

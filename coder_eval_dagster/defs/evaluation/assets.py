@@ -17,11 +17,13 @@ from typing import Any
 
 import dagster as dg
 
+from ...core.compare.plotted import suite_float_metadata
 from ...core.evaluation import RESULT_FILE, STATE_FILE, Evaluation, Phase, load_result, restore_checkpoint, run_phase
 from ...core.resolution import RowTask
 from ...core.routing import current_route, routing_line
 from ...core.runs import OpenRun, cache_dir, hand_over, in_parallel, plan_evaluations, summarize, take_over
 from ...core.scoring import kept_for_rescore
+from .comparison import variant_comparison
 from .dagster_private import add_partition_metadata
 from .partitions import ids_of, partition_key, row_task_partitions
 from .resources import CoderEvalSettings
@@ -248,9 +250,10 @@ def suite_metrics(context: dg.AssetExecutionContext, settings: CoderEvalSettings
             "run_dir": dg.MetadataValue.path(str(run.folder)),
             "run_md": dg.MetadataValue.path(str(run.folder / "run.md")),
             "tasks": len(summary.results),
+            **suite_float_metadata(summary.results),
         },
         check_results=checks,
     )
 
 
-ASSETS = [task_definitions, resolved_tasks, sandbox_runs, criteria_scores, suite_metrics]
+ASSETS = [task_definitions, resolved_tasks, sandbox_runs, criteria_scores, suite_metrics, variant_comparison]

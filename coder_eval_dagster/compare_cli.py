@@ -1,0 +1,126 @@
+"""`coder-eval compare` and `coder-eval history`: the argparse wiring over core/compare."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+EXIT_OK, EXIT_USAGE = 0, 2
+FORMATS = ("table", "md", "json", "html")
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    """Add `compare` and `history` to the `coder-eval` parser."""
+    compare = subparsers.add_parser(
+        "compare", help="paired statistics: every variant against a baseline, or two runs row by row"
+    )
+    compare.add_argument("run_dir", type=Path, help="a run folder")
+    compare.add_argument("other_run_dir", type=Path, nargs="?", help="a later run folder to compare with the first")
+    compare.add_argument(
+        "--baseline",
+        metavar="VARIANT",
+        help="one run: the variant the others are compared with (default: the experiment's first); "
+        "two runs: compare this variant only (default: every variant of both)",
+    )
+    _output_arguments(compare)
+    compare.set_defaults(handler=cmd_compare)
+    history = subparsers.add_parser("history", help="pass rate per day, failing criteria and flaky rows across runs")
+    history.add_argument("runs_dir", type=Path, help="the runs folder (with its tables/)")
+    history.add_argument("--days", type=_positive, metavar="N", help="only the last N days (today included)")
+    history.add_argument("--task", metavar="GLOB", help="only row-tasks whose task_id matches GLOB")
+    _output_arguments(history)
+    history.set_defaults(handler=cmd_history)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a whole number of days, at least 1 (got {text!r})")
+    return int(text)
+
+
+def _output_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE (html: PNGs beside it)")
+
+
+def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """A comparison that cannot be made is a one-line usage error, never a traceback."""
+
+    def run(args: argparse.Namespace) -> int:
+        from .core.compare.rows import CompareError
+
+        try:
+            return command(args)
+        except CompareError as exc:
+            print(f"coder-eval {args.command}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+
+    return run
+
+
+def _emit(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        from .core.compare.pages import write_atomically
+
+        write_atomically(output, text)
+
+
+@_guarded
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .core.compare.analysis import compare_runs, compare_variants
+    from .core.compare.pages import write_comparison_page
+    from .core.compare.render import render_json, render_markdown, render_table
+    from .core.compare.rows import load_run
+
+    first = load_run(args.run_dir)
+    if args.other_run_dir is None:
+        comparison = compare_variants(first, args.baseline)
+    else:
+        comparison = compare_runs(first, load_run(args.other_run_dir), args.baseline)
+    if args.format == "html":
+        page = args.output or _default_page(args.run_dir, args.other_run_dir)
+        print(write_comparison_page(comparison, page)[0])
+        return EXIT_OK
+    folder = args.output.parent if args.output else None
+    renderers = {
+        "table": lambda: render_table(comparison),
+        "md": lambda: render_markdown(comparison, folder),
+        "json": lambda: render_json(comparison),
+    }
+    _emit(renderers[args.format](), args.output)
+    return EXIT_OK
+
+
+def _default_page(run_dir: Path, other_run_dir: Path | None) -> Path:
+    """Without -o, the page goes into the (later) run's folder."""
+    if other_run_dir is None:
+        return run_dir / "comparison.html"
+    return other_run_dir / f"comparison-vs-{run_dir.resolve().name}.html"
+
+
+@_guarded
+def cmd_history(args: argparse.Namespace) -> int:
+    import json
+
+    from .core.compare.figures import pass_rate_over_time_figure
+    from .core.compare.history import history, history_blocks, pass_rate_series
+    from .core.compare.pages import write_page
+    from .core.compare.render import html_of, markdown_of, text_of
+
+    result = history(args.runs_dir, args.days, args.task)
+    if args.format == "html":
+        page = args.output or args.runs_dir / "history.html"
+        drawings = [pass_rate_over_time_figure(pass_rate_series(result))]
+        print(write_page(page, html_of(history_blocks(result), drawings, page.parent), drawings)[0])
+        return EXIT_OK
+    renderers = {
+        "table": lambda: text_of(history_blocks(result)),
+        "md": lambda: markdown_of(history_blocks(result)),
+        "json": lambda: json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n",
+    }
+    _emit(renderers[args.format](), args.output)
+    return EXIT_OK

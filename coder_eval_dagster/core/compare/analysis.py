@@ -1,0 +1,359 @@
+"""Paired comparison of arms (a variant in a run) on the same rows.
+
+A row is a row-task (``task_id``); its replicates are averaged. ERROR
+evaluations are infrastructure failures, not model failures: they are left
+out of every average, a row whose replicates all ended in ERROR is an ERROR
+row, and a row pairs only where it is not ERROR in either arm. ERROR rows
+and evaluations are counted and listed apart. For McNemar's test a row
+passes when more than half of its non-ERROR replicates succeeded (with one
+replicate: when it succeeded).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .rows import CompareError, RunRows
+from .stats import (
+    BREAKDOWN_RESAMPLES,
+    RESAMPLES,
+    SEED,
+    Interval,
+    mcnemar_exact_p,
+    paired_bootstrap_interval,
+    wilson_interval,
+)
+
+ERROR = "ERROR"
+DELTA_METRICS = ("cost_usd", "tokens", "turns", "duration_s")
+
+
+@dataclass(frozen=True)
+class Arm:
+    """A variant of a run: one side of a comparison."""
+
+    run: RunRows
+    variant_id: str
+    label: str
+
+    @property
+    def evaluations(self) -> pd.DataFrame:
+        frame = self.run.evaluations
+        return frame[frame["variant_id"] == self.variant_id]
+
+
+@dataclass
+class ArmSummary:
+    """An arm on all its own rows (unpaired): the per-variant figures."""
+
+    label: str
+    run_id: str
+    variant_id: str
+    evaluations: int
+    errors: int
+    successes: int
+    success_rate: float | None
+    interval: Interval | None
+    mean_score: float | None
+    mean_cost_usd: float | None
+
+
+@dataclass
+class Flip:
+    task_id: str
+    base_task_id: str
+    score_baseline: float
+    score_other: float
+    report_baseline: str
+    report_other: str
+
+
+@dataclass
+class ErrorRow:
+    task_id: str
+    errored_in: list[str]
+
+
+@dataclass
+class Delta:
+    """A telemetry figure on the paired rows: each arm's median, and the per-row difference's median and p90."""
+
+    metric: str
+    rows: int
+    median_baseline: float | None
+    median_other: float | None
+    median_delta: float | None
+    p90_delta: float | None
+
+
+@dataclass
+class GroupStats:
+    """The paired figures of a set of rows (all of them, one base task, or one tag)."""
+
+    key: str
+    rows: int
+    rate_baseline: float | None
+    rate_other: float | None
+    difference: float | None
+    interval: Interval | None
+    regressions: int
+    improvements: int
+    mcnemar_p: float
+
+
+@dataclass
+class PairComparison:
+    baseline: str
+    other: str
+    rows: int
+    successes_baseline: int
+    evaluations_baseline: int
+    successes_other: int
+    evaluations_other: int
+    rate_baseline: float | None
+    rate_other: float | None
+    interval_baseline: Interval | None
+    interval_other: Interval | None
+    difference: float | None
+    difference_interval: Interval | None
+    mcnemar_p: float
+    score_difference: float | None
+    score_interval: Interval | None
+    regressions: list[Flip]
+    improvements: list[Flip]
+    deltas: list[Delta]
+    error_rows: list[ErrorRow]
+    error_evaluations: dict[str, int]
+    unpaired_rows: int
+    by_task: list[GroupStats] = field(default_factory=list)
+    by_tag: list[GroupStats] = field(default_factory=list)
+
+
+@dataclass
+class Comparison:
+    runs: dict[str, str]  # run_id -> run folder
+    arms: list[ArmSummary]
+    pairs: list[PairComparison]
+    seed: int = SEED
+    resamples: int = RESAMPLES
+
+    def to_json(self) -> dict[str, Any]:
+        return _json_safe(asdict(self))
+
+
+def _json_safe(value: Any) -> Any:
+    """NaN becomes null and numpy scalars plain numbers, so the document is strict JSON."""
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and np.isnan(value):
+        return None
+    return value
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
+
+
+# ----------------------------------------------------------------------------- one arm
+
+
+def arm_summary(arm: Arm) -> ArmSummary:
+    frame = arm.evaluations
+    valid = frame[frame["final_status"] != ERROR]
+    successes = int(valid["success"].sum())
+    return ArmSummary(
+        label=arm.label,
+        run_id=arm.run.run_id,
+        variant_id=arm.variant_id,
+        evaluations=len(frame),
+        errors=len(frame) - len(valid),
+        successes=successes,
+        success_rate=successes / len(valid) if len(valid) else None,
+        interval=wilson_interval(successes, len(valid)),
+        mean_score=_number(valid["weighted_score"].mean()),
+        mean_cost_usd=_number(valid["cost_usd"].mean()),
+    )
+
+
+def arm_rows(evaluations: pd.DataFrame) -> pd.DataFrame:
+    """One line per non-ERROR row: replicates averaged (ERROR replicates left out)."""
+    valid = evaluations[evaluations["final_status"] != ERROR]
+    return valid.groupby("task_id", sort=True).agg(
+        base_task_id=("base_task_id", "first"),
+        tags=("tags", "first"),
+        success=("success", "mean"),
+        successes=("success", "sum"),
+        evaluations=("success", "size"),
+        score=("weighted_score", "mean"),
+        cost_usd=("cost_usd", "mean"),
+        tokens=("tokens", "mean"),
+        turns=("turns", "mean"),
+        duration_s=("duration_s", "mean"),
+        report=("report", "first"),
+    )
+
+
+# ----------------------------------------------------------------------------- a pair of arms
+
+
+def _rate(frame: pd.DataFrame, column: str) -> float | None:
+    return float(frame[column].mean()) if len(frame) else None
+
+
+def group_stats(key: str, paired: pd.DataFrame, resamples: int) -> GroupStats:
+    """Rates, paired difference with its bootstrap interval, flips and McNemar p of ``paired`` rows."""
+    differences = (paired["success_b"] - paired["success_a"]).to_numpy()
+    regressions = int((paired["pass_a"] & ~paired["pass_b"]).sum())
+    improvements = int((~paired["pass_a"] & paired["pass_b"]).sum())
+    return GroupStats(
+        key=key,
+        rows=len(paired),
+        rate_baseline=_rate(paired, "success_a"),
+        rate_other=_rate(paired, "success_b"),
+        difference=float(differences.mean()) if len(paired) else None,
+        interval=paired_bootstrap_interval(differences, resamples),
+        regressions=regressions,
+        improvements=improvements,
+        mcnemar_p=mcnemar_exact_p(regressions, improvements),
+    )
+
+
+def _flips(paired: pd.DataFrame, mask: pd.Series, runs: tuple[Path, Path]) -> list[Flip]:
+    columns = ["base_task_id_a", "score_a", "score_b", "report_a", "report_b"]
+    return [
+        Flip(
+            task_id=str(task_id),
+            base_task_id=str(base),
+            score_baseline=float(score_a),
+            score_other=float(score_b),
+            report_baseline=str(runs[0] / report_a),
+            report_other=str(runs[1] / report_b),
+        )
+        for task_id, base, score_a, score_b, report_a, report_b in paired.loc[mask, columns].itertuples()
+    ]
+
+
+def _delta(metric: str, paired: pd.DataFrame) -> Delta:
+    both = paired[[f"{metric}_a", f"{metric}_b"]].dropna()
+    differences = (both[f"{metric}_b"] - both[f"{metric}_a"]).to_numpy()
+    if not len(both):
+        return Delta(metric, 0, None, None, None, None)
+    return Delta(
+        metric=metric,
+        rows=len(both),
+        median_baseline=float(both[f"{metric}_a"].median()),
+        median_other=float(both[f"{metric}_b"].median()),
+        median_delta=float(np.median(differences)),
+        p90_delta=float(np.percentile(differences, 90)),
+    )
+
+
+def _error_rows(baseline: Arm, other: Arm, paired_ids: pd.Index) -> list[ErrorRow]:
+    """Rows present in both arms that did not pair because one arm (or both) had only ERROR."""
+    ids = {arm.label: set(arm.evaluations["task_id"]) for arm in (baseline, other)}
+    both = ids[baseline.label] & ids[other.label]
+    valid = {
+        arm.label: set(arm.evaluations.loc[arm.evaluations["final_status"] != ERROR, "task_id"])
+        for arm in (baseline, other)
+    }
+    return [
+        ErrorRow(task_id, [label for label in (baseline.label, other.label) if task_id not in valid[label]])
+        for task_id in sorted(both - set(paired_ids))
+    ]
+
+
+def _error_count(arm: Arm) -> int:
+    return int((arm.evaluations["final_status"] == ERROR).sum())
+
+
+def _breakdown(paired: pd.DataFrame, column: str) -> list[GroupStats]:
+    grouped = paired.explode(column) if column == "tags_a" else paired
+    grouped = grouped[grouped[column].notna()]
+    return [group_stats(str(key), rows, BREAKDOWN_RESAMPLES) for key, rows in grouped.groupby(column, sort=True)]
+
+
+def compare_pair(baseline: Arm, other: Arm) -> PairComparison:
+    """Every figure of ``other`` against ``baseline`` on their paired rows."""
+    rows_a, rows_b = arm_rows(baseline.evaluations), arm_rows(other.evaluations)
+    paired = rows_a.merge(rows_b, how="inner", left_index=True, right_index=True, suffixes=("_a", "_b"))
+    paired["pass_a"] = paired["success_a"] > 0.5
+    paired["pass_b"] = paired["success_b"] > 0.5
+    overall = group_stats("all", paired, RESAMPLES)
+    successes_a, evaluations_a = int(paired["successes_a"].sum()), int(paired["evaluations_a"].sum())
+    successes_b, evaluations_b = int(paired["successes_b"].sum()), int(paired["evaluations_b"].sum())
+    scores = (paired["score_b"] - paired["score_a"]).to_numpy()
+    runs = (baseline.run.run_dir, other.run.run_dir)
+    one_arm_only = set(baseline.evaluations["task_id"]) ^ set(other.evaluations["task_id"])
+    return PairComparison(
+        baseline=baseline.label,
+        other=other.label,
+        rows=overall.rows,
+        successes_baseline=successes_a,
+        evaluations_baseline=evaluations_a,
+        successes_other=successes_b,
+        evaluations_other=evaluations_b,
+        rate_baseline=successes_a / evaluations_a if evaluations_a else None,
+        rate_other=successes_b / evaluations_b if evaluations_b else None,
+        interval_baseline=wilson_interval(successes_a, evaluations_a),
+        interval_other=wilson_interval(successes_b, evaluations_b),
+        difference=overall.difference,
+        difference_interval=overall.interval,
+        mcnemar_p=overall.mcnemar_p,
+        score_difference=float(scores.mean()) if len(scores) else None,
+        score_interval=paired_bootstrap_interval(scores),
+        regressions=_flips(paired, paired["pass_a"] & ~paired["pass_b"], runs),
+        improvements=_flips(paired, ~paired["pass_a"] & paired["pass_b"], runs),
+        deltas=[_delta(metric, paired) for metric in DELTA_METRICS],
+        error_rows=_error_rows(baseline, other, paired.index),
+        error_evaluations={arm.label: _error_count(arm) for arm in (baseline, other)},
+        unpaired_rows=len(one_arm_only),
+        by_task=_breakdown(paired, "base_task_id_a"),
+        by_tag=_breakdown(paired, "tags_a"),
+    )
+
+
+# ----------------------------------------------------------------------------- runs
+
+
+def _arm(run: RunRows, variant_id: str, label: str | None = None) -> Arm:
+    return Arm(run, variant_id, label or variant_id)
+
+
+def compare_variants(run: RunRows, baseline: str | None = None) -> Comparison:
+    """Every variant of one run against the baseline (default: the experiment's first variant)."""
+    baseline = baseline or run.variants[0]
+    if baseline not in run.variants:
+        raise CompareError(f"{run.run_dir}: no variant {baseline!r} (variants: {', '.join(run.variants)})")
+    base = _arm(run, baseline)
+    others = [_arm(run, v) for v in run.variants if v != baseline]
+    return Comparison(
+        runs={run.run_id: str(run.run_dir)},
+        arms=[arm_summary(a) for a in [base, *others]],
+        pairs=[compare_pair(base, other) for other in others],
+    )
+
+
+def compare_runs(before: RunRows, after: RunRows, variant: str | None = None) -> Comparison:
+    """The same variants of two runs, paired by (task_id, variant_id): ``after`` against ``before``."""
+    shared = [v for v in after.variants if v in set(before.variants)]
+    if variant is not None:
+        if variant not in shared:
+            raise CompareError(f"variant {variant!r} is not in both runs (shared: {', '.join(shared) or 'none'})")
+        shared = [variant]
+    if not shared:
+        raise CompareError(f"{before.run_id} and {after.run_id} share no variant")
+    pairs = [(_arm(before, v, f"{v}@{before.run_id}"), _arm(after, v, f"{v}@{after.run_id}")) for v in shared]
+    return Comparison(
+        runs={before.run_id: str(before.run_dir), after.run_id: str(after.run_dir)},
+        arms=[arm_summary(arm) for pair in pairs for arm in pair],
+        pairs=[compare_pair(a, b) for a, b in pairs],
+    )

@@ -1,0 +1,135 @@
+"""The comparison and history figures (matplotlib, Agg backend): SVG for the HTML pages, PNG beside them.
+
+matplotlib is imported here only, and only by the commands that draw, so
+``coder-eval run`` does not pay for it at start-up.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from .analysis import ArmSummary, PairComparison
+
+FOREST_TASKS = 40  # the tasks with the largest differences; a longer forest is unreadable
+
+
+@dataclass
+class Drawing:
+    """A figure, drawn: its name (the PNG's stem), its title and its inline SVG."""
+
+    name: str
+    title: str
+    svg: str
+    figure: Any
+
+
+def _new_figure(width: float, height: float) -> Figure:
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    from matplotlib.figure import Figure  # no pyplot: no global state, no GUI backend
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _drawing(name: str, title: str, figure: Figure) -> Drawing:
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", metadata={"Date": None})  # no timestamp: the same data, the same file
+    svg = buffer.getvalue()
+    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg[svg.index("<svg") :], flags=re.DOTALL)  # RDF credits
+    return Drawing(name, title, svg, figure)
+
+
+def save_pngs(drawings: list[Drawing], folder: Path, prefix: str) -> dict[str, Path]:
+    """Each drawing as ``<folder>/<prefix><name>.png``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for drawing in drawings:
+        path = folder / f"{prefix}{drawing.name}.png"
+        drawing.figure.savefig(path, format="png", dpi=100, metadata={"Software": None})
+        paths[drawing.name] = path
+    return paths
+
+
+def success_rate_figure(arms: list[ArmSummary]) -> Drawing:
+    """Success rate per arm with its Wilson 95 % interval."""
+    figure = _new_figure(max(4.0, 1.2 * len(arms) + 2), 3.2)
+    axes = figure.add_subplot()
+    shown = [a for a in arms if a.success_rate is not None]
+    rates = [a.success_rate for a in shown]
+    below = [a.success_rate - a.interval.low for a in shown if a.interval]
+    above = [a.interval.high - a.success_rate for a in shown if a.interval]
+    axes.bar(range(len(shown)), rates, yerr=[below, above], capsize=6, color="#4c78a8")
+    axes.set_xticks(range(len(shown)), [a.label for a in shown], rotation=15, ha="right")
+    axes.set_ylim(0, 1.05)
+    axes.set_ylabel("success rate (Wilson 95 %)")
+    return _drawing("success_rate", "Success rate per variant", figure)
+
+
+def forest_figure(pair: PairComparison, index: int) -> Drawing:
+    """Per base task: the difference in success rate (other - baseline) with its paired bootstrap interval."""
+    groups = sorted(pair.by_task, key=lambda g: -abs(g.difference or 0.0))[:FOREST_TASKS]
+    groups.reverse()
+    figure = _new_figure(6.5, max(2.0, 0.3 * len(groups) + 1.2))
+    axes = figure.add_subplot()
+    for y, group in enumerate(groups):
+        if group.interval is not None:
+            axes.plot([group.interval.low, group.interval.high], [y, y], color="#555555")
+        axes.plot([group.difference], [y], "o", color="#e45756" if (group.difference or 0) < 0 else "#54a24b")
+    axes.axvline(0, color="#999999", linewidth=1)
+    axes.set_yticks(range(len(groups)), [f"{g.key} (n={g.rows})" for g in groups])
+    axes.set_xlim(-1.05, 1.05)
+    axes.set_xlabel(f"difference in success rate: {pair.other} - {pair.baseline}")
+    return _drawing(f"forest_{index}", f"Per-task difference: {pair.other} vs {pair.baseline}", figure)
+
+
+def cost_success_figure(arms: list[ArmSummary]) -> Drawing:
+    """Mean cost per evaluation against success rate, one point per arm."""
+    figure = _new_figure(5.0, 3.2)
+    axes = figure.add_subplot()
+    for arm in arms:
+        if arm.success_rate is None:
+            continue
+        cost = arm.mean_cost_usd or 0.0
+        axes.plot([cost], [arm.success_rate], "o", markersize=8)
+        axes.annotate(arm.label, (cost, arm.success_rate), textcoords="offset points", xytext=(6, 4))
+    axes.set_ylim(0, 1.05)
+    axes.set_xlabel("mean cost per evaluation (USD; 0 when not reported)")
+    axes.set_ylabel("success rate")
+    return _drawing("cost_success", "Cost vs success per variant", figure)
+
+
+def comparison_figures(arms: list[ArmSummary], pairs: list[PairComparison]) -> list[Drawing]:
+    return [
+        success_rate_figure(arms),
+        *(forest_figure(pair, i) for i, pair in enumerate(pairs, start=1) if pair.by_task),
+        cost_success_figure(arms),
+    ]
+
+
+def pass_rate_over_time_figure(series: dict[str, list[tuple[Any, float]]]) -> Drawing:
+    """Pass rate per variant per day (``series``: variant -> [(day, rate)])."""
+    figure = _new_figure(6.5, 3.2)
+    axes = figure.add_subplot()
+    for variant, points in sorted(series.items()):
+        axes.plot([day for day, _ in points], [rate for _, rate in points], "o-", label=variant)
+    from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
+
+    days = sorted({day for points in series.values() for day, _ in points})
+    if len(days) == 1:  # one day has no range to put ticks on: show the days around it
+        axes.set_xlim(days[0] - timedelta(days=1), days[0] + timedelta(days=1))
+    locator = AutoDateLocator(maxticks=8)
+    axes.xaxis.set_major_locator(locator)
+    axes.xaxis.set_major_formatter(ConciseDateFormatter(locator))
+    axes.set_ylim(0, 1.05)
+    axes.set_ylabel("pass rate (ERROR excluded)")
+    if series:
+        axes.legend(loc="lower left")
+    return _drawing("pass_rate_over_time", "Pass rate over time", figure)

@@ -1,0 +1,103 @@
+"""``<runs-dir>/index.html``: every run folder with its verdict and links, refreshed at the end of every run.
+
+Light on purpose (no pandas, scipy or matplotlib): it runs at the end of
+every `coder-eval run`.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .page import html_page, relative_to, report_path, write_atomically
+
+INDEX_PAGE = "index.html"
+ROW_CACHE = ".index-row.html"  # in each run folder: its row of the index
+RUN_PAGE = "comparison.html"  # a run's own comparison page (pages.py writes it)
+
+
+def _pass_rates(tasks: list[dict[str, Any]]) -> str:
+    """Pass rate per variant, ERROR evaluations excluded."""
+    rates = []
+    for variant in sorted({t["variant_id"] for t in tasks}):
+        valid = [t for t in tasks if t["variant_id"] == variant and t["final_status"] != "ERROR"]
+        passed = sum(t["success"] for t in valid)
+        rates.append(f"{variant}: {passed}/{len(valid)}" + (f" ({passed / len(valid):.0%})" if valid else ""))
+    return "; ".join(rates)
+
+
+def _link(text: str, target: Path, href: Callable[[str], str]) -> str:
+    return f'<a href="{html.escape(href(str(target)))}">{html.escape(text)}</a>'
+
+
+def _report_item(run_dir: Path, task: dict[str, Any], href: Callable[[str], str]) -> str:
+    variant, task_id, replicate = task["variant_id"], task["task_id"], task["replicate"]
+    link = _link(f"{variant} {task_id} #{replicate:02d}", run_dir / report_path(variant, task_id, replicate), href)
+    return f"<li>{link} {html.escape(task['final_status'])}</li>"
+
+
+def _index_row(run_dir: Path, document: dict[str, Any], href: Callable[[str], str]) -> str:
+    tasks = document.get("tasks") or []
+    links = [_link("run.md", run_dir / "run.md", href)]
+    if (run_dir / RUN_PAGE).is_file():
+        links.append(_link("comparison", run_dir / RUN_PAGE, href))
+    reports = "".join(_report_item(run_dir, task, href) for task in tasks)
+    details = f"<details><summary>task reports</summary><ul>{reports}</ul></details>" if reports else ""
+    verdict = "PASSED" if document.get("passed") else "FAILED"
+    cells = [
+        html.escape(document["run_id"]),
+        html.escape((document.get("started_at") or "")[:19].replace("T", " ")),
+        str(len({t["task_id"] for t in tasks})),
+        html.escape(_pass_rates(tasks)),
+    ]
+    return (
+        "<tr>"
+        + "".join(f"<td>{c}</td>" for c in cells)
+        + f'<td class="{verdict.lower()}">{verdict}</td><td>{" · ".join(links)}{details}</td></tr>'
+    )
+
+
+def _cached_row(run_file: Path, href: Callable[[str], str]) -> str | None:
+    """The run's row, kept in the run folder and re-rendered only when run.json or the comparison page changed.
+
+    Refreshing the index re-reads only what changed, not every run.json of
+    every earlier run. None for a run.json being replaced right now (the next
+    refresh picks it up).
+    """
+    run_dir = run_file.parent
+    try:
+        stamp = f"{run_file.stat().st_mtime_ns} {(run_dir / RUN_PAGE).is_file()}"
+        cache = run_dir / ROW_CACHE
+        if cache.is_file():
+            cached_stamp, _, row = cache.read_text(encoding="utf-8").partition("\n")
+            if cached_stamp == stamp:
+                return row
+        row = _index_row(run_dir, json.loads(run_file.read_text(encoding="utf-8")), href)
+    except (OSError, json.JSONDecodeError):
+        return None
+    write_atomically(cache, f"{stamp}\n{row}")
+    return row
+
+
+def render_index(runs_dir: Path) -> str:
+    """Every run folder, newest first: date, tasks, pass rate per variant, verdict and links."""
+    href = relative_to(runs_dir)
+    rows = []
+    for run_file in sorted(runs_dir.glob("*/run.json"), reverse=True):
+        row = _cached_row(run_file, href)
+        if row is not None:
+            rows.append(row)
+    head = "".join(f"<th>{h}</th>" for h in ("run", "started", "tasks", "pass rate per variant", "verdict", "links"))
+    table = (
+        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>" if rows else "<p>no runs yet</p>"
+    )
+    return html_page("coder-eval runs", f"<h1>Runs in {html.escape(runs_dir.name)}</h1>{table}")
+
+
+def write_index(runs_dir: Path) -> Path:
+    path = runs_dir / INDEX_PAGE
+    write_atomically(path, render_index(runs_dir))
+    return path

@@ -1,0 +1,57 @@
+"""What the Dagster layer shows of a comparison: float metadata to plot, and the nightly regression verdict.
+
+Plain values only (no dagster import): the assets wrap them in metadata.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .analysis import Comparison, PairComparison, compare_runs
+from .render import markdown_table, summary_table
+from .rows import RunRows
+
+SIGNIFICANCE = 0.05
+
+
+def comparison_metadata(comparison: Comparison) -> tuple[str, dict[str, float]]:
+    """The variant_comparison asset's Markdown table and per-variant success rates."""
+    rates = {f"success_rate.{arm.variant_id}": float(arm.success_rate or 0.0) for arm in comparison.arms}
+    table = markdown_table(summary_table(comparison)) if comparison.pairs else "one variant: nothing to pair"
+    return table, rates
+
+
+def same_task_set(first: RunRows, second: RunRows) -> bool:
+    """Two runs of the same row-tasks under the same variants: the nightly's "same suite"."""
+    columns = ["variant_id", "task_id"]
+    keys = [set(map(tuple, run.evaluations[columns].drop_duplicates().to_numpy())) for run in (first, second)]
+    return keys[0] == keys[1]
+
+
+def is_regression(pair: PairComparison) -> bool:
+    """Significantly worse: McNemar p below 0.05 and a negative difference in success rate."""
+    return pair.mcnemar_p < SIGNIFICANCE and pair.difference is not None and pair.difference < 0
+
+
+@dataclass
+class RegressionVerdict:
+    passed: bool
+    previous_run: str | None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def regression_verdict(previous: RunRows | None, current: RunRows) -> RegressionVerdict:
+    """This run against the previous run of the same task set, variant by variant, with the flipped rows."""
+    if previous is None:
+        return RegressionVerdict(True, None, {"previous_run": "none of the same task set"})
+    comparison = compare_runs(previous, current)
+    details: dict[str, Any] = {"previous_run": previous.run_id}
+    for pair in comparison.pairs:
+        variant = pair.other.split("@")[0]
+        details[f"{variant}.difference"] = float(pair.difference or 0.0)
+        details[f"{variant}.mcnemar_p"] = float(pair.mcnemar_p)
+        details[f"{variant}.regressed_rows"] = "\n".join(f.task_id for f in pair.regressions) or "none"
+        details[f"{variant}.improved_rows"] = "\n".join(f.task_id for f in pair.improvements) or "none"
+    passed = not any(is_regression(pair) for pair in comparison.pairs)
+    return RegressionVerdict(passed, previous.run_id, details)

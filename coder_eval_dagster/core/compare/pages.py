@@ -1,0 +1,34 @@
+"""Files a comparison leaves behind: the HTML page with its PNGs, the run's own comparison, the runs index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..results import EvaluationResult
+from .analysis import Comparison, compare_variants
+from .figures import Drawing, comparison_figures, save_pngs
+from .index import INDEX_PAGE, RUN_PAGE, write_index  # noqa: F401  (re-exported)
+from .page import write_atomically
+from .render import render_html
+from .rows import RunRows, results_frame
+
+
+def write_page(path: Path, text: str, drawings: list[Drawing]) -> list[Path]:
+    """The page and each figure as ``<page stem>.<figure>.png`` beside it."""
+    pngs = save_pngs(drawings, path.parent, f"{path.stem}.")
+    write_atomically(path, text)
+    return [path, *pngs.values()]
+
+
+def write_comparison_page(comparison: Comparison, path: Path) -> list[Path]:
+    drawings = comparison_figures(comparison.arms, comparison.pairs)
+    return write_page(path, render_html(comparison, drawings, path.parent), drawings)
+
+
+def write_run_comparison(run_dir: Path, results: list[EvaluationResult], variants: list[str]) -> dict[str, str] | None:
+    """A run of several variants: its comparison page and figures; what run.json records of them."""
+    if len(variants) < 2:
+        return None
+    comparison = compare_variants(RunRows(run_dir, run_dir.name, variants, results_frame(results)))
+    write_comparison_page(comparison, run_dir / RUN_PAGE)
+    return {"page": RUN_PAGE, "figure": f"{Path(RUN_PAGE).stem}.success_rate.png"}

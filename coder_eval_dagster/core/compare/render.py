@@ -1,0 +1,324 @@
+"""A comparison as a terminal table, Markdown, JSON or a self-contained HTML page.
+
+Every format shows the same blocks (built once by ``blocks``): the arms,
+then per pair of arms the paired figures, the telemetry deltas, the flips
+both ways with links to each task.html, the ERROR rows, and the per-task and
+per-tag breakdowns.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .analysis import Comparison, Flip, GroupStats, PairComparison
+from .figures import Drawing
+from .page import STYLE, html_page, relative_to  # noqa: F401  (re-exported)
+from .stats import Interval
+
+
+@dataclass(frozen=True)
+class Link:
+    text: str
+    target: str  # a file path
+
+
+Cell = str | Link
+
+
+@dataclass
+class Table:
+    headers: list[str]
+    rows: list[list[Cell]]
+    title: str = ""
+
+
+@dataclass
+class Block:
+    heading: str
+    notes: list[str] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+
+
+def percent(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1%}"
+
+
+def signed_points(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:+.1f} pp"
+
+
+def interval_text(interval: Interval | None, scale: float = 100.0, unit: str = " pp") -> str:
+    if interval is None:
+        return "–"
+    return f"[{interval.low * scale:+.1f}, {interval.high * scale:+.1f}]{unit}"
+
+
+def rate_interval(interval: Interval | None) -> str:
+    return "–" if interval is None else f"[{interval.low:.1%}, {interval.high:.1%}]"
+
+
+def number(value: float | None) -> str:
+    return "–" if value is None else f"{value:.4g}"
+
+
+def p_value(value: float) -> str:
+    return f"{value:.4g}"
+
+
+# ----------------------------------------------------------------------------- the blocks
+
+
+def summary_table(comparison: Comparison) -> Table:
+    """One line per pair of arms: the headline figures (also the asset's Markdown metadata)."""
+    return Table(
+        [
+            "baseline",
+            "other",
+            "rows",
+            "baseline rate",
+            "other rate",
+            "difference",
+            "95 % CI",
+            "McNemar p",
+            "regressions",
+            "improvements",
+            "ERROR rows",
+        ],
+        [
+            [
+                p.baseline,
+                p.other,
+                str(p.rows),
+                percent(p.rate_baseline),
+                percent(p.rate_other),
+                signed_points(p.difference),
+                interval_text(p.difference_interval),
+                p_value(p.mcnemar_p),
+                str(len(p.regressions)),
+                str(len(p.improvements)),
+                str(len(p.error_rows)),
+            ]
+            for p in comparison.pairs
+        ],
+    )
+
+
+def _arms_table(comparison: Comparison) -> Table:
+    return Table(
+        ["arm", "evaluations", "ERROR", "successes", "success rate", "Wilson 95 %", "mean score", "mean cost (USD)"],
+        [
+            [
+                a.label,
+                str(a.evaluations),
+                str(a.errors),
+                str(a.successes),
+                percent(a.success_rate),
+                rate_interval(a.interval),
+                number(a.mean_score),
+                number(a.mean_cost_usd),
+            ]
+            for a in comparison.arms
+        ],
+        "Each arm on all its rows (ERROR evaluations excluded)",
+    )
+
+
+def _flips_table(title: str, flips: list[Flip], pair: PairComparison) -> Table:
+    return Table(
+        ["row", f"score {pair.baseline}", f"score {pair.other}", "report", "report"],
+        [
+            [
+                f.task_id,
+                f"{f.score_baseline:.3f}",
+                f"{f.score_other:.3f}",
+                Link("baseline", f.report_baseline),
+                Link("other", f.report_other),
+            ]
+            for f in flips
+        ],
+        f"{title} ({len(flips)})",
+    )
+
+
+def _groups_table(title: str, groups: list[GroupStats], pair: PairComparison) -> Table:
+    return Table(
+        ["group", "rows", pair.baseline, pair.other, "difference", "95 % CI", "regressions", "improvements", "p"],
+        [
+            [
+                g.key,
+                str(g.rows),
+                percent(g.rate_baseline),
+                percent(g.rate_other),
+                signed_points(g.difference),
+                interval_text(g.interval),
+                str(g.regressions),
+                str(g.improvements),
+                p_value(g.mcnemar_p),
+            ]
+            for g in groups
+        ],
+        title,
+    )
+
+
+def _pair_block(pair: PairComparison) -> Block:
+    errors = ", ".join(f"{label}: {count}" for label, count in pair.error_evaluations.items())
+    notes = [
+        f"{pair.rows} paired rows. Success rate {pair.baseline} {percent(pair.rate_baseline)} "
+        f"{rate_interval(pair.interval_baseline)}, {pair.other} {percent(pair.rate_other)} "
+        f"{rate_interval(pair.interval_other)} (Wilson 95 %).",
+        f"Difference ({pair.other} - {pair.baseline}): {signed_points(pair.difference)}, paired bootstrap 95 % CI "
+        f"{interval_text(pair.difference_interval)}; McNemar exact p = {p_value(pair.mcnemar_p)} "
+        f"({len(pair.regressions)} regressions, {len(pair.improvements)} improvements).",
+        f"Mean weighted-score difference: {number(pair.score_difference)}, 95 % CI "
+        f"{interval_text(pair.score_interval, 1.0, '')}.",
+        f"ERROR evaluations (not in the paired figures): {errors}; {len(pair.error_rows)} row(s) left unpaired "
+        f"by ERROR; {pair.unpaired_rows} row(s) in one arm only.",
+    ]
+    deltas = Table(
+        ["metric", "rows", f"median {pair.baseline}", f"median {pair.other}", "median delta", "p90 delta"],
+        [
+            [
+                d.metric,
+                str(d.rows),
+                number(d.median_baseline),
+                number(d.median_other),
+                number(d.median_delta),
+                number(d.p90_delta),
+            ]
+            for d in pair.deltas
+        ],
+        "Telemetry on the paired rows (delta = other - baseline, per row)",
+    )
+    errors_table = Table(
+        ["row", "ERROR in"], [[e.task_id, ", ".join(e.errored_in)] for e in pair.error_rows], "ERROR rows"
+    )
+    return Block(
+        f"{pair.other} vs {pair.baseline}",
+        notes,
+        [
+            deltas,
+            _flips_table("Regressions: passed in the baseline, failed in the other", pair.regressions, pair),
+            _flips_table("Improvements: failed in the baseline, passed in the other", pair.improvements, pair),
+            errors_table,
+            _groups_table("Per base task", pair.by_task, pair),
+            _groups_table("Per tag", pair.by_tag, pair),
+        ],
+    )
+
+
+def blocks(comparison: Comparison) -> list[Block]:
+    runs = ", ".join(comparison.runs)
+    overview = Block(
+        f"Comparison of {runs}",
+        [
+            f"Paired by row-task (replicates averaged); bootstrap: {comparison.resamples} resamples of the rows, "
+            f"seed {comparison.seed}. ERROR evaluations are infrastructure failures and excluded."
+        ],
+        [summary_table(comparison), _arms_table(comparison)],
+    )
+    return [overview, *(_pair_block(pair) for pair in comparison.pairs)]
+
+
+# ----------------------------------------------------------------------------- formats
+
+
+def _markdown_cell(cell: Cell, href: Callable[[str], str]) -> str:
+    text = f"[{cell.text}]({href(cell.target)})" if isinstance(cell, Link) else cell
+    return text.replace("|", "\\|")
+
+
+def markdown_table(table: Table, href: Callable[[str], str] = str) -> str:
+    lines = ["| " + " | ".join(table.headers) + " |", "|" + "---|" * len(table.headers)]
+    lines += ["| " + " | ".join(_markdown_cell(c, href) for c in row) + " |" for row in table.rows]
+    return "\n".join(lines) + "\n"
+
+
+def markdown_of(sections: list[Block], folder: Path | None = None) -> str:
+    href = relative_to(folder)
+    parts = []
+    for number_, block in enumerate(sections):
+        parts.append(("# " if number_ == 0 else "## ") + block.heading + "\n")
+        parts += [note + "\n" for note in block.notes]
+        for table in block.tables:
+            if table.title:
+                parts.append(f"**{table.title}**\n")
+            parts.append(markdown_table(table, href) if table.rows else "none\n")
+    return "\n".join(parts)
+
+
+def render_markdown(comparison: Comparison, folder: Path | None = None) -> str:
+    return markdown_of(blocks(comparison), folder)
+
+
+def _text_table(table: Table) -> str:
+    cells = [[c.target if isinstance(c, Link) else c for c in row] for row in table.rows]
+    widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(table.headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(table.headers, widths, strict=True))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def text_of(sections: list[Block]) -> str:
+    """Plain aligned text for a terminal."""
+    parts = []
+    for block in sections:
+        parts.append(f"{block.heading}\n{'=' * len(block.heading)}\n")
+        parts += [note + "\n" for note in block.notes]
+        for table in block.tables:
+            if table.rows:
+                parts.append((f"{table.title}\n" if table.title else "") + _text_table(table))
+    return "\n".join(parts)
+
+
+def render_table(comparison: Comparison) -> str:
+    return text_of(blocks(comparison))
+
+
+def render_json(comparison: Comparison) -> str:
+    return json.dumps(comparison.to_json(), indent=2, ensure_ascii=False) + "\n"
+
+
+# ----------------------------------------------------------------------------- HTML
+
+
+def _html_cell(cell: Cell, href: Callable[[str], str]) -> str:
+    if isinstance(cell, Link):
+        return f'<a href="{html.escape(href(cell.target))}">{html.escape(cell.text)}</a>'
+    return html.escape(cell)
+
+
+def html_table(table: Table, href: Callable[[str], str] = str) -> str:
+    title = f"<h3>{html.escape(table.title)}</h3>" if table.title else ""
+    if not table.rows:
+        return f"{title}<p>none</p>"
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in table.headers)
+    body = "".join("<tr>" + "".join(f"<td>{_html_cell(c, href)}</td>" for c in row) + "</tr>" for row in table.rows)
+    return f"{title}<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def html_figures(drawings: list[Drawing]) -> str:
+    return "".join(
+        f'<figure id="{d.name}"><figcaption>{html.escape(d.title)}</figcaption>{d.svg}</figure>' for d in drawings
+    )
+
+
+def html_of(sections: list[Block], drawings: list[Drawing], folder: Path | None = None) -> str:
+    """The blocks as a page; the figures go after the first block's notes."""
+    href = relative_to(folder)
+    parts = []
+    for number_, block in enumerate(sections):
+        tag = "h1" if number_ == 0 else "h2"
+        notes = "".join(f"<p>{html.escape(n)}</p>" for n in block.notes)
+        tables = "".join(html_table(t, href) for t in block.tables)
+        figures = html_figures(drawings) if number_ == 0 else ""
+        parts.append(f"<section><{tag}>{html.escape(block.heading)}</{tag}>{notes}{figures}{tables}</section>")
+    return html_page(sections[0].heading, "".join(parts))
+
+
+def render_html(comparison: Comparison, drawings: list[Drawing], folder: Path | None = None) -> str:
+    return html_of(blocks(comparison), drawings, folder)

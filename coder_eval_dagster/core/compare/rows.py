@@ -1,0 +1,104 @@
+"""A run's evaluations as one pandas frame: from its Parquet file, or from its task.json files.
+
+The Parquet file of ``task_results`` is read when the run wrote one (fast:
+one file per run; ``<runs-dir>/tables`` beside the run folder, which need not
+exist any more); a run folder without it (copied alone, or still being
+summarized) is read from its task.json files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import yaml
+
+from ..evaluation import RESULT_FILE, load_result
+from ..results import EvaluationResult
+from .page import report_path
+
+COLUMNS = [
+    "task_id",
+    "base_task_id",
+    "variant_id",
+    "replicate",
+    "final_status",
+    "success",
+    "weighted_score",
+    "cost_usd",
+    "input_tokens",
+    "output_tokens",
+    "turns",
+    "duration_s",
+    "tags",
+]
+
+
+class CompareError(ValueError):
+    """A comparison that cannot be made as asked (no such run, variant or rows); a one-line message."""
+
+
+@dataclass
+class RunRows:
+    """One run's evaluations (one row per row-task x variant x replicate) and its variants in order."""
+
+    run_dir: Path
+    run_id: str
+    variants: list[str]
+    evaluations: pd.DataFrame
+
+
+def evaluations_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The comparison's columns (task.json or Parquet rows), with tokens and report added."""
+    frame = frame[COLUMNS].copy()
+    frame["tokens"] = frame["input_tokens"].astype("float64") + frame["output_tokens"].astype("float64")
+    frame["cost_usd"] = frame["cost_usd"].astype("float64")
+    frame["success"] = frame["success"].astype(bool)
+    keys = zip(frame["variant_id"].tolist(), frame["task_id"].tolist(), frame["replicate"].tolist(), strict=True)
+    frame["report"] = [report_path(v, t, int(r)) for v, t, r in keys]
+    return frame
+
+
+def results_frame(results: list[EvaluationResult]) -> pd.DataFrame:
+    records = [r.model_dump(include=set(COLUMNS)) for r in results]
+    return evaluations_frame(pd.DataFrame.from_records(records, columns=COLUMNS))
+
+
+def _parquet_file(run_dir: Path) -> Path | None:
+    found = sorted((run_dir.parent / "tables" / "task_results").glob(f"run_date=*/{run_dir.name}.parquet"))
+    return found[0] if found else None
+
+
+def _variant_order(run_dir: Path, present: Iterable[str]) -> list[str]:
+    """run.json's variant order (the experiment's), else the experiment file's, else sorted."""
+    present = set(present)
+    declared: list[str] = []
+    run_file, plan_file = run_dir / "run.json", run_dir / "run_plan.json"
+    if run_file.is_file():
+        declared = json.loads(run_file.read_text(encoding="utf-8")).get("variants") or []
+    if not declared and plan_file.is_file():
+        experiment = json.loads(plan_file.read_text(encoding="utf-8")).get("options", {}).get("experiment")
+        if experiment and Path(experiment).is_file():
+            variants = (yaml.safe_load(Path(experiment).read_text(encoding="utf-8")) or {}).get("variants") or []
+            declared = [v.get("variant_id") for v in variants if isinstance(v, dict)]
+    ordered = [v for v in declared if v in present]
+    return ordered + sorted(present - set(ordered))
+
+
+def load_run(run_dir: Path) -> RunRows:
+    """Every evaluation of the run ``run_dir`` (a run folder, or the name its tables know it by)."""
+    run_dir = run_dir.resolve()
+    parquet = _parquet_file(run_dir)
+    if parquet is not None:
+        evaluations = evaluations_frame(pq.read_table(parquet, columns=COLUMNS).to_pandas())
+    elif run_dir.is_dir():
+        evaluations = results_frame([load_result(p) for p in sorted(run_dir.glob(f"*/**/{RESULT_FILE}"))])
+    else:
+        raise CompareError(f"{run_dir}: no such run folder")
+    if evaluations.empty:
+        raise CompareError(f"{run_dir}: no evaluations (neither a task_results Parquet file nor task.json files)")
+    return RunRows(run_dir, run_dir.name, _variant_order(run_dir, evaluations["variant_id"]), evaluations)
