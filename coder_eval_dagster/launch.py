@@ -18,6 +18,7 @@ import dagster as dg
 
 from .definitions import JOB_NAME, build_definitions
 from .defs.evaluation.assets import ASSETS, criteria_scores, suite_metrics
+from .defs.evaluation.comparison import variant_comparison
 from .defs.evaluation.dagster_private import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 from .defs.evaluation.partitions import TASK_DIMENSION, VARIANT_DIMENSION, encode_id
 from .defs.evaluation.resources import CoderEvalSettings
@@ -129,7 +130,8 @@ def execute(
         HOST_TAG: socket.gethostname(),
     }
     tags |= range_tags(instance, task_ids, variant_ids)
-    selection = [criteria_scores.key, suite_metrics.key] if rescore else [a.key for a in ASSETS]
+    rescored = [criteria_scores.key, suite_metrics.key, variant_comparison.key]
+    selection = rescored if rescore else [a.key for a in ASSETS]
     # Hand each asset's per-partition events to the storage as one batch
     # (FastSqliteEventLogStorage stores a batch in one transaction).
     os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", "1000")
