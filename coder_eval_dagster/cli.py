@@ -202,6 +202,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run(spec, args.runs_dir, args.concurrency, judges=judge_settings(args), junit=args.junit)
 
 
+def cmd_register(args: argparse.Namespace) -> int:
+    from .cli_run import register
+
+    spec = spec_from(args)
+    if not spec.selects_anything:
+        print("coder-eval register: give task paths or -e EXPERIMENT", file=sys.stderr)
+        return EXIT_USAGE
+    return register(spec)
+
+
 def cmd_rescore(args: argparse.Namespace) -> int:
     from .cli_run import rescore
 
@@ -248,6 +258,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--retry-errors", type=Path, metavar="RUN_DIR", help="re-run only the ERROR evaluations of a run, in its folder"
     )
     running.set_defaults(handler=cmd_run)
+    registering = commands.add_parser(
+        "register", help="add the row-tasks x variants as Dagster partitions, run nothing"
+    )
+    _selection_arguments(registering)
+    registering.set_defaults(handler=cmd_register)
+    # `dev` is dispatched in main() (its options are dagster dev's); listed here for --help.
+    commands.add_parser("dev", help="dagster dev (UI and daemon) on the CLI's own instance; options go to dagster dev")
     schema = commands.add_parser("schema", help="print the JSON Schema of task (or experiment, trajectory) files")
     schema.add_argument("kind", nargs="?", choices=SCHEMA_KINDS, default="task")
     schema.set_defaults(handler=cmd_schema)
@@ -303,6 +320,11 @@ def criterion_types(text: str) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     # Dagster marks backfill_policy as beta; the notice is for library authors, not for our users.
     warnings.filterwarnings("ignore", message=r".*is currently in beta.*")
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["dev"]:  # everything after `dev` is dagster dev's own (-h, -p...)
+        from .cli_run import dev
+
+        return dev(words[1:])
     args = build_parser().parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:

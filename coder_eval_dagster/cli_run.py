@@ -128,6 +128,39 @@ def rescore(run_dir: Path, concurrency: int, judges: JudgeSettings, junit: Path 
     return _launch(_open_instance(), opened, row_tasks, run_dir.parent, concurrency, judges, rescore=True, junit=junit)
 
 
+def register(spec: RunSpec) -> int:
+    """Add the selection's row-tasks and variants as partitions of the instance, running nothing."""
+    resolution = resolve(spec)
+    if resolution.problems:
+        raise InvalidInput(resolution.problems)
+    from .launch import register_partitions
+
+    added = register_partitions(_open_instance(), resolution.row_tasks)
+    tasks = len({rt.task_id for rt in resolution.row_tasks})
+    variants = len({rt.variant_id for rt in resolution.row_tasks})
+    print(f"registered {tasks} row-task(s) x {variants} variant(s); {added} key(s) were new")
+    return EXIT_OK
+
+
+def dev(extra: list[str]) -> int:
+    """`dagster dev` on the same instance the CLI uses (its dagster.yaml, its databases), serving this code."""
+    import os
+    import shutil
+
+    from .launch import local_home
+
+    home = local_home()
+    _open_instance().dispose()  # writes coder-eval's dagster.yaml there when the folder has none
+    dagster = shutil.which("dagster") or str(Path(sys.executable).parent / "dagster")
+    print(f"coder-eval dev: DAGSTER_HOME={home}", file=sys.stderr)
+    os.execvpe(
+        dagster,
+        [dagster, "dev", "-m", "coder_eval_dagster.definitions", *extra],
+        {**os.environ, "DAGSTER_HOME": str(home)},
+    )
+    return EXIT_OK  # not reached: exec replaces this process
+
+
 def _open_instance() -> Any:
     """Import Dagster and open the instance before the run's clock starts."""
     from .launch import local_instance

@@ -52,9 +52,14 @@ telemetry: {{enabled: false}}
 """
 
 
+def local_home() -> Path:
+    """``$DAGSTER_HOME`` when set, else ``./.dagster``: the one instance the CLI and `coder-eval dev` share."""
+    return Path(os.environ.get("DAGSTER_HOME") or ".dagster").resolve()
+
+
 def local_instance() -> dg.DagsterInstance:
-    """``$DAGSTER_HOME`` when set, else ``./.dagster``; given our defaults when it has no dagster.yaml."""
-    home = Path(os.environ.get("DAGSTER_HOME") or ".dagster").resolve()
+    """``local_home()``, given our defaults when it has no dagster.yaml."""
+    home = local_home()
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists():
@@ -104,6 +109,21 @@ def contiguous_block(instance: dg.DagsterInstance, dimension: str, keys: list[st
             instance.delete_dynamic_partition(dimension, key)
     instance.add_dynamic_partitions(dimension, keys)
     return keys[0], keys[-1]
+
+
+def register_partitions(instance: dg.DagsterInstance, row_tasks: list) -> int:
+    """Add the row-tasks' task and variant keys the instance does not have yet; how many were new."""
+    added = 0
+    for dimension, ids in (
+        (TASK_DIMENSION, [rt.task_id for rt in row_tasks]),
+        (VARIANT_DIMENSION, [rt.variant_id for rt in row_tasks]),
+    ):
+        known = set(instance.get_dynamic_partitions(dimension))
+        new = [key for key in dict.fromkeys(encode_id(i) for i in ids) if key not in known]
+        if new:
+            instance.add_dynamic_partitions(dimension, new)
+        added += len(new)
+    return added
 
 
 def range_tags(instance: dg.DagsterInstance, task_ids: list[str], variant_ids: list[str]) -> dict[str, str]:
