@@ -12,6 +12,7 @@ from pathlib import Path
 from .core.problems import InvalidInput, Problem
 from .core.resolution import Options, discover, kind_of, load_experiment, load_trajectory, resolve
 from .core.yamlio import load_document
+from .sandbox_cli import add_commands as add_sandbox_commands
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -141,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     rescoring.add_argument("run_dir", type=Path)
     _run_arguments(rescoring, runs_dir=False)
     rescoring.set_defaults(handler=cmd_rescore)
+    add_sandbox_commands(commands)
     return parser
 
 

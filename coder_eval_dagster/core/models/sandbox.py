@@ -76,6 +76,9 @@ class SandboxConfig(StrictModel):
     template_sources: list[TemplateSource] = Field(default_factory=list)
     ignore_patterns: list[IgnorePattern] = Field(default_factory=list)
     limits: SandboxLimits = Field(default_factory=SandboxLimits)
+    # Extensions of the guide's format, read by the docker driver only.
+    image: str | None = Field(default=None, min_length=1)
+    network: Literal["bridge", "none", "host"] = "bridge"
 
     @model_validator(mode="after")
     def _repo_first(self, info: ValidationInfo) -> SandboxConfig:

@@ -56,7 +56,7 @@ class TempdirSandbox:
         env = self.environment()
         if self.cache_dir is not None:
             env["UV_CACHE_DIR"] = str(self.cache_dir)
-        uv = _uv_binary()
+        uv = uv_binary()
         if uv:
             steps = [
                 [uv, "venv", "--quiet", "--python", sys.executable, str(self.venv)],
@@ -75,6 +75,9 @@ class TempdirSandbox:
         limit = self.config.limits.timeout
         return min(requested, limit) if limit else requested
 
+    def close(self) -> None:
+        """Nothing to release: the folder is the sandbox (the docker driver removes its container here)."""
+
     def run(self, command: str, timeout: float) -> CommandRun:
         return run_shell(command, self.root, self.command_timeout(timeout), self.environment())
 
@@ -87,7 +90,7 @@ class TempdirSandbox:
         return target
 
 
-def _uv_binary() -> str | None:
+def uv_binary() -> str | None:
     try:
         from uv import find_uv_bin
 
