@@ -9,6 +9,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .core.models.sandbox import unbound_limits
 from .core.problems import InvalidInput, Problem
 from .core.resolution import Options, discover, kind_of, load_experiment, load_trajectory, resolve
 from .core.yamlio import load_document
@@ -81,8 +82,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
             invalid = True
             _print_problems(found)
         else:
+            _print_limit_warnings(path)
             print(f"OK {path}")
     return EXIT_FAILED if invalid else EXIT_OK
+
+
+def _print_limit_warnings(path: Path) -> None:
+    """Limits a task sets that its driver does not enforce: valid, but not what the author expects."""
+    doc = load_document(path)
+    sandbox = doc.data.get("sandbox") if isinstance(doc.data, dict) else None
+    for name, why in unbound_limits(sandbox) if isinstance(sandbox, dict) else []:
+        print(
+            f"warning: {path}:{doc.line_of(('sandbox', 'limits', name))}: sandbox.limits.{name}: {why}", file=sys.stderr
+        )
 
 
 # ----------------------------------------------------------------------------- list

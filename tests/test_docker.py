@@ -17,7 +17,10 @@ import pytest
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
 from coder_eval_dagster.core.sandbox import engine, open_sandbox
 
+from .fake_anthropic import FakeAnthropic, Script, Turn
 from .helpers import criterion, evaluate_replay, evaluate_task, run_cli, task_with, write
+from .test_claude_code import API_KEY
+from .test_claude_code import run as run_claude
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("docker_image")]
 
@@ -198,6 +201,41 @@ def test_a_missing_image_names_the_build_command(tmp_path: Path) -> None:
 def test_sandbox_build_is_skipped_while_its_inputs_are_unchanged(docker_image: str) -> None:
     done = run_cli("sandbox", "build", "--base", "debian-local", "--tag", docker_image)
     assert done.code == 0 and "up to date" in done.out
+
+
+# ----------------------------------------------------------------------------- agents
+
+
+def test_claude_code_tool_calls_run_inside_the_container(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = Script(
+        [
+            Turn(tools=[("Bash", {"command": "test -f /.dockerenv && id -u > where.txt"})]),
+            Turn(tools=[("Write", {"file_path": str(tmp_path / "escape.txt"), "content": "x"})]),
+            Turn(text="done"),
+        ]
+    )
+    with FakeAnthropic(script) as url:
+        for name, value in {
+            "ANTHROPIC_BASE_URL": url,
+            "ANTHROPIC_API_KEY": API_KEY,
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+        }.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("API_BACKEND", "direct")
+        result = run_claude(
+            tmp_path,
+            [
+                criterion(
+                    "file_contains", path="where.txt", includes=["1000" if os.geteuid() == 0 else str(os.geteuid())]
+                )
+            ],
+            sandbox={"driver": "docker", "network": "host", "python": None},
+        )
+    assert result.final_status == "SUCCESS", (result.error, result.criteria)
+    calls = [c for t in result.trajectory for c in t.calls]
+    assert [c.tool for c in calls] == ["Bash", "Write"]
+    assert not (tmp_path / "escape.txt").exists()  # the Write tool wrote the container's file system, not the host's
+    assert not containers_under(tmp_path)
 
 
 # ----------------------------------------------------------------------------- cleanup of whole runs

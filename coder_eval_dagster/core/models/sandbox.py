@@ -85,3 +85,21 @@ class SandboxConfig(StrictModel):
         if not is_partial(info):
             check_repo_first(self.template_sources)
         return self
+
+
+CONFINING_LIMITS = ("max_memory_mb", "max_cpus", "max_pids")
+
+
+def unbound_limits(sandbox: dict) -> list[tuple[str, str]]:
+    """(field, why) for each limit a sandbox section sets that will not bind (a warning, not an error)."""
+    limits = sandbox.get("limits") if isinstance(sandbox.get("limits"), dict) else {}
+    driver = sandbox.get("driver", "tempdir")
+    found = []
+    for name in [*CONFINING_LIMITS, "max_disk_mb"]:
+        if limits.get(name) is None:
+            continue
+        if driver != "docker":
+            found.append((name, f"{name} does not bind under driver {driver}: use driver: docker"))
+        elif name == "max_disk_mb":
+            found.append((name, "max_disk_mb is not enforced by the docker driver"))
+    return found

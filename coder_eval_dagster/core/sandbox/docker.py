@@ -21,11 +21,14 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import io
 import json
 import os
 import re
 import shlex
 import shutil
+import sys
+import tarfile
 import time
 import uuid
 from pathlib import Path
@@ -223,6 +226,33 @@ class DockerSandbox(TempdirSandbox):
         if limits.max_pids is not None:
             kwargs["pids_limit"] = limits.max_pids
         return kwargs
+
+    # ----------------------------------------------------------------- agents
+
+    def agent_command(self, home: Path, cli: str) -> str:
+        """A launcher running ``cli`` in the container (see docker_attach), with ``home`` copied in at its path."""
+        self._copy_in(home)
+        launcher = home / "docker" / Path(cli).name
+        launcher.parent.mkdir(exist_ok=True)
+        spec = {"container": self.container_id(), "user": self.user, "docker_host": os.environ.get("DOCKER_HOST")}
+        module = "coder_eval_dagster.core.sandbox.docker_attach"
+        command = [sys.executable, "-m", module, json.dumps(spec), cli]
+        launcher.write_text(f'#!/bin/sh\nexec {shlex.join(command)} "$@"\n', encoding="utf-8")
+        launcher.chmod(0o700)
+        return str(launcher)
+
+    def _copy_in(self, folder: Path) -> None:
+        """Copy a host folder into the container at the same path, owned by the container's user."""
+        uid, gid = (int(part) for part in self.user.split(":"))
+
+        def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+            info.uid, info.gid, info.uname, info.gname = uid, gid, "", ""
+            return info
+
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            archive.add(folder, arcname=str(folder).lstrip("/"), filter=owned)
+        client().api.put_archive(self.container_id(), "/", buffer.getvalue())
 
     # ----------------------------------------------------------------- commands
 

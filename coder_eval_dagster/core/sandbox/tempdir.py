@@ -75,6 +75,10 @@ class TempdirSandbox:
         limit = self.config.limits.timeout
         return min(requested, limit) if limit else requested
 
+    def agent_command(self, home: Path, cli: str) -> str:
+        """The command that starts an agent CLI here: the CLI itself (the docker driver wraps it)."""
+        return cli
+
     def close(self) -> None:
         """Nothing to release: the folder is the sandbox (the docker driver removes its container here)."""
 
