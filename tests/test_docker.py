@@ -18,6 +18,7 @@ from coder_eval_dagster.core.models.sandbox import SandboxConfig
 from coder_eval_dagster.core.sandbox import engine, open_sandbox
 
 from .fake_anthropic import FakeAnthropic, Script, Turn
+from .fake_openai import FakeResponses, ResponsesScript, Step
 from .helpers import criterion, evaluate_replay, evaluate_task, run_cli, task_with, write
 from .test_claude_code import API_KEY
 from .test_claude_code import run as run_claude
@@ -31,6 +32,11 @@ def docker_sandbox(**fields: Any) -> dict[str, Any]:
 
 def agentless(**changes: Any) -> dict[str, Any]:
     return task_with(agent={"type": "none"}, initial_prompt=None, **changes)
+
+
+def container_uid() -> str:
+    """The user sandboxed commands run as: the image's (uid 1000) when the harness is root, else the harness's."""
+    return "1000" if os.geteuid() == 0 else str(os.geteuid())
 
 
 def containers_under(folder: Path) -> list[Any]:
@@ -141,7 +147,7 @@ def test_replay_bash_calls_run_inside_the_container(tmp_path: Path) -> None:
         success_criteria=[criterion("command_executed", tool_name="Bash", command_pattern="dockerenv")],
     )
     (call,) = result.trajectory[0].calls
-    assert call.status == "success" and call.output.strip() == ("1000" if os.geteuid() == 0 else str(os.geteuid()))
+    assert call.status == "success" and call.output.strip() == container_uid()
 
 
 def _tiny_wheel(folder: Path) -> str:
@@ -224,17 +230,31 @@ def test_claude_code_tool_calls_run_inside_the_container(tmp_path: Path, monkeyp
         monkeypatch.setenv("API_BACKEND", "direct")
         result = run_claude(
             tmp_path,
-            [
-                criterion(
-                    "file_contains", path="where.txt", includes=["1000" if os.geteuid() == 0 else str(os.geteuid())]
-                )
-            ],
+            [criterion("file_contains", path="where.txt", includes=[container_uid()])],
             sandbox={"driver": "docker", "network": "host", "python": None},
         )
     assert result.final_status == "SUCCESS", (result.error, result.criteria)
     calls = [c for t in result.trajectory for c in t.calls]
     assert [c.tool for c in calls] == ["Bash", "Write"]
     assert not (tmp_path / "escape.txt").exists()  # the Write tool wrote the container's file system, not the host's
+    assert not containers_under(tmp_path)
+
+
+def test_codex_commands_run_inside_the_container(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = ResponsesScript([Step(commands=["test -f /.dockerenv && id -u > where.txt"]), Step(text="done")])
+    with FakeResponses(script) as url:
+        monkeypatch.setenv("CODEX_BASE_URL", url)
+        monkeypatch.setenv("CODEX_API_KEY", "sk-codex-test-0123456789")
+        result = evaluate_task(
+            tmp_path,
+            task_with(
+                agent={"type": "codex", "model": "gpt-fake"},
+                sandbox={"driver": "docker", "network": "host", "python": None},
+                success_criteria=[criterion("file_contains", path="where.txt", includes=[container_uid()])],
+            ),
+        )
+    assert result.final_status == "SUCCESS", (result.error, result.criteria)
+    assert [c.tool for t in result.trajectory for c in t.calls] == ["Bash"]
     assert not containers_under(tmp_path)
 
 
