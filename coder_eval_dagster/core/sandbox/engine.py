@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+from collections.abc import Iterable
 from importlib.metadata import version
 from typing import Any
 
@@ -33,6 +34,14 @@ class EngineError(Exception):
 def default_image() -> str:
     """``CODER_EVAL_DOCKER_IMAGE``, else ``coder-eval-sandbox:<package version>``."""
     return os.environ.get(IMAGE_ENV) or f"coder-eval-sandbox:{version('coder-eval-dagster')}"
+
+
+def default_docker_image(row_tasks: Iterable[Any], image: str | None) -> None:
+    """Give docker tasks that name no image the run's one (the Dagster resource's setting)."""
+    for row_task in row_tasks if image else []:
+        sandbox = row_task.task.sandbox
+        if sandbox.driver == "docker" and sandbox.image is None:
+            sandbox.image = image
 
 
 @functools.cache

@@ -32,6 +32,7 @@ from ...core.evaluation import (
 from ...core.fingerprints import fingerprints
 from ...core.resolution import Resolution, RowTask
 from ...core.runs import RunPlan, cache_dir, in_parallel, plan_evaluations, resolve_plan, summarize
+from ...core.sandbox.engine import default_docker_image
 from .partitions import ids_of, partition_key, row_task_partitions
 from .resources import CoderEvalSettings
 
@@ -146,6 +147,7 @@ def _evaluations(context: Context, settings: CoderEvalSettings) -> list[Evaluati
     row_tasks, missing = _selected(_resolve(context, plan), context.partition_keys)
     for task_id, variant_id in missing:
         context.log.warning(f"skipping {task_id} [{variant_id}]: no task file defines it any more")
+    default_docker_image(row_tasks, settings.docker_image)
     return plan_evaluations(row_tasks, plan.run_id, run_dir, cache_dir(Path(settings.runs_dir)))
 
 

@@ -34,6 +34,8 @@ class CoderEvalSettings(dg.ConfigurableResource):
     run_dir: str | None = None
     concurrency: int = 0
     rescore: bool = False
+    # The docker driver's image for tasks that name none (default: CODER_EVAL_DOCKER_IMAGE, then the built-in tag).
+    docker_image: str | None = None
 
     def workers(self) -> int:
         return self.concurrency if self.concurrency > 0 else default_concurrency()
@@ -94,4 +96,5 @@ def default_settings() -> CoderEvalSettings:
         experiment=os.environ.get("CODER_EVAL_EXPERIMENT") or None,
         runs_dir=os.environ.get("CODER_EVAL_RUNS_DIR", "runs"),
         concurrency=int(os.environ.get("CODER_EVAL_CONCURRENCY", "0")),
+        docker_image=os.environ.get("CODER_EVAL_DOCKER_IMAGE") or None,
     )
