@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -90,7 +90,7 @@ class SandboxConfig(StrictModel):
 CONFINING_LIMITS = ("max_memory_mb", "max_cpus", "max_pids")
 
 
-def unbound_limits(sandbox: dict) -> list[tuple[str, str]]:
+def unbound_limits(sandbox: dict[str, Any]) -> list[tuple[str, str]]:
     """(field, why) for each limit a sandbox section sets that will not bind (a warning, not an error)."""
     limits = sandbox.get("limits") if isinstance(sandbox.get("limits"), dict) else {}
     driver = sandbox.get("driver", "tempdir")
