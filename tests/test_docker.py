@@ -87,12 +87,13 @@ def _host_processes_with(token: str) -> list[str]:
 
 def test_a_fork_bomb_hits_the_pids_limit_and_the_evaluation_ends_within_its_timeout(tmp_path: Path) -> None:
     token = f"bomb{uuid.uuid4().hex[:8]}"
-    bomb = f"{token}() {{ {token} | {token} & }}; {token}; sleep 60"  # forks on in the background until killed
+    # the shell then spins on builtins (a `sleep` could not fork at the limit) until its timeout kills the group
+    bomb = f"{token}() {{ {token} | {token} & }}; {token}; while :; do :; done"
     started = time.monotonic()
     result = evaluate_task(
         tmp_path,
         agentless(
-            sandbox=docker_sandbox(limits={"max_pids": 64}),
+            sandbox=docker_sandbox(limits={"max_pids": 64, "max_cpus": 0.25}),
             pre_run=[{"command": bomb, "timeout": 5, "fail_on_error": False}],
             success_criteria=[criterion("run_command", command="echo still usable")],
         ),

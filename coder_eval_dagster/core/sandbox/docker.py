@@ -23,6 +23,7 @@ import contextlib
 import functools
 import io
 import json
+import logging
 import os
 import re
 import shlex
@@ -51,6 +52,7 @@ from .process import INTERRUPTED, CommandRun, _read_capped
 from .tempdir import VENV_TIMEOUT_S, TempdirSandbox
 from .templates import TemplateError
 
+log = logging.getLogger(__name__)
 STATE_FILE = "container.json"
 IO_FOLDER = "docker-io"
 IMAGE_UID = 1000  # the image's `sandbox` user
@@ -79,7 +81,13 @@ def agent_cli_folders() -> list[Path]:
 
 
 def _chown_tree(top: Path, uid: int) -> None:
-    """Hand a folder to the container's user (the harness runs as root; the container never does)."""
+    """Hand a folder to the container's user (the harness runs as root; the container never does).
+
+    A folder it already owns is left alone: what is inside was made by the container (the uv cache,
+    a sandbox whose container is started again).
+    """
+    if top.stat().st_uid == uid:
+        return
     os.lchown(top, uid, uid)
     for folder, names, files in os.walk(top):
         for name in names + files:
@@ -164,10 +172,17 @@ class DockerSandbox(TempdirSandbox):
         return self._start()
 
     def close(self) -> None:
-        """Remove the container (whatever runs in it) and its bookkeeping; the sandbox folder stays."""
+        """Remove the container (whatever runs in it) and its bookkeeping; the sandbox folder stays.
+
+        An engine that stopped answering leaves the container to the next run's sweeper: the
+        evaluation's result is not worth losing over it.
+        """
         state = self._state()
         if state:
-            remove_container(state["id"])
+            try:
+                remove_container(state["id"])
+            except Exception as exc:
+                log.warning("could not remove container %s (the next run sweeps it): %s", state["id"][:12], exc)
             (self.folder / STATE_FILE).unlink(missing_ok=True)
         shutil.rmtree(self.io_dir, ignore_errors=True)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 IMAGE_ENV = "CODER_EVAL_DOCKER_IMAGE"
 API_TIMEOUT_S = 60
+MAX_CONNECTIONS = 64  # one per evaluation thread polling its command, at any --concurrency we expect
 LABEL = "coder-eval"  # every sandbox container carries it; the others below name its evaluation
 LABEL_RUN, LABEL_TASK, LABEL_VARIANT, LABEL_REPLICATE = (
     "coder-eval.run",
@@ -55,7 +56,7 @@ def client() -> Any:
         ) from None
     where = os.environ.get("DOCKER_HOST") or "the default socket"
     try:
-        engine = docker.from_env(timeout=API_TIMEOUT_S)
+        engine = docker.from_env(timeout=API_TIMEOUT_S, max_pool_size=MAX_CONNECTIONS)
         engine.ping()
     except Exception as exc:
         raise EngineError(
