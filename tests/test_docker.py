@@ -266,6 +266,7 @@ def _cli(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
     return subprocess.Popen(
         [str(Path(sys.executable).parent / "coder-eval"), *args],
+        cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -311,7 +312,7 @@ def test_containers_of_a_killed_run_are_removed_by_the_next_run(tmp_path: Path) 
     process.kill()
     process.communicate(timeout=30)
     assert containers_under(tmp_path)  # kill -9 left it behind ...
-    quick = write(
+    write(
         tmp_path / "next" / "quick.yaml",
         """
         task_id: quick
@@ -321,7 +322,7 @@ def test_containers_of_a_killed_run_are_removed_by_the_next_run(tmp_path: Path) 
         success_criteria: [{type: run_command, command: "true", description: t}]
         """,
     )
-    nxt = _cli(tmp_path, "run", str(quick), "--runs-dir", str(tmp_path / "runs-next"))
+    nxt = _cli(tmp_path, "run", "next/quick.yaml", "--runs-dir", "runs-next")  # relative paths mount too
     _, err = nxt.communicate(timeout=120)
     assert nxt.returncode == 0, err
     assert not containers_under(tmp_path)  # ... and the next run swept it

@@ -100,7 +100,8 @@ class DockerSandbox(TempdirSandbox):
     def __init__(
         self, root: Path, config: SandboxConfig, cache_dir: Path | None = None, labels: dict[str, str] | None = None
     ):
-        super().__init__(root, config, cache_dir)
+        # the engine needs absolute paths to bind-mount (a run folder may be given relative)
+        super().__init__(root.absolute(), config, cache_dir.absolute() if cache_dir is not None else None)
         self.labels = labels or {}
         self.image = config.image or default_image()
 
