@@ -200,6 +200,30 @@ def test_engine_down_is_one_clear_error_line(tmp_path: Path, monkeypatch: pytest
     assert "\n" not in result.error and "DOCKER_HOST" in result.error and "no Docker engine answers" in result.error
 
 
+def test_sandbox_build_with_the_engine_down_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    engine.client.cache_clear()
+    try:
+        done = run_cli("sandbox", "build")
+    finally:
+        engine.client.cache_clear()
+    assert done.code == 1 and done.err.count("\n") == 1 and "DOCKER_HOST" in done.err
+
+
+def test_a_stage_that_finds_no_container_starts_a_fresh_one_on_the_same_folder(tmp_path: Path) -> None:
+    sandbox = open_sandbox(tmp_path / "ev" / "sandbox", SandboxConfig.model_validate(docker_sandbox()))
+    sandbox.create(tmp_path)
+    assert sandbox.run("echo kept > kept.txt", timeout=10).ok
+    sandbox.close()  # the evaluation ended; a rescore comes later
+    try:
+        again = sandbox.run("test -f /.dockerenv && cat kept.txt", timeout=10)
+        assert again.ok and again.stdout == "kept\n"
+        assert len(containers_under(tmp_path)) == 1
+    finally:
+        sandbox.close()
+    assert not containers_under(tmp_path)
+
+
 def test_a_missing_image_names_the_build_command(tmp_path: Path) -> None:
     result = evaluate_task(tmp_path, agentless(sandbox=docker_sandbox(image="coder-eval-none:0")))
     assert result.final_status == "ERROR" and "coder-eval sandbox build" in result.error
