@@ -124,6 +124,24 @@ def test_a_write_to_a_host_path_from_the_container_does_not_reach_the_host(tmp_p
     assert not result.pre_run_results[1].ok  # a host folder above the sandbox is not the container's to write
 
 
+def test_a_link_the_container_made_out_of_the_sandbox_is_not_followed_on_the_host(tmp_path: Path) -> None:
+    result = evaluate_task(
+        tmp_path,
+        agentless(
+            sandbox=docker_sandbox(),
+            pre_run=[
+                {"command": "ln -s /etc/hostname absolute && ln -s ../../../../../../../../etc/hostname relative"}
+            ],
+            success_criteria=[
+                criterion("file_exists", path="absolute"),
+                criterion("file_contains", path="relative", includes=[""]),
+            ],
+        ),
+    )
+    assert [c.passed for c in result.criteria] == [False, False]
+    assert all("leaves the sandbox" in (c.error or "") for c in result.criteria)
+
+
 def test_a_hung_command_is_killed_at_its_timeout_inside_the_container(tmp_path: Path) -> None:
     config = SandboxConfig.model_validate(docker_sandbox())
     sandbox = open_sandbox(tmp_path / "ev" / "sandbox", config)
