@@ -24,7 +24,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from coder_eval_dagster.core.evaluation import evaluate, new_evaluation
-from coder_eval_dagster.core.resolution import Options, resolve
+from coder_eval_dagster.core.resolution import resolve
+from coder_eval_dagster.core.run_spec import RunSpec
 from tests.fake_anthropic import FakeAnthropic, Script, Turn
 
 
@@ -44,7 +45,7 @@ def _task(folder: Path, agent: dict, criteria: list[dict], limits: dict | None =
 
 
 def _evaluate(task: Path, run_dir: Path):
-    (row_task,) = resolve(Options(paths=[task])).row_tasks
+    (row_task,) = resolve(RunSpec(task_paths=[str(task)])).row_tasks
     start = time.perf_counter()
     result = evaluate(new_evaluation("bench", run_dir, row_task, 1, None))
     return time.perf_counter() - start, result

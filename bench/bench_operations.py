@@ -19,8 +19,8 @@ import dagster as dg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from coder_eval_dagster.defs.evaluation.resources import CoderEvalSettings
-from coder_eval_dagster.defs.operations.sensors import task_files_sensor
+from coder_eval_dagster.defs.evaluation.resources import CoderEvalSettings, RunSpecConfig
+from coder_eval_dagster.defs.evaluation.sensors import task_files_sensor
 from tests.dagster_services import (
     DagsterServices,
     apply_partition_requests,
@@ -50,7 +50,7 @@ def _tasks(folder: Path, rows: int, task_id: str) -> Path:
 
 def sensor_ticks(rows: int) -> None:
     with tempfile.TemporaryDirectory() as tmp, dg.instance_for_test() as instance:
-        settings = CoderEvalSettings(task_paths=[str(_tasks(Path(tmp) / "tasks", rows, "big"))])
+        settings = CoderEvalSettings(spec=RunSpecConfig(task_paths=[str(_tasks(Path(tmp) / "tasks", rows, "big"))]))
         cursor = None
         for label in ("first tick (all new)", "unchanged tick"):
             context = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"settings": settings})

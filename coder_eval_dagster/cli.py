@@ -9,9 +9,11 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .core.agents import AGENT_TYPES
 from .core.models.sandbox import unbound_limits
 from .core.problems import InvalidInput, Problem
-from .core.resolution import Options, discover, kind_of, load_experiment, load_trajectory, resolve
+from .core.resolution import discover, kind_of, load_experiment, load_trajectory, resolve
+from .core.run_spec import RunSpec
 from .core.yamlio import load_document
 from .sandbox_cli import add_commands as add_sandbox_commands
 
@@ -33,20 +35,33 @@ def _selection_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY.PATH=VALUE",
         help="override a task field (YAML value); repeatable, merged per key",
     )
-    parser.add_argument("--type", dest="agent_type", help="agent type override (claude-code, codex, none, replay)")
+    parser.add_argument("--type", dest="agent_type", help=f"agent type override ({', '.join(AGENT_TYPES)})")
+    parser.add_argument("--model", help="agent.model for every task (shorthand for -D agent.model=MODEL)")
     parser.add_argument("--sample", type=int, metavar="N", help="fixed-seed sample of N rows per stratum")
     parser.add_argument("--tags", default="", help="only tasks with any of these comma-separated tags")
     parser.add_argument("--include-skipped", action="store_true", help="also run tasks marked skip: true")
+    parser.add_argument(
+        "--task",
+        dest="task_patterns",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="only row-tasks whose id matches (e.g. 'arithmetic_dataset/add-*'); repeatable",
+    )
+    parser.add_argument("--limit", type=int, metavar="N", help="only the first N row-tasks after filtering")
 
 
-def options_from(args: argparse.Namespace) -> Options:
-    return Options(
-        paths=list(args.paths),
-        experiment=args.experiment,
+def spec_from(args: argparse.Namespace) -> RunSpec:
+    return RunSpec(
+        task_paths=[str(p) for p in args.paths],
+        experiment=str(args.experiment) if args.experiment else None,
         overrides=list(args.overrides),
         agent_type=args.agent_type,
+        model=args.model,
         sample=args.sample,
         tags=[t.strip() for t in args.tags.split(",") if t.strip()],
+        task_patterns=list(args.task_patterns),
+        limit=args.limit,
         include_skipped=args.include_skipped,
     )
 
@@ -66,10 +81,10 @@ def _file_problems(path: Path) -> list[Problem]:
             experiment = load_experiment(path)
             if not experiment.model.tasks:
                 return []
-            return resolve(Options(experiment=path, include_skipped=True)).problems
+            return resolve(RunSpec(experiment=str(path), include_skipped=True)).problems
     except InvalidInput as exc:
         return exc.problems
-    return resolve(Options(paths=[path], include_skipped=True)).problems
+    return resolve(RunSpec(task_paths=[str(path)], include_skipped=True)).problems
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -101,11 +116,11 @@ def _print_limit_warnings(path: Path) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    options = options_from(args)
-    if not options.paths and options.experiment is None:
+    spec = spec_from(args)
+    if not spec.selects_anything:
         print("coder-eval list: give task paths or -e EXPERIMENT", file=sys.stderr)
         return EXIT_USAGE
-    result = resolve(options)
+    result = resolve(spec)
     if result.problems:
         _print_problems(result.problems)
         return EXIT_FAILED
@@ -119,17 +134,17 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .run_command import run
+    from .cli_run import run
 
-    options = options_from(args)
-    if not options.paths and options.experiment is None:
+    spec = spec_from(args)
+    if not spec.selects_anything:
         print("coder-eval run: give task paths or -e EXPERIMENT", file=sys.stderr)
         return EXIT_USAGE
-    return run(options, args.runs_dir, args.concurrency)
+    return run(spec, args.runs_dir, args.concurrency)
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
-    from .run_command import rescore
+    from .cli_run import rescore
 
     return rescore(args.run_dir, args.concurrency)
 

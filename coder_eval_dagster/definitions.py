@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import dagster as dg
 
-from .defs.evaluation.assets import ASSETS, EVALUATIONS_IO
+from .defs.evaluation.assets import ASSETS
+from .defs.evaluation.jobs import JOB_NAME
 from .defs.evaluation.resources import CoderEvalSettings, default_settings
-from .defs.operations.schedules import nightly_suite
-from .defs.operations.sensors import task_files_sensor
-from .defs.operations.targets import JOB_NAME
+from .defs.evaluation.schedules import nightly_suite
+from .defs.evaluation.sensors import task_files_sensor
 
 
 def build_definitions(settings: CoderEvalSettings) -> dg.Definitions:
     """The graph with the given settings (the CLI passes its own; the code location its defaults).
 
-    Each op already runs its partitions in a thread pool, so steps run in the
+    Each step already runs its partitions in a thread pool, so steps run in the
     run's own process: a process per step would only add start-up time.
     """
     return dg.Definitions(
         assets=ASSETS,
-        resources={"settings": settings, EVALUATIONS_IO: dg.mem_io_manager},
+        resources={"settings": settings},
         jobs=[dg.define_asset_job(JOB_NAME, selection=dg.AssetSelection.groups("coder_eval"))],
         sensors=[task_files_sensor],
         schedules=[nightly_suite],

@@ -14,12 +14,13 @@ import warnings
 from pathlib import Path
 
 import dagster as dg
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from .definitions import JOB_NAME, build_definitions
 from .defs.evaluation.assets import ASSETS, criteria_scores, suite_metrics
+from .defs.evaluation.dagster_private import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 from .defs.evaluation.partitions import TASK_DIMENSION, VARIANT_DIMENSION, encode_id
 from .defs.evaluation.resources import CoderEvalSettings
+from .storage import HOME_DATABASES, copy_template
 
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 
@@ -39,6 +40,10 @@ schedule_storage:
   module: dagster._core.storage.schedules
   class: SqliteScheduleStorage
   config: {{base_dir: {base}/schedules}}
+# Steps log through the event log; capturing their stdout would start a `tail` per step.
+compute_logs:
+  module: dagster._core.storage.noop_compute_log_manager
+  class: NoOpComputeLogManager
 concurrency:
   pools: {{default_limit: 4}}
 telemetry: {{enabled: false}}
@@ -51,6 +56,8 @@ def local_instance() -> dg.DagsterInstance:
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists():
+        for name, where in HOME_DATABASES.items():  # pre-migrated: a first run skips creating the schema
+            copy_template(name, home / where)
         config.write_text(INSTANCE_YAML.format(base=home), encoding="utf-8")
     return dg.DagsterInstance.from_config(str(home))
 
@@ -87,11 +94,8 @@ def execute(
 ) -> dg.ExecuteInProcessResult:
     """One in-process run of the graph (or, to rescore, of criteria_scores and suite_metrics)."""
     tags = {"coder_eval/run": settings.run_dir or "", "coder_eval/mode": "rescore" if rescore else "run"}
-    selection = [criteria_scores.key, suite_metrics.key] if rescore else [a.key for a in ASSETS]  # type: ignore[attr-defined]
-    if task_ids:
-        tags |= range_tags(instance, task_ids, variant_ids)
-    else:  # nothing to evaluate: only the unpartitioned ends of the graph
-        selection = [suite_metrics.key] if rescore else [ASSETS[0].key, suite_metrics.key]  # type: ignore[attr-defined]
+    tags |= range_tags(instance, task_ids, variant_ids)
+    selection = [criteria_scores.key, suite_metrics.key] if rescore else [a.key for a in ASSETS]
     # Hand each asset's per-partition events to the storage as one batch
     # (FastSqliteEventLogStorage stores a batch in one transaction).
     os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", "1000")

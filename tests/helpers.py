@@ -58,9 +58,10 @@ def criterion(kind: str, **fields: Any) -> dict[str, Any]:
 def evaluate_task(folder: Path, data: dict[str, Any]):
     """Write a task file into ``folder`` and evaluate its single row-task (core only, no Dagster)."""
     from coder_eval_dagster.core.evaluation import evaluate, new_evaluation
-    from coder_eval_dagster.core.resolution import Options, resolve
+    from coder_eval_dagster.core.resolution import resolve
+    from coder_eval_dagster.core.run_spec import RunSpec
 
-    (row_task,) = resolve(Options(paths=[write_task(folder, data)])).row_tasks
+    (row_task,) = resolve(RunSpec(task_paths=[str(write_task(folder, data))])).row_tasks
     return evaluate(new_evaluation("r", folder / "run", row_task, 1, None))
 
 

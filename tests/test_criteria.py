@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter
 
-from coder_eval_dagster.core.criteria import CheckContext, Criterion
+from coder_eval_dagster.core.check_context import CheckContext
+from coder_eval_dagster.core.criteria import Criterion
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
 from coder_eval_dagster.core.results import ToolCallRecord, TurnRecord
 from coder_eval_dagster.core.sandbox import TempdirSandbox
@@ -487,7 +488,8 @@ def test_a_crashing_check_scores_zero(sandbox, monkeypatch):
     def boom(criterion, context):
         raise RuntimeError("bug")
 
-    monkeypatch.setitem(criteria.CHECKS, "file_exists", boom)
+    kind = criteria.REGISTRY["file_exists"]
+    monkeypatch.setitem(criteria.REGISTRY, "file_exists", type(kind)(kind.model, boom))
     result = check({"type": "file_exists", "path": "a"}, ctx(sandbox))
     assert result.score == 0.0 and result.error == "RuntimeError: bug" and not result.passed
 

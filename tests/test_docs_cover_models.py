@@ -11,7 +11,7 @@ import pytest
 
 import coder_eval_dagster.core.criteria as criteria_pkg
 import coder_eval_dagster.core.models as models_pkg
-from coder_eval_dagster.core.criteria import CRITERION_MODELS, CriterionBase
+from coder_eval_dagster.core.criteria import REGISTRY, CriterionBase
 from coder_eval_dagster.core.models.base import StrictModel
 
 DOC = Path(__file__).parent.parent / "docs" / "task-format.md"
@@ -45,7 +45,7 @@ SECTIONS = {
     "TrajectoryTurn": "## Replay trajectories",
     "TurnUsage": "## Replay trajectories",
     "ToolCall": "## Replay trajectories",
-    **{model.__name__: f"### `{kind}`" for kind, model in CRITERION_MODELS.items()},
+    **{model.__name__: f"### `{kind}`" for kind, model in ((k, t.model) for k, t in REGISTRY.items())},
 }
 # Bases that only add fields documented with the criteria that use them.
 MIXINS = {"LiveObservable", "Classification", "RejectsMovedLimits"}

@@ -9,8 +9,9 @@ import yaml
 
 from coder_eval_dagster.core.reports.run_summary import render_run_md, run_document
 from coder_eval_dagster.core.reports.task_html import render_task_html
-from coder_eval_dagster.core.resolution import Options, resolve
+from coder_eval_dagster.core.resolution import resolve
 from coder_eval_dagster.core.results import EvaluationResult
+from coder_eval_dagster.core.run_spec import RunSpec
 
 from .helpers import criterion, evaluate_replay, write
 
@@ -132,12 +133,12 @@ def test_fired_on_the_final_call_still_gates_armed_only(tmp_path):
 
 
 def test_watcher_bug_fails_open(tmp_path, monkeypatch):
-    from coder_eval_dagster.core.criteria import skill_triggered
+    from coder_eval_dagster.core.criteria.skill_triggered import SkillTriggered
 
     def broken(criterion, hits):
         raise RuntimeError("bug")
 
-    monkeypatch.setattr(skill_triggered, "live_verdict", broken)
+    monkeypatch.setattr(SkillTriggered, "live_verdict", broken)
     result = run(tmp_path, [SKILL_CALL, bash("a"), bash("b")], [skill("", {})])
     assert not result.stopped_early and steps(result) == 3 and result.final_status == "FAILED"
 
@@ -173,5 +174,5 @@ def test_zero_gate_threshold_is_rejected_on_an_armed_task(tmp_path):
             }
         ),
     )
-    problems = resolve(Options(paths=[path])).problems
+    problems = resolve(RunSpec(task_paths=[str(path)])).problems
     assert [p.field for p in problems] == ["run_limits.stop_early_gate_threshold"]

@@ -249,10 +249,10 @@ def test_criterion_examples_validate(tmp_path: Path, kind: str) -> None:
 
 
 def test_every_criterion_type_has_an_example() -> None:
-    from coder_eval_dagster.core.criteria import CRITERION_MODELS
+    from coder_eval_dagster.core.criteria import REGISTRY
 
-    assert set(CRITERIA_EXAMPLES) == set(CRITERION_MODELS)
-    assert len(CRITERION_MODELS) == 15
+    assert set(CRITERIA_EXAMPLES) == set(REGISTRY)
+    assert len(REGISTRY) == 15
 
 
 TASK_FRAGMENTS = {

@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from coder_eval_dagster.definitions import JOB_NAME, build_definitions
-from coder_eval_dagster.defs.evaluation.resources import CoderEvalSettings
-from coder_eval_dagster.defs.operations.schedules import nightly_suite
-from coder_eval_dagster.defs.operations.sensors import task_files_sensor
+from coder_eval_dagster.defs.evaluation.resources import CoderEvalSettings, RunSpecConfig
+from coder_eval_dagster.defs.evaluation.schedules import nightly_suite
+from coder_eval_dagster.defs.evaluation.sensors import task_files_sensor
 
 from .dagster_services import apply_partition_requests
 from .helpers import criterion, task_with, write, write_task
@@ -41,7 +41,7 @@ def project(root: Path) -> CoderEvalSettings:
         ),
         "beta.yaml",
     )
-    return CoderEvalSettings(task_paths=[str(root / "tasks")], runs_dir=str(root / "runs"))
+    return CoderEvalSettings(spec=RunSpecConfig(task_paths=[str(root / "tasks")]), runs_dir=str(root / "runs"))
 
 
 def tick(instance: dg.DagsterInstance, settings: CoderEvalSettings, cursor: str | None) -> dg.SensorResult:
@@ -80,7 +80,7 @@ def test_sensor_registers_runs_and_reruns_only_what_changed(tmp_path, instance):
     write(tmp_path / "tasks/tpl/a.txt", "two")
     changed = tick(instance, settings, first.cursor)
     assert instance.get_dynamic_partitions("task") == ["alpha", "beta.sr1", "beta.sr2"]
-    settings = CoderEvalSettings(task_paths=settings.task_paths, runs_dir=str(tmp_path / "runs2"))
+    settings = CoderEvalSettings(spec=settings.spec, runs_dir=str(tmp_path / "runs2"))
     assert run_request(instance, settings, changed.run_requests[0]) == ["beta/r1", "beta/r2"]
 
     # alpha's criterion changes: alpha moves to the end and runs alone
@@ -88,7 +88,7 @@ def test_sensor_registers_runs_and_reruns_only_what_changed(tmp_path, instance):
     (tmp_path / "tasks/alpha.yaml").write_text(text.replace("a.txt", "b.txt"))
     again = tick(instance, settings, changed.cursor)
     assert instance.get_dynamic_partitions("task") == ["beta.sr1", "beta.sr2", "alpha"]
-    settings = CoderEvalSettings(task_paths=settings.task_paths, runs_dir=str(tmp_path / "runs3"))
+    settings = CoderEvalSettings(spec=settings.spec, runs_dir=str(tmp_path / "runs3"))
     assert run_request(instance, settings, again.run_requests[0]) == ["alpha"]
 
     # a row is deleted: its key is retired, nothing runs

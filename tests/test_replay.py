@@ -14,8 +14,9 @@ from coder_eval_dagster.core.evaluation import evaluate, new_evaluation
 from coder_eval_dagster.core.models.agent import AgentConfig
 from coder_eval_dagster.core.models.limits import RunLimits
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
-from coder_eval_dagster.core.resolution import Options, resolve
+from coder_eval_dagster.core.resolution import resolve
 from coder_eval_dagster.core.results import EvaluationResult
+from coder_eval_dagster.core.run_spec import RunSpec
 from coder_eval_dagster.core.sandbox import TempdirSandbox
 
 from .helpers import criterion, evaluate_replay, write
@@ -162,7 +163,7 @@ def test_budget_breach_keeps_its_status_and_still_scores(tmp_path: Path) -> None
 
 
 def test_shipped_replay_example(tmp_path: Path) -> None:
-    (row_task,) = resolve(Options(paths=[ROOT / "tasks/replay_hello/task.yaml"])).row_tasks
+    (row_task,) = resolve(RunSpec(task_paths=[str(ROOT / "tasks/replay_hello/task.yaml")])).row_tasks
     result = evaluate(new_evaluation("r", tmp_path, row_task, 1, None))
     assert result.final_status == "SUCCESS", result.criteria
     assert result.visible_turns == 4 and result.within_expected_turns is True and result.cost_usd == 0.007
@@ -177,13 +178,13 @@ def test_enabled_simulation_is_an_error_not_a_silent_single_shot(tmp_path: Path)
 
 
 def test_async_interface(tmp_path: Path) -> None:
-    from coder_eval_dagster.core.agents import AGENTS
+    from coder_eval_dagster.core.agents import runner
 
     write(tmp_path / "traj.yaml", "turns:\n  - calls: [{tool: Bash, command: 'echo hi'}]\n")
     box = TempdirSandbox(tmp_path / "s", SandboxConfig(python=None))
     box.create(tmp_path)
     output = asyncio.run(
-        AGENTS["replay"](
+        runner("replay")(
             AgentInput(box, "p", AgentConfig(type="replay", trajectory="traj.yaml"), RunLimits(), tmp_path)
         )
     )

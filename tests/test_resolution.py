@@ -7,13 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from coder_eval_dagster.core.resolution import Options, resolve
+from coder_eval_dagster.core.resolution import resolve
+from coder_eval_dagster.core.run_spec import RunSpec
 
 from .helpers import MINIMAL_TASK, criterion, run_cli, task_with, write, write_task
 
 
+def _spec(paths: list[Path] | None = None, experiment: Path | None = None, **kwargs) -> RunSpec:
+    return RunSpec(
+        task_paths=[str(p) for p in paths or []], experiment=str(experiment) if experiment else None, **kwargs
+    )
+
+
 def _resolve(**kwargs) -> list:
-    result = resolve(Options(**kwargs))
+    result = resolve(_spec(**kwargs))
     assert not result.problems, result.problems
     return result.row_tasks
 
@@ -240,11 +247,11 @@ def test_tags_filter_any_match(tmp_path: Path) -> None:
 def test_skip_and_include_skipped(tmp_path: Path) -> None:
     write_task(tmp_path, task_with(task_id="parked", skip=True, dataset={"rows": [{"id": "x"}]}), "p.yaml")
     write_task(tmp_path, task_with(task_id="live"), "l.yaml")
-    result = resolve(Options(paths=[tmp_path]))
+    result = resolve(_spec(paths=[tmp_path]))
     assert [rt.task_id for rt in result.row_tasks] == ["live"] and result.skipped == ["parked"]
     listed = run_cli("list", tmp_path)
     assert listed.out == "default live\n" and "skipped parked" in listed.err
-    included = resolve(Options(paths=[tmp_path], include_skipped=True))
+    included = resolve(_spec(paths=[tmp_path], include_skipped=True))
     assert sorted(rt.task_id for rt in included.row_tasks) == ["live", "parked/x"] and included.skipped == []
 
 

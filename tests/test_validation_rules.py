@@ -362,7 +362,7 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
         with_criteria({**CMD, "stop_early": {"on_pass": "stop"}}),
         with_criteria({**FE, "stop_early": {}}),
         "success_criteria.0.stop_early",
-        "only skill_triggered",
+        "only command_executed, skill_triggered (live-observable",
     ),
     (
         "stop-early-keys",

@@ -24,16 +24,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from types import ModuleType
 
-from .criteria import command_executed, skill_triggered
 from .criteria.base import LiveObservable
 from .models.task import Task
 from .results import ToolCallRecord
 
 log = logging.getLogger(__name__)
 
-LIVE_MODULES: dict[str, ModuleType] = {"command_executed": command_executed, "skill_triggered": skill_triggered}
 FAILED, PASSED, TIMED_OUT = "failed", "passed", "decision_budget_exceeded"
 REASON_FAIL, REASON_PASS = "armed_criterion_failed", "armed_criteria_passed"
 
@@ -73,15 +70,14 @@ class Watcher:
             block = getattr(criterion, "stop_early", None)
             if block is None:
                 continue
-            module = LIVE_MODULES[criterion.type]  # type: ignore[attr-defined]
-            pass_capable = module.can_live_pass(criterion)
+            pass_capable = criterion.can_live_pass()
             armed.append(
                 Armed(
                     index=index,
                     criterion=criterion,
                     weight=criterion.weight,
                     pass_capable=pass_capable,
-                    fail_capable=module.can_live_fail(criterion),
+                    fail_capable=criterion.can_live_fail(),
                     stop_on_pass=pass_capable and block.on_pass == "stop",
                     decide_within=block.decide_within if pass_capable else None,
                 )
@@ -106,9 +102,8 @@ class Watcher:
         for armed in self.armed:
             if armed.verdict is not None:
                 continue  # latched: never re-checked
-            module = LIVE_MODULES[armed.criterion.type]  # type: ignore[attr-defined]
-            armed.hits += module.live_hit(armed.criterion, call)
-            live = module.live_verdict(armed.criterion, armed.hits)
+            armed.hits += armed.criterion.live_hit(call)
+            live = armed.criterion.live_verdict(armed.hits)
             armed.verdict = {"pass": PASSED, "fail": FAILED}.get(live) if live else None
             if armed.verdict is None and armed.decide_within is not None and self.steps >= armed.decide_within:
                 armed.verdict = TIMED_OUT
@@ -127,7 +122,3 @@ class Watcher:
             if floor >= self.threshold:
                 return REASON_PASS
         return None
-
-    @property
-    def armed_indices(self) -> set[int]:
-        return {a.index for a in self.armed}

@@ -1,11 +1,16 @@
-"""One evaluation (row-task x variant x replicate) as explicit stages.
+"""One evaluation (row-task x variant x replicate) as a sequence of stages, declared once.
 
-The Dagster ops call these stages over many evaluations at once; each stage
-catches its own failures so that one broken row-task ends as ERROR and never
-stops the others. Stages hand over through the evaluation's folder:
+``STAGES`` is the whole life of an evaluation; the two partitioned assets
+each run one phase of it per evaluation (``run_phase``), every evaluation
+on its own thread, and ``evaluate`` runs both phases in this thread for
+notebooks and tests: the same path production takes. Each stage catches
+its own failures, so one broken row-task ends as ERROR and never stops the
+others; each stage's time is recorded, and the
+state is saved once the sandbox phase is complete (the checkpoint a resumed
+run continues from: an evaluation cut short in that phase is redone whole):
 
     <run>/<variant>/<task_id>/<NN>/sandbox/          the final sandbox
-    <run>/<variant>/<task_id>/<NN>/run_state.json    after the sandbox stages
+    <run>/<variant>/<task_id>/<NN>/run_state.json    after the sandbox phase
     <run>/<variant>/<task_id>/<NN>/task.json, task.html   the final result
 """
 
@@ -13,13 +18,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
-from .agents import AGENTS, AgentInput, AgentOutput
-from .criteria import CheckContext
+from . import progress
+from .agents import runner
+from .agents.base import AgentInput, AgentOutput
+from .check_context import CheckContext
 from .early_stop import Watcher
 from .models.commands import HookCommand
 from .models.task import Task
@@ -39,11 +49,6 @@ log = logging.getLogger(__name__)
 
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def seconds_between(start: str, end: str) -> float:
-    parse = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00"))  # noqa: E731
-    return round((parse(end) - parse(start)).total_seconds(), 3)
 
 
 def replicate_name(replicate: int) -> str:
@@ -178,10 +183,8 @@ def run_agent(evaluation: Evaluation) -> None:
     kind = evaluation.task.agent.resolved_type
     if evaluation.ended or kind == "none":
         return
-    agent = AGENTS.get(kind)
-    if agent is None:
-        evaluation.fail("ERROR", f"agent type {kind} is not available in this release of coder-eval")
-        return
+    agent = runner(kind)
+    assert agent is not None
     simulation = evaluation.task.simulation
     if simulation is not None and simulation.enabled:  # a single-shot run would silently test something else
         evaluation.fail(
@@ -245,7 +248,7 @@ def reference_text(task: Task, task_dir: Path) -> str | None:
 
 @guarded("criteria")
 def score(evaluation: Evaluation) -> None:
-    """Check every criterion against the preserved sandbox and trajectory, then decide."""
+    """Check every criterion against the preserved sandbox and trajectory."""
     result = evaluation.result
     assert result is not None
     if not evaluation.ended:
@@ -257,7 +260,6 @@ def score(evaluation: Evaluation) -> None:
             reference_text(evaluation.task, evaluation.row_task.task_dir),
         )
         result.criteria = score_criteria(evaluation.task.success_criteria, ctx)
-    decide(result, evaluation.task)
 
 
 def decide(result: EvaluationResult, task: Task) -> None:
@@ -311,22 +313,30 @@ def run_post_run(evaluation: Evaluation) -> None:
         evaluation.result.post_run_results = run_hooks(evaluation, evaluation.task.post_run, abort_on_failure=False)
 
 
-def finish(evaluation: Evaluation) -> EvaluationResult:
-    """Stop background processes, stamp the timing, write task.json and task.html."""
-    from .reports.task_html import render_task_html
-
+def end_processes(evaluation: Evaluation) -> None:
+    """Stop what the evaluation left running in the background."""
     for group in evaluation.lingering_groups:
         kill_group(group)
     evaluation.lingering_groups.clear()
     evaluation.sandbox.close()
+
+
+def decide_stage(evaluation: Evaluation) -> None:
+    assert evaluation.result is not None
+    decide(evaluation.result, evaluation.task)
+
+
+def finish(evaluation: Evaluation) -> None:
+    """Stamp the end, write task.json and task.html."""
+    from .reports.task_html import render_task_html
+
+    end_processes(evaluation)
     result = evaluation.result
     assert result is not None
     result.finished_at = utc_now()
-    result.duration_s = seconds_between(result.started_at, result.finished_at)
     evaluation.folder.mkdir(parents=True, exist_ok=True)
     _write_json(evaluation.folder / RESULT_FILE, result)
     (evaluation.folder / REPORT_FILE).write_text(render_task_html(result), encoding="utf-8")
-    return result
 
 
 def _write_json(path: Path, result: EvaluationResult) -> None:
@@ -339,8 +349,75 @@ def load_result(path: Path) -> EvaluationResult:
     return EvaluationResult.model_validate_json(path.read_text(encoding="utf-8"))
 
 
+# ----------------------------------------------------------------------------- the sequence
+
+Phase = Literal["sandbox", "scoring", "rescore"]
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    run: Callable[[Evaluation], object]
+    phases: tuple[Phase, ...]
+    timed: bool = True  # counted in the evaluation's own duration
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("setup", setup_sandbox, ("sandbox",)),
+    Stage("pre_run", run_pre_run, ("sandbox",)),
+    Stage("agent", run_agent, ("sandbox",)),
+    Stage("score", score, ("scoring", "rescore")),
+    Stage("post_run", run_post_run, ("scoring",)),
+    Stage("decide", decide_stage, ("scoring", "rescore"), timed=False),
+    Stage("finish", finish, ("scoring", "rescore"), timed=False),
+)
+
+
+SANDBOX_STAGES = {stage.name for stage in STAGES if "sandbox" in stage.phases}
+
+
+def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
+    """The phase's stages in order, each timed.
+
+    A resumed run keeps a finished sandbox phase (the agent never runs
+    twice); one cut short is redone from a fresh sandbox, since what a
+    half-run stage left behind cannot be trusted.
+    """
+    result = evaluation.result
+    assert result is not None
+    if phase == "sandbox":
+        if set(result.stages_done) >= SANDBOX_STAGES:
+            return evaluation
+        result.stages_done.clear()
+        result.started_at = utc_now()
+    began = time.perf_counter()
+    for stage in STAGES:
+        if phase not in stage.phases:
+            continue
+        started = time.perf_counter()
+        if stage.name == "finish":
+            _stamp_durations(result, phase, began)
+        stage.run(evaluation)
+        if stage.timed and phase != "rescore":
+            result.stage_durations[stage.name] = round(time.perf_counter() - started, 3)
+        if phase == "sandbox":
+            result.stages_done.append(stage.name)
+        progress.emit("stage", stage=stage.name, task_id=evaluation.row_task.task_id, status=result.final_status)
+    if phase == "sandbox":
+        save_state(evaluation)  # the checkpoint: a resumed run keeps this evaluation's sandbox phase
+    return evaluation
+
+
+def _stamp_durations(result: EvaluationResult, phase: Phase, began: float) -> None:
+    if phase == "rescore":
+        result.rescored_at = utc_now()
+        result.rescore_duration_s = round(time.perf_counter() - began, 3)
+    else:
+        result.duration_s = round(sum(result.stage_durations.values()), 3)
+
+
 def evaluate(evaluation: Evaluation) -> EvaluationResult:
-    """Every stage in order, in this thread: the whole evaluation without Dagster."""
-    for stage in (setup_sandbox, run_pre_run, run_agent, save_state, score, run_post_run):
-        stage(evaluation)
-    return finish(evaluation)
+    """Both phases in this thread: the whole evaluation without Dagster, on production's path."""
+    run_phase(run_phase(evaluation, "sandbox"), "scoring")
+    assert evaluation.result is not None
+    return evaluation.result

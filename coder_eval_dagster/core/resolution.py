@@ -8,6 +8,7 @@ A dataset is expanded from the task's own block, so no variant can change it.
 from __future__ import annotations
 
 import copy
+import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,17 +16,27 @@ from typing import Any
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
-from .criteria import Criterion
+from .criteria import criterion_union, on_change
 from .datasets import CLI_SAMPLE_SEED, PLACEHOLDER, Row, load_rows, sample_rows, substitute
 from .models.dataset import Dataset
 from .models.experiment import Experiment
 from .models.task import Task
 from .models.trajectory import Trajectory
 from .problems import DOCUMENT, InvalidInput, Loc, Problem, problems_from_validation
+from .run_spec import RunSpec
 from .yamlio import Document, load_document, load_yaml_text
 
 DEFAULT_VARIANT = "default"
-_CRITERION = TypeAdapter(Criterion)
+_criterion_adapter: list[TypeAdapter[Any]] = []  # built on first use, rebuilt when the registry changes
+
+
+def criterion_adapter() -> TypeAdapter[Any]:
+    if not _criterion_adapter:
+        _criterion_adapter.append(TypeAdapter(criterion_union()))
+    return _criterion_adapter[0]
+
+
+on_change(_criterion_adapter.clear)
 
 
 @dataclass(frozen=True)
@@ -47,19 +58,6 @@ class RowTask:
 
 
 @dataclass
-class Options:
-    """What the command line selects (shared by list, run and validate)."""
-
-    paths: list[Path] = field(default_factory=list)
-    experiment: Path | None = None
-    overrides: list[str] = field(default_factory=list)
-    agent_type: str | None = None
-    sample: int | None = None
-    tags: list[str] = field(default_factory=list)
-    include_skipped: bool = False
-
-
-@dataclass
 class LoadedExperiment:
     doc: Document
     model: Experiment
@@ -75,6 +73,11 @@ class Resolution:
     skipped: list[str] = field(default_factory=list)
     experiment: LoadedExperiment | None = None
     problems: list[Problem] = field(default_factory=list)
+    filtered: dict[str, int] = field(default_factory=dict)  # what the selection left out, by reason
+
+    def left_out(self, reason: str, count: int) -> None:
+        if count:
+            self.filtered[reason] = self.filtered.get(reason, 0) + count
 
 
 # ----------------------------------------------------------------------------- files
@@ -228,35 +231,51 @@ def layer(
 # ----------------------------------------------------------------------------- resolution
 
 
-def resolve(options: Options) -> Resolution:
-    """Resolve everything the options select; problems are collected, not raised."""
+def resolve(spec: RunSpec) -> Resolution:
+    """Resolve everything the spec selects; problems are collected, not raised."""
     result = Resolution()
     try:
-        overrides = _overrides(options)
-        if options.experiment is not None:
-            result.experiment = load_experiment(options.experiment)
+        overrides = _overrides(spec)
+        if spec.experiment is not None:
+            result.experiment = load_experiment(Path(spec.experiment))
     except InvalidInput as exc:
         result.problems.extend(exc.problems)
         return result
-    paths = (result.experiment.task_paths if result.experiment else []) + list(options.paths)
+    paths = (result.experiment.task_paths if result.experiment else []) + [Path(p) for p in spec.task_paths]
     files, problems = discover(paths)
     result.problems.extend(problems)
     seen_ids: dict[str, Path] = {}
     for path in files:
         try:
-            _resolve_file(path, options, overrides, result, seen_ids)
+            _resolve_file(path, spec, overrides, result, seen_ids)
         except InvalidInput as exc:
             result.problems.extend(exc.problems)
+    _select(result, spec)
     return result
 
 
-def _overrides(options: Options) -> list[tuple[Loc, Any]]:
-    overrides = [(("agent", "type"), options.agent_type)] if options.agent_type else []
-    return overrides + [parse_override(text) for text in options.overrides]
+def _select(result: Resolution, spec: RunSpec) -> None:
+    """``--task`` globs, then ``--limit`` (the first N row-tasks, in resolution order)."""
+    if spec.task_patterns:
+        kept = [rt for rt in result.row_tasks if any(fnmatch.fnmatchcase(rt.task_id, p) for p in spec.task_patterns)]
+        result.left_out(
+            "row-tasks not matching --task " + " ".join(spec.task_patterns), len(result.row_tasks) - len(kept)
+        )
+        result.row_tasks = kept
+    if spec.limit is not None:
+        result.left_out(f"row-tasks beyond --limit {spec.limit}", max(0, len(result.row_tasks) - spec.limit))
+        result.row_tasks = result.row_tasks[: spec.limit]
+
+
+def _overrides(spec: RunSpec) -> list[tuple[Loc, Any]]:
+    overrides: list[tuple[Loc, Any]] = [(("agent", "type"), spec.agent_type)] if spec.agent_type else []
+    if spec.model:
+        overrides.append((("agent", "model"), spec.model))
+    return overrides + [parse_override(text) for text in spec.overrides]
 
 
 def _resolve_file(
-    path: Path, options: Options, overrides: list[tuple[Loc, Any]], result: Resolution, seen_ids: dict[str, Path]
+    path: Path, spec: RunSpec, overrides: list[tuple[Loc, Any]], result: Resolution, seen_ids: dict[str, Path]
 ) -> None:
     doc = load_document(path)
     kind = kind_of(doc)
@@ -270,7 +289,7 @@ def _resolve_file(
         (variant_id, layer(doc.data, result.experiment, raw, overrides))
         for variant_id, raw in _variants(result.experiment)
     ]
-    rows = _dataset_rows(layered[0][1], doc, options)
+    rows = _dataset_rows(layered[0][1], doc, spec)
     tasks = [
         (variant_id, _validate_task(doc, merged, overrides, rows[0] if rows else None))
         for variant_id, merged in layered
@@ -279,10 +298,11 @@ def _resolve_file(
     _check_unique_id(first.task_id, path, doc, seen_ids)
     for _, task in tasks:
         _check_trajectory_fields(task, doc, rows)
-    if first.skip and not options.include_skipped:
+    if first.skip and not spec.include_skipped:
         result.skipped.append(first.task_id)
         return
-    if options.tags and not set(options.tags) & set(first.tags):
+    if spec.tags and not set(spec.tags) & set(first.tags):
+        result.left_out("tasks without the tags " + ",".join(spec.tags), 1)
         return
     expansions = _expand_rows(first, layered[0][1], rows, doc)
     repeats = result.experiment.model.repeats if result.experiment else 1
@@ -308,7 +328,7 @@ def _resolve_file(
             )
 
 
-def _dataset_rows(merged: dict[str, Any], doc: Document, options: Options) -> list[Row] | None:
+def _dataset_rows(merged: dict[str, Any], doc: Document, spec: RunSpec) -> list[Row] | None:
     """The sampled rows of the task's dataset block (None without one)."""
     if merged.get("dataset") is None:
         return None
@@ -319,8 +339,8 @@ def _dataset_rows(merged: dict[str, Any], doc: Document, options: Options) -> li
             problems_from_validation(exc, merged["dataset"], str(doc.path), doc.line_of, ("dataset",))
         ) from None
     rows = load_rows(dataset, doc)
-    if options.sample is not None:
-        rows = sample_rows(rows, options.sample, dataset.stratify_field, CLI_SAMPLE_SEED)
+    if spec.sample is not None:
+        rows = sample_rows(rows, spec.sample, dataset.stratify_field, CLI_SAMPLE_SEED)
     else:
         rows = sample_rows(rows, dataset.sample_per_stratum, dataset.stratify_field, dataset.sample_seed)
     if not rows:
@@ -448,7 +468,7 @@ def _row_criteria(task: Task, raw: list[Any], templated: list[int], row: Row, do
             problems.append(_unknown_field_problem(doc, ("success_criteria", index), row, unknown))
             continue
         try:
-            criteria[index] = _CRITERION.validate_python(value)
+            criteria[index] = criterion_adapter().validate_python(value)
         except ValidationError as exc:
             found = problems_from_validation(exc, value, str(doc.path), doc.line_of, ("success_criteria", index))
             problems.extend(

@@ -82,7 +82,11 @@ class EvaluationResult(BaseModel):
     error: str | None = None
     started_at: str = ""
     finished_at: str = ""
-    duration_s: float = 0.0
+    duration_s: float = 0.0  # the evaluation's own time: the sum of its stages
+    stage_durations: dict[str, float] = Field(default_factory=dict)  # seconds per stage (setup, pre_run, ...)
+    stages_done: list[str] = Field(default_factory=list)  # the checkpoint a resumed run continues from
+    rescored_at: str | None = None
+    rescore_duration_s: float | None = None  # the last rescore's own scoring time
     turns: int = 0
     visible_turns: int = 0
     input_tokens: int = 0
@@ -108,6 +112,7 @@ class EvaluationResult(BaseModel):
         "success",
         "weighted_score",
         "duration_s",
+        "stage_durations",
         "turns",
         "visible_turns",
         "input_tokens",

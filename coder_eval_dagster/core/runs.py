@@ -2,53 +2,129 @@
 
 from __future__ import annotations
 
-import json
 import os
+import pickle
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
 from .evaluation import RESULT_FILE, Evaluation, load_result, new_evaluation, utc_now
+from .fingerprints import fingerprints
+from .problems import Problem
 from .reports.run_summary import render_run_md, run_document, write_json
-from .resolution import Options, Resolution, RowTask, resolve
+from .resolution import Resolution, RowTask, resolve
 from .results import EvaluationResult
+from .run_spec import RunSpec
 from .sandbox.process import interrupt_all
 from .suite import SuiteEntry, suite_entries
 from .tables import suite_rows, task_rows, write_table
 
 PLAN_FILE = "run_plan.json"
+SNAPSHOT_FILE = "snapshot.pickle"
 RUN_FILE = "run.json"
 RUN_MD = "run.md"
 TIMESTAMP = "%Y-%m-%dT%H-%M-%SZ"
 T = TypeVar("T")
 
 
-@dataclass
-class RunPlan:
-    """What a run was asked to do; written first, read by every later stage and by rescore."""
+class RunPlan(BaseModel):
+    """What a run was asked to do: written first, read by every later step and by rescore."""
 
     run_id: str
     started_at: str
-    options: dict[str, Any]
-    experiment: str | None = None
+    spec: RunSpec
+    experiment: str | None = None  # the experiment's id
     dagster_run_id: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def selection(self) -> Options:
-        data = dict(self.options)
-        data["paths"] = [Path(p) for p in data.get("paths", [])]
-        data["experiment"] = Path(data["experiment"]) if data.get("experiment") else None
-        return Options(**data)
 
 
-def options_dict(options: Options) -> dict[str, Any]:
-    data = asdict(options)
-    data["paths"] = [str(Path(p).resolve()) for p in options.paths]
-    data["experiment"] = str(Path(options.experiment).resolve()) if options.experiment else None
-    return data
+@dataclass
+class Snapshot:
+    """The run's resolution, made once: every step evaluates exactly this, whatever the files say later."""
+
+    row_tasks: list[RowTask]
+    skipped: list[str]
+    problems: list[Problem]
+    filtered: dict[str, int]
+    fingerprints: dict[tuple[str, str], str]
+
+    @classmethod
+    def of(cls, resolution: Resolution) -> Snapshot:
+        return cls(
+            resolution.row_tasks,
+            resolution.skipped,
+            resolution.problems,
+            resolution.filtered,
+            fingerprints(resolution.row_tasks),
+        )
+
+
+@dataclass
+class OpenRun:
+    folder: Path
+    plan: RunPlan
+    snapshot: Snapshot
+
+
+def experiment_id(resolution: Resolution) -> str | None:
+    return resolution.experiment.model.experiment_id if resolution.experiment else None
+
+
+def open_run(
+    folder: Path, spec: RunSpec, dagster_run_id: str | None = None, resolution: Resolution | None = None
+) -> OpenRun:
+    """Create a run folder's plan and snapshot (resolving the spec unless the caller already did)."""
+    resolution = resolution if resolution is not None else resolve(spec)
+    folder.mkdir(parents=True, exist_ok=True)
+    plan = RunPlan(
+        run_id=folder.name,
+        started_at=utc_now(),
+        spec=spec,
+        experiment=experiment_id(resolution),
+        dagster_run_id=dagster_run_id,
+    )
+    run = OpenRun(folder, plan, Snapshot.of(resolution))
+    _write_atomically(folder / SNAPSHOT_FILE, pickle.dumps(run.snapshot, protocol=pickle.HIGHEST_PROTOCOL))
+    _write_atomically(folder / PLAN_FILE, plan.model_dump_json(indent=2).encode())
+    _loaded[folder.resolve()] = run
+    return run
+
+
+def resnapshot(run: OpenRun) -> Resolution:
+    """Resolve the run's spec again (a rescore applies the task files as they are now) and keep it."""
+    resolution = resolve(run.plan.spec)
+    if not resolution.problems:
+        run.snapshot = Snapshot.of(resolution)
+        _write_atomically(run.folder / SNAPSHOT_FILE, pickle.dumps(run.snapshot, protocol=pickle.HIGHEST_PROTOCOL))
+    return resolution
+
+
+def load_run(folder: Path) -> OpenRun:
+    """A run folder's plan and snapshot (read once per process)."""
+    key = folder.resolve()
+    if key not in _loaded:
+        plan = RunPlan.model_validate_json((folder / PLAN_FILE).read_text(encoding="utf-8"))
+        snapshot = pickle.loads((folder / SNAPSHOT_FILE).read_bytes())
+        _loaded[key] = OpenRun(folder, plan, snapshot)
+    return _loaded[key]
+
+
+def is_run_folder(folder: Path) -> bool:
+    return (folder / PLAN_FILE).is_file() and (folder / SNAPSHOT_FILE).is_file()
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    temporary.write_bytes(data)
+    temporary.replace(path)
+
+
+_loaded: dict[Path, OpenRun] = {}
 
 
 def new_run_dir(runs_dir: Path, now: datetime | None = None) -> Path:
@@ -63,14 +139,6 @@ def new_run_dir(runs_dir: Path, now: datetime | None = None) -> Path:
         except FileExistsError:
             continue
     raise RuntimeError(f"cannot create a run folder under {runs_dir}")
-
-
-def write_plan(run_dir: Path, plan: RunPlan) -> None:
-    write_json(run_dir / PLAN_FILE, asdict(plan))
-
-
-def read_plan(run_dir: Path) -> RunPlan:
-    return RunPlan(**json.loads((run_dir / PLAN_FILE).read_text(encoding="utf-8")))
 
 
 def run_timestamp(run_id: str) -> datetime:
@@ -123,19 +191,20 @@ class RunSummary:
         return bool(self.document["passed"])
 
 
-def summarize(run_dir: Path, plan: RunPlan, resolution: Resolution, tables_dir: Path) -> RunSummary:
+def summarize(run: OpenRun, tables_dir: Path) -> RunSummary:
     """Suite metrics, run.json, run.md and the run's Parquet files, from the task.json files."""
+    run_dir, plan = run.folder, run.plan
     results = collect_results(run_dir)
-    suite = suite_entries(resolution.row_tasks, results)
+    suite = suite_entries(run.snapshot.row_tasks, results)
     header = {
         "run_id": plan.run_id,
         "started_at": plan.started_at,
         "finished_at": utc_now(),
         "experiment": plan.experiment,
         "dagster_run_id": plan.dagster_run_id,
-        "options": plan.options,
+        "options": plan.spec.model_dump(mode="json"),
     }
-    document = run_document(header, results, resolution.skipped, suite)
+    document = run_document(header, results, run.snapshot.skipped, suite)
     write_json(run_dir / RUN_FILE, document)
     (run_dir / RUN_MD).write_text(render_run_md(document), encoding="utf-8")
     run_ts = run_timestamp(plan.run_id)
@@ -145,5 +214,20 @@ def summarize(run_dir: Path, plan: RunPlan, resolution: Resolution, tables_dir: 
     return RunSummary(document, results, suite)
 
 
-def resolve_plan(plan: RunPlan) -> Resolution:
-    return resolve(plan.selection())
+# Evaluations handed from the sandbox step to the scoring step of the same
+# process (a CLI run): re-reading every run_state.json cost about 1 ms per
+# evaluation, and the in-memory object also keeps the background processes
+# its pre_run started, to stop them when it ends. Another process reads the files.
+_handed_over: dict[Path, Evaluation] = {}
+_hand_over_lock = threading.Lock()
+
+
+def hand_over(evaluation: Evaluation) -> Evaluation:
+    with _hand_over_lock:
+        _handed_over[evaluation.folder] = evaluation
+    return evaluation
+
+
+def take_over(evaluation: Evaluation) -> Evaluation | None:
+    with _hand_over_lock:
+        return _handed_over.pop(evaluation.folder, None)

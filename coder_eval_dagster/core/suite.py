@@ -18,8 +18,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .criteria.base import Classification
-from .criteria.classification_match import NONE_LABEL, ClassificationMatch
-from .criteria.skill_triggered import SkillTriggered, expected_label
+from .criteria.classification_match import NONE_LABEL
 from .resolution import RowTask
 from .results import EvaluationResult
 
@@ -43,13 +42,6 @@ class SuiteEntry(BaseModel):
     @property
     def passed(self) -> bool:
         return all(t.passed for t in self.thresholds)
-
-
-def label_space(criterion: Classification) -> list[str]:
-    if isinstance(criterion, SkillTriggered):
-        return ["yes", "no"]
-    assert isinstance(criterion, ClassificationMatch)
-    return list(criterion.allowed_labels)
 
 
 def classification_metrics(pairs: list[tuple[str, str]], labels: list[str]) -> dict[str, float]:
@@ -82,15 +74,6 @@ def _observed(result: EvaluationResult, index: int) -> str:
     return NONE_LABEL
 
 
-def _expected(criterion: Classification) -> str:
-    if isinstance(criterion, SkillTriggered):
-        return expected_label(criterion)
-    from .criteria.classification_match import canonical
-
-    assert isinstance(criterion, ClassificationMatch)
-    return canonical(criterion.expected_label, criterion) or criterion.expected_label.strip()
-
-
 def suite_entries(row_tasks: list[RowTask], results: list[EvaluationResult]) -> list[SuiteEntry]:
     """One entry per classification criterion of each dataset-backed task, per variant."""
     by_key = {(r.variant_id, r.task_id): [] for r in results}  # type: dict[tuple[str, str], list[EvaluationResult]]
@@ -107,11 +90,11 @@ def suite_entries(row_tasks: list[RowTask], results: list[EvaluationResult]) -> 
             key = (row_task.base_task_id, row_task.variant_id, index)
             specs.setdefault(key, criterion)
             for result in by_key.get((row_task.variant_id, row_task.task_id), []):
-                groups[key].append((_expected(criterion), _observed(result, index)))
+                groups[key].append((criterion.expected(), _observed(result, index)))
     entries = []
     for key, pairs in groups.items():
         criterion = specs[key]
-        metrics = classification_metrics(pairs, label_space(criterion))
+        metrics = classification_metrics(pairs, criterion.label_space())
         matrix: dict[str, dict[str, int]] = defaultdict(dict)
         for (expected, observed), count in sorted(Counter(pairs).items()):
             matrix[expected][observed] = count

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from ..models.base import StrictModel, rule_error
 
-Scoring = Literal["binary", "fractional", "continuous"]
-LIVE_OBSERVABLE_TYPES = ("skill_triggered", "command_executed")
+if TYPE_CHECKING:
+    from ..results import ToolCallRecord
+
 AGGREGATE_METRICS = ("accuracy", "macro_f1", "weighted_f1", "micro_f1")
 PER_LABEL_METRIC = re.compile(r"^(precision|recall|f1)\.(.+)$")
 
@@ -25,7 +26,6 @@ class StopEarly(StrictModel):
 class CriterionBase(StrictModel):
     """Common fields: a criterion is informational (never gating) at weight 0."""
 
-    scoring: ClassVar[Scoring]
     # Criteria reading the agent trajectory cannot run under `agent: {type: none}`.
     needs_agent: ClassVar[bool] = False
 
@@ -38,14 +38,10 @@ class CriterionBase(StrictModel):
     def _placement_rules(cls, data: Any) -> Any:
         if isinstance(data, dict):
             if "stop_early" in data and "stop_early" not in cls.model_fields:
-                raise rule_error(
-                    "stop_early",
-                    "only skill_triggered and command_executed (live-observable criteria) can be armed",
-                )
+                raise rule_error("stop_early", f"only {_names(LiveObservable)} (live-observable criteria) can be armed")
             if "suite_thresholds" in data and "suite_thresholds" not in cls.model_fields:
                 raise rule_error(
-                    "suite_thresholds",
-                    "only classification criteria (classification_match, skill_triggered) have suite metrics",
+                    "suite_thresholds", f"only classification criteria ({_names(Classification)}) have suite metrics"
                 )
         return data
 
@@ -55,10 +51,24 @@ class CriterionBase(StrictModel):
 
 
 class LiveObservable(CriterionBase):
-    """A criterion the early-stop watcher can decide while the agent runs."""
+    """A criterion the early-stop watcher can decide while the agent runs (see core/early_stop.py)."""
 
     needs_agent: ClassVar[bool] = True
     stop_early: StopEarly | None = None
+
+    def can_live_pass(self) -> bool:
+        raise NotImplementedError
+
+    def can_live_fail(self) -> bool:
+        raise NotImplementedError
+
+    def live_hit(self, call: ToolCallRecord) -> bool:
+        """True when this completed tool call counts toward the criterion."""
+        raise NotImplementedError
+
+    def live_verdict(self, hits: int) -> Literal["pass", "fail"] | None:
+        """The verdict once ``hits`` calls have counted (None: undecided)."""
+        raise NotImplementedError
 
     @model_validator(mode="after")
     def _informational_cannot_arm(self) -> LiveObservable:
@@ -76,6 +86,14 @@ class Classification(CriterionBase):
         """Labels valid in per-label metric names (None: any label)."""
         return None
 
+    def label_space(self) -> list[str]:
+        """The labels every suite rollup reports, seen or not."""
+        raise NotImplementedError
+
+    def expected(self) -> str:
+        """The ground-truth label of this row."""
+        raise NotImplementedError
+
     @model_validator(mode="after")
     def _thresholds_are_metrics(self) -> Classification:
         if self.suite_thresholds and self.weight == 0:
@@ -86,6 +104,12 @@ class Classification(CriterionBase):
             if not 0.0 <= minimum <= 1.0:
                 raise rule_error(f"suite_thresholds.{metric}", "a metric minimum must be within [0, 1]")
         return self
+
+
+def _names(base: type) -> str:
+    from .registry import types_of
+
+    return ", ".join(types_of(base))
 
 
 def check_metric_name(metric: str, labels: list[str] | None) -> None:

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from .base import Classification, Scoring
-from .context import CheckContext, Outcome
+from .base import Classification
+from .context import Outcome
+from .registry import checks
+
+if TYPE_CHECKING:
+    from ..check_context import CheckContext
 
 NONE_LABEL = "(none)"
 OTHER_LABEL = "(other)"
 
 
 class ClassificationMatch(Classification):
-    scoring: ClassVar[Scoring] = "binary"
     type: Literal["classification_match"]
     path: str = Field(min_length=1)
     expected_label: str
@@ -23,6 +26,12 @@ class ClassificationMatch(Classification):
 
     def metric_labels(self) -> list[str] | None:
         return [*self.allowed_labels, NONE_LABEL, OTHER_LABEL]
+
+    def label_space(self) -> list[str]:
+        return list(self.allowed_labels)
+
+    def expected(self) -> str:
+        return canonical(self.expected_label, self) or self.expected_label.strip()
 
 
 def normalize(label: str, case_sensitive: bool) -> str:
@@ -35,11 +44,12 @@ def canonical(label: str, criterion: ClassificationMatch) -> str | None:
     return next((a for a in criterion.allowed_labels if normalize(a, criterion.case_sensitive) == wanted), None)
 
 
+@checks(ClassificationMatch)
 def check(criterion: ClassificationMatch, ctx: CheckContext) -> Outcome:
     path = ctx.path(criterion.path)
     content = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
     observed = NONE_LABEL if not content.strip() else canonical(content, criterion) or OTHER_LABEL
-    expected = canonical(criterion.expected_label, criterion) or criterion.expected_label.strip()
+    expected = criterion.expected()
     score = 1.0 if observed == expected else 0.0
     return Outcome(
         score, {"observed": observed, "expected": expected}, expected_label=expected, observed_label=observed

@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from ..models.base import StrictModel, check_regex, rule_error
-from .base import CriterionBase, Scoring
-from .context import CheckContext, Outcome
+from .base import CriterionBase
+from .context import Outcome
+from .registry import checks
+
+if TYPE_CHECKING:
+    from ..check_context import CheckContext
 
 PREDICATES = ("equals", "contains", "matches_regex", "any_of", "present", "absent")
 
@@ -71,7 +75,6 @@ class FlagPredicate(StrictModel):
 
 
 class CliCalled(CriterionBase):
-    scoring: ClassVar[Scoring] = "binary"
     type: Literal["cli_called"]
     log: str = Field(min_length=1)
     verb: str | list[str] = ""
@@ -217,6 +220,7 @@ def read_log(ctx: CheckContext, relative: str) -> list[dict[str, Any]]:
     return records
 
 
+@checks(CliCalled)
 def check(criterion: CliCalled, ctx: CheckContext) -> Outcome:
     records = read_log(ctx, criterion.log)
     takes_value = value_bearing(criterion)

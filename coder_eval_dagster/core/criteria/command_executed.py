@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
 from ..models.base import check_regex, rule_error
-from ..results import ToolCallRecord
-from .base import LiveObservable, Scoring
-from .context import CheckContext, Outcome
+from .base import LiveObservable
+from .context import Outcome
+from .registry import checks
+
+if TYPE_CHECKING:
+    from ..check_context import CheckContext
+    from ..results import ToolCallRecord
 
 
 class CommandExecuted(LiveObservable):
-    scoring: ClassVar[Scoring] = "fractional"
     type: Literal["command_executed"]
     tool_name: str | None = None
     command_pattern: str | None = None
@@ -34,6 +37,23 @@ class CommandExecuted(LiveObservable):
         if self.max_count is not None and self.max_count < self.min_count:
             raise rule_error("max_count", f"must be >= min_count ({self.min_count})")
         return self
+
+    def can_live_pass(self) -> bool:
+        """Only a count with no upper bound can be settled as a pass while the agent runs."""
+        return self.max_count is None and self.min_count > 0
+
+    def can_live_fail(self) -> bool:
+        return self.max_count is not None
+
+    def live_hit(self, call: ToolCallRecord) -> bool:
+        return counts(self, call)
+
+    def live_verdict(self, hits: int) -> Literal["pass", "fail"] | None:
+        if self.can_live_fail() and hits > self.max_count:  # type: ignore[operator]
+            return "fail"
+        if self.can_live_pass() and hits >= self.min_count:
+            return "pass"
+        return None
 
 
 _SHELL_WRAPPER = re.compile(r"^\s*(?:/\S*/)?(?:bash|sh|zsh)\s+-(?:l?c|cl)\s+(?P<body>.+)$", re.DOTALL)
@@ -84,32 +104,8 @@ def score_for(criterion: CommandExecuted, matched: int) -> float:
     return min(1.0, matched / criterion.min_count) if criterion.min_count else 1.0
 
 
+@checks(CommandExecuted)
 def check(criterion: CommandExecuted, ctx: CheckContext) -> Outcome:
     matched = [command_text(c) for c in ctx.calls if counts(criterion, c)]
     details = {"matches": len(matched), "matched_commands": matched[:20], "total_calls": len(ctx.calls)}
     return Outcome(score_for(criterion, len(matched)), details)
-
-
-# Live verdicts for the early-stop watcher (see core/early_stop.py).
-
-
-def can_live_pass(criterion: CommandExecuted) -> bool:
-    """Only a count with no upper bound can be settled as a pass while the agent runs."""
-    return criterion.max_count is None and criterion.min_count > 0
-
-
-def can_live_fail(criterion: CommandExecuted) -> bool:
-    return criterion.max_count is not None
-
-
-def live_hit(criterion: CommandExecuted, call: ToolCallRecord) -> bool:
-    return counts(criterion, call)
-
-
-def live_verdict(criterion: CommandExecuted, hits: int) -> str | None:
-    """The verdict once ``hits`` matching calls have been seen (None: undecided)."""
-    if can_live_fail(criterion) and hits > criterion.max_count:  # type: ignore[operator]
-        return "fail"
-    if can_live_pass(criterion) and hits >= criterion.min_count:
-        return "pass"
-    return None

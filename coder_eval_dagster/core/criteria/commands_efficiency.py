@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field
 
-from .base import CriterionBase, Scoring
-from .context import CheckContext, Outcome
+from .base import CriterionBase
+from .context import Outcome
+from .registry import checks
+
+if TYPE_CHECKING:
+    from ..check_context import CheckContext
 
 
 class CommandsEfficiency(CriterionBase):
-    scoring: ClassVar[Scoring] = "continuous"
     needs_agent: ClassVar[bool] = True
     type: Literal["commands_efficiency"]
     expected_commands: int = Field(ge=1)
 
 
+@checks(CommandsEfficiency)
 def check(criterion: CommandsEfficiency, ctx: CheckContext) -> Outcome:
     actual = len(ctx.calls)
     score = criterion.expected_commands / max(actual, criterion.expected_commands)

@@ -1,13 +1,9 @@
-"""What a criterion check sees, and what it returns."""
+"""What a criterion check returns, and the small arithmetic checks share."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-from ..results import ToolCallRecord, TurnRecord
-from ..sandbox.tempdir import TempdirSandbox
 
 
 @dataclass
@@ -20,27 +16,6 @@ class Outcome:
     expected_label: str | None = None
     observed_label: str | None = None
     threshold: float | None = None  # a criterion-specific pass threshold (reference_comparison)
-
-
-@dataclass
-class CheckContext:
-    sandbox: TempdirSandbox
-    task_dir: Path
-    trajectory: list[TurnRecord] | None  # None: no agent ran (type none)
-    reference: str | None = None
-
-    def path(self, relative: str) -> Path:
-        return self.sandbox.resolve_path(relative)
-
-    def read_text(self, relative: str) -> str:
-        path = self.path(relative)
-        if not path.is_file():
-            raise FileNotFoundError(f"file not found: {relative}")
-        return path.read_text(encoding="utf-8", errors="replace")
-
-    @property
-    def calls(self) -> list[ToolCallRecord]:
-        return [call for turn in self.trajectory or [] for call in turn.calls]
 
 
 def fraction(passed: int, total: int) -> float:

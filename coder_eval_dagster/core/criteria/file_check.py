@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from .base import Scoring
-from .context import CheckContext, Outcome, fraction, mean
+from .context import Outcome, fraction, mean
 from .file_contains import FileContains, string_scores
 from .file_matches_regex import RegexSpec
+from .registry import checks
+
+if TYPE_CHECKING:
+    from ..check_context import CheckContext
 
 
 class FileCheck(FileContains):
     """file_contains plus regex patterns; a missing file scores 0."""
 
-    scoring: ClassVar[Scoring] = "fractional"
     type: Literal["file_check"]  # type: ignore[assignment]
     patterns: list[RegexSpec] = Field(default_factory=list)
 
 
+@checks(FileCheck)
 def check(criterion: FileCheck, ctx: CheckContext) -> Outcome:
     path = ctx.path(criterion.path)
     if not path.is_file():

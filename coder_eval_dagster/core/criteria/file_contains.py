@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from .base import CriterionBase, Scoring
-from .context import CheckContext, Outcome, fraction, mean
+from .base import CriterionBase
+from .context import Outcome, fraction, mean
+from .registry import checks
+
+if TYPE_CHECKING:
+    from ..check_context import CheckContext
 
 
 class FileContains(CriterionBase):
-    scoring: ClassVar[Scoring] = "fractional"
     type: Literal["file_contains"]
     path: str = Field(min_length=1)
     includes: list[str] = Field(default_factory=list)
@@ -31,6 +34,7 @@ def string_scores(content: str, includes: list[str], excludes: list[str]) -> tup
     return scores, {"missing_includes": missing, "present_excludes": present}
 
 
+@checks(FileContains)
 def check(criterion: FileContains, ctx: CheckContext) -> Outcome:
     content = ctx.read_text(criterion.path)
     scores, details = string_scores(content, criterion.includes, criterion.excludes)

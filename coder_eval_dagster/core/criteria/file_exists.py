@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from .base import CriterionBase, Scoring
-from .context import CheckContext, Outcome
+from .base import CriterionBase
+from .context import Outcome
+from .registry import checks
+
+if TYPE_CHECKING:
+    from ..check_context import CheckContext
 
 
 class FileExists(CriterionBase):
-    scoring: ClassVar[Scoring] = "binary"
     type: Literal["file_exists"]
     path: str = Field(min_length=1)
 
 
+@checks(FileExists)
 def check(criterion: FileExists, ctx: CheckContext) -> Outcome:
     exists = ctx.path(criterion.path).exists()
     return Outcome(1.0 if exists else 0.0, {"path": criterion.path, "exists": exists})

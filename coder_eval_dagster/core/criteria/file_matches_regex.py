@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import re
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
 from ..models.base import StrictModel, check_regex, rule_error
-from .base import CriterionBase, Scoring
-from .context import CheckContext, Outcome
+from .base import CriterionBase
+from .context import Outcome
+from .registry import checks
+
+if TYPE_CHECKING:
+    from ..check_context import CheckContext
 
 
 class RegexSpec(StrictModel):
@@ -32,11 +36,11 @@ class RegexSpec(StrictModel):
 
 
 class FileMatchesRegex(CriterionBase, RegexSpec):
-    scoring: ClassVar[Scoring] = "binary"
     type: Literal["file_matches_regex"]
     path: str = Field(min_length=1)
 
 
+@checks(FileMatchesRegex)
 def check(criterion: FileMatchesRegex, ctx: CheckContext) -> Outcome:
     passed = criterion.holds(ctx.read_text(criterion.path))
     return Outcome(

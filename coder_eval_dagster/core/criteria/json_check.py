@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import jmespath
-import jsonschema
 from jmespath.exceptions import JMESPathError
 from pydantic import Field, field_validator, model_validator
 
 from ..models.base import StrictModel, rule_error
-from .base import CriterionBase, Scoring
-from .context import CheckContext, Outcome, fraction, mean
+from .base import CriterionBase
+from .context import Outcome, fraction, mean
+from .registry import checks
+
+if TYPE_CHECKING:
+    from ..check_context import CheckContext
 
 Operator = Literal["equals", "not_equals", "contains", "gt", "gte", "lt", "lte", "type", "regex", "exists"]
 
@@ -40,7 +43,6 @@ class Assertion(StrictModel):
 
 
 class JsonCheck(CriterionBase):
-    scoring: ClassVar[Scoring] = "fractional"
     type: Literal["json_check"]
     path: str = Field(min_length=1)
     json_schema: str | None = None
@@ -100,6 +102,7 @@ def evaluate_assertion(assertion: Assertion, data: Any) -> tuple[bool, str | Non
         return False, f"{assertion.expression}: {exc}"
 
 
+@checks(JsonCheck)
 def check(criterion: JsonCheck, ctx: CheckContext) -> Outcome:
     try:
         data = json.loads(ctx.read_text(criterion.path))
@@ -109,6 +112,8 @@ def check(criterion: JsonCheck, ctx: CheckContext) -> Outcome:
     details: dict[str, Any] = {"valid_json": True}
     if criterion.json_schema:
         schema = json.loads(ctx.read_text(criterion.json_schema))
+        import jsonschema  # only when a schema is checked: a tenth of a second of every start-up otherwise
+
         errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=str)
         scores.append(0.0 if errors else 1.0)
         details["schema_errors"] = [e.message for e in errors[:20]]

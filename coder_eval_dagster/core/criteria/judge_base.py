@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from pydantic import Field
 
-from .base import CriterionBase, Scoring
+from .base import CriterionBase
 
 
 class JudgeBase(CriterionBase):
-    scoring: ClassVar[Scoring] = "continuous"
     prompt: str = Field(min_length=1)
     files: list[str] = Field(default_factory=list)
     include_reference: bool = False

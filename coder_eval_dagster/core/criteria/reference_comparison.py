@@ -5,16 +5,19 @@ from __future__ import annotations
 import ast
 import difflib
 import re
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field
 
-from .base import CriterionBase, Scoring
-from .context import CheckContext, Outcome
+from .base import CriterionBase
+from .context import Outcome
+from .registry import checks
+
+if TYPE_CHECKING:
+    from ..check_context import CheckContext
 
 
 class ReferenceComparison(CriterionBase):
-    scoring: ClassVar[Scoring] = "continuous"
     needs_agent: ClassVar[bool] = True
     type: Literal["reference_comparison"]
     agent_file: str = Field(min_length=1)
@@ -63,6 +66,7 @@ def similarity(method: str, agent_code: str, reference: str) -> float:
     return 1.0 - abs(ours - theirs) / max(ours, theirs)
 
 
+@checks(ReferenceComparison)
 def check(criterion: ReferenceComparison, ctx: CheckContext) -> Outcome:
     if ctx.reference is None:
         return Outcome(0.0, error="the task has no reference")

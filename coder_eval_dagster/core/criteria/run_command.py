@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import re
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
 from ..models.base import check_regex, rule_error
-from .base import CriterionBase, Scoring
-from .context import CheckContext, Outcome
+from .base import CriterionBase
+from .context import Outcome
+from .registry import checks
+
+if TYPE_CHECKING:
+    from ..check_context import CheckContext
 
 
 class RunCommand(CriterionBase):
-    scoring: ClassVar[Scoring] = "binary"
     type: Literal["run_command"]
     command: str = Field(min_length=1)
     timeout: float = Field(default=30, gt=0)
@@ -54,6 +57,7 @@ def _score_line(stdout: str) -> tuple[float | None, list[str]]:
     return score, lines[1:]
 
 
+@checks(RunCommand)
 def check(criterion: RunCommand, ctx: CheckContext) -> Outcome:
     run = ctx.sandbox.run(criterion.command, criterion.timeout)
     details = {"exit_code": run.exit_code, "stdout": run.stdout[-4000:], "stderr": run.stderr[-4000:]}

@@ -2,23 +2,47 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from ..results import ToolCallRecord
-from .base import Classification, LiveObservable, Scoring
-from .context import CheckContext, Outcome
+from .base import Classification, LiveObservable
+from .context import Outcome
+from .registry import checks
+
+if TYPE_CHECKING:
+    from ..check_context import CheckContext
+    from ..results import ToolCallRecord
 
 
 class SkillTriggered(LiveObservable, Classification):
-    scoring: ClassVar[Scoring] = "binary"
     type: Literal["skill_triggered"]
     skill_name: str = Field(min_length=1)
     expected_skill: str
 
     def metric_labels(self) -> list[str] | None:
         return ["yes", "no"]
+
+    def label_space(self) -> list[str]:
+        return ["yes", "no"]
+
+    def expected(self) -> str:
+        return "yes" if self.expected_skill == self.skill_name else "no"
+
+    # A positive row can only live-pass (the skill fires), a distractor row only live-fail.
+    def can_live_pass(self) -> bool:
+        return self.expected() == "yes"
+
+    def can_live_fail(self) -> bool:
+        return self.expected() == "no"
+
+    def live_hit(self, call: ToolCallRecord) -> bool:
+        return engaged(self.skill_name, call)
+
+    def live_verdict(self, hits: int) -> Literal["pass", "fail"] | None:
+        if hits:
+            return "pass" if self.can_live_pass() else "fail"
+        return None
 
 
 def engaged(skill_name: str, call: ToolCallRecord) -> bool:
@@ -31,12 +55,9 @@ def engaged(skill_name: str, call: ToolCallRecord) -> bool:
     return any(marker in str(value) for value in call.parameters.values())
 
 
-def expected_label(criterion: SkillTriggered) -> str:
-    return "yes" if criterion.expected_skill == criterion.skill_name else "no"
-
-
+@checks(SkillTriggered)
 def check(criterion: SkillTriggered, ctx: CheckContext) -> Outcome:
-    expected = expected_label(criterion)
+    expected = criterion.expected()
     if not ctx.trajectory:
         return Outcome(
             0.0, error="no agent turn records: skill_triggered needs a real agent run", expected_label=expected
@@ -44,26 +65,3 @@ def check(criterion: SkillTriggered, ctx: CheckContext) -> Outcome:
     observed = "yes" if any(engaged(criterion.skill_name, c) for c in ctx.calls) else "no"
     details = {"skill_name": criterion.skill_name, "observed": observed, "expected": expected}
     return Outcome(1.0 if observed == expected else 0.0, details, expected_label=expected, observed_label=observed)
-
-
-# Live verdicts for the early-stop watcher (see core/early_stop.py): a positive
-# row can only live-pass (the skill fires), a distractor row only live-fail.
-
-
-def can_live_pass(criterion: SkillTriggered) -> bool:
-    return expected_label(criterion) == "yes"
-
-
-def can_live_fail(criterion: SkillTriggered) -> bool:
-    return expected_label(criterion) == "no"
-
-
-def live_hit(criterion: SkillTriggered, call: ToolCallRecord) -> bool:
-    return engaged(criterion.skill_name, call)
-
-
-def live_verdict(criterion: SkillTriggered, hits: int) -> str | None:
-    """The verdict once the skill has engaged ``hits`` times (None: undecided)."""
-    if hits:
-        return "pass" if can_live_pass(criterion) else "fail"
-    return None

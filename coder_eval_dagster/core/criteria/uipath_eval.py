@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from .base import CriterionBase, Scoring
-from .context import CheckContext, Outcome
+from .base import CriterionBase
+from .context import Outcome
+from .registry import checks
+
+if TYPE_CHECKING:
+    from ..check_context import CheckContext
 
 EVAL_TIMEOUT_S = 1800
 
 
 class UipathEval(CriterionBase):
-    scoring: ClassVar[Scoring] = "fractional"
     type: Literal["uipath_eval"]
     agent_name: str = Field(min_length=1)
     eval_set: str = Field(min_length=1)
@@ -30,6 +33,7 @@ def _metrics(data: dict[str, Any]) -> dict[str, float]:
     return {k: float(v) for k, v in source.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
+@checks(UipathEval)
 def check(criterion: UipathEval, ctx: CheckContext) -> Outcome:
     """Run `uipath eval` in the sandbox and compare its metrics with the thresholds.
 

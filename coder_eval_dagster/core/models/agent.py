@@ -6,13 +6,13 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from ..agents.registry import AGENT_TYPES, DEFAULT_AGENT_TYPE
 from .base import RejectsMovedLimits, is_partial, rule_error
 from .ignore import IgnorePattern
 from .sdk_options import check_sdk_options
 
-AgentType = Literal["claude-code", "codex", "none", "replay"]
+AgentType = Literal[AGENT_TYPES]  # type: ignore[valid-type]
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
-DEFAULT_AGENT_TYPE: AgentType = "claude-code"
 
 
 class AgentConfig(RejectsMovedLimits):
@@ -37,7 +37,7 @@ class AgentConfig(RejectsMovedLimits):
 
     @property
     def resolved_type(self) -> AgentType:
-        return self.type or DEFAULT_AGENT_TYPE
+        return self.type or DEFAULT_AGENT_TYPE  # type: ignore[return-value]
 
     @model_validator(mode="after")
     def _type_specific_fields(self, info: ValidationInfo) -> AgentConfig:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints, ValidationInfo, model_validator
 
-from ..criteria import Criterion
+from ..criteria import Criterion, criterion_union, on_change
 from .agent import AgentConfig
 from .base import SAFE_ID, RejectsMovedLimits, StrictModel, is_partial, rule_error
 from .commands import HookCommand
@@ -122,3 +122,12 @@ class Task(RejectsMovedLimits):
         if self.simulation is not None and self.simulation.enabled:
             return self.simulation.n_trials
         return 1
+
+
+def _rebuild_with_registered_criteria() -> None:
+    """A criterion type registered after import (a plugin, a test) becomes valid in task files."""
+    Task.model_fields["success_criteria"].annotation = list[criterion_union()]  # type: ignore[misc]
+    Task.model_rebuild(force=True)
+
+
+on_change(_rebuild_with_registered_criteria)

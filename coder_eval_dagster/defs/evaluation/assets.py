@@ -1,10 +1,13 @@
 """The asset graph: task_definitions -> resolved_tasks -> sandbox_runs -> criteria_scores -> suite_metrics.
 
 The three middle assets are partitioned by (row-task, variant). One Dagster
-run covers many partitions; each op works through all of them with a
-bounded thread pool (``CoderEvalSettings.concurrency``), and a failure is
-recorded on its own evaluation, never failing the step. Stages hand over
-through the run folder, so no asset value goes through an IO manager.
+run covers many partitions. ``task_definitions`` (or, in a CLI run, the CLI
+before it) resolves the files once into the run folder's snapshot; every
+later step evaluates that snapshot. In each partitioned step every
+evaluation runs its phase of the stage sequence (core/evaluation.py) on its
+own thread (``CoderEvalSettings.concurrency``): the sandbox_runs /
+criteria_scores boundary is the only barrier. A failure is recorded on its
+own evaluation, never failing the step.
 """
 
 import hashlib
@@ -14,99 +17,78 @@ from typing import Any
 
 import dagster as dg
 
-from ...core import progress
-from ...core.evaluation import (
-    RESULT_FILE,
-    STATE_FILE,
-    Evaluation,
-    decide,
-    finish,
-    load_result,
-    run_agent,
-    run_post_run,
-    run_pre_run,
-    save_state,
-    score,
-    setup_sandbox,
-)
-from ...core.fingerprints import fingerprints
-from ...core.resolution import Resolution, RowTask
-from ...core.runs import RunPlan, cache_dir, in_parallel, plan_evaluations, resolve_plan, summarize
+from ...core.evaluation import RESULT_FILE, STATE_FILE, Evaluation, Phase, load_result, run_phase
+from ...core.resolution import RowTask
+from ...core.runs import OpenRun, cache_dir, hand_over, in_parallel, plan_evaluations, summarize, take_over
 from ...core.sandbox.engine import default_docker_image
+from .dagster_private import add_partition_metadata
 from .partitions import ids_of, partition_key, row_task_partitions
 from .resources import CoderEvalSettings
 
 GROUP = "coder_eval"
 AGENT_POOL = "agent_api"
-# The lists of evaluations handed between the ops of one graph asset stay in
-# memory: pickling them to disk at every op boundary cost about 1 ms per
-# evaluation, and every stage's real output is already on disk in the run folder.
-EVALUATIONS_IO = "evaluations_io"
-EVALUATIONS_OUT = dg.Out(io_manager_key=EVALUATIONS_IO)
 # A backfill from the UI or GraphQL carries as many partitions per run as
 # Dagster allows (on two dimensions: one run per key of the smaller one).
 SINGLE_RUN = dg.BackfillPolicy.single_run()
-Context = dg.OpExecutionContext | dg.AssetExecutionContext
 
 
-def _resolve(context: Context, plan: RunPlan) -> Resolution:
-    """The plan's row-tasks; a file that does not validate is logged and skipped, like the sensor does."""
-    resolution = resolve_plan(plan)
-    for problem in resolution.problems[:50]:
-        context.log.warning(f"skipped: {problem}")
-    return resolution
+def _selected(context: dg.AssetExecutionContext, run: OpenRun) -> list[RowTask]:
+    """The snapshot's row-tasks of this step's partitions; a run none of whose partitions resolve fails."""
+    index = {(rt.task_id, rt.variant_id): rt for rt in run.snapshot.row_tasks}
+    wanted = [ids_of(key) for key in context.partition_keys]
+    found = [index[w] for w in wanted if w in index]
+    for task_id, variant_id in (w for w in wanted if w not in index):
+        context.log.warning(f"{task_id} [{variant_id}] is no longer defined by the task files{_why(run, variant_id)}")
+    if wanted and not found:
+        spec = run.plan.spec
+        raise dg.Failure(
+            description=f"none of the run's {len(wanted)} partition(s) is defined by the task files "
+            f"(task paths: {', '.join(spec.task_paths) or 'none'}; experiment: {spec.experiment or 'none'})"
+            + _why(run, wanted[0][1])
+        )
+    return found
 
 
-def _selected(resolution: Resolution, keys: list[Any]) -> tuple[list[RowTask], list[tuple[str, str]]]:
-    """The row-tasks of the run's partitions, and the (task, variant) pairs no file defines any more."""
-    index = {(rt.task_id, rt.variant_id): rt for rt in resolution.row_tasks}
-    wanted = [ids_of(key) for key in keys]
-    return [index[w] for w in wanted if w in index], [w for w in wanted if w not in index]
+def _why(run: OpenRun, variant_id: str) -> str:
+    """The likely cause when a partition's variant comes from an experiment this run does not load."""
+    if variant_id != "default" and run.plan.spec.experiment is None:
+        return (
+            f"; variant {variant_id!r} comes from an experiment and this code location loads none: "
+            "set CODER_EVAL_EXPERIMENT to the experiment file"
+        )
+    return ""
 
 
-def _digest(row_tasks: list[RowTask]) -> str:
-    """One data version for the whole task set: the row-tasks' content fingerprints."""
-    return hashlib.sha256(json.dumps(sorted(fingerprints(row_tasks).items())).encode()).hexdigest()[:16]
+def _evaluations(context: dg.AssetExecutionContext, settings: CoderEvalSettings, run: OpenRun) -> list[Evaluation]:
+    row_tasks = _selected(context, run)
+    default_docker_image(row_tasks, settings.docker_image)
+    return plan_evaluations(row_tasks, run.plan.run_id, run.folder, cache_dir(Path(settings.runs_dir)))
 
 
-def _add_partition_metadata(context: Context, metadata: dict[Any, dict[str, Any]]) -> None:
-    """Metadata for each partition's materialization event, handed over once per step.
-
-    The public ``add_asset_metadata(partition_key=...)`` re-reads every dynamic
-    partition from the instance to validate each key, and every call copies the
-    step's whole metadata map: a run over N partitions paid O(N^2). Our keys
-    come from ``context.partition_keys``, so the step's accumulator gets them
-    in one update; if those internals ever move, the public call is used.
-    """
-    op_context = context.op_execution_context if isinstance(context, dg.AssetExecutionContext) else context
-    step = op_context.get_step_execution_context()
-    try:
-        from dagster._core.execution.context.metadata_logging import AssetMetadataHandle, OutputMetadataAccumulator
-
-        current = step._metadata_accumulator.per_output_metadata
-        added = {
-            AssetMetadataHandle(asset_key=step.assets_def.key, partition_key=key): value
-            for key, value in metadata.items()
-        }
-        step._metadata_accumulator = OutputMetadataAccumulator(per_output_metadata={**current, **added})
-    except (ImportError, AttributeError, TypeError):
-        for key, value in metadata.items():
-            step.add_asset_metadata(value, partition_key=key)
+def _by_partition(evaluations: list[Evaluation]) -> dict[Any, list[Evaluation]]:
+    groups: dict[Any, list[Evaluation]] = {}
+    for evaluation in evaluations:
+        key = partition_key(evaluation.row_task.task_id, evaluation.row_task.variant_id)
+        groups.setdefault(key, []).append(evaluation)
+    return groups
 
 
-@dg.asset(group_name=GROUP, description="The task, experiment and dataset files, loaded and validated.")
+@dg.asset(group_name=GROUP, description="The task, experiment and dataset files, loaded, validated and resolved.")
 def task_definitions(context: dg.AssetExecutionContext, settings: CoderEvalSettings) -> dg.MaterializeResult:
-    _, plan = settings.run_folder(context)
-    resolution = _resolve(context, plan)
+    run = settings.open(context)
+    snapshot, spec = run.snapshot, run.plan.spec
+    digest = hashlib.sha256(json.dumps(sorted(snapshot.fingerprints.items())).encode()).hexdigest()[:16]
     return dg.MaterializeResult(
         metadata={
-            "row_tasks": len(resolution.row_tasks),
-            "skipped": len(resolution.skipped),
-            "invalid_file_problems": len(resolution.problems),
-            "variants": len({rt.variant_id for rt in resolution.row_tasks}),
-            "task_paths": ", ".join(settings.task_paths),
+            "row_tasks": len(snapshot.row_tasks),
+            "skipped": len(snapshot.skipped),
+            "invalid_file_problems": len(snapshot.problems),
+            "variants": len({rt.variant_id for rt in snapshot.row_tasks}),
+            "task_paths": ", ".join(spec.task_paths),
+            "experiment": run.plan.experiment or "",
+            "run_dir": dg.MetadataValue.path(str(run.folder)),
         },
-        data_version=dg.DataVersion(_digest(resolution.row_tasks)),
+        data_version=dg.DataVersion(digest),
     )
 
 
@@ -118,9 +100,8 @@ def task_definitions(context: dg.AssetExecutionContext, settings: CoderEvalSetti
     description="One row-task under one variant: dataset row, variant merge, -D overrides applied.",
 )
 def resolved_tasks(context: dg.AssetExecutionContext, settings: CoderEvalSettings) -> dg.MaterializeResult:
-    _, plan = settings.run_folder(context)
-    row_tasks, missing = _selected(_resolve(context, plan), context.partition_keys)
-    _add_partition_metadata(
+    row_tasks = _selected(context, settings.open(context))
+    add_partition_metadata(
         context,
         {
             partition_key(rt.task_id, rt.variant_id): {
@@ -134,76 +115,42 @@ def resolved_tasks(context: dg.AssetExecutionContext, settings: CoderEvalSetting
             for rt in row_tasks
         },
     )
-    for task_id, variant_id in missing:
-        context.log.warning(f"{task_id} [{variant_id}] is no longer defined by the task files")
     return dg.MaterializeResult()
 
 
-# ----------------------------------------------------------------------------- sandbox_runs
-
-
-def _evaluations(context: Context, settings: CoderEvalSettings) -> list[Evaluation]:
-    run_dir, plan = settings.run_folder(context)
-    row_tasks, missing = _selected(_resolve(context, plan), context.partition_keys)
-    for task_id, variant_id in missing:
-        context.log.warning(f"skipping {task_id} [{variant_id}]: no task file defines it any more")
-    default_docker_image(row_tasks, settings.docker_image)
-    return plan_evaluations(row_tasks, plan.run_id, run_dir, cache_dir(Path(settings.runs_dir)))
-
-
-@dg.op(
-    ins={"start": dg.In(dg.Nothing)},
-    out=EVALUATIONS_OUT,
-    description="A fresh sandbox per evaluation: templates, then the venv.",
+@dg.asset(
+    group_name=GROUP,
+    partitions_def=row_task_partitions,
+    backfill_policy=SINGLE_RUN,
+    deps=[resolved_tasks],
+    pool=AGENT_POOL,
+    description="Per evaluation: a fresh sandbox, pre_run, the agent loop under its run limits; "
+    "the final sandbox is preserved.",
 )
-def setup_sandboxes(context: dg.OpExecutionContext, settings: CoderEvalSettings) -> list[Evaluation]:
-    return in_parallel(setup_sandbox, _evaluations(context, settings), settings.workers())
-
-
-@dg.op(out=EVALUATIONS_OUT, description="pre_run commands, in order, in each sandbox.")
-def pre_run(settings: CoderEvalSettings, evaluations: list[Evaluation]) -> list[Evaluation]:
-    return in_parallel(run_pre_run, evaluations, settings.workers())
-
-
-@dg.op(pool=AGENT_POOL, out=dg.Out(dg.Nothing), description="The agent loop under its run limits.")
-def run_agents(context: dg.OpExecutionContext, settings: CoderEvalSettings, evaluations: list[Evaluation]) -> None:
-    done = in_parallel(lambda e: save_state(run_agent(e)), evaluations, settings.workers())
-    _add_partition_metadata(
+def sandbox_runs(context: dg.AssetExecutionContext, settings: CoderEvalSettings) -> dg.MaterializeResult:
+    run = settings.open(context)
+    done = in_parallel(
+        lambda e: hand_over(run_phase(e, "sandbox")), _evaluations(context, settings, run), settings.workers()
+    )
+    add_partition_metadata(
         context,
         {
             key: {
                 "replicates": len(group),
-                "status": ", ".join(e.result.final_status if e.ended else "RAN" for e in group),
-            }  # type: ignore[union-attr]
+                "status": ", ".join(e.result.final_status if e.ended else "RAN" for e in group),  # type: ignore[union-attr]
+            }
             for key, group in _by_partition(done).items()
         },
     )
-
-
-def _by_partition(evaluations: list[Evaluation]) -> dict[Any, list[Evaluation]]:
-    groups: dict[Any, list[Evaluation]] = {}
-    for evaluation in evaluations:
-        key = partition_key(evaluation.row_task.task_id, evaluation.row_task.variant_id)
-        groups.setdefault(key, []).append(evaluation)
-    return groups
-
-
-@dg.graph_asset(
-    group_name=GROUP,
-    partitions_def=row_task_partitions,
-    backfill_policy=SINGLE_RUN,
-    ins={"resolved_tasks": dg.AssetIn(dagster_type=dg.Nothing)},
-    description="Sandbox setup, pre_run and the agent loop; the final sandbox is preserved.",
-)
-def sandbox_runs(resolved_tasks) -> None:
-    return run_agents(pre_run(setup_sandboxes(resolved_tasks)))
-
-
-# ----------------------------------------------------------------------------- criteria_scores
+    return dg.MaterializeResult()
 
 
 def _restore(evaluation: Evaluation, rescore: bool) -> Evaluation:
-    """Reload what the sandbox stages wrote (or, to rescore, the final task.json)."""
+    """This process's hand-over from the sandbox step, else what it wrote (to rescore: the final task.json)."""
+    if not rescore:
+        handed = take_over(evaluation)
+        if handed is not None:
+            return handed
     path = evaluation.folder / (RESULT_FILE if rescore else STATE_FILE)
     if path.exists():
         evaluation.result = load_result(path)
@@ -215,33 +162,20 @@ def _restore(evaluation: Evaluation, rescore: bool) -> Evaluation:
     return evaluation
 
 
-@dg.op(
-    ins={"start": dg.In(dg.Nothing)},
-    out=EVALUATIONS_OUT,
-    description="Every criterion against the preserved sandbox and trajectory.",
+@dg.asset(
+    group_name=GROUP,
+    partitions_def=row_task_partitions,
+    backfill_policy=SINGLE_RUN,
+    deps=[sandbox_runs],
+    description="Criteria scores, post_run, task success and the per-task reports; re-materialize to re-score.",
 )
-def score_criteria(context: dg.OpExecutionContext, settings: CoderEvalSettings) -> list[Evaluation]:
-    evaluations = [_restore(e, settings.rescore) for e in _evaluations(context, settings)]
-    return in_parallel(score, evaluations, settings.workers())
-
-
-def _finish_one(evaluation: Evaluation, rescore: bool) -> Evaluation:
-    if not rescore:
-        run_post_run(evaluation)
-    decide(evaluation.result, evaluation.task)  # type: ignore[arg-type]
-    finish(evaluation)
-    progress.emit("finished", task_id=evaluation.row_task.task_id, status=evaluation.result.final_status)  # type: ignore[union-attr]
-    return evaluation
-
-
-@dg.op(
-    out=dg.Out(dg.Nothing), description="post_run commands (never change the verdict), then task.json and task.html."
-)
-def post_run_and_report(
-    context: dg.OpExecutionContext, settings: CoderEvalSettings, evaluations: list[Evaluation]
-) -> None:
-    done = in_parallel(lambda e: _finish_one(e, settings.rescore), evaluations, settings.workers())
-    _add_partition_metadata(context, {key: _report_metadata(group) for key, group in _by_partition(done).items()})
+def criteria_scores(context: dg.AssetExecutionContext, settings: CoderEvalSettings) -> dg.MaterializeResult:
+    run = settings.open(context)
+    phase: Phase = "rescore" if settings.rescore else "scoring"
+    evaluations = [_restore(e, settings.rescore) for e in _evaluations(context, settings, run)]
+    done = in_parallel(lambda e: run_phase(e, phase), evaluations, settings.workers())
+    add_partition_metadata(context, {key: _report_metadata(group) for key, group in _by_partition(done).items()})
+    return dg.MaterializeResult()
 
 
 def _report_metadata(group: list[Evaluation]) -> dict[str, Any]:
@@ -253,19 +187,6 @@ def _report_metadata(group: list[Evaluation]) -> dict[str, Any]:
         "report": dg.MetadataValue.path(str(group[0].folder / "task.html")),
     }
 
-
-@dg.graph_asset(
-    group_name=GROUP,
-    partitions_def=row_task_partitions,
-    backfill_policy=SINGLE_RUN,
-    ins={"sandbox_runs": dg.AssetIn(dagster_type=dg.Nothing)},
-    description="Criteria scores, task success and the per-task reports; re-materialize to re-score.",
-)
-def criteria_scores(sandbox_runs) -> None:
-    return post_run_and_report(score_criteria(sandbox_runs))
-
-
-# ----------------------------------------------------------------------------- suite_metrics
 
 SUITE_CHECKS = [
     dg.AssetCheckSpec(
@@ -286,8 +207,8 @@ SUITE_CHECKS = [
     description="Suite metrics and thresholds; run.json, run.md and the Parquet tables of the run.",
 )
 def suite_metrics(context: dg.AssetExecutionContext, settings: CoderEvalSettings) -> dg.MaterializeResult:
-    run_dir, plan = settings.run_folder(context)
-    summary = summarize(run_dir, plan, _resolve(context, plan), Path(settings.runs_dir) / "tables")
+    run = settings.open(context)
+    summary = summarize(run, Path(settings.runs_dir) / "tables")
     thresholds = [t for entry in summary.suite for t in entry.thresholds]
     succeeded = sum(r.success for r in summary.results)
     share = succeeded / len(summary.results) if summary.results else 1.0
@@ -311,9 +232,9 @@ def suite_metrics(context: dg.AssetExecutionContext, settings: CoderEvalSettings
     return dg.MaterializeResult(
         metadata={
             "passed": summary.passed,
-            "run_id": plan.run_id,
-            "run_dir": dg.MetadataValue.path(str(run_dir)),
-            "run_md": dg.MetadataValue.path(str(run_dir / "run.md")),
+            "run_id": run.plan.run_id,
+            "run_dir": dg.MetadataValue.path(str(run.folder)),
+            "run_md": dg.MetadataValue.path(str(run.folder / "run.md")),
             "tasks": len(summary.results),
         },
         check_results=checks,

@@ -16,9 +16,9 @@ import dagster as dg
 
 from ...core.fingerprints import fingerprints
 from ...core.resolution import resolve
-from ..evaluation.partitions import encode_id, task_partitions, variant_partitions
-from ..evaluation.resources import CoderEvalSettings
-from .targets import JOB_NAME, rectangle_tags, sensor_status
+from .jobs import JOB_NAME, rectangle_tags, sensor_status
+from .partitions import encode_id, task_partitions, variant_partitions
+from .resources import CoderEvalSettings
 
 MINIMUM_INTERVAL_S = 30
 
@@ -30,7 +30,7 @@ MINIMUM_INTERVAL_S = 30
     description="Registers row-tasks and variants from the task files and re-runs the ones that changed.",
 )
 def task_files_sensor(context: dg.SensorEvaluationContext, settings: CoderEvalSettings) -> dg.SensorResult:
-    resolution = resolve(settings.options())
+    resolution = resolve(settings.run_spec())
     for problem in resolution.problems:
         context.log.warning(f"skipped: {problem}")
     current = {

@@ -4,8 +4,8 @@ import os
 
 import dagster as dg
 
-from ..evaluation.partitions import task_partitions, variant_partitions
-from .targets import JOB_NAME, rectangle_tags, schedule_status
+from .jobs import JOB_NAME, rectangle_tags, schedule_status
+from .partitions import task_partitions, variant_partitions
 
 NIGHTLY_CRON_ENV = "CODER_EVAL_NIGHTLY_CRON"
 DEFAULT_CRON = "0 2 * * *"

@@ -3,9 +3,9 @@
 import os
 
 import dagster as dg
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-from ..evaluation.partitions import TASK_DIMENSION, VARIANT_DIMENSION
+from .dagster_private import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+from .partitions import TASK_DIMENSION, VARIANT_DIMENSION
 
 JOB_NAME = "evaluate"
 AUTOMATION_ENV = "CODER_EVAL_AUTOMATION"

@@ -1,0 +1,214 @@
+"""`coder-eval run` and `coder-eval rescore`: the CLI skin over the Dagster launch."""
+
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from .core import progress
+from .core.problems import InvalidInput
+from .core.resolution import Resolution, resolve
+from .core.run_spec import RunSpec
+from .core.runs import RUN_FILE, OpenRun, is_run_folder, load_run, new_run_dir, open_run, resnapshot
+from .core.sandbox.process import INTERRUPTED
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+MAX_TABLE_ROWS = 40
+
+
+def run(spec: RunSpec, runs_dir: Path, concurrency: int) -> int:
+    resolution = resolve(spec)
+    if resolution.problems:
+        raise InvalidInput(resolution.problems)
+    if not resolution.row_tasks:
+        print(f"coder-eval run: no row-tasks selected{_left_out(resolution)}", file=sys.stderr)
+        return EXIT_USAGE
+    instance = _open_instance()
+    opened = open_run(new_run_dir(runs_dir), spec, str(uuid.uuid4()), resolution)
+    return _launch(instance, opened, opened.snapshot.row_tasks, runs_dir, concurrency, rescore=False)
+
+
+def _left_out(resolution: Resolution) -> str:
+    reasons = [f"{count} {why}" for why, count in resolution.filtered.items()]
+    if resolution.skipped:
+        reasons.append(f"{len(resolution.skipped)} marked skip: true (--include-skipped runs them)")
+    return f" (left out: {'; '.join(reasons)})" if reasons else " (the paths hold no task files)"
+
+
+def rescore(run_dir: Path, concurrency: int) -> int:
+    if not is_run_folder(run_dir):
+        print(f"coder-eval rescore: {run_dir} is not a run folder (no run_plan.json)", file=sys.stderr)
+        return EXIT_USAGE
+    opened = load_run(run_dir)
+    resolution = resnapshot(opened)  # the criteria as the task files say now: rescoring is how rubrics iterate
+    if resolution.problems:
+        raise InvalidInput(resolution.problems)
+    present = {p.parent.parent.relative_to(run_dir).as_posix() for p in run_dir.glob("*/**/run_state.json")}
+    row_tasks = [rt for rt in opened.snapshot.row_tasks if f"{rt.variant_id}/{rt.task_id}" in present]
+    if not row_tasks:
+        print(f"coder-eval rescore: {run_dir} has no evaluation to rescore", file=sys.stderr)
+        return EXIT_USAGE
+    return _launch(_open_instance(), opened, row_tasks, run_dir.parent, concurrency, rescore=True)
+
+
+def _open_instance() -> Any:
+    """Import Dagster and open the instance before the run's clock starts."""
+    from .launch import local_instance
+
+    return local_instance()
+
+
+def _launch(
+    instance: Any, opened: OpenRun, row_tasks: list[Any], runs_dir: Path, concurrency: int, rescore: bool
+) -> int:
+    from .defs.evaluation.resources import CoderEvalSettings, RunSpecConfig
+    from .launch import execute, failure_messages
+
+    run_dir = opened.folder
+    settings = CoderEvalSettings(
+        spec=RunSpecConfig(**opened.plan.spec.model_dump()),
+        run_dir=str(run_dir),
+        runs_dir=str(runs_dir),
+        concurrency=concurrency,
+        rescore=rescore,
+    )
+    task_ids = list(dict.fromkeys(rt.task_id for rt in row_tasks))
+    variant_ids = list(dict.fromkeys(rt.variant_id for rt in row_tasks))
+    evaluations = sum(rt.replicates for rt in row_tasks)
+    with StageProgress(evaluations, rescore):
+        dagster_run_id = str(uuid.uuid4()) if rescore else opened.plan.dagster_run_id
+        result = execute(instance, settings, task_ids, variant_ids, dagster_run_id or str(uuid.uuid4()), rescore)
+    failures = failure_messages(result)
+    if INTERRUPTED.is_set():
+        print(f"coder-eval: interrupted; what finished is in {run_dir}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if failures or not (run_dir / RUN_FILE).is_file():
+        print("coder-eval: the run did not complete:", *failures, sep="\n  ", file=sys.stderr)
+        return EXIT_FAILED
+    return _report(run_dir)
+
+
+def why_not_passed(task: dict[str, Any]) -> str:
+    """One line: the error, or the gating criteria that failed (type, description, score)."""
+    if task.get("error"):
+        return str(task["error"]).splitlines()[0]
+    failed = [c for c in task["criteria"] if c["gating"] and not c["passed"] and not c.get("advisory")]
+    return "; ".join(
+        f"{c['type']} “{c['description']}” {c['score']:.2f}" + (f" ({c['error']})" if c["error"] else "")
+        for c in failed
+    )
+
+
+def _report(run_dir: Path) -> int:
+    import json
+
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    document = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+    console = Console()
+    tasks = document["tasks"]
+    shown = tasks if len(tasks) <= MAX_TABLE_ROWS else [t for t in tasks if not t["success"]][:MAX_TABLE_ROWS]
+    table = Table(title=f"run {document['run_id']}" + ("" if shown is tasks else " (not passed only)"))
+    for column in ("variant", "task", "#", "status", "score", "criteria", "seconds", "why"):
+        table.add_column(column, justify="right" if column in ("#", "score", "seconds") else "left")
+    for task in shown:
+        gating = [c for c in task["criteria"] if c["gating"]]
+        style = "green" if task["success"] else "red"
+        table.add_row(
+            escape(task["variant_id"]),
+            escape(task["task_id"]),
+            f"{task['replicate']:02d}",
+            f"[{style}]{task['final_status']}[/]",
+            f"{task['weighted_score']:.3f}",
+            f"{sum(c['passed'] for c in gating)}/{len(gating)}",
+            f"{task['duration_s']:.2f}",
+            "" if task["success"] else escape(why_not_passed(task)),
+        )
+    if shown:
+        console.print(table)
+    for entry in document["suite"]:
+        for threshold in entry["thresholds"]:
+            mark = "[green]met[/]" if threshold["passed"] else "[red]NOT met[/]"
+            label = escape(f"suite {entry['base_task_id']} [{entry['variant_id']}] {threshold['metric']}")
+            value = f"{threshold['value']:.3f} >= {threshold['minimum']:g}"
+            console.print(f"{label} {value}: {mark}", highlight=False)
+    counts = ", ".join(f"{n} {status}" for status, n in document["counts"].items())
+    verdict = "[green]PASSED[/]" if document["passed"] else "[red]FAILED[/]"
+    skipped = f", {len(document['skipped_tasks'])} skipped" if document["skipped_tasks"] else ""
+    console.print(f"{verdict} {counts}{skipped} · {escape(str(run_dir))}", highlight=False)
+    return EXIT_OK if document["passed"] else EXIT_FAILED
+
+
+# Which stage completes each progress line.
+PROGRESS_LINES = {"setup": "sandboxes ready", "agent": "agents done", "finish": "scored"}
+LOG_EVERY_S = 5.0
+
+
+class StageProgress:
+    """Progress per stage (sandboxes ready, agents done, scored), fed by the core's stage events.
+
+    On a terminal: live bars with a clock and an ETA. Elsewhere (CI logs): one
+    line per stage at most every few seconds, and a last one when it completes.
+    """
+
+    def __init__(self, total: int, rescore: bool):
+        from rich.console import Console
+
+        self.total = total
+        self.console = Console(stderr=True)
+        self.lines = {"finish": "scored"} if rescore else dict(PROGRESS_LINES)
+        self.done = dict.fromkeys(self.lines, 0)
+        self.logged_at = dict.fromkeys(self.lines, 0.0)
+        self.progress: Any = None
+        if self.console.is_terminal:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self.progress = Progress(
+                TextColumn("{task.description:<16}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("eta"),
+                TimeRemainingColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self.bars = {stage: self.progress.add_task(label, total=total) for stage, label in self.lines.items()}
+        self.started = time.monotonic()
+
+    def __call__(self, event: str, info: dict[str, Any]) -> None:
+        stage = info.get("stage")
+        if event != "stage" or stage not in self.lines:
+            return
+        self.done[stage] += 1
+        if self.progress is not None:
+            self.progress.advance(self.bars[stage])
+            return
+        now = time.monotonic()
+        if self.done[stage] == self.total or now - self.logged_at[stage] >= LOG_EVERY_S:
+            self.logged_at[stage] = now
+            elapsed = now - self.started
+            print(f"{self.lines[stage]}: {self.done[stage]}/{self.total} ({elapsed:.0f} s)", file=sys.stderr)
+
+    def __enter__(self) -> StageProgress:
+        if self.progress is not None:
+            self.progress.start()
+        progress.subscribe(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        progress.unsubscribe(self)
+        if self.progress is not None:
+            self.progress.stop()

@@ -1,1 +1,0 @@
-"""Operations domain: the file sensor and the nightly schedule."""

@@ -1,0 +1,39 @@
+"""The shipped pre-migrated databases match what the pinned Dagster creates (guards storage.py's templates)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from coder_eval_dagster.launch import local_instance
+from coder_eval_dagster.storage import HOME_DATABASES, RUN_SHARD, TEMPLATE_DIR, build_templates
+
+
+def _schema(path: Path) -> tuple[list[tuple[str, str]], list[tuple[str, ...]], list[str]]:
+    with sqlite3.connect(path) as connection:
+        tables = connection.execute("SELECT name, sql FROM sqlite_master ORDER BY name").fetchall()
+        version = connection.execute("SELECT * FROM alembic_version").fetchall()
+        names = [row[0] for row in tables]
+        markers = (
+            connection.execute("SELECT name FROM secondary_indexes").fetchall() if "secondary_indexes" in names else []
+        )
+    return tables, version, sorted(str(m[0]) for m in markers)
+
+
+def test_templates_match_a_freshly_created_instance(tmp_path: Path) -> None:
+    build_templates(tmp_path)
+    for name in [*HOME_DATABASES, RUN_SHARD]:
+        assert _schema(TEMPLATE_DIR / name) == _schema(tmp_path / name), (
+            f"{name}: run python -m coder_eval_dagster.storage"
+        )
+
+
+def test_a_fresh_home_starts_from_the_templates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    with local_instance() as instance:
+        assert instance.get_runs() == []
+    for name, where in HOME_DATABASES.items():
+        assert (tmp_path / where).read_bytes()[:16] == b"SQLite format 3\x00"
+        assert _schema(tmp_path / where) == _schema(TEMPLATE_DIR / name)
