@@ -87,8 +87,9 @@ def _host_processes_with(token: str) -> list[str]:
 
 def test_a_fork_bomb_hits_the_pids_limit_and_the_evaluation_ends_within_its_timeout(tmp_path: Path) -> None:
     token = f"bomb{uuid.uuid4().hex[:8]}"
-    # the shell then spins on builtins (a `sleep` could not fork at the limit) until its timeout kills the group
-    bomb = f"{token}() {{ {token} | {token} & }}; {token}; while :; do :; done"
+    # the shell forks once (the bomb's subshell, before any limit), then spins on builtins until its timeout
+    # kills the whole group: a shell whose own fork fails at the limit would exit and leave the bomb running
+    bomb = f"{token}() {{ {token} | {token} & }}; ({token}) & while :; do :; done"
     started = time.monotonic()
     result = evaluate_task(
         tmp_path,
