@@ -39,10 +39,10 @@ def container_uid() -> str:
     return "1000" if os.geteuid() == 0 else str(os.geteuid())
 
 
-def containers_under(folder: Path) -> list[Any]:
-    """The sandbox containers of evaluations below ``folder`` (their folder label)."""
-    found = engine.client().containers.list(all=True, filters={"label": engine.LABEL})
-    return [c for c in found if c.labels.get("coder-eval.folder", "").startswith(str(folder))]
+def containers_under(folder: Path) -> list[str]:
+    """The ids of the sandbox containers of evaluations below ``folder`` (their folder label)."""
+    found = engine.labelled_containers(engine.LABEL)
+    return [c["Id"] for c in found if c["Labels"].get("coder-eval.folder", "").startswith(str(folder))]
 
 
 def test_a_command_runs_in_the_container_and_a_criterion_reads_its_file_on_the_host(tmp_path: Path) -> None:
@@ -319,42 +319,47 @@ def _cli(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
 
 
 def _slow_docker_task(tmp_path: Path, name: str) -> Path:
+    """Two rows: `quick` is done with its pre_run at once (its container then idles), `slow` sleeps in it."""
     return write(
         tmp_path / f"{name}.yaml",
         f"""
         task_id: {name}
         description: slow
         agent: {{type: none}}
+        dataset: {{rows: [{{id: quick}}, {{id: slow}}]}}
         sandbox: {{driver: docker, network: none, python: null}}
-        pre_run: [{{command: "touch {name}-started; sleep 120", timeout: 200}}]
+        pre_run: [{{command: "touch started; case $PWD in */quick/*) ;; *) sleep 120;; esac", timeout: 200}}]
         success_criteria: [{{type: run_command, command: "true", description: t}}]
         """,
     )
 
 
-def _wait_for_container(tmp_path: Path, timeout: float = 60) -> None:
+def _wait_for_containers(tmp_path: Path, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
-    while not list(tmp_path.glob("runs/*/*/*/*/sandbox/*-started")):
-        assert time.monotonic() < deadline, "the slow command never started"
+    while len(list(tmp_path.glob("runs/**/sandbox/started"))) < 2:
+        assert time.monotonic() < deadline, "the pre_run commands never started"
         time.sleep(0.2)
-    assert containers_under(tmp_path)
+    assert len(containers_under(tmp_path)) == 2
 
 
 def test_no_container_is_left_after_ctrl_c(tmp_path: Path) -> None:
-    process = _cli(tmp_path, "run", str(_slow_docker_task(tmp_path, "slow")), "--runs-dir", str(tmp_path / "runs"))
-    _wait_for_container(tmp_path)
+    task = _slow_docker_task(tmp_path, "slow")
+    process = _cli(tmp_path, "run", str(task), "--runs-dir", str(tmp_path / "runs"), "--concurrency", "2")
+    _wait_for_containers(tmp_path)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
-    assert not containers_under(tmp_path)
+    assert not containers_under(tmp_path)  # the busy one and the idle one
 
 
 def test_containers_of_a_killed_run_are_removed_by_the_next_run(tmp_path: Path) -> None:
-    process = _cli(tmp_path, "run", str(_slow_docker_task(tmp_path, "slow")), "--runs-dir", str(tmp_path / "runs"))
-    _wait_for_container(tmp_path)
+    task = _slow_docker_task(tmp_path, "slow")
+    process = _cli(tmp_path, "run", str(task), "--runs-dir", str(tmp_path / "runs"), "--concurrency", "2")
+    _wait_for_containers(tmp_path)
     process.kill()
     process.communicate(timeout=30)
-    assert containers_under(tmp_path)  # kill -9 left it behind ...
+    # kill -9 left its containers behind (their records too; another test's run may already be sweeping them) ...
+    assert len(list(tmp_path.glob("runs/**/container.json"))) == 2
     write(
         tmp_path / "next" / "quick.yaml",
         """

@@ -43,6 +43,7 @@ from .engine import (
     EngineError,
     client,
     default_image,
+    labelled_containers,
     owner_label,
     remove_container,
     require_image,
@@ -357,10 +358,16 @@ def _running(container_id: str) -> bool:
 
 
 def remove_own_containers() -> None:
-    """At exit: remove every sandbox container this process created and did not close (an interrupted run)."""
+    """At the exit of an interrupted run: remove every sandbox container this process created and did not close.
+
+    Only when interrupted: a process that runs one stage of a run (a Dagster step) leaves its
+    containers to the evaluations' later stages, which may run in another process.
+    """
+    if not INTERRUPTED.is_set():
+        return
     with contextlib.suppress(Exception):
-        for container in client().containers.list(all=True, filters={"label": f"{LABEL_OWNER}={owner_label()}"}):
-            remove_container(container.id)
+        for container in labelled_containers(f"{LABEL_OWNER}={owner_label()}"):
+            remove_container(container["Id"])
 
 
 @functools.cache

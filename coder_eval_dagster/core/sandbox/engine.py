@@ -104,11 +104,19 @@ def sweep_orphans() -> list[str]:
         return []
     _swept.set()
     removed = []
-    for container in client().containers.list(all=True, filters={"label": LABEL}):
-        if _orphaned(container.labels.get(LABEL_OWNER, "")):
-            remove_container(container.id)
-            removed.append(container.id)
+    for container in labelled_containers(LABEL):
+        if _orphaned(container["Labels"].get(LABEL_OWNER, "")):
+            remove_container(container["Id"])
+            removed.append(container["Id"])
     return removed
+
+
+def labelled_containers(label: str) -> list[dict[str, Any]]:
+    """Id and Labels of the containers with ``label`` (``name`` or ``name=value``), running or not.
+
+    One list call, no per-container inspect: a container removed meanwhile cannot fail it.
+    """
+    return client().api.containers(all=True, filters={"label": label})
 
 
 def remove_container(container_id: str) -> None:
