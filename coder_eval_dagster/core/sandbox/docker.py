@@ -156,10 +156,11 @@ class DockerSandbox(TempdirSandbox):
 
     def _make_venv(self) -> None:
         packages = self.config.python.env_packages if self.config.python else []
-        venv = str(self.venv)
-        steps = [f"uv venv --quiet --python python3 {venv}", f"uv pip install --quiet --python {venv}/bin/python "]
-        steps[1] += " ".join(shlex.quote(p) for p in packages)
-        for step in steps:
+        venv, install = shlex.quote(str(self.venv)), shlex.join(packages)
+        for step in (
+            f"uv venv --quiet --python python3 {venv}",
+            f"uv pip install --quiet --python {venv}/bin/python {install}",
+        ):
             done = self.run_unlimited(step, VENV_TIMEOUT_S)
             if not done.ok:
                 raise TemplateError(f"creating the sandbox venv failed: {(done.error or done.stderr).strip()[-800:]}")
