@@ -1,6 +1,7 @@
 # Two commands on a fresh machine (Python 3.11 and the package registries):
 #   make run    set up if needed, then run the shipped tasks
-#   make test   set up if needed, then run the test suite (.ci/run calls this)
+#   make test   set up if needed (Python packages, and the system packages the tests'
+#               services need: scripts/test-services.sh), then run the test suite (.ci/run calls this)
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
@@ -20,6 +21,7 @@ run: $(STAMP)
 	$(BIN)/coder-eval run tasks/
 
 test: $(STAMP)
+	bash scripts/test-services.sh
 	$(BIN)/python -m pytest -n auto
 
 lint: $(STAMP)

@@ -5,19 +5,46 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import typing
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .core.agents import AGENT_TYPES
+from .core.criteria.judging import DEFAULT_JUDGE_CONCURRENCY
 from .core.models.sandbox import unbound_limits
+from .core.preflight import check_environment, dagster_home
 from .core.problems import InvalidInput, Problem
 from .core.resolution import discover, kind_of, load_experiment, load_trajectory, resolve
+from .core.routing import RouteError
 from .core.run_spec import RunSpec
+from .core.runs import JudgeSettings
 from .core.yamlio import load_document
 from .sandbox_cli import add_commands as add_sandbox_commands
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line (``coder-eval run: argument --sample: ...``), exit 2."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _count(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
 
 
 def _print_problems(problems: Sequence[Problem]) -> None:
@@ -37,7 +64,7 @@ def _selection_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--type", dest="agent_type", help=f"agent type override ({', '.join(AGENT_TYPES)})")
     parser.add_argument("--model", help="agent.model for every task (shorthand for -D agent.model=MODEL)")
-    parser.add_argument("--sample", type=int, metavar="N", help="fixed-seed sample of N rows per stratum")
+    parser.add_argument("--sample", type=_count(1), metavar="N", help="fixed-seed sample of N rows per stratum")
     parser.add_argument("--tags", default="", help="only tasks with any of these comma-separated tags")
     parser.add_argument("--include-skipped", action="store_true", help="also run tasks marked skip: true")
     parser.add_argument(
@@ -69,22 +96,24 @@ def spec_from(args: argparse.Namespace) -> RunSpec:
 # ----------------------------------------------------------------------------- validate
 
 
-def _file_problems(path: Path) -> list[Problem]:
-    """Everything wrong with one file, judged on its own."""
+def _file_problems(path: Path) -> tuple[list[Problem], list[Problem]]:
+    """Everything wrong with one file, judged on its own, and its warnings."""
     try:
         doc = load_document(path)
         kind = kind_of(doc)
         if kind == "trajectory":
             load_trajectory(path)
-            return []
+            return [], []
         if kind == "experiment":
             experiment = load_experiment(path)
             if not experiment.model.tasks:
-                return []
-            return resolve(RunSpec(experiment=str(path), include_skipped=True)).problems
+                return [], []
+            resolution = resolve(RunSpec(experiment=str(path), include_skipped=True))
+        else:
+            resolution = resolve(RunSpec(task_paths=[str(path)], include_skipped=True))
     except InvalidInput as exc:
-        return exc.problems
-    return resolve(RunSpec(task_paths=[str(path)], include_skipped=True)).problems
+        return exc.problems, []
+    return resolution.problems, resolution.warnings
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -92,7 +121,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     _print_problems(problems)
     invalid = bool(problems)
     for path in files:
-        found = _file_problems(path)
+        found, warned = _file_problems(path)
+        _print_problems(warned)
         if found:
             invalid = True
             _print_problems(found)
@@ -121,6 +151,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         print("coder-eval list: give task paths or -e EXPERIMENT", file=sys.stderr)
         return EXIT_USAGE
     result = resolve(spec)
+    _print_problems(result.warnings)
     if result.problems:
         _print_problems(result.problems)
         return EXIT_FAILED
@@ -130,30 +161,89 @@ def cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# ----------------------------------------------------------------------------- schema
+
+SCHEMA_KINDS = ("task", "experiment", "trajectory")
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    """The JSON Schema of a file kind, generated from the models (for editor completion)."""
+    import json
+
+    from .core.models.experiment import Experiment
+    from .core.models.task import Task
+    from .core.models.trajectory import Trajectory
+
+    model = {"task": Task, "experiment": Experiment, "trajectory": Trajectory}[args.kind]
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **model.model_json_schema()}
+    print(json.dumps(schema, indent=2))
+    return EXIT_OK
+
+
 # ----------------------------------------------------------------------------- run, rescore
 
 
+def judge_settings(args: argparse.Namespace) -> JudgeSettings:
+    """Resolve the API route once, print it on the ``API routing:`` line, and keep the judge settings."""
+    from .core.routing import configure, current_route, routing_line
+
+    configure(args.backend)
+    print(routing_line(current_route()), file=sys.stderr)
+    only = getattr(args, "only_criteria", None)
+    return JudgeSettings(args.backend, args.judge_concurrency, only)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    from .cli_run import run
+    from .cli_run import resume, run
 
     spec = spec_from(args)
+    again = args.resume or args.retry_errors
+    if again is not None:
+        if spec.selects_anything:
+            print("coder-eval run: --resume / --retry-errors take a run folder, not task paths", file=sys.stderr)
+            return EXIT_USAGE
+        if not _environment_ok(again.parent):
+            return EXIT_USAGE
+        retry = args.retry_errors is not None
+        return resume(again, args.concurrency, retry_errors=retry, judges=judge_settings(args), junit=args.junit)
     if not spec.selects_anything:
         print("coder-eval run: give task paths or -e EXPERIMENT", file=sys.stderr)
         return EXIT_USAGE
-    return run(spec, args.runs_dir, args.concurrency)
+    if not _environment_ok(args.runs_dir):
+        return EXIT_USAGE
+    return run(spec, args.runs_dir, args.concurrency, judges=judge_settings(args), junit=args.junit)
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
     from .cli_run import rescore
 
-    return rescore(args.run_dir, args.concurrency)
+    if not _environment_ok(args.run_dir.parent):
+        return EXIT_USAGE
+    return rescore(args.run_dir, args.concurrency, judges=judge_settings(args), junit=args.junit)
+
+
+def _environment_ok(runs_dir: Path) -> bool:
+    """Where the run writes must be usable before it starts; each problem is one line."""
+    problems = check_environment(runs_dir, dagster_home())
+    sys.stderr.write("".join(f"coder-eval: {problem}\n" for problem in problems))
+    return not problems
 
 
 # ----------------------------------------------------------------------------- main
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("coder-eval-dagster")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="coder-eval", description="Evaluate AI coding agents on task YAML files.")
+    parser = _Parser(prog="coder-eval", description="Evaluate AI coding agents on task YAML files.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     validate = commands.add_parser("validate", help="check task and experiment files")
     validate.add_argument("paths", nargs="+", type=Path)
@@ -164,19 +254,62 @@ def build_parser() -> argparse.ArgumentParser:
     running = commands.add_parser("run", help="run the row-tasks x variants through the Dagster asset graph")
     _selection_arguments(running)
     _run_arguments(running)
+    again = running.add_mutually_exclusive_group()
+    again.add_argument("--resume", type=Path, metavar="RUN_DIR", help="finish a run whose process died, in its folder")
+    again.add_argument(
+        "--retry-errors", type=Path, metavar="RUN_DIR", help="re-run only the ERROR evaluations of a run, in its folder"
+    )
     running.set_defaults(handler=cmd_run)
+    schema = commands.add_parser("schema", help="print the JSON Schema of task (or experiment, trajectory) files")
+    schema.add_argument("kind", nargs="?", choices=SCHEMA_KINDS, default="task")
+    schema.set_defaults(handler=cmd_schema)
     rescoring = commands.add_parser("rescore", help="re-run criteria and suite metrics of an earlier run")
     rescoring.add_argument("run_dir", type=Path)
     _run_arguments(rescoring, runs_dir=False)
+    rescoring.add_argument(
+        "--only-criteria",
+        type=criterion_types,
+        metavar="TYPE[,TYPE]",
+        help="re-run only criteria of these types; the others keep their stored results",
+    )
     rescoring.set_defaults(handler=cmd_rescore)
     add_sandbox_commands(commands)
     return parser
 
 
 def _run_arguments(parser: argparse.ArgumentParser, runs_dir: bool = True) -> None:
-    parser.add_argument("--concurrency", type=int, default=0, help="evaluations at once (default: CPU count)")
+    parser.add_argument(
+        "--concurrency", type=_count(0), default=0, help="evaluations at once (default, or 0: the CPU count)"
+    )
+    parser.add_argument("--junit", type=Path, metavar="FILE", help="also write a JUnit XML report (one testcase each)")
+    parser.add_argument(
+        "-b",
+        "--backend",
+        choices=["direct", "bedrock"],
+        help="model API backend for the agent and the judges (default: $API_BACKEND, else direct)",
+    )
+    parser.add_argument(
+        "--judge-concurrency",
+        type=_count(1),
+        default=DEFAULT_JUDGE_CONCURRENCY,
+        metavar="N",
+        help=f"judge calls at once across the run (default {DEFAULT_JUDGE_CONCURRENCY})",
+    )
     if runs_dir:
         parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run folders go (default runs/)")
+
+
+def criterion_types(text: str) -> list[str]:
+    """``TYPE[,TYPE]``: registered criterion type names."""
+    from .core.criteria import REGISTRY
+
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in REGISTRY]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown criterion type(s) {', '.join(unknown) or text!r}; known: {', '.join(sorted(REGISTRY))}"
+        )
+    return names
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -189,9 +322,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InvalidInput as exc:
         _print_problems(exc.problems)
         return EXIT_USAGE
+    except RouteError as exc:  # e.g. API_BACKEND=vertex
+        print(f"coder-eval: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("coder-eval: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `coder-eval schema | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except OSError as exc:  # the file system refused: say where, never a traceback
+        if os.environ.get("CODER_EVAL_DEBUG"):
+            raise
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"coder-eval: cannot use{where}: {exc.strerror or exc}; check that path", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as exc:  # the last line of defence: one line, never a traceback
         if os.environ.get("CODER_EVAL_DEBUG"):
             raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 import uuid
@@ -9,17 +10,20 @@ from pathlib import Path
 from typing import Any
 
 from .core import progress
+from .core.evaluation import RESULT_FILE, STATE_FILE, replicate_name
 from .core.problems import InvalidInput
+from .core.reports.junit import write_junit
+from .core.reports.run_summary import why_not_passed
 from .core.resolution import Resolution, resolve
 from .core.run_spec import RunSpec
-from .core.runs import RUN_FILE, OpenRun, is_run_folder, load_run, new_run_dir, open_run, resnapshot
+from .core.runs import RUN_FILE, JudgeSettings, OpenRun, is_run_folder, load_run, new_run_dir, open_run, resnapshot
 from .core.sandbox.process import INTERRUPTED
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 MAX_TABLE_ROWS = 40
 
 
-def run(spec: RunSpec, runs_dir: Path, concurrency: int) -> int:
+def run(spec: RunSpec, runs_dir: Path, concurrency: int, judges: JudgeSettings, junit: Path | None = None) -> int:
     resolution = resolve(spec)
     if resolution.problems:
         raise InvalidInput(resolution.problems)
@@ -28,7 +32,9 @@ def run(spec: RunSpec, runs_dir: Path, concurrency: int) -> int:
         return EXIT_USAGE
     instance = _open_instance()
     opened = open_run(new_run_dir(runs_dir), spec, str(uuid.uuid4()), resolution)
-    return _launch(instance, opened, opened.snapshot.row_tasks, runs_dir, concurrency, rescore=False)
+    return _launch(
+        instance, opened, opened.snapshot.row_tasks, runs_dir, concurrency, judges, rescore=False, junit=junit
+    )
 
 
 def _left_out(resolution: Resolution) -> str:
@@ -38,11 +44,79 @@ def _left_out(resolution: Resolution) -> str:
     return f" (left out: {'; '.join(reasons)})" if reasons else " (the paths hold no task files)"
 
 
-def rescore(run_dir: Path, concurrency: int) -> int:
+def _run_folder(command: str, run_dir: Path) -> OpenRun | None:
     if not is_run_folder(run_dir):
-        print(f"coder-eval rescore: {run_dir} is not a run folder (no run_plan.json)", file=sys.stderr)
+        print(f"coder-eval {command}: {run_dir} is not a run folder (no run_plan.json)", file=sys.stderr)
+        return None
+    return load_run(run_dir)
+
+
+def unfinished(opened: OpenRun) -> list[Path]:
+    """Evaluation folders of the run's snapshot without a final task.json."""
+    return [
+        folder
+        for rt in opened.snapshot.row_tasks
+        for replicate in range(1, rt.replicates + 1)
+        if not (
+            (folder := opened.folder / rt.variant_id / rt.task_id / replicate_name(replicate)) / RESULT_FILE
+        ).is_file()
+    ]
+
+
+def resume(
+    run_dir: Path, concurrency: int, retry_errors: bool, judges: JudgeSettings, junit: Path | None = None
+) -> int:
+    """Finish a run whose process died (or re-run its ERROR evaluations) in its own folder.
+
+    Evaluations that finished a phase keep it (an agent never runs twice);
+    those cut short are redone whole; the summary and tables are rewritten.
+    """
+    opened = _run_folder("run", run_dir)
+    if opened is None:
         return EXIT_USAGE
-    opened = load_run(run_dir)
+    row_tasks = opened.snapshot.row_tasks
+    if retry_errors:
+        errored = {folder.parent.relative_to(run_dir).as_posix() for folder in _errored(run_dir)}
+        if not errored:
+            print(f"coder-eval run: no ERROR evaluation in {run_dir}", file=sys.stderr)
+            return _report(run_dir, junit) if (run_dir / RUN_FILE).is_file() else EXIT_FAILED
+        row_tasks = [rt for rt in row_tasks if f"{rt.variant_id}/{rt.task_id}" in errored]
+    return _launch(
+        _open_instance(),
+        opened,
+        row_tasks,
+        run_dir.parent,
+        concurrency,
+        judges,
+        rescore=False,
+        fresh_id=True,
+        junit=junit,
+    )
+
+
+def _errored(run_dir: Path) -> list[Path]:
+    """The ERROR evaluations' folders, their results removed so that they run again."""
+    folders = []
+    for path in run_dir.glob(f"*/**/{RESULT_FILE}"):
+        if json.loads(path.read_text(encoding="utf-8")).get("final_status") == "ERROR":
+            for name in (RESULT_FILE, STATE_FILE):
+                (path.parent / name).unlink(missing_ok=True)
+            folders.append(path.parent)
+    return folders
+
+
+def rescore(run_dir: Path, concurrency: int, judges: JudgeSettings, junit: Path | None = None) -> int:
+    opened = _run_folder("rescore", run_dir)
+    if opened is None:
+        return EXIT_USAGE
+    missing = unfinished(opened)
+    if missing or not (run_dir / RUN_FILE).is_file():
+        print(
+            f"coder-eval rescore: {run_dir} is incomplete ({len(missing)} evaluation(s) never finished); "
+            f"finish it first with: coder-eval run --resume {run_dir}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     resolution = resnapshot(opened)  # the criteria as the task files say now: rescoring is how rubrics iterate
     if resolution.problems:
         raise InvalidInput(resolution.problems)
@@ -51,7 +125,7 @@ def rescore(run_dir: Path, concurrency: int) -> int:
     if not row_tasks:
         print(f"coder-eval rescore: {run_dir} has no evaluation to rescore", file=sys.stderr)
         return EXIT_USAGE
-    return _launch(_open_instance(), opened, row_tasks, run_dir.parent, concurrency, rescore=True)
+    return _launch(_open_instance(), opened, row_tasks, run_dir.parent, concurrency, judges, rescore=True, junit=junit)
 
 
 def _open_instance() -> Any:
@@ -62,7 +136,15 @@ def _open_instance() -> Any:
 
 
 def _launch(
-    instance: Any, opened: OpenRun, row_tasks: list[Any], runs_dir: Path, concurrency: int, rescore: bool
+    instance: Any,
+    opened: OpenRun,
+    row_tasks: list[Any],
+    runs_dir: Path,
+    concurrency: int,
+    judges: JudgeSettings,
+    rescore: bool,
+    fresh_id: bool = False,
+    junit: Path | None = None,
 ) -> int:
     from .defs.evaluation.resources import CoderEvalSettings, RunSpecConfig
     from .launch import execute, failure_messages
@@ -74,12 +156,15 @@ def _launch(
         runs_dir=str(runs_dir),
         concurrency=concurrency,
         rescore=rescore,
+        api_backend=judges.backend,
+        judge_concurrency=judges.judge_concurrency,
+        only_criteria=judges.only_criteria,
     )
     task_ids = list(dict.fromkeys(rt.task_id for rt in row_tasks))
     variant_ids = list(dict.fromkeys(rt.variant_id for rt in row_tasks))
     evaluations = sum(rt.replicates for rt in row_tasks)
     with StageProgress(evaluations, rescore):
-        dagster_run_id = str(uuid.uuid4()) if rescore else opened.plan.dagster_run_id
+        dagster_run_id = str(uuid.uuid4()) if rescore or fresh_id else opened.plan.dagster_run_id
         result = execute(instance, settings, task_ids, variant_ids, dagster_run_id or str(uuid.uuid4()), rescore)
     failures = failure_messages(result)
     if INTERRUPTED.is_set():
@@ -88,33 +173,22 @@ def _launch(
     if failures or not (run_dir / RUN_FILE).is_file():
         print("coder-eval: the run did not complete:", *failures, sep="\n  ", file=sys.stderr)
         return EXIT_FAILED
-    return _report(run_dir)
+    return _report(run_dir, junit)
 
 
-def why_not_passed(task: dict[str, Any]) -> str:
-    """One line: the error, or the gating criteria that failed (type, description, score)."""
-    if task.get("error"):
-        return str(task["error"]).splitlines()[0]
-    failed = [c for c in task["criteria"] if c["gating"] and not c["passed"] and not c.get("advisory")]
-    return "; ".join(
-        f"{c['type']} “{c['description']}” {c['score']:.2f}" + (f" ({c['error']})" if c["error"] else "")
-        for c in failed
-    )
-
-
-def _report(run_dir: Path) -> int:
-    import json
-
+def _report(run_dir: Path, junit: Path | None = None) -> int:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     document = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+    if junit is not None:
+        write_junit(document, junit)
     console = Console()
     tasks = document["tasks"]
     shown = tasks if len(tasks) <= MAX_TABLE_ROWS else [t for t in tasks if not t["success"]][:MAX_TABLE_ROWS]
     table = Table(title=f"run {document['run_id']}" + ("" if shown is tasks else " (not passed only)"))
-    for column in ("variant", "task", "#", "status", "score", "criteria", "seconds", "why"):
+    for column in ("variant", "task", "#", "status", "score", "criteria", "seconds"):
         table.add_column(column, justify="right" if column in ("#", "score", "seconds") else "left")
     for task in shown:
         gating = [c for c in task["criteria"] if c["gating"]]
@@ -127,10 +201,14 @@ def _report(run_dir: Path) -> int:
             f"{task['weighted_score']:.3f}",
             f"{sum(c['passed'] for c in gating)}/{len(gating)}",
             f"{task['duration_s']:.2f}",
-            "" if task["success"] else escape(why_not_passed(task)),
         )
     if shown:
         console.print(table)
+    for task in [t for t in tasks if not t["success"]][:MAX_TABLE_ROWS]:
+        where = escape(f"{task['task_id']} [{task['variant_id']}] #{task['replicate']:02d}")
+        console.print(
+            f"[red]✗[/] {where} {task['final_status']}: {escape(why_not_passed(task))}", highlight=False, soft_wrap=True
+        )
     for entry in document["suite"]:
         for threshold in entry["thresholds"]:
             mark = "[green]met[/]" if threshold["passed"] else "[red]NOT met[/]"

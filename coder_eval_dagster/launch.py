@@ -10,6 +10,7 @@ end, which keeps their materialization history).
 from __future__ import annotations
 
 import os
+import socket
 import warnings
 from pathlib import Path
 
@@ -59,7 +60,35 @@ def local_instance() -> dg.DagsterInstance:
         for name, where in HOME_DATABASES.items():  # pre-migrated: a first run skips creating the schema
             copy_template(name, home / where)
         config.write_text(INSTANCE_YAML.format(base=home), encoding="utf-8")
-    return dg.DagsterInstance.from_config(str(home))
+    instance = dg.DagsterInstance.from_config(str(home))
+    fail_orphaned_runs(instance)
+    return instance
+
+
+PID_TAG, HOST_TAG = "coder_eval/pid", "coder_eval/host"
+
+
+def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Mark the CLI runs of this machine left STARTED by a process that died (kill -9, power loss) as failed."""
+    started = instance.get_runs(
+        filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED], tags={HOST_TAG: socket.gethostname()})
+    )
+    orphaned = [run for run in started if not _alive(int(run.tags.get(PID_TAG, "0") or 0))]
+    for run in orphaned:
+        instance.report_run_failed(run, "the coder-eval process running it died; finish it with --resume")
+    return [run.run_id for run in orphaned]
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def contiguous_block(instance: dg.DagsterInstance, dimension: str, keys: list[str]) -> tuple[str, str]:
@@ -93,7 +122,12 @@ def execute(
     rescore: bool = False,
 ) -> dg.ExecuteInProcessResult:
     """One in-process run of the graph (or, to rescore, of criteria_scores and suite_metrics)."""
-    tags = {"coder_eval/run": settings.run_dir or "", "coder_eval/mode": "rescore" if rescore else "run"}
+    tags = {
+        "coder_eval/run": settings.run_dir or "",
+        "coder_eval/mode": "rescore" if rescore else "run",
+        PID_TAG: str(os.getpid()),
+        HOST_TAG: socket.gethostname(),
+    }
     tags |= range_tags(instance, task_ids, variant_ids)
     selection = [criteria_scores.key, suite_metrics.key] if rescore else [a.key for a in ASSETS]
     # Hand each asset's per-partition events to the storage as one batch

@@ -1,10 +1,36 @@
-"""Session-wide services: the Docker engine the docker-driver tests need."""
+"""Session-wide fixtures: the scripted Messages API, and the Docker engine the docker-driver tests need."""
 
 from __future__ import annotations
 
 import pytest
 
+from coder_eval_dagster.core import routing
+
 from .docker_engine import ensure_engine_and_image, stop_engine_if_started
+from .fake_anthropic import FakeAnthropic
+from .fake_http import serving
+
+API_KEY = "sk-ant-test-0123456789abcdef"
+
+
+def _environment(url: str) -> dict[str, str]:
+    return {
+        "ANTHROPIC_BASE_URL": url,
+        "ANTHROPIC_API_KEY": API_KEY,
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+        "HTTPS_PROXY": url,
+        "HTTP_PROXY": url,
+        "NO_PROXY": "127.0.0.1,localhost",
+        "MY_SERVICE_TOKEN": "caller-secret-value-42",
+        "API_BACKEND": "direct",
+    }
+
+
+@pytest.fixture
+def api(monkeypatch: pytest.MonkeyPatch):
+    """Point the real clients at a scripted server; record every request and proxy attempt."""
+    yield from serving(monkeypatch, FakeAnthropic, _environment)
+    routing.configure(None)
 
 
 @pytest.fixture(scope="session")

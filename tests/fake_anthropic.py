@@ -5,12 +5,26 @@ pointed at it with ANTHROPIC_BASE_URL. Each reply is chosen from the request,
 not from a call counter: a request with no tools (the CLI's title side call)
 gets a short text; otherwise the number of tool results already in the
 conversation selects the scripted turn. Replies stream as the real API
-streams them (message_start ... message_stop).
+streams them (message_start ... message_stop) when the request streams, and
+come as one JSON message when it does not (the anthropic SDK's create()).
+
+For the judges: a request that forces ``submit_verdict`` gets the scripted
+``verdict`` (a dict: the tool call's input; a string: a text-only reply);
+``fail_first`` answers the first N model requests with ``fail_status`` (429
+then success); ``latency_s`` delays every reply; Bedrock's
+``/model/<id>/invoke`` is answered like ``/v1/messages``, and
+``/model/<id>/invoke-with-response-stream`` with the same events in AWS
+event-stream frames (what the Claude Code CLI reads on Bedrock).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import struct
+import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +47,30 @@ class Script:
     status: int = 200  # a non-200 makes every scripted call fail with this HTTP status
     requests: list[dict[str, Any]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    verdict: dict[str, Any] | str | None = None  # the answer to a forced submit_verdict request
+    fail_first: int = 0  # answer the first N model requests with fail_status
+    fail_status: int = 429
+    latency_s: float = 0.0
+    headers: list[dict[str, str]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    in_flight: int = 0
+    max_in_flight: int = 0  # the most model requests the server held at once
+
+    def enter(self) -> None:
+        with self.lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def leave(self) -> None:
+        with self.lock:
+            self.in_flight -= 1
+
+    def take_failure(self) -> bool:
+        with self.lock:
+            if self.fail_first > 0:
+                self.fail_first -= 1
+                return True
+            return False
 
 
 def _tool_results(body: dict[str, Any]) -> int:
@@ -44,12 +82,31 @@ def _tool_results(body: dict[str, Any]) -> int:
     return count
 
 
-def _events(turn: Turn, model: str, index: int) -> list[tuple[str, dict[str, Any]]]:
+def _blocks(turn: Turn, index: int) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     if turn.text:
         blocks.append({"type": "text", "text": turn.text})
     for n, (name, arguments) in enumerate(turn.tools):
         blocks.append({"type": "tool_use", "id": f"toolu_{index}_{n}", "name": name, "input": arguments})
+    return blocks
+
+
+def _message(turn: Turn, model: str, index: int) -> dict[str, Any]:
+    """The whole reply as one JSON message (a request that does not stream)."""
+    return {
+        "id": f"msg_{index}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": _blocks(turn, index),
+        "stop_reason": "tool_use" if turn.tools else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": turn.input_tokens, "output_tokens": turn.output_tokens},
+    }
+
+
+def _events(turn: Turn, model: str, index: int) -> list[tuple[str, dict[str, Any]]]:
+    blocks = _blocks(turn, index)
     events = [
         (
             "message_start",
@@ -95,6 +152,37 @@ def _events(turn: Turn, model: str, index: int) -> list[tuple[str, dict[str, Any
     return events
 
 
+def _frame(headers: dict[str, str], payload: bytes) -> bytes:
+    """One AWS event-stream message: prelude (lengths, CRC), string headers, payload, message CRC."""
+    encoded = b"".join(
+        bytes([len(name)]) + name.encode() + b"\x07" + struct.pack(">H", len(value)) + value.encode()
+        for name, value in headers.items()
+    )
+    prelude = struct.pack(">II", 16 + len(encoded) + len(payload), len(encoded))
+    message = prelude + struct.pack(">I", binascii.crc32(prelude)) + encoded + payload
+    return message + struct.pack(">I", binascii.crc32(message))
+
+
+def _event_stream(events: list[tuple[str, dict[str, Any]]]) -> bytes:
+    headers = {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"}
+    return b"".join(
+        _frame(headers, json.dumps({"bytes": base64.b64encode(json.dumps(data).encode()).decode()}).encode())
+        for _, data in events
+    )
+
+
+def _reply(script: Script, body: dict[str, Any]) -> tuple[Turn, int]:
+    """The scripted turn for a request: a verdict, a title side call, or the turn of the conversation."""
+    forced = (body.get("tool_choice") or {}).get("name")
+    if forced and script.verdict is not None:
+        verdict = script.verdict
+        return (Turn(tools=[(forced, verdict)]) if isinstance(verdict, dict) else Turn(text=verdict)), 0
+    if not body.get("tools"):
+        return Turn(text="Title", input_tokens=5, output_tokens=2), -1
+    index = _tool_results(body)
+    return (script.turns[index] if index < len(script.turns) else Turn(text="Done.")), index
+
+
 class _Handler(RecordingHandler):
     script: Script
 
@@ -104,23 +192,34 @@ class _Handler(RecordingHandler):
         if "count_tokens" in self.path:
             self.send(200, json.dumps({"input_tokens": 10}).encode(), "application/json")
             return
-        if not self.path.startswith("/v1/messages"):
+        bedrock = self.path.startswith("/model/")
+        if not (self.path.startswith("/v1/messages") or bedrock):
             self.send(404, b"{}", "application/json")
             return
         script.requests.append(body)
-        if body.get("tools") and script.status != 200:
+        script.headers.append(dict(self.headers))
+        script.enter()
+        try:
+            reply = self.answer(script, body, bedrock)
+        finally:
+            script.leave()  # before the reply goes out: a client that got it may send its next request at once
+        self.send(*reply)
+
+    def answer(self, script: Script, body: dict[str, Any], bedrock: bool) -> tuple[int, bytes, str]:
+        time.sleep(script.latency_s)
+        failing = script.take_failure() or (body.get("tools") and script.status != 200)
+        if failing:
+            status = script.fail_status if script.status == 200 else script.status
             error = {"type": "error", "error": {"type": "api_error", "message": "scripted failure"}}
-            self.send(script.status, json.dumps(error).encode(), "application/json")
-            return
-        index = _tool_results(body) if body.get("tools") else -1
-        turn = script.turns[index] if 0 <= index < len(script.turns) else Turn(text="Done.")
-        if not body.get("tools"):
-            turn = Turn(text="Title", input_tokens=5, output_tokens=2)
-        stream = "".join(
-            f"event: {name}\ndata: {json.dumps(data)}\n\n"
-            for name, data in _events(turn, body.get("model", "m"), index)
-        )
-        self.send(200, stream.encode(), "text/event-stream")
+            return status, json.dumps(error).encode(), "application/json"
+        turn, index = _reply(script, body)
+        model = self.path.split("/")[2] if bedrock else body.get("model", "m")
+        if self.path.endswith("/invoke-with-response-stream"):
+            return 200, _event_stream(_events(turn, model, index)), "application/vnd.amazon.eventstream"
+        if not body.get("stream"):
+            return 200, json.dumps(_message(turn, model, index)).encode(), "application/json"
+        stream = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in _events(turn, model, index))
+        return 200, stream.encode(), "text/event-stream"
 
 
 class FakeAnthropic(LoopbackServer):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -57,3 +58,22 @@ class LoopbackServer:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def serving(
+    monkeypatch: Any, server: type[LoopbackServer], environment: Callable[[str], dict[str, str]]
+) -> Iterator[Callable[[Any], Any]]:
+    """A fixture body: ``serve(script)`` starts ``server`` and sets ``environment(url)``; all stop at the end."""
+    servers: list[LoopbackServer] = []
+
+    def serve(script: Any) -> Any:
+        fake = server(script)
+        url = fake.__enter__()
+        for name, value in environment(url).items():
+            monkeypatch.setenv(name, value)
+        servers.append(fake)
+        return fake
+
+    yield serve
+    for fake in servers:
+        fake.__exit__()

@@ -4,41 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from coder_eval_dagster.core.results import EvaluationResult
 
-from .fake_anthropic import FakeAnthropic, Script, Turn
+from .conftest import API_KEY
+from .fake_anthropic import Script, Turn
 from .helpers import criterion, evaluate_task
-
-API_KEY = "sk-ant-test-0123456789abcdef"
-
-
-@pytest.fixture
-def api(monkeypatch: pytest.MonkeyPatch):
-    """Point the real clients at a scripted server; record every request and proxy attempt."""
-
-    def serve(script: Script) -> FakeAnthropic:
-        fake = FakeAnthropic(script)
-        url = fake.__enter__()
-        for name, value in {
-            "ANTHROPIC_BASE_URL": url,
-            "ANTHROPIC_API_KEY": API_KEY,
-            "CLAUDE_CODE_MAX_RETRIES": "0",
-            "HTTPS_PROXY": url,
-            "HTTP_PROXY": url,
-            "NO_PROXY": "127.0.0.1,localhost",
-            "MY_SERVICE_TOKEN": "caller-secret-value-42",
-            "API_BACKEND": "direct",
-        }.items():
-            monkeypatch.setenv(name, value)
-        servers.append(fake)
-        return fake
-
-    servers: list[FakeAnthropic] = []
-    yield serve
-    for fake in servers:
-        fake.__exit__()
 
 
 def run(tmp_path: Path, criteria: list[dict] | None = None, **task) -> EvaluationResult:

@@ -6,6 +6,7 @@ import pytest
 
 from coder_eval_dagster.core.results import EvaluationResult
 
+from .fake_http import serving
 from .fake_openai import FakeResponses, ResponsesScript, Step
 from .helpers import criterion, evaluate_task
 
@@ -13,29 +14,21 @@ pytest.importorskip("openai_codex", reason="the codex extra is not installed")
 API_KEY = "sk-codex-test-0123456789"
 
 
+def _environment(url: str) -> dict[str, str]:
+    proxy = url.removesuffix("/v1")
+    return {
+        "CODEX_BASE_URL": url,
+        "CODEX_API_KEY": API_KEY,
+        "HTTPS_PROXY": proxy,
+        "HTTP_PROXY": proxy,
+        "NO_PROXY": "127.0.0.1,localhost",
+        "MY_SERVICE_TOKEN": "caller-secret-value-42",
+    }
+
+
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch):
-    servers: list[FakeResponses] = []
-
-    def serve(script: ResponsesScript) -> FakeResponses:
-        fake = FakeResponses(script)
-        url = fake.__enter__()
-        proxy = url.removesuffix("/v1")
-        for name, value in {
-            "CODEX_BASE_URL": url,
-            "CODEX_API_KEY": API_KEY,
-            "HTTPS_PROXY": proxy,
-            "HTTP_PROXY": proxy,
-            "NO_PROXY": "127.0.0.1,localhost",
-            "MY_SERVICE_TOKEN": "caller-secret-value-42",
-        }.items():
-            monkeypatch.setenv(name, value)
-        servers.append(fake)
-        return fake
-
-    yield serve
-    for fake in servers:
-        fake.__exit__()
+    yield from serving(monkeypatch, FakeResponses, _environment)
 
 
 def run(tmp_path, criteria=None, **task) -> EvaluationResult:

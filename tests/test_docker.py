@@ -17,10 +17,10 @@ import pytest
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
 from coder_eval_dagster.core.sandbox import engine, open_sandbox
 
+from .conftest import API_KEY
 from .fake_anthropic import FakeAnthropic, Script, Turn
 from .fake_openai import FakeResponses, ResponsesScript, Step
 from .helpers import criterion, evaluate_replay, evaluate_task, run_cli, task_with, write
-from .test_claude_code import API_KEY
 from .test_claude_code import run as run_claude
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("docker_image")]

@@ -90,3 +90,27 @@ def test_model_fields_are_documented(name: str) -> None:
         own -= {"type", *CriterionBase.model_fields}
     missing = sorted(f for f in own if f"`{f}`" not in section)
     assert not missing, f"{name}: fields missing from '{SECTIONS[name]}' in docs/task-format.md: {missing}"
+
+
+def test_the_annotated_task_of_the_docs_is_valid() -> None:
+    import yaml
+
+    from coder_eval_dagster.core.models.task import Task
+
+    text = DOC.read_text(encoding="utf-8")
+    block = text.split("## A complete task, annotated", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
+    Task.model_validate(yaml.safe_load(block))
+
+
+def test_schema_command_prints_the_models_json_schema() -> None:
+    import json
+
+    from coder_eval_dagster.core.models.task import Task
+
+    from .helpers import run_cli
+
+    result = run_cli("schema")
+    assert result.code == 0
+    schema = json.loads(result.out)
+    assert schema["properties"].keys() == Task.model_json_schema()["properties"].keys()
+    assert "file_exists" in json.dumps(schema) and schema["additionalProperties"] is False

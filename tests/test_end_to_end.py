@@ -29,7 +29,7 @@ dataset:
 success_criteria:
   - type: run_command
     description: "stand-in classifier writes its guess"
-    command: "printf '%s' '${row.guess}' > label.txt"
+    command: "printf '%s' ${row.guess} > label.txt"
     weight: 0
   - type: classification_match
     description: "label of ${row.id}"

@@ -84,6 +84,8 @@ def _validate_text(text: str) -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "task.yaml"
         path.write_text(text, encoding="utf-8")
+        os.mkfifo(Path(folder) / "fifo")  # special files a task may point at
+        (Path(folder) / "folder").mkdir()
         result = run_cli("validate", path)
     assert result.code in (0, 1), result.err
     assert "internal error" not in result.err and "Traceback" not in result.err
@@ -123,3 +125,56 @@ def test_rich_task_is_valid(tmp_path: Path) -> None:
     path = tmp_path / "task.yaml"
     path.write_text(yaml.safe_dump(RICH_TASK), encoding="utf-8")
     assert run_cli("validate", path).code == 0
+
+
+SPECIAL_FILES = ["/dev/zero", "/dev/null", "/dev/stdin", "/proc/self/mem", "fifo", "folder", ".", "..", "/"]
+FILE_FIELDS: list[tuple[str | int, ...]] = [
+    ("initial_prompt_file",),
+    ("agent", "trajectory"),
+    ("dataset", "paths"),
+    ("reference",),
+    ("sandbox", "template_sources"),
+]
+
+
+@FUZZ
+@given(st.sampled_from(FILE_FIELDS), st.sampled_from(SPECIAL_FILES))
+def test_special_files_in_file_fields(field: tuple, special: str) -> None:
+    task = copy.deepcopy(RICH_TASK)
+    match field:
+        case ("initial_prompt_file",):
+            task.pop("initial_prompt")
+            task["initial_prompt_file"] = special
+        case ("agent", "trajectory"):
+            task["agent"] = {"type": "replay", "trajectory": special}
+        case ("dataset", "paths"):
+            task["dataset"] = {"paths": [special]}
+        case ("reference",):
+            task["reference"] = {"file": special}
+        case _:
+            task["sandbox"]["template_sources"] = [{"type": "template_dir", "path": special}]
+    _validate_text(yaml.safe_dump(task, sort_keys=False))
+
+
+@FUZZ
+@given(
+    st.integers(1, 12),
+    st.integers(1, 14),
+    st.sampled_from(["list", "mapping", "merge"]),
+    st.sampled_from(["description", "success_criteria", "tags", "dataset", "extra"]),
+)
+def test_alias_bombs(fan_out: int, depth: int, shape: str, field: str) -> None:
+    """Chains of anchors where each level repeats the one below ``fan_out`` times."""
+    lines = ["b0: &b0 [lol, lol]"]
+    for level in range(1, depth + 1):
+        below = ", ".join([f"*b{level - 1}"] * fan_out)
+        if shape == "list":
+            lines.append(f"b{level}: &b{level} [{below}]")
+        elif shape == "mapping":
+            items = ", ".join(f"k{i}: *b{level - 1}" for i in range(fan_out))
+            lines.append(f"b{level}: &b{level} {{{items}}}")
+        else:
+            lines.append(f"b{level}: &b{level} {{<<: {{k: *b{level - 1}}}, m: [{below}]}}")
+    task = {key: value for key, value in RICH_TASK.items() if key != field}
+    text = yaml.safe_dump(task, sort_keys=False) + "\n".join(lines) + f"\n{field}: *b{depth}\n"
+    _validate_text(text)

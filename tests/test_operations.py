@@ -64,7 +64,7 @@ def run_request(instance: dg.DagsterInstance, settings: CoderEvalSettings, reque
 def test_sensor_registers_runs_and_reruns_only_what_changed(tmp_path, instance):
     settings = project(tmp_path)
     first = tick(instance, settings, None)
-    assert instance.get_dynamic_partitions("task") == ["alpha", "beta.sr1", "beta.sr2"]
+    assert instance.get_dynamic_partitions("task") == ["alpha", "beta/r1", "beta/r2"]
     assert instance.get_dynamic_partitions("variant") == ["default"]
     (request,) = first.run_requests
     assert run_request(instance, settings, request) == ["alpha", "beta/r1", "beta/r2"]
@@ -79,7 +79,7 @@ def test_sensor_registers_runs_and_reruns_only_what_changed(tmp_path, instance):
     # a template file of beta changes: both of its rows, and nothing else, re-run
     write(tmp_path / "tasks/tpl/a.txt", "two")
     changed = tick(instance, settings, first.cursor)
-    assert instance.get_dynamic_partitions("task") == ["alpha", "beta.sr1", "beta.sr2"]
+    assert instance.get_dynamic_partitions("task") == ["alpha", "beta/r1", "beta/r2"]
     settings = CoderEvalSettings(spec=settings.spec, runs_dir=str(tmp_path / "runs2"))
     assert run_request(instance, settings, changed.run_requests[0]) == ["beta/r1", "beta/r2"]
 
@@ -87,7 +87,7 @@ def test_sensor_registers_runs_and_reruns_only_what_changed(tmp_path, instance):
     text = (tmp_path / "tasks/alpha.yaml").read_text()
     (tmp_path / "tasks/alpha.yaml").write_text(text.replace("a.txt", "b.txt"))
     again = tick(instance, settings, changed.cursor)
-    assert instance.get_dynamic_partitions("task") == ["beta.sr1", "beta.sr2", "alpha"]
+    assert instance.get_dynamic_partitions("task") == ["beta/r1", "beta/r2", "alpha"]
     settings = CoderEvalSettings(spec=settings.spec, runs_dir=str(tmp_path / "runs3"))
     assert run_request(instance, settings, again.run_requests[0]) == ["alpha"]
 
@@ -96,7 +96,7 @@ def test_sensor_registers_runs_and_reruns_only_what_changed(tmp_path, instance):
     beta["dataset"]["rows"] = beta["dataset"]["rows"][:1]
     (tmp_path / "tasks/beta.yaml").write_text(yaml.safe_dump(beta))
     retired = tick(instance, settings, again.cursor)
-    assert retired.run_requests == [] and instance.get_dynamic_partitions("task") == ["beta.sr1", "alpha"]
+    assert retired.run_requests == [] and instance.get_dynamic_partitions("task") == ["beta/r1", "alpha"]
 
 
 def test_invalid_file_is_logged_and_skipped(tmp_path, instance):
@@ -106,12 +106,12 @@ def test_invalid_file_is_logged_and_skipped(tmp_path, instance):
     # a run launched the UI way still evaluates every valid row-task
     assert run_request(instance, settings, first.run_requests[0]) == ["alpha", "beta/r1", "beta/r2"]
     result = tick(instance, settings, first.cursor)
-    assert result.run_requests == [] and instance.get_dynamic_partitions("task") == ["alpha", "beta.sr1", "beta.sr2"]
+    assert result.run_requests == [] and instance.get_dynamic_partitions("task") == ["alpha", "beta/r1", "beta/r2"]
     # a known task's file breaks: it is skipped, not retired, and nothing runs
     (tmp_path / "tasks/alpha.yaml").write_text("task_id: alpha\ndescription: [oops\n")
     (tmp_path / "tasks/broken.yaml").unlink()
     broken = tick(instance, settings, result.cursor)
-    assert broken.run_requests == [] and instance.get_dynamic_partitions("task") == ["alpha", "beta.sr1", "beta.sr2"]
+    assert broken.run_requests == [] and instance.get_dynamic_partitions("task") == ["alpha", "beta/r1", "beta/r2"]
 
 
 def test_nightly_schedule_runs_everything_in_one_run(tmp_path, instance):

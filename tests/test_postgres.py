@@ -93,4 +93,4 @@ def test_graph_runs_on_postgres_storage(tmp_path: Path, postgres_url: str, monke
         run = instance.get_run_by_id(document["dagster_run_id"])
         assert run is not None and run.status == dg.DagsterRunStatus.SUCCESS
         assert len(instance.get_materialized_partitions(dg.AssetKey("criteria_scores"))) == 2
-        assert instance.get_dynamic_partitions("task") == ["pg.sa", "pg.sb"]
+        assert instance.get_dynamic_partitions("task") == ["pg/a", "pg/b"]

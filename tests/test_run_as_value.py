@@ -181,7 +181,7 @@ class Mood(Classification):
 def mood_registered():
     @checks(Mood)
     def check(criterion: Mood, ctx) -> Outcome:
-        observed = ctx.read_text("mood.txt").strip()
+        observed = ctx.read_text("mood.txt")[0].strip()
         return Outcome(
             float(observed == criterion.expected_mood), expected_label=criterion.expected_mood, observed_label=observed
         )

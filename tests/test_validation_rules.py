@@ -540,6 +540,20 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
         "run_limits",
     ),
     (
+        "agent-judge-claude-settings",
+        with_criteria(criterion("agent_judge", prompt="p", agent={"allowed_tools": ["Read"]})),
+        with_criteria(criterion("agent_judge", prompt="p", agent={"claude_settings": {"hooks": {}}})),
+        "success_criteria.0.agent.claude_settings",
+        "never loaded",
+    ),
+    (
+        "agent-judge-type",
+        with_criteria(criterion("agent_judge", prompt="p", agent={"type": "claude-code"})),
+        with_criteria(criterion("agent_judge", prompt="p", agent={"type": "codex"})),
+        "success_criteria.0.agent.type",
+        "claude-code agent",
+    ),
+    (
         "classification-labels",
         task_with(),
         with_criteria({**CLASSIFY, "allowed_labels": []}),

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .models.base import SAFE_ID_RE
+from .files import MAX_DATASET_BYTES, UnreadableFile, read_input_text, regular_file_problem
+from .models.base import MAX_ID_LENGTH, id_problem
 from .models.dataset import Dataset
 from .problems import InvalidInput, Problem
 from .yamlio import Document
 
 PLACEHOLDER = re.compile(r"\$\{row\.([^}]+)\}")
 CLI_SAMPLE_SEED = 0  # --sample is always reproducible
+COMMAND_KEY = "command"  # pre_run/post_run, run_command criteria and replayed Bash calls: a shell command
 
 
 @dataclass(frozen=True)
@@ -33,8 +37,11 @@ def load_rows(dataset: Dataset, doc: Document) -> list[Row]:
         raw = []
         for index, relative in enumerate(dataset.paths or []):
             path, field = doc.path.parent / relative, f"dataset.paths.{index}"
-            if not path.is_file():
+            if not path.exists():
                 message = f"file not found: {relative} (relative to the task YAML)"
+            else:
+                message = regular_file_problem(path, MAX_DATASET_BYTES)
+            if message:
                 raise InvalidInput([Problem(str(doc.path), doc.line_of(("dataset", "paths", index)), field, message)])
             raw.extend(_read_jsonl(path, field))
     return _with_ids(raw, dataset.id_field, doc)
@@ -42,8 +49,8 @@ def load_rows(dataset: Dataset, doc: Document) -> list[Row]:
 
 def _read_jsonl(path: Path, field: str) -> list[tuple[dict[str, Any], str]]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_input_text(path, MAX_DATASET_BYTES)
+    except (OSError, UnicodeDecodeError, UnreadableFile) as exc:
         raise InvalidInput([Problem(str(path), 1, field, f"cannot read dataset: {exc}")]) from None
     rows, problems = [], []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -72,15 +79,9 @@ def _with_ids(raw: list[tuple[dict[str, Any], str]], id_field: str, doc: Documen
             problems.append(Problem(where, int(line), "dataset.id_field", f"row has no {id_field!r} value"))
             continue
         row_id = str(row_id)
-        if not SAFE_ID_RE.match(row_id):
-            problems.append(
-                Problem(
-                    where,
-                    int(line),
-                    "dataset.id_field",
-                    f"row id {row_id!r} must match {SAFE_ID_RE.pattern} (it becomes a directory name)",
-                )
-            )
+        why = id_problem(row_id)
+        if why:
+            problems.append(Problem(where, int(line), "dataset.id_field", f"row id {row_id[:MAX_ID_LENGTH]!r} {why}"))
         elif row_id in seen:
             problems.append(
                 Problem(where, int(line), "dataset.id_field", f"duplicate row id {row_id!r} (first at {seen[row_id]})")
@@ -113,22 +114,63 @@ def _as_text(value: Any) -> str:
     return json.dumps(value) if isinstance(value, (dict, list, bool)) or value is None else str(value)
 
 
-def substitute(value: Any, row: Row, unknown: set[str]) -> Any:
-    """Replace ``${row.<field>}`` in every string leaf; collect unknown fields."""
+def substitute(value: Any, row: Row, unknown: set[str], *, typed: bool = False, command: bool = False) -> Any:
+    """Replace ``${row.<field>}`` in every string leaf; collect unknown fields.
+
+    A string under a ``command`` key is a shell command: each value goes in
+    shell-quoted, so a row's text stays one word of data (``x; rm -rf ~`` or
+    ``$(...)`` never runs). With ``typed``, a string that is exactly one
+    placeholder becomes the row's value itself (``1`` stays an integer).
+    """
     if isinstance(value, str):
-        if "${row." not in value:
-            return value
-
-        def replace(match: re.Match[str]) -> str:
-            name = match.group(1)
-            if name not in row.values:
-                unknown.add(name)
-                return match.group(0)
-            return _as_text(row.values[name])
-
-        return PLACEHOLDER.sub(replace, value)
+        return _substitute_text(value, row, unknown, typed and not command, command)
     if isinstance(value, dict):
-        return {key: substitute(item, row, unknown) for key, item in value.items()}
+        return {
+            key: substitute(item, row, unknown, typed=typed, command=key == COMMAND_KEY and isinstance(item, str))
+            for key, item in value.items()
+        }
     if isinstance(value, list):
-        return [substitute(item, row, unknown) for item in value]
+        return [substitute(item, row, unknown, typed=typed) for item in value]
     return value
+
+
+def _substitute_text(text: str, row: Row, unknown: set[str], typed: bool, command: bool) -> Any:
+    if "${row." not in text:
+        return text
+    whole = PLACEHOLDER.fullmatch(text) if typed else None
+    if whole and whole.group(1) in row.values:
+        return copy.deepcopy(row.values[whole.group(1)])
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in row.values:
+            unknown.add(name)
+            return match.group(0)
+        value = _as_text(row.values[name])
+        return shlex.quote(value) if command else value
+
+    return PLACEHOLDER.sub(replace, text)
+
+
+def quoted_placeholders(command: str) -> list[str]:
+    """Fields of the ``${row.x}`` placeholders that stand inside '...' or "..." in a shell command.
+
+    Values are substituted shell-quoted, so a placeholder inside quotes would
+    end the quote and leave the value's characters to the shell.
+    """
+    found: list[str] = []
+    quote: str | None = None
+    index = 0
+    while index < len(command):
+        char = command[index]
+        if char == "\\" and quote != "'":
+            index += 2
+            continue
+        if char in "'\"" and quote in (None, char):
+            quote = None if quote == char else char
+        elif quote is not None and (match := PLACEHOLDER.match(command, index)):
+            found.append(match.group(1))
+            index = match.end()
+            continue
+        index += 1
+    return found

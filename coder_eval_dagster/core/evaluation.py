@@ -35,6 +35,7 @@ from .models.commands import HookCommand
 from .models.task import Task
 from .resolution import RowTask
 from .results import CommandStats, EvaluationResult, HookRun
+from .routing import current_route
 from .sandbox import TempdirSandbox, TemplateError, open_sandbox
 from .sandbox.engine import EngineError
 from .sandbox.process import kill_group
@@ -251,6 +252,8 @@ def score(evaluation: Evaluation) -> None:
     """Check every criterion against the preserved sandbox and trajectory."""
     result = evaluation.result
     assert result is not None
+    route = current_route()
+    result.environment_info["judge_transport"] = route.judge_transport
     if not evaluation.ended:
         trajectory = None if evaluation.task.agent.resolved_type == "none" else result.trajectory
         ctx = CheckContext(
@@ -258,8 +261,11 @@ def score(evaluation: Evaluation) -> None:
             evaluation.row_task.task_dir,
             trajectory,
             reference_text(evaluation.task, evaluation.row_task.task_dir),
+            folder=evaluation.folder,
+            prompt=evaluation.task.initial_prompt,
+            route=route,
         )
-        result.criteria = score_criteria(evaluation.task.success_criteria, ctx)
+        result.criteria = score_criteria(evaluation.task.success_criteria, ctx, kept=result.criteria)
 
 
 def decide(result: EvaluationResult, task: Task) -> None:
@@ -373,22 +379,23 @@ STAGES: tuple[Stage, ...] = (
 )
 
 
-SANDBOX_STAGES = {stage.name for stage in STAGES if "sandbox" in stage.phases}
-
-
 def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
     """The phase's stages in order, each timed.
 
-    A resumed run keeps a finished sandbox phase (the agent never runs
-    twice); one cut short is redone from a fresh sandbox, since what a
-    half-run stage left behind cannot be trusted.
+    A resumed run keeps a finished phase (an agent that finished never runs
+    twice); a phase cut short is redone whole, from a fresh sandbox, since
+    what a half-run stage left behind cannot be trusted.
     """
     result = evaluation.result
     assert result is not None
+    if phase in result.phases_done and phase != "rescore":
+        for stage in STAGES:  # done before a resume: counted, not repeated
+            if phase in stage.phases:
+                progress.emit(
+                    "stage", stage=stage.name, task_id=evaluation.row_task.task_id, status=result.final_status
+                )
+        return evaluation
     if phase == "sandbox":
-        if set(result.stages_done) >= SANDBOX_STAGES:
-            return evaluation
-        result.stages_done.clear()
         result.started_at = utc_now()
     began = time.perf_counter()
     for stage in STAGES:
@@ -397,14 +404,25 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
         started = time.perf_counter()
         if stage.name == "finish":
             _stamp_durations(result, phase, began)
+            result.phases_done.append(phase)
         stage.run(evaluation)
         if stage.timed and phase != "rescore":
             result.stage_durations[stage.name] = round(time.perf_counter() - started, 3)
-        if phase == "sandbox":
-            result.stages_done.append(stage.name)
         progress.emit("stage", stage=stage.name, task_id=evaluation.row_task.task_id, status=result.final_status)
     if phase == "sandbox":
+        result.phases_done.append(phase)
         save_state(evaluation)  # the checkpoint: a resumed run keeps this evaluation's sandbox phase
+    return evaluation
+
+
+def restore_checkpoint(evaluation: Evaluation) -> Evaluation:
+    """What an earlier attempt of this run finished for the evaluation (a resume), else it unchanged."""
+    for name in (RESULT_FILE, STATE_FILE):
+        path = evaluation.folder / name
+        if path.is_file():
+            evaluation.result = load_result(path)
+            evaluation.sandbox_ready = (evaluation.folder / "sandbox").is_dir()
+            break
     return evaluation
 
 

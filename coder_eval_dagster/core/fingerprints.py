@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from .models.sandbox import TemplateDirSource
 from .resolution import RowTask
@@ -28,12 +29,22 @@ def folder_digest(folder: Path) -> str:
             for name in sorted(files):
                 path = Path(root) / name
                 digest.update(str(path.relative_to(folder)).encode() + b"\0")
-                digest.update(path.read_bytes())
+                _hash_content(digest, path)
     return digest.hexdigest()
 
 
 def file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+    digest = hashlib.sha256()
+    _hash_content(digest, path)
+    return digest.hexdigest() if path.is_file() else ""
+
+
+def _hash_content(digest: Any, path: Path) -> None:
+    """A regular file's bytes, streamed; a link, device or FIFO counts by its name only (never opened)."""
+    if path.is_file() and not path.is_symlink():
+        with path.open("rb") as stream:
+            while chunk := stream.read(1 << 20):
+                digest.update(chunk)
 
 
 def fingerprints(row_tasks: list[RowTask]) -> dict[tuple[str, str], str]:

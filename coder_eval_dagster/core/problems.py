@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,13 +17,34 @@ DOCUMENT = "(document)"
 @dataclass(frozen=True)
 class Problem:
     path: str
-    line: int
+    line: int | None  # None: not about a line of a file (a missing path, a command-line option)
     field: str
     message: str
 
     def __str__(self) -> str:
         message = " ".join(self.message.split())  # one problem, one line
+        if self.line is None:
+            return f"{message}: {self.path}" if self.field == DOCUMENT else f"{self.path}: {self.field}: {message}"
         return f"{self.path}:{self.line}: {self.field}: {message}"
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """`` (did you mean `x`?)`` for the closest valid name, or nothing."""
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean `{close[0]}`?)" if close else ""
+
+
+def format_field_names() -> set[str]:
+    """Every field name of the format's models (the vocabulary of did-you-mean on unknown fields)."""
+    from .models.base import StrictModel
+
+    names: set[str] = set()
+    pending: list[type] = [StrictModel]
+    while pending:
+        model = pending.pop()
+        pending.extend(model.__subclasses__())
+        names.update(getattr(model, "model_fields", {}))
+    return names
 
 
 class InvalidInput(Exception):
@@ -90,12 +114,20 @@ def problems_from_validation(
         if error["type"] == "value_error" and message.startswith("Value error, "):
             message = message[len("Value error, ") :]
         elif error["type"] == "extra_forbidden":
-            message = "unknown field (not part of the format)"
+            message = "unknown field (not part of the format)" + did_you_mean(str(loc[-1]), format_field_names())
         elif error["type"] == "union_tag_invalid":
-            message = f"unknown type {error['ctx'].get('tag')!r}; expected one of {error['ctx'].get('expected_tags')}"
+            tag, expected = str(error["ctx"].get("tag")), str(error["ctx"].get("expected_tags"))
+            message = f"unknown type {tag!r}{did_you_mean(tag, _quoted(expected))}; expected one of {expected}"
+        elif error["type"] == "literal_error":
+            message += did_you_mean(str(error.get("input")), _quoted(str(error["ctx"].get("expected", ""))))
         full = prefix + loc
         problems.append(Problem(path, line_of(full), dotted(full), message))
     return _unique(problems)
+
+
+def _quoted(text: str) -> list[str]:
+    """The names in pydantic's ``'a', 'b' or 'c'``."""
+    return re.findall(r"'([^']*)'", text)
 
 
 def _split_field(field: str) -> list[str | int]:

@@ -9,24 +9,38 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from .criteria import criterion_union, on_change
-from .datasets import CLI_SAMPLE_SEED, PLACEHOLDER, Row, load_rows, sample_rows, substitute
+from .datasets import (
+    CLI_SAMPLE_SEED,
+    COMMAND_KEY,
+    PLACEHOLDER,
+    Row,
+    load_rows,
+    quoted_placeholders,
+    sample_rows,
+    substitute,
+)
+from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text
+from .models.commands import HookCommand
 from .models.dataset import Dataset
 from .models.experiment import Experiment
 from .models.task import Task
 from .models.trajectory import Trajectory
-from .problems import DOCUMENT, InvalidInput, Loc, Problem, problems_from_validation
+from .problems import DOCUMENT, InvalidInput, Loc, Problem, did_you_mean, dotted, problems_from_validation
 from .run_spec import RunSpec
 from .yamlio import Document, load_document, load_yaml_text
 
 DEFAULT_VARIANT = "default"
+T = TypeVar("T")
 _criterion_adapter: list[TypeAdapter[Any]] = []  # built on first use, rebuilt when the registry changes
 
 
@@ -79,6 +93,8 @@ class Resolution:
         if count:
             self.filtered[reason] = self.filtered.get(reason, 0) + count
 
+    warnings: list[Problem] = field(default_factory=list)  # valid, but likely not what was meant
+
 
 # ----------------------------------------------------------------------------- files
 
@@ -94,7 +110,8 @@ def discover(paths: list[Path]) -> tuple[list[Path], list[Problem]]:
         elif path.is_file():
             files.append(path)
         else:
-            problems.append(Problem(str(path), 1, DOCUMENT, "no such file or directory"))
+            why = "not a regular file or folder" if path.exists() else "no such file or directory"
+            problems.append(Problem(str(path), None, DOCUMENT, why))
     # one file reached through two spellings (tasks/x.yaml, experiments/../tasks/x.yaml) is read once
     unique = list({path.resolve(): path for path in reversed(files)}.values())[::-1]
     return unique, problems
@@ -271,7 +288,35 @@ def _overrides(spec: RunSpec) -> list[tuple[Loc, Any]]:
     overrides: list[tuple[Loc, Any]] = [(("agent", "type"), spec.agent_type)] if spec.agent_type else []
     if spec.model:
         overrides.append((("agent", "model"), spec.model))
-    return overrides + [parse_override(text) for text in spec.overrides]
+    parsed = [parse_override(text) for text in spec.overrides]
+    problems = [p for loc, _ in parsed if (p := _unknown_override(loc)) is not None]
+    if problems:
+        raise InvalidInput(problems)
+    return overrides + parsed
+
+
+def _unknown_override(loc: Loc) -> Problem | None:
+    """A -D path naming no field of the task format: one problem for the option, not one per file."""
+    annotations: list[Any] = [Task]
+    for position, part in enumerate(loc):
+        if isinstance(part, int):
+            continue  # a list index: the items' models carry on
+        models = [m for a in annotations for m in _models_in(a)]
+        if not models:
+            return None  # a free-form value (a dict, sdk_options...): any key may be set
+        fields = {name: info.annotation for m in models for name, info in m.model_fields.items()}
+        if part not in fields:
+            key = ".".join(map(str, loc[: position + 1]))
+            return Problem("-D", None, key, f"no such field in the task format{did_you_mean(str(part), fields)}")
+        annotations = [fields[part]]
+    return None
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation holds (through Optional, Union, list and Annotated)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
 
 
 def _resolve_file(
@@ -289,11 +334,20 @@ def _resolve_file(
         (variant_id, layer(doc.data, result.experiment, raw, overrides))
         for variant_id, raw in _variants(result.experiment)
     ]
-    rows = _dataset_rows(layered[0][1], doc, spec)
-    tasks = [
-        (variant_id, _validate_task(doc, merged, overrides, rows[0] if rows else None))
-        for variant_id, merged in layered
-    ]
+    rows, problems = _collect(lambda: _dataset_rows(layered[0][1], doc, spec))
+    placeholder_warnings, found = _collect(
+        lambda: _check_placeholders([merged for _, merged in layered], doc, rows is not None)
+    )
+    problems.extend(found)
+    result.warnings.extend(placeholder_warnings or [])
+    tasks = []
+    for variant_id, merged in layered:  # every problem of the file in one pass, not one per attempt
+        task, found = _collect(lambda merged=merged: _validate_task(doc, merged, overrides, rows[0] if rows else None))
+        problems.extend(p for p in found if p not in problems)
+        if task is not None:
+            tasks.append((variant_id, task))
+    if problems:
+        raise InvalidInput(problems)
     first = tasks[0][1]
     _check_unique_id(first.task_id, path, doc, seen_ids)
     for _, task in tasks:
@@ -309,10 +363,8 @@ def _resolve_file(
     for variant_id, task in tasks:
         simulated = task.simulation is not None and task.simulation.enabled
         replicates = task.replicates if simulated else repeats
-        for row, prompt, criteria in expansions:
-            resolved = task.model_copy(
-                update={"initial_prompt": prompt, "initial_prompt_file": None, "success_criteria": criteria}
-            )
+        for row, update in expansions:
+            resolved = task.model_copy(update={"initial_prompt_file": None, **update})
             task_id = f"{task.task_id}/{row.row_id}" if row else task.task_id
             result.row_tasks.append(
                 RowTask(
@@ -326,6 +378,13 @@ def _resolve_file(
                     path,
                 )
             )
+
+
+def _collect(step: Callable[[], T]) -> tuple[T | None, list[Problem]]:
+    try:
+        return step(), []
+    except InvalidInput as exc:
+        return None, exc.problems
 
 
 def _dataset_rows(merged: dict[str, Any], doc: Document, spec: RunSpec) -> list[Row] | None:
@@ -369,6 +428,58 @@ def _check_unique_id(task_id: str, path: Path, doc: Document, seen: dict[str, Pa
     seen[task_id] = path
 
 
+def _check_placeholders(layered: list[dict[str, Any]], doc: Document, has_rows: bool) -> list[Problem]:
+    """Refuse ``${row.x}`` where it would not be substituted; warn where it stands in quotes.
+
+    Outside the fields that take row values it would reach the agent or the
+    shell verbatim (``/bin/sh: Bad substitution``). Returns the warnings.
+    """
+    problems: dict[Problem, None] = {}
+    warnings: dict[Problem, None] = {}
+    for merged in layered:
+        for loc, text in _placeholder_leaves(merged, ()):
+            where = (str(doc.path), doc.line_of(loc), dotted(loc))
+            if not has_rows:
+                problems[Problem(*where, NO_DATASET)] = None
+            elif not _substituted_here(loc):
+                problems[Problem(*where, NOT_SUBSTITUTED)] = None
+            elif loc[-1] == COMMAND_KEY:
+                for name in quoted_placeholders(text):
+                    warnings[Problem(*where, f"warning: ${{row.{name}}} {IN_QUOTES}")] = None
+    if problems:
+        raise InvalidInput(list(problems))
+    return list(warnings)
+
+
+NO_DATASET = "${row.…} needs a dataset: this task has none"
+NOT_SUBSTITUTED = (
+    "${row.…} is not substituted here; only initial_prompt, success_criteria and pre_run/post_run commands are"
+)
+IN_QUOTES = "is inside quotes; values go into commands shell-quoted already, so write it bare"
+
+
+def _substituted_here(loc: Loc) -> bool:
+    match loc:
+        case ("initial_prompt",) | ("success_criteria", *_):
+            return True
+        case ("pre_run" | "post_run", int(), "command"):
+            return True
+    return False
+
+
+def _placeholder_leaves(value: Any, loc: Loc) -> list[tuple[Loc, str]]:
+    """Every string leaf holding ``${row.`` (a dataset's own rows are data, not templates)."""
+    if isinstance(value, str):
+        return [(loc, value)] if "${row." in value else []
+    if isinstance(value, dict):
+        items = [(key, item) for key, item in value.items() if (*loc, key) != ("dataset", "rows")]
+    elif isinstance(value, list):
+        items = list(enumerate(value))
+    else:
+        return []
+    return [leaf for key, item in items for leaf in _placeholder_leaves(item, (*loc, key))]
+
+
 def _validate_task(
     doc: Document, merged: dict[str, Any], overrides: list[tuple[Loc, Any]], first_row: Row | None
 ) -> Task:
@@ -380,7 +491,9 @@ def _validate_task(
     """
     data = merged
     if first_row is not None:
-        data = {**merged, "success_criteria": substitute(merged.get("success_criteria"), first_row, set())}
+        criteria = merged.get("success_criteria")
+        if isinstance(criteria, list):
+            data = {**merged, "success_criteria": [_row_criterion(c, first_row, set())[0] for c in criteria]}
     try:
         task = Task.model_validate(data, context={"base_dir": str(doc.path.parent)})
     except ValidationError as exc:
@@ -395,8 +508,7 @@ def _check_trajectory_fields(task: Task, doc: Document, rows: list[Row] | None) 
     """Every ``${row.x}`` of a replay trajectory must name a field of every row."""
     if not rows or task.agent.resolved_type != "replay" or not task.agent.trajectory:
         return
-    trajectory = doc.path.parent / task.agent.trajectory
-    names = set(PLACEHOLDER.findall(trajectory.read_text(encoding="utf-8")))
+    names = set(PLACEHOLDER.findall(_read_task_file(doc, ("agent", "trajectory"), task.agent.trajectory)))
     problems = [
         _unknown_field_problem(doc, ("agent", "trajectory"), row, names - set(row.values))
         for row in rows
@@ -404,6 +516,15 @@ def _check_trajectory_fields(task: Task, doc: Document, rows: list[Row] | None) 
     ]
     if problems:
         raise InvalidInput(problems)
+
+
+def _read_task_file(doc: Document, loc: Loc, relative: str) -> str:
+    """A file the task points at (prompt, trajectory), bounded; a failure is a problem at ``loc``."""
+    try:
+        return read_input_text(doc.path.parent / relative, MAX_DOCUMENT_BYTES)
+    except (OSError, UnicodeDecodeError, UnreadableFile) as exc:
+        problem = Problem(str(doc.path), doc.line_of(loc), dotted(loc), f"cannot read {relative}: {exc}")
+        raise InvalidInput([problem]) from None
 
 
 def _mark_override(problem: Problem, overrides: list[tuple[Loc, Any]]) -> Problem:
@@ -414,23 +535,26 @@ def _mark_override(problem: Problem, overrides: list[tuple[Loc, Any]]) -> Proble
     return problem
 
 
-Expansion = tuple[Row | None, str | None, list[Any]]
+Expansion = tuple[Row | None, dict[str, Any]]  # a row and the task fields its values fill in
 
 
 def _expand_rows(task: Task, merged: dict[str, Any], rows: list[Row] | None, doc: Document) -> list[Expansion]:
-    """One (row, prompt, criteria) per dataset row, or a single one without a dataset."""
+    """One (row, filled-in fields) per dataset row, or a single one without a dataset."""
     prompt = task.initial_prompt
     if task.initial_prompt_file is not None:
-        prompt = (doc.path.parent / task.initial_prompt_file).read_text(encoding="utf-8")
+        prompt = _read_task_file(doc, ("initial_prompt_file",), task.initial_prompt_file)
     if rows is None:
-        return [(None, prompt, task.success_criteria)]
+        return [(None, {"initial_prompt": prompt})]
     raw_criteria = merged["success_criteria"]
     templated = [i for i, c in enumerate(raw_criteria) if "${row." in repr(c)]
     expansions, problems = [], []
     for row in rows:
         try:
-            criteria = _row_criteria(task, raw_criteria, templated, row, doc)
-            expansions.append((row, _row_prompt(prompt, row, doc), criteria))
+            update = {"initial_prompt": _row_prompt(prompt, row, doc)}
+            update["success_criteria"] = _row_criteria(task, raw_criteria, templated, row, doc)
+            for hooks in ("pre_run", "post_run"):
+                update[hooks] = _row_hooks(getattr(task, hooks), hooks, row, doc)
+            expansions.append((row, update))
         except InvalidInput as exc:
             problems.extend(exc.problems)
     if problems:
@@ -456,6 +580,35 @@ def _row_prompt(prompt: str | None, row: Row, doc: Document) -> str | None:
     return result
 
 
+def _row_hooks(hooks: list[HookCommand], name: str, row: Row, doc: Document) -> list[HookCommand]:
+    """pre_run / post_run commands with the row's values, shell-quoted."""
+    filled, problems = [], []
+    for index, hook in enumerate(hooks):
+        unknown: set[str] = set()
+        filled.append(hook.model_copy(update={"command": substitute(hook.command, row, unknown, command=True)}))
+        if unknown:
+            problems.append(_unknown_field_problem(doc, (name, index, "command"), row, unknown))
+    if problems:
+        raise InvalidInput(problems)
+    return filled
+
+
+def _row_criterion(raw: Any, row: Row, unknown: set[str]) -> tuple[Any, Any | None]:
+    """A criterion with the row's values, and the validated criterion (None: the text version, unchecked).
+
+    A field that is exactly ``${row.x}`` keeps the value's type: ``expected:
+    ${row.sq}`` with ``sq: 1`` compares as the integer 1. Where only text is
+    valid (a number in a string field), the text is used.
+    """
+    typed = substitute(raw, row, unknown, typed=True)
+    if unknown:
+        return typed, None
+    try:
+        return typed, criterion_adapter().validate_python(typed)
+    except ValidationError:
+        return substitute(raw, row, set()), None
+
+
 def _row_criteria(task: Task, raw: list[Any], templated: list[int], row: Row, doc: Document) -> list[Any]:
     if not templated:
         return task.success_criteria
@@ -463,12 +616,12 @@ def _row_criteria(task: Task, raw: list[Any], templated: list[int], row: Row, do
     problems = []
     for index in templated:
         unknown: set[str] = set()
-        value = substitute(raw[index], row, unknown)
+        value, criterion = _row_criterion(raw[index], row, unknown)
         if unknown:
             problems.append(_unknown_field_problem(doc, ("success_criteria", index), row, unknown))
             continue
         try:
-            criteria[index] = criterion_adapter().validate_python(value)
+            criteria[index] = criterion if criterion is not None else criterion_adapter().validate_python(value)
         except ValidationError as exc:
             found = problems_from_validation(exc, value, str(doc.path), doc.line_of, ("success_criteria", index))
             problems.extend(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from .sandbox.process import CommandRun
 
@@ -49,10 +49,16 @@ class CriterionResult(BaseModel):
     weight: float
     pass_threshold: float
     error: str | None = None
+    inputs: dict[str, Any] = Field(default_factory=dict)  # what the criterion was asked to check (its fields)
     details: dict[str, Any] = Field(default_factory=dict)
     advisory: bool = False  # an unarmed criterion of an early-stopped run
     expected_label: str | None = None
     observed_label: str | None = None
+
+    @property
+    def judge_usage(self) -> dict[str, Any] | None:
+        """A judge's spend (tokens, cost, seconds); None for the other criteria."""
+        return self.details.get("judge_usage")
 
 
 class CommandStats(BaseModel):
@@ -84,7 +90,7 @@ class EvaluationResult(BaseModel):
     finished_at: str = ""
     duration_s: float = 0.0  # the evaluation's own time: the sum of its stages
     stage_durations: dict[str, float] = Field(default_factory=dict)  # seconds per stage (setup, pre_run, ...)
-    stages_done: list[str] = Field(default_factory=list)  # the checkpoint a resumed run continues from
+    phases_done: list[str] = Field(default_factory=list)  # sandbox, scoring: what a resumed run keeps
     rescored_at: str | None = None
     rescore_duration_s: float | None = None  # the last rescore's own scoring time
     turns: int = 0
@@ -103,6 +109,27 @@ class EvaluationResult(BaseModel):
     trajectory: list[TurnRecord] = Field(default_factory=list)
     command_stats: CommandStats = Field(default_factory=CommandStats)
     warnings: list[str] = Field(default_factory=list)
+    environment_info: dict[str, Any] = Field(default_factory=dict)  # judge_transport: anthropic | bedrock | none
+
+    # Judge spend, from the criteria (never counted against run_limits, which cap the agent only).
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def judge_input_tokens(self) -> int:
+        return sum(usage["input_tokens"] for usage in self._judge_usages())
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def judge_output_tokens(self) -> int:
+        return sum(usage["output_tokens"] for usage in self._judge_usages())
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def judge_cost_usd(self) -> float | None:
+        costs = [usage["cost_usd"] for usage in self._judge_usages() if usage.get("cost_usd") is not None]
+        return round(sum(costs), 6) if costs else None
+
+    def _judge_usages(self) -> list[dict[str, Any]]:
+        return [c.judge_usage for c in self.criteria if c.judge_usage]
 
     SUMMARY_FIELDS: ClassVar[tuple[str, ...]] = (
         "task_id",
@@ -110,6 +137,7 @@ class EvaluationResult(BaseModel):
         "replicate",
         "final_status",
         "success",
+        "error",
         "weighted_score",
         "duration_s",
         "stage_durations",
@@ -118,6 +146,9 @@ class EvaluationResult(BaseModel):
         "input_tokens",
         "output_tokens",
         "cost_usd",
+        "judge_input_tokens",
+        "judge_output_tokens",
+        "judge_cost_usd",
         "stopped_early",
         "early_stop_reason",
         "turns_remaining_at_stop",

@@ -20,7 +20,7 @@ class RunSpec(BaseModel):
     overrides: list[str] = Field(default_factory=list, description="-D key.path=value overrides, in order")
     agent_type: str | None = Field(default=None, description="agent type for every task (--type)")
     model: str | None = Field(default=None, description="agent.model for every task (--model)")
-    sample: int | None = Field(default=None, ge=0, description="fixed-seed rows per stratum (--sample)")
+    sample: int | None = Field(default=None, ge=1, description="fixed-seed rows per stratum (--sample)")
     tags: list[str] = Field(default_factory=list, description="only tasks with any of these tags")
     task_patterns: list[str] = Field(default_factory=list, description="only row-tasks whose id matches a glob")
     limit: int | None = Field(default=None, ge=1, description="the first N row-tasks after filtering")

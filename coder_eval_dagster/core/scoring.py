@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import logging
 import traceback
+from collections.abc import Sequence
+from dataclasses import replace
 
 from .check_context import CheckContext
 from .criteria import REGISTRY, CriterionBase, Outcome
+from .criteria.context import scrub
 from .results import CriterionResult
-from .secrets import redact
 
 log = logging.getLogger(__name__)
 
@@ -30,20 +32,6 @@ def run_check(criterion: CriterionBase, ctx: CheckContext) -> Outcome:
         return Outcome(0.0, error=f"{type(exc).__name__}: {exc}")
 
 
-def _scrub(value: object, reference: str | None) -> object:
-    """Keep the reference solution (and secrets) out of persisted details."""
-    if isinstance(value, str):
-        text = redact(value)
-        if reference and reference.strip() and reference.strip() in text:
-            text = text.replace(reference.strip(), "[reference removed]")
-        return text
-    if isinstance(value, dict):
-        return {k: _scrub(v, reference) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_scrub(v, reference) for v in value]
-    return value
-
-
 def criterion_result(index: int, criterion: CriterionBase, outcome: Outcome, reference: str | None) -> CriterionResult:
     score = max(0.0, min(1.0, float(outcome.score)))
     threshold = outcome.threshold if outcome.threshold is not None else criterion.pass_threshold
@@ -56,15 +44,41 @@ def criterion_result(index: int, criterion: CriterionBase, outcome: Outcome, ref
         gating=criterion.gating,
         weight=criterion.weight,
         pass_threshold=threshold,
-        error=_scrub(outcome.error, reference),  # type: ignore[arg-type]
-        details=_scrub(outcome.details, reference),  # type: ignore[arg-type]
+        error=scrub(outcome.error, reference),  # type: ignore[arg-type]
+        inputs=scrub(criterion_inputs(criterion), reference),  # type: ignore[arg-type]
+        details=scrub(outcome.details, reference),  # type: ignore[arg-type]
         expected_label=outcome.expected_label,
         observed_label=outcome.observed_label,
     )
 
 
-def score_criteria(criteria: list[CriterionBase], ctx: CheckContext) -> list[CriterionResult]:
-    return [criterion_result(i, c, run_check(c, ctx), ctx.reference) for i, c in enumerate(criteria)]
+COMMON_FIELDS = {"type", "description", "weight", "pass_threshold"}
+
+
+def criterion_inputs(criterion: CriterionBase) -> dict[str, object]:
+    """The criterion's own fields as the task set them (shown beside its result)."""
+    return criterion.model_dump(mode="json", exclude=COMMON_FIELDS, exclude_defaults=True)
+
+
+def score_criteria(
+    criteria: list[CriterionBase], ctx: CheckContext, kept: Sequence[CriterionResult] = ()
+) -> list[CriterionResult]:
+    """Check every criterion, except those with a ``kept`` result of the same index and type (a partial rescore)."""
+    stored = {r.index: r for r in kept}
+    results = []
+    for index, criterion in enumerate(criteria):
+        previous = stored.get(index)
+        if previous is not None and previous.type == criterion.type:  # type: ignore[attr-defined]
+            results.append(previous)
+        else:
+            outcome = run_check(criterion, replace(ctx, index=index))
+            results.append(criterion_result(index, criterion, outcome, ctx.reference))
+    return results
+
+
+def kept_for_rescore(results: list[CriterionResult], only_types: set[str] | None) -> list[CriterionResult]:
+    """The stored results a rescore keeps: with ``--only-criteria``, those of the other types; else none."""
+    return [] if only_types is None else [r for r in results if r.type not in only_types]
 
 
 def gated(results: list[CriterionResult]) -> list[CriterionResult]:

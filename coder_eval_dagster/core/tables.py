@@ -33,6 +33,16 @@ COMMON = [
     ("replicate", pa.int32()),
 ]
 
+# A judge criterion's spend; null for the other criteria.
+JUDGE_USAGE = pa.struct(
+    [
+        ("input_tokens", pa.int64()),
+        ("output_tokens", pa.int64()),
+        ("cost_usd", pa.float64()),
+        ("duration_s", pa.float64()),
+    ]
+)
+
 SCHEMAS: dict[str, pa.Schema] = {
     "task_results": pa.schema(
         [
@@ -46,6 +56,9 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("input_tokens", pa.int64()),
             ("output_tokens", pa.int64()),
             ("cost_usd", pa.float64()),
+            ("judge_input_tokens", pa.int64()),
+            ("judge_output_tokens", pa.int64()),
+            ("judge_cost_usd", pa.float64()),
             ("stopped_early", pa.bool_()),
             ("early_stop_reason", pa.string()),
             ("expected_turns", pa.int32()),
@@ -71,6 +84,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("advisory", pa.bool_()),
             ("expected_label", pa.string()),
             ("observed_label", pa.string()),
+            ("judge_usage", JUDGE_USAGE),
         ]
     ),
     "commands": pa.schema(
@@ -134,6 +148,7 @@ def task_rows(results: list[EvaluationResult], run_ts: datetime) -> dict[str, li
                     "criterion_index": criterion.index,
                     "criterion_type": criterion.type,
                     **criterion.model_dump(include=_own_columns("criteria_scores")),
+                    "judge_usage": criterion.judge_usage,
                 }
             )
         for turn in result.trajectory:

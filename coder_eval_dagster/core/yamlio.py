@@ -5,13 +5,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 import yaml
 
+from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text
 from .problems import DOCUMENT, InvalidInput, Loc, Problem
 
 _Base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# Aliases let a few hundred bytes stand for billions of values ("billion laughs"):
+# a document is refused when its aliases add more values, or it nests deeper, than this.
+MAX_ALIAS_EXPANSION = 250_000
+MAX_DEPTH = 100
 
 
 class _Loader(_Base):  # type: ignore[misc, valid-type]
@@ -58,32 +64,98 @@ class Document:
 def load_document(path: Path) -> Document:
     """Parse one YAML file; syntax errors and duplicate keys become problems."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput([Problem(str(path), 1, DOCUMENT, f"cannot read file: {exc}")]) from None
+        text = read_input_text(path, MAX_DOCUMENT_BYTES)
+    except (OSError, UnicodeDecodeError, UnreadableFile) as exc:
+        message = str(exc) if isinstance(exc, UnreadableFile) else f"cannot read file: {exc}"
+        raise InvalidInput([Problem(str(path), 1, DOCUMENT, message)]) from None
     return parse_document(path, text)
 
 
 def parse_document(path: Path, text: str) -> Document:
+    """Parse YAML text; a document that is invalid, an alias bomb or too deep is one located problem."""
     try:
         node = yaml.compose(text, Loader=_Loader)
+        if node is not None:
+            _check_expansion(node, str(path))
         data = yaml.load(text, Loader=_Loader) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
-        raise InvalidInput([Problem(str(path), line, DOCUMENT, f"YAML syntax error: {exc.problem}")]) from None
-    except yaml.YAMLError as exc:
+        where = f" (line {line}, column {mark.column + 1})" if mark else ""
+        hint = ""
+        if exc.problem and "mapping values are not allowed" in exc.problem:
+            hint = '; a value that contains ": " must be quoted, e.g. description: "a: b"'
+        message = f"YAML syntax error{where}: {exc.problem}{hint}"
+        raise InvalidInput([Problem(str(path), line, DOCUMENT, message)]) from None
+    except (yaml.YAMLError, RecursionError) as exc:
         raise InvalidInput([Problem(str(path), 1, DOCUMENT, f"YAML error: {exc}")]) from None
     doc = Document(path, data)
     if node is not None:
         problems: list[Problem] = []
-        _record_lines(node, (), doc.lines, problems, str(path))
+        _record_lines(node, (), doc.lines, problems, str(path), set())
         if problems:
             raise InvalidInput(problems)
     return doc
 
 
-def _record_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int], problems: list[Problem], path: str) -> None:
+def _check_expansion(root: yaml.Node, path: str) -> None:
+    """Refuse a node graph that aliases expand by more than MAX_ALIAS_EXPANSION values, or deeper than MAX_DEPTH.
+
+    Sizes are memoized per node, so an alias bomb is measured in time
+    proportional to its text, not to its expansion. Each node reached again
+    through an alias adds its whole expanded size; a large document without
+    aliases is bounded by the file size limit instead.
+    """
+    measured: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded size, height)
+    open_nodes: set[int] = set()
+    added = 0  # values that aliases add to the document
+
+    def measure(node: yaml.Node, depth: int) -> tuple[int, int]:
+        nonlocal added
+        if isinstance(node, yaml.ScalarNode):
+            return 1, 1
+        key = id(node)
+        known = measured.get(key)
+        if known is not None:
+            added += known[0]
+        else:
+            if key in open_nodes:
+                _refuse(node, path, "an alias refers to a node that contains it")
+            if depth > MAX_DEPTH:
+                _refuse(node, path, f"it nests deeper than {MAX_DEPTH} levels")
+            open_nodes.add(key)
+            size, height = 1, 0
+            for child in _children(node):
+                child_size, child_height = measure(child, depth + 1)
+                size, height = size + child_size, max(height, child_height)
+                if added > MAX_ALIAS_EXPANSION:
+                    _refuse(node, path, f"its aliases expand it by more than {MAX_ALIAS_EXPANSION} values")
+            open_nodes.discard(key)
+            known = measured[key] = (size, height + 1)
+        if depth + known[1] > MAX_DEPTH + 1:
+            _refuse(node, path, f"it nests deeper than {MAX_DEPTH} levels")
+        return known
+
+    measure(root, 1)
+
+
+def _refuse(node: yaml.Node, path: str, why: str) -> NoReturn:
+    raise InvalidInput([Problem(path, node.start_mark.line + 1, DOCUMENT, f"document refused: {why}")])
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return list(node.value)
+
+
+def _record_lines(
+    node: yaml.Node, loc: Loc, lines: dict[Loc, int], problems: list[Problem], path: str, visited: set[int]
+) -> None:
+    """Lines of every key and item; a node reached again through an alias is not walked twice."""
+    if id(node) in visited:
+        return
+    visited.add(id(node))
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key_node, value_node in node.value:
@@ -95,9 +167,9 @@ def _record_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int], problems: li
                 problems.append(Problem(path, key_node.start_mark.line + 1, ".".join(map(str, child)), "duplicate key"))
             seen.add(key)
             lines[child] = key_node.start_mark.line + 1
-            _record_lines(value_node, child, lines, problems, path)
+            _record_lines(value_node, child, lines, problems, path, visited)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             child = (*loc, index)
             lines[child] = item.start_mark.line + 1
-            _record_lines(item, child, lines, problems, path)
+            _record_lines(item, child, lines, problems, path, visited)

@@ -26,11 +26,11 @@ from typing import Any
 
 from ..limits import BudgetTracker
 from ..results import ToolCallRecord, TurnRecord
+from ..routing import ApiRoute, RouteError, current_route
 from ..secrets import redact
 from .base import AgentInput, AgentOutput
 from .isolation import PASSED_THROUGH, agent_home, base_environment, write_wrapper
 
-API_BACKEND_ENV = "API_BACKEND"
 SDK_VARIABLES = (
     "CLAUDE_CODE_ENTRYPOINT",
     "CLAUDE_AGENT_SDK_VERSION",
@@ -40,33 +40,9 @@ SDK_VARIABLES = (
     "CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING",
     "PWD",
 )
-# Retry tuning, passed like the locale and proxies (ANTHROPIC_BASE_URL is in model_route).
+# Retry tuning, passed like the locale and proxies (the credentials and endpoints come from the route).
 PASS_THROUGH = (*PASSED_THROUGH, "CLAUDE_CODE_MAX_RETRIES", "API_TIMEOUT_MS")
 OUTPUT_CHARS = 2000
-
-
-class RouteError(Exception):
-    """The model route is not usable (missing credentials): the task ends as ERROR."""
-
-
-def model_route() -> dict[str, str]:
-    """Credentials and endpoint for the configured API_BACKEND (direct or bedrock)."""
-    backend = os.environ.get(API_BACKEND_ENV, "direct")
-    if backend == "direct":
-        key = os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            raise RouteError("API_BACKEND=direct needs ANTHROPIC_API_KEY")
-        route = {"ANTHROPIC_API_KEY": key}
-        if os.environ.get("ANTHROPIC_BASE_URL"):
-            route["ANTHROPIC_BASE_URL"] = os.environ["ANTHROPIC_BASE_URL"]
-        return route
-    if backend == "bedrock":
-        token = os.environ.get("AWS_BEARER_TOKEN_BEDROCK")
-        if not token:
-            raise RouteError("API_BACKEND=bedrock needs AWS_BEARER_TOKEN_BEDROCK")
-        region = os.environ.get("AWS_REGION", "us-east-1")
-        return {"CLAUDE_CODE_USE_BEDROCK": "1", "AWS_BEARER_TOKEN_BEDROCK": token, "AWS_REGION": region}
-    raise RouteError(f"unknown API_BACKEND {backend!r}: use direct or bedrock")
 
 
 def bundled_cli() -> str:
@@ -79,8 +55,9 @@ def bundled_cli() -> str:
     return found
 
 
-def agent_environment(agent_input: AgentInput, home: Path) -> dict[str, str]:
-    env = base_environment(agent_input.sandbox.environment(), home, PASS_THROUGH)
+def cli_environment(sandbox_env: dict[str, str], home: Path, route: ApiRoute) -> dict[str, str]:
+    """The Claude Code CLI's whole environment: isolated home, no non-essential traffic, the route's variables."""
+    env = base_environment(sandbox_env, home, PASS_THROUGH)
     env.update(
         {
             "CLAUDE_CONFIG_DIR": str(home / ".claude"),
@@ -92,7 +69,7 @@ def agent_environment(agent_input: AgentInput, home: Path) -> dict[str, str]:
     )
     if os.geteuid() == 0:
         env["IS_SANDBOX"] = "1"  # the CLI refuses bypassPermissions as root otherwise
-    env.update(model_route())
+    env.update(route.cli_environment())
     return env
 
 
@@ -251,7 +228,8 @@ def build_options(agent_input: AgentInput, session: Session, home: Path) -> Any:
     from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
 
     config, limits = agent_input.config, agent_input.limits
-    env = agent_environment(agent_input, home)
+    route = current_route()
+    env = cli_environment(agent_input.sandbox.environment(), home, route)
     settings = config.claude_settings
     if isinstance(settings, dict):
         settings = json.dumps(settings)
@@ -263,7 +241,7 @@ def build_options(agent_input: AgentInput, session: Session, home: Path) -> Any:
         "PostToolUseFailure": [HookMatcher(matcher=None, hooks=[session.failed_tool])],
     }
     return ClaudeAgentOptions(
-        model=config.model,
+        model=route.model_id(config.model) if config.model else None,
         allowed_tools=list(config.allowed_tools or []),
         disallowed_tools=list(config.disallowed_tools),
         permission_mode=config.permission_mode,

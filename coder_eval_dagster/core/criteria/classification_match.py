@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
+from ..files import truncation_note
 from .base import Classification
 from .context import Outcome
 from .registry import checks
@@ -46,11 +47,16 @@ def canonical(label: str, criterion: ClassificationMatch) -> str | None:
 
 @checks(ClassificationMatch)
 def check(criterion: ClassificationMatch, ctx: CheckContext) -> Outcome:
-    path = ctx.path(criterion.path)
-    content = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    try:
+        content, truncated = ctx.read_text(criterion.path)
+    except FileNotFoundError:
+        content, truncated = "", False
     observed = NONE_LABEL if not content.strip() else canonical(content, criterion) or OTHER_LABEL
     expected = criterion.expected()
     score = 1.0 if observed == expected else 0.0
     return Outcome(
-        score, {"observed": observed, "expected": expected}, expected_label=expected, observed_label=observed
+        score,
+        {"observed": observed, "expected": expected} | truncation_note(criterion.path, truncated),
+        expected_label=expected,
+        observed_label=observed,
     )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from ..files import truncation_note
 from ..models.base import StrictModel, check_regex, rule_error
 from .base import CriterionBase
 from .context import Outcome
@@ -201,10 +202,15 @@ def matches(criterion: CliCalled, record: dict[str, Any], takes_value: set[str])
     )
 
 
-def read_log(ctx: CheckContext, relative: str) -> list[dict[str, Any]]:
-    """Every record of the log; an unusable line fails the whole check."""
+def read_log(ctx: CheckContext, relative: str) -> tuple[list[dict[str, Any]], bool]:
+    """Every record of the log, and whether it was cut at the read cap; an unusable line fails the check.
+
+    A log cut at the cap loses its last, partial line.
+    """
+    text, truncated = ctx.read_text(relative)
+    lines = text.splitlines()[:-1] if truncated else text.splitlines()
     records = []
-    for number, line in enumerate(ctx.read_text(relative).splitlines(), start=1):
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
@@ -217,15 +223,16 @@ def read_log(ctx: CheckContext, relative: str) -> list[dict[str, Any]]:
         if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
             raise ValueError(f"{relative}:{number}: argv is not a list of strings")
         records.append(record)
-    return records
+    return records, truncated
 
 
 @checks(CliCalled)
 def check(criterion: CliCalled, ctx: CheckContext) -> Outcome:
-    records = read_log(ctx, criterion.log)
+    records, truncated = read_log(ctx, criterion.log)
     takes_value = value_bearing(criterion)
     matched = [r["argv"] for r in records if matches(criterion, r, takes_value)]
     high = criterion.max_count
     passed = len(matched) >= criterion.min_count and (high is None or len(matched) <= high)
     details = {"records": len(records), "matches": len(matched), "matched_argv": matched[:20]}
+    details |= truncation_note(criterion.log, truncated)
     return Outcome(1.0 if passed else 0.0, details)

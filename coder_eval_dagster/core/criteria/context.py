@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..secrets import redact
 
 
 @dataclass
@@ -24,3 +27,18 @@ def fraction(passed: int, total: int) -> float:
 
 def mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else 1.0
+
+
+def scrub(value: object, reference: str | None) -> object:
+    """Keep the reference solution (and secrets) out of anything persisted: details, errors, transcripts."""
+    if isinstance(value, str):
+        text = redact(value)
+        solution = (reference or "").strip()
+        for form in (solution, json.dumps(solution)[1:-1]) if solution else ():  # as is, and inside a JSON string
+            text = text.replace(form, "[reference removed]")
+        return text
+    if isinstance(value, dict):
+        return {k: scrub(v, reference) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(v, reference) for v in value]
+    return value

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
+from ..files import truncation_note
 from .context import Outcome, fraction, mean
 from .file_contains import FileContains, string_scores
 from .file_matches_regex import RegexSpec
@@ -27,8 +28,9 @@ def check(criterion: FileCheck, ctx: CheckContext) -> Outcome:
     path = ctx.path(criterion.path)
     if not path.is_file():
         return Outcome(0.0, {"exists": False}, error=f"file not found: {criterion.path}")
-    content = ctx.read_text(criterion.path)
+    content, truncated = ctx.read_text(criterion.path)
     scores, details = string_scores(content, criterion.includes, criterion.excludes)
+    details |= truncation_note(criterion.path, truncated)
     if criterion.patterns:
         failed = [p.pattern for p in criterion.patterns if not p.holds(content)]
         scores.append(fraction(len(criterion.patterns) - len(failed), len(criterion.patterns)))

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
+from ..files import truncation_note
 from .base import CriterionBase
 from .context import Outcome, fraction, mean
 from .registry import checks
@@ -36,6 +37,6 @@ def string_scores(content: str, includes: list[str], excludes: list[str]) -> tup
 
 @checks(FileContains)
 def check(criterion: FileContains, ctx: CheckContext) -> Outcome:
-    content = ctx.read_text(criterion.path)
+    content, truncated = ctx.read_text(criterion.path)
     scores, details = string_scores(content, criterion.includes, criterion.excludes)
-    return Outcome(mean(scores), details)
+    return Outcome(mean(scores), details | truncation_note(criterion.path, truncated))

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
+from ..files import truncation_note
 from ..models.base import StrictModel, check_regex, rule_error
 from .base import CriterionBase
 from .context import Outcome
@@ -42,7 +43,7 @@ class FileMatchesRegex(CriterionBase, RegexSpec):
 
 @checks(FileMatchesRegex)
 def check(criterion: FileMatchesRegex, ctx: CheckContext) -> Outcome:
-    passed = criterion.holds(ctx.read_text(criterion.path))
-    return Outcome(
-        1.0 if passed else 0.0, {"matched": passed == criterion.must_match, "must_match": criterion.must_match}
-    )
+    content, truncated = ctx.read_text(criterion.path)
+    passed = criterion.holds(content)
+    details = {"matched": passed == criterion.must_match, "must_match": criterion.must_match}
+    return Outcome(1.0 if passed else 0.0, details | truncation_note(criterion.path, truncated))

@@ -10,6 +10,7 @@ import jmespath
 from jmespath.exceptions import JMESPathError
 from pydantic import Field, field_validator, model_validator
 
+from ..files import truncation_note
 from ..models.base import StrictModel, rule_error
 from .base import CriterionBase
 from .context import Outcome, fraction, mean
@@ -17,6 +18,8 @@ from .registry import checks
 
 if TYPE_CHECKING:
     from ..check_context import CheckContext
+
+SHOWN_CHARS = 500  # an assertion's actual and expected values in the details, at most
 
 Operator = Literal["equals", "not_equals", "contains", "gt", "gte", "lt", "lte", "type", "regex", "exists"]
 
@@ -94,34 +97,81 @@ def _compare(operator: str, value: Any, expected: Any) -> bool:
     raise ValueError(f"unknown operator {operator}")
 
 
-def evaluate_assertion(assertion: Assertion, data: Any) -> tuple[bool, str | None]:
+def evaluate_assertion(assertion: Assertion, data: Any) -> tuple[bool, Any, str | None]:
+    """(passed, the value the expression found, an error)."""
     value = jmespath.search(assertion.expression, data)
     try:
-        return _compare(assertion.operator, value, assertion.expected), None
+        return _compare(assertion.operator, value, assertion.expected), value, None
     except (TypeError, ValueError) as exc:
-        return False, f"{assertion.expression}: {exc}"
+        return False, value, f"{assertion.expression}: {exc}"
+
+
+def _shown(value: Any) -> Any:
+    """A value for the details: as is when small, else its JSON text clipped."""
+    text = json.dumps(value, default=str)
+    return value if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…"
+
+
+def _assertion_details(assertion: Assertion, passed: bool, actual: Any, error: str | None) -> dict[str, Any]:
+    details = {"expression": assertion.expression, "operator": assertion.operator, "passed": passed}
+    details["actual"] = _shown(actual)
+    if assertion.operator != "exists":
+        details["expected"] = _shown(assertion.expected)
+    return details | ({"error": error} if error else {})
+
+
+def schema_errors(schema: Any, data: Any) -> list[str]:
+    """Messages of the data's schema violations; ``$ref`` resolves only inside the schema.
+
+    The schema may be written by the agent: an empty registry means no
+    reference reaches a host file (``file://``) or the network (``http://``).
+    """
+    import jsonschema  # here, not at import: a tenth of a second of every start-up otherwise
+    from referencing import Registry
+
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema, registry=Registry())
+    return [e.message for e in sorted(validator.iter_errors(data), key=str)]
+
+
+def _load_json(ctx: CheckContext, relative: str) -> Any:
+    """The file's JSON; a file cut at the read cap is said to be too large."""
+    text, truncated = ctx.read_text(relative)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        why = f"{truncation_note(relative, True)['truncated']}" if truncated else str(exc)
+        raise ValueError(f"invalid JSON in {relative}: {why}") from None
 
 
 @checks(JsonCheck)
 def check(criterion: JsonCheck, ctx: CheckContext) -> Outcome:
     try:
-        data = json.loads(ctx.read_text(criterion.path))
-    except json.JSONDecodeError as exc:
-        return Outcome(0.0, {"valid_json": False}, error=f"invalid JSON in {criterion.path}: {exc}")
+        data = _load_json(ctx, criterion.path)
+    except ValueError as exc:
+        return Outcome(0.0, {"valid_json": False}, error=str(exc))
     scores: list[float] = []
     details: dict[str, Any] = {"valid_json": True}
     if criterion.json_schema:
-        schema = json.loads(ctx.read_text(criterion.json_schema))
-        import jsonschema  # only when a schema is checked: a tenth of a second of every start-up otherwise
+        schema = _load_json(ctx, criterion.json_schema)
+        try:
+            errors = schema_errors(schema, data)
+        except Exception as exc:
+            from jsonschema import SchemaError
+            from referencing.exceptions import Unresolvable
 
-        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=str)
+            if not isinstance(exc, Unresolvable | SchemaError):
+                raise
+            message = f"schema {criterion.json_schema}: {exc}"
+            if isinstance(exc, Unresolvable):
+                message += " (only references inside the schema are followed)"
+            return Outcome(0.0, details, error=message)
         scores.append(0.0 if errors else 1.0)
-        details["schema_errors"] = [e.message for e in errors[:20]]
+        details["schema_errors"] = errors[:20]
     if criterion.assertions:
         results = [evaluate_assertion(a, data) for a in criterion.assertions]
         details["assertions"] = [
-            {"expression": a.expression, "operator": a.operator, "passed": ok, **({"error": err} if err else {})}
-            for a, (ok, err) in zip(criterion.assertions, results, strict=True)
+            _assertion_details(a, *result) for a, result in zip(criterion.assertions, results, strict=True)
         ]
-        scores.append(fraction(sum(ok for ok, _ in results), len(results)))
+        scores.append(fraction(sum(ok for ok, _, _ in results), len(results)))
     return Outcome(mean(scores), details)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field
 
+from ..files import truncation_note
 from .base import CriterionBase
 from .context import Outcome
 from .registry import checks
@@ -70,10 +71,11 @@ def similarity(method: str, agent_code: str, reference: str) -> float:
 def check(criterion: ReferenceComparison, ctx: CheckContext) -> Outcome:
     if ctx.reference is None:
         return Outcome(0.0, error="the task has no reference")
-    agent_code = ctx.read_text(criterion.agent_file)
+    agent_code, truncated = ctx.read_text(criterion.agent_file)
+    note = truncation_note(criterion.agent_file, truncated)
     try:
         score = similarity(criterion.comparison_method, agent_code, ctx.reference)
     except SyntaxError as exc:
-        return Outcome(0.0, {"method": criterion.comparison_method}, error=f"cannot parse as Python: {exc.msg}")
-    details = {"method": criterion.comparison_method, "similarity": round(score, 4)}
+        return Outcome(0.0, {"method": criterion.comparison_method, **note}, error=f"cannot parse as Python: {exc.msg}")
+    details = {"method": criterion.comparison_method, "similarity": round(score, 4), **note}
     return Outcome(score, details, threshold=criterion.similarity_threshold)

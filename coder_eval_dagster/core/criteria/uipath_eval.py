@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
+from ..files import truncation_note
 from .base import CriterionBase
 from .context import Outcome
 from .registry import checks
@@ -45,7 +46,8 @@ def check(criterion: UipathEval, ctx: CheckContext) -> Outcome:
     run = ctx.sandbox.run(command, EVAL_TIMEOUT_S)
     if not run.ok:
         return Outcome(0.0, {"stderr": run.stderr[-2000:]}, error=run.error or f"uipath eval exited {run.exit_code}")
-    metrics = _metrics(json.loads(ctx.read_text(RESULTS_FILE)))
+    text, truncated = ctx.read_text(RESULTS_FILE)
+    metrics = _metrics(json.loads(text))
     verdicts = {name: metrics.get(name, float("-inf")) >= minimum for name, minimum in criterion.thresholds.items()}
-    details = {"metrics": metrics, "passed": verdicts}
+    details = {"metrics": metrics, "passed": verdicts, **truncation_note(RESULTS_FILE, truncated)}
     return Outcome(sum(verdicts.values()) / len(verdicts), details)

@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
+from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationInfo, model_validator
 from pydantic_core import PydanticCustomError
 
-# A row id or task id becomes a directory name, so it is kept to a safe alphabet.
+# Task, row, variant and experiment ids become directory names (and Dagster
+# partition keys), so they keep to a safe alphabet that cannot spell ``.``,
+# ``..`` or a separator, and to a length that keeps run paths well short of
+# the file system's limits.
 SAFE_ID = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
 SAFE_ID_RE = re.compile(SAFE_ID)
+MAX_ID_LENGTH = 100
+SafeId = Annotated[str, StringConstraints(pattern=SAFE_ID, max_length=MAX_ID_LENGTH)]
+
+
+def id_problem(value: str) -> str | None:
+    """Why ``value`` cannot be an id (None: it can), for ids checked outside a model (row ids)."""
+    if len(value) > MAX_ID_LENGTH:
+        return f"is {len(value)} characters long; ids are at most {MAX_ID_LENGTH} (they become directory names)"
+    if not SAFE_ID_RE.match(value):
+        return f"must match {SAFE_ID} (it becomes a directory name)"
+    return None
 
 
 class StrictModel(BaseModel):

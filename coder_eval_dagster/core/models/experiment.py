@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import Field, StringConstraints, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from .agent import AgentConfig
-from .base import StrictModel, rule_error
+from .base import SafeId, StrictModel, rule_error
 from .commands import HookCommand
 from .limits import RunLimits
 from .sandbox import SandboxConfig, TemplateSource
 from .simulation import Simulation
-
-ExperimentId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]+$")]
 
 
 def _known_simulation_keys(value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -45,13 +43,13 @@ class ExperimentDefaults(Overlay):
 class Variant(Overlay):
     """One arm of the experiment, merged over each task; its template sources come last."""
 
-    variant_id: ExperimentId
+    variant_id: SafeId
     description: str | None = None
     template_sources: list[TemplateSource] = Field(default_factory=list)
 
 
 class Experiment(StrictModel):
-    experiment_id: ExperimentId
+    experiment_id: SafeId
     description: str | None = None
     tasks: list[str] = Field(default_factory=list)
     repeats: int = Field(default=1, ge=1)

@@ -8,8 +8,9 @@ from typing import Annotated
 from pydantic import Field, StringConstraints, ValidationInfo, model_validator
 
 from ..criteria import Criterion, criterion_union, on_change
+from ..files import MAX_DATASET_BYTES, MAX_DOCUMENT_BYTES, regular_file_problem
 from .agent import AgentConfig
-from .base import SAFE_ID, RejectsMovedLimits, StrictModel, is_partial, rule_error
+from .base import RejectsMovedLimits, SafeId, StrictModel, is_partial, rule_error
 from .commands import HookCommand
 from .dataset import Dataset
 from .limits import RunLimits
@@ -17,7 +18,6 @@ from .sandbox import SandboxConfig, TemplateDirSource
 from .simulation import Simulation
 
 Tag = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")]
-TaskId = Annotated[str, StringConstraints(pattern=SAFE_ID)]
 
 
 class Reference(StrictModel):
@@ -33,14 +33,25 @@ class Reference(StrictModel):
         return self
 
 
-def _missing_file(info: ValidationInfo, relative: str | None) -> bool:
-    """True when a task-relative file is known not to exist (needs base_dir context)."""
+def _file_problem(info: ValidationInfo, relative: str | None, folder: bool, limit: int) -> str | None:
+    """Why a task-relative file (or folder) cannot be used, when known (needs base_dir context).
+
+    A device, FIFO or folder where a file is expected would hang or fail the
+    reader, so only regular files (within ``limit`` bytes) are accepted.
+    """
     base = (info.context or {}).get("base_dir")
-    return bool(base and relative and not (Path(base) / relative).exists())
+    if not (base and relative):
+        return None
+    path = Path(base) / relative
+    if not path.exists():
+        return f"file not found: {relative} (relative to the task YAML)"
+    if folder:
+        return None if path.is_dir() else f"not a folder: {relative}"
+    return regular_file_problem(path, limit)
 
 
 class Task(RejectsMovedLimits):
-    task_id: TaskId
+    task_id: SafeId
     description: str = Field(min_length=1)
     initial_prompt: str | None = None
     initial_prompt_file: str | None = None
@@ -96,19 +107,20 @@ class Task(RejectsMovedLimits):
                 )
 
     def _check_files_exist(self, info: ValidationInfo) -> None:
-        checks: list[tuple[str, str | None]] = [
-            ("initial_prompt_file", self.initial_prompt_file),
-            ("reference.file", self.reference.file if self.reference else None),
-            ("agent.trajectory", self.agent.trajectory),
+        checks: list[tuple[str, str | None, bool, int]] = [
+            ("initial_prompt_file", self.initial_prompt_file, False, MAX_DOCUMENT_BYTES),
+            ("reference.file", self.reference.file if self.reference else None, False, MAX_DOCUMENT_BYTES),
+            ("agent.trajectory", self.agent.trajectory, False, MAX_DOCUMENT_BYTES),
         ]
         for index, source in enumerate(self.sandbox.template_sources):
             if isinstance(source, TemplateDirSource):
-                checks.append((f"sandbox.template_sources.{index}.path", source.path))
+                checks.append((f"sandbox.template_sources.{index}.path", source.path, True, 0))
         for index, path in enumerate(self.dataset.paths or [] if self.dataset else []):
-            checks.append((f"dataset.paths.{index}", path))
-        for field, relative in checks:
-            if _missing_file(info, relative):
-                raise rule_error(field, f"file not found: {relative} (relative to the task YAML)")
+            checks.append((f"dataset.paths.{index}", path, False, MAX_DATASET_BYTES))
+        for field, relative, folder, limit in checks:
+            problem = _file_problem(info, relative, folder, limit)
+            if problem:
+                raise rule_error(field, problem)
 
     @property
     def armed(self) -> bool:

@@ -8,6 +8,14 @@ from typing import Any
 
 from ..results import EvaluationResult
 from ..suite import SuiteEntry, suite_json
+from .junit import failing_criteria
+
+
+def why_not_passed(task: dict[str, Any]) -> str:
+    """One line: the error, or the gating criteria that failed (type, description, score)."""
+    if task.get("error"):
+        return str(task["error"]).splitlines()[0]
+    return "; ".join(failing_criteria(task))
 
 
 def run_passed(results: list[EvaluationResult], suite: list[SuiteEntry]) -> bool:
@@ -40,6 +48,18 @@ def _statuses(results: list[EvaluationResult]) -> list[str]:
     return sorted({r.final_status for r in results})
 
 
+def _by_variant(tasks: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for task in tasks:
+        groups.setdefault(task["variant_id"], []).append(task)
+    return groups
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
 def write_json(path: Path, data: dict[str, Any]) -> None:
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
@@ -68,17 +88,25 @@ def render_run_md(document: dict[str, Any]) -> str:
                 f"> NOTE: {task['task_id']} [{task['variant_id']}] stopped early "
                 f"({task['early_stop_reason']}); <= {remaining} turn(s) avoided"
             )
+    lines += ["", "| variant | evaluations | passed | pass rate | mean score |", "|---|---|---|---|---|"]
+    for variant, tasks in _by_variant(document["tasks"]).items():
+        passed = sum(t["success"] for t in tasks)
+        mean = sum(t["weighted_score"] for t in tasks) / len(tasks)
+        lines.append(f"| {_cell(variant)} | {len(tasks)} | {passed} | {passed / len(tasks):.1%} | {mean:.3f} |")
     lines += [
         "",
-        "| variant | task | # | status | score | criteria passed | duration (s) |",
-        "|---|---|---|---|---|---|---|",
+        "| variant | task | # | status | score | criteria passed | duration (s) | why |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for task in document["tasks"]:
         gating = [c for c in task["criteria"] if c["gating"]]
         passed = sum(c["passed"] for c in gating)
+        report = f"{task['variant_id']}/{task['task_id']}/{task['replicate']:02d}/task.html"
+        why = "" if task["success"] else why_not_passed(task)
         lines.append(
-            f"| {task['variant_id']} | {task['task_id']} | {task['replicate']:02d} | {task['final_status']} "
-            f"| {task['weighted_score']:.3f} | {passed}/{len(gating)} | {task['duration_s']:.2f} |"
+            f"| {_cell(task['variant_id'])} | [{_cell(task['task_id'])}]({report}) | {task['replicate']:02d} "
+            f"| {task['final_status']} | {task['weighted_score']:.3f} | {passed}/{len(gating)} "
+            f"| {task['duration_s']:.2f} | {_cell(why)} |"
         )
     if document["suite"]:
         lines += ["", "## Suite metrics", ""]

@@ -17,6 +17,10 @@ table{border-collapse:collapse;width:100%;margin:.5rem 0 1.5rem}th,td{border:1px
 text-align:left;vertical-align:top;font-size:.9rem}th{background:#f6f6f6}
 pre{background:#f7f7f7;padding:.5rem;overflow-x:auto;font-size:.8rem;white-space:pre-wrap}
 .pass{color:#137333}.fail{color:#b3261e}.neutral{color:#666}
+.banner{border:2px solid #b3261e;background:#fdecea;padding:.7rem 1rem;border-radius:.4rem;margin:1rem 0}
+.banner strong{color:#b3261e} dl.inputs{margin:0;font-size:.85rem} dl.inputs dt{font-weight:600;float:left;
+clear:left;margin-right:.4rem} dl.inputs dd{margin:0 0 .2rem 0;white-space:pre-wrap;word-break:break-word}
+.label{font-size:.75rem;color:#555;margin:.3rem 0 0}
 """
 
 
@@ -36,10 +40,19 @@ def _criterion_row(criterion: CriterionResult) -> str:
     details = escape(json.dumps(criterion.details, indent=1, ensure_ascii=False)[:4000])
     return (
         f"<tr><td>{_mark(criterion)}</td><td>{criterion.index}</td><td>{escape(criterion.type)}</td>"
-        f"<td>{escape(criterion.description)} {''.join(notes)}{error}</td><td>{criterion.score:.3f}</td>"
-        f"<td>{criterion.pass_threshold:g}</td><td>{criterion.weight:g}</td>"
-        f"<td><details><summary>details</summary><pre>{details}</pre></details></td></tr>"
+        f"<td>{escape(criterion.description)} {''.join(notes)}{error}</td><td>{_inputs(criterion)}</td>"
+        f"<td>{criterion.score:.3f}</td><td>{criterion.pass_threshold:g}</td><td>{criterion.weight:g}</td>"
+        f"<td><details open><summary>result</summary><pre>{details}</pre></details></td></tr>"
     )
+
+
+def _inputs(criterion: CriterionResult) -> str:
+    """What the criterion checked: its command, path, expected output, assertions..."""
+    items = []
+    for name, value in criterion.inputs.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        items.append(f"<dt>{escape(name)}</dt><dd>{escape(text[:1500])}</dd>")
+    return f"<dl class='inputs'>{''.join(items)}</dl>" if items else ""
 
 
 def _hooks(title: str, runs: list[HookRun]) -> str:
@@ -50,7 +63,8 @@ def _hooks(title: str, runs: list[HookRun]) -> str:
         state = "skipped" if run.skipped else (run.error or f"exit {run.exit_code}")
         items.append(
             f"<details><summary><code>{escape(run.command)}</code> — {escape(state)} ({run.duration_s:.2f} s)"
-            f"</summary><pre>{escape(run.stdout)}</pre><pre>{escape(run.stderr)}</pre></details>"
+            f"</summary><p class='label'>stdout</p><pre>{escape(run.stdout) or '(empty)'}</pre>"
+            f"<p class='label'>stderr</p><pre>{escape(run.stderr) or '(empty)'}</pre></details>"
         )
     return f"<h2>{title}</h2>{''.join(items)}"
 
@@ -77,9 +91,13 @@ def render_task_html(result: EvaluationResult) -> str:
         badges.append(f'<span class="badge early">stopped early ({escape(result.early_stop_reason or "")})</span>')
     if result.within_expected_turns is False:
         badges.append('<span class="badge early">over expected turns</span>')
-    error = f"<p class='fail'>{escape(result.error)}</p>" if result.error else ""
+    error = (
+        f"<div class='banner'><strong>{escape(result.final_status)}</strong>: {escape(result.error)}</div>"
+        if result.error
+        else ""
+    )
     head = (
-        "<tr><th></th><th>#</th><th>type</th><th>description</th><th>score</th><th>threshold</th>"
+        "<tr><th></th><th>#</th><th>type</th><th>description</th><th>inputs</th><th>score</th><th>threshold</th>"
         "<th>weight</th><th></th></tr>"
     )
     rows = "".join(_criterion_row(c) for c in result.criteria)
@@ -91,7 +109,7 @@ def render_task_html(result: EvaluationResult) -> str:
 {passed}/{len(gating)} gating criteria passed · {result.duration_s:.2f} s · agent {escape(result.agent_type)}
 · turns {result.turns} (visible {result.visible_turns})
 · tokens {result.input_tokens} in / {result.output_tokens} out</div>
-<p>{escape(result.description)}</p>{error}
+{error}<p>{escape(result.description)}</p>
 <h2>Criteria</h2><table>{head}{rows}</table>
 {_hooks("pre_run", result.pre_run_results)}{_trajectory(result)}{_hooks("post_run", result.post_run_results)}
 </body></html>

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..models.sandbox import SandboxConfig
 from ..secrets import sandbox_environment
 from .process import CommandRun, run_shell
-from .templates import apply_sources, run_setup_step
+from .templates import apply_sources, inside_sandbox, run_setup_step
 
 VENV_TIMEOUT_S = 600
 
@@ -49,6 +49,7 @@ class TempdirSandbox:
             self.root.mkdir()
         apply_sources(sources, self.root, task_dir, self.config.ignore_patterns, self.environment())
         if self.venv is not None:
+            inside_sandbox(self.root, self.venv.name)  # a template's `.venv` link must not take the venv out
             self._make_venv()
 
     def _make_venv(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -36,16 +37,64 @@ def _ignored(relative: str, name: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(relative, p) for p in patterns)
 
 
-def copy_template_dir(source: Path, destination: Path, patterns: list[str]) -> None:
-    """Copy ``source`` over ``destination`` (last wins), skipping ignored names."""
+def inside_sandbox(sandbox: Path, relative: str | Path) -> Path:
+    """The real path of a write target, refused when a symbolic link leads it out of the sandbox.
+
+    A template may ship a link (``esc -> /host/dir``); writing through it
+    would reach the host, so every write target is checked after resolving links.
+    """
+    root = sandbox.resolve()
+    target = (root / relative).resolve()
+    if target != root and root not in target.parents:
+        raise TemplateError(f"{relative} leads out of the sandbox (through a symbolic link); nothing was written there")
+    return target
+
+
+def copy_template_dir(source: Path, sandbox: Path, mount_point: str, patterns: list[str]) -> None:
+    """Copy ``source`` over ``sandbox/mount_point`` (last wins), skipping ignored names.
+
+    Links in the template are copied as links, never followed; a link already
+    in the sandbox is replaced, not written through; files that are neither
+    (devices, FIFOs) are refused.
+    """
     if not source.is_dir():
         raise TemplateError(f"template_dir not found: {source}")
+    for folder, dirs, files in os.walk(source):
+        here = Path(folder)
+        base = here.relative_to(source)
+        linked = [d for d in dirs if (here / d).is_symlink()]  # a link to a folder: copied as a link
+        dirs[:] = [d for d in dirs if d not in linked and not _ignored_entry(base, d, patterns)]
+        inside_sandbox(sandbox, Path(mount_point) / base).mkdir(parents=True, exist_ok=True)
+        for name in sorted([*files, *linked]):
+            if not _ignored_entry(base, name, patterns):
+                _copy_entry(here / name, sandbox, Path(mount_point) / base / name)
 
-    def ignore(folder: str, names: list[str]) -> set[str]:
-        base = Path(folder).relative_to(source)
-        return {n for n in names if _ignored(str(base / n) if str(base) != "." else n, n, patterns)}
 
-    shutil.copytree(source, destination, ignore=ignore, dirs_exist_ok=True, symlinks=True)
+def _ignored_entry(base: Path, name: str, patterns: list[str]) -> bool:
+    return _ignored(str(base / name) if str(base) != "." else name, name, patterns)
+
+
+def _copy_entry(source: Path, sandbox: Path, relative: Path) -> None:
+    """One file or link of a template, onto its checked target in the sandbox."""
+    target = inside_sandbox(sandbox, relative.parent) / relative.name
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+    if source.is_symlink():
+        os.symlink(os.readlink(source), target)
+    elif source.is_file():
+        shutil.copy2(source, target, follow_symlinks=False)
+    else:
+        raise TemplateError(f"template file {source} is not a regular file, folder or link")
+
+
+def write_starter_file(sandbox: Path, relative: str, content: str) -> None:
+    """Write one starter file; a link on its way that leaves the sandbox is refused."""
+    parent = inside_sandbox(sandbox, Path(relative).parent)
+    parent.mkdir(parents=True, exist_ok=True)
+    target = inside_sandbox(sandbox, relative)
+    if target.is_dir():
+        raise TemplateError(f"starter file {relative} is a folder in the sandbox")
+    target.write_text(content, encoding="utf-8")
 
 
 def run_setup_step(command: list[str], env: dict[str, str], timeout: float, what: str) -> None:
@@ -75,9 +124,7 @@ def apply_sources(
         if isinstance(source, RepoSource):
             clone_repo(source, sandbox, env)
         elif isinstance(source, TemplateDirSource):
-            copy_template_dir(task_dir / source.path, sandbox / source.mount_point, patterns)
+            copy_template_dir(task_dir / source.path, sandbox, source.mount_point, patterns)
         elif isinstance(source, StarterFilesSource):
             for starter in source.files:
-                target = sandbox / starter.path
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(starter.content, encoding="utf-8")
+                write_starter_file(sandbox, starter.path, starter.content)

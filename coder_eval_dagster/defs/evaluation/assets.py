@@ -17,10 +17,12 @@ from typing import Any
 
 import dagster as dg
 
-from ...core.evaluation import RESULT_FILE, STATE_FILE, Evaluation, Phase, load_result, run_phase
+from ...core.evaluation import RESULT_FILE, STATE_FILE, Evaluation, Phase, load_result, restore_checkpoint, run_phase
 from ...core.resolution import RowTask
+from ...core.routing import current_route, routing_line
 from ...core.runs import OpenRun, cache_dir, hand_over, in_parallel, plan_evaluations, summarize, take_over
 from ...core.sandbox.engine import default_docker_image
+from ...core.scoring import kept_for_rescore
 from .dagster_private import add_partition_metadata
 from .partitions import ids_of, partition_key, row_task_partitions
 from .resources import CoderEvalSettings
@@ -129,8 +131,11 @@ def resolved_tasks(context: dg.AssetExecutionContext, settings: CoderEvalSetting
 )
 def sandbox_runs(context: dg.AssetExecutionContext, settings: CoderEvalSettings) -> dg.MaterializeResult:
     run = settings.open(context)
+    settings.apply_judge_settings()  # the agents take their API route from the same place
     done = in_parallel(
-        lambda e: hand_over(run_phase(e, "sandbox")), _evaluations(context, settings, run), settings.workers()
+        lambda e: hand_over(run_phase(restore_checkpoint(e), "sandbox")),
+        _evaluations(context, settings, run),
+        settings.workers(),
     )
     add_partition_metadata(
         context,
@@ -145,20 +150,28 @@ def sandbox_runs(context: dg.AssetExecutionContext, settings: CoderEvalSettings)
     return dg.MaterializeResult()
 
 
-def _restore(evaluation: Evaluation, rescore: bool) -> Evaluation:
-    """This process's hand-over from the sandbox step, else what it wrote (to rescore: the final task.json)."""
+def _restore(evaluation: Evaluation, rescore: bool, only: list[str] | None) -> Evaluation:
+    """This process's hand-over from the sandbox step, else what was written.
+
+    To rescore: the final task.json, keeping the results of the criteria a
+    ``--only-criteria`` rescore does not re-run.
+    """
     if not rescore:
         handed = take_over(evaluation)
         if handed is not None:
             return handed
-    path = evaluation.folder / (RESULT_FILE if rescore else STATE_FILE)
+        restore_checkpoint(evaluation)
+        if "sandbox" not in evaluation.result.phases_done:  # type: ignore[union-attr]
+            evaluation.fail("ERROR", f"no {STATE_FILE}: the sandbox stage did not run for this evaluation")
+        return evaluation
+    path = evaluation.folder / RESULT_FILE
     if path.exists():
         evaluation.result = load_result(path)
         evaluation.sandbox_ready = (evaluation.folder / "sandbox").is_dir()
-        if rescore and evaluation.result.error is None:
-            evaluation.result.criteria = []
+        if evaluation.result.error is None:
+            evaluation.result.criteria = kept_for_rescore(evaluation.result.criteria, set(only) if only else None)
     else:
-        evaluation.fail("ERROR", f"no {path.name}: the sandbox stage did not run for this evaluation")
+        evaluation.fail("ERROR", f"no {RESULT_FILE}: this evaluation never finished")
     return evaluation
 
 
@@ -171,9 +184,11 @@ def _restore(evaluation: Evaluation, rescore: bool) -> Evaluation:
 )
 def criteria_scores(context: dg.AssetExecutionContext, settings: CoderEvalSettings) -> dg.MaterializeResult:
     run = settings.open(context)
+    width = settings.apply_judge_settings()  # judges wait on the API: the step runs at least as wide as they may
+    context.log.info(routing_line(current_route()))
     phase: Phase = "rescore" if settings.rescore else "scoring"
-    evaluations = [_restore(e, settings.rescore) for e in _evaluations(context, settings, run)]
-    done = in_parallel(lambda e: run_phase(e, phase), evaluations, settings.workers())
+    evaluations = [_restore(e, settings.rescore, settings.only_criteria) for e in _evaluations(context, settings, run)]
+    done = in_parallel(lambda e: run_phase(e, phase), evaluations, width)
     add_partition_metadata(context, {key: _report_metadata(group) for key, group in _by_partition(done).items()})
     return dg.MaterializeResult()
 

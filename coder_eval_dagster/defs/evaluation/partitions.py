@@ -1,14 +1,17 @@
-"""Partitions: two dynamic dimensions, row-task and variant, with UI-safe keys.
+"""Partitions: two dynamic dimensions, row-task and variant, keyed by the ids themselves.
 
-Dagster does not validate dynamic keys and its UI breaks on ``|``, ``,`` and
-``...``. Keys keep to ``[A-Za-z0-9_-]`` plus a ``.``-escape: ``.`` is written
-``.d`` and ``/`` is written ``.s`` (so ``shop/row.1`` becomes ``shop.srow.d1``);
-any other character is ``.u`` and six hex digits. The real ids are in the metadata.
+A key is the task id (``arithmetic_dataset/add-1``) or variant id, as is,
+wherever Dagster allows it. Dagster does not validate dynamic keys, but its
+UI and selection syntax break on ``|`` (the dimension separator), ``,`` and
+``...`` (range syntax); those, ``%`` itself and anything outside printable
+ASCII are percent-escaped, visibly (``a|b`` becomes ``a%7Cb``; a third dot in
+a row becomes ``%2E``). A multi-partition key reads ``<task>|<variant>``.
 """
 
 from __future__ import annotations
 
 import re
+import urllib.parse
 
 import dagster as dg
 
@@ -20,29 +23,19 @@ row_task_partitions = dg.MultiPartitionsDefinition(
     {TASK_DIMENSION: task_partitions, VARIANT_DIMENSION: variant_partitions}
 )
 
-_PLAIN = re.compile(r"[A-Za-z0-9_-]")
-_ESCAPES = {".": ".d", "/": ".s"}
-_UNESCAPES = {"d": ".", "s": "/"}
+_KEPT = re.compile(r"[A-Za-z0-9_./-]")
 
 
 def encode_id(identifier: str) -> str:
-    return "".join(c if _PLAIN.fullmatch(c) else _ESCAPES.get(c, f".u{ord(c):06x}") for c in identifier)
+    out: list[str] = []
+    for char in identifier:
+        escape = not _KEPT.fullmatch(char) or (char == "." and out[-2:] == [".", "."])
+        out.append("".join(f"%{byte:02X}" for byte in char.encode()) if escape else char)
+    return "".join(out)
 
 
 def decode_id(key: str) -> str:
-    out, index = [], 0
-    while index < len(key):
-        char = key[index]
-        if char != ".":
-            out.append(char)
-            index += 1
-        elif key[index + 1] == "u":
-            out.append(chr(int(key[index + 2 : index + 8], 16)))
-            index += 8
-        else:
-            out.append(_UNESCAPES[key[index + 1]])
-            index += 2
-    return "".join(out)
+    return urllib.parse.unquote(key, errors="strict")
 
 
 def partition_key(task_id: str, variant_id: str) -> dg.MultiPartitionKey:

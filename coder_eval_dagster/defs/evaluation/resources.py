@@ -9,7 +9,9 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field, create_model
 
+from ...core.criteria.judging import DEFAULT_JUDGE_CONCURRENCY, set_judge_concurrency
 from ...core.resolution import resolve
+from ...core.routing import configure
 from ...core.run_spec import RunSpec
 from ...core.runs import OpenRun, default_concurrency, is_run_folder, load_run, open_run
 
@@ -41,6 +43,15 @@ class CoderEvalSettings(dg.ConfigurableResource):
     rescore: bool = False
     # The docker driver's image for tasks that name none (default: CODER_EVAL_DOCKER_IMAGE, then the built-in tag).
     docker_image: str | None = None
+    api_backend: str | None = None  # -b/--backend (None: API_BACKEND, else direct)
+    judge_concurrency: int = DEFAULT_JUDGE_CONCURRENCY  # judge calls at once across the scoring stage
+    only_criteria: list[str] | None = None  # rescore: re-run only these criterion types, keep the others
+
+    def apply_judge_settings(self) -> int:
+        """Route and bound the judges of this process; the scoring stage's width (at least the judges')."""
+        configure(self.api_backend)
+        set_judge_concurrency(self.judge_concurrency)
+        return max(self.workers(), self.judge_concurrency)
 
     def workers(self) -> int:
         return self.concurrency if self.concurrency > 0 else default_concurrency()

@@ -1,0 +1,103 @@
+"""Checks of the run's environment before anything starts: one line each, saying what to fix.
+
+A runs folder that cannot be written, a ``DAGSTER_HOME`` that is a file or a
+path too long for the file system would otherwise fail deep inside Dagster,
+after the agents ran, with a traceback or a page of logs.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from pathlib import Path
+
+TABLES = "tables"
+NAME_MAX = 255  # bytes in one path component (ext4, xfs, btrfs, tmpfs)
+PATH_MAX = 4096  # bytes in a whole path (Linux)
+# What a run adds below the runs folder: run id, variant, task and row ids (up to
+# 100 characters each), replicate, sandbox, and the files an agent creates there.
+RESERVED_PATH_BYTES = 1024
+
+
+def dagster_home() -> Path:
+    """The instance folder the CLI uses: ``$DAGSTER_HOME``, else ``./.dagster``."""
+    return Path(os.environ.get("DAGSTER_HOME") or ".dagster")
+
+
+def check_environment(runs_dir: Path, dagster_home: Path) -> list[str]:
+    """Every problem with where the run will write; empty when it can start."""
+    problems = [
+        problem
+        for problem in (
+            path_problem(runs_dir, "--runs-dir"),
+            path_problem(dagster_home, "DAGSTER_HOME"),
+        )
+        if problem
+    ]
+    if problems:
+        return problems
+    checks = (
+        folder_problem(runs_dir, "--runs-dir", "give a writable folder with --runs-dir"),
+        folder_problem(dagster_home, "DAGSTER_HOME", "point DAGSTER_HOME at a writable folder"),
+        tables_problem(runs_dir),
+    )
+    return [problem for problem in checks if problem]
+
+
+def path_problem(path: Path, what: str) -> str | None:
+    """A path whose length leaves no room for a run's folders below it."""
+    full = os.fsencode(path.absolute())
+    longest = max((len(part) for part in full.split(b"/")), default=0)
+    if longest > NAME_MAX:
+        return f"{what} {_short(path)}: a path component is {longest} bytes (at most {NAME_MAX}); use a shorter one"
+    if len(full) + RESERVED_PATH_BYTES > PATH_MAX:
+        room = PATH_MAX - RESERVED_PATH_BYTES
+        return f"{what} {_short(path)}: the path is {len(full)} bytes long; use one of at most {room} bytes"
+    return None
+
+
+def folder_problem(folder: Path, what: str, fix: str) -> str | None:
+    """A folder that is not one, or could not be created or written; nothing is left behind.
+
+    Writing is tried, not guessed (root ignores modes, not an immutable flag);
+    a missing folder is judged by the nearest folder that exists above it.
+    """
+    if folder.exists() and not folder.is_dir():
+        return f"{what} {_short(folder)} is not a folder; {fix}"
+    existing = next(p for p in [folder.absolute(), *folder.absolute().parents] if p.exists())
+    try:
+        if not existing.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(existing))
+        _probe_write(existing)
+    except OSError as exc:
+        return f"{what} {_short(folder)} cannot be written ({exc.strerror or exc}); {fix}"
+    return None
+
+
+def tables_problem(runs_dir: Path) -> str | None:
+    """The tables folder and each table's folder must take new files (checked before any agent runs)."""
+    tables = runs_dir / TABLES
+    if not tables.exists():
+        return None
+    fix = f"make {_short(tables)} a writable folder, or use another --runs-dir"
+    if not tables.is_dir():
+        return f"the tables folder {_short(tables)} is not a folder; {fix}"
+    for folder in [tables, *sorted(p for p in tables.iterdir() if p.is_dir())]:
+        try:
+            _probe_write(folder)
+        except OSError as exc:
+            return f"the tables folder {_short(folder)} cannot be written ({exc.strerror or exc}); {fix}"
+    return None
+
+
+def _probe_write(folder: Path) -> None:
+    fd, name = tempfile.mkstemp(prefix=".coder-eval-probe-", dir=folder)
+    os.close(fd)
+    os.unlink(name)
+
+
+def _short(path: Path, limit: int = 120) -> str:
+    """A path for a one-line message: long ones keep their start and end."""
+    text = str(path)
+    return text if len(text) <= limit else f"{text[:60]}…{text[-50:]}"

@@ -1,0 +1,60 @@
+"""Reports say why: the terminal summary, run.md and task.html name the error or the failing criteria."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .helpers import criterion, run_cli, task_with, write_task
+
+AGENTLESS = {"agent": {"type": "none"}, "initial_prompt": None, "sandbox": {"python": None}}
+
+
+def test_reports_name_the_error_or_the_failing_criteria(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    tasks = tmp_path / "tasks"
+    write_task(
+        tasks,
+        task_with(task_id="good", success_criteria=[criterion("run_command", command="true")], **AGENTLESS),
+        "a.yaml",
+    )
+    write_task(
+        tasks,
+        task_with(
+            task_id="wrong",
+            success_criteria=[
+                criterion("run_command", command="echo 41", expected_stdout="42", description="prints the answer")
+            ],
+            **AGENTLESS,
+        ),
+        "b.yaml",
+    )
+    write_task(
+        tasks,
+        task_with(
+            task_id="broken",
+            pre_run=[{"command": "echo setting up; echo oops >&2; exit 9"}],
+            success_criteria=[criterion("run_command", command="true")],
+            **AGENTLESS,
+        ),
+        "c.yaml",
+    )
+    result = run_cli("run", tasks, "--runs-dir", tmp_path / "runs")
+    assert result.code == 1
+    assert "prints the answer" in result.out and "pre_run command 1 failed" in result.out  # the why column
+
+    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.name != "tables"]
+    run_md = (run_dir / "run.md").read_text()
+    assert "| default | 3 | 1 | 33.3% |" in run_md  # pass rate and mean score per variant
+    assert "[wrong](default/wrong/01/task.html)" in run_md
+    wrong_line = next(line for line in run_md.splitlines() if "[wrong]" in line)
+    assert "run_command" in wrong_line and "prints the answer" in wrong_line and "0.00" in wrong_line
+    broken_line = next(line for line in run_md.splitlines() if "[broken]" in line)
+    assert "pre_run command 1 failed (exit code 9)" in broken_line
+
+    wrong = (run_dir / "default/wrong/01/task.html").read_text()
+    assert "<dt>command</dt><dd>echo 41</dd>" in wrong and "<dt>expected_stdout</dt><dd>42</dd>" in wrong
+    broken = (run_dir / "default/broken/01/task.html").read_text()
+    assert "class='banner'><strong>ERROR</strong>: pre_run command 1 failed" in broken
+    assert "<p class='label'>stdout</p><pre>setting up" in broken and "<p class='label'>stderr</p><pre>oops" in broken
