@@ -13,6 +13,7 @@ from pathlib import Path
 from .compare_cli import add_commands as add_compare_commands
 from .core.agents import AGENT_TYPES
 from .core.criteria.judging import DEFAULT_JUDGE_CONCURRENCY
+from .core.models.sandbox import unbound_limits
 from .core.preflight import check_environment, dagster_home
 from .core.problems import InvalidInput, Problem
 from .core.resolution import discover, kind_of, load_experiment, load_trajectory, resolve
@@ -20,6 +21,7 @@ from .core.routing import RouteError
 from .core.run_spec import RunSpec
 from .core.runs import JudgeSettings
 from .core.yamlio import load_document
+from .sandbox_cli import add_commands as add_sandbox_commands
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -126,8 +128,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
             invalid = True
             _print_problems(found)
         else:
+            _print_limit_warnings(path)
             print(f"OK {path}")
     return EXIT_FAILED if invalid else EXIT_OK
+
+
+def _print_limit_warnings(path: Path) -> None:
+    """Limits a task sets that its driver does not enforce: valid, but not what the author expects."""
+    doc = load_document(path)
+    sandbox = doc.data.get("sandbox") if isinstance(doc.data, dict) else None
+    for name, why in unbound_limits(sandbox) if isinstance(sandbox, dict) else []:
+        print(
+            f"warning: {path}:{doc.line_of(('sandbox', 'limits', name))}: sandbox.limits.{name}: {why}", file=sys.stderr
+        )
 
 
 # ----------------------------------------------------------------------------- list
@@ -279,6 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rescoring.set_defaults(handler=cmd_rescore)
     add_compare_commands(commands)
+    add_sandbox_commands(commands)
     return parser
 
 

@@ -1,4 +1,4 @@
-"""Fixtures shared by the tests that talk to the scripted Messages API."""
+"""Session-wide fixtures: the scripted Messages API, and the Docker engine the docker-driver tests need."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import pytest
 
 from coder_eval_dagster.core import routing
 
+from .docker_engine import ensure_engine_and_image, stop_engine_if_started
 from .fake_anthropic import FakeAnthropic
 from .fake_http import serving
 
@@ -30,3 +31,15 @@ def api(monkeypatch: pytest.MonkeyPatch):
     """Point the real clients at a scripted server; record every request and proxy attempt."""
     yield from serving(monkeypatch, FakeAnthropic, _environment)
     routing.configure(None)
+
+
+@pytest.fixture(scope="session")
+def docker_image() -> str:
+    """The sandbox image on a running engine (the engine is started and the image built when absent)."""
+    return ensure_engine_and_image()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In the controlling process only (after every xdist worker): stop a dockerd the tests started."""
+    if not hasattr(session.config, "workerinput"):
+        stop_engine_if_started()

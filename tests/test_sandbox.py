@@ -145,23 +145,3 @@ def test_output_is_capped_at_100_kb(tmp_path: Path) -> None:
     box.create(tmp_path)
     done = box.run("python3 -c 'print(\"x\" * 300000)'", timeout=10)
     assert len(done.stdout.encode()) <= 100 * 1024 and done.stdout.endswith("truncated to 100 KB ...]")
-
-
-def test_docker_driver_is_an_error_not_a_silent_tempdir(tmp_path: Path) -> None:
-    from coder_eval_dagster.core.evaluation import evaluate, new_evaluation
-    from coder_eval_dagster.core.resolution import resolve
-    from coder_eval_dagster.core.run_spec import RunSpec
-
-    task = write(
-        tmp_path / "t.yaml",
-        """
-        task_id: boxed
-        description: d
-        agent: {type: none}
-        sandbox: {driver: docker}
-        success_criteria: [{type: file_exists, path: a, description: a}]
-        """,
-    )
-    (row_task,) = resolve(RunSpec(task_paths=[str(task)])).row_tasks
-    result = evaluate(new_evaluation("r", tmp_path / "run", row_task, 1, None))
-    assert result.final_status == "ERROR" and "docker" in result.error

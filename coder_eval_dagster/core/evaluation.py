@@ -36,7 +36,8 @@ from .models.task import Task
 from .resolution import RowTask
 from .results import CommandStats, EvaluationResult, HookRun
 from .routing import current_route
-from .sandbox import TempdirSandbox, TemplateError
+from .sandbox import TempdirSandbox, TemplateError, open_sandbox
+from .sandbox.engine import EngineError
 from .sandbox.process import kill_group
 from .scoring import all_passed, armed_gate, score_criteria, weighted_score
 from .secrets import redact
@@ -78,7 +79,9 @@ class Evaluation:
 
     @property
     def sandbox(self) -> TempdirSandbox:
-        return TempdirSandbox(self.folder / "sandbox", self.task.sandbox, self.cache_dir)
+        row_task, replicate = self.row_task, str(self.replicate)
+        labels = {"run": self.run_id, "task": row_task.task_id, "variant": row_task.variant_id, "replicate": replicate}
+        return open_sandbox(self.folder / "sandbox", self.task.sandbox, self.cache_dir, labels)
 
     @property
     def ended(self) -> bool:
@@ -140,13 +143,9 @@ def guarded(stage_name: str):
 @guarded("sandbox setup")
 def setup_sandbox(evaluation: Evaluation) -> None:
     """A fresh folder with the template sources applied and the venv made."""
-    if evaluation.task.sandbox.driver != "tempdir":
-        # Running a docker task in a plain folder would silently drop its limits.
-        evaluation.fail("ERROR", "sandbox driver docker is not available in this release of coder-eval")
-        return
     try:
         evaluation.sandbox.create(evaluation.row_task.task_dir)
-    except TemplateError as exc:
+    except (TemplateError, EngineError) as exc:
         evaluation.fail("ERROR", f"sandbox setup failed: {exc}")
         return
     evaluation.sandbox_ready = True
@@ -325,6 +324,7 @@ def end_processes(evaluation: Evaluation) -> None:
     for group in evaluation.lingering_groups:
         kill_group(group)
     evaluation.lingering_groups.clear()
+    evaluation.sandbox.close()
 
 
 def decide_stage(evaluation: Evaluation) -> None:

@@ -252,7 +252,9 @@ def build_options(agent_input: AgentInput, session: Session, home: Path) -> Any:
         settings=settings,
         hooks=hooks,
         include_partial_messages=True,  # type: ignore[arg-type]
-        cli_path=str(write_wrapper(home, bundled_cli(), [*env, *SDK_VARIABLES])),
+        cli_path=str(
+            write_wrapper(home, agent_input.sandbox.agent_command(home, bundled_cli()), [*env, *SDK_VARIABLES])
+        ),
         **config.sdk_options,
     )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -76,9 +76,30 @@ class SandboxConfig(StrictModel):
     template_sources: list[TemplateSource] = Field(default_factory=list)
     ignore_patterns: list[IgnorePattern] = Field(default_factory=list)
     limits: SandboxLimits = Field(default_factory=SandboxLimits)
+    # Extensions of the guide's format, read by the docker driver only.
+    image: str | None = Field(default=None, min_length=1)
+    network: Literal["bridge", "none", "host"] = "bridge"
 
     @model_validator(mode="after")
     def _repo_first(self, info: ValidationInfo) -> SandboxConfig:
         if not is_partial(info):
             check_repo_first(self.template_sources)
         return self
+
+
+CONFINING_LIMITS = ("max_memory_mb", "max_cpus", "max_pids")
+
+
+def unbound_limits(sandbox: dict[str, Any]) -> list[tuple[str, str]]:
+    """(field, why) for each limit a sandbox section sets that will not bind (a warning, not an error)."""
+    limits = sandbox.get("limits") if isinstance(sandbox.get("limits"), dict) else {}
+    driver = sandbox.get("driver", "tempdir")
+    found = []
+    for name in [*CONFINING_LIMITS, "max_disk_mb"]:
+        if limits.get(name) is None:
+            continue
+        if driver != "docker":
+            found.append((name, f"{name} does not bind under driver {driver}: use driver: docker"))
+        elif name == "max_disk_mb":
+            found.append((name, "max_disk_mb is not enforced by the docker driver"))
+    return found

@@ -1,6 +1,22 @@
 """Sandboxes: where an evaluation runs. Drivers share one small interface."""
 
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..models.sandbox import SandboxConfig
 from .tempdir import TempdirSandbox
 from .templates import TemplateError
 
-__all__ = ["TempdirSandbox", "TemplateError"]
+__all__ = ["TempdirSandbox", "TemplateError", "open_sandbox"]
+
+
+def open_sandbox(
+    root: Path, config: SandboxConfig, cache_dir: Path | None = None, labels: dict[str, str] | None = None
+) -> TempdirSandbox:
+    """The sandbox of ``config.driver`` at ``root``; ``labels`` name the evaluation (docker: container labels)."""
+    if config.driver == "docker":
+        from .docker import DockerSandbox
+
+        return DockerSandbox(root, config, cache_dir, labels)
+    return TempdirSandbox(root, config, cache_dir)

@@ -57,7 +57,7 @@ class TempdirSandbox:
         env = self.environment()
         if self.cache_dir is not None:
             env["UV_CACHE_DIR"] = str(self.cache_dir)
-        uv = _uv_binary()
+        uv = uv_binary()
         if uv:
             steps = [
                 [uv, "venv", "--quiet", "--python", sys.executable, str(self.venv)],
@@ -76,6 +76,13 @@ class TempdirSandbox:
         limit = self.config.limits.timeout
         return min(requested, limit) if limit else requested
 
+    def agent_command(self, home: Path, cli: str) -> str:
+        """The command that starts an agent CLI here: the CLI itself (the docker driver wraps it)."""
+        return cli
+
+    def close(self) -> None:
+        """Nothing to release: the folder is the sandbox (the docker driver removes its container here)."""
+
     def run(self, command: str, timeout: float) -> CommandRun:
         return run_shell(command, self.root, self.command_timeout(timeout), self.environment())
 
@@ -88,7 +95,7 @@ class TempdirSandbox:
         return target
 
 
-def _uv_binary() -> str | None:
+def uv_binary() -> str | None:
     try:
         from uv import find_uv_bin
 

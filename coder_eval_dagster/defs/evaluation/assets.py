@@ -22,6 +22,7 @@ from ...core.evaluation import RESULT_FILE, STATE_FILE, Evaluation, Phase, load_
 from ...core.resolution import RowTask
 from ...core.routing import current_route, routing_line
 from ...core.runs import OpenRun, cache_dir, hand_over, in_parallel, plan_evaluations, summarize, take_over
+from ...core.sandbox.engine import default_docker_image
 from ...core.scoring import kept_for_rescore
 from .comparison import variant_comparison
 from .dagster_private import add_partition_metadata
@@ -63,7 +64,9 @@ def _why(run: OpenRun, variant_id: str) -> str:
 
 
 def _evaluations(context: dg.AssetExecutionContext, settings: CoderEvalSettings, run: OpenRun) -> list[Evaluation]:
-    return plan_evaluations(_selected(context, run), run.plan.run_id, run.folder, cache_dir(Path(settings.runs_dir)))
+    row_tasks = _selected(context, run)
+    default_docker_image(row_tasks, settings.docker_image)
+    return plan_evaluations(row_tasks, run.plan.run_id, run.folder, cache_dir(Path(settings.runs_dir)))
 
 
 def _by_partition(evaluations: list[Evaluation]) -> dict[Any, list[Evaluation]]:

@@ -41,6 +41,8 @@ class CoderEvalSettings(dg.ConfigurableResource):
     run_dir: str | None = None
     concurrency: int = 0
     rescore: bool = False
+    # The docker driver's image for tasks that name none (default: CODER_EVAL_DOCKER_IMAGE, then the built-in tag).
+    docker_image: str | None = None
     api_backend: str | None = None  # -b/--backend (None: API_BACKEND, else direct)
     judge_concurrency: int = DEFAULT_JUDGE_CONCURRENCY  # judge calls at once across the scoring stage
     only_criteria: list[str] | None = None  # rescore: re-run only these criterion types, keep the others
@@ -98,4 +100,5 @@ def default_settings() -> CoderEvalSettings:
         spec=spec,
         runs_dir=os.environ.get("CODER_EVAL_RUNS_DIR", "runs"),
         concurrency=int(os.environ.get("CODER_EVAL_CONCURRENCY", "0")),
+        docker_image=os.environ.get("CODER_EVAL_DOCKER_IMAGE") or None,
     )

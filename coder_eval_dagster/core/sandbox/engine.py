@@ -1,0 +1,132 @@
+"""The Docker engine: one client per process, the sandbox image's name, and the sweeper of orphaned containers.
+
+The engine is the one ``DOCKER_HOST`` names (default: the local socket). Every
+failure to reach it or to find the image becomes an ``EngineError`` whose one
+line names the fix, never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Iterable
+from importlib.metadata import version
+from typing import Any
+
+IMAGE_ENV = "CODER_EVAL_DOCKER_IMAGE"
+API_TIMEOUT_S = 60
+MAX_CONNECTIONS = 64  # one per evaluation thread polling its command, at any --concurrency we expect
+LABEL = "coder-eval"  # every sandbox container carries it; the others below name its evaluation
+LABEL_RUN, LABEL_TASK, LABEL_VARIANT, LABEL_REPLICATE = (
+    "coder-eval.run",
+    "coder-eval.task",
+    "coder-eval.variant",
+    "coder-eval.replicate",
+)
+LABEL_OWNER = "coder-eval.owner"  # "<host>:<pid>:<process start ticks>" of the process that created it
+_swept = threading.Event()
+
+
+class EngineError(Exception):
+    """The engine or the image is unavailable: the evaluation ends as ERROR with this one line."""
+
+
+def default_image() -> str:
+    """``CODER_EVAL_DOCKER_IMAGE``, else ``coder-eval-sandbox:<package version>``."""
+    return os.environ.get(IMAGE_ENV) or f"coder-eval-sandbox:{version('coder-eval-dagster')}"
+
+
+def default_docker_image(row_tasks: Iterable[Any], image: str | None) -> None:
+    """Give docker tasks that name no image the run's one (the Dagster resource's setting)."""
+    for row_task in row_tasks if image else []:
+        sandbox = row_task.task.sandbox
+        if sandbox.driver == "docker" and sandbox.image is None:
+            sandbox.image = image
+
+
+@functools.cache
+def client() -> Any:
+    """A client of the engine DOCKER_HOST names, checked once per process."""
+    try:
+        import docker
+    except ImportError:
+        raise EngineError(
+            "the docker driver needs the docker extra: pip install 'coder-eval-dagster[docker]'"
+        ) from None
+    where = os.environ.get("DOCKER_HOST") or "the default socket"
+    try:
+        engine = docker.from_env(timeout=API_TIMEOUT_S, max_pool_size=MAX_CONNECTIONS)
+        engine.ping()
+    except Exception as exc:
+        raise EngineError(
+            f"no Docker engine answers at {where} ({type(exc).__name__}): start dockerd or set DOCKER_HOST"
+        ) from None
+    return engine
+
+
+def require_image(name: str) -> None:
+    import docker.errors
+
+    try:
+        client().images.get(name)
+    except docker.errors.ImageNotFound:
+        raise EngineError(
+            f"sandbox image {name} not found on the engine: run `coder-eval sandbox build` "
+            f"(or set sandbox.image / {IMAGE_ENV})"
+        ) from None
+
+
+def _start_ticks(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot: a pid reused by another process differs."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def owner_label() -> str:
+    return f"{os.uname().nodename}:{os.getpid()}:{_start_ticks(os.getpid())}"
+
+
+def _orphaned(owner: str) -> bool:
+    host, _, rest = owner.partition(":")
+    pid, _, ticks = rest.partition(":")
+    if host != os.uname().nodename or not pid.isdigit():
+        return False  # another machine's container: not ours to judge
+    return _start_ticks(int(pid)) != ticks
+
+
+def sweep_orphans() -> list[str]:
+    """Remove the sandbox containers whose creating process is gone (a killed run); once per process."""
+    if _swept.is_set():
+        return []
+    _swept.set()
+    removed = []
+    for container in labelled_containers(LABEL):
+        if _orphaned(container["Labels"].get(LABEL_OWNER, "")):
+            remove_container(container["Id"])
+            removed.append(container["Id"])
+    return removed
+
+
+def labelled_containers(label: str) -> list[dict[str, Any]]:
+    """Id and Labels of the containers with ``label`` (``name`` or ``name=value``), running or not.
+
+    One list call, no per-container inspect: a container removed meanwhile cannot fail it.
+    """
+    return client().api.containers(all=True, filters={"label": label})
+
+
+def remove_container(container_id: str) -> None:
+    """Kill and remove a container; one already gone is fine."""
+    import docker.errors
+
+    try:
+        client().api.remove_container(container_id, force=True, v=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as exc:
+        if "already in progress" not in str(exc):
+            raise

@@ -1,0 +1,33 @@
+"""`coder-eval sandbox build`: the image the docker driver runs evaluations in."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .core.sandbox.engine import EngineError, default_image
+from .core.sandbox.image import DEBIAN_LOCAL, DEFAULT_BASE, build
+
+
+def cmd_sandbox_build(args: argparse.Namespace) -> int:
+    try:
+        build(args.tag or default_image(), args.base, args.force)
+    except EngineError as exc:
+        print(f"coder-eval sandbox build: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    sandbox = subparsers.add_parser("sandbox", help="the docker driver's sandbox image")
+    commands = sandbox.add_subparsers(dest="sandbox_command", required=True)
+    building = commands.add_parser("build", help="build the sandbox image (skipped when its inputs are unchanged)")
+    building.add_argument(
+        "--base",
+        default=DEFAULT_BASE,
+        help=f"base image (default {DEFAULT_BASE}); {DEBIAN_LOCAL}: made offline with debootstrap from the host's "
+        "Debian mirror",
+    )
+    building.add_argument("--tag", help="image name (default: CODER_EVAL_DOCKER_IMAGE or coder-eval-sandbox:<version>)")
+    building.add_argument("--force", action="store_true", help="build even when the inputs are unchanged")
+    building.set_defaults(handler=cmd_sandbox_build)
