@@ -9,6 +9,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .core import credentials
 from .core.problems import InvalidInput, Problem
 from .core.resolution import Options, discover, kind_of, load_experiment, load_trajectory, resolve
 from .core.yamlio import load_document
@@ -151,6 +152,8 @@ def _run_arguments(parser: argparse.ArgumentParser, runs_dir: bool = True) -> No
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:  # the program itself, not a caller in-process: no credential stays in /proc/<pid>/environ
+        credentials.reexec_without_credentials()
     # Dagster marks backfill_policy as beta; the notice is for library authors, not for our users.
     warnings.filterwarnings("ignore", message=r".*is currently in beta.*")
     args = build_parser().parse_args(argv)

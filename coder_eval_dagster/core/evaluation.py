@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from .models.task import Task
 from .resolution import RowTask
 from .results import CommandStats, EvaluationResult, HookRun
 from .sandbox import TempdirSandbox, TemplateError
-from .sandbox.process import kill_group
+from .sandbox.containment import release
 from .scoring import all_passed, armed_gate, score_criteria, weighted_score
 from .secrets import redact
 
@@ -59,7 +59,6 @@ class Evaluation:
     replicate: int
     cache_dir: Path | None = None
     result: EvaluationResult | None = None
-    lingering_groups: list[int] = field(default_factory=list)
     sandbox_ready: bool = False
 
     @property
@@ -152,8 +151,6 @@ def run_hooks(evaluation: Evaluation, commands: list[HookCommand], abort_on_fail
     sandbox = evaluation.sandbox
     for index, command in enumerate(commands):
         done = sandbox.run(command.command, command.timeout)
-        if done.lingering_group is not None:
-            evaluation.lingering_groups.append(done.lingering_group)
         runs.append(HookRun(**done.model_dump(), fail_on_error=command.fail_on_error))
         if abort_on_failure and command.fail_on_error and not done.ok:
             runs.extend(
@@ -206,7 +203,6 @@ def record_agent_output(evaluation: Evaluation, output: AgentOutput) -> None:
     """Telemetry, usage and the stop into the result."""
     result = evaluation.result
     assert result is not None
-    evaluation.lingering_groups.extend(output.lingering_groups)
     result.trajectory = output.turns
     result.turns = len(output.turns)
     result.visible_turns = output.visible_turns
@@ -316,9 +312,7 @@ def finish(evaluation: Evaluation) -> EvaluationResult:
     """Stop background processes, stamp the timing, write task.json and task.html."""
     from .reports.task_html import render_task_html
 
-    for group in evaluation.lingering_groups:
-        kill_group(group)
-    evaluation.lingering_groups.clear()
+    release(evaluation.folder)  # every process the evaluation started, wherever it started them
     result = evaluation.result
     assert result is not None
     result.finished_at = utc_now()

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .. import credentials
 from ..limits import BudgetTracker
 from ..results import ToolCallRecord, TurnRecord
 from ..secrets import redact
@@ -53,7 +54,7 @@ def model_route() -> dict[str, str]:
     """Credentials and endpoint for the configured API_BACKEND (direct or bedrock)."""
     backend = os.environ.get(API_BACKEND_ENV, "direct")
     if backend == "direct":
-        key = os.environ.get("ANTHROPIC_API_KEY")
+        key = credentials.get("ANTHROPIC_API_KEY")
         if not key:
             raise RouteError("API_BACKEND=direct needs ANTHROPIC_API_KEY")
         route = {"ANTHROPIC_API_KEY": key}
@@ -61,7 +62,7 @@ def model_route() -> dict[str, str]:
             route["ANTHROPIC_BASE_URL"] = os.environ["ANTHROPIC_BASE_URL"]
         return route
     if backend == "bedrock":
-        token = os.environ.get("AWS_BEARER_TOKEN_BEDROCK")
+        token = credentials.get("AWS_BEARER_TOKEN_BEDROCK")
         if not token:
             raise RouteError("API_BACKEND=bedrock needs AWS_BEARER_TOKEN_BEDROCK")
         region = os.environ.get("AWS_REGION", "us-east-1")
@@ -274,7 +275,7 @@ def build_options(agent_input: AgentInput, session: Session, home: Path) -> Any:
         settings=settings,
         hooks=hooks,
         include_partial_messages=True,  # type: ignore[arg-type]
-        cli_path=str(write_wrapper(home, bundled_cli(), [*env, *SDK_VARIABLES])),
+        cli_path=str(write_wrapper(home, bundled_cli(), [*env, *SDK_VARIABLES], agent_input.sandbox.launcher())),
         **config.sdk_options,
     )
 

@@ -1,8 +1,10 @@
 """The `tempdir` sandbox driver: a fresh folder per evaluation.
 
 The folder is created inside the run folder, so the final sandbox is
-preserved where it ran (rescoring needs it, venv included). It is a working
-directory, not a confinement boundary; see the `docker` driver for limits.
+preserved where it ran (rescoring needs it, venv included). Its commands
+run in the evaluation's process namespace (``containment``), which bounds
+their lifetime and hides the harness, not what files they can reach; see the
+`docker` driver for that.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 from ..models.sandbox import SandboxConfig
 from ..secrets import sandbox_environment
+from . import containment
 from .process import CommandRun, run_shell
 from .templates import apply_sources, run_setup_step
 
@@ -75,8 +78,12 @@ class TempdirSandbox:
         limit = self.config.limits.timeout
         return min(requested, limit) if limit else requested
 
+    def launcher(self) -> list[str]:
+        """The prefix that runs a program in this evaluation's process namespace (see ``containment``)."""
+        return containment.launcher(self.root.parent, self.root)
+
     def run(self, command: str, timeout: float) -> CommandRun:
-        return run_shell(command, self.root, self.command_timeout(timeout), self.environment())
+        return run_shell(command, self.root, self.command_timeout(timeout), self.environment(), self.launcher())
 
     def resolve_path(self, relative: str) -> Path:
         """A sandbox-relative path; one that leaves the sandbox is refused."""

@@ -1,0 +1,195 @@
+"""One PID namespace per evaluation, so that no process it started outlives it.
+
+Every sandbox command and agent CLI of an evaluation runs inside the same
+PID and mount namespace (``unshare``), entered with ``nsenter``. Its first
+process, a small holder, is the namespace's init: when it dies the kernel
+kills every process inside, ``setsid`` daemons and double forks included.
+The holder dies when
+
+- the evaluation ends (:func:`release`, keyed by the evaluation's folder, so
+  a process other than the one that started the namespace can end it too);
+- the run is interrupted (:func:`release_all`);
+- the harness dies, even by ``kill -9``: the holder reads a pipe only the
+  harness holds open, and its end of file is the harness's death. (A pipe
+  rather than ``PR_SET_PDEATHSIG``, which fires when the *thread* that
+  started the child ends, and Dagster starts commands from pool threads.)
+
+Inside, ``/proc`` is the namespace's own: the harness is not even visible.
+Commands also run without the capabilities that would reach the harness
+anyway (ptrace, mounts, setns): root in the sandbox cannot read the
+harness's memory or unmount that ``/proc``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PID_FILE = ".processes.pid"  # in the evaluation folder: "<holder pid> <namespace>"
+START_TIMEOUT_S = 10.0
+END_TIMEOUT_S = 10.0
+# Capabilities no sandbox command keeps: reading other processes (ptrace, /proc/<pid>/mem),
+# mounting (unmounting the private /proc), entering namespaces, loading modules, raw I/O.
+DROPPED_CAPABILITIES = "-sys_admin,-sys_ptrace,-sys_module,-sys_rawio,-sys_boot"
+# The namespace's init: reaps orphans; exits (so the kernel kills everyone inside) at end of file on stdin.
+HOLDER = """\
+import os, select, sys
+sys.stdout.write("ready\\n"); sys.stdout.flush(); sys.stdout.close()
+while True:
+    ready = select.select([0], [], [], 1.0)[0]
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+    if ready and not os.read(0, 64):
+        break
+"""
+
+
+class ContainmentError(RuntimeError):
+    """The namespace could not be created (no unshare, or not allowed here)."""
+
+
+@dataclass
+class _Namespace:
+    starter: subprocess.Popen[bytes]  # the unshare process; its child is the holder
+    holder: int  # the holder's pid, as the harness sees it
+    keep_alive: int  # the write end of the holder's pipe
+
+
+_namespaces: dict[Path, _Namespace] = {}
+_lock = threading.Lock()
+
+
+def _unprivileged() -> bool:
+    """Not root: the namespaces need a user namespace of their own (root mapped to the caller)."""
+    return os.geteuid() != 0
+
+
+def launcher(folder: Path, cwd: Path) -> list[str]:
+    """The argv prefix that runs a program in the namespace of the evaluation in ``folder``, in ``cwd``."""
+    holder = _namespace_of(folder.resolve()).holder
+    user = ["--user", "--preserve-credentials"] if _unprivileged() else []
+    return [
+        "nsenter",
+        f"--target={holder}",
+        *user,
+        "--pid",
+        "--mount",
+        f"--wd={cwd.resolve()}",
+        "--",
+        "setpriv",
+        f"--bounding-set={DROPPED_CAPABILITIES}",
+        "--",
+    ]
+
+
+def _namespace_of(folder: Path) -> _Namespace:
+    with _lock:
+        namespace = _namespaces.get(folder)
+        if namespace is None or namespace.starter.poll() is not None:
+            namespace = _namespaces[folder] = _start(folder)
+        return namespace
+
+
+def _start(folder: Path) -> _Namespace:
+    """Start the holder in new PID and mount namespaces, and wait until it runs."""
+    read_end, write_end = os.pipe()
+    user = ["--user", "--map-root-user"] if _unprivileged() else []
+    argv = ["unshare", *user, "--pid", "--fork", "--kill-child=SIGKILL", "--mount-proc", "--"]
+    try:
+        starter = subprocess.Popen(
+            [*argv, sys.executable, "-I", "-S", "-c", HOLDER, str(folder)],
+            stdin=read_end,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # a Ctrl-C in the terminal reaches the harness, which ends it
+        )
+    except OSError as exc:
+        os.close(write_end)
+        raise ContainmentError(f"cannot start a process namespace: {exc}") from None
+    finally:
+        os.close(read_end)
+    assert starter.stdout is not None and starter.stderr is not None
+    ready = select.select([starter.stdout], [], [], START_TIMEOUT_S)[0] and starter.stdout.readline() == b"ready\n"
+    starter.stdout.close()
+    if not ready:
+        starter.kill()
+        os.close(write_end)
+        why = starter.stderr.read().decode(errors="replace").strip() if starter.wait() else "timed out"
+        raise ContainmentError(f"cannot start a process namespace: {why}")
+    starter.stderr.close()
+    holder = _child_of(starter.pid)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / PID_FILE).write_text(f"{holder} {os.readlink(f'/proc/{holder}/ns/pid')}\n", encoding="utf-8")
+    return _Namespace(starter, holder, write_end)
+
+
+def _child_of(pid: int) -> int:
+    """The one child of ``pid`` (the kernel here does not list children in /proc)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError):
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    return int(entry.name)
+    raise ContainmentError(f"the process namespace holder of {pid} is gone")
+
+
+def release(folder: Path) -> None:
+    """End of an evaluation: kill every process it started (from any process of the harness)."""
+    folder = folder.resolve()
+    with _lock:
+        namespace = _namespaces.pop(folder, None)
+    if namespace is not None:
+        _end(namespace)
+    else:
+        _end_recorded(folder)
+    with contextlib.suppress(FileNotFoundError):
+        (folder / PID_FILE).unlink()
+
+
+def release_all() -> None:
+    """An interrupted run: end every namespace this process started."""
+    with _lock:
+        namespaces = list(_namespaces.values())
+        _namespaces.clear()
+    for namespace in namespaces:
+        _end(namespace)
+
+
+def _end(namespace: _Namespace) -> None:
+    with contextlib.suppress(OSError):
+        os.close(namespace.keep_alive)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(namespace.holder, signal.SIGKILL)
+    namespace.starter.wait(END_TIMEOUT_S)  # unshare returns once the holder, and so everyone inside, is gone
+
+
+def _end_recorded(folder: Path) -> None:
+    """Kill the namespace another process started, after checking its pid still names that namespace."""
+    try:
+        holder, namespace = (folder / PID_FILE).read_text(encoding="utf-8").split()
+        if os.readlink(f"/proc/{holder}/ns/pid") != namespace:
+            return
+        os.kill(int(holder), signal.SIGKILL)
+    except (OSError, ValueError):
+        return  # no namespace, or already gone
+    deadline = time.monotonic() + END_TIMEOUT_S
+    while _alive(int(holder)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
