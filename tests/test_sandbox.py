@@ -147,7 +147,7 @@ def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
 def test_output_is_capped_at_100_kb_keeping_head_and_tail(tmp_path: Path) -> None:
     box = sandbox(tmp_path)
     box.create(tmp_path)
-    done = box.run("python3 -c 'print(\"a\" * 10 + \"x\" * 300000 + \"z\" * 10)'", timeout=10)
+    done = box.run('python3 -c \'print("a" * 10 + "x" * 300000 + "z" * 10)\'', timeout=10)
     head, marker, tail = done.stdout.split("\n", 2)
     assert head.startswith("a" * 10) and tail.rstrip().endswith("z" * 10)
     assert len(head) + len(tail) <= 100 * 1024 and "197621 bytes omitted" in marker, marker

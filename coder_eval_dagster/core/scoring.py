@@ -24,13 +24,17 @@ def run_check(criterion: CriterionBase, ctx: CheckContext) -> Outcome:
     if check is None:
         kind = criterion.type  # type: ignore[attr-defined]
         return Outcome(0.0, error=f"{kind} is not available in this release of coder-eval (no judge transport yet)")
+    ctx.capped_reads.clear()
     try:
-        return check(criterion, ctx)
+        outcome = check(criterion, ctx)
     except (FileNotFoundError, PermissionError, ValueError, OSError) as exc:
         return Outcome(0.0, error=str(exc))
     except Exception as exc:  # a bug in a check must not stop the other criteria
         log.debug("criterion %s crashed:\n%s", criterion.type, traceback.format_exc())  # type: ignore[attr-defined]
         return Outcome(0.0, error=f"{type(exc).__name__}: {exc}")
+    if ctx.capped_reads:  # the verdict rests on part of a file: say so
+        outcome.details["read_capped"] = list(ctx.capped_reads)
+    return outcome
 
 
 def _scrub(value: object, reference: str | None) -> object:

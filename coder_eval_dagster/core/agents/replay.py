@@ -62,7 +62,7 @@ def play_call(call: ToolCall, sandbox: TempdirSandbox, timeout: float) -> tuple[
             target.write_text(str(params["content"]), encoding="utf-8")
             return "success", None
         if call.tool == "Read":
-            return "success", _clip(sandbox.resolve_path(str(params["path"])).read_text(encoding="utf-8"))
+            return "success", _clip(sandbox.read_text(str(params["path"]), OUTPUT_CHARS * 4)[0])
         if call.tool == "Edit":
             target = sandbox.resolve_path(str(params["path"]))
             content, old = target.read_text(encoding="utf-8"), str(params["old"])

@@ -36,8 +36,7 @@ def canonical(label: str, criterion: ClassificationMatch) -> str | None:
 
 
 def check(criterion: ClassificationMatch, ctx: CheckContext) -> Outcome:
-    path = ctx.path(criterion.path)
-    content = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    content = ctx.read_text(criterion.path) if ctx.path(criterion.path).is_file() else ""
     observed = NONE_LABEL if not content.strip() else canonical(content, criterion) or OTHER_LABEL
     expected = canonical(criterion.expected_label, criterion) or criterion.expected_label.strip()
     score = 1.0 if observed == expected else 0.0

@@ -28,15 +28,18 @@ class CheckContext:
     task_dir: Path
     trajectory: list[TurnRecord] | None  # None: no agent ran (type none)
     reference: str | None = None
+    capped_reads: list[str] = field(default_factory=list)  # files read only in part, for the details
 
     def path(self, relative: str) -> Path:
         return self.sandbox.resolve_path(relative)
 
     def read_text(self, relative: str) -> str:
-        path = self.path(relative)
-        if not path.is_file():
+        if not self.path(relative).is_file():
             raise FileNotFoundError(f"file not found: {relative}")
-        return path.read_text(encoding="utf-8", errors="replace")
+        text, capped = self.sandbox.read_text(relative)
+        if capped:
+            self.capped_reads.append(f"{relative}: only the first {len(text.encode()) // 1024} KB were read")
+        return text
 
     @property
     def calls(self) -> list[ToolCallRecord]:

@@ -21,6 +21,8 @@ from .process import CommandRun, run_shell
 from .templates import apply_sources, run_setup_step
 
 VENV_TIMEOUT_S = 600
+# How much of a file the harness reads (criteria, replayed Read calls): an agent can leave a file of any size.
+FILE_READ_CAP_BYTES = 16 * 1024 * 1024
 
 
 class TempdirSandbox:
@@ -84,6 +86,12 @@ class TempdirSandbox:
 
     def run(self, command: str, timeout: float) -> CommandRun:
         return run_shell(command, self.root, self.command_timeout(timeout), self.environment(), self.launcher())
+
+    def read_text(self, relative: str, cap: int = FILE_READ_CAP_BYTES) -> tuple[str, bool]:
+        """A sandbox file's first ``cap`` bytes as text, and whether the file was longer."""
+        with self.resolve_path(relative).open("rb") as handle:
+            data = handle.read(cap + 1)
+        return data[:cap].decode("utf-8", errors="replace"), len(data) > cap
 
     def resolve_path(self, relative: str) -> Path:
         """A sandbox-relative path; one that leaves the sandbox is refused."""
