@@ -21,9 +21,8 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from .helpers import write
+from .helpers import write, write_replay_task
 
 pytestmark = pytest.mark.slow
 
@@ -92,22 +91,18 @@ def _attacks(tmp_path: Path, stage: str) -> str:
 
 def _task(tmp_path: Path, release_file: Path) -> Path:
     write(tmp_path / "attack.py", ATTACK)
-    calls = [{"tool": "Bash", "command": _attacks(tmp_path, "agent")}]
-    calls.append({"tool": "Bash", "command": f"while [ ! -e {release_file} ]; do sleep 0.1; done"})
-    write(tmp_path / "traj.yaml", yaml.safe_dump({"turns": [{"calls": calls}]}))
-    task = {
-        "task_id": "thief",
-        "description": "commands that look for the harness's credentials",
-        "initial_prompt": "p",
-        "agent": {"type": "replay", "trajectory": "traj.yaml"},
-        "sandbox": {"python": None},
-        "pre_run": [{"command": _attacks(tmp_path, "pre_run")}],
-        "success_criteria": [
-            {"type": "run_command", "command": _attacks(tmp_path, "criterion"), "description": "attacks"},
-            {"type": "file_contains", "path": "leak-agent.txt", "includes": ["control ok"], "description": "scan"},
-        ],
-    }
-    return write(tmp_path / "task.yaml", yaml.safe_dump(task))
+    wait = f"while [ ! -e {release_file} ]; do sleep 0.1; done"
+    criteria = [
+        {"type": "run_command", "command": _attacks(tmp_path, "criterion"), "description": "attacks"},
+        {"type": "file_contains", "path": "leak-agent.txt", "includes": ["control ok"], "description": "scan"},
+    ]
+    return write_replay_task(
+        tmp_path,
+        "thief",
+        [_attacks(tmp_path, "agent"), wait],
+        [_attacks(tmp_path, "pre_run")],
+        success_criteria=criteria,
+    )
 
 
 def _files(*roots: Path) -> list[Path]:

@@ -17,9 +17,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-import yaml
 
-from .helpers import write
+from .helpers import write_replay_task
 
 pytestmark = pytest.mark.slow
 
@@ -37,20 +36,10 @@ def _escapes(marker: str, where: str) -> list[str]:
 
 def _task(tmp_path: Path, marker: str, then: str = "true") -> Path:
     """A replay task whose pre_run, Bash calls and run_command criterion all start escaping processes."""
-    calls = [{"tool": "Bash", "command": c} for c in [*_escapes(marker, "2"), then]]
-    write(tmp_path / "traj.yaml", yaml.safe_dump({"turns": [{"calls": calls}]}))
-    task = {
-        "task_id": "escapes",
-        "description": "processes that try to outlive the run",
-        "initial_prompt": "p",
-        "agent": {"type": "replay", "trajectory": "traj.yaml"},
-        "sandbox": {"python": None},
-        "pre_run": [{"command": c} for c in _escapes(marker, "1")],
-        "success_criteria": [
-            {"type": "run_command", "command": "\n".join(_escapes(marker, "3")), "description": "starts daemons"}
-        ],
-    }
-    return write(tmp_path / "task.yaml", yaml.safe_dump(task))
+    criterion = {"type": "run_command", "command": "\n".join(_escapes(marker, "3")), "description": "daemons"}
+    return write_replay_task(
+        tmp_path, "escapes", [*_escapes(marker, "2"), then], _escapes(marker, "1"), success_criteria=[criterion]
+    )
 
 
 def _survivors(marker: str) -> list[str]:
