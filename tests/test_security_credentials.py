@@ -84,7 +84,7 @@ def _forms(value: str) -> list[bytes]:
 def _attacks(tmp_path: Path, stage: str) -> str:
     """Run the scanner and the plain reads; keep the findings in the sandbox, and print them too."""
     return (
-        f"{{ python3 {tmp_path}/attack.py; env; cat /proc/$PPID/environ /proc/$PPID/cmdline; "
+        f"{{ umount /proc; python3 {tmp_path}/attack.py; env; cat /proc/$PPID/environ /proc/$PPID/cmdline; "
         f"env | rev; env | base64; }} 2>&1 | tee leak-{stage}.txt; test -s leak-{stage}.txt"
     )
 

@@ -91,8 +91,7 @@ def agent_environment(agent_input: AgentInput, home: Path) -> dict[str, str]:
             "DISABLE_ERROR_REPORTING": "1",
         }
     )
-    if os.geteuid() == 0:
-        env["IS_SANDBOX"] = "1"  # the CLI refuses bypassPermissions as root otherwise
+    env["IS_SANDBOX"] = "1"  # it runs as root of its namespace, and refuses bypassPermissions as root otherwise
     env.update(model_route())
     return env
 

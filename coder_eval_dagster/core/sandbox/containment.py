@@ -1,7 +1,7 @@
-"""One PID namespace per evaluation, so that no process it started outlives it.
+"""One set of namespaces per evaluation, so that no process it started outlives it or reaches the harness.
 
 Every sandbox command and agent CLI of an evaluation runs inside the same
-PID and mount namespace (``unshare``), entered with ``nsenter``. Its first
+user, PID and mount namespaces (``unshare``), entered with ``nsenter``. Its first
 process, a small holder, is the namespace's init: when it dies the kernel
 kills every process inside, ``setsid`` daemons and double forks included.
 The holder dies when
@@ -15,9 +15,10 @@ The holder dies when
   started the child ends, and Dagster starts commands from pool threads.)
 
 Inside, ``/proc`` is the namespace's own: the harness is not even visible.
-Commands also run without the capabilities that would reach the harness
-anyway (ptrace, mounts, setns): root in the sandbox cannot read the
-harness's memory or unmount that ``/proc``.
+Commands run as root of the user namespace (mapped to the user coder-eval
+runs as, so files keep their usual rights), which gives no privilege over
+any process outside it: even with that ``/proc`` unmounted, the harness's
+environment and memory cannot be read, nor the harness signalled.
 """
 
 from __future__ import annotations
@@ -36,9 +37,6 @@ from pathlib import Path
 PID_FILE = ".processes.pid"  # in the evaluation folder: "<holder pid> <namespace>"
 START_TIMEOUT_S = 10.0
 END_TIMEOUT_S = 10.0
-# Capabilities no sandbox command keeps: reading other processes (ptrace, /proc/<pid>/mem),
-# mounting (unmounting the private /proc), entering namespaces, loading modules, raw I/O.
-DROPPED_CAPABILITIES = "-sys_admin,-sys_ptrace,-sys_module,-sys_rawio,-sys_boot"
 # The namespace's init: reaps orphans; exits (so the kernel kills everyone inside) at end of file on stdin.
 HOLDER = """\
 import os, select, sys
@@ -70,27 +68,10 @@ _namespaces: dict[Path, _Namespace] = {}
 _lock = threading.Lock()
 
 
-def _unprivileged() -> bool:
-    """Not root: the namespaces need a user namespace of their own (root mapped to the caller)."""
-    return os.geteuid() != 0
-
-
 def launcher(folder: Path, cwd: Path) -> list[str]:
     """The argv prefix that runs a program in the namespace of the evaluation in ``folder``, in ``cwd``."""
     holder = _namespace_of(folder.resolve()).holder
-    user = ["--user", "--preserve-credentials"] if _unprivileged() else []
-    return [
-        "nsenter",
-        f"--target={holder}",
-        *user,
-        "--pid",
-        "--mount",
-        f"--wd={cwd.resolve()}",
-        "--",
-        "setpriv",
-        f"--bounding-set={DROPPED_CAPABILITIES}",
-        "--",
-    ]
+    return ["nsenter", f"--target={holder}", "--user", "--pid", "--mount", f"--wd={cwd.resolve()}", "--"]
 
 
 def _namespace_of(folder: Path) -> _Namespace:
@@ -104,8 +85,7 @@ def _namespace_of(folder: Path) -> _Namespace:
 def _start(folder: Path) -> _Namespace:
     """Start the holder in new PID and mount namespaces, and wait until it runs."""
     read_end, write_end = os.pipe()
-    user = ["--user", "--map-root-user"] if _unprivileged() else []
-    argv = ["unshare", *user, "--pid", "--fork", "--kill-child=SIGKILL", "--mount-proc", "--"]
+    argv = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child=SIGKILL", "--mount-proc", "--"]
     try:
         starter = subprocess.Popen(
             [*argv, sys.executable, "-I", "-S", "-c", HOLDER, str(folder)],
