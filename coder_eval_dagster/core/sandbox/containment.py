@@ -28,29 +28,17 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-PID_FILE = ".processes.pid"  # in the evaluation folder: "<holder pid> <namespace>"
+PID_FILE = ".processes.pid"  # in the evaluation folder: "<unshare pid> <its PID namespace for children>"
 START_TIMEOUT_S = 10.0
 END_TIMEOUT_S = 10.0
-# The namespace's init: reaps orphans; exits (so the kernel kills everyone inside) at end of file on stdin.
-HOLDER = """\
-import os, select, sys
-sys.stdout.write("ready\\n"); sys.stdout.flush(); sys.stdout.close()
-while True:
-    ready = select.select([0], [], [], 1.0)[0]
-    try:
-        while os.waitpid(-1, os.WNOHANG)[0] > 0:
-            pass
-    except ChildProcessError:
-        pass
-    if ready and not os.read(0, 64):
-        break
-"""
+# The namespace's init. bash (unlike dash) reaps every child, orphans included, from its SIGCHLD handler;
+# ``read`` returns at end of file on stdin, then bash exits and the kernel kills everyone inside.
+HOLDER = ["bash", "--noprofile", "--norc", "-c", 'echo ready; exec >&-; read -r _; : "$0"']
 
 
 class ContainmentError(RuntimeError):
@@ -59,9 +47,8 @@ class ContainmentError(RuntimeError):
 
 @dataclass
 class _Namespace:
-    starter: subprocess.Popen[bytes]  # the unshare process; its child is the holder
-    holder: int  # the holder's pid, as the harness sees it
-    keep_alive: int  # the write end of the holder's pipe
+    starter: subprocess.Popen[bytes]  # unshare: in the user and mount namespaces; its child, the holder, is init
+    keep_alive: int  # the write end of the holder's stdin
 
 
 _namespaces: dict[Path, _Namespace] = {}
@@ -70,8 +57,15 @@ _lock = threading.Lock()
 
 def launcher(folder: Path, cwd: Path) -> list[str]:
     """The argv prefix that runs a program in the namespace of the evaluation in ``folder``, in ``cwd``."""
-    holder = _namespace_of(folder.resolve()).holder
-    return ["nsenter", f"--target={holder}", "--user", "--pid", "--mount", f"--wd={cwd.resolve()}", "--"]
+    ns = f"/proc/{_namespace_of(folder.resolve()).starter.pid}/ns"
+    return [
+        "nsenter",
+        f"--user={ns}/user",
+        f"--pid={ns}/pid_for_children",
+        f"--mount={ns}/mnt",
+        f"--wd={cwd.resolve()}",
+        "--",
+    ]
 
 
 def _namespace_of(folder: Path) -> _Namespace:
@@ -88,7 +82,7 @@ def _start(folder: Path) -> _Namespace:
     argv = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child=SIGKILL", "--mount-proc", "--"]
     try:
         starter = subprocess.Popen(
-            [*argv, sys.executable, "-I", "-S", "-c", HOLDER, str(folder)],
+            [*argv, *HOLDER, str(folder)],  # the folder names it, for ps and for the reader of PID_FILE
             stdin=read_end,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -108,20 +102,10 @@ def _start(folder: Path) -> _Namespace:
         why = starter.stderr.read().decode(errors="replace").strip() if starter.wait() else "timed out"
         raise ContainmentError(f"cannot start a process namespace: {why}")
     starter.stderr.close()
-    holder = _child_of(starter.pid)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / PID_FILE).write_text(f"{holder} {os.readlink(f'/proc/{holder}/ns/pid')}\n", encoding="utf-8")
-    return _Namespace(starter, holder, write_end)
-
-
-def _child_of(pid: int) -> int:
-    """The one child of ``pid`` (the kernel here does not list children in /proc)."""
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, IndexError):
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    return int(entry.name)
-    raise ContainmentError(f"the process namespace holder of {pid} is gone")
+    namespace = os.readlink(f"/proc/{starter.pid}/ns/pid_for_children")
+    (folder / PID_FILE).write_text(f"{starter.pid} {namespace}\n", encoding="utf-8")
+    return _Namespace(starter, write_end)
 
 
 def release(folder: Path) -> None:
@@ -148,28 +132,31 @@ def release_all() -> None:
 
 def _end(namespace: _Namespace) -> None:
     with contextlib.suppress(OSError):
-        os.close(namespace.keep_alive)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(namespace.holder, signal.SIGKILL)
+        os.close(namespace.keep_alive)  # the holder reads its end of file and exits
     namespace.starter.wait(END_TIMEOUT_S)  # unshare returns once the holder, and so everyone inside, is gone
 
 
 def _end_recorded(folder: Path) -> None:
-    """Kill the namespace another process started, after checking its pid still names that namespace."""
+    """Kill the namespace another process started, after checking its pid still names that namespace.
+
+    Killing unshare kills the holder (``--kill-child``), and so everyone inside.
+    """
     try:
-        holder, namespace = (folder / PID_FILE).read_text(encoding="utf-8").split()
-        if os.readlink(f"/proc/{holder}/ns/pid") != namespace:
+        starter, namespace = (folder / PID_FILE).read_text(encoding="utf-8").split()
+        if os.readlink(f"/proc/{starter}/ns/pid_for_children") != namespace:
             return
-        os.kill(int(holder), signal.SIGKILL)
+        os.kill(int(starter), signal.SIGKILL)
     except (OSError, ValueError):
         return  # no namespace, or already gone
     deadline = time.monotonic() + END_TIMEOUT_S
-    while _alive(int(holder)) and time.monotonic() < deadline:
+    while _has_members(namespace) and time.monotonic() < deadline:
         time.sleep(0.02)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+def _has_members(namespace: str) -> bool:
+    """Whether any process is still in the PID namespace (a scan of /proc: only when ending another's)."""
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and os.readlink(entry / "ns" / "pid") == namespace:
+                return True
+    return False
