@@ -1,8 +1,9 @@
 """Benchmark: what the per-evaluation process namespace and the streaming output cap cost.
 
 1. A namespace's start and end (one per evaluation).
-2. A short command (`true`) plain (process group only) vs. inside the namespace
-   (nsenter + setpriv): the per-command overhead.
+2. A short command (`true`) plain (process group only) vs. through a tempdir
+   sandbox (nsenter into the namespace; an idle namespace is ended after each
+   command and started again by the next): the per-command overhead.
 3. A 200 MB flood on stdout: wall time, the harness's peak RSS growth and the
    bytes written to TMPDIR (the flood used to land there in full).
 
@@ -16,10 +17,12 @@ import resource
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from coder_eval_dagster.core.sandbox import containment
-from coder_eval_dagster.core.sandbox.process import run_shell
+from coder_eval_dagster.core.models.sandbox import SandboxConfig
+from coder_eval_dagster.core.sandbox import TempdirSandbox, containment
+from coder_eval_dagster.core.sandbox.process import CommandRun, run_shell
 
 
 def _median_ms(samples: list[float]) -> str:
@@ -37,11 +40,11 @@ def namespace_lifetime(folder: Path, times: int) -> list[float]:
     return samples
 
 
-def commands(folder: Path, count: int, launcher: list[str]) -> list[float]:
+def commands(count: int, run: Callable[[], CommandRun]) -> list[float]:
     samples = []
     for _ in range(count):
         start = time.perf_counter()
-        assert run_shell("true", folder, 10, launcher=launcher).ok
+        assert run().ok
         samples.append(time.perf_counter() - start)
     return samples
 
@@ -66,9 +69,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as workdir:
         folder = Path(workdir)
         print("namespace start + end:", _median_ms(namespace_lifetime(folder, 20)))
-        print("command, process group only:", _median_ms(commands(folder, args.commands, [])))
+        plain = commands(args.commands, lambda: run_shell("true", folder, 10))
+        print("command, process group only:", _median_ms(plain))
+        box = TempdirSandbox(folder / "e" / "sandbox", SandboxConfig.model_validate({"python": None}))
+        box.create(folder)
+        print("command, in a tempdir sandbox:", _median_ms(commands(args.commands, lambda: box.run("true", 10))))
         launcher = containment.launcher(folder / "e", folder)
-        print("command, in the namespace:", _median_ms(commands(folder, args.commands, launcher)))
         seconds, grown, written = flood(folder, launcher)
         print(f"200 MB flood: {seconds:.2f} s, peak RSS +{grown:.1f} MB, {written} bytes written to TMPDIR")
         containment.release(folder / "e")

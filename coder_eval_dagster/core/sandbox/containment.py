@@ -36,9 +36,10 @@ from pathlib import Path
 PID_FILE = ".processes.pid"  # in the evaluation folder: "<unshare pid> <its PID namespace for children>"
 START_TIMEOUT_S = 10.0
 END_TIMEOUT_S = 10.0
-# The namespace's init. bash (unlike dash) reaps every child, orphans included, from its SIGCHLD handler;
-# ``read`` returns at end of file on stdin, then bash exits and the kernel kills everyone inside.
-HOLDER = ["bash", "--noprofile", "--norc", "-c", 'echo ready; exec >&-; read -r _; : "$0"']
+# The namespace's init. bash (unlike dash) reaps every child, orphans included, from its SIGCHLD handler.
+# Each line on stdin asks how many processes the namespace holds (its own /proc, globbed without a fork);
+# at end of file bash exits and the kernel kills everyone inside.
+HOLDER = ["bash", "--noprofile", "--norc", "-c", "echo ready; while read -r _; do set -- /proc/[0-9]*; echo $#; done"]
 
 
 class ContainmentError(RuntimeError):
@@ -48,7 +49,16 @@ class ContainmentError(RuntimeError):
 @dataclass
 class _Namespace:
     starter: subprocess.Popen[bytes]  # unshare: in the user and mount namespaces; its child, the holder, is init
-    keep_alive: int  # the write end of the holder's stdin
+
+    def processes(self) -> int:
+        """How many processes the namespace holds, its init included (0: it is gone)."""
+        assert self.starter.stdin is not None and self.starter.stdout is not None
+        try:
+            self.starter.stdin.write(b"?\n")
+            self.starter.stdin.flush()
+            return int(self.starter.stdout.readline() or 0)
+        except (OSError, ValueError):
+            return 0
 
 
 _namespaces: dict[Path, _Namespace] = {}
@@ -77,35 +87,30 @@ def _namespace_of(folder: Path) -> _Namespace:
 
 
 def _start(folder: Path) -> _Namespace:
-    """Start the holder in new PID and mount namespaces, and wait until it runs."""
-    read_end, write_end = os.pipe()
+    """Start the holder in new user, PID and mount namespaces, and wait until it runs."""
     argv = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child=SIGKILL", "--mount-proc", "--"]
     try:
         starter = subprocess.Popen(
             [*argv, *HOLDER, str(folder)],  # the folder names it, for ps and for the reader of PID_FILE
-            stdin=read_end,
+            stdin=subprocess.PIPE,  # only the harness holds its write end: the harness's death ends the holder
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,  # a Ctrl-C in the terminal reaches the harness, which ends it
         )
     except OSError as exc:
-        os.close(write_end)
         raise ContainmentError(f"cannot start a process namespace: {exc}") from None
-    finally:
-        os.close(read_end)
     assert starter.stdout is not None and starter.stderr is not None
-    ready = select.select([starter.stdout], [], [], START_TIMEOUT_S)[0] and starter.stdout.readline() == b"ready\n"
-    starter.stdout.close()
-    if not ready:
+    poller = select.poll()
+    poller.register(starter.stdout, select.POLLIN)
+    if not (poller.poll(START_TIMEOUT_S * 1000) and starter.stdout.readline() == b"ready\n"):
         starter.kill()
-        os.close(write_end)
         why = starter.stderr.read().decode(errors="replace").strip() if starter.wait() else "timed out"
         raise ContainmentError(f"cannot start a process namespace: {why}")
     starter.stderr.close()
     folder.mkdir(parents=True, exist_ok=True)
     namespace = os.readlink(f"/proc/{starter.pid}/ns/pid_for_children")
     (folder / PID_FILE).write_text(f"{starter.pid} {namespace}\n", encoding="utf-8")
-    return _Namespace(starter, write_end)
+    return _Namespace(starter)
 
 
 def release(folder: Path) -> None:
@@ -121,6 +126,20 @@ def release(folder: Path) -> None:
         (folder / PID_FILE).unlink()
 
 
+def release_if_idle(folder: Path) -> None:
+    """End the namespace when nothing but its init is left in it (no daemon to keep for later).
+
+    A run keeps every evaluation between its stages; this keeps an idle one
+    from holding two processes and two pipes all that time (it is started
+    again, in milliseconds, by the next command).
+    """
+    folder = folder.resolve()
+    with _lock:
+        namespace = _namespaces.get(folder)
+    if namespace is not None and namespace.processes() <= 1:
+        release(folder)
+
+
 def release_all() -> None:
     """An interrupted run: end every namespace this process started."""
     with _lock:
@@ -131,9 +150,11 @@ def release_all() -> None:
 
 
 def _end(namespace: _Namespace) -> None:
-    with contextlib.suppress(OSError):
-        os.close(namespace.keep_alive)  # the holder reads its end of file and exits
-    namespace.starter.wait(END_TIMEOUT_S)  # unshare returns once the holder, and so everyone inside, is gone
+    starter = namespace.starter
+    for pipe in (starter.stdin, starter.stdout):
+        with contextlib.suppress(OSError):
+            pipe.close()  # type: ignore[union-attr]  # the holder reads its end of file and exits
+    starter.wait(END_TIMEOUT_S)  # unshare returns once the holder, and so everyone inside, is gone
 
 
 def _end_recorded(folder: Path) -> None:

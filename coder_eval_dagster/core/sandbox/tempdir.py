@@ -85,7 +85,9 @@ class TempdirSandbox:
         return containment.launcher(self.root.parent, self.root)
 
     def run(self, command: str, timeout: float) -> CommandRun:
-        return run_shell(command, self.root, self.command_timeout(timeout), self.environment(), self.launcher())
+        done = run_shell(command, self.root, self.command_timeout(timeout), self.environment(), self.launcher())
+        containment.release_if_idle(self.root.parent)
+        return done
 
     def read_text(self, relative: str, cap: int = FILE_READ_CAP_BYTES) -> tuple[str, bool]:
         """A sandbox file's first ``cap`` bytes as text, and whether the file was longer."""
