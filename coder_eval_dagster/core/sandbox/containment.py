@@ -33,6 +33,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .pidwait import wait_for
+
 PID_FILE = ".processes.pid"  # in the evaluation folder: "<unshare pid> <its PID namespace for children>"
 START_TIMEOUT_S = 10.0
 END_TIMEOUT_S = 10.0
@@ -154,7 +156,9 @@ def _end(namespace: _Namespace) -> None:
     for pipe in (starter.stdin, starter.stdout):
         with contextlib.suppress(OSError):
             pipe.close()  # type: ignore[union-attr]  # the holder reads its end of file and exits
-    starter.wait(END_TIMEOUT_S)  # unshare returns once the holder, and so everyone inside, is gone
+    if not wait_for(starter, END_TIMEOUT_S):  # unshare returns once the holder, and so everyone inside, is gone
+        starter.kill()  # a process inside that will not die (uninterruptible sleep): do not wait for it forever
+        starter.wait()
 
 
 def _end_recorded(folder: Path) -> None:

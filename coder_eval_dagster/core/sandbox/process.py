@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from ..secrets import redact
 from .containment import release_all
+from .pidwait import wait_for
 
 OUTPUT_CAP_BYTES = 100 * 1024  # per stream: the first and the last half are kept
 # Once the shell has exited, how long its output may still take to arrive (a
@@ -130,11 +131,10 @@ def run_shell(
     process.stderr.close()
     timed_out = False
     try:
-        process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        kill_group(process.pid)
-        process.wait()
+        if not wait_for(process, timeout):
+            timed_out = True
+            kill_group(process.pid)
+            process.wait()
     finally:
         with _running_lock:
             _running.discard(process.pid)
