@@ -2,8 +2,7 @@
 
 1. A namespace's start and end (one per evaluation).
 2. A short command (`true`) plain (process group only) vs. through a tempdir
-   sandbox (nsenter into the namespace; an idle namespace is ended after each
-   command and started again by the next): the per-command overhead.
+   sandbox (nsenter into the evaluation's namespace): the per-command overhead.
 3. A 200 MB flood on stdout: wall time, the harness's peak RSS growth and the
    bytes written to TMPDIR (the flood used to land there in full).
 
@@ -34,7 +33,7 @@ def namespace_lifetime(folder: Path, times: int) -> list[float]:
     for index in range(times):
         evaluation = folder / f"e{index}"
         start = time.perf_counter()
-        containment.launcher(evaluation, folder)
+        containment.agent_launcher(evaluation, folder)
         containment.release(evaluation)
         samples.append(time.perf_counter() - start)
     return samples
@@ -74,8 +73,8 @@ def main() -> None:
         box = TempdirSandbox(folder / "e" / "sandbox", SandboxConfig.model_validate({"python": None}))
         box.create(folder)
         print("command, in a tempdir sandbox:", _median_ms(commands(args.commands, lambda: box.run("true", 10))))
-        launcher = containment.launcher(folder / "e", folder)
-        seconds, grown, written = flood(folder, launcher)
+        with containment.command_launcher(folder / "e", folder) as launcher:
+            seconds, grown, written = flood(folder, launcher)
         print(f"200 MB flood: {seconds:.2f} s, peak RSS +{grown:.1f} MB, {written} bytes written to TMPDIR")
         containment.release(folder / "e")
 

@@ -274,7 +274,7 @@ def build_options(agent_input: AgentInput, session: Session, home: Path) -> Any:
         settings=settings,
         hooks=hooks,
         include_partial_messages=True,  # type: ignore[arg-type]
-        cli_path=str(write_wrapper(home, bundled_cli(), [*env, *SDK_VARIABLES], agent_input.sandbox.launcher())),
+        cli_path=str(write_wrapper(home, bundled_cli(), [*env, *SDK_VARIABLES], agent_input.sandbox.agent_launcher())),
         **config.sdk_options,
     )
 

@@ -151,7 +151,7 @@ async def _converse(agent_input: AgentInput, session: CodexSession, home: Path) 
     from openai_codex import AsyncCodex, CodexConfig, Sandbox
 
     env = _environment(agent_input, home)
-    wrapper = write_wrapper(home, str(bundled_codex_path()), list(env), agent_input.sandbox.launcher())
+    wrapper = write_wrapper(home, str(bundled_codex_path()), list(env), agent_input.sandbox.agent_launcher())
     config = CodexConfig(codex_bin=str(wrapper), cwd=str(agent_input.sandbox.root), env=env)
     async with AsyncCodex(config) as codex:
         thread = await codex.thread_start(

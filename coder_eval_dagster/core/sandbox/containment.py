@@ -30,6 +30,8 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +40,10 @@ from .pidwait import wait_for
 PID_FILE = ".processes.pid"  # in the evaluation folder: "<unshare pid> <its PID namespace for children>"
 START_TIMEOUT_S = 10.0
 END_TIMEOUT_S = 10.0
+# A run keeps every evaluation between its stages. Beyond this many namespaces, starting one first
+# ends the idle ones (nothing but their init left, no command running, no agent), so that a large
+# run does not hold two processes and two pipes per evaluation; a later command starts one again.
+SWEEP_ABOVE = 32
 # The namespace's init. bash (unlike dash) reaps every child, orphans included, from its SIGCHLD handler.
 # Each line on stdin asks how many processes the namespace holds (its own /proc, globbed without a fork);
 # at end of file bash exits and the kernel kills everyone inside.
@@ -51,6 +57,12 @@ class ContainmentError(RuntimeError):
 @dataclass
 class _Namespace:
     starter: subprocess.Popen[bytes]  # unshare: in the user and mount namespaces; its child, the holder, is init
+    commands: int = 0  # sandbox commands running in it now
+    agent: bool = False  # an agent CLI was started in it: kept until the evaluation ends
+
+    @property
+    def sweepable(self) -> bool:
+        return not self.agent and self.commands == 0 and self.processes() <= 1
 
     def processes(self) -> int:
         """How many processes the namespace holds, its init included (0: it is gone)."""
@@ -67,9 +79,26 @@ _namespaces: dict[Path, _Namespace] = {}
 _lock = threading.Lock()
 
 
-def launcher(folder: Path, cwd: Path) -> list[str]:
-    """The argv prefix that runs a program in the namespace of the evaluation in ``folder``, in ``cwd``."""
-    ns = f"/proc/{_namespace_of(folder.resolve()).starter.pid}/ns"
+def agent_launcher(folder: Path, cwd: Path) -> list[str]:
+    """The argv prefix that starts an agent CLI in the namespace of the evaluation in ``folder``, in ``cwd``."""
+    namespace = _namespace_of(folder.resolve())
+    namespace.agent = True
+    return _prefix(namespace, cwd)
+
+
+@contextmanager
+def command_launcher(folder: Path, cwd: Path) -> Iterator[list[str]]:
+    """The argv prefix for one sandbox command; the namespace is in use until the block ends."""
+    namespace = _namespace_of(folder.resolve(), command=True)
+    try:
+        yield _prefix(namespace, cwd)
+    finally:
+        with _lock:
+            namespace.commands -= 1
+
+
+def _prefix(namespace: _Namespace, cwd: Path) -> list[str]:
+    ns = f"/proc/{namespace.starter.pid}/ns"
     return [
         "nsenter",
         f"--user={ns}/user",
@@ -80,12 +109,21 @@ def launcher(folder: Path, cwd: Path) -> list[str]:
     ]
 
 
-def _namespace_of(folder: Path) -> _Namespace:
+def _namespace_of(folder: Path, command: bool = False) -> _Namespace:
+    swept: list[tuple[Path, _Namespace]] = []
     with _lock:
         namespace = _namespaces.get(folder)
         if namespace is None or namespace.starter.poll() is not None:
+            if len(_namespaces) >= SWEEP_ABOVE:
+                swept = [(f, n) for f, n in _namespaces.items() if n.sweepable]
+                for swept_folder, _ in swept:
+                    del _namespaces[swept_folder]
             namespace = _namespaces[folder] = _start(folder)
-        return namespace
+        namespace.commands += command
+    for swept_folder, swept_namespace in swept:
+        _end(swept_namespace)
+        _forget(swept_folder)
+    return namespace
 
 
 def _start(folder: Path) -> _Namespace:
@@ -124,22 +162,12 @@ def release(folder: Path) -> None:
         _end(namespace)
     else:
         _end_recorded(folder)
+    _forget(folder)
+
+
+def _forget(folder: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         (folder / PID_FILE).unlink()
-
-
-def release_if_idle(folder: Path) -> None:
-    """End the namespace when nothing but its init is left in it (no daemon to keep for later).
-
-    A run keeps every evaluation between its stages; this keeps an idle one
-    from holding two processes and two pipes all that time (it is started
-    again, in milliseconds, by the next command).
-    """
-    folder = folder.resolve()
-    with _lock:
-        namespace = _namespaces.get(folder)
-    if namespace is not None and namespace.processes() <= 1:
-        release(folder)
 
 
 def release_all() -> None:

@@ -80,14 +80,13 @@ class TempdirSandbox:
         limit = self.config.limits.timeout
         return min(requested, limit) if limit else requested
 
-    def launcher(self) -> list[str]:
-        """The prefix that runs a program in this evaluation's process namespace (see ``containment``)."""
-        return containment.launcher(self.root.parent, self.root)
+    def agent_launcher(self) -> list[str]:
+        """The prefix that starts an agent CLI in this evaluation's process namespace (see ``containment``)."""
+        return containment.agent_launcher(self.root.parent, self.root)
 
     def run(self, command: str, timeout: float) -> CommandRun:
-        done = run_shell(command, self.root, self.command_timeout(timeout), self.environment(), self.launcher())
-        containment.release_if_idle(self.root.parent)
-        return done
+        with containment.command_launcher(self.root.parent, self.root) as launcher:
+            return run_shell(command, self.root, self.command_timeout(timeout), self.environment(), launcher)
 
     def read_text(self, relative: str, cap: int = FILE_READ_CAP_BYTES) -> tuple[str, bool]:
         """A sandbox file's first ``cap`` bytes as text, and whether the file was longer."""
