@@ -31,7 +31,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,7 +85,7 @@ def agent_launcher(folder: Path, cwd: Path) -> list[str]:
     return _prefix(namespace, cwd)
 
 
-@contextmanager
+@contextlib.contextmanager
 def command_launcher(folder: Path, cwd: Path) -> Iterator[list[str]]:
     """The argv prefix for one sandbox command; the namespace is in use until the block ends."""
     namespace = _namespace_of(folder.resolve(), command=True)

@@ -67,7 +67,7 @@ class CappedStream:
         self.total += len(chunk)
         room = self.half - len(self.head)
         self.head += chunk[:room]
-        self.tail += chunk[max(room, 0) :]
+        self.tail += chunk[room:]
         del self.tail[: -self.half]
 
     def text(self, grace: float = DRAIN_GRACE_S) -> str:
