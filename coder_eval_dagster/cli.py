@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .compare_cli import add_commands as add_compare_commands
+from .core import credentials
 from .core.agents import AGENT_TYPES
 from .core.criteria.judging import DEFAULT_JUDGE_CONCURRENCY
 from .core.models.sandbox import unbound_limits
@@ -332,6 +333,8 @@ def criterion_types(text: str) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:  # the program itself, not a caller in-process: no credential stays in /proc/<pid>/environ
+        credentials.reexec_without_credentials()
     # Dagster marks backfill_policy as beta; the notice is for library authors, not for our users.
     warnings.filterwarnings("ignore", message=r".*is currently in beta.*")
     words = list(sys.argv[1:] if argv is None else argv)

@@ -77,3 +77,19 @@ def evaluate_replay(folder: Path, turns: list[dict[str, Any]], **task: Any):
         **task,
     }
     return evaluate_task(folder, data)
+
+
+def write_replay_task(folder: Path, task_id: str, commands: list[str], pre_run: list[str], **task: Any) -> Path:
+    """A replay task file whose one turn runs ``commands`` as Bash calls, after ``pre_run``."""
+    calls = [{"tool": "Bash", "command": command} for command in commands]
+    write(folder / "traj.yaml", yaml.safe_dump({"turns": [{"calls": calls}]}))
+    data = {
+        "task_id": task_id,
+        "description": task_id,
+        "initial_prompt": "p",
+        "agent": {"type": "replay", "trajectory": "traj.yaml"},
+        "sandbox": {"python": None},
+        "pre_run": [{"command": command} for command in pre_run],
+        **task,
+    }
+    return write_task(folder, data)

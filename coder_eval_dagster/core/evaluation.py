@@ -21,7 +21,7 @@ import logging
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -37,8 +37,8 @@ from .resolution import RowTask
 from .results import CommandStats, EvaluationResult, HookRun
 from .routing import current_route
 from .sandbox import TempdirSandbox, TemplateError, open_sandbox
+from .sandbox.containment import release
 from .sandbox.engine import EngineError
-from .sandbox.process import kill_group
 from .scoring import all_passed, armed_gate, score_criteria, weighted_score
 from .secrets import redact
 
@@ -66,7 +66,6 @@ class Evaluation:
     replicate: int
     cache_dir: Path | None = None
     result: EvaluationResult | None = None
-    lingering_groups: list[int] = field(default_factory=list)
     sandbox_ready: bool = False
 
     @property
@@ -157,8 +156,6 @@ def run_hooks(evaluation: Evaluation, commands: list[HookCommand], abort_on_fail
     sandbox = evaluation.sandbox
     for index, command in enumerate(commands):
         done = sandbox.run(command.command, command.timeout)
-        if done.lingering_group is not None:
-            evaluation.lingering_groups.append(done.lingering_group)
         runs.append(HookRun(**done.model_dump(), fail_on_error=command.fail_on_error))
         if abort_on_failure and command.fail_on_error and not done.ok:
             runs.extend(
@@ -209,7 +206,6 @@ def record_agent_output(evaluation: Evaluation, output: AgentOutput) -> None:
     """Telemetry, usage and the stop into the result."""
     result = evaluation.result
     assert result is not None
-    evaluation.lingering_groups.extend(output.lingering_groups)
     result.trajectory = output.turns
     result.turns = len(output.turns)
     result.visible_turns = output.visible_turns
@@ -320,10 +316,8 @@ def run_post_run(evaluation: Evaluation) -> None:
 
 
 def end_processes(evaluation: Evaluation) -> None:
-    """Stop what the evaluation left running in the background."""
-    for group in evaluation.lingering_groups:
-        kill_group(group)
-    evaluation.lingering_groups.clear()
+    """Stop everything the evaluation started, wherever it started it, and release its sandbox."""
+    release(evaluation.folder)
     evaluation.sandbox.close()
 
 

@@ -57,7 +57,6 @@ class AgentOutput:
     warnings: list[str] = field(default_factory=list)
     early_stop_reason: str | None = None
     turns_remaining_at_stop: int | None = None
-    lingering_groups: list[int] = field(default_factory=list)  # background processes to kill at the end
 
     def early_stop(self, reason: str, turns_used: int, max_turns: int | None) -> None:
         self.stop_reason = "early_stop"

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import time
 from pathlib import Path
@@ -67,8 +66,7 @@ def cli_environment(sandbox_env: dict[str, str], home: Path, route: ApiRoute) ->
             "DISABLE_ERROR_REPORTING": "1",
         }
     )
-    if os.geteuid() == 0:
-        env["IS_SANDBOX"] = "1"  # the CLI refuses bypassPermissions as root otherwise
+    env["IS_SANDBOX"] = "1"  # it runs as root of its namespace, and refuses bypassPermissions as root otherwise
     env.update(route.cli_environment())
     return env
 
@@ -253,7 +251,12 @@ def build_options(agent_input: AgentInput, session: Session, home: Path) -> Any:
         hooks=hooks,
         include_partial_messages=True,  # type: ignore[arg-type]
         cli_path=str(
-            write_wrapper(home, agent_input.sandbox.agent_command(home, bundled_cli()), [*env, *SDK_VARIABLES])
+            write_wrapper(
+                home,
+                agent_input.sandbox.agent_command(home, bundled_cli()),
+                [*env, *SDK_VARIABLES],
+                agent_input.sandbox.agent_launcher(),
+            )
         ),
         **config.sdk_options,
     )

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .. import credentials
 from ..limits import BudgetTracker
 from ..results import ToolCallRecord, TurnRecord
 from ..secrets import redact
@@ -55,7 +56,7 @@ class CodexRouteError(Exception):
 
 
 def _environment(agent_input: AgentInput, home: Path) -> dict[str, str]:
-    key = os.environ.get("CODEX_API_KEY")
+    key = credentials.get("CODEX_API_KEY")
     if not key:
         raise CodexRouteError("the codex agent needs CODEX_API_KEY (and optionally CODEX_BASE_URL)")
     env = base_environment(agent_input.sandbox.environment(), home, PASSED_THROUGH)
@@ -150,7 +151,12 @@ async def _converse(agent_input: AgentInput, session: CodexSession, home: Path) 
     from openai_codex import AsyncCodex, CodexConfig, Sandbox
 
     env = _environment(agent_input, home)
-    wrapper = write_wrapper(home, agent_input.sandbox.agent_command(home, str(bundled_codex_path())), list(env))
+    wrapper = write_wrapper(
+        home,
+        agent_input.sandbox.agent_command(home, str(bundled_codex_path())),
+        list(env),
+        agent_input.sandbox.agent_launcher(),
+    )
     config = CodexConfig(codex_bin=str(wrapper), cwd=str(agent_input.sandbox.root), env=env)
     async with AsyncCodex(config) as codex:
         thread = await codex.thread_start(

@@ -9,6 +9,7 @@ allow-list of variable names (values are never written to disk).
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import stat
 import tempfile
@@ -60,10 +61,11 @@ def base_environment(sandbox_env: dict[str, str], home: Path, names: tuple[str, 
     return env
 
 
-def write_wrapper(home: Path, cli: str, names: list[str]) -> Path:
-    """A launcher that drops every variable but the named ones, then execs the CLI."""
+def write_wrapper(home: Path, cli: str, names: list[str], launcher: list[str]) -> Path:
+    """A launcher that drops every variable but the named ones, then execs the CLI through ``launcher``
+    (into the evaluation's process namespace)."""
     keep = " ".join(f'${{{name}+"{name}=${name}"}}' for name in sorted(set(names)))
     wrapper = home / Path(cli).name
-    wrapper.write_text(f'#!/bin/sh\nexec env -i {keep} "{cli}" "$@"\n', encoding="utf-8")
+    wrapper.write_text(f'#!/bin/sh\nexec {shlex.join(launcher)} env -i {keep} "{cli}" "$@"\n', encoding="utf-8")
     wrapper.chmod(stat.S_IRWXU)
     return wrapper

@@ -24,6 +24,9 @@ from ..yamlio import load_document
 from .base import AgentInput, AgentOutput
 
 OUTPUT_CHARS = 2000
+# A Bash call's time limit when the task sets neither turn_timeout nor task_timeout
+# (the longest Claude Code's own Bash tool allows).
+DEFAULT_CALL_TIMEOUT_S = 600.0
 
 
 def load_replay(path: Path, row: dict[str, Any] | None) -> Trajectory:
@@ -45,31 +48,31 @@ def _clip(text: str) -> str:
     return text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + "…"
 
 
-def play_call(call: ToolCall, sandbox: TempdirSandbox, timeout: float) -> tuple[str, str | None, int | None]:
-    """Do what the call says; (status, output, lingering process group)."""
+def play_call(call: ToolCall, sandbox: TempdirSandbox, timeout: float) -> tuple[str, str | None]:
+    """Do what the call says; (status, output)."""
     params = call.parameters
     try:
         if call.tool == "Bash":
             done = sandbox.run(str(params["command"]), timeout)
             output = done.stdout + (done.stderr and f"\n{done.stderr}")
-            return ("success" if done.ok else "error"), _clip(done.error or output), done.lingering_group
+            return ("success" if done.ok else "error"), _clip(done.error or output)
         if call.tool == "Write":
             target = sandbox.resolve_path(str(params["path"]))
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(str(params["content"]), encoding="utf-8")
-            return "success", None, None
+            return "success", None
         if call.tool == "Read":
-            return "success", _clip(sandbox.resolve_path(str(params["path"])).read_text(encoding="utf-8")), None
+            return "success", _clip(sandbox.read_text(str(params["path"]), OUTPUT_CHARS * 4)[0])
         if call.tool == "Edit":
             target = sandbox.resolve_path(str(params["path"]))
             content, old = target.read_text(encoding="utf-8"), str(params["old"])
             if old not in content:
-                return "error", "old string not found", None
+                return "error", "old string not found"
             target.write_text(content.replace(old, str(params["new"]), 1), encoding="utf-8")
-            return "success", None, None
+            return "success", None
     except (OSError, PermissionError, UnicodeDecodeError) as exc:
-        return "error", str(exc), None
-    return "success", None, None  # Skill and any other tool: recorded as given
+        return "error", str(exc)
+    return "success", None  # Skill and any other tool: recorded as given
 
 
 class Replay:
@@ -136,11 +139,9 @@ class Replay:
 
     def record_call(self, turn: int, seq: int, call: ToolCall, turn_started: float) -> ToolCallRecord:
         left = self.time_left(turn_started)
-        timeout = left if left is not None else 24 * 3600.0
+        timeout = left if left is not None else DEFAULT_CALL_TIMEOUT_S
         start = time.perf_counter()
-        status, output, group = play_call(call, self.input.sandbox, timeout)
-        if group is not None:
-            self.output.lingering_groups.append(group)
+        status, output = play_call(call, self.input.sandbox, timeout)
         duration = round((time.perf_counter() - start) * 1000, 1)
         return ToolCallRecord(
             turn=turn,

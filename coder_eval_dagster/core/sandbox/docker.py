@@ -49,7 +49,7 @@ from .engine import (
     require_image,
     sweep_orphans,
 )
-from .process import INTERRUPTED, CommandRun, _read_capped
+from .process import INTERRUPTED, CommandRun, read_capped
 from .tempdir import VENV_TIMEOUT_S, TempdirSandbox
 from .templates import TemplateError
 
@@ -247,6 +247,10 @@ class DockerSandbox(TempdirSandbox):
 
     # ----------------------------------------------------------------- agents
 
+    def agent_launcher(self) -> list[str]:
+        """Nothing to prefix: the container is the agent's confinement (``agent_command`` enters it)."""
+        return []
+
     def agent_command(self, home: Path, cli: str) -> str:
         """A launcher running ``cli`` in the container (see docker_attach), with ``home`` copied in at its path."""
         self._copy_in(home)
@@ -307,8 +311,8 @@ class DockerSandbox(TempdirSandbox):
         result = CommandRun(
             command=command,
             exit_code=None if timed_out or stopped else exit_code,
-            stdout=redact(_read_capped(out)) if out.exists() else "",
-            stderr=redact(_read_capped(err)) if err.exists() else "",
+            stdout=redact(read_capped(out)) if out.exists() else "",
+            stderr=redact(read_capped(err)) if err.exists() else "",
             duration_s=round(duration, 3),
             timed_out=timed_out,
         )

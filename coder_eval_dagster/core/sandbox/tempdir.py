@@ -1,8 +1,10 @@
 """The `tempdir` sandbox driver: a fresh folder per evaluation.
 
 The folder is created inside the run folder, so the final sandbox is
-preserved where it ran (rescoring needs it, venv included). It is a working
-directory, not a confinement boundary; see the `docker` driver for limits.
+preserved where it ran (rescoring needs it, venv included). Its commands
+run in the evaluation's process namespace (``containment``), which bounds
+their lifetime and hides the harness, not what files they can reach; see the
+`docker` driver for that.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ import shutil
 import sys
 from pathlib import Path
 
+from ..files import CRITERION_READ_CAP, read_text_capped
 from ..models.sandbox import SandboxConfig
 from ..secrets import sandbox_environment
+from . import containment
 from .process import CommandRun, run_shell
 from .templates import apply_sources, inside_sandbox, run_setup_step
 
@@ -83,8 +87,17 @@ class TempdirSandbox:
     def close(self) -> None:
         """Nothing to release: the folder is the sandbox (the docker driver removes its container here)."""
 
+    def agent_launcher(self) -> list[str]:
+        """The prefix that starts an agent CLI in this evaluation's process namespace (see ``containment``)."""
+        return containment.agent_launcher(self.root.parent, self.root)
+
     def run(self, command: str, timeout: float) -> CommandRun:
-        return run_shell(command, self.root, self.command_timeout(timeout), self.environment())
+        with containment.command_launcher(self.root.parent, self.root) as launcher:
+            return run_shell(command, self.root, self.command_timeout(timeout), self.environment(), launcher)
+
+    def read_text(self, relative: str, cap: int = CRITERION_READ_CAP) -> tuple[str, bool]:
+        """A sandbox file's first ``cap`` bytes as text, and whether the file was longer (regular files only)."""
+        return read_text_capped(self.resolve_path(relative), cap, relative)
 
     def resolve_path(self, relative: str) -> Path:
         """A sandbox-relative path; one that leaves the sandbox is refused."""

@@ -1,0 +1,214 @@
+"""One set of namespaces per evaluation, so that no process it started outlives it or reaches the harness.
+
+Every sandbox command and agent CLI of an evaluation runs inside the same
+user, PID and mount namespaces (``unshare``), entered with ``nsenter``. Its first
+process, a small holder, is the namespace's init: when it dies the kernel
+kills every process inside, ``setsid`` daemons and double forks included.
+The holder dies when
+
+- the evaluation ends (:func:`release`, keyed by the evaluation's folder, so
+  a process other than the one that started the namespace can end it too);
+- the run is interrupted (:func:`release_all`);
+- the harness dies, even by ``kill -9``: the holder reads a pipe only the
+  harness holds open, and its end of file is the harness's death. (A pipe
+  rather than ``PR_SET_PDEATHSIG``, which fires when the *thread* that
+  started the child ends, and Dagster starts commands from pool threads.)
+
+Inside, ``/proc`` is the namespace's own: the harness is not even visible.
+Commands run as root of the user namespace (mapped to the user coder-eval
+runs as, so files keep their usual rights), which gives no privilege over
+any process outside it: even with that ``/proc`` unmounted, the harness's
+environment and memory cannot be read, nor the harness signalled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .pidwait import wait_for
+
+PID_FILE = ".processes.pid"  # in the evaluation folder: "<unshare pid> <its PID namespace for children>"
+START_TIMEOUT_S = 10.0
+END_TIMEOUT_S = 10.0
+# A run keeps every evaluation between its stages. Beyond this many namespaces, starting one first
+# ends the idle ones (nothing but their init left, no command running, no agent), so that a large
+# run does not hold two processes and two pipes per evaluation; a later command starts one again.
+SWEEP_ABOVE = 32
+# The namespace's init. bash (unlike dash) reaps every child, orphans included, from its SIGCHLD handler.
+# Each line on stdin asks how many processes the namespace holds (its own /proc, globbed without a fork);
+# at end of file bash exits and the kernel kills everyone inside.
+HOLDER = ["bash", "--noprofile", "--norc", "-c", "echo ready; while read -r _; do set -- /proc/[0-9]*; echo $#; done"]
+
+
+class ContainmentError(RuntimeError):
+    """The namespace could not be created (no unshare, or not allowed here)."""
+
+
+@dataclass
+class _Namespace:
+    starter: subprocess.Popen[bytes]  # unshare: in the user and mount namespaces; its child, the holder, is init
+    commands: int = 0  # sandbox commands running in it now
+    agent: bool = False  # an agent CLI was started in it: kept until the evaluation ends
+
+    @property
+    def sweepable(self) -> bool:
+        return not self.agent and self.commands == 0 and self.processes() <= 1
+
+    def processes(self) -> int:
+        """How many processes the namespace holds, its init included (0: it is gone)."""
+        assert self.starter.stdin is not None and self.starter.stdout is not None
+        try:
+            self.starter.stdin.write(b"?\n")
+            self.starter.stdin.flush()
+            return int(self.starter.stdout.readline() or 0)
+        except (OSError, ValueError):
+            return 0
+
+
+_namespaces: dict[Path, _Namespace] = {}
+_lock = threading.Lock()
+
+
+def agent_launcher(folder: Path, cwd: Path) -> list[str]:
+    """The argv prefix that starts an agent CLI in the namespace of the evaluation in ``folder``, in ``cwd``."""
+    namespace = _namespace_of(folder.resolve())
+    namespace.agent = True
+    return _prefix(namespace, cwd)
+
+
+@contextlib.contextmanager
+def command_launcher(folder: Path, cwd: Path) -> Iterator[list[str]]:
+    """The argv prefix for one sandbox command; the namespace is in use until the block ends."""
+    namespace = _namespace_of(folder.resolve(), command=True)
+    try:
+        yield _prefix(namespace, cwd)
+    finally:
+        with _lock:
+            namespace.commands -= 1
+
+
+def _prefix(namespace: _Namespace, cwd: Path) -> list[str]:
+    ns = f"/proc/{namespace.starter.pid}/ns"
+    return [
+        "nsenter",
+        f"--user={ns}/user",
+        f"--pid={ns}/pid_for_children",
+        f"--mount={ns}/mnt",
+        f"--wd={cwd.resolve()}",
+        "--",
+    ]
+
+
+def _namespace_of(folder: Path, command: bool = False) -> _Namespace:
+    swept: list[tuple[Path, _Namespace]] = []
+    with _lock:
+        namespace = _namespaces.get(folder)
+        if namespace is None or namespace.starter.poll() is not None:
+            if len(_namespaces) >= SWEEP_ABOVE:
+                swept = [(f, n) for f, n in _namespaces.items() if n.sweepable]
+                for swept_folder, _ in swept:
+                    del _namespaces[swept_folder]
+            namespace = _namespaces[folder] = _start(folder)
+        namespace.commands += command
+    for swept_folder, swept_namespace in swept:
+        _end(swept_namespace)
+        _forget(swept_folder)
+    return namespace
+
+
+def _start(folder: Path) -> _Namespace:
+    """Start the holder in new user, PID and mount namespaces, and wait until it runs."""
+    argv = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child=SIGKILL", "--mount-proc", "--"]
+    try:
+        starter = subprocess.Popen(
+            [*argv, *HOLDER, str(folder)],  # the folder names it, for ps and for the reader of PID_FILE
+            stdin=subprocess.PIPE,  # only the harness holds its write end: the harness's death ends the holder
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # a Ctrl-C in the terminal reaches the harness, which ends it
+        )
+    except OSError as exc:
+        raise ContainmentError(f"cannot start a process namespace: {exc}") from None
+    assert starter.stdout is not None and starter.stderr is not None
+    poller = select.poll()
+    poller.register(starter.stdout, select.POLLIN)
+    if not (poller.poll(START_TIMEOUT_S * 1000) and starter.stdout.readline() == b"ready\n"):
+        starter.kill()
+        why = starter.stderr.read().decode(errors="replace").strip() if starter.wait() else "timed out"
+        raise ContainmentError(f"cannot start a process namespace: {why}")
+    starter.stderr.close()
+    folder.mkdir(parents=True, exist_ok=True)
+    namespace = os.readlink(f"/proc/{starter.pid}/ns/pid_for_children")
+    (folder / PID_FILE).write_text(f"{starter.pid} {namespace}\n", encoding="utf-8")
+    return _Namespace(starter)
+
+
+def release(folder: Path) -> None:
+    """End of an evaluation: kill every process it started (from any process of the harness)."""
+    folder = folder.resolve()
+    with _lock:
+        namespace = _namespaces.pop(folder, None)
+    if namespace is not None:
+        _end(namespace)
+    else:
+        _end_recorded(folder)
+    _forget(folder)
+
+
+def _forget(folder: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        (folder / PID_FILE).unlink()
+
+
+def release_all() -> None:
+    """An interrupted run: end every namespace this process started."""
+    with _lock:
+        namespaces = list(_namespaces.values())
+        _namespaces.clear()
+    for namespace in namespaces:
+        _end(namespace)
+
+
+def _end(namespace: _Namespace) -> None:
+    starter = namespace.starter
+    for pipe in (starter.stdin, starter.stdout):
+        with contextlib.suppress(OSError):
+            pipe.close()  # type: ignore[union-attr]  # the holder reads its end of file and exits
+    if not wait_for(starter, END_TIMEOUT_S):  # unshare returns once the holder, and so everyone inside, is gone
+        starter.kill()  # a process inside that will not die (uninterruptible sleep): do not wait for it forever
+        starter.wait()
+
+
+def _end_recorded(folder: Path) -> None:
+    """Kill the namespace another process started, after checking its pid still names that namespace.
+
+    Killing unshare kills the holder (``--kill-child``), and so everyone inside.
+    """
+    try:
+        starter, namespace = (folder / PID_FILE).read_text(encoding="utf-8").split()
+        if os.readlink(f"/proc/{starter}/ns/pid_for_children") != namespace:
+            return
+        os.kill(int(starter), signal.SIGKILL)
+    except (OSError, ValueError):
+        return  # no namespace, or already gone
+    deadline = time.monotonic() + END_TIMEOUT_S
+    while _has_members(namespace) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _has_members(namespace: str) -> bool:
+    """Whether any process is still in the PID namespace (a scan of /proc: only when ending another's)."""
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and os.readlink(entry / "ns" / "pid") == namespace:
+                return True
+    return False

@@ -1,0 +1,87 @@
+"""The process namespace of an evaluation: ended by its folder from any process, idle ones swept in large runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from coder_eval_dagster.core.models.sandbox import SandboxConfig
+from coder_eval_dagster.core.sandbox import TempdirSandbox, containment
+from coder_eval_dagster.core.sandbox.containment import PID_FILE, release
+
+from .helpers import evaluate_task
+
+
+def _sandbox(folder: Path) -> TempdirSandbox:
+    box = TempdirSandbox(folder / "sandbox", SandboxConfig.model_validate({"python": None}))
+    box.create(folder)
+    return box
+
+
+def _alive(marker: str) -> bool:
+    return subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True).returncode == 0
+
+
+def test_another_process_ends_an_evaluation_by_its_folder(tmp_path: Path) -> None:
+    marker = f"300.{uuid.uuid4().int % 10**9}"
+    box = _sandbox(tmp_path / "run")
+    assert box.run(f"setsid sleep {marker} &", timeout=10).ok
+    assert _alive(marker)
+    folder = str(box.root.parent)
+    code = f"from pathlib import Path; from coder_eval_dagster.core.sandbox import containment as c; c.release(Path({folder!r}))"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=30)
+    assert not _alive(marker) and not (box.root.parent / PID_FILE).exists()
+    release(box.root.parent)  # this process's own bookkeeping: nothing left to kill
+
+
+def test_idle_namespaces_are_swept_and_busy_ones_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(containment, "SWEEP_ABOVE", 3)
+    marker = f"300.{uuid.uuid4().int % 10**9}"
+    busy, agent, idle = (_sandbox(tmp_path / name) for name in ("busy", "agent", "idle"))
+    assert busy.run(f"setsid sleep {marker} &", timeout=10).ok
+    agent.agent_launcher()
+    assert idle.run("true", timeout=10).ok
+    _sandbox(tmp_path / "new").run("true", timeout=10)  # a fourth namespace: the sweep runs first
+    assert not (idle.root.parent / PID_FILE).exists()  # nothing ran in it any more: ended
+    assert (agent.root.parent / PID_FILE).exists() and (busy.root.parent / PID_FILE).exists() and _alive(marker)
+    for name in ("busy", "agent", "idle", "new"):
+        release(tmp_path / name)
+    assert not _alive(marker)
+
+
+def test_an_agents_background_processes_last_until_its_evaluation_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from .fake_anthropic import FakeAnthropic, Script, Turn
+
+    marker = f"300.{uuid.uuid4().int % 10**9}"
+    script = Script([Turn(tools=[("Bash", {"command": f"setsid sleep {marker} >/dev/null 2>&1 &"})]), Turn(text="ok")])
+    with FakeAnthropic(script) as url:
+        for name, value in {
+            "ANTHROPIC_BASE_URL": url,
+            "ANTHROPIC_API_KEY": "sk-ant-test-0123456789abcdef",
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+            "HTTPS_PROXY": url,
+            "HTTP_PROXY": url,
+            "NO_PROXY": "127.0.0.1,localhost",
+            "API_BACKEND": "direct",
+        }.items():
+            monkeypatch.setenv(name, value)
+        still_running = {"type": "run_command", "command": f"pgrep -f 'sleep {marker}'", "description": "daemon"}
+        result = evaluate_task(
+            tmp_path,
+            {
+                "task_id": "t",
+                "description": "d",
+                "initial_prompt": "start a daemon",
+                "sandbox": {"python": None},
+                "agent": {"type": "claude-code", "permission_mode": "bypassPermissions", "model": "claude-test"},
+                "success_criteria": [still_running],
+            },
+        )
+    assert result.final_status == "SUCCESS", (result.error, result.criteria)  # the criterion saw it, in the namespace
+    assert not _alive(marker)  # and the end of the evaluation ended it
