@@ -23,6 +23,7 @@ from pydantic import Field, field_validator
 from ..models.agent import AgentConfig
 from ..models.base import rule_error
 from ..routing import current_route
+from ..sandbox import containment
 from ..sandbox.templates import copy_template_dir, effective_ignore_patterns
 from .context import Outcome
 from .judge_base import JudgeBase
@@ -155,7 +156,9 @@ class Transcript:
         return result or (self.texts[-1] if self.texts else "")
 
 
-def build_options(config: AgentConfig, criterion: AgentJudge, route: ApiRoute, workspace: Path, home: Path) -> Any:
+def build_options(
+    config: AgentConfig, criterion: AgentJudge, route: ApiRoute, workspace: Path, home: Path, launcher: list[str]
+) -> Any:
     from claude_agent_sdk import ClaudeAgentOptions
 
     from ..agents.claude_code import SDK_VARIABLES, bundled_cli, cli_environment
@@ -176,7 +179,7 @@ def build_options(config: AgentConfig, criterion: AgentJudge, route: ApiRoute, w
         "max_turns": criterion.max_turns,
         "setting_sources": [],
         "strict_mcp_config": True,
-        "cli_path": str(write_wrapper(home, bundled_cli(), [*env, *SDK_VARIABLES])),
+        "cli_path": str(write_wrapper(home, bundled_cli(), [*env, *SDK_VARIABLES], launcher)),
     }
     return ClaudeAgentOptions(**{**config.sdk_options, **managed})
 
@@ -202,13 +205,16 @@ def run_agent(run: JudgeRun, criterion: AgentJudge, ctx: CheckContext, route: Ap
         workspace = scratch / "workspace"
         copy_template_dir(ctx.sandbox.root, workspace, ".", effective_ignore_patterns(config.ignore_patterns))
         with agent_home("coder-eval-judge-") as home, judge_slot():
-            options = build_options(config, criterion, route, workspace, home)
+            # its own process namespace, like an agent's: nothing it starts outlives it or sees the harness
+            launcher = containment.agent_launcher(scratch, workspace)
+            options = build_options(config, criterion, route, workspace, home, launcher)
             asyncio.run(asyncio.wait_for(converse(options, run.prompt, transcript), criterion.turn_timeout))
     except TimeoutError:
         run.error = f"the judge agent exceeded turn_timeout ({criterion.turn_timeout:g} s)"
     except Exception as exc:  # the CLI missing or failing, an SDK error: this criterion scores 0
         run.error = f"the judge agent failed: {type(exc).__name__}: {exc}"
     finally:
+        containment.release(scratch)
         shutil.rmtree(scratch, ignore_errors=True)
     record_result(run, transcript, time.monotonic() - started)
 
