@@ -11,6 +11,7 @@ one asks :func:`get`.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -22,7 +23,9 @@ _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I
 _store: dict[str, str] = {}
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
+    """Asked for every variable of every command's environment: the names repeat, the answer is kept."""
     return bool(_SECRET_NAME.search(name))
 
 

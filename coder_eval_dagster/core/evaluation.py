@@ -37,7 +37,7 @@ from .resolution import RowTask
 from .results import CommandStats, EvaluationResult, HookRun
 from .routing import current_route
 from .sandbox import TempdirSandbox, TemplateError, open_sandbox
-from .sandbox.containment import release
+from .sandbox.containment import release, release_if_idle
 from .sandbox.engine import EngineError
 from .scoring import all_passed, armed_gate, score_criteria, weighted_score
 from .secrets import redact
@@ -406,6 +406,7 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
     if phase == "sandbox":
         result.phases_done.append(phase)
         save_state(evaluation)  # the checkpoint: a resumed run keeps this evaluation's sandbox phase
+        release_if_idle(evaluation.folder)  # nothing left running: hold no namespace until the scoring phase
     return evaluation
 
 

@@ -109,20 +109,50 @@ def _prefix(namespace: _Namespace, cwd: Path) -> list[str]:
 
 
 def _namespace_of(folder: Path, command: bool = False) -> _Namespace:
-    swept: list[tuple[Path, _Namespace]] = []
+    """The evaluation's namespace, started on first use.
+
+    Started outside the global lock (the holder's start is the slow part): one
+    evaluation's stages run one after another on one thread, so only
+    different folders meet here.
+    """
     with _lock:
         namespace = _namespaces.get(folder)
-        if namespace is None or namespace.starter.poll() is not None:
-            if len(_namespaces) >= SWEEP_ABOVE:
-                swept = [(f, n) for f, n in _namespaces.items() if n.sweepable]
-                for swept_folder, _ in swept:
-                    del _namespaces[swept_folder]
-            namespace = _namespaces[folder] = _start(folder)
-        namespace.commands += command
-    for swept_folder, swept_namespace in swept:
-        _end(swept_namespace)
-        _forget(swept_folder)
+        if namespace is not None and namespace.starter.poll() is None:
+            namespace.commands += command
+            return namespace
+    namespace = _start(folder)
+    namespace.commands += command
+    with _lock:
+        _namespaces[folder] = namespace
+        crowded = [(f, n) for f, n in _namespaces.items() if f != folder] if len(_namespaces) > SWEEP_ABOVE else []
+    for other, candidate in crowded:
+        _end_if_idle(other, candidate)
     return namespace
+
+
+def _end_if_idle(folder: Path, namespace: _Namespace) -> None:
+    """End a namespace with nothing but its init left, no command running and no agent."""
+    if namespace.agent or namespace.commands or not namespace.sweepable:
+        return
+    with _lock:
+        if _namespaces.get(folder) is not namespace or namespace.commands:
+            return
+        del _namespaces[folder]
+    _end(namespace)
+    _forget(folder)
+
+
+def release_if_idle(folder: Path) -> None:
+    """Between an evaluation's phases: end its namespace now if nothing is left running in it.
+
+    An evaluation whose commands left no background process then holds no
+    namespace while it waits for the next phase; one that did keeps it.
+    """
+    folder = folder.resolve()
+    with _lock:
+        namespace = _namespaces.get(folder)
+    if namespace is not None:
+        _end_if_idle(folder, namespace)
 
 
 def _start(folder: Path) -> _Namespace:
