@@ -58,3 +58,32 @@ def test_reports_name_the_error_or_the_failing_criteria(tmp_path: Path, monkeypa
     broken = (run_dir / "default/broken/01/task.html").read_text()
     assert "class='banner'><strong>ERROR</strong>: pre_run command 1 failed" in broken
     assert "<p class='label'>stdout</p><pre>setting up" in broken and "<p class='label'>stderr</p><pre>oops" in broken
+
+
+def test_the_analysts_latest_run_of_each_night_query_selects_the_latest_run(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    import duckdb
+
+    from coder_eval_dagster.core.tables import write_table
+
+    guide = (Path(__file__).parent.parent / "docs" / "analysts.md").read_text()
+    sql = next(block for block in guide.split("```sql")[1:] if "latest run of each night" in block).split("```")[0]
+    tables = tmp_path / "runs" / "tables"
+    for run_id, hour, success in (("early", 1, False), ("late", 5, True)):
+        row = {
+            "run_id": run_id,
+            "run_ts": datetime(2026, 12, 1, hour, tzinfo=UTC),
+            "variant_id": "default",
+            "task_id": "t",
+            "base_task_id": "t",
+            "row_id": None,
+            "replicate": 1,
+            "final_status": "SUCCESS" if success else "FAILED",
+            "success": success,
+            "weighted_score": float(success),
+        }
+        write_table(tables, "task_results", run_id, row["run_ts"], [row])
+    first_statement = sql.split(";")[0].replace("runs/tables", str(tables))
+    (_date, variant, score, pass_rate) = duckdb.sql(first_statement).fetchall()[0]
+    assert (variant, score, pass_rate) == ("default", 1.0, 1.0)  # the late run only, not the day's average
