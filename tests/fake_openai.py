@@ -10,6 +10,7 @@ response.output_item.done per item, response.completed with usage.
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +42,7 @@ def _role(item: Any) -> str | None:
 def _step_index(body: dict[str, Any]) -> int:
     items = body.get("input") if isinstance(body.get("input"), list) else []
     outputs = sum(1 for item in items if isinstance(item, dict) and item.get("type") == "function_call_output")
-    answered = sum(_role(item) == "assistant" and _role(after) == "user" for item, after in zip(items, items[1:]))
+    answered = sum(_role(item) == "assistant" and _role(after) == "user" for item, after in itertools.pairwise(items))
     return outputs + answered
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from coder_eval_dagster.core.models.simulation import Simulation
 from coder_eval_dagster.core.results import DialogMessage, EvaluationResult
-from coder_eval_dagster.core.simulation import ModelUser, simulator_messages, system_prompt
 from coder_eval_dagster.core.routing import ApiRoute
+from coder_eval_dagster.core.simulation import ModelUser, simulator_messages, system_prompt
 
 from .fake_anthropic import Script
 from .helpers import criterion, evaluate_replay, run_cli, write, write_task
