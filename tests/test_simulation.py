@@ -9,9 +9,12 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from coder_eval_dagster.core.evaluation import evaluate, new_evaluation
 from coder_eval_dagster.core.models.simulation import Simulation
+from coder_eval_dagster.core.resolution import resolve
 from coder_eval_dagster.core.results import DialogMessage, EvaluationResult
 from coder_eval_dagster.core.routing import ApiRoute
+from coder_eval_dagster.core.run_spec import RunSpec
 from coder_eval_dagster.core.simulation import ModelUser, simulator_messages, system_prompt
 
 from .fake_anthropic import Script
@@ -225,9 +228,13 @@ def test_the_judge_sees_the_replayed_dialog_with_the_guard(tmp_path: Path, api) 
     assert "[agent] Wrote c.txt." in prompt and REFERENCE not in prompt
 
 
-def test_shipped_offline_dialog_example() -> None:
-    done = run_cli("validate", ROOT / "tasks/replay_dialog/task.yaml")
-    assert done.code == 0, done.err
+def test_shipped_offline_dialog_example(tmp_path: Path) -> None:
+    (row_task,) = resolve(RunSpec(task_paths=[str(ROOT / "tasks/replay_dialog/task.yaml")])).row_tasks
+    result = evaluate(new_evaluation("r", tmp_path, row_task, 1, None))
+    assert result.final_status == "SUCCESS", result.criteria
+    assert (result.simulation.turns, result.simulation.stop_reason) == (2, "criteria_pass")
+    assert [m.criteria_passed for m in result.dialog if m.role == "agent"] == [False, True]
+    assert run_cli("validate", ROOT / "examples/dialog/claude_code_dialog.yaml").code == 0
 
 
 @pytest.mark.parametrize("reason", ["stop_token", "criteria_pass", "max_turns", "budget", "error", "run_limits"])
