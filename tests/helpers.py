@@ -65,10 +65,9 @@ def evaluate_task(folder: Path, data: dict[str, Any]):
     return evaluate(new_evaluation("r", folder / "run", row_task, 1, None))
 
 
-def evaluate_replay(folder: Path, turns: list[dict[str, Any]], **task: Any):
-    """Evaluate a replay task whose trajectory is ``turns``."""
-    write(folder / "traj.yaml", yaml.safe_dump({"turns": turns}))
-    data = {
+def replay_task(**task: Any) -> dict[str, Any]:
+    """A replay task playing ``traj.yaml`` beside it, with ``task``'s keys laid over."""
+    return {
         "task_id": "t",
         "description": "d",
         "initial_prompt": "p",
@@ -76,4 +75,9 @@ def evaluate_replay(folder: Path, turns: list[dict[str, Any]], **task: Any):
         "agent": {"type": "replay", "trajectory": "traj.yaml"},
         **task,
     }
-    return evaluate_task(folder, data)
+
+
+def evaluate_replay(folder: Path, turns: list[dict[str, Any]], **task: Any):
+    """Evaluate a replay task whose trajectory is ``turns``."""
+    write(folder / "traj.yaml", yaml.safe_dump({"turns": turns}))
+    return evaluate_task(folder, replay_task(**task))

@@ -18,7 +18,7 @@ from coder_eval_dagster.core.run_spec import RunSpec
 from coder_eval_dagster.core.simulation import ModelUser, simulator_messages, system_prompt
 
 from .fake_anthropic import Script
-from .helpers import criterion, evaluate_replay, run_cli, write, write_task
+from .helpers import criterion, evaluate_replay, replay_task, run_cli, write, write_task
 
 ROOT = Path(__file__).parent.parent
 REFERENCE = "REFERENCE-SOLUTION-91c2"
@@ -141,12 +141,7 @@ def test_early_stop_inside_a_dialog_ends_it_as_run_limits(tmp_path: Path) -> Non
 )
 def test_user_messages_go_between_turns(tmp_path: Path, turns: list[dict[str, Any]], message: str) -> None:
     write(tmp_path / "traj.yaml", json.dumps({"turns": turns}))
-    task = {"task_id": "t", "description": "d", "initial_prompt": "p", "sandbox": {"python": None}}
-    task |= {
-        "agent": {"type": "replay", "trajectory": "traj.yaml"},
-        "success_criteria": [criterion("file_exists", path="a")],
-    }
-    done = run_cli("validate", write_task(tmp_path, task))
+    done = run_cli("validate", write_task(tmp_path, replay_task(success_criteria=[criterion("file_exists", path="a")])))
     assert done.code != 0 and message in done.err and "traj.yaml" in done.err and "Traceback" not in done.err
 
 
@@ -174,15 +169,12 @@ def test_simulator_prompt_holds_persona_goal_constraints_and_the_dialog_from_the
 
 def test_trials_results_tables_and_report(tmp_path: Path) -> None:
     write(tmp_path / "tasks/dialog/traj.yaml", json.dumps({"turns": THREE_EXCHANGES}))
-    task = {
-        "task_id": "dialog",
-        "description": "a replayed dialog",
-        "initial_prompt": "Make a.txt <b>",
-        "sandbox": {"python": None},
-        "agent": {"type": "replay", "trajectory": "traj.yaml"},
-        "simulation": {"enabled": True, "persona": "p", "goal": "g", "n_trials": 3},
-        "success_criteria": [criterion("file_exists", path="a.txt")],
-    }
+    task = replay_task(
+        task_id="dialog",
+        initial_prompt="Make a.txt <b>",
+        simulation={"enabled": True, "persona": "p", "goal": "g", "n_trials": 3},
+        success_criteria=[criterion("file_exists", path="a.txt")],
+    )
     write_task(tmp_path / "tasks/dialog", task)
     write(
         tmp_path / "exp.yaml",
