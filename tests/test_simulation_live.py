@@ -19,6 +19,7 @@ pytestmark = pytest.mark.slow
 REFERENCE = "REFERENCE-SOLUTION-5d1e"
 PERSONA = "Bea, a product owner who answers in one line"
 GOAL = "a file out.txt that says done"
+VERDICT = {"score": 1.0, "rationale": "asked first"}
 
 
 def dialog(tmp_path, agent: dict[str, Any], criteria=None, **simulation: Any) -> EvaluationResult:
@@ -55,8 +56,13 @@ def everything_sent(script: Script) -> str:
     return json.dumps(script.requests)
 
 
-def test_stop_token_continued_session_toolless_simulator_and_hidden_reference(tmp_path, api):
-    result, script = claude_dialog(tmp_path, api, ["It should say done.", "Great, thanks <<<END>>>"])
+def test_stop_token_continued_session_toolless_simulator_judge_and_hidden_reference(tmp_path, api):
+    judge = criterion("llm_judge", prompt="Did the agent ask before writing?", include_dialog=True)
+    fake = api(
+        Script(list(EXCHANGES), user_replies=["It should say done.", "Great, thanks <<<END>>>"], verdict=VERDICT)
+    )
+    result = dialog(tmp_path, CLAUDE, [criterion("file_exists", path="out.txt"), judge])
+    script = fake.script
     assert result.final_status == "SUCCESS", (result.error, result.criteria)
     assert (result.simulation.turns, result.simulation.stop_reason) == (2, "stop_token")
     assert [(m.role, m.text) for m in result.dialog] == [
@@ -75,6 +81,11 @@ def test_stop_token_continued_session_toolless_simulator_and_hidden_reference(tm
     assert PERSONA in simulator[0]["system"] and GOAL in simulator[0]["system"]
     assert "Started. What should out.txt say?" in simulator[0]["messages"][0]["content"]
     assert REFERENCE not in everything_sent(script)
+    (graded,) = [r for r in script.requests if r.get("tool_choice")]
+    shown = graded["messages"][0]["content"]
+    assert "<<UNTRUSTED DATA: dialog." in shown and "may invent premises" in shown
+    assert shown.index("[user] It should say done.") < shown.index("[agent] out.txt says done.")
+    assert "[user] Great, thanks" in shown
     assert (result.simulator_input_tokens, result.simulator_output_tokens) == (100, 20)
     assert result.dialog[1].tokens == 760 and result.cost_usd is not None and result.cost_usd > 0
 

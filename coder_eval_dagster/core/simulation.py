@@ -174,7 +174,7 @@ class Dialog:
         self.messages.append(DialogMessage(turn=1, role="user", text=redact(self.opening)))
 
     @property
-    def tokens(self) -> int:
+    def simulator_tokens(self) -> int:
         return self.simulator_input_tokens + self.simulator_output_tokens
 
     def after_exchange(self, output: AgentOutput) -> str | None:
@@ -198,7 +198,7 @@ class Dialog:
         if self.turns >= self.settings.max_turns:
             return "max_turns"
         budget = self.settings.max_total_tokens
-        if budget is not None and self.tokens + _agent_tokens(output.turns) >= budget:
+        if budget is not None and self.simulator_tokens + _agent_tokens(output.turns) >= budget:
             return "budget"
         return None
 
