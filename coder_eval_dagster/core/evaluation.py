@@ -241,7 +241,7 @@ def record_dialog(evaluation: Evaluation, dialog: Dialog, output: AgentOutput) -
     assert result is not None
     dialog.finish(output)
     result.simulation = dialog.info(evaluation.replicate)
-    result.dialog = dialog.messages
+    result.dialog = list(dialog.messages)  # a copy: a simulator call cut off by a timeout may still return late
     result.simulator_input_tokens = dialog.simulator_input_tokens
     result.simulator_output_tokens = dialog.simulator_output_tokens
     result.warnings.extend(dialog.warnings)
