@@ -224,6 +224,9 @@ def test_trials_results_tables_and_report(tmp_path: Path) -> None:
     assert first[1]["tokens"] == 200 and first[0]["text"] == "Make a.txt <b>" and first[0]["task_id"] == "dialog"
     (results,) = (tmp_path / "runs/tables/task_results").glob("*/*.parquet")
     assert pq.read_table(results).column("simulator_output_tokens").to_pylist() == [0, 0, 0]
+    assert run_cli("rescore", run_dir).code == 0  # the stored dialog is scored again, its rows replaced
+    assert pq.read_table(table).num_rows == 12
+    assert json.loads((run_dir / "v/dialog/03/task.json").read_text())["dialog"] == third["dialog"]
 
 
 def test_the_judge_sees_the_replayed_dialog_with_the_guard(tmp_path: Path, api) -> None:
