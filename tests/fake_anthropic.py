@@ -4,7 +4,11 @@ The real claude-agent-sdk and its bundled CLI (and the anthropic SDK) are
 pointed at it with ANTHROPIC_BASE_URL. Each reply is chosen from the request,
 not from a call counter: a request with no tools (the CLI's title side call)
 gets a short text; otherwise the number of tool results already in the
-conversation selects the scripted turn. Replies stream as the real API
+conversation, plus the text-only replies that ended earlier exchanges of a
+dialog (each user message of a continued session follows one), selects the
+scripted turn. A simulated user's request (its system prompt opens with the
+simulator's role) gets the next of ``user_replies`` (by how many it already
+said), or ``simulator_status`` when that is not 200. Replies stream as the real API
 streams them (message_start ... message_stop) when the request streams, and
 come as one JSON message when it does not (the anthropic SDK's create()).
 
@@ -27,6 +31,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from coder_eval_dagster.core.simulation import SIMULATOR_ROLE
 
 from .fake_http import LoopbackServer, RecordingHandler
 
@@ -55,6 +61,14 @@ class Script:
     lock: threading.Lock = field(default_factory=threading.Lock)
     in_flight: int = 0
     max_in_flight: int = 0  # the most model requests the server held at once
+    user_replies: list[str] = field(default_factory=list)  # the simulated user's messages, in order
+    simulator_status: int = 200
+
+    def simulator_requests(self) -> list[dict[str, Any]]:
+        return [body for body in self.requests if is_simulator(body)]
+
+    def agent_requests(self) -> list[dict[str, Any]]:
+        return [body for body in self.requests if body.get("tools") and not body.get("tool_choice")]
 
     def enter(self) -> None:
         with self.lock:
@@ -73,12 +87,23 @@ class Script:
             return False
 
 
-def _tool_results(body: dict[str, Any]) -> int:
+def is_simulator(body: dict[str, Any]) -> bool:
+    return str(body.get("system") or "").startswith(SIMULATOR_ROLE)
+
+
+def _blocks_of(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    return [block for block in content if isinstance(block, dict)] if isinstance(content, list) else []
+
+
+def _turn_index(body: dict[str, Any]) -> int:
+    """Tool results so far plus the text-only replies that ended earlier exchanges of a dialog."""
     count = 0
     for message in body.get("messages", []):
-        content = message.get("content")
-        if isinstance(content, list):
-            count += sum(1 for block in content if isinstance(block, dict) and block.get("type") == "tool_result")
+        types = [block.get("type") for block in _blocks_of(message)]
+        count += types.count("tool_result")
+        if message.get("role") == "assistant" and "tool_use" not in types:
+            count += 1
     return count
 
 
@@ -173,14 +198,27 @@ def _event_stream(events: list[tuple[str, dict[str, Any]]]) -> bytes:
 
 def _reply(script: Script, body: dict[str, Any]) -> tuple[Turn, int]:
     """The scripted turn for a request: a verdict, a title side call, or the turn of the conversation."""
+    if is_simulator(body):
+        said = sum(message.get("role") == "assistant" for message in body.get("messages", []))
+        reply = script.user_replies[said] if said < len(script.user_replies) else "<<<END>>>"
+        return Turn(text=reply, input_tokens=50, output_tokens=10), -2
     forced = (body.get("tool_choice") or {}).get("name")
     if forced and script.verdict is not None:
         verdict = script.verdict
         return (Turn(tools=[(forced, verdict)]) if isinstance(verdict, dict) else Turn(text=verdict)), 0
     if not body.get("tools"):
         return Turn(text="Title", input_tokens=5, output_tokens=2), -1
-    index = _tool_results(body)
+    index = _turn_index(body)
     return (script.turns[index] if index < len(script.turns) else Turn(text="Done.")), index
+
+
+def _failure(script: Script, body: dict[str, Any]) -> int | None:
+    """The scripted failure status of this request, if it fails."""
+    if is_simulator(body):
+        return script.simulator_status if script.simulator_status != 200 else None
+    if script.take_failure():
+        return script.fail_status if script.status == 200 else script.status
+    return script.status if body.get("tools") and script.status != 200 else None
 
 
 class _Handler(RecordingHandler):
@@ -207,9 +245,8 @@ class _Handler(RecordingHandler):
 
     def answer(self, script: Script, body: dict[str, Any], bedrock: bool) -> tuple[int, bytes, str]:
         time.sleep(script.latency_s)
-        failing = script.take_failure() or (body.get("tools") and script.status != 200)
-        if failing:
-            status = script.fail_status if script.status == 200 else script.status
+        status = _failure(script, body)
+        if status is not None:
             error = {"type": "error", "error": {"type": "api_error", "message": "scripted failure"}}
             return status, json.dumps(error).encode(), "application/json"
         turn, index = _reply(script, body)

@@ -1,13 +1,16 @@
 """A scripted OpenAI Responses API on 127.0.0.1 for the codex agent's tests.
 
 Codex posts to /v1/responses with the whole conversation; the number of
-function-call outputs already in it selects the scripted step. Replies
+function-call outputs already in it, plus the assistant replies that a
+later user message followed (the earlier exchanges of a dialog), selects
+the scripted step. Replies
 stream as server-sent events: response.created, one
 response.output_item.done per item, response.completed with usage.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,9 +35,15 @@ class ResponsesScript:
     paths: list[str] = field(default_factory=list)
 
 
-def _outputs(body: dict[str, Any]) -> int:
+def _role(item: Any) -> str | None:
+    return item.get("role") if isinstance(item, dict) and item.get("type") in ("message", None) else None
+
+
+def _step_index(body: dict[str, Any]) -> int:
     items = body.get("input") if isinstance(body.get("input"), list) else []
-    return sum(1 for item in items if isinstance(item, dict) and item.get("type") == "function_call_output")
+    outputs = sum(1 for item in items if isinstance(item, dict) and item.get("type") == "function_call_output")
+    answered = sum(_role(item) == "assistant" and _role(after) == "user" for item, after in itertools.pairwise(items))
+    return outputs + answered
 
 
 def _stream(step: Step, index: int) -> str:
@@ -89,7 +98,7 @@ class _Handler(RecordingHandler):
         if self.script.status != 200:
             self.send(self.script.status, b'{"error": {"message": "scripted failure"}}', "application/json")
             return
-        index = _outputs(body)
+        index = _step_index(body)
         step = self.script.steps[index] if index < len(self.script.steps) else Step(text="Done.")
         self.send(200, _stream(step, index).encode(), "text/event-stream")
 

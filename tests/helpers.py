@@ -65,10 +65,9 @@ def evaluate_task(folder: Path, data: dict[str, Any]):
     return evaluate(new_evaluation("r", folder / "run", row_task, 1, None))
 
 
-def evaluate_replay(folder: Path, turns: list[dict[str, Any]], **task: Any):
-    """Evaluate a replay task whose trajectory is ``turns``."""
-    write(folder / "traj.yaml", yaml.safe_dump({"turns": turns}))
-    data = {
+def replay_task(**task: Any) -> dict[str, Any]:
+    """A replay task playing ``traj.yaml`` beside it, with ``task``'s keys laid over."""
+    return {
         "task_id": "t",
         "description": "d",
         "initial_prompt": "p",
@@ -76,20 +75,19 @@ def evaluate_replay(folder: Path, turns: list[dict[str, Any]], **task: Any):
         "agent": {"type": "replay", "trajectory": "traj.yaml"},
         **task,
     }
-    return evaluate_task(folder, data)
+
+
+def evaluate_replay(folder: Path, turns: list[dict[str, Any]], **task: Any):
+    """Evaluate a replay task whose trajectory is ``turns``."""
+    write(folder / "traj.yaml", yaml.safe_dump({"turns": turns}))
+    return evaluate_task(folder, replay_task(**task))
 
 
 def write_replay_task(folder: Path, task_id: str, commands: list[str], pre_run: list[str], **task: Any) -> Path:
     """A replay task file whose one turn runs ``commands`` as Bash calls, after ``pre_run``."""
     calls = [{"tool": "Bash", "command": command} for command in commands]
     write(folder / "traj.yaml", yaml.safe_dump({"turns": [{"calls": calls}]}))
-    data = {
-        "task_id": task_id,
-        "description": task_id,
-        "initial_prompt": "p",
-        "agent": {"type": "replay", "trajectory": "traj.yaml"},
-        "sandbox": {"python": None},
-        "pre_run": [{"command": command} for command in pre_run],
-        **task,
-    }
+    data = replay_task(
+        task_id=task_id, description=task_id, pre_run=[{"command": command} for command in pre_run], **task
+    )
     return write_task(folder, data)

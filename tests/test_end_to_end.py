@@ -215,11 +215,13 @@ def test_run_of_the_shipped_tasks_passes(tmp_path: Path, monkeypatch: pytest.Mon
     result = run_cli("run", root / "tasks", "--runs-dir", tmp_path / "runs")
     assert result.code == 0, result.err + result.out
     document = json.loads((_only_run(tmp_path / "runs") / "run.json").read_text())
-    assert document["passed"] and len(document["tasks"]) == 12
+    assert document["passed"] and len(document["tasks"]) == 13
     assert document["suite"][0]["metrics"]["accuracy"] == 1.0 and "default" in result.out
     commands = pd.read_parquet(tmp_path / "runs" / "tables" / "commands")
     hello = commands[commands["task_id"] == "replay_hello"]
-    assert list(hello["tool"]) == ["Write", "Bash", "Edit"] and len(commands) == 3 + 5 * 2
+    assert list(hello["tool"]) == ["Write", "Bash", "Edit"] and len(commands) == 3 + 5 * 2 + 4
+    dialog = pd.read_parquet(tmp_path / "runs" / "tables" / "dialog_turns")
+    assert list(dialog["task_id"].unique()) == ["replay_dialog"] and list(dialog["role"]) == ["user", "agent"] * 2
 
 
 def test_invalid_input_exits_2_and_runs_nothing(tmp_path: Path) -> None:

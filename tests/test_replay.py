@@ -169,14 +169,6 @@ def test_shipped_replay_example(tmp_path: Path) -> None:
     assert result.visible_turns == 4 and result.within_expected_turns is True and result.cost_usd == 0.007
 
 
-def test_enabled_simulation_is_an_error_not_a_silent_single_shot(tmp_path: Path) -> None:
-    simulation = {"enabled": True, "persona": "p", "goal": "g"}
-    result = run_task(
-        tmp_path, [{"calls": [{"tool": "Write", "path": "a.txt", "content": "x"}]}], simulation=simulation
-    )
-    assert result.final_status == "ERROR" and "simulated dialogs" in result.error
-
-
 def test_async_interface(tmp_path: Path) -> None:
     from coder_eval_dagster.core.agents import runner
 

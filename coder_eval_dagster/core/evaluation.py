@@ -29,18 +29,20 @@ from typing import Literal
 from . import progress
 from .agents import runner
 from .agents.base import AgentInput, AgentOutput
+from .agents.replay import load_replay
 from .check_context import CheckContext
 from .early_stop import Watcher
 from .models.commands import HookCommand
 from .models.task import Task
 from .resolution import RowTask
-from .results import CommandStats, EvaluationResult, HookRun
+from .results import CommandStats, EvaluationResult, HookRun, TurnRecord
 from .routing import current_route
 from .sandbox import TempdirSandbox, TemplateError, open_sandbox
 from .sandbox.containment import release, release_if_idle
 from .sandbox.engine import EngineError
-from .scoring import all_passed, armed_gate, score_criteria, weighted_score
+from .scoring import all_passed, armed_gate, criteria_pass_now, score_criteria, weighted_score
 from .secrets import redact
+from .simulation import Dialog, simulated_user
 
 STATE_FILE = "run_state.json"
 RESULT_FILE = "task.json"
@@ -177,19 +179,15 @@ def run_pre_run(evaluation: Evaluation) -> None:
 
 @guarded("agent")
 def run_agent(evaluation: Evaluation) -> None:
-    """The agent loop. Agentless tasks (``type: none``) run no agent and no model call."""
+    """The agent loop (a simulated dialog when enabled). Agentless tasks (``type: none``) run no agent."""
     kind = evaluation.task.agent.resolved_type
     if evaluation.ended or kind == "none":
         return
     agent = runner(kind)
     assert agent is not None
-    simulation = evaluation.task.simulation
-    if simulation is not None and simulation.enabled:  # a single-shot run would silently test something else
-        evaluation.fail(
-            "ERROR", "simulated dialogs (simulation.enabled) are not available in this release of coder-eval"
-        )
-        return
     task = evaluation.task
+    simulation = task.simulation
+    dialog = start_dialog(evaluation) if simulation is not None and simulation.enabled else None
     agent_input = AgentInput(
         evaluation.sandbox,
         task.initial_prompt,
@@ -198,8 +196,51 @@ def run_agent(evaluation: Evaluation) -> None:
         evaluation.row_task.task_dir,
         evaluation.row_task.row,
         Watcher.for_task(task),
+        dialog=dialog.after_exchange if dialog else None,
     )
-    record_agent_output(evaluation, asyncio.run(agent(agent_input)))
+    output = asyncio.run(agent(agent_input))
+    if dialog is not None:
+        record_dialog(evaluation, dialog, output)
+    record_agent_output(evaluation, output)
+
+
+def start_dialog(evaluation: Evaluation) -> Dialog:
+    """The dialog of a simulated task: its user (recorded for a replay) and its per-turn criteria check."""
+    task, row_task = evaluation.task, evaluation.row_task
+    recorded = None
+    if task.agent.resolved_type == "replay":
+        recorded = load_replay(row_task.task_dir / str(task.agent.trajectory), row_task.row).user_messages
+    assert task.simulation is not None
+
+    def check(turns: list[TurnRecord]) -> bool | None:
+        ctx = CheckContext(
+            evaluation.sandbox,
+            row_task.task_dir,
+            turns,
+            reference_text(task, row_task.task_dir),
+            prompt=task.initial_prompt,
+        )
+        return criteria_pass_now(task.success_criteria, ctx)
+
+    return Dialog(
+        task.simulation,
+        simulated_user(task, recorded),
+        task.initial_prompt or "",
+        check,
+        task.run_limits.max_turns,
+    )
+
+
+def record_dialog(evaluation: Evaluation, dialog: Dialog, output: AgentOutput) -> None:
+    """The dialog, its outcome and the simulator's spend into the result."""
+    result = evaluation.result
+    assert result is not None
+    dialog.finish(output)
+    result.simulation = dialog.info(evaluation.replicate)
+    result.dialog = list(dialog.messages)  # a copy: a simulator call cut off by a timeout may still return late
+    result.simulator_input_tokens = dialog.simulator_input_tokens
+    result.simulator_output_tokens = dialog.simulator_output_tokens
+    result.warnings.extend(dialog.warnings)
 
 
 def record_agent_output(evaluation: Evaluation, output: AgentOutput) -> None:
@@ -259,6 +300,7 @@ def score(evaluation: Evaluation) -> None:
             reference_text(evaluation.task, evaluation.row_task.task_dir),
             folder=evaluation.folder,
             prompt=evaluation.task.initial_prompt,
+            dialog=[(m.role, m.text) for m in result.dialog] if result.simulation else None,
             route=route,
         )
         result.criteria = score_criteria(evaluation.task.success_criteria, ctx, kept=result.criteria)

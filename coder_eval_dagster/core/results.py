@@ -61,6 +61,29 @@ class CriterionResult(BaseModel):
         return self.details.get("judge_usage")
 
 
+DialogStopReason = Literal["stop_token", "criteria_pass", "max_turns", "budget", "error", "run_limits"]
+
+
+class DialogMessage(BaseModel):
+    """One message of a simulated dialog; the user message opening exchange n and the agent's reply share ``turn`` n."""
+
+    turn: int
+    role: Literal["user", "agent"]
+    text: str
+    tokens: int = 0  # the simulator call (user) or the agent's exchange (agent), input + output
+    criteria_passed: bool | None = None  # the per-turn check after this agent message (check_criteria)
+
+
+class SimulationInfo(BaseModel):
+    """A dialog's outcome; ``turns`` counts the completed user<->agent exchanges."""
+
+    enabled: bool = True
+    replicate_index: int
+    n_trials: int
+    turns: int = 0
+    stop_reason: DialogStopReason | None = None
+
+
 class CommandStats(BaseModel):
     total_commands: int = 0
     commands_by_tool: dict[str, int] = Field(default_factory=dict)
@@ -110,6 +133,10 @@ class EvaluationResult(BaseModel):
     command_stats: CommandStats = Field(default_factory=CommandStats)
     warnings: list[str] = Field(default_factory=list)
     environment_info: dict[str, Any] = Field(default_factory=dict)  # judge_transport: anthropic | bedrock | none
+    simulation: SimulationInfo | None = None  # a simulated dialog's outcome; None: a single-shot run
+    dialog: list[DialogMessage] = Field(default_factory=list)
+    simulator_input_tokens: int = 0  # the simulated user's spend (never counted against run_limits)
+    simulator_output_tokens: int = 0
 
     # Judge spend, from the criteria (never counted against run_limits, which cap the agent only).
     @computed_field  # type: ignore[prop-decorator]
@@ -154,6 +181,9 @@ class EvaluationResult(BaseModel):
         "turns_remaining_at_stop",
         "expected_turns",
         "within_expected_turns",
+        "simulation",
+        "simulator_input_tokens",
+        "simulator_output_tokens",
         "criteria",
     )
 

@@ -16,6 +16,7 @@ from dataclasses import replace
 from .check_context import CheckContext
 from .criteria import REGISTRY, CriterionBase, Outcome
 from .criteria.context import scrub
+from .criteria.judge_base import JudgeBase
 from .results import CriterionResult
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,22 @@ def score_criteria(
             outcome = run_check(criterion, replace(ctx, index=index))
             results.append(criterion_result(index, criterion, outcome, ctx.reference))
     return results
+
+
+def criteria_pass_now(criteria: list[CriterionBase], ctx: CheckContext) -> bool | None:
+    """A dialog's per-turn check: do the gating criteria that read only the sandbox all pass now?
+
+    Criteria reading the trajectory and the judges (a model call each) are
+    left to the end of the dialog; None when no criterion can be checked.
+    """
+    live = [
+        (index, c)
+        for index, c in enumerate(criteria)
+        if c.gating and not c.needs_agent and not isinstance(c, JudgeBase)
+    ]
+    if not live:
+        return None
+    return all(criterion_result(i, c, run_check(c, replace(ctx, index=i)), ctx.reference).passed for i, c in live)
 
 
 def kept_for_rescore(results: list[CriterionResult], only_types: set[str] | None) -> list[CriterionResult]:

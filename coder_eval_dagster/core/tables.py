@@ -59,6 +59,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("judge_input_tokens", pa.int64()),
             ("judge_output_tokens", pa.int64()),
             ("judge_cost_usd", pa.float64()),
+            ("simulator_input_tokens", pa.int64()),
+            ("simulator_output_tokens", pa.int64()),
             ("stopped_early", pa.bool_()),
             ("early_stop_reason", pa.string()),
             ("expected_turns", pa.int32()),
@@ -96,6 +98,15 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("command", pa.string()),
             ("status", pa.string()),
             ("duration_ms", pa.float64()),
+        ]
+    ),
+    "dialog_turns": pa.schema(
+        [
+            *COMMON,
+            ("turn", pa.int32()),
+            ("role", pa.string()),
+            ("text", pa.string()),
+            ("tokens", pa.int64()),
         ]
     ),
     "suite_metrics": pa.schema(
@@ -136,8 +147,13 @@ def _command_text(parameters: dict[str, Any]) -> str:
 
 
 def task_rows(results: list[EvaluationResult], run_ts: datetime) -> dict[str, list[dict[str, Any]]]:
-    """Rows of task_results, criteria_scores and commands."""
-    tables: dict[str, list[dict[str, Any]]] = {"task_results": [], "criteria_scores": [], "commands": []}
+    """Rows of task_results, criteria_scores, commands and dialog_turns."""
+    tables: dict[str, list[dict[str, Any]]] = {
+        "task_results": [],
+        "criteria_scores": [],
+        "commands": [],
+        "dialog_turns": [],
+    }
     for result in results:
         common = _common(result, run_ts)
         tables["task_results"].append({**common, **result.model_dump(include=_own_columns("task_results"))})
@@ -164,6 +180,9 @@ def task_rows(results: list[EvaluationResult], run_ts: datetime) -> dict[str, li
                         "duration_ms": call.duration_ms,
                     }
                 )
+        tables["dialog_turns"].extend(
+            {**common, **message.model_dump(include={"turn", "role", "text", "tokens"})} for message in result.dialog
+        )
     return tables
 
 

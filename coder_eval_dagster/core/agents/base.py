@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -29,11 +30,22 @@ class AgentInput:
     row: dict[str, Any] | None = None
     watcher: Watcher | None = None  # the early-stop watcher, when the task has armed criteria
     started: float = field(default_factory=time.monotonic)
+    # A simulated dialog: called after each completed exchange with the output so far, it returns the user's
+    # next message (None: the dialog is over). None: a single-shot run, one exchange.
+    dialog: Callable[[AgentOutput], str | None] | None = None
+
+    def next_message(self, output: AgentOutput) -> str | None:
+        """The user's next message after a completed exchange (None: the conversation is over)."""
+        return self.dialog(output) if self.dialog is not None else None
 
     def time_limit(self) -> float | None:
-        """Seconds the whole single-shot conversation may take (task or turn timeout, whichever is sooner)."""
+        """Seconds the next exchange may take (task or turn timeout, whichever is sooner)."""
         limits = [x for x in (self.seconds_left(), self.limits.turn_timeout) if x is not None]
         return min(limits) if limits else None
+
+    def conversation_limit(self) -> float | None:
+        """Seconds the whole conversation may take: its one exchange's, or for a dialog what remains of the task's."""
+        return self.time_limit() if self.dialog is None else self.seconds_left()
 
     def expired_limit(self) -> str:
         """Which limit ran out when the conversation timed out."""

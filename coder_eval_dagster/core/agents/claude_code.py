@@ -10,8 +10,11 @@ Telemetry comes live from the PreToolUse / PostToolUse hooks; a turn is one
 model round trip (one assistant message id) with its usage. The early-stop
 watcher runs in the PostToolUse hook and ends the loop with
 ``continue_: False``. Token budgets are checked after each completed turn
-(the run is interrupted on a breach); the cost is reported once, at the end,
-so ``max_usd`` is checked then.
+(the run is interrupted on a breach); the cost is reported at the end of each
+exchange, so ``max_usd`` is checked then. A simulated dialog continues the
+same client (one CLI session) with each user message, so the agent keeps
+its context; the SDK reports the cost cumulatively, each exchange gets the
+difference.
 """
 
 from __future__ import annotations
@@ -83,6 +86,8 @@ class Session:
         self.started_at: dict[str, float] = {}
         self.stop_requested: str | None = None
         self.streaming: str | None = None  # the assistant message id being streamed
+        self.budgeted = 0  # turns already added to the budget
+        self.cost_reported = 0.0  # the session's cumulative cost so far (the SDK reports it cumulatively)
 
     # ----------------------------------------------------------------- hooks
 
@@ -161,7 +166,7 @@ class Session:
         turn = self.turn_of.get(key)
         if turn is not None:
             return turn, None
-        breach = self.budget.add(self.output.turns[-1]) if self.output.turns else None  # the previous turn is complete
+        breach = self.settle()  # the previous turn is complete
         turn = TurnRecord(index=len(self.output.turns) + 1)
         self.output.turns.append(turn)
         self.turn_of[key] = turn
@@ -209,16 +214,25 @@ class Session:
             if isinstance(block, ToolResultBlock) and block.is_error and block.tool_use_id in self.call_of:
                 self.call_of[block.tool_use_id].status = "error"
 
+    def settle(self) -> str | None:
+        """Add the completed turns not yet counted to the budget; the breached budget's status, if any."""
+        breach = None
+        for turn in self.output.turns[self.budgeted :]:
+            breach = self.budget.add(turn) or breach
+        self.budgeted = len(self.output.turns)
+        return breach
+
     def on_result(self, message: Any) -> None:
         cost = getattr(message, "total_cost_usd", None)
         if self.output.turns and isinstance(cost, (int, float)):
-            self.output.turns[-1].cost_usd = float(cost)
+            self.output.turns[-1].cost_usd = float(cost) - self.cost_reported
+            self.cost_reported = float(cost)
         if getattr(message, "subtype", "") == "error_max_turns":
             self.output.stop_reason = "max_turns"
 
     def finish(self, breach: str | None) -> AgentOutput:
-        if breach is None and self.output.turns and self.output.final_status is None:
-            breach = self.budget.add(self.output.turns[-1])  # the last turn, with the cost reported at the end
+        if breach is None and self.output.final_status is None:
+            breach = self.settle()  # the last turn, with the cost reported at the end
         return self.output.conclude(self.budget, breach, self.stop_requested, self.input.limits.max_turns)
 
 
@@ -262,28 +276,42 @@ def build_options(agent_input: AgentInput, session: Session, home: Path) -> Any:
     )
 
 
-async def _converse(agent_input: AgentInput, session: Session, options: Any) -> str | None:
-    from claude_agent_sdk import AssistantMessage, ClaudeSDKClient, ResultMessage, StreamEvent, UserMessage
+async def _exchange(client: Any, session: Session, prompt: str) -> str | None:
+    """One user message and the agent's whole answer to it; a budget breach's status, if any."""
+    from claude_agent_sdk import AssistantMessage, ResultMessage, StreamEvent, UserMessage
 
     breach = None
+    await client.query(prompt)
+    async for message in client.receive_response():
+        if isinstance(message, StreamEvent):
+            breach = session.on_stream(message.event) or breach
+        elif isinstance(message, AssistantMessage):
+            breach = session.on_assistant(message) or breach
+        if breach or session.stop_requested:  # a budget breach, or a stop the CLI did not honour yet
+            await client.interrupt()
+            break
+        if isinstance(message, UserMessage):
+            session.on_user(message)
+        elif isinstance(message, ResultMessage):
+            session.on_result(message)
+            if message.is_error and not session.stop_requested and message.subtype != "error_max_turns":
+                detail = message.result or ", ".join(getattr(message, "errors", None) or []) or message.subtype
+                raise RuntimeError(f"the agent ended with an error: {detail}")
+    return breach or session.settle()
+
+
+async def _converse(agent_input: AgentInput, session: Session, options: Any) -> str | None:
+    """The exchanges of one session: the prompt, then each user message of a dialog, until it ends."""
+    from claude_agent_sdk import ClaudeSDKClient
+
     async with ClaudeSDKClient(options) as client:
-        await client.query(agent_input.prompt or "")
-        async for message in client.receive_response():
-            if isinstance(message, StreamEvent):
-                breach = session.on_stream(message.event) or breach
-            elif isinstance(message, AssistantMessage):
-                breach = session.on_assistant(message) or breach
-            if breach or session.stop_requested:  # a budget breach, or a stop the CLI did not honour yet
-                await client.interrupt()
-                break
-            if isinstance(message, UserMessage):
-                session.on_user(message)
-            elif isinstance(message, ResultMessage):
-                session.on_result(message)
-                if message.is_error and not session.stop_requested and message.subtype != "error_max_turns":
-                    detail = message.result or ", ".join(getattr(message, "errors", None) or []) or message.subtype
-                    raise RuntimeError(f"the agent ended with an error: {detail}")
-    return breach
+        prompt: str | None = agent_input.prompt or ""
+        while prompt is not None:
+            breach = await asyncio.wait_for(_exchange(client, session, prompt), timeout=agent_input.time_limit())
+            if breach or session.stop_requested:
+                return breach
+            prompt = await asyncio.to_thread(agent_input.next_message, session.output)
+    return None
 
 
 async def run(agent_input: AgentInput) -> AgentOutput:
@@ -291,7 +319,8 @@ async def run(agent_input: AgentInput) -> AgentOutput:
     with agent_home("coder-eval-claude-") as home:
         try:
             options = build_options(agent_input, session, home)
-            breach = await asyncio.wait_for(_converse(agent_input, session, options), timeout=agent_input.time_limit())
+            conversation = _converse(agent_input, session, options)
+            breach = await asyncio.wait_for(conversation, timeout=agent_input.conversation_limit())
             return session.finish(breach)
         except TimeoutError:
             output, which = session.finish(None), agent_input.expired_limit()

@@ -14,6 +14,7 @@ is one model round trip, opened by its token-usage update; Codex's fresh
 prompt tokens are recorded as cache creation and its cached ones as cache
 reads, so an input budget needs ``count_cache_creation: true``. Codex reports
 no cost. The watcher observes each completed call and interrupts the turn.
+A simulated dialog continues the same thread with each user message.
 """
 
 from __future__ import annotations
@@ -146,7 +147,34 @@ class CodexSession:
         return self.output.conclude(self.budget, self.breach, self.stop_reason, self.input.limits.max_turns)
 
 
+async def _exchange(thread: Any, agent_input: AgentInput, session: CodexSession, prompt: str) -> None:
+    """One user message and the agent's whole turn on the thread."""
+    from openai_codex import Sandbox
+
+    turn = await thread.turn(prompt, sandbox=Sandbox.full_access)
+    async for event in turn.stream():
+        payload = event.payload
+        name = type(payload).__name__
+        if name == "ThreadTokenUsageUpdatedNotification":
+            session.on_usage(payload.token_usage)
+        elif name in ("ItemStartedNotification", "ItemCompletedNotification"):
+            call = session.on_item(payload.item.root, completed=name == "ItemCompletedNotification")
+            watcher = agent_input.watcher
+            reason = watcher.observe(call) if watcher and call else None
+            if reason:
+                session.stop_reason = reason
+        elif name == "TurnCompletedNotification":
+            status = getattr(payload.turn.status, "value", payload.turn.status)
+            if status == "failed" and not session.stop_reason and not session.breach:
+                raise RuntimeError(f"codex turn failed: {payload.turn.error}")
+            break
+        if session.stop_reason or session.breach:
+            await turn.interrupt()
+            break
+
+
 async def _converse(agent_input: AgentInput, session: CodexSession, home: Path) -> None:
+    """The exchanges of one thread: the prompt, then each user message of a dialog, until it ends."""
     from codex_cli_bin import bundled_codex_path
     from openai_codex import AsyncCodex, CodexConfig, Sandbox
 
@@ -162,26 +190,12 @@ async def _converse(agent_input: AgentInput, session: CodexSession, home: Path) 
         thread = await codex.thread_start(
             cwd=str(agent_input.sandbox.root), sandbox=Sandbox.full_access, model=agent_input.config.model
         )
-        turn = await thread.turn(agent_input.prompt or "", sandbox=Sandbox.full_access)
-        async for event in turn.stream():
-            payload = event.payload
-            name = type(payload).__name__
-            if name == "ThreadTokenUsageUpdatedNotification":
-                session.on_usage(payload.token_usage)
-            elif name in ("ItemStartedNotification", "ItemCompletedNotification"):
-                call = session.on_item(payload.item.root, completed=name == "ItemCompletedNotification")
-                watcher = agent_input.watcher
-                reason = watcher.observe(call) if watcher and call else None
-                if reason:
-                    session.stop_reason = reason
-            elif name == "TurnCompletedNotification":
-                status = getattr(payload.turn.status, "value", payload.turn.status)
-                if status == "failed" and not session.stop_reason and not session.breach:
-                    raise RuntimeError(f"codex turn failed: {payload.turn.error}")
-                break
+        prompt: str | None = agent_input.prompt or ""
+        while prompt is not None:
+            await asyncio.wait_for(_exchange(thread, agent_input, session, prompt), timeout=agent_input.time_limit())
             if session.stop_reason or session.breach:
-                await turn.interrupt()
-                break
+                return
+            prompt = await asyncio.to_thread(agent_input.next_message, session.output)
 
 
 async def run(agent_input: AgentInput) -> AgentOutput:
@@ -189,7 +203,7 @@ async def run(agent_input: AgentInput) -> AgentOutput:
     with agent_home("coder-eval-codex-") as home:
         try:
             _write_config(home, agent_input.config.model)
-            await asyncio.wait_for(_converse(agent_input, session, home), timeout=agent_input.time_limit())
+            await asyncio.wait_for(_converse(agent_input, session, home), timeout=agent_input.conversation_limit())
             return session.finish()
         except TimeoutError:
             output, which = session.finish(), agent_input.expired_limit()

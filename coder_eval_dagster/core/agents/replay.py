@@ -3,7 +3,10 @@
 Every call really happens (Bash runs, Write writes, Read reads, Edit edits)
 and is recorded exactly as a live agent's would be, so every criterion,
 limit and early-stop rule can be exercised without an API key. Limits are
-honoured between calls (time) and after each turn (budgets).
+honoured between calls (time) and after each turn (budgets). A ``user:``
+item ends an exchange of a simulated dialog: the replay goes on past it
+only when the dialog asks for another exchange (without a dialog, the
+replay ends there).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from pydantic import ValidationError
 
 from ..datasets import Row, substitute
 from ..limits import COST_BUDGET_EXCEEDED, BudgetTracker
-from ..models.trajectory import ToolCall, Trajectory
+from ..models.trajectory import ToolCall, Trajectory, TrajectoryTurn
 from ..problems import InvalidInput, problems_from_validation
 from ..results import ToolCallRecord, TurnRecord
 from ..sandbox.tempdir import TempdirSandbox
@@ -109,33 +112,50 @@ class Replay:
         self.output.error = error
 
     def play(self) -> AgentOutput:
+        index = 0
+        for turn in self.trajectory.turns:
+            if turn.user is not None:  # the end of an exchange: the dialog decides whether another follows
+                if self.input.next_message(self.output) is None:
+                    return self.conclude()
+                continue
+            index += 1
+            if not self.play_turn(index, turn):
+                return self.conclude()
+        if self.input.dialog is not None:
+            self.input.next_message(self.output)  # the last exchange is complete too
+        return self.conclude()
+
+    def conclude(self) -> AgentOutput:
+        return self.output.conclude(self.budget, None, None, self.input.limits.max_turns)
+
+    def play_turn(self, index: int, turn: TrajectoryTurn) -> bool:
+        """Play one agent turn; False when a limit, a budget or the watcher ended the run."""
         limits = self.input.limits
-        for index, turn in enumerate(self.trajectory.turns, start=1):
-            if limits.max_turns is not None and index > limits.max_turns:
-                self.stop("max_turns", None, None)
+        if limits.max_turns is not None and index > limits.max_turns:
+            self.stop("max_turns", None, None)
+            return False
+        started = time.monotonic()
+        record = TurnRecord(index=index, text=turn.text)
+        for seq, call in enumerate(turn.calls, start=1):
+            if self.timed_out(started):
                 break
-            started = time.monotonic()
-            record = TurnRecord(index=index, text=turn.text)
-            for seq, call in enumerate(turn.calls, start=1):
-                if self.timed_out(started):
-                    break
-                record.calls.append(self.record_call(index, seq, call, started))
-                watcher = self.input.watcher
-                reason = watcher.observe(record.calls[-1]) if watcher else None
-                if reason:
-                    self.output.early_stop(reason, index, limits.max_turns)
-                    break
-            if turn.usage is not None:
-                record = record.model_copy(update=turn.usage.model_dump())
-            self.output.turns.append(record)
-            if self.output.early_stop_reason or self.output.final_status is not None or self.timed_out(started):
+            record.calls.append(self.record_call(index, seq, call, started))
+            watcher = self.input.watcher
+            reason = watcher.observe(record.calls[-1]) if watcher else None
+            if reason:
+                self.output.early_stop(reason, index, limits.max_turns)
                 break
-            breach = self.budget.add(record)
-            if breach:
-                what = "cost" if breach == COST_BUDGET_EXCEEDED else "token"
-                self.stop(f"{what}_budget", breach, f"run_limits {what} budget exceeded after turn {index}")
-                break
-        return self.output.conclude(self.budget, None, None, limits.max_turns)
+        if turn.usage is not None:
+            record = record.model_copy(update=turn.usage.model_dump())
+        self.output.turns.append(record)
+        if self.output.early_stop_reason or self.output.final_status is not None or self.timed_out(started):
+            return False
+        breach = self.budget.add(record)
+        if breach:
+            what = "cost" if breach == COST_BUDGET_EXCEEDED else "token"
+            self.stop(f"{what}_budget", breach, f"run_limits {what} budget exceeded after turn {index}")
+            return False
+        return True
 
     def record_call(self, turn: int, seq: int, call: ToolCall, turn_started: float) -> ToolCallRecord:
         left = self.time_left(turn_started)

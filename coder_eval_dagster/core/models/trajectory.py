@@ -45,10 +45,30 @@ class ToolCall(StrictModel):
 
 
 class TrajectoryTurn(StrictModel):
+    """An agent turn, or (``user:`` alone) the simulated user's message that opens the next exchange of a dialog."""
+
     usage: TurnUsage | None = None
     calls: list[ToolCall] = Field(default_factory=list)
     text: str | None = None
+    user: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _user_message_stands_alone(self) -> TrajectoryTurn:
+        if self.user is not None and (self.calls or self.text is not None or self.usage is not None):
+            raise rule_error("user", "a user: message stands alone (no calls, text or usage beside it)")
+        return self
 
 
 class Trajectory(StrictModel):
     turns: list[TrajectoryTurn] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _user_messages_between_turns(self) -> Trajectory:
+        if self.turns[0].user is not None or self.turns[-1].user is not None:
+            raise rule_error("turns", "a user: message goes between agent turns (the task's prompt opens the dialog)")
+        return self
+
+    @property
+    def user_messages(self) -> list[str]:
+        """The recorded user messages between turns, in order (a replayed dialog's simulated user)."""
+        return [turn.user for turn in self.turns if turn.user is not None]

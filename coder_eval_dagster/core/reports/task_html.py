@@ -21,6 +21,9 @@ pre{background:#f7f7f7;padding:.5rem;overflow-x:auto;font-size:.8rem;white-space
 .banner strong{color:#b3261e} dl.inputs{margin:0;font-size:.85rem} dl.inputs dt{font-weight:600;float:left;
 clear:left;margin-right:.4rem} dl.inputs dd{margin:0 0 .2rem 0;white-space:pre-wrap;word-break:break-word}
 .label{font-size:.75rem;color:#555;margin:.3rem 0 0}
+.msg{border-radius:.5rem;padding:.4rem .7rem;margin:.4rem 0;max-width:85%;white-space:pre-wrap}
+.msg.user{background:#e8f0fe;margin-right:auto}.msg.agent{background:#f1f3f4;margin-left:auto}
+.msg .who{font-size:.75rem;color:#555;display:block}
 """
 
 
@@ -83,6 +86,28 @@ def _trajectory(result: EvaluationResult) -> str:
     return f"<h2>Trajectory</h2><table>{head}{''.join(rows)}</table>"
 
 
+def _dialog(result: EvaluationResult) -> str:
+    """A simulated dialog as a conversation, with how it ended."""
+    info = result.simulation
+    if info is None:
+        return ""
+    who = {"user": "simulated user", "agent": "agent"}
+    bubbles = []
+    for message in result.dialog:
+        passed = message.criteria_passed
+        check = "" if passed is None else f" · criteria {'pass' if passed else 'fail'}"
+        bubbles.append(
+            f"<div class='msg {message.role}'><span class='who'>{who[message.role]} · turn {message.turn}"
+            f" · {message.tokens} tokens{check}</span>{escape(message.text)}</div>"
+        )
+    head = (
+        f"<p class='meta'>{info.turns} exchange(s), ended by {escape(str(info.stop_reason))} · trial "
+        f"{info.replicate_index} of {info.n_trials} · simulator tokens {result.simulator_input_tokens} in / "
+        f"{result.simulator_output_tokens} out</p>"
+    )
+    return f"<h2>Dialog</h2>{head}{''.join(bubbles)}"
+
+
 def render_task_html(result: EvaluationResult) -> str:
     gating = [c for c in result.criteria if c.gating and not c.advisory]
     passed = sum(c.passed for c in gating)
@@ -111,6 +136,7 @@ def render_task_html(result: EvaluationResult) -> str:
 · tokens {result.input_tokens} in / {result.output_tokens} out</div>
 {error}<p>{escape(result.description)}</p>
 <h2>Criteria</h2><table>{head}{rows}</table>
-{_hooks("pre_run", result.pre_run_results)}{_trajectory(result)}{_hooks("post_run", result.post_run_results)}
+{_dialog(result)}{_hooks("pre_run", result.pre_run_results)}{_trajectory(result)}
+{_hooks("post_run", result.post_run_results)}
 </body></html>
 """

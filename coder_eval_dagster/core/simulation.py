@@ -1,0 +1,252 @@
+"""Simulated-user dialogs: the loop between the subject agent and a simulated user.
+
+The task's ``initial_prompt`` opens the dialog; after each completed exchange
+the agent calls ``Dialog.after_exchange`` (through ``AgentInput.dialog``),
+which records the exchange, applies the termination precedence and, only
+when nothing fired, asks the simulated user for its next message:
+
+    run_limits breach -> stop_on_criteria_pass -> max_turns -> max_total_tokens -> stop_token
+
+A run_limits breach (budget, timeout, early stop) ends the agent itself
+before it reports the exchange; ``finish`` then records what it left. The
+simulated user is a model call on the run's API route with no tools, whose
+system prompt holds the persona, the goal and the constraints and whose
+messages are the dialog from the user's side (the reference solution is
+never in it). A replayed dialog's user is its trajectory's ``user:`` items.
+A failing simulator ends the dialog with ``error``; the task is still scored.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .agents.base import AgentOutput
+from .models.simulation import Simulation
+from .models.task import Task
+from .results import DialogMessage, DialogStopReason, SimulationInfo, TurnRecord
+from .routing import BEDROCK_ANTHROPIC_VERSION, ApiRoute, current_route
+from .secrets import redact
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SIMULATOR_MODEL = "anthropic.claude-sonnet-4-6"  # vendor-prefixed: translated per backend
+MAX_RETRIES = 3  # the anthropic SDK's bounded retries (429/529/5xx/connection errors)
+CALL_TIMEOUT_S = 300.0
+MAX_TOKENS = 1024
+SIMULATOR_ROLE = "You are role-playing a human user who is talking to an AI coding assistant."
+NO_TEXT = "(the assistant replied with no text)"
+
+
+@dataclass
+class Utterance:
+    text: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class SimulatedUser(Protocol):
+    def next_message(self, dialog: list[DialogMessage]) -> Utterance: ...
+
+
+# ----------------------------------------------------------------------------- the simulated user
+
+
+def system_prompt(settings: Simulation) -> str:
+    """The simulator's instructions: who it is, what it wants, its rules and how it ends the dialog."""
+    lines = [
+        SIMULATOR_ROLE,
+        "Stay in character; write only the user's next message, plainly, as that person would type it.",
+        "",
+        f"Persona:\n{settings.persona.strip()}",
+        "",
+        f"Goal:\n{settings.goal.strip()}",
+    ]
+    if settings.constraints:
+        lines += ["", "Rules you must follow:", *(f"- {rule}" for rule in settings.constraints)]
+    lines += [
+        "",
+        f"When you judge that the assistant has completed your goal, reply with {settings.stop_token} "
+        "(you may add a short closing remark before it).",
+    ]
+    return "\n".join(lines)
+
+
+def simulator_messages(dialog: list[DialogMessage]) -> list[dict[str, str]]:
+    """The dialog from the user's side: the agent speaks as ``user``, the simulated user as ``assistant``.
+
+    The opening message and the agent's first reply share the first message
+    (the Messages API starts with a user turn).
+    """
+    opening, *rest = dialog
+    first = (
+        f"[You opened the conversation with this message:]\n{opening.text}\n\n[The assistant replied:]\n"
+        f"{rest[0].text if rest else NO_TEXT}"
+    )
+    messages = [{"role": "user", "content": first}]
+    for message in rest[1:]:
+        messages.append({"role": "user" if message.role == "agent" else "assistant", "content": message.text})
+    return messages
+
+
+@dataclass
+class ModelUser:
+    """The simulated user as one tool-less model call per message, on the run's API route."""
+
+    settings: Simulation
+    model: str
+    route: ApiRoute
+
+    def request(self, dialog: list[DialogMessage]) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.route.model_id(self.model),
+            "max_tokens": MAX_TOKENS,
+            "system": system_prompt(self.settings),
+            "messages": simulator_messages(dialog),
+        }
+        if self.route.backend == "bedrock":
+            body["extra_body"] = {"anthropic_version": BEDROCK_ANTHROPIC_VERSION}
+        return body
+
+    def next_message(self, dialog: list[DialogMessage]) -> Utterance:
+        missing = self.route.missing_credentials()
+        if missing:
+            raise RuntimeError(missing)
+        message = self.route.client(MAX_RETRIES, CALL_TIMEOUT_S).messages.create(**self.request(dialog))
+        text = "\n".join(block.text for block in message.content if getattr(block, "type", None) == "text")
+        return Utterance(text, message.usage.input_tokens, message.usage.output_tokens)
+
+
+@dataclass
+class RecordedUser:
+    """A replayed dialog's user: the trajectory's ``user:`` messages in order; then it ends the dialog."""
+
+    messages: list[str]
+    stop_token: str
+    said: int = 0
+
+    def next_message(self, dialog: list[DialogMessage]) -> Utterance:
+        if self.said >= len(self.messages):
+            return Utterance(self.stop_token)
+        self.said += 1
+        return Utterance(self.messages[self.said - 1])
+
+
+def simulated_user(task: Task, recorded: list[str] | None) -> SimulatedUser:
+    """The recorded user of a replay, else the model on the run's route (the agent's model for claude-code)."""
+    settings = task.simulation
+    assert settings is not None
+    if recorded is not None:
+        return RecordedUser(recorded, settings.stop_token)
+    agent = task.agent
+    model = agent.model if agent.resolved_type == "claude-code" and agent.model else DEFAULT_SIMULATOR_MODEL
+    return ModelUser(settings, model, current_route())
+
+
+# ----------------------------------------------------------------------------- the loop
+
+
+def _agent_tokens(turns: list[TurnRecord]) -> int:
+    """Input + output tokens, as the result's ``input_tokens`` / ``output_tokens`` count them."""
+    return sum(t.input_tokens + t.output_tokens for t in turns)
+
+
+@dataclass
+class Dialog:
+    """One dialog's state; ``after_exchange`` is the agent's hook, ``finish`` records how it ended."""
+
+    settings: Simulation
+    user: SimulatedUser
+    opening: str
+    check_criteria: Callable[[list[TurnRecord]], bool | None]  # the per-turn check (None: nothing to check)
+    agent_max_turns: int | None = None  # run_limits.max_turns: the agent's turns across the whole dialog
+    messages: list[DialogMessage] = field(default_factory=list)
+    turns: int = 0  # completed exchanges
+    seen: int = 0  # agent turns already assigned to an exchange
+    stop_reason: DialogStopReason | None = None
+    simulator_input_tokens: int = 0
+    simulator_output_tokens: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.messages.append(DialogMessage(turn=1, role="user", text=redact(self.opening)))
+
+    @property
+    def simulator_tokens(self) -> int:
+        return self.simulator_input_tokens + self.simulator_output_tokens
+
+    def after_exchange(self, output: AgentOutput) -> str | None:
+        """Record the completed exchange; the user's next message, or None when the dialog ends here."""
+        self._record_agent(output)
+        self.turns += 1
+        reason = self._termination(output)
+        if reason is None:
+            return self._ask_user()
+        self.stop_reason = reason
+        return None
+
+    def _termination(self, output: AgentOutput) -> DialogStopReason | None:
+        """The guide's precedence after an exchange (the stop token comes last, from the user's next message)."""
+        if self.agent_max_turns is not None and len(output.turns) >= self.agent_max_turns:
+            return "run_limits"
+        passed = self.check_criteria(output.turns) if self.settings.check_criteria != "end_of_dialog" else None
+        self.messages[-1].criteria_passed = passed
+        if passed and self.settings.stop_on_criteria_pass:
+            return "criteria_pass"
+        if self.turns >= self.settings.max_turns:
+            return "max_turns"
+        budget = self.settings.max_total_tokens
+        if budget is not None and self.simulator_tokens + _agent_tokens(output.turns) >= budget:
+            return "budget"
+        return None
+
+    def _ask_user(self) -> str | None:
+        try:
+            utterance = self.user.next_message(self.messages)
+        except Exception as exc:  # the dialog ends; the task is still scored on what the agent did
+            log.warning("the simulated user failed: %s", exc)
+            self.warnings.append(redact(f"the simulated user failed, the dialog ended: {type(exc).__name__}: {exc}"))
+            self.stop_reason = "error"
+            return None
+        self.simulator_input_tokens += utterance.input_tokens
+        self.simulator_output_tokens += utterance.output_tokens
+        ended = self.settings.stop_token in utterance.text
+        text = utterance.text.replace(self.settings.stop_token, "").strip()
+        if text:
+            tokens = utterance.input_tokens + utterance.output_tokens
+            self.messages.append(DialogMessage(turn=self.turns + 1, role="user", text=redact(text), tokens=tokens))
+        if ended:
+            self.stop_reason = "stop_token"
+            return None
+        if not text:
+            self.warnings.append("the simulated user sent an empty message; the dialog ended")
+            self.stop_reason = "error"
+            return None
+        return text
+
+    def _record_agent(self, output: AgentOutput) -> None:
+        """The agent's reply in the exchange: the text of its turns since the last one."""
+        turns = output.turns[self.seen :]
+        self.seen = len(output.turns)
+        text = "\n\n".join(t.text for t in turns if t.text) or NO_TEXT
+        self.messages.append(
+            DialogMessage(turn=self.turns + 1, role="agent", text=redact(text), tokens=_agent_tokens(turns))
+        )
+
+    def finish(self, output: AgentOutput) -> None:
+        """After the agent returned: an exchange it cut short (a run_limits stop or an error) ends the dialog."""
+        if self.stop_reason is not None:
+            return
+        if len(output.turns) > self.seen:
+            self._record_agent(output)
+        self.stop_reason = "error" if output.stop_reason == "error" else "run_limits"
+
+    def info(self, replicate: int) -> SimulationInfo:
+        return SimulationInfo(
+            replicate_index=replicate,
+            n_trials=self.settings.n_trials,
+            turns=self.turns,
+            stop_reason=self.stop_reason,
+        )
