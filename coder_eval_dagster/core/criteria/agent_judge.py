@@ -36,7 +36,6 @@ from .judging import (
     judge_usage,
     render_prompt,
     truncated,
-    verdict_score,
 )
 from .registry import checks
 
@@ -230,12 +229,7 @@ def record_result(run: JudgeRun, transcript: Transcript, seconds: float) -> None
     if result is not None and result.is_error and result.subtype != "error_max_turns":
         run.error = f"the judge agent ended with an error: {result.result or result.subtype}"
         return
-    try:
-        verdict = parse_verdict(run.verdict)
-        run.score = verdict_score(verdict)
-        run.rationale = str(verdict.get("rationale") or "")
-    except VerdictError as exc:
-        run.error = str(exc)
+    run.take_verdict(lambda: parse_verdict(run.verdict))
 
 
 @checks(AgentJudge)

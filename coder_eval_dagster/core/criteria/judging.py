@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -236,6 +236,15 @@ class JudgeRun:
     score: float = 0.0
     rationale: str | None = None
     error: str | None = None
+
+    def take_verdict(self, read: Callable[[], dict[str, Any]]) -> None:
+        """Score and rationale from the verdict ``read`` returns; a malformed one is this judge's error."""
+        try:
+            verdict = read()
+            self.score = verdict_score(verdict)
+            self.rationale = str(verdict.get("rationale") or "")
+        except VerdictError as exc:
+            self.error = str(exc)
 
     def outcome(self, criterion: JudgeBase, ctx: CheckContext) -> Outcome:
         """The criterion's outcome (0.0 on any error), with the transcript written when asked."""

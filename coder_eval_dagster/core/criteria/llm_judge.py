@@ -25,7 +25,6 @@ from .judging import (
     judge_usage,
     list_price,
     render_prompt,
-    verdict_score,
 )
 from .registry import checks
 
@@ -103,13 +102,13 @@ def call_model(run: JudgeRun, criterion: LlmJudge, route: ApiRoute) -> None:
     tokens = message.usage.input_tokens, message.usage.output_tokens
     run.usage = judge_usage(*tokens, list_price(run.model, *tokens), time.monotonic() - started)
     run.verdict = "\n".join(block.text for block in message.content if getattr(block, "type", None) == "text")
-    try:
+
+    def read() -> dict[str, Any]:
         verdict = tool_verdict(message)
         run.verdict = json.dumps(verdict, ensure_ascii=False)
-        run.score = verdict_score(verdict)
-        run.rationale = str(verdict.get("rationale") or "")
-    except VerdictError as exc:
-        run.error = str(exc)
+        return verdict
+
+    run.take_verdict(read)
 
 
 @checks(LlmJudge)

@@ -34,6 +34,12 @@ AGENT_POOL = "agent_api"
 # A backfill from the UI or GraphQL carries as many partitions per run as
 # Dagster allows (on two dimensions: one run per key of the smaller one).
 SINGLE_RUN = dg.BackfillPolicy.single_run()
+# What the three partitioned assets share.
+PARTITIONED: dict[str, Any] = {
+    "group_name": GROUP,
+    "partitions_def": row_task_partitions,
+    "backfill_policy": SINGLE_RUN,
+}
 
 
 def _selected(context: dg.AssetExecutionContext, run: OpenRun) -> list[RowTask]:
@@ -97,9 +103,7 @@ def task_definitions(context: dg.AssetExecutionContext, settings: CoderEvalSetti
 
 
 @dg.asset(
-    group_name=GROUP,
-    partitions_def=row_task_partitions,
-    backfill_policy=SINGLE_RUN,
+    **PARTITIONED,
     deps=[task_definitions],
     description="One row-task under one variant: dataset row, variant merge, -D overrides applied.",
 )
@@ -123,9 +127,7 @@ def resolved_tasks(context: dg.AssetExecutionContext, settings: CoderEvalSetting
 
 
 @dg.asset(
-    group_name=GROUP,
-    partitions_def=row_task_partitions,
-    backfill_policy=SINGLE_RUN,
+    **PARTITIONED,
     deps=[resolved_tasks],
     pool=AGENT_POOL,
     description="Per evaluation: a fresh sandbox, pre_run, the agent loop under its run limits; "
@@ -178,9 +180,7 @@ def _restore(evaluation: Evaluation, rescore: bool, only: list[str] | None) -> E
 
 
 @dg.asset(
-    group_name=GROUP,
-    partitions_def=row_task_partitions,
-    backfill_policy=SINGLE_RUN,
+    **PARTITIONED,
     deps=[sandbox_runs],
     description="Criteria scores, post_run, task success and the per-task reports; re-materialize to re-score.",
 )
