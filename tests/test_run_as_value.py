@@ -228,3 +228,42 @@ def test_an_unregistered_type_is_refused_again(tmp_path: Path) -> None:
     )
     result = run_cli("validate", write_task(tmp_path, task))
     assert result.code == 1 and "success_criteria.0" in result.err
+
+
+def test_limit_task_globs_model_and_version(tmp_path: Path) -> None:
+    rows = [{"id": f"add-{i}"} for i in range(4)] + [{"id": f"sub-{i}"} for i in range(3)]
+    write_task(tmp_path, task_with(task_id="arith", dataset={"rows": rows}, **PASSING))
+    listed = run_cli("list", tmp_path, "--task", "arith/add-*")
+    assert listed.out.split() == [
+        "default",
+        "arith/add-0",
+        "default",
+        "arith/add-1",
+        "default",
+        "arith/add-2",
+        "default",
+        "arith/add-3",
+    ]
+    limited = run_cli("list", tmp_path, "--task", "arith/add-*", "--task", "arith/sub-2", "--limit", "3")
+    assert limited.out.split()[1::2] == ["arith/add-0", "arith/add-1", "arith/add-2"]  # the first N, deterministic
+    assert run_cli("list", tmp_path, "--limit", "2").out == run_cli("list", tmp_path, "--limit", "2").out
+
+    from coder_eval_dagster.core.run_spec import RunSpec
+
+    (row_task, *_) = resolution.resolve(RunSpec(task_paths=[str(tmp_path)], model="claude-opus-4-7")).row_tasks
+    assert row_task.task.agent.model == "claude-opus-4-7"  # --model is -D agent.model
+    version = run_cli_version()
+    assert version.startswith("coder-eval ") and version.split()[1][0].isdigit()
+
+
+def run_cli_version() -> str:
+    import contextlib
+    import io
+
+    from coder_eval_dagster.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    return out.getvalue().strip()
