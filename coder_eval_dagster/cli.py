@@ -13,14 +13,12 @@ from pathlib import Path
 from .compare_cli import add_commands as add_compare_commands
 from .core import credentials
 from .core.agents import AGENT_TYPES
-from .core.criteria.judging import DEFAULT_JUDGE_CONCURRENCY
 from .core.models.sandbox import unbound_limits
 from .core.preflight import check_environment, dagster_home
 from .core.problems import InvalidInput, Problem
 from .core.resolution import discover, kind_of, load_experiment, load_trajectory, resolve
 from .core.routing import RouteError
-from .core.run_spec import RunSpec
-from .core.runs import JudgeSettings
+from .core.run_spec import DEFAULT_JUDGE_CONCURRENCY, JudgeSettings, RunSpec
 from .core.yamlio import load_document
 from .sandbox_cli import add_commands as add_sandbox_commands
 

@@ -15,8 +15,8 @@ from .core.problems import InvalidInput
 from .core.reports.junit import write_junit
 from .core.reports.run_summary import why_not_passed
 from .core.resolution import Resolution, resolve
-from .core.run_spec import RunSpec
-from .core.runs import RUN_FILE, JudgeSettings, OpenRun, is_run_folder, load_run, new_run_dir, open_run, resnapshot
+from .core.run_spec import JudgeSettings, RunSpec
+from .core.runs import RUN_FILE, OpenRun, is_run_folder, load_run, new_run_dir, open_run, resnapshot
 from .core.sandbox.process import INTERRUPTED
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130

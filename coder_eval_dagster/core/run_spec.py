@@ -7,7 +7,11 @@ Launchpad), and ``run_plan.json`` serializes it. Resolution reads nothing else.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_JUDGE_CONCURRENCY = 4
 
 
 class RunSpec(BaseModel):
@@ -29,3 +33,12 @@ class RunSpec(BaseModel):
     @property
     def selects_anything(self) -> bool:
         return bool(self.task_paths) or self.experiment is not None
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """How a run routes and bounds its model calls (judges included); travels to the scoring stage."""
+
+    backend: str | None = None  # -b/--backend; None: API_BACKEND, else direct
+    judge_concurrency: int = DEFAULT_JUDGE_CONCURRENCY
+    only_criteria: list[str] | None = None  # rescore --only-criteria

@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from .criteria.judging import DEFAULT_JUDGE_CONCURRENCY
 from .evaluation import RESULT_FILE, Evaluation, load_result, new_evaluation, utc_now
 from .fingerprints import fingerprints
 from .problems import Problem
@@ -126,15 +125,6 @@ def _write_atomically(path: Path, data: bytes) -> None:
 
 
 _loaded: dict[Path, OpenRun] = {}
-
-
-@dataclass(frozen=True)
-class JudgeSettings:
-    """How a run routes and bounds its model calls (judges included); travels to the scoring stage."""
-
-    backend: str | None = None  # -b/--backend; None: API_BACKEND, else direct
-    judge_concurrency: int = DEFAULT_JUDGE_CONCURRENCY
-    only_criteria: list[str] | None = None  # rescore --only-criteria
 
 
 def new_run_dir(runs_dir: Path, now: datetime | None = None) -> Path:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from ..run_spec import DEFAULT_JUDGE_CONCURRENCY  # one default for the CLI and the limiter
 from .context import Outcome, scrub
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 DEFAULT_JUDGE_MODEL = "anthropic.claude-sonnet-4-6"  # vendor-prefixed: translated per backend
 TASK_DIR_PREFIX = "$TASK_DIR/"
 FILE_NOT_FOUND = "<file not found>"
-DEFAULT_JUDGE_CONCURRENCY = 4
+
 TRANSCRIPT_SHARES = (0.6, 0.3, 0.1)  # the verdict (and tool calls), the prompt, the system prompt
 CALL_PREVIEW_CHARS = 300
 # USD per million input / output tokens, by model family (list prices); an unknown family has no cost.
