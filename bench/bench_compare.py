@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from coder_eval_dagster.core.compare.pages import ROW_CACHE, write_index
+from coder_eval_dagster.core.compare.index import ROW_CACHE, write_index
 from tests.synthetic_runs import evaluation, write_run
 
 CLI = Path(sys.executable).parent / "coder-eval"

@@ -52,7 +52,8 @@ def validate_child(path: Path) -> tuple[float, float, str]:
 def criterion_on_huge_file(folder: Path) -> tuple[float, float, str]:
     from pydantic import TypeAdapter
 
-    from coder_eval_dagster.core.criteria import CheckContext, Criterion
+    from coder_eval_dagster.core.check_context import CheckContext
+    from coder_eval_dagster.core.criteria import Criterion
     from coder_eval_dagster.core.models.sandbox import SandboxConfig
     from coder_eval_dagster.core.sandbox import TempdirSandbox
     from coder_eval_dagster.core.scoring import run_check

@@ -39,12 +39,13 @@ success_criteria:
 
 def _evaluations(folder: Path, rows: int) -> list:
     from coder_eval_dagster.core.evaluation import run_pre_run, setup_sandbox
-    from coder_eval_dagster.core.resolution import Options, resolve
+    from coder_eval_dagster.core.resolution import resolve
+    from coder_eval_dagster.core.run_spec import RunSpec
     from coder_eval_dagster.core.runs import in_parallel, plan_evaluations
 
     (folder / "rows.jsonl").write_text("".join(json.dumps({"id": f"r{i:04d}"}) + "\n" for i in range(rows)))
     (folder / "task.yaml").write_text(TASK)
-    resolution = resolve(Options(paths=[folder / "task.yaml"]))
+    resolution = resolve(RunSpec(task_paths=[str(folder / "task.yaml")]))
     evaluations = plan_evaluations(resolution.row_tasks, "bench", folder / "run", None)
     return in_parallel(lambda e: run_pre_run(setup_sandbox(e)), evaluations, os.cpu_count() or 1)
 

@@ -64,7 +64,7 @@ def _emit(text: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
     else:
-        from .core.compare.pages import write_atomically
+        from .core.compare.page import write_atomically
 
         write_atomically(output, text)
 

@@ -227,7 +227,7 @@ def test_a_run_known_only_to_the_tables(experiment_run: Path) -> None:
 
 
 def test_the_runs_index_follows_a_changed_run_json(tmp_path: Path) -> None:
-    from coder_eval_dagster.core.compare.pages import write_index
+    from coder_eval_dagster.core.compare.index import write_index
 
     run_dir = write_run(tmp_path, DAY, [evaluation("a", "t1", "FAILED"), evaluation("b", "t1", "ERROR")])
     assert "a: 0/1 (0%); b: 0/0" in write_index(tmp_path).read_text()

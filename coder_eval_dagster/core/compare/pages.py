@@ -7,7 +7,7 @@ from pathlib import Path
 from ..results import EvaluationResult
 from .analysis import Comparison, compare_variants
 from .figures import Drawing, comparison_figures, save_pngs
-from .index import INDEX_PAGE, RUN_PAGE, write_index  # noqa: F401  (re-exported)
+from .index import RUN_PAGE
 from .page import write_atomically
 from .render import render_html
 from .rows import RunRows, results_frame

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .analysis import Comparison, Flip, GroupStats, PairComparison
 from .figures import Drawing
-from .page import STYLE, html_page, relative_to  # noqa: F401  (re-exported)
+from .page import html_page, relative_to
 from .stats import Interval
 
 

@@ -72,8 +72,8 @@ def variant_comparison(context: dg.AssetExecutionContext, settings: CoderEvalSet
         )
     # Imported here: pandas and scipy would otherwise load with the code location, before every run.
     from ...core.compare.analysis import compare_variants
+    from ...core.compare.index import RUN_PAGE
     from ...core.compare.nightly import comparison_metadata, regression_verdict
-    from ...core.compare.pages import RUN_PAGE
     from ...core.compare.rows import CompareError, load_run
 
     try:
