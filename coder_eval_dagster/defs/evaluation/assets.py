@@ -17,6 +17,7 @@ from typing import Any
 
 import dagster as dg
 
+from ...core.chunking import partitions_per_run
 from ...core.compare.plotted import suite_float_metadata
 from ...core.evaluation import RESULT_FILE, STATE_FILE, Evaluation, Phase, load_result, restore_checkpoint, run_phase
 from ...core.resolution import RowTask
@@ -31,9 +32,15 @@ from .resources import CoderEvalSettings
 
 GROUP = "coder_eval"
 AGENT_POOL = "agent_api"
-# A backfill from the UI or GraphQL carries as many partitions per run as
-# Dagster allows (on two dimensions: one run per key of the smaller one).
-SINGLE_RUN = dg.BackfillPolicy.single_run()
+
+
+def backfill_policy(per_run: int | None) -> dg.BackfillPolicy:
+    """A backfill from the UI or GraphQL: as many partitions per run as Dagster allows (on two dimensions:
+    one run per key of the smaller one), or runs of at most ``per_run`` (CODER_EVAL_PARTITIONS_PER_RUN)."""
+    return dg.BackfillPolicy.multi_run(per_run) if per_run else dg.BackfillPolicy.single_run()
+
+
+BACKFILL_POLICY = backfill_policy(partitions_per_run())
 
 
 def _selected(context: dg.AssetExecutionContext, run: OpenRun) -> list[RowTask]:
@@ -99,7 +106,7 @@ def task_definitions(context: dg.AssetExecutionContext, settings: CoderEvalSetti
 @dg.asset(
     group_name=GROUP,
     partitions_def=row_task_partitions,
-    backfill_policy=SINGLE_RUN,
+    backfill_policy=BACKFILL_POLICY,
     deps=[task_definitions],
     description="One row-task under one variant: dataset row, variant merge, -D overrides applied.",
 )
@@ -125,7 +132,7 @@ def resolved_tasks(context: dg.AssetExecutionContext, settings: CoderEvalSetting
 @dg.asset(
     group_name=GROUP,
     partitions_def=row_task_partitions,
-    backfill_policy=SINGLE_RUN,
+    backfill_policy=BACKFILL_POLICY,
     deps=[resolved_tasks],
     pool=AGENT_POOL,
     description="Per evaluation: a fresh sandbox, pre_run, the agent loop under its run limits; "
@@ -180,7 +187,7 @@ def _restore(evaluation: Evaluation, rescore: bool, only: list[str] | None) -> E
 @dg.asset(
     group_name=GROUP,
     partitions_def=row_task_partitions,
-    backfill_policy=SINGLE_RUN,
+    backfill_policy=BACKFILL_POLICY,
     deps=[sandbox_runs],
     description="Criteria scores, post_run, task success and the per-task reports; re-materialize to re-score.",
 )
