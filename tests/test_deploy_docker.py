@@ -3,13 +3,11 @@ the host, and DockerRunLauncher starting each chunk run in its own container of 
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pandas as pd
@@ -17,17 +15,21 @@ import pytest
 
 from coder_eval_dagster.code_image import DEFAULT_TAG, build_code_image
 
-from .dagster_services import BIN, ROOT, DagsterServices, free_port, launch_backfill, wait_for_backfill
+from .dagster_services import DagsterServices, launch_backfill, wait_for_backfill
+from .docker_deployment import deployed
 from .docker_engine import ensure_engine_and_image
 from .helpers import criterion, task_with, write_task
-from .test_postgres import postgres_url  # noqa: F401  (the fixture: a real PostgreSQL server)
+from .postgres_server import running_postgres
 
 pytestmark = pytest.mark.slow
-SHIPPED = ROOT / "deploy" / "docker" / "dagster.yaml"
-SHIPPED_ROOT = "/srv/coder-eval"
 ROWS = 40
 PER_RUN = 10
-CODE_SERVER_START_S = 120
+
+
+@pytest.fixture(scope="module")
+def postgres_url() -> Iterator[str]:
+    with running_postgres() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -37,64 +39,18 @@ def code_image() -> str:
     return DEFAULT_TAG
 
 
-@contextmanager
-def code_server(port: int, env: dict[str, str], log: Path) -> Iterator[None]:
-    """`dagster code-server start` on 127.0.0.1, stopped with its process group."""
-    command = [str(BIN / "dagster"), "code-server", "start", "-h", "127.0.0.1", "-p", str(port)]
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [*command, "-m", "coder_eval_dagster.definitions"], env=env, stdout=out, stderr=out, start_new_session=True
-        )
-    try:
-        health = [str(BIN / "dagster"), "api", "grpc-health-check", "-p", str(port), "--host", "127.0.0.1"]
-        deadline = time.monotonic() + CODE_SERVER_START_S
-        while subprocess.run(health, env=env, capture_output=True, timeout=30).returncode != 0:
-            if time.monotonic() > deadline or process.poll() is not None:
-                raise RuntimeError(f"the code server did not start; see {log}")
-            time.sleep(1)
-        yield
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-
-
-def _deployment(root: Path, postgres: str, image: str) -> tuple[Path, Path, dict[str, str]]:
-    """The shipped dagster.yaml with its shared folder moved under ``root``; the workspace; the environment."""
-    home = root / "home"
-    home.mkdir(parents=True)
-    (home / "dagster.yaml").write_text(SHIPPED.read_text().replace(SHIPPED_ROOT, str(root)))
-    port = free_port()
-    workspace = root / "workspace.yaml"
-    workspace.write_text(
-        f"load_from:\n  - grpc_server:\n      host: 127.0.0.1\n      port: {port}\n      location_name: coder_eval\n"
-    )
-    env = {
-        **os.environ,
-        "DAGSTER_HOME": str(home),
-        "DAGSTER_POSTGRES_URL": postgres,
-        "CODER_EVAL_CODE_IMAGE": image,
-        "CODER_EVAL_TASK_PATHS": str(root / "tasks"),
-        "CODER_EVAL_RUNS_DIR": str(root / "runs"),
-        "CODER_EVAL_CONCURRENCY": str(PER_RUN),
-        "CODER_EVAL_PARTITIONS_PER_RUN": str(PER_RUN),
-        "DAGSTER_EVENT_BATCH_SIZE": "1000",
-        "ANTHROPIC_API_KEY": "",
-        "OPENAI_API_KEY": "",
-        "CODE_SERVER_PORT": str(port),
-    }
-    return home, workspace, env
-
-
 def _failures(instance: dg.DagsterInstance, runs: list[dg.DagsterRun]) -> list[str]:
     """What went wrong in the failed runs, from their events (the run containers are gone by then)."""
     return [
-        f"{run.run_id[:8]} {record.event_log_entry.dagster_event.step_failure_data.error.message}"
+        f"{run.run_id[:8]} {record.event_log_entry.message} {record.event_log_entry.dagster_event.event_specific_data}"
         for run in runs
         if run.status != dg.DagsterRunStatus.SUCCESS
-        for record in instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.STEP_FAILURE).records
+        for kind in (
+            dg.DagsterEventType.STEP_FAILURE,
+            dg.DagsterEventType.RUN_FAILURE,
+            dg.DagsterEventType.ENGINE_EVENT,
+        )
+        for record in instance.get_records_for_run(run.run_id, of_type=kind).records
     ]
 
 
@@ -102,69 +58,98 @@ def _tails(root: Path) -> str:
     return "\n".join(p.read_text(errors="replace")[-3000:] for p in (root / "logs").iterdir())
 
 
-def _remove_containers(run_ids: list[str]) -> None:
-    """DockerRunLauncher never removes its containers: the test does (an engine gone leaves nothing to remove)."""
-    import docker
-
-    try:
-        engine = docker.from_env(timeout=30)
-    except docker.errors.DockerException:
-        return
-    for run_id in run_ids:
-        for container in engine.containers.list(all=True, filters={"label": f"dagster/run_id={run_id}"}):
-            container.remove(force=True)
+KEYS = [f"wide/r{i:02d}" for i in range(ROWS)]
+BACKFILLED = ["resolved_tasks", "sandbox_runs", "criteria_scores", "suite_metrics"]
 
 
-def test_backfill_spreads_over_run_containers(
-    tmp_path: Path,
-    postgres_url: str,  # noqa: F811
-    code_image: str,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    root = tmp_path
+@contextmanager
+def deployment(
+    root: Path, postgres: str, image: str, pre_run: list[dict[str, str]]
+) -> Iterator[tuple[DagsterServices, dg.DagsterInstance]]:
+    """The 40-row task (docker driver, from inside the run containers through the socket), deployed."""
     write_task(
         root / "tasks",
         task_with(
             task_id="wide",
             agent={"type": "none"},
             initial_prompt=None,
-            sandbox={"driver": "docker", "python": None},  # from inside the run container, through the socket
-            dataset={"rows": [{"id": f"r{i:02d}"} for i in range(ROWS)]},
+            sandbox={"driver": "docker", "python": None},
+            dataset={"rows": [{"id": key.split("/")[1]} for key in KEYS]},
+            pre_run=pre_run,
             success_criteria=[criterion("run_command", command="true")],
         ),
     )
-    home, workspace, env = _deployment(root, postgres_url, code_image)
-    for name in ("DAGSTER_POSTGRES_URL", "CODER_EVAL_CODE_IMAGE"):  # this process opens the instance too
-        monkeypatch.setenv(name, env[name])
-    keys = [f"wide/r{i:02d}" for i in range(ROWS)]
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        instance.add_dynamic_partitions("task", keys)
-        instance.add_dynamic_partitions("variant", ["default"])
-    (root / "logs").mkdir()
-    run_ids: list[str] = []
-    try:
-        with (
-            code_server(int(env["CODE_SERVER_PORT"]), env, root / "logs" / "code-server.log"),
-            DagsterServices(home, workspace, env, root / "logs") as services,
-        ):
-            backfill_id = launch_backfill(
-                services, ["resolved_tasks", "sandbox_runs", "criteria_scores", "suite_metrics"]
-            )
-            backfill = wait_for_backfill(services, backfill_id, timeout=420)
-            run_ids = [r["runId"] for r in backfill["runs"]]
-        with dg.DagsterInstance.from_config(str(home)) as instance:
-            runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
-            assert backfill["status"] == "COMPLETED_SUCCESS", "\n".join(_failures(instance, runs))[:3000] or _tails(
-                root
-            )
-            chunks = [r for r in runs if dg.AssetKey("criteria_scores") in (r.asset_selection or set())]
-            summaries = [r for r in runs if dg.AssetKey("suite_metrics") in (r.asset_selection or set())]
-            assert len(chunks) == ROWS // PER_RUN and len(summaries) == 1 and len(runs) == 5
-            containers = {r.tags.get("docker/container_id") for r in runs}
-            assert None not in containers and len(containers) == len(runs)  # each run in its own container
-            materialized = instance.fetch_materializations(dg.AssetKey("suite_metrics"), limit=10).records
-            assert len(materialized) == 1
-        results = pd.read_parquet(root / "runs" / "tables" / "task_results")
-        assert sorted(results["task_id"]) == keys and results["success"].all()  # each evaluation exactly once
-    finally:
-        _remove_containers(run_ids)
+    with deployed(root, postgres, image, KEYS, PER_RUN, PER_RUN) as running:
+        yield running
+
+
+def _backfill_runs(
+    instance: dg.DagsterInstance, root: Path, backfill_id: str, backfill: dict[str, Any]
+) -> list[dg.DagsterRun]:
+    runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
+    assert backfill["status"] == "COMPLETED_SUCCESS", "\n".join(_failures(instance, runs))[:3000] or _tails(root)
+    return runs
+
+
+def _selecting(runs: list[dg.DagsterRun], asset: str) -> list[dg.DagsterRun]:
+    return [r for r in runs if dg.AssetKey(asset) in (r.asset_selection or set())]
+
+
+def _assert_each_evaluation_once(root: Path, instance: dg.DagsterInstance, runs: list[dg.DagsterRun]) -> None:
+    ours = {run.run_id for run in runs}  # the module's tests share one PostgreSQL database
+    records = instance.fetch_materializations(dg.AssetKey("suite_metrics"), limit=10).records
+    assert len([r for r in records if r.run_id in ours]) == 1
+    results = pd.read_parquet(root / "runs" / "tables" / "task_results")
+    assert sorted(results["task_id"]) == KEYS and results["success"].all()
+
+
+def test_backfill_spreads_over_run_containers(
+    tmp_path: Path,
+    postgres_url: str,
+    code_image: str,
+) -> None:
+    with deployment(tmp_path, postgres_url, code_image, []) as (services, instance):
+        backfill_id = launch_backfill(services, BACKFILLED)
+        backfill = wait_for_backfill(services, backfill_id, timeout=420)
+        runs = _backfill_runs(instance, tmp_path, backfill_id, backfill)
+        failed = [r for r in runs if r.status != dg.DagsterRunStatus.SUCCESS]
+        assert not failed, "\n".join(_failures(instance, failed))[:5000]
+        assert len(_selecting(runs, "criteria_scores")) == ROWS // PER_RUN
+        assert len(_selecting(runs, "suite_metrics")) == 1 and len(runs) == ROWS // PER_RUN + 1
+        containers = {r.tags.get("docker/container_id") for r in runs}
+        assert None not in containers and len(containers) == len(runs)  # each run in its own container
+        _assert_each_evaluation_once(tmp_path, instance, runs)
+
+
+def test_a_killed_chunk_run_is_retried(
+    tmp_path: Path,
+    postgres_url: str,
+    code_image: str,
+) -> None:
+    import docker
+
+    slow = [{"command": "sleep 6"}]  # every evaluation: a chunk is still running when its container is killed
+    with deployment(tmp_path, postgres_url, code_image, slow) as (services, instance):
+        backfill_id = launch_backfill(services, BACKFILLED)
+        victim = _started_chunk(instance, backfill_id)
+        docker.from_env(timeout=30).containers.get(victim.tags["docker/container_id"]).kill()
+        backfill = wait_for_backfill(services, backfill_id, timeout=420)
+        runs = _backfill_runs(instance, tmp_path, backfill_id, backfill)
+        retries = [r for r in runs if r.tags.get("dagster/parent_run_id") == victim.run_id]
+        assert instance.get_run_by_id(victim.run_id).status == dg.DagsterRunStatus.FAILURE  # type: ignore[union-attr]
+        assert [r.status for r in retries] == [dg.DagsterRunStatus.SUCCESS]
+        _assert_each_evaluation_once(tmp_path, instance, runs)
+
+
+def _started_chunk(instance: dg.DagsterInstance, backfill_id: str) -> dg.DagsterRun:
+    """A chunk run of the backfill whose container has been running its steps for a second."""
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        started = instance.get_runs(
+            filters=dg.RunsFilter(tags={"dagster/backfill": backfill_id}, statuses=[dg.DagsterRunStatus.STARTED])
+        )
+        if started and "docker/container_id" in started[0].tags:
+            time.sleep(1)
+            return started[0]
+        time.sleep(0.5)
+    raise TimeoutError("no chunk run started within 180 s")
