@@ -20,6 +20,7 @@ from .core.resolution import discover, kind_of, load_experiment, load_trajectory
 from .core.routing import RouteError
 from .core.run_spec import DEFAULT_JUDGE_CONCURRENCY, JudgeSettings, RunSpec
 from .core.yamlio import load_document
+from .deploy_cli import add_commands as add_deploy_commands
 from .sandbox_cli import add_commands as add_sandbox_commands
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -292,6 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     rescoring.set_defaults(handler=cmd_rescore)
     add_compare_commands(commands)
     add_sandbox_commands(commands)
+    add_deploy_commands(commands)
     return parser
 
 

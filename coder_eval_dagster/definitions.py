@@ -5,10 +5,13 @@ from __future__ import annotations
 import dagster as dg
 
 from .defs.evaluation.assets import ASSETS
-from .defs.evaluation.jobs import JOB_NAME
+from .defs.evaluation.jobs import EVALUATE_JOB, JOB_NAME
 from .defs.evaluation.resources import CoderEvalSettings, default_settings
 from .defs.evaluation.schedules import nightly_suite
 from .defs.evaluation.sensors import task_files_sensor
+from .defs.evaluation.summary_sensor import summary_after_chunks
+
+__all__ = ["JOB_NAME", "build_definitions", "defs"]  # the CLI and tests take JOB_NAME from here
 
 
 def build_definitions(settings: CoderEvalSettings) -> dg.Definitions:
@@ -20,8 +23,8 @@ def build_definitions(settings: CoderEvalSettings) -> dg.Definitions:
     return dg.Definitions(
         assets=ASSETS,
         resources={"settings": settings},
-        jobs=[dg.define_asset_job(JOB_NAME, selection=dg.AssetSelection.groups("coder_eval"))],
-        sensors=[task_files_sensor],
+        jobs=[EVALUATE_JOB],
+        sensors=[task_files_sensor, summary_after_chunks],
         schedules=[nightly_suite],
         executor=dg.in_process_executor,
     )

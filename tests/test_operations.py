@@ -121,7 +121,7 @@ def test_nightly_schedule_runs_everything_in_one_run(tmp_path, instance):
     )
     assert isinstance(empty, dg.SkipReason)
     tick(instance, settings, None)
-    request = nightly_suite(
+    (request,) = nightly_suite(
         dg.build_schedule_context(instance=instance, scheduled_execution_time=datetime(2026, 12, 3, 2, tzinfo=UTC))
     )
     assert request.run_key == "nightly-2026-12-03" and request.tags["coder_eval/night"] == "2026-12-03"

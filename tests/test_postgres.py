@@ -2,65 +2,23 @@
 
 from __future__ import annotations
 
-import glob
 import json
-import os
-import shutil
-import subprocess
-import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
-from .dagster_services import free_port
 from .helpers import run_cli, task_with, write, write_task
+from .postgres_server import running_postgres
 
 pytestmark = pytest.mark.slow
-BINARIES = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
-
-
-def _as_postgres(command: list[str]) -> list[str]:
-    """PostgreSQL refuses to run as root: drop to the postgres user when we are root."""
-    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
 
 
 @pytest.fixture(scope="module")
-def postgres_url():
-    if not BINARIES:
-        pytest.fail("PostgreSQL server binaries missing: .ci/run installs Debian's postgresql package")
-    bin_dir = Path(BINARIES[-1])
-    # not under pytest's tmp folders: they are root-only, and the server runs as postgres
-    folder = Path(tempfile.mkdtemp(prefix="coder-eval-pg-"))
-    data = folder / "data"
-    data.mkdir()
-    if os.geteuid() == 0:
-        for path in (folder, data):
-            shutil.chown(path, "postgres", "postgres")
-    port = free_port()
-    subprocess.run(
-        _as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]),
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    options = f"-p {port} -k {data} -c listen_addresses=127.0.0.1"
-    subprocess.run(
-        _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(data / "log"), "-w", "start"]),
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    try:
-        # SQLAlchemy 2.1 defaults to psycopg 3; dagster-postgres needs psycopg2 (its NOTIFY is interpolated client-side)
-        yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run(
-            _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
-            capture_output=True,
-            timeout=60,
-        )
-        shutil.rmtree(folder, ignore_errors=True)
+def postgres_url() -> Iterator[str]:
+    with running_postgres() as url:
+        yield url
 
 
 def test_graph_runs_on_postgres_storage(tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pickle
 import threading
@@ -27,6 +28,7 @@ from .tables import suite_rows, task_rows, write_table
 
 PLAN_FILE = "run_plan.json"
 SNAPSHOT_FILE = "snapshot.pickle"
+OPEN_LOCK_FILE = ".open.lock"  # serializes creating the plan and snapshot among concurrent chunk runs
 RUN_FILE = "run.json"
 RUN_MD = "run.md"
 TIMESTAMP = "%Y-%m-%dT%H-%M-%SZ"
@@ -112,6 +114,21 @@ def load_run(folder: Path) -> OpenRun:
         snapshot = pickle.loads((folder / SNAPSHOT_FILE).read_bytes())
         _loaded[key] = OpenRun(folder, plan, snapshot)
     return _loaded[key]
+
+
+def open_once(folder: Path, create: Callable[[], OpenRun]) -> OpenRun:
+    """The run folder's plan and snapshot, created by whichever of concurrent runs comes first.
+
+    The chunk runs of one backfill or tick start at the same moment (in other
+    containers, on the shared volume) and share one folder: a lock file makes
+    creating it happen once, so every chunk evaluates the same snapshot.
+    """
+    if is_run_folder(folder):
+        return load_run(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / OPEN_LOCK_FILE).open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        return load_run(folder) if is_run_folder(folder) else create()
 
 
 def is_run_folder(folder: Path) -> bool:

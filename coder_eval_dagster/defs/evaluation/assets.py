@@ -17,6 +17,7 @@ from typing import Any
 
 import dagster as dg
 
+from ...core.chunking import partitions_per_run
 from ...core.compare.plotted import suite_float_metadata
 from ...core.evaluation import RESULT_FILE, STATE_FILE, Evaluation, Phase, load_result, restore_checkpoint, run_phase
 from ...core.resolution import RowTask
@@ -31,14 +32,20 @@ from .resources import CoderEvalSettings
 
 GROUP = "coder_eval"
 AGENT_POOL = "agent_api"
-# A backfill from the UI or GraphQL carries as many partitions per run as
-# Dagster allows (on two dimensions: one run per key of the smaller one).
-SINGLE_RUN = dg.BackfillPolicy.single_run()
+
+
+def backfill_policy(per_run: int | None) -> dg.BackfillPolicy:
+    """A backfill from the UI or GraphQL: as many partitions per run as Dagster allows (on two dimensions:
+    one run per key of the smaller one), or runs of at most ``per_run`` (CODER_EVAL_PARTITIONS_PER_RUN)."""
+    return dg.BackfillPolicy.multi_run(per_run) if per_run else dg.BackfillPolicy.single_run()
+
+
+BACKFILL_POLICY = backfill_policy(partitions_per_run())
 # What the three partitioned assets share.
 PARTITIONED: dict[str, Any] = {
     "group_name": GROUP,
     "partitions_def": row_task_partitions,
-    "backfill_policy": SINGLE_RUN,
+    "backfill_policy": BACKFILL_POLICY,
 }
 
 

@@ -1,13 +1,19 @@
-"""What automated runs target: the whole graph over a rectangle of partition keys."""
+"""What automated runs target: the whole graph over a rectangle of partition keys, or chunks of it."""
 
+import hashlib
 import os
+from datetime import UTC, datetime
 
 import dagster as dg
 
+from ...core.chunking import partitions_per_run, task_chunks
+from ...core.runs import TIMESTAMP
 from .dagster_private import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 from .partitions import TASK_DIMENSION, VARIANT_DIMENSION
+from .resources import RUN_FOLDER_TAG
 
 JOB_NAME = "evaluate"
+EVALUATE_JOB = dg.define_asset_job(JOB_NAME, selection=dg.AssetSelection.groups("coder_eval"))
 AUTOMATION_ENV = "CODER_EVAL_AUTOMATION"
 
 
@@ -29,3 +35,36 @@ def rectangle_tags(tasks: list[str], variants: list[str]) -> dict[str, str]:
     start = dg.MultiPartitionKey({TASK_DIMENSION: tasks[0], VARIANT_DIMENSION: variants[0]})
     end = dg.MultiPartitionKey({TASK_DIMENSION: tasks[-1], VARIANT_DIMENSION: variants[-1]})
     return {ASSET_PARTITION_RANGE_START_TAG: str(start), ASSET_PARTITION_RANGE_END_TAG: str(end)}
+
+
+# The partitioned part of the graph: what a chunk run materializes (the summary runs once, after every chunk).
+CHUNK_ASSETS = [dg.AssetKey(name) for name in ("task_definitions", "resolved_tasks", "sandbox_runs", "criteria_scores")]
+SUMMARY_ASSETS = [dg.AssetKey("suite_metrics"), dg.AssetKey("variant_comparison")]
+CHUNK_TAG = "coder_eval/chunk"  # this chunk's index within its tick
+CHUNKS_TAG = "coder_eval/chunks"  # how many chunks the tick requested
+
+
+def tick_requests(
+    run_key: str, started: datetime, tasks: list[str], variants: list[str], tags: dict[str, str]
+) -> list[dg.RunRequest]:
+    """The tick's runs over tasks x variants: one run of the whole graph, or (CODER_EVAL_PARTITIONS_PER_RUN
+    set) one run per chunk of the partitioned assets, all writing into one run folder named after the tick;
+    ``summary_after_chunks`` materializes suite_metrics once every chunk has succeeded."""
+    per_run = partitions_per_run()
+    if per_run is None:
+        return [dg.RunRequest(run_key=run_key, tags={**rectangle_tags(tasks, variants), **tags})]
+    chunks = task_chunks(tasks, len(variants), per_run)
+    digest = hashlib.sha256(run_key.encode()).hexdigest()[:8]
+    shared = {
+        **tags,
+        RUN_FOLDER_TAG: f"{started.astimezone(UTC).strftime(TIMESTAMP)}-{digest}",
+        CHUNKS_TAG: str(len(chunks)),
+    }
+    return [
+        dg.RunRequest(
+            run_key=f"{run_key}-chunk-{index}",
+            asset_selection=CHUNK_ASSETS,
+            tags={**rectangle_tags(chunk, variants), **shared, CHUNK_TAG: str(index)},
+        )
+        for index, chunk in enumerate(chunks)
+    ]

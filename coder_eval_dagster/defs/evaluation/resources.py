@@ -13,10 +13,13 @@ from ...core.criteria.judging import DEFAULT_JUDGE_CONCURRENCY, set_judge_concur
 from ...core.resolution import resolve
 from ...core.routing import configure
 from ...core.run_spec import RunSpec
-from ...core.runs import OpenRun, default_concurrency, is_run_folder, load_run, open_run
+from ...core.runs import OpenRun, default_concurrency, load_run, open_once, open_run
+from .deployment import refuse_sqlite_across_containers
 
 # The backfill a run belongs to (Dagster's public tag string).
 BACKFILL_TAG = "dagster/backfill"
+# The run folder shared by the chunk runs of one schedule or sensor tick (set by the tick).
+RUN_FOLDER_TAG = "coder_eval/run_folder"
 
 # RunSpec's fields as Dagster config, so the Launchpad shows and edits them; defined once, in core.
 RunSpecConfig = create_model(
@@ -63,21 +66,26 @@ class CoderEvalSettings(dg.ConfigurableResource):
         """The run's folder, plan and snapshot; a launched run's first step creates them."""
         if self.run_dir:
             return load_run(Path(self.run_dir))
-        folder = Path(self.runs_dir) / launched_run_name(context)
-        if is_run_folder(folder):
-            return load_run(folder)
+        refuse_sqlite_across_containers(context.instance)
+        return open_once(Path(self.runs_dir) / launched_run_name(context), lambda: self._create(context))
+
+    def _create(self, context: dg.AssetExecutionContext) -> OpenRun:
         resolution = resolve(self.run_spec())
         for problem in resolution.problems[:50]:
             context.log.warning(f"skipped: {problem}")
+        folder = Path(self.runs_dir) / launched_run_name(context)
         return open_run(folder, self.run_spec(), context.run.run_id, resolution)
 
 
 def launched_run_name(context: dg.AssetExecutionContext) -> str:
-    """``<start time>-<id prefix>`` of the Dagster run, or of its backfill.
+    """``<start time>-<id prefix>`` of the Dagster run, or of its backfill, or the tick's shared folder.
 
-    A backfill may split into several runs (the partitioned steps, then
-    suite_metrics): they share one folder, so the summary covers them all.
+    A backfill or a tick may split into several runs (the partitioned chunks,
+    then suite_metrics): they share one folder, so the summary covers them all.
     """
+    shared = context.run.tags.get(RUN_FOLDER_TAG)
+    if shared:
+        return safe_folder_name(shared)
     backfill_id = context.run.tags.get(BACKFILL_TAG)
     backfill = context.instance.get_backfill(backfill_id) if backfill_id else None
     if backfill is not None:
@@ -87,6 +95,13 @@ def launched_run_name(context: dg.AssetExecutionContext) -> str:
         created = record.create_timestamp.astimezone(UTC) if record else datetime.now(UTC)
         key = context.run.run_id
     return f"{created.strftime('%Y-%m-%dT%H-%M-%SZ')}-{key[:8]}"
+
+
+def safe_folder_name(name: str) -> str:
+    """A run folder tag names one folder inside runs_dir, nothing above or beside it."""
+    if not name or "/" in name or "\\" in name or name.startswith("."):
+        raise dg.Failure(description=f"tag {RUN_FOLDER_TAG}={name!r}: expected a plain folder name")
+    return name
 
 
 def default_settings() -> CoderEvalSettings:

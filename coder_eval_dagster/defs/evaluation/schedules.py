@@ -1,10 +1,10 @@
-"""The nightly schedule: the whole suite, in as few runs as possible (one, over every partition)."""
+"""The nightly schedule: the whole suite, in one run over every partition or in chunk runs (jobs.tick_requests)."""
 
 import os
 
 import dagster as dg
 
-from .jobs import JOB_NAME, rectangle_tags, schedule_status
+from .jobs import JOB_NAME, schedule_status, tick_requests
 from .partitions import task_partitions, variant_partitions
 
 NIGHTLY_CRON_ENV = "CODER_EVAL_NIGHTLY_CRON"
@@ -18,13 +18,11 @@ DEFAULT_CRON = "0 2 * * *"
     default_status=schedule_status(),
     description="Runs every registered row-task x variant once a night.",
 )
-def nightly_suite(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+def nightly_suite(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest] | dg.SkipReason:
     tasks = context.instance.get_dynamic_partitions(task_partitions.name)
     variants = context.instance.get_dynamic_partitions(variant_partitions.name)
     if not tasks or not variants:
         return dg.SkipReason("no row-tasks registered yet: start the task_files_sensor or run coder-eval once")
     night = context.scheduled_execution_time.strftime("%Y-%m-%d")
-    return dg.RunRequest(
-        run_key=f"nightly-{night}",
-        tags={**rectangle_tags(tasks, variants), "coder_eval/trigger": "nightly", "coder_eval/night": night},
-    )
+    tags = {"coder_eval/trigger": "nightly", "coder_eval/night": night}
+    return tick_requests(f"nightly-{night}", context.scheduled_execution_time, tasks, variants, tags)

@@ -3,7 +3,8 @@
 Cursor: ``{"<task key>|<variant key>": fingerprint}`` of every resolved
 row-task (see ``core/fingerprints.py``). On each tick the sensor resolves
 the configured roots, adds the new task and variant keys, retires the ones
-no file defines any more, and requests one run over the changed row-tasks:
+no file defines any more, and requests one run (or one per chunk, see
+jobs.tick_requests) over the changed row-tasks:
 their keys are moved to the end of the task dimension, so that the run's
 rectangle (changed tasks x all variants) covers them and nothing older.
 An invalid file is logged and skipped; the rest go on.
@@ -11,12 +12,13 @@ An invalid file is logged and skipped; the rest go on.
 
 import hashlib
 import json
+from datetime import UTC, datetime
 
 import dagster as dg
 
 from ...core.fingerprints import fingerprints
 from ...core.resolution import resolve
-from .jobs import JOB_NAME, rectangle_tags, sensor_status
+from .jobs import JOB_NAME, sensor_status, tick_requests
 from .partitions import encode_id, task_partitions, variant_partitions
 from .resources import CoderEvalSettings
 
@@ -48,10 +50,12 @@ def task_files_sensor(context: dg.SensorEvaluationContext, settings: CoderEvalSe
         ordered = [v for v in context.instance.get_dynamic_partitions(variant_partitions.name) if v in variants]
         ordered += [v for v in variants if v not in ordered]
         run_key = hashlib.sha256(json.dumps(sorted(cursor.items())).encode()).hexdigest()[:16]
-        tags = {**rectangle_tags(changed_tasks, ordered), "coder_eval/trigger": "files"}
-        runs.append(dg.RunRequest(run_key=f"changed-{run_key}", tags=tags))
+        runs = tick_requests(
+            f"changed-{run_key}", datetime.now(UTC), changed_tasks, ordered, {"coder_eval/trigger": "files"}
+        )
         context.log.info(
-            f"{len(changed)} row-task x variant(s) changed or new: one run over {len(changed_tasks)} task key(s)"
+            f"{len(changed)} row-task x variant(s) changed or new: "
+            f"{len(runs)} run(s) over {len(changed_tasks)} task key(s)"
         )
     return dg.SensorResult(run_requests=runs, dynamic_partitions_requests=requests, cursor=json.dumps(cursor))
 

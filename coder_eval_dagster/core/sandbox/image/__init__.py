@@ -65,12 +65,12 @@ def build(tag: str, base: str = DEFAULT_BASE, force: bool = False, say: Say = pr
         shutil.copy(DOCKERFILE, Path(context) / "Dockerfile")
         shutil.copy(uv, Path(context) / "uv")
         say(f"building {tag} on {base}")
-        _build_context(context, tag, base, wanted)
+        build_from_context(context, tag, base, wanted)
     say(f"built {tag} (inputs {wanted})")
     return True
 
 
-def _build_context(context: str, tag: str, base: str, wanted: str) -> None:
+def build_from_context(context: str, tag: str, base: str, wanted: str) -> None:
     import docker.errors
 
     try:
