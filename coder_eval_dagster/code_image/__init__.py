@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from ..core.sandbox.engine import EngineError
-from ..core.sandbox.image import DEBIAN_LOCAL, Say, build_from_context, current_hash, debian_local_base
+from ..core.sandbox.image import DEBIAN_LOCAL, Say, build_from_context, current_hash, debian_local_base, run_build_step
 
 DOCKERFILE = Path(__file__).with_name("Dockerfile")
 PACKAGE = Path(__file__).resolve().parent.parent
@@ -78,11 +77,6 @@ def _prepare_wheels(scratch: Path, context: Path, say: Say) -> None:
     project.mkdir(parents=True)
     say("preparing wheels on the host (pip wheel)")
     command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(wheels), f"{source}[docker]"]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=WHEEL_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise EngineError(f"pip wheel did not finish within {WHEEL_TIMEOUT_S} s") from None
-    if done.returncode != 0:
-        raise EngineError(f"pip wheel failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+    run_build_step(command, WHEEL_TIMEOUT_S, "pip wheel")
     for wheel in wheels.glob("coder_eval_dagster-*.whl"):
         wheel.rename(project / wheel.name)

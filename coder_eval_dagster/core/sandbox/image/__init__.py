@@ -106,12 +106,7 @@ def debian_local_base(say: Say = print) -> str:
     with tempfile.TemporaryDirectory(prefix="coder-eval-debootstrap-") as scratch:
         root = Path(scratch) / "root"
         command = ["debootstrap", "--variant=minbase", f"--include={DEBIAN_PACKAGES}", "bookworm", str(root), mirror]
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=DEBOOTSTRAP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise EngineError(f"debootstrap did not finish within {DEBOOTSTRAP_TIMEOUT_S} s") from None
-        if done.returncode != 0:
-            raise EngineError(f"debootstrap failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+        run_build_step(command, DEBOOTSTRAP_TIMEOUT_S, "debootstrap")
         for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):
             for item in (root / cache).glob("*"):
                 if item.is_file():
@@ -135,3 +130,13 @@ def host_debian_mirror() -> str:
         if match:
             return match.group(1)
     return DEFAULT_MIRROR
+
+
+def run_build_step(command: list[str], timeout: float, what: str) -> None:
+    """One host-side step of an offline image build; its failure or timeout is one EngineError line."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise EngineError(f"{what} did not finish within {timeout:g} s") from None
+    if done.returncode != 0:
+        raise EngineError(f"{what} failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}")
