@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from .code_image import DEFAULT_TAG, build_code_image
-from .core.sandbox.engine import EngineError
 from .core.sandbox.image import DEBIAN_LOCAL
+from .sandbox_cli import image_build_handler
 
-
-def cmd_deploy_build_image(args: argparse.Namespace) -> int:
-    try:
-        build_code_image(args.tag, args.base, args.force)
-    except EngineError as exc:
-        print(f"coder-eval deploy build-image: {exc}", file=sys.stderr)
-        return 1
-    return 0
+cmd_deploy_build_image = image_build_handler("deploy build-image", lambda a: build_code_image(a.tag, a.base, a.force))
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:

@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 from .core.sandbox.engine import EngineError, default_image
 from .core.sandbox.image import DEBIAN_LOCAL, DEFAULT_BASE, build
 
 
-def cmd_sandbox_build(args: argparse.Namespace) -> int:
-    try:
-        build(args.tag or default_image(), args.base, args.force)
-    except EngineError as exc:
-        print(f"coder-eval sandbox build: {exc}", file=sys.stderr)
-        return 1
-    return 0
+def image_build_handler(command: str, build_image: Callable[[argparse.Namespace], object]) -> Callable[..., int]:
+    """A CLI handler that builds an image; an engine or build failure is one line, exit 1."""
+
+    def handle(args: argparse.Namespace) -> int:
+        try:
+            build_image(args)
+        except EngineError as exc:
+            print(f"coder-eval {command}: {exc}", file=sys.stderr)
+            return 1
+        return 0
+
+    return handle
+
+
+cmd_sandbox_build = image_build_handler("sandbox build", lambda a: build(a.tag or default_image(), a.base, a.force))
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
