@@ -164,8 +164,11 @@ def dev(extra: list[str]) -> int:
 def _open_instance() -> Any:
     """Import Dagster and open the instance before the run's clock starts."""
     from .launch import local_instance
+    from .program import imports_done
 
-    return local_instance()
+    instance = local_instance()
+    imports_done()
+    return instance
 
 
 def _launch(

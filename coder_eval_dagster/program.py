@@ -1,0 +1,49 @@
+"""The `coder-eval` program: a short-lived process, started and ended without the interpreter's idle work.
+
+Two costs that a one-row run otherwise pays (measured in docs/performance.md):
+
+- Start-up imports Dagster and its storage, about 200,000 long-lived
+  objects; the cyclic garbage collector would walk them again and again
+  while they load (~0.2 s). It is off until :func:`imports_done`, which
+  moves everything loaded so far out of its reach (``gc.freeze``) and turns
+  it back on for the run itself.
+- Tearing the interpreter down frees those objects one by one (~0.45 s).
+  Once the command has returned, its threads are joined, the ``atexit``
+  handlers run (logging, Dagster's and SQLAlchemy's clean-ups) and the
+  standard streams are flushed, the process ends with ``os._exit``: every
+  file the command wrote is already closed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import gc
+import os
+import sys
+import threading
+
+
+def main() -> None:
+    gc.disable()
+    from .cli import main as run_command
+
+    code = run_command()
+    exit_now(code)
+
+
+def imports_done() -> None:
+    """The heavy imports are in: collect cycles again, but never walk what start-up loaded."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
+
+
+def exit_now(code: int) -> None:
+    """End the process once everything the command started has finished (see the module docstring)."""
+    threading._shutdown()  # what the interpreter's own exit does first: wake idle pools, join non-daemon threads
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing left to say
+            stream.flush()
+    os._exit(code)
