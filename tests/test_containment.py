@@ -85,3 +85,35 @@ def test_an_agents_background_processes_last_until_its_evaluation_ends(
         )
     assert result.final_status == "SUCCESS", (result.error, result.criteria)  # the criterion saw it, in the namespace
     assert not _alive(marker)  # and the end of the evaluation ended it
+
+
+def test_a_clean_namespace_serves_the_next_evaluation_and_a_dirty_one_never(tmp_path: Path) -> None:
+    """Reuse only when nothing is left running and the mount table is as it started."""
+    first = _sandbox(tmp_path / "first")
+    assert first.run("echo $$ > /dev/null", timeout=10).ok
+    pid_file = (first.root.parent / PID_FILE).read_text()
+    release(first.root.parent)
+    second = _sandbox(tmp_path / "second")
+    assert second.run("true", timeout=10).ok
+    assert (second.root.parent / PID_FILE).read_text() == pid_file  # the same namespace, now the second's
+    assert second.run("mount -t tmpfs none /mnt", timeout=10).ok  # root in there may mount
+    release(second.root.parent)
+    third = _sandbox(tmp_path / "third")
+    assert third.run("! grep -q ' /mnt ' /proc/self/mountinfo", timeout=10).ok  # not the mounted one
+    assert (third.root.parent / PID_FILE).read_text() != pid_file
+    marker = f"300.{uuid.uuid4().int % 10**9}"
+    assert third.run(f"setsid sleep {marker} &", timeout=10).ok
+    release(third.root.parent)
+    assert not _alive(marker)  # ended with its daemon, not kept
+    containment.end_spare()
+
+
+def test_the_namespace_init_shows_no_credential_of_the_harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A library caller or a Dagster daemon may hold keys in its environment; /proc/1/environ inside must not."""
+    containment.end_spare()
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-planted-0123456789")
+    box = _sandbox(tmp_path / "e")
+    done = box.run("tr '\\0' '\\n' < /proc/1/environ", timeout=10)
+    assert done.ok and [line.split("=")[0] for line in done.stdout.split()] == ["PATH"]
+    release(box.root.parent)
+    containment.end_spare()

@@ -14,6 +14,13 @@ The holder dies when
   rather than ``PR_SET_PDEATHSIG``, which fires when the *thread* that
   started the child ends, and Dagster starts commands from pool threads.)
 
+A namespace in which nothing is left running when its evaluation (or phase)
+lets go of it goes back to a small pool and serves the next evaluation: starting
+one costs two processes, and a large run would otherwise start two per row. It
+is reused only when nothing but its init is left in it and its mount table is
+the one it started with (commands are root in there and may mount); the pool
+is emptied when a step's evaluations are done (:func:`end_spare`).
+
 Inside, ``/proc`` is the namespace's own: the harness is not even visible.
 Commands run as root of the user namespace (mapped to the user coder-eval
 runs as, so files keep their usual rights), which gives no privilege over
@@ -43,10 +50,19 @@ END_TIMEOUT_S = 10.0
 # ends the idle ones (nothing but their init left, no command running, no agent), so that a large
 # run does not hold two processes and two pipes per evaluation; a later command starts one again.
 SWEEP_ABOVE = 32
+# Idle namespaces kept for the next evaluations (each is two processes and two pipes).
+SPARE_MAX = 16
 # The namespace's init. bash (unlike dash) reaps every child, orphans included, from its SIGCHLD handler.
 # Each line on stdin asks how many processes the namespace holds (its own /proc, globbed without a fork);
 # at end of file bash exits and the kernel kills everyone inside.
-HOLDER = ["bash", "--noprofile", "--norc", "-c", "echo ready; while read -r _; do set -- /proc/[0-9]*; echo $#; done"]
+HOLDER = [
+    "bash",
+    "--noprofile",
+    "--norc",
+    "-c",
+    "echo ready; while read -r _; do set -- /proc/[0-9]*; echo $#; done",
+    "coder-eval-namespace",  # its name in ps
+]
 
 
 class ContainmentError(RuntimeError):
@@ -56,12 +72,24 @@ class ContainmentError(RuntimeError):
 @dataclass
 class _Namespace:
     starter: subprocess.Popen[bytes]  # unshare: in the user and mount namespaces; its child, the holder, is init
+    mounts: str  # its mount table when it started
     commands: int = 0  # sandbox commands running in it now
     agent: bool = False  # an agent CLI was started in it: kept until the evaluation ends
 
     @property
     def sweepable(self) -> bool:
         return not self.agent and self.commands == 0 and self.processes() <= 1
+
+    @property
+    def reusable(self) -> bool:
+        """Nothing but its init left and no mount added or removed: as good as a new one."""
+        return self.processes() == 1 and self.mount_table() == self.mounts
+
+    def mount_table(self) -> str:
+        try:
+            return Path(f"/proc/{self.starter.pid}/mountinfo").read_text(encoding="utf-8")
+        except OSError:
+            return ""
 
     def processes(self) -> int:
         """How many processes the namespace holds, its init included (0: it is gone)."""
@@ -75,6 +103,7 @@ class _Namespace:
 
 
 _namespaces: dict[Path, _Namespace] = {}
+_spare: list[_Namespace] = []
 _lock = threading.Lock()
 
 
@@ -120,7 +149,8 @@ def _namespace_of(folder: Path, command: bool = False) -> _Namespace:
         if namespace is not None and namespace.starter.poll() is None:
             namespace.commands += command
             return namespace
-    namespace = _start(folder)
+    namespace = _take_spare() or _start()
+    _claim(folder, namespace)
     namespace.commands += command
     with _lock:
         _namespaces[folder] = namespace
@@ -138,8 +168,8 @@ def _end_if_idle(folder: Path, namespace: _Namespace) -> None:
         if _namespaces.get(folder) is not namespace or namespace.commands:
             return
         del _namespaces[folder]
-    _end(namespace)
     _forget(folder)
+    _recycle(namespace)
 
 
 def release_if_idle(folder: Path) -> None:
@@ -155,16 +185,17 @@ def release_if_idle(folder: Path) -> None:
         _end_if_idle(folder, namespace)
 
 
-def _start(folder: Path) -> _Namespace:
+def _start() -> _Namespace:
     """Start the holder in new user, PID and mount namespaces, and wait until it runs."""
     argv = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child=SIGKILL", "--mount-proc", "--"]
     try:
         starter = subprocess.Popen(
-            [*argv, *HOLDER, str(folder)],  # the folder names it, for ps and for the reader of PID_FILE
+            [*argv, *HOLDER],
             stdin=subprocess.PIPE,  # only the harness holds its write end: the harness's death ends the holder
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,  # a Ctrl-C in the terminal reaches the harness, which ends it
+            env={"PATH": os.environ.get("PATH", os.defpath)},  # its /proc/1/environ is readable inside
         )
     except OSError as exc:
         raise ContainmentError(f"cannot start a process namespace: {exc}") from None
@@ -176,10 +207,47 @@ def _start(folder: Path) -> _Namespace:
         why = starter.stderr.read().decode(errors="replace").strip() if starter.wait() else "timed out"
         raise ContainmentError(f"cannot start a process namespace: {why}")
     starter.stderr.close()
+    namespace = _Namespace(starter, mounts="")
+    namespace.mounts = namespace.mount_table()
+    return namespace
+
+
+def _claim(folder: Path, namespace: _Namespace) -> None:
+    """The namespace serves the evaluation in ``folder`` now: say so there, for another process to end it."""
     folder.mkdir(parents=True, exist_ok=True)
-    namespace = os.readlink(f"/proc/{starter.pid}/ns/pid_for_children")
-    (folder / PID_FILE).write_text(f"{starter.pid} {namespace}\n", encoding="utf-8")
-    return _Namespace(starter)
+    pid_namespace = os.readlink(f"/proc/{namespace.starter.pid}/ns/pid_for_children")
+    (folder / PID_FILE).write_text(f"{namespace.starter.pid} {pid_namespace}\n", encoding="utf-8")
+
+
+def _take_spare() -> _Namespace | None:
+    while True:
+        with _lock:
+            if not _spare:
+                return None
+            namespace = _spare.pop()
+        if namespace.starter.poll() is None:
+            return namespace
+        _end(namespace)  # ended from outside meanwhile: reap it
+
+
+def _recycle(namespace: _Namespace) -> None:
+    """Keep a namespace its evaluation let go of for the next one, when it is clean and there is room."""
+    namespace.commands, namespace.agent = 0, False
+    if namespace.starter.poll() is None and namespace.reusable:
+        with _lock:
+            if len(_spare) < SPARE_MAX:
+                _spare.append(namespace)
+                return
+    _end(namespace)
+
+
+def end_spare() -> None:
+    """End the idle namespaces kept for reuse (a step's evaluations are done)."""
+    with _lock:
+        spare = list(_spare)
+        _spare.clear()
+    for namespace in spare:
+        _end(namespace)
 
 
 def release(folder: Path) -> None:
@@ -188,10 +256,11 @@ def release(folder: Path) -> None:
     with _lock:
         namespace = _namespaces.pop(folder, None)
     if namespace is not None:
-        _end(namespace)
+        _forget(folder)
+        _recycle(namespace)
     else:
         _end_recorded(folder)
-    _forget(folder)
+        _forget(folder)
 
 
 def _forget(folder: Path) -> None:
@@ -202,8 +271,9 @@ def _forget(folder: Path) -> None:
 def release_all() -> None:
     """An interrupted run: end every namespace this process started."""
     with _lock:
-        namespaces = list(_namespaces.values())
+        namespaces = [*_namespaces.values(), *_spare]
         _namespaces.clear()
+        _spare.clear()
     for namespace in namespaces:
         _end(namespace)
 

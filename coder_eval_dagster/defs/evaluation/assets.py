@@ -22,7 +22,16 @@ from ...core.compare.plotted import suite_float_metadata
 from ...core.evaluation import RESULT_FILE, STATE_FILE, Evaluation, Phase, load_result, restore_checkpoint, run_phase
 from ...core.resolution import RowTask
 from ...core.routing import current_route, routing_line
-from ...core.runs import OpenRun, cache_dir, hand_over, in_parallel, plan_evaluations, summarize, take_over
+from ...core.runs import (
+    OpenRun,
+    cache_dir,
+    hand_over,
+    in_parallel,
+    plan_evaluations,
+    preload_tables,
+    summarize,
+    take_over,
+)
 from ...core.sandbox.engine import default_docker_image
 from ...core.scoring import kept_for_rescore
 from .comparison import variant_comparison
@@ -143,6 +152,7 @@ def resolved_tasks(context: dg.AssetExecutionContext, settings: CoderEvalSetting
 def sandbox_runs(context: dg.AssetExecutionContext, settings: CoderEvalSettings) -> dg.MaterializeResult:
     run = settings.open(context)
     settings.apply_judge_settings()  # the agents take their API route from the same place
+    preload_tables()
     done = in_parallel(
         lambda e: hand_over(run_phase(restore_checkpoint(e), "sandbox")),
         _evaluations(context, settings, run),
