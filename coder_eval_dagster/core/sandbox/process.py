@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -21,6 +22,7 @@ OUTPUT_CAP_BYTES = 100 * 1024  # per stream: the first and the last half are kep
 # Once the shell has exited, how long its output may still take to arrive (a
 # background daemon holds the pipe open: it is read on, and dropped, until it ends).
 DRAIN_GRACE_S = 0.2
+POLL_S = 0.05  # without pidfds (old kernels): how often the exit is checked
 # Process groups of the commands running now, so that an interrupted run can
 # stop them at once instead of waiting for them; once interrupted, no new
 # command starts in this process.
@@ -79,26 +81,77 @@ def read_capped(path: Path) -> str:
     return kept.render()
 
 
-class CappedStream(HeadTail):
-    """A pipe read to its end in a thread, keeping its first and last bytes and counting the rest."""
+class _Drain(threading.Thread):
+    """Reads pipes a background process still holds after its command returned, dropping what comes."""
 
-    def __init__(self, fd: int, cap: int = OUTPUT_CAP_BYTES):
-        super().__init__(cap)
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._read, args=(fd,), daemon=True, name="coder-eval-output")
-        self._thread.start()
+    def __init__(self, fds: list[int]):
+        super().__init__(daemon=True, name="coder-eval-drain")
+        self.fds = fds
 
-    def _read(self, fd: int) -> None:
-        with os.fdopen(fd, "rb", buffering=0) as pipe:
-            while chunk := pipe.read(65536):
-                with self._lock:
-                    self.keep(chunk)
+    def run(self) -> None:
+        poller = select.poll()
+        for fd in self.fds:
+            poller.register(fd, select.POLLIN)
+        open_fds = set(self.fds)
+        while open_fds:
+            for fd, _ in poller.poll():
+                if not os.read(fd, 65536):
+                    poller.unregister(fd)
+                    os.close(fd)
+                    open_fds.discard(fd)
 
-    def text(self, grace: float = DRAIN_GRACE_S) -> str:
-        """What was written so far (waiting ``grace`` seconds for the end of the stream)."""
-        self._thread.join(grace)
-        with self._lock:
-            return self.render()
+
+def _collect(process: subprocess.Popen[bytes], timeout: float) -> tuple[HeadTail, HeadTail, bool]:
+    """Both output streams and the exit, in the calling thread: (stdout, stderr, timed out).
+
+    One poll over the two pipes and the process's pidfd: no reader thread per
+    stream. Once the shell has exited, output may still arrive for
+    ``DRAIN_GRACE_S``; a background daemon that keeps a pipe open is read on
+    (and dropped) by a :class:`_Drain` until it ends, so it never blocks on a
+    full pipe. On timeout the whole process group is killed.
+    """
+    assert process.stdout is not None and process.stderr is not None
+    out, err = HeadTail(), HeadTail()
+    streams = {process.stdout.fileno(): out, process.stderr.fileno(): err}
+    poller = select.poll()
+    for fd in streams:
+        poller.register(fd, select.POLLIN)
+    pidfd = _pidfd(process)
+    if pidfd is not None:
+        poller.register(pidfd, select.POLLIN)
+    deadline, timed_out = time.monotonic() + timeout, False
+    until = deadline  # then, once the shell has exited: the end of the grace for its output
+    try:
+        while streams and (now := time.monotonic()) < until:
+            wait_s = until - now if pidfd is not None else min(until - now, POLL_S)
+            for fd, _ in poller.poll(max(1, int(wait_s * 1000))):
+                if fd == pidfd:
+                    poller.unregister(fd)
+                    until = time.monotonic() + DRAIN_GRACE_S
+                elif chunk := os.read(fd, 65536):
+                    streams[fd].keep(chunk)
+                else:
+                    poller.unregister(fd)
+                    del streams[fd]
+            if pidfd is None and until == deadline and process.poll() is not None:
+                until = time.monotonic() + DRAIN_GRACE_S
+        if until == deadline and not wait_for(process, max(0.0, deadline - time.monotonic())):
+            timed_out = True
+            kill_group(process.pid)
+        process.wait()
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+    if streams:  # a background process holds them: read on, elsewhere
+        _Drain([os.dup(fd) for fd in streams]).start()
+    return out, err, timed_out
+
+
+def _pidfd(process: subprocess.Popen[bytes]) -> int | None:
+    try:
+        return os.pidfd_open(process.pid)
+    except OSError:  # a kernel without pidfds
+        return None
 
 
 def interrupt_all() -> None:
@@ -143,25 +196,19 @@ def run_shell(
             )
         except OSError as exc:
             return CommandRun(command=command, error=f"could not start: {exc}")
-        _running.add(process.pid)
-    assert process.stdout is not None and process.stderr is not None
-    out, err = CappedStream(os.dup(process.stdout.fileno())), CappedStream(os.dup(process.stderr.fileno()))
-    process.stdout.close()
-    process.stderr.close()
-    timed_out = False
+            _running.add(process.pid)
     try:
-        if not wait_for(process, timeout):
-            timed_out = True
-            kill_group(process.pid)
-            process.wait()
+        out, err, timed_out = _collect(process, timeout)
     finally:
         with _running_lock:
             _running.discard(process.pid)
+        process.stdout.close()  # type: ignore[union-attr]
+        process.stderr.close()  # type: ignore[union-attr]
     return CommandRun(
         command=command,
         exit_code=None if timed_out else process.returncode,
-        stdout=redact(out.text()),
-        stderr=redact(err.text()),
+        stdout=redact(out.render()),
+        stderr=redact(err.render()),
         duration_s=round(time.perf_counter() - start, 3),
         timed_out=timed_out,
         error=f"timed out after {timeout:g} s (process group killed)" if timed_out else None,
