@@ -15,8 +15,8 @@ A batch of asset events (a step's per-partition materializations) is stored
 with one statement per table instead of Dagster's statements per event. That
 path re-does what ``SqliteEventLogStorage.store_event`` does with Dagster's
 private pieces of it, from this pinned Dagster (1.13.27): ``_event_to_row``,
-``_store_asset_event_tags``, ``_store_asset_event`` and the ``event_logs``
-table. tests/test_event_storage.py fails when its rows
+``_tags_for_asset_event``, ``_store_asset_event`` and the ``event_logs`` and
+``asset_event_tags`` tables. tests/test_event_storage.py fails when its rows
 or what Dagster reads back differ from the stock storage storing one event at a time.
 
 New databases are copies of pre-migrated empty ones shipped in
@@ -44,7 +44,7 @@ from typing import Any
 
 from dagster._core.events import DagsterEventType
 from dagster._core.events.log import EventLogEntry
-from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
+from dagster._core.storage.event_log.schema import AssetEventTagsTable, SqlEventLogStorageTable
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME, SqliteEventLogStorage
 from sqlalchemy import create_engine, event, func, select
 from sqlalchemy.engine import Connection, Engine
@@ -225,9 +225,23 @@ class FastSqliteEventLogStorage(SqliteEventLogStorage):
             # in the table. Our rows hold the consecutive ids ending at max(id).
             last = conn.execute(select(func.max(SqlEventLogStorageTable.c.id))).scalar_one()
             ids = list(range(last - len(events) + 1, last + 1))
-            self._store_asset_event_tags(conn, events, ids)
+            self._store_tags(conn, events, rows, ids)
             for event, event_id in _last_of_each_kind(events, ids):
                 self._store_asset_event(conn, event, event_id)
+
+    def _store_tags(self, conn: Connection, events: list[EventLogEntry], rows: list[dict], ids: list[int]) -> None:
+        """``_store_asset_event_tags``, with each event's asset key string and timestamp taken from its row.
+
+        Dagster recomputes both for every tag, and a multi-partition
+        materialization has three: 25 us of CPU per event instead of 7.
+        """
+        values = [
+            dict(event_id=i, asset_key=row["asset_key"], key=key, value=value, event_timestamp=row["timestamp"])
+            for event, row, i in zip(events, rows, ids, strict=True)
+            for key, value in self._tags_for_asset_event(event).items()
+        ]
+        if values and self.has_table(AssetEventTagsTable.name):
+            conn.execute(AssetEventTagsTable.insert(), values)
 
     @property
     def supports_partition_subset_in_asset_materialization_planned_events(self) -> bool:
