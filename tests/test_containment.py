@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import uuid
@@ -117,3 +118,27 @@ def test_the_namespace_init_shows_no_credential_of_the_harness(tmp_path: Path, m
     assert done.ok and [line.split("=")[0] for line in done.stdout.split()] == ["PATH"]
     release(box.root.parent)
     containment.end_spare()
+
+
+def test_commands_start_through_a_spawner_the_namespace_cannot_see(tmp_path: Path) -> None:
+    """The spawner forks the commands into the PID namespace without being in it: nothing inside reaches it."""
+    box = _sandbox(tmp_path / "e")
+    done = box.run("cat /proc/[0-9]*/cmdline | tr '\\0' ' '; echo; exit 5", timeout=10)
+    assert done.exit_code == 5 and "coder-eval-spawner" not in done.stdout and "nsenter" not in done.stdout
+    namespace = containment._namespaces[(tmp_path / "e").resolve()]
+    spawner = namespace.spawner
+    assert spawner is not None and spawner.process.poll() is None
+    inside = box.run("readlink /proc/self/ns/pid", timeout=10).stdout.strip()
+    assert inside == os.readlink(f"/proc/{namespace.starter.pid}/ns/pid_for_children")  # born inside
+    release(box.root.parent)
+    containment.end_spare()
+    assert spawner.process.poll() is not None  # ended with its namespace
+
+
+def test_a_spawned_command_times_out_with_its_whole_group(tmp_path: Path) -> None:
+    marker = f"300.{uuid.uuid4().int % 10**9}"
+    box = _sandbox(tmp_path / "e")
+    done = box.run(f"sleep {marker} & sleep {marker}", timeout=1)
+    assert done.timed_out and done.exit_code is None and not _alive(marker)
+    assert box.run("echo again", timeout=10).stdout == "again\n"  # the spawner serves the next command
+    release(box.root.parent)

@@ -1,7 +1,8 @@
 """One set of namespaces per evaluation, so that no process it started outlives it or reaches the harness.
 
 Every sandbox command and agent CLI of an evaluation runs inside the same
-user, PID and mount namespaces (``unshare``), entered with ``nsenter``. Its first
+user, PID and mount namespaces (``unshare``): an agent CLI entered with
+``nsenter``, a command started by the namespace's spawner (see ``spawner``). Its first
 process, a small holder, is the namespace's init: when it dies the kernel
 kills every process inside, ``setsid`` daemons and double forks included.
 The holder dies when
@@ -42,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .pidwait import wait_for
+from .spawner import Spawner
 
 PID_FILE = ".processes.pid"  # in the evaluation folder: "<unshare pid> <its PID namespace for children>"
 START_TIMEOUT_S = 10.0
@@ -75,6 +77,20 @@ class _Namespace:
     mounts: str  # its mount table when it started
     commands: int = 0  # sandbox commands running in it now
     agent: bool = False  # an agent CLI was started in it: kept until the evaluation ends
+    spawner: Spawner | None = None  # started with its first command
+    spawner_broken: bool = False  # it could not start: commands enter with nsenter
+
+    def free_spawner(self) -> Spawner | None:
+        """Its spawner, locked for one command; None while another command of the evaluation holds it."""
+        if self.spawner is None and not self.spawner_broken:
+            ns = f"/proc/{self.starter.pid}/ns"
+            try:
+                self.spawner = Spawner(f"{ns}/user", f"{ns}/mnt", f"{ns}/pid_for_children")
+            except OSError:
+                self.spawner_broken = True
+        if self.spawner is not None and self.spawner.lock.acquire(blocking=False):
+            return self.spawner
+        return None
 
     @property
     def sweepable(self) -> bool:
@@ -115,12 +131,18 @@ def agent_launcher(folder: Path, cwd: Path) -> list[str]:
 
 
 @contextlib.contextmanager
-def command_launcher(folder: Path, cwd: Path) -> Iterator[list[str]]:
-    """The argv prefix for one sandbox command; the namespace is in use until the block ends."""
+def command_launcher(folder: Path, cwd: Path) -> Iterator[Spawner | list[str]]:
+    """How one sandbox command enters the evaluation's namespace: its spawner, else an ``nsenter`` prefix.
+
+    The namespace is in use until the block ends.
+    """
     namespace = _namespace_of(folder.resolve(), command=True)
+    spawner = namespace.free_spawner()
     try:
-        yield _prefix(namespace, cwd)
+        yield spawner if spawner is not None else _prefix(namespace, cwd)
     finally:
+        if spawner is not None:
+            spawner.lock.release()
         with _lock:
             namespace.commands -= 1
 
@@ -279,6 +301,8 @@ def release_all() -> None:
 
 
 def _end(namespace: _Namespace) -> None:
+    if namespace.spawner is not None:
+        namespace.spawner.close()
     starter = namespace.starter
     for pipe in (starter.stdin, starter.stdout):
         with contextlib.suppress(OSError):

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from ..secrets import redact
 from .containment import release_all
 from .pidwait import wait_for
+from .spawner import Spawned, Spawner, SpawnError
 
 OUTPUT_CAP_BYTES = 100 * 1024  # per stream: the first and the last half are kept
 # Once the shell has exited, how long its output may still take to arrive (a
@@ -101,14 +102,15 @@ class _Drain(threading.Thread):
                     open_fds.discard(fd)
 
 
-def _collect(process: subprocess.Popen[bytes], timeout: float) -> tuple[HeadTail, HeadTail, bool]:
+def _collect(process: subprocess.Popen[bytes] | Spawned, timeout: float) -> tuple[HeadTail, HeadTail, bool]:
     """Both output streams and the exit, in the calling thread: (stdout, stderr, timed out).
 
-    One poll over the two pipes and the process's pidfd: no reader thread per
-    stream. Once the shell has exited, output may still arrive for
-    ``DRAIN_GRACE_S``; a background daemon that keeps a pipe open is read on
-    (and dropped) by a :class:`_Drain` until it ends, so it never blocks on a
-    full pipe. On timeout the whole process group is killed.
+    One poll over the two pipes and what tells the exit (the process's pidfd,
+    or the spawner's socket): no reader thread per stream. Once the shell has
+    exited, output may still arrive for ``DRAIN_GRACE_S``; a background daemon
+    that keeps a pipe open is read on (and dropped) by a :class:`_Drain` until
+    it ends, so it never blocks on a full pipe. On timeout the whole process
+    group is killed.
     """
     assert process.stdout is not None and process.stderr is not None
     out, err = HeadTail(), HeadTail()
@@ -116,16 +118,16 @@ def _collect(process: subprocess.Popen[bytes], timeout: float) -> tuple[HeadTail
     poller = select.poll()
     for fd in streams:
         poller.register(fd, select.POLLIN)
-    pidfd = _pidfd(process)
-    if pidfd is not None:
-        poller.register(pidfd, select.POLLIN)
+    exit_fd, owned = _exit_watch(process)
+    if exit_fd is not None:
+        poller.register(exit_fd, select.POLLIN)
     deadline, timed_out = time.monotonic() + timeout, False
     until = deadline  # then, once the shell has exited: the end of the grace for its output
     try:
         while streams and (now := time.monotonic()) < until:
-            wait_s = until - now if pidfd is not None else min(until - now, POLL_S)
+            wait_s = until - now if exit_fd is not None else min(until - now, POLL_S)
             for fd, _ in poller.poll(max(1, int(wait_s * 1000))):
-                if fd == pidfd:
+                if fd == exit_fd:
                     poller.unregister(fd)
                     until = time.monotonic() + DRAIN_GRACE_S
                 elif chunk := os.read(fd, 65536):
@@ -133,25 +135,40 @@ def _collect(process: subprocess.Popen[bytes], timeout: float) -> tuple[HeadTail
                 else:
                     poller.unregister(fd)
                     del streams[fd]
-            if pidfd is None and until == deadline and process.poll() is not None:
+            if exit_fd is None and until == deadline and process.poll() is not None:
                 until = time.monotonic() + DRAIN_GRACE_S
-        if until == deadline and not wait_for(process, max(0.0, deadline - time.monotonic())):
+        if until == deadline and not _exits_within(process, exit_fd, deadline - time.monotonic()):
             timed_out = True
             kill_group(process.pid)
         process.wait()
     finally:
-        if pidfd is not None:
-            os.close(pidfd)
+        if owned:
+            os.close(exit_fd)  # type: ignore[arg-type]
     if streams:  # a background process holds them: read on, elsewhere
         _Drain([os.dup(fd) for fd in streams]).start()
     return out, err, timed_out
 
 
-def _pidfd(process: subprocess.Popen[bytes]) -> int | None:
+def _exit_watch(process: subprocess.Popen[bytes] | Spawned) -> tuple[int | None, bool]:
+    """A descriptor that becomes readable when the command exits, and whether it is ours to close.
+
+    A spawned command is reaped by its spawner at once (its pid may then be
+    reused): its exit is the spawner's message, not a pidfd.
+    """
+    if isinstance(process, Spawned):
+        return process.spawner.socket.fileno(), False
     try:
-        return os.pidfd_open(process.pid)
+        return os.pidfd_open(process.pid), True
     except OSError:  # a kernel without pidfds
-        return None
+        return None, False
+
+
+def _exits_within(process: subprocess.Popen[bytes] | Spawned, exit_fd: int | None, timeout: float) -> bool:
+    if exit_fd is None:
+        return wait_for(process, max(0.0, timeout))  # type: ignore[arg-type]
+    poller = select.poll()
+    poller.register(exit_fd, select.POLLIN)
+    return bool(poller.poll(max(0, int(timeout * 1000))))
 
 
 def interrupt_all() -> None:
@@ -170,9 +187,14 @@ def kill_group(pgid: int) -> None:
 
 
 def run_shell(
-    command: str, cwd: Path, timeout: float, env: dict[str, str] | None = None, launcher: Sequence[str] = ()
+    command: str,
+    cwd: Path,
+    timeout: float,
+    env: dict[str, str] | None = None,
+    launcher: Sequence[str] | Spawner = (),
 ) -> CommandRun:
-    """Run ``command`` with ``/bin/sh -c`` (through ``launcher``, e.g. into a namespace) in its own process group.
+    """Run ``command`` with ``/bin/sh -c`` in its own process group, through ``launcher`` (into a namespace:
+    an argv prefix or the namespace's spawner).
 
     Output is read from pipes as it comes, capped in memory (nothing goes to
     disk). A command that starts a background daemon (``server &``) returns
@@ -184,21 +206,28 @@ def run_shell(
     with _running_lock:
         if INTERRUPTED.is_set():
             return CommandRun(command=command, error="not started: the run was interrupted")
+        argv = ["/bin/sh", "-c", command]
         try:
-            process = subprocess.Popen(
-                [*launcher, "/bin/sh", "-c", command],
-                cwd=cwd,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        except OSError as exc:
+            if isinstance(launcher, Spawner):
+                process: subprocess.Popen[bytes] | Spawned = launcher.spawn(argv, cwd, env)
+            else:
+                process = subprocess.Popen(
+                    [*launcher, *argv],
+                    cwd=cwd,
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+        except (OSError, SpawnError) as exc:
             return CommandRun(command=command, error=f"could not start: {exc}")
-            _running.add(process.pid)
+        _running.add(process.pid)
     try:
         out, err, timed_out = _collect(process, timeout)
+    except SpawnError as exc:  # the spawner died under the command: end it, report what happened
+        kill_group(process.pid)
+        return CommandRun(command=command, error=f"lost track of the command: {exc}")
     finally:
         with _running_lock:
             _running.discard(process.pid)

@@ -1,0 +1,161 @@
+"""Start an evaluation's commands in its namespaces without an ``nsenter`` per command.
+
+``nsenter`` costs an exec (and its libraries' start-up) and a fork for every
+command: about as much CPU again as the command's own shell. A namespace
+instead gets one small spawner process the first time a command runs in it:
+it enters the user and mount namespaces (``nsenter`` once) and the PID
+namespace for its children (``setns``), then forks each command on request
+and reports its pid and its exit status.
+
+It is as far out of the commands' reach as ``nsenter`` is: it is not a member
+of the PID namespace (its children are), so nothing inside can see it in its
+``/proc``, signal it, trace it or read its descriptors; it talks to the
+harness over a socket pair only the two of them hold, and the exit status it
+reports is the kernel's (``waitpid``). It ends when the harness closes its end
+(the namespace ended, or the harness died).
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+REPLY_TIMEOUT_S = 10.0  # the spawner answers at once; a silent one is broken
+# Runs as ``python -I -S -c SPAWNER <fd of the PID namespace> coder-eval-spawner`` (its name in the host's
+# ps) with the socket as its stdin (the
+# namespace's file is opened before entering: inside the mount namespace, /proc is the namespace's own).
+SPAWNER = r"""
+import array, ctypes, json, os, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = int(sys.argv[1])
+if libc.setns(fd, 0x20000000) != 0:  # CLONE_NEWPID: the children we fork are born inside
+    sys.exit("setns: " + os.strerror(ctypes.get_errno()))
+os.close(fd)
+sock = socket.socket(fileno=os.dup(0))
+null = os.open("/dev/null", os.O_RDONLY)
+os.dup2(null, 0)
+while True:
+    message, ancillary, _, _ = sock.recvmsg(1 << 20, socket.CMSG_SPACE(8))
+    if not message:
+        break
+    fds = array.array("i")
+    for _level, _type, data in ancillary:
+        fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+    request = json.loads(message)
+    try:
+        os.chdir(request["cwd"])  # inherited by the command: posix_spawn has no chdir of its own
+        pid = os.posix_spawn(
+            request["argv"][0],
+            request["argv"],
+            request["env"],
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, fds[0], 1),
+                (os.POSIX_SPAWN_DUP2, fds[1], 2),
+                (os.POSIX_SPAWN_CLOSE, fds[0]),
+                (os.POSIX_SPAWN_CLOSE, fds[1]),
+            ],
+            setsid=True,
+        )
+    except OSError as exc:
+        sock.send(b"error %s" % str(exc).encode())
+        continue
+    finally:
+        for fd in fds:
+            os.close(fd)
+    sock.send(b"pid %d" % pid)
+    sock.send(b"exit %d" % os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
+class SpawnError(RuntimeError):
+    """The spawner is gone or broke its protocol: the namespace cannot take commands this way."""
+
+
+class Spawned:
+    """A command a spawner started: the part of ``subprocess.Popen`` that ``run_shell`` uses."""
+
+    def __init__(self, spawner: Spawner, pid: int, stdout: int, stderr: int):
+        self.spawner, self.pid, self.returncode = spawner, pid, None
+        self.stdout, self.stderr = os.fdopen(stdout, "rb", buffering=0), os.fdopen(stderr, "rb", buffering=0)
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            self.returncode = self.spawner.exit_status()
+        return self.returncode
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+
+class Spawner:
+    """The spawner of one namespace (see the module docstring); one command at a time."""
+
+    def __init__(self, user_ns: str, mount_ns: str, pid_ns: str):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.lock = threading.Lock()
+        self.socket = ours
+        self.socket.settimeout(REPLY_TIMEOUT_S)
+        enter = ["nsenter", f"--user={user_ns}", f"--mount={mount_ns}", "--"]
+        pid_fd = os.open(pid_ns, os.O_RDONLY)
+        try:
+            self.process = subprocess.Popen(
+                [*enter, sys.executable, "-I", "-S", "-c", SPAWNER, str(pid_fd), "coder-eval-spawner"],
+                stdin=theirs,
+                pass_fds=(pid_fd,),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                env={"PATH": os.environ.get("PATH", os.defpath)},
+            )
+        finally:
+            theirs.close()
+            os.close(pid_fd)
+
+    def spawn(self, argv: list[str], cwd: Path, env: dict[str, str] | None) -> Spawned:
+        """Start ``argv`` in ``cwd`` (a new session, stdin from /dev/null), its output on two new pipes."""
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        request = {"argv": argv, "cwd": os.path.abspath(cwd), "env": dict(os.environ if env is None else env)}
+        try:
+            fds = array.array("i", [out_write, err_write])
+            self.socket.sendmsg([json.dumps(request).encode()], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+            pid = int(self._reply(b"pid "))
+        except (OSError, ValueError, SpawnError) as exc:
+            os.close(out_read)
+            os.close(err_read)
+            raise SpawnError(f"the namespace's spawner failed: {exc}") from None
+        finally:
+            os.close(out_write)
+            os.close(err_write)
+        return Spawned(self, pid, out_read, err_read)
+
+    def exit_status(self) -> int:
+        """The command's exit code (negative: killed by that signal), once it has ended."""
+        self.socket.settimeout(None)  # the command may run long; its exit was already seen when this is asked
+        try:
+            return int(self._reply(b"exit "))
+        finally:
+            self.socket.settimeout(REPLY_TIMEOUT_S)
+
+    def _reply(self, kind: bytes) -> bytes:
+        message = self.socket.recv(4096)
+        if message.startswith(b"error "):
+            raise SpawnError(message[6:].decode(errors="replace"))
+        if not message.startswith(kind):
+            raise SpawnError(f"unexpected reply {message[:40]!r}")
+        return message[len(kind) :]
+
+    def close(self) -> None:
+        """End the spawner (it reads the end of its socket and exits)."""
+        from .pidwait import wait_for
+
+        self.socket.close()
+        if not wait_for(self.process, REPLY_TIMEOUT_S):
+            self.process.kill()
+            self.process.wait()
