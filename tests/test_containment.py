@@ -120,8 +120,11 @@ def test_the_namespace_init_shows_no_credential_of_the_harness(tmp_path: Path, m
     containment.end_spare()
 
 
-def test_commands_start_through_a_spawner_the_namespace_cannot_see(tmp_path: Path) -> None:
+def test_commands_start_through_a_spawner_the_namespace_cannot_see(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The spawner forks the commands into the PID namespace without being in it: nothing inside reaches it."""
+    monkeypatch.setattr(containment, "SPAWNER_AFTER", 0)
     box = _sandbox(tmp_path / "e")
     done = box.run("cat /proc/[0-9]*/cmdline | tr '\\0' ' '; echo; exit 5", timeout=10)
     assert done.exit_code == 5 and "coder-eval-spawner" not in done.stdout and "nsenter" not in done.stdout
@@ -135,10 +138,18 @@ def test_commands_start_through_a_spawner_the_namespace_cannot_see(tmp_path: Pat
     assert spawner.process.poll() is not None  # ended with its namespace
 
 
-def test_a_spawned_command_times_out_with_its_whole_group(tmp_path: Path) -> None:
+@pytest.mark.parametrize("spawner_after", [0, 100], ids=["spawner", "nsenter"])
+def test_a_command_times_out_with_its_whole_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spawner_after: int
+) -> None:
+    monkeypatch.setattr(containment, "SPAWNER_AFTER", spawner_after)
+    containment.end_spare()
     marker = f"300.{uuid.uuid4().int % 10**9}"
     box = _sandbox(tmp_path / "e")
     done = box.run(f"sleep {marker} & sleep {marker}", timeout=1)
     assert done.timed_out and done.exit_code is None and not _alive(marker)
-    assert box.run("echo again", timeout=10).stdout == "again\n"  # the spawner serves the next command
+    assert box.run("echo again", timeout=10).stdout == "again\n"  # the next command runs
+    assert box.run("printf 'a\\0b'", timeout=10).error is None  # a NUL written is fine...
+    assert "could not start" in (box.run("echo a\0b", timeout=10).error or "")  # ...one in the command is not
     release(box.root.parent)
+    containment.end_spare()

@@ -220,7 +220,7 @@ def run_shell(
                     stdin=subprocess.DEVNULL,
                     start_new_session=True,
                 )
-        except (OSError, SpawnError) as exc:
+        except (OSError, ValueError, SpawnError) as exc:  # ValueError: a NUL character in the command
             return CommandRun(command=command, error=f"could not start: {exc}")
         _running.add(process.pid)
     try:
