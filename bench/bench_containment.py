@@ -1,8 +1,10 @@
 """Benchmark: what the per-evaluation process namespace and the streaming output cap cost.
 
-1. A namespace's start and end (one per evaluation).
+1. A namespace's start and end (fresh, not one reused from the spare pool),
+   and taking a spare one instead.
 2. A short command (`true`) plain (process group only) vs. through a tempdir
-   sandbox (nsenter into the evaluation's namespace): the per-command overhead.
+   sandbox, entering the namespace with nsenter and with its spawner: the
+   per-command overhead.
 3. A 200 MB flood on stdout: wall time, the harness's peak RSS growth and the
    bytes written to TMPDIR (the flood used to land there in full).
 
@@ -28,13 +30,15 @@ def _median_ms(samples: list[float]) -> str:
     return f"{statistics.median(samples) * 1000:.1f} ms"
 
 
-def namespace_lifetime(folder: Path, times: int) -> list[float]:
+def namespace_lifetime(folder: Path, times: int, fresh: bool) -> list[float]:
     samples = []
     for index in range(times):
         evaluation = folder / f"e{index}"
         start = time.perf_counter()
         containment.agent_launcher(evaluation, folder)
         containment.release(evaluation)
+        if fresh:
+            containment.end_spare()
         samples.append(time.perf_counter() - start)
     return samples
 
@@ -67,12 +71,21 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
         folder = Path(workdir)
-        print("namespace start + end:", _median_ms(namespace_lifetime(folder, 20)))
+        print("namespace start + end:", _median_ms(namespace_lifetime(folder, 20, fresh=True)))
+        print("namespace taken from the spares + released:", _median_ms(namespace_lifetime(folder, 20, fresh=False)))
         plain = commands(args.commands, lambda: run_shell("true", folder, 10))
         print("command, process group only:", _median_ms(plain))
         box = TempdirSandbox(folder / "e" / "sandbox", SandboxConfig.model_validate({"python": None}))
         box.create(folder)
-        print("command, in a tempdir sandbox:", _median_ms(commands(args.commands, lambda: box.run("true", 10))))
+        for way, after in (("nsenter", args.commands + 1), ("its spawner", 0)):
+            containment.SPAWNER_AFTER = after
+            samples = commands(args.commands, lambda: box.run("true", 10))
+            print(f"command, in a tempdir sandbox ({way}):", _median_ms(samples))
+            containment.release(folder / "e")
+            containment.end_spare()
+        start = time.perf_counter()
+        box.run("true", 10)  # a fresh namespace and its spawner
+        print(f"a fresh namespace, its spawner and one command: {(time.perf_counter() - start) * 1000:.1f} ms")
         with containment.command_launcher(folder / "e", folder) as launcher:
             seconds, grown, written = flood(folder, launcher)
         print(f"200 MB flood: {seconds:.2f} s, peak RSS +{grown:.1f} MB, {written} bytes written to TMPDIR")
