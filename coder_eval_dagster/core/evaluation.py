@@ -23,6 +23,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -74,8 +75,9 @@ class Evaluation:
     def task(self) -> Task:
         return self.row_task.task
 
-    @property
+    @cached_property
     def folder(self) -> Path:
+        """Asked about 15 times an evaluation (each sandbox, checkpoint, report and hand-over): made once."""
         return self.run_dir / self.row_task.variant_id / self.row_task.task_id / replicate_name(self.replicate)
 
     @property
