@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from .evaluation import RESULT_FILE, Evaluation, load_result, new_evaluation, utc_now
+from .evaluation import RESULT_FILE, Evaluation, evaluation_files, load_result, new_evaluation, utc_now
 from .fingerprints import fingerprints
 from .problems import Problem
 from .reports.run_summary import render_run_md, run_document, write_json
@@ -198,7 +198,7 @@ def cache_dir(runs_dir: Path) -> Path:
 
 
 def collect_results(run_dir: Path) -> list[EvaluationResult]:
-    return [load_result(path) for path in sorted(run_dir.glob(f"*/**/{RESULT_FILE}"))]
+    return [load_result(path) for path in evaluation_files(run_dir, RESULT_FILE)]
 
 
 @dataclass
