@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .core import progress
-from .core.evaluation import RESULT_FILE, STATE_FILE, replicate_name
+from .core.evaluation import RESULT_FILE, STATE_FILE, evaluation_files, replicate_name
 from .core.problems import InvalidInput
 from .core.reports.junit import write_junit
 from .core.reports.run_summary import why_not_passed
@@ -97,7 +97,7 @@ def resume(
 def _errored(run_dir: Path) -> list[Path]:
     """The ERROR evaluations' folders, their results removed so that they run again."""
     folders = []
-    for path in run_dir.glob(f"*/**/{RESULT_FILE}"):
+    for path in evaluation_files(run_dir, RESULT_FILE):
         if json.loads(path.read_text(encoding="utf-8")).get("final_status") == "ERROR":
             for name in (RESULT_FILE, STATE_FILE):
                 (path.parent / name).unlink(missing_ok=True)
@@ -120,7 +120,7 @@ def rescore(run_dir: Path, concurrency: int, judges: JudgeSettings, junit: Path 
     resolution = resnapshot(opened)  # the criteria as the task files say now: rescoring is how rubrics iterate
     if resolution.problems:
         raise InvalidInput(resolution.problems)
-    present = {p.parent.parent.relative_to(run_dir).as_posix() for p in run_dir.glob("*/**/run_state.json")}
+    present = {p.parent.parent.relative_to(run_dir).as_posix() for p in evaluation_files(run_dir, STATE_FILE)}
     row_tasks = [rt for rt in opened.snapshot.row_tasks if f"{rt.variant_id}/{rt.task_id}" in present]
     if not row_tasks:
         print(f"coder-eval rescore: {run_dir} has no evaluation to rescore", file=sys.stderr)

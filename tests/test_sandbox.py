@@ -120,6 +120,18 @@ def test_commands_run_in_the_sandbox_without_credentials(tmp_path: Path, monkeyp
     assert Path(lines[0]) == box.root and lines[1] == "0" and lines[2] == "***"
 
 
+def test_each_command_sees_the_environment_as_it_is_now(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    box = sandbox(tmp_path)
+    box.create(tmp_path)
+    assert box.run("echo ${LATER_VAR:-unset}", timeout=10).stdout.split() == ["unset"]
+    monkeypatch.setenv("LATER_VAR", "visible")
+    monkeypatch.setenv("LATER_TOKEN", "later-secret-4567")
+    done = box.run("echo $LATER_VAR ${LATER_TOKEN:-hidden} later-secret-4567", timeout=10)
+    assert done.stdout.split() == ["visible", "hidden", "***"]
+    monkeypatch.delenv("LATER_VAR")
+    assert box.run("echo ${LATER_VAR:-unset}", timeout=10).stdout.split() == ["unset"]
+
+
 def test_background_daemon_returns_at_once_and_lives_until_the_evaluation_ends(tmp_path: Path) -> None:
     from coder_eval_dagster.core.sandbox.containment import release
 

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from coder_eval_dagster.core.evaluation import evaluation_files
 from coder_eval_dagster.core.reports.task_html import render_task_html
 from coder_eval_dagster.core.results import CriterionResult, EvaluationResult
 from coder_eval_dagster.core.suite import classification_metrics
+
+from .helpers import run_cli, write_task
 
 
 def test_metrics_match_hand_computed_values() -> None:
@@ -53,3 +59,29 @@ def test_task_html_marks_informational_and_advisory_criteria() -> None:
     assert "informational — not gated" in page and "advisory — not gated" in page
     assert "stopped early (decision_budget_exceeded)" in page and "1/1 gating criteria passed" in page
     assert "main &lt;check&gt;" in page and "<script" not in page and "http" not in page.split("<body>")[1]
+
+
+def test_evaluation_files_are_the_evaluations_own_never_a_sandboxs(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    evaluations = ["default/t/01", "default/t/02", "v2/d/row-1/01", "v2/d/sandbox/01"]  # a row may be named sandbox
+    for folder in evaluations:
+        (run / folder / "sandbox" / "deep").mkdir(parents=True)
+        for where in ("", "sandbox", "sandbox/deep"):
+            (run / folder / where / "task.json").write_text("{}", encoding="utf-8")
+    assert evaluation_files(run, "task.json") == sorted(run / folder / "task.json" for folder in evaluations)
+    assert evaluation_files(run, "run_state.json") == [] and evaluation_files(tmp_path / "none", "task.json") == []
+
+
+def test_a_sandbox_file_named_task_json_leaves_the_summary_alone(tmp_path: Path) -> None:
+    task = {
+        "task_id": "own-json",
+        "description": "the sandbox holds a task.json of its own",
+        "agent": {"type": "none"},
+        "sandbox": {"python": None},
+        "pre_run": [{"command": 'echo \'{"name": "build"}\' > task.json'}],
+        "success_criteria": [{"type": "file_exists", "path": "task.json", "description": "it is there"}],
+    }
+    result = run_cli("run", write_task(tmp_path / "tasks", task), "--runs-dir", tmp_path / "runs")
+    assert result.code == 0, result.err
+    (run_file,) = (tmp_path / "runs").glob("*/run.json")
+    assert [t["task_id"] for t in json.loads(run_file.read_text(encoding="utf-8"))["tasks"]] == ["own-json"]

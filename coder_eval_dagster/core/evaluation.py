@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -74,8 +76,9 @@ class Evaluation:
     def task(self) -> Task:
         return self.row_task.task
 
-    @property
+    @cached_property
     def folder(self) -> Path:
+        """Asked about 15 times an evaluation (each sandbox, checkpoint, report and hand-over): made once."""
         return self.run_dir / self.row_task.variant_id / self.row_task.task_id / replicate_name(self.replicate)
 
     @property
@@ -389,6 +392,36 @@ def _write_json(path: Path, result: EvaluationResult) -> None:
 
 def load_result(path: Path) -> EvaluationResult:
     return EvaluationResult.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+SANDBOX_DEPTH = 3  # <variant>/<task_id>/<NN>/sandbox: an evaluation folder is 3 levels down (4 for a dataset row)
+
+
+def evaluation_files(run_dir: Path, name: str) -> list[Path]:
+    """Every evaluation's ``name`` file (task.json, run_state.json) in a run folder, sorted by path.
+
+    What ``sorted(run_dir.glob(f"*/**/{name}"))`` found, without walking the
+    preserved sandboxes (a template's or a venv's files, by the thousand per
+    evaluation) and without taking a file a sandbox holds under that name for
+    an evaluation's result. The folders above an evaluation folder are
+    variant, task and row ids: none is a ``sandbox`` from the third level on.
+    """
+    found: list[str] = []
+
+    def visit(folder: str, depth: int) -> None:
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        if not (depth >= SANDBOX_DEPTH and entry.name == "sandbox"):
+                            visit(entry.path, depth + 1)
+                    elif depth >= 1 and entry.name == name:
+                        found.append(entry.path)
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return
+
+    visit(str(run_dir), 0)
+    return sorted(Path(path) for path in found)
 
 
 # ----------------------------------------------------------------------------- the sequence

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import os
 
 from . import credentials
@@ -14,18 +15,47 @@ MIN_SECRET_LENGTH = 8
 REDACTED = "***"
 
 
+# os.environ as last read: a copy of its bytes, then its secret-named values and what a sandbox may see of it.
+_last_read: tuple[dict[bytes, bytes], list[str], dict[str, str]] | None = None
+
+
+def _read_environment() -> tuple[list[str], dict[str, str]]:
+    """The secret-named variables' values and the environment minus credentials and model-route settings.
+
+    Every command and every redaction asks (several times an evaluation), and
+    reading os.environ decodes every name and value: so it is read again only
+    when its bytes changed since the last read (os.environ keeps them in one
+    dict, compared in C). An os.environ replaced by a plain mapping is read every time.
+    """
+    global _last_read
+    data = getattr(os.environ, "_data", None)
+    last = _last_read
+    if last is not None and isinstance(data, dict) and last[0] == data:
+        return last[1], last[2]
+    before = dict(data) if isinstance(data, dict) else None  # taken first: a change while reading is read next time
+    items = list(os.environ.items())
+    found = [v for k, v in items if is_secret_name(k)]
+    clean = {k: v for k, v in items if not is_secret_name(k) and not k.startswith(_MODEL_ROUTE_PREFIXES)}
+    if before is not None:
+        _last_read = (before, found, clean)
+    return found, clean
+
+
 def secret_values(environ: dict[str, str] | None = None) -> list[str]:
     """The credential values to redact: the handed-over ones and any secret-named variable's."""
-    env = os.environ if environ is None else environ
-    found = [v for k, v in env.items() if is_secret_name(k)] + (credentials.values() if environ is None else [])
+    if environ is None:
+        found = _read_environment()[0] + credentials.values()
+    else:
+        found = [v for k, v in environ.items() if is_secret_name(k)]
     values = {v for v in found if len(v) >= MIN_SECRET_LENGTH}
     return sorted(values, key=len, reverse=True)
 
 
-def _forms(value: str) -> list[str]:
+@functools.lru_cache(maxsize=256)
+def _forms(value: str) -> tuple[str, ...]:
     """A value as written, reversed, and base64-encoded (as ``echo $X | base64`` prints it too)."""
     encoded = [base64.b64encode(raw.encode()).decode().rstrip("=") for raw in (value, value + "\n")]
-    return [value, value[::-1], *encoded]
+    return (value, value[::-1], *encoded)
 
 
 def redact(text: str, values: list[str] | None = None) -> str:
@@ -39,6 +69,6 @@ def redact(text: str, values: list[str] | None = None) -> str:
 
 def sandbox_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The caller's environment minus credentials and model-route settings."""
-    env = {k: v for k, v in os.environ.items() if not is_secret_name(k) and not k.startswith(_MODEL_ROUTE_PREFIXES)}
+    env = dict(_read_environment()[1])
     env.update(extra or {})
     return env

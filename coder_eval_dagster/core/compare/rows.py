@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import yaml
 
-from ..evaluation import RESULT_FILE, load_result
+from ..evaluation import RESULT_FILE, evaluation_files, load_result
 from ..results import EvaluationResult
 from .page import report_path
 
@@ -96,7 +96,7 @@ def load_run(run_dir: Path) -> RunRows:
     if parquet is not None:
         evaluations = evaluations_frame(pq.read_table(parquet, columns=COLUMNS).to_pandas())
     elif run_dir.is_dir():
-        evaluations = results_frame([load_result(p) for p in sorted(run_dir.glob(f"*/**/{RESULT_FILE}"))])
+        evaluations = results_frame([load_result(p) for p in evaluation_files(run_dir, RESULT_FILE)])
     else:
         raise CompareError(f"{run_dir}: no such run folder")
     if evaluations.empty:
