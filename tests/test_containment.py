@@ -128,7 +128,7 @@ def test_commands_start_through_a_spawner_the_namespace_cannot_see(
     box = _sandbox(tmp_path / "e")
     done = box.run("cat /proc/[0-9]*/cmdline | tr '\\0' ' '; echo; exit 5", timeout=10)
     assert done.exit_code == 5 and "coder-eval-spawner" not in done.stdout and "nsenter" not in done.stdout
-    namespace = containment._namespaces[(tmp_path / "e").resolve()]
+    namespace = containment._namespaces[Path(os.path.abspath(tmp_path / "e"))]
     spawner = namespace.spawner
     assert spawner is not None and spawner.process.poll() is None
     inside = box.run("readlink /proc/self/ns/pid", timeout=10).stdout.strip()

@@ -131,7 +131,7 @@ _lock = threading.Lock()
 
 def agent_launcher(folder: Path, cwd: Path) -> list[str]:
     """The argv prefix that starts an agent CLI in the namespace of the evaluation in ``folder``, in ``cwd``."""
-    namespace = _namespace_of(folder.resolve())
+    namespace = _namespace_of(_key(folder))
     namespace.agent = True
     return _prefix(namespace, cwd)
 
@@ -142,7 +142,7 @@ def command_launcher(folder: Path, cwd: Path) -> Iterator[Spawner | list[str]]:
 
     The namespace is in use until the block ends.
     """
-    namespace = _namespace_of(folder.resolve(), command=True)
+    namespace = _namespace_of(_key(folder), command=True)
     spawner = namespace.free_spawner()
     try:
         yield spawner if spawner is not None else _prefix(namespace, cwd)
@@ -151,6 +151,11 @@ def command_launcher(folder: Path, cwd: Path) -> Iterator[Spawner | list[str]]:
             spawner.lock.release()
         with _lock:
             namespace.commands -= 1
+
+
+def _key(folder: Path) -> Path:
+    """An evaluation's folder as the namespaces are keyed: absolute, without a file system walk (resolve())."""
+    return Path(os.path.abspath(folder))
 
 
 def _prefix(namespace: _Namespace, cwd: Path) -> list[str]:
@@ -206,7 +211,7 @@ def release_if_idle(folder: Path) -> None:
     An evaluation whose commands left no background process then holds no
     namespace while it waits for the next phase; one that did keeps it.
     """
-    folder = folder.resolve()
+    folder = _key(folder)
     with _lock:
         namespace = _namespaces.get(folder)
     if namespace is not None:
@@ -280,7 +285,7 @@ def end_spare() -> None:
 
 def release(folder: Path) -> None:
     """End of an evaluation: kill every process it started (from any process of the harness)."""
-    folder = folder.resolve()
+    folder = _key(folder)
     with _lock:
         namespace = _namespaces.pop(folder, None)
     if namespace is not None:
