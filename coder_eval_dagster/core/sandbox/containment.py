@@ -98,14 +98,9 @@ class _Namespace:
             return self.spawner
         return None
 
-    @property
-    def sweepable(self) -> bool:
-        return not self.agent and self.commands == 0 and self.processes() <= 1
-
-    @property
-    def reusable(self) -> bool:
-        """Nothing but its init left and no mount added or removed: as good as a new one."""
-        return self.processes() == 1 and self.mount_table() == self.mounts
+    def reusable(self, processes: int) -> bool:
+        """With ``processes`` in it (its init alone) and no mount added or removed: as good as a new one."""
+        return processes == 1 and self.mount_table() == self.mounts
 
     def mount_table(self) -> str:
         try:
@@ -194,15 +189,15 @@ def _namespace_of(folder: Path, command: bool = False) -> _Namespace:
 
 
 def _end_if_idle(folder: Path, namespace: _Namespace) -> None:
-    """End a namespace with nothing but its init left, no command running and no agent."""
-    if namespace.agent or namespace.commands or not namespace.sweepable:
+    """Let go of a namespace with nothing but its init left, no command running and no agent."""
+    if namespace.agent or namespace.commands or (processes := namespace.processes()) > 1:
         return
     with _lock:
         if _namespaces.get(folder) is not namespace or namespace.commands:
             return
         del _namespaces[folder]
     _forget(folder)
-    _recycle(namespace)
+    _recycle(namespace, processes)
 
 
 def release_if_idle(folder: Path) -> None:
@@ -263,10 +258,15 @@ def _take_spare() -> _Namespace | None:
         _end(namespace)  # ended from outside meanwhile: reap it
 
 
-def _recycle(namespace: _Namespace) -> None:
-    """Keep a namespace its evaluation let go of for the next one, when it is clean and there is room."""
+def _recycle(namespace: _Namespace, processes: int | None = None) -> None:
+    """Keep a namespace its evaluation let go of for the next one, when it is clean and there is room.
+
+    ``processes``: how many it holds, when the caller has just asked.
+    """
     namespace.commands, namespace.agent = 0, False
-    if namespace.starter.poll() is None and namespace.reusable:
+    if namespace.starter.poll() is None and namespace.reusable(
+        namespace.processes() if processes is None else processes
+    ):
         with _lock:
             if len(_spare) < SPARE_MAX:
                 _spare.append(namespace)
