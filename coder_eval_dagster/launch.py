@@ -31,16 +31,16 @@ INSTANCE_YAML = """\
 # Written by coder-eval on first use: the embedded one-machine defaults.
 # Edit freely; see docs/operations.md (PostgreSQL, run launchers, pools).
 run_storage:
-  module: dagster._core.storage.runs
-  class: SqliteRunStorage
+  module: coder_eval_dagster.storage
+  class: FastSqliteRunStorage
   config: {{base_dir: {base}/history}}
 event_log_storage:
   module: coder_eval_dagster.storage
   class: FastSqliteEventLogStorage
   config: {{base_dir: {base}/history/runs}}
 schedule_storage:
-  module: dagster._core.storage.schedules
-  class: SqliteScheduleStorage
+  module: coder_eval_dagster.storage
+  class: FastSqliteScheduleStorage
   config: {{base_dir: {base}/schedules}}
 # Steps log through the event log; capturing their stdout would start a `tail` per step.
 compute_logs:

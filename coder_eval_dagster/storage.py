@@ -24,7 +24,11 @@ New databases are copies of pre-migrated empty ones shipped in
 from this pinned Dagster, 1.13.27): creating and stamping a schema costs
 about a second for a fresh instance and a tenth of one for every run's
 shard. tests/test_instance_template.py fails when the templates no longer
-match what this Dagster creates.
+match what this Dagster creates. The run and schedule storages open a
+database that carries its schema version without Dagster's check of it
+(``check_alembic_revision`` loads all ~90 migration scripts, ~40 ms per
+instance opened, only to learn that a version is there); a new or unstamped
+one takes Dagster's own path (tests/test_instance_template.py).
 """
 
 from __future__ import annotations
@@ -46,6 +50,9 @@ from dagster._core.events import DagsterEventType
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.schema import AssetEventTagsTable, SqlEventLogStorageTable
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME, SqliteEventLogStorage
+from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
+from dagster._core.storage.schedules.sqlite.sqlite_schedule_storage import SqliteScheduleStorage
+from dagster._core.storage.sqlite import create_db_conn_string
 from sqlalchemy import create_engine, event, func, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import QueuePool
@@ -119,6 +126,34 @@ def _stamped(path: Path) -> bool:
             return connection.execute("SELECT version_num FROM alembic_version").fetchone() is not None
     except sqlite3.Error:
         return False
+
+
+class FastSqliteRunStorage(SqliteRunStorage):
+    """``SqliteRunStorage`` opening a stamped database without re-reading the migration scripts."""
+
+    @classmethod
+    def from_config_value(cls, inst_data: Any, config_value: Any) -> FastSqliteRunStorage:
+        return cls.from_local(inst_data=inst_data, **dict(config_value))
+
+    @classmethod
+    def from_local(cls, base_dir: str, inst_data: Any = None) -> FastSqliteRunStorage:
+        if _stamped(Path(base_dir) / "runs.db"):
+            return cls(create_db_conn_string(base_dir, "runs"), inst_data)
+        return super().from_local(base_dir, inst_data)
+
+
+class FastSqliteScheduleStorage(SqliteScheduleStorage):
+    """``SqliteScheduleStorage`` opening a stamped database without re-reading the migration scripts."""
+
+    @classmethod
+    def from_config_value(cls, inst_data: Any, config_value: Any) -> FastSqliteScheduleStorage:
+        return cls.from_local(inst_data=inst_data, **dict(config_value))
+
+    @classmethod
+    def from_local(cls, base_dir: str, inst_data: Any = None) -> FastSqliteScheduleStorage:
+        if _stamped(Path(base_dir) / "schedules.db"):
+            return cls(create_db_conn_string(base_dir, "schedules"), inst_data)
+        return super().from_local(base_dir, inst_data)  # type: ignore[return-value]
 
 
 class FastSqliteEventLogStorage(SqliteEventLogStorage):

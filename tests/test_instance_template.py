@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from coder_eval_dagster import storage
 from coder_eval_dagster.launch import local_instance
 from coder_eval_dagster.storage import HOME_DATABASES, RUN_SHARD, TEMPLATE_DIR, build_templates
 
@@ -37,3 +38,27 @@ def test_a_fresh_home_starts_from_the_templates(tmp_path: Path, monkeypatch: pyt
     for name, where in HOME_DATABASES.items():
         assert (tmp_path / where).read_bytes()[:16] == b"SQLite format 3\x00"
         assert _schema(tmp_path / where) == _schema(TEMPLATE_DIR / name)
+
+
+def test_stamped_databases_open_without_reading_the_migration_scripts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run and schedule storages skip Dagster's revision check on a stamped database, and only then."""
+    from dagster._core.storage.runs.sqlite import sqlite_run_storage
+    from dagster._core.storage.schedules.sqlite import sqlite_schedule_storage
+
+    checked: list[str] = []
+    for module in (sqlite_run_storage, sqlite_schedule_storage):
+        real = module.check_alembic_revision
+        monkeypatch.setattr(module, "check_alembic_revision", lambda *a, real=real: checked.append("x") or real(*a))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "templated"))
+    with local_instance() as instance:
+        assert instance.get_runs() == [] and list(instance.all_instigator_state()) == []
+    assert checked == []
+    monkeypatch.setattr(storage, "TEMPLATE_DIR", tmp_path / "none")  # no template: Dagster creates and stamps them
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "created"))
+    with local_instance() as instance:
+        assert instance.get_runs() == []
+    assert len(checked) == 2
+    for where in ("history/runs.db", "schedules/schedules.db"):
+        assert storage._stamped(tmp_path / "created" / where)
