@@ -128,32 +128,32 @@ def _stamped(path: Path) -> bool:
         return False
 
 
-class FastSqliteRunStorage(SqliteRunStorage):
+class _OpensStampedDatabase:
+    """Dagster's ``from_local`` for a database not yet stamped; a stamped one is opened as it is."""
+
+    DATABASE: str  # the file's name without ".db"
+
+    @classmethod
+    def from_config_value(cls, inst_data: Any, config_value: Any) -> Any:
+        return cls.from_local(inst_data=inst_data, **dict(config_value))
+
+    @classmethod
+    def from_local(cls, base_dir: str, inst_data: Any = None) -> Any:
+        if _stamped(Path(base_dir) / f"{cls.DATABASE}.db"):
+            return cls(create_db_conn_string(base_dir, cls.DATABASE), inst_data)  # type: ignore[call-arg]
+        return super().from_local(base_dir, inst_data)  # type: ignore[misc]
+
+
+class FastSqliteRunStorage(_OpensStampedDatabase, SqliteRunStorage):
     """``SqliteRunStorage`` opening a stamped database without re-reading the migration scripts."""
 
-    @classmethod
-    def from_config_value(cls, inst_data: Any, config_value: Any) -> FastSqliteRunStorage:
-        return cls.from_local(inst_data=inst_data, **dict(config_value))
-
-    @classmethod
-    def from_local(cls, base_dir: str, inst_data: Any = None) -> FastSqliteRunStorage:
-        if _stamped(Path(base_dir) / "runs.db"):
-            return cls(create_db_conn_string(base_dir, "runs"), inst_data)
-        return super().from_local(base_dir, inst_data)
+    DATABASE = "runs"
 
 
-class FastSqliteScheduleStorage(SqliteScheduleStorage):
+class FastSqliteScheduleStorage(_OpensStampedDatabase, SqliteScheduleStorage):
     """``SqliteScheduleStorage`` opening a stamped database without re-reading the migration scripts."""
 
-    @classmethod
-    def from_config_value(cls, inst_data: Any, config_value: Any) -> FastSqliteScheduleStorage:
-        return cls.from_local(inst_data=inst_data, **dict(config_value))
-
-    @classmethod
-    def from_local(cls, base_dir: str, inst_data: Any = None) -> FastSqliteScheduleStorage:
-        if _stamped(Path(base_dir) / "schedules.db"):
-            return cls(create_db_conn_string(base_dir, "schedules"), inst_data)
-        return super().from_local(base_dir, inst_data)  # type: ignore[return-value]
+    DATABASE = "schedules"
 
 
 class FastSqliteEventLogStorage(SqliteEventLogStorage):
