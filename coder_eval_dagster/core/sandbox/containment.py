@@ -1,10 +1,11 @@
 """One set of namespaces per evaluation, so that no process it started outlives it or reaches the harness.
 
 Every sandbox command and agent CLI of an evaluation runs inside the same
-user, PID and mount namespaces (``unshare``): an agent CLI entered with
-``nsenter``, a command started by the namespace's spawner (see ``spawner``). Its first
-process, a small holder, is the namespace's init: when it dies the kernel
-kills every process inside, ``setsid`` daemons and double forks included.
+user, PID and mount namespaces (``unshare``): an agent CLI enters them with
+``nsenter``, a command through the namespace's spawner (see ``spawner``).
+The namespace's first process, a small holder, is its init: when it dies the
+kernel kills every process inside, ``setsid`` daemons and double forks
+included.
 The holder dies when
 
 - the evaluation ends (:func:`release`, keyed by the evaluation's folder, so
@@ -49,8 +50,9 @@ PID_FILE = ".processes.pid"  # in the evaluation folder: "<unshare pid> <its PID
 START_TIMEOUT_S = 10.0
 END_TIMEOUT_S = 10.0
 # A run keeps every evaluation between its stages. Beyond this many namespaces, starting one first
-# ends the idle ones (nothing but their init left, no command running, no agent), so that a large
-# run does not hold two processes and two pipes per evaluation; a later command starts one again.
+# lets go of the idle ones (nothing but their init left, no command running, no agent: back to the
+# spares, or ended), so that a large run does not hold a namespace per evaluation; a later command
+# takes one again.
 SWEEP_ABOVE = 32
 # A namespace gets a spawner (see ``spawner``) at its command after this many: starting one costs
 # ~13 ms of CPU, and it saves ~1.2 ms (an nsenter) per command; namespaces are reused, so a large
