@@ -1,4 +1,4 @@
-"""The process namespace of an evaluation: ended by its folder from any process, idle ones swept in large runs."""
+"""The process namespaces of evaluations: ended by folder from any process, swept, reused when clean, out of reach."""
 
 from __future__ import annotations
 
@@ -15,6 +15,17 @@ from coder_eval_dagster.core.sandbox import TempdirSandbox, containment
 from coder_eval_dagster.core.sandbox.containment import PID_FILE, release
 
 from .helpers import evaluate_task
+
+# Opens each path given (opening /proc/<pid>/mem already needs the right to trace the process).
+PROBE = """
+import os, sys
+for path in sys.argv[1:]:
+    try:
+        os.close(os.open(path, os.O_RDONLY))
+        print("OPENED", path)
+    except OSError as exc:
+        print("closed", exc.errno)
+"""
 
 
 def _sandbox(folder: Path) -> TempdirSandbox:
@@ -110,12 +121,40 @@ def test_a_clean_namespace_serves_the_next_evaluation_and_a_dirty_one_never(tmp_
 
 
 def test_the_namespace_init_shows_no_credential_of_the_harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A library caller or a Dagster daemon may hold keys in its environment; /proc/1/environ inside must not."""
+    """A library caller or a Dagster daemon may hold keys in its environment: the init never gets them."""
     containment.end_spare()
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-planted-0123456789")
     box = _sandbox(tmp_path / "e")
-    done = box.run("tr '\\0' '\\n' < /proc/1/environ", timeout=10)
-    assert done.ok and [line.split("=")[0] for line in done.stdout.split()] == ["PATH"]
+    assert box.run("true", timeout=10).ok
+    starter = containment._namespaces[Path(os.path.abspath(tmp_path / "e"))].starter.pid
+    (init,) = Path(f"/proc/{starter}/task/{starter}/children").read_text().split()
+    assert [v.split(b"=")[0] for v in Path(f"/proc/{init}/environ").read_bytes().split(b"\0") if v] == [b"PATH"]
+    release(box.root.parent)
+    containment.end_spare()
+
+
+@pytest.mark.parametrize("spawner_after", [0, 100], ids=["spawner", "nsenter"])
+def test_commands_cannot_trace_or_read_the_namespace_init_or_its_spawner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spawner_after: int
+) -> None:
+    """Root in the namespace, but without CAP_SYS_PTRACE: the init's and (once /proc is unmounted, so that the
+    host's shows) the spawner's memory and environment stay closed, and so does the harness's."""
+    monkeypatch.setattr(containment, "SPAWNER_AFTER", spawner_after)
+    containment.end_spare()
+    box = _sandbox(tmp_path / "e")
+    (box.root / "probe.py").write_text(PROBE)
+    assert box.run("true", timeout=10).ok  # the spawner, if any, starts
+    spawner = containment._namespaces[Path(os.path.abspath(tmp_path / "e"))].spawner
+    targets = ["/proc/1/mem", "/proc/1/environ"]
+    if spawner is not None:
+        targets += [f"/proc/{spawner.process.pid}/mem", f"/proc/{spawner.process.pid}/environ"]
+    targets += [f"/proc/{os.getpid()}/mem", f"/proc/{os.getpid()}/environ"]
+    done = box.run(
+        f"python3 probe.py /proc/1/mem /proc/1/environ && umount /proc && python3 probe.py {' '.join(targets[2:])}",
+        timeout=30,
+    )
+    assert done.ok, done.stderr
+    assert "OPENED" not in done.stdout and done.stdout.count("closed") == len(targets), done.stdout
     release(box.root.parent)
     containment.end_spare()
 

@@ -58,6 +58,10 @@ SWEEP_ABOVE = 32
 # ~13 ms of CPU, and it saves ~1.2 ms (an nsenter) per command; namespaces are reused, so a large
 # run's get one early, while a run of a few rows never pays for it.
 SPAWNER_AFTER = 8
+# Whatever an agent CLI or a command starts inside, it cannot trace (or read the memory of) the
+# namespace's init or spawner, which keep the capability: a compromised init could hide a process
+# from the count that decides whether a namespace is reused.
+NO_TRACING = ["setpriv", "--bounding-set", "-sys_ptrace", "--"]
 # Idle namespaces kept for the next evaluations (each is two processes and two pipes).
 SPARE_MAX = 16
 # The namespace's init. bash (unlike dash) reaps every child, orphans included, from its SIGCHLD handler.
@@ -91,9 +95,8 @@ class _Namespace:
         """Its spawner, locked for one command; None before SPAWNER_AFTER commands, or while another holds it."""
         self.commands_run += 1
         if self.spawner is None and not self.spawner_broken and self.commands_run > SPAWNER_AFTER:
-            ns = f"/proc/{self.starter.pid}/ns"
             try:
-                self.spawner = Spawner(f"{ns}/user", f"{ns}/mnt", f"{ns}/pid_for_children")
+                self.spawner = Spawner(Path(f"/proc/{self.starter.pid}/ns"))
             except OSError:
                 self.spawner_broken = True
         if self.spawner is not None and self.spawner.lock.acquire(blocking=False):
@@ -156,6 +159,7 @@ def _key(folder: Path) -> Path:
 
 
 def _prefix(namespace: _Namespace, cwd: Path) -> list[str]:
+    """``nsenter`` into the namespace, then ``setpriv``: what it starts cannot trace the namespace's init."""
     ns = f"/proc/{namespace.starter.pid}/ns"
     return [
         "nsenter",
@@ -164,6 +168,7 @@ def _prefix(namespace: _Namespace, cwd: Path) -> list[str]:
         f"--mount={ns}/mnt",
         f"--wd={cwd.resolve()}",
         "--",
+        *NO_TRACING,
     ]
 
 

@@ -2,17 +2,26 @@
 
 ``nsenter`` costs an exec (and its libraries' start-up) and a fork for every
 command: about as much CPU again as the command's own shell. A namespace
-instead gets one small spawner process the first time a command runs in it:
-it enters the user and mount namespaces (``nsenter`` once) and the PID
-namespace for its children (``setns``), then forks each command on request
-and reports its pid and its exit status.
+instead gets one small spawner process: started outside, it enters the user
+and mount namespaces and the PID namespace for its children (``setns``), then
+starts each command on request (``posix_spawn``) and reports its pid and its
+exit status.
 
-It is as far out of the commands' reach as ``nsenter`` is: it is not a member
-of the PID namespace (its children are), so nothing inside can see it in its
-``/proc``, signal it, trace it or read its descriptors; it talks to the
-harness over a socket pair only the two of them hold, and the exit status it
-reports is the kernel's (``waitpid``). It ends when the harness closes its end
-(the namespace ended, or the harness died).
+Out of the commands' reach:
+
+- it is not a member of the PID namespace (its children are): nothing inside
+  can name it to signal or trace it;
+- even a command that unmounts its ``/proc`` and sees the host's cannot read
+  or write its memory, descriptors or environment: it is not dumpable and its
+  memory belongs to the host's user namespace (it was started there), where
+  commands have no capability; and commands start without ``CAP_SYS_PTRACE``
+  (dropped from the bounding set), so they cannot trace the namespace's init
+  either;
+- it talks to the harness over a socket pair only the two of them hold, and
+  the exit status it reports is the kernel's (``waitpid``).
+
+It ends when the harness closes its end (the namespace ended, or the harness
+died).
 """
 
 from __future__ import annotations
@@ -26,17 +35,21 @@ import threading
 from pathlib import Path
 
 REPLY_TIMEOUT_S = 10.0  # the spawner answers at once; a silent one is broken
-# Runs as ``python -I -S -c SPAWNER <fd of the PID namespace> coder-eval-spawner`` (its name in the host's
-# ps), the socket as its stdin. The namespace's file is opened before entering: inside the mount
-# namespace, /proc is the namespace's own. A request: cwd, the argv's length, argv, NAME=value...,
-# NUL-separated (no json: the spawner's start-up is paid per namespace, ~13 ms of CPU).
+# Runs as ``python -I -S -c SPAWNER <fds of the user, mount and PID namespaces> coder-eval-spawner`` (its
+# name in the host's ps), the socket as its stdin. A request: cwd, the argv's length, argv,
+# NAME=value..., NUL-separated (no json: the spawner's start-up is paid per namespace).
 SPAWNER = r"""
 import _socket, array, ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
-fd = int(sys.argv[1])
-if libc.setns(fd, 0x20000000) != 0:  # CLONE_NEWPID: the children we fork are born inside
-    sys.exit("setns: " + os.strerror(ctypes.get_errno()))
-os.close(fd)
+def check(result, what):
+    if result != 0:
+        sys.exit(what + ": " + os.strerror(ctypes.get_errno()))
+# user first (it gives the capabilities the others need); PID: the children we start are born inside
+for fd, kind in zip(map(int, sys.argv[1:4]), (0x10000000, 0x00020000, 0x20000000)):
+    check(libc.setns(fd, kind), "setns")
+    os.close(fd)
+check(libc.prctl(24, 19, 0, 0, 0), "PR_CAPBSET_DROP CAP_SYS_PTRACE")  # for every command started
+check(libc.prctl(4, 0, 0, 0, 0), "PR_SET_DUMPABLE")  # after setns, which may set it again
 sock = _socket.socket(fileno=os.dup(0))
 os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
 while True:
@@ -96,18 +109,18 @@ class Spawned:
 class Spawner:
     """The spawner of one namespace (see the module docstring); one command at a time."""
 
-    def __init__(self, user_ns: str, mount_ns: str, pid_ns: str):
+    def __init__(self, namespaces: Path):
+        """``namespaces``: the ``/proc/<pid>/ns`` folder of the namespace's first process."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.lock = threading.Lock()
         self.socket = ours
         self.socket.settimeout(REPLY_TIMEOUT_S)
-        enter = ["nsenter", f"--user={user_ns}", f"--mount={mount_ns}", "--"]
-        pid_fd = os.open(pid_ns, os.O_RDONLY)
+        fds = [os.open(namespaces / name, os.O_RDONLY) for name in ("user", "mnt", "pid_for_children")]
         try:
             self.process = subprocess.Popen(
-                [*enter, sys.executable, "-I", "-S", "-c", SPAWNER, str(pid_fd), "coder-eval-spawner"],
+                [sys.executable, "-I", "-S", "-c", SPAWNER, *map(str, fds), "coder-eval-spawner"],
                 stdin=theirs,
-                pass_fds=(pid_fd,),
+                pass_fds=fds,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
@@ -115,7 +128,8 @@ class Spawner:
             )
         finally:
             theirs.close()
-            os.close(pid_fd)
+            for fd in fds:
+                os.close(fd)
 
     def spawn(self, argv: list[str], cwd: Path, env: dict[str, str] | None) -> Spawned:
         """Start ``argv`` in ``cwd`` (a new session, stdin from /dev/null), its output on two new pipes."""
