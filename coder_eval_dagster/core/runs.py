@@ -190,15 +190,21 @@ def in_parallel(function: Callable[[T], T], items: list[T], workers: int) -> lis
         end_spare()  # the namespaces kept for the next evaluation: none comes in this step
 
 
+PRELOAD_AFTER_S = 0.3
+
+
 def preload_tables() -> None:
     """Load the Parquet writer (pyarrow and numpy, ~0.12 s) in the background while evaluations run.
 
     The run writes its tables only at its end; importing there would add to
     every run's wall time what otherwise overlaps with waiting on commands.
+    It starts ``PRELOAD_AFTER_S`` into the step, once the first evaluations
+    have started their commands: the import holds the interpreter's lock, and
+    at the step's start it delayed them (~40 ms for 8 at once).
     """
-    threading.Thread(
-        target=importlib.import_module, args=(f"{__package__}.tables",), name="coder-eval-preload", daemon=True
-    ).start()
+    timer = threading.Timer(PRELOAD_AFTER_S, importlib.import_module, args=(f"{__package__}.tables",))
+    timer.name, timer.daemon = "coder-eval-preload", True
+    timer.start()
 
 
 def default_concurrency() -> int:
