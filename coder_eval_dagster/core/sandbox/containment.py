@@ -55,7 +55,7 @@ END_TIMEOUT_S = 10.0
 # takes one again.
 SWEEP_ABOVE = 32
 # A namespace gets a spawner (see ``spawner``) at its command after this many: starting one costs
-# ~13 ms of CPU, and it saves ~1.2 ms (an nsenter) per command; namespaces are reused, so a large
+# ~12 ms, and it saves ~2.4 ms (nsenter and setpriv) per command; namespaces are reused, so a large
 # run's get one early, while a run of a few rows never pays for it.
 SPAWNER_AFTER = 8
 # Whatever an agent CLI or a command starts inside, it cannot trace (or read the memory of) the
@@ -230,7 +230,7 @@ def _start() -> _Namespace:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,  # a Ctrl-C in the terminal reaches the harness, which ends it
-            env={"PATH": os.environ.get("PATH", os.defpath)},  # its /proc/1/environ is readable inside
+            env={"PATH": os.environ.get("PATH", os.defpath)},  # nothing of the harness's environment
         )
     except OSError as exc:
         raise ContainmentError(f"cannot start a process namespace: {exc}") from None
