@@ -192,3 +192,26 @@ def test_a_command_times_out_with_its_whole_group(
     assert "could not start" in (box.run("echo a\0b", timeout=10).error or "")  # ...one in the command is not
     release(box.root.parent)
     containment.end_spare()
+
+
+def test_ending_a_namespace_under_a_running_spawned_command_is_prompt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The holder goes first (the kernel kills everyone inside), then the spawner: no wait on a lost command."""
+    import threading
+    import time
+
+    monkeypatch.setattr(containment, "SPAWNER_AFTER", 0)
+    containment.end_spare()
+    box = _sandbox(tmp_path / "e")
+    marker = f"300.{uuid.uuid4().int % 10**9}"
+    runner = threading.Thread(target=box.run, args=(f"sleep {marker}", 60))
+    runner.start()
+    deadline = time.monotonic() + 10
+    while not _alive(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    start = time.monotonic()
+    release(box.root.parent)
+    runner.join(10)
+    assert not runner.is_alive() and not _alive(marker) and time.monotonic() - start < 5
+    containment.end_spare()

@@ -319,8 +319,7 @@ def release_all() -> None:
 
 
 def _end(namespace: _Namespace) -> None:
-    if namespace.spawner is not None:
-        namespace.spawner.close()
+    """End the holder, and so everyone inside (a command the spawner waits on too), then the spawner."""
     starter = namespace.starter
     for pipe in (starter.stdin, starter.stdout):
         with contextlib.suppress(OSError):
@@ -328,6 +327,8 @@ def _end(namespace: _Namespace) -> None:
     if not wait_for(starter, END_TIMEOUT_S):  # unshare returns once the holder, and so everyone inside, is gone
         starter.kill()  # a process inside that will not die (uninterruptible sleep): do not wait for it forever
         starter.wait()
+    if namespace.spawner is not None:
+        namespace.spawner.close()
 
 
 def _end_recorded(folder: Path) -> None:
