@@ -22,7 +22,7 @@ run: $(STAMP)
 
 test: $(STAMP)
 	bash scripts/test-services.sh
-	$(BIN)/python -m pytest -n auto
+	$(BIN)/python -m pytest -n auto --dist loadgroup
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

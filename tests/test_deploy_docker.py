@@ -21,7 +21,9 @@ from .docker_engine import ensure_engine_and_image
 from .helpers import criterion, task_with, write_task
 from .postgres_server import running_postgres
 
-pytestmark = pytest.mark.slow
+# One worker runs both tests (make test: --dist loadgroup): they share one code image build and one
+# PostgreSQL, and two deployments launching run containers at once on two cores overran their deadlines.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("docker-deployment")]
 ROWS = 40
 PER_RUN = 10
 
