@@ -90,7 +90,8 @@ def test_a_run_writes_its_comparison_and_the_runs_index(runs: tuple[Path, Path, 
     page = (first / "comparison.html").read_text()
     assert "hinted vs baseline" in page and "+62.5 pp" in page  # 8/8 against 3/8
     index = (project / "runs" / "index.html").read_text()
-    assert index.index(first.name) > index.index(runs[2].name)  # newest first
+    # newest first (a run started within the same second is named "<first>-2": match the whole name)
+    assert index.index(f'"{first.name}/') > index.index(f'"{runs[2].name}/')
     assert (
         f'href="{first.name}/comparison.html"' in index and f'href="{first.name}/hinted/shop/r1/01/task.html"' in index
     )
