@@ -34,6 +34,17 @@ def _sandbox(folder: Path) -> TempdirSandbox:
     return box
 
 
+def _entering(monkeypatch: pytest.MonkeyPatch, spawner_after: int) -> None:
+    """Commands enter through nsenter before a namespace's ``spawner_after``-th; no spare left by another test."""
+    monkeypatch.setattr(containment, "SPAWNER_AFTER", spawner_after)
+    containment.end_spare()
+
+
+def _finish(box: TempdirSandbox) -> None:
+    release(box.root.parent)
+    containment.end_spare()
+
+
 def _alive(marker: str) -> bool:
     return subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True).returncode == 0
 
@@ -129,8 +140,7 @@ def test_the_namespace_init_shows_no_credential_of_the_harness(tmp_path: Path, m
     starter = containment._namespaces[Path(os.path.abspath(tmp_path / "e"))].starter.pid
     (init,) = Path(f"/proc/{starter}/task/{starter}/children").read_text().split()
     assert [v.split(b"=")[0] for v in Path(f"/proc/{init}/environ").read_bytes().split(b"\0") if v] == [b"PATH"]
-    release(box.root.parent)
-    containment.end_spare()
+    _finish(box)
 
 
 @pytest.mark.parametrize("spawner_after", [0, 100], ids=["spawner", "nsenter"])
@@ -139,8 +149,7 @@ def test_commands_cannot_trace_or_read_the_namespace_init_or_its_spawner(
 ) -> None:
     """Root in the namespace, but without CAP_SYS_PTRACE: the init's and (once /proc is unmounted, so that the
     host's shows) the spawner's memory and environment stay closed, and so does the harness's."""
-    monkeypatch.setattr(containment, "SPAWNER_AFTER", spawner_after)
-    containment.end_spare()
+    _entering(monkeypatch, spawner_after)
     box = _sandbox(tmp_path / "e")
     (box.root / "probe.py").write_text(PROBE)
     assert box.run("true", timeout=10).ok  # the spawner, if any, starts
@@ -155,15 +164,14 @@ def test_commands_cannot_trace_or_read_the_namespace_init_or_its_spawner(
     )
     assert done.ok, done.stderr
     assert "OPENED" not in done.stdout and done.stdout.count("closed") == len(targets), done.stdout
-    release(box.root.parent)
-    containment.end_spare()
+    _finish(box)
 
 
 def test_commands_start_through_a_spawner_the_namespace_cannot_see(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The spawner forks the commands into the PID namespace without being in it: nothing inside reaches it."""
-    monkeypatch.setattr(containment, "SPAWNER_AFTER", 0)
+    _entering(monkeypatch, 0)
     box = _sandbox(tmp_path / "e")
     done = box.run("cat /proc/[0-9]*/cmdline | tr '\\0' ' '; echo; exit 5", timeout=10)
     assert done.exit_code == 5 and "coder-eval-spawner" not in done.stdout and "nsenter" not in done.stdout
@@ -172,8 +180,7 @@ def test_commands_start_through_a_spawner_the_namespace_cannot_see(
     assert spawner is not None and spawner.process.poll() is None
     inside = box.run("readlink /proc/self/ns/pid", timeout=10).stdout.strip()
     assert inside == os.readlink(f"/proc/{namespace.starter.pid}/ns/pid_for_children")  # born inside
-    release(box.root.parent)
-    containment.end_spare()
+    _finish(box)
     assert spawner.process.poll() is not None  # ended with its namespace
 
 
@@ -181,8 +188,7 @@ def test_commands_start_through_a_spawner_the_namespace_cannot_see(
 def test_a_command_times_out_with_its_whole_group(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spawner_after: int
 ) -> None:
-    monkeypatch.setattr(containment, "SPAWNER_AFTER", spawner_after)
-    containment.end_spare()
+    _entering(monkeypatch, spawner_after)
     marker = f"300.{uuid.uuid4().int % 10**9}"
     box = _sandbox(tmp_path / "e")
     done = box.run(f"sleep {marker} & sleep {marker}", timeout=1)
@@ -190,8 +196,7 @@ def test_a_command_times_out_with_its_whole_group(
     assert box.run("echo again", timeout=10).stdout == "again\n"  # the next command runs
     assert box.run("printf 'a\\0b'", timeout=10).error is None  # a NUL written is fine...
     assert "could not start" in (box.run("echo a\0b", timeout=10).error or "")  # ...one in the command is not
-    release(box.root.parent)
-    containment.end_spare()
+    _finish(box)
 
 
 def test_ending_a_namespace_under_a_running_spawned_command_is_prompt(
@@ -201,8 +206,7 @@ def test_ending_a_namespace_under_a_running_spawned_command_is_prompt(
     import threading
     import time
 
-    monkeypatch.setattr(containment, "SPAWNER_AFTER", 0)
-    containment.end_spare()
+    _entering(monkeypatch, 0)
     box = _sandbox(tmp_path / "e")
     marker = f"300.{uuid.uuid4().int % 10**9}"
     runner = threading.Thread(target=box.run, args=(f"sleep {marker}", 60))
