@@ -76,36 +76,23 @@ def test_idle_namespaces_are_swept_and_busy_ones_kept(tmp_path: Path, monkeypatc
     assert not _alive(marker)
 
 
-def test_an_agents_background_processes_last_until_its_evaluation_ends(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from .fake_anthropic import FakeAnthropic, Script, Turn
+def test_an_agents_background_processes_last_until_its_evaluation_ends(tmp_path: Path, api) -> None:
+    from .fake_anthropic import Script, Turn
 
     marker = f"300.{uuid.uuid4().int % 10**9}"
-    script = Script([Turn(tools=[("Bash", {"command": f"setsid sleep {marker} >/dev/null 2>&1 &"})]), Turn(text="ok")])
-    with FakeAnthropic(script) as url:
-        for name, value in {
-            "ANTHROPIC_BASE_URL": url,
-            "ANTHROPIC_API_KEY": "sk-ant-test-0123456789abcdef",
-            "CLAUDE_CODE_MAX_RETRIES": "0",
-            "HTTPS_PROXY": url,
-            "HTTP_PROXY": url,
-            "NO_PROXY": "127.0.0.1,localhost",
-            "API_BACKEND": "direct",
-        }.items():
-            monkeypatch.setenv(name, value)
-        still_running = {"type": "run_command", "command": f"pgrep -f 'sleep {marker}'", "description": "daemon"}
-        result = evaluate_task(
-            tmp_path,
-            {
-                "task_id": "t",
-                "description": "d",
-                "initial_prompt": "start a daemon",
-                "sandbox": {"python": None},
-                "agent": {"type": "claude-code", "permission_mode": "bypassPermissions", "model": "claude-test"},
-                "success_criteria": [still_running],
-            },
-        )
+    api(Script([Turn(tools=[("Bash", {"command": f"setsid sleep {marker} >/dev/null 2>&1 &"})]), Turn(text="ok")]))
+    still_running = {"type": "run_command", "command": f"pgrep -f 'sleep {marker}'", "description": "daemon"}
+    result = evaluate_task(
+        tmp_path,
+        {
+            "task_id": "t",
+            "description": "d",
+            "initial_prompt": "start a daemon",
+            "sandbox": {"python": None},
+            "agent": {"type": "claude-code", "permission_mode": "bypassPermissions", "model": "claude-test"},
+            "success_criteria": [still_running],
+        },
+    )
     assert result.final_status == "SUCCESS", (result.error, result.criteria)  # the criterion saw it, in the namespace
     assert not _alive(marker)  # and the end of the evaluation ended it
 
