@@ -206,3 +206,20 @@ def test_ending_a_namespace_under_a_running_spawned_command_is_prompt(
     runner.join(10)
     assert not runner.is_alive() and not _alive(marker) and time.monotonic() - start < 5
     containment.end_spare()
+
+
+def test_a_failed_spawner_leaves_the_namespace_to_nsenter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spawner that died fails the command it was asked to start; the namespace's next ones enter with nsenter."""
+    _entering(monkeypatch, 0)
+    box = _sandbox(tmp_path / "e")
+    assert box.run("true", timeout=10).ok  # the namespace and its spawner, with their pipes, are there
+    open_fds = len(os.listdir("/proc/self/fd"))
+    assert "could not start" in (box.run("echo a\0b", timeout=10).error or "")
+    assert len(os.listdir("/proc/self/fd")) == open_fds  # refused before any pipe was made
+    spawner = containment._namespaces[Path(os.path.abspath(tmp_path / "e"))].spawner
+    assert spawner is not None
+    spawner.process.kill()
+    spawner.process.wait()
+    assert "spawner" in (box.run("true", timeout=10).error or "")
+    assert box.run("echo via nsenter", timeout=10).stdout == "via nsenter\n"
+    _finish(box)

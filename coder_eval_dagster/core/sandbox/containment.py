@@ -88,7 +88,7 @@ class _Namespace:
     commands: int = 0  # sandbox commands running in it now
     agent: bool = False  # an agent CLI was started in it: kept until the evaluation ends
     spawner: Spawner | None = None  # started at its SPAWNER_AFTER-th command
-    spawner_broken: bool = False  # it could not start: commands enter with nsenter
+    spawner_broken: bool = False  # it could not start, or failed: commands enter with nsenter
     commands_run: int = 0  # over every evaluation it served
 
     def free_spawner(self) -> Spawner | None:
@@ -99,7 +99,9 @@ class _Namespace:
                 self.spawner = Spawner(Path(f"/proc/{self.starter.pid}/ns"))
             except OSError:
                 self.spawner_broken = True
-        if self.spawner is not None and self.spawner.lock.acquire(blocking=False):
+        if self.spawner is not None and self.spawner.broken:
+            self.spawner_broken = True
+        if self.spawner is not None and not self.spawner_broken and self.spawner.lock.acquire(blocking=False):
             return self.spawner
         return None
 

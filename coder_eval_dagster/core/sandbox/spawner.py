@@ -34,6 +34,8 @@ import sys
 import threading
 from pathlib import Path
 
+from .pidwait import wait_for
+
 REPLY_TIMEOUT_S = 10.0  # the spawner answers at once; a silent one is broken
 # Runs as ``python -I -S -c SPAWNER <fds of the user, mount and PID namespaces> coder-eval-spawner`` (its
 # name in the host's ps), the socket as its stdin. A request: cwd, the argv's length, argv,
@@ -113,6 +115,7 @@ class Spawner:
         """``namespaces``: the ``/proc/<pid>/ns`` folder of the namespace's first process."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.lock = threading.Lock()
+        self.broken = False  # it failed: the namespace's later commands enter with nsenter
         self.socket = ours
         self.socket.settimeout(REPLY_TIMEOUT_S)
         fds = [os.open(namespaces / name, os.O_RDONLY) for name in ("user", "mnt", "pid_for_children")]
@@ -133,18 +136,17 @@ class Spawner:
 
     def spawn(self, argv: list[str], cwd: Path, env: dict[str, str] | None) -> Spawned:
         """Start ``argv`` in ``cwd`` (a new session, stdin from /dev/null), its output on two new pipes."""
-        out_read, out_write = os.pipe()
-        err_read, err_write = os.pipe()
         variables = [f"{name}={value}" for name, value in (os.environ if env is None else env).items()]
         words = [os.path.abspath(cwd), str(len(argv)), *argv, *variables]
         if any("\0" in word for word in words):
             raise SpawnError("a NUL character in the command, its folder or its environment")
         request = "\0".join(words).encode()
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
         try:
-            fds = array.array("i", [out_write, err_write])
-            self.socket.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+            self._send(request, [out_write, err_write])
             pid = int(self._reply(b"pid "))
-        except (OSError, ValueError, SpawnError) as exc:
+        except (ValueError, SpawnError) as exc:
             os.close(out_read)
             os.close(err_read)
             raise SpawnError(f"the namespace's spawner failed: {exc}") from None
@@ -161,18 +163,30 @@ class Spawner:
         finally:
             self.socket.settimeout(REPLY_TIMEOUT_S)
 
+    def _send(self, request: bytes, fds: list[int]) -> None:
+        try:
+            self.socket.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+        except OSError as exc:
+            self.broken = True
+            raise SpawnError(f"cannot reach it: {exc}") from None
+
     def _reply(self, kind: bytes) -> bytes:
-        message = self.socket.recv(4096)
+        """The spawner's next message. An ``error`` one is the command's (it could not start); any other
+        failure is the spawner's: it is then ``broken``, and the namespace's later commands go without it."""
+        try:
+            message = self.socket.recv(4096)
+        except OSError as exc:
+            self.broken = True
+            raise SpawnError(f"no reply: {exc}") from None
         if message.startswith(b"error "):
             raise SpawnError(message[6:].decode(errors="replace"))
         if not message.startswith(kind):
+            self.broken = True
             raise SpawnError(f"unexpected reply {message[:40]!r}")
         return message[len(kind) :]
 
     def close(self) -> None:
         """End the spawner (it reads the end of its socket and exits)."""
-        from .pidwait import wait_for
-
         self.socket.close()
         if not wait_for(self.process, REPLY_TIMEOUT_S):
             self.process.kill()
