@@ -18,11 +18,16 @@ def wait_for(process: subprocess.Popen[bytes], timeout: float) -> bool:
             return False
         return True
     try:
-        poller = select.poll()
-        poller.register(pidfd, select.POLLIN)
-        if not poller.poll(max(0, int(timeout * 1000))):
+        if not readable_within(pidfd, timeout):
             return False
     finally:
         os.close(pidfd)
     process.wait()
     return True
+
+
+def readable_within(fd: int, timeout: float) -> bool:
+    """Whether ``fd`` becomes readable (a pidfd: its process exited) within ``timeout`` seconds."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(max(0, int(timeout * 1000))))

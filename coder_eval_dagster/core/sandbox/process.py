@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from ..secrets import redact
 from .containment import release_all
-from .pidwait import wait_for
+from .pidwait import readable_within, wait_for
 from .spawner import Spawned, Spawner, SpawnError
 
 OUTPUT_CAP_BYTES = 100 * 1024  # per stream: the first and the last half are kept
@@ -166,9 +166,7 @@ def _exit_watch(process: subprocess.Popen[bytes] | Spawned) -> tuple[int | None,
 def _exits_within(process: subprocess.Popen[bytes] | Spawned, exit_fd: int | None, timeout: float) -> bool:
     if exit_fd is None:
         return wait_for(process, max(0.0, timeout))  # type: ignore[arg-type]
-    poller = select.poll()
-    poller.register(exit_fd, select.POLLIN)
-    return bool(poller.poll(max(0, int(timeout * 1000))))
+    return readable_within(exit_fd, timeout)
 
 
 def interrupt_all() -> None:
