@@ -323,6 +323,7 @@ class DockerSandbox(TempdirSandbox):
         elif stopped:
             result.error = "stopped: the run was interrupted (container removed)"
         elif exit_code == OOM_EXIT and self._oom_killed():
+            result.oom_killed = True
             result.error = (
                 f"killed by the out-of-memory killer (OOMKilled): the command exceeded "
                 f"sandbox.limits.max_memory_mb={self.config.limits.max_memory_mb}"
