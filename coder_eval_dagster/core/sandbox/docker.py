@@ -47,6 +47,7 @@ from .engine import (
     owner_label,
     remove_container,
     require_image,
+    sdk,
     sweep_orphans,
 )
 from .process import INTERRUPTED, CommandRun, read_capped
@@ -355,11 +356,10 @@ class DockerSandbox(TempdirSandbox):
 
 
 def _running(container_id: str) -> bool:
-    import docker.errors
-
+    errors = sdk().errors
     try:
         return bool(client().api.inspect_container(container_id)["State"]["Running"])
-    except docker.errors.NotFound:
+    except errors.NotFound:
         return False
 
 
