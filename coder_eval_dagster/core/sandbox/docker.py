@@ -47,6 +47,7 @@ from .engine import (
     owner_label,
     remove_container,
     require_image,
+    sdk,
     sweep_orphans,
 )
 from .process import INTERRUPTED_ERROR, CommandRun, Interrupt, read_capped
@@ -335,6 +336,7 @@ class DockerSandbox(TempdirSandbox):
         elif stopped:
             result.error = "stopped: the run was interrupted (container removed)"
         elif exit_code == OOM_EXIT and self._oom_killed():
+            result.oom_killed = True
             result.error = (
                 f"killed by the out-of-memory killer (OOMKilled): the command exceeded "
                 f"sandbox.limits.max_memory_mb={self.config.limits.max_memory_mb}"
@@ -366,11 +368,10 @@ class DockerSandbox(TempdirSandbox):
 
 
 def _running(container_id: str) -> bool:
-    import docker.errors
-
+    errors = sdk().errors
     try:
         return bool(client().api.inspect_container(container_id)["State"]["Running"])
-    except docker.errors.NotFound:
+    except errors.NotFound:
         return False
 
 

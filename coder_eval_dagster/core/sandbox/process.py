@@ -36,6 +36,8 @@ class CommandRun(BaseModel):
     stderr: str = ""
     duration_s: float = 0.0
     timed_out: bool = False
+    # set by a driver that can tell (docker): the exit code is the kill's, which a criterion may expect
+    oom_killed: bool = False
     error: str | None = None
 
     @property

@@ -175,7 +175,8 @@ def _restore(evaluation: Evaluation, rescore: bool, only: list[str] | None) -> E
     """This process's hand-over from the sandbox step, else what was written.
 
     To rescore: the final task.json, keeping the results of the criteria a
-    ``--only-criteria`` rescore does not re-run.
+    ``--only-criteria`` rescore does not re-run. A TIMEOUT or a budget breach
+    has its criteria re-run like any other; only an ERROR keeps what it has.
     """
     if not rescore:
         handed = evaluation.context.take_over(evaluation)
@@ -189,7 +190,7 @@ def _restore(evaluation: Evaluation, rescore: bool, only: list[str] | None) -> E
     if path.exists():
         evaluation.result = load_result(path)
         evaluation.sandbox_ready = (evaluation.folder / "sandbox").is_dir()
-        if evaluation.result.error is None:
+        if not evaluation.ended:
             evaluation.result.criteria = kept_for_rescore(evaluation.result.criteria, set(only) if only else None)
     else:
         evaluation.fail("ERROR", f"no {RESULT_FILE}: this evaluation never finished")
