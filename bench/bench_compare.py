@@ -22,7 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from coder_eval_dagster.core.compare.index import ROW_CACHE, write_index
+from coder_eval_dagster.core.compare.index import write_index
+from coder_eval_dagster.core.layout import INDEX_ROW
 from tests.synthetic_runs import evaluation, write_run
 
 CLI = Path(sys.executable).parent / "coder-eval"
@@ -102,7 +103,7 @@ def main() -> None:
 def index_time(runs_dir: Path, cold: bool) -> float:
     """The refresh every run ends with (cold: as if no run folder had its row rendered yet)."""
     if cold:
-        for cached in runs_dir.glob(f"*/{ROW_CACHE}"):
+        for cached in runs_dir.glob(f"*/{INDEX_ROW}"):
             cached.unlink()
     started = time.perf_counter()
     write_index(runs_dir)

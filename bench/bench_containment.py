@@ -21,9 +21,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from coder_eval_dagster.core.models.results import CommandRun
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
 from coder_eval_dagster.core.sandbox import TempdirSandbox, containment
-from coder_eval_dagster.core.sandbox.process import CommandRun, run_shell
+from coder_eval_dagster.core.sandbox.process import run_shell
 
 
 def _median_ms(samples: list[float]) -> str:

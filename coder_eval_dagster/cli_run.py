@@ -12,7 +12,7 @@ from typing import Any
 
 from . import exit_codes
 from .core.credentials import Credentials
-from .core.evaluation import RESULT_FILE, STATE_FILE, evaluation_files, replicate_name
+from .core.layout import CHECKPOINT_FILE, RESULT_FILE, RUN_FILE, evaluation_files, evaluation_folder
 from .core.problems import InvalidInput
 from .core.reports.junit import write_junit
 from .core.reports.run_summary import why_not_passed
@@ -20,7 +20,7 @@ from .core.resolution import Resolution, RowTask, resolve
 from .core.routing import routing_line
 from .core.run_context import RunContext, uses_model_route
 from .core.run_spec import JudgeSettings, RunSpec
-from .core.runs import RUN_FILE, OpenRun, is_run_folder, load_run, new_run_dir, open_run, resnapshot
+from .core.runs import OpenRun, is_run_folder, load_run, new_run_dir, open_run, resnapshot
 
 MAX_TABLE_ROWS = 40
 
@@ -64,7 +64,7 @@ def unfinished(opened: OpenRun) -> list[Path]:
         for rt in opened.snapshot.row_tasks
         for replicate in range(1, rt.replicates + 1)
         if not (
-            (folder := opened.folder / rt.variant_id / rt.task_id / replicate_name(replicate)) / RESULT_FILE
+            (folder := evaluation_folder(opened.folder, rt.variant_id, rt.task_id, replicate)) / RESULT_FILE
         ).is_file()
     ]
 
@@ -98,7 +98,7 @@ def _errored(run_dir: Path) -> list[Path]:
     folders = []
     for path in evaluation_files(run_dir, RESULT_FILE):
         if json.loads(path.read_text(encoding="utf-8")).get("final_status") == "ERROR":
-            for name in (RESULT_FILE, STATE_FILE):
+            for name in (RESULT_FILE, CHECKPOINT_FILE):
                 (path.parent / name).unlink(missing_ok=True)
             folders.append(path.parent)
     return folders
@@ -120,7 +120,7 @@ def rescore(run_dir: Path, concurrency: int, judges: JudgeSettings, junit: Path 
     resolution = resnapshot(opened)  # the criteria as the task files say now: rescoring is how rubrics iterate
     if resolution.problems:
         raise InvalidInput(resolution.problems)
-    present = {p.parent.parent.relative_to(run_dir).as_posix() for p in evaluation_files(run_dir, STATE_FILE)}
+    present = {p.parent.parent.relative_to(run_dir).as_posix() for p in evaluation_files(run_dir, CHECKPOINT_FILE)}
     row_tasks = [rt for rt in opened.snapshot.row_tasks if f"{rt.variant_id}/{rt.task_id}" in present]
     if not row_tasks:
         print(f"coder-eval rescore: {run_dir} has no evaluation to rescore", file=sys.stderr)
@@ -173,7 +173,7 @@ def dev(extra: list[str]) -> int:
 def _open_instance() -> Any:
     """Import Dagster and open the instance before the run's clock starts."""
     from .launch import local_instance
-    from .program import imports_done
+    from .startup import imports_done
 
     instance = local_instance()
     imports_done()

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import exit_codes
+from .core.layout import COMPARISON_PAGE, HISTORY_PAGE, comparison_against
 
 FORMATS = ("table", "md", "json", "html")
 
@@ -65,7 +66,7 @@ def _emit(text: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
     else:
-        from .core.compare.page import write_atomically
+        from .core.layout import write_atomically
 
         write_atomically(output, text)
 
@@ -99,8 +100,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def _default_page(run_dir: Path, other_run_dir: Path | None) -> Path:
     """Without -o, the page goes into the (later) run's folder."""
     if other_run_dir is None:
-        return run_dir / "comparison.html"
-    return other_run_dir / f"comparison-vs-{run_dir.resolve().name}.html"
+        return run_dir / COMPARISON_PAGE
+    return other_run_dir / comparison_against(run_dir.resolve().name)
 
 
 @_guarded
@@ -114,7 +115,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
     result = history(args.runs_dir, args.days, args.task)
     if args.format == "html":
-        page = args.output or args.runs_dir / "history.html"
+        page = args.output or args.runs_dir / HISTORY_PAGE
         drawings = [pass_rate_over_time_figure(pass_rate_series(result))]
         print(write_page(page, html_of(history_blocks(result), drawings, page.parent), drawings)[0])
         return exit_codes.OK

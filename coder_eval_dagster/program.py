@@ -4,7 +4,7 @@ Two costs that a one-row run otherwise pays (measured in docs/performance.md):
 
 - Start-up imports Dagster and its storage, about 200,000 long-lived
   objects; the cyclic garbage collector would walk them again and again
-  while they load (~0.2 s). It is off until :func:`imports_done`, which
+  while they load (~0.2 s). It is off until :func:`startup.imports_done`, which
   moves everything loaded so far out of its reach (``gc.freeze``) and turns
   it back on for the run itself.
 - Tearing the interpreter down frees those objects one by one (~0.45 s).
@@ -18,25 +18,19 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import gc
 import os
 import sys
 import threading
 
+from . import startup
+
 
 def main() -> None:
-    gc.disable()
+    startup.pause_collection()
     from .cli import main as run_command
 
     code = run_command()
     exit_now(code)
-
-
-def imports_done() -> None:
-    """The heavy imports are in: collect cycles again, but never walk what start-up loaded."""
-    if not gc.isenabled():
-        gc.freeze()
-        gc.enable()
 
 
 def exit_now(code: int) -> None:

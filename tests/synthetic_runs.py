@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from coder_eval_dagster.core.results import EvaluationResult
+from coder_eval_dagster.core.models.results import EvaluationResult
 from coder_eval_dagster.core.runs import TIMESTAMP
 from coder_eval_dagster.core.tables import write_table
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from coder_eval_dagster.core.results import EvaluationResult
+from coder_eval_dagster.core.models.results import EvaluationResult
 
 from .conftest import API_KEY
 from .fake_anthropic import Script, Turn

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coder_eval_dagster.core.results import EvaluationResult
+from coder_eval_dagster.core.models.results import EvaluationResult
 
 from .fake_http import serving
 from .fake_openai import FakeResponses, ResponsesScript, Step

@@ -105,7 +105,7 @@ def test_two_runs_pair_the_same_variants(tmp_path: Path) -> None:
 
 
 def test_a_run_folder_without_its_parquet_is_read_from_task_json(tmp_path: Path) -> None:
-    from coder_eval_dagster.core.evaluation import RESULT_FILE
+    from coder_eval_dagster.core.layout import RESULT_FILE
 
     run_dir = tmp_path / "2026-12-01T00-00-00Z"
     for variant, status_ in (("base", "SUCCESS"), ("other", "FAILED")):
@@ -183,7 +183,7 @@ def test_history_keeps_the_last_days_and_refuses_a_folder_without_tables(tmp_pat
 
 def test_suite_float_metadata_leaves_error_out() -> None:
     from coder_eval_dagster.core.compare.plotted import suite_float_metadata
-    from coder_eval_dagster.core.results import EvaluationResult
+    from coder_eval_dagster.core.models.results import EvaluationResult
 
     def result(status: str, score: float, cost: float | None) -> EvaluationResult:
         return evaluation_result("v", "t", status, weighted_score=score, cost_usd=cost)

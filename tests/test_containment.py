@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from coder_eval_dagster.core.layout import NAMESPACE_FILE
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
 from coder_eval_dagster.core.sandbox import TempdirSandbox, containment
-from coder_eval_dagster.core.sandbox.containment import PID_FILE, release
+from coder_eval_dagster.core.sandbox.containment import release
 
 from .helpers import evaluate_task
 
@@ -57,7 +58,7 @@ def test_another_process_ends_an_evaluation_by_its_folder(tmp_path: Path) -> Non
     folder = str(box.root.parent)
     code = f"from pathlib import Path; from coder_eval_dagster.core.sandbox import containment as c; c.release(Path({folder!r}))"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=30)
-    assert not _alive(marker) and not (box.root.parent / PID_FILE).exists()
+    assert not _alive(marker) and not (box.root.parent / NAMESPACE_FILE).exists()
     release(box.root.parent)  # this process's own bookkeeping: nothing left to kill
 
 
@@ -69,8 +70,12 @@ def test_idle_namespaces_are_swept_and_busy_ones_kept(tmp_path: Path, monkeypatc
     agent.agent_launcher()
     assert idle.run("true", timeout=10).ok
     _sandbox(tmp_path / "new").run("true", timeout=10)  # a fourth namespace: the sweep runs first
-    assert not (idle.root.parent / PID_FILE).exists()  # nothing ran in it any more: ended
-    assert (agent.root.parent / PID_FILE).exists() and (busy.root.parent / PID_FILE).exists() and _alive(marker)
+    assert not (idle.root.parent / NAMESPACE_FILE).exists()  # nothing ran in it any more: ended
+    assert (
+        (agent.root.parent / NAMESPACE_FILE).exists()
+        and (busy.root.parent / NAMESPACE_FILE).exists()
+        and _alive(marker)
+    )
     for name in ("busy", "agent", "idle", "new"):
         release(tmp_path / name)
     assert not _alive(marker)
@@ -101,16 +106,16 @@ def test_a_clean_namespace_serves_the_next_evaluation_and_a_dirty_one_never(tmp_
     """Reuse only when nothing is left running and the mount table is as it started."""
     first = _sandbox(tmp_path / "first")
     assert first.run("echo $$ > /dev/null", timeout=10).ok
-    pid_file = (first.root.parent / PID_FILE).read_text()
+    pid_file = (first.root.parent / NAMESPACE_FILE).read_text()
     release(first.root.parent)
     second = _sandbox(tmp_path / "second")
     assert second.run("true", timeout=10).ok
-    assert (second.root.parent / PID_FILE).read_text() == pid_file  # the same namespace, now the second's
+    assert (second.root.parent / NAMESPACE_FILE).read_text() == pid_file  # the same namespace, now the second's
     assert second.run("mount -t tmpfs none /mnt", timeout=10).ok  # root in there may mount
     release(second.root.parent)
     third = _sandbox(tmp_path / "third")
     assert third.run("! grep -q ' /mnt ' /proc/self/mountinfo", timeout=10).ok  # not the mounted one
-    assert (third.root.parent / PID_FILE).read_text() != pid_file
+    assert (third.root.parent / NAMESPACE_FILE).read_text() != pid_file
     marker = f"300.{uuid.uuid4().int % 10**9}"
     assert third.run(f"setsid sleep {marker} &", timeout=10).ok
     release(third.root.parent)

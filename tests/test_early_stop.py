@@ -7,10 +7,10 @@ from typing import Any
 
 import yaml
 
+from coder_eval_dagster.core.models.results import EvaluationResult
 from coder_eval_dagster.core.reports.run_summary import render_run_md, run_document
 from coder_eval_dagster.core.reports.task_html import render_task_html
 from coder_eval_dagster.core.resolution import resolve
-from coder_eval_dagster.core.results import EvaluationResult
 from coder_eval_dagster.core.run_spec import RunSpec
 
 from .helpers import criterion, evaluate_replay, write

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from coder_eval_dagster.core import routing
-from coder_eval_dagster.core.results import EvaluationResult
+from coder_eval_dagster.core.models.results import EvaluationResult
 from coder_eval_dagster.core.run_context import RunContext
 
 from .conftest import API_KEY

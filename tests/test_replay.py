@@ -13,9 +13,9 @@ from coder_eval_dagster.core.agents.replay import Replay, load_replay
 from coder_eval_dagster.core.evaluation import evaluate, new_evaluation
 from coder_eval_dagster.core.models.agent import AgentConfig
 from coder_eval_dagster.core.models.limits import RunLimits
+from coder_eval_dagster.core.models.results import EvaluationResult
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
 from coder_eval_dagster.core.resolution import resolve
-from coder_eval_dagster.core.results import EvaluationResult
 from coder_eval_dagster.core.run_context import RunContext
 from coder_eval_dagster.core.run_spec import RunSpec
 from coder_eval_dagster.core.sandbox import TempdirSandbox

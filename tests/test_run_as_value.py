@@ -12,7 +12,7 @@ import pytest
 
 from coder_eval_dagster.core import resolution
 from coder_eval_dagster.core.criteria import Outcome, checks, unregister
-from coder_eval_dagster.core.criteria.base import Classification
+from coder_eval_dagster.core.models.criterion import Classification
 from coder_eval_dagster.definitions import JOB_NAME, build_definitions
 from coder_eval_dagster.defs.evaluation.resources import CoderEvalSettings, RunSpecConfig
 

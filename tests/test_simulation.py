@@ -11,9 +11,9 @@ import pytest
 
 from coder_eval_dagster.core.credentials import Credentials
 from coder_eval_dagster.core.evaluation import evaluate, new_evaluation
+from coder_eval_dagster.core.models.results import DialogMessage, EvaluationResult
 from coder_eval_dagster.core.models.simulation import Simulation
 from coder_eval_dagster.core.resolution import resolve
-from coder_eval_dagster.core.results import DialogMessage, EvaluationResult
 from coder_eval_dagster.core.routing import BEDROCK_ANTHROPIC_VERSION, ApiRoute
 from coder_eval_dagster.core.run_context import RunContext
 from coder_eval_dagster.core.run_spec import RunSpec

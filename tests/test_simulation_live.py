@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from coder_eval_dagster.core.results import EvaluationResult
+from coder_eval_dagster.core.models.results import EvaluationResult
 
 from .fake_anthropic import Script, Turn
 from .fake_http import serving

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from coder_eval_dagster.core.evaluation import evaluation_files
+from coder_eval_dagster.core.layout import evaluation_files
+from coder_eval_dagster.core.models.results import CriterionResult, EvaluationResult
 from coder_eval_dagster.core.reports.task_html import render_task_html
-from coder_eval_dagster.core.results import CriterionResult, EvaluationResult
 from coder_eval_dagster.core.suite import classification_metrics
 
 from .helpers import run_cli, write_task

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .files import CRITERION_READ_CAP, read_text_capped
-from .results import ToolCallRecord, TurnRecord
+from .models.results import ToolCallRecord, TurnRecord
 
 if TYPE_CHECKING:
     from .run_context import RunContext

@@ -25,9 +25,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from .criteria.base import LiveObservable
+from .models.criterion import LiveObservable
+from .models.results import ToolCallRecord
 from .models.task import Task
-from .results import ToolCallRecord
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
 import traceback
 from collections.abc import Callable
@@ -34,10 +33,19 @@ from .agents.base import AgentInput, AgentOutput
 from .agents.replay import load_replay
 from .check_context import CheckContext
 from .early_stop import Watcher
+from .layout import (
+    CHECKPOINT_FILE,
+    REPORT_FILE,
+    RESULT_FILE,
+    SANDBOX_DIR,
+    evaluation_folder,
+    load_result,
+    write_atomically,
+)
 from .models.commands import HookCommand
+from .models.results import CommandStats, EvaluationResult, HookRun, TurnRecord
 from .models.task import Task
 from .resolution import RowTask
-from .results import CommandStats, EvaluationResult, HookRun, TurnRecord
 from .run_context import RunContext
 from .sandbox import TempdirSandbox, TemplateError, open_sandbox
 from .sandbox.containment import release, release_if_idle
@@ -46,18 +54,11 @@ from .scoring import all_passed, armed_gate, criteria_pass_now, score_criteria, 
 from .secrets import redact
 from .simulation import Dialog, simulated_user
 
-STATE_FILE = "run_state.json"
-RESULT_FILE = "task.json"
-REPORT_FILE = "task.html"
 log = logging.getLogger(__name__)
 
 
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def replicate_name(replicate: int) -> str:
-    return f"{replicate:02d}"
 
 
 @dataclass
@@ -80,14 +81,16 @@ class Evaluation:
     @cached_property
     def folder(self) -> Path:
         """Asked about 15 times an evaluation (each sandbox, checkpoint, report and hand-over): made once."""
-        return self.run_dir / self.row_task.variant_id / self.row_task.task_id / replicate_name(self.replicate)
+        return evaluation_folder(self.run_dir, self.row_task.variant_id, self.row_task.task_id, self.replicate)
 
     @cached_property
     def sandbox(self) -> TempdirSandbox:
         """The evaluation's one sandbox driver, stopped by the run's interrupt."""
         row_task, replicate = self.row_task, str(self.replicate)
         labels = {"run": self.run_id, "task": row_task.task_id, "variant": row_task.variant_id, "replicate": replicate}
-        return open_sandbox(self.folder / "sandbox", self.task.sandbox, self.cache_dir, labels, self.context.interrupt)
+        return open_sandbox(
+            self.folder / SANDBOX_DIR, self.task.sandbox, self.cache_dir, labels, self.context.interrupt
+        )
 
     @property
     def ended(self) -> bool:
@@ -285,7 +288,7 @@ def save_state(evaluation: Evaluation) -> Evaluation:
     """Persist what the sandbox stages produced, for the scoring stage (possibly another run)."""
     assert evaluation.result is not None
     evaluation.folder.mkdir(parents=True, exist_ok=True)
-    _write_json(evaluation.folder / STATE_FILE, evaluation.result)
+    write_atomically(evaluation.folder / CHECKPOINT_FILE, evaluation.result.model_dump_json(indent=2))
     return evaluation
 
 
@@ -398,7 +401,7 @@ def finish(evaluation: Evaluation) -> None:
         log.warning("finish failed for %s:\n%s", evaluation.row_task.task_id, traceback.format_exc())
         evaluation.fail("ERROR", f"finish failed: {type(exc).__name__}: {exc}")
         with contextlib.suppress(OSError):
-            _write_json(evaluation.folder / RESULT_FILE, result)
+            write_atomically(evaluation.folder / RESULT_FILE, result.model_dump_json(indent=2))
 
 
 def write_result(evaluation: Evaluation) -> None:
@@ -409,48 +412,8 @@ def write_result(evaluation: Evaluation) -> None:
     assert result is not None
     result.finished_at = utc_now()
     evaluation.folder.mkdir(parents=True, exist_ok=True)
-    _write_json(evaluation.folder / RESULT_FILE, result)
-    (evaluation.folder / REPORT_FILE).write_text(render_task_html(result), encoding="utf-8")
-
-
-def _write_json(path: Path, result: EvaluationResult) -> None:
-    temporary = path.with_suffix(".json.tmp")
-    temporary.write_text(result.model_dump_json(indent=2), encoding="utf-8")
-    temporary.replace(path)
-
-
-def load_result(path: Path) -> EvaluationResult:
-    return EvaluationResult.model_validate_json(path.read_text(encoding="utf-8"))
-
-
-SANDBOX_DEPTH = 3  # <variant>/<task_id>/<NN>/sandbox: an evaluation folder is 3 levels down (4 for a dataset row)
-
-
-def evaluation_files(run_dir: Path, name: str) -> list[Path]:
-    """Every evaluation's ``name`` file (task.json, run_state.json) in a run folder, sorted by path.
-
-    What ``sorted(run_dir.glob(f"*/**/{name}"))`` found, without walking the
-    preserved sandboxes (a template's or a venv's files, by the thousand per
-    evaluation) and without taking a file a sandbox holds under that name for
-    an evaluation's result. The folders above an evaluation folder are
-    variant, task and row ids: none is a ``sandbox`` from the third level on.
-    """
-    found: list[str] = []
-
-    def visit(folder: str, depth: int) -> None:
-        try:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    if entry.is_dir(follow_symlinks=False):
-                        if not (depth >= SANDBOX_DEPTH and entry.name == "sandbox"):
-                            visit(entry.path, depth + 1)
-                    elif depth >= 1 and entry.name == name:
-                        found.append(entry.path)
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
-            return
-
-    visit(str(run_dir), 0)
-    return sorted(Path(path) for path in found)
+    write_atomically(evaluation.folder / RESULT_FILE, result.model_dump_json(indent=2))
+    write_atomically(evaluation.folder / REPORT_FILE, render_task_html(result))
 
 
 # ----------------------------------------------------------------------------- the sequence
@@ -518,11 +481,11 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
 
 def restore_checkpoint(evaluation: Evaluation) -> Evaluation:
     """What an earlier attempt of this run finished for the evaluation (a resume), else it unchanged."""
-    for name in (RESULT_FILE, STATE_FILE):
+    for name in (RESULT_FILE, CHECKPOINT_FILE):
         path = evaluation.folder / name
         if path.is_file():
             evaluation.result = load_result(path)
-            evaluation.sandbox_ready = (evaluation.folder / "sandbox").is_dir()
+            evaluation.sandbox_ready = (evaluation.folder / SANDBOX_DIR).is_dir()
             break
     return evaluation
 

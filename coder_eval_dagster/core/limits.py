@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .models.limits import RunLimits
-from .results import TurnRecord
+from .models.results import TurnRecord
 
 TOKEN_BUDGET_EXCEEDED = "TOKEN_BUDGET_EXCEEDED"
 COST_BUDGET_EXCEEDED = "COST_BUDGET_EXCEEDED"

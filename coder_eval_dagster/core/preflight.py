@@ -12,7 +12,8 @@ import os
 import tempfile
 from pathlib import Path
 
-TABLES = "tables"
+from .layout import TABLES_DIR
+
 NAME_MAX = 255  # bytes in one path component (ext4, xfs, btrfs, tmpfs)
 PATH_MAX = 4096  # bytes in a whole path (Linux)
 # What a run adds below the runs folder: run id, variant, task and row ids (up to
@@ -77,7 +78,7 @@ def folder_problem(folder: Path, what: str, fix: str) -> str | None:
 
 def tables_problem(runs_dir: Path) -> str | None:
     """The tables folder and each table's folder must take new files (checked before any agent runs)."""
-    tables = runs_dir / TABLES
+    tables = runs_dir / TABLES_DIR
     if not tables.exists():
         return None
     fix = f"make {_short(tables)} a writable folder, or use another --runs-dir"

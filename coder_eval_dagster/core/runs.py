@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import importlib
+import json
 import os
 import pickle
 import threading
@@ -16,23 +17,29 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from .evaluation import RESULT_FILE, Evaluation, evaluation_files, load_result, new_evaluation, utc_now
+from .evaluation import Evaluation, new_evaluation, utc_now
 from .fingerprints import fingerprints
+from .layout import (
+    OPEN_LOCK_FILE,
+    PLAN_FILE,
+    RESULT_FILE,
+    RUN_FILE,
+    RUN_MD,
+    SNAPSHOT_FILE,
+    evaluation_files,
+    load_result,
+    write_atomically,
+)
+from .models.results import EvaluationResult
 from .problems import Problem
-from .reports.run_summary import render_run_md, run_document, write_json
+from .reports.run_summary import render_run_md, run_document
 from .resolution import Resolution, RowTask, resolve
-from .results import EvaluationResult
 from .run_context import RunContext
 from .run_spec import RunSpec
 from .sandbox.containment import end_spare
 from .sandbox.process import Interrupt
 from .suite import SuiteEntry, suite_entries
 
-PLAN_FILE = "run_plan.json"
-SNAPSHOT_FILE = "snapshot.pickle"
-OPEN_LOCK_FILE = ".open.lock"  # serializes creating the plan and snapshot among concurrent chunk runs
-RUN_FILE = "run.json"
-RUN_MD = "run.md"
 TIMESTAMP = "%Y-%m-%dT%H-%M-%SZ"
 T = TypeVar("T")
 
@@ -93,8 +100,8 @@ def open_run(
         dagster_run_id=dagster_run_id,
     )
     run = OpenRun(folder, plan, Snapshot.of(resolution))
-    _write_atomically(folder / SNAPSHOT_FILE, pickle.dumps(run.snapshot, protocol=pickle.HIGHEST_PROTOCOL))
-    _write_atomically(folder / PLAN_FILE, plan.model_dump_json(indent=2).encode())
+    write_atomically(folder / SNAPSHOT_FILE, pickle.dumps(run.snapshot, protocol=pickle.HIGHEST_PROTOCOL))
+    write_atomically(folder / PLAN_FILE, plan.model_dump_json(indent=2).encode())
     return run
 
 
@@ -103,7 +110,7 @@ def resnapshot(run: OpenRun) -> Resolution:
     resolution = resolve(run.plan.spec)
     if not resolution.problems:
         run.snapshot = Snapshot.of(resolution)
-        _write_atomically(run.folder / SNAPSHOT_FILE, pickle.dumps(run.snapshot, protocol=pickle.HIGHEST_PROTOCOL))
+        write_atomically(run.folder / SNAPSHOT_FILE, pickle.dumps(run.snapshot, protocol=pickle.HIGHEST_PROTOCOL))
     return resolution
 
 
@@ -131,12 +138,6 @@ def open_once(folder: Path, create: Callable[[], OpenRun]) -> OpenRun:
 
 def is_run_folder(folder: Path) -> bool:
     return (folder / PLAN_FILE).is_file() and (folder / SNAPSHOT_FILE).is_file()
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    temporary.write_bytes(data)
-    temporary.replace(path)
 
 
 def new_run_dir(runs_dir: Path, now: datetime | None = None) -> Path:
@@ -208,11 +209,6 @@ def default_concurrency() -> int:
     return os.cpu_count() or 1
 
 
-def cache_dir(runs_dir: Path) -> Path:
-    """The shared wheel cache of sandbox venvs (uv), kept beside the runs."""
-    return runs_dir / ".cache" / "uv"
-
-
 def collect_results(run_dir: Path) -> list[EvaluationResult]:
     return [load_result(path) for path in evaluation_files(run_dir, RESULT_FILE)]
 
@@ -254,8 +250,8 @@ def summarize(run: OpenRun, tables_dir: Path) -> RunSummary:
         from .compare.pages import write_run_comparison
 
         document["comparison"] = write_run_comparison(run_dir, results, header["variants"])
-    write_json(run_dir / RUN_FILE, document)
-    (run_dir / RUN_MD).write_text(render_run_md(document), encoding="utf-8")
+    write_atomically(run_dir / RUN_FILE, json.dumps(document, indent=2, ensure_ascii=False))
+    write_atomically(run_dir / RUN_MD, render_run_md(document))
     from .tables import suite_rows, task_rows, write_table  # pyarrow: see preload_tables
 
     run_ts = run_timestamp(plan.run_id)

@@ -15,9 +15,9 @@ from dataclasses import replace
 
 from .check_context import CheckContext
 from .criteria import REGISTRY, CriterionBase, Outcome
-from .criteria.context import scrub
 from .criteria.judge_base import JudgeBase
-from .results import CriterionResult
+from .criteria.outcome import scrub
+from .models.results import CriterionResult
 
 log = logging.getLogger(__name__)
 

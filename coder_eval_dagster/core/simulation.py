@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .agents.base import AgentOutput
+from .models.results import DialogMessage, DialogStopReason, SimulationInfo, TurnRecord
 from .models.simulation import Simulation
 from .models.task import Task
-from .results import DialogMessage, DialogStopReason, SimulationInfo, TurnRecord
 from .routing import BEDROCK_ANTHROPIC_VERSION
 from .secrets import redact
 

@@ -17,10 +17,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .criteria.base import Classification
 from .criteria.classification_match import NONE_LABEL
+from .models.criterion import Classification
+from .models.results import EvaluationResult
 from .resolution import RowTask
-from .results import EvaluationResult
 
 
 class Threshold(BaseModel):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,8 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
-from .results import EvaluationResult
+from .layout import replacing
+from .models.results import EvaluationResult
 from .suite import SuiteEntry
 
 COMMON = [
@@ -217,9 +217,8 @@ def write_table(tables_dir: Path, table: str, run_id: str, run_ts: datetime, row
     folder = tables_dir / table / f"run_date={run_ts.date().isoformat()}"
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{run_id}.parquet"
-    temporary = folder / f".{run_id}.parquet.tmp-{os.getpid()}"
-    pq.write_table(arrow_table(rows, SCHEMAS[table]), temporary)
-    os.replace(temporary, target)
+    with replacing(target) as temporary:
+        pq.write_table(arrow_table(rows, SCHEMAS[table]), temporary)
     return target
 
 

@@ -12,7 +12,7 @@ from ..early_stop import Watcher
 from ..limits import COST_BUDGET_EXCEEDED, BudgetTracker
 from ..models.agent import AgentConfig
 from ..models.limits import RunLimits
-from ..results import TurnRecord
+from ..models.results import TurnRecord
 from ..sandbox.tempdir import TempdirSandbox
 
 if TYPE_CHECKING:

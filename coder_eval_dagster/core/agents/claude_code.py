@@ -21,60 +21,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import time
 from collections import deque
 from pathlib import Path
 from typing import Any
 
+from ..agent_cli import SDK_VARIABLES, agent_home, bundled_cli, cli_environment, write_wrapper
 from ..limits import BudgetTracker
-from ..results import ToolCallRecord, TurnRecord
-from ..routing import ApiRoute, RouteError
+from ..models.results import ToolCallRecord, TurnRecord
+from ..routing import ApiRoute
 from ..secrets import redact
 from .base import AgentInput, AgentOutput
-from .isolation import PASSED_THROUGH, agent_home, base_environment, bypass_proxies, write_wrapper
 
-SDK_VARIABLES = (
-    "CLAUDE_CODE_ENTRYPOINT",
-    "CLAUDE_AGENT_SDK_VERSION",
-    "CLAUDE_AGENT_SDK_CLIENT_APP",
-    "CLAUDE_AGENT_SDK_DERIVED_CLIENT_APP",
-    "CLAUDE_CODE_SDK_READS_SESSION_STATE",
-    "CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING",
-    "PWD",
-)
-# Retry tuning, passed like the locale and proxies (the credentials and endpoints come from the route).
-PASS_THROUGH = (*PASSED_THROUGH, "CLAUDE_CODE_MAX_RETRIES", "API_TIMEOUT_MS")
 OUTPUT_CHARS = 2000
 STDERR_LINES = 20
-
-
-def bundled_cli() -> str:
-    import claude_agent_sdk
-
-    bundled = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
-    found = str(bundled) if bundled.exists() else shutil.which("claude")
-    if not found:
-        raise RouteError("no Claude Code CLI: the claude-agent-sdk wheel ships none and none is on PATH")
-    return found
-
-
-def cli_environment(sandbox_env: dict[str, str], home: Path, route: ApiRoute) -> dict[str, str]:
-    """The Claude Code CLI's whole environment: isolated home, no non-essential traffic, the route's variables."""
-    env = base_environment(sandbox_env, home, PASS_THROUGH)
-    env.update(
-        {
-            "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "DISABLE_ERROR_REPORTING": "1",
-        }
-    )
-    env["IS_SANDBOX"] = "1"  # it runs as root of its namespace, and refuses bypassPermissions as root otherwise
-    env.update(route.cli_environment())
-    bypass_proxies(env, route.base_url)
-    return env
 
 
 class Session:

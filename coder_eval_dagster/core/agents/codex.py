@@ -25,12 +25,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..agent_cli import PASSED_THROUGH, agent_home, base_environment, bypass_proxies, write_wrapper
 from ..limits import BudgetTracker
 from ..model_proxy import Grant, Upstream
-from ..results import ToolCallRecord, TurnRecord
+from ..models.results import ToolCallRecord, TurnRecord
 from ..secrets import redact
 from .base import AgentInput, AgentOutput
-from .isolation import PASSED_THROUGH, agent_home, base_environment, bypass_proxies, write_wrapper
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 OUTPUT_CHARS = 2000

@@ -1,4 +1,4 @@
-"""The one registry of agent types: the task model's ``type``, the CLI help and the runtime read it.
+"""What runs each agent type the format names (``models.agent.AGENT_TYPES``).
 
 Each type names the module that runs it (``run(AgentInput) -> AgentOutput``),
 imported on first use: an agentless run never pays for an agent SDK's import.
@@ -11,22 +11,24 @@ import importlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from ..models.agent import AGENT_TYPES, DEFAULT_AGENT_TYPE, AgentType
+
 if TYPE_CHECKING:
     from .base import AgentInput, AgentOutput
 
-AGENT_MODULES: dict[str, str | None] = {
+AGENT_MODULES: dict[AgentType, str | None] = {
     "claude-code": "claude_code",
     "codex": "codex",
     "replay": "replay",
     "none": None,
 }
-AGENT_TYPES = tuple(AGENT_MODULES)
-DEFAULT_AGENT_TYPE = "claude-code"
+assert tuple(AGENT_MODULES) == AGENT_TYPES, "every agent type of the format has its runner here"
+__all__ = ["AGENT_MODULES", "AGENT_TYPES", "DEFAULT_AGENT_TYPE", "runner"]
 
 Runner = Callable[["AgentInput"], Awaitable["AgentOutput"]]
 
 
-def runner(kind: str) -> Runner | None:
+def runner(kind: AgentType) -> Runner | None:
     """The coroutine function that runs an agent of this type (None for ``none``)."""
     module = AGENT_MODULES[kind]
     return None if module is None else importlib.import_module(f".{module}", __package__).run

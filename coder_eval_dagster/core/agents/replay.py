@@ -19,9 +19,9 @@ from pydantic import ValidationError
 
 from ..datasets import Row, substitute
 from ..limits import COST_BUDGET_EXCEEDED, BudgetTracker
+from ..models.results import ToolCallRecord, TurnRecord
 from ..models.trajectory import ToolCall, Trajectory, TrajectoryTurn
 from ..problems import InvalidInput, problems_from_validation
-from ..results import ToolCallRecord, TurnRecord
 from ..sandbox.tempdir import TempdirSandbox
 from ..yamlio import load_document
 from .base import AgentInput, AgentOutput

@@ -14,6 +14,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from ..layout import TABLES_DIR
 from .render import Block, Table
 from .rows import CompareError
 
@@ -103,7 +104,7 @@ def view_statement(tables_dir: Path, table: str, days: int | None, task_glob: st
 
 def history(runs_dir: Path, days: int | None = None, task_glob: str | None = None) -> History:
     """The three answers over every run under ``runs_dir`` (its ``tables/`` folder)."""
-    tables_dir = runs_dir / "tables"
+    tables_dir = runs_dir / TABLES_DIR
     missing = [t for t in VIEWED_TABLES if not any((tables_dir / t).glob("**/*.parquet"))]
     if missing:
         raise CompareError(f"{runs_dir}: no {' or '.join(missing)} table under {tables_dir} (run coder-eval run first)")

@@ -12,11 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .page import html_page, relative_to, report_path, write_atomically
-
-INDEX_PAGE = "index.html"
-ROW_CACHE = ".index-row.html"  # in each run folder: its row of the index
-RUN_PAGE = "comparison.html"  # a run's own comparison page (pages.py writes it)
+from ..layout import COMPARISON_PAGE, INDEX_PAGE, INDEX_ROW, RUN_FILE, write_atomically
+from .page import html_page, relative_to, report_path
 
 
 def _pass_rates(tasks: list[dict[str, Any]]) -> str:
@@ -42,8 +39,8 @@ def _report_item(run_dir: Path, task: dict[str, Any], href: Callable[[str], str]
 def _index_row(run_dir: Path, document: dict[str, Any], href: Callable[[str], str]) -> str:
     tasks = document.get("tasks") or []
     links = [_link("run.md", run_dir / "run.md", href)]
-    if (run_dir / RUN_PAGE).is_file():
-        links.append(_link("comparison", run_dir / RUN_PAGE, href))
+    if (run_dir / COMPARISON_PAGE).is_file():
+        links.append(_link("comparison", run_dir / COMPARISON_PAGE, href))
     reports = "".join(_report_item(run_dir, task, href) for task in tasks)
     details = f"<details><summary>task reports</summary><ul>{reports}</ul></details>" if reports else ""
     verdict = "PASSED" if document.get("passed") else "FAILED"
@@ -69,8 +66,8 @@ def _cached_row(run_file: Path, href: Callable[[str], str]) -> str | None:
     """
     run_dir = run_file.parent
     try:
-        stamp = f"{run_file.stat().st_mtime_ns} {(run_dir / RUN_PAGE).is_file()}"
-        cache = run_dir / ROW_CACHE
+        stamp = f"{run_file.stat().st_mtime_ns} {(run_dir / COMPARISON_PAGE).is_file()}"
+        cache = run_dir / INDEX_ROW
         if cache.is_file():
             cached_stamp, _, row = cache.read_text(encoding="utf-8").partition("\n")
             if cached_stamp == stamp:
@@ -86,7 +83,7 @@ def render_index(runs_dir: Path) -> str:
     """Every run folder, newest first: date, tasks, pass rate per variant, verdict and links."""
     href = relative_to(runs_dir)
     rows = []
-    for run_file in sorted(runs_dir.glob("*/run.json"), reverse=True):
+    for run_file in sorted(runs_dir.glob(f"*/{RUN_FILE}"), reverse=True):
         row = _cached_row(run_file, href)
         if row is not None:
             rows.append(row)

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import html
 import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ..evaluation import REPORT_FILE
+from ..layout import REPORT_FILE, replicate_name
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
@@ -35,13 +34,6 @@ def relative_to(folder: Path | None) -> Callable[[str], str]:
     return lambda target: os.path.relpath(target, folder).replace(os.sep, "/")
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write under a name private to this thread, then rename: a reader never sees half a page."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
-
-
 def report_path(variant_id: str, task_id: str, replicate: int) -> str:
     """task.html of an evaluation, relative to its run folder."""
-    return f"{variant_id}/{task_id}/{replicate:02d}/{REPORT_FILE}"
+    return f"{variant_id}/{task_id}/{replicate_name(replicate)}/{REPORT_FILE}"

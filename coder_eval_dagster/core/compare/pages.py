@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..results import EvaluationResult
+from ..layout import COMPARISON_PAGE, write_atomically
+from ..models.results import EvaluationResult
 from .analysis import Comparison, compare_variants
 from .figures import Drawing, comparison_figures, save_pngs
-from .index import RUN_PAGE
-from .page import write_atomically
 from .render import render_html
 from .rows import RunRows, results_frame
 
@@ -30,5 +29,5 @@ def write_run_comparison(run_dir: Path, results: list[EvaluationResult], variant
     if len(variants) < 2:
         return None
     comparison = compare_variants(RunRows(run_dir, run_dir.name, variants, results_frame(results)))
-    write_comparison_page(comparison, run_dir / RUN_PAGE)
-    return {"page": RUN_PAGE, "figure": f"{Path(RUN_PAGE).stem}.success_rate.png"}
+    write_comparison_page(comparison, run_dir / COMPARISON_PAGE)
+    return {"page": COMPARISON_PAGE, "figure": f"{Path(COMPARISON_PAGE).stem}.success_rate.png"}

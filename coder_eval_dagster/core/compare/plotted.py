@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..results import EvaluationResult
+from ..models.results import EvaluationResult
 
 
 def suite_float_metadata(results: list[EvaluationResult]) -> dict[str, float]:

@@ -17,8 +17,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import yaml
 
-from ..evaluation import RESULT_FILE, evaluation_files, load_result
-from ..results import EvaluationResult
+from ..layout import PLAN_FILE, RESULT_FILE, RUN_FILE, TABLES_DIR, evaluation_files, load_result
+from ..models.results import EvaluationResult
 from .page import report_path
 
 COLUMNS = [
@@ -69,7 +69,7 @@ def results_frame(results: list[EvaluationResult]) -> pd.DataFrame:
 
 
 def _parquet_file(run_dir: Path) -> Path | None:
-    found = sorted((run_dir.parent / "tables" / "task_results").glob(f"run_date=*/{run_dir.name}.parquet"))
+    found = sorted((run_dir.parent / TABLES_DIR / "task_results").glob(f"run_date=*/{run_dir.name}.parquet"))
     return found[0] if found else None
 
 
@@ -77,7 +77,7 @@ def _variant_order(run_dir: Path, present: Iterable[str]) -> list[str]:
     """run.json's variant order (the experiment's), else the experiment file's, else sorted."""
     present = set(present)
     declared: list[str] = []
-    run_file, plan_file = run_dir / "run.json", run_dir / "run_plan.json"
+    run_file, plan_file = run_dir / RUN_FILE, run_dir / PLAN_FILE
     if run_file.is_file():
         declared = json.loads(run_file.read_text(encoding="utf-8")).get("variants") or []
     if not declared and plan_file.is_file():

@@ -5,10 +5,7 @@ The import order below is the order of the docs and of the schema's union.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Union
-
-from pydantic import Field
-
+from ..models.criterion import CriterionBase, criterion_union, on_change
 from . import (  # noqa: F401  (imported to register)
     agent_judge,
     classification_match,
@@ -26,15 +23,8 @@ from . import (  # noqa: F401  (imported to register)
     skill_triggered,
     uipath_eval,
 )
-from .base import CriterionBase
-from .context import Outcome
-from .registry import REGISTRY, checks, on_change, unregister
-
-
-def criterion_union() -> Any:
-    """The discriminated union of every registered criterion model (what ``success_criteria`` holds)."""
-    return Annotated[Union[tuple(kind.model for kind in REGISTRY.values())], Field(discriminator="type")]  # noqa: UP007
-
+from .outcome import Outcome
+from .registry import REGISTRY, checks, unregister
 
 Criterion = criterion_union()
 

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
+from ..agent_cli import SDK_VARIABLES, agent_home, bundled_cli, cli_environment, write_wrapper
 from ..models.agent import AgentConfig
 from ..models.base import rule_error
 from ..sandbox import containment
 from ..sandbox.tempdir import LOOPBACK
 from ..sandbox.templates import copy_template_dir, effective_ignore_patterns
-from .context import Outcome
 from .judge_base import JudgeBase
 from .judging import (
     CALL_PREVIEW_CHARS,
@@ -37,6 +37,7 @@ from .judging import (
     render_prompt,
     truncated,
 )
+from .outcome import Outcome
 from .registry import checks
 
 if TYPE_CHECKING:
@@ -171,8 +172,6 @@ def build_options(
 ) -> Any:
     from claude_agent_sdk import ClaudeAgentOptions
 
-    from ..agents.claude_code import SDK_VARIABLES, bundled_cli, cli_environment
-    from ..agents.isolation import write_wrapper
     from ..secrets import sandbox_environment
 
     env = cli_environment(sandbox_environment({"GIT_CEILING_DIRECTORIES": str(workspace.parent)}), home, route)
@@ -206,7 +205,6 @@ async def converse(options: Any, prompt: str, transcript: Transcript) -> None:
 
 def run_agent(run: JudgeRun, criterion: AgentJudge, ctx: CheckContext) -> None:
     """The judge agent in a copy of the sandbox (removed afterwards); its verdict and spend into ``run``."""
-    from ..agents.isolation import agent_home
 
     config = judge_config(criterion.agent)
     transcript = Transcript()

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from ..files import truncation_note
-from .base import Classification
-from .context import Outcome
+from ..models.criterion import Classification
+from .outcome import Outcome
 from .registry import checks
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ from pydantic import Field, field_validator, model_validator
 
 from ..files import truncation_note
 from ..models.base import StrictModel, check_regex, rule_error
-from .base import CriterionBase
-from .context import Outcome
+from ..models.criterion import CriterionBase
+from .outcome import Outcome
 from .registry import checks
 
 if TYPE_CHECKING:

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, model_validator
 
 from ..models.base import check_regex, rule_error
-from .base import LiveObservable
-from .context import Outcome
+from ..models.criterion import LiveObservable
+from .outcome import Outcome
 from .registry import checks
 
 if TYPE_CHECKING:
     from ..check_context import CheckContext
-    from ..results import ToolCallRecord
+    from ..models.results import ToolCallRecord
 
 
 class CommandExecuted(LiveObservable):

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field
 
-from .base import CriterionBase
-from .context import Outcome
+from ..models.criterion import CriterionBase
+from .outcome import Outcome
 from .registry import checks
 
 if TYPE_CHECKING:

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from ..files import truncation_note
-from .context import Outcome, fraction, mean
 from .file_contains import FileContains, string_scores
 from .file_matches_regex import RegexSpec
+from .outcome import Outcome, fraction, mean
 from .registry import checks
 
 if TYPE_CHECKING:

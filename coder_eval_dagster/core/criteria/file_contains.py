@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from ..files import truncation_note
-from .base import CriterionBase
-from .context import Outcome, fraction, mean
+from ..models.criterion import CriterionBase
+from .outcome import Outcome, fraction, mean
 from .registry import checks
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ from pydantic import Field, field_validator, model_validator
 
 from ..files import truncation_note
 from ..models.base import StrictModel, rule_error
-from .base import CriterionBase
-from .context import Outcome, fraction, mean
+from ..models.criterion import CriterionBase
+from .outcome import Outcome, fraction, mean
 from .registry import checks
 
 if TYPE_CHECKING:

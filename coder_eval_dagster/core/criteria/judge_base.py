@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from .base import CriterionBase
+from ..models.criterion import CriterionBase
 
 
 class JudgeBase(CriterionBase):

@@ -10,16 +10,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from .context import Outcome, scrub
+from ..layout import judge_transcript, write_atomically
+from .outcome import Outcome, scrub
 
 if TYPE_CHECKING:
     from ..check_context import CheckContext
-    from ..results import ToolCallRecord
+    from ..models.results import ToolCallRecord
     from .judge_base import JudgeBase
 
 DEFAULT_JUDGE_MODEL = "anthropic.claude-sonnet-4-6"  # vendor-prefixed: translated per backend
@@ -185,11 +185,9 @@ def write_transcript(
         return None
     texts, cut = capped(parts, criterion.max_transcript_chars)
     document = scrub({**record, **texts, "truncated": cut}, ctx.reference)
-    name = f"judge-{ctx.index}.yaml"
+    name = judge_transcript(ctx.index)
     ctx.folder.mkdir(parents=True, exist_ok=True)
-    Path(ctx.folder / name).write_text(
-        yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120), encoding="utf-8"
-    )
+    write_atomically(ctx.folder / name, yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120))
     return name
 
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from ..routing import BEDROCK_ANTHROPIC_VERSION
-from .context import Outcome
 from .judge_base import JudgeBase
 from .judging import (
     DEFAULT_JUDGE_MODEL,
@@ -25,6 +24,7 @@ from .judging import (
     list_price,
     render_prompt,
 )
+from .outcome import Outcome
 from .registry import checks
 
 if TYPE_CHECKING:

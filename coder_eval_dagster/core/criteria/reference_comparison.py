@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from pydantic import Field
 
 from ..files import truncation_note
-from .base import CriterionBase
-from .context import Outcome
+from ..models.criterion import CriterionBase
+from .outcome import Outcome
 from .registry import checks
 
 if TYPE_CHECKING:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, model_validator
 
 from ..models.base import check_regex, rule_error
-from .base import CriterionBase
-from .context import Outcome
+from ..models.criterion import CriterionBase
+from .outcome import Outcome
 from .registry import checks
 
 if TYPE_CHECKING:

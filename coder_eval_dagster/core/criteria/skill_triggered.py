@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from .base import Classification, LiveObservable
-from .context import Outcome
+from ..models.criterion import Classification, LiveObservable
+from .outcome import Outcome
 from .registry import checks
 
 if TYPE_CHECKING:
     from ..check_context import CheckContext
-    from ..results import ToolCallRecord
+    from ..models.results import ToolCallRecord
 
 
 class SkillTriggered(LiveObservable, Classification):

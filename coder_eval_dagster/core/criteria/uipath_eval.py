@@ -25,9 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from ..files import CRITERION_READ_CAP
+from ..models.criterion import CriterionBase
 from ..problems import did_you_mean
-from .base import CriterionBase
-from .context import Outcome
+from .outcome import Outcome
 from .registry import checks
 
 if TYPE_CHECKING:

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import typing
 from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from ..agents.registry import AGENT_TYPES, DEFAULT_AGENT_TYPE
 from .base import RejectsMovedLimits, is_partial, rule_error
 from .ignore import IgnorePattern
 from .sdk_options import check_sdk_options
 
-AgentType = Literal[AGENT_TYPES]  # type: ignore[valid-type]
+AgentType = Literal["claude-code", "codex", "replay", "none"]  # agents/registry.py maps each to what runs it
+AGENT_TYPES: tuple[AgentType, ...] = typing.get_args(AgentType)
+DEFAULT_AGENT_TYPE: AgentType = "claude-code"
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 
 
@@ -37,7 +39,7 @@ class AgentConfig(RejectsMovedLimits):
 
     @property
     def resolved_type(self) -> AgentType:
-        return self.type or DEFAULT_AGENT_TYPE  # type: ignore[return-value]
+        return self.type or DEFAULT_AGENT_TYPE
 
     @model_validator(mode="after")
     def _type_specific_fields(self, info: ValidationInfo) -> AgentConfig:

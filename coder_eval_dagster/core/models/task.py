@@ -7,16 +7,17 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints, ValidationInfo, model_validator
 
-from ..criteria import Criterion, criterion_union, on_change
 from ..files import MAX_DATASET_BYTES, MAX_DOCUMENT_BYTES, regular_file_problem
 from .agent import AgentConfig
 from .base import RejectsMovedLimits, SafeId, StrictModel, is_partial, rule_error
 from .commands import HookCommand
+from .criterion import criterion_union, on_change
 from .dataset import Dataset
 from .limits import RunLimits
 from .sandbox import SandboxConfig, TemplateDirSource
 from .simulation import Simulation
 
+Criterion = criterion_union()  # the criterion types registered so far (core/__init__.py registers the built-ins)
 Tag = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")]
 
 

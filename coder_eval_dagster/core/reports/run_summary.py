@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-from ..results import EvaluationResult
+from ..models.results import EvaluationResult
 from ..suite import SuiteEntry, suite_json
 from .junit import failing_criteria
 
@@ -58,12 +56,6 @@ def _by_variant(tasks: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 def _cell(text: str) -> str:
     """Text safe inside a Markdown table cell."""
     return text.replace("|", "\\|").replace("\n", " ")
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
-    temporary.replace(path)
 
 
 def render_run_md(document: dict[str, Any]) -> str:

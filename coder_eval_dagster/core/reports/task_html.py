@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from html import escape
 
-from ..results import CriterionResult, EvaluationResult, HookRun
+from ..models.results import CriterionResult, EvaluationResult, HookRun
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2rem;max-width:70rem;color:#222}

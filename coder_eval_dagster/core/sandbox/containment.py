@@ -43,10 +43,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..layout import NAMESPACE_FILE
 from .pidwait import wait_for
 from .spawner import Spawner
 
-PID_FILE = ".processes.pid"  # in the evaluation folder: "<unshare pid> <its PID namespace for children>"
 START_TIMEOUT_S = 10.0
 END_TIMEOUT_S = 10.0
 # A run keeps every evaluation between its stages. Beyond this many namespaces, starting one first
@@ -253,7 +253,7 @@ def _claim(folder: Path, namespace: _Namespace) -> None:
     """The namespace serves the evaluation in ``folder`` now: say so there, for another process to end it."""
     folder.mkdir(parents=True, exist_ok=True)
     pid_namespace = os.readlink(f"/proc/{namespace.starter.pid}/ns/pid_for_children")
-    (folder / PID_FILE).write_text(f"{namespace.starter.pid} {pid_namespace}\n", encoding="utf-8")
+    (folder / NAMESPACE_FILE).write_text(f"{namespace.starter.pid} {pid_namespace}\n", encoding="utf-8")
 
 
 def _take_spare() -> _Namespace | None:
@@ -307,7 +307,7 @@ def release(folder: Path) -> None:
 
 def _forget(folder: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
-        (folder / PID_FILE).unlink()
+        (folder / NAMESPACE_FILE).unlink()
 
 
 def release_all() -> None:
@@ -339,7 +339,7 @@ def _end_recorded(folder: Path) -> None:
     Killing unshare kills the holder (``--kill-child``), and so everyone inside.
     """
     try:
-        starter, namespace = (folder / PID_FILE).read_text(encoding="utf-8").split()
+        starter, namespace = (folder / NAMESPACE_FILE).read_text(encoding="utf-8").split()
         if os.readlink(f"/proc/{starter}/ns/pid_for_children") != namespace:
             return
         os.kill(int(starter), signal.SIGKILL)

@@ -35,6 +35,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ..layout import CONTAINER_FILE, DOCKER_IO_DIR
+from ..models.results import CommandRun
 from ..models.sandbox import SandboxConfig
 from ..secrets import redact
 from .engine import (
@@ -50,13 +52,11 @@ from .engine import (
     sdk,
     sweep_orphans,
 )
-from .process import INTERRUPTED_ERROR, CommandRun, Interrupt, read_capped
+from .process import INTERRUPTED_ERROR, Interrupt, read_capped
 from .tempdir import LOOPBACK, VENV_TIMEOUT_S, TempdirSandbox
 from .templates import TemplateError
 
 log = logging.getLogger(__name__)
-STATE_FILE = "container.json"
-IO_FOLDER = "docker-io"
 IMAGE_UID = 1000  # the image's `sandbox` user
 CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
@@ -121,7 +121,7 @@ class DockerSandbox(TempdirSandbox):
 
     @property
     def io_dir(self) -> Path:
-        return self.folder / IO_FOLDER
+        return self.folder / DOCKER_IO_DIR
 
     @property
     def uv_cache(self) -> Path | None:
@@ -192,11 +192,11 @@ class DockerSandbox(TempdirSandbox):
                 remove_container(state["id"])
             except Exception as exc:
                 log.warning("could not remove container %s (the next run sweeps it): %s", state["id"][:12], exc)
-            (self.folder / STATE_FILE).unlink(missing_ok=True)
+            (self.folder / CONTAINER_FILE).unlink(missing_ok=True)
         shutil.rmtree(self.io_dir, ignore_errors=True)
 
     def _state(self) -> dict[str, Any] | None:
-        path = self.folder / STATE_FILE
+        path = self.folder / CONTAINER_FILE
         try:
             return json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -232,7 +232,9 @@ class DockerSandbox(TempdirSandbox):
             **self._limits(),
         )
         _register_for_exit(self.interrupt)
-        (self.folder / STATE_FILE).write_text(json.dumps({"id": container.id, "image": self.image}), encoding="utf-8")
+        (self.folder / CONTAINER_FILE).write_text(
+            json.dumps({"id": container.id, "image": self.image}), encoding="utf-8"
+        )
         container.start()
         return container.id
 
@@ -363,7 +365,7 @@ class DockerSandbox(TempdirSandbox):
         done = client().api.exec_start(client().api.exec_create(state["id"], _OOM_COMMAND, user=self.user)["Id"])
         kills = sum(int(n) for n in _OOM_COUNTER.findall(done.decode(errors="replace")))
         seen = state.get("oom_kills", 0)
-        (self.folder / STATE_FILE).write_text(json.dumps(state | {"oom_kills": kills}), encoding="utf-8")
+        (self.folder / CONTAINER_FILE).write_text(json.dumps(state | {"oom_kills": kills}), encoding="utf-8")
         return kills > seen
 
 

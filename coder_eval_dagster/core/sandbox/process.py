@@ -12,8 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel
-
+from ..models.results import CommandRun
 from ..secrets import redact
 from .containment import release_all
 from .pidwait import readable_within, wait_for
@@ -25,24 +24,6 @@ OUTPUT_CAP_BYTES = 100 * 1024  # per stream: the first and the last half are kep
 DRAIN_GRACE_S = 0.2
 POLL_S = 0.05  # without pidfds (old kernels): how often the exit is checked
 INTERRUPTED_ERROR = "not started: the run was interrupted"
-
-
-class CommandRun(BaseModel):
-    """What one shell command did (output capped, secrets redacted)."""
-
-    command: str
-    exit_code: int | None = None
-    stdout: str = ""
-    stderr: str = ""
-    duration_s: float = 0.0
-    timed_out: bool = False
-    # set by a driver that can tell (docker): the exit code is the kill's, which a criterion may expect
-    oom_killed: bool = False
-    error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and self.error is None
 
 
 class HeadTail:

@@ -15,10 +15,11 @@ import sys
 from pathlib import Path
 
 from ..files import CRITERION_READ_CAP, read_text_capped
+from ..models.results import CommandRun
 from ..models.sandbox import SandboxConfig
 from ..secrets import sandbox_environment
 from . import containment
-from .process import CommandRun, Interrupt, run_shell
+from .process import Interrupt, run_shell
 from .templates import apply_sources, inside_sandbox, run_setup_step
 
 VENV_TIMEOUT_S = 600

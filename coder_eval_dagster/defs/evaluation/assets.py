@@ -17,12 +17,13 @@ import dagster as dg
 
 from ...core.chunking import partitions_per_run
 from ...core.compare.plotted import suite_float_metadata
-from ...core.evaluation import RESULT_FILE, STATE_FILE, Evaluation, Phase, load_result, restore_checkpoint, run_phase
+from ...core.evaluation import Evaluation, Phase, restore_checkpoint, run_phase
 from ...core.fingerprints import resolution_digest
+from ...core.layout import CHECKPOINT_FILE, REPORT_FILE, RESULT_FILE, SANDBOX_DIR, TABLES_DIR, cache_dir, load_result
 from ...core.resolution import RowTask
 from ...core.routing import routing_line
 from ...core.run_context import RunContext, uses_model_route
-from ...core.runs import OpenRun, cache_dir, in_parallel, plan_evaluations, preload_tables, summarize
+from ...core.runs import OpenRun, in_parallel, plan_evaluations, preload_tables, summarize
 from ...core.sandbox.engine import default_docker_image
 from ...core.scoring import kept_for_rescore
 from .comparison import variant_comparison
@@ -184,12 +185,12 @@ def _restore(evaluation: Evaluation, rescore: bool, only: list[str] | None) -> E
             return handed
         restore_checkpoint(evaluation)
         if "sandbox" not in evaluation.result.phases_done:  # type: ignore[union-attr]
-            evaluation.fail("ERROR", f"no {STATE_FILE}: the sandbox stage did not run for this evaluation")
+            evaluation.fail("ERROR", f"no {CHECKPOINT_FILE}: the sandbox stage did not run for this evaluation")
         return evaluation
     path = evaluation.folder / RESULT_FILE
     if path.exists():
         evaluation.result = load_result(path)
-        evaluation.sandbox_ready = (evaluation.folder / "sandbox").is_dir()
+        evaluation.sandbox_ready = (evaluation.folder / SANDBOX_DIR).is_dir()
         if not evaluation.ended:
             evaluation.result.criteria = kept_for_rescore(evaluation.result.criteria, set(only) if only else None)
     else:
@@ -223,7 +224,7 @@ def _report_metadata(group: list[Evaluation]) -> dict[str, Any]:
         "status": ", ".join(r.final_status for r in results),
         "score": dg.MetadataValue.float(sum(r.weighted_score for r in results) / len(results)),
         "duration_s": dg.MetadataValue.float(sum(r.duration_s for r in results)),
-        "report": dg.MetadataValue.path(str(group[0].folder / "task.html")),
+        "report": dg.MetadataValue.path(str(group[0].folder / REPORT_FILE)),
     }
 
 
@@ -249,7 +250,7 @@ def suite_metrics(
     context: dg.AssetExecutionContext, settings: CoderEvalSettings, run_context: dg.ResourceParam[RunContext]
 ) -> dg.MaterializeResult:
     run = settings.open(context, run_context)
-    summary = summarize(run, Path(settings.runs_dir) / "tables")
+    summary = summarize(run, Path(settings.runs_dir) / TABLES_DIR)
     thresholds = [t for entry in summary.suite for t in entry.thresholds]
     succeeded = sum(r.success for r in summary.results)
     share = succeeded / len(summary.results) if summary.results else 1.0

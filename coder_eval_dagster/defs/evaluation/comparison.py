@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
+from ...core.layout import COMPARISON_PAGE, RUN_FILE
 from ...core.run_context import RunContext
 from .resources import CoderEvalSettings
 
@@ -75,7 +76,6 @@ def variant_comparison(
         )
     # Imported here: pandas and scipy would otherwise load with the code location, before every run.
     from ...core.compare.analysis import compare_variants
-    from ...core.compare.index import RUN_PAGE
     from ...core.compare.nightly import comparison_metadata, regression_verdict
     from ...core.compare.rows import CompareError, load_run
 
@@ -89,7 +89,7 @@ def variant_comparison(
     table, rates = comparison_metadata(compare_variants(current))
     before = previous_run(context.instance, current)
     verdict = regression_verdict(before, current)
-    page = run_dir / RUN_PAGE
+    page = run_dir / COMPARISON_PAGE
     check_metadata = {
         key: dg.MetadataValue.md(value) if key.endswith("_rows") else value for key, value in verdict.details.items()
     }
@@ -106,7 +106,7 @@ def variant_comparison(
 
 def _single_variant(run_dir: Path) -> bool:
     try:
-        document = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        document = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
     return len(document.get("variants") or []) < 2

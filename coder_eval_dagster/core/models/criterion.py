@@ -1,16 +1,24 @@
-"""Fields and rules every criterion shares."""
+"""What every criterion shares in the format: its common fields and rules, and the registry of criterion models.
+
+Each criterion type is one module under ``criteria/`` holding its model and
+its check; ``criteria.registry.checks`` registers both, the model here. The
+format reads the registered models (``success_criteria``'s discriminated
+union is rebuilt when a type is registered later: a plugin, a test), and
+imports nothing above itself.
+"""
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import Field, model_validator
 
-from ..models.base import StrictModel, rule_error
+from .base import StrictModel, rule_error
 
 if TYPE_CHECKING:
-    from ..results import ToolCallRecord
+    from .results import ToolCallRecord
 
 AGGREGATE_METRICS = ("accuracy", "macro_f1", "weighted_f1", "micro_f1")
 PER_LABEL_METRIC = re.compile(r"^(precision|recall|f1)\.(.+)$")
@@ -31,6 +39,7 @@ class CriterionBase(StrictModel):
     # Criteria that call a model (the judges) go through the run's API route.
     calls_model: ClassVar[bool] = False
 
+    type: str  # each criterion model narrows it to its own Literal name
     description: str = Field(min_length=1)
     weight: float = Field(default=1.0, ge=0)
     pass_threshold: float = Field(default=0.9, ge=0.0, le=1.0)
@@ -109,8 +118,6 @@ class Classification(CriterionBase):
 
 
 def _names(base: type) -> str:
-    from .registry import types_of
-
     return ", ".join(types_of(base))
 
 
@@ -128,3 +135,47 @@ def check_metric_name(metric: str, labels: list[str] | None) -> None:
         raise rule_error(
             f"suite_thresholds.{metric}", f"unknown label {match.group(2)!r}; labels are {', '.join(labels)}"
         )
+
+
+# ----------------------------------------------------------------------------- the registered models
+
+MODELS: dict[str, type[CriterionBase]] = {}  # type name -> model, in registration order (the docs' order)
+_on_change: list[Callable[[], None]] = []
+
+
+def type_name(model: type[CriterionBase]) -> str:
+    """The ``type`` a criterion model declares (its Literal's one value)."""
+    return model.model_fields["type"].annotation.__args__[0]  # type: ignore[union-attr]  # a Literal by contract
+
+
+def register_model(model: type[CriterionBase]) -> str:
+    """Add (or replace) a criterion model; schemas built from the registry rebuild. Its type name."""
+    name = type_name(model)
+    MODELS[name] = model
+    _changed()
+    return name
+
+
+def unregister_model(name: str) -> None:
+    MODELS.pop(name, None)
+    _changed()
+
+
+def on_change(listener: Callable[[], None]) -> None:
+    """Call ``listener`` whenever the set of types changes (schemas built from it rebuild)."""
+    _on_change.append(listener)
+
+
+def _changed() -> None:
+    for listener in _on_change:
+        listener()
+
+
+def types_of(base: type) -> list[str]:
+    """The registered type names whose model derives from ``base`` (for messages)."""
+    return [name for name, model in MODELS.items() if issubclass(model, base)]
+
+
+def criterion_union() -> Any:
+    """The discriminated union of every registered criterion model (what ``success_criteria`` holds)."""
+    return Annotated[Union[tuple(MODELS.values())], Field(discriminator="type")]  # noqa: UP007

@@ -1,9 +1,10 @@
-"""Start an agent CLI with only the environment it needs.
+"""Starting an agent CLI (Claude Code for the claude-code agent and the agent judge, Codex) with only what it needs.
 
 The agent SDKs copy the caller's whole environment into the CLI they start
 and can add variables but never remove them. The CLI is therefore started
 through a two-line wrapper that ``exec``s it under ``env -i`` with an
-allow-list of variable names (values are never written to disk).
+allow-list of variable names (values are never written to disk), with a
+fresh HOME of its own, and with a model proxy grant in place of any key.
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
+
+from .routing import RouteError
+
+if TYPE_CHECKING:
+    from .routing import ApiRoute
 
 # Passed to an agent when the caller sets them: the locale, and the proxy of
 # the caller's network (a gateway to the model API goes through it too).
@@ -80,3 +87,44 @@ def write_wrapper(home: Path, cli: str, names: list[str], launcher: list[str]) -
     wrapper.write_text(f'#!/bin/sh\nexec {shlex.join(launcher)} env -i {keep} "{cli}" "$@"\n', encoding="utf-8")
     wrapper.chmod(stat.S_IRWXU)
     return wrapper
+
+
+SDK_VARIABLES = (
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CLAUDE_AGENT_SDK_VERSION",
+    "CLAUDE_AGENT_SDK_CLIENT_APP",
+    "CLAUDE_AGENT_SDK_DERIVED_CLIENT_APP",
+    "CLAUDE_CODE_SDK_READS_SESSION_STATE",
+    "CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING",
+    "PWD",
+)
+# Retry tuning, passed like the locale and proxies (the credentials and endpoints come from the route).
+PASS_THROUGH = (*PASSED_THROUGH, "CLAUDE_CODE_MAX_RETRIES", "API_TIMEOUT_MS")
+
+
+def bundled_cli() -> str:
+    import claude_agent_sdk
+
+    bundled = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+    found = str(bundled) if bundled.exists() else shutil.which("claude")
+    if not found:
+        raise RouteError("no Claude Code CLI: the claude-agent-sdk wheel ships none and none is on PATH")
+    return found
+
+
+def cli_environment(sandbox_env: dict[str, str], home: Path, route: ApiRoute) -> dict[str, str]:
+    """The Claude Code CLI's whole environment: isolated home, no non-essential traffic, the route's variables."""
+    env = base_environment(sandbox_env, home, PASS_THROUGH)
+    env.update(
+        {
+            "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+        }
+    )
+    env["IS_SANDBOX"] = "1"  # it runs as root of its namespace, and refuses bypassPermissions as root otherwise
+    env.update(route.cli_environment())
+    bypass_proxies(env, route.base_url)
+    return env

@@ -6,9 +6,25 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, computed_field
 
-from .sandbox.process import CommandRun
-
 FinalStatus = Literal["SUCCESS", "FAILED", "ERROR", "TIMEOUT", "TOKEN_BUDGET_EXCEEDED", "COST_BUDGET_EXCEEDED"]
+
+
+class CommandRun(BaseModel):
+    """What one shell command did (output capped, secrets redacted)."""
+
+    command: str
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    duration_s: float = 0.0
+    timed_out: bool = False
+    # set by a driver that can tell (docker): the exit code is the kill's, which a criterion may expect
+    oom_killed: bool = False
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and self.error is None
 
 
 class HookRun(CommandRun):

@@ -1,0 +1,131 @@
+"""The run folder, the project's public contract on disk: every name a run leaves, and the one atomic writer.
+
+    <runs-dir>/
+        index.html                          the runs index (compare/index.py)
+        history.html                        `coder-eval history`'s page
+        tables/<table>/run_date=<d>/<run>.parquet   the Parquet tables (tables.py)
+        .cache/uv/                          the wheel cache of sandbox venvs
+        <run-ts>/
+            run_plan.json, snapshot.pickle  what the run was asked to do, resolved once
+            run.json, run.md                its summary
+            comparison.html                 its variants compared (comparison-vs-<run>.html: against another)
+            <variant>/<task_id>/<NN>/       one evaluation (a dataset row's task_id holds a /)
+                run_state.json              its checkpoint after the sandbox phase
+                task.json, task.html        its result
+                judge-<index>.yaml          a judge's transcript
+                sandbox/                    the preserved final sandbox
+                container.json, docker-io/  the docker driver's container and command output
+                .processes.pid              its process namespace (tempdir driver)
+
+Files are written whole or not at all (:func:`write_atomically`): a reader,
+a resumed run or a chunk run on another machine never sees half of one.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .models.results import EvaluationResult
+
+# A run folder.
+PLAN_FILE = "run_plan.json"
+SNAPSHOT_FILE = "snapshot.pickle"
+OPEN_LOCK_FILE = ".open.lock"  # serializes creating the plan and snapshot among concurrent chunk runs
+RUN_FILE = "run.json"
+RUN_MD = "run.md"
+COMPARISON_PAGE = "comparison.html"
+INDEX_ROW = ".index-row.html"  # the run's row of the runs index, cached
+
+# An evaluation folder.
+CHECKPOINT_FILE = "run_state.json"
+RESULT_FILE = "task.json"
+REPORT_FILE = "task.html"
+SANDBOX_DIR = "sandbox"
+CONTAINER_FILE = "container.json"
+DOCKER_IO_DIR = "docker-io"
+NAMESPACE_FILE = ".processes.pid"  # "<unshare pid> <its PID namespace for children>"
+
+# The runs folder.
+INDEX_PAGE = "index.html"
+HISTORY_PAGE = "history.html"
+TABLES_DIR = "tables"
+
+# <variant>/<task_id>/<NN>/sandbox: an evaluation folder is 3 levels below its run (4 for a dataset row).
+SANDBOX_DEPTH = 3
+
+
+def replicate_name(replicate: int) -> str:
+    return f"{replicate:02d}"
+
+
+def evaluation_folder(run_dir: Path, variant_id: str, task_id: str, replicate: int) -> Path:
+    return run_dir / variant_id / task_id / replicate_name(replicate)
+
+
+def judge_transcript(index: int) -> str:
+    return f"judge-{index}.yaml"
+
+
+def comparison_against(run_name: str) -> str:
+    return f"comparison-vs-{run_name}.html"
+
+
+def cache_dir(runs_dir: Path) -> Path:
+    """The shared wheel cache of sandbox venvs (uv), kept beside the runs."""
+    return runs_dir / ".cache" / "uv"
+
+
+def evaluation_files(run_dir: Path, name: str) -> list[Path]:
+    """Every evaluation's ``name`` file (task.json, run_state.json) in a run folder, sorted by path.
+
+    What ``sorted(run_dir.glob(f"*/**/{name}"))`` found, without walking the
+    preserved sandboxes (a template's or a venv's files, by the thousand per
+    evaluation) and without taking a file a sandbox holds under that name for
+    an evaluation's result. The folders above an evaluation folder are
+    variant, task and row ids: none is a ``sandbox`` from the third level on.
+    """
+    found: list[str] = []
+
+    def visit(folder: str, depth: int) -> None:
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        if not (depth >= SANDBOX_DEPTH and entry.name == SANDBOX_DIR):
+                            visit(entry.path, depth + 1)
+                    elif depth >= 1 and entry.name == name:
+                        found.append(entry.path)
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return
+
+    visit(str(run_dir), 0)
+    return sorted(Path(path) for path in found)
+
+
+def load_result(path: Path) -> EvaluationResult:
+    return EvaluationResult.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def write_atomically(path: Path, data: bytes | str) -> None:
+    """Write ``data`` to ``path`` whole or not at all."""
+    with replacing(path) as temporary:
+        if isinstance(data, str):
+            temporary.write_text(data, encoding="utf-8")
+        else:
+            temporary.write_bytes(data)
+
+
+@contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """A name beside ``path``, private to this process and thread, renamed onto ``path`` when the block
+    has written it (for writers that take a path: Parquet); removed if the block fails."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+    try:
+        yield temporary
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
