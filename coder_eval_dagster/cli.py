@@ -21,6 +21,7 @@ from .core.routing import RouteError
 from .core.run_spec import DEFAULT_JUDGE_CONCURRENCY, JudgeSettings, RunSpec
 from .core.yamlio import load_document
 from .deploy_cli import add_commands as add_deploy_commands
+from .instance_cli import add_commands as add_instance_commands
 from .sandbox_cli import add_commands as add_sandbox_commands
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -294,6 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_commands(commands)
     add_sandbox_commands(commands)
     add_deploy_commands(commands)
+    add_instance_commands(commands)
     return parser
 
 

@@ -22,9 +22,11 @@ from coder_eval_dagster.defs.evaluation.jobs import CHUNK_TAG
 from coder_eval_dagster.defs.evaluation.resources import RUN_FOLDER_TAG, CoderEvalSettings, RunSpecConfig
 from coder_eval_dagster.defs.evaluation.schedules import nightly_suite
 from coder_eval_dagster.defs.evaluation.sensors import task_files_sensor
+from coder_eval_dagster.instance_cli import REPOSITORY_HOME
+from coder_eval_dagster.launch import INSTANCE_YAML
 
 from .dagster_services import apply_partition_requests
-from .helpers import criterion, task_with, write, write_task
+from .helpers import criterion, run_cli, task_with, write, write_task
 
 if TYPE_CHECKING:
     from dagster._core.definitions.sensor_definition import SensorExecutionData
@@ -224,3 +226,25 @@ def test_nightly_schedule_runs_everything_in_one_run(tmp_path, instance):
     assert request.run_key == "nightly-2026-12-03" and request.tags["coder_eval/night"] == "2026-12-03"
     assert run_requests(instance, settings, [request]) == ["alpha", "beta/r1", "beta/r2"]
     assert nightly_suite.cron_schedule == "0 2 * * *" and nightly_suite.execution_timezone == "UTC"
+
+
+def test_instance_init_puts_coder_evals_dagster_yaml_in_a_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    assert run_cli("instance", "init", home).out == f"wrote: {home / 'dagster.yaml'}\n"
+    assert (home / "dagster.yaml").read_text() == INSTANCE_YAML.format(base=home)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert type(instance.run_storage).__name__ == "FastSqliteRunStorage" and instance.get_runs() == []
+    (home / "dagster.yaml").write_text("telemetry: {enabled: false}\n")  # an operator's own: left alone
+    assert run_cli("instance", "init", home).out == f"kept, already there: {home / 'dagster.yaml'}\n"
+    assert (home / "dagster.yaml").read_text() == "telemetry: {enabled: false}\n"
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "default"))
+    assert run_cli("instance", "init").out == f"wrote: {tmp_path / 'default/dagster.yaml'}\n"
+
+
+def test_the_repository_dagster_yaml_is_the_one_coder_eval_writes() -> None:
+    regenerate = (
+        "python -c 'from coder_eval_dagster.launch import INSTANCE_YAML; "
+        'print(INSTANCE_YAML.format(base=".dagster"), end="")\' > dagster.yaml'
+    )
+    expected = INSTANCE_YAML.format(base=REPOSITORY_HOME)
+    assert (Path(__file__).parent.parent / "dagster.yaml").read_text() == expected, regenerate
