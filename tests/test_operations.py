@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +22,7 @@ from coder_eval_dagster.defs.evaluation.dagster_private import (
 from coder_eval_dagster.defs.evaluation.jobs import CHUNK_TAG
 from coder_eval_dagster.defs.evaluation.resources import RUN_FOLDER_TAG, CoderEvalSettings, RunSpecConfig
 from coder_eval_dagster.defs.evaluation.schedules import nightly_suite
-from coder_eval_dagster.defs.evaluation.sensors import task_files_sensor
+from coder_eval_dagster.defs.evaluation.sensors import INTERVAL_ENV, Cursor, minimum_interval_s, task_files_sensor
 from coder_eval_dagster.instance_cli import REPOSITORY_HOME
 from coder_eval_dagster.launch import INSTANCE_YAML
 
@@ -100,6 +101,8 @@ def test_sensor_registers_runs_and_reruns_only_what_changed(tmp_path, instance):
     unchanged = tick(instance, settings, first.cursor)
     assert not unchanged.run_requests and not unchanged.dynamic_partitions_requests
     assert unchanged.cursor == first.cursor
+    earlier_form = json.dumps(Cursor.parse(first.cursor).fingerprints)  # what the sensor kept before
+    assert not tick(instance, settings, earlier_form).run_requests
 
     # a template file of beta changes: both of its rows, and nothing else, re-run
     write(tmp_path / "tasks/tpl/a.txt", "two")
@@ -127,6 +130,15 @@ def test_sensor_registers_runs_and_reruns_only_what_changed(tmp_path, instance):
     assert instance.get_dynamic_partitions("task") == ["alpha", "beta/r2", "beta/r3"]
     settings = elsewhere(settings, tmp_path / "runs4")
     assert run_requests(instance, settings, added.run_requests) == ["beta/r3"]
+
+
+def test_the_sensor_interval_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert minimum_interval_s() == 30 == task_files_sensor.minimum_interval_seconds
+    monkeypatch.setenv(INTERVAL_ENV, "5")
+    assert minimum_interval_s() == 5
+    monkeypatch.setenv(INTERVAL_ENV, "soon")
+    with pytest.raises(ValueError, match=f"{INTERVAL_ENV}='soon': expected a whole number of seconds"):
+        minimum_interval_s()
 
 
 def test_a_reverted_file_runs_again(tmp_path, instance):

@@ -37,7 +37,10 @@ T = TypeVar("T")
 
 def minimum_interval_s() -> int:
     """Seconds between ticks: CODER_EVAL_SENSOR_INTERVAL_S, default 30 (the daemon looks every 5 s at most)."""
-    return int(os.environ.get(INTERVAL_ENV) or DEFAULT_INTERVAL_S)
+    raw = os.environ.get(INTERVAL_ENV, "").strip() or str(DEFAULT_INTERVAL_S)
+    if not raw.isdigit():
+        raise ValueError(f"{INTERVAL_ENV}={raw!r}: expected a whole number of seconds")
+    return int(raw)
 
 
 @dataclass(frozen=True)
