@@ -79,8 +79,12 @@ class RunFolder:
 
 
 def only_run(runs: Path) -> RunFolder:
-    """The one run folder under ``runs`` (not ``tables``, not the ``latest`` link)."""
-    found = [path for path in runs.iterdir() if path.is_dir() and not path.is_symlink() and path.name != "tables"]
+    """The one run folder under ``runs`` (not ``tables``, a hidden cache or the ``latest`` link)."""
+    found = [
+        path
+        for path in runs.iterdir()
+        if path.is_dir() and not path.is_symlink() and path.name != "tables" and not path.name.startswith(".")
+    ]
     assert len(found) == 1, found
     return RunFolder(found[0])
 

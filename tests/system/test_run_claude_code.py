@@ -48,4 +48,4 @@ def test_a_claude_code_task_succeeds_with_usage_and_cost_and_its_tools_never_see
     (row,) = run.summary["tasks"]
     assert (row["final_status"], row["input_tokens"], row["cost_usd"]) == ("SUCCESS", 1200, result["cost_usd"])
     probe_ran(run.evaluation("claude") / "sandbox")
-    no_key_anywhere(key, run.path, system_cli.runs / "tables", system_cli.home, output=outcome.output)
+    no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)

@@ -54,4 +54,4 @@ def test_a_codex_task_succeeds_with_usage_and_its_commands_never_see_the_key(
     assert prompt == [200, 300, 400] and result["output_tokens"] == 60
     assert result["cost_usd"] is None  # codex reports no price: no cost is made up
     probe_ran(run.evaluation("codex") / "sandbox")
-    no_key_anywhere(key, run.path, system_cli.runs / "tables", system_cli.home, output=outcome.output)
+    no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)

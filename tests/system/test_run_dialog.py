@@ -45,4 +45,4 @@ def test_a_simulated_dialog_reaches_the_api_is_recorded_and_succeeds(
     ]
     assert (result["input_tokens"], result["output_tokens"]) == (1200, 60) and result["cost_usd"] > 0
     assert (result["simulator_input_tokens"], result["simulator_output_tokens"]) == (100, 20)
-    no_key_anywhere(key, run.path, system_cli.runs / "tables", system_cli.home, output=outcome.output)
+    no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)

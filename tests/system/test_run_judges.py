@@ -58,4 +58,4 @@ def test_both_judges_pass_with_their_usage_recorded_and_the_judge_agent_never_se
     assert result["judge_cost_usd"] > 0
     assert (result["input_tokens"], result["cost_usd"]) == (0, None)  # the replayed agent called no model
     assert "probe ran:" in (run.evaluation("judged") / "judge-1.yaml").read_text()
-    no_key_anywhere(key, run.path, system_cli.runs / "tables", system_cli.home, output=outcome.output)
+    no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)
