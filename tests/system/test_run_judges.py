@@ -46,6 +46,7 @@ def test_both_judges_pass_with_their_usage_recorded_and_the_judge_agent_never_se
     outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, key))
 
     assert outcome.code == 0, outcome.output
+    assert "API routing: anthropic_direct (judge transport: anthropic)" in outcome.err  # the judges call a model
     forced = [body for body in fake.script.requests if body.get("tool_choice")]
     assert len(forced) == 1 and len(fake.script.agent_requests()) == 2  # the llm_judge's call, the judge agent's two
     assert fake.script.paths and all(path.startswith("/v1/messages") for path in fake.script.paths), fake.script.paths
