@@ -55,6 +55,7 @@ def criterion_on_huge_file(folder: Path) -> tuple[float, float, str]:
     from coder_eval_dagster.core.check_context import CheckContext
     from coder_eval_dagster.core.criteria import Criterion
     from coder_eval_dagster.core.models.sandbox import SandboxConfig
+    from coder_eval_dagster.core.run_context import RunContext
     from coder_eval_dagster.core.sandbox import TempdirSandbox
     from coder_eval_dagster.core.scoring import run_check
 
@@ -67,7 +68,7 @@ def criterion_on_huge_file(folder: Path) -> tuple[float, float, str]:
     criterion = TypeAdapter(Criterion).validate_python(spec)
     tracemalloc.start()
     started = time.perf_counter()
-    outcome = run_check(criterion, CheckContext(box, folder, None))
+    outcome = run_check(criterion, CheckContext(box, folder, None, run=RunContext.create()))
     seconds = time.perf_counter() - started
     peak = tracemalloc.get_traced_memory()[1] / (1 << 20)
     tracemalloc.stop()

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -37,7 +38,7 @@ success_criteria:
 """
 
 
-def _evaluations(folder: Path, rows: int) -> list:
+def _evaluations(folder: Path, rows: int, context: Any) -> list:
     from coder_eval_dagster.core.evaluation import run_pre_run, setup_sandbox
     from coder_eval_dagster.core.resolution import resolve
     from coder_eval_dagster.core.run_spec import RunSpec
@@ -46,8 +47,8 @@ def _evaluations(folder: Path, rows: int) -> list:
     (folder / "rows.jsonl").write_text("".join(json.dumps({"id": f"r{i:04d}"}) + "\n" for i in range(rows)))
     (folder / "task.yaml").write_text(TASK)
     resolution = resolve(RunSpec(task_paths=[str(folder / "task.yaml")]))
-    evaluations = plan_evaluations(resolution.row_tasks, "bench", folder / "run", None)
-    return in_parallel(lambda e: run_pre_run(setup_sandbox(e)), evaluations, os.cpu_count() or 1)
+    evaluations = plan_evaluations(resolution.row_tasks, "bench", folder / "run", None, context)
+    return in_parallel(lambda e: run_pre_run(setup_sandbox(e)), evaluations, os.cpu_count() or 1, context.interrupt)
 
 
 def _scoring_seconds(evaluations: list, width: int) -> float:
@@ -57,7 +58,7 @@ def _scoring_seconds(evaluations: list, width: int) -> float:
     for evaluation in evaluations:
         evaluation.result.criteria = []
     start = time.perf_counter()
-    scored = in_parallel(score, evaluations, width)
+    scored = in_parallel(score, evaluations, width, evaluations[0].context.interrupt)
     elapsed = time.perf_counter() - start
     failed = [e.result.criteria[0].error for e in scored if e.result.criteria[0].error]
     if failed:
@@ -73,17 +74,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
-    from coder_eval_dagster.core.criteria.judging import set_judge_concurrency
-    from coder_eval_dagster.core.routing import configure
+    from coder_eval_dagster.core.run_context import RunContext
     from tests.fake_anthropic import FakeAnthropic, Script
 
     script = Script([], verdict={"score": 1.0, "rationale": "fine"}, latency_s=args.latency)
     with FakeAnthropic(script) as url, tempfile.TemporaryDirectory() as folder:
         os.environ.update({"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-bench-0000000000"})
-        configure("direct")
-        set_judge_concurrency(args.judge_concurrency)
+        context = RunContext.create("direct", args.judge_concurrency)
         width = max(os.cpu_count() or 1, args.judge_concurrency)  # the scoring op's width
-        evaluations = _evaluations(Path(folder), args.rows)
+        evaluations = _evaluations(Path(folder), args.rows, context)
         started = time.perf_counter()
         import anthropic  # noqa: F401  (once per process; timed apart from the stage)
 

@@ -10,6 +10,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from . import exit_codes
 from .compare_cli import add_commands as add_compare_commands
 from .core import credentials
 from .core.agents import AGENT_TYPES
@@ -23,14 +24,12 @@ from .core.yamlio import load_document
 from .deploy_cli import add_commands as add_deploy_commands
 from .sandbox_cli import add_commands as add_sandbox_commands
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
 
 class _Parser(argparse.ArgumentParser):
     """Usage errors in one line (``coder-eval run: argument --sample: ...``), exit 2."""
 
     def error(self, message: str) -> typing.NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        self.exit(exit_codes.USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def _count(minimum: int) -> Callable[[str], int]:
@@ -76,7 +75,7 @@ def _selection_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="GLOB",
         help="only row-tasks whose id matches (e.g. 'arithmetic_dataset/add-*'); repeatable",
     )
-    parser.add_argument("--limit", type=int, metavar="N", help="only the first N row-tasks after filtering")
+    parser.add_argument("--limit", type=_count(1), metavar="N", help="only the first N row-tasks after filtering")
 
 
 def spec_from(args: argparse.Namespace) -> RunSpec:
@@ -130,7 +129,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         else:
             _print_limit_warnings(path)
             print(f"OK {path}")
-    return EXIT_FAILED if invalid else EXIT_OK
+    return exit_codes.FAILED if invalid else exit_codes.OK
 
 
 def _print_limit_warnings(path: Path) -> None:
@@ -150,16 +149,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     spec = spec_from(args)
     if not spec.selects_anything:
         print("coder-eval list: give task paths or -e EXPERIMENT", file=sys.stderr)
-        return EXIT_USAGE
+        return exit_codes.USAGE
     result = resolve(spec)
     _print_problems(result.warnings)
     if result.problems:
         _print_problems(result.problems)
-        return EXIT_FAILED
+        return exit_codes.FAILED
     sys.stdout.write("".join(f"{rt.variant_id} {rt.task_id}\n" for rt in result.row_tasks))
     for task_id in result.skipped:
         print(f"skipped {task_id}", file=sys.stderr)
-    return EXIT_OK
+    return exit_codes.OK
 
 
 # ----------------------------------------------------------------------------- schema
@@ -178,18 +177,14 @@ def cmd_schema(args: argparse.Namespace) -> int:
     model = {"task": Task, "experiment": Experiment, "trajectory": Trajectory}[args.kind]
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **model.model_json_schema()}
     print(json.dumps(schema, indent=2))
-    return EXIT_OK
+    return exit_codes.OK
 
 
 # ----------------------------------------------------------------------------- run, rescore
 
 
 def judge_settings(args: argparse.Namespace) -> JudgeSettings:
-    """Resolve the API route once, print it on the ``API routing:`` line, and keep the judge settings."""
-    from .core.routing import configure, current_route, routing_line
-
-    configure(args.backend)
-    print(routing_line(current_route()), file=sys.stderr)
+    """How the run routes and bounds its model calls (its run context is built from these)."""
     only = getattr(args, "only_criteria", None)
     return JudgeSettings(args.backend, args.judge_concurrency, only)
 
@@ -202,16 +197,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     if again is not None:
         if spec.selects_anything:
             print("coder-eval run: --resume / --retry-errors take a run folder, not task paths", file=sys.stderr)
-            return EXIT_USAGE
+            return exit_codes.USAGE
         if not _environment_ok(again.parent):
-            return EXIT_USAGE
+            return exit_codes.USAGE
         retry = args.retry_errors is not None
         return resume(again, args.concurrency, retry_errors=retry, judges=judge_settings(args), junit=args.junit)
     if not spec.selects_anything:
         print("coder-eval run: give task paths or -e EXPERIMENT", file=sys.stderr)
-        return EXIT_USAGE
+        return exit_codes.USAGE
     if not _environment_ok(args.runs_dir):
-        return EXIT_USAGE
+        return exit_codes.USAGE
     return run(spec, args.runs_dir, args.concurrency, judges=judge_settings(args), junit=args.junit)
 
 
@@ -221,7 +216,7 @@ def cmd_register(args: argparse.Namespace) -> int:
     spec = spec_from(args)
     if not spec.selects_anything:
         print("coder-eval register: give task paths or -e EXPERIMENT", file=sys.stderr)
-        return EXIT_USAGE
+        return exit_codes.USAGE
     return register(spec)
 
 
@@ -229,7 +224,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     from .cli_run import rescore
 
     if not _environment_ok(args.run_dir.parent):
-        return EXIT_USAGE
+        return exit_codes.USAGE
     return rescore(args.run_dir, args.concurrency, judges=judge_settings(args), junit=args.junit)
 
 
@@ -348,22 +343,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler(args)
     except InvalidInput as exc:
         _print_problems(exc.problems)
-        return EXIT_USAGE
+        return exit_codes.USAGE
     except RouteError as exc:  # e.g. API_BACKEND=vertex
         print(f"coder-eval: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return exit_codes.USAGE
     except KeyboardInterrupt:
         print("coder-eval: interrupted", file=sys.stderr)
-        return 130
+        return exit_codes.INTERRUPTED
     except BrokenPipeError:  # `coder-eval schema | head`: the reader has all it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
+        return exit_codes.OK
     except OSError as exc:  # the file system refused: say where, never a traceback
         if os.environ.get("CODER_EVAL_DEBUG"):
             raise
         where = f" {exc.filename}" if exc.filename else ""
         print(f"coder-eval: cannot use{where}: {exc.strerror or exc}; check that path", file=sys.stderr)
-        return EXIT_USAGE
+        return exit_codes.USAGE
     except Exception as exc:  # the last line of defence: one line, never a traceback
         if os.environ.get("CODER_EVAL_DEBUG"):
             raise
@@ -371,7 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"coder-eval: internal error: {type(exc).__name__}: {exc} (set CODER_EVAL_DEBUG=1 for details)",
             file=sys.stderr,
         )
-        return EXIT_USAGE
+        return exit_codes.INTERNAL
 
 
 if __name__ == "__main__":

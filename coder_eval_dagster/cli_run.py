@@ -6,35 +6,41 @@ import json
 import sys
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .core import progress
+from . import exit_codes
+from .core.credentials import Credentials
 from .core.evaluation import RESULT_FILE, STATE_FILE, evaluation_files, replicate_name
 from .core.problems import InvalidInput
 from .core.reports.junit import write_junit
 from .core.reports.run_summary import why_not_passed
-from .core.resolution import Resolution, resolve
+from .core.resolution import Resolution, RowTask, resolve
+from .core.routing import routing_line
+from .core.run_context import RunContext, uses_model_route
 from .core.run_spec import JudgeSettings, RunSpec
 from .core.runs import RUN_FILE, OpenRun, is_run_folder, load_run, new_run_dir, open_run, resnapshot
-from .core.sandbox.process import INTERRUPTED
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 MAX_TABLE_ROWS = 40
 
 
+def run_context(judges: JudgeSettings) -> RunContext:
+    """The run's context, made before anything is written: an unusable route (API_BACKEND=vertex) stops here."""
+    return RunContext.create(judges.backend, judges.judge_concurrency)
+
+
 def run(spec: RunSpec, runs_dir: Path, concurrency: int, judges: JudgeSettings, junit: Path | None = None) -> int:
+    context = run_context(judges)
     resolution = resolve(spec)
     if resolution.problems:
         raise InvalidInput(resolution.problems)
     if not resolution.row_tasks:
         print(f"coder-eval run: no row-tasks selected{_left_out(resolution)}", file=sys.stderr)
-        return EXIT_USAGE
+        return exit_codes.USAGE
     instance = _open_instance()
     opened = open_run(new_run_dir(runs_dir), spec, str(uuid.uuid4()), resolution)
-    return _launch(
-        instance, opened, opened.snapshot.row_tasks, runs_dir, concurrency, judges, rescore=False, junit=junit
-    )
+    return _launch(instance, opened, opened.snapshot.row_tasks, runs_dir, concurrency, judges, context, junit=junit)
 
 
 def _left_out(resolution: Resolution) -> str:
@@ -71,26 +77,19 @@ def resume(
     Evaluations that finished a phase keep it (an agent never runs twice);
     those cut short are redone whole; the summary and tables are rewritten.
     """
+    context = run_context(judges)
     opened = _run_folder("run", run_dir)
     if opened is None:
-        return EXIT_USAGE
+        return exit_codes.USAGE
     row_tasks = opened.snapshot.row_tasks
     if retry_errors:
         errored = {folder.parent.relative_to(run_dir).as_posix() for folder in _errored(run_dir)}
         if not errored:
             print(f"coder-eval run: no ERROR evaluation in {run_dir}", file=sys.stderr)
-            return _report(run_dir, junit) if (run_dir / RUN_FILE).is_file() else EXIT_FAILED
+            return _report(run_dir, junit) if (run_dir / RUN_FILE).is_file() else exit_codes.FAILED
         row_tasks = [rt for rt in row_tasks if f"{rt.variant_id}/{rt.task_id}" in errored]
     return _launch(
-        _open_instance(),
-        opened,
-        row_tasks,
-        run_dir.parent,
-        concurrency,
-        judges,
-        rescore=False,
-        fresh_id=True,
-        junit=junit,
+        _open_instance(), opened, row_tasks, run_dir.parent, concurrency, judges, context, fresh_id=True, junit=junit
     )
 
 
@@ -106,9 +105,10 @@ def _errored(run_dir: Path) -> list[Path]:
 
 
 def rescore(run_dir: Path, concurrency: int, judges: JudgeSettings, junit: Path | None = None) -> int:
+    context = run_context(judges)
     opened = _run_folder("rescore", run_dir)
     if opened is None:
-        return EXIT_USAGE
+        return exit_codes.USAGE
     missing = unfinished(opened)
     if missing or not (run_dir / RUN_FILE).is_file():
         print(
@@ -116,7 +116,7 @@ def rescore(run_dir: Path, concurrency: int, judges: JudgeSettings, junit: Path 
             f"finish it first with: coder-eval run --resume {run_dir}",
             file=sys.stderr,
         )
-        return EXIT_USAGE
+        return exit_codes.USAGE
     resolution = resnapshot(opened)  # the criteria as the task files say now: rescoring is how rubrics iterate
     if resolution.problems:
         raise InvalidInput(resolution.problems)
@@ -124,8 +124,10 @@ def rescore(run_dir: Path, concurrency: int, judges: JudgeSettings, junit: Path 
     row_tasks = [rt for rt in opened.snapshot.row_tasks if f"{rt.variant_id}/{rt.task_id}" in present]
     if not row_tasks:
         print(f"coder-eval rescore: {run_dir} has no evaluation to rescore", file=sys.stderr)
-        return EXIT_USAGE
-    return _launch(_open_instance(), opened, row_tasks, run_dir.parent, concurrency, judges, rescore=True, junit=junit)
+        return exit_codes.USAGE
+    return _launch(
+        _open_instance(), opened, row_tasks, run_dir.parent, concurrency, judges, context, rescore=True, junit=junit
+    )
 
 
 def register(spec: RunSpec) -> int:
@@ -139,11 +141,16 @@ def register(spec: RunSpec) -> int:
     tasks = len({rt.task_id for rt in resolution.row_tasks})
     variants = len({rt.variant_id for rt in resolution.row_tasks})
     print(f"registered {tasks} row-task(s) x {variants} variant(s); {added} key(s) were new")
-    return EXIT_OK
+    return exit_codes.OK
 
 
 def dev(extra: list[str]) -> int:
-    """`dagster dev` on the same instance the CLI uses (its dagster.yaml, its databases), serving this code."""
+    """`dagster dev` on the same instance the CLI uses (its dagster.yaml, its databases), serving this code.
+
+    The credentials this process was started with go back into the environment
+    of `dagster dev`: its run workers take their run context from there (see
+    docs/running.md, "How credentials travel").
+    """
     import os
     import shutil
 
@@ -153,12 +160,9 @@ def dev(extra: list[str]) -> int:
     _open_instance().dispose()  # writes coder-eval's dagster.yaml there when the folder has none
     dagster = shutil.which("dagster") or str(Path(sys.executable).parent / "dagster")
     print(f"coder-eval dev: DAGSTER_HOME={home}", file=sys.stderr)
-    os.execvpe(
-        dagster,
-        [dagster, "dev", "-m", "coder_eval_dagster.definitions", *extra],
-        {**os.environ, "DAGSTER_HOME": str(home)},
-    )
-    return EXIT_OK  # not reached: exec replaces this process
+    environment = {**os.environ, **Credentials.of_process().by_name, "DAGSTER_HOME": str(home)}
+    os.execvpe(dagster, [dagster, "dev", "-m", "coder_eval_dagster.definitions", *extra], environment)
+    return exit_codes.OK  # not reached: exec replaces this process
 
 
 def _open_instance() -> Any:
@@ -174,11 +178,12 @@ def _open_instance() -> Any:
 def _launch(
     instance: Any,
     opened: OpenRun,
-    row_tasks: list[Any],
+    row_tasks: list[RowTask],
     runs_dir: Path,
     concurrency: int,
     judges: JudgeSettings,
-    rescore: bool,
+    context: RunContext,
+    rescore: bool = False,
     fresh_id: bool = False,
     junit: Path | None = None,
 ) -> int:
@@ -192,23 +197,25 @@ def _launch(
         runs_dir=str(runs_dir),
         concurrency=concurrency,
         rescore=rescore,
-        api_backend=judges.backend,
-        judge_concurrency=judges.judge_concurrency,
         only_criteria=judges.only_criteria,
     )
     task_ids = list(dict.fromkeys(rt.task_id for rt in row_tasks))
     variant_ids = list(dict.fromkeys(rt.variant_id for rt in row_tasks))
-    evaluations = sum(rt.replicates for rt in row_tasks)
-    with StageProgress(evaluations, rescore):
+    if uses_model_route(row_tasks):  # a run that calls no model has no route to show
+        print(routing_line(context.route), file=sys.stderr)
+    bar = StageProgress(sum(rt.replicates for rt in row_tasks), rescore)
+    context = replace(context, progress=bar)
+    with bar:
         dagster_run_id = str(uuid.uuid4()) if rescore or fresh_id else opened.plan.dagster_run_id
-        result = execute(instance, settings, task_ids, variant_ids, dagster_run_id or str(uuid.uuid4()), rescore)
+        ids = (task_ids, variant_ids, dagster_run_id or str(uuid.uuid4()))
+        result = execute(instance, settings, context, *ids, rescore)
     failures = failure_messages(result)
-    if INTERRUPTED.is_set():
+    if context.interrupt.is_set():
         print(f"coder-eval: interrupted; what finished is in {run_dir}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return exit_codes.INTERRUPTED
     if failures or not (run_dir / RUN_FILE).is_file():
         print("coder-eval: the run did not complete:", *failures, sep="\n  ", file=sys.stderr)
-        return EXIT_FAILED
+        return exit_codes.FAILED
     return _report(run_dir, junit)
 
 
@@ -255,7 +262,7 @@ def _report(run_dir: Path, junit: Path | None = None) -> int:
     verdict = "[green]PASSED[/]" if document["passed"] else "[red]FAILED[/]"
     skipped = f", {len(document['skipped_tasks'])} skipped" if document["skipped_tasks"] else ""
     console.print(f"{verdict} {counts}{skipped} · {escape(str(run_dir))}", highlight=False)
-    return EXIT_OK if document["passed"] else EXIT_FAILED
+    return exit_codes.OK if document["passed"] else exit_codes.FAILED
 
 
 # Which stage completes each progress line.
@@ -264,7 +271,7 @@ LOG_EVERY_S = 5.0
 
 
 class StageProgress:
-    """Progress per stage (sandboxes ready, agents done, scored), fed by the core's stage events.
+    """Progress per stage (sandboxes ready, agents done, scored): the run context's progress sink.
 
     On a terminal: live bars with a clock and an ETA. Elsewhere (CI logs): one
     line per stage at most every few seconds, and a last one when it completes.
@@ -319,10 +326,8 @@ class StageProgress:
     def __enter__(self) -> StageProgress:
         if self.progress is not None:
             self.progress.start()
-        progress.subscribe(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        progress.unsubscribe(self)
         if self.progress is not None:
             self.progress.stop()

@@ -7,7 +7,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-EXIT_OK, EXIT_USAGE = 0, 2
+from . import exit_codes
+
 FORMATS = ("table", "md", "json", "html")
 
 
@@ -55,7 +56,7 @@ def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse
             return command(args)
         except CompareError as exc:
             print(f"coder-eval {args.command}: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+            return exit_codes.USAGE
 
     return run
 
@@ -84,7 +85,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.format == "html":
         page = args.output or _default_page(args.run_dir, args.other_run_dir)
         print(write_comparison_page(comparison, page)[0])
-        return EXIT_OK
+        return exit_codes.OK
     folder = args.output.parent if args.output else None
     renderers = {
         "table": lambda: render_table(comparison),
@@ -92,7 +93,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         "json": lambda: render_json(comparison),
     }
     _emit(renderers[args.format](), args.output)
-    return EXIT_OK
+    return exit_codes.OK
 
 
 def _default_page(run_dir: Path, other_run_dir: Path | None) -> Path:
@@ -116,11 +117,11 @@ def cmd_history(args: argparse.Namespace) -> int:
         page = args.output or args.runs_dir / "history.html"
         drawings = [pass_rate_over_time_figure(pass_rate_series(result))]
         print(write_page(page, html_of(history_blocks(result), drawings, page.parent), drawings)[0])
-        return EXIT_OK
+        return exit_codes.OK
     renderers = {
         "table": lambda: text_of(history_blocks(result)),
         "md": lambda: markdown_of(history_blocks(result)),
         "json": lambda: json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n",
     }
     _emit(renderers[args.format](), args.output)
-    return EXIT_OK
+    return exit_codes.OK

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import dagster as dg
 
+from .core.run_context import RunContext
 from .defs.evaluation.assets import ASSETS
 from .defs.evaluation.jobs import EVALUATE_JOB, JOB_NAME
-from .defs.evaluation.resources import CoderEvalSettings, default_settings
+from .defs.evaluation.resources import CoderEvalSettings, default_settings, launched_run_context
 from .defs.evaluation.schedules import nightly_suite
 from .defs.evaluation.sensors import task_files_sensor
 from .defs.evaluation.summary_sensor import summary_after_chunks
@@ -14,15 +15,21 @@ from .defs.evaluation.summary_sensor import summary_after_chunks
 __all__ = ["JOB_NAME", "build_definitions", "defs"]  # the CLI and tests take JOB_NAME from here
 
 
-def build_definitions(settings: CoderEvalSettings) -> dg.Definitions:
-    """The graph with the given settings (the CLI passes its own; the code location its defaults).
+def build_definitions(settings: CoderEvalSettings, run_context: RunContext | None = None) -> dg.Definitions:
+    """The graph with the given settings and run context (the CLI passes its own; the code location its
+    defaults, and a context made in each run's process from the environment it was launched with).
 
     Each step already runs its partitions in a thread pool, so steps run in the
     run's own process: a process per step would only add start-up time.
     """
     return dg.Definitions(
         assets=ASSETS,
-        resources={"settings": settings},
+        resources={
+            "settings": settings,
+            "run_context": launched_run_context
+            if run_context is None
+            else dg.ResourceDefinition.hardcoded_resource(run_context, "the CLI's run context"),
+        },
         jobs=[EVALUATE_JOB],
         sensors=[task_files_sensor, summary_after_chunks],
         schedules=[nightly_suite],

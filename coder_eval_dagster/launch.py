@@ -16,6 +16,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from .core.run_context import RunContext
 from .definitions import JOB_NAME, build_definitions
 from .defs.evaluation.assets import ASSETS, criteria_scores, suite_metrics
 from .defs.evaluation.comparison import variant_comparison
@@ -137,6 +138,7 @@ def range_tags(instance: dg.DagsterInstance, task_ids: list[str], variant_ids: l
 def execute(
     instance: dg.DagsterInstance,
     settings: CoderEvalSettings,
+    run_context: RunContext,
     task_ids: list[str],
     variant_ids: list[str],
     run_id: str,
@@ -158,7 +160,7 @@ def execute(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return (
-            build_definitions(settings)
+            build_definitions(settings, run_context)
             .resolve_job_def(JOB_NAME)
             .execute_in_process(
                 run_config=QUIET_LOGS,

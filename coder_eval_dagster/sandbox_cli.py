@@ -6,16 +6,22 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from .core.sandbox.engine import EngineError, default_image
+from .core.sandbox.engine import EngineError, MissingExtraError, default_image
 from .core.sandbox.image import DEBIAN_LOCAL, DEFAULT_BASE, build
 
 
 def image_build_handler(command: str, build_image: Callable[[argparse.Namespace], object]) -> Callable[..., int]:
-    """A CLI handler that builds an image; an engine or build failure is one line, exit 1."""
+    """A CLI handler that builds an image; an engine or build failure is one line, exit 1.
+
+    A missing docker extra is one line too, exit 2: the installation is wrong, not the engine.
+    """
 
     def handle(args: argparse.Namespace) -> int:
         try:
             build_image(args)
+        except MissingExtraError as exc:
+            print(f"coder-eval {command}: {exc}", file=sys.stderr)
+            return 2
         except EngineError as exc:
             print(f"coder-eval {command}: {exc}", file=sys.stderr)
             return 1

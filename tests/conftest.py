@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from coder_eval_dagster.core import routing
-
 from .docker_engine import ensure_engine_and_image, stop_engine_if_started
 from .fake_anthropic import FakeAnthropic
 from .fake_http import serving
@@ -30,7 +28,6 @@ def _environment(url: str) -> dict[str, str]:
 def api(monkeypatch: pytest.MonkeyPatch):
     """Point the real clients at a scripted server; record every request and proxy attempt."""
     yield from serving(monkeypatch, FakeAnthropic, _environment)
-    routing.configure(None)
 
 
 @pytest.fixture(scope="session")

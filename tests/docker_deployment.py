@@ -21,6 +21,16 @@ import dagster as dg
 from .dagster_services import BIN, ROOT, DagsterServices, free_port
 
 SHIPPED = ROOT / "deploy" / "docker" / "dagster.yaml"
+MODEL_ROUTE_VARIABLES = (
+    "API_BACKEND",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "AWS_REGION",
+    "ANTHROPIC_BEDROCK_BASE_URL",
+    "CODEX_API_KEY",
+    "CODEX_BASE_URL",
+)
 SHIPPED_ROOT = "/srv/coder-eval"
 CODE_SERVER_START_S = 120
 AGENT_POOL, POOL_LIMIT = "agent_api", 4
@@ -73,8 +83,7 @@ def deployment_files(
         "CODER_EVAL_CONCURRENCY": str(concurrency),
         "CODER_EVAL_PARTITIONS_PER_RUN": str(per_run),
         "DAGSTER_EVENT_BATCH_SIZE": "1000",
-        "ANTHROPIC_API_KEY": "",
-        "OPENAI_API_KEY": "",
+        **dict.fromkeys(MODEL_ROUTE_VARIABLES, ""),  # the shipped env_vars list them: each must be set
         "CODE_SERVER_PORT": str(port),
     }
     return home, workspace, env

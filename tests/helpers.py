@@ -55,14 +55,15 @@ def criterion(kind: str, **fields: Any) -> dict[str, Any]:
     return {"type": kind, "description": f"a {kind} check", **fields}
 
 
-def evaluate_task(folder: Path, data: dict[str, Any]):
-    """Write a task file into ``folder`` and evaluate its single row-task (core only, no Dagster)."""
+def evaluate_task(folder: Path, data: dict[str, Any], context: Any = None):
+    """Write a task file into ``folder`` and evaluate its single row-task (core only, no Dagster), in ``context``
+    (a RunContext; by default one of its own)."""
     from coder_eval_dagster.core.evaluation import evaluate, new_evaluation
     from coder_eval_dagster.core.resolution import resolve
     from coder_eval_dagster.core.run_spec import RunSpec
 
     (row_task,) = resolve(RunSpec(task_paths=[str(write_task(folder, data))])).row_tasks
-    return evaluate(new_evaluation("r", folder / "run", row_task, 1, None))
+    return evaluate(new_evaluation("r", folder / "run", row_task, 1, None, context))
 
 
 def replay_task(**task: Any) -> dict[str, Any]:
@@ -77,10 +78,10 @@ def replay_task(**task: Any) -> dict[str, Any]:
     }
 
 
-def evaluate_replay(folder: Path, turns: list[dict[str, Any]], **task: Any):
+def evaluate_replay(folder: Path, turns: list[dict[str, Any]], context: Any = None, **task: Any):
     """Evaluate a replay task whose trajectory is ``turns``."""
     write(folder / "traj.yaml", yaml.safe_dump({"turns": turns}))
-    return evaluate_task(folder, replay_task(**task))
+    return evaluate_task(folder, replay_task(**task), context)
 
 
 def write_replay_task(folder: Path, task_id: str, commands: list[str], pre_run: list[str], **task: Any) -> Path:

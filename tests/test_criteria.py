@@ -13,6 +13,7 @@ from coder_eval_dagster.core.check_context import CheckContext
 from coder_eval_dagster.core.criteria import Criterion
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
 from coder_eval_dagster.core.results import ToolCallRecord, TurnRecord
+from coder_eval_dagster.core.run_context import RunContext
 from coder_eval_dagster.core.sandbox import TempdirSandbox
 from coder_eval_dagster.core.scoring import all_passed, criterion_result, run_check, score_criteria, weighted_score
 
@@ -39,7 +40,7 @@ def ctx(
     if calls:
         records = [ToolCallRecord(turn=1, seq=i, **c) for i, c in enumerate(calls)]
         trajectory = [TurnRecord(index=1, calls=records)]
-    return CheckContext(sandbox, sandbox.root.parent, trajectory, reference)
+    return CheckContext(sandbox, sandbox.root.parent, trajectory, reference, run=RunContext.create())
 
 
 def check(spec: dict[str, Any], context: CheckContext):

@@ -16,6 +16,7 @@ from coder_eval_dagster.core.models.limits import RunLimits
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
 from coder_eval_dagster.core.resolution import resolve
 from coder_eval_dagster.core.results import EvaluationResult
+from coder_eval_dagster.core.run_context import RunContext
 from coder_eval_dagster.core.run_spec import RunSpec
 from coder_eval_dagster.core.sandbox import TempdirSandbox
 
@@ -29,7 +30,13 @@ def play(tmp_path: Path, turns: list[dict], limits: RunLimits | None = None, row
     box = TempdirSandbox(tmp_path / "run/sandbox", SandboxConfig(python=None))
     box.create(tmp_path)
     agent_input = AgentInput(
-        box, "p", AgentConfig(type="replay", trajectory="traj.yaml"), limits or RunLimits(), tmp_path, row
+        box,
+        "p",
+        AgentConfig(type="replay", trajectory="traj.yaml"),
+        limits or RunLimits(),
+        tmp_path,
+        row,
+        run=RunContext.create(),
     )
     return Replay(agent_input, load_replay(tmp_path / "traj.yaml", row)).play(), box
 
@@ -177,7 +184,14 @@ def test_async_interface(tmp_path: Path) -> None:
     box.create(tmp_path)
     output = asyncio.run(
         runner("replay")(
-            AgentInput(box, "p", AgentConfig(type="replay", trajectory="traj.yaml"), RunLimits(), tmp_path)
+            AgentInput(
+                box,
+                "p",
+                AgentConfig(type="replay", trajectory="traj.yaml"),
+                RunLimits(),
+                tmp_path,
+                run=RunContext.create(),
+            )
         )
     )
     assert output.turns[0].calls[0].output.strip() == "hi"

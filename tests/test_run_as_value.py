@@ -149,19 +149,15 @@ def test_durations_are_each_evaluations_own_and_rescore_keeps_them(tmp_path: Pat
 
 
 def test_progress_advances_per_stage_for_each_evaluation(tmp_path: Path) -> None:
-    from coder_eval_dagster.core import progress
     from coder_eval_dagster.core.evaluation import evaluate, new_evaluation
+    from coder_eval_dagster.core.run_context import RunContext
     from coder_eval_dagster.core.run_spec import RunSpec
 
     write_task(tmp_path, task_with(task_id="a", dataset={"rows": [{"id": "1"}, {"id": "2"}]}, **AGENTLESS))
     events: list[tuple[str, str]] = []
-    listener = lambda event, info: events.append((info["task_id"], info["stage"]))  # noqa: E731
-    progress.subscribe(listener)
-    try:
-        for row_task in resolution.resolve(RunSpec(task_paths=[str(tmp_path)])).row_tasks:
-            evaluate(new_evaluation("r", tmp_path / "run", row_task, 1, None))
-    finally:
-        progress.unsubscribe(listener)
+    context = RunContext.create(progress=lambda event, info: events.append((info["task_id"], info["stage"])))
+    for row_task in resolution.resolve(RunSpec(task_paths=[str(tmp_path)])).row_tasks:
+        evaluate(new_evaluation("r", tmp_path / "run", row_task, 1, None, context))
     stages = ["setup", "pre_run", "agent", "score", "post_run", "decide", "finish"]
     assert events == [("a/1", s) for s in stages] + [("a/2", s) for s in stages]
 

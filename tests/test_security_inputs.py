@@ -26,6 +26,7 @@ import yaml
 from coder_eval_dagster.core.evaluation import evaluate, new_evaluation
 from coder_eval_dagster.core.files import CRITERION_READ_CAP, MAX_DOCUMENT_BYTES
 from coder_eval_dagster.core.resolution import resolve
+from coder_eval_dagster.core.run_context import RunContext
 from coder_eval_dagster.core.run_spec import RunSpec
 from coder_eval_dagster.core.yamlio import MAX_ALIAS_EXPANSION, parse_document
 
@@ -200,7 +201,7 @@ def _sandbox_check(tmp_path: Path, spec: dict[str, Any]):
 
     box = TempdirSandbox(tmp_path / "sandbox", SandboxConfig(python=None))
     box.root.mkdir(exist_ok=True)
-    return box, lambda: check(spec, CheckContext(box, tmp_path, None))
+    return box, lambda: check(spec, CheckContext(box, tmp_path, None, run=RunContext.create()))
 
 
 def test_criteria_read_a_huge_file_with_a_cap_and_say_so(tmp_path):

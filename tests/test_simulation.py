@@ -9,11 +9,13 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from coder_eval_dagster.core.credentials import Credentials
 from coder_eval_dagster.core.evaluation import evaluate, new_evaluation
 from coder_eval_dagster.core.models.simulation import Simulation
 from coder_eval_dagster.core.resolution import resolve
 from coder_eval_dagster.core.results import DialogMessage, EvaluationResult
-from coder_eval_dagster.core.routing import BEDROCK_ANTHROPIC_VERSION, ApiRoute, current_route
+from coder_eval_dagster.core.routing import BEDROCK_ANTHROPIC_VERSION, ApiRoute
+from coder_eval_dagster.core.run_context import RunContext
 from coder_eval_dagster.core.run_spec import RunSpec
 from coder_eval_dagster.core.simulation import ModelUser, simulator_messages, system_prompt
 
@@ -163,7 +165,8 @@ def test_simulator_prompt_holds_persona_goal_constraints_and_the_dialog_from_the
     messages = simulator_messages(dialog)
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]
     assert "export please" in messages[0]["content"] and "Which columns?" in messages[0]["content"]
-    request = ModelUser(settings, "claude-x", ApiRoute("direct", secret="k")).request(dialog)
+    context = RunContext(ApiRoute("direct", secret="k"), Credentials())
+    request = ModelUser(settings, "claude-x", context).request(dialog)
     assert set(request) == {"model", "max_tokens", "system", "messages"}  # no tools offered
 
 
@@ -171,18 +174,18 @@ def test_the_simulated_user_takes_the_runs_route(api, monkeypatch) -> None:
     fake = api(Script([], user_replies=["Make it blue."]))
     dialog = [DialogMessage(turn=1, role="user", text="hi"), DialogMessage(turn=1, role="agent", text="Colour?")]
     settings = Simulation(persona="p", goal="g")
-    direct = ModelUser(settings, "anthropic.claude-sonnet-4-6", current_route()).next_message(dialog)
+    direct = ModelUser(settings, "anthropic.claude-sonnet-4-6", RunContext.create()).next_message(dialog)
     assert (direct.text, direct.input_tokens, direct.output_tokens) == ("Make it blue.", 50, 10)
     monkeypatch.setenv("API_BACKEND", "bedrock")
     monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "bedrock-token-0123456789")
     monkeypatch.setenv("ANTHROPIC_BEDROCK_BASE_URL", fake.url)
-    ModelUser(settings, "claude-sonnet-4-6", current_route()).next_message(dialog)
+    ModelUser(settings, "claude-sonnet-4-6", RunContext.create()).next_message(dialog)
     assert fake.script.paths == ["/v1/messages", "/model/anthropic.claude-sonnet-4-6/invoke"]
     assert fake.script.requests[0]["model"] == "claude-sonnet-4-6"
     assert fake.script.requests[1]["anthropic_version"] == BEDROCK_ANTHROPIC_VERSION
     monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK")
     with pytest.raises(RuntimeError, match="AWS_BEARER_TOKEN_BEDROCK is not set"):
-        ModelUser(settings, "m", current_route()).next_message(dialog)
+        ModelUser(settings, "m", RunContext.create()).next_message(dialog)
 
 
 def test_trials_results_tables_and_report(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,7 +10,7 @@ from .files import CRITERION_READ_CAP, read_text_capped
 from .results import ToolCallRecord, TurnRecord
 
 if TYPE_CHECKING:
-    from .routing import ApiRoute
+    from .run_context import RunContext
     from .sandbox.tempdir import TempdirSandbox
 
 DialogMessage = tuple[str, str]  # (role: "user" | "agent", text)
@@ -26,7 +26,7 @@ class CheckContext:
     index: int = 0  # the index of the criterion being checked
     prompt: str | None = None  # the task's initial prompt (the dialog's first user message)
     dialog: list[DialogMessage] | None = None  # a multi-turn dialog; None: the single-shot exchange
-    route: ApiRoute | None = None  # the run's API route (None: resolved from the environment)
+    run: RunContext = field(kw_only=True)  # the run's context: the judges' route, client and limiter
 
     def path(self, relative: str) -> Path:
         return self.sandbox.resolve_path(relative)

@@ -1,12 +1,16 @@
-"""Credentials out of the process environment: a re-exec that hands them over through a pipe.
+"""Credentials: the one accessor for the whole program, and their hand-over out of the process environment.
 
 ``/proc/<pid>/environ`` shows the environment a process was *started* with,
 whatever it later deletes from ``os.environ``. So the CLI, when started with
 credentials in its environment, starts itself again (same pid, ``execve``)
 with them removed, writing them into an inherited pipe that the new image
 reads once and closes. Every coder-eval process is then clean in /proc, and
-the credentials live only in this module's memory: everything that needs
-one asks :func:`get`.
+the credentials live only in this module's memory.
+
+Whatever started the process (the CLI after that re-exec, a Dagster run
+worker under `coder-eval dev` or the daemon, a library caller),
+:meth:`Credentials.of_process` is how a run takes them: once, into its run
+context, from which agents, judges and the simulator read them.
 """
 
 from __future__ import annotations
@@ -16,11 +20,13 @@ import json
 import os
 import re
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 HANDOVER_FD = "CODER_EVAL_CREDENTIALS_FD"
 # What counts as a credential: any variable so named (the model keys, cloud and forge tokens, passwords).
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
-_store: dict[str, str] = {}
+_handed_over: dict[str, str] = {}  # filled once, at start-up, from the re-exec's pipe
 
 
 @functools.lru_cache(maxsize=4096)
@@ -29,14 +35,31 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name))
 
 
-def get(name: str) -> str | None:
-    """A credential: handed over at start-up, else (a library caller, a test) from the environment."""
-    return _store.get(name) or os.environ.get(name) or None
+@dataclass(frozen=True)
+class Credentials:
+    """A read-only view of the credentials a run may use, taken once and passed down in its run context."""
+
+    by_name: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of_process(cls) -> Credentials:
+        """Those handed over at start-up, and any secret-named variable of the environment.
+
+        The environment holds them when nothing re-executed this process: a
+        Dagster run worker started by `coder-eval dev` or the daemon, a library caller, a test.
+        """
+        return cls({**_in_environment(), **_handed_over})
+
+    def get(self, name: str) -> str | None:
+        return self.by_name.get(name) or None
+
+    def __repr__(self) -> str:  # never a value, even in a traceback
+        return f"Credentials({sorted(self.by_name)})"
 
 
-def values() -> list[str]:
-    """Every handed-over credential value (for redaction)."""
-    return list(_store.values())
+def handed_over_values() -> list[str]:
+    """Every credential value handed over at start-up (for redaction: they are in no environment)."""
+    return list(_handed_over.values())
 
 
 def _in_environment() -> dict[str, str]:
@@ -49,7 +72,7 @@ def receive() -> None:
     if fd is None:
         return
     with os.fdopen(int(fd), "rb") as pipe:
-        _store.update(json.loads(pipe.read() or b"{}"))
+        _handed_over.update(json.loads(pipe.read() or b"{}"))
 
 
 def reexec_without_credentials() -> None:

@@ -17,6 +17,7 @@ run continues from: an evaluation cut short in that phase is redone whole):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -28,7 +29,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from . import progress
 from .agents import runner
 from .agents.base import AgentInput, AgentOutput
 from .agents.replay import load_replay
@@ -38,7 +38,7 @@ from .models.commands import HookCommand
 from .models.task import Task
 from .resolution import RowTask
 from .results import CommandStats, EvaluationResult, HookRun, TurnRecord
-from .routing import current_route
+from .run_context import RunContext
 from .sandbox import TempdirSandbox, TemplateError, open_sandbox
 from .sandbox.containment import release, release_if_idle
 from .sandbox.engine import EngineError
@@ -62,12 +62,13 @@ def replicate_name(replicate: int) -> str:
 
 @dataclass
 class Evaluation:
-    """The moving state of one evaluation between stages (picklable, small)."""
+    """The moving state of one evaluation between stages, and the run context it runs in."""
 
     run_id: str
     run_dir: Path
     row_task: RowTask
     replicate: int
+    context: RunContext
     cache_dir: Path | None = None
     result: EvaluationResult | None = None
     sandbox_ready: bool = False
@@ -81,11 +82,12 @@ class Evaluation:
         """Asked about 15 times an evaluation (each sandbox, checkpoint, report and hand-over): made once."""
         return self.run_dir / self.row_task.variant_id / self.row_task.task_id / replicate_name(self.replicate)
 
-    @property
+    @cached_property
     def sandbox(self) -> TempdirSandbox:
+        """The evaluation's one sandbox driver, stopped by the run's interrupt."""
         row_task, replicate = self.row_task, str(self.replicate)
         labels = {"run": self.run_id, "task": row_task.task_id, "variant": row_task.variant_id, "replicate": replicate}
-        return open_sandbox(self.folder / "sandbox", self.task.sandbox, self.cache_dir, labels)
+        return open_sandbox(self.folder / "sandbox", self.task.sandbox, self.cache_dir, labels, self.context.interrupt)
 
     @property
     def ended(self) -> bool:
@@ -99,11 +101,20 @@ class Evaluation:
     def fail(self, status: str, reason: str) -> None:
         assert self.result is not None
         self.result.final_status = status  # type: ignore[assignment]
+        self.result.success = False
         self.result.error = redact(reason)
 
 
-def new_evaluation(run_id: str, run_dir: Path, row_task: RowTask, replicate: int, cache: Path | None) -> Evaluation:
-    evaluation = Evaluation(run_id, run_dir, row_task, replicate, cache)
+def new_evaluation(
+    run_id: str,
+    run_dir: Path,
+    row_task: RowTask,
+    replicate: int,
+    cache: Path | None,
+    context: RunContext | None = None,
+) -> Evaluation:
+    """An evaluation about to start; alone (a notebook, a test) it gets a context of this process's own."""
+    evaluation = Evaluation(run_id, run_dir, row_task, replicate, context or RunContext.create(), cache)
     task = row_task.task
     evaluation.result = EvaluationResult(
         run_id=run_id,
@@ -200,6 +211,7 @@ def run_agent(evaluation: Evaluation) -> None:
         evaluation.row_task.row,
         Watcher.for_task(task),
         dialog=dialog.after_exchange if dialog else None,
+        run=evaluation.context,
     )
     output = asyncio.run(agent(agent_input))
     if dialog is not None:
@@ -222,12 +234,13 @@ def start_dialog(evaluation: Evaluation) -> Dialog:
             turns,
             reference_text(task, row_task.task_dir),
             prompt=task.initial_prompt,
+            run=evaluation.context,
         )
         return criteria_pass_now(task.success_criteria, ctx)
 
     return Dialog(
         task.simulation,
-        simulated_user(task, recorded),
+        simulated_user(task, recorded, evaluation.context),
         task.initial_prompt or "",
         check,
         task.run_limits.max_turns,
@@ -292,8 +305,7 @@ def score(evaluation: Evaluation) -> None:
     """Check every criterion against the preserved sandbox and trajectory."""
     result = evaluation.result
     assert result is not None
-    route = current_route()
-    result.environment_info["judge_transport"] = route.judge_transport
+    result.environment_info["judge_transport"] = evaluation.context.route.judge_transport
     if not evaluation.ended:
         trajectory = None if evaluation.task.agent.resolved_type == "none" else result.trajectory
         ctx = CheckContext(
@@ -304,7 +316,7 @@ def score(evaluation: Evaluation) -> None:
             folder=evaluation.folder,
             prompt=evaluation.task.initial_prompt,
             dialog=[(m.role, m.text) for m in result.dialog] if result.simulation else None,
-            route=route,
+            run=evaluation.context,
         )
         result.criteria = score_criteria(evaluation.task.success_criteria, ctx, kept=result.criteria)
 
@@ -366,13 +378,30 @@ def end_processes(evaluation: Evaluation) -> None:
     evaluation.sandbox.close()
 
 
+@guarded("decide")
 def decide_stage(evaluation: Evaluation) -> None:
     assert evaluation.result is not None
     decide(evaluation.result, evaluation.task)
 
 
 def finish(evaluation: Evaluation) -> None:
-    """Stamp the end, write task.json and task.html."""
+    """Stamp the end, write task.json and task.html.
+
+    A failure here (a report bug, a full disk) is this evaluation's ERROR,
+    never the step's: its result is written again with that error if the disk lets it.
+    """
+    result = evaluation.result
+    assert result is not None
+    try:
+        write_result(evaluation)
+    except Exception as exc:
+        log.warning("finish failed for %s:\n%s", evaluation.row_task.task_id, traceback.format_exc())
+        evaluation.fail("ERROR", f"finish failed: {type(exc).__name__}: {exc}")
+        with contextlib.suppress(OSError):
+            _write_json(evaluation.folder / RESULT_FILE, result)
+
+
+def write_result(evaluation: Evaluation) -> None:
     from .reports.task_html import render_task_html
 
     end_processes(evaluation)
@@ -460,7 +489,7 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
     if phase in result.phases_done and phase != "rescore":
         for stage in STAGES:  # done before a resume: counted, not repeated
             if phase in stage.phases:
-                progress.emit(
+                evaluation.context.emit(
                     "stage", stage=stage.name, task_id=evaluation.row_task.task_id, status=result.final_status
                 )
         return evaluation
@@ -477,7 +506,9 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
         stage.run(evaluation)
         if stage.timed and phase != "rescore":
             result.stage_durations[stage.name] = round(time.perf_counter() - started, 3)
-        progress.emit("stage", stage=stage.name, task_id=evaluation.row_task.task_id, status=result.final_status)
+        evaluation.context.emit(
+            "stage", stage=stage.name, task_id=evaluation.row_task.task_id, status=result.final_status
+        )
     if phase == "sandbox":
         result.phases_done.append(phase)
         save_state(evaluation)  # the checkpoint: a resumed run keeps this evaluation's sandbox phase

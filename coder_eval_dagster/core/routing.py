@@ -1,39 +1,38 @@
 """API routing: which backend every model call of a run goes through (direct Anthropic API or AWS Bedrock).
 
-One place for the whole run: the claude-code agent, the judges and the
-simulated user all take their route from ``current_route()``. The backend
-comes from ``API_BACKEND`` unless ``-b/--backend`` overrides it (``configure``);
-credentials and endpoints are read from the environment, and never leave the
-process (a route carries them in memory only; ``describe`` shows none).
+A run resolves its route once (:func:`resolve_route`, from ``-b/--backend`` or
+``API_BACKEND``, the run's credentials and the endpoints in the environment)
+into its run context; the claude-code agent, the judges and the simulated
+user all take it from there. A route carries its credential in memory only
+(``describe`` and ``repr`` show none).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import threading
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from .model_proxy import Grant, Upstream
+
+if TYPE_CHECKING:
+    from .credentials import Credentials
 
 Backend = Literal["direct", "bedrock"]
 BACKENDS: tuple[Backend, ...] = ("direct", "bedrock")
 API_BACKEND_ENV = "API_BACKEND"
 DEFAULT_BEDROCK_REGION = "us-east-1"
+DIRECT_API_URL = "https://api.anthropic.com"
+BEDROCK_RUNTIME_URL = "https://bedrock-runtime.{region}.amazonaws.com"
 BEDROCK_ANTHROPIC_VERSION = "bedrock-2023-05-31"
 _VENDOR = "anthropic."
 # A Bedrock id: optional cross-region prefix (us./eu./apac./global.), the vendor, the model, optional -vN:M.
 _BEDROCK_ID = re.compile(r"^(?:(?:us|eu|apac|global)\.)?anthropic\.(?P<model>.+?)(?:-v\d+(?::\d+)?)?$")
 
-_override: Backend | None = None
-
 
 class RouteError(Exception):
     """The model route is not usable (unknown backend, missing credentials)."""
-
-
-def credential(name: str) -> str | None:
-    """The one place a credential or endpoint is read (switch to the credentials accessor here)."""
-    return os.environ.get(name) or None
 
 
 @dataclass(frozen=True)
@@ -80,37 +79,35 @@ class ApiRoute:
             env["ANTHROPIC_BEDROCK_BASE_URL"] = self.base_url
         return env
 
-    def client(self, max_retries: int, timeout: float) -> Any:
-        """The anthropic SDK client of this route, made once and shared by the judges of the process.
-
-        Made under a lock: judges starting together would otherwise each build
-        a client (its TLS context alone takes tens of milliseconds of CPU).
-        """
-        key = (self, max_retries, timeout)
-        with _clients_lock:
-            if key not in _clients:
-                _clients[key] = _new_client(self, max_retries, timeout)
-            return _clients[key]
-
-
-_clients: dict[tuple[ApiRoute, int, float], Any] = {}
-_clients_lock = threading.Lock()
-
-
-def _new_client(route: ApiRoute, max_retries: int, timeout: float) -> Any:
-    import anthropic
-
-    if route.backend == "direct":
-        return anthropic.Anthropic(
-            api_key=route.secret, base_url=route.base_url, max_retries=max_retries, timeout=timeout
+    def upstream(self) -> Upstream:
+        """Where the model proxy sends an agent CLI's requests on this route, with the real credential."""
+        if self.secret is None:
+            raise RouteError(f"API_BACKEND={self.backend} needs {self.credential_name}")
+        if self.backend == "direct":
+            return Upstream(self.base_url or DIRECT_API_URL, "x-api-key", self.secret)
+        return Upstream(
+            self.base_url or BEDROCK_RUNTIME_URL.format(region=self.region), "authorization", f"Bearer {self.secret}"
         )
-    return anthropic.AnthropicBedrock(
-        api_key=route.secret,
-        aws_region=route.region,
-        base_url=route.base_url,
-        max_retries=max_retries,
-        timeout=timeout,
-    )
+
+    def through(self, grant: Grant) -> ApiRoute:
+        """This route as an agent CLI sees it: the proxy's URL, and the grant's token in place of the credential."""
+        return replace(self, base_url=grant.base_url, secret=grant.token)
+
+    def new_client(self, max_retries: int, timeout: float) -> Any:
+        """An anthropic SDK client on this route (the run context keeps one per setting and shares it)."""
+        import anthropic
+
+        if self.backend == "direct":
+            return anthropic.Anthropic(
+                api_key=self.secret, base_url=self.base_url, max_retries=max_retries, timeout=timeout
+            )
+        return anthropic.AnthropicBedrock(
+            api_key=self.secret,
+            aws_region=self.region,
+            base_url=self.base_url,
+            max_retries=max_retries,
+            timeout=timeout,
+        )
 
 
 def translate_model(model: str, backend: Backend) -> str:
@@ -129,26 +126,32 @@ def translate_model(model: str, backend: Backend) -> str:
     return _VENDOR + model
 
 
-def configure(backend: str | None) -> None:
-    """Set the run's backend from ``-b/--backend`` (None: ``API_BACKEND``)."""
-    global _override
-    _override = _checked_backend(backend) if backend else None
-
-
-def _checked_backend(name: str) -> Backend:
+def checked_backend(name: str) -> Backend:
     if name not in BACKENDS:
         raise RouteError(f"unknown API backend {name!r}: use {' or '.join(BACKENDS)}")
     return name  # type: ignore[return-value]
 
 
-def current_route() -> ApiRoute:
-    """The route of this run: the configured backend with the environment's credentials and endpoints."""
-    backend = _override or _checked_backend(credential(API_BACKEND_ENV) or "direct")
-    if backend == "direct":
-        return ApiRoute("direct", credential("ANTHROPIC_BASE_URL"), secret=credential("ANTHROPIC_API_KEY"))
-    region = credential("AWS_REGION") or credential("AWS_DEFAULT_REGION") or DEFAULT_BEDROCK_REGION
+def resolve_route(backend: str | None, credentials: Credentials, environ: Mapping[str, str]) -> ApiRoute:
+    """The route of a run: ``backend`` (``-b``), else ``API_BACKEND``, else direct; its credential and endpoints.
+
+    Endpoints and the region are plain settings, read from ``environ``; the
+    credential comes from the run's credentials (never from the environment:
+    the CLI hands its credentials over out of it).
+    """
+
+    def setting(name: str) -> str | None:
+        return environ.get(name) or None
+
+    chosen = checked_backend(backend or setting(API_BACKEND_ENV) or "direct")
+    if chosen == "direct":
+        return ApiRoute("direct", setting("ANTHROPIC_BASE_URL"), secret=credentials.get("ANTHROPIC_API_KEY"))
+    region = setting("AWS_REGION") or setting("AWS_DEFAULT_REGION") or DEFAULT_BEDROCK_REGION
     return ApiRoute(
-        "bedrock", credential("ANTHROPIC_BEDROCK_BASE_URL"), region, secret=credential("AWS_BEARER_TOKEN_BEDROCK")
+        "bedrock",
+        setting("ANTHROPIC_BEDROCK_BASE_URL"),
+        region,
+        secret=credentials.get("AWS_BEARER_TOKEN_BEDROCK"),
     )
 
 

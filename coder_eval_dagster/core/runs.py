@@ -22,9 +22,10 @@ from .problems import Problem
 from .reports.run_summary import render_run_md, run_document, write_json
 from .resolution import Resolution, RowTask, resolve
 from .results import EvaluationResult
+from .run_context import RunContext
 from .run_spec import RunSpec
 from .sandbox.containment import end_spare
-from .sandbox.process import interrupt_all
+from .sandbox.process import Interrupt
 from .suite import SuiteEntry, suite_entries
 
 PLAN_FILE = "run_plan.json"
@@ -94,7 +95,6 @@ def open_run(
     run = OpenRun(folder, plan, Snapshot.of(resolution))
     _write_atomically(folder / SNAPSHOT_FILE, pickle.dumps(run.snapshot, protocol=pickle.HIGHEST_PROTOCOL))
     _write_atomically(folder / PLAN_FILE, plan.model_dump_json(indent=2).encode())
-    _loaded[folder.resolve()] = run
     return run
 
 
@@ -108,13 +108,10 @@ def resnapshot(run: OpenRun) -> Resolution:
 
 
 def load_run(folder: Path) -> OpenRun:
-    """A run folder's plan and snapshot (read once per process)."""
-    key = folder.resolve()
-    if key not in _loaded:
-        plan = RunPlan.model_validate_json((folder / PLAN_FILE).read_text(encoding="utf-8"))
-        snapshot = pickle.loads((folder / SNAPSHOT_FILE).read_bytes())
-        _loaded[key] = OpenRun(folder, plan, snapshot)
-    return _loaded[key]
+    """A run folder's plan and snapshot (a run context keeps what its process read: ``RunContext.run_folder``)."""
+    plan = RunPlan.model_validate_json((folder / PLAN_FILE).read_text(encoding="utf-8"))
+    snapshot = pickle.loads((folder / SNAPSHOT_FILE).read_bytes())
+    return OpenRun(folder, plan, snapshot)
 
 
 def open_once(folder: Path, create: Callable[[], OpenRun]) -> OpenRun:
@@ -142,9 +139,6 @@ def _write_atomically(path: Path, data: bytes) -> None:
     temporary.replace(path)
 
 
-_loaded: dict[Path, OpenRun] = {}
-
-
 def new_run_dir(runs_dir: Path, now: datetime | None = None) -> Path:
     """``<runs-dir>/<UTC timestamp>``, with ``-2``, ``-3``... on a collision."""
     stamp = (now or datetime.now(UTC)).strftime(TIMESTAMP)
@@ -163,16 +157,19 @@ def run_timestamp(run_id: str) -> datetime:
     return datetime.strptime(run_id[: len("2026-01-01T00-00-00Z")], TIMESTAMP).replace(tzinfo=UTC)
 
 
-def plan_evaluations(row_tasks: Iterable[RowTask], run_id: str, run_dir: Path, cache: Path | None) -> list[Evaluation]:
+def plan_evaluations(
+    row_tasks: Iterable[RowTask], run_id: str, run_dir: Path, cache: Path | None, context: RunContext
+) -> list[Evaluation]:
     return [
-        new_evaluation(run_id, run_dir, row_task, replicate, cache)
+        new_evaluation(run_id, run_dir, row_task, replicate, cache, context)
         for row_task in row_tasks
         for replicate in range(1, row_task.replicates + 1)
     ]
 
 
-def in_parallel(function: Callable[[T], T], items: list[T], workers: int) -> list[T]:
-    """Apply ``function`` to every item with up to ``workers`` threads, keeping order."""
+def in_parallel(function: Callable[[T], T], items: list[T], workers: int, interrupt: Interrupt) -> list[T]:
+    """Apply ``function`` to every item with up to ``workers`` threads, keeping order; an interruption
+    (Ctrl-C, a terminated step) raises the run's ``interrupt``, which stops their commands at once."""
     pool = ThreadPoolExecutor(max_workers=max(1, min(workers, len(items))), thread_name_prefix="coder-eval")
     try:
         futures = [pool.submit(function, item) for item in items]
@@ -182,7 +179,7 @@ def in_parallel(function: Callable[[T], T], items: list[T], workers: int) -> lis
         return [future.result() for future in futures]
     except BaseException as exc:
         if not isinstance(exc, Exception):  # interrupted (Ctrl-C, a terminated run): stop the commands now
-            interrupt_all()
+            interrupt.raise_now()
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     finally:
@@ -267,22 +264,3 @@ def summarize(run: OpenRun, tables_dir: Path) -> RunSummary:
     write_table(tables_dir, "suite_metrics", plan.run_id, run_ts, suite_rows(plan.run_id, run_ts, suite))
     write_index(run_dir.parent)
     return RunSummary(document, results, suite)
-
-
-# Evaluations handed from the sandbox step to the scoring step of the same
-# process (a CLI run): re-reading every run_state.json cost about 1 ms per
-# evaluation, and the in-memory object also keeps the background processes
-# its pre_run started, to stop them when it ends. Another process reads the files.
-_handed_over: dict[Path, Evaluation] = {}
-_hand_over_lock = threading.Lock()
-
-
-def hand_over(evaluation: Evaluation) -> Evaluation:
-    with _hand_over_lock:
-        _handed_over[evaluation.folder] = evaluation
-    return evaluation
-
-
-def take_over(evaluation: Evaluation) -> Evaluation | None:
-    with _hand_over_lock:
-        return _handed_over.pop(evaluation.folder, None)

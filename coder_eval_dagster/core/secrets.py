@@ -44,7 +44,7 @@ def _read_environment() -> tuple[list[str], dict[str, str]]:
 def secret_values(environ: dict[str, str] | None = None) -> list[str]:
     """The credential values to redact: the handed-over ones and any secret-named variable's."""
     if environ is None:
-        found = _read_environment()[0] + credentials.values()
+        found = _read_environment()[0] + credentials.handed_over_values()
     else:
         found = [v for k, v in environ.items() if is_secret_name(k)]
     values = {v for v in found if len(v) >= MIN_SECRET_LENGTH}

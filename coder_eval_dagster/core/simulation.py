@@ -21,14 +21,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .agents.base import AgentOutput
 from .models.simulation import Simulation
 from .models.task import Task
 from .results import DialogMessage, DialogStopReason, SimulationInfo, TurnRecord
-from .routing import BEDROCK_ANTHROPIC_VERSION, ApiRoute, current_route
+from .routing import BEDROCK_ANTHROPIC_VERSION
 from .secrets import redact
+
+if TYPE_CHECKING:
+    from .run_context import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -97,24 +100,25 @@ class ModelUser:
 
     settings: Simulation
     model: str
-    route: ApiRoute
+    run: RunContext
 
     def request(self, dialog: list[DialogMessage]) -> dict[str, Any]:
+        route = self.run.route
         body: dict[str, Any] = {
-            "model": self.route.model_id(self.model),
+            "model": route.model_id(self.model),
             "max_tokens": MAX_TOKENS,
             "system": system_prompt(self.settings),
             "messages": simulator_messages(dialog),
         }
-        if self.route.backend == "bedrock":
+        if route.backend == "bedrock":
             body["extra_body"] = {"anthropic_version": BEDROCK_ANTHROPIC_VERSION}
         return body
 
     def next_message(self, dialog: list[DialogMessage]) -> Utterance:
-        missing = self.route.missing_credentials()
+        missing = self.run.route.missing_credentials()
         if missing:
             raise RuntimeError(missing)
-        message = self.route.client(MAX_RETRIES, CALL_TIMEOUT_S).messages.create(**self.request(dialog))
+        message = self.run.model_client(MAX_RETRIES, CALL_TIMEOUT_S).messages.create(**self.request(dialog))
         text = "\n".join(block.text for block in message.content if getattr(block, "type", None) == "text")
         return Utterance(text, message.usage.input_tokens, message.usage.output_tokens)
 
@@ -134,7 +138,7 @@ class RecordedUser:
         return Utterance(self.messages[self.said - 1])
 
 
-def simulated_user(task: Task, recorded: list[str] | None) -> SimulatedUser:
+def simulated_user(task: Task, recorded: list[str] | None, run: RunContext) -> SimulatedUser:
     """The recorded user of a replay, else the model on the run's route (the agent's model for claude-code)."""
     settings = task.simulation
     assert settings is not None
@@ -142,7 +146,7 @@ def simulated_user(task: Task, recorded: list[str] | None) -> SimulatedUser:
         return RecordedUser(recorded, settings.stop_token)
     agent = task.agent
     model = agent.model if agent.resolved_type == "claude-code" and agent.model else DEFAULT_SIMULATOR_MODEL
-    return ModelUser(settings, model, current_route())
+    return ModelUser(settings, model, run)
 
 
 # ----------------------------------------------------------------------------- the loop

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..early_stop import Watcher
 from ..limits import COST_BUDGET_EXCEEDED, BudgetTracker
@@ -14,6 +14,9 @@ from ..models.agent import AgentConfig
 from ..models.limits import RunLimits
 from ..results import TurnRecord
 from ..sandbox.tempdir import TempdirSandbox
+
+if TYPE_CHECKING:
+    from ..run_context import RunContext
 
 StopReason = Literal[
     "completed", "max_turns", "task_timeout", "turn_timeout", "token_budget", "cost_budget", "early_stop", "error"
@@ -33,6 +36,7 @@ class AgentInput:
     # A simulated dialog: called after each completed exchange with the output so far, it returns the user's
     # next message (None: the dialog is over). None: a single-shot run, one exchange.
     dialog: Callable[[AgentOutput], str | None] | None = None
+    run: RunContext = field(kw_only=True)  # the run's context: its model route and credentials
 
     def next_message(self, output: AgentOutput) -> str | None:
         """The user's next message after a completed exchange (None: the conversation is over)."""

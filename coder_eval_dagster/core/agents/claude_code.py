@@ -23,15 +23,16 @@ import asyncio
 import json
 import shutil
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
 from ..limits import BudgetTracker
 from ..results import ToolCallRecord, TurnRecord
-from ..routing import ApiRoute, RouteError, current_route
+from ..routing import ApiRoute, RouteError
 from ..secrets import redact
 from .base import AgentInput, AgentOutput
-from .isolation import PASSED_THROUGH, agent_home, base_environment, write_wrapper
+from .isolation import PASSED_THROUGH, agent_home, base_environment, bypass_proxies, write_wrapper
 
 SDK_VARIABLES = (
     "CLAUDE_CODE_ENTRYPOINT",
@@ -45,6 +46,7 @@ SDK_VARIABLES = (
 # Retry tuning, passed like the locale and proxies (the credentials and endpoints come from the route).
 PASS_THROUGH = (*PASSED_THROUGH, "CLAUDE_CODE_MAX_RETRIES", "API_TIMEOUT_MS")
 OUTPUT_CHARS = 2000
+STDERR_LINES = 20
 
 
 def bundled_cli() -> str:
@@ -71,6 +73,7 @@ def cli_environment(sandbox_env: dict[str, str], home: Path, route: ApiRoute) ->
     )
     env["IS_SANDBOX"] = "1"  # it runs as root of its namespace, and refuses bypassPermissions as root otherwise
     env.update(route.cli_environment())
+    bypass_proxies(env, route.base_url)
     return env
 
 
@@ -88,6 +91,16 @@ class Session:
         self.streaming: str | None = None  # the assistant message id being streamed
         self.budgeted = 0  # turns already added to the budget
         self.cost_reported = 0.0  # the session's cumulative cost so far (the SDK reports it cumulatively)
+        self.stderr: deque[str] = deque(maxlen=STDERR_LINES)  # the CLI's last words, for an error's reason
+
+    def on_stderr(self, line: str) -> None:
+        """The CLI's stderr is kept, not printed: ten agents at once would bury the progress display."""
+        self.stderr.append(line.rstrip())
+
+    def failure(self, exc: BaseException) -> str:
+        """Why the agent failed: the exception, and what the CLI said last on stderr."""
+        said = "; ".join(line for line in self.stderr if line)
+        return redact(f"{type(exc).__name__}: {exc}" + (f" (CLI stderr: {said})" if said else ""))
 
     # ----------------------------------------------------------------- hooks
 
@@ -236,11 +249,11 @@ class Session:
         return self.output.conclude(self.budget, breach, self.stop_requested, self.input.limits.max_turns)
 
 
-def build_options(agent_input: AgentInput, session: Session, home: Path) -> Any:
+def build_options(agent_input: AgentInput, session: Session, home: Path, route: ApiRoute) -> Any:
+    """The SDK's options; ``route`` is the run's as the CLI gets it (through the model proxy)."""
     from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
 
     config, limits = agent_input.config, agent_input.limits
-    route = current_route()
     env = cli_environment(agent_input.sandbox.environment(), home, route)
     settings = config.claude_settings
     if isinstance(settings, dict):
@@ -264,6 +277,7 @@ def build_options(agent_input: AgentInput, session: Session, home: Path) -> Any:
         settings=settings,
         hooks=hooks,
         include_partial_messages=True,  # type: ignore[arg-type]
+        stderr=session.on_stderr,
         cli_path=str(
             write_wrapper(
                 home,
@@ -316,9 +330,10 @@ async def _converse(agent_input: AgentInput, session: Session, options: Any) -> 
 
 async def run(agent_input: AgentInput) -> AgentOutput:
     session = Session(agent_input)
-    with agent_home("coder-eval-claude-") as home:
+    proxied = agent_input.run.agent_route(agent_input.sandbox.model_proxy_host())
+    with agent_home("coder-eval-claude-") as home, proxied as route:
         try:
-            options = build_options(agent_input, session, home)
+            options = build_options(agent_input, session, home, route)
             conversation = _converse(agent_input, session, options)
             breach = await asyncio.wait_for(conversation, timeout=agent_input.conversation_limit())
             return session.finish(breach)
@@ -330,5 +345,5 @@ async def run(agent_input: AgentInput) -> AgentOutput:
         except Exception as exc:  # an SDK or API failure ends this task as ERROR, never the run
             output = session.finish(None)
             output.stop_reason = "error"
-            output.error = redact(f"{type(exc).__name__}: {exc}")
+            output.error = session.failure(exc)
             return output

@@ -25,12 +25,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import credentials
 from ..limits import BudgetTracker
+from ..model_proxy import Grant, Upstream
 from ..results import ToolCallRecord, TurnRecord
 from ..secrets import redact
 from .base import AgentInput, AgentOutput
-from .isolation import PASSED_THROUGH, agent_home, base_environment, write_wrapper
+from .isolation import PASSED_THROUGH, agent_home, base_environment, bypass_proxies, write_wrapper
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 OUTPUT_CHARS = 2000
@@ -56,19 +56,25 @@ class CodexRouteError(Exception):
     pass
 
 
-def _environment(agent_input: AgentInput, home: Path) -> dict[str, str]:
-    key = credentials.get("CODEX_API_KEY")
+def upstream(agent_input: AgentInput) -> Upstream:
+    """Where Codex's requests go (CODEX_BASE_URL, else OpenAI), keyed by CODEX_API_KEY: the model proxy's side."""
+    key = agent_input.run.credentials.get("CODEX_API_KEY")
     if not key:
         raise CodexRouteError("the codex agent needs CODEX_API_KEY (and optionally CODEX_BASE_URL)")
+    return Upstream(os.environ.get("CODEX_BASE_URL") or DEFAULT_BASE_URL, "authorization", f"Bearer {key}")
+
+
+def _environment(agent_input: AgentInput, home: Path, grant: Grant) -> dict[str, str]:
+    """The Codex CLI's environment: its home, and the grant's token where its key would be."""
     env = base_environment(agent_input.sandbox.environment(), home, PASSED_THROUGH)
-    env.update({"CODEX_HOME": str(home / ".codex"), "CODEX_API_KEY": key})
+    env.update({"CODEX_HOME": str(home / ".codex"), "CODEX_API_KEY": grant.token})
+    bypass_proxies(env, grant.base_url)
     return env
 
 
-def _write_config(home: Path, model: str | None) -> None:
+def _write_config(home: Path, model: str | None, base_url: str) -> None:
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True)
-    base_url = os.environ.get("CODEX_BASE_URL") or DEFAULT_BASE_URL
     model_line = f'model = "{model}"' if model else ""
     (codex_home / "config.toml").write_text(CONFIG_TOML.format(model=model_line, base_url=base_url), encoding="utf-8")
 
@@ -173,12 +179,12 @@ async def _exchange(thread: Any, agent_input: AgentInput, session: CodexSession,
             break
 
 
-async def _converse(agent_input: AgentInput, session: CodexSession, home: Path) -> None:
+async def _converse(agent_input: AgentInput, session: CodexSession, home: Path, grant: Grant) -> None:
     """The exchanges of one thread: the prompt, then each user message of a dialog, until it ends."""
     from codex_cli_bin import bundled_codex_path
     from openai_codex import AsyncCodex, CodexConfig, Sandbox
 
-    env = _environment(agent_input, home)
+    env = _environment(agent_input, home, grant)
     wrapper = write_wrapper(
         home,
         agent_input.sandbox.agent_command(home, str(bundled_codex_path())),
@@ -202,8 +208,11 @@ async def run(agent_input: AgentInput) -> AgentOutput:
     session = CodexSession(agent_input)
     with agent_home("coder-eval-codex-") as home:
         try:
-            _write_config(home, agent_input.config.model)
-            await asyncio.wait_for(_converse(agent_input, session, home), timeout=agent_input.conversation_limit())
+            host = agent_input.sandbox.model_proxy_host()
+            with agent_input.run.grant(upstream(agent_input), host) as grant:
+                _write_config(home, agent_input.config.model, grant.base_url)
+                conversation = _converse(agent_input, session, home, grant)
+                await asyncio.wait_for(conversation, timeout=agent_input.conversation_limit())
             return session.finish()
         except TimeoutError:
             output, which = session.finish(), agent_input.expired_limit()

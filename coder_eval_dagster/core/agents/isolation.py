@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 # Passed to an agent when the caller sets them: the locale, and the proxy of
 # the caller's network (a gateway to the model API goes through it too).
@@ -45,6 +46,16 @@ def agent_home(prefix: str) -> Iterator[Path]:
         yield home
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def bypass_proxies(env: dict[str, str], base_url: str | None) -> None:
+    """The model proxy (the grant's base URL) is reached directly, never through the caller's HTTP(S)_PROXY."""
+    host = urlsplit(base_url).hostname if base_url else None
+    if host is None:
+        return
+    for name in ("NO_PROXY", "no_proxy"):
+        listed = [entry for entry in env.get(name, "").split(",") if entry]
+        env[name] = ",".join(listed if host in listed else [*listed, host])
 
 
 def base_environment(sandbox_env: dict[str, str], home: Path, names: tuple[str, ...]) -> dict[str, str]:

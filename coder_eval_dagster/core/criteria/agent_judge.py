@@ -15,6 +15,7 @@ import json
 import shutil
 import tempfile
 import time
+from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -22,8 +23,8 @@ from pydantic import Field, field_validator
 
 from ..models.agent import AgentConfig
 from ..models.base import rule_error
-from ..routing import current_route
 from ..sandbox import containment
+from ..sandbox.tempdir import LOOPBACK
 from ..sandbox.templates import copy_template_dir, effective_ignore_patterns
 from .context import Outcome
 from .judge_base import JudgeBase
@@ -32,7 +33,6 @@ from .judging import (
     DEFAULT_JUDGE_MODEL,
     JudgeRun,
     VerdictError,
-    judge_slot,
     judge_usage,
     render_prompt,
     truncated,
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ..check_context import CheckContext
     from ..routing import ApiRoute
 
+STDERR_LINES = 20
 JUDGE_TOOLS = ["Bash", "Read", "Glob", "Grep"]
 WRITE_TOOLS = ["Write", "Edit", "MultiEdit", "NotebookEdit"]
 FLOOR_IGNORES = [".claude", ".mcp.json", "_reference"]
@@ -124,6 +125,10 @@ class Transcript:
         self.lines: list[str] = []
         self.texts: list[str] = []
         self.result: Any = None
+        self.stderr: deque[str] = deque(maxlen=STDERR_LINES)  # kept for a failure's reason, never printed
+
+    def on_stderr(self, line: str) -> None:
+        self.stderr.append(line.rstrip())
 
     def add(self, message: Any) -> None:
         from claude_agent_sdk import (
@@ -156,7 +161,13 @@ class Transcript:
 
 
 def build_options(
-    config: AgentConfig, criterion: AgentJudge, route: ApiRoute, workspace: Path, home: Path, launcher: list[str]
+    config: AgentConfig,
+    criterion: AgentJudge,
+    route: ApiRoute,
+    workspace: Path,
+    home: Path,
+    launcher: list[str],
+    transcript: Transcript,
 ) -> Any:
     from claude_agent_sdk import ClaudeAgentOptions
 
@@ -179,6 +190,7 @@ def build_options(
         "setting_sources": [],
         "strict_mcp_config": True,
         "cli_path": str(write_wrapper(home, bundled_cli(), [*env, *SDK_VARIABLES], launcher)),
+        "stderr": transcript.on_stderr,
     }
     return ClaudeAgentOptions(**{**config.sdk_options, **managed})
 
@@ -192,7 +204,7 @@ async def converse(options: Any, prompt: str, transcript: Transcript) -> None:
             transcript.add(message)
 
 
-def run_agent(run: JudgeRun, criterion: AgentJudge, ctx: CheckContext, route: ApiRoute) -> None:
+def run_agent(run: JudgeRun, criterion: AgentJudge, ctx: CheckContext) -> None:
     """The judge agent in a copy of the sandbox (removed afterwards); its verdict and spend into ``run``."""
     from ..agents.isolation import agent_home
 
@@ -203,15 +215,17 @@ def run_agent(run: JudgeRun, criterion: AgentJudge, ctx: CheckContext, route: Ap
     try:
         workspace = scratch / "workspace"
         copy_template_dir(ctx.sandbox.root, workspace, ".", effective_ignore_patterns(config.ignore_patterns))
-        with agent_home("coder-eval-judge-") as home, judge_slot():
+        proxied = ctx.run.agent_route(LOOPBACK)  # the judge runs on this machine, whatever the task's driver
+        with agent_home("coder-eval-judge-") as home, ctx.run.judges.slot(), proxied as route:
             # its own process namespace, like an agent's: nothing it starts outlives it or sees the harness
             launcher = containment.agent_launcher(scratch, workspace)
-            options = build_options(config, criterion, route, workspace, home, launcher)
+            options = build_options(config, criterion, route, workspace, home, launcher, transcript)
             asyncio.run(asyncio.wait_for(converse(options, run.prompt, transcript), criterion.turn_timeout))
     except TimeoutError:
         run.error = f"the judge agent exceeded turn_timeout ({criterion.turn_timeout:g} s)"
     except Exception as exc:  # the CLI missing or failing, an SDK error: this criterion scores 0
-        run.error = f"the judge agent failed: {type(exc).__name__}: {exc}"
+        said = "; ".join(line for line in transcript.stderr if line)
+        run.error = f"the judge agent failed: {type(exc).__name__}: {exc}" + (f" (CLI stderr: {said})" if said else "")
     finally:
         containment.release(scratch)
         shutil.rmtree(scratch, ignore_errors=True)
@@ -234,12 +248,12 @@ def record_result(run: JudgeRun, transcript: Transcript, seconds: float) -> None
 
 @checks(AgentJudge)
 def check(criterion: AgentJudge, ctx: CheckContext) -> Outcome:
-    route = ctx.route or current_route()
+    route = ctx.run.route
     missing = route.missing_credentials()
     if missing:  # fail fast at dispatch, without starting the CLI
         return Outcome(0.0, error=missing)
     prompt, notes = render_prompt(criterion, ctx, CLOSING)
     model = route.model_id((criterion.agent and criterion.agent.model) or DEFAULT_JUDGE_MODEL)
     run = JudgeRun(model, SYSTEM_PROMPT, prompt, notes)
-    run_agent(run, criterion, ctx, route)
+    run_agent(run, criterion, ctx)
     return run.outcome(criterion, ctx)

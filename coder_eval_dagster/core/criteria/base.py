@@ -28,6 +28,8 @@ class CriterionBase(StrictModel):
 
     # Criteria reading the agent trajectory cannot run under `agent: {type: none}`.
     needs_agent: ClassVar[bool] = False
+    # Criteria that call a model (the judges) go through the run's API route.
+    calls_model: ClassVar[bool] = False
 
     description: str = Field(min_length=1)
     weight: float = Field(default=1.0, ge=0)

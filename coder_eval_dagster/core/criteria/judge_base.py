@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import Field
 
 from .base import CriterionBase
 
 
 class JudgeBase(CriterionBase):
+    calls_model: ClassVar[bool] = True
+
     prompt: str = Field(min_length=1)
     files: list[str] = Field(default_factory=list)
     include_reference: bool = False

@@ -1,4 +1,4 @@
-"""What the two judges share: the rendered grading prompt, the verdict's score, spend, transcripts, the limiter.
+"""What the two judges share: the rendered grading prompt, the verdict's score, spend, transcripts.
 
 Every block the agent could have influenced (files, its output, its tool
 calls, the dialog) is wrapped as UNTRUSTED DATA, so that instructions planted
@@ -8,16 +8,13 @@ in it read as evidence, not as orders to the judge.
 from __future__ import annotations
 
 import math
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from ..run_spec import DEFAULT_JUDGE_CONCURRENCY  # one default for the CLI and the limiter
 from .context import Outcome, scrub
 
 if TYPE_CHECKING:
@@ -42,33 +39,6 @@ DIALOG_GUARD = (
 
 class VerdictError(ValueError):
     """The judge's verdict cannot be scored (missing, malformed or out-of-range score)."""
-
-
-# ----------------------------------------------------------------------------- concurrency
-
-
-_slots = threading.BoundedSemaphore(DEFAULT_JUDGE_CONCURRENCY)
-_width = DEFAULT_JUDGE_CONCURRENCY
-
-
-def set_judge_concurrency(width: int) -> None:
-    """How many judge calls the whole process makes at once (``--judge-concurrency``); set before scoring."""
-    global _slots, _width
-    if width < 1:
-        raise ValueError(f"judge concurrency must be at least 1, not {width}")
-    _slots, _width = threading.BoundedSemaphore(width), width
-
-
-def judge_concurrency() -> int:
-    return _width
-
-
-@contextmanager
-def judge_slot() -> Iterator[None]:
-    """Hold one of the process-wide judge slots for the duration of a judge call."""
-    slots = _slots
-    with slots:
-        yield
 
 
 # ----------------------------------------------------------------------------- prompt

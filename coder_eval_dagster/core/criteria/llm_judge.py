@@ -14,14 +14,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from ..routing import BEDROCK_ANTHROPIC_VERSION, current_route
+from ..routing import BEDROCK_ANTHROPIC_VERSION
 from .context import Outcome
 from .judge_base import JudgeBase
 from .judging import (
     DEFAULT_JUDGE_MODEL,
     JudgeRun,
     VerdictError,
-    judge_slot,
     judge_usage,
     list_price,
     render_prompt,
@@ -31,6 +30,7 @@ from .registry import checks
 if TYPE_CHECKING:
     from ..check_context import CheckContext
     from ..routing import ApiRoute
+    from ..run_context import RunContext
 
 MAX_RETRIES = 3  # 429/529/5xx/connection errors: exponential backoff from 0.5 s, capped at 8 s (the SDK's)
 CALL_TIMEOUT_S = 300.0
@@ -87,14 +87,15 @@ def tool_verdict(message: Any) -> dict[str, Any]:
     raise VerdictError(f"the judge returned no verdict (no {VERDICT_TOOL} tool call; stop_reason {stop})")
 
 
-def call_model(run: JudgeRun, criterion: LlmJudge, route: ApiRoute) -> None:
+def call_model(run: JudgeRun, criterion: LlmJudge, context: RunContext) -> None:
     """The model call and its verdict into ``run`` (an API failure or a bad verdict sets its error)."""
     import anthropic
 
     started = time.monotonic()
+    body = request(criterion, context.route, run.prompt)
     try:
-        with judge_slot():
-            message = route.client(MAX_RETRIES, CALL_TIMEOUT_S).messages.create(**request(criterion, route, run.prompt))
+        with context.judges.slot():
+            message = context.model_client(MAX_RETRIES, CALL_TIMEOUT_S).messages.create(**body)
     except anthropic.APIError as exc:
         run.usage = judge_usage(0, 0, None, time.monotonic() - started)
         run.error = f"judge call failed: {type(exc).__name__}: {exc}"
@@ -113,11 +114,11 @@ def call_model(run: JudgeRun, criterion: LlmJudge, route: ApiRoute) -> None:
 
 @checks(LlmJudge)
 def check(criterion: LlmJudge, ctx: CheckContext) -> Outcome:
-    route = ctx.route or current_route()
+    route = ctx.run.route
     missing = route.missing_credentials()
     if missing:  # fail fast at dispatch, without calling out
         return Outcome(0.0, error=missing)
     prompt, notes = render_prompt(criterion, ctx, CLOSING)
     run = JudgeRun(route.model_id(criterion.model), SYSTEM_PROMPT, prompt, notes)
-    call_model(run, criterion, route)
+    call_model(run, criterion, ctx.run)
     return run.outcome(criterion, ctx)

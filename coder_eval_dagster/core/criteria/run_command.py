@@ -61,7 +61,11 @@ def _score_line(stdout: str) -> tuple[float | None, list[str]]:
 def check(criterion: RunCommand, ctx: CheckContext) -> Outcome:
     run = ctx.sandbox.run(criterion.command, criterion.timeout)
     details = {"exit_code": run.exit_code, "stdout": run.stdout[-4000:], "stderr": run.stderr[-4000:]}
-    if run.error:
+    if run.oom_killed:
+        details["oom_killed"] = True
+    # The guide's rule is the exit code: an OOM kill's code the author expected is a pass, not an error.
+    expected_code = 0 if criterion.score_from_stdout else criterion.expected_exit_code
+    if run.error and not (run.oom_killed and run.exit_code == expected_code):
         return Outcome(0.0, details, error=run.error)
     if criterion.score_from_stdout:
         score, rest = _score_line(run.stdout)

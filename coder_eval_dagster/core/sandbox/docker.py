@@ -47,10 +47,11 @@ from .engine import (
     owner_label,
     remove_container,
     require_image,
+    sdk,
     sweep_orphans,
 )
-from .process import INTERRUPTED, CommandRun, read_capped
-from .tempdir import VENV_TIMEOUT_S, TempdirSandbox
+from .process import INTERRUPTED_ERROR, CommandRun, Interrupt, read_capped
+from .tempdir import LOOPBACK, VENV_TIMEOUT_S, TempdirSandbox
 from .templates import TemplateError
 
 log = logging.getLogger(__name__)
@@ -99,10 +100,15 @@ class DockerSandbox(TempdirSandbox):
     """A TempdirSandbox whose commands, venv and agent tools run inside its own container."""
 
     def __init__(
-        self, root: Path, config: SandboxConfig, cache_dir: Path | None = None, labels: dict[str, str] | None = None
+        self,
+        root: Path,
+        config: SandboxConfig,
+        cache_dir: Path | None = None,
+        labels: dict[str, str] | None = None,
+        interrupt: Interrupt | None = None,
     ):
         # the engine needs absolute paths to bind-mount (a run folder may be given relative)
-        super().__init__(root.absolute(), config, cache_dir.absolute() if cache_dir is not None else None)
+        super().__init__(root.absolute(), config, cache_dir.absolute() if cache_dir is not None else None, interrupt)
         self.labels = labels or {}
         self.image = config.image or default_image()
 
@@ -225,7 +231,7 @@ class DockerSandbox(TempdirSandbox):
             labels=self._labels(),
             **self._limits(),
         )
-        _register_for_exit()
+        _register_for_exit(self.interrupt)
         (self.folder / STATE_FILE).write_text(json.dumps({"id": container.id, "image": self.image}), encoding="utf-8")
         container.start()
         return container.id
@@ -250,6 +256,13 @@ class DockerSandbox(TempdirSandbox):
     def agent_launcher(self) -> list[str]:
         """Nothing to prefix: the container is the agent's confinement (``agent_command`` enters it)."""
         return []
+
+    def model_proxy_host(self) -> str:
+        """Where the CLI in the container reaches this machine: loopback on the host's network, else the
+        bridge's gateway (the model proxy then also listens there; other hosts cannot reach that address)."""
+        if self.config.network != "bridge":
+            return LOOPBACK
+        return str(client().networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"])
 
     def agent_command(self, home: Path, cli: str) -> str:
         """A launcher running ``cli`` in the container (see docker_attach), with ``home`` copied in at its path."""
@@ -283,8 +296,8 @@ class DockerSandbox(TempdirSandbox):
 
     def run_unlimited(self, command: str, timeout: float) -> CommandRun:
         """One shell command in the container, killed with its process group at ``timeout``."""
-        if INTERRUPTED.is_set():
-            return CommandRun(command=command, error="not started: the run was interrupted")
+        if self.interrupt.is_set():
+            return CommandRun(command=command, error=INTERRUPTED_ERROR)
         start = time.perf_counter()
         try:
             container = self.container_id()
@@ -323,6 +336,7 @@ class DockerSandbox(TempdirSandbox):
         elif stopped:
             result.error = "stopped: the run was interrupted (container removed)"
         elif exit_code == OOM_EXIT and self._oom_killed():
+            result.oom_killed = True
             result.error = (
                 f"killed by the out-of-memory killer (OOMKilled): the command exceeded "
                 f"sandbox.limits.max_memory_mb={self.config.limits.max_memory_mb}"
@@ -336,7 +350,7 @@ class DockerSandbox(TempdirSandbox):
             state = api.exec_inspect(exec_id)
             if not state["Running"] and state["ExitCode"] is not None:
                 return state["ExitCode"], None
-            stop = "interrupted" if INTERRUPTED.is_set() else "timeout" if time.perf_counter() > deadline else None
+            stop = "interrupted" if self.interrupt.is_set() else "timeout" if time.perf_counter() > deadline else None
             if stop:
                 self.close()
                 return None, stop
@@ -354,21 +368,20 @@ class DockerSandbox(TempdirSandbox):
 
 
 def _running(container_id: str) -> bool:
-    import docker.errors
-
+    errors = sdk().errors
     try:
         return bool(client().api.inspect_container(container_id)["State"]["Running"])
-    except docker.errors.NotFound:
+    except errors.NotFound:
         return False
 
 
-def remove_own_containers() -> None:
+def remove_own_containers(interrupt: Interrupt) -> None:
     """At the exit of an interrupted run: remove every sandbox container this process created and did not close.
 
     Only when interrupted: a process that runs one stage of a run (a Dagster step) leaves its
     containers to the evaluations' later stages, which may run in another process.
     """
-    if not INTERRUPTED.is_set():
+    if not interrupt.is_set():
         return
     with contextlib.suppress(Exception):
         for container in labelled_containers(f"{LABEL_OWNER}={owner_label()}"):
@@ -376,5 +389,5 @@ def remove_own_containers() -> None:
 
 
 @functools.cache
-def _register_for_exit() -> None:
-    atexit.register(remove_own_containers)
+def _register_for_exit(interrupt: Interrupt) -> None:
+    atexit.register(remove_own_containers, interrupt)

@@ -2,7 +2,8 @@
 
 The engine is the one ``DOCKER_HOST`` names (default: the local socket). Every
 failure to reach it or to find the image becomes an ``EngineError`` whose one
-line names the fix, never a traceback.
+line names the fix, never a traceback; so does a missing docker extra, since
+every use of the docker SDK imports it through :func:`sdk`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import threading
 from collections.abc import Iterable
 from importlib.metadata import version
+from types import ModuleType
 from typing import Any
 
 IMAGE_ENV = "CODER_EVAL_DOCKER_IMAGE"
@@ -32,6 +34,20 @@ class EngineError(Exception):
     """The engine or the image is unavailable: the evaluation ends as ERROR with this one line."""
 
 
+class MissingExtraError(EngineError):
+    """The docker SDK is not installed: an installation problem (the image commands exit 2 on it)."""
+
+
+def sdk() -> ModuleType:
+    """The docker SDK (with ``docker.errors``), imported on first use so that start-up stays light."""
+    try:
+        import docker
+        import docker.errors
+    except ImportError:
+        raise MissingExtraError("the docker extra is not installed: pip install 'coder-eval-dagster[docker]'") from None
+    return docker
+
+
 def default_image() -> str:
     """``CODER_EVAL_DOCKER_IMAGE``, else ``coder-eval-sandbox:<package version>``."""
     return os.environ.get(IMAGE_ENV) or f"coder-eval-sandbox:{version('coder-eval-dagster')}"
@@ -48,12 +64,7 @@ def default_docker_image(row_tasks: Iterable[Any], image: str | None) -> None:
 @functools.cache
 def client() -> Any:
     """A client of the engine DOCKER_HOST names, checked once per process."""
-    try:
-        import docker
-    except ImportError:
-        raise EngineError(
-            "the docker driver needs the docker extra: pip install 'coder-eval-dagster[docker]'"
-        ) from None
+    docker = sdk()
     where = os.environ.get("DOCKER_HOST") or "the default socket"
     try:
         engine = docker.from_env(timeout=API_TIMEOUT_S, max_pool_size=MAX_CONNECTIONS)
@@ -66,11 +77,10 @@ def client() -> Any:
 
 
 def require_image(name: str) -> None:
-    import docker.errors
-
+    errors = sdk().errors
     try:
         client().images.get(name)
-    except docker.errors.ImageNotFound:
+    except errors.ImageNotFound:
         raise EngineError(
             f"sandbox image {name} not found on the engine: run `coder-eval sandbox build` "
             f"(or set sandbox.image / {IMAGE_ENV})"
@@ -121,12 +131,11 @@ def labelled_containers(label: str) -> list[dict[str, Any]]:
 
 def remove_container(container_id: str) -> None:
     """Kill and remove a container; one already gone is fine."""
-    import docker.errors
-
+    errors = sdk().errors
     try:
         client().api.remove_container(container_id, force=True, v=True)
-    except docker.errors.NotFound:
+    except errors.NotFound:
         pass
-    except docker.errors.APIError as exc:
+    except errors.APIError as exc:
         if "already in progress" not in str(exc):
             raise

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -24,12 +24,7 @@ OUTPUT_CAP_BYTES = 100 * 1024  # per stream: the first and the last half are kep
 # background daemon holds the pipe open: it is read on, and dropped, until it ends).
 DRAIN_GRACE_S = 0.2
 POLL_S = 0.05  # without pidfds (old kernels): how often the exit is checked
-# Process groups of the commands running now, so that an interrupted run can
-# stop them at once instead of waiting for them; once interrupted, no new
-# command starts in this process.
-_running: set[int] = set()
-_running_lock = threading.Lock()
-INTERRUPTED = threading.Event()
+INTERRUPTED_ERROR = "not started: the run was interrupted"
 
 
 class CommandRun(BaseModel):
@@ -41,6 +36,8 @@ class CommandRun(BaseModel):
     stderr: str = ""
     duration_s: float = 0.0
     timed_out: bool = False
+    # set by a driver that can tell (docker): the exit code is the kill's, which a criterion may expect
+    oom_killed: bool = False
     error: str | None = None
 
     @property
@@ -169,14 +166,43 @@ def _exits_within(process: subprocess.Popen[bytes] | Spawned, exit_fd: int | Non
     return readable_within(exit_fd, timeout)
 
 
-def interrupt_all() -> None:
-    """Stop every running command's process group and every evaluation's processes now, and start no new one."""
-    with _running_lock:
-        INTERRUPTED.set()
-        groups = list(_running)
-    for pgid in groups:
-        kill_group(pgid)
-    release_all()
+class Interrupt:
+    """A run's interrupt flag, and the process groups of its commands running now.
+
+    Raised (Ctrl-C, a terminated Dagster step), it stops them at once instead
+    of waiting for them, ends every evaluation's processes, and no new command
+    starts. It travels in the run context to every sandbox of the run.
+    """
+
+    def __init__(self) -> None:
+        self._raised = threading.Event()
+        self._running: set[int] = set()
+        self._lock = threading.Lock()
+
+    def is_set(self) -> bool:
+        return self._raised.is_set()
+
+    def raise_now(self) -> None:
+        with self._lock:
+            self._raised.set()
+            groups = list(self._running)
+        for pgid in groups:
+            kill_group(pgid)
+        release_all()
+
+    def start(self, begin: Callable[[], subprocess.Popen[bytes] | Spawned]) -> subprocess.Popen[bytes] | Spawned | None:
+        """``begin()`` a command and track its group, as one step: an interruption either sees it or stops it
+        starting (None)."""
+        with self._lock:
+            if self._raised.is_set():
+                return None
+            process = begin()
+            self._running.add(process.pid)
+            return process
+
+    def finished(self, pid: int) -> None:
+        with self._lock:
+            self._running.discard(pid)
 
 
 def kill_group(pgid: int) -> None:
@@ -188,11 +214,12 @@ def run_shell(
     command: str,
     cwd: Path,
     timeout: float,
+    interrupt: Interrupt,
     env: dict[str, str] | None = None,
     launcher: Sequence[str] | Spawner = (),
 ) -> CommandRun:
     """Run ``command`` with ``/bin/sh -c`` in its own process group, through ``launcher`` (into a namespace:
-    an argv prefix or the namespace's spawner).
+    an argv prefix or the namespace's spawner); none starts once the run's ``interrupt`` is raised.
 
     Output is read from pipes as it comes, capped in memory (nothing goes to
     disk). A command that starts a background daemon (``server &``) returns
@@ -200,35 +227,34 @@ def run_shell(
     (see ``containment``). On timeout the whole group is killed.
     """
     start = time.perf_counter()
-    # check, start and register as one step: an interruption either sees this command or stops it starting
-    with _running_lock:
-        if INTERRUPTED.is_set():
-            return CommandRun(command=command, error="not started: the run was interrupted")
-        argv = ["/bin/sh", "-c", command]
-        try:
-            if isinstance(launcher, Spawner):
-                process: subprocess.Popen[bytes] | Spawned = launcher.spawn(argv, cwd, env)
-            else:
-                process = subprocess.Popen(
-                    [*launcher, *argv],
-                    cwd=cwd,
-                    env=env,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                )
-        except (OSError, ValueError, SpawnError) as exc:  # ValueError: a NUL character in the command
-            return CommandRun(command=command, error=f"could not start: {exc}")
-        _running.add(process.pid)
+    argv = ["/bin/sh", "-c", command]
+
+    def begin() -> subprocess.Popen[bytes] | Spawned:
+        if isinstance(launcher, Spawner):
+            return launcher.spawn(argv, cwd, env)
+        return subprocess.Popen(
+            [*launcher, *argv],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    try:
+        process = interrupt.start(begin)
+    except (OSError, ValueError, SpawnError) as exc:  # ValueError: a NUL character in the command
+        return CommandRun(command=command, error=f"could not start: {exc}")
+    if process is None:
+        return CommandRun(command=command, error=INTERRUPTED_ERROR)
     try:
         out, err, timed_out = _collect(process, timeout)
     except SpawnError as exc:  # the spawner died under the command: end it, report what happened
         kill_group(process.pid)
         return CommandRun(command=command, error=f"lost track of the command: {exc}")
     finally:
-        with _running_lock:
-            _running.discard(process.pid)
+        interrupt.finished(process.pid)
         process.stdout.close()  # type: ignore[union-attr]
         process.stderr.close()  # type: ignore[union-attr]
     return CommandRun(

@@ -18,17 +18,22 @@ from ..files import CRITERION_READ_CAP, read_text_capped
 from ..models.sandbox import SandboxConfig
 from ..secrets import sandbox_environment
 from . import containment
-from .process import CommandRun, run_shell
+from .process import CommandRun, Interrupt, run_shell
 from .templates import apply_sources, inside_sandbox, run_setup_step
 
 VENV_TIMEOUT_S = 600
+LOOPBACK = "127.0.0.1"
 
 
 class TempdirSandbox:
-    def __init__(self, root: Path, config: SandboxConfig, cache_dir: Path | None = None):
+    def __init__(
+        self, root: Path, config: SandboxConfig, cache_dir: Path | None = None, interrupt: Interrupt | None = None
+    ):
         self.root = root
         self.config = config
         self.cache_dir = cache_dir
+        # the run's interrupt (from its run context); a sandbox standing alone (a test, a notebook) has its own
+        self.interrupt = interrupt or Interrupt()
 
     @property
     def venv(self) -> Path | None:
@@ -80,6 +85,10 @@ class TempdirSandbox:
         limit = self.config.limits.timeout
         return min(requested, limit) if limit else requested
 
+    def model_proxy_host(self) -> str:
+        """Where an agent CLI started here reaches this machine (the model proxy): its own loopback."""
+        return LOOPBACK
+
     def agent_command(self, home: Path, cli: str) -> str:
         """The command that starts an agent CLI here: the CLI itself (the docker driver wraps it)."""
         return cli
@@ -93,7 +102,9 @@ class TempdirSandbox:
 
     def run(self, command: str, timeout: float) -> CommandRun:
         with containment.command_launcher(self.root.parent, self.root) as launcher:
-            return run_shell(command, self.root, self.command_timeout(timeout), self.environment(), launcher)
+            return run_shell(
+                command, self.root, self.command_timeout(timeout), self.interrupt, self.environment(), launcher
+            )
 
     def read_text(self, relative: str, cap: int = CRITERION_READ_CAP) -> tuple[str, bool]:
         """A sandbox file's first ``cap`` bytes as text, and whether the file was longer (regular files only)."""

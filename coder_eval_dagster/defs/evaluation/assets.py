@@ -21,17 +21,9 @@ from ...core.chunking import partitions_per_run
 from ...core.compare.plotted import suite_float_metadata
 from ...core.evaluation import RESULT_FILE, STATE_FILE, Evaluation, Phase, load_result, restore_checkpoint, run_phase
 from ...core.resolution import RowTask
-from ...core.routing import current_route, routing_line
-from ...core.runs import (
-    OpenRun,
-    cache_dir,
-    hand_over,
-    in_parallel,
-    plan_evaluations,
-    preload_tables,
-    summarize,
-    take_over,
-)
+from ...core.routing import routing_line
+from ...core.run_context import RunContext, uses_model_route
+from ...core.runs import OpenRun, cache_dir, in_parallel, plan_evaluations, preload_tables, summarize
 from ...core.sandbox.engine import default_docker_image
 from ...core.scoring import kept_for_rescore
 from .comparison import variant_comparison
@@ -85,10 +77,12 @@ def _why(run: OpenRun, variant_id: str) -> str:
     return ""
 
 
-def _evaluations(context: dg.AssetExecutionContext, settings: CoderEvalSettings, run: OpenRun) -> list[Evaluation]:
+def _evaluations(
+    context: dg.AssetExecutionContext, settings: CoderEvalSettings, run: OpenRun, run_context: RunContext
+) -> list[Evaluation]:
     row_tasks = _selected(context, run)
     default_docker_image(row_tasks, settings.docker_image)
-    return plan_evaluations(row_tasks, run.plan.run_id, run.folder, cache_dir(Path(settings.runs_dir)))
+    return plan_evaluations(row_tasks, run.plan.run_id, run.folder, cache_dir(Path(settings.runs_dir)), run_context)
 
 
 def _by_partition(evaluations: list[Evaluation]) -> dict[Any, list[Evaluation]]:
@@ -100,8 +94,10 @@ def _by_partition(evaluations: list[Evaluation]) -> dict[Any, list[Evaluation]]:
 
 
 @dg.asset(group_name=GROUP, description="The task, experiment and dataset files, loaded, validated and resolved.")
-def task_definitions(context: dg.AssetExecutionContext, settings: CoderEvalSettings) -> dg.MaterializeResult:
-    run = settings.open(context)
+def task_definitions(
+    context: dg.AssetExecutionContext, settings: CoderEvalSettings, run_context: dg.ResourceParam[RunContext]
+) -> dg.MaterializeResult:
+    run = settings.open(context, run_context)
     snapshot, spec = run.snapshot, run.plan.spec
     digest = hashlib.sha256(json.dumps(sorted(snapshot.fingerprints.items())).encode()).hexdigest()[:16]
     return dg.MaterializeResult(
@@ -123,8 +119,10 @@ def task_definitions(context: dg.AssetExecutionContext, settings: CoderEvalSetti
     deps=[task_definitions],
     description="One row-task under one variant: dataset row, variant merge, -D overrides applied.",
 )
-def resolved_tasks(context: dg.AssetExecutionContext, settings: CoderEvalSettings) -> dg.MaterializeResult:
-    row_tasks = _selected(context, settings.open(context))
+def resolved_tasks(
+    context: dg.AssetExecutionContext, settings: CoderEvalSettings, run_context: dg.ResourceParam[RunContext]
+) -> dg.MaterializeResult:
+    row_tasks = _selected(context, settings.open(context, run_context))
     add_partition_metadata(
         context,
         {
@@ -149,14 +147,16 @@ def resolved_tasks(context: dg.AssetExecutionContext, settings: CoderEvalSetting
     description="Per evaluation: a fresh sandbox, pre_run, the agent loop under its run limits; "
     "the final sandbox is preserved.",
 )
-def sandbox_runs(context: dg.AssetExecutionContext, settings: CoderEvalSettings) -> dg.MaterializeResult:
-    run = settings.open(context)
-    settings.apply_judge_settings()  # the agents take their API route from the same place
+def sandbox_runs(
+    context: dg.AssetExecutionContext, settings: CoderEvalSettings, run_context: dg.ResourceParam[RunContext]
+) -> dg.MaterializeResult:
+    run = settings.open(context, run_context)
     preload_tables()
     done = in_parallel(
-        lambda e: hand_over(run_phase(restore_checkpoint(e), "sandbox")),
-        _evaluations(context, settings, run),
+        lambda e: run_context.hand_over(run_phase(restore_checkpoint(e), "sandbox")),
+        _evaluations(context, settings, run, run_context),
         settings.workers(),
+        run_context.interrupt,
     )
     add_partition_metadata(
         context,
@@ -175,10 +175,11 @@ def _restore(evaluation: Evaluation, rescore: bool, only: list[str] | None) -> E
     """This process's hand-over from the sandbox step, else what was written.
 
     To rescore: the final task.json, keeping the results of the criteria a
-    ``--only-criteria`` rescore does not re-run.
+    ``--only-criteria`` rescore does not re-run. A TIMEOUT or a budget breach
+    has its criteria re-run like any other; only an ERROR keeps what it has.
     """
     if not rescore:
-        handed = take_over(evaluation)
+        handed = evaluation.context.take_over(evaluation)
         if handed is not None:
             return handed
         restore_checkpoint(evaluation)
@@ -189,7 +190,7 @@ def _restore(evaluation: Evaluation, rescore: bool, only: list[str] | None) -> E
     if path.exists():
         evaluation.result = load_result(path)
         evaluation.sandbox_ready = (evaluation.folder / "sandbox").is_dir()
-        if evaluation.result.error is None:
+        if not evaluation.ended:
             evaluation.result.criteria = kept_for_rescore(evaluation.result.criteria, set(only) if only else None)
     else:
         evaluation.fail("ERROR", f"no {RESULT_FILE}: this evaluation never finished")
@@ -201,13 +202,17 @@ def _restore(evaluation: Evaluation, rescore: bool, only: list[str] | None) -> E
     deps=[sandbox_runs],
     description="Criteria scores, post_run, task success and the per-task reports; re-materialize to re-score.",
 )
-def criteria_scores(context: dg.AssetExecutionContext, settings: CoderEvalSettings) -> dg.MaterializeResult:
-    run = settings.open(context)
-    width = settings.apply_judge_settings()  # judges wait on the API: the step runs at least as wide as they may
-    context.log.info(routing_line(current_route()))
+def criteria_scores(
+    context: dg.AssetExecutionContext, settings: CoderEvalSettings, run_context: dg.ResourceParam[RunContext]
+) -> dg.MaterializeResult:
+    run = settings.open(context, run_context)
+    width = max(settings.workers(), run_context.judges.width)  # judges wait on the API: as wide as they may run
     phase: Phase = "rescore" if settings.rescore else "scoring"
-    evaluations = [_restore(e, settings.rescore, settings.only_criteria) for e in _evaluations(context, settings, run)]
-    done = in_parallel(lambda e: run_phase(e, phase), evaluations, width)
+    planned = _evaluations(context, settings, run, run_context)
+    if uses_model_route(e.row_task for e in planned):
+        context.log.info(routing_line(run_context.route))
+    evaluations = [_restore(e, settings.rescore, settings.only_criteria) for e in planned]
+    done = in_parallel(lambda e: run_phase(e, phase), evaluations, width, run_context.interrupt)
     add_partition_metadata(context, {key: _report_metadata(group) for key, group in _by_partition(done).items()})
     return dg.MaterializeResult()
 
@@ -240,8 +245,10 @@ SUITE_CHECKS = [
     check_specs=SUITE_CHECKS,
     description="Suite metrics and thresholds; run.json, run.md and the Parquet tables of the run.",
 )
-def suite_metrics(context: dg.AssetExecutionContext, settings: CoderEvalSettings) -> dg.MaterializeResult:
-    run = settings.open(context)
+def suite_metrics(
+    context: dg.AssetExecutionContext, settings: CoderEvalSettings, run_context: dg.ResourceParam[RunContext]
+) -> dg.MaterializeResult:
+    run = settings.open(context, run_context)
     summary = summarize(run, Path(settings.runs_dir) / "tables")
     thresholds = [t for entry in summary.suite for t in entry.thresholds]
     succeeded = sum(r.success for r in summary.results)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
+from ...core.run_context import RunContext
 from .resources import CoderEvalSettings
 
 if TYPE_CHECKING:
@@ -62,8 +63,10 @@ def previous_run(instance: dg.DagsterInstance, current: "RunRows") -> "RunRows |
     check_specs=[REGRESSION_CHECK],
     description="Paired statistics of every variant against the experiment's first, on the run just finished.",
 )
-def variant_comparison(context: dg.AssetExecutionContext, settings: CoderEvalSettings) -> dg.MaterializeResult:
-    run_dir = settings.open(context).folder
+def variant_comparison(
+    context: dg.AssetExecutionContext, settings: CoderEvalSettings, run_context: dg.ResourceParam[RunContext]
+) -> dg.MaterializeResult:
+    run_dir = settings.open(context, run_context).folder
     if _single_variant(run_dir) and not _earlier_run_dirs(context.instance, run_dir):
         # Nothing to pair with: done without importing pandas and scipy (a second of every first run).
         return dg.MaterializeResult(

@@ -1,4 +1,4 @@
-"""The settings every asset of a run shares: the run spec, where results go, how wide."""
+"""What every asset of a run shares: its settings (the run spec, where results go, how wide) and its run context."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field, create_model
 
-from ...core.criteria.judging import DEFAULT_JUDGE_CONCURRENCY, set_judge_concurrency
 from ...core.resolution import resolve
-from ...core.routing import configure
-from ...core.run_spec import RunSpec
+from ...core.run_context import RunContext
+from ...core.run_spec import DEFAULT_JUDGE_CONCURRENCY, RunSpec
 from ...core.runs import OpenRun, default_concurrency, load_run, open_once, open_run
 from .deployment import refuse_sqlite_across_containers
 
@@ -46,15 +45,7 @@ class CoderEvalSettings(dg.ConfigurableResource):
     rescore: bool = False
     # The docker driver's image for tasks that name none (default: CODER_EVAL_DOCKER_IMAGE, then the built-in tag).
     docker_image: str | None = None
-    api_backend: str | None = None  # -b/--backend (None: API_BACKEND, else direct)
-    judge_concurrency: int = DEFAULT_JUDGE_CONCURRENCY  # judge calls at once across the scoring stage
     only_criteria: list[str] | None = None  # rescore: re-run only these criterion types, keep the others
-
-    def apply_judge_settings(self) -> int:
-        """Route and bound the judges of this process; the scoring stage's width (at least the judges')."""
-        configure(self.api_backend)
-        set_judge_concurrency(self.judge_concurrency)
-        return max(self.workers(), self.judge_concurrency)
 
     def workers(self) -> int:
         return self.concurrency if self.concurrency > 0 else default_concurrency()
@@ -62,12 +53,14 @@ class CoderEvalSettings(dg.ConfigurableResource):
     def run_spec(self) -> RunSpec:
         return RunSpec.model_validate(self.spec.model_dump())  # type: ignore[attr-defined]
 
-    def open(self, context: dg.AssetExecutionContext) -> OpenRun:
-        """The run's folder, plan and snapshot; a launched run's first step creates them."""
+    def open(self, context: dg.AssetExecutionContext, run: RunContext) -> OpenRun:
+        """The run's folder, plan and snapshot (read once per process); a launched run's first step creates them."""
         if self.run_dir:
-            return load_run(Path(self.run_dir))
+            given = Path(self.run_dir)
+            return run.run_folder(given, lambda: load_run(given))
         refuse_sqlite_across_containers(context.instance)
-        return open_once(Path(self.runs_dir) / launched_run_name(context), lambda: self._create(context))
+        folder = Path(self.runs_dir) / launched_run_name(context)
+        return run.run_folder(folder, lambda: open_once(folder, lambda: self._create(context)))
 
     def _create(self, context: dg.AssetExecutionContext) -> OpenRun:
         resolution = resolve(self.run_spec())
@@ -75,6 +68,26 @@ class CoderEvalSettings(dg.ConfigurableResource):
             context.log.warning(f"skipped: {problem}")
         folder = Path(self.runs_dir) / launched_run_name(context)
         return open_run(folder, self.run_spec(), context.run.run_id, resolution)
+
+
+@dg.resource(
+    config_schema={
+        "api_backend": dg.Field(
+            dg.Noneable(str), default_value=None, description="direct or bedrock (None: API_BACKEND, else direct)"
+        ),
+        "judge_concurrency": dg.Field(int, default_value=DEFAULT_JUDGE_CONCURRENCY, description="judge calls at once"),
+    },
+    description="The run context of a launched run: its model route (from this process's environment) and judge limit.",
+)
+def launched_run_context(init_context: dg.InitResourceContext) -> RunContext:
+    """Made once per run process, with the credentials and endpoints of that process's environment.
+
+    Under `coder-eval dev` or the daemon the run worker inherits theirs; in a
+    run container, the launcher's ``env_vars`` put them there. The CLI passes
+    the context it built instead (``build_definitions``).
+    """
+    config = init_context.resource_config
+    return RunContext.create(config["api_backend"], config["judge_concurrency"])
 
 
 def launched_run_name(context: dg.AssetExecutionContext) -> str:

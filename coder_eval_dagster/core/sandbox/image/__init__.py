@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from ..engine import EngineError, client
+from ..engine import EngineError, client, sdk
 from ..tempdir import uv_binary
 
 DOCKERFILE = Path(__file__).with_name("Dockerfile")
@@ -42,11 +42,10 @@ def inputs_hash(base: str, uv: Path) -> str:
 
 
 def current_hash(tag: str) -> str | None:
-    import docker.errors
-
+    errors = sdk().errors
     try:
         return (client().images.get(tag).labels or {}).get(HASH_LABEL)
-    except docker.errors.ImageNotFound:
+    except errors.ImageNotFound:
         return None
 
 
@@ -71,8 +70,7 @@ def build(tag: str, base: str = DEFAULT_BASE, force: bool = False, say: Say = pr
 
 
 def build_from_context(context: str, tag: str, base: str, wanted: str) -> None:
-    import docker.errors
-
+    errors = sdk().errors
     try:
         client().images.build(
             path=context,
@@ -84,20 +82,19 @@ def build_from_context(context: str, tag: str, base: str, wanted: str) -> None:
             network_mode="host",  # apt-get on a base without git; never the bridge
             timeout=BUILD_TIMEOUT_S,
         )
-    except docker.errors.BuildError as exc:
+    except errors.BuildError as exc:
         raise EngineError(f"building {tag} failed: {exc.msg.strip()}") from None
-    except docker.errors.APIError as exc:
+    except errors.APIError as exc:
         raise EngineError(f"building {tag} failed: {exc.explanation or exc}") from None
 
 
 def debian_local_base(say: Say = print) -> str:
     """Debian bookworm from the host's mirror (debootstrap), imported once and cached under its tag."""
-    import docker.errors
-
+    errors = sdk().errors
     try:
         client().images.get(DEBIAN_LOCAL_TAG)
         return DEBIAN_LOCAL_TAG
-    except docker.errors.ImageNotFound:
+    except errors.ImageNotFound:
         pass
     if shutil.which("debootstrap") is None:
         raise EngineError("--base debian-local needs debootstrap: apt-get install debootstrap")

@@ -1,0 +1,211 @@
+"""A loopback proxy that keeps the model API credentials away from the agent CLIs (and their tools).
+
+An agent CLI (Claude Code, Codex, the agent judge) and every command its
+tools start run as the harness's user, in the evaluation's namespace or
+container: whatever the CLI holds in its environment or memory, a Bash call
+can read (``/proc/<pid>/environ`` of its parent). So a CLI never gets a real
+key. It gets a grant: a random token valid for that one agent run and a base
+URL on this proxy. The proxy checks the token, puts the real credential in
+its place, forwards the request to the real endpoint (through the caller's
+HTTPS_PROXY, as any client would) and streams the answer back; the grant is
+revoked when the agent run ends.
+
+    /g/<grant id>/<path>   ->   <upstream base URL>/<path>
+
+A request without its grant's token, or for a revoked grant, gets 403 and
+goes nowhere.
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+import json
+import secrets
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from .secrets import redact
+
+PREFIX = "/g/"
+CONNECT_TIMEOUT_S = 60.0  # also the longest silence between two chunks of a streamed answer
+# Not forwarded in either direction: they describe one connection, not the request (RFC 9110, 7.6.1).
+HOP_BY_HOP = frozenset(
+    {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding"}
+    | {"upgrade", "host", "content-length"}
+)
+STREAM_CHUNK = 65536
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where a grant's requests go, and the credential they carry there."""
+
+    base_url: str  # e.g. https://api.anthropic.com, a Bedrock runtime, a gateway
+    header: str  # the header holding the credential: "x-api-key" or "authorization"
+    value: str = field(repr=False)  # the real credential's header value (a key, or "Bearer <token>")
+
+    def presented(self, token: str) -> str:
+        """The header value a client holding ``token`` sends in place of the real one."""
+        return f"Bearer {token}" if self.header == "authorization" else token
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What an agent CLI is given instead of a credential: a token and where to send it."""
+
+    token: str = field(repr=False)
+    base_url: str
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect goes back to the CLI as it is: following it would carry the credential elsewhere."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_opener = urllib.request.build_opener(_NoRedirect)
+
+
+@functools.cache
+def shared_proxy() -> ModelProxy:
+    """The process's proxy: every run context grants through it (each grant carries its own upstream), so a
+    process holds one listening socket per host however many runs it makes."""
+    return ModelProxy()
+
+
+class ModelProxy:
+    """Serves on each host a grant asks for (127.0.0.1, a bridge's gateway), from the first such grant on."""
+
+    def __init__(self) -> None:
+        self._grants: dict[str, tuple[str, Upstream]] = {}  # grant id -> (token, upstream)
+        self._lock = threading.Lock()
+        self._servers: dict[str, ThreadingHTTPServer] = {}
+
+    @contextmanager
+    def granted(self, upstream: Upstream, host: str = "127.0.0.1") -> Iterator[Grant]:
+        """A grant for one agent run, reachable at ``host`` (a container's view of this machine); revoked after."""
+        grant_id, token = secrets.token_hex(8), secrets.token_hex(24)
+        port = self._serve_on(host)
+        with self._lock:
+            self._grants[grant_id] = (token, upstream)
+        try:
+            yield Grant(token, f"http://{host}:{port}{PREFIX}{grant_id}")
+        finally:
+            with self._lock:
+                self._grants.pop(grant_id, None)
+
+    def lookup(self, grant_id: str, presented: str | None) -> Upstream | None:
+        """The upstream of a live grant whose token the request presents, else None."""
+        with self._lock:
+            found = self._grants.get(grant_id)
+        if found is None or presented is None:
+            return None
+        token, upstream = found
+        return upstream if hmac.compare_digest(presented, upstream.presented(token)) else None
+
+    def close(self) -> None:
+        with self._lock:
+            servers, self._servers = list(self._servers.values()), {}
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+
+    def _serve_on(self, host: str) -> int:
+        with self._lock:
+            server = self._servers.get(host)
+            if server is None:
+                handler = type("Handler", (_Handler,), {"proxy": self})
+                server = ThreadingHTTPServer((host, 0), handler)
+                server.daemon_threads = True
+                threading.Thread(target=server.serve_forever, name="coder-eval-model-proxy", daemon=True).start()
+                self._servers[host] = server
+            return server.server_address[1]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: the CLIs reuse their connection
+    proxy: ModelProxy
+
+    def log_message(self, *args: Any) -> None:  # paths and statuses only, but nobody asked for them
+        pass
+
+    def do_POST(self) -> None:
+        self._forward()
+
+    def do_GET(self) -> None:
+        self._forward()
+
+    def _body(self) -> bytes:
+        """The request body, as a length or in chunks (a streaming client sends no length)."""
+        if "chunked" not in self.headers.get("Transfer-Encoding", "").lower():
+            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        parts = []
+        while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+            parts.append(self.rfile.read(size))
+            self.rfile.readline()
+        while self.rfile.readline() not in (b"\r\n", b"\n", b""):  # trailers
+            pass
+        return b"".join(parts)
+
+    def _forward(self) -> None:
+        body = self._body()
+        grant_id, _, rest = self.path[len(PREFIX) :].partition("/") if self.path.startswith(PREFIX) else ("", "", "")
+        upstream = None
+        for header in ("x-api-key", "authorization"):
+            upstream = upstream or self.proxy.lookup(grant_id, self.headers.get(header))
+        if upstream is None:
+            self._error(403, "no valid grant for this request")
+            return
+        request = urllib.request.Request(
+            upstream.base_url.rstrip("/") + "/" + rest,
+            data=body if self.command != "GET" else None,
+            headers=self._headers_for(upstream),
+            method=self.command,
+        )
+        try:
+            response = _opener.open(request, timeout=CONNECT_TIMEOUT_S)
+        except urllib.error.HTTPError as exc:  # an API error: the CLI reads it as it would without the proxy
+            response = exc
+        except OSError as exc:
+            self._error(502, redact(f"the model API could not be reached: {exc}"))
+            return
+        with response:
+            self._relay(response)
+
+    def _headers_for(self, upstream: Upstream) -> dict[str, str]:
+        headers = {
+            name: value
+            for name, value in self.headers.items()
+            if name.lower() not in HOP_BY_HOP and name.lower() not in ("x-api-key", "authorization")
+        }
+        headers[upstream.header] = upstream.value
+        return headers
+
+    def _relay(self, response: Any) -> None:
+        """The upstream's status, headers and body, streamed as it comes (chunked to the CLI)."""
+        self.send_response(response.status)
+        for name, value in response.headers.items():
+            if name.lower() not in HOP_BY_HOP:
+                self.send_header(name, value)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        while chunk := response.read1(STREAM_CHUNK):
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _error(self, status: int, message: str) -> None:
+        body = json.dumps({"type": "error", "error": {"type": "proxy_error", "message": message}}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)

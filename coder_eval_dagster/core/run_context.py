@@ -1,0 +1,152 @@
+"""What one run shares in a process, in one explicit object passed down: route, credentials, limits, interrupt.
+
+Built once per process running (part of) a run: by the CLI, which hands it to
+the Dagster run it executes in-process, or by the Dagster resource in a run
+launched from the UI, a schedule or the sensor. The stages, agents, judges
+and the simulator take what they need from it; nothing model-related is
+reachable without it, and no module global must be set before it works.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .credentials import Credentials
+from .model_proxy import Grant, Upstream, shared_proxy
+from .routing import ApiRoute, resolve_route
+from .run_spec import DEFAULT_JUDGE_CONCURRENCY
+from .sandbox.process import Interrupt
+
+if TYPE_CHECKING:
+    from .evaluation import Evaluation
+    from .resolution import RowTask
+    from .runs import OpenRun
+
+# What the stages report as they complete: ("stage", {"stage": ..., "task_id": ..., "status": ...}).
+ProgressSink = Callable[[str, dict[str, Any]], None]
+# Agent types whose model calls go through the run's Anthropic route (codex has its own key and endpoint).
+ROUTED_AGENT_TYPES = frozenset({"claude-code"})
+
+
+def no_progress(event: str, info: dict[str, Any]) -> None:
+    """The sink of a run nobody watches (a launched run: Dagster's event log shows its steps)."""
+
+
+class JudgeLimiter:
+    """How many judge calls the run makes at once (``--judge-concurrency``), across its evaluations."""
+
+    def __init__(self, width: int = DEFAULT_JUDGE_CONCURRENCY):
+        if width < 1:
+            raise ValueError(f"judge concurrency must be at least 1, not {width}")
+        self.width = width
+        self._slots = threading.BoundedSemaphore(width)
+
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        """Hold one of the run's judge slots for the duration of a judge call."""
+        with self._slots:
+            yield
+
+
+@dataclass
+class RunContext:
+    route: ApiRoute
+    credentials: Credentials
+    judges: JudgeLimiter = field(default_factory=JudgeLimiter)
+    interrupt: Interrupt = field(default_factory=Interrupt)
+    progress: ProgressSink = no_progress
+    # Run folders this process has read (plan and snapshot: every step of a CLI run asks), by absolute path.
+    opened: dict[Path, OpenRun] = field(default_factory=dict, repr=False)
+    # Evaluations the sandbox step hands to the scoring step of the same process (a CLI run): re-reading
+    # every run_state.json cost ~1 ms each, and the object keeps the background processes its pre_run started.
+    handed_over: dict[Path, Evaluation] = field(default_factory=dict, repr=False)
+    _clients: dict[tuple[int, float], Any] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def create(
+        cls,
+        backend: str | None = None,
+        judge_concurrency: int = DEFAULT_JUDGE_CONCURRENCY,
+        progress: ProgressSink = no_progress,
+        credentials: Credentials | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> RunContext:
+        """A run's context: its route resolved once (``backend``, else ``API_BACKEND``, else direct) with
+        ``credentials`` (default: this process's) and the endpoints of ``environ`` (default: os.environ).
+
+        A RouteError says what is wrong with the route (an unknown backend).
+        """
+        credentials = credentials if credentials is not None else Credentials.of_process()
+        route = resolve_route(backend, credentials, os.environ if environ is None else environ)
+        return cls(route, credentials, JudgeLimiter(judge_concurrency), progress=progress)
+
+    def model_client(self, max_retries: int, timeout: float) -> Any:
+        """The anthropic SDK client of the run's route, made once and shared by its judges and simulators.
+
+        Made under a lock: judges starting together would otherwise each build
+        a client (its TLS context alone takes tens of milliseconds of CPU).
+        """
+        with self._lock:
+            key = (max_retries, timeout)
+            if key not in self._clients:
+                self._clients[key] = self.route.new_client(max_retries, timeout)
+            return self._clients[key]
+
+    @contextmanager
+    def agent_route(self, host: str) -> Iterator[ApiRoute]:
+        """The run's route as an agent CLI (reaching this machine at ``host``) gets it: through the model
+        proxy, with a token valid for this agent run in place of the credential (see ``model_proxy``).
+
+        A route without a credential is given as it is: the CLI's start-up says what is missing.
+        """
+        if self.route.secret is None:
+            yield self.route
+            return
+        with self.grant(self.route.upstream(), host) as grant:
+            yield self.route.through(grant)
+
+    def grant(self, upstream: Upstream, host: str) -> AbstractContextManager[Grant]:
+        """A model proxy grant for one agent run of this run (the process's proxy starts with its first)."""
+        return shared_proxy().granted(upstream, host)
+
+    def emit(self, event: str, **info: Any) -> None:
+        self.progress(event, info)
+
+    def run_folder(self, folder: Path, load: Callable[[], OpenRun]) -> OpenRun:
+        """The run folder's plan and snapshot, read (``load``) once by this process."""
+        key = folder.absolute()
+        with self._lock:
+            found = self.opened.get(key)
+        if found is None:
+            found = load()
+            with self._lock:
+                found = self.opened.setdefault(key, found)
+        return found
+
+    def hand_over(self, evaluation: Evaluation) -> Evaluation:
+        with self._lock:
+            self.handed_over[evaluation.folder] = evaluation
+        return evaluation
+
+    def take_over(self, evaluation: Evaluation) -> Evaluation | None:
+        with self._lock:
+            return self.handed_over.pop(evaluation.folder, None)
+
+
+def uses_model_route(row_tasks: Iterable[RowTask]) -> bool:
+    """Whether any model call of these row-tasks goes through the run's route: a claude-code agent, a judge,
+    or a simulated user that is not a recording (the `API routing:` line is printed only then)."""
+    for row_task in row_tasks:
+        task = row_task.task
+        agent = task.agent.resolved_type
+        simulated = task.simulation is not None and task.simulation.enabled and agent != "replay"
+        if agent in ROUTED_AGENT_TYPES or simulated or any(c.calls_model for c in task.success_criteria):
+            return True
+    return False
