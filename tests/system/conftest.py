@@ -276,6 +276,16 @@ def no_key_anywhere(key: str, *roots: Path, output: str) -> None:
     assert not found, "the key leaked:\n" + "\n".join(found)
 
 
+def carried(key: str, headers: list[dict[str, str]]) -> bool:
+    """Whether every recorded request (there were some) carried ``key`` itself: as x-api-key or a bearer token."""
+
+    def credential(sent: dict[str, str]) -> str | None:
+        lowered = {name.lower(): value for name, value in sent.items()}
+        return lowered.get("x-api-key") or lowered.get("authorization", "").removeprefix("Bearer ") or None
+
+    return bool(headers) and all(credential(sent) == key for sent in headers)
+
+
 def probe_ran(sandbox: Path) -> str:
     """What ENV_PROBE saw (asserting it ran, so that finding no key in it means something)."""
     seen = sandbox / "seen_env.txt"

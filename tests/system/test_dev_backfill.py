@@ -15,6 +15,7 @@ from ..fake_anthropic import Script, Turn
 from .conftest import (
     SystemCli,
     anthropic_environment,
+    carried,
     claude_code_task,
     new_key,
     no_key_anywhere,
@@ -104,6 +105,7 @@ def test_a_backfill_launched_from_the_ui_runs_claude_code_with_the_key_of_dev_al
     assert [run["status"] for run in runs] == ["SUCCESS"], (runs, log.read_text()[-3000:])  # one run: one partition
     assert len(fake.script.agent_requests()) == 2, fake.script.paths
     assert fake.script.paths and all(path.startswith("/v1/messages") for path in fake.script.paths), fake.script.paths
+    assert carried(key, fake.script.headers)  # from the run worker the daemon started
     result = only_run(system_cli.runs).result("ui")
     assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
     assert (result["input_tokens"], result["output_tokens"]) == (700, 50) and result["cost_usd"] > 0

@@ -11,6 +11,7 @@ from .conftest import (
     ENV_PROBE,
     SystemCli,
     bedrock_environment,
+    carried,
     claude_code_task,
     new_key,
     no_key_anywhere,
@@ -50,7 +51,7 @@ def test_claude_code_and_an_llm_judge_go_to_bedrock_and_its_tools_never_see_the_
     assert paths.count(AGENT_PATH) == 3 and paths.count(JUDGE_PATH) == 1, paths
     # besides: the CLI's start-up probes (its default models, the inference profiles); never the direct API, no CONNECT
     assert not [path for path in paths if path.startswith(("/v1/", "CONNECT"))], paths
-    assert all(h["Authorization"] == f"Bearer {token}" for h in fake.script.headers)
+    assert carried(token, fake.script.headers)
     result = run.result("bedrock")
     assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
     assert [c["score"] for c in result["criteria"]] == [1.0, 0.9]

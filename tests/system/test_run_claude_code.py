@@ -11,6 +11,7 @@ from .conftest import (
     ENV_PROBE,
     SystemCli,
     anthropic_environment,
+    carried,
     claude_code_task,
     new_key,
     no_key_anywhere,
@@ -41,6 +42,7 @@ def test_a_claude_code_task_succeeds_with_usage_and_cost_and_its_tools_never_see
     # the agent's three model round trips, on the Messages API only (no CONNECT through the proxy, no other path)
     assert len(fake.script.agent_requests()) == 3, fake.script.paths
     assert fake.script.paths and all(path.startswith("/v1/messages") for path in fake.script.paths), fake.script.paths
+    assert carried(key, fake.script.headers)  # the key itself reached the API (and, below, nothing else)
     result = run.result("claude")
     assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
     assert (result["input_tokens"], result["output_tokens"]) == (1200, 80)

@@ -8,7 +8,7 @@ import pytest
 
 from ..fake_openai import ResponsesScript, Step
 from ..helpers import write_task
-from .conftest import ENV_PROBE, SystemCli, new_key, no_key_anywhere, probe_ran, proxied_through
+from .conftest import ENV_PROBE, SystemCli, carried, new_key, no_key_anywhere, probe_ran, proxied_through
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("openai_codex", reason="the codex extra is not installed")
@@ -44,6 +44,7 @@ def test_a_codex_task_succeeds_with_usage_and_its_commands_never_see_the_key(
 
     assert outcome.code == 0, outcome.output
     assert fake.script.paths == ["/v1/responses"] * 3  # the three steps, nothing else (no CONNECT through the proxy)
+    assert carried(key, fake.script.headers)  # the key itself reached the API (and, below, nothing else)
     result = run.result("codex")
     assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
     # fresh prompt tokens are recorded as cache creation, cached ones as cache reads (docs/running.md): per turn

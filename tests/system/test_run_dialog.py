@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ..fake_anthropic import Script, Turn
-from .conftest import SystemCli, anthropic_environment, claude_code_task, new_key, no_key_anywhere
+from .conftest import SystemCli, anthropic_environment, carried, claude_code_task, new_key, no_key_anywhere
 
 pytestmark = pytest.mark.slow
 
@@ -33,6 +33,7 @@ def test_a_simulated_dialog_reaches_the_api_is_recorded_and_succeeds(
     assert outcome.code == 0, outcome.output
     assert len(fake.script.simulator_requests()) == 2 and len(fake.script.agent_requests()) == 3
     assert fake.script.paths and all(path.startswith("/v1/messages") for path in fake.script.paths), fake.script.paths
+    assert carried(key, fake.script.headers)
     result = run.result("dialog")
     assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
     assert (result["simulation"]["turns"], result["simulation"]["stop_reason"]) == (2, "stop_token")

@@ -12,6 +12,7 @@ from .conftest import (
     ENV_PROBE,
     SystemCli,
     anthropic_environment,
+    carried,
     claude_code_task,
     new_key,
     no_key_anywhere,
@@ -42,6 +43,7 @@ def test_claude_code_in_a_container_succeeds_and_its_tools_never_see_the_key(
     assert outcome.code == 0, outcome.output
     assert len(fake.script.agent_requests()) == 3, fake.script.paths
     assert fake.script.paths and all(path.startswith("/v1/messages") for path in fake.script.paths), fake.script.paths
+    assert carried(key, fake.script.headers)
     result = run.result("docker")
     assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
     assert (result["input_tokens"], result["output_tokens"]) == (300, 60) and result["cost_usd"] > 0

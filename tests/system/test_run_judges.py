@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ..fake_anthropic import Script, Turn
-from .conftest import SystemCli, anthropic_environment, new_key, no_key_anywhere, replay_task_file
+from .conftest import SystemCli, anthropic_environment, carried, new_key, no_key_anywhere, replay_task_file
 
 pytestmark = pytest.mark.slow
 
@@ -50,6 +50,7 @@ def test_both_judges_pass_with_their_usage_recorded_and_the_judge_agent_never_se
     forced = [body for body in fake.script.requests if body.get("tool_choice")]
     assert len(forced) == 1 and len(fake.script.agent_requests()) == 2  # the llm_judge's call, the judge agent's two
     assert fake.script.paths and all(path.startswith("/v1/messages") for path in fake.script.paths), fake.script.paths
+    assert carried(key, fake.script.headers)
     result = run.result("judged")
     assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
     assert [(c["score"], c["passed"], c["error"]) for c in result["criteria"]] == [(0.9, True, None), (1.0, True, None)]
