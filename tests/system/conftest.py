@@ -38,8 +38,12 @@ _NOT_INHERITED = re.compile(
     r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|^(ANTHROPIC_|CLAUDE|OPENAI_|CODEX_|AWS_|API_BACKEND$|DAGSTER_|CODER_EVAL_)",
     re.IGNORECASE,
 )
-# What an agent's Bash tool runs to read every credential it can: its environment and its parent's (the agent CLI).
-ENV_PROBE = "env > seen_env.txt; cat /proc/$PPID/environ /proc/self/environ >> seen_env.txt 2>/dev/null; true"
+# What an agent's Bash tool runs to read every credential it can: its environment, its parent's (the agent CLI's)
+# and that of every other process it can see (under `coder-eval dev`, the key is in Dagster's processes' too).
+ENV_PROBE = (
+    "env > seen_env.txt; cat /proc/$PPID/environ /proc/self/environ /proc/[0-9]*/environ >> seen_env.txt 2>/dev/null;"
+    " true"
+)
 
 
 def new_key(prefix: str = "sk-ant-") -> str:

@@ -13,6 +13,7 @@ import pytest
 from ..dagster_services import BACKFILL_STATUS, DagsterServices, free_port, launch_backfill
 from ..fake_anthropic import Script, Turn
 from .conftest import (
+    ENV_PROBE,
     SystemCli,
     anthropic_environment,
     carried,
@@ -20,6 +21,7 @@ from .conftest import (
     new_key,
     no_key_anywhere,
     only_run,
+    probe_ran,
     stop_group,
 )
 
@@ -74,7 +76,8 @@ def test_a_backfill_launched_from_the_ui_runs_claude_code_with_the_key_of_dev_al
         Script(
             [
                 Turn(tools=[("Bash", {"command": "echo hi > out.txt"})], input_tokens=300, output_tokens=40),
-                Turn(text="Done: created out.txt", input_tokens=400, output_tokens=10),
+                Turn(tools=[("Bash", {"command": ENV_PROBE})], input_tokens=400, output_tokens=30),
+                Turn(text="Done: created out.txt", input_tokens=500, output_tokens=10),
             ]
         )
     )
@@ -103,10 +106,12 @@ def test_a_backfill_launched_from_the_ui_runs_claude_code_with_the_key_of_dev_al
         stop_group(dev, first=signal.SIGINT)  # as Ctrl-C: dagster dev stops its webserver, daemon, code server
 
     assert [run["status"] for run in runs] == ["SUCCESS"], (runs, log.read_text()[-3000:])  # one run: one partition
-    assert len(fake.script.agent_requests()) == 2, fake.script.paths
+    assert len(fake.script.agent_requests()) == 3, fake.script.paths
     assert fake.script.paths and all(path.startswith("/v1/messages") for path in fake.script.paths), fake.script.paths
     assert carried(key, fake.script.headers)  # from the run worker the daemon started
-    result = only_run(system_cli.runs).result("ui")
+    run = only_run(system_cli.runs)
+    result = run.result("ui")
     assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
-    assert (result["input_tokens"], result["output_tokens"]) == (700, 50) and result["cost_usd"] > 0
+    assert (result["input_tokens"], result["output_tokens"]) == (1200, 80) and result["cost_usd"] > 0
+    probe_ran(run.evaluation("ui") / "sandbox")
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=log.read_text(errors="replace"))
