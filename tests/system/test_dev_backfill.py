@@ -89,15 +89,8 @@ def test_a_backfill_launched_from_the_ui_runs_claude_code_with_the_key_of_dev_al
     port, log = free_port(), tmp_path / "dev.log"
     settings = {"CODER_EVAL_TASK_PATHS": str(tasks), "CODER_EVAL_RUNS_DIR": str(system_cli.runs)}
     with log.open("wb") as sink:
-        dev = system_cli.start(
-            "dev",
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            env={**anthropic_environment(fake.url, key), **settings},
-            stdout=sink,
-        )
+        address = ("-h", "127.0.0.1", "-p", str(port))  # dagster dev's own options
+        dev = system_cli.start("dev", *address, env={**anthropic_environment(fake.url, key), **settings}, stdout=sink)
     try:
         server = DevServer(port)
         server.wait_until_loaded(log)
