@@ -131,16 +131,21 @@ def rescore(run_dir: Path, concurrency: int, judges: JudgeSettings, junit: Path 
 
 
 def register(spec: RunSpec) -> int:
-    """Add the selection's row-tasks and variants as partitions of the instance, running nothing."""
+    """Add the selection's row-tasks and variants as partitions and record them as resolved; run nothing."""
     resolution = resolve(spec)
     if resolution.problems:
         raise InvalidInput(resolution.problems)
-    from .launch import register_partitions
+    from .launch import record_resolution, register_partitions
 
-    added = register_partitions(_open_instance(), resolution.row_tasks)
+    instance = _open_instance()
+    added = register_partitions(instance, resolution.row_tasks)
+    recorded = record_resolution(instance, resolution, spec)
     tasks = len({rt.task_id for rt in resolution.row_tasks})
     variants = len({rt.variant_id for rt in resolution.row_tasks})
-    print(f"registered {tasks} row-task(s) x {variants} variant(s); {added} key(s) were new")
+    print(
+        f"registered {tasks} row-task(s) x {variants} variant(s); {added} key(s) were new; "
+        f"{recorded} resolved_tasks partition(s) recorded as materialized"
+    )
     return exit_codes.OK
 
 

@@ -16,12 +16,26 @@ from pathlib import Path
 
 import dagster as dg
 
+from .core.fingerprints import fingerprints, resolution_digest
+from .core.resolution import Resolution, RowTask
 from .core.run_context import RunContext
+from .core.run_spec import RunSpec
 from .definitions import JOB_NAME, build_definitions
-from .defs.evaluation.assets import ASSETS, criteria_scores, suite_metrics
+from .defs.evaluation.assets import (
+    ASSETS,
+    criteria_scores,
+    resolved_metadata,
+    resolved_tasks,
+    suite_metrics,
+    task_definitions,
+)
 from .defs.evaluation.comparison import variant_comparison
-from .defs.evaluation.dagster_private import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
-from .defs.evaluation.partitions import TASK_DIMENSION, VARIANT_DIMENSION, encode_id
+from .defs.evaluation.dagster_private import (
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
+    report_materializations,
+)
+from .defs.evaluation.partitions import TASK_DIMENSION, VARIANT_DIMENSION, encode_id, partition_key, row_task_partitions
 from .defs.evaluation.resources import CoderEvalSettings
 from .storage import HOME_DATABASES, copy_template
 
@@ -125,6 +139,79 @@ def register_partitions(instance: dg.DagsterInstance, row_tasks: list) -> int:
             instance.add_dynamic_partitions(dimension, new)
         added += len(new)
     return added
+
+
+# Dagster's tags for a reported data version (its REST endpoint for external asset events sets the same).
+DATA_VERSION_TAG = "dagster/data_version"
+DATA_VERSION_IS_USER_PROVIDED_TAG = "dagster/data_version_is_user_provided"
+RECORDED_BY = "coder-eval register"
+
+
+def record_resolution(instance: dg.DagsterInstance, resolution: Resolution, spec: RunSpec) -> int:
+    """Record what `coder-eval register` resolved as materializations of task_definitions and resolved_tasks.
+
+    Before launching an asset, Dagster's UI asks whether each upstream asset
+    was ever materialized and, if not, warns that the launch may fail. These
+    runless events leave the graph as a run of the two assets would: the
+    data versions are the files' digest and each row-task's fingerprint.
+    When the files changed, every registered partition is recorded; when
+    not, only the partitions never materialized, so registering again adds
+    nothing and keeps a real run's events. How many partitions were recorded.
+    """
+    prints = fingerprints(resolution.row_tasks)
+    version = resolution_digest(prints)
+    unchanged = latest_data_version(instance, task_definitions.key) == version
+    row_tasks = never_materialized(instance, resolution.row_tasks) if unchanged else resolution.row_tasks
+    events = [] if unchanged else [_definitions_event(resolution, spec, version)]
+    events += [_resolved_event(rt, prints[(rt.task_id, rt.variant_id)]) for rt in row_tasks]
+    report_materializations(instance, events)
+    return len(row_tasks)
+
+
+def latest_data_version(instance: dg.DagsterInstance, key: dg.AssetKey) -> str | None:
+    event = instance.get_latest_materialization_event(key)
+    materialization = event.asset_materialization if event else None
+    return (materialization.tags or {}).get(DATA_VERSION_TAG) if materialization else None
+
+
+def never_materialized(instance: dg.DagsterInstance, row_tasks: list[RowTask]) -> list[RowTask]:
+    """The row-tasks whose resolved_tasks partition has no materialization (by a run or an earlier register)."""
+    keys = [str(partition_key(rt.task_id, rt.variant_id)) for rt in row_tasks]
+    status = instance.get_status_by_partition(resolved_tasks.key, keys, row_task_partitions) or {}
+    return [rt for rt, key in zip(row_tasks, keys, strict=True) if status.get(key) is None]
+
+
+def _recorded(version: str) -> dict[str, str]:
+    return {DATA_VERSION_TAG: version, DATA_VERSION_IS_USER_PROVIDED_TAG: "true"}
+
+
+def _definitions_event(resolution: Resolution, spec: RunSpec, version: str) -> dg.AssetMaterialization:
+    experiment = resolution.experiment.model.experiment_id if resolution.experiment else ""
+    return dg.AssetMaterialization(
+        task_definitions.key,
+        description=f"Resolved by {RECORDED_BY}, outside any run.",
+        metadata={
+            "row_tasks": len(resolution.row_tasks),
+            "skipped": len(resolution.skipped),
+            "variants": len({rt.variant_id for rt in resolution.row_tasks}),
+            "task_paths": ", ".join(spec.task_paths),
+            "experiment": experiment,
+            "recorded_by": RECORDED_BY,
+        },
+        tags=_recorded(version),
+    )
+
+
+def _resolved_event(row_task: RowTask, fingerprint: str) -> dg.AssetMaterialization:
+    key = partition_key(row_task.task_id, row_task.variant_id)
+    return dg.AssetMaterialization(
+        resolved_tasks.key,
+        description=f"Resolved by {RECORDED_BY}, outside any run.",
+        partition=key,
+        metadata={**resolved_metadata(row_task), "recorded_by": RECORDED_BY},
+        # the dimension tags a run puts on a multi-partition materialization
+        tags={**_recorded(fingerprint), **{f"dagster/partition/{d}": k for d, k in key.keys_by_dimension.items()}},
+    )
 
 
 def range_tags(instance: dg.DagsterInstance, task_ids: list[str], variant_ids: list[str]) -> dict[str, str]:

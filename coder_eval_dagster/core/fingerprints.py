@@ -71,3 +71,8 @@ def fingerprints(row_tasks: list[RowTask]) -> dict[tuple[str, str], str]:
                 digest.update(cached(files, (base / relative).resolve(), file_digest).encode())
         result[(row_task.task_id, row_task.variant_id)] = digest.hexdigest()[:HASH_CHARS]
     return result
+
+
+def resolution_digest(prints: dict[tuple[str, str], str]) -> str:
+    """One digest of a resolution's row-task fingerprints: task_definitions' data version."""
+    return hashlib.sha256(json.dumps(sorted(prints.items())).encode()).hexdigest()[:HASH_CHARS]

@@ -10,8 +10,6 @@ criteria_scores boundary is the only barrier. A failure is recorded on its
 own evaluation, never failing the step.
 """
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ import dagster as dg
 from ...core.chunking import partitions_per_run
 from ...core.compare.plotted import suite_float_metadata
 from ...core.evaluation import RESULT_FILE, STATE_FILE, Evaluation, Phase, load_result, restore_checkpoint, run_phase
+from ...core.fingerprints import resolution_digest
 from ...core.resolution import RowTask
 from ...core.routing import routing_line
 from ...core.run_context import RunContext, uses_model_route
@@ -99,7 +98,7 @@ def task_definitions(
 ) -> dg.MaterializeResult:
     run = settings.open(context, run_context)
     snapshot, spec = run.snapshot, run.plan.spec
-    digest = hashlib.sha256(json.dumps(sorted(snapshot.fingerprints.items())).encode()).hexdigest()[:16]
+    digest = resolution_digest(snapshot.fingerprints)
     return dg.MaterializeResult(
         metadata={
             "row_tasks": len(snapshot.row_tasks),
@@ -124,20 +123,21 @@ def resolved_tasks(
 ) -> dg.MaterializeResult:
     row_tasks = _selected(context, settings.open(context, run_context))
     add_partition_metadata(
-        context,
-        {
-            partition_key(rt.task_id, rt.variant_id): {
-                "task_id": rt.task_id,
-                "variant_id": rt.variant_id,
-                "row_id": rt.row_id or "",
-                "replicates": rt.replicates,
-                "agent_type": rt.task.agent.resolved_type,
-                "source": str(rt.source),
-            }
-            for rt in row_tasks
-        },
+        context, {partition_key(rt.task_id, rt.variant_id): resolved_metadata(rt) for rt in row_tasks}
     )
     return dg.MaterializeResult()
+
+
+def resolved_metadata(row_task: RowTask) -> dict[str, Any]:
+    """A resolved_tasks partition's metadata (a run's, or `coder-eval register`'s record)."""
+    return {
+        "task_id": row_task.task_id,
+        "variant_id": row_task.variant_id,
+        "row_id": row_task.row_id or "",
+        "replicates": row_task.replicates,
+        "agent_type": row_task.task.agent.resolved_type,
+        "source": str(row_task.source),
+    }
 
 
 @dg.asset(

@@ -7,6 +7,8 @@ which fail if the internals move.
 
 from __future__ import annotations
 
+import os
+import uuid
 from typing import Any
 
 import dagster as dg
@@ -15,7 +17,12 @@ import dagster as dg
 # imports them from the same module; their values are stable strings.
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-__all__ = ["ASSET_PARTITION_RANGE_END_TAG", "ASSET_PARTITION_RANGE_START_TAG", "add_partition_metadata"]
+__all__ = [
+    "ASSET_PARTITION_RANGE_END_TAG",
+    "ASSET_PARTITION_RANGE_START_TAG",
+    "add_partition_metadata",
+    "report_materializations",
+]
 
 
 def add_partition_metadata(context: dg.AssetExecutionContext, metadata: dict[Any, dict[str, Any]]) -> None:
@@ -41,3 +48,32 @@ def add_partition_metadata(context: dg.AssetExecutionContext, metadata: dict[Any
     except (ImportError, AttributeError, TypeError):
         for key, value in metadata.items():
             step.add_asset_metadata(value, partition_key=key)
+
+
+def report_materializations(instance: dg.DagsterInstance, materializations: list[dg.AssetMaterialization]) -> None:
+    """Record runless materializations, as ``report_runless_asset_event`` does, handed to the storage in batches.
+
+    The public call stores each event in its own transactions: about 9 ms an
+    event here, 18 s for 2,000 row-tasks. Handed over with Dagster's batch
+    metadata (the path a step's per-partition events take), our event log
+    stores each batch in one transaction. If those internals move, the public
+    call is used.
+    """
+    try:
+        from dagster._core.events import DagsterEventBatchMetadata, StepMaterializationData
+        from dagster._core.instance.utils import RUNLESS_JOB_NAME, RUNLESS_RUN_ID
+    except ImportError:
+        for materialization in materializations:
+            instance.report_runless_asset_event(materialization)
+        return
+    os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", "1000")  # as launch.execute; unset or 0: one at a time
+    batch, last = uuid.uuid4().hex, len(materializations) - 1
+    for index, materialization in enumerate(materializations):
+        event = dg.DagsterEvent(
+            event_type_value=dg.DagsterEventType.ASSET_MATERIALIZATION.value,
+            job_name=RUNLESS_JOB_NAME,
+            event_specific_data=StepMaterializationData(materialization),
+        )
+        instance.report_dagster_event(
+            event, run_id=RUNLESS_RUN_ID, batch_metadata=DagsterEventBatchMetadata(batch, index == last)
+        )
