@@ -22,6 +22,7 @@ from .core.routing import RouteError
 from .core.run_spec import DEFAULT_JUDGE_CONCURRENCY, JudgeSettings, RunSpec
 from .core.yamlio import load_document
 from .deploy_cli import add_commands as add_deploy_commands
+from .instance_cli import add_commands as add_instance_commands
 from .sandbox_cli import add_commands as add_sandbox_commands
 
 
@@ -289,6 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_commands(commands)
     add_sandbox_commands(commands)
     add_deploy_commands(commands)
+    add_instance_commands(commands)
     return parser
 
 

@@ -43,7 +43,8 @@ QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 
 
 INSTANCE_YAML = """\
-# Written by coder-eval on first use: the embedded one-machine defaults.
+# coder-eval's Dagster instance for the home {base}: the embedded one-machine defaults, written
+# into a home without a dagster.yaml on first use (or by `coder-eval instance init HOME`).
 # Edit freely; see docs/operations.md (PostgreSQL, run launchers, pools).
 run_storage:
   module: coder_eval_dagster.storage
@@ -72,15 +73,22 @@ def local_home() -> Path:
     return Path(os.environ.get("DAGSTER_HOME") or ".dagster").resolve()
 
 
+def write_instance_defaults(home: Path) -> bool:
+    """Give ``home`` our dagster.yaml (and pre-migrated databases) unless it has a dagster.yaml; whether it did."""
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if config.exists():
+        return False
+    for name, where in HOME_DATABASES.items():  # pre-migrated: a first run skips creating the schema
+        copy_template(name, home / where)
+    config.write_text(INSTANCE_YAML.format(base=home), encoding="utf-8")
+    return True
+
+
 def local_instance() -> dg.DagsterInstance:
     """``local_home()``, given our defaults when it has no dagster.yaml."""
     home = local_home()
-    home.mkdir(parents=True, exist_ok=True)
-    config = home / "dagster.yaml"
-    if not config.exists():
-        for name, where in HOME_DATABASES.items():  # pre-migrated: a first run skips creating the schema
-            copy_template(name, home / where)
-        config.write_text(INSTANCE_YAML.format(base=home), encoding="utf-8")
+    write_instance_defaults(home)
     instance = dg.DagsterInstance.from_config(str(home))
     fail_orphaned_runs(instance)
     return instance

@@ -33,6 +33,7 @@ class ResponsesScript:
     status: int = 200
     requests: list[dict[str, Any]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)  # of each /responses request, in order
 
 
 def _role(item: Any) -> str | None:
@@ -95,6 +96,7 @@ class _Handler(RecordingHandler):
             self.send(404, b"{}", "application/json")
             return
         self.script.requests.append(body)
+        self.script.headers.append(dict(self.headers))
         if self.script.status != 200:
             self.send(self.script.status, b'{"error": {"message": "scripted failure"}}', "application/json")
             return

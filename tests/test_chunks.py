@@ -14,6 +14,7 @@ from coder_eval_dagster.core.chunking import PARTITIONS_PER_RUN_ENV, partitions_
 from coder_eval_dagster.definitions import JOB_NAME, build_definitions
 from coder_eval_dagster.defs.evaluation.assets import backfill_policy
 from coder_eval_dagster.defs.evaluation.jobs import CHUNK_ASSETS, CHUNK_TAG, SUMMARY_ASSETS
+from coder_eval_dagster.defs.evaluation.partitions import Rectangle, rectangles
 from coder_eval_dagster.defs.evaluation.resources import RUN_FOLDER_TAG, CoderEvalSettings, RunSpecConfig
 from coder_eval_dagster.defs.evaluation.schedules import nightly_suite
 from coder_eval_dagster.defs.evaluation.summary_sensor import summary_after_chunks
@@ -39,6 +40,23 @@ def test_chunks_are_contiguous_rows_of_whole_variants() -> None:
     assert task_chunks(tasks, 1, 2) == [["t0", "t1"], ["t2", "t3"], ["t4"]]
     assert task_chunks(tasks, 2, 4) == [["t0", "t1"], ["t2", "t3"], ["t4"]]  # 2 tasks x 2 variants per run
     assert task_chunks(tasks, 3, 2) == [[t] for t in tasks]  # never an empty chunk
+
+
+def test_changed_keys_become_rectangles_where_they_are() -> None:
+    tasks, variants = ["a", "b", "c", "d"], ["v1", "v2", "v3"]
+    assert rectangles([(t, v) for t in "bc" for v in variants], tasks, variants) == [Rectangle(["b", "c"], variants)]
+    assert rectangles([("a", "v1"), ("c", "v1")], tasks, variants) == [
+        Rectangle(["a"], ["v1"]),
+        Rectangle(["c"], ["v1"]),
+    ]
+    # variants with the same changed tasks share a rectangle only where they are next to each other
+    pairs = [("a", "v1"), ("a", "v3"), ("b", "v2"), ("c", "v2")]
+    assert rectangles(pairs, tasks, variants) == [
+        Rectangle(["a"], ["v1"]),
+        Rectangle(["a"], ["v3"]),
+        Rectangle(["b", "c"], ["v2"]),
+    ]
+    assert rectangles([], tasks, variants) == []
 
 
 def _project(root: Path) -> CoderEvalSettings:

@@ -374,3 +374,24 @@ def test_containers_of_a_killed_run_are_removed_by_the_next_run(tmp_path: Path) 
     _, err = nxt.communicate(timeout=120)
     assert nxt.returncode == 0, err
     assert not containers_under(tmp_path)  # ... and the next run swept it
+
+
+def test_a_container_made_from_inside_a_run_container_belongs_to_that_container(docker_image: str) -> None:
+    """A run container shares the host's name (host network) but not its pids: its containers are its own.
+
+    A sweep in one run container once took another's live sandbox containers for orphans (their creator's
+    pid is not visible from there) and removed them mid-run.
+    """
+    import docker
+
+    engine_client = docker.from_env(timeout=60)
+    owner = engine_client.containers.run(docker_image, ["sleep", "60"], detach=True, network_mode="host")
+    try:
+        mounts = engine_client.containers.get(owner.id).exec_run(["cat", "/proc/self/mountinfo"]).output.decode()
+        assert engine._CONTAINER_MOUNT.search(mounts).group(1) == owner.id  # what owner_label() reads in there
+        assert not engine._orphaned(f"{engine.CONTAINER_OWNER}{owner.id}")  # alive: never swept
+    finally:
+        owner.remove(force=True)
+    assert engine._orphaned(f"{engine.CONTAINER_OWNER}{owner.id}")  # gone: its containers are swept
+    host = engine.owner_label()
+    assert not host.startswith(engine.CONTAINER_OWNER) and not engine._orphaned(host)  # this process, on the host

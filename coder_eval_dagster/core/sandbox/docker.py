@@ -44,12 +44,12 @@ from .engine import (
     LABEL_OWNER,
     EngineError,
     client,
+    container_running,
     default_image,
     labelled_containers,
     owner_label,
     remove_container,
     require_image,
-    sdk,
     sweep_orphans,
 )
 from .process import INTERRUPTED_ERROR, Interrupt, read_capped
@@ -174,7 +174,7 @@ class DockerSandbox(TempdirSandbox):
     def container_id(self) -> str:
         """The running container of this evaluation, started now if there is none."""
         state = self._state()
-        if state and _running(state["id"]):
+        if state and container_running(state["id"]):
             return state["id"]
         if state:
             self.close()
@@ -367,14 +367,6 @@ class DockerSandbox(TempdirSandbox):
         seen = state.get("oom_kills", 0)
         (self.folder / CONTAINER_FILE).write_text(json.dumps(state | {"oom_kills": kills}), encoding="utf-8")
         return kills > seen
-
-
-def _running(container_id: str) -> bool:
-    errors = sdk().errors
-    try:
-        return bool(client().api.inspect_container(container_id)["State"]["Running"])
-    except errors.NotFound:
-        return False
 
 
 def remove_own_containers(interrupt: Interrupt) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import threading
 from collections.abc import Iterable
 from importlib.metadata import version
@@ -97,15 +98,54 @@ def _start_ticks(pid: int) -> str | None:
 
 
 def owner_label() -> str:
+    """Who created a sandbox container, so that a sweep can tell whether its creator is gone.
+
+    A process inside a container (a Dagster run container) is named by that
+    container: its pid means nothing outside its own PID namespace, and with
+    the host's network it even shares the host's name, so a pid check from
+    another run container would take a live run's containers for orphans.
+    """
+    container = _own_container_id()
+    if container:
+        return f"{CONTAINER_OWNER}{container}"
     return f"{os.uname().nodename}:{os.getpid()}:{_start_ticks(os.getpid())}"
 
 
+# The engine mounts /etc/hostname (and hosts, resolv.conf) from its folder for the container, whatever the network.
+_CONTAINER_MOUNT = re.compile(r"/containers/([0-9a-f]{64})/(?:hostname|hosts|resolv\.conf) ")
+CONTAINER_OWNER = "container:"
+
+
+@functools.cache
+def _own_container_id() -> str | None:
+    """The id of the container this process runs in, from its mount table (None: not in a container)."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as handle:
+            found = _CONTAINER_MOUNT.search(handle.read())
+    except OSError:
+        return None
+    return found.group(1) if found else None
+
+
 def _orphaned(owner: str) -> bool:
+    if owner.startswith(CONTAINER_OWNER):
+        try:
+            return not container_running(owner[len(CONTAINER_OWNER) :])
+        except sdk().errors.APIError:
+            return False  # the engine cannot tell: sweep nothing
     host, _, rest = owner.partition(":")
     pid, _, ticks = rest.partition(":")
     if host != os.uname().nodename or not pid.isdigit():
         return False  # another machine's container: not ours to judge
     return _start_ticks(int(pid)) != ticks
+
+
+def container_running(container_id: str) -> bool:
+    """Is the container running? (One that is gone is not.)"""
+    try:
+        return bool(client().api.inspect_container(container_id)["State"]["Running"])
+    except sdk().errors.NotFound:
+        return False
 
 
 def sweep_orphans() -> list[str]:

@@ -1,4 +1,5 @@
-"""What automated runs target: the whole graph over a rectangle of partition keys, or chunks of it."""
+"""What automated runs target: the whole graph over a rectangle of partition keys, or several ranged runs
+(rectangles, chunks of them) into one run folder."""
 
 import hashlib
 import os
@@ -9,7 +10,7 @@ import dagster as dg
 from ...core.chunking import partitions_per_run, task_chunks
 from ...core.runs import TIMESTAMP
 from .dagster_private import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
-from .partitions import TASK_DIMENSION, VARIANT_DIMENSION
+from .partitions import TASK_DIMENSION, VARIANT_DIMENSION, Rectangle
 from .resources import RUN_FOLDER_TAG
 
 JOB_NAME = "evaluate"
@@ -30,10 +31,10 @@ def schedule_status() -> dg.DefaultScheduleStatus:
     return dg.DefaultScheduleStatus.RUNNING if automation_on() else dg.DefaultScheduleStatus.STOPPED
 
 
-def rectangle_tags(tasks: list[str], variants: list[str]) -> dict[str, str]:
+def rectangle_tags(rectangle: Rectangle) -> dict[str, str]:
     """Range tags selecting the rectangle from the first to the last of each (contiguous) key list."""
-    start = dg.MultiPartitionKey({TASK_DIMENSION: tasks[0], VARIANT_DIMENSION: variants[0]})
-    end = dg.MultiPartitionKey({TASK_DIMENSION: tasks[-1], VARIANT_DIMENSION: variants[-1]})
+    start = dg.MultiPartitionKey({TASK_DIMENSION: rectangle.tasks[0], VARIANT_DIMENSION: rectangle.variants[0]})
+    end = dg.MultiPartitionKey({TASK_DIMENSION: rectangle.tasks[-1], VARIANT_DIMENSION: rectangle.variants[-1]})
     return {ASSET_PARTITION_RANGE_START_TAG: str(start), ASSET_PARTITION_RANGE_END_TAG: str(end)}
 
 
@@ -45,15 +46,20 @@ CHUNKS_TAG = "coder_eval/chunks"  # how many chunks the tick requested
 
 
 def tick_requests(
-    run_key: str, started: datetime, tasks: list[str], variants: list[str], tags: dict[str, str]
+    run_key: str, started: datetime, rectangles: list[Rectangle], tags: dict[str, str]
 ) -> list[dg.RunRequest]:
-    """The tick's runs over tasks x variants: one run of the whole graph, or (CODER_EVAL_PARTITIONS_PER_RUN
-    set) one run per chunk of the partitioned assets, all writing into one run folder named after the tick;
-    ``summary_after_chunks`` materializes suite_metrics once every chunk has succeeded."""
+    """The tick's runs over its rectangles of keys: one run of the whole graph when a single ranged run covers
+    them; else one run per rectangle (per chunk of one, with CODER_EVAL_PARTITIONS_PER_RUN set) of the
+    partitioned assets, all writing into one run folder named after the tick, and ``summary_after_chunks``
+    materializes suite_metrics once every one of them has succeeded."""
     per_run = partitions_per_run()
-    if per_run is None:
-        return [dg.RunRequest(run_key=run_key, tags={**rectangle_tags(tasks, variants), **tags})]
-    chunks = task_chunks(tasks, len(variants), per_run)
+    chunks = [
+        Rectangle(tasks, rectangle.variants)
+        for rectangle in rectangles
+        for tasks in task_chunks(rectangle.tasks, len(rectangle.variants), per_run)
+    ]
+    if len(chunks) == 1:
+        return [dg.RunRequest(run_key=run_key, tags={**rectangle_tags(chunks[0]), **tags})]
     digest = hashlib.sha256(run_key.encode()).hexdigest()[:8]
     shared = {
         **tags,
@@ -64,7 +70,7 @@ def tick_requests(
         dg.RunRequest(
             run_key=f"{run_key}-chunk-{index}",
             asset_selection=CHUNK_ASSETS,
-            tags={**rectangle_tags(chunk, variants), **shared, CHUNK_TAG: str(index)},
+            tags={**rectangle_tags(chunk), **shared, CHUNK_TAG: str(index)},
         )
         for index, chunk in enumerate(chunks)
     ]

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 import urllib.parse
+from collections.abc import Iterable
+from typing import NamedTuple
 
 import dagster as dg
 
@@ -48,3 +50,43 @@ def ids_of(key: str | dg.MultiPartitionKey) -> tuple[str, str]:
         key = row_task_partitions.get_partition_key_from_str(key)
     dims = key.keys_by_dimension
     return decode_id(dims[TASK_DIMENSION]), decode_id(dims[VARIANT_DIMENSION])
+
+
+class Rectangle(NamedTuple):
+    """Task keys x variant keys, each a contiguous block of its dimension: what one ranged run selects."""
+
+    tasks: list[str]
+    variants: list[str]
+
+
+def segments(keys: Iterable[str], order: list[str]) -> list[list[str]]:
+    """``keys`` as blocks of consecutive positions in ``order`` (a dimension's keys, in insertion order)."""
+    wanted = set(keys)
+    blocks: list[list[str]] = [[]]
+    for key in order:
+        if key in wanted:
+            blocks[-1].append(key)
+        elif blocks[-1]:
+            blocks.append([])
+    return [block for block in blocks if block]
+
+
+def rectangles(pairs: Iterable[tuple[str, str]], tasks: list[str], variants: list[str]) -> list[Rectangle]:
+    """Exactly the (task, variant) ``pairs``, as rectangles over the keys where they are (nothing re-ordered).
+
+    Variants with the same set of tasks share rectangles; each rectangle is a
+    block of ``tasks`` x a block of ``variants`` (both in the instance's order).
+    """
+    tasks_of: dict[str, set[str]] = {}
+    for task, variant in pairs:
+        tasks_of.setdefault(variant, set()).add(task)
+    variants_of: dict[frozenset[str], list[str]] = {}
+    for variant in variants:
+        if variant in tasks_of:
+            variants_of.setdefault(frozenset(tasks_of[variant]), []).append(variant)
+    return [
+        Rectangle(task_block, variant_block)
+        for task_set, group in variants_of.items()
+        for variant_block in segments(group, variants)
+        for task_block in segments(task_set, tasks)
+    ]

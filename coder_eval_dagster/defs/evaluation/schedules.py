@@ -5,7 +5,7 @@ import os
 import dagster as dg
 
 from .jobs import JOB_NAME, schedule_status, tick_requests
-from .partitions import task_partitions, variant_partitions
+from .partitions import Rectangle, task_partitions, variant_partitions
 
 NIGHTLY_CRON_ENV = "CODER_EVAL_NIGHTLY_CRON"
 DEFAULT_CRON = "0 2 * * *"
@@ -25,4 +25,4 @@ def nightly_suite(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest] 
         return dg.SkipReason("no row-tasks registered yet: start the task_files_sensor or run coder-eval once")
     night = context.scheduled_execution_time.strftime("%Y-%m-%d")
     tags = {"coder_eval/trigger": "nightly", "coder_eval/night": night}
-    return tick_requests(f"nightly-{night}", context.scheduled_execution_time, tasks, variants, tags)
+    return tick_requests(f"nightly-{night}", context.scheduled_execution_time, [Rectangle(tasks, variants)], tags)

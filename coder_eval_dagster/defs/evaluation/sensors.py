@@ -1,84 +1,185 @@
 """The file sensor: task, experiment and dataset edits register and re-run just what changed.
 
-Cursor: ``{"<task key>|<variant key>": fingerprint}`` of every resolved
-row-task (see ``core/fingerprints.py``). On each tick the sensor resolves
-the configured roots, adds the new task and variant keys, retires the ones
-no file defines any more, and requests one run (or one per chunk, see
-jobs.tick_requests) over the changed row-tasks:
-their keys are moved to the end of the task dimension, so that the run's
-rectangle (changed tasks x all variants) covers them and nothing older.
-An invalid file is logged and skipped; the rest go on.
+Each tick resolves the configured roots, adds the new task and variant keys
+(at the end of their dimension), retires the ones no file defines any more,
+and requests runs over exactly the changed or new row-task x variant keys,
+where they are: one ranged run per rectangle of contiguous keys, all into one
+run folder (jobs.tick_requests). No key is ever moved, so a tick never adds
+and deletes the same key (which Dagster refuses). A file that does not
+validate, or whose resolution crashes, is logged and skipped; the rest go on.
 """
+
+from __future__ import annotations
 
 import hashlib
 import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from logging import Logger
+from pathlib import Path
+from typing import TypeVar
 
 import dagster as dg
 
 from ...core.fingerprints import fingerprints
-from ...core.resolution import resolve
+from ...core.resolution import Resolution, RowTask, discover, resolve
+from ...core.run_spec import RunSpec
 from .jobs import JOB_NAME, sensor_status, tick_requests
-from .partitions import encode_id, task_partitions, variant_partitions
+from .partitions import encode_id, rectangles, task_partitions, variant_partitions
 from .resources import CoderEvalSettings
 
-MINIMUM_INTERVAL_S = 30
+INTERVAL_ENV = "CODER_EVAL_SENSOR_INTERVAL_S"
+DEFAULT_INTERVAL_S = 30
+T = TypeVar("T")
+
+
+def minimum_interval_s() -> int:
+    """Seconds between ticks: CODER_EVAL_SENSOR_INTERVAL_S, default 30 (the daemon looks every 5 s at most)."""
+    raw = os.environ.get(INTERVAL_ENV, "").strip() or str(DEFAULT_INTERVAL_S)
+    if not raw.isdigit():
+        raise ValueError(f"{INTERVAL_ENV}={raw!r}: expected a whole number of seconds")
+    return int(raw)
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """What the sensor keeps between ticks: the fingerprint of each ``task|variant`` key, and how many ticks
+    requested runs (each tick's run keys carry that count: a reverted file is a new request, never a repeat)."""
+
+    fingerprints: dict[str, str] = field(default_factory=dict)
+    requests: int = 0
+
+    @classmethod
+    def parse(cls, text: str | None) -> Cursor:
+        data = json.loads(text) if text else {}
+        if "fingerprints" not in data:  # the earlier form: the fingerprints alone
+            return cls(data)
+        return cls(data["fingerprints"], data["requests"])
+
+    def dump(self) -> str:
+        return json.dumps({"fingerprints": self.fingerprints, "requests": self.requests})
 
 
 @dg.sensor(
     job_name=JOB_NAME,
-    minimum_interval_seconds=MINIMUM_INTERVAL_S,
+    minimum_interval_seconds=minimum_interval_s(),
     default_status=sensor_status(),
-    description="Registers row-tasks and variants from the task files and re-runs the ones that changed.",
+    description="Registers row-tasks and variants from the task files and runs the ones that are new or changed.",
 )
 def task_files_sensor(context: dg.SensorEvaluationContext, settings: CoderEvalSettings) -> dg.SensorResult:
-    resolution = resolve(settings.run_spec())
+    current, complete = _current_fingerprints(settings.run_spec(), context.log)
+    previous = Cursor.parse(context.cursor)
+    changed = [key for key, digest in current.items() if previous.fingerprints.get(key) != digest]
+    # with a file skipped, deleted and unreadable look alike: retire nothing, forget nothing
+    kept = {} if complete else {k: v for k, v in previous.fingerprints.items() if k not in current}
+    cursor = Cursor({**kept, **current}, previous.requests + bool(changed))
+    tasks, variants, partition_requests = _keys_after_tick(context.instance, current, retire=complete)
+    runs = _run_requests(cursor, changed, tasks, variants) if changed else []
+    if runs:
+        context.log.info(f"{len(changed)} row-task x variant(s) changed or new: {len(runs)} run(s)")
+    return dg.SensorResult(run_requests=runs, dynamic_partitions_requests=partition_requests, cursor=cursor.dump())
+
+
+def _run_requests(cursor: Cursor, changed: list[str], tasks: list[str], variants: list[str]) -> list[dg.RunRequest]:
+    """Runs over exactly the changed keys where they are; the run key is new for every tick that runs."""
+    digest = hashlib.sha256(json.dumps([(k, cursor.fingerprints[k]) for k in changed]).encode()).hexdigest()[:12]
+    pairs = [(task, variant) for task, variant in (key.split("|") for key in changed)]
+    return tick_requests(
+        f"files-{cursor.requests}-{digest}",
+        datetime.now(UTC),
+        rectangles(pairs, tasks, variants),
+        {"coder_eval/trigger": "files"},
+    )
+
+
+def _current_fingerprints(spec: RunSpec, log: Logger) -> tuple[dict[str, str], bool]:
+    """{"task|variant" key: fingerprint} of what the files define now, and whether every file was read.
+
+    A file that does not validate or whose resolution crashes is logged (one
+    line naming the file and the cause) and left out.
+    """
+    resolution, crashed = _resolve(spec)
+    digests, crashed_too = _isolating_crashes(
+        list(dict.fromkeys(rt.source for rt in resolution.row_tasks)),
+        lambda sources: _fingerprints_from(resolution.row_tasks, sources),
+    )
+    crashed |= crashed_too
     for problem in resolution.problems:
-        context.log.warning(f"skipped: {problem}")
-    current = {
-        f"{encode_id(t)}|{encode_id(v)}": digest for (t, v), digest in fingerprints(resolution.row_tasks).items()
-    }
-    previous = json.loads(context.cursor) if context.cursor else {}
-    changed = [key for key, digest in current.items() if previous.get(key) != digest]
-    retiring = not resolution.problems  # with a broken file, deleted and unreadable look alike: retire nothing
-    cursor = current if retiring else {**{k: v for k, v in previous.items() if k not in current}, **current}
-    tasks, variants = _dimension(current, 0), _dimension(current, 1)
-    changed_tasks = _dimension(dict.fromkeys(changed), 0)
-    requests = _partition_requests(context.instance, tasks, variants, changed_tasks, retiring)
-    runs = []
-    if changed:
-        ordered = [v for v in context.instance.get_dynamic_partitions(variant_partitions.name) if v in variants]
-        ordered += [v for v in variants if v not in ordered]
-        run_key = hashlib.sha256(json.dumps(sorted(cursor.items())).encode()).hexdigest()[:16]
-        runs = tick_requests(
-            f"changed-{run_key}", datetime.now(UTC), changed_tasks, ordered, {"coder_eval/trigger": "files"}
-        )
-        context.log.info(
-            f"{len(changed)} row-task x variant(s) changed or new: "
-            f"{len(runs)} run(s) over {len(changed_tasks)} task key(s)"
-        )
-    return dg.SensorResult(run_requests=runs, dynamic_partitions_requests=requests, cursor=json.dumps(cursor))
+        log.warning(f"skipped: {problem}")
+    for path, cause in crashed.items():
+        log.warning(f"skipped: {path}: resolution crashed: {cause}")
+    current = {f"{encode_id(t)}|{encode_id(v)}": digest for (t, v), digest in digests.items()}
+    return current, not (resolution.problems or crashed)
 
 
-def _dimension(keys: dict[str, object], position: int) -> list[str]:
+def _fingerprints_from(row_tasks: list[RowTask], sources: list[Path]) -> dict[tuple[str, str], str]:
+    chosen = set(sources)
+    return fingerprints([rt for rt in row_tasks if rt.source in chosen])
+
+
+def _resolve(spec: RunSpec) -> tuple[Resolution, dict[Path, str]]:
+    """``resolve(spec)``; if that crashes, the task files that crash it alone are left out (with the cause)."""
+    try:
+        return resolve(spec), {}
+    except Exception:
+        files, problems = discover([Path(p) for p in spec.task_paths])
+        resolution, crashed = _isolating_crashes(
+            files, lambda some: resolve(spec.model_copy(update={"task_paths": [str(f) for f in some]}))
+        )
+        resolution.problems.extend(problems)
+        return resolution, crashed
+
+
+def _isolating_crashes(paths: list[Path], compute: Callable[[list[Path]], T]) -> tuple[T, dict[Path, str]]:
+    """``compute(paths)``; if it raises, without each path with which it raises alone (and why).
+
+    A crash that no single path causes still raises: the tick fails and the
+    next one tries again.
+    """
+    try:
+        return compute(paths), {}
+    except Exception:
+        crashed = {}
+        for path in paths:
+            try:
+                compute([path])
+            except Exception as exc:
+                crashed[path] = f"{type(exc).__name__}: {exc}"
+        return compute([p for p in paths if p not in crashed]), crashed
+
+
+def _keys_after_tick(
+    instance: dg.DagsterInstance, current: dict[str, str], retire: bool
+) -> tuple[list[str], list[str], list[dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest]]:
+    """The task and variant keys in order once the tick's partition requests apply, and those requests."""
+    orders, requests = [], []
+    for position, partitions in enumerate((task_partitions, variant_partitions)):
+        known = instance.get_dynamic_partitions(partitions.name)
+        after = _dimension_after_tick(known, _dimension(current, position), retire)
+        orders.append(after)
+        requests += _partition_requests(partitions, known, after)
+    return orders[0], orders[1], requests
+
+
+def _dimension(keys: dict[str, str], position: int) -> list[str]:
     """The distinct task (0) or variant (1) keys of ``task|variant`` keys, in order."""
     return list(dict.fromkeys(key.split("|")[position] for key in keys))
 
 
+def _dimension_after_tick(known: list[str], current: list[str], retire: bool) -> list[str]:
+    """A dimension's keys in order once the tick's requests apply: the known ones where they are (less the
+    ones no file defines, when retiring), then the new ones."""
+    defined, registered = set(current), set(known)
+    return [k for k in known if k in defined or not retire] + [k for k in current if k not in registered]
+
+
 def _partition_requests(
-    instance: dg.DagsterInstance, tasks: list[str], variants: list[str], changed_tasks: list[str], retiring: bool
+    partitions: dg.DynamicPartitionsDefinition, known: list[str], after: list[str]
 ) -> list[dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest]:
-    """New keys added; changed task keys re-added at the end; gone keys retired (on a clean tick)."""
-    known_tasks = instance.get_dynamic_partitions(task_partitions.name)
-    known_variants = instance.get_dynamic_partitions(variant_partitions.name)
-    gone_tasks = [t for t in known_tasks if t not in tasks] if retiring else []
-    gone_variants = [v for v in known_variants if v not in variants] if retiring else []
-    moved = [t for t in changed_tasks if t in known_tasks]
-    added = changed_tasks + [t for t in tasks if t not in known_tasks and t not in changed_tasks]
-    requests = [
-        task_partitions.build_delete_request(gone_tasks + moved),
-        task_partitions.build_add_request(added),
-        variant_partitions.build_delete_request(gone_variants),
-        variant_partitions.build_add_request([v for v in variants if v not in known_variants]),
-    ]
+    """From ``known`` to ``after``: retire and add, never both for one key."""
+    staying, registered = set(after), set(known)
+    gone, new = [k for k in known if k not in staying], [k for k in after if k not in registered]
+    requests = [partitions.build_delete_request(gone), partitions.build_add_request(new)]
     return [r for r in requests if r.partition_keys]

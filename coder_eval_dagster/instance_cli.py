@@ -1,0 +1,34 @@
+"""`coder-eval instance init [HOME]`: coder-eval's dagster.yaml in a Dagster home before its services start.
+
+The coder-eval commands write it into a home that has none on first use, but
+`dagster-daemon run` and `dagster-webserver` only read one: started first on
+an empty home, they run on Dagster's stock defaults (docs/operations.md).
+The repository's top-level dagster.yaml is the same file for the CLI's
+default home, ``.dagster`` (a test keeps it equal to ``launch.INSTANCE_YAML``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+REPOSITORY_HOME = ".dagster"  # the home the top-level dagster.yaml is written for (relative to the repository)
+
+
+def cmd_instance_init(args: argparse.Namespace) -> int:
+    from .launch import local_home, write_instance_defaults
+
+    home = args.home.resolve() if args.home else local_home()
+    written = write_instance_defaults(home)
+    print(f"{'wrote' if written else 'kept, already there'}: {home / 'dagster.yaml'}")
+    return 0
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    instance = subparsers.add_parser("instance", help="the Dagster instance coder-eval and the services share")
+    commands = instance.add_subparsers(dest="instance_command", required=True)
+    init = commands.add_parser(
+        "init", help="write coder-eval's dagster.yaml (and empty databases) into HOME unless it has a dagster.yaml"
+    )
+    init.add_argument("home", nargs="?", type=Path, help="the Dagster home (default: $DAGSTER_HOME, else ./.dagster)")
+    init.set_defaults(handler=cmd_instance_init)

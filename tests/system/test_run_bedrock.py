@@ -1,0 +1,61 @@
+"""The Bedrock route through the installed CLI: ``-b bedrock`` with a bearer token, claude-code plus an llm_judge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ..fake_anthropic import Script, Turn
+from .conftest import (
+    ENV_PROBE,
+    SystemCli,
+    bedrock_environment,
+    carried,
+    claude_code_task,
+    new_key,
+    no_key_anywhere,
+    probe_ran,
+)
+
+pytestmark = pytest.mark.slow
+AGENT_PATH = "/model/anthropic.claude-test/invoke-with-response-stream"  # the CLI streams, the model id translated
+JUDGE_PATH = "/model/anthropic.claude-sonnet-4-6/invoke"  # the anthropic SDK's Bedrock client does not
+
+
+def test_claude_code_and_an_llm_judge_go_to_bedrock_and_its_tools_never_see_the_token(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    token = new_key("bedrock-")
+    fake = scripted_anthropic(
+        Script(
+            [
+                Turn(tools=[("Bash", {"command": "echo hi > out.txt"})], input_tokens=300, output_tokens=40),
+                Turn(tools=[("Bash", {"command": ENV_PROBE})], input_tokens=400, output_tokens=30),
+                Turn(text="Done: created out.txt", input_tokens=500, output_tokens=10),
+            ],
+            verdict={"score": 0.9, "rationale": "out.txt is there"},
+        )
+    )
+    judge = {"type": "llm_judge", "description": "judge", "prompt": "1.0 if out.txt exists", "files": ["out.txt"]}
+    task = claude_code_task(
+        tmp_path / "tasks",
+        "bedrock",
+        success_criteria=[{"type": "file_exists", "path": "out.txt", "description": "out.txt exists"}, judge],
+    )
+    outcome, run = system_cli.run(task, "-b", "bedrock", env=bedrock_environment(fake.url, token))
+
+    assert outcome.code == 0, outcome.output
+    assert "API routing: bedrock (region us-east-1, judge transport: bedrock)" in outcome.err
+    paths = fake.script.paths
+    assert paths.count(AGENT_PATH) == 3 and paths.count(JUDGE_PATH) == 1, paths
+    # besides: the CLI's start-up probes (its default models, the inference profiles); never the direct API, no CONNECT
+    assert not [path for path in paths if path.startswith(("/v1/", "CONNECT"))], paths
+    assert carried(token, fake.script.headers)
+    result = run.result("bedrock")
+    assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
+    assert [c["score"] for c in result["criteria"]] == [1.0, 0.9]
+    assert (result["input_tokens"], result["output_tokens"]) == (1200, 80) and result["cost_usd"] > 0
+    assert result["judge_input_tokens"] > 0 and result["judge_cost_usd"] > 0
+    probe_ran(run.evaluation("bedrock") / "sandbox")
+    no_key_anywhere(token, system_cli.runs, system_cli.home, output=outcome.output)

@@ -1,0 +1,53 @@
+"""A claude-code task through the installed CLI, the key only in its environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ..fake_anthropic import Script, Turn
+from .conftest import (
+    ENV_PROBE,
+    SystemCli,
+    anthropic_environment,
+    carried,
+    claude_code_task,
+    new_key,
+    no_key_anywhere,
+    probe_ran,
+)
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_claude_code_task_succeeds_with_usage_and_cost_and_its_tools_never_see_the_key(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    key = new_key()
+    fake = scripted_anthropic(
+        Script(
+            [
+                Turn(tools=[("Bash", {"command": "echo hi > out.txt"})], input_tokens=300, output_tokens=40),
+                Turn(tools=[("Bash", {"command": ENV_PROBE})], input_tokens=400, output_tokens=30),
+                Turn(text="Done: created out.txt", input_tokens=500, output_tokens=10),
+            ]
+        )
+    )
+    task = claude_code_task(tmp_path / "tasks", "claude")
+    outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, key))
+
+    assert outcome.code == 0, outcome.output
+    assert "API routing: anthropic_direct (judge transport: anthropic)" in outcome.err  # a model-backed run says so
+    # the agent's three model round trips, on the Messages API only (no CONNECT through the proxy, no other path)
+    assert len(fake.script.agent_requests()) == 3, fake.script.paths
+    assert fake.script.paths and all(path.startswith("/v1/messages") for path in fake.script.paths), fake.script.paths
+    assert carried(key, fake.script.headers)  # the key itself reached the API (and, below, nothing else)
+    result = run.result("claude")
+    assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
+    assert (result["input_tokens"], result["output_tokens"]) == (1200, 80)
+    assert result["cost_usd"] > 0
+    (row,) = run.summary["tasks"]
+    assert (row["final_status"], row["input_tokens"], row["cost_usd"]) == ("SUCCESS", 1200, result["cost_usd"])
+    probe_ran(run.evaluation("claude") / "sandbox")
+    no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)

@@ -1,0 +1,49 @@
+"""A simulated dialog through the installed CLI: a claude-code agent and a simulated user, one key for both."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ..fake_anthropic import Script, Turn
+from .conftest import SystemCli, anthropic_environment, carried, claude_code_task, new_key, no_key_anywhere
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_simulated_dialog_reaches_the_api_is_recorded_and_succeeds(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    key = new_key()
+    fake = scripted_anthropic(
+        Script(
+            [  # exchange 1: a question; exchange 2: the file, then a report
+                Turn(text="What should out.txt say?", input_tokens=300, output_tokens=20),
+                Turn(tools=[("Bash", {"command": "echo done > out.txt"})], input_tokens=400, output_tokens=30),
+                Turn(text="out.txt says done.", input_tokens=500, output_tokens=10),
+            ],
+            user_replies=["It should say done.", "Thanks <<<END>>>"],
+        )
+    )
+    simulation = {"enabled": True, "persona": "a product owner", "goal": "out.txt says done", "max_turns": 4}
+    task = claude_code_task(tmp_path / "tasks", "dialog", initial_prompt="Please write out.txt", simulation=simulation)
+    outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, key))
+
+    assert outcome.code == 0, outcome.output
+    assert len(fake.script.simulator_requests()) == 2 and len(fake.script.agent_requests()) == 3
+    assert fake.script.paths and all(path.startswith("/v1/messages") for path in fake.script.paths), fake.script.paths
+    assert carried(key, fake.script.headers)
+    result = run.result("dialog")
+    assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
+    assert (result["simulation"]["turns"], result["simulation"]["stop_reason"]) == (2, "stop_token")
+    assert [(m["role"], m["text"]) for m in result["dialog"]] == [
+        ("user", "Please write out.txt"),
+        ("agent", "What should out.txt say?"),
+        ("user", "It should say done."),
+        ("agent", "out.txt says done."),
+        ("user", "Thanks"),
+    ]
+    assert (result["input_tokens"], result["output_tokens"]) == (1200, 60) and result["cost_usd"] > 0
+    assert (result["simulator_input_tokens"], result["simulator_output_tokens"]) == (100, 20)
+    no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)

@@ -1,0 +1,63 @@
+"""`llm_judge` and `agent_judge` through the installed CLI, on a replayed agent: only the judges call the model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ..fake_anthropic import Script, Turn
+from .conftest import SystemCli, anthropic_environment, carried, new_key, no_key_anywhere, replay_task_file
+
+pytestmark = pytest.mark.slow
+
+# The judge works in a copy of the sandbox that is removed afterwards, so its probe prints what it finds, where the
+# judge's transcript (judge-1.yaml) keeps it: in hex, which redaction does not know and the leak search does.
+JUDGE_PROBE = (
+    "echo probe ran: $(env | wc -l) variables; { env; cat /proc/$PPID/environ /proc/self/environ; } 2>/dev/null"
+    " | tr '\\0' '\\n' | grep -o 'sk-ant-[0-9a-f]*' | sort -u | od -An -tx1 | tr -d ' \\n'"
+)
+
+
+def test_both_judges_pass_with_their_usage_recorded_and_the_judge_agent_never_sees_the_key(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    key = new_key()
+    fake = scripted_anthropic(
+        Script(
+            [Turn(tools=[("Bash", {"command": JUDGE_PROBE})]), Turn(text='{"score": 1.0, "rationale": "prints hi"}')],
+            verdict={"score": 0.9, "rationale": "prints hi"},
+        )
+    )
+    task = replay_task_file(
+        tmp_path / "tasks",
+        "judged",
+        [{"calls": [{"tool": "Write", "path": "main.py", "content": "print('hi')\n"}], "text": "wrote main.py"}],
+        success_criteria=[
+            {"type": "llm_judge", "description": "llm", "prompt": "1.0 if main.py prints hi.", "files": ["main.py"]},
+            {
+                "type": "agent_judge",
+                "description": "agent",
+                "prompt": "Run main.py; 1.0 if it prints hi.",
+                "max_turns": 5,
+            },
+        ],
+    )
+    outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, key))
+
+    assert outcome.code == 0, outcome.output
+    assert "API routing: anthropic_direct (judge transport: anthropic)" in outcome.err  # the judges call a model
+    forced = [body for body in fake.script.requests if body.get("tool_choice")]
+    assert len(forced) == 1 and len(fake.script.agent_requests()) == 2  # the llm_judge's call, the judge agent's two
+    assert fake.script.paths and all(path.startswith("/v1/messages") for path in fake.script.paths), fake.script.paths
+    assert carried(key, fake.script.headers)
+    result = run.result("judged")
+    assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
+    assert [(c["score"], c["passed"], c["error"]) for c in result["criteria"]] == [(0.9, True, None), (1.0, True, None)]
+    usages = [c["details"]["judge_usage"] for c in result["criteria"]]
+    assert all(usage["input_tokens"] > 0 and usage["output_tokens"] > 0 for usage in usages), usages
+    assert result["judge_input_tokens"] == sum(usage["input_tokens"] for usage in usages)
+    assert result["judge_cost_usd"] > 0
+    assert (result["input_tokens"], result["cost_usd"]) == (0, None)  # the replayed agent called no model
+    assert "probe ran:" in (run.evaluation("judged") / "judge-1.yaml").read_text()
+    no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)
