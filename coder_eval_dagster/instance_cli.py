@@ -4,7 +4,7 @@ The coder-eval commands write it into a home that has none on first use, but
 `dagster-daemon run` and `dagster-webserver` only read one: started first on
 an empty home, they run on Dagster's stock defaults (docs/operations.md).
 The repository's top-level dagster.yaml is the same file for the CLI's
-default home, ``.dagster`` (a test keeps it equal to ``launch.INSTANCE_YAML``).
+default home, ``.dagster`` (a test keeps it equal to ``storage.INSTANCE_YAML``).
 """
 
 from __future__ import annotations

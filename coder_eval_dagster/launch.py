@@ -37,35 +37,9 @@ from .defs.evaluation.dagster_private import (
 )
 from .defs.evaluation.partitions import TASK_DIMENSION, VARIANT_DIMENSION, encode_id, partition_key, row_task_partitions
 from .defs.evaluation.resources import CoderEvalSettings
-from .storage import HOME_DATABASES, copy_template
+from .storage import HOME_DATABASES, INSTANCE_YAML, copy_template
 
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
-
-
-INSTANCE_YAML = """\
-# coder-eval's Dagster instance for the home {base}: the embedded one-machine defaults, written
-# into a home without a dagster.yaml on first use (or by `coder-eval instance init HOME`).
-# Edit freely; see docs/operations.md (PostgreSQL, run launchers, pools).
-run_storage:
-  module: coder_eval_dagster.storage
-  class: FastSqliteRunStorage
-  config: {{base_dir: {base}/history}}
-event_log_storage:
-  module: coder_eval_dagster.storage
-  class: FastSqliteEventLogStorage
-  config: {{base_dir: {base}/history/runs}}
-schedule_storage:
-  module: coder_eval_dagster.storage
-  class: FastSqliteScheduleStorage
-  config: {{base_dir: {base}/schedules}}
-# Steps log through the event log; capturing their stdout would start a `tail` per step.
-compute_logs:
-  module: dagster._core.storage.noop_compute_log_manager
-  class: NoOpComputeLogManager
-concurrency:
-  pools: {{default_limit: 4}}
-telemetry: {{enabled: false}}
-"""
 
 
 def local_home() -> Path:

@@ -60,13 +60,39 @@ from sqlalchemy.pool import QueuePool
 SQLITE_BUSY_TIMEOUT_S = 30
 OPEN_ENGINES = 8
 TEMPLATE_DIR = Path(__file__).parent / "instance_template"
-# Template name -> where it goes under DAGSTER_HOME (the layout of launch.INSTANCE_YAML).
+# Template name -> where it goes under DAGSTER_HOME (the layout of INSTANCE_YAML).
 HOME_DATABASES = {
     "runs.db": "history/runs.db",
     "index.db": "history/runs/index.db",
     "schedules.db": "schedules/schedules.db",
 }
 RUN_SHARD = "run_shard.db"
+# The instance configuration coder-eval writes into a home that has none (launch.write_instance_defaults), and
+# the repository's top-level dagster.yaml (a test keeps them equal): the storages below, in that layout.
+INSTANCE_YAML = """\
+# coder-eval's Dagster instance for the home {base}: the embedded one-machine defaults, written
+# into a home without a dagster.yaml on first use (or by `coder-eval instance init HOME`).
+# Edit freely; see docs/operations.md (PostgreSQL, run launchers, pools).
+run_storage:
+  module: coder_eval_dagster.storage
+  class: FastSqliteRunStorage
+  config: {{base_dir: {base}/history}}
+event_log_storage:
+  module: coder_eval_dagster.storage
+  class: FastSqliteEventLogStorage
+  config: {{base_dir: {base}/history/runs}}
+schedule_storage:
+  module: coder_eval_dagster.storage
+  class: FastSqliteScheduleStorage
+  config: {{base_dir: {base}/schedules}}
+# Steps log through the event log; capturing their stdout would start a `tail` per step.
+compute_logs:
+  module: dagster._core.storage.noop_compute_log_manager
+  class: NoOpComputeLogManager
+concurrency:
+  pools: {{default_limit: 4}}
+telemetry: {{enabled: false}}
+"""
 # What Dagster hands over in batches (execute_step: a step's per-partition asset events).
 BULK_EVENT_TYPES = frozenset({DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.ASSET_OBSERVATION})
 
@@ -300,8 +326,6 @@ class FastSqliteEventLogStorage(SqliteEventLogStorage):
 def build_templates(target: Path) -> None:
     """Make the template databases with this Dagster: a fresh instance of our layout, one run shard."""
     import dagster as dg
-
-    from .launch import INSTANCE_YAML
 
     global TEMPLATE_DIR
     with tempfile.TemporaryDirectory() as home:

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def prepare_instance(folder: Path) -> tuple[Path, Path]:
     """An instance home with coder-eval's defaults, and a workspace loading the code location."""
-    from coder_eval_dagster.launch import INSTANCE_YAML
+    from coder_eval_dagster.storage import INSTANCE_YAML
 
     home = folder / "home"
     home.mkdir(parents=True)

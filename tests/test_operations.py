@@ -24,7 +24,7 @@ from coder_eval_dagster.defs.evaluation.resources import RUN_FOLDER_TAG, CoderEv
 from coder_eval_dagster.defs.evaluation.schedules import nightly_suite
 from coder_eval_dagster.defs.evaluation.sensors import INTERVAL_ENV, Cursor, minimum_interval_s, task_files_sensor
 from coder_eval_dagster.instance_cli import REPOSITORY_HOME
-from coder_eval_dagster.launch import INSTANCE_YAML
+from coder_eval_dagster.storage import INSTANCE_YAML
 
 from .dagster_services import apply_partition_requests
 from .helpers import criterion, run_cli, task_with, write, write_task
@@ -255,7 +255,7 @@ def test_instance_init_puts_coder_evals_dagster_yaml_in_a_home(tmp_path: Path, m
 
 def test_the_repository_dagster_yaml_is_the_one_coder_eval_writes() -> None:
     regenerate = (
-        "python -c 'from coder_eval_dagster.launch import INSTANCE_YAML; "
+        "python -c 'from coder_eval_dagster.storage import INSTANCE_YAML; "
         'print(INSTANCE_YAML.format(base=".dagster"), end="")\' > dagster.yaml'
     )
     expected = INSTANCE_YAML.format(base=REPOSITORY_HOME)
