@@ -23,8 +23,9 @@ from pathlib import Path
 
 from coder_eval_dagster.core.models.results import CommandRun
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
-from coder_eval_dagster.core.sandbox import TempdirSandbox, containment
+from coder_eval_dagster.core.sandbox import containment
 from coder_eval_dagster.core.sandbox.process import run_shell
+from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
 
 
 def _median_ms(samples: list[float]) -> str:

@@ -56,7 +56,7 @@ def criterion_on_huge_file(folder: Path) -> tuple[float, float, str]:
     from coder_eval_dagster.core.criteria import Criterion
     from coder_eval_dagster.core.models.sandbox import SandboxConfig
     from coder_eval_dagster.core.run_context import RunContext
-    from coder_eval_dagster.core.sandbox import TempdirSandbox
+    from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
     from coder_eval_dagster.core.scoring import run_check
 
     box = TempdirSandbox(folder / "sandbox", SandboxConfig(python=None))

@@ -19,8 +19,8 @@ import dagster as dg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from coder_eval_dagster.defs.evaluation.resources import CoderEvalSettings, RunSpecConfig
-from coder_eval_dagster.defs.evaluation.sensors import task_files_sensor
+from coder_eval_dagster.defs.resources import CoderEvalSettings, RunSpecConfig
+from coder_eval_dagster.defs.sensors import task_files_sensor
 from tests.dagster_services import (
     DagsterServices,
     apply_partition_requests,

@@ -192,7 +192,7 @@ def _launch(
     fresh_id: bool = False,
     junit: Path | None = None,
 ) -> int:
-    from .defs.evaluation.resources import CoderEvalSettings, RunSpecConfig
+    from .defs.resources import CoderEvalSettings, RunSpecConfig
     from .launch import execute, failure_messages
 
     run_dir = opened.folder

@@ -5,12 +5,12 @@ from __future__ import annotations
 import dagster as dg
 
 from .core.run_context import RunContext
-from .defs.evaluation.assets import ASSETS
-from .defs.evaluation.jobs import EVALUATE_JOB, JOB_NAME
-from .defs.evaluation.resources import CoderEvalSettings, default_settings, launched_run_context
-from .defs.evaluation.schedules import nightly_suite
-from .defs.evaluation.sensors import task_files_sensor
-from .defs.evaluation.summary_sensor import summary_after_chunks
+from .defs.assets import ASSETS
+from .defs.jobs import EVALUATE_JOB
+from .defs.names import JOB_NAME
+from .defs.resources import CoderEvalSettings, default_settings, launched_run_context
+from .defs.schedules import nightly_suite
+from .defs.sensors import summary_after_chunks, task_files_sensor
 
 __all__ = ["JOB_NAME", "build_definitions", "defs"]  # the CLI and tests take JOB_NAME from here
 

@@ -20,23 +20,25 @@ from .core.fingerprints import fingerprints, resolution_digest
 from .core.resolution import Resolution, RowTask
 from .core.run_context import RunContext
 from .core.run_spec import RunSpec
-from .definitions import JOB_NAME, build_definitions
-from .defs.evaluation.assets import (
-    ASSETS,
-    criteria_scores,
-    resolved_metadata,
-    resolved_tasks,
-    suite_metrics,
-    task_definitions,
-)
-from .defs.evaluation.comparison import variant_comparison
-from .defs.evaluation.dagster_private import (
+from .definitions import build_definitions
+from .defs.assets import ASSETS, resolved_metadata
+from .defs.dagster_private import (
     ASSET_PARTITION_RANGE_END_TAG,
     ASSET_PARTITION_RANGE_START_TAG,
     report_materializations,
 )
-from .defs.evaluation.partitions import TASK_DIMENSION, VARIANT_DIMENSION, encode_id, partition_key, row_task_partitions
-from .defs.evaluation.resources import CoderEvalSettings
+from .defs.names import (
+    HOST_TAG,
+    JOB_NAME,
+    MODE_TAG,
+    PID_TAG,
+    RESCORED_ASSETS,
+    RESOLVED_TASKS,
+    RUN_DIR_TAG,
+    TASK_DEFINITIONS,
+)
+from .defs.partitions import TASK_DIMENSION, VARIANT_DIMENSION, encode_id, partition_key, row_task_partitions
+from .defs.resources import CoderEvalSettings
 from .storage import HOME_DATABASES, INSTANCE_YAML, copy_template
 
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
@@ -66,9 +68,6 @@ def local_instance() -> dg.DagsterInstance:
     instance = dg.DagsterInstance.from_config(str(home))
     fail_orphaned_runs(instance)
     return instance
-
-
-PID_TAG, HOST_TAG = "coder_eval/pid", "coder_eval/host"
 
 
 def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
@@ -142,7 +141,7 @@ def record_resolution(instance: dg.DagsterInstance, resolution: Resolution, spec
     """
     prints = fingerprints(resolution.row_tasks)
     version = resolution_digest(prints)
-    unchanged = latest_data_version(instance, task_definitions.key) == version
+    unchanged = latest_data_version(instance, TASK_DEFINITIONS) == version
     row_tasks = never_materialized(instance, resolution.row_tasks) if unchanged else resolution.row_tasks
     events = [] if unchanged else [_definitions_event(resolution, spec, version)]
     events += [_resolved_event(rt, prints[(rt.task_id, rt.variant_id)]) for rt in row_tasks]
@@ -159,7 +158,7 @@ def latest_data_version(instance: dg.DagsterInstance, key: dg.AssetKey) -> str |
 def never_materialized(instance: dg.DagsterInstance, row_tasks: list[RowTask]) -> list[RowTask]:
     """The row-tasks whose resolved_tasks partition has no materialization (by a run or an earlier register)."""
     keys = [str(partition_key(rt.task_id, rt.variant_id)) for rt in row_tasks]
-    status = instance.get_status_by_partition(resolved_tasks.key, keys, row_task_partitions) or {}
+    status = instance.get_status_by_partition(RESOLVED_TASKS, keys, row_task_partitions) or {}
     return [rt for rt, key in zip(row_tasks, keys, strict=True) if status.get(key) is None]
 
 
@@ -170,7 +169,7 @@ def _recorded(version: str) -> dict[str, str]:
 def _definitions_event(resolution: Resolution, spec: RunSpec, version: str) -> dg.AssetMaterialization:
     experiment = resolution.experiment.model.experiment_id if resolution.experiment else ""
     return dg.AssetMaterialization(
-        task_definitions.key,
+        TASK_DEFINITIONS,
         description=f"Resolved by {RECORDED_BY}, outside any run.",
         metadata={
             "row_tasks": len(resolution.row_tasks),
@@ -187,7 +186,7 @@ def _definitions_event(resolution: Resolution, spec: RunSpec, version: str) -> d
 def _resolved_event(row_task: RowTask, fingerprint: str) -> dg.AssetMaterialization:
     key = partition_key(row_task.task_id, row_task.variant_id)
     return dg.AssetMaterialization(
-        resolved_tasks.key,
+        RESOLVED_TASKS,
         description=f"Resolved by {RECORDED_BY}, outside any run.",
         partition=key,
         metadata={**resolved_metadata(row_task), "recorded_by": RECORDED_BY},
@@ -215,14 +214,13 @@ def execute(
 ) -> dg.ExecuteInProcessResult:
     """One in-process run of the graph (or, to rescore, of criteria_scores and suite_metrics)."""
     tags = {
-        "coder_eval/run": settings.run_dir or "",
-        "coder_eval/mode": "rescore" if rescore else "run",
+        RUN_DIR_TAG: settings.run_dir or "",
+        MODE_TAG: "rescore" if rescore else "run",
         PID_TAG: str(os.getpid()),
         HOST_TAG: socket.gethostname(),
     }
     tags |= range_tags(instance, task_ids, variant_ids)
-    rescored = [criteria_scores.key, suite_metrics.key, variant_comparison.key]
-    selection = rescored if rescore else [a.key for a in ASSETS]
+    selection = RESCORED_ASSETS if rescore else [a.key for a in ASSETS]
     # Hand each asset's per-partition events to the storage as one batch
     # (FastSqliteEventLogStorage stores a batch in one transaction).
     os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", "1000")

@@ -10,8 +10,8 @@ import pytest
 
 from coder_eval_dagster.core.agents import replay
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
-from coder_eval_dagster.core.sandbox import TempdirSandbox
 from coder_eval_dagster.core.sandbox.containment import release
+from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
 
 from .helpers import criterion, evaluate_replay
 

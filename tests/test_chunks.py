@@ -12,12 +12,12 @@ import pytest
 
 from coder_eval_dagster.core.chunking import PARTITIONS_PER_RUN_ENV, partitions_per_run, task_chunks
 from coder_eval_dagster.definitions import JOB_NAME, build_definitions
-from coder_eval_dagster.defs.evaluation.assets import backfill_policy
-from coder_eval_dagster.defs.evaluation.jobs import CHUNK_ASSETS, CHUNK_TAG, SUMMARY_ASSETS
-from coder_eval_dagster.defs.evaluation.partitions import Rectangle, rectangles
-from coder_eval_dagster.defs.evaluation.resources import RUN_FOLDER_TAG, CoderEvalSettings, RunSpecConfig
-from coder_eval_dagster.defs.evaluation.schedules import nightly_suite
-from coder_eval_dagster.defs.evaluation.summary_sensor import summary_after_chunks
+from coder_eval_dagster.defs.assets import backfill_policy
+from coder_eval_dagster.defs.names import CHUNK_ASSETS, CHUNK_TAG, RUN_FOLDER_TAG, SUMMARY_ASSETS
+from coder_eval_dagster.defs.partitions import Rectangle, rectangles
+from coder_eval_dagster.defs.resources import CoderEvalSettings, RunSpecConfig
+from coder_eval_dagster.defs.schedules import nightly_suite
+from coder_eval_dagster.defs.sensors import summary_after_chunks
 
 from .helpers import criterion, task_with, write_task
 

@@ -12,8 +12,9 @@ import pytest
 
 from coder_eval_dagster.core.layout import NAMESPACE_FILE
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
-from coder_eval_dagster.core.sandbox import TempdirSandbox, containment
+from coder_eval_dagster.core.sandbox import containment
 from coder_eval_dagster.core.sandbox.containment import release
+from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
 
 from .helpers import evaluate_task
 

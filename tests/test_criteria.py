@@ -14,7 +14,7 @@ from coder_eval_dagster.core.criteria import Criterion
 from coder_eval_dagster.core.models.results import ToolCallRecord, TurnRecord
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
 from coder_eval_dagster.core.run_context import RunContext
-from coder_eval_dagster.core.sandbox import TempdirSandbox
+from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
 from coder_eval_dagster.core.scoring import all_passed, criterion_result, run_check, score_criteria, weighted_score
 
 PARSE = TypeAdapter(Criterion)

@@ -11,7 +11,7 @@ import dagster as dg
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coder_eval_dagster.defs.evaluation.partitions import decode_id, encode_id, ids_of, partition_key
+from coder_eval_dagster.defs.partitions import decode_id, encode_id, ids_of, partition_key
 
 ROOT = Path(__file__).parent.parent
 

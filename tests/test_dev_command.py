@@ -14,7 +14,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from coder_eval_dagster.defs.evaluation.partitions import partition_key
+from coder_eval_dagster.defs.partitions import partition_key
 
 from .dagster_services import free_port
 from .helpers import criterion, run_cli, task_with, write_task

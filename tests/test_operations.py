@@ -15,14 +15,14 @@ import yaml
 from coder_eval_dagster.core import fingerprints as fingerprints_module
 from coder_eval_dagster.core import resolution as resolution_module
 from coder_eval_dagster.definitions import JOB_NAME, build_definitions
-from coder_eval_dagster.defs.evaluation.dagster_private import (
+from coder_eval_dagster.defs.dagster_private import (
     ASSET_PARTITION_RANGE_END_TAG,
     ASSET_PARTITION_RANGE_START_TAG,
 )
-from coder_eval_dagster.defs.evaluation.jobs import CHUNK_TAG
-from coder_eval_dagster.defs.evaluation.resources import RUN_FOLDER_TAG, CoderEvalSettings, RunSpecConfig
-from coder_eval_dagster.defs.evaluation.schedules import nightly_suite
-from coder_eval_dagster.defs.evaluation.sensors import INTERVAL_ENV, Cursor, minimum_interval_s, task_files_sensor
+from coder_eval_dagster.defs.names import CHUNK_TAG, RUN_FOLDER_TAG
+from coder_eval_dagster.defs.resources import CoderEvalSettings, RunSpecConfig
+from coder_eval_dagster.defs.schedules import nightly_suite
+from coder_eval_dagster.defs.sensors import INTERVAL_ENV, Cursor, minimum_interval_s, task_files_sensor
 from coder_eval_dagster.instance_cli import REPOSITORY_HOME
 from coder_eval_dagster.storage import INSTANCE_YAML
 

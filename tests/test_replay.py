@@ -18,7 +18,7 @@ from coder_eval_dagster.core.models.sandbox import SandboxConfig
 from coder_eval_dagster.core.resolution import resolve
 from coder_eval_dagster.core.run_context import RunContext
 from coder_eval_dagster.core.run_spec import RunSpec
-from coder_eval_dagster.core.sandbox import TempdirSandbox
+from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
 
 from .helpers import criterion, evaluate_replay, write
 

@@ -14,7 +14,7 @@ from coder_eval_dagster.core import resolution
 from coder_eval_dagster.core.criteria import Outcome, checks, unregister
 from coder_eval_dagster.core.models.criterion import Classification
 from coder_eval_dagster.definitions import JOB_NAME, build_definitions
-from coder_eval_dagster.defs.evaluation.resources import CoderEvalSettings, RunSpecConfig
+from coder_eval_dagster.defs.resources import CoderEvalSettings, RunSpecConfig
 
 from .dagster_services import apply_partition_requests
 from .helpers import criterion, run_cli, task_with, write, write_task

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
-from coder_eval_dagster.core.sandbox import TempdirSandbox, TemplateError
+from coder_eval_dagster.core.sandbox import TemplateError
+from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
 from coder_eval_dagster.core.sandbox.templates import effective_ignore_patterns
 
 from .helpers import write

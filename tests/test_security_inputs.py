@@ -195,7 +195,7 @@ def test_oversize_files_are_refused(tmp_path):
 def _sandbox_check(tmp_path: Path, spec: dict[str, Any]):
     from coder_eval_dagster.core.check_context import CheckContext
     from coder_eval_dagster.core.models.sandbox import SandboxConfig
-    from coder_eval_dagster.core.sandbox import TempdirSandbox
+    from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
 
     from .test_criteria import check
 
@@ -511,7 +511,7 @@ def test_the_file_sensor_survives_hostile_task_files(tmp_path):
 
     import dagster as dg
 
-    from coder_eval_dagster.defs.evaluation.resources import CoderEvalSettings, RunSpecConfig
+    from coder_eval_dagster.defs.resources import CoderEvalSettings, RunSpecConfig
 
     from .test_operations import tick
 

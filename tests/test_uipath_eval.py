@@ -28,7 +28,7 @@ from coder_eval_dagster.core.criteria.uipath_eval import (
 )
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
 from coder_eval_dagster.core.run_context import RunContext
-from coder_eval_dagster.core.sandbox import TempdirSandbox
+from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
 from coder_eval_dagster.core.scoring import criterion_result, run_check
 
 RECORDED = (Path(__file__).parent / "data" / "uipath_eval_output.json").read_text()

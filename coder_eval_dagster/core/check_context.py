@@ -11,14 +11,14 @@ from .models.results import ToolCallRecord, TurnRecord
 
 if TYPE_CHECKING:
     from .run_context import RunContext
-    from .sandbox.tempdir import TempdirSandbox
+    from .sandbox.base import Sandbox
 
 DialogMessage = tuple[str, str]  # (role: "user" | "agent", text)
 
 
 @dataclass
 class CheckContext:
-    sandbox: TempdirSandbox
+    sandbox: Sandbox
     task_dir: Path
     trajectory: list[TurnRecord] | None  # None: no agent ran (type none)
     reference: str | None = None

@@ -47,7 +47,7 @@ from .models.results import CommandStats, EvaluationResult, HookRun, TurnRecord
 from .models.task import Task
 from .resolution import RowTask
 from .run_context import RunContext
-from .sandbox import TempdirSandbox, TemplateError, open_sandbox
+from .sandbox import Sandbox, TemplateError, open_sandbox
 from .sandbox.containment import release, release_if_idle
 from .sandbox.engine import EngineError
 from .scoring import all_passed, armed_gate, criteria_pass_now, score_criteria, weighted_score
@@ -84,7 +84,7 @@ class Evaluation:
         return evaluation_folder(self.run_dir, self.row_task.variant_id, self.row_task.task_id, self.replicate)
 
     @cached_property
-    def sandbox(self) -> TempdirSandbox:
+    def sandbox(self) -> Sandbox:
         """The evaluation's one sandbox driver, stopped by the run's interrupt."""
         row_task, replicate = self.row_task, str(self.replicate)
         labels = {"run": self.run_id, "task": row_task.task_id, "variant": row_task.variant_id, "replicate": replicate}

@@ -13,7 +13,7 @@ from ..limits import COST_BUDGET_EXCEEDED, BudgetTracker
 from ..models.agent import AgentConfig
 from ..models.limits import RunLimits
 from ..models.results import TurnRecord
-from ..sandbox.tempdir import TempdirSandbox
+from ..sandbox.base import Sandbox
 
 if TYPE_CHECKING:
     from ..run_context import RunContext
@@ -25,7 +25,7 @@ StopReason = Literal[
 
 @dataclass
 class AgentInput:
-    sandbox: TempdirSandbox
+    sandbox: Sandbox
     prompt: str | None
     config: AgentConfig
     limits: RunLimits

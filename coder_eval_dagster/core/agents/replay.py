@@ -22,7 +22,7 @@ from ..limits import COST_BUDGET_EXCEEDED, BudgetTracker
 from ..models.results import ToolCallRecord, TurnRecord
 from ..models.trajectory import ToolCall, Trajectory, TrajectoryTurn
 from ..problems import InvalidInput, problems_from_validation
-from ..sandbox.tempdir import TempdirSandbox
+from ..sandbox.base import Sandbox
 from ..yamlio import load_document
 from .base import AgentInput, AgentOutput
 
@@ -51,7 +51,7 @@ def _clip(text: str) -> str:
     return text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + "…"
 
 
-def play_call(call: ToolCall, sandbox: TempdirSandbox, timeout: float) -> tuple[str, str | None]:
+def play_call(call: ToolCall, sandbox: Sandbox, timeout: float) -> tuple[str, str | None]:
     """Do what the call says; (status, output)."""
     params = call.parameters
     try:

@@ -70,8 +70,11 @@ class SandboxLimits(StrictModel):
     max_disk_mb: int | None = Field(default=None, ge=1)
 
 
+SandboxDriver = Literal["tempdir", "docker"]  # sandbox/__init__.py maps each to its driver
+
+
 class SandboxConfig(StrictModel):
-    driver: Literal["tempdir", "docker"] = "tempdir"
+    driver: SandboxDriver = "tempdir"
     python: PythonEnv | None = Field(default_factory=PythonEnv)
     template_sources: list[TemplateSource] = Field(default_factory=list)
     ignore_patterns: list[IgnorePattern] = Field(default_factory=list)

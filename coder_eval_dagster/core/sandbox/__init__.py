@@ -1,15 +1,20 @@
-"""Sandboxes: where an evaluation runs. Drivers share one small interface."""
+"""Sandboxes: where an evaluation runs. Drivers implement one interface (``base.Sandbox``), registered here."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
-from ..models.sandbox import SandboxConfig
+from ..models.sandbox import SandboxConfig, SandboxDriver
+from .base import Sandbox
 from .process import Interrupt
-from .tempdir import TempdirSandbox
 from .templates import TemplateError
 
-__all__ = ["TempdirSandbox", "TemplateError", "open_sandbox"]
+# Each driver the format names (``sandbox.driver``) -> "module:class" here, imported on first use (the docker
+# SDK is an extra). A driver takes (root, config, cache_dir, labels, interrupt).
+DRIVERS: dict[SandboxDriver, str] = {"tempdir": "tempdir:TempdirSandbox", "docker": "docker:DockerSandbox"}
+
+__all__ = ["DRIVERS", "Sandbox", "TemplateError", "open_sandbox"]
 
 
 def open_sandbox(
@@ -18,11 +23,10 @@ def open_sandbox(
     cache_dir: Path | None = None,
     labels: dict[str, str] | None = None,
     interrupt: Interrupt | None = None,
-) -> TempdirSandbox:
+) -> Sandbox:
     """The sandbox of ``config.driver`` at ``root``; ``labels`` name the evaluation (docker: container labels),
-    ``interrupt`` is the run's."""
-    if config.driver == "docker":
-        from .docker import DockerSandbox
-
-        return DockerSandbox(root, config, cache_dir, labels, interrupt)
-    return TempdirSandbox(root, config, cache_dir, interrupt)
+    ``interrupt`` is the run's (a sandbox standing alone gets its own)."""
+    module, name = DRIVERS[config.driver].split(":")
+    driver = getattr(importlib.import_module(f".{module}", __package__), name)
+    sandbox: Sandbox = driver(root, config, cache_dir=cache_dir, labels=labels, interrupt=interrupt)
+    return sandbox

@@ -28,7 +28,12 @@ LOOPBACK = "127.0.0.1"
 
 class TempdirSandbox:
     def __init__(
-        self, root: Path, config: SandboxConfig, cache_dir: Path | None = None, interrupt: Interrupt | None = None
+        self,
+        root: Path,
+        config: SandboxConfig,
+        cache_dir: Path | None = None,
+        labels: dict[str, str] | None = None,  # names an evaluation's container; a folder has none to name
+        interrupt: Interrupt | None = None,
     ):
         self.root = root
         self.config = config

@@ -7,14 +7,13 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
-from ...core.chunking import partitions_per_run, task_chunks
-from ...core.runs import TIMESTAMP
+from ..core.chunking import partitions_per_run, task_chunks
+from ..core.runs import TIMESTAMP
 from .dagster_private import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+from .names import CHUNK_ASSETS, CHUNK_TAG, CHUNKS_TAG, GROUP, JOB_NAME, RUN_FOLDER_TAG
 from .partitions import TASK_DIMENSION, VARIANT_DIMENSION, Rectangle
-from .resources import RUN_FOLDER_TAG
 
-JOB_NAME = "evaluate"
-EVALUATE_JOB = dg.define_asset_job(JOB_NAME, selection=dg.AssetSelection.groups("coder_eval"))
+EVALUATE_JOB = dg.define_asset_job(JOB_NAME, selection=dg.AssetSelection.groups(GROUP))
 AUTOMATION_ENV = "CODER_EVAL_AUTOMATION"
 
 
@@ -36,13 +35,6 @@ def rectangle_tags(rectangle: Rectangle) -> dict[str, str]:
     start = dg.MultiPartitionKey({TASK_DIMENSION: rectangle.tasks[0], VARIANT_DIMENSION: rectangle.variants[0]})
     end = dg.MultiPartitionKey({TASK_DIMENSION: rectangle.tasks[-1], VARIANT_DIMENSION: rectangle.variants[-1]})
     return {ASSET_PARTITION_RANGE_START_TAG: str(start), ASSET_PARTITION_RANGE_END_TAG: str(end)}
-
-
-# The partitioned part of the graph: what a chunk run materializes (the summary runs once, after every chunk).
-CHUNK_ASSETS = [dg.AssetKey(name) for name in ("task_definitions", "resolved_tasks", "sandbox_runs", "criteria_scores")]
-SUMMARY_ASSETS = [dg.AssetKey("suite_metrics"), dg.AssetKey("variant_comparison")]
-CHUNK_TAG = "coder_eval/chunk"  # this chunk's index within its tick
-CHUNKS_TAG = "coder_eval/chunks"  # how many chunks the tick requested
 
 
 def tick_requests(

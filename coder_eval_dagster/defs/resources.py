@@ -9,16 +9,11 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field, create_model
 
-from ...core.resolution import resolve
-from ...core.run_context import RunContext
-from ...core.run_spec import DEFAULT_JUDGE_CONCURRENCY, RunSpec
-from ...core.runs import OpenRun, default_concurrency, load_run, open_once, open_run
-from .deployment import refuse_sqlite_across_containers
-
-# The backfill a run belongs to (Dagster's public tag string).
-BACKFILL_TAG = "dagster/backfill"
-# The run folder shared by the chunk runs of one schedule or sensor tick (set by the tick).
-RUN_FOLDER_TAG = "coder_eval/run_folder"
+from ..core.resolution import resolve
+from ..core.run_context import RunContext
+from ..core.run_spec import DEFAULT_JUDGE_CONCURRENCY, RunSpec
+from ..core.runs import OpenRun, default_concurrency, load_run, open_once, open_run
+from .names import BACKFILL_TAG, RUN_FOLDER_TAG
 
 # RunSpec's fields as Dagster config, so the Launchpad shows and edits them; defined once, in core.
 RunSpecConfig = create_model(
@@ -130,3 +125,24 @@ def default_settings() -> CoderEvalSettings:
         concurrency=int(os.environ.get("CODER_EVAL_CONCURRENCY", "0")),
         docker_image=os.environ.get("CODER_EVAL_DOCKER_IMAGE") or None,
     )
+
+
+# Launchers that run each run on the same machine, in a process that reaches the instance's files.
+LOCAL_LAUNCHERS = ("DefaultRunLauncher",)
+
+
+def refuse_sqlite_across_containers(instance: dg.DagsterInstance) -> None:
+    """Fail the step when runs are launched elsewhere (a container, a pod) but the instance is SQLite.
+
+    Each run container would open its own copy of the SQLite files (or a
+    shared file that SQLite cannot lock across hosts): runs, events and
+    partitions would be lost or corrupted. PostgreSQL is the storage there.
+    """
+    launcher = type(instance.run_launcher).__name__
+    storages = (instance.run_storage, instance.event_log_storage, instance.schedule_storage)
+    sqlite = [type(s).__name__ for s in storages if s is not None and "sqlite" in type(s).__name__.lower()]
+    if launcher not in LOCAL_LAUNCHERS and sqlite:
+        raise dg.Failure(
+            description=f"the run launcher {launcher} starts runs in other containers, but the instance stores "
+            f"in SQLite ({', '.join(sqlite)}): configure `storage: postgres:` in dagster.yaml (docs/deploy.md)"
+        )

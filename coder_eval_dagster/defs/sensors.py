@@ -23,10 +23,11 @@ from typing import TypeVar
 
 import dagster as dg
 
-from ...core.fingerprints import fingerprints
-from ...core.resolution import Resolution, RowTask, discover, resolve
-from ...core.run_spec import RunSpec
-from .jobs import JOB_NAME, sensor_status, tick_requests
+from ..core.fingerprints import fingerprints
+from ..core.resolution import Resolution, RowTask, discover, resolve
+from ..core.run_spec import RunSpec
+from .jobs import EVALUATE_JOB, sensor_status, tick_requests
+from .names import CHUNK_TAG, CHUNKS_TAG, JOB_NAME, RUN_FOLDER_TAG, SUMMARY_ASSETS, TRIGGER_TAG
 from .partitions import encode_id, rectangles, task_partitions, variant_partitions
 from .resources import CoderEvalSettings
 
@@ -90,7 +91,7 @@ def _run_requests(cursor: Cursor, changed: list[str], tasks: list[str], variants
         f"files-{cursor.requests}-{digest}",
         datetime.now(UTC),
         rectangles(pairs, tasks, variants),
-        {"coder_eval/trigger": "files"},
+        {TRIGGER_TAG: "files"},
     )
 
 
@@ -183,3 +184,24 @@ def _partition_requests(
     gone, new = [k for k in known if k not in staying], [k for k in after if k not in registered]
     requests = [partitions.build_delete_request(gone), partitions.build_add_request(new)]
     return [r for r in requests if r.partition_keys]
+
+
+@dg.run_status_sensor(
+    run_status=dg.DagsterRunStatus.SUCCESS,
+    monitored_jobs=[EVALUATE_JOB],
+    request_job=EVALUATE_JOB,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Materializes suite_metrics once all chunk runs of a schedule or sensor tick have succeeded.",
+)
+def summary_after_chunks(context: dg.RunStatusSensorContext) -> dg.RunRequest | dg.SkipReason:
+    tags = context.dagster_run.tags
+    if CHUNK_TAG not in tags:
+        return dg.SkipReason("not a chunk run")
+    folder, expected = tags[RUN_FOLDER_TAG], int(tags[CHUNKS_TAG])
+    succeeded = context.instance.get_runs(
+        filters=dg.RunsFilter(tags={RUN_FOLDER_TAG: folder}, statuses=[dg.DagsterRunStatus.SUCCESS])
+    )
+    done = {run.tags[CHUNK_TAG] for run in succeeded if CHUNK_TAG in run.tags}
+    if len(done) < expected:
+        return dg.SkipReason(f"{len(done)} of {expected} chunk runs of {folder} succeeded")
+    return dg.RunRequest(run_key=f"summary-{folder}", asset_selection=SUMMARY_ASSETS, tags={RUN_FOLDER_TAG: folder})

@@ -4,7 +4,8 @@ import os
 
 import dagster as dg
 
-from .jobs import JOB_NAME, schedule_status, tick_requests
+from .jobs import schedule_status, tick_requests
+from .names import JOB_NAME, NIGHT_TAG, TRIGGER_TAG
 from .partitions import Rectangle, task_partitions, variant_partitions
 
 NIGHTLY_CRON_ENV = "CODER_EVAL_NIGHTLY_CRON"
@@ -24,5 +25,5 @@ def nightly_suite(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest] 
     if not tasks or not variants:
         return dg.SkipReason("no row-tasks registered yet: start the task_files_sensor or run coder-eval once")
     night = context.scheduled_execution_time.strftime("%Y-%m-%d")
-    tags = {"coder_eval/trigger": "nightly", "coder_eval/night": night}
+    tags = {TRIGGER_TAG: "nightly", NIGHT_TAG: night}
     return tick_requests(f"nightly-{night}", context.scheduled_execution_time, [Rectangle(tasks, variants)], tags)

@@ -1,4 +1,5 @@
-"""The asset graph: task_definitions -> resolved_tasks -> sandbox_runs -> criteria_scores -> suite_metrics.
+"""The asset graph: task_definitions -> resolved_tasks -> sandbox_runs -> criteria_scores -> suite_metrics
+-> variant_comparison, with their checks.
 
 The three middle assets are partitioned by (row-task, variant). One Dagster
 run covers many partitions. ``task_definitions`` (or, in a CLI run, the CLI
@@ -10,29 +11,41 @@ criteria_scores boundary is the only barrier. A failure is recorded on its
 own evaluation, never failing the step.
 """
 
+import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from ...core.chunking import partitions_per_run
-from ...core.compare.plotted import suite_float_metadata
-from ...core.evaluation import Evaluation, Phase, restore_checkpoint, run_phase
-from ...core.fingerprints import resolution_digest
-from ...core.layout import CHECKPOINT_FILE, REPORT_FILE, RESULT_FILE, SANDBOX_DIR, TABLES_DIR, cache_dir, load_result
-from ...core.resolution import RowTask
-from ...core.routing import routing_line
-from ...core.run_context import RunContext, uses_model_route
-from ...core.runs import OpenRun, in_parallel, plan_evaluations, preload_tables, summarize
-from ...core.sandbox.engine import default_docker_image
-from ...core.scoring import kept_for_rescore
-from .comparison import variant_comparison
+from ..core.chunking import partitions_per_run
+from ..core.compare.plotted import suite_float_metadata
+from ..core.evaluation import Evaluation, Phase, restore_checkpoint, run_phase
+from ..core.fingerprints import resolution_digest
+from ..core.layout import (
+    CHECKPOINT_FILE,
+    COMPARISON_PAGE,
+    REPORT_FILE,
+    RESULT_FILE,
+    RUN_FILE,
+    RUN_MD,
+    SANDBOX_DIR,
+    TABLES_DIR,
+    cache_dir,
+    load_result,
+)
+from ..core.resolution import RowTask
+from ..core.routing import routing_line
+from ..core.run_context import RunContext, uses_model_route
+from ..core.runs import OpenRun, in_parallel, plan_evaluations, preload_tables, summarize
+from ..core.sandbox.engine import default_docker_image
+from ..core.scoring import kept_for_rescore
 from .dagster_private import add_partition_metadata
+from .names import AGENT_POOL, GROUP, SUITE_METRICS, VARIANT_COMPARISON
 from .partitions import ids_of, partition_key, row_task_partitions
 from .resources import CoderEvalSettings
 
-GROUP = "coder_eval"
-AGENT_POOL = "agent_api"
+if TYPE_CHECKING:
+    from ..core.compare.rows import RunRows
 
 
 def backfill_policy(per_run: int | None) -> dg.BackfillPolicy:
@@ -231,11 +244,13 @@ def _report_metadata(group: list[Evaluation]) -> dict[str, Any]:
 SUITE_CHECKS = [
     dg.AssetCheckSpec(
         "suite_thresholds",
-        asset="suite_metrics",
+        asset=SUITE_METRICS,
         description="Every suite_thresholds minimum of every classification criterion is met.",
     ),
     dg.AssetCheckSpec(
-        "gating_tasks_passed", asset="suite_metrics", description="Every gating task of the run succeeded."
+        "all_tasks_succeeded",
+        asset=SUITE_METRICS,
+        description="Every evaluation of the run succeeded (each by its gating criteria): the CLI's exit code 0.",
     ),
 ]
 
@@ -266,7 +281,7 @@ def suite_metrics(
             or {"thresholds": "none"},
         ),
         dg.AssetCheckResult(
-            check_name="gating_tasks_passed",
+            check_name="all_tasks_succeeded",
             passed=succeeded == len(summary.results),
             metadata={"share": dg.MetadataValue.float(share), "passed": succeeded, "total": len(summary.results)},
         ),
@@ -276,12 +291,109 @@ def suite_metrics(
             "passed": summary.passed,
             "run_id": run.plan.run_id,
             "run_dir": dg.MetadataValue.path(str(run.folder)),
-            "run_md": dg.MetadataValue.path(str(run.folder / "run.md")),
+            "run_md": dg.MetadataValue.path(str(run.folder / RUN_MD)),
             "tasks": len(summary.results),
             **suite_float_metadata(summary.results),
         },
         check_results=checks,
     )
+
+
+# ----------------------------------------------------------------------------- variant_comparison
+
+LOOKBACK = 30  # earlier suite_metrics materializations searched for the same task set
+
+REGRESSION_CHECK = dg.AssetCheckSpec(
+    "no_significant_regression",
+    asset=VARIANT_COMPARISON,
+    description="No variant is significantly worse than in the previous run of the same task set "
+    "(McNemar exact p < 0.05 with a negative difference in success rate fails).",
+)
+
+
+def _earlier_run_dirs(instance: dg.DagsterInstance, current: Path) -> list[Path]:
+    """Run folders of the latest suite_metrics materializations, newest first, this run's own left out."""
+    records = instance.fetch_materializations(SUITE_METRICS, limit=LOOKBACK).records
+    folders = []
+    for record in records:
+        materialization = record.asset_materialization
+        entry = materialization.metadata.get("run_dir") if materialization else None
+        if entry is not None and Path(str(entry.value)).resolve() != current.resolve():
+            folders.append(Path(str(entry.value)))
+    return folders
+
+
+def previous_run(instance: dg.DagsterInstance, current: "RunRows") -> "RunRows | None":
+    """The latest earlier run of the same task set, if the instance knows one."""
+    from ..core.compare.nightly import same_task_set
+    from ..core.compare.rows import CompareError, load_run
+
+    for folder in _earlier_run_dirs(instance, current.run_dir):
+        try:
+            candidate = load_run(folder)
+        except CompareError:  # a run folder since deleted or emptied
+            continue
+        if same_task_set(candidate, current):
+            return candidate
+    return None
+
+
+@dg.asset(
+    group_name=GROUP,
+    deps=[suite_metrics],
+    check_specs=[REGRESSION_CHECK],
+    description="Paired statistics of every variant against the experiment's first, on the run just finished.",
+)
+def variant_comparison(
+    context: dg.AssetExecutionContext, settings: CoderEvalSettings, run_context: dg.ResourceParam[RunContext]
+) -> dg.MaterializeResult:
+    run_dir = settings.open(context, run_context).folder
+    if _single_variant(run_dir) and not _earlier_run_dirs(context.instance, run_dir):
+        # Nothing to pair with: done without importing pandas and scipy (a second of every first run).
+        return dg.MaterializeResult(
+            metadata={"comparison": dg.MetadataValue.md("one variant and no earlier run: nothing to compare yet")},
+            check_results=[_check_result(True, {"previous_run": "none"})],
+        )
+    # Imported here: pandas and scipy would otherwise load with the code location, before every run.
+    from ..core.compare.analysis import compare_variants
+    from ..core.compare.nightly import comparison_metadata, regression_verdict
+    from ..core.compare.rows import CompareError, load_run
+
+    try:
+        current = load_run(run_dir)
+    except CompareError as exc:  # a run that evaluated nothing has nothing to compare and nothing regressed
+        return dg.MaterializeResult(
+            metadata={"comparison": dg.MetadataValue.md(f"nothing to compare: {exc}")},
+            check_results=[_check_result(True, {"previous_run": "this run has no evaluations"})],
+        )
+    table, rates = comparison_metadata(compare_variants(current))
+    before = previous_run(context.instance, current)
+    verdict = regression_verdict(before, current)
+    page = run_dir / COMPARISON_PAGE
+    check_metadata = {
+        key: dg.MetadataValue.md(value) if key.endswith("_rows") else value for key, value in verdict.details.items()
+    }
+    return dg.MaterializeResult(
+        metadata={
+            "comparison": dg.MetadataValue.md(table),
+            **{key: dg.MetadataValue.float(value) for key, value in rates.items()},
+            "run_dir": dg.MetadataValue.path(str(run_dir)),
+            **({"page": dg.MetadataValue.path(str(page))} if page.is_file() else {}),
+        },
+        check_results=[_check_result(verdict.passed, check_metadata)],
+    )
+
+
+def _single_variant(run_dir: Path) -> bool:
+    try:
+        document = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return len(document.get("variants") or []) < 2
+
+
+def _check_result(passed: bool, metadata: dict[str, Any]) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(check_name=REGRESSION_CHECK.name, passed=passed, metadata=metadata)
 
 
 ASSETS = [task_definitions, resolved_tasks, sandbox_runs, criteria_scores, suite_metrics, variant_comparison]

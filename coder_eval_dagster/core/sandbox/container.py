@@ -1,0 +1,230 @@
+"""An evaluation's container (docker driver): started on first use, found again by any stage, removed at its end.
+
+The sandbox folder, the evaluation's I/O folder and the shared uv cache are
+bind-mounted at the same paths as on the host, the agent CLIs this harness
+ships read-only: a path means the same thing on both sides. The container's
+id is kept in ``container.json`` beside the sandbox, so that every stage of
+the evaluation, in any process, finds it; a stage that finds none (a
+rescore, a container swept meanwhile) starts a fresh one on the same folder.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import io
+import json
+import logging
+import os
+import re
+import shutil
+import tarfile
+from pathlib import Path
+from typing import Any
+
+from ..layout import CONTAINER_FILE, DOCKER_IO_DIR
+from ..models.sandbox import SandboxConfig
+from .engine import (
+    LABEL,
+    LABEL_OWNER,
+    client,
+    container_running,
+    labelled_containers,
+    owner_label,
+    remove_container,
+    require_image,
+    sweep_orphans,
+)
+from .process import Interrupt
+
+log = logging.getLogger(__name__)
+IMAGE_UID = 1000  # the image's `sandbox` user
+HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+CONTAINER_CA_BUNDLE = "/etc/coder-eval/ca-certificates.crt"
+_OOM_COUNTER = re.compile(r"^oom_kill (\d+)$", re.MULTILINE)
+# cgroup v2, then v1: the container sees its own memory cgroup at one of these.
+_OOM_COMMAND = ["cat", "/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"]
+
+
+class Container:
+    """The container of the evaluation in ``folder`` (the sandbox's parent)."""
+
+    def __init__(
+        self,
+        folder: Path,
+        config: SandboxConfig,
+        image: str,
+        uv_cache: Path | None,
+        labels: dict[str, str],
+        interrupt: Interrupt,
+    ):
+        self.folder, self.config, self.image = folder, config, image
+        self.uv_cache, self.labels, self.interrupt = uv_cache, labels, interrupt
+
+    @property
+    def sandbox(self) -> Path:
+        return self.folder / "sandbox"
+
+    @property
+    def io_dir(self) -> Path:
+        """Where commands write their output (a file, so that a background daemon cannot hold a pipe open)."""
+        return self.folder / DOCKER_IO_DIR
+
+    @property
+    def user(self) -> str:
+        """Who runs in it: the image's user when the harness is root, else the harness's own."""
+        uid = IMAGE_UID if os.geteuid() == 0 else os.geteuid()
+        gid = IMAGE_UID if os.geteuid() == 0 else os.getegid()
+        return f"{uid}:{gid}"
+
+    def id(self) -> str:
+        """The running container of this evaluation, started now if there is none."""
+        state = self._state()
+        if state and container_running(state["id"]):
+            return str(state["id"])
+        if state:
+            self.close()
+        return self._start()
+
+    def close(self) -> None:
+        """Remove the container (whatever runs in it) and its bookkeeping; the sandbox folder stays.
+
+        An engine that stopped answering leaves the container to the next run's sweeper: the
+        evaluation's result is not worth losing over it.
+        """
+        state = self._state()
+        if state:
+            try:
+                remove_container(state["id"])
+            except Exception as exc:
+                log.warning("could not remove container %s (the next run sweeps it): %s", state["id"][:12], exc)
+            (self.folder / CONTAINER_FILE).unlink(missing_ok=True)
+        shutil.rmtree(self.io_dir, ignore_errors=True)
+
+    def copy_in(self, folder: Path) -> None:
+        """Copy a host folder into the container at the same path, owned by the container's user."""
+        uid, gid = (int(part) for part in self.user.split(":"))
+
+        def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+            info.uid, info.gid, info.uname, info.gname = uid, gid, "", ""
+            return info
+
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            archive.add(folder, arcname=str(folder).lstrip("/"), filter=owned)
+        client().api.put_archive(self.id(), "/", buffer.getvalue())
+
+    def oom_killed(self) -> bool:
+        """Did its memory cgroup OOM-kill a process since the last check (the count is kept in container.json)?"""
+        state = self._state() or {}
+        done = client().api.exec_start(client().api.exec_create(state["id"], _OOM_COMMAND, user=self.user)["Id"])
+        kills = sum(int(n) for n in _OOM_COUNTER.findall(done.decode(errors="replace")))
+        seen = state.get("oom_kills", 0)
+        (self.folder / CONTAINER_FILE).write_text(json.dumps(state | {"oom_kills": kills}), encoding="utf-8")
+        return bool(kills > seen)
+
+    def _state(self) -> dict[str, Any] | None:
+        path = self.folder / CONTAINER_FILE
+        try:
+            found: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+            return found
+        except (OSError, ValueError):
+            return None
+
+    def _start(self) -> str:
+        sweep_orphans()
+        require_image(self.image)
+        self.sandbox.mkdir(parents=True, exist_ok=True)
+        self.io_dir.mkdir(exist_ok=True)
+        mounts = {self.sandbox: "rw", self.io_dir: "rw"}
+        if self.uv_cache is not None:
+            self.uv_cache.mkdir(parents=True, exist_ok=True)
+            mounts[self.uv_cache] = "rw"
+        if os.geteuid() == 0:
+            for folder in mounts:
+                _chown_tree(folder, IMAGE_UID)
+        volumes = {str(path): {"bind": str(path), "mode": mode} for path, mode in mounts.items()}
+        volumes |= {str(path): {"bind": str(path), "mode": "ro"} for path in agent_cli_folders()}
+        if HOST_CA_BUNDLE.is_file():
+            volumes[str(HOST_CA_BUNDLE)] = {"bind": CONTAINER_CA_BUNDLE, "mode": "ro"}
+        container = client().containers.create(
+            self.image,
+            ["sleep", "infinity"],
+            init=True,  # reaps orphans: zombies would count against the pids limit
+            user=self.user,
+            working_dir=str(self.sandbox),
+            network_mode=self.config.network,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            volumes=volumes,
+            labels=self._labels(),
+            **self._limits(),
+        )
+        _register_for_exit(self.interrupt)
+        (self.folder / CONTAINER_FILE).write_text(
+            json.dumps({"id": container.id, "image": self.image}), encoding="utf-8"
+        )
+        container.start()
+        return str(container.id)
+
+    def _labels(self) -> dict[str, str]:
+        named = {f"{LABEL}.{key}": value for key, value in self.labels.items()}
+        return {LABEL: "sandbox", LABEL_OWNER: owner_label(), "coder-eval.folder": str(self.folder), **named}
+
+    def _limits(self) -> dict[str, Any]:
+        """``sandbox.limits`` as engine settings: memory without extra swap, CPUs, pids."""
+        limits, kwargs = self.config.limits, {}
+        if limits.max_memory_mb is not None:
+            kwargs["mem_limit"] = kwargs["memswap_limit"] = f"{limits.max_memory_mb}m"
+        if limits.max_cpus is not None:
+            kwargs["nano_cpus"] = int(limits.max_cpus * 1e9)
+        if limits.max_pids is not None:
+            kwargs["pids_limit"] = limits.max_pids
+        return kwargs
+
+
+def agent_cli_folders() -> list[Path]:
+    """The folders of the agent CLIs this harness ships (claude-code's, codex's), mounted read-only."""
+    folders = []
+    with contextlib.suppress(ImportError):
+        import claude_agent_sdk
+
+        folders.append(Path(claude_agent_sdk.__file__).parent / "_bundled")
+    with contextlib.suppress(ImportError):
+        from codex_cli_bin import bundled_codex_path
+
+        folders.append(Path(bundled_codex_path()).parent)
+    return [folder for folder in folders if folder.is_dir()]
+
+
+def _chown_tree(top: Path, uid: int) -> None:
+    """Hand a folder to the container's user (the harness runs as root; the container never does).
+
+    A folder it already owns is left alone: what is inside was made by the container (the uv cache,
+    a sandbox whose container is started again).
+    """
+    if top.stat().st_uid == uid:
+        return
+    os.lchown(top, uid, uid)
+    for folder, names, files in os.walk(top):
+        for name in names + files:
+            os.lchown(os.path.join(folder, name), uid, uid)
+
+
+def remove_own_containers(interrupt: Interrupt) -> None:
+    """At the exit of an interrupted run: remove every sandbox container this process created and did not close.
+
+    Only when interrupted: a process that runs one stage of a run (a Dagster step) leaves its
+    containers to the evaluations' later stages, which may run in another process.
+    """
+    if not interrupt.is_set():
+        return
+    with contextlib.suppress(Exception):
+        for container in labelled_containers(f"{LABEL_OWNER}={owner_label()}"):
+            remove_container(container["Id"])
+
+
+@functools.cache
+def _register_for_exit(interrupt: Interrupt) -> None:
+    atexit.register(remove_own_containers, interrupt)

@@ -1,1 +1,0 @@
-"""Evaluation domain: the asset graph task_definitions -> ... -> suite_metrics."""
