@@ -9,17 +9,20 @@ import typing
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from . import exit_codes
+from .cli_options import add_model_arguments, flags_of, model_values
 from .compare_cli import add_commands as add_compare_commands
 from .core import credentials
-from .core.agents import AGENT_TYPES
 from .core.models.sandbox import unbound_limits
 from .core.preflight import check_environment, dagster_home
 from .core.problems import InvalidInput, Problem
 from .core.resolution import discover, kind_of, load_experiment, load_trajectory, resolve
 from .core.routing import RouteError
-from .core.run_spec import DEFAULT_JUDGE_CONCURRENCY, JudgeSettings, RunSpec
+from .core.run_spec import RunOptions, RunSpec
 from .core.yamlio import load_document
 from .deploy_cli import add_commands as add_deploy_commands
 from .instance_cli import add_commands as add_instance_commands
@@ -33,65 +36,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(exit_codes.USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def _count(minimum: int) -> Callable[[str], int]:
-    """An argparse type: a whole number of at least ``minimum``."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
-        return value
-
-    return parse
-
-
 def _print_problems(problems: Sequence[Problem]) -> None:
     sys.stderr.write("".join(f"{p}\n" for p in problems))
-
-
-def _selection_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="*", type=Path, help="task files or folders (recursive *.yaml, *.yml)")
-    parser.add_argument("-e", "--experiment", type=Path, help="experiment file (variants, defaults, repeats)")
-    parser.add_argument(
-        "-D",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY.PATH=VALUE",
-        help="override a task field (YAML value); repeatable, merged per key",
-    )
-    parser.add_argument("--type", dest="agent_type", help=f"agent type override ({', '.join(AGENT_TYPES)})")
-    parser.add_argument("--model", help="agent.model for every task (shorthand for -D agent.model=MODEL)")
-    parser.add_argument("--sample", type=_count(1), metavar="N", help="fixed-seed sample of N rows per stratum")
-    parser.add_argument("--tags", default="", help="only tasks with any of these comma-separated tags")
-    parser.add_argument("--include-skipped", action="store_true", help="also run tasks marked skip: true")
-    parser.add_argument(
-        "--task",
-        dest="task_patterns",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="only row-tasks whose id matches (e.g. 'arithmetic_dataset/add-*'); repeatable",
-    )
-    parser.add_argument("--limit", type=_count(1), metavar="N", help="only the first N row-tasks after filtering")
-
-
-def spec_from(args: argparse.Namespace) -> RunSpec:
-    return RunSpec(
-        task_paths=[str(p) for p in args.paths],
-        experiment=str(args.experiment) if args.experiment else None,
-        overrides=list(args.overrides),
-        agent_type=args.agent_type,
-        model=args.model,
-        sample=args.sample,
-        tags=[t.strip() for t in args.tags.split(",") if t.strip()],
-        task_patterns=list(args.task_patterns),
-        limit=args.limit,
-        include_skipped=args.include_skipped,
-    )
 
 
 # ----------------------------------------------------------------------------- validate
@@ -147,7 +93,7 @@ def _print_limit_warnings(path: Path) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    spec = spec_from(args)
+    spec = parsed(RunSpec, args)
     if not spec.selects_anything:
         print("coder-eval list: give task paths or -e EXPERIMENT", file=sys.stderr)
         return exit_codes.USAGE
@@ -184,16 +130,10 @@ def cmd_schema(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------- run, rescore
 
 
-def judge_settings(args: argparse.Namespace) -> JudgeSettings:
-    """How the run routes and bounds its model calls (its run context is built from these)."""
-    only = getattr(args, "only_criteria", None)
-    return JudgeSettings(args.backend, args.judge_concurrency, only)
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     from .cli_run import resume, run
 
-    spec = spec_from(args)
+    spec, options = parsed(RunSpec, args), parsed(RunOptions, args)
     again = args.resume or args.retry_errors
     if again is not None:
         if spec.selects_anything:
@@ -201,20 +141,20 @@ def cmd_run(args: argparse.Namespace) -> int:
             return exit_codes.USAGE
         if not _environment_ok(again.parent):
             return exit_codes.USAGE
-        retry = args.retry_errors is not None
-        return resume(again, args.concurrency, retry_errors=retry, judges=judge_settings(args), junit=args.junit)
+        options = options.model_copy(update={"runs_dir": str(again.parent)})
+        return resume(again, options, retry_errors=args.retry_errors is not None, junit=args.junit)
     if not spec.selects_anything:
         print("coder-eval run: give task paths or -e EXPERIMENT", file=sys.stderr)
         return exit_codes.USAGE
-    if not _environment_ok(args.runs_dir):
+    if not _environment_ok(Path(options.runs_dir)):
         return exit_codes.USAGE
-    return run(spec, args.runs_dir, args.concurrency, judges=judge_settings(args), junit=args.junit)
+    return run(spec, options, junit=args.junit)
 
 
 def cmd_register(args: argparse.Namespace) -> int:
     from .cli_run import register
 
-    spec = spec_from(args)
+    spec = parsed(RunSpec, args)
     if not spec.selects_anything:
         print("coder-eval register: give task paths or -e EXPERIMENT", file=sys.stderr)
         return exit_codes.USAGE
@@ -226,7 +166,8 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 
     if not _environment_ok(args.run_dir.parent):
         return exit_codes.USAGE
-    return rescore(args.run_dir, args.concurrency, judges=judge_settings(args), junit=args.junit)
+    options = parsed(RunOptions, args).model_copy(update={"runs_dir": str(args.run_dir.parent)})
+    return rescore(args.run_dir, options, junit=args.junit)
 
 
 def _environment_ok(runs_dir: Path) -> bool:
@@ -256,11 +197,12 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("paths", nargs="+", type=Path)
     validate.set_defaults(handler=cmd_validate)
     listing = commands.add_parser("list", help="print the row-tasks x variants a run would execute")
-    _selection_arguments(listing)
+    add_model_arguments(listing, RunSpec)
     listing.set_defaults(handler=cmd_list)
     running = commands.add_parser("run", help="run the row-tasks x variants through the Dagster asset graph")
-    _selection_arguments(running)
-    _run_arguments(running)
+    add_model_arguments(running, RunSpec)
+    add_model_arguments(running, RunOptions, only=RUN_OPTIONS)
+    _junit_argument(running)
     again = running.add_mutually_exclusive_group()
     again.add_argument("--resume", type=Path, metavar="RUN_DIR", help="finish a run whose process died, in its folder")
     again.add_argument(
@@ -270,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     registering = commands.add_parser(
         "register", help="add the row-tasks x variants as Dagster partitions, run nothing"
     )
-    _selection_arguments(registering)
+    add_model_arguments(registering, RunSpec)
     registering.set_defaults(handler=cmd_register)
     # `dev` is dispatched in main() (its options are dagster dev's); listed here for --help.
     commands.add_parser("dev", help="dagster dev (UI and daemon) on the CLI's own instance; options go to dagster dev")
@@ -279,13 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
     schema.set_defaults(handler=cmd_schema)
     rescoring = commands.add_parser("rescore", help="re-run criteria and suite metrics of an earlier run")
     rescoring.add_argument("run_dir", type=Path)
-    _run_arguments(rescoring, runs_dir=False)
-    rescoring.add_argument(
-        "--only-criteria",
-        type=criterion_types,
-        metavar="TYPE[,TYPE]",
-        help="re-run only criteria of these types; the others keep their stored results",
-    )
+    add_model_arguments(rescoring, RunOptions, only=RESCORE_OPTIONS)
+    _junit_argument(rescoring)
     rescoring.set_defaults(handler=cmd_rescore)
     add_compare_commands(commands)
     add_sandbox_commands(commands)
@@ -294,39 +231,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run_arguments(parser: argparse.ArgumentParser, runs_dir: bool = True) -> None:
-    parser.add_argument(
-        "--concurrency", type=_count(0), default=0, help="evaluations at once (default, or 0: the CPU count)"
-    )
+# Which run options each command takes (``run`` has every one a CLI user sets; ``rescore`` writes into the run).
+RUN_OPTIONS = ("concurrency", "runs_dir", "backend", "judge_concurrency")
+RESCORE_OPTIONS = ("concurrency", "backend", "judge_concurrency", "only_criteria")
+
+
+def _junit_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--junit", type=Path, metavar="FILE", help="also write a JUnit XML report (one testcase each)")
-    parser.add_argument(
-        "-b",
-        "--backend",
-        choices=["direct", "bedrock"],
-        help="model API backend for the agent and the judges (default: $API_BACKEND, else direct)",
-    )
-    parser.add_argument(
-        "--judge-concurrency",
-        type=_count(1),
-        default=DEFAULT_JUDGE_CONCURRENCY,
-        metavar="N",
-        help=f"judge calls at once across the run (default {DEFAULT_JUDGE_CONCURRENCY})",
-    )
-    if runs_dir:
-        parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run folders go (default runs/)")
 
 
-def criterion_types(text: str) -> list[str]:
-    """``TYPE[,TYPE]``: registered criterion type names."""
-    from .core.criteria import REGISTRY
+class UsageError(Exception):
+    """An option's value the model refused: one line, exit 2."""
 
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    unknown = [name for name in names if name not in REGISTRY]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown criterion type(s) {', '.join(unknown) or text!r}; known: {', '.join(sorted(REGISTRY))}"
-        )
-    return names
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def parsed(model: type[Model], args: argparse.Namespace) -> Model:
+    """``model`` from the parsed arguments; a value it refuses is a usage error naming the flag."""
+    try:
+        return model(**model_values(model, args))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = str(error["loc"][0]) if error["loc"] else ""
+        message = str(error["msg"]).removeprefix("Value error, ")
+        raise UsageError(f"argument {'/'.join(flags_of(model, name)) or name}: {message}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -345,6 +274,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler(args)
     except InvalidInput as exc:
         _print_problems(exc.problems)
+        return exit_codes.USAGE
+    except UsageError as exc:
+        print(f"coder-eval {args.command}: {exc} (see coder-eval {args.command} --help)", file=sys.stderr)
         return exit_codes.USAGE
     except RouteError as exc:  # e.g. API_BACKEND=vertex
         print(f"coder-eval: {exc}", file=sys.stderr)

@@ -19,19 +19,19 @@ from .core.reports.run_summary import why_not_passed
 from .core.resolution import Resolution, RowTask, resolve
 from .core.routing import routing_line
 from .core.run_context import RunContext, uses_model_route
-from .core.run_spec import JudgeSettings, RunSpec
+from .core.run_spec import RunOptions, RunSpec
 from .core.runs import OpenRun, is_run_folder, load_run, new_run_dir, open_run, resnapshot
 
 MAX_TABLE_ROWS = 40
 
 
-def run_context(judges: JudgeSettings) -> RunContext:
+def run_context(options: RunOptions) -> RunContext:
     """The run's context, made before anything is written: an unusable route (API_BACKEND=vertex) stops here."""
-    return RunContext.create(judges.backend, judges.judge_concurrency)
+    return RunContext.create(options.backend, options.judge_concurrency)
 
 
-def run(spec: RunSpec, runs_dir: Path, concurrency: int, judges: JudgeSettings, junit: Path | None = None) -> int:
-    context = run_context(judges)
+def run(spec: RunSpec, options: RunOptions, junit: Path | None = None) -> int:
+    context = run_context(options)
     resolution = resolve(spec)
     if resolution.problems:
         raise InvalidInput(resolution.problems)
@@ -39,8 +39,8 @@ def run(spec: RunSpec, runs_dir: Path, concurrency: int, judges: JudgeSettings, 
         print(f"coder-eval run: no row-tasks selected{_left_out(resolution)}", file=sys.stderr)
         return exit_codes.USAGE
     instance = _open_instance()
-    opened = open_run(new_run_dir(runs_dir), spec, str(uuid.uuid4()), resolution)
-    return _launch(instance, opened, opened.snapshot.row_tasks, runs_dir, concurrency, judges, context, junit=junit)
+    opened = open_run(new_run_dir(Path(options.runs_dir)), spec, str(uuid.uuid4()), resolution)
+    return _launch(instance, opened, opened.snapshot.row_tasks, options, context, junit=junit)
 
 
 def _left_out(resolution: Resolution) -> str:
@@ -69,15 +69,13 @@ def unfinished(opened: OpenRun) -> list[Path]:
     ]
 
 
-def resume(
-    run_dir: Path, concurrency: int, retry_errors: bool, judges: JudgeSettings, junit: Path | None = None
-) -> int:
+def resume(run_dir: Path, options: RunOptions, retry_errors: bool, junit: Path | None = None) -> int:
     """Finish a run whose process died (or re-run its ERROR evaluations) in its own folder.
 
     Evaluations that finished a phase keep it (an agent never runs twice);
     those cut short are redone whole; the summary and tables are rewritten.
     """
-    context = run_context(judges)
+    context = run_context(options)
     opened = _run_folder("run", run_dir)
     if opened is None:
         return exit_codes.USAGE
@@ -88,9 +86,7 @@ def resume(
             print(f"coder-eval run: no ERROR evaluation in {run_dir}", file=sys.stderr)
             return _report(run_dir, junit) if (run_dir / RUN_FILE).is_file() else exit_codes.FAILED
         row_tasks = [rt for rt in row_tasks if f"{rt.variant_id}/{rt.task_id}" in errored]
-    return _launch(
-        _open_instance(), opened, row_tasks, run_dir.parent, concurrency, judges, context, fresh_id=True, junit=junit
-    )
+    return _launch(_open_instance(), opened, row_tasks, options, context, fresh_id=True, junit=junit)
 
 
 def _errored(run_dir: Path) -> list[Path]:
@@ -104,8 +100,8 @@ def _errored(run_dir: Path) -> list[Path]:
     return folders
 
 
-def rescore(run_dir: Path, concurrency: int, judges: JudgeSettings, junit: Path | None = None) -> int:
-    context = run_context(judges)
+def rescore(run_dir: Path, options: RunOptions, junit: Path | None = None) -> int:
+    context = run_context(options)
     opened = _run_folder("rescore", run_dir)
     if opened is None:
         return exit_codes.USAGE
@@ -125,9 +121,7 @@ def rescore(run_dir: Path, concurrency: int, judges: JudgeSettings, junit: Path 
     if not row_tasks:
         print(f"coder-eval rescore: {run_dir} has no evaluation to rescore", file=sys.stderr)
         return exit_codes.USAGE
-    return _launch(
-        _open_instance(), opened, row_tasks, run_dir.parent, concurrency, judges, context, rescore=True, junit=junit
-    )
+    return _launch(_open_instance(), opened, row_tasks, options, context, rescore=True, junit=junit)
 
 
 def register(spec: RunSpec) -> int:
@@ -184,25 +178,21 @@ def _launch(
     instance: Any,
     opened: OpenRun,
     row_tasks: list[RowTask],
-    runs_dir: Path,
-    concurrency: int,
-    judges: JudgeSettings,
+    options: RunOptions,
     context: RunContext,
     rescore: bool = False,
     fresh_id: bool = False,
     junit: Path | None = None,
 ) -> int:
-    from .defs.resources import CoderEvalSettings, RunSpecConfig
+    from .defs.resources import CoderEvalSettings, RunOptionsConfig, RunSpecConfig
     from .launch import execute, failure_messages
 
     run_dir = opened.folder
     settings = CoderEvalSettings(
         spec=RunSpecConfig(**opened.plan.spec.model_dump()),
+        options=RunOptionsConfig(**options.model_dump()),
         run_dir=str(run_dir),
-        runs_dir=str(runs_dir),
-        concurrency=concurrency,
         rescore=rescore,
-        only_criteria=judges.only_criteria,
     )
     task_ids = list(dict.fromkeys(rt.task_id for rt in row_tasks))
     variant_ids = list(dict.fromkeys(rt.variant_id for rt in row_tasks))

@@ -74,7 +74,7 @@ def _emit(text: str, output: Path | None) -> None:
 @_guarded
 def cmd_compare(args: argparse.Namespace) -> int:
     from .core.compare.analysis import compare_runs, compare_variants
-    from .core.compare.pages import write_comparison_page
+    from .core.compare.comparison_files import write_comparison_page
     from .core.compare.render import render_json, render_markdown, render_table
     from .core.compare.rows import load_run
 
@@ -108,9 +108,9 @@ def _default_page(run_dir: Path, other_run_dir: Path | None) -> Path:
 def cmd_history(args: argparse.Namespace) -> int:
     import json
 
+    from .core.compare.comparison_files import write_page
     from .core.compare.figures import pass_rate_over_time_figure
     from .core.compare.history import history, history_blocks, pass_rate_series
-    from .core.compare.pages import write_page
     from .core.compare.render import html_of, markdown_of, text_of
 
     result = history(args.runs_dir, args.days, args.task)

@@ -33,6 +33,17 @@ one takes Dagster's own path (tests/test_instance_template.py).
 
 from __future__ import annotations
 
+from importlib.metadata import version
+
+# The Dagster this module's private imports were written against (pyproject.toml pins the same: a test checks).
+PINNED_DAGSTER = "1.13.27"
+if version("dagster") != PINNED_DAGSTER:
+    raise ImportError(
+        f"coder_eval_dagster.storage is built on Dagster {PINNED_DAGSTER}'s storage internals, but Dagster "
+        f"{version('dagster')} is installed: install dagster=={PINNED_DAGSTER} (as pyproject.toml pins it), or "
+        "point dagster.yaml at Dagster's own SQLite or PostgreSQL storages (docs/operations.md)"
+    )
+
 import os
 import shutil
 import sqlite3

@@ -15,7 +15,7 @@ from coder_eval_dagster.definitions import JOB_NAME, build_definitions
 from coder_eval_dagster.defs.assets import backfill_policy
 from coder_eval_dagster.defs.names import CHUNK_ASSETS, CHUNK_TAG, RUN_FOLDER_TAG, SUMMARY_ASSETS
 from coder_eval_dagster.defs.partitions import Rectangle, rectangles
-from coder_eval_dagster.defs.resources import CoderEvalSettings, RunSpecConfig
+from coder_eval_dagster.defs.resources import CoderEvalSettings, RunOptionsConfig, RunSpecConfig
 from coder_eval_dagster.defs.schedules import nightly_suite
 from coder_eval_dagster.defs.sensors import summary_after_chunks
 
@@ -69,7 +69,9 @@ def _project(root: Path) -> CoderEvalSettings:
             **AGENTLESS,
         ),
     )
-    return CoderEvalSettings(spec=RunSpecConfig(task_paths=[str(root / "tasks")]), runs_dir=str(root / "runs"))
+    return CoderEvalSettings(
+        spec=RunSpecConfig(task_paths=[str(root / "tasks")]), options=RunOptionsConfig(runs_dir=str(root / "runs"))
+    )
 
 
 def _execute(instance: dg.DagsterInstance, settings: CoderEvalSettings, request: dg.RunRequest) -> dg.DagsterRun:
@@ -108,7 +110,7 @@ def test_chunked_tick_shares_one_folder_and_summarizes_once(tmp_path: Path, monk
             waiting = _summary_request(instance, run)
             assert isinstance(waiting, dg.SkipReason) and "2 of 3 chunk runs" in str(waiting.skip_message)
         last = _execute(instance, settings, requests[2])
-        folder = Path(settings.runs_dir) / requests[0].tags[RUN_FOLDER_TAG]
+        folder = Path(settings.run_options().runs_dir) / requests[0].tags[RUN_FOLDER_TAG]
         assert len(list(folder.glob("*/**/task.json"))) == 5 and not (folder / "run.json").exists()
         summary = _summary_request(instance, last)
         assert isinstance(summary, dg.RunRequest) and summary.asset_selection == SUMMARY_ASSETS
@@ -116,7 +118,7 @@ def test_chunked_tick_shares_one_folder_and_summarizes_once(tmp_path: Path, monk
         assert CHUNK_TAG not in summary.tags
     document = json.loads((folder / "run.json").read_text())
     assert sorted(t["task_id"] for t in document["tasks"]) == [f"many/r{i}" for i in range(5)]
-    results = pd.read_parquet(Path(settings.runs_dir) / "tables" / "task_results")
+    results = pd.read_parquet(Path(settings.run_options().runs_dir) / "tables" / "task_results")
     assert sorted(results["task_id"]) == [f"many/r{i}" for i in range(5)]
 
 
@@ -138,4 +140,4 @@ def test_sqlite_is_refused_when_runs_launch_in_containers(tmp_path: Path) -> Non
     (failure,) = [e for e in result.all_events if e.is_step_failure]
     message = failure.step_failure_data.error.message
     assert "DockerRunLauncher" in message and "SQLite" in message and "storage: postgres" in message
-    assert not any(Path(settings.runs_dir).glob("*/run_plan.json"))
+    assert not any(Path(settings.run_options().runs_dir).glob("*/run_plan.json"))

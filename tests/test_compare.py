@@ -182,7 +182,7 @@ def test_history_keeps_the_last_days_and_refuses_a_folder_without_tables(tmp_pat
 
 
 def test_suite_float_metadata_leaves_error_out() -> None:
-    from coder_eval_dagster.core.compare.plotted import suite_float_metadata
+    from coder_eval_dagster.core.compare.suite_plots import suite_float_metadata
     from coder_eval_dagster.core.models.results import EvaluationResult
 
     def result(status: str, score: float, cost: float | None) -> EvaluationResult:
@@ -200,7 +200,7 @@ def test_suite_float_metadata_leaves_error_out() -> None:
 
 
 def test_the_regression_verdict_needs_significance_and_a_drop(tmp_path: Path) -> None:
-    from coder_eval_dagster.core.compare.nightly import regression_verdict, same_task_set
+    from coder_eval_dagster.core.compare.regression import regression_verdict, same_task_set
 
     def night(day: int, failing: int) -> Path:
         return write_run(

@@ -114,3 +114,17 @@ def test_schema_command_prints_the_models_json_schema() -> None:
     schema = json.loads(result.out)
     assert schema["properties"].keys() == Task.model_json_schema()["properties"].keys()
     assert "file_exists" in json.dumps(schema) and schema["additionalProperties"] is False
+
+
+RUNNING = Path(__file__).parent.parent / "docs" / "running.md"
+
+
+def test_every_run_option_is_in_the_usage_of_docs_running() -> None:
+    """The CLI's options are generated from RunSpec and RunOptions: the usage block at the top of
+    docs/running.md names each of their flags."""
+    from coder_eval_dagster.cli_options import flags_of
+    from coder_eval_dagster.core.run_spec import RunOptions, RunSpec
+
+    usage = RUNNING.read_text(encoding="utf-8").split("## ", 1)[0]
+    missing = [flag for model in (RunSpec, RunOptions) for flag in flags_of(model) if flag not in usage]
+    assert missing == []

@@ -62,3 +62,21 @@ def test_stamped_databases_open_without_reading_the_migration_scripts(
     assert len(checked) == 2
     for where in ("history/runs.db", "schedules/schedules.db"):
         assert storage._stamped(tmp_path / "created" / where)
+
+
+def test_the_storage_refuses_another_dagster_at_import() -> None:
+    """storage.py is built on the pinned Dagster's private internals: another version is one clear error at import,
+    never a half-working event log; the pin it checks is pyproject's."""
+    import subprocess
+    import sys
+
+    from coder_eval_dagster.storage import PINNED_DAGSTER
+
+    pyproject = (Path(__file__).parent.parent / "pyproject.toml").read_text(encoding="utf-8")
+    assert f'"dagster=={PINNED_DAGSTER}"' in pyproject
+    fake = "import importlib.metadata as m; real = m.version; m.version = lambda n: '1.99.0' if n == 'dagster' else real(n)"
+    done = subprocess.run(
+        [sys.executable, "-c", f"{fake}; import coder_eval_dagster.storage"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode != 0
+    assert f"built on Dagster {PINNED_DAGSTER}'s storage internals, but Dagster 1.99.0 is installed" in done.stderr

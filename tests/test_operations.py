@@ -20,7 +20,7 @@ from coder_eval_dagster.defs.dagster_private import (
     ASSET_PARTITION_RANGE_START_TAG,
 )
 from coder_eval_dagster.defs.names import CHUNK_TAG, RUN_FOLDER_TAG
-from coder_eval_dagster.defs.resources import CoderEvalSettings, RunSpecConfig
+from coder_eval_dagster.defs.resources import CoderEvalSettings, RunOptionsConfig, RunSpecConfig
 from coder_eval_dagster.defs.schedules import nightly_suite
 from coder_eval_dagster.defs.sensors import INTERVAL_ENV, Cursor, minimum_interval_s, task_files_sensor
 from coder_eval_dagster.instance_cli import REPOSITORY_HOME
@@ -55,7 +55,9 @@ def project(root: Path) -> CoderEvalSettings:
         ),
         "beta.yaml",
     )
-    return CoderEvalSettings(spec=RunSpecConfig(task_paths=[str(root / "tasks")]), runs_dir=str(root / "runs"))
+    return CoderEvalSettings(
+        spec=RunSpecConfig(task_paths=[str(root / "tasks")]), options=RunOptionsConfig(runs_dir=str(root / "runs"))
+    )
 
 
 def tick(instance: dg.DagsterInstance, settings: CoderEvalSettings, cursor: str | None) -> SensorExecutionData:
@@ -79,12 +81,12 @@ def run_requests(
             instance=instance, tags=request.tags, asset_selection=request.asset_selection, raise_on_error=False
         )
         assert result.success
-    (run_dir,) = [p for p in Path(settings.runs_dir).iterdir() if p.is_dir() and p.name != "tables"]
+    (run_dir,) = [p for p in Path(settings.run_options().runs_dir).iterdir() if p.is_dir() and p.name != "tables"]
     return sorted(str(path.parent.parent.relative_to(run_dir / "default")) for path in run_dir.rglob("task.json"))
 
 
 def elsewhere(settings: CoderEvalSettings, runs_dir: Path) -> CoderEvalSettings:
-    return CoderEvalSettings(spec=settings.spec, runs_dir=str(runs_dir))
+    return CoderEvalSettings(spec=settings.spec, options=RunOptionsConfig(runs_dir=str(runs_dir)))
 
 
 def edit(path: Path, old: str, new: str) -> None:

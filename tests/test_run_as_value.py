@@ -14,7 +14,7 @@ from coder_eval_dagster.core import resolution
 from coder_eval_dagster.core.criteria import Outcome, checks, unregister
 from coder_eval_dagster.core.models.criterion import Classification
 from coder_eval_dagster.definitions import JOB_NAME, build_definitions
-from coder_eval_dagster.defs.resources import CoderEvalSettings, RunSpecConfig
+from coder_eval_dagster.defs.resources import CoderEvalSettings, RunOptionsConfig, RunSpecConfig
 
 from .dagster_services import apply_partition_requests
 from .helpers import criterion, run_cli, task_with, write, write_task
@@ -81,7 +81,7 @@ def test_launched_runs_record_the_experiment_id_like_the_cli(tmp_path: Path) -> 
         tmp_path / "exp.yaml", "experiment_id: exp-one\nvariants:\n  - variant_id: x\n  - variant_id: y\n"
     )
     spec = RunSpecConfig(task_paths=[str(tmp_path / "tasks")], experiment=str(experiment))
-    settings = CoderEvalSettings(spec=spec, runs_dir=str(tmp_path / "runs"))
+    settings = CoderEvalSettings(spec=spec, options=RunOptionsConfig(runs_dir=str(tmp_path / "runs")))
     with dg.instance_for_test() as instance:
         (request,) = tick(instance, settings, None).run_requests
         job = build_definitions(settings).resolve_job_def(JOB_NAME)
@@ -97,9 +97,12 @@ def test_a_launched_run_whose_partitions_resolve_to_nothing_fails_naming_the_cau
     experiment = write(tmp_path / "exp.yaml", "experiment_id: e\nvariants:\n  - variant_id: hinted\n")
     with_experiment = CoderEvalSettings(
         spec=RunSpecConfig(task_paths=[str(tmp_path / "tasks")], experiment=str(experiment)),
-        runs_dir=str(tmp_path / "runs"),
+        options=RunOptionsConfig(runs_dir=str(tmp_path / "runs")),
     )
-    without = CoderEvalSettings(spec=RunSpecConfig(task_paths=[str(tmp_path / "tasks")]), runs_dir=str(tmp_path / "r2"))
+    without = CoderEvalSettings(
+        spec=RunSpecConfig(task_paths=[str(tmp_path / "tasks")]),
+        options=RunOptionsConfig(runs_dir=str(tmp_path / "r2")),
+    )
     with dg.instance_for_test() as instance:
         result = tick(instance, with_experiment, None)
         apply_partition_requests(instance, result)

@@ -511,7 +511,7 @@ def test_the_file_sensor_survives_hostile_task_files(tmp_path):
 
     import dagster as dg
 
-    from coder_eval_dagster.defs.resources import CoderEvalSettings, RunSpecConfig
+    from coder_eval_dagster.defs.resources import CoderEvalSettings, RunOptionsConfig, RunSpecConfig
 
     from .test_operations import tick
 
@@ -525,7 +525,9 @@ def test_the_file_sensor_survives_hostile_task_files(tmp_path):
     _fifo(write(tasks / "tpl" / "a.txt", "a").parent)
     write(tasks / "bomb.yaml", BILLION_LAUGHS)
     write_task(tasks, agentless(task_id="zero", agent={"type": "replay", "trajectory": "/dev/zero"}), "zero.yaml")
-    settings = CoderEvalSettings(spec=RunSpecConfig(task_paths=[str(tasks)]), runs_dir=str(tmp_path / "runs"))
+    settings = CoderEvalSettings(
+        spec=RunSpecConfig(task_paths=[str(tasks)]), options=RunOptionsConfig(runs_dir=str(tmp_path / "runs"))
+    )
     with dg.instance_for_test() as instance:
         results: list[Any] = []
         worker = threading.Thread(target=lambda: results.append(tick(instance, settings, None)), daemon=True)

@@ -31,7 +31,7 @@ _VENDOR = "anthropic."
 _BEDROCK_ID = re.compile(r"^(?:(?:us|eu|apac|global)\.)?anthropic\.(?P<model>.+?)(?:-v\d+(?::\d+)?)?$")
 
 
-class RouteError(Exception):
+class RouteError(ValueError):
     """The model route is not usable (unknown backend, missing credentials)."""
 
 

@@ -1,17 +1,36 @@
-"""The run as a value: what a run selects, defined once.
+"""The run as a value: what a run selects (``RunSpec``) and how it runs (``RunOptions``), each declared once.
 
-The CLI builds a ``RunSpec`` from its arguments, the Dagster resource holds
-one (a run launched from the UI, a schedule or the sensor shows it in the
-Launchpad), and ``run_plan.json`` serializes it. Resolution reads nothing else.
+The CLI's options are generated from these models (``cli_options.py``: a
+field's flags are its ``cli`` extra, its help its description), the Dagster
+resource's config too (``defs/resources.py``: the Launchpad shows and edits
+them), and ``run_plan.json`` serializes the spec. Resolution reads nothing
+else. A new option is one field here, and its use.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .models.agent import AGENT_TYPES
+from .routing import BACKENDS, checked_backend
 
 DEFAULT_JUDGE_CONCURRENCY = 4
+
+
+def cli(
+    *flags: str,
+    metavar: str | None = None,
+    repeatable: bool = False,
+    comma: bool = False,
+    choices: tuple[str, ...] | None = None,
+) -> dict[str, Any]:
+    """A field's command-line spelling: its flags (a name without dashes: positional), a metavar, whether a list
+    is given by repeating the flag or as one comma-separated value, the values a string may take."""
+    spelling = {"flags": list(flags), "metavar": metavar, "repeatable": repeatable, "comma": comma}
+    return {"cli": {**spelling, "choices": list(choices) if choices else None}}
 
 
 class RunSpec(BaseModel):
@@ -19,26 +38,119 @@ class RunSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    task_paths: list[str] = Field(default_factory=list, description="task files or folders (recursive *.yaml)")
-    experiment: str | None = Field(default=None, description="experiment file (variants, defaults, repeats)")
-    overrides: list[str] = Field(default_factory=list, description="-D key.path=value overrides, in order")
-    agent_type: str | None = Field(default=None, description="agent type for every task (--type)")
-    model: str | None = Field(default=None, description="agent.model for every task (--model)")
-    sample: int | None = Field(default=None, ge=1, description="fixed-seed rows per stratum (--sample)")
-    tags: list[str] = Field(default_factory=list, description="only tasks with any of these tags")
-    task_patterns: list[str] = Field(default_factory=list, description="only row-tasks whose id matches a glob")
-    limit: int | None = Field(default=None, ge=1, description="the first N row-tasks after filtering")
-    include_skipped: bool = Field(default=False, description="also run tasks marked skip: true")
+    task_paths: list[str] = Field(
+        default_factory=list,
+        description="task files or folders (recursive *.yaml, *.yml)",
+        json_schema_extra=cli("paths", metavar="PATH"),
+    )
+    experiment: str | None = Field(
+        default=None,
+        description="experiment file (variants, defaults, repeats)",
+        json_schema_extra=cli("-e", "--experiment", metavar="FILE"),
+    )
+    overrides: list[str] = Field(
+        default_factory=list,
+        description="override a task field (YAML value); repeatable, merged per key",
+        json_schema_extra=cli("-D", metavar="KEY.PATH=VALUE", repeatable=True),
+    )
+    agent_type: str | None = Field(
+        default=None,
+        description=f"agent type for every task ({', '.join(AGENT_TYPES)})",
+        json_schema_extra=cli("--type", metavar="TYPE"),
+    )
+    model: str | None = Field(
+        default=None,
+        description="agent.model for every task (shorthand for -D agent.model=MODEL)",
+        json_schema_extra=cli("--model", metavar="MODEL"),
+    )
+    sample: int | None = Field(
+        default=None,
+        ge=1,
+        description="fixed-seed sample of N rows per stratum",
+        json_schema_extra=cli("--sample", metavar="N"),
+    )
+    tags: list[str] = Field(
+        default_factory=list,
+        description="only tasks with any of these tags",
+        json_schema_extra=cli("--tags", metavar="A,B", comma=True),
+    )
+    task_patterns: list[str] = Field(
+        default_factory=list,
+        description="only row-tasks whose id matches (e.g. 'arithmetic_dataset/add-*'); repeatable",
+        json_schema_extra=cli("--task", metavar="GLOB", repeatable=True),
+    )
+    limit: int | None = Field(
+        default=None,
+        ge=1,
+        description="only the first N row-tasks after filtering",
+        json_schema_extra=cli("--limit", metavar="N"),
+    )
+    include_skipped: bool = Field(
+        default=False, description="also run tasks marked skip: true", json_schema_extra=cli("--include-skipped")
+    )
 
     @property
     def selects_anything(self) -> bool:
         return bool(self.task_paths) or self.experiment is not None
 
 
-@dataclass(frozen=True)
-class JudgeSettings:
-    """How a run routes and bounds its model calls (judges included); travels to the scoring stage."""
+class RunOptions(BaseModel):
+    """How a run runs: its width, where its results go, its model route and judge limit."""
 
-    backend: str | None = None  # -b/--backend; None: API_BACKEND, else direct
-    judge_concurrency: int = DEFAULT_JUDGE_CONCURRENCY
-    only_criteria: list[str] | None = None  # rescore --only-criteria
+    model_config = ConfigDict(extra="forbid")
+
+    concurrency: int = Field(
+        default=0,
+        ge=0,
+        description="evaluations at once (default, or 0: the CPU count)",
+        json_schema_extra=cli("--concurrency", metavar="N"),
+    )
+    runs_dir: str = Field(
+        default="runs",
+        description="where run folders go (default runs/)",
+        json_schema_extra=cli("--runs-dir", metavar="DIR"),
+    )
+    backend: str | None = Field(  # a str, not a Literal: Dagster's config has no Literal
+        default=None,
+        description="model API backend for the agent, the judges and the simulated user "
+        "(default: $API_BACKEND, else direct)",
+        json_schema_extra=cli("-b", "--backend", choices=BACKENDS),
+    )
+    judge_concurrency: int = Field(
+        default=DEFAULT_JUDGE_CONCURRENCY,
+        ge=1,
+        description=f"judge calls at once across the run (default {DEFAULT_JUDGE_CONCURRENCY})",
+        json_schema_extra=cli("--judge-concurrency", metavar="N"),
+    )
+    only_criteria: list[str] | None = Field(
+        default=None,
+        description="rescore: re-run only criteria of these types; the others keep their stored results",
+        json_schema_extra=cli("--only-criteria", metavar="TYPE[,TYPE]", comma=True),
+    )
+    docker_image: str | None = Field(
+        default=None,
+        description="the docker driver's image for tasks that name none (default: $CODER_EVAL_DOCKER_IMAGE, "
+        "else the built-in tag)",
+    )
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, name: str | None) -> str | None:
+        return None if name is None else checked_backend(name)
+
+    @field_validator("only_criteria")
+    @classmethod
+    def _registered_types(cls, names: list[str] | None) -> list[str] | None:
+        from .models.criterion import MODELS
+
+        unknown = [name for name in names or [] if name not in MODELS]
+        if unknown or names == []:
+            raise ValueError(
+                f"unknown criterion type(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(sorted(MODELS))}"
+            )
+        return names
+
+    @property
+    def workers(self) -> int:
+        """Evaluations at once: the concurrency, or the CPU count."""
+        return self.concurrency if self.concurrency > 0 else os.cpu_count() or 1

@@ -5,7 +5,6 @@ from __future__ import annotations
 import fcntl
 import importlib
 import json
-import os
 import pickle
 import threading
 from collections.abc import Callable, Iterable
@@ -205,10 +204,6 @@ def preload_tables() -> None:
     timer.start()
 
 
-def default_concurrency() -> int:
-    return os.cpu_count() or 1
-
-
 def collect_results(run_dir: Path) -> list[EvaluationResult]:
     return [load_result(path) for path in evaluation_files(run_dir, RESULT_FILE)]
 
@@ -247,7 +242,7 @@ def summarize(run: OpenRun, tables_dir: Path) -> RunSummary:
     document = run_document(header, results, run.snapshot.skipped, suite)
     document["comparison"] = None
     if len(header["variants"]) >= 2:
-        from .compare.pages import write_run_comparison
+        from .compare.comparison_files import write_run_comparison
 
         document["comparison"] = write_run_comparison(run_dir, results, header["variants"])
     write_atomically(run_dir / RUN_FILE, json.dumps(document, indent=2, ensure_ascii=False))

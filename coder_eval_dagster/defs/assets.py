@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from ..core.chunking import partitions_per_run
-from ..core.compare.plotted import suite_float_metadata
+from ..core.compare.suite_plots import suite_float_metadata
 from ..core.evaluation import Evaluation, Phase, restore_checkpoint, run_phase
 from ..core.fingerprints import resolution_digest
 from ..core.layout import (
@@ -94,8 +94,9 @@ def _evaluations(
     context: dg.AssetExecutionContext, settings: CoderEvalSettings, run: OpenRun, run_context: RunContext
 ) -> list[Evaluation]:
     row_tasks = _selected(context, run)
-    default_docker_image(row_tasks, settings.docker_image)
-    return plan_evaluations(row_tasks, run.plan.run_id, run.folder, cache_dir(Path(settings.runs_dir)), run_context)
+    options = settings.run_options()
+    default_docker_image(row_tasks, options.docker_image)
+    return plan_evaluations(row_tasks, run.plan.run_id, run.folder, cache_dir(Path(options.runs_dir)), run_context)
 
 
 def _by_partition(evaluations: list[Evaluation]) -> dict[Any, list[Evaluation]]:
@@ -169,7 +170,7 @@ def sandbox_runs(
     done = in_parallel(
         lambda e: run_context.hand_over(run_phase(restore_checkpoint(e), "sandbox")),
         _evaluations(context, settings, run, run_context),
-        settings.workers(),
+        settings.run_options().workers,
         run_context.interrupt,
     )
     add_partition_metadata(
@@ -220,12 +221,15 @@ def criteria_scores(
     context: dg.AssetExecutionContext, settings: CoderEvalSettings, run_context: dg.ResourceParam[RunContext]
 ) -> dg.MaterializeResult:
     run = settings.open(context, run_context)
-    width = max(settings.workers(), run_context.judges.width)  # judges wait on the API: as wide as they may run
+    width = max(
+        settings.run_options().workers, run_context.judges.width
+    )  # judges wait on the API: as wide as they may run
     phase: Phase = "rescore" if settings.rescore else "scoring"
     planned = _evaluations(context, settings, run, run_context)
     if uses_model_route(e.row_task for e in planned):
         context.log.info(routing_line(run_context.route))
-    evaluations = [_restore(e, settings.rescore, settings.only_criteria) for e in planned]
+    only = settings.run_options().only_criteria
+    evaluations = [_restore(e, settings.rescore, only) for e in planned]
     done = in_parallel(lambda e: run_phase(e, phase), evaluations, width, run_context.interrupt)
     add_partition_metadata(context, {key: _report_metadata(group) for key, group in _by_partition(done).items()})
     return dg.MaterializeResult()
@@ -265,7 +269,7 @@ def suite_metrics(
     context: dg.AssetExecutionContext, settings: CoderEvalSettings, run_context: dg.ResourceParam[RunContext]
 ) -> dg.MaterializeResult:
     run = settings.open(context, run_context)
-    summary = summarize(run, Path(settings.runs_dir) / TABLES_DIR)
+    summary = summarize(run, Path(settings.run_options().runs_dir) / TABLES_DIR)
     thresholds = [t for entry in summary.suite for t in entry.thresholds]
     succeeded = sum(r.success for r in summary.results)
     share = succeeded / len(summary.results) if summary.results else 1.0
@@ -325,7 +329,7 @@ def _earlier_run_dirs(instance: dg.DagsterInstance, current: Path) -> list[Path]
 
 def previous_run(instance: dg.DagsterInstance, current: "RunRows") -> "RunRows | None":
     """The latest earlier run of the same task set, if the instance knows one."""
-    from ..core.compare.nightly import same_task_set
+    from ..core.compare.regression import same_task_set
     from ..core.compare.rows import CompareError, load_run
 
     for folder in _earlier_run_dirs(instance, current.run_dir):
@@ -356,7 +360,7 @@ def variant_comparison(
         )
     # Imported here: pandas and scipy would otherwise load with the code location, before every run.
     from ..core.compare.analysis import compare_variants
-    from ..core.compare.nightly import comparison_metadata, regression_verdict
+    from ..core.compare.regression import comparison_metadata, regression_verdict
     from ..core.compare.rows import CompareError, load_run
 
     try:

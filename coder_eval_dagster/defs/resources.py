@@ -1,27 +1,30 @@
-"""What every asset of a run shares: its settings (the run spec, where results go, how wide) and its run context."""
+"""What every asset of a run shares: its settings (the run spec and run options) and its run context."""
 
 from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
-from pydantic import Field, create_model
+from pydantic import BaseModel, Field, create_model
 
 from ..core.resolution import resolve
 from ..core.run_context import RunContext
-from ..core.run_spec import DEFAULT_JUDGE_CONCURRENCY, RunSpec
-from ..core.runs import OpenRun, default_concurrency, load_run, open_once, open_run
+from ..core.run_spec import RunOptions, RunSpec
+from ..core.runs import OpenRun, load_run, open_once, open_run
 from .names import BACKFILL_TAG, RUN_FOLDER_TAG
 
-# RunSpec's fields as Dagster config, so the Launchpad shows and edits them; defined once, in core.
-RunSpecConfig = create_model(
-    "RunSpecConfig",
-    __base__=dg.Config,
-    __doc__=RunSpec.__doc__,
-    **{name: (info.annotation, info) for name, info in RunSpec.model_fields.items()},  # type: ignore[call-overload]
-)
+
+def as_config(model: type[BaseModel]) -> type[dg.Config]:
+    """A core model's fields as Dagster config, so that the Launchpad shows and edits them; declared once, in core."""
+    fields: dict[str, Any] = {name: (info.annotation, info) for name, info in model.model_fields.items()}
+    return create_model(f"{model.__name__}Config", __base__=dg.Config, __doc__=model.__doc__, **fields)
+
+
+RunSpecConfig = as_config(RunSpec)
+RunOptionsConfig = as_config(RunOptions)
 
 
 class CoderEvalSettings(dg.ConfigurableResource):
@@ -34,19 +37,15 @@ class CoderEvalSettings(dg.ConfigurableResource):
     """
 
     spec: RunSpecConfig = Field(default_factory=lambda: RunSpecConfig(task_paths=["tasks"]))  # type: ignore[valid-type]
-    runs_dir: str = "runs"
-    run_dir: str | None = None
-    concurrency: int = 0
+    options: RunOptionsConfig = Field(default_factory=RunOptionsConfig)  # type: ignore[valid-type]
+    run_dir: str | None = None  # the CLI's: the run folder it opened (a launched run opens its own)
     rescore: bool = False
-    # The docker driver's image for tasks that name none (default: CODER_EVAL_DOCKER_IMAGE, then the built-in tag).
-    docker_image: str | None = None
-    only_criteria: list[str] | None = None  # rescore: re-run only these criterion types, keep the others
-
-    def workers(self) -> int:
-        return self.concurrency if self.concurrency > 0 else default_concurrency()
 
     def run_spec(self) -> RunSpec:
         return RunSpec.model_validate(self.spec.model_dump())  # type: ignore[attr-defined]
+
+    def run_options(self) -> RunOptions:
+        return RunOptions.model_validate(self.options.model_dump())  # type: ignore[attr-defined]
 
     def open(self, context: dg.AssetExecutionContext, run: RunContext) -> OpenRun:
         """The run's folder, plan and snapshot (read once per process); a launched run's first step creates them."""
@@ -54,35 +53,28 @@ class CoderEvalSettings(dg.ConfigurableResource):
             given = Path(self.run_dir)
             return run.run_folder(given, lambda: load_run(given))
         refuse_sqlite_across_containers(context.instance)
-        folder = Path(self.runs_dir) / launched_run_name(context)
+        folder = Path(self.run_options().runs_dir) / launched_run_name(context)
         return run.run_folder(folder, lambda: open_once(folder, lambda: self._create(context)))
 
     def _create(self, context: dg.AssetExecutionContext) -> OpenRun:
         resolution = resolve(self.run_spec())
         for problem in resolution.problems[:50]:
             context.log.warning(f"skipped: {problem}")
-        folder = Path(self.runs_dir) / launched_run_name(context)
+        folder = Path(self.run_options().runs_dir) / launched_run_name(context)
         return open_run(folder, self.run_spec(), context.run.run_id, resolution)
 
 
 @dg.resource(
-    config_schema={
-        "api_backend": dg.Field(
-            dg.Noneable(str), default_value=None, description="direct or bedrock (None: API_BACKEND, else direct)"
-        ),
-        "judge_concurrency": dg.Field(int, default_value=DEFAULT_JUDGE_CONCURRENCY, description="judge calls at once"),
-    },
+    required_resource_keys={"settings"},
     description="The run context of a launched run: its model route (from this process's environment) and judge limit.",
 )
 def launched_run_context(init_context: dg.InitResourceContext) -> RunContext:
-    """Made once per run process, with the credentials and endpoints of that process's environment.
-
-    Under `coder-eval dev` or the daemon the run worker inherits theirs; in a
-    run container, the launcher's ``env_vars`` put them there. The CLI passes
-    the context it built instead (``build_definitions``).
+    """Made once per run process from the settings' options, with the credentials and endpoints of that process's
+    environment: under `coder-eval dev` or the daemon the run worker inherits theirs; in a run container, the
+    launcher's ``env_vars`` put them there. The CLI passes the context it built instead (``build_definitions``).
     """
-    config = init_context.resource_config
-    return RunContext.create(config["api_backend"], config["judge_concurrency"])
+    options = init_context.resources.settings.run_options()
+    return RunContext.create(options.backend, options.judge_concurrency)
 
 
 def launched_run_name(context: dg.AssetExecutionContext) -> str:
@@ -119,12 +111,12 @@ def default_settings() -> CoderEvalSettings:
         task_paths=[p for p in paths.split(os.pathsep) if p],
         experiment=os.environ.get("CODER_EVAL_EXPERIMENT") or None,
     )
-    return CoderEvalSettings(
-        spec=spec,
+    options = RunOptionsConfig(  # type: ignore[operator]
         runs_dir=os.environ.get("CODER_EVAL_RUNS_DIR", "runs"),
         concurrency=int(os.environ.get("CODER_EVAL_CONCURRENCY", "0")),
         docker_image=os.environ.get("CODER_EVAL_DOCKER_IMAGE") or None,
     )
+    return CoderEvalSettings(spec=spec, options=options)
 
 
 # Launchers that run each run on the same machine, in a process that reaches the instance's files.

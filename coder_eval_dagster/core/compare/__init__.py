@@ -3,5 +3,5 @@
 The modules import pandas, scipy, DuckDB and matplotlib; import them where
 they are used (the Dagster layer and ``runs.summarize`` do so lazily), so
 that loading the code location or starting a run does not pay for them.
-``plotted`` is the exception: plain Python, used by suite_metrics.
+``suite_plots`` is the exception: plain Python, used by suite_metrics.
 """

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..layout import COMPARISON_PAGE, INDEX_PAGE, INDEX_ROW, RUN_FILE, write_atomically
-from .page import html_page, relative_to, report_path
+from .webpage import html_page, relative_to, report_path
 
 
 def _pass_rates(tasks: list[dict[str, Any]]) -> str:

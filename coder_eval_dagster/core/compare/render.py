@@ -16,8 +16,8 @@ from pathlib import Path
 
 from .analysis import Comparison, Flip, GroupStats, PairComparison
 from .figures import Drawing
-from .page import html_page, relative_to
 from .stats import Interval
+from .webpage import html_page, relative_to
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import yaml
 
 from ..layout import PLAN_FILE, RESULT_FILE, RUN_FILE, TABLES_DIR, evaluation_files, load_result
 from ..models.results import EvaluationResult
-from .page import report_path
+from .webpage import report_path
 
 COLUMNS = [
     "task_id",
