@@ -43,7 +43,7 @@ from .layout import (
     write_atomically,
 )
 from .models.commands import HookCommand
-from .models.results import CommandStats, EvaluationResult, HookRun, TurnRecord
+from .models.results import CommandStats, EvaluationResult, FinalStatus, HookRun, TurnRecord
 from .models.task import Task
 from .resolution import RowTask
 from .run_context import RunContext
@@ -70,8 +70,8 @@ class Evaluation:
     row_task: RowTask
     replicate: int
     context: RunContext
+    result: EvaluationResult
     cache_dir: Path | None = None
-    result: EvaluationResult | None = None
     sandbox_ready: bool = False
 
     @property
@@ -99,11 +99,10 @@ class Evaluation:
         A TIMEOUT or a budget breach also stops the agent, but the criteria
         still run on what it left (the status stays).
         """
-        return self.result is not None and self.result.error is not None and self.result.final_status == "ERROR"
+        return self.result.error is not None and self.result.final_status == "ERROR"
 
-    def fail(self, status: str, reason: str) -> None:
-        assert self.result is not None
-        self.result.final_status = status  # type: ignore[assignment]
+    def fail(self, status: FinalStatus, reason: str) -> None:
+        self.result.final_status = status
         self.result.success = False
         self.result.error = redact(reason)
 
@@ -117,9 +116,8 @@ def new_evaluation(
     context: RunContext | None = None,
 ) -> Evaluation:
     """An evaluation about to start; alone (a notebook, a test) it gets a context of this process's own."""
-    evaluation = Evaluation(run_id, run_dir, row_task, replicate, context or RunContext.create(), cache)
     task = row_task.task
-    evaluation.result = EvaluationResult(
+    result = EvaluationResult(
         run_id=run_id,
         task_id=row_task.task_id,
         base_task_id=row_task.base_task_id,
@@ -133,7 +131,7 @@ def new_evaluation(
         started_at=utc_now(),
         expected_turns=task.run_limits.expected_turns,
     )
-    return evaluation
+    return Evaluation(run_id, run_dir, row_task, replicate, context or RunContext.create(), result, cache)
 
 
 def guarded(stage_name: str):
@@ -190,7 +188,6 @@ def run_hooks(evaluation: Evaluation, commands: list[HookCommand], abort_on_fail
 def run_pre_run(evaluation: Evaluation) -> None:
     if evaluation.ended or not evaluation.task.pre_run:
         return
-    assert evaluation.result is not None
     evaluation.result.pre_run_results = run_hooks(evaluation, evaluation.task.pre_run, abort_on_failure=True)
 
 
@@ -253,7 +250,6 @@ def start_dialog(evaluation: Evaluation) -> Dialog:
 def record_dialog(evaluation: Evaluation, dialog: Dialog, output: AgentOutput) -> None:
     """The dialog, its outcome and the simulator's spend into the result."""
     result = evaluation.result
-    assert result is not None
     dialog.finish(output)
     result.simulation = dialog.info(evaluation.replicate)
     result.dialog = list(dialog.messages)  # a copy: a simulator call cut off by a timeout may still return late
@@ -265,7 +261,6 @@ def record_dialog(evaluation: Evaluation, dialog: Dialog, output: AgentOutput) -
 def record_agent_output(evaluation: Evaluation, output: AgentOutput) -> None:
     """Telemetry, usage and the stop into the result."""
     result = evaluation.result
-    assert result is not None
     result.trajectory = output.turns
     result.turns = len(output.turns)
     result.visible_turns = output.visible_turns
@@ -286,7 +281,6 @@ def record_agent_output(evaluation: Evaluation, output: AgentOutput) -> None:
 
 def save_state(evaluation: Evaluation) -> Evaluation:
     """Persist what the sandbox stages produced, for the scoring stage (possibly another run)."""
-    assert evaluation.result is not None
     evaluation.folder.mkdir(parents=True, exist_ok=True)
     write_atomically(evaluation.folder / CHECKPOINT_FILE, evaluation.result.model_dump_json(indent=2))
     return evaluation
@@ -307,7 +301,6 @@ def reference_text(task: Task, task_dir: Path) -> str | None:
 def score(evaluation: Evaluation) -> None:
     """Check every criterion against the preserved sandbox and trajectory."""
     result = evaluation.result
-    assert result is not None
     result.environment_info["judge_transport"] = evaluation.context.route.judge_transport
     if not evaluation.ended:
         trajectory = None if evaluation.task.agent.resolved_type == "none" else result.trajectory
@@ -371,7 +364,6 @@ def command_stats(result: EvaluationResult) -> CommandStats:
 def run_post_run(evaluation: Evaluation) -> None:
     """Informational commands after the criteria; they never change the verdict."""
     if evaluation.sandbox_ready and evaluation.task.post_run:
-        assert evaluation.result is not None
         evaluation.result.post_run_results = run_hooks(evaluation, evaluation.task.post_run, abort_on_failure=False)
 
 
@@ -383,7 +375,6 @@ def end_processes(evaluation: Evaluation) -> None:
 
 @guarded("decide")
 def decide_stage(evaluation: Evaluation) -> None:
-    assert evaluation.result is not None
     decide(evaluation.result, evaluation.task)
 
 
@@ -394,7 +385,6 @@ def finish(evaluation: Evaluation) -> None:
     never the step's: its result is written again with that error if the disk lets it.
     """
     result = evaluation.result
-    assert result is not None
     try:
         write_result(evaluation)
     except Exception as exc:
@@ -409,7 +399,6 @@ def write_result(evaluation: Evaluation) -> None:
 
     end_processes(evaluation)
     result = evaluation.result
-    assert result is not None
     result.finished_at = utc_now()
     evaluation.folder.mkdir(parents=True, exist_ok=True)
     write_atomically(evaluation.folder / RESULT_FILE, result.model_dump_json(indent=2))
@@ -448,7 +437,6 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
     what a half-run stage left behind cannot be trusted.
     """
     result = evaluation.result
-    assert result is not None
     if phase in result.phases_done and phase != "rescore":
         for stage in STAGES:  # done before a resume: counted, not repeated
             if phase in stage.phases:
@@ -501,5 +489,4 @@ def _stamp_durations(result: EvaluationResult, phase: Phase, began: float) -> No
 def evaluate(evaluation: Evaluation) -> EvaluationResult:
     """Both phases in this thread: the whole evaluation without Dagster, on production's path."""
     run_phase(run_phase(evaluation, "sandbox"), "scoring")
-    assert evaluation.result is not None
     return evaluation.result

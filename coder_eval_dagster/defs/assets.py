@@ -236,7 +236,7 @@ def criteria_scores(
 
 
 def _report_metadata(group: list[Evaluation]) -> dict[str, Any]:
-    results = [e.result for e in group if e.result is not None]
+    results = [e.result for e in group]
     return {
         "status": ", ".join(r.final_status for r in results),
         "score": dg.MetadataValue.float(sum(r.weighted_score for r in results) / len(results)),
