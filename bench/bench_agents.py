@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from coder_eval_dagster.core.evaluation import evaluate, new_evaluation
 from coder_eval_dagster.core.resolution import resolve
 from coder_eval_dagster.core.run_spec import RunSpec
-from tests.fake_anthropic import FakeAnthropic, Script, Turn
+from tests.support.fake_anthropic import FakeAnthropic, Script, Turn
 
 
 def _task(folder: Path, agent: dict, criteria: list[dict], limits: dict | None = None) -> Path:

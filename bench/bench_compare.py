@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from coder_eval_dagster.core.compare.index import write_index
 from coder_eval_dagster.core.layout import INDEX_ROW
-from tests.synthetic_runs import evaluation, write_run
+from tests.support.synthetic_runs import evaluation, write_run
 
 CLI = Path(sys.executable).parent / "coder-eval"
 START = datetime(2026, 9, 1, 2, 0, tzinfo=UTC)

@@ -25,7 +25,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench_agents import _evaluate, _task, claude_per_task
-from tests.fake_anthropic import FakeAnthropic, Script, Turn
+from tests.support.fake_anthropic import FakeAnthropic, Script, Turn
 
 CHECK = [{"type": "file_exists", "path": "never.txt", "description": "never there: the dialog runs to its end"}]
 

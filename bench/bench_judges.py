@@ -75,7 +75,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from coder_eval_dagster.core.run_context import RunContext
-    from tests.fake_anthropic import FakeAnthropic, Script
+    from tests.support.fake_anthropic import FakeAnthropic, Script
 
     script = Script([], verdict={"score": 1.0, "rationale": "fine"}, latency_s=args.latency)
     with FakeAnthropic(script) as url, tempfile.TemporaryDirectory() as folder:

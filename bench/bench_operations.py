@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from coder_eval_dagster.defs.resources import CoderEvalSettings, RunSpecConfig
 from coder_eval_dagster.defs.sensors import task_files_sensor
-from tests.dagster_services import (
+from tests.support.dagster_services import (
     DagsterServices,
     apply_partition_requests,
     launch_backfill,

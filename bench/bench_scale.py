@@ -24,10 +24,10 @@ import dagster as dg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from coder_eval_dagster.code_image import DEFAULT_TAG, build_code_image
-from tests.dagster_services import launch_backfill, prepare_instance, wait_for_backfill
-from tests.docker_deployment import deployed
-from tests.docker_engine import ensure_engine_and_image
-from tests.postgres_server import running_postgres
+from tests.support.dagster_services import launch_backfill, prepare_instance, wait_for_backfill
+from tests.support.docker_deployment import deployed
+from tests.support.docker_engine import ensure_engine_and_image
+from tests.support.postgres_server import running_postgres
 
 BACKFILLED = ["resolved_tasks", "sandbox_runs", "criteria_scores", "suite_metrics"]
 

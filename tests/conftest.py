@@ -4,30 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from .docker_engine import ensure_engine_and_image, stop_engine_if_started
-from .fake_anthropic import FakeAnthropic
-from .fake_http import serving
-
-API_KEY = "sk-ant-test-0123456789abcdef"
-
-
-def _environment(url: str) -> dict[str, str]:
-    return {
-        "ANTHROPIC_BASE_URL": url,
-        "ANTHROPIC_API_KEY": API_KEY,
-        "CLAUDE_CODE_MAX_RETRIES": "0",
-        "HTTPS_PROXY": url,
-        "HTTP_PROXY": url,
-        "NO_PROXY": "127.0.0.1,localhost",
-        "MY_SERVICE_TOKEN": "caller-secret-value-42",
-        "API_BACKEND": "direct",
-    }
+from .support.docker_engine import ensure_engine_and_image, stop_engine_if_started
+from .support.fake_anthropic import FakeAnthropic, scripted_api_environment
+from .support.fake_http import serving
 
 
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch):
     """Point the real clients at a scripted server; record every request and proxy attempt."""
-    yield from serving(monkeypatch, FakeAnthropic, _environment)
+    yield from serving(monkeypatch, FakeAnthropic, scripted_api_environment)
 
 
 @pytest.fixture(scope="session")

@@ -27,10 +27,10 @@ from typing import IO, Any
 import pytest
 import yaml
 
-from ..fake_anthropic import FakeAnthropic, Script
-from ..fake_http import LoopbackServer
-from ..fake_openai import FakeResponses, ResponsesScript
-from ..helpers import write, write_task
+from ..support.fake_anthropic import FakeAnthropic, Script
+from ..support.fake_http import LoopbackServer
+from ..support.fake_openai import FakeResponses, ResponsesScript
+from ..support.helpers import write, write_task
 
 CLI = Path(sys.executable).parent / "coder-eval"
 # Never inherited from the test process: a developer's own keys and model routes, instance and code location settings.

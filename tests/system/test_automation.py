@@ -25,8 +25,8 @@ import dagster as dg
 import pytest
 import yaml
 
-from ..dagster_services import free_port
-from ..helpers import criterion, task_with, write, write_task
+from ..support.dagster_services import free_port
+from ..support.helpers import criterion, task_with, write, write_task
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ..dagster_services import BACKFILL_STATUS, DagsterServices, free_port, launch_backfill
-from ..fake_anthropic import Script, Turn
+from ..support.dagster_services import BACKFILL_STATUS, DagsterServices, free_port, launch_backfill
+from ..support.fake_anthropic import Script, Turn
 from .conftest import (
     ENV_PROBE,
     SystemCli,

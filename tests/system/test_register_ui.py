@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from ..dagster_services import DagsterServices
+from ..support.dagster_services import DagsterServices
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent.parent

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ..helpers import write_task
+from ..support.helpers import write_task
 from .conftest import SystemCli, anthropic_environment, new_key, replay_task_file
 
 pytestmark = pytest.mark.slow

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ..fake_anthropic import Script, Turn
+from ..support.fake_anthropic import Script, Turn
 from .conftest import (
     ENV_PROBE,
     SystemCli,

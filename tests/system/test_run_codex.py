@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ..fake_openai import ResponsesScript, Step
-from ..helpers import write_task
+from ..support.fake_openai import ResponsesScript, Step
+from ..support.helpers import write_task
 from .conftest import ENV_PROBE, SystemCli, carried, new_key, no_key_anywhere, probe_ran, proxied_through
 
 pytestmark = pytest.mark.slow

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ..fake_anthropic import Script, Turn
+from ..support.fake_anthropic import Script, Turn
 from .conftest import SystemCli, anthropic_environment, carried, claude_code_task, new_key, no_key_anywhere
 
 pytestmark = pytest.mark.slow

@@ -1,0 +1,53 @@
+"""Bounded inputs from the sandbox: output capped while streaming, files read with a cap, replay calls timed."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from coder_eval_dagster.core.agents import replay
+from coder_eval_dagster.core.models.sandbox import SandboxConfig
+from coder_eval_dagster.core.sandbox.containment import release
+from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
+
+from ..support.helpers import criterion, evaluate_replay
+
+
+def _sandbox(tmp_path: Path) -> TempdirSandbox:
+    box = TempdirSandbox(tmp_path / "run" / "sandbox", SandboxConfig.model_validate({"python": None}))
+    box.create(tmp_path)
+    return box
+
+
+def test_a_200_mb_flood_is_capped_while_streaming_with_nothing_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    box = _sandbox(tmp_path)
+    done = box.run("echo first; head -c 200000000 /dev/zero | tr '\\0' x; echo; echo last", timeout=120)
+    assert done.ok
+    assert done.stdout.startswith("first\n") and done.stdout.endswith("last\n")
+    assert f"[... {200_000_000 + 12 - 100 * 1024} bytes omitted" in done.stdout
+    assert len(done.stdout) < 101 * 1024
+    assert list(scratch.iterdir()) == []  # the stream never went to a temporary file
+    release(box.root.parent)
+
+
+def test_a_replayed_bash_call_without_limits_gets_the_default_time_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(replay, "DEFAULT_CALL_TIMEOUT_S", 1.0)
+    started = time.monotonic()
+    result = evaluate_replay(
+        tmp_path,
+        [{"calls": [{"tool": "Bash", "command": "sleep 20"}]}],
+        success_criteria=[criterion("file_exists", path=".")],
+    )
+    (call,) = result.trajectory[0].calls
+    assert call.status == "error" and "timed out after 1 s" in (call.output or "")
+    assert time.monotonic() - started < 10

@@ -1,0 +1,92 @@
+"""The claude-code agent for real: claude-agent-sdk and its bundled CLI against a scripted server on 127.0.0.1."""
+
+from __future__ import annotations
+
+from ..support.fake_anthropic import API_KEY, Script, Turn
+from ..support.helpers import criterion, evaluate_claude_code
+
+
+def test_tool_calls_usage_cost_and_isolation(tmp_path, api):
+    fake = api(
+        Script(
+            [
+                Turn(tools=[("Bash", {"command": "echo hi > out.txt"})], input_tokens=300, output_tokens=40),
+                Turn(tools=[("Bash", {"command": "env > seen_env.txt; exit 3"})], input_tokens=400, output_tokens=30),
+                Turn(text="Done: created out.txt", input_tokens=500, output_tokens=10),
+            ]
+        )
+    )
+    result = evaluate_claude_code(tmp_path, run_limits={"max_turns": 10, "expected_turns": 3})
+    assert result.final_status == "SUCCESS", (result.error, result.criteria)
+    calls = [c for t in result.trajectory for c in t.calls]
+    assert [(c.tool, c.parameters["command"]) for c in calls] == [
+        ("Bash", "echo hi > out.txt"),
+        ("Bash", "env > seen_env.txt; exit 3"),
+    ]
+    assert [c.status for c in calls] == ["success", "error"] and all(c.duration_ms > 0 for c in calls)
+    assert (result.turns, result.visible_turns) == (3, 3) and result.within_expected_turns is True
+    assert (result.input_tokens, result.output_tokens) == (1200, 80)
+    assert result.cost_usd is not None and result.cost_usd > 0
+    assert result.command_stats.commands_by_tool == {"Bash": 2}
+    seen = (tmp_path / "run/default/t/01/sandbox/seen_env.txt").read_text()
+    assert "caller-secret-value-42" not in seen and "MY_SERVICE_TOKEN" not in seen
+    assert "HOME=/tmp/coder-eval-claude-" in seen and "IS_SANDBOX=1" in seen
+    assert API_KEY not in result.model_dump_json()  # never in a persisted result
+    # only the Messages API on loopback: no CONNECT through the proxy, no other path
+    assert fake.script.paths and all(p.startswith("/v1/messages") for p in fake.script.paths), fake.script.paths
+    request = fake.script.requests[-1]
+    assert request["model"] == "claude-test" and any(t["name"] == "Bash" for t in request["tools"])
+
+
+def test_token_budget_aborts_between_turns(tmp_path, api):
+    fake = api(
+        Script([Turn(tools=[("Bash", {"command": f"echo {i} >> log.txt"})], output_tokens=40) for i in range(4)])
+    )
+    result = evaluate_claude_code(tmp_path, run_limits={"max_output_tokens": 60, "max_turns": 10})
+    assert result.final_status == "TOKEN_BUDGET_EXCEEDED" and not result.success
+    log = (tmp_path / "run/default/t/01/sandbox/log.txt").read_text().split()
+    assert log == ["0", "1"] and len([r for r in fake.script.requests if r.get("tools")]) <= 3
+
+
+def test_early_stop_through_the_hook(tmp_path, api):
+    fake = api(
+        Script(
+            [
+                Turn(tools=[("Bash", {"command": "echo a > out.txt"})]),
+                Turn(tools=[("Bash", {"command": "git push --force"})]),
+                Turn(tools=[("Bash", {"command": "touch late.txt"})]),
+            ]
+        )
+    )
+    guard = {**criterion("command_executed", command_pattern="git push", min_count=0, max_count=0), "stop_early": {}}
+    result = evaluate_claude_code(
+        tmp_path, [guard, criterion("file_exists", path="late.txt")], run_limits={"max_turns": 10}
+    )
+    assert result.stopped_early and result.early_stop_reason == "armed_criterion_failed"
+    assert result.final_status == "FAILED" and result.criteria[1].advisory
+    assert not (tmp_path / "run/default/t/01/sandbox/late.txt").exists()
+    # no tool after the stop ran; at most the model request already in flight when the stop was decided
+    assert [c.parameters["command"] for t in result.trajectory for c in t.calls][-1] == "git push --force"
+    assert len([r for r in fake.script.requests if r.get("tools")]) <= 3
+
+
+def test_api_error_becomes_error_with_its_reason(tmp_path, api):
+    api(Script([Turn(text="never")], status=500))
+    result = evaluate_claude_code(tmp_path)
+    assert result.final_status == "ERROR" and "API Error: 500 scripted failure" in result.error
+    assert result.criteria == []
+
+
+def test_missing_api_key_is_an_error_not_a_crash(tmp_path, api, monkeypatch):
+    api(Script([]))
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    result = evaluate_claude_code(tmp_path)
+    assert result.final_status == "ERROR" and "ANTHROPIC_API_KEY" in result.error
+
+
+def test_cost_budget_is_checked_when_the_cost_arrives(tmp_path, api):
+    api(Script([Turn(tools=[("Bash", {"command": "echo hi > out.txt"})]), Turn(text="done")]))
+    over = evaluate_claude_code(tmp_path / "a", run_limits={"max_usd": 0.0001})
+    assert over.final_status == "COST_BUDGET_EXCEEDED" and over.cost_usd > 0.0001
+    under = evaluate_claude_code(tmp_path / "b", run_limits={"max_usd": 5.0})
+    assert under.final_status == "SUCCESS" and under.warnings == []

@@ -1,0 +1,95 @@
+"""The comparison's statistics against hand-computed small cases."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from coder_eval_dagster.core.compare.stats import (
+    Interval,
+    mcnemar_exact_p,
+    mcnemar_power,
+    paired_bootstrap_interval,
+    power_table_markdown,
+    rows_needed,
+    wilson_interval,
+)
+
+Z = 1.959963984540054  # the 97.5 % normal quantile
+
+
+def wilson_by_hand(k: int, n: int) -> tuple[float, float]:
+    p = k / n
+    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
+    half = Z / (1 + Z * Z / n) * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n))
+    return centre - half, centre + half
+
+
+@pytest.mark.parametrize("k", [0, 10, 5])
+def test_wilson_bounds_at_zero_n_and_half(k: int) -> None:
+    interval = wilson_interval(k, 10)
+    assert interval is not None
+    low, high = wilson_by_hand(k, 10)
+    assert interval.low == pytest.approx(low, abs=1e-9) and interval.high == pytest.approx(high, abs=1e-9)
+    if k == 0:
+        assert interval.low == pytest.approx(0.0, abs=1e-12) and interval.high == pytest.approx(Z * Z / (10 + Z * Z))
+    if k == 10:
+        assert interval.high == pytest.approx(1.0) and interval.low == pytest.approx(10 / (10 + Z * Z))
+    if k == 5:
+        assert interval.low + interval.high == pytest.approx(1.0)  # symmetric about one half
+
+
+def test_wilson_without_trials_has_no_interval() -> None:
+    assert wilson_interval(0, 0) is None
+
+
+def test_mcnemar_exact_p_of_a_known_flip_table() -> None:
+    # 2x2 table: 1 row passed only under A, 9 passed only under B. p = 2 * P(X <= 1), X ~ Bin(10, 1/2) = 22/1024
+    assert mcnemar_exact_p(1, 9) == pytest.approx(22 / 1024, abs=1e-12)
+    assert mcnemar_exact_p(9, 1) == pytest.approx(22 / 1024, abs=1e-12)
+    # 0 vs 6: 2 / 64
+    assert mcnemar_exact_p(0, 6) == pytest.approx(2 / 64, abs=1e-12)
+    assert mcnemar_exact_p(3, 3) == 1.0
+    assert mcnemar_exact_p(0, 0) == 1.0
+
+
+def synthetic_pairs(rows: int, seed: int) -> tuple[np.ndarray, float]:
+    """Paired outcomes with a true difference of +0.15 (A succeeds with 0.55, B with 0.70)."""
+    rng = np.random.default_rng(seed)
+    a = rng.random(rows) < 0.55
+    b = a | (rng.random(rows) < 0.15 / 0.45)  # B keeps A's successes and adds a third of its failures
+    return b.astype(float) - a.astype(float), 0.15
+
+
+def test_paired_bootstrap_contains_the_true_difference_and_is_reproducible() -> None:
+    differences, truth = synthetic_pairs(400, seed=3)
+    first = paired_bootstrap_interval(differences)
+    second = paired_bootstrap_interval(differences)
+    assert first == second  # seeded
+    assert first is not None and first.low < truth < first.high
+    assert first.low < differences.mean() < first.high
+    assert 0.03 < first.high - first.low < 0.15  # about 2 x 1.96 x sd / sqrt(n)
+
+
+def test_bootstrap_of_constant_or_single_rows() -> None:
+    assert paired_bootstrap_interval(np.zeros(20)) == Interval(0.0, 0.0)
+    assert paired_bootstrap_interval(np.array([1.0])) is None
+
+
+def test_rows_needed_is_the_first_row_count_with_the_power() -> None:
+    rows = rows_needed(0.10, 0.20)
+    assert rows is not None
+    assert mcnemar_power(rows, 0.10, 0.20) >= 0.8 > mcnemar_power(rows - 1, 0.10, 0.20)
+    assert rows_needed(0.20, 0.20) < rows < rows_needed(0.05, 0.20)  # type: ignore[operator]
+    # every flip one way: 6 flips give p = 1/32 < 0.05, so power is P(Bin(n, 0.1) >= 6)
+    assert mcnemar_power(100, 0.10, 0.10) == pytest.approx(
+        1 - sum(math.comb(100, k) * 0.1**k * 0.9 ** (100 - k) for k in range(6))
+    )
+
+
+def test_the_power_table_of_the_running_guide_is_the_codes() -> None:
+    guide = (Path(__file__).parent.parent.parent / "docs" / "running.md").read_text()
+    assert power_table_markdown() in guide

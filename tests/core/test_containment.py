@@ -1,0 +1,231 @@
+"""The process namespaces of evaluations: ended by folder from any process, swept, reused when clean, out of reach."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from coder_eval_dagster.core.layout import NAMESPACE_FILE
+from coder_eval_dagster.core.models.sandbox import SandboxConfig
+from coder_eval_dagster.core.sandbox import containment
+from coder_eval_dagster.core.sandbox.containment import release
+from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
+
+from ..support.helpers import evaluate_task
+
+# Opens each path given (opening /proc/<pid>/mem already needs the right to trace the process).
+PROBE = """
+import os, sys
+for path in sys.argv[1:]:
+    try:
+        os.close(os.open(path, os.O_RDONLY))
+        print("OPENED", path)
+    except OSError as exc:
+        print("closed", exc.errno)
+"""
+
+
+def _sandbox(folder: Path) -> TempdirSandbox:
+    box = TempdirSandbox(folder / "sandbox", SandboxConfig.model_validate({"python": None}))
+    box.create(folder)
+    return box
+
+
+def _entering(monkeypatch: pytest.MonkeyPatch, spawner_after: int) -> None:
+    """Commands enter through nsenter before a namespace's ``spawner_after``-th; no spare left by another test."""
+    monkeypatch.setattr(containment, "SPAWNER_AFTER", spawner_after)
+    containment.end_spare()
+
+
+def _finish(box: TempdirSandbox) -> None:
+    release(box.root.parent)
+    containment.end_spare()
+
+
+def _alive(marker: str) -> bool:
+    return subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True).returncode == 0
+
+
+def test_another_process_ends_an_evaluation_by_its_folder(tmp_path: Path) -> None:
+    marker = f"300.{uuid.uuid4().int % 10**9}"
+    box = _sandbox(tmp_path / "run")
+    assert box.run(f"setsid sleep {marker} &", timeout=10).ok
+    assert _alive(marker)
+    folder = str(box.root.parent)
+    code = f"from pathlib import Path; from coder_eval_dagster.core.sandbox import containment as c; c.release(Path({folder!r}))"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=30)
+    assert not _alive(marker) and not (box.root.parent / NAMESPACE_FILE).exists()
+    release(box.root.parent)  # this process's own bookkeeping: nothing left to kill
+
+
+def test_idle_namespaces_are_swept_and_busy_ones_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(containment, "SWEEP_ABOVE", 3)
+    marker = f"300.{uuid.uuid4().int % 10**9}"
+    busy, agent, idle = (_sandbox(tmp_path / name) for name in ("busy", "agent", "idle"))
+    assert busy.run(f"setsid sleep {marker} &", timeout=10).ok
+    agent.agent_launcher()
+    assert idle.run("true", timeout=10).ok
+    _sandbox(tmp_path / "new").run("true", timeout=10)  # a fourth namespace: the sweep runs first
+    assert not (idle.root.parent / NAMESPACE_FILE).exists()  # nothing ran in it any more: ended
+    assert (
+        (agent.root.parent / NAMESPACE_FILE).exists()
+        and (busy.root.parent / NAMESPACE_FILE).exists()
+        and _alive(marker)
+    )
+    for name in ("busy", "agent", "idle", "new"):
+        release(tmp_path / name)
+    assert not _alive(marker)
+
+
+def test_an_agents_background_processes_last_until_its_evaluation_ends(tmp_path: Path, api) -> None:
+    from ..support.fake_anthropic import Script, Turn
+
+    marker = f"300.{uuid.uuid4().int % 10**9}"
+    api(Script([Turn(tools=[("Bash", {"command": f"setsid sleep {marker} >/dev/null 2>&1 &"})]), Turn(text="ok")]))
+    still_running = {"type": "run_command", "command": f"pgrep -f 'sleep {marker}'", "description": "daemon"}
+    result = evaluate_task(
+        tmp_path,
+        {
+            "task_id": "t",
+            "description": "d",
+            "initial_prompt": "start a daemon",
+            "sandbox": {"python": None},
+            "agent": {"type": "claude-code", "permission_mode": "bypassPermissions", "model": "claude-test"},
+            "success_criteria": [still_running],
+        },
+    )
+    assert result.final_status == "SUCCESS", (result.error, result.criteria)  # the criterion saw it, in the namespace
+    assert not _alive(marker)  # and the end of the evaluation ended it
+
+
+def test_a_clean_namespace_serves_the_next_evaluation_and_a_dirty_one_never(tmp_path: Path) -> None:
+    """Reuse only when nothing is left running and the mount table is as it started."""
+    first = _sandbox(tmp_path / "first")
+    assert first.run("echo $$ > /dev/null", timeout=10).ok
+    pid_file = (first.root.parent / NAMESPACE_FILE).read_text()
+    release(first.root.parent)
+    second = _sandbox(tmp_path / "second")
+    assert second.run("true", timeout=10).ok
+    assert (second.root.parent / NAMESPACE_FILE).read_text() == pid_file  # the same namespace, now the second's
+    assert second.run("mount -t tmpfs none /mnt", timeout=10).ok  # root in there may mount
+    release(second.root.parent)
+    third = _sandbox(tmp_path / "third")
+    assert third.run("! grep -q ' /mnt ' /proc/self/mountinfo", timeout=10).ok  # not the mounted one
+    assert (third.root.parent / NAMESPACE_FILE).read_text() != pid_file
+    marker = f"300.{uuid.uuid4().int % 10**9}"
+    assert third.run(f"setsid sleep {marker} &", timeout=10).ok
+    release(third.root.parent)
+    assert not _alive(marker)  # ended with its daemon, not kept
+    containment.end_spare()
+
+
+def test_the_namespace_init_shows_no_credential_of_the_harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A library caller or a Dagster daemon may hold keys in its environment: the init never gets them."""
+    containment.end_spare()
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-planted-0123456789")
+    box = _sandbox(tmp_path / "e")
+    assert box.run("true", timeout=10).ok
+    starter = containment._namespaces[Path(os.path.abspath(tmp_path / "e"))].starter.pid
+    (init,) = Path(f"/proc/{starter}/task/{starter}/children").read_text().split()
+    assert [v.split(b"=")[0] for v in Path(f"/proc/{init}/environ").read_bytes().split(b"\0") if v] == [b"PATH"]
+    _finish(box)
+
+
+@pytest.mark.parametrize("spawner_after", [0, 100], ids=["spawner", "nsenter"])
+def test_commands_cannot_trace_or_read_the_namespace_init_or_its_spawner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spawner_after: int
+) -> None:
+    """Root in the namespace, but without CAP_SYS_PTRACE: the init's and (once /proc is unmounted, so that the
+    host's shows) the spawner's memory and environment stay closed, and so does the harness's."""
+    _entering(monkeypatch, spawner_after)
+    box = _sandbox(tmp_path / "e")
+    (box.root / "probe.py").write_text(PROBE)
+    assert box.run("true", timeout=10).ok  # the spawner, if any, starts
+    spawner = containment._namespaces[Path(os.path.abspath(tmp_path / "e"))].spawner
+    targets = ["/proc/1/mem", "/proc/1/environ"]
+    if spawner is not None:
+        targets += [f"/proc/{spawner.process.pid}/mem", f"/proc/{spawner.process.pid}/environ"]
+    targets += [f"/proc/{os.getpid()}/mem", f"/proc/{os.getpid()}/environ"]
+    done = box.run(
+        f"python3 probe.py /proc/1/mem /proc/1/environ && umount /proc && python3 probe.py {' '.join(targets[2:])}",
+        timeout=30,
+    )
+    assert done.ok, done.stderr
+    assert "OPENED" not in done.stdout and done.stdout.count("closed") == len(targets), done.stdout
+    _finish(box)
+
+
+def test_commands_start_through_a_spawner_the_namespace_cannot_see(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The spawner forks the commands into the PID namespace without being in it: nothing inside reaches it."""
+    _entering(monkeypatch, 0)
+    box = _sandbox(tmp_path / "e")
+    done = box.run("cat /proc/[0-9]*/cmdline | tr '\\0' ' '; echo; exit 5", timeout=10)
+    assert done.exit_code == 5 and "coder-eval-spawner" not in done.stdout and "nsenter" not in done.stdout
+    namespace = containment._namespaces[Path(os.path.abspath(tmp_path / "e"))]
+    spawner = namespace.spawner
+    assert spawner is not None and spawner.process.poll() is None
+    inside = box.run("readlink /proc/self/ns/pid", timeout=10).stdout.strip()
+    assert inside == os.readlink(f"/proc/{namespace.starter.pid}/ns/pid_for_children")  # born inside
+    _finish(box)
+    assert spawner.process.poll() is not None  # ended with its namespace
+
+
+@pytest.mark.parametrize("spawner_after", [0, 100], ids=["spawner", "nsenter"])
+def test_a_command_times_out_with_its_whole_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spawner_after: int
+) -> None:
+    _entering(monkeypatch, spawner_after)
+    marker = f"300.{uuid.uuid4().int % 10**9}"
+    box = _sandbox(tmp_path / "e")
+    done = box.run(f"sleep {marker} & sleep {marker}", timeout=1)
+    assert done.timed_out and done.exit_code is None and not _alive(marker)
+    assert box.run("echo again", timeout=10).stdout == "again\n"  # the next command runs
+    assert box.run("printf 'a\\0b'", timeout=10).error is None  # a NUL written is fine...
+    assert "could not start" in (box.run("echo a\0b", timeout=10).error or "")  # ...one in the command is not
+    _finish(box)
+
+
+def test_ending_a_namespace_under_a_running_spawned_command_is_prompt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The holder goes first (the kernel kills everyone inside), then the spawner: no wait on a lost command."""
+    import threading
+    import time
+
+    _entering(monkeypatch, 0)
+    box = _sandbox(tmp_path / "e")
+    marker = f"300.{uuid.uuid4().int % 10**9}"
+    runner = threading.Thread(target=box.run, args=(f"sleep {marker}", 60))
+    runner.start()
+    deadline = time.monotonic() + 10
+    while not _alive(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    start = time.monotonic()
+    release(box.root.parent)
+    runner.join(10)
+    assert not runner.is_alive() and not _alive(marker) and time.monotonic() - start < 5
+    containment.end_spare()
+
+
+def test_a_failed_spawner_leaves_the_namespace_to_nsenter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spawner that died fails the command it was asked to start; the namespace's next ones enter with nsenter."""
+    _entering(monkeypatch, 0)
+    box = _sandbox(tmp_path / "e")
+    assert box.run("true", timeout=10).ok  # the namespace and its spawner, with their pipes, are there
+    open_fds = len(os.listdir("/proc/self/fd"))
+    assert "could not start" in (box.run("echo a\0b", timeout=10).error or "")
+    assert len(os.listdir("/proc/self/fd")) == open_fds  # refused before any pipe was made
+    spawner = containment._namespaces[Path(os.path.abspath(tmp_path / "e"))].spawner
+    assert spawner is not None
+    spawner.process.kill()
+    spawner.process.wait()
+    assert "spawner" in (box.run("true", timeout=10).error or "")
+    assert box.run("echo via nsenter", timeout=10).stdout == "via nsenter\n"
+    _finish(box)

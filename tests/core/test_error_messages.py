@@ -1,0 +1,72 @@
+"""Errors a new user meets: suggestions, every problem of a file in one pass, clear locations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..support.helpers import run_cli, write
+
+
+def test_did_you_mean_for_fields_criterion_types_agent_types_and_overrides(tmp_path: Path) -> None:
+    task = write(
+        tmp_path / "t.yaml",
+        """
+        task_id: x
+        descripton: a typo
+        agent: {type: claude-cod}
+        initial_prompt: p
+        success_criteria:
+          - {type: file_exist, path: a, description: d}
+        """,
+    )
+    result = run_cli("validate", task)
+    assert result.code == 1
+    assert "descripton: unknown field (not part of the format) (did you mean `description`?)" in result.err
+    assert "unknown type 'file_exist' (did you mean `file_exists`?)" in result.err
+    assert "agent.type:" in result.err and "(did you mean `claude-code`?)" in result.err
+
+    write(
+        tmp_path / "ok/t.yaml",
+        "task_id: y\ndescription: d\nagent: {type: none}\nsuccess_criteria: [{type: file_exists, path: a, description: d}]\n",
+    )
+    write(
+        tmp_path / "ok/u.yaml",
+        "task_id: z\ndescription: d\nagent: {type: none}\nsuccess_criteria: [{type: file_exists, path: a, description: d}]\n",
+    )
+    listed = run_cli("list", tmp_path / "ok", "-D", "run_limits.max_turn=3")
+    assert listed.code == 1
+    assert listed.err.strip() == "-D: run_limits.max_turn: no such field in the task format (did you mean `max_turns`?)"
+
+
+def test_every_problem_of_a_file_in_one_pass(tmp_path: Path) -> None:
+    task = write(
+        tmp_path / "t.yaml",
+        """
+        task_id: x
+        description: d
+        agent: {type: none}
+        dataset: {rows: [{id: a}], sample_per_stratum: -1}
+        unknown_top: 1
+        success_criteria:
+          - {type: run_command, command: "true", description: d, timeout: -5}
+        """,
+    )
+    result = run_cli("validate", task)
+    assert result.code == 1
+    assert "dataset.sample_per_stratum" in result.err
+    assert "unknown_top" in result.err
+    assert "success_criteria.0.timeout" in result.err
+
+
+def test_yaml_syntax_errors_give_line_column_and_the_quoting_hint(tmp_path: Path) -> None:
+    task = write(tmp_path / "t.yaml", "task_id: x\ndescription: a: b\n")
+    result = run_cli("validate", task)
+    assert result.code == 1
+    assert f"{task}:2: (document): YAML syntax error (line 2, column 15)" in result.err
+    assert 'must be quoted, e.g. description: "a: b"' in result.err
+
+
+def test_a_missing_path_has_no_made_up_line(tmp_path: Path) -> None:
+    result = run_cli("validate", tmp_path / "nonexistent")
+    assert result.code == 1
+    assert result.err.strip() == f"no such file or directory: {tmp_path / 'nonexistent'}"

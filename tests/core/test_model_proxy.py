@@ -1,0 +1,76 @@
+"""The model proxy: an agent CLI holds a grant's token, never a key; the proxy swaps them on the way out."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+from coder_eval_dagster.core.model_proxy import ModelProxy, Upstream
+
+from ..support.fake_anthropic import FakeAnthropic, Script, Turn
+
+KEY = "sk-ant-real-0123456789abcdef"
+# With a tool offered, the scripted server answers with its scripted turn (not a session title).
+MESSAGE = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}], "tools": [{"name": "t"}]}
+
+
+def post(url: str, headers: dict[str, str], body: dict | None = None) -> tuple[int, bytes]:
+    request = urllib.request.Request(
+        url, data=json.dumps(body or MESSAGE).encode(), headers={"Content-Type": "application/json", **headers}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+@pytest.fixture
+def proxy():
+    proxy = ModelProxy()
+    yield proxy
+    proxy.close()
+
+
+def test_the_real_key_goes_upstream_and_the_answer_streams_back(proxy: ModelProxy) -> None:
+    script = Script([Turn(text="hello there")])
+    with FakeAnthropic(script) as url, proxy.granted(Upstream(url, "x-api-key", KEY)) as grant:
+        assert KEY not in grant.base_url and KEY not in repr(grant)
+        status, body = post(f"{grant.base_url}/v1/messages?beta=true", {"x-api-key": grant.token})
+        streamed = post(f"{grant.base_url}/v1/messages", {"x-api-key": grant.token}, {**MESSAGE, "stream": True})
+    assert status == 200 and json.loads(body)["content"] == [{"type": "text", "text": "hello there"}]
+    assert streamed[0] == 200 and b"event: message_stop" in streamed[1] and b"hello there" in streamed[1]
+    assert script.paths == ["/v1/messages?beta=true", "/v1/messages"]
+    assert [{k.lower(): v for k, v in h.items()}["x-api-key"] for h in script.headers] == [KEY, KEY]
+
+
+def test_a_bearer_credential_is_swapped_too(proxy: ModelProxy) -> None:
+    script = Script([Turn(text="ok")])
+    with FakeAnthropic(script) as url, proxy.granted(Upstream(url, "authorization", f"Bearer {KEY}")) as grant:
+        status, _ = post(f"{grant.base_url}/model/anthropic.m/invoke", {"Authorization": f"Bearer {grant.token}"})
+    assert status == 200 and script.headers[0]["Authorization"] == f"Bearer {KEY}"
+
+
+def test_no_token_a_wrong_one_or_a_revoked_grant_goes_nowhere(proxy: ModelProxy) -> None:
+    script = Script([Turn(text="ok")])
+    with FakeAnthropic(script) as url:
+        with proxy.granted(Upstream(url, "x-api-key", KEY)) as grant:
+            assert post(f"{grant.base_url}/v1/messages", {})[0] == 403
+            assert post(f"{grant.base_url}/v1/messages", {"x-api-key": "guess"})[0] == 403
+            other = grant.base_url.rsplit("/", 1)[0] + "/0000000000000000"
+            assert post(f"{other}/v1/messages", {"x-api-key": grant.token})[0] == 403
+        assert post(f"{grant.base_url}/v1/messages", {"x-api-key": grant.token})[0] == 403  # revoked
+    assert script.requests == []
+
+
+def test_api_errors_pass_through_and_an_unreachable_api_names_no_key(proxy: ModelProxy) -> None:
+    script = Script([Turn(text="ok")], status=429)
+    with FakeAnthropic(script) as url, proxy.granted(Upstream(url, "x-api-key", KEY)) as grant:
+        status, body = post(f"{grant.base_url}/v1/messages", {"x-api-key": grant.token})
+    assert status == 429 and b"scripted failure" in body
+    with proxy.granted(Upstream("http://127.0.0.1:9", "x-api-key", KEY)) as grant:
+        status, body = post(f"{grant.base_url}/v1/messages", {"x-api-key": grant.token})
+    assert status == 502 and b"could not be reached" in body and KEY.encode() not in body

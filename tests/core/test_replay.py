@@ -1,0 +1,197 @@
+"""The replay agent: real calls in the sandbox, telemetry, limits and budgets."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+import yaml
+
+from coder_eval_dagster.core.agents.base import AgentInput
+from coder_eval_dagster.core.agents.replay import Replay, load_replay
+from coder_eval_dagster.core.evaluation import evaluate, new_evaluation
+from coder_eval_dagster.core.models.agent import AgentConfig
+from coder_eval_dagster.core.models.limits import RunLimits
+from coder_eval_dagster.core.models.results import EvaluationResult
+from coder_eval_dagster.core.models.sandbox import SandboxConfig
+from coder_eval_dagster.core.resolution import resolve
+from coder_eval_dagster.core.run_context import RunContext
+from coder_eval_dagster.core.run_spec import RunSpec
+from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
+
+from ..support.helpers import criterion, evaluate_replay, write
+
+ROOT = Path(__file__).parent.parent.parent
+
+
+def play(tmp_path: Path, turns: list[dict], limits: RunLimits | None = None, row: dict | None = None):
+    write(tmp_path / "traj.yaml", yaml.safe_dump({"turns": turns}))
+    box = TempdirSandbox(tmp_path / "run/sandbox", SandboxConfig(python=None))
+    box.create(tmp_path)
+    agent_input = AgentInput(
+        box,
+        "p",
+        AgentConfig(type="replay", trajectory="traj.yaml"),
+        limits or RunLimits(),
+        tmp_path,
+        row,
+        run=RunContext.create(),
+    )
+    return Replay(agent_input, load_replay(tmp_path / "traj.yaml", row)).play(), box
+
+
+def run_task(tmp_path: Path, turns: list[dict], **task) -> EvaluationResult:
+    return evaluate_replay(tmp_path, turns, success_criteria=[criterion("file_exists", path="a.txt")], **task)
+
+
+def test_calls_really_happen_and_are_recorded(tmp_path: Path) -> None:
+    output, box = play(
+        tmp_path,
+        [
+            {
+                "calls": [
+                    {"tool": "Write", "path": "a.txt", "content": "one"},
+                    {"tool": "Edit", "path": "a.txt", "old": "one", "new": "two"},
+                    {"tool": "Read", "path": "a.txt"},
+                    {"tool": "Bash", "command": "cat a.txt; exit 3"},
+                    {"tool": "Read", "path": "missing.txt"},
+                    {"tool": "Edit", "path": "a.txt", "old": "zzz", "new": "x"},
+                    {"tool": "Write", "path": "../escape.txt", "content": "x"},
+                    {"tool": "Skill", "skill": "ns:date-teller"},
+                    {"tool": "Glob", "pattern": "*.txt"},
+                ],
+                "text": "done",
+            },
+        ],
+    )
+    calls = output.turns[0].calls
+    assert (box.root / "a.txt").read_text() == "two" and not (box.root.parent / "escape.txt").exists()
+    assert [c.status for c in calls] == [
+        "success",
+        "success",
+        "success",
+        "error",
+        "error",
+        "error",
+        "error",
+        "success",
+        "success",
+    ]
+    assert calls[2].output == "two" and calls[3].output.startswith("two")
+    assert [(c.turn, c.seq) for c in calls][:2] == [(1, 1), (1, 2)] and calls[0].parameters["content"] == "one"
+    assert output.visible_turns == 10 and output.final_text == "done" and output.stop_reason == "completed"
+
+
+def test_max_turns_stops_between_turns(tmp_path: Path) -> None:
+    turns = [{"calls": [{"tool": "Bash", "command": f"echo {i} >> log.txt"}]} for i in range(5)]
+    output, box = play(tmp_path, turns, RunLimits(max_turns=2))
+    assert output.stop_reason == "max_turns" and len(output.turns) == 2 and output.final_status is None
+    assert (box.root / "log.txt").read_text().split() == ["0", "1"]
+
+
+def test_task_timeout_and_turn_timeout(tmp_path: Path) -> None:
+    slow = [{"calls": [{"tool": "Bash", "command": "sleep 5"}, {"tool": "Bash", "command": "touch after.txt"}]}]
+    output, box = play(tmp_path, slow, RunLimits.model_construct(task_timeout=0.5, turn_timeout=None))
+    assert (output.final_status, output.stop_reason) == ("TIMEOUT", "task_timeout") and not (
+        box.root / "after.txt"
+    ).exists()
+    output, _ = play(tmp_path / "b", slow, RunLimits.model_construct(task_timeout=None, turn_timeout=0.5))
+    assert (output.final_status, output.stop_reason) == ("TIMEOUT", "turn_timeout")
+
+
+@pytest.mark.parametrize(
+    ("limits", "status"),
+    [
+        (RunLimits(max_output_tokens=250), "TOKEN_BUDGET_EXCEEDED"),
+        (RunLimits(max_input_tokens=1500), "TOKEN_BUDGET_EXCEEDED"),
+        (RunLimits(max_input_tokens=3000), None),  # cached reads are not counted by default
+        (RunLimits(max_input_tokens=3000, count_cached_input=True), "TOKEN_BUDGET_EXCEEDED"),
+        (RunLimits(max_input_tokens=3000, count_cache_creation=True), "TOKEN_BUDGET_EXCEEDED"),
+        (RunLimits(max_total_tokens=2000), "TOKEN_BUDGET_EXCEEDED"),
+        (RunLimits(max_usd=0.015), "COST_BUDGET_EXCEEDED"),
+        (RunLimits(max_usd=0.05), None),
+    ],
+)
+def test_budgets_are_cumulative_and_checked_after_each_turn(tmp_path: Path, limits: RunLimits, status) -> None:
+    usage = {
+        "input_tokens": 1000,
+        "output_tokens": 200,
+        "cache_read_input_tokens": 800,
+        "cache_creation_input_tokens": 700,
+        "cost_usd": 0.01,
+    }
+    turns = [{"usage": usage, "calls": [{"tool": "Bash", "command": "true"}]} for _ in range(3)]
+    output, _ = play(tmp_path, turns, limits)
+    assert output.final_status == status
+    if status:
+        assert len(output.turns) == 2  # the breach is seen after turn 2, never mid-turn
+
+
+def test_max_usd_without_reported_cost_warns_once(tmp_path: Path) -> None:
+    turns = [{"usage": {"input_tokens": 10}, "calls": []} for _ in range(3)]
+    output, _ = play(tmp_path, turns, RunLimits(max_usd=0.01))
+    assert output.final_status is None and len(output.warnings) == 1 and "max_usd" in output.warnings[0]
+
+
+def test_row_values_are_substituted_into_the_trajectory(tmp_path: Path) -> None:
+    _, box = play(
+        tmp_path,
+        [{"calls": [{"tool": "Write", "path": "${row.name}.txt", "content": "${row.n}"}]}],
+        row={"name": "alpha", "n": 3},
+    )
+    assert (box.root / "alpha.txt").read_text() == "3"
+    with pytest.raises(ValueError, match="unknown row field"):
+        play(tmp_path / "b", [{"calls": [{"tool": "Bash", "command": "echo ${row.nope}"}]}], row={"name": "a"})
+
+
+def test_evaluation_records_usage_turns_and_expected_turns(tmp_path: Path) -> None:
+    turns = [
+        {
+            "usage": {"input_tokens": 100, "output_tokens": 10, "cost_usd": 0.5},
+            "calls": [{"tool": "Write", "path": "a.txt", "content": "x"}, {"tool": "Bash", "command": "true"}],
+        },
+        {"usage": {"input_tokens": 50, "output_tokens": 5}, "calls": [], "text": "done"},
+    ]
+    result = run_task(tmp_path, turns, run_limits={"expected_turns": 2})
+    assert (result.final_status, result.turns, result.visible_turns) == ("SUCCESS", 2, 3)
+    assert (result.input_tokens, result.output_tokens, result.cost_usd) == (150, 15, 0.5)
+    assert result.within_expected_turns is True  # 3 <= 1.5 x 2
+    assert result.command_stats.total_commands == 2 and result.command_stats.commands_by_tool == {"Write": 1, "Bash": 1}
+    over = run_task(tmp_path / "b", turns, run_limits={"expected_turns": 1})
+    assert over.final_status == "SUCCESS" and over.within_expected_turns is False
+
+
+def test_budget_breach_keeps_its_status_and_still_scores(tmp_path: Path) -> None:
+    turns = [{"usage": {"input_tokens": 5000}, "calls": [{"tool": "Write", "path": "a.txt", "content": "x"}]}]
+    result = run_task(tmp_path, turns, run_limits={"max_input_tokens": 100})
+    assert result.final_status == "TOKEN_BUDGET_EXCEEDED" and not result.success
+    assert result.criteria[0].passed  # scored on what the agent left
+
+
+def test_shipped_replay_example(tmp_path: Path) -> None:
+    (row_task,) = resolve(RunSpec(task_paths=[str(ROOT / "tasks/replay_hello/task.yaml")])).row_tasks
+    result = evaluate(new_evaluation("r", tmp_path, row_task, 1, None))
+    assert result.final_status == "SUCCESS", result.criteria
+    assert result.visible_turns == 4 and result.within_expected_turns is True and result.cost_usd == 0.007
+
+
+def test_async_interface(tmp_path: Path) -> None:
+    from coder_eval_dagster.core.agents import runner
+
+    write(tmp_path / "traj.yaml", "turns:\n  - calls: [{tool: Bash, command: 'echo hi'}]\n")
+    box = TempdirSandbox(tmp_path / "s", SandboxConfig(python=None))
+    box.create(tmp_path)
+    output = asyncio.run(
+        runner("replay")(
+            AgentInput(
+                box,
+                "p",
+                AgentConfig(type="replay", trajectory="traj.yaml"),
+                RunLimits(),
+                tmp_path,
+                run=RunContext.create(),
+            )
+        )
+    )
+    assert output.turns[0].calls[0].output.strip() == "hi"

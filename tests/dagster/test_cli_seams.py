@@ -1,0 +1,97 @@
+"""Seams a user met from the command line: usage errors in one line, an internal error's own exit code, and a
+failure in an evaluation's last stages ending that evaluation, never the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from coder_eval_dagster import cli
+from coder_eval_dagster.core import evaluation
+
+from ..support.helpers import run_cli, task_with, write_task
+
+ROOT = Path(__file__).parent.parent.parent
+AGENTLESS = {"agent": {"type": "none"}, "initial_prompt": None, "sandbox": {"python": None}}
+CHECK = {"type": "run_command", "command": "true", "description": "ok"}
+
+
+def test_limit_zero_is_a_one_line_usage_error_from_the_installed_cli(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "coder-eval"), "run", str(ROOT / "tasks"), "--limit", "0"],
+        env={**os.environ, "DAGSTER_HOME": str(tmp_path / "home")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr == "coder-eval run: argument --limit: must be at least 1, got 0 (see coder-eval run --help)\n"
+
+
+def test_an_internal_error_has_its_own_exit_code(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    def broken(args: object) -> int:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(cli, "cmd_validate", broken)
+    monkeypatch.delenv("CODER_EVAL_DEBUG", raising=False)
+    result = run_cli("validate", tmp_path)
+    assert result.code == 3 and result.code != 2  # 2 means invalid input or usage
+    assert result.err == "coder-eval: internal error: RuntimeError: a bug (set CODER_EVAL_DEBUG=1 for details)\n"
+
+
+def _two_tasks(folder: Path) -> None:
+    for task_id in ("good", "bad"):
+        write_task(folder, task_with(task_id=task_id, success_criteria=[CHECK], **AGENTLESS), f"{task_id}.yaml")
+
+
+def _statuses(runs: Path) -> dict[str, tuple[str, str | None]]:
+    (run_dir,) = runs.glob("2*")
+    found = {}
+    for task_id in ("good", "bad"):
+        result = json.loads((run_dir / "default" / task_id / "01" / "task.json").read_text())
+        found[task_id] = (result["final_status"], result["error"])
+    return found
+
+
+@pytest.mark.parametrize("stage", ["decide", "report"])
+def test_a_failure_in_decide_or_finish_is_that_evaluations_error(
+    stage: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _two_tasks(tmp_path / "tasks")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    if stage == "decide":
+        real_decide = evaluation.decide
+
+        def decide(result, task):  # type: ignore[no-untyped-def]
+            if task.task_id == "bad":
+                raise ZeroDivisionError("a scoring bug")
+            real_decide(result, task)
+
+        monkeypatch.setattr(evaluation, "decide", decide)
+    else:
+        from coder_eval_dagster.core.reports import task_html
+
+        real_render = task_html.render_task_html
+
+        def render(result):  # type: ignore[no-untyped-def]
+            if result.task_id == "bad":
+                raise OSError(28, "No space left on device")
+            return real_render(result)
+
+        monkeypatch.setattr(task_html, "render_task_html", render)
+    done = run_cli("run", tmp_path / "tasks", "--runs-dir", tmp_path / "runs")
+    assert done.code == 1, done.err  # the run completed; one evaluation did not pass
+    statuses = _statuses(tmp_path / "runs")
+    assert statuses["good"] == ("SUCCESS", None)
+    status, error = statuses["bad"]
+    assert status == "ERROR"
+    assert error == (
+        "decide failed: ZeroDivisionError: a scoring bug"
+        if stage == "decide"
+        else "finish failed: OSError: [Errno 28] No space left on device"
+    )

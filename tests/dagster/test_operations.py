@@ -1,0 +1,249 @@
+"""The file sensor and the nightly schedule, against a real temporary Dagster instance."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import yaml
+
+from coder_eval_dagster.core import fingerprints as fingerprints_module
+from coder_eval_dagster.core import resolution as resolution_module
+from coder_eval_dagster.definitions import JOB_NAME, build_definitions
+from coder_eval_dagster.defs.dagster_private import (
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
+)
+from coder_eval_dagster.defs.names import CHUNK_TAG, RUN_FOLDER_TAG
+from coder_eval_dagster.defs.resources import CoderEvalSettings, RunOptionsConfig, RunSpecConfig
+from coder_eval_dagster.defs.schedules import nightly_suite
+from coder_eval_dagster.defs.sensors import INTERVAL_ENV, Cursor, minimum_interval_s, task_files_sensor
+from coder_eval_dagster.instance_cli import REPOSITORY_HOME
+from coder_eval_dagster.storage import INSTANCE_YAML
+
+from ..support.dagster_services import sensor_tick
+from ..support.helpers import criterion, run_cli, task_with, write, write_task
+
+
+@pytest.fixture
+def instance():
+    with dg.instance_for_test() as test_instance:
+        yield test_instance
+
+
+def project(root: Path) -> CoderEvalSettings:
+    agentless = {"agent": {"type": "none"}, "initial_prompt": None, "sandbox": {"python": None}}
+    write_task(root / "tasks", task_with(task_id="alpha", **agentless), "alpha.yaml")
+    write(root / "tasks/tpl/a.txt", "one")
+    write_task(
+        root / "tasks",
+        task_with(
+            task_id="beta",
+            dataset={"rows": [{"id": "r1"}, {"id": "r2"}]},
+            sandbox={"python": None, "template_sources": [{"type": "template_dir", "path": "tpl"}]},
+            agent={"type": "none"},
+            initial_prompt=None,
+            success_criteria=[criterion("file_exists", path="a.txt")],
+        ),
+        "beta.yaml",
+    )
+    return CoderEvalSettings(
+        spec=RunSpecConfig(task_paths=[str(root / "tasks")]), options=RunOptionsConfig(runs_dir=str(root / "runs"))
+    )
+
+
+def run_requests(
+    instance: dg.DagsterInstance, settings: CoderEvalSettings, requests: Sequence[dg.RunRequest]
+) -> list[str]:
+    """Execute the requests in-process as the daemon would (into a fresh runs_dir); the row-tasks evaluated."""
+    job = build_definitions(settings).resolve_job_def(JOB_NAME)
+    for request in requests:
+        result = job.execute_in_process(
+            instance=instance, tags=request.tags, asset_selection=request.asset_selection, raise_on_error=False
+        )
+        assert result.success
+    (run_dir,) = [p for p in Path(settings.run_options().runs_dir).iterdir() if p.is_dir() and p.name != "tables"]
+    return sorted(str(path.parent.parent.relative_to(run_dir / "default")) for path in run_dir.rglob("task.json"))
+
+
+def elsewhere(settings: CoderEvalSettings, runs_dir: Path) -> CoderEvalSettings:
+    return CoderEvalSettings(spec=settings.spec, options=RunOptionsConfig(runs_dir=str(runs_dir)))
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    path.write_text(path.read_text().replace(old, new))
+
+
+def test_sensor_registers_runs_and_reruns_only_what_changed(tmp_path, instance):
+    settings = project(tmp_path)
+    first = sensor_tick(instance, settings, None)
+    assert instance.get_dynamic_partitions("task") == ["alpha", "beta/r1", "beta/r2"]
+    assert instance.get_dynamic_partitions("variant") == ["default"]
+    assert run_requests(instance, settings, first.run_requests) == ["alpha", "beta/r1", "beta/r2"]
+
+    unchanged = sensor_tick(instance, settings, first.cursor)
+    assert not unchanged.run_requests and not unchanged.dynamic_partitions_requests
+    assert unchanged.cursor == first.cursor
+    earlier_form = json.dumps(Cursor.parse(first.cursor).fingerprints)  # what the sensor kept before
+    assert not sensor_tick(instance, settings, earlier_form).run_requests
+
+    # a template file of beta changes: both of its rows, and nothing else, re-run
+    write(tmp_path / "tasks/tpl/a.txt", "two")
+    changed = sensor_tick(instance, settings, first.cursor)
+    settings = elsewhere(settings, tmp_path / "runs2")
+    assert run_requests(instance, settings, changed.run_requests) == ["beta/r1", "beta/r2"]
+
+    # alpha's criterion changes: alpha runs alone, where it is (no key moves)
+    edit(tmp_path / "tasks/alpha.yaml", "a.txt", "b.txt")
+    again = sensor_tick(instance, settings, changed.cursor)
+    assert instance.get_dynamic_partitions("task") == ["alpha", "beta/r1", "beta/r2"]
+    assert not again.dynamic_partitions_requests
+    settings = elsewhere(settings, tmp_path / "runs3")
+    assert run_requests(instance, settings, again.run_requests) == ["alpha"]
+
+    # a row is deleted: its key is retired, nothing runs; a new row is added at the end and runs alone
+    beta = yaml.safe_load((tmp_path / "tasks/beta.yaml").read_text())
+    beta["dataset"]["rows"] = [{"id": "r2"}]
+    (tmp_path / "tasks/beta.yaml").write_text(yaml.safe_dump(beta))
+    retired = sensor_tick(instance, settings, again.cursor)
+    assert not retired.run_requests and instance.get_dynamic_partitions("task") == ["alpha", "beta/r2"]
+    beta["dataset"]["rows"] = [{"id": "r2"}, {"id": "r3"}]
+    (tmp_path / "tasks/beta.yaml").write_text(yaml.safe_dump(beta))
+    added = sensor_tick(instance, settings, retired.cursor)
+    assert instance.get_dynamic_partitions("task") == ["alpha", "beta/r2", "beta/r3"]
+    settings = elsewhere(settings, tmp_path / "runs4")
+    assert run_requests(instance, settings, added.run_requests) == ["beta/r3"]
+
+
+def test_the_sensor_interval_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert minimum_interval_s() == 30 == task_files_sensor.minimum_interval_seconds
+    monkeypatch.setenv(INTERVAL_ENV, "5")
+    assert minimum_interval_s() == 5
+    monkeypatch.setenv(INTERVAL_ENV, "soon")
+    with pytest.raises(ValueError, match=f"{INTERVAL_ENV}='soon': expected a whole number of seconds"):
+        minimum_interval_s()
+
+
+def test_a_reverted_file_runs_again(tmp_path, instance):
+    """A -> B -> A: each tick's run key is new, so Dagster launches the revert instead of skipping it."""
+    settings = project(tmp_path)
+    cursor, keys = None, []
+    for old, new in ((None, None), ("a.txt", "b.txt"), ("b.txt", "a.txt")):
+        if old:
+            edit(tmp_path / "tasks/alpha.yaml", old, new)
+        result = sensor_tick(instance, settings, cursor)
+        keys += [request.run_key for request in result.run_requests]
+        cursor = result.cursor
+    assert len(keys) == 3 and len(set(keys)) == 3
+
+
+def test_separate_changes_run_where_they_are_into_one_folder(tmp_path, instance):
+    """Changed keys apart from each other: one ranged run each, sharing a run folder (a summary follows)."""
+    settings = project(tmp_path)
+    first = sensor_tick(instance, settings, None)
+    edit(tmp_path / "tasks/alpha.yaml", "a.txt", "b.txt")
+    edit(tmp_path / "tasks/beta.yaml", "id: r2", "id: r2\n    note: x")
+    both = sensor_tick(instance, settings, first.cursor)
+    assert instance.get_dynamic_partitions("task") == ["alpha", "beta/r1", "beta/r2"]
+    assert [r.tags[CHUNK_TAG] for r in both.run_requests] == ["0", "1"]
+    assert len({r.tags[RUN_FOLDER_TAG] for r in both.run_requests}) == 1
+    assert run_requests(instance, elsewhere(settings, tmp_path / "runs2"), both.run_requests) == ["alpha", "beta/r2"]
+
+
+def test_a_file_whose_resolution_crashes_is_logged_and_the_rest_runs(tmp_path, instance, monkeypatch, capfd):
+    settings = project(tmp_path)
+    expand, digest = resolution_module._expand_rows, fingerprints_module.folder_digest
+
+    def crash_on_alpha(task, *args):
+        if task.task_id == "alpha":
+            raise KeyError("boom")
+        return expand(task, *args)
+
+    def unreadable_template(folder: Path) -> str:
+        if folder.name == "tpl":
+            raise PermissionError(13, "Permission denied", str(folder))
+        return digest(folder)
+
+    monkeypatch.setattr(resolution_module, "_expand_rows", crash_on_alpha)
+    first = sensor_tick(instance, settings, None)
+    assert instance.get_dynamic_partitions("task") == ["beta/r1", "beta/r2"]
+    assert ranges(first.run_requests) == [("beta/r1|default", "beta/r2|default")]
+    assert logged(capfd, f"skipped: {tmp_path / 'tasks/alpha.yaml'}: resolution crashed: KeyError: 'boom'")
+    # the cause gone, the next tick runs alpha; meanwhile beta's template folder cannot be read:
+    # beta is skipped the same way, and not retired
+    monkeypatch.setattr(resolution_module, "_expand_rows", expand)
+    monkeypatch.setattr(fingerprints_module, "folder_digest", unreadable_template)
+    second = sensor_tick(instance, settings, first.cursor)
+    assert instance.get_dynamic_partitions("task") == ["beta/r1", "beta/r2", "alpha"]
+    assert ranges(second.run_requests) == [("alpha|default", "alpha|default")]
+    assert logged(capfd, f"skipped: {tmp_path / 'tasks/beta.yaml'}: resolution crashed: PermissionError: ")
+    monkeypatch.setattr(fingerprints_module, "folder_digest", digest)
+    third = sensor_tick(instance, settings, second.cursor)
+    assert not third.run_requests and not third.dynamic_partitions_requests
+
+
+def ranges(requests: Sequence[dg.RunRequest]) -> list[tuple[str, str]]:
+    return [(r.tags[ASSET_PARTITION_RANGE_START_TAG], r.tags[ASSET_PARTITION_RANGE_END_TAG]) for r in requests]
+
+
+def logged(capfd: pytest.CaptureFixture[str], text: str) -> bool:
+    """The tick's log (Dagster's console logger) since the last look has exactly one line with ``text``."""
+    return sum(text in line for line in capfd.readouterr().err.splitlines()) == 1
+
+
+def test_invalid_file_is_logged_and_skipped(tmp_path, instance, capfd):
+    settings = project(tmp_path)
+    first = sensor_tick(instance, settings, None)
+    write(tmp_path / "tasks/broken.yaml", "task_id: broken\ndescription: [oops\n")
+    # a run launched the UI way still evaluates every valid row-task
+    assert run_requests(instance, settings, first.run_requests) == ["alpha", "beta/r1", "beta/r2"]
+    capfd.readouterr()
+    result = sensor_tick(instance, settings, first.cursor)
+    assert not result.run_requests and instance.get_dynamic_partitions("task") == ["alpha", "beta/r1", "beta/r2"]
+    assert logged(capfd, f"skipped: {tmp_path / 'tasks/broken.yaml'}:3: (document): YAML syntax error")
+    # a known task's file breaks: it is skipped, not retired, and nothing runs
+    (tmp_path / "tasks/alpha.yaml").write_text("task_id: alpha\ndescription: [oops\n")
+    (tmp_path / "tasks/broken.yaml").unlink()
+    broken = sensor_tick(instance, settings, result.cursor)
+    assert not broken.run_requests and instance.get_dynamic_partitions("task") == ["alpha", "beta/r1", "beta/r2"]
+
+
+def test_nightly_schedule_runs_everything_in_one_run(tmp_path, instance):
+    settings = project(tmp_path)
+    empty = nightly_suite(
+        dg.build_schedule_context(instance=instance, scheduled_execution_time=datetime(2026, 12, 3, 2, tzinfo=UTC))
+    )
+    assert isinstance(empty, dg.SkipReason)
+    sensor_tick(instance, settings, None)
+    (request,) = nightly_suite(
+        dg.build_schedule_context(instance=instance, scheduled_execution_time=datetime(2026, 12, 3, 2, tzinfo=UTC))
+    )
+    assert request.run_key == "nightly-2026-12-03" and request.tags["coder_eval/night"] == "2026-12-03"
+    assert run_requests(instance, settings, [request]) == ["alpha", "beta/r1", "beta/r2"]
+    assert nightly_suite.cron_schedule == "0 2 * * *" and nightly_suite.execution_timezone == "UTC"
+
+
+def test_instance_init_puts_coder_evals_dagster_yaml_in_a_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    assert run_cli("instance", "init", home).out == f"wrote: {home / 'dagster.yaml'}\n"
+    assert (home / "dagster.yaml").read_text() == INSTANCE_YAML.format(base=home)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert type(instance.run_storage).__name__ == "FastSqliteRunStorage" and instance.get_runs() == []
+    (home / "dagster.yaml").write_text("telemetry: {enabled: false}\n")  # an operator's own: left alone
+    assert run_cli("instance", "init", home).out == f"kept, already there: {home / 'dagster.yaml'}\n"
+    assert (home / "dagster.yaml").read_text() == "telemetry: {enabled: false}\n"
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "default"))
+    assert run_cli("instance", "init").out == f"wrote: {tmp_path / 'default/dagster.yaml'}\n"
+
+
+def test_the_repository_dagster_yaml_is_the_one_coder_eval_writes() -> None:
+    regenerate = (
+        "python -c 'from coder_eval_dagster.storage import INSTANCE_YAML; "
+        'print(INSTANCE_YAML.format(base=".dagster"), end="")\' > dagster.yaml'
+    )
+    expected = INSTANCE_YAML.format(base=REPOSITORY_HOME)
+    assert (Path(__file__).parent.parent.parent / "dagster.yaml").read_text() == expected, regenerate

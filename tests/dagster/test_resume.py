@@ -1,0 +1,119 @@
+"""Crash and resume, retrying ERROR evaluations, and the JUnit report, with real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from ..support.helpers import run_cli, write
+
+pytestmark = pytest.mark.slow
+CLI = Path(sys.executable).parent / "coder-eval"
+
+
+def _task(folder: Path, task_id: str, pre_run: str) -> None:
+    write(
+        folder / f"{task_id}.yaml",
+        f"""
+        task_id: {task_id}
+        description: {task_id}
+        agent: {{type: none}}
+        sandbox: {{python: null}}
+        pre_run: [{{command: {json.dumps(pre_run)}, timeout: 60}}]
+        success_criteria: [{{type: run_command, command: "true", description: t}}]
+        """,
+    )
+
+
+def _only_run(runs: Path) -> Path:
+    (run_dir,) = [p for p in runs.iterdir() if p.name != "tables" and p.is_dir()]
+    return run_dir
+
+
+def test_a_killed_run_resumes_without_rerunning_what_finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "ran.log"
+    names = [f"t{i}" for i in range(6)]
+    for name in names:
+        _task(tmp_path / "tasks", name, f"echo {name} >> {log}; sleep 0.6")
+    home, runs = tmp_path / "home", tmp_path / "runs"
+    env = {**os.environ, "DAGSTER_HOME": str(home)}
+    command = [str(CLI), "run", str(tmp_path / "tasks"), "--runs-dir", str(runs), "--concurrency", "1"]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(list(runs.glob("*/default/*/01/run_state.json"))) < 2:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=10)
+    run_dir = _only_run(runs)
+    finished_before = {p.parent.parent.name for p in run_dir.glob("default/*/01/run_state.json")}
+    assert 2 <= len(finished_before) < len(names)
+
+    assert run_cli("rescore", run_dir).code == 2  # incomplete: it points to --resume
+
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    resumed = run_cli("run", "--resume", run_dir, "--concurrency", "2")
+    assert resumed.code == 0, resumed.err + resumed.out
+    counts = {name: log.read_text().split().count(name) for name in names}
+    assert all(counts[name] == 1 for name in finished_before), counts  # never run twice
+    assert all(counts[name] in (1, 2) for name in names)  # the one cut short ran again
+    document = json.loads((run_dir / "run.json").read_text())
+    assert sorted(t["task_id"] for t in document["tasks"]) == names and document["passed"]
+    results = pd.read_parquet(runs / "tables" / "task_results")
+    assert sorted(results["task_id"]) == names  # each evaluation exactly once
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        killed, finished = reversed(instance.get_runs())  # newest first
+        assert killed.status == dg.DagsterRunStatus.FAILURE  # marked when the resume started
+        assert finished.status == dg.DagsterRunStatus.SUCCESS
+
+
+def test_retry_errors_reruns_only_the_errors_and_junit_reports_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    flag, log = tmp_path / "flaky-once", tmp_path / "ran.log"
+    _task(tmp_path / "tasks", "flaky", f"echo flaky >> {log}; test -f {flag} || (touch {flag}; exit 3)")
+    _task(tmp_path / "tasks", "steady", f"echo steady >> {log}")
+    write(
+        tmp_path / "tasks/failing.yaml",
+        """
+        task_id: failing
+        description: failing
+        agent: {type: none}
+        sandbox: {python: null}
+        success_criteria: [{type: file_exists, path: nowhere.txt, description: "a file that is never made"}]
+        """,
+    )
+    junit = tmp_path / "report.xml"
+    first = run_cli("run", tmp_path / "tasks", "--runs-dir", tmp_path / "runs", "--junit", junit)
+    assert first.code == 1
+    suite = ET.parse(junit).getroot()
+    assert suite.tag == "testsuites" and suite.get("tests") == "3" and suite.get("errors") == "1"
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    assert set(cases) == {"flaky#01", "steady#01", "failing#01"}
+    assert cases["flaky#01"].find("error") is not None and "pre_run" in cases["flaky#01"].find("error").get("message")
+    failure = cases["failing#01"].find("failure")
+    assert failure is not None and "file_exists" in failure.get("message") and "never made" in failure.get("message")
+    assert len(cases["steady#01"]) == 0 and float(cases["steady#01"].get("time")) >= 0
+
+    run_dir = _only_run(tmp_path / "runs")
+    retried = run_cli("run", "--retry-errors", run_dir)
+    assert retried.code == 1  # "failing" still fails; it is not an ERROR, so it is not re-run
+    assert sorted(log.read_text().split()) == ["flaky", "flaky", "steady"]  # only flaky ran again
+    document = json.loads((run_dir / "run.json").read_text())
+    assert {t["task_id"]: t["final_status"] for t in document["tasks"]} == {
+        "failing": "FAILED",
+        "flaky": "SUCCESS",
+        "steady": "SUCCESS",
+    }
+    results = pd.read_parquet(tmp_path / "runs" / "tables" / "task_results")
+    assert sorted(results["task_id"]) == ["failing", "flaky", "steady"]

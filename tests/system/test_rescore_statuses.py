@@ -1,0 +1,85 @@
+"""rescore re-runs every criterion of an evaluation its run_limits stopped (its status stays), as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ..support.helpers import write
+
+pytestmark = pytest.mark.slow
+CLI = Path(sys.executable).parent / "coder-eval"
+WRITE_A = {"tool": "Write", "path": "a.txt", "content": "a"}
+
+
+def _coder_eval(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
+    return subprocess.run([str(CLI), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _write_task(folder: Path, limits: dict[str, Any], criteria: list[str]) -> None:
+    task = {
+        "task_id": "t",
+        "description": "d",
+        "initial_prompt": "p",
+        "sandbox": {"python": None},
+        "agent": {"type": "replay", "trajectory": "traj.yaml"},
+        "run_limits": limits,
+        "success_criteria": [{"type": "file_exists", "path": path, "description": path} for path in criteria],
+    }
+    write(folder / "task.yaml", yaml.safe_dump(task, sort_keys=False))
+
+
+@pytest.mark.parametrize(
+    ("limits", "turns", "status"),
+    [
+        (
+            {"max_output_tokens": 100},
+            [{"usage": {"input_tokens": 10, "output_tokens": 500}, "calls": [WRITE_A]}],
+            "TOKEN_BUDGET_EXCEEDED",
+        ),
+        ({"max_usd": 0.01}, [{"usage": {"cost_usd": 0.5}, "calls": [WRITE_A]}], "COST_BUDGET_EXCEEDED"),
+        ({"turn_timeout": 10}, [{"calls": [WRITE_A, {"tool": "Bash", "command": "sleep 60"}]}], "TIMEOUT"),
+    ],
+    ids=["token_budget", "cost_budget", "timeout"],
+)
+def test_rescore_reruns_the_criteria_of_a_stopped_evaluation_and_keeps_its_status(
+    tmp_path: Path, limits: dict[str, Any], turns: list[dict[str, Any]], status: str
+) -> None:
+    write(tmp_path / "traj.yaml", yaml.safe_dump({"turns": turns}))
+    _write_task(tmp_path, limits, ["a.txt"])
+    ran = _coder_eval(tmp_path, "run", "task.yaml", "--runs-dir", str(tmp_path / "runs"))
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    (result_file,) = (tmp_path / "runs").glob("*/default/t/01/task.json")
+    before = json.loads(result_file.read_text())
+    assert before["final_status"] == status
+    assert [c["description"] for c in before["criteria"]] == ["a.txt"]
+
+    # after the run, the criterion is changed (same type, same place) and one is added
+    _write_task(tmp_path, limits, ["b.txt", "a.txt"])
+    rescored = _coder_eval(tmp_path, "rescore", str(result_file.parents[3]))
+    assert rescored.returncode == 1, rescored.stdout + rescored.stderr
+    after = json.loads(result_file.read_text())
+    assert after["final_status"] == status
+    assert [(c["description"], c["score"]) for c in after["criteria"]] == [("b.txt", 0.0), ("a.txt", 1.0)]
+
+
+def test_rescore_runs_no_criterion_of_an_error_evaluation(tmp_path: Path) -> None:
+    write(tmp_path / "traj.yaml", yaml.safe_dump({"turns": [{"calls": [WRITE_A]}]}))
+    _write_task(tmp_path, {}, ["a.txt"])
+    task = yaml.safe_load((tmp_path / "task.yaml").read_text()) | {"pre_run": [{"command": "exit 3"}]}
+    write(tmp_path / "task.yaml", yaml.safe_dump(task))
+    assert _coder_eval(tmp_path, "run", "task.yaml", "--runs-dir", str(tmp_path / "runs")).returncode == 1
+    (result_file,) = (tmp_path / "runs").glob("*/default/t/01/task.json")
+    rescored = _coder_eval(tmp_path, "rescore", str(result_file.parents[3]))
+    assert rescored.returncode == 1, rescored.stdout + rescored.stderr
+    after = json.loads(result_file.read_text())
+    assert after["final_status"] == "ERROR" and "pre_run command 1 failed" in after["error"]
+    assert after["criteria"] == []

@@ -1,0 +1,154 @@
+"""No credential the harness was started with is reachable from a sandbox, nor lands anywhere, in any form.
+
+The real CLI runs with credentials planted in its environment. pre_run
+commands, a replayed agent's Bash calls and a run_command criterion attack
+the way a hostile agent would: ``env``, ``/proc/$PPID/environ`` and
+``cmdline``, and every visible process's environ, cmdline and memory
+(``/proc/<pid>/mem``, scanned for key-shaped strings). What they find is
+written into the sandbox (kept in the run folder, never redacted), and the
+run folder, the tables, the Dagster instance and the CLI's output are then
+searched for every credential as written, reversed and base64-encoded.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ..support.helpers import write, write_replay_task
+
+pytestmark = pytest.mark.slow
+
+# Scans what a sandboxed process can see for key-shaped strings. The control
+# value, built at run time, is in the scanner's own memory: finding it proves
+# the memory scan works, so finding nothing else means something.
+ATTACK = r"""
+import base64, os, re, sys
+shape = re.compile(rb"(?:sk-ant-|ghp_|awsS3cr3t|sk-proj-|pw0rd)[0-9a-f]{16,}")
+control = ("sk-ant-" + "c0ffee" * 4).encode()
+found = set()
+def look(data):
+    found.update(shape.findall(data))
+pids = [p for p in os.listdir("/proc") if p.isdigit()] + [str(os.getppid())]
+for pid in pids:
+    for name in ("environ", "cmdline"):
+        try:
+            look(open(f"/proc/{pid}/{name}", "rb").read())
+        except OSError:
+            pass
+    try:
+        maps = open(f"/proc/{pid}/maps").read().splitlines()
+        mem = open(f"/proc/{pid}/mem", "rb", buffering=0)
+    except OSError:
+        continue
+    for line in maps:
+        span, perms = line.split()[:2]
+        start, end = (int(x, 16) for x in span.split("-"))
+        if "r" in perms and end - start < 256 * 2**20:
+            try:
+                mem.seek(start)
+                look(mem.read(end - start))
+            except (OSError, ValueError, OverflowError):
+                pass
+look(os.popen("env").read().encode())
+print("control ok" if control in found else "control MISSED")
+for key in sorted(found - {control}):
+    print("FOUND", key.decode(), key.decode()[::-1], base64.b64encode(key).decode())
+"""
+
+
+def _credentials() -> dict[str, str]:
+    hex_ = lambda: secrets.token_hex(16)  # noqa: E731
+    return {
+        "ANTHROPIC_API_KEY": f"sk-ant-{hex_()}",
+        "AWS_SECRET_ACCESS_KEY": f"awsS3cr3t{hex_()}",
+        "GITHUB_TOKEN": f"ghp_{hex_()}",
+        "OPENAI_API_KEY": f"sk-proj-{hex_()}",
+        "CODEX_API_KEY": f"sk-proj-{hex_()}",
+        "DATABASE_PASSWORD": f"pw0rd{hex_()}",
+    }
+
+
+def _forms(value: str) -> list[bytes]:
+    encoded = [base64.b64encode(raw.encode()).rstrip(b"=") for raw in (value, value + "\n")]
+    return [value.encode(), value[::-1].encode(), *encoded]
+
+
+def _attacks(tmp_path: Path, stage: str) -> str:
+    """Run the scanner and the plain reads; keep the findings in the sandbox, and print them too."""
+    return (
+        f"{{ umount /proc; python3 {tmp_path}/attack.py; env; cat /proc/$PPID/environ /proc/$PPID/cmdline; "
+        f"env | rev; env | base64; }} 2>&1 | tee leak-{stage}.txt; test -s leak-{stage}.txt"
+    )
+
+
+def _task(tmp_path: Path, release_file: Path) -> Path:
+    write(tmp_path / "attack.py", ATTACK)
+    wait = f"while [ ! -e {release_file} ]; do sleep 0.1; done"
+    criteria = [
+        {"type": "run_command", "command": _attacks(tmp_path, "criterion"), "description": "attacks"},
+        {"type": "file_contains", "path": "leak-agent.txt", "includes": ["control ok"], "description": "scan"},
+    ]
+    return write_replay_task(
+        tmp_path,
+        "thief",
+        [_attacks(tmp_path, "agent"), wait],
+        [_attacks(tmp_path, "pre_run")],
+        success_criteria=criteria,
+    )
+
+
+def _files(*roots: Path) -> list[Path]:
+    return [path for root in roots for path in root.rglob("*") if path.is_file() and not path.is_symlink()]
+
+
+def _tables_text(tables: Path) -> bytes:
+    """The Parquet tables' values as text (their pages may be compressed)."""
+    import pyarrow.parquet as pq
+
+    return b"".join(str(pq.read_table(path).to_pylist()).encode() for path in tables.rglob("*.parquet"))
+
+
+def test_no_credential_is_reachable_or_recorded_in_any_form(tmp_path: Path) -> None:
+    planted = _credentials()
+    release_file = tmp_path / "release"
+    cli = Path(sys.executable).parent / "coder-eval"
+    process = subprocess.Popen(
+        [str(cli), "run", str(_task(tmp_path, release_file)), "--runs-dir", str(tmp_path / "runs")],
+        env={**os.environ, **planted, "DAGSTER_HOME": str(tmp_path / "home")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob("runs/*/default/thief/01/sandbox/leak-agent.txt")):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.1)
+    running_environ = Path(f"/proc/{process.pid}/environ").read_bytes()  # the CLI's, mid-run
+    release_file.touch()
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, (out + err).decode()  # every attack ran and the memory scan found its control
+
+    (run_dir,) = (tmp_path / "runs").glob("2*")
+    leaks = {stage: (run_dir / f"default/thief/01/sandbox/leak-{stage}.txt") for stage in ("pre_run", "agent")}
+    assert all(b"control ok" in path.read_bytes() for path in leaks.values())
+    haystacks = {
+        "CLI output": out + err,
+        "CLI environ": running_environ,
+        "tables": _tables_text(tmp_path / "runs" / "tables"),
+        **{str(path): path.read_bytes() for path in _files(run_dir, tmp_path / "home")},
+    }
+    leaked = [
+        f"{name} in {where}"
+        for name, value in planted.items()
+        for form in _forms(value)
+        for where, text in haystacks.items()
+        if form in text
+    ]
+    assert leaked == []
