@@ -3,9 +3,16 @@
 Nothing under this package imports dagster, so it is fast to import and usable
 from a notebook or a test without an instance.
 
-The built-in criterion types register themselves with the format when their
-package is imported; it is imported here, first, so that a task model built
-anywhere below knows them all.
+The built-in agent types, sandbox drivers and criterion types register
+themselves with the format (``core/models``) when their packages are
+imported; they are imported here, first, in this order (the criteria
+validate agent configs and build the task model), so that a model built or
+validated anywhere below knows them all.
 """
 
-from . import criteria as criteria  # registers the built-in criterion types (before the task model is built)
+# isort: off
+from .agents import registry as _agents  # noqa: F401
+from . import sandbox as _sandbox  # noqa: F401
+from . import criteria as criteria
+
+# isort: on

@@ -14,7 +14,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .models.agent import AGENT_TYPES
 from .routing import BACKENDS, checked_backend
 
 DEFAULT_JUDGE_CONCURRENCY = 4
@@ -55,7 +54,7 @@ class RunSpec(BaseModel):
     )
     agent_type: str | None = Field(
         default=None,
-        description=f"agent type for every task ({', '.join(AGENT_TYPES)})",
+        description="agent type for every task (agent.type: claude-code, codex, replay, none or a registered one)",
         json_schema_extra=cli("--type", metavar="TYPE"),
     )
     model: str | None = Field(

@@ -1,4 +1,4 @@
-"""What runs each agent type the format names (``models.agent.AGENT_TYPES``).
+"""The one registry of agent types: each name with the module that runs it, registered with the format.
 
 Each type names the module that runs it (``run(AgentInput) -> AgentOutput``),
 imported on first use: an agentless run never pays for an agent SDK's import.
@@ -11,24 +11,25 @@ import importlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from ..models.agent import AGENT_TYPES, DEFAULT_AGENT_TYPE, AgentType
+from ..models.agent import AGENT_TYPES, DEFAULT_AGENT_TYPE
 
 if TYPE_CHECKING:
     from .base import AgentInput, AgentOutput
 
-AGENT_MODULES: dict[AgentType, str | None] = {
+AGENT_MODULES: dict[str, str | None] = {
     "claude-code": "claude_code",
     "codex": "codex",
     "replay": "replay",
     "none": None,
 }
-assert tuple(AGENT_MODULES) == AGENT_TYPES, "every agent type of the format has its runner here"
+for _name in AGENT_MODULES:
+    AGENT_TYPES.register(_name)
 __all__ = ["AGENT_MODULES", "AGENT_TYPES", "DEFAULT_AGENT_TYPE", "runner"]
 
 Runner = Callable[["AgentInput"], Awaitable["AgentOutput"]]
 
 
-def runner(kind: AgentType) -> Runner | None:
+def runner(kind: str) -> Runner | None:
     """The coroutine function that runs an agent of this type (None for ``none``)."""
     module = AGENT_MODULES[kind]
     return None if module is None else importlib.import_module(f".{module}", __package__).run

@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-import typing
 from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from .base import RejectsMovedLimits, is_partial, rule_error
+from .base import RegisteredNames, RejectsMovedLimits, is_partial, rule_error
 from .ignore import IgnorePattern
 from .sdk_options import check_sdk_options
 
-AgentType = Literal["claude-code", "codex", "replay", "none"]  # agents/registry.py maps each to what runs it
-AGENT_TYPES: tuple[AgentType, ...] = typing.get_args(AgentType)
-DEFAULT_AGENT_TYPE: AgentType = "claude-code"
+AGENT_TYPES = RegisteredNames("agent type")  # core/agents/registry.py registers each with what runs it
+DEFAULT_AGENT_TYPE = "claude-code"
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 
 
 class AgentConfig(RejectsMovedLimits):
     """Every field is optional: the block may be completed by an experiment or --type."""
 
-    type: AgentType | None = None
+    type: str | None = Field(default=None, json_schema_extra=AGENT_TYPES.schema)
     permission_mode: PermissionMode = "acceptEdits"
     allowed_tools: list[str] | None = None
     disallowed_tools: list[str] = Field(default_factory=list)
@@ -37,8 +35,13 @@ class AgentConfig(RejectsMovedLimits):
             check_sdk_options(value)
         return value
 
+    @field_validator("type")
+    @classmethod
+    def _registered_type(cls, value: str | None) -> str | None:
+        return None if value is None else AGENT_TYPES.check(value)
+
     @property
-    def resolved_type(self) -> AgentType:
+    def resolved_type(self) -> str:
         return self.type or DEFAULT_AGENT_TYPE
 
     @model_validator(mode="after")

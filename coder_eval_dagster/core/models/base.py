@@ -8,6 +8,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationInfo, model_validator
 from pydantic_core import PydanticCustomError
 
+from ..problems import did_you_mean
+
 # Task, row, variant and experiment ids become directory names (and Dagster
 # partition keys), so they keep to a safe alphabet that cannot spell ``.``,
 # ``..`` or a separator, and to a length that keeps run paths well short of
@@ -94,3 +96,34 @@ def is_partial(info: ValidationInfo) -> bool:
     set one half of a pair whose other half comes from another layer.
     """
     return bool(info.context and info.context.get("partial"))
+
+
+class RegisteredNames:
+    """Names the format accepts that the layers above register (agent types, sandbox drivers).
+
+    Validated like a Literal (one of them, with a did-you-mean), shown as an
+    enum in the JSON Schema, and extended by a registration, never by editing
+    the format: ``core/agents/registry.py`` and ``core/sandbox/__init__.py``
+    register the built-ins (``core/__init__.py`` imports both first).
+    """
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.names: list[str] = []
+
+    def register(self, name: str) -> None:
+        if name not in self.names:
+            self.names.append(name)
+
+    def check(self, value: str) -> str:
+        """``value`` when registered; else the error a Literal would give, with a suggestion."""
+        if value not in self.names:
+            choices = [repr(name) for name in self.names]
+            listed = f"{', '.join(choices[:-1])} or {choices[-1]}" if len(choices) > 1 else "".join(choices)
+            raise ValueError(f"Input should be {listed}{did_you_mean(value, self.names)}")
+        return value
+
+    def schema(self, schema: dict[str, Any]) -> None:
+        """The JSON Schema's ``enum``: what is registered when the schema is made (and null, for an optional field)."""
+        nullable = any(option.get("type") == "null" for option in schema.get("anyOf", []))
+        schema["enum"] = [*self.names, *([None] if nullable else [])]

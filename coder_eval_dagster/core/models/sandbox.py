@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from .base import StrictModel, is_inside, is_partial, rule_error
+from .base import RegisteredNames, StrictModel, is_inside, is_partial, rule_error
 from .ignore import IgnorePattern
 
 
@@ -70,11 +70,11 @@ class SandboxLimits(StrictModel):
     max_disk_mb: int | None = Field(default=None, ge=1)
 
 
-SandboxDriver = Literal["tempdir", "docker"]  # sandbox/__init__.py maps each to its driver
+SANDBOX_DRIVERS = RegisteredNames("sandbox driver")  # core/sandbox/__init__.py registers each with its class
 
 
 class SandboxConfig(StrictModel):
-    driver: SandboxDriver = "tempdir"
+    driver: str = Field(default="tempdir", json_schema_extra=SANDBOX_DRIVERS.schema)
     python: PythonEnv | None = Field(default_factory=PythonEnv)
     template_sources: list[TemplateSource] = Field(default_factory=list)
     ignore_patterns: list[IgnorePattern] = Field(default_factory=list)
@@ -82,6 +82,11 @@ class SandboxConfig(StrictModel):
     # Extensions of the guide's format, read by the docker driver only.
     image: str | None = Field(default=None, min_length=1)
     network: Literal["bridge", "none", "host"] = "bridge"
+
+    @field_validator("driver")
+    @classmethod
+    def _registered_driver(cls, value: str) -> str:
+        return SANDBOX_DRIVERS.check(value)
 
     @model_validator(mode="after")
     def _repo_first(self, info: ValidationInfo) -> SandboxConfig:

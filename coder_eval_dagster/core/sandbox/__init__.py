@@ -5,14 +5,16 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from ..models.sandbox import SandboxConfig, SandboxDriver
+from ..models.sandbox import SANDBOX_DRIVERS, SandboxConfig
 from .base import Sandbox
 from .process import Interrupt
 from .templates import TemplateError
 
-# Each driver the format names (``sandbox.driver``) -> "module:class" here, imported on first use (the docker
-# SDK is an extra). A driver takes (root, config, cache_dir, labels, interrupt).
-DRIVERS: dict[SandboxDriver, str] = {"tempdir": "tempdir:TempdirSandbox", "docker": "docker:DockerSandbox"}
+# Each driver (``sandbox.driver``) -> "module:class" here, imported on first use (the docker SDK is an extra),
+# and registered with the format. A driver takes (root, config, cache_dir, labels, interrupt).
+DRIVERS: dict[str, str] = {"tempdir": "tempdir:TempdirSandbox", "docker": "docker:DockerSandbox"}
+for _name in DRIVERS:
+    SANDBOX_DRIVERS.register(_name)
 
 __all__ = ["DRIVERS", "Sandbox", "TemplateError", "open_sandbox"]
 
