@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
+
+from .models.base import did_you_mean
 
 Loc = tuple[str | int, ...]
 DOCUMENT = "(document)"
@@ -26,12 +26,6 @@ class Problem:
         if self.line is None:
             return f"{message}: {self.path}" if self.field == DOCUMENT else f"{self.path}: {self.field}: {message}"
         return f"{self.path}:{self.line}: {self.field}: {message}"
-
-
-def did_you_mean(name: str, choices: Iterable[str]) -> str:
-    """`` (did you mean `x`?)`` for the closest valid name, or nothing."""
-    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean `{close[0]}`?)" if close else ""
 
 
 def format_field_names() -> set[str]:

@@ -30,12 +30,13 @@ from .datasets import (
     substitute,
 )
 from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text
+from .models.base import did_you_mean
 from .models.commands import HookCommand
 from .models.dataset import Dataset
 from .models.experiment import Experiment
 from .models.task import Task
 from .models.trajectory import Trajectory
-from .problems import DOCUMENT, InvalidInput, Loc, Problem, did_you_mean, dotted, problems_from_validation
+from .problems import DOCUMENT, InvalidInput, Loc, Problem, dotted, problems_from_validation
 from .run_spec import RunSpec
 from .yamlio import Document, load_document, load_yaml_text
 

@@ -371,8 +371,8 @@ def test_shipped_examples_run_then_rescore_only_the_llm_judge(tmp_path, api, mon
     assert [c["score"] for c in by_task["llm_judge_rubric"]["criteria"]] == [1.0, 0.3]
     assert by_task["agent_judge_runs_it"]["criteria"][0]["score"] == 1.0
     assert len(fake.script.requests) - len(prompts) - 1 == agent_requests  # one judge call, no agent judge rerun
-    with pytest.raises(SystemExit, match="2"):
-        run_cli("rescore", run_dir, "--only-criteria", "llm_judge,nope")
+    refused = run_cli("rescore", run_dir, "--only-criteria", "llm_judge,nope")
+    assert refused.code == 2 and "argument --only-criteria: unknown criterion type(s) nope; known:" in refused.err
 
 
 @pytest.mark.slow

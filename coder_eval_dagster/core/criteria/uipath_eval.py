@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from ..files import CRITERION_READ_CAP
+from ..models.base import did_you_mean
 from ..models.criterion import CriterionBase
-from ..problems import did_you_mean
 from .outcome import Outcome
 from .registry import checks
 

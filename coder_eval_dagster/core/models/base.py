@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterable
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationInfo, model_validator
 from pydantic_core import PydanticCustomError
-
-from ..problems import did_you_mean
 
 # Task, row, variant and experiment ids become directory names (and Dagster
 # partition keys), so they keep to a safe alphabet that cannot spell ``.``,
@@ -127,3 +127,9 @@ class RegisteredNames:
         """The JSON Schema's ``enum``: what is registered when the schema is made (and null, for an optional field)."""
         nullable = any(option.get("type") == "null" for option in schema.get("anyOf", []))
         schema["enum"] = [*self.names, *([None] if nullable else [])]
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """`` (did you mean `x`?)`` for the closest valid name, or nothing."""
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean `{close[0]}`?)" if close else ""
