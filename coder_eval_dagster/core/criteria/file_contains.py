@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -15,14 +15,19 @@ if TYPE_CHECKING:
     from ..check_context import CheckContext
 
 
-class FileContains(CriterionBase):
-    type: Literal["file_contains"]
+class StringChecks(CriterionBase):
+    """The fields file_contains and file_check share (each model has its own ``type``)."""
+
     path: str = Field(min_length=1)
     includes: list[str] = Field(default_factory=list)
     excludes: list[str] = Field(default_factory=list)
 
 
-def string_scores(content: str, includes: list[str], excludes: list[str]) -> tuple[list[float], dict]:
+class FileContains(StringChecks):
+    type: Literal["file_contains"]
+
+
+def string_scores(content: str, includes: list[str], excludes: list[str]) -> tuple[list[float], dict[str, Any]]:
     """The includes and excludes sub-scores (only non-empty lists count)."""
     found = [s for s in includes if s in content]
     present = [s for s in excludes if s in content]
