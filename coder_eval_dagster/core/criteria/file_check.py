@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from ..files import truncation_note
-from .file_contains import StringChecks, string_scores
+from .file_contains import FileContains, string_scores
 from .file_matches_regex import RegexSpec
 from .outcome import Outcome, fraction, mean
 from .registry import checks
@@ -16,10 +16,10 @@ if TYPE_CHECKING:
     from ..check_context import CheckContext
 
 
-class FileCheck(StringChecks):
+class FileCheck(FileContains):
     """file_contains plus regex patterns; a missing file scores 0."""
 
-    type: Literal["file_check"]
+    type: Literal["file_check"]  # type: ignore[assignment]  # file_contains's fields, under its own tag
     patterns: list[RegexSpec] = Field(default_factory=list)
 
 

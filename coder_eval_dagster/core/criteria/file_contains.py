@@ -15,16 +15,11 @@ if TYPE_CHECKING:
     from ..check_context import CheckContext
 
 
-class StringChecks(CriterionBase):
-    """The fields file_contains and file_check share (each model has its own ``type``)."""
-
+class FileContains(CriterionBase):
+    type: Literal["file_contains"]
     path: str = Field(min_length=1)
     includes: list[str] = Field(default_factory=list)
     excludes: list[str] = Field(default_factory=list)
-
-
-class FileContains(StringChecks):
-    type: Literal["file_contains"]
 
 
 def string_scores(content: str, includes: list[str], excludes: list[str]) -> tuple[list[float], dict[str, Any]]:
