@@ -24,8 +24,9 @@ test: $(STAMP)
 	bash scripts/test-services.sh
 	$(BIN)/python -m pytest -n auto --dist loadgroup
 
+# mypy: the package, strict ([tool.mypy] in pyproject.toml); tests are not type-checked.
 lint: $(STAMP)
-	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_resolution.py

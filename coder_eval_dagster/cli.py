@@ -121,7 +121,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
     from .core.models.task import Task
     from .core.models.trajectory import Trajectory
 
-    model = {"task": Task, "experiment": Experiment, "trajectory": Trajectory}[args.kind]
+    models: dict[str, type[BaseModel]] = {"task": Task, "experiment": Experiment, "trajectory": Trajectory}
+    model = models[args.kind]
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **model.model_json_schema()}
     print(json.dumps(schema, indent=2))
     return exit_codes.OK

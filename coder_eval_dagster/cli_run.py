@@ -160,8 +160,7 @@ def dev(extra: list[str]) -> int:
     dagster = shutil.which("dagster") or str(Path(sys.executable).parent / "dagster")
     print(f"coder-eval dev: DAGSTER_HOME={home}", file=sys.stderr)
     environment = {**os.environ, **Credentials.of_process().by_name, "DAGSTER_HOME": str(home)}
-    os.execvpe(dagster, [dagster, "dev", "-m", "coder_eval_dagster.definitions", *extra], environment)
-    return exit_codes.OK  # not reached: exec replaces this process
+    os.execvpe(dagster, [dagster, "dev", "-m", "coder_eval_dagster.definitions", *extra], environment)  # no return
 
 
 def _open_instance() -> Any:

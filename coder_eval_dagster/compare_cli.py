@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from . import exit_codes
 from .core.layout import COMPARISON_PAGE, HISTORY_PAGE, comparison_against
@@ -13,7 +14,10 @@ from .core.layout import COMPARISON_PAGE, HISTORY_PAGE, comparison_against
 FORMATS = ("table", "md", "json", "html")
 
 
-def add_commands(subparsers: argparse._SubParsersAction) -> None:
+Parser = TypeVar("Parser", bound=argparse.ArgumentParser)  # the CLI's own parser class
+
+
+def add_commands(subparsers: argparse._SubParsersAction[Parser]) -> None:
     """Add `compare` and `history` to the `coder-eval` parser."""
     compare = subparsers.add_parser(
         "compare", help="paired statistics: every variant against a baseline, or two runs row by row"

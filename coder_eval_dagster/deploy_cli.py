@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import TypeVar
 
 from .code_image import DEFAULT_TAG, build_code_image
 from .core.sandbox.image import DEBIAN_LOCAL
@@ -11,7 +12,10 @@ from .sandbox_cli import image_build_handler
 cmd_deploy_build_image = image_build_handler("deploy build-image", lambda a: build_code_image(a.tag, a.base, a.force))
 
 
-def add_commands(subparsers: argparse._SubParsersAction) -> None:
+Parser = TypeVar("Parser", bound=argparse.ArgumentParser)  # the CLI's own parser class
+
+
+def add_commands(subparsers: argparse._SubParsersAction[Parser]) -> None:
     deploy = subparsers.add_parser("deploy", help="the code image of a Dagster deployment")
     commands = deploy.add_subparsers(dest="deploy_command", required=True)
     building = commands.add_parser(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TypeVar
 
 REPOSITORY_HOME = ".dagster"  # the home the top-level dagster.yaml is written for (relative to the repository)
 
@@ -24,7 +25,10 @@ def cmd_instance_init(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(subparsers: argparse._SubParsersAction) -> None:
+Parser = TypeVar("Parser", bound=argparse.ArgumentParser)  # the CLI's own parser class
+
+
+def add_commands(subparsers: argparse._SubParsersAction[Parser]) -> None:
     instance = subparsers.add_parser("instance", help="the Dagster instance coder-eval and the services share")
     commands = instance.add_subparsers(dest="instance_command", required=True)
     init = commands.add_parser(

@@ -107,7 +107,7 @@ def contiguous_block(instance: dg.DagsterInstance, dimension: str, keys: list[st
     return keys[0], keys[-1]
 
 
-def register_partitions(instance: dg.DagsterInstance, row_tasks: list) -> int:
+def register_partitions(instance: dg.DagsterInstance, row_tasks: list[RowTask]) -> int:
     """Add the row-tasks' task and variant keys the instance does not have yet; how many were new."""
     added = 0
     for dimension, ids in (
@@ -243,7 +243,7 @@ def execute(
 def failure_messages(result: dg.ExecuteInProcessResult) -> list[str]:
     messages = []
     for event in result.all_events:
-        if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
+        if event.is_step_failure and event.step_failure_data.error:  # (the data of a failure is always there)
             error = event.step_failure_data.error
             messages.append(f"{event.step_key}: {error.message.strip()}")
     return messages

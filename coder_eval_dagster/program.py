@@ -35,7 +35,8 @@ def main() -> None:
 
 def exit_now(code: int) -> None:
     """End the process once everything the command started has finished (see the module docstring)."""
-    threading._shutdown()  # what the interpreter's own exit does first: wake idle pools, join non-daemon threads
+    # What the interpreter's own exit does first: wake idle pools, join non-daemon threads.
+    threading._shutdown()  # type: ignore[attr-defined]  # private to CPython, not in typeshed
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing left to say

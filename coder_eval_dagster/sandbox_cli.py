@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from typing import TypeVar
 
 from .core.sandbox.engine import EngineError, MissingExtraError, default_image
 from .core.sandbox.image import DEBIAN_LOCAL, DEFAULT_BASE, build
@@ -33,7 +34,10 @@ def image_build_handler(command: str, build_image: Callable[[argparse.Namespace]
 cmd_sandbox_build = image_build_handler("sandbox build", lambda a: build(a.tag or default_image(), a.base, a.force))
 
 
-def add_commands(subparsers: argparse._SubParsersAction) -> None:
+Parser = TypeVar("Parser", bound=argparse.ArgumentParser)  # the CLI's own parser class
+
+
+def add_commands(subparsers: argparse._SubParsersAction[Parser]) -> None:
     sandbox = subparsers.add_parser("sandbox", help="the docker driver's sandbox image")
     commands = sandbox.add_subparsers(dest="sandbox_command", required=True)
     building = commands.add_parser("build", help="build the sandbox image (skipped when its inputs are unchanged)")

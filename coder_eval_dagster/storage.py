@@ -55,7 +55,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from itertools import groupby
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dagster._core.events import DagsterEventType
 from dagster._core.events.log import EventLogEntry
@@ -142,7 +142,8 @@ def _last_of_each_kind(events: list[EventLogEntry], ids: list[int]) -> list[tupl
     sets the same columns as every earlier one of the same asset and type, in
     the same transaction, so the earlier writes could never be seen by anyone.
     """
-    last = {(event.dagster_event.asset_key, event.dagster_event_type): i for i, event in enumerate(events)}  # type: ignore[union-attr]
+    # (only events stored in bulk come here: each a Dagster event, see _stored_in_bulk)
+    last = {(event.get_dagster_event().asset_key, event.dagster_event_type): i for i, event in enumerate(events)}
     return [(events[i], ids[i]) for i in sorted(last.values())]
 
 
@@ -177,8 +178,9 @@ class _OpensStampedDatabase:
     @classmethod
     def from_local(cls, base_dir: str, inst_data: Any = None) -> Any:
         if _stamped(Path(base_dir) / f"{cls.DATABASE}.db"):
-            return cls(create_db_conn_string(base_dir, cls.DATABASE), inst_data)  # type: ignore[call-arg]
-        return super().from_local(base_dir, inst_data)  # type: ignore[misc]
+            url = create_db_conn_string(base_dir, cls.DATABASE)
+            return cls(url, inst_data)  # type: ignore[call-arg]  # a mixin: cls is a Dagster storage class
+        return super().from_local(base_dir, inst_data)  # type: ignore[misc]  # and super() that storage
 
 
 class FastSqliteRunStorage(_OpensStampedDatabase, SqliteRunStorage):
@@ -202,7 +204,8 @@ class FastSqliteEventLogStorage(SqliteEventLogStorage):
         self._tables: set[str] = set()
         copy_template("index.db", Path(base_dir) / f"{INDEX_SHARD_NAME}.db")
         super().__init__(base_dir, inst_data)
-        self._db_lock = threading.RLock()  # a batch holds it while store_event re-enters _connect
+        # A batch holds it while store_event re-enters _connect (Dagster's own is a plain Lock).
+        self._db_lock = threading.RLock()  # type: ignore[assignment]  # Dagster declares a Lock
 
     @classmethod
     def from_config_value(cls, inst_data: Any, config_value: Any) -> FastSqliteEventLogStorage:
@@ -301,7 +304,9 @@ class FastSqliteEventLogStorage(SqliteEventLogStorage):
             for event, event_id in _last_of_each_kind(events, ids):
                 self._store_asset_event(conn, event, event_id)
 
-    def _store_tags(self, conn: Connection, events: list[EventLogEntry], rows: list[dict], ids: list[int]) -> None:
+    def _store_tags(
+        self, conn: Connection, events: list[EventLogEntry], rows: list[dict[str, Any]], ids: list[int]
+    ) -> None:
         """``_store_asset_event_tags``, with each event's asset key string and timestamp taken from its row.
 
         Dagster recomputes both for every tag, and a multi-partition
@@ -343,11 +348,10 @@ def build_templates(target: Path) -> None:
         Path(home, "dagster.yaml").write_text(INSTANCE_YAML.format(base=home), encoding="utf-8")
         saved, TEMPLATE_DIR = TEMPLATE_DIR, Path(home) / "none"  # built from scratch, never from copies
         try:
-            with (
-                dg.DagsterInstance.from_config(home) as instance,
-                instance.event_log_storage.run_connection("shard"),  # type: ignore[attr-defined]
-            ):
-                pass
+            with dg.DagsterInstance.from_config(home) as instance:
+                storage = cast(FastSqliteEventLogStorage, instance.event_log_storage)  # INSTANCE_YAML names it
+                with storage.run_connection("shard"):
+                    pass
         finally:
             TEMPLATE_DIR = saved
         target.mkdir(parents=True, exist_ok=True)

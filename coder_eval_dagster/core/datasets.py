@@ -37,6 +37,7 @@ def load_rows(dataset: Dataset, doc: Document) -> list[Row]:
         raw = []
         for index, relative in enumerate(dataset.paths or []):
             path, field = doc.path.parent / relative, f"dataset.paths.{index}"
+            message: str | None
             if not path.exists():
                 message = f"file not found: {relative} (relative to the task YAML)"
             else:
@@ -71,7 +72,9 @@ def _read_jsonl(path: Path, field: str) -> list[tuple[dict[str, Any], str]]:
 
 
 def _with_ids(raw: list[tuple[dict[str, Any], str]], id_field: str, doc: Document) -> list[Row]:
-    rows, problems, seen = [], [], {}
+    rows: list[Row] = []
+    problems: list[Problem] = []
+    seen: dict[str, str] = {}  # row id -> where it first appears
     for values, origin in raw:
         where, _, line = origin.rpartition(":")
         row_id = values.get(id_field)

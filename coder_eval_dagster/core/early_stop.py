@@ -67,9 +67,10 @@ class Watcher:
             return None
         armed = []
         for index, criterion in enumerate(task.success_criteria):
-            block = getattr(criterion, "stop_early", None)
-            if block is None:
+            # Only a LiveObservable has a stop_early block (the format's placement rule).
+            if not isinstance(criterion, LiveObservable) or criterion.stop_early is None:
                 continue
+            block = criterion.stop_early
             pass_capable = criterion.can_live_pass()
             armed.append(
                 Armed(

@@ -134,10 +134,14 @@ def new_evaluation(
     return Evaluation(run_id, run_dir, row_task, replicate, context or RunContext.create(), result, cache)
 
 
-def guarded(stage_name: str):
+StageStep = Callable[[Evaluation], None]
+GuardedStep = Callable[[Evaluation], Evaluation]
+
+
+def guarded(stage_name: str) -> Callable[[StageStep], GuardedStep]:
     """Turn an unexpected exception in a stage into an ERROR of that evaluation only."""
 
-    def decorate(stage):
+    def decorate(stage: StageStep) -> GuardedStep:
         def run(evaluation: Evaluation) -> Evaluation:
             try:
                 stage(evaluation)
@@ -275,7 +279,7 @@ def record_agent_output(evaluation: Evaluation, output: AgentOutput) -> None:
     if output.stop_reason == "error":
         evaluation.fail("ERROR", output.error or "the agent failed")
     elif output.final_status is not None:
-        result.final_status = output.final_status  # type: ignore[assignment]
+        result.final_status = output.final_status
         result.error = output.error
 
 
@@ -292,9 +296,9 @@ def save_state(evaluation: Evaluation) -> Evaluation:
 def reference_text(task: Task, task_dir: Path) -> str | None:
     if task.reference is None:
         return None
-    if task.reference.code is not None:
+    if task.reference.code is not None or task.reference.file is None:  # (a reference has exactly one of the two)
         return task.reference.code
-    return (task_dir / task.reference.file).read_text(encoding="utf-8")  # type: ignore[operator]
+    return (task_dir / task.reference.file).read_text(encoding="utf-8")
 
 
 @guarded("criteria")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,7 @@ def fingerprints(row_tasks: list[RowTask]) -> dict[tuple[str, str], str]:
     folders: dict[Path, str] = {}
     files: dict[Path, str] = {}
 
-    def cached(cache: dict[Path, str], path: Path, compute) -> str:
+    def cached(cache: dict[Path, str], path: Path, compute: Callable[[Path], str]) -> str:
         if path not in cache:
             cache[path] = compute(path)
         return cache[path]

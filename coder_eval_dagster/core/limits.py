@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final, Literal
 
 from .models.limits import RunLimits
 from .models.results import TurnRecord
 
-TOKEN_BUDGET_EXCEEDED = "TOKEN_BUDGET_EXCEEDED"
-COST_BUDGET_EXCEEDED = "COST_BUDGET_EXCEEDED"
+Breach = Literal["TOKEN_BUDGET_EXCEEDED", "COST_BUDGET_EXCEEDED"]  # a breached budget's final status
+TOKEN_BUDGET_EXCEEDED: Final = "TOKEN_BUDGET_EXCEEDED"
+COST_BUDGET_EXCEEDED: Final = "COST_BUDGET_EXCEEDED"
 NO_COST_WARNING = "max_usd is set but the agent reported no cost; the cost budget was not checked"
 
 
@@ -31,7 +33,7 @@ class BudgetTracker:
             counted += turn.cache_creation_input_tokens
         return counted
 
-    def add(self, turn: TurnRecord) -> str | None:
+    def add(self, turn: TurnRecord) -> Breach | None:
         """Add a completed turn; the breached budget's final status, if any."""
         self.input_tokens += self.counted_input(turn)
         self.output_tokens += turn.output_tokens

@@ -73,11 +73,10 @@ def data_loc(data: Any, loc: Loc) -> Loc:
     kept: list[str | int] = []
     current = data
     for position, part in enumerate(loc):
-        if (isinstance(current, dict) and part in current) or (
-            isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current)
-        ):
+        found, child = _child(current, part)
+        if found:
             kept.append(part)
-            current = current[part]
+            current = child
         elif isinstance(current, dict) and _is_wrapper_segment(current, part, loc, position):
             continue
         else:
@@ -86,7 +85,16 @@ def data_loc(data: Any, loc: Loc) -> Loc:
     return tuple(kept)
 
 
-def _is_wrapper_segment(current: dict, part: str | int, loc: Loc, position: int) -> bool:
+def _child(current: Any, part: str | int) -> tuple[bool, Any]:
+    """Whether ``part`` indexes ``current`` (a key of a mapping, an index of a list), and the value there."""
+    if isinstance(current, dict) and part in current:
+        return True, current[part]
+    if isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
+        return True, current[part]
+    return False, None
+
+
+def _is_wrapper_segment(current: dict[Any, Any], part: str | int, loc: Loc, position: int) -> bool:
     if not isinstance(part, str):
         return False
     if current.get("type") == part:  # discriminated-union tag
@@ -129,5 +137,4 @@ def _split_field(field: str) -> list[str | int]:
 
 
 def _unique(problems: list[Problem]) -> list[Problem]:
-    seen: set[Problem] = set()
-    return [p for p in problems if not (p in seen or seen.add(p))]
+    return list(dict.fromkeys(problems))  # the first of each, in order

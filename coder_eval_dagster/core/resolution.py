@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import functools
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -211,10 +212,10 @@ def _set_path(data: dict[str, Any], loc: Loc, value: Any) -> None:
         else:
             raise InvalidInput([Problem("-D", 1, ".".join(map(str, loc)), "path does not exist in the task")])
     last = loc[-1]
-    if (isinstance(target, list) and isinstance(last, int) and last < len(target)) or isinstance(target, dict):
-        target[last] = value
-    else:
+    settable = (isinstance(target, list) and isinstance(last, int) and last < len(target)) or isinstance(target, dict)
+    if not settable:
         raise InvalidInput([Problem("-D", 1, ".".join(map(str, loc)), "path does not exist in the task")])
+    target[last] = value
 
 
 def layer(
@@ -226,7 +227,7 @@ def layer(
     """The merged raw task dict for one variant."""
     defaults = dict((experiment.doc.data.get("defaults") or {}) if experiment else {})
     pre, post = defaults.pop("pre_run", None) or [], defaults.pop("post_run", None) or []
-    merged = deep_merge(copy.deepcopy(defaults), copy.deepcopy(task_raw))
+    merged: dict[str, Any] = deep_merge(copy.deepcopy(defaults), copy.deepcopy(task_raw))  # two dicts: a dict
     if pre:
         merged["pre_run"] = [*pre, *(merged.get("pre_run") or [])]
     if post:
@@ -343,7 +344,7 @@ def _resolve_file(
     result.warnings.extend(placeholder_warnings or [])
     tasks = []
     for variant_id, merged in layered:  # every problem of the file in one pass, not one per attempt
-        task, found = _collect(lambda merged=merged: _validate_task(doc, merged, overrides, rows[0] if rows else None))
+        task, found = _collect(functools.partial(_validate_task, doc, merged, overrides, rows[0] if rows else None))
         problems.extend(p for p in found if p not in problems)
         if task is not None:
             tasks.append((variant_id, task))
@@ -548,10 +549,11 @@ def _expand_rows(task: Task, merged: dict[str, Any], rows: list[Row] | None, doc
         return [(None, {"initial_prompt": prompt})]
     raw_criteria = merged["success_criteria"]
     templated = [i for i, c in enumerate(raw_criteria) if "${row." in repr(c)]
-    expansions, problems = [], []
+    expansions: list[Expansion] = []
+    problems: list[Problem] = []
     for row in rows:
         try:
-            update = {"initial_prompt": _row_prompt(prompt, row, doc)}
+            update: dict[str, Any] = {"initial_prompt": _row_prompt(prompt, row, doc)}
             update["success_criteria"] = _row_criteria(task, raw_criteria, templated, row, doc)
             for hooks in ("pre_run", "post_run"):
                 update[hooks] = _row_hooks(getattr(task, hooks), hooks, row, doc)
@@ -575,7 +577,7 @@ def _unknown_field_problem(doc: Document, loc: Loc, row: Row, unknown: set[str])
 
 def _row_prompt(prompt: str | None, row: Row, doc: Document) -> str | None:
     unknown: set[str] = set()
-    result = substitute(prompt, row, unknown)
+    result: str | None = substitute(prompt, row, unknown)  # untyped: text stays text
     if unknown:
         raise InvalidInput([_unknown_field_problem(doc, ("initial_prompt",), row, unknown)])
     return result

@@ -129,7 +129,7 @@ def translate_model(model: str, backend: Backend) -> str:
 def checked_backend(name: str) -> Backend:
     if name not in BACKENDS:
         raise RouteError(f"unknown API backend {name!r}: use {' or '.join(BACKENDS)}")
-    return name  # type: ignore[return-value]
+    return name
 
 
 def resolve_route(backend: str | None, credentials: Credentials, environ: Mapping[str, str]) -> ApiRoute:

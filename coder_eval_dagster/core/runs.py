@@ -230,6 +230,7 @@ def summarize(run: OpenRun, tables_dir: Path) -> RunSummary:
     run_dir, plan = run.folder, run.plan
     results = collect_results(run_dir)
     suite = suite_entries(run.snapshot.row_tasks, results)
+    variants = list(dict.fromkeys(rt.variant_id for rt in run.snapshot.row_tasks))
     header = {
         "run_id": plan.run_id,
         "started_at": plan.started_at,
@@ -237,14 +238,14 @@ def summarize(run: OpenRun, tables_dir: Path) -> RunSummary:
         "experiment": plan.experiment,
         "dagster_run_id": plan.dagster_run_id,
         "options": plan.spec.model_dump(mode="json"),
-        "variants": list(dict.fromkeys(rt.variant_id for rt in run.snapshot.row_tasks)),
+        "variants": variants,
     }
     document = run_document(header, results, run.snapshot.skipped, suite)
     document["comparison"] = None
-    if len(header["variants"]) >= 2:
+    if len(variants) >= 2:
         from .compare.comparison_files import write_run_comparison
 
-        document["comparison"] = write_run_comparison(run_dir, results, header["variants"])
+        document["comparison"] = write_run_comparison(run_dir, results, variants)
     write_atomically(run_dir / RUN_FILE, json.dumps(document, indent=2, ensure_ascii=False))
     write_atomically(run_dir / RUN_MD, render_run_md(document))
     from .tables import suite_rows, task_rows, write_table  # pyarrow: see preload_tables

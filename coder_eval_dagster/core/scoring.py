@@ -25,11 +25,11 @@ log = logging.getLogger(__name__)
 def run_check(criterion: CriterionBase, ctx: CheckContext) -> Outcome:
     """A check that crashes, or reads outside the sandbox, scores 0 with its error."""
     try:
-        return REGISTRY[criterion.type].check(criterion, ctx)  # type: ignore[attr-defined]
+        return REGISTRY[criterion.type].check(criterion, ctx)
     except (FileNotFoundError, PermissionError, ValueError, OSError) as exc:
         return Outcome(0.0, error=str(exc))
     except Exception as exc:  # a bug in a check must not stop the other criteria
-        log.debug("criterion %s crashed:\n%s", criterion.type, traceback.format_exc())  # type: ignore[attr-defined]
+        log.debug("criterion %s crashed:\n%s", criterion.type, traceback.format_exc())
         return Outcome(0.0, error=f"{type(exc).__name__}: {exc}")
 
 
@@ -39,15 +39,15 @@ def criterion_result(index: int, criterion: CriterionBase, outcome: Outcome, ref
     return CriterionResult(
         index=index,
         type=criterion.type,
-        description=criterion.description,  # type: ignore[attr-defined]
+        description=criterion.description,
         score=score,
         passed=outcome.error is None and score >= threshold,
         gating=criterion.gating,
         weight=criterion.weight,
         pass_threshold=threshold,
-        error=scrub(outcome.error, reference),  # type: ignore[arg-type]
-        inputs=scrub(criterion_inputs(criterion), reference),  # type: ignore[arg-type]
-        details=scrub(outcome.details, reference),  # type: ignore[arg-type]
+        error=scrub(outcome.error, reference),
+        inputs=scrub(criterion_inputs(criterion), reference),
+        details=scrub(outcome.details, reference),
         expected_label=outcome.expected_label,
         observed_label=outcome.observed_label,
     )
@@ -69,7 +69,7 @@ def score_criteria(
     results = []
     for index, criterion in enumerate(criteria):
         previous = stored.get(index)
-        if previous is not None and previous.type == criterion.type:  # type: ignore[attr-defined]
+        if previous is not None and previous.type == criterion.type:
             results.append(previous)
         else:
             outcome = run_check(criterion, replace(ctx, index=index))

@@ -76,7 +76,7 @@ def _observed(result: EvaluationResult, index: int) -> str:
 
 def suite_entries(row_tasks: list[RowTask], results: list[EvaluationResult]) -> list[SuiteEntry]:
     """One entry per classification criterion of each dataset-backed task, per variant."""
-    by_key = {(r.variant_id, r.task_id): [] for r in results}  # type: dict[tuple[str, str], list[EvaluationResult]]
+    by_key: dict[tuple[str, str], list[EvaluationResult]] = {(r.variant_id, r.task_id): [] for r in results}
     for result in results:
         by_key[(result.variant_id, result.task_id)].append(result)
     groups: dict[tuple[str, str, int], list[tuple[str, str]]] = defaultdict(list)
@@ -108,7 +108,7 @@ def suite_entries(row_tasks: list[RowTask], results: list[EvaluationResult]) -> 
                 variant_id=key[1],
                 criterion_index=key[2],
                 criterion_type=criterion.type,
-                metrics=metrics,  # type: ignore[attr-defined]
+                metrics=metrics,
                 confusion_matrix=dict(matrix),
                 thresholds=thresholds,
             )

@@ -5,14 +5,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import yaml
 
 from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text
 from .problems import DOCUMENT, InvalidInput, Loc, Problem
 
-_Base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+if TYPE_CHECKING:
+    _Base = yaml.SafeLoader  # the C loader below has the same interface
+else:
+    _Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, when PyYAML was built with it
 
 # Aliases let a few hundred bytes stand for billions of values ("billion laughs"):
 # a document is refused when its aliases add more values, or it nests deeper, than this.
@@ -20,7 +23,7 @@ MAX_ALIAS_EXPANSION = 250_000
 MAX_DEPTH = 100
 
 
-class _Loader(_Base):  # type: ignore[misc, valid-type]
+class _Loader(_Base):
     """Safe loading with YAML 1.2 booleans: only true/false are booleans.
 
     YAML 1.1 reads ``yes``, ``no``, ``on`` and ``off`` as booleans, which turns
@@ -28,12 +31,13 @@ class _Loader(_Base):  # type: ignore[misc, valid-type]
     such as ``enabled: yes`` still work: the models coerce them.
     """
 
-    yaml_implicit_resolvers: ClassVar[dict] = {
-        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
-        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-    }
 
-
+# PyYAML keeps the resolvers on the class (set here, not in the class body, as the stubs declare the table an
+# instance attribute and ruff wants a mutable class attribute to be a ClassVar).
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
 _Loader.add_implicit_resolver(
     "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )

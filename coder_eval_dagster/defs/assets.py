@@ -13,7 +13,7 @@ own evaluation, never failing the step.
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import dagster as dg
 
@@ -47,6 +47,12 @@ from .resources import CoderEvalSettings
 if TYPE_CHECKING:
     from ..core.compare.rows import RunRows
 
+    # Our assets return no value. Dagster compares a return annotation with the bare class, so only the
+    # type checker sees it subscripted.
+    Materialized = dg.MaterializeResult[None]
+else:
+    Materialized = dg.MaterializeResult
+
 
 def backfill_policy(per_run: int | None) -> dg.BackfillPolicy:
     """A backfill from the UI or GraphQL: as many partitions per run as Dagster allows (on two dimensions:
@@ -55,8 +61,16 @@ def backfill_policy(per_run: int | None) -> dg.BackfillPolicy:
 
 
 BACKFILL_POLICY = backfill_policy(partitions_per_run())
+
+
 # What the three partitioned assets share.
-PARTITIONED: dict[str, Any] = {
+class _Partitioned(TypedDict):
+    group_name: str
+    partitions_def: dg.MultiPartitionsDefinition
+    backfill_policy: dg.BackfillPolicy
+
+
+PARTITIONED: _Partitioned = {
     "group_name": GROUP,
     "partitions_def": row_task_partitions,
     "backfill_policy": BACKFILL_POLICY,
@@ -110,7 +124,7 @@ def _by_partition(evaluations: list[Evaluation]) -> dict[Any, list[Evaluation]]:
 @dg.asset(group_name=GROUP, description="The task, experiment and dataset files, loaded, validated and resolved.")
 def task_definitions(
     context: dg.AssetExecutionContext, settings: CoderEvalSettings, run_context: dg.ResourceParam[RunContext]
-) -> dg.MaterializeResult:
+) -> Materialized:
     run = settings.open(context, run_context)
     snapshot, spec = run.snapshot, run.plan.spec
     digest = resolution_digest(snapshot.fingerprints)
@@ -135,7 +149,7 @@ def task_definitions(
 )
 def resolved_tasks(
     context: dg.AssetExecutionContext, settings: CoderEvalSettings, run_context: dg.ResourceParam[RunContext]
-) -> dg.MaterializeResult:
+) -> Materialized:
     row_tasks = _selected(context, settings.open(context, run_context))
     add_partition_metadata(
         context, {partition_key(rt.task_id, rt.variant_id): resolved_metadata(rt) for rt in row_tasks}
@@ -164,7 +178,7 @@ def resolved_metadata(row_task: RowTask) -> dict[str, Any]:
 )
 def sandbox_runs(
     context: dg.AssetExecutionContext, settings: CoderEvalSettings, run_context: dg.ResourceParam[RunContext]
-) -> dg.MaterializeResult:
+) -> Materialized:
     run = settings.open(context, run_context)
     preload_tables()
     done = in_parallel(
@@ -178,7 +192,7 @@ def sandbox_runs(
         {
             key: {
                 "replicates": len(group),
-                "status": ", ".join(e.result.final_status if e.ended else "RAN" for e in group),  # type: ignore[union-attr]
+                "status": ", ".join(e.result.final_status if e.ended else "RAN" for e in group),
             }
             for key, group in _by_partition(done).items()
         },
@@ -198,7 +212,7 @@ def _restore(evaluation: Evaluation, rescore: bool, only: list[str] | None) -> E
         if handed is not None:
             return handed
         restore_checkpoint(evaluation)
-        if "sandbox" not in evaluation.result.phases_done:  # type: ignore[union-attr]
+        if "sandbox" not in evaluation.result.phases_done:
             evaluation.fail("ERROR", f"no {CHECKPOINT_FILE}: the sandbox stage did not run for this evaluation")
         return evaluation
     path = evaluation.folder / RESULT_FILE
@@ -219,7 +233,7 @@ def _restore(evaluation: Evaluation, rescore: bool, only: list[str] | None) -> E
 )
 def criteria_scores(
     context: dg.AssetExecutionContext, settings: CoderEvalSettings, run_context: dg.ResourceParam[RunContext]
-) -> dg.MaterializeResult:
+) -> Materialized:
     run = settings.open(context, run_context)
     width = max(
         settings.run_options().workers, run_context.judges.width
@@ -267,7 +281,7 @@ SUITE_CHECKS = [
 )
 def suite_metrics(
     context: dg.AssetExecutionContext, settings: CoderEvalSettings, run_context: dg.ResourceParam[RunContext]
-) -> dg.MaterializeResult:
+) -> Materialized:
     run = settings.open(context, run_context)
     summary = summarize(run, Path(settings.run_options().runs_dir) / TABLES_DIR)
     thresholds = [t for entry in summary.suite for t in entry.thresholds]
@@ -350,7 +364,7 @@ def previous_run(instance: dg.DagsterInstance, current: "RunRows") -> "RunRows |
 )
 def variant_comparison(
     context: dg.AssetExecutionContext, settings: CoderEvalSettings, run_context: dg.ResourceParam[RunContext]
-) -> dg.MaterializeResult:
+) -> Materialized:
     run_dir = settings.open(context, run_context).folder
     if _single_variant(run_dir) and not _earlier_run_dirs(context.instance, run_dir):
         # Nothing to pair with: done without importing pandas and scipy (a second of every first run).

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
 # The range tags that select a rectangle of partitions. dagster-open-platform
 # imports them from the same module; their values are stable strings.
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+if TYPE_CHECKING:
+    from dagster._core.execution.context.metadata_logging import OutputMetadataHandle
 
 __all__ = [
     "ASSET_PARTITION_RANGE_END_TAG",
@@ -39,10 +43,12 @@ def add_partition_metadata(context: dg.AssetExecutionContext, metadata: dict[Any
     try:
         from dagster._core.execution.context.metadata_logging import AssetMetadataHandle, OutputMetadataAccumulator
 
+        assets_def = step.assets_def
+        if assets_def is None:  # not an asset step: the public call below reports it
+            raise AttributeError("assets_def")
         current = step._metadata_accumulator.per_output_metadata
-        added = {
-            AssetMetadataHandle(asset_key=step.assets_def.key, partition_key=key): value
-            for key, value in metadata.items()
+        added: dict[OutputMetadataHandle | AssetMetadataHandle, Mapping[str, Any]] = {
+            AssetMetadataHandle(asset_key=assets_def.key, partition_key=key): value for key, value in metadata.items()
         }
         step._metadata_accumulator = OutputMetadataAccumulator(per_output_metadata={**current, **added})
     except (ImportError, AttributeError, TypeError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from pydantic import BaseModel, Field, create_model
@@ -23,11 +23,16 @@ def as_config(model: type[BaseModel]) -> type[dg.Config]:
     return create_model(f"{model.__name__}Config", __base__=dg.Config, __doc__=model.__doc__, **fields)
 
 
-RunSpecConfig = as_config(RunSpec)
-RunOptionsConfig = as_config(RunOptions)
+if TYPE_CHECKING:
+    # Built at run time with RunSpec's (RunOptions') fields, which a type checker cannot see: a Config.
+    RunSpecConfig = dg.Config
+    RunOptionsConfig = dg.Config
+else:
+    RunSpecConfig = as_config(RunSpec)
+    RunOptionsConfig = as_config(RunOptions)
 
 
-class CoderEvalSettings(dg.ConfigurableResource):
+class CoderEvalSettings(dg.ConfigurableResource):  # type: ignore[type-arg]  # subscripted, it is a new pydantic class
     """Which tasks a run covers and where its results go.
 
     The CLI opens the run folder itself (plan and resolved snapshot) and
@@ -36,16 +41,16 @@ class CoderEvalSettings(dg.ConfigurableResource):
     from ``spec``.
     """
 
-    spec: RunSpecConfig = Field(default_factory=lambda: RunSpecConfig(task_paths=["tasks"]))  # type: ignore[valid-type]
-    options: RunOptionsConfig = Field(default_factory=RunOptionsConfig)  # type: ignore[valid-type]
+    spec: RunSpecConfig = Field(default_factory=lambda: RunSpecConfig(task_paths=["tasks"]))
+    options: RunOptionsConfig = Field(default_factory=RunOptionsConfig)
     run_dir: str | None = None  # the CLI's: the run folder it opened (a launched run opens its own)
     rescore: bool = False
 
     def run_spec(self) -> RunSpec:
-        return RunSpec.model_validate(self.spec.model_dump())  # type: ignore[attr-defined]
+        return RunSpec.model_validate(self.spec.model_dump())
 
     def run_options(self) -> RunOptions:
-        return RunOptions.model_validate(self.options.model_dump())  # type: ignore[attr-defined]
+        return RunOptions.model_validate(self.options.model_dump())
 
     def open(self, context: dg.AssetExecutionContext, run: RunContext) -> OpenRun:
         """The run's folder, plan and snapshot (read once per process); a launched run's first step creates them."""
@@ -89,7 +94,7 @@ def launched_run_name(context: dg.AssetExecutionContext) -> str:
     backfill_id = context.run.tags.get(BACKFILL_TAG)
     backfill = context.instance.get_backfill(backfill_id) if backfill_id else None
     if backfill is not None:
-        created, key = datetime.fromtimestamp(backfill.backfill_timestamp, UTC), backfill_id
+        created, key = datetime.fromtimestamp(backfill.backfill_timestamp, UTC), backfill.backfill_id
     else:
         record = context.instance.get_run_record_by_id(context.run.run_id)
         created = record.create_timestamp.astimezone(UTC) if record else datetime.now(UTC)
@@ -107,11 +112,11 @@ def safe_folder_name(name: str) -> str:
 def default_settings() -> CoderEvalSettings:
     """Settings of the code location, overridable with CODER_EVAL_* environment variables."""
     paths = os.environ.get("CODER_EVAL_TASK_PATHS", "tasks")
-    spec = RunSpecConfig(  # type: ignore[operator]
+    spec = RunSpecConfig(
         task_paths=[p for p in paths.split(os.pathsep) if p],
         experiment=os.environ.get("CODER_EVAL_EXPERIMENT") or None,
     )
-    options = RunOptionsConfig(  # type: ignore[operator]
+    options = RunOptionsConfig(
         runs_dir=os.environ.get("CODER_EVAL_RUNS_DIR", "runs"),
         concurrency=int(os.environ.get("CODER_EVAL_CONCURRENCY", "0")),
         docker_image=os.environ.get("CODER_EVAL_DOCKER_IMAGE") or None,

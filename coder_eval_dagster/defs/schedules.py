@@ -6,7 +6,7 @@ import dagster as dg
 
 from .jobs import schedule_status, tick_requests
 from .names import JOB_NAME, NIGHT_TAG, TRIGGER_TAG
-from .partitions import Rectangle, task_partitions, variant_partitions
+from .partitions import TASK_DIMENSION, VARIANT_DIMENSION, Rectangle
 
 NIGHTLY_CRON_ENV = "CODER_EVAL_NIGHTLY_CRON"
 DEFAULT_CRON = "0 2 * * *"
@@ -20,8 +20,8 @@ DEFAULT_CRON = "0 2 * * *"
     description="Runs every registered row-task x variant once a night.",
 )
 def nightly_suite(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest] | dg.SkipReason:
-    tasks = context.instance.get_dynamic_partitions(task_partitions.name)
-    variants = context.instance.get_dynamic_partitions(variant_partitions.name)
+    tasks = list(context.instance.get_dynamic_partitions(TASK_DIMENSION))
+    variants = list(context.instance.get_dynamic_partitions(VARIANT_DIMENSION))
     if not tasks or not variants:
         return dg.SkipReason("no row-tasks registered yet: start the task_files_sensor or run coder-eval once")
     night = context.scheduled_execution_time.strftime("%Y-%m-%d")

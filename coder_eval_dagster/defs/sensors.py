@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from logging import Logger
@@ -28,7 +28,14 @@ from ..core.resolution import Resolution, RowTask, discover, resolve
 from ..core.run_spec import RunSpec
 from .jobs import EVALUATE_JOB, sensor_status, tick_requests
 from .names import CHUNK_TAG, CHUNKS_TAG, JOB_NAME, RUN_FOLDER_TAG, SUMMARY_ASSETS, TRIGGER_TAG
-from .partitions import encode_id, rectangles, task_partitions, variant_partitions
+from .partitions import (
+    TASK_DIMENSION,
+    VARIANT_DIMENSION,
+    encode_id,
+    rectangles,
+    task_partitions,
+    variant_partitions,
+)
 from .resources import CoderEvalSettings
 
 INTERVAL_ENV = "CODER_EVAL_SENSOR_INTERVAL_S"
@@ -155,9 +162,11 @@ def _keys_after_tick(
     instance: dg.DagsterInstance, current: dict[str, str], retire: bool
 ) -> tuple[list[str], list[str], list[dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest]]:
     """The task and variant keys in order once the tick's partition requests apply, and those requests."""
-    orders, requests = [], []
-    for position, partitions in enumerate((task_partitions, variant_partitions)):
-        known = instance.get_dynamic_partitions(partitions.name)
+    orders: list[list[str]] = []
+    requests: list[dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest] = []
+    dimensions = ((TASK_DIMENSION, task_partitions), (VARIANT_DIMENSION, variant_partitions))
+    for position, (name, partitions) in enumerate(dimensions):
+        known = instance.get_dynamic_partitions(name)  # the definition's name (its .name is optional)
         after = _dimension_after_tick(known, _dimension(current, position), retire)
         orders.append(after)
         requests += _partition_requests(partitions, known, after)
@@ -169,7 +178,7 @@ def _dimension(keys: dict[str, str], position: int) -> list[str]:
     return list(dict.fromkeys(key.split("|")[position] for key in keys))
 
 
-def _dimension_after_tick(known: list[str], current: list[str], retire: bool) -> list[str]:
+def _dimension_after_tick(known: Sequence[str], current: list[str], retire: bool) -> list[str]:
     """A dimension's keys in order once the tick's requests apply: the known ones where they are (less the
     ones no file defines, when retiring), then the new ones."""
     defined, registered = set(current), set(known)
@@ -177,12 +186,15 @@ def _dimension_after_tick(known: list[str], current: list[str], retire: bool) ->
 
 
 def _partition_requests(
-    partitions: dg.DynamicPartitionsDefinition, known: list[str], after: list[str]
+    partitions: dg.DynamicPartitionsDefinition, known: Sequence[str], after: list[str]
 ) -> list[dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest]:
     """From ``known`` to ``after``: retire and add, never both for one key."""
     staying, registered = set(after), set(known)
     gone, new = [k for k in known if k not in staying], [k for k in after if k not in registered]
-    requests = [partitions.build_delete_request(gone), partitions.build_add_request(new)]
+    requests: list[dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest] = [
+        partitions.build_delete_request(gone),
+        partitions.build_add_request(new),
+    ]
     return [r for r in requests if r.partition_keys]
 
 

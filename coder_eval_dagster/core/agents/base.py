@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..early_stop import Watcher
-from ..limits import COST_BUDGET_EXCEEDED, BudgetTracker
+from ..limits import COST_BUDGET_EXCEEDED, Breach, BudgetTracker
 from ..models.agent import AgentConfig
 from ..models.limits import RunLimits
-from ..models.results import TurnRecord
+from ..models.results import FinalStatus, TurnRecord
 from ..sandbox.base import Sandbox
 
 if TYPE_CHECKING:
@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 StopReason = Literal[
     "completed", "max_turns", "task_timeout", "turn_timeout", "token_budget", "cost_budget", "early_stop", "error"
 ]
+TimeLimit = Literal["task_timeout", "turn_timeout"]  # the run_limits field that ran out
+
+
+def budget_stop_reason(breach: Breach) -> StopReason:
+    return "cost_budget" if breach == COST_BUDGET_EXCEEDED else "token_budget"
 
 
 @dataclass
@@ -51,7 +56,7 @@ class AgentInput:
         """Seconds the whole conversation may take: its one exchange's, or for a dialog what remains of the task's."""
         return self.time_limit() if self.dialog is None else self.seconds_left()
 
-    def expired_limit(self) -> str:
+    def expired_limit(self) -> TimeLimit:
         """Which limit ran out when the conversation timed out."""
         left = self.seconds_left()
         return "task_timeout" if left is not None and left <= 0 else "turn_timeout"
@@ -68,7 +73,7 @@ class AgentOutput:
     turns: list[TurnRecord] = field(default_factory=list)
     final_text: str | None = None
     stop_reason: StopReason = "completed"
-    final_status: str | None = None  # TIMEOUT / budget statuses; None: scored normally
+    final_status: FinalStatus | None = None  # TIMEOUT / budget statuses; None: scored normally
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
     early_stop_reason: str | None = None
@@ -80,12 +85,12 @@ class AgentOutput:
         self.turns_remaining_at_stop = max_turns - turns_used if max_turns is not None else None
 
     def conclude(
-        self, budget: BudgetTracker, breach: str | None, stop: str | None, max_turns: int | None
+        self, budget: BudgetTracker, breach: Breach | None, stop: str | None, max_turns: int | None
     ) -> AgentOutput:
         """The common end of every agent: a budget breach, the no-cost warning, an early stop, the final text."""
         if breach and self.final_status is None:
             what = "cost" if breach == COST_BUDGET_EXCEEDED else "token"
-            self.stop_reason = f"{what}_budget"  # type: ignore[assignment]
+            self.stop_reason = budget_stop_reason(breach)
             self.final_status, self.error = breach, f"run_limits {what} budget exceeded"
         budget.finish()
         self.warnings.extend(budget.warnings)

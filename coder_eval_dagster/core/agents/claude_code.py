@@ -23,15 +23,26 @@ import asyncio
 import json
 import time
 from collections import deque
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..agent_cli import SDK_VARIABLES, agent_home, bundled_cli, cli_environment, write_wrapper
-from ..limits import BudgetTracker
-from ..models.results import ToolCallRecord, TurnRecord
+from ..limits import Breach, BudgetTracker
+from ..models.results import ToolCallRecord, ToolCallStatus, TurnRecord
 from ..routing import ApiRoute
 from ..secrets import redact
 from .base import AgentInput, AgentOutput
+
+if TYPE_CHECKING:  # the SDK is imported on first use (start-up stays light)
+    from claude_agent_sdk import (
+        AssistantMessage,
+        ClaudeAgentOptions,
+        ClaudeSDKClient,
+        ResultMessage,
+        UserMessage,
+    )
+    from claude_agent_sdk.types import HookContext, HookEvent, HookInput, SyncHookJSONOutput
 
 OUTPUT_CHARS = 2000
 STDERR_LINES = 20
@@ -64,7 +75,7 @@ class Session:
 
     # ----------------------------------------------------------------- hooks
 
-    async def pre_tool(self, data: dict[str, Any], tool_use_id: str | None, _ctx: Any) -> dict[str, Any]:
+    async def pre_tool(self, data: HookInput, tool_use_id: str | None, _ctx: HookContext) -> SyncHookJSONOutput:
         if self.stop_requested:  # the run was stopped: no further tool call may run, whatever is in flight
             return {
                 "continue_": False,
@@ -78,13 +89,13 @@ class Session:
             self.started_at[tool_use_id] = time.perf_counter()
         return {}
 
-    async def post_tool(self, data: dict[str, Any], tool_use_id: str | None, _ctx: Any) -> dict[str, Any]:
+    async def post_tool(self, data: HookInput, tool_use_id: str | None, _ctx: HookContext) -> SyncHookJSONOutput:
         return self._observe(self._finish_call(data, tool_use_id, "success"))
 
-    async def failed_tool(self, data: dict[str, Any], tool_use_id: str | None, _ctx: Any) -> dict[str, Any]:
+    async def failed_tool(self, data: HookInput, tool_use_id: str | None, _ctx: HookContext) -> SyncHookJSONOutput:
         return self._observe(self._finish_call(data, tool_use_id, "error"))
 
-    def _observe(self, call: ToolCallRecord | None) -> dict[str, Any]:
+    def _observe(self, call: ToolCallRecord | None) -> SyncHookJSONOutput:
         """Feed the early-stop watcher; tell the CLI to stop when it fires."""
         watcher = self.input.watcher
         reason = watcher.observe(call) if watcher and call else None
@@ -93,7 +104,10 @@ class Session:
             return {"continue_": False, "stopReason": f"coder-eval early stop: {reason}"}
         return {}
 
-    def _finish_call(self, data: dict[str, Any], tool_use_id: str | None, status: str) -> ToolCallRecord | None:
+    def _finish_call(
+        self, data: Mapping[str, Any], tool_use_id: str | None, status: ToolCallStatus
+    ) -> ToolCallRecord | None:
+        """Complete a call from its PostToolUse(Failure) hook's input, read as the JSON the CLI sent."""
         call = self.call_of.get(tool_use_id or "")
         if call is None:  # the hook ran before the assistant message reached us
             call = self._new_call(
@@ -115,7 +129,7 @@ class Session:
         response = data.get("tool_response")
         if isinstance(response, dict) and response.get("interrupted"):
             status = "error"
-        call.status = status  # type: ignore[assignment]
+        call.status = status
         if response is not None:
             text = response if isinstance(response, str) else json.dumps(response, default=str)
             call.output = redact(text[:OUTPUT_CHARS])
@@ -134,7 +148,7 @@ class Session:
         self.call_of[tool_use_id] = call
         return call
 
-    def _turn(self, key: str) -> tuple[TurnRecord, str | None]:
+    def _turn(self, key: str) -> tuple[TurnRecord, Breach | None]:
         """The turn of an assistant message id, opening it (and closing the previous one) if new."""
         turn = self.turn_of.get(key)
         if turn is not None:
@@ -152,7 +166,7 @@ class Session:
             if isinstance(value, int):
                 setattr(turn, name, max(getattr(turn, name), value))
 
-    def on_stream(self, event: dict[str, Any]) -> str | None:
+    def on_stream(self, event: dict[str, Any]) -> Breach | None:
         """Usage as the API streams it: message_start (input) and message_delta (final output)."""
         if event.get("type") == "message_start":
             message = event.get("message") or {}
@@ -164,7 +178,7 @@ class Session:
             self._add_usage(self.turn_of[self.streaming], event.get("usage"))
         return None
 
-    def on_assistant(self, message: Any) -> str | None:
+    def on_assistant(self, message: AssistantMessage) -> Breach | None:
         """Record an assistant message; a budget breach's status when a turn completes over a cap."""
         from claude_agent_sdk import TextBlock, ToolUseBlock
 
@@ -178,7 +192,7 @@ class Session:
                 turn.text = (turn.text + "\n" if turn.text else "") + block.text
         return breach
 
-    def on_user(self, message: Any) -> None:
+    def on_user(self, message: UserMessage) -> None:
         """Tool results: an is_error result marks its call failed."""
         from claude_agent_sdk import ToolResultBlock
 
@@ -187,15 +201,15 @@ class Session:
             if isinstance(block, ToolResultBlock) and block.is_error and block.tool_use_id in self.call_of:
                 self.call_of[block.tool_use_id].status = "error"
 
-    def settle(self) -> str | None:
+    def settle(self) -> Breach | None:
         """Add the completed turns not yet counted to the budget; the breached budget's status, if any."""
-        breach = None
+        breach: Breach | None = None
         for turn in self.output.turns[self.budgeted :]:
             breach = self.budget.add(turn) or breach
         self.budgeted = len(self.output.turns)
         return breach
 
-    def on_result(self, message: Any) -> None:
+    def on_result(self, message: ResultMessage) -> None:
         cost = getattr(message, "total_cost_usd", None)
         if self.output.turns and isinstance(cost, (int, float)):
             self.output.turns[-1].cost_usd = float(cost) - self.cost_reported
@@ -203,13 +217,13 @@ class Session:
         if getattr(message, "subtype", "") == "error_max_turns":
             self.output.stop_reason = "max_turns"
 
-    def finish(self, breach: str | None) -> AgentOutput:
+    def finish(self, breach: Breach | None) -> AgentOutput:
         if breach is None and self.output.final_status is None:
             breach = self.settle()  # the last turn, with the cost reported at the end
         return self.output.conclude(self.budget, breach, self.stop_requested, self.input.limits.max_turns)
 
 
-def build_options(agent_input: AgentInput, session: Session, home: Path, route: ApiRoute) -> Any:
+def build_options(agent_input: AgentInput, session: Session, home: Path, route: ApiRoute) -> ClaudeAgentOptions:
     """The SDK's options; ``route`` is the run's as the CLI gets it (through the model proxy)."""
     from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
 
@@ -220,7 +234,7 @@ def build_options(agent_input: AgentInput, session: Session, home: Path, route: 
         settings = json.dumps(settings)
     elif isinstance(settings, str):
         settings = str((agent_input.task_dir / settings).resolve())
-    hooks = {
+    hooks: dict[HookEvent, list[HookMatcher]] = {
         "PreToolUse": [HookMatcher(matcher=None, hooks=[session.pre_tool])],
         "PostToolUse": [HookMatcher(matcher=None, hooks=[session.post_tool])],
         "PostToolUseFailure": [HookMatcher(matcher=None, hooks=[session.failed_tool])],
@@ -236,7 +250,7 @@ def build_options(agent_input: AgentInput, session: Session, home: Path, route: 
         setting_sources=[],
         settings=settings,
         hooks=hooks,
-        include_partial_messages=True,  # type: ignore[arg-type]
+        include_partial_messages=True,
         stderr=session.on_stderr,
         cli_path=str(
             write_wrapper(
@@ -250,11 +264,11 @@ def build_options(agent_input: AgentInput, session: Session, home: Path, route: 
     )
 
 
-async def _exchange(client: Any, session: Session, prompt: str) -> str | None:
+async def _exchange(client: ClaudeSDKClient, session: Session, prompt: str) -> Breach | None:
     """One user message and the agent's whole answer to it; a budget breach's status, if any."""
     from claude_agent_sdk import AssistantMessage, ResultMessage, StreamEvent, UserMessage
 
-    breach = None
+    breach: Breach | None = None
     await client.query(prompt)
     async for message in client.receive_response():
         if isinstance(message, StreamEvent):
@@ -268,13 +282,14 @@ async def _exchange(client: Any, session: Session, prompt: str) -> str | None:
             session.on_user(message)
         elif isinstance(message, ResultMessage):
             session.on_result(message)
-            if message.is_error and not session.stop_requested and message.subtype != "error_max_turns":
+            # (a stop requested before this message broke the loop above; no hook runs in between)
+            if message.is_error and message.subtype != "error_max_turns":
                 detail = message.result or ", ".join(getattr(message, "errors", None) or []) or message.subtype
                 raise RuntimeError(f"the agent ended with an error: {detail}")
     return breach or session.settle()
 
 
-async def _converse(agent_input: AgentInput, session: Session, options: Any) -> str | None:
+async def _converse(agent_input: AgentInput, session: Session, options: ClaudeAgentOptions) -> Breach | None:
     """The exchanges of one session: the prompt, then each user message of a dialog, until it ends."""
     from claude_agent_sdk import ClaudeSDKClient
 
@@ -299,7 +314,7 @@ async def run(agent_input: AgentInput) -> AgentOutput:
             return session.finish(breach)
         except TimeoutError:
             output, which = session.finish(None), agent_input.expired_limit()
-            output.stop_reason, output.final_status = which, "TIMEOUT"  # type: ignore[assignment]
+            output.stop_reason, output.final_status = which, "TIMEOUT"
             output.error = f"run_limits.{which} reached"
             return output
         except Exception as exc:  # an SDK or API failure ends this task as ERROR, never the run

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent_cli import PASSED_THROUGH, agent_home, base_environment, bypass_proxies, write_wrapper
-from ..limits import BudgetTracker
+from ..limits import Breach, BudgetTracker
 from ..model_proxy import Grant, Upstream
 from ..models.results import ToolCallRecord, TurnRecord
 from ..secrets import redact
@@ -86,7 +86,7 @@ class CodexSession:
         self.budget = BudgetTracker(agent_input.limits)
         self.started: dict[str, float] = {}
         self.stop_reason: str | None = None
-        self.breach: str | None = None
+        self.breach: Breach | None = None
         self.closed = False  # the last turn got its usage update
 
     def turn(self) -> TurnRecord:
@@ -216,7 +216,7 @@ async def run(agent_input: AgentInput) -> AgentOutput:
             return session.finish()
         except TimeoutError:
             output, which = session.finish(), agent_input.expired_limit()
-            output.stop_reason, output.final_status = which, "TIMEOUT"  # type: ignore[assignment]
+            output.stop_reason, output.final_status = which, "TIMEOUT"
             output.error = f"run_limits.{which} reached"
             return output
         except ImportError:

@@ -8,8 +8,8 @@ imported on first use: an agentless run never pays for an agent SDK's import.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from ..models.agent import AGENT_TYPES, DEFAULT_AGENT_TYPE
 
@@ -26,7 +26,7 @@ for _name in AGENT_MODULES:
     AGENT_TYPES.register(_name)
 __all__ = ["AGENT_MODULES", "AGENT_TYPES", "DEFAULT_AGENT_TYPE", "runner"]
 
-Runner = Callable[["AgentInput"], Awaitable["AgentOutput"]]
+Runner = Callable[["AgentInput"], Coroutine[Any, Any, "AgentOutput"]]  # an async def (asyncio.run takes its call)
 
 
 def runner(kind: str) -> Runner | None:

@@ -19,12 +19,12 @@ from pydantic import ValidationError
 
 from ..datasets import Row, substitute
 from ..limits import COST_BUDGET_EXCEEDED, BudgetTracker
-from ..models.results import ToolCallRecord, TurnRecord
+from ..models.results import FinalStatus, ToolCallRecord, ToolCallStatus, TurnRecord
 from ..models.trajectory import ToolCall, Trajectory, TrajectoryTurn
 from ..problems import InvalidInput, problems_from_validation
 from ..sandbox.base import Sandbox
 from ..yamlio import load_document
-from .base import AgentInput, AgentOutput
+from .base import AgentInput, AgentOutput, StopReason, TimeLimit, budget_stop_reason
 
 OUTPUT_CHARS = 2000
 # A Bash call's time limit when the task sets neither turn_timeout nor task_timeout
@@ -51,7 +51,7 @@ def _clip(text: str) -> str:
     return text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + "…"
 
 
-def play_call(call: ToolCall, sandbox: Sandbox, timeout: float) -> tuple[str, str | None]:
+def play_call(call: ToolCall, sandbox: Sandbox, timeout: float) -> tuple[ToolCallStatus, str | None]:
     """Do what the call says; (status, output)."""
     params = call.parameters
     try:
@@ -101,13 +101,13 @@ class Replay:
         if left is None or left > 0:
             return False
         task_left = self.input.seconds_left()
-        which = "task_timeout" if task_left is not None and task_left <= 0 else "turn_timeout"
+        which: TimeLimit = "task_timeout" if task_left is not None and task_left <= 0 else "turn_timeout"
         seconds = getattr(self.input.limits, which)
         self.stop(which, "TIMEOUT", f"run_limits.{which} of {seconds:g} s reached")
         return True
 
-    def stop(self, reason: str, status: str | None, error: str | None) -> None:
-        self.output.stop_reason = reason  # type: ignore[assignment]
+    def stop(self, reason: StopReason, status: FinalStatus | None, error: str | None) -> None:
+        self.output.stop_reason = reason
         self.output.final_status = status
         self.output.error = error
 
@@ -153,7 +153,7 @@ class Replay:
         breach = self.budget.add(record)
         if breach:
             what = "cost" if breach == COST_BUDGET_EXCEEDED else "token"
-            self.stop(f"{what}_budget", breach, f"run_limits {what} budget exceeded after turn {index}")
+            self.stop(budget_stop_reason(breach), breach, f"run_limits {what} budget exceeded after turn {index}")
             return False
         return True
 
@@ -168,7 +168,7 @@ class Replay:
             seq=seq,
             tool=call.tool,
             parameters=call.parameters,
-            status=status,  # type: ignore[arg-type]
+            status=status,
             duration_ms=duration,
             output=output,
         )

@@ -143,7 +143,8 @@ class Comparison:
     resamples: int = RESAMPLES
 
     def to_json(self) -> dict[str, Any]:
-        return _json_safe(asdict(self))
+        document: dict[str, Any] = _json_safe(asdict(self))  # a dict stays a dict
+        return document
 
 
 def _json_safe(value: Any) -> Any:

@@ -62,12 +62,15 @@ def success_rate_figure(arms: list[ArmSummary]) -> Drawing:
     """Success rate per arm with its Wilson 95 % interval."""
     figure = _new_figure(max(4.0, 1.2 * len(arms) + 2), 3.2)
     axes = figure.add_subplot()
-    shown = [a for a in arms if a.success_rate is not None]
-    rates = [a.success_rate for a in shown]
-    below = [a.success_rate - a.interval.low for a in shown if a.interval]
-    above = [a.interval.high - a.success_rate for a in shown if a.interval]
+    # An arm has a rate exactly when it has valid evaluations, and then its interval too.
+    shown = [
+        (a.label, a.success_rate, a.interval) for a in arms if a.success_rate is not None and a.interval is not None
+    ]
+    rates = [rate for _, rate, _ in shown]
+    below = [rate - interval.low for _, rate, interval in shown]
+    above = [interval.high - rate for _, rate, interval in shown]
     axes.bar(range(len(shown)), rates, yerr=[below, above], capsize=6, color="#4c78a8")
-    axes.set_xticks(range(len(shown)), [a.label for a in shown], rotation=15, ha="right")
+    axes.set_xticks(range(len(shown)), [label for label, _, _ in shown], rotation=15, ha="right")
     axes.set_ylim(0, 1.05)
     axes.set_ylabel("success rate (Wilson 95 %)")
     return _drawing("success_rate", "Success rate per variant", figure)
@@ -82,7 +85,8 @@ def forest_figure(pair: PairComparison, index: int) -> Drawing:
     for y, group in enumerate(groups):
         if group.interval is not None:
             axes.plot([group.interval.low, group.interval.high], [y, y], color="#555555")
-        axes.plot([group.difference], [y], "o", color="#e45756" if (group.difference or 0) < 0 else "#54a24b")
+        if group.difference is not None:  # None only for a group of no rows
+            axes.plot([group.difference], [y], "o", color="#e45756" if group.difference < 0 else "#54a24b")
     axes.axvline(0, color="#999999", linewidth=1)
     axes.set_yticks(range(len(groups)), [f"{g.key} (n={g.rows})" for g in groups])
     axes.set_xlim(-1.05, 1.05)
@@ -125,9 +129,9 @@ def pass_rate_over_time_figure(series: dict[str, list[tuple[Any, float]]]) -> Dr
     days = sorted({day for points in series.values() for day, _ in points})
     if len(days) == 1:  # one day has no range to put ticks on: show the days around it
         axes.set_xlim(days[0] - timedelta(days=1), days[0] + timedelta(days=1))
-    locator = AutoDateLocator(maxticks=8)
+    locator = AutoDateLocator(maxticks=8)  # type: ignore[no-untyped-call]  # matplotlib.dates has no annotations
     axes.xaxis.set_major_locator(locator)
-    axes.xaxis.set_major_formatter(ConciseDateFormatter(locator))
+    axes.xaxis.set_major_formatter(ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]  # as above
     axes.set_ylim(0, 1.05)
     axes.set_ylabel("pass rate (ERROR excluded)")
     if series:

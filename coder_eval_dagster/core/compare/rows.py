@@ -76,7 +76,7 @@ def _parquet_file(run_dir: Path) -> Path | None:
 def _variant_order(run_dir: Path, present: Iterable[str]) -> list[str]:
     """run.json's variant order (the experiment's), else the experiment file's, else sorted."""
     present = set(present)
-    declared: list[str] = []
+    declared: list[str | None] = []  # a variant may lack its variant_id
     run_file, plan_file = run_dir / RUN_FILE, run_dir / PLAN_FILE
     if run_file.is_file():
         declared = json.loads(run_file.read_text(encoding="utf-8")).get("variants") or []
@@ -85,7 +85,7 @@ def _variant_order(run_dir: Path, present: Iterable[str]) -> list[str]:
         if experiment and Path(experiment).is_file():
             variants = (yaml.safe_load(Path(experiment).read_text(encoding="utf-8")) or {}).get("variants") or []
             declared = [v.get("variant_id") for v in variants if isinstance(v, dict)]
-    ordered = [v for v in declared if v in present]
+    ordered = [v for v in declared if v is not None and v in present]
     return ordered + sorted(present - set(ordered))
 
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 class FileCheck(FileContains):
     """file_contains plus regex patterns; a missing file scores 0."""
 
-    type: Literal["file_check"]  # type: ignore[assignment]
+    type: Literal["file_check"]  # type: ignore[assignment]  # file_contains's fields, under its own tag
     patterns: list[RegexSpec] = Field(default_factory=list)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -22,7 +22,7 @@ class FileContains(CriterionBase):
     excludes: list[str] = Field(default_factory=list)
 
 
-def string_scores(content: str, includes: list[str], excludes: list[str]) -> tuple[list[float], dict]:
+def string_scores(content: str, includes: list[str], excludes: list[str]) -> tuple[list[float], dict[str, Any]]:
     """The includes and excludes sub-scores (only non-empty lists count)."""
     found = [s for s in includes if s in content]
     present = [s for s in excludes if s in content]

@@ -75,9 +75,9 @@ def _is_type(value: Any, name: Any) -> bool:
 def _compare(operator: str, value: Any, expected: Any) -> bool:
     match operator:
         case "equals":
-            return value == expected
+            return bool(value == expected)
         case "not_equals":
-            return value != expected
+            return bool(value != expected)
         case "contains":
             return value is not None and expected in value
         case "gt":

@@ -221,11 +221,12 @@ class JudgeRun:
         if self.notes:
             details["degraded"] = self.notes
         calls = f"Tool calls:\n{chr(10).join(self.tool_calls)}\n\nFinal message:\n" if self.tool_calls else ""
+        score = self.score if self.error is None else 0.0
         record = {
             "criterion_index": ctx.index,
-            "type": criterion.type,  # type: ignore[attr-defined]
+            "type": criterion.type,
             "model": self.model,
-            "score": self.score if self.error is None else 0.0,
+            "score": score,
             "error": self.error,
             "judge_usage": self.usage,
             "degraded": self.notes,
@@ -234,4 +235,4 @@ class JudgeRun:
         name = write_transcript(criterion, ctx, record, parts)
         if name:
             details["transcript"] = name
-        return Outcome(record["score"], details, self.error)
+        return Outcome(score, details, self.error)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from ..secrets import redact
 
@@ -29,6 +29,17 @@ def mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else 1.0
 
 
+_V = TypeVar("_V")
+
+
+@overload
+def scrub(value: str, reference: str | None) -> str: ...
+@overload
+def scrub(value: str | None, reference: str | None) -> str | None: ...
+@overload
+def scrub(value: dict[str, _V], reference: str | None) -> dict[str, _V]: ...
+@overload
+def scrub(value: object, reference: str | None) -> object: ...
 def scrub(value: object, reference: str | None) -> object:
     """Keep the reference solution (and secrets) out of anything persisted: details, errors, transcripts."""
     if isinstance(value, str):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -60,7 +60,7 @@ def _score_line(stdout: str) -> tuple[float | None, list[str]]:
 @checks(RunCommand)
 def check(criterion: RunCommand, ctx: CheckContext) -> Outcome:
     run = ctx.sandbox.run(criterion.command, criterion.timeout)
-    details = {"exit_code": run.exit_code, "stdout": run.stdout[-4000:], "stderr": run.stderr[-4000:]}
+    details: dict[str, Any] = {"exit_code": run.exit_code, "stdout": run.stdout[-4000:], "stderr": run.stderr[-4000:]}
     if run.oom_killed:
         details["oom_killed"] = True
     # The guide's rule is the exit code: an OOM kill's code the author expected is a pass, not an error.

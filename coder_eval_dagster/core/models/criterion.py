@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_args
 
 from pydantic import Field, model_validator
 
@@ -145,7 +145,10 @@ _on_change: list[Callable[[], None]] = []
 
 def type_name(model: type[CriterionBase]) -> str:
     """The ``type`` a criterion model declares (its Literal's one value)."""
-    return model.model_fields["type"].annotation.__args__[0]  # type: ignore[union-attr]  # a Literal by contract
+    (name,) = get_args(model.model_fields["type"].annotation)  # a Literal of one name by contract
+    if not isinstance(name, str):
+        raise TypeError(f"{model.__name__}.type must be a Literal of one name, not {name!r}")
+    return name
 
 
 def register_model(model: type[CriterionBase]) -> str:

@@ -34,12 +34,15 @@ class HookRun(CommandRun):
     skipped: bool = False
 
 
+ToolCallStatus = Literal["success", "error", "unknown"]
+
+
 class ToolCallRecord(BaseModel):
     turn: int
     seq: int
     tool: str
     parameters: dict[str, Any] = Field(default_factory=dict)
-    status: Literal["success", "error", "unknown"] = "unknown"
+    status: ToolCallStatus = "unknown"
     duration_ms: float = 0.0
     output: str | None = None
 
@@ -155,17 +158,17 @@ class EvaluationResult(BaseModel):
     simulator_output_tokens: int = 0
 
     # Judge spend, from the criteria (never counted against run_limits, which cap the agent only).
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
     def judge_input_tokens(self) -> int:
         return sum(usage["input_tokens"] for usage in self._judge_usages())
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
     def judge_output_tokens(self) -> int:
         return sum(usage["output_tokens"] for usage in self._judge_usages())
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
     def judge_cost_usd(self) -> float | None:
         costs = [usage["cost_usd"] for usage in self._judge_usages() if usage.get("cost_usd") is not None]

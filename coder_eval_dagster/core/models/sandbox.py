@@ -100,7 +100,9 @@ CONFINING_LIMITS = ("max_memory_mb", "max_cpus", "max_pids")
 
 def unbound_limits(sandbox: dict[str, Any]) -> list[tuple[str, str]]:
     """(field, why) for each limit a sandbox section sets that will not bind (a warning, not an error)."""
-    limits = sandbox.get("limits") if isinstance(sandbox.get("limits"), dict) else {}
+    limits = sandbox.get("limits")
+    if not isinstance(limits, dict):
+        limits = {}
     driver = sandbox.get("driver", "tempdir")
     found = []
     for name in [*CONFINING_LIMITS, "max_disk_mb"]:

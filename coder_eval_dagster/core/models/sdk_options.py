@@ -57,7 +57,7 @@ def _option_types() -> dict[str, Any]:
 
 
 @functools.cache
-def _adapter(name: str) -> TypeAdapter | None:
+def _adapter(name: str) -> TypeAdapter[Any] | None:
     try:
         return TypeAdapter(_option_types()[name])
     except Exception:  # a type pydantic cannot express (callables): keys only

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, StringConstraints, ValidationInfo, model_validator
 
@@ -11,13 +11,17 @@ from ..files import MAX_DATASET_BYTES, MAX_DOCUMENT_BYTES, regular_file_problem
 from .agent import AgentConfig
 from .base import RejectsMovedLimits, SafeId, StrictModel, is_partial, rule_error
 from .commands import HookCommand
-from .criterion import criterion_union, on_change
+from .criterion import CriterionBase, criterion_union, on_change
 from .dataset import Dataset
 from .limits import RunLimits
 from .sandbox import SandboxConfig, TemplateDirSource
 from .simulation import Simulation
 
-Criterion = criterion_union()  # the criterion types registered so far (core/__init__.py registers the built-ins)
+if TYPE_CHECKING:
+    # Statically a criterion is some registered model, each one a CriterionBase.
+    Criterion = CriterionBase
+else:
+    Criterion = criterion_union()  # the criterion types registered so far (core/__init__.py registers the built-ins)
 Tag = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")]
 
 
@@ -139,7 +143,8 @@ class Task(RejectsMovedLimits):
 
 def _rebuild_with_registered_criteria() -> None:
     """A criterion type registered after import (a plugin, a test) becomes valid in task files."""
-    Task.model_fields["success_criteria"].annotation = list[criterion_union()]  # type: ignore[misc]
+    field = Task.model_fields["success_criteria"]
+    field.annotation = list[criterion_union()]  # type: ignore[misc, assignment]  # a union built at run time
     Task.model_rebuild(force=True)
 
 

@@ -174,7 +174,8 @@ class Container:
 
     def _limits(self) -> dict[str, Any]:
         """``sandbox.limits`` as engine settings: memory without extra swap, CPUs, pids."""
-        limits, kwargs = self.config.limits, {}
+        limits = self.config.limits
+        kwargs: dict[str, Any] = {}
         if limits.max_memory_mb is not None:
             kwargs["mem_limit"] = kwargs["memswap_limit"] = f"{limits.max_memory_mb}m"
         if limits.max_cpus is not None:

@@ -324,8 +324,10 @@ def _end(namespace: _Namespace) -> None:
     """End the holder, and so everyone inside (a command the spawner waits on too), then the spawner."""
     starter = namespace.starter
     for pipe in (starter.stdin, starter.stdout):
+        if pipe is None:  # (never: both are pipes)
+            continue
         with contextlib.suppress(OSError):
-            pipe.close()  # type: ignore[union-attr]  # the holder reads its end of file and exits
+            pipe.close()  # the holder reads its end of file and exits
     if not wait_for(starter, END_TIMEOUT_S):  # unshare returns once the holder, and so everyone inside, is gone
         starter.kill()  # a process inside that will not die (uninterruptible sleep): do not wait for it forever
         starter.wait()

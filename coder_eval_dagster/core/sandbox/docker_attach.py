@@ -21,7 +21,7 @@ import os
 import socket
 import sys
 import threading
-from typing import Any
+from typing import Any, cast
 
 STDIN_CHUNK = 65536
 
@@ -43,16 +43,17 @@ def attach(spec: dict[str, Any], argv: list[str]) -> int:
 
     if spec.get("docker_host"):
         os.environ["DOCKER_HOST"] = spec["docker_host"]
-    api = docker.from_env(timeout=None).api
+    api = docker.from_env(timeout=None).api  # type: ignore[arg-type]  # None: no timeout (the stubs say int)
     environment = {k: v for k, v in os.environ.items() if k != "DOCKER_HOST"}
     exec_id = api.exec_create(
         spec["container"], argv, stdin=True, environment=environment, workdir=os.getcwd(), user=spec["user"]
     )["Id"]
     stream = api.exec_start(exec_id, socket=True)
-    raw: socket.socket = getattr(stream, "_sock", stream)
+    # docker-py's SocketIO wraps the connection's socket in _sock; its other streams are socket-like themselves.
+    raw = cast(socket.socket, getattr(stream, "_sock", stream))
     threading.Thread(target=_pump_stdin, args=(raw,), daemon=True).start()
     outputs = {1: sys.stdout.buffer, 2: sys.stderr.buffer}
-    for kind, data in frames_iter(stream, tty=False):
+    for kind, data in frames_iter(stream, tty=False):  # type: ignore[no-untyped-call]  # untyped in the stubs
         out = outputs.get(kind, sys.stderr.buffer)
         out.write(data)
         out.flush()

@@ -15,7 +15,10 @@ import threading
 from collections.abc import Iterable
 from importlib.metadata import version
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from docker import DockerClient
 
 IMAGE_ENV = "CODER_EVAL_DOCKER_IMAGE"
 API_TIMEOUT_S = 60
@@ -63,12 +66,12 @@ def default_docker_image(row_tasks: Iterable[Any], image: str | None) -> None:
 
 
 @functools.cache
-def client() -> Any:
+def client() -> DockerClient:
     """A client of the engine DOCKER_HOST names, checked once per process."""
     docker = sdk()
     where = os.environ.get("DOCKER_HOST") or "the default socket"
     try:
-        engine = docker.from_env(timeout=API_TIMEOUT_S, max_pool_size=MAX_CONNECTIONS)
+        engine: DockerClient = docker.from_env(timeout=API_TIMEOUT_S, max_pool_size=MAX_CONNECTIONS)
         engine.ping()
     except Exception as exc:
         raise EngineError(
@@ -166,7 +169,8 @@ def labelled_containers(label: str) -> list[dict[str, Any]]:
 
     One list call, no per-container inspect: a container removed meanwhile cannot fail it.
     """
-    return client().api.containers(all=True, filters={"label": label})
+    containers: list[dict[str, Any]] = client().api.containers(all=True, filters={"label": label})
+    return containers
 
 
 def remove_container(container_id: str) -> None:

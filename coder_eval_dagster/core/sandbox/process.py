@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import cast
 
 from ..models.results import CommandRun
 from ..secrets import redact
@@ -120,8 +121,8 @@ def _collect(process: subprocess.Popen[bytes] | Spawned, timeout: float) -> tupl
             kill_group(process.pid)
         process.wait()
     finally:
-        if owned:
-            os.close(exit_fd)  # type: ignore[arg-type]
+        if owned and exit_fd is not None:  # (owned: a pidfd we opened)
+            os.close(exit_fd)
     if streams:  # a background process holds them: read on, elsewhere
         _Drain([os.dup(fd) for fd in streams]).start()
     return out, err, timed_out
@@ -142,8 +143,8 @@ def _exit_watch(process: subprocess.Popen[bytes] | Spawned) -> tuple[int | None,
 
 
 def _exits_within(process: subprocess.Popen[bytes] | Spawned, exit_fd: int | None, timeout: float) -> bool:
-    if exit_fd is None:
-        return wait_for(process, max(0.0, timeout))  # type: ignore[arg-type]
+    if exit_fd is None:  # no pidfd: a Popen (a spawned command's exit is always its spawner's socket)
+        return wait_for(cast("subprocess.Popen[bytes]", process), max(0.0, timeout))
     return readable_within(exit_fd, timeout)
 
 
@@ -236,8 +237,9 @@ def run_shell(
         return CommandRun(command=command, error=f"lost track of the command: {exc}")
     finally:
         interrupt.finished(process.pid)
-        process.stdout.close()  # type: ignore[union-attr]
-        process.stderr.close()  # type: ignore[union-attr]
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:  # (always: both are pipes)
+                stream.close()
     return CommandRun(
         command=command,
         exit_code=None if timed_out else process.returncode,

@@ -96,7 +96,8 @@ class Spawned:
     """A command a spawner started: the part of ``subprocess.Popen`` that ``run_shell`` uses."""
 
     def __init__(self, spawner: Spawner, pid: int, stdout: int, stderr: int):
-        self.spawner, self.pid, self.returncode = spawner, pid, None
+        self.spawner, self.pid = spawner, pid
+        self.returncode: int | None = None
         self.stdout, self.stderr = os.fdopen(stdout, "rb", buffering=0), os.fdopen(stderr, "rb", buffering=0)
 
     def wait(self) -> int:
@@ -122,7 +123,7 @@ class Spawner:
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-I", "-S", "-c", SPAWNER, *map(str, fds), "coder-eval-spawner"],
-                stdin=theirs,
+                stdin=theirs.fileno(),
                 pass_fds=fds,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

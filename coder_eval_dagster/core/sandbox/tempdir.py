@@ -68,6 +68,9 @@ class TempdirSandbox:
             self._make_venv()
 
     def _make_venv(self) -> None:
+        venv = self.venv
+        if venv is None:  # create() calls this only when the task asks for packages
+            return
         packages = self.config.python.env_packages if self.config.python else []
         env = self.environment()
         if self.cache_dir is not None:
@@ -75,13 +78,13 @@ class TempdirSandbox:
         uv = uv_binary()
         if uv:
             steps = [
-                [uv, "venv", "--quiet", "--python", sys.executable, str(self.venv)],
-                [uv, "pip", "install", "--quiet", "--python", str(self.venv / "bin" / "python"), *packages],
+                [uv, "venv", "--quiet", "--python", sys.executable, str(venv)],
+                [uv, "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), *packages],
             ]
         else:
             steps = [
-                [sys.executable, "-m", "venv", str(self.venv)],
-                [str(self.venv / "bin" / "python"), "-m", "pip", "install", "--quiet", *packages],
+                [sys.executable, "-m", "venv", str(venv)],
+                [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", *packages],
             ]
         for step in steps:
             run_setup_step(step, env, VENV_TIMEOUT_S, "creating the sandbox venv")
