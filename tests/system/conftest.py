@@ -27,7 +27,7 @@ from typing import IO, Any
 import pytest
 import yaml
 
-from ..support.fake_anthropic import FakeAnthropic, Script
+from ..support.fake_anthropic import FakeAnthropic, Script, Turn
 from ..support.fake_http import LoopbackServer
 from ..support.fake_openai import FakeResponses, ResponsesScript
 from ..support.helpers import write, write_task
@@ -44,6 +44,18 @@ ENV_PROBE = (
     "env > seen_env.txt; cat /proc/$PPID/environ /proc/self/environ /proc/[0-9]*/environ >> seen_env.txt 2>/dev/null;"
     " true"
 )
+
+
+def probing_session(**script: Any) -> Script:
+    """The agent writes out.txt, runs ENV_PROBE (what its tools can see of any key), and says it is done."""
+    return Script(
+        [
+            Turn(tools=[("Bash", {"command": "echo hi > out.txt"})], input_tokens=300, output_tokens=40),
+            Turn(tools=[("Bash", {"command": ENV_PROBE})], input_tokens=400, output_tokens=30),
+            Turn(text="Done: created out.txt", input_tokens=500, output_tokens=10),
+        ],
+        **script,
+    )
 
 
 def new_key(prefix: str = "sk-ant-") -> str:

@@ -11,9 +11,7 @@ from pathlib import Path
 import pytest
 
 from ..support.dagster_services import BACKFILL_STATUS, DagsterServices, free_port, launch_backfill
-from ..support.fake_anthropic import Script, Turn
 from .conftest import (
-    ENV_PROBE,
     SystemCli,
     anthropic_environment,
     carried,
@@ -22,6 +20,7 @@ from .conftest import (
     no_key_anywhere,
     only_run,
     probe_ran,
+    probing_session,
     stop_group,
 )
 
@@ -72,15 +71,7 @@ def test_a_backfill_launched_from_the_ui_runs_claude_code_with_the_key_of_dev_al
     tmp_path: Path, system_cli: SystemCli, scripted_anthropic
 ) -> None:
     key = new_key()
-    fake = scripted_anthropic(
-        Script(
-            [
-                Turn(tools=[("Bash", {"command": "echo hi > out.txt"})], input_tokens=300, output_tokens=40),
-                Turn(tools=[("Bash", {"command": ENV_PROBE})], input_tokens=400, output_tokens=30),
-                Turn(text="Done: created out.txt", input_tokens=500, output_tokens=10),
-            ]
-        )
-    )
+    fake = scripted_anthropic(probing_session())
     tasks = tmp_path / "tasks"
     claude_code_task(tasks, "ui")
     registered = system_cli("register", tasks, env={})  # no key: registering calls no model

@@ -6,9 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ..support.fake_anthropic import Script, Turn
 from .conftest import (
-    ENV_PROBE,
     SystemCli,
     bedrock_environment,
     carried,
@@ -16,6 +14,7 @@ from .conftest import (
     new_key,
     no_key_anywhere,
     probe_ran,
+    probing_session,
 )
 
 pytestmark = pytest.mark.slow
@@ -27,16 +26,7 @@ def test_claude_code_and_an_llm_judge_go_to_bedrock_and_its_tools_never_see_the_
     tmp_path: Path, system_cli: SystemCli, scripted_anthropic
 ) -> None:
     token = new_key("bedrock-")
-    fake = scripted_anthropic(
-        Script(
-            [
-                Turn(tools=[("Bash", {"command": "echo hi > out.txt"})], input_tokens=300, output_tokens=40),
-                Turn(tools=[("Bash", {"command": ENV_PROBE})], input_tokens=400, output_tokens=30),
-                Turn(text="Done: created out.txt", input_tokens=500, output_tokens=10),
-            ],
-            verdict={"score": 0.9, "rationale": "out.txt is there"},
-        )
-    )
+    fake = scripted_anthropic(probing_session(verdict={"score": 0.9, "rationale": "out.txt is there"}))
     judge = {"type": "llm_judge", "description": "judge", "prompt": "1.0 if out.txt exists", "files": ["out.txt"]}
     task = claude_code_task(
         tmp_path / "tasks",

@@ -6,9 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ..support.fake_anthropic import Script, Turn
 from .conftest import (
-    ENV_PROBE,
     SystemCli,
     anthropic_environment,
     carried,
@@ -16,6 +14,7 @@ from .conftest import (
     new_key,
     no_key_anywhere,
     probe_ran,
+    probing_session,
 )
 
 pytestmark = pytest.mark.slow
@@ -25,15 +24,7 @@ def test_a_claude_code_task_succeeds_with_usage_and_cost_and_its_tools_never_see
     tmp_path: Path, system_cli: SystemCli, scripted_anthropic
 ) -> None:
     key = new_key()
-    fake = scripted_anthropic(
-        Script(
-            [
-                Turn(tools=[("Bash", {"command": "echo hi > out.txt"})], input_tokens=300, output_tokens=40),
-                Turn(tools=[("Bash", {"command": ENV_PROBE})], input_tokens=400, output_tokens=30),
-                Turn(text="Done: created out.txt", input_tokens=500, output_tokens=10),
-            ]
-        )
-    )
+    fake = scripted_anthropic(probing_session())
     task = claude_code_task(tmp_path / "tasks", "claude")
     outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, key))
 
