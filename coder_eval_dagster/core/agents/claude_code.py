@@ -257,7 +257,7 @@ def build_options(agent_input: AgentInput, session: Session, home: Path, route: 
                 home,
                 agent_input.sandbox.agent_command(home, bundled_cli()),
                 [*env, *SDK_VARIABLES],
-                agent_input.sandbox.agent_launcher(),
+                agent_input.sandbox.agent_launcher(home),
             )
         ),
         **config.sdk_options,

@@ -111,6 +111,14 @@ class CommandStats(BaseModel):
     slowest_commands: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class RefusedConnection(BaseModel):
+    """A connection the sandbox's network policy refused (``sandbox.network``): where to, and in which phase."""
+
+    host: str
+    port: int
+    phase: str  # setup, pre_run, agent, score, post_run
+
+
 class EvaluationResult(BaseModel):
     """One row-task x variant x replicate: the content of task.json."""
 
@@ -152,6 +160,7 @@ class EvaluationResult(BaseModel):
     command_stats: CommandStats = Field(default_factory=CommandStats)
     warnings: list[str] = Field(default_factory=list)
     environment_info: dict[str, Any] = Field(default_factory=dict)  # judge_transport: anthropic | bedrock | none
+    refused_connections: list[RefusedConnection] = Field(default_factory=list)  # by the egress policy
     simulation: SimulationInfo | None = None  # a simulated dialog's outcome; None: a single-shot run
     dialog: list[DialogMessage] = Field(default_factory=list)
     simulator_input_tokens: int = 0  # the simulated user's spend (never counted against run_limits)

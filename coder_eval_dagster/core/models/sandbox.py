@@ -70,6 +70,28 @@ class SandboxLimits(StrictModel):
     max_disk_mb: int | None = Field(default=None, ge=1)
 
 
+class NetworkPolicy(StrictModel):
+    """What a sandbox's commands and agent may reach (both drivers): the hosts allowed, or the open network."""
+
+    allow: list[str] = Field(default_factory=list)
+    open: bool = False
+
+    @field_validator("allow")
+    @classmethod
+    def _host_ports(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            host, _, port = entry.rpartition(":")
+            if not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65536 or "/" in host:
+                raise ValueError(f"{entry!r} is not host:port (a name or an address, and a port from 1 to 65535)")
+        return entries
+
+    @model_validator(mode="after")
+    def _open_or_allow(self) -> NetworkPolicy:
+        if self.open and self.allow:
+            raise rule_error("allow", "an open network allows everything: drop allow, or open")
+        return self
+
+
 SANDBOX_DRIVERS = RegisteredNames("sandbox driver")  # core/sandbox/__init__.py registers each with its class
 
 
@@ -79,9 +101,9 @@ class SandboxConfig(StrictModel):
     template_sources: list[TemplateSource] = Field(default_factory=list)
     ignore_patterns: list[IgnorePattern] = Field(default_factory=list)
     limits: SandboxLimits = Field(default_factory=SandboxLimits)
-    # Extensions of the guide's format, read by the docker driver only.
+    # Extensions of the guide's format: the image is the docker driver's; the network, both drivers'.
     image: str | None = Field(default=None, min_length=1)
-    network: Literal["bridge", "none", "host"] = "bridge"
+    network: Literal["bridge", "none", "host"] | NetworkPolicy = Field(default_factory=NetworkPolicy)
 
     @field_validator("driver")
     @classmethod

@@ -2,9 +2,9 @@
 
 A driver (``tempdir``, ``docker``) implements it and is registered in
 ``sandbox/__init__.py``'s ``DRIVERS``; ``sandbox.driver`` in a task picks
-one. Paths are the host's: a driver that runs commands elsewhere (a
-container) mounts the sandbox at the same path, so that criteria read what
-the commands wrote where they wrote it.
+one. ``root`` is the sandbox on this machine, where criteria read it;
+``workdir`` is the same folder as commands and agents see it (tempdir:
+``/sandbox``; docker: mounted at the same path as ``root``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Protocol
 from ..files import CRITERION_READ_CAP
 from ..models.results import CommandRun
 from ..models.sandbox import SandboxConfig
+from .egress import Refusal
 from .process import Interrupt
 
 
@@ -53,8 +54,22 @@ class Sandbox(Protocol):
         """The command that starts an agent CLI in this sandbox, with ``home`` as its HOME."""
         ...
 
-    def agent_launcher(self) -> list[str]:
-        """The argv prefix an agent CLI is started through (into the evaluation's process namespace)."""
+    def agent_launcher(self, home: Path) -> list[str]:
+        """The argv prefix an agent CLI whose HOME is ``home`` is started through (into the evaluation's
+        namespaces)."""
+        ...
+
+    @property
+    def workdir(self) -> Path:
+        """The sandbox folder as its commands and agents see it (``root`` is where it is on this machine)."""
+        ...
+
+    def set_phase(self, phase: str) -> None:
+        """The evaluation's stage now (setup, pre_run, agent, score, post_run): the network policy follows it."""
+        ...
+
+    def take_refused(self) -> list[Refusal]:
+        """The connections the network policy refused since the last call."""
         ...
 
     def model_proxy_host(self) -> str:

@@ -27,13 +27,14 @@ from ..models.results import CommandRun
 from ..models.sandbox import SandboxConfig
 from ..secrets import redact
 from .container import CONTAINER_CA_BUNDLE, HOST_CA_BUNDLE, Container
+from .egress import LOOPBACK
 from .engine import (
     EngineError,
     client,
     default_image,
 )
 from .process import INTERRUPTED_ERROR, Interrupt, read_capped
-from .tempdir import LOOPBACK, VENV_TIMEOUT_S, TempdirSandbox
+from .tempdir import VENV_TIMEOUT_S, TempdirSandbox
 from .templates import TemplateError
 
 CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -103,7 +104,7 @@ class DockerSandbox(TempdirSandbox):
 
     # ----------------------------------------------------------------- agents
 
-    def agent_launcher(self) -> list[str]:
+    def agent_launcher(self, home: Path) -> list[str]:
         """Nothing to prefix: the container is the agent's confinement (``agent_command`` enters it)."""
         return []
 
