@@ -43,7 +43,7 @@ from .layout import (
     write_atomically,
 )
 from .models.commands import HookCommand
-from .models.results import CommandStats, EvaluationResult, FinalStatus, HookRun, TurnRecord
+from .models.results import CommandStats, EvaluationResult, FinalStatus, HookRun, RefusedConnection, TurnRecord
 from .models.task import Task
 from .resolution import RowTask
 from .run_context import RunContext
@@ -433,6 +433,16 @@ STAGES: tuple[Stage, ...] = (
 )
 
 
+# The stages whose commands run under a network policy of their own (sandbox.network).
+NETWORK_PHASES = frozenset({"setup", "pre_run", "agent", "score", "post_run"})
+
+
+def record_refusals(evaluation: Evaluation) -> None:
+    """The connections the sandbox's network policy refused during the stage, into the result."""
+    refused = evaluation.sandbox.take_refused()
+    evaluation.result.refused_connections += [RefusedConnection(**vars(refusal)) for refusal in refused]
+
+
 def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
     """The phase's stages in order, each timed.
 
@@ -458,7 +468,11 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
         if stage.name == "finish":
             _stamp_durations(result, phase, began)
             result.phases_done.append(phase)
+        if stage.name in NETWORK_PHASES:
+            evaluation.sandbox.set_phase(stage.name)  # the network policy follows the stage
         stage.run(evaluation)
+        if stage.name in NETWORK_PHASES:
+            record_refusals(evaluation)
         if stage.timed and phase != "rescore":
             result.stage_durations[stage.name] = round(time.perf_counter() - started, 3)
         evaluation.context.emit(

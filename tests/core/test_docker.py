@@ -274,7 +274,7 @@ def test_claude_code_tool_calls_run_inside_the_container(tmp_path: Path, monkeyp
         result = evaluate_claude_code(
             tmp_path,
             [criterion("file_contains", path="where.txt", includes=[container_uid()])],
-            sandbox={"driver": "docker", "network": "host", "python": None},
+            sandbox={"driver": "docker", "python": None},  # confined: the model proxy through the forwarder
         )
     assert result.final_status == "SUCCESS", (result.error, result.criteria)
     calls = [c for t in result.trajectory for c in t.calls]
@@ -292,7 +292,7 @@ def test_codex_commands_run_inside_the_container(tmp_path: Path, monkeypatch: py
             tmp_path,
             task_with(
                 agent={"type": "codex", "model": "gpt-fake"},
-                sandbox={"driver": "docker", "network": "host", "python": None},
+                sandbox={"driver": "docker", "python": None},  # confined: the model proxy through the forwarder
                 success_criteria=[criterion("file_contains", path="where.txt", includes=[container_uid()])],
             ),
         )

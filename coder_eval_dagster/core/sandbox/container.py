@@ -28,6 +28,7 @@ from ..models.sandbox import SandboxConfig
 from .engine import (
     LABEL,
     LABEL_OWNER,
+    EngineError,
     client,
     container_running,
     labelled_containers,
@@ -43,6 +44,56 @@ IMAGE_UID = 1000  # the image's `sandbox` user
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 CONTAINER_CA_BUNDLE = "/etc/coder-eval/ca-certificates.crt"
 _OOM_COUNTER = re.compile(r"^oom_kill (\d+)$", re.MULTILINE)
+EGRESS_SOCKET = "egress.sock"  # in the I/O folder: the harness listens there, the container's forwarder connects
+# The forwarder (the image's python3, as the container's user): listens on the container's 127.0.0.1 at each
+# port given and relays each connection to the harness's socket, its first line naming the port. It returns
+# once they are bound (its listening half lives on, reaped by the container's init); a port already forwarded
+# is skipped.
+FORWARDER = r"""
+import os, socket, sys, threading
+path, listeners = sys.argv[1], []
+for port in map(int, sys.argv[2:]):
+    listener = socket.socket()
+    try:
+        listener.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    listener.listen(64)
+    listeners.append((listener, port))
+if not listeners or os.fork():
+    os._exit(0)
+os.setsid()
+null = os.open("/dev/null", os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)
+def pump(source, sink):
+    try:
+        while data := source.recv(65536):
+            sink.sendall(data)
+    except OSError:
+        pass
+    try:
+        sink.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+def relay(client, port):
+    with client, socket.socket(socket.AF_UNIX) as harness:
+        try:
+            harness.connect(path)
+            harness.sendall(b"%d\n" % port)
+        except OSError:
+            return
+        back = threading.Thread(target=pump, args=(harness, client))
+        back.start()
+        pump(client, harness)
+        back.join()
+def accept(listener, port):
+    while True:
+        client, _ = listener.accept()
+        threading.Thread(target=relay, args=(client, port), daemon=True).start()
+for listener, port in listeners:
+    threading.Thread(target=accept, args=(listener, port)).start()
+"""
 # cgroup v2, then v1: the container sees its own memory cgroup at one of these.
 _OOM_COMMAND = ["cat", "/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"]
 
@@ -58,9 +109,13 @@ class Container:
         uv_cache: Path | None,
         labels: dict[str, str],
         interrupt: Interrupt,
+        forwarded: list[int] | None = None,
     ):
+        """``forwarded``: a confined network's ports relayed to the harness (its egress proxy, allowed loopback
+        ports); None: the container's network is ``sandbox.network``'s own (``bridge``, ``host``, ``none``)."""
         self.folder, self.config, self.image = folder, config, image
         self.uv_cache, self.labels, self.interrupt = uv_cache, labels, interrupt
+        self.forwarded = forwarded
 
     @property
     def sandbox(self) -> Path:
@@ -70,6 +125,19 @@ class Container:
     def io_dir(self) -> Path:
         """Where commands write their output (a file, so that a background daemon cannot hold a pipe open)."""
         return self.folder / DOCKER_IO_DIR
+
+    @property
+    def egress_socket(self) -> Path:
+        return self.io_dir / EGRESS_SOCKET
+
+    def forward(self, ports: list[int]) -> None:
+        """Relay the container's 127.0.0.1 at ``ports`` to the harness (those already relayed stay as they are)."""
+        api = client().api
+        argv = ["python3", "-I", "-S", "-c", FORWARDER, str(self.egress_socket), *map(str, ports)]
+        exec_id = api.exec_create(self.id(), argv, user=self.user)["Id"]
+        api.exec_start(exec_id)
+        if api.exec_inspect(exec_id)["ExitCode"] != 0:
+            raise EngineError(f"the container's network forwarder did not start (ports {ports})")
 
     @property
     def user(self) -> str:
@@ -148,13 +216,14 @@ class Container:
         volumes |= {str(path): {"bind": str(path), "mode": "ro"} for path in agent_cli_folders()}
         if HOST_CA_BUNDLE.is_file():
             volumes[str(HOST_CA_BUNDLE)] = {"bind": CONTAINER_CA_BUNDLE, "mode": "ro"}
+        network = self.config.network
         container = client().containers.create(
             self.image,
             ["sleep", "infinity"],
             init=True,  # reaps orphans: zombies would count against the pids limit
             user=self.user,
             working_dir=str(self.sandbox),
-            network_mode=self.config.network if isinstance(self.config.network, str) else "none",
+            network_mode=network if isinstance(network, str) else "bridge" if self.forwarded is None else "none",
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
             volumes=volumes,
@@ -166,6 +235,8 @@ class Container:
             json.dumps({"id": container.id, "image": self.image}), encoding="utf-8"
         )
         container.start()
+        if self.forwarded is not None:
+            self.forward(self.forwarded)
         return str(container.id)
 
     def _labels(self) -> dict[str, str]:

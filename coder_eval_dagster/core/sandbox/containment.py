@@ -284,7 +284,7 @@ def _start(network: bool) -> _Namespace:
     control.settimeout(REPLY_TIMEOUT_S)
     namespace = _Namespace(starter, Holder(control, starter), network)
     if network:
-        namespace.egress = namespace.holder.listen(egress.egress_port())
+        namespace.egress = namespace.holder.listen(egress.EGRESS_PORT)
         egress.acceptor().serve(namespace.egress, namespace.proxy)
     return namespace
 

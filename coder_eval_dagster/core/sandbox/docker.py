@@ -15,19 +15,22 @@ timeout, or when the run is interrupted, takes the container with it.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shlex
+import socket
 import sys
 import time
 import uuid
 from pathlib import Path
 
+from ..model_proxy import shared_proxy
 from ..models.results import CommandRun
-from ..models.sandbox import SandboxConfig
+from ..models.sandbox import NetworkPolicy, SandboxConfig
 from ..secrets import redact
 from .container import CONTAINER_CA_BUNDLE, HOST_CA_BUNDLE, Container
-from .egress import LOOPBACK
+from .egress import EGRESS_PORT, LOOPBACK, acceptor, proxy_environment, refusal_notes, serve_forwarded
 from .engine import (
     EngineError,
     client,
@@ -58,9 +61,20 @@ class DockerSandbox(TempdirSandbox):
             root.absolute(), config, cache_dir.absolute() if cache_dir is not None else None, interrupt=interrupt
         )
         uv_cache = self.cache_dir.with_name(f"{self.cache_dir.name}-docker") if self.cache_dir is not None else None
+        # a confined network: the container has none, and a forwarder relays its egress proxy's port and the
+        # allowed loopback ports to this process (see egress); else sandbox.network is the container's own
+        network = config.network
+        confined = isinstance(network, NetworkPolicy) and not network.open
+        forwarded = [EGRESS_PORT, *self.gate.loopback_ports()] if confined and self.gate is not None else None
         self.container = Container(
-            self.root.parent, config, config.image or default_image(), uv_cache, labels or {}, self.interrupt
+            self.root.parent, config, config.image or default_image(), uv_cache, labels or {}, self.interrupt, forwarded
         )
+        self._egress: socket.socket | None = None  # this process's listener on the container's egress socket
+
+    @property
+    def workdir(self) -> Path:
+        """The sandbox as commands see it: mounted in the container at its path on this machine."""
+        return self.root
 
     def environment(self) -> dict[str, str]:
         """What every command in the container sees: nothing of the host's environment."""
@@ -78,6 +92,8 @@ class DockerSandbox(TempdirSandbox):
             env["UV_CACHE_DIR"] = str(self.container.uv_cache)
         if HOST_CA_BUNDLE.is_file():  # the host's CAs: package indexes behind an intercepting proxy
             env |= {"SSL_CERT_FILE": CONTAINER_CA_BUNDLE, "PIP_CERT": CONTAINER_CA_BUNDLE}
+        if self.container.forwarded is not None:
+            env |= proxy_environment()
         return env
 
     # ----------------------------------------------------------------- lifecycle
@@ -100,7 +116,24 @@ class DockerSandbox(TempdirSandbox):
                 raise TemplateError(f"creating the sandbox venv failed: {(done.error or done.stderr).strip()[-800:]}")
 
     def close(self) -> None:
+        if self._egress is not None:
+            acceptor().stop(self._egress)
+            self._egress = None
         self.container.close()
+
+    def _serve_egress(self) -> None:
+        """Listen on the container's egress socket from this process (once; any process of the harness may run
+        one of the evaluation's stages, and the container's forwarder connects to whoever listens now)."""
+        if self.container.forwarded is None or self._egress is not None or self.gate is None:
+            return
+        path = self.container.egress_socket
+        path.unlink(missing_ok=True)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(path))
+        path.chmod(0o777)  # the container's user connects
+        listener.listen(64)
+        acceptor().serve(listener, functools.partial(serve_forwarded, gate=self.gate))
+        self._egress = listener
 
     # ----------------------------------------------------------------- agents
 
@@ -109,15 +142,21 @@ class DockerSandbox(TempdirSandbox):
         return []
 
     def model_proxy_host(self) -> str:
-        """Where the CLI in the container reaches this machine: loopback on the host's network, else the
-        bridge's gateway (the model proxy then also listens there; other hosts cannot reach that address)."""
-        if self.config.network != "bridge":
+        """Where the CLI in the container reaches this machine: its loopback (a confined network: the forwarder;
+        the host's network), else the bridge's gateway (the model proxy then also listens there; other hosts
+        cannot reach that address)."""
+        network = self.config.network
+        if network != "bridge" and not (isinstance(network, NetworkPolicy) and network.open):
             return LOOPBACK
         return str(client().networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"])
 
     def agent_command(self, home: Path, cli: str) -> str:
-        """A launcher running ``cli`` in the container (see docker_attach), with ``home`` copied in at its path."""
+        """A launcher running ``cli`` in the container (see docker_attach), with ``home`` copied in at its path
+        and, under a confined network, the model proxy's port relayed."""
         self.container.copy_in(home)
+        if self.container.forwarded is not None and self.gate is not None and self.gate.model:
+            self._serve_egress()
+            self.container.forward([shared_proxy().port()])
         launcher = home / "docker" / Path(cli).name
         launcher.parent.mkdir(exist_ok=True)
         container, user = self.container.id(), self.container.user
@@ -138,8 +177,13 @@ class DockerSandbox(TempdirSandbox):
         if self.interrupt.is_set():
             return CommandRun(command=command, error=INTERRUPTED_ERROR)
         start = time.perf_counter()
+        refused = len(self.gate.refused) if self.gate is not None else 0
         try:
-            return self._exec(self.container.id(), command, timeout, start)
+            container = self.container.id()
+            self._serve_egress()
+            done = self._exec(container, command, timeout, start)
+            done.stderr += refusal_notes(self.gate, refused)
+            return done
         except EngineError as exc:
             return CommandRun(command=command, error=str(exc), duration_s=round(time.perf_counter() - start, 3))
         except Exception as exc:  # the engine refused the exec (container gone, pids limit at exec time)

@@ -39,9 +39,11 @@ from dataclasses import dataclass
 from typing import TypeAlias
 from urllib.parse import urlsplit
 
+from ..model_proxy import shared_proxy
 from ..models.sandbox import NetworkPolicy
 
 LOOPBACK = "127.0.0.1"
+EGRESS_PORT = 3128  # the egress proxy's port on every confined sandbox's loopback (its own: any port would do)
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost"})
 NO_PROXY = "localhost,127.0.0.1,::1"
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
@@ -124,16 +126,16 @@ def package_indexes() -> list[tuple[str, int]]:
 
 def proxy_environment() -> dict[str, str]:
     """The variables that point a confined sandbox's clients at its egress proxy."""
-    proxy = f"http://{LOOPBACK}:{egress_port()}"
+    proxy = f"http://{LOOPBACK}:{EGRESS_PORT}"
     return {**dict.fromkeys(PROXY_VARIABLES, proxy), "NO_PROXY": NO_PROXY, "no_proxy": NO_PROXY}
 
 
-@functools.cache
-def egress_port() -> int:
-    """The egress proxy's port inside every sandbox of this process (any free port number will do)."""
-    with socket.socket() as probe:
-        probe.bind((LOOPBACK, 0))
-        return int(probe.getsockname()[1])
+def refusal_notes(gate: Gate | None, before: int) -> str:
+    """What a command's stderr gets said of the refusals since the gate had ``before``."""
+    refused = gate.refused[before:] if gate is not None else []
+    return "".join(
+        f"[coder-eval: {r.host}:{r.port} refused by the sandbox's network policy ({r.phase})]\n" for r in refused
+    )
 
 
 def _canonical(host: str) -> str:
@@ -233,6 +235,28 @@ def proxy(connection: socket.socket, gate: Gate) -> None:
         else:
             upstream.sendall(_outgoing(head, url.path or "/", url.query, direct=_upstream_proxy("http", host) is None))
         splice(connection, upstream)
+
+
+def serve_forwarded(connection: socket.socket, gate: Gate) -> None:
+    """A connection a container's forwarder relays (docker): its first line names the port it came to there.
+
+    Anything in the container can connect to the forwarder's socket and say any port: each is checked here.
+    """
+    connection.settimeout(HEAD_TIMEOUT_S)
+    line = b""
+    while not line.endswith(b"\n") and len(line) < 16:
+        chunk = connection.recv(1)
+        if not chunk:
+            return
+        line += chunk
+    port = int(line) if line.strip().isdigit() else 0
+    connection.settimeout(None)
+    if port == EGRESS_PORT:
+        proxy(connection, gate)
+    elif gate.model and port == shared_proxy().port():
+        shared_proxy().serve_connection(connection)
+    else:
+        forward(connection, gate, port)
 
 
 def forward(connection: socket.socket, gate: Gate, port: int) -> None:

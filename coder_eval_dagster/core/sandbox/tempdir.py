@@ -24,7 +24,7 @@ from ..models.results import CommandRun
 from ..models.sandbox import SandboxConfig
 from ..secrets import sandbox_environment
 from . import containment
-from .egress import LOOPBACK, Gate, Refusal, gate_for, proxy_environment
+from .egress import LOOPBACK, Gate, Refusal, gate_for, proxy_environment, refusal_notes
 from .holder import SANDBOX_PATH, HolderError, shown
 from .process import Interrupt, run_shell
 from .templates import TemplateError, apply_sources, inside_sandbox
@@ -155,11 +155,12 @@ class TempdirSandbox:
                 )
         except (containment.ContainmentError, HolderError) as exc:
             return CommandRun(command=command, error=f"could not start: {exc}")
-        notes = [] if self.gate is None else [_refused_note(r) for r in self.gate.refused[refused:]]
+        done.stderr += refusal_notes(self.gate, refused)
         if done.exit_code not in (0, None):
-            notes += [_hidden_note(path) for path in sorted(set(HOST_PATH.findall(done.stderr))) if _hidden(path)]
-        if notes:
-            done.stderr += "".join(notes)
+            hidden = sorted(path for path in set(HOST_PATH.findall(done.stderr)) if _hidden(path))
+            done.stderr += "".join(
+                f"[coder-eval: {path} is not visible in the sandbox (file confinement)]\n" for path in hidden
+            )
         return done
 
     def read_text(self, relative: str, cap: int = CRITERION_READ_CAP) -> tuple[str, bool]:
@@ -175,17 +176,9 @@ class TempdirSandbox:
         return target
 
 
-def _refused_note(refusal: Refusal) -> str:
-    return f"[coder-eval: {refusal.host}:{refusal.port} refused by the sandbox's network policy ({refusal.phase})]\n"
-
-
 def _hidden(path: str) -> bool:
     """Whether a path a failed command named exists on this machine but not in the sandbox's view."""
     return not shown(path) and os.path.lexists(path)
-
-
-def _hidden_note(path: str) -> str:
-    return f"[coder-eval: {path} is not visible in the sandbox (file confinement)]\n"
 
 
 def uv_binary() -> str | None:
