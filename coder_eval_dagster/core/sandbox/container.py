@@ -51,7 +51,8 @@ EGRESS_SOCKET = "egress.sock"  # in the I/O folder: the harness listens there, t
 # is skipped.
 FORWARDER = r"""
 import os, socket, sys, threading
-path, listeners = sys.argv[1], []
+os.chdir(os.path.dirname(sys.argv[1]))  # connected to by its name: a socket's path may be at most 107 bytes long
+path, listeners = os.path.basename(sys.argv[1]), []
 for port in map(int, sys.argv[2:]):
     listener = socket.socket()
     try:

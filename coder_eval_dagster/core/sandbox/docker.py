@@ -129,7 +129,11 @@ class DockerSandbox(TempdirSandbox):
         path = self.container.egress_socket
         path.unlink(missing_ok=True)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(str(path))
+        folder = os.open(path.parent, os.O_PATH | os.O_DIRECTORY)
+        try:  # through the folder's descriptor: a socket's path may be at most 107 bytes long
+            listener.bind(f"/proc/self/fd/{folder}/{path.name}")
+        finally:
+            os.close(folder)
         path.chmod(0o777)  # the container's user connects
         listener.listen(64)
         acceptor().serve(listener, functools.partial(serve_forwarded, gate=self.gate))
