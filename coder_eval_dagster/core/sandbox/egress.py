@@ -44,7 +44,6 @@ from ..models.sandbox import NetworkPolicy
 
 LOOPBACK = "127.0.0.1"
 EGRESS_PORT = 3128  # the egress proxy's port on every confined sandbox's loopback (its own: any port would do)
-LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost"})
 NO_PROXY = "localhost,127.0.0.1,::1"
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 HEAD_LIMIT = 64 * 1024
@@ -93,8 +92,9 @@ class Gate:
         return taken
 
     def loopback_ports(self) -> list[int]:
-        """The host's loopback ports the task allows: forwarded to the same address inside."""
-        return sorted({port for host, port in self.allow if host in LOOPBACK_NAMES})
+        """The host's loopback ports the task allows (or the package index is on): forwarded to the same address
+        inside, each connection checked against the phase it comes in."""
+        return sorted({port for host, port in self.allow | self.index if host == LOOPBACK})
 
 
 def model_only(phase: str) -> Gate:
