@@ -23,8 +23,8 @@ The holder dies when
 A namespace in which nothing is left running when its evaluation (or phase)
 lets go of it goes back to a small pool and serves the next evaluation: starting
 one costs two processes (the holder is a Python program), and a large run would
-otherwise start two per row. Letting go unmounts the evaluation's sandbox and
-gives the namespace a fresh ``/tmp``; one with a process still running is
+otherwise start two per row. The next evaluation to take it has its own
+sandbox mounted and a fresh ``/tmp``; one with a process still running is
 ended, never reused. The pool is emptied when a step's evaluations are done
 (:func:`end_spare`).
 
@@ -297,7 +297,7 @@ def _claim(folder: Path, namespace: _Namespace, sandbox: Path, gate: Gate | None
     (folder / NAMESPACE_FILE).write_text(f"{namespace.starter.pid} {pid_namespace}\n", encoding="utf-8")
     namespace.gate = gate
     try:
-        namespace.holder.ask("bind", os.path.abspath(sandbox), str(SANDBOX_PATH))
+        namespace.holder.ask("claim", os.path.abspath(sandbox))
         for port in gate.loopback_ports() if gate is not None else []:
             namespace.listen(port, functools.partial(namespace.forward, port=port))
     except HolderError as exc:
@@ -318,22 +318,17 @@ def _take_spare(network: bool) -> _Namespace | None:
 
 
 def _recycle(namespace: _Namespace, processes: int | None = None) -> None:
-    """Keep a namespace its evaluation let go of for the next one, when it is clean and there is room: its
-    sandbox unmounted, a fresh /tmp, no listener of the evaluation's left.
+    """Keep a namespace its evaluation let go of for the next one, when nothing is left running in it and there
+    is room (no listener of the evaluation's left; the next one to take it gets a fresh /tmp).
 
     ``processes``: how many it holds, when the caller has just asked.
     """
     namespace.commands, namespace.agent, namespace.gate = 0, False, None
     _stop_listeners(namespace)
-    spares = _spare[namespace.network]
     if namespace.starter.poll() is None and (namespace.processes() if processes is None else processes) == 1:
         with _lock:
-            room = len(spares) < SPARE_MAX
-        with contextlib.suppress(HolderError):
-            if room:
-                namespace.holder.ask("release")
-                with _lock:
-                    spares.append(namespace)
+            if len(_spare[namespace.network]) < SPARE_MAX:
+                _spare[namespace.network].append(namespace)
                 return
     _end(namespace)
 

@@ -19,15 +19,16 @@ network namespaces) builds the view once, then keeps it:
   reachable by any path.
 
 It then serves the harness over a socket (its stdin): how many processes the
-namespace holds; mount a host folder (an evaluation's sandbox at
-``/sandbox``, an agent's home at its own path) taken from the mount
-namespace it started in, which it keeps open for that (``open_tree`` there,
-``move_mount`` here: a bind across mount namespaces); open a listening
-socket on the namespace's loopback and hand it to the harness (the egress
-proxy and the model proxy listen inside the namespace that way, with no
-process of theirs in it); let go of an evaluation (its mounts, and a fresh
-``/tmp``). It ends at the end of that socket, and the kernel kills every
-process inside with it.
+namespace holds; give the namespace to an evaluation (the last one's sandbox
+and ``/tmp`` go, this one's sandbox shows at ``/sandbox``); mount a host
+folder under ``/tmp`` for a while (an agent's home at its own path, the
+package cache); open a listening socket on the namespace's loopback and
+hand it to the harness (the egress proxy and the model proxy listen inside
+the namespace that way, with no process of theirs in it). Host folders are
+taken from the mount namespace it started in, which it keeps open for that
+(``open_tree`` there, ``move_mount`` here: a bind across mount namespaces).
+It ends at the end of that socket, and the kernel kills every process
+inside with it.
 
 Why no command can undo it: commands and agents run without
 ``CAP_SYS_ADMIN`` (dropped from their bounding set with ``CAP_SYS_PTRACE``),
@@ -169,10 +170,19 @@ def loopback_up():
 def handle(words):
     if words[0] == b"count":
         return str(sum(name.isdigit() for name in os.listdir("/proc"))).encode(), []  # its own /proc
-    if words[0] == b"bind":  # a host folder at a path inside: the sandbox, an agent's home
+    if words[0] == b"claim":  # an evaluation takes the namespace: the last one's sandbox and /tmp go, its own comes
+        if os.path.ismount("/sandbox"):
+            ok(libc.umount2(b"/sandbox", 2), "umount /sandbox")
+        if any(os.listdir(path) or os.stat(path).st_mode & 0o7777 != 0o1777 for path in ("/tmp", "/dev/shm")):
+            for path in ("/tmp", "/dev/shm"):  # (left as they were when the last evaluation did not touch them)
+                ok(libc.umount2(path.encode(), 2), "umount " + path)
+            fresh_tmp("")
+        show(words[1].decode(), "/sandbox", ATTR_NOSUID | ATTR_NODEV)
+        return b"", []
+    if words[0] == b"bind":  # a host folder under /tmp for a while: an agent's home, the package cache
         source, target = words[1].decode(), words[2].decode()
-        if target != "/sandbox" and not target.startswith("/tmp/"):
-            raise OSError(1, "only /sandbox and /tmp take a mount")
+        if not target.startswith("/tmp/"):
+            raise OSError(1, "only /tmp takes a mount")
         show(source, target, ATTR_NOSUID | ATTR_NODEV)
         return b"", []
     if words[0] == b"unbind":  # a folder mounted for a while (the package cache, during setup)
@@ -180,12 +190,6 @@ def handle(words):
         if not target.startswith("/tmp/"):
             raise OSError(1, "only what is under /tmp is unmounted alone")
         ok(libc.umount2(target.encode(), 2), "umount " + target)
-        return b"", []
-    if words[0] == b"release":  # the evaluation is done with the namespace: its mounts go, /tmp starts empty
-        for path in ("/sandbox", "/tmp", "/dev/shm"):
-            if os.path.ismount(path):
-                ok(libc.umount2(path.encode(), 2), "umount " + path)
-        fresh_tmp("")
         return b"", []
     if words[0] == b"listen":  # a socket on this namespace's loopback, for the harness to accept on
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
