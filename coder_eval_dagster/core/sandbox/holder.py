@@ -193,6 +193,7 @@ def handle(words):
         return b"", []
     if words[0] == b"listen":  # a socket on this namespace's loopback, for the harness to accept on
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # the last evaluation's closed connections
         listener.bind(("127.0.0.1", int(words[1])))
         listener.listen(128)
         return b"", [listener.detach()]
