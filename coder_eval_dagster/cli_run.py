@@ -81,7 +81,7 @@ def resume(run_dir: Path, options: RunOptions, retry_errors: bool, junit: Path |
         return exit_codes.USAGE
     row_tasks = opened.snapshot.row_tasks
     if retry_errors:
-        errored = {folder.parent.relative_to(run_dir).as_posix() for folder in _errored(run_dir)}
+        errored = {folder.parent.relative_to(run_dir).as_posix() for folder in _reset_errored(run_dir)}
         if not errored:
             print(f"coder-eval run: no ERROR evaluation in {run_dir}", file=sys.stderr)
             return _report(run_dir, junit) if (run_dir / RUN_FILE).is_file() else exit_codes.FAILED
@@ -89,7 +89,7 @@ def resume(run_dir: Path, options: RunOptions, retry_errors: bool, junit: Path |
     return _launch(_open_instance(), opened, row_tasks, options, context, fresh_id=True, junit=junit)
 
 
-def _errored(run_dir: Path) -> list[Path]:
+def _reset_errored(run_dir: Path) -> list[Path]:
     """The ERROR evaluations' folders, their results removed so that they run again."""
     folders = []
     for path in evaluation_files(run_dir, RESULT_FILE):
