@@ -93,19 +93,21 @@ def _print_limit_warnings(path: Path) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from .cli_run import print_skipped
+
     spec = parsed(RunSpec, args)
     if not spec.selects_anything:
         print("coder-eval list: give task paths or -e EXPERIMENT", file=sys.stderr)
         return exit_codes.USAGE
     result = resolve(spec)
+    result.skip_invalid_folder_files()
     _print_problems(result.warnings)
     if result.problems:
         _print_problems(result.problems)
         return exit_codes.FAILED
     sys.stdout.write("".join(f"{rt.variant_id} {rt.task_id}\n" for rt in result.row_tasks))
-    for task_id in result.skipped:
-        print(f"skipped {task_id}", file=sys.stderr)
-    return exit_codes.OK
+    print_skipped(result)
+    return exit_codes.FAILED if any(entry.invalid for entry in result.skipped) else exit_codes.OK
 
 
 # ----------------------------------------------------------------------------- schema

@@ -44,7 +44,7 @@ def load_replay(path: Path, row: dict[str, Any] | None) -> Trajectory:
     try:
         return Trajectory.model_validate(data)
     except ValidationError as exc:
-        raise InvalidInput(problems_from_validation(exc, data, str(path), doc.line_of)) from None
+        raise InvalidInput(problems_from_validation(exc, data, str(path), doc.line_of, model=Trajectory)) from None
 
 
 def _clip(text: str) -> str:

@@ -102,6 +102,9 @@ class TempdirSandbox:
         """The command that starts an agent CLI here: the CLI itself (the docker driver wraps it)."""
         return cli
 
+    def share(self, folder: Path) -> None:
+        """Nothing to do: commands run on this machine, where the folder is (the docker driver copies it in)."""
+
     def close(self) -> None:
         """Nothing to release: the folder is the sandbox (the docker driver removes its container here)."""
 
