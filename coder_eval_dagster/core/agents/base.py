@@ -19,7 +19,15 @@ if TYPE_CHECKING:
     from ..run_context import RunContext
 
 StopReason = Literal[
-    "completed", "max_turns", "task_timeout", "turn_timeout", "token_budget", "cost_budget", "early_stop", "error"
+    "completed",
+    "max_turns",
+    "max_tool_calls",
+    "task_timeout",
+    "turn_timeout",
+    "token_budget",
+    "cost_budget",
+    "early_stop",
+    "error",
 ]
 TimeLimit = Literal["task_timeout", "turn_timeout"]  # the run_limits field that ran out
 
@@ -46,6 +54,11 @@ class AgentInput:
     def next_message(self, output: AgentOutput) -> str | None:
         """The user's next message after a completed exchange (None: the conversation is over)."""
         return self.dialog(output) if self.dialog is not None else None
+
+    def calls_exhausted(self, made: int) -> bool:
+        """True once ``made`` tool calls reach ``run_limits.max_tool_calls`` (the agent is then stopped)."""
+        cap = self.limits.max_tool_calls
+        return cap is not None and made >= cap
 
     def time_limit(self) -> float | None:
         """Seconds the next exchange may take (task or turn timeout, whichever is sooner)."""
@@ -99,6 +112,10 @@ class AgentOutput:
         texts = [t.text for t in self.turns if t.text]
         self.final_text = texts[-1] if texts else None
         return self
+
+    @property
+    def calls_made(self) -> int:
+        return sum(len(turn.calls) for turn in self.turns)
 
     @property
     def visible_turns(self) -> int:

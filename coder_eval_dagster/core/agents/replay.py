@@ -23,6 +23,7 @@ from ..models.results import FinalStatus, ToolCallRecord, ToolCallStatus, TurnRe
 from ..models.trajectory import ToolCall, Trajectory, TrajectoryTurn
 from ..problems import InvalidInput, problems_from_validation
 from ..sandbox.base import Sandbox
+from ..sandbox.mocks import agent_command
 from ..yamlio import load_document
 from .base import AgentInput, AgentOutput, StopReason, TimeLimit, budget_stop_reason
 
@@ -56,7 +57,7 @@ def play_call(call: ToolCall, sandbox: Sandbox, timeout: float) -> tuple[ToolCal
     params = call.parameters
     try:
         if call.tool == "Bash":
-            done = sandbox.run(str(params["command"]), timeout)
+            done = sandbox.run(agent_command(str(params["command"]), sandbox), timeout)
             output = done.stdout + (done.stderr and f"\n{done.stderr}")
             return ("success" if done.ok else "error"), _clip(done.error or output)
         if call.tool == "Write":
@@ -140,6 +141,9 @@ class Replay:
             if self.timed_out(started):
                 break
             record.calls.append(self.record_call(index, seq, call, started))
+            if self.input.calls_exhausted(self.output.calls_made + len(record.calls)):
+                self.output.stop_reason = "max_tool_calls"
+                break
             watcher = self.input.watcher
             reason = watcher.observe(record.calls[-1]) if watcher else None
             if reason:
@@ -148,7 +152,8 @@ class Replay:
         if turn.usage is not None:
             record = record.model_copy(update=turn.usage.model_dump())
         self.output.turns.append(record)
-        if self.output.early_stop_reason or self.output.final_status is not None or self.timed_out(started):
+        stopped = self.output.early_stop_reason or self.output.stop_reason == "max_tool_calls"
+        if stopped or self.output.final_status is not None or self.timed_out(started):
             return False
         breach = self.budget.add(record)
         if breach:

@@ -133,9 +133,6 @@ class DockerSandbox(TempdirSandbox):
 
     # ----------------------------------------------------------------- commands
 
-    def run(self, command: str, timeout: float) -> CommandRun:
-        return self.run_unlimited(command, self.command_timeout(timeout))
-
     def run_unlimited(self, command: str, timeout: float) -> CommandRun:
         """One shell command in the container, killed with its process group at ``timeout``."""
         if self.interrupt.is_set():
