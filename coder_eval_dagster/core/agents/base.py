@@ -56,7 +56,8 @@ class AgentInput:
         return self.dialog(output) if self.dialog is not None else None
 
     def calls_exhausted(self, made: int) -> bool:
-        """True once ``made`` tool calls reach ``run_limits.max_tool_calls`` (the agent is then stopped)."""
+        """True when, ``made`` tool calls in, another one would exceed ``run_limits.max_tool_calls``: that call is
+        refused (or, where an agent cannot refuse one, interrupted as it starts) and the run ends."""
         cap = self.limits.max_tool_calls
         return cap is not None and made >= cap
 
@@ -112,6 +113,12 @@ class AgentOutput:
         texts = [t.text for t in self.turns if t.text]
         self.final_text = texts[-1] if texts else None
         return self
+
+    def stop_at_tool_cap(self, cap: int | None) -> None:
+        """``run_limits.max_tool_calls`` reached: the agent stops here, and the result's warnings say so."""
+        if self.stop_reason != "max_tool_calls":
+            self.stop_reason = "max_tool_calls"
+            self.warnings.append(f"run_limits.max_tool_calls ({cap}) reached: the agent was stopped there")
 
     @property
     def calls_made(self) -> int:

@@ -81,7 +81,7 @@ class Session:
         self.call_of: dict[str, ToolCallRecord] = {}  # tool_use id -> call
         self.started_at: dict[str, float] = {}
         self.stop_requested: str | None = None  # the early-stop watcher's reason
-        self.calls_done = 0  # completed tool calls (run_limits.max_tool_calls)
+        self.calls_started = 0  # tool calls let through (run_limits.max_tool_calls)
         self.streaming: str | None = None  # the assistant message id being streamed
         self.budgeted = 0  # turns already added to the budget
         self.cost_reported = 0.0  # the session's cumulative cost so far (the SDK reports it cumulatively)
@@ -108,6 +108,8 @@ class Session:
         return None
 
     async def pre_tool(self, data: HookInput, tool_use_id: str | None, _ctx: HookContext) -> SyncHookJSONOutput:
+        if self.input.calls_exhausted(self.calls_started):
+            self.output.stop_at_tool_cap(self.input.limits.max_tool_calls)
         if self.halted:  # the run was stopped: no further tool call may run, whatever is in flight
             return {
                 "continue_": False,
@@ -117,6 +119,7 @@ class Session:
                     "permissionDecisionReason": self.halted,
                 },
             }
+        self.calls_started += 1
         if tool_use_id:
             self.started_at[tool_use_id] = time.perf_counter()
         return {}
@@ -128,14 +131,11 @@ class Session:
         return self._observe(self._finish_call(data, tool_use_id, "error"))
 
     def _observe(self, call: ToolCallRecord | None) -> SyncHookJSONOutput:
-        """Feed the early-stop watcher and count the call; tell the CLI to stop when either says so."""
+        """Feed the early-stop watcher; tell the CLI to stop when it fires (or the tool-call cap was reached)."""
         watcher = self.input.watcher
         reason = watcher.observe(call) if watcher and call else None
-        self.calls_done += 1 if call else 0
         if reason:
             self.stop_requested = reason
-        elif self.input.calls_exhausted(self.calls_done):
-            self.output.stop_reason = "max_tool_calls"
         halted = self.halted
         return {"continue_": False, "stopReason": halted} if halted else {}
 

@@ -80,6 +80,9 @@ def _write_config(home: Path, model: str | None, base_url: str) -> None:
     (codex_home / "config.toml").write_text(CONFIG_TOML.format(model=model_line, base_url=base_url), encoding="utf-8")
 
 
+TOOL_ITEMS = ("commandExecution", "fileChange", "mcpToolCall")  # the items that are tool calls
+
+
 class CodexSession:
     def __init__(self, agent_input: AgentInput):
         self.input = agent_input
@@ -89,6 +92,7 @@ class CodexSession:
         self.stop_reason: str | None = None
         self.breach: Breach | None = None
         self.closed = False  # the last turn got its usage update
+        self.calls_started = 0  # tool calls begun (run_limits.max_tool_calls)
 
     def turn(self) -> TurnRecord:
         """The open turn: items arrive before the usage update that closes their round trip."""
@@ -110,6 +114,8 @@ class CodexSession:
         kind = getattr(item, "type", None)
         if not completed:
             self.started[item.id] = time.perf_counter()
+            if kind in TOOL_ITEMS:
+                self.calls_started += 1
             return None
         if kind == "agentMessage":
             turn = self.turn()
@@ -175,8 +181,8 @@ async def _exchange(thread: Any, agent_input: AgentInput, session: CodexSession,
             reason = watcher.observe(call) if watcher and call else None
             if reason:
                 session.stop_reason = reason
-            elif call and agent_input.calls_exhausted(session.output.calls_made):
-                session.output.stop_reason = "max_tool_calls"
+            elif agent_input.calls_exhausted(session.calls_started - 1):  # a tool call past the cap just started
+                session.output.stop_at_tool_cap(agent_input.limits.max_tool_calls)
         elif name == "TurnCompletedNotification":
             status = getattr(payload.turn.status, "value", payload.turn.status)
             if status == "failed" and not session.stop_reason and not session.breach:

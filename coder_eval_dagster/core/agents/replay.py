@@ -140,10 +140,10 @@ class Replay:
         for seq, call in enumerate(turn.calls, start=1):
             if self.timed_out(started):
                 break
-            record.calls.append(self.record_call(index, seq, call, started))
             if self.input.calls_exhausted(self.output.calls_made + len(record.calls)):
-                self.output.stop_reason = "max_tool_calls"
+                self.output.stop_at_tool_cap(self.input.limits.max_tool_calls)
                 break
+            record.calls.append(self.record_call(index, seq, call, started))
             watcher = self.input.watcher
             reason = watcher.observe(record.calls[-1]) if watcher else None
             if reason:

@@ -28,10 +28,31 @@ class NodeEnv(StrictModel):
     env_packages: list[str] = Field(default_factory=list)
 
 
+class CliMatch(ArgvPattern):
+    """A response rule's pattern: cli_called's facets, but no flag is ignored (a rule may key on any, ``output``
+    included, which takes a value)."""
+
+    value_flags: list[str] = Field(default_factory=lambda: ["output"])
+    ignore_flags: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_mapping(cls, data: Any) -> Any:
+        if isinstance(data, str):
+            raise ValueError(f"a pattern, not a command line: write {{verb: {data!r}}}")
+        return data
+
+    @model_validator(mode="after")
+    def _some_facet(self) -> CliMatch:
+        if not (self.verb or self.verb_any_of or self.positional or self.flags):
+            raise rule_error("", "needs a verb, verb_any_of, positional or flags (the entry's own answer is the rest)")
+        return self
+
+
 class CliResponse(StrictModel):
     """What a shim answers to a call matching ``when`` (the first matching rule wins)."""
 
-    when: ArgvPattern
+    when: CliMatch
     exit_code: int = Field(default=0, ge=0, le=255)
     stdout: str = ""
     stderr: str = ""
@@ -65,7 +86,7 @@ class RecordedCli(StrictModel):
         return self
 
 
-def _covers(earlier: ArgvPattern, later: ArgvPattern) -> bool:
+def _covers(earlier: CliMatch, later: CliMatch) -> bool:
     """``earlier`` matches every call ``later`` does: the same pattern, or a bare verb prefixing later's verbs."""
     if earlier == later:
         return True

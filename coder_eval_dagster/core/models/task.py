@@ -70,7 +70,7 @@ def _file_problem(info: ValidationInfo, relative: str | None, folder: bool, limi
         return None
     path = Path(base) / relative
     if not path.exists():
-        return f"file not found: {relative} (relative to the task YAML)"
+        return f"{'folder' if folder else 'file'} not found: {relative} (relative to the task YAML)"
     if folder:
         return None if path.is_dir() else f"not a folder: {relative}"
     return regular_file_problem(path, limit)
