@@ -153,7 +153,7 @@ def test_max_tool_calls_simulation_model_and_split_field_are_fields() -> None:
     task = Task.model_validate(
         task_with(
             run_limits={"max_tool_calls": 5},
-            simulation={"persona": "p", "goal": "g", "model": "claude-haiku-4-5"},
+            simulation={"persona": "p", "goal": "g", "model": "claude-haiku-4-5", "parallel_trials": 2},
             dataset={"rows": [{"id": "a"}], "split_field": "fold"},
         )
     )

@@ -14,7 +14,7 @@ from coder_eval_dagster.core.resolution import resolve
 from coder_eval_dagster.core.run_spec import RunSpec
 from coder_eval_dagster.core.suite import suite_entries
 
-from ..support.helpers import agentless_task, criterion, evaluate_replay, evaluate_task, write
+from ..support.helpers import agentless_task, criterion, evaluate_replay, evaluate_task, task_with, write
 
 
 def _agentless(tmp_path: Path, criteria: list[dict[str, Any]], **task: Any) -> EvaluationResult:
@@ -303,3 +303,25 @@ def test_the_tool_call_cap_refuses_the_call_past_it_and_ends_the_run(tmp_path: P
         sandbox={"python": None},
     )
     assert exact.warnings == []  # exactly the cap: nothing was refused
+
+
+# ----------------------------------------------------------------------------- simulation.model
+
+
+def test_the_simulated_users_model_is_pinned_by_simulation_model() -> None:
+    from coder_eval_dagster.core.models.task import Task
+    from coder_eval_dagster.core.run_context import RunContext
+    from coder_eval_dagster.core.simulation import ModelUser, simulated_user
+
+    dialog = {"enabled": True, "persona": "p", "goal": "g"}
+    agent = {"type": "claude-code", "model": "agent-model"}
+
+    def model_of(simulation: dict[str, Any]) -> str:
+        user = simulated_user(
+            Task.model_validate(task_with(agent=agent, simulation=simulation)), None, RunContext.create()
+        )
+        assert isinstance(user, ModelUser)
+        return user.model
+
+    assert model_of(dialog) == "agent-model"
+    assert model_of({**dialog, "model": "claude-haiku-4-5"}) == "claude-haiku-4-5"
