@@ -20,7 +20,7 @@ from .core import credentials
 from .core.models.sandbox import unbound_limits
 from .core.preflight import check_environment, dagster_home
 from .core.problems import InvalidInput, Problem
-from .core.resolution import discover, kind_of, load_experiment, load_trajectory, resolve
+from .core.resolution import NOT_A_TASK, discover, kind_of, load_experiment, load_trajectory, resolve
 from .core.routing import RouteError
 from .core.run_spec import RunOptions, RunSpec
 from .core.yamlio import load_document
@@ -63,11 +63,23 @@ def _file_problems(path: Path) -> tuple[list[Problem], list[Problem]]:
     return resolution.problems, resolution.warnings
 
 
+def _not_a_task(path: Path) -> bool:
+    """A YAML file that is no task, experiment or trajectory (skipped with a note when a folder holds it)."""
+    try:
+        return kind_of(load_document(path)) == "other"
+    except InvalidInput:
+        return False  # its problems are reported with the file's
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     files, problems = discover(list(args.paths))
     _print_problems(problems)
     invalid = bool(problems)
+    named = {path.resolve() for path in args.paths}
     for path in files:
+        if path.resolve() not in named and _not_a_task(path):
+            print(f"note: skipped, {NOT_A_TASK}: {path}", file=sys.stderr)
+            continue
         found, warned = _file_problems(path)
         _print_problems(warned)
         if found:

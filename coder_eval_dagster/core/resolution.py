@@ -184,6 +184,7 @@ def kind_of(doc: Document) -> str:
     return "other"
 
 
+NOT_A_TASK = "not a task file (no task_id)"
 BASE_LAYER = EXPERIMENTS_DIR / "default.yaml"  # under every task of a run, when the current folder has one
 
 
@@ -434,7 +435,7 @@ def _resolve_file(
         load_trajectory(path)
         return
     if kind == "experiment" or (kind == "other" and in_folder):
-        what = "an experiment file (pass it with -e)" if kind == "experiment" else "not a task file (no task_id)"
+        what = "an experiment file (pass it with -e)" if kind == "experiment" else NOT_A_TASK
         if in_folder:
             result.warnings.append(Problem(str(path), None, DOCUMENT, f"note: skipped, {what}"))
             return
@@ -483,7 +484,8 @@ def _resolve_file(
         prompt = (task.initial_prompt, task.initial_prompt_file)
         if prompt not in expanded:
             expanded[prompt] = _expand_rows(task, layered[0][1], rows, doc)
-        agent = _agent_files(task, doc)
+        agent, warnings = _agent_files(task, doc)
+        result.warnings.extend(w for w in warnings if w not in result.warnings)
         for row, update in expanded[prompt]:
             resolved = task.model_copy(update={"initial_prompt_file": None, "agent": agent, **update})
             task_id = f"{task.task_id}/{row.row_id}" if row else task.task_id
@@ -501,14 +503,16 @@ def _resolve_file(
             )
 
 
-def _agent_files(task: Task, doc: Document) -> AgentConfig:
-    """The agent block as it runs: its system prompt file read in, its plugin folders found.
+def _agent_files(task: Task, doc: Document) -> tuple[AgentConfig, list[Problem]]:
+    """The agent block as it runs: its system prompt file read in, its plugin folders made absolute; and a warning
+    per plugin folder that is not there (yet: it may be made, or its variable set, before the run).
 
     A plugin path takes ``$VAR`` from the environment and is relative to the
-    current folder (as in coder_eval); it must be a folder.
+    current folder (as in coder_eval).
     """
     agent, loc = task.agent, ("agent",)
     update: dict[str, Any] = {}
+    warnings: list[Problem] = []
     if agent.system_prompt_file is not None:
         text = _read_file(doc, (*loc, "system_prompt_file"), agent.system_prompt_file)
         update |= {"system_prompt": text if text.strip() else None, "system_prompt_file": None}
@@ -518,11 +522,11 @@ def _agent_files(task: Task, doc: Document) -> AgentConfig:
             folder = Path(os.path.expandvars(plugin.path)).absolute()
             if not folder.is_dir():
                 where = (*loc, "plugins", index, "path")
-                why = f"plugin folder not found: {folder} (a plugin path is relative to the current folder)"
-                raise InvalidInput([Problem(str(doc.path), doc.line_of(where), dotted(where), why)])
+                why = f"warning: plugin folder not found: {folder} (relative to the current folder; $VARs expanded)"
+                warnings.append(Problem(str(doc.path), doc.line_of(where), dotted(where), why))
             plugins.append(plugin.model_copy(update={"path": str(folder)}))
         update["plugins"] = plugins
-    return agent.model_copy(update=update) if update else agent
+    return (agent.model_copy(update=update) if update else agent), warnings
 
 
 def _stands_on_rows(problem: Problem, merged: dict[str, Any]) -> bool:

@@ -155,3 +155,10 @@ def test_the_tool_call_cap_refuses_the_next_call_and_ends_the_run(tmp_path, api)
     assert (tmp_path / "run/default/t/01/sandbox/out.txt").read_text().split() == ["0", "1"]
     assert result.warnings == ["run_limits.max_tool_calls (2) reached: the agent was stopped there"]
     assert result.final_status == "SUCCESS"  # graded on what it left: out.txt is there
+
+
+def test_a_plugin_folder_missing_at_the_start_is_the_evaluations_error(tmp_path, api):
+    fake = api(Script([Turn(text="never")]))
+    result = evaluate_claude_code(tmp_path, agent={**CLAUDE, "plugins": [{"path": str(tmp_path / "gone")}]})
+    assert result.final_status == "ERROR" and f"plugin folder not found: {tmp_path / 'gone'}" in result.error
+    assert fake.script.requests == []

@@ -99,3 +99,13 @@ def test_list_of_a_folder_runs_the_rest_and_fails(tmp_path: Path) -> None:
     assert listed.code == 1 and listed.out == "default good\n"
     assert f"note: skipped, not a task file (no task_id): {tmp_path / 'flows/metadata.yaml'}" in listed.err
     assert f"skipped {tmp_path / 'broken.yaml'}: {tmp_path / 'broken.yaml'}:" in listed.err
+
+
+def test_validate_of_a_folder_notes_a_yaml_that_is_not_a_task(tmp_path: Path) -> None:
+    write_task(tmp_path, task_with(task_id="good"), "good.yaml")
+    metadata = write(tmp_path / "flows/metadata.yaml", "name: flow a\n")
+    folder = run_cli("validate", tmp_path)
+    assert folder.code == 0 and folder.out == f"OK {tmp_path / 'good.yaml'}\n"
+    assert folder.err == f"note: skipped, not a task file (no task_id): {metadata}\n"
+    named = run_cli("validate", metadata)  # named on its own, it is judged as a task file
+    assert named.code == 1 and "task_id: Field required" in named.err

@@ -273,6 +273,8 @@ def copied_plugins(config: AgentConfig, home: Path) -> list[SdkPluginConfig]:
     """The task's plugin folders, copied into the agent's HOME (where a container sees them too)."""
     plugins: list[SdkPluginConfig] = []
     for index, plugin in enumerate(config.plugins or []):
+        if not Path(plugin.path).is_dir():
+            raise FileNotFoundError(f"agent.plugins.{index}: plugin folder not found: {plugin.path}")
         target = home / "plugins" / f"{index}-{Path(plugin.path).name}"
         shutil.copytree(plugin.path, target, ignore_dangling_symlinks=True)
         plugins.append({"type": "local", "path": str(target)})
