@@ -564,6 +564,20 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
         "never loaded",
     ),
     (
+        "agent-judge-plugins",
+        with_criteria(criterion("agent_judge", prompt="p", agent={"plugins": None})),
+        with_criteria(criterion("agent_judge", prompt="p", agent={"plugins": [{"path": "p"}]})),
+        "success_criteria.0.agent.plugins",
+        "never loaded",
+    ),
+    (
+        "agent-judge-setting-sources",
+        with_criteria(criterion("agent_judge", prompt="p", agent={"model": "m"})),
+        with_criteria(criterion("agent_judge", prompt="p", agent={"setting_sources": ["project"]})),
+        "success_criteria.0.agent.setting_sources",
+        "never loaded",
+    ),
+    (
         "agent-judge-type",
         with_criteria(criterion("agent_judge", prompt="p", agent={"type": "claude-code"})),
         with_criteria(criterion("agent_judge", prompt="p", agent={"type": "codex"})),

@@ -77,7 +77,7 @@ class AgentConfig(RejectsMovedLimits):
     def _blank_is_none(cls, value: str | None) -> str | None:
         return value if value is None or value.strip() else None
 
-    def _is_set(self, name: str) -> bool:
+    def is_set(self, name: str) -> bool:
         """The field holds something other than its default (an empty ``sdk_options: {}`` sets nothing)."""
         return bool(getattr(self, name) != type(self).model_fields[name].get_default(call_default_factory=True))
 
@@ -93,7 +93,7 @@ class AgentConfig(RejectsMovedLimits):
             return self
         kind = self.resolved_type
         for name in CLAUDE_CODE_ONLY:
-            if self._is_set(name) and kind != "claude-code":
+            if self.is_set(name) and kind != "claude-code":
                 raise rule_error(name, f"only allowed with type claude-code, not {kind}")
         if self.system_prompt_mode == "replace" and self.system_prompt is None and self.system_prompt_file is None:
             raise rule_error("system_prompt_mode", "replace needs a system_prompt (or system_prompt_file)")
