@@ -18,7 +18,7 @@ from .core.reports.junit import write_junit
 from .core.reports.run_summary import why_not_passed
 from .core.resolution import Resolution, RowTask, resolve
 from .core.routing import routing_line
-from .core.run_context import RunContext, uses_model_route
+from .core.run_context import ROUTED_AGENT_TYPES, RunContext, uses_model_route
 from .core.run_spec import RunOptions, RunSpec
 from .core.runs import OpenRun, is_run_folder, load_run, new_run_dir, open_run, resnapshot
 
@@ -33,10 +33,17 @@ def run_context(options: RunOptions) -> RunContext:
 def run(spec: RunSpec, options: RunOptions, junit: Path | None = None) -> int:
     context = run_context(options)
     resolution = resolve(spec)
+    resolution.skip_invalid_folder_files()
+    sys.stderr.write("".join(f"{warning}\n" for warning in resolution.warnings))
     if resolution.problems:
         raise InvalidInput(resolution.problems)
+    print_skipped(resolution)
     if not resolution.row_tasks:
         print(f"coder-eval run: no row-tasks selected{_left_out(resolution)}", file=sys.stderr)
+        return exit_codes.USAGE
+    missing = missing_model_key(resolution.row_tasks, context)
+    if missing:
+        print(f"coder-eval run: {missing}", file=sys.stderr)
         return exit_codes.USAGE
     instance = _open_instance()
     opened = open_run(new_run_dir(Path(options.runs_dir)), spec, str(uuid.uuid4()), resolution)
@@ -46,8 +53,25 @@ def run(spec: RunSpec, options: RunOptions, junit: Path | None = None) -> int:
 def _left_out(resolution: Resolution) -> str:
     reasons = [f"{count} {why}" for why, count in resolution.filtered.items()]
     if resolution.skipped:
-        reasons.append(f"{len(resolution.skipped)} marked skip: true (--include-skipped runs them)")
+        reasons.append(f"{len(resolution.skipped)} skipped (above)")
     return f" (left out: {'; '.join(reasons)})" if reasons else " (the paths hold no task files)"
+
+
+def print_skipped(resolution: Resolution) -> None:
+    """One line per task file left out (skip: true, no row in the split, invalid in a folder), with its reason."""
+    for entry in resolution.skipped:
+        print(f"skipped {entry.path}: {entry.reason}", file=sys.stderr)
+
+
+def missing_model_key(row_tasks: list[RowTask], context: RunContext) -> str | None:
+    """Why the run cannot start its agents (an agent on the run's route, and the route has no key), before any
+    sandbox is made."""
+    routed = sorted({rt.task_id for rt in row_tasks if rt.task.agent.resolved_type in ROUTED_AGENT_TYPES})
+    missing = context.route.missing_credentials() if routed else None
+    if missing is None:
+        return None
+    shown = ", ".join(routed[:3]) + (f" and {len(routed) - 3} more" if len(routed) > 3 else "")
+    return f"{missing}: the claude-code agent of {shown} needs it (no sandbox was made)"
 
 
 def _run_folder(command: str, run_dir: Path) -> OpenRun | None:

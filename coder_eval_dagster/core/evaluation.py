@@ -45,6 +45,7 @@ from .layout import (
 from .models.commands import HookCommand
 from .models.results import CommandStats, EvaluationResult, FinalStatus, HookRun, TurnRecord
 from .models.task import Task
+from .reference import reference_text, staged_reference
 from .resolution import RowTask
 from .run_context import RunContext
 from .sandbox import Sandbox, TemplateError, open_sandbox
@@ -293,32 +294,27 @@ def save_state(evaluation: Evaluation) -> Evaluation:
 # ----------------------------------------------------------------------------- scoring
 
 
-def reference_text(task: Task, task_dir: Path) -> str | None:
-    if task.reference is None:
-        return None
-    if task.reference.code is not None or task.reference.file is None:  # (a reference has exactly one of the two)
-        return task.reference.code
-    return (task_dir / task.reference.file).read_text(encoding="utf-8")
-
-
 @guarded("criteria")
 def score(evaluation: Evaluation) -> None:
-    """Check every criterion against the preserved sandbox and trajectory."""
+    """Check every criterion against the preserved sandbox and trajectory (the reference folder staged meanwhile)."""
     result = evaluation.result
     result.environment_info["judge_transport"] = evaluation.context.route.judge_transport
-    if not evaluation.ended:
-        trajectory = None if evaluation.task.agent.resolved_type == "none" else result.trajectory
+    if evaluation.ended:
+        return
+    task, task_dir = evaluation.task, evaluation.row_task.task_dir
+    with staged_reference(task, task_dir, evaluation.folder, evaluation.sandbox) as reference_dir:
         ctx = CheckContext(
             evaluation.sandbox,
-            evaluation.row_task.task_dir,
-            trajectory,
-            reference_text(evaluation.task, evaluation.row_task.task_dir),
+            task_dir,
+            None if task.agent.resolved_type == "none" else result.trajectory,
+            reference_text(task, task_dir),
+            reference_dir=reference_dir,
             folder=evaluation.folder,
-            prompt=evaluation.task.initial_prompt,
+            prompt=task.initial_prompt,
             dialog=[(m.role, m.text) for m in result.dialog] if result.simulation else None,
             run=evaluation.context,
         )
-        result.criteria = score_criteria(evaluation.task.success_criteria, ctx, kept=result.criteria)
+        result.criteria = score_criteria(task.success_criteria, ctx, kept=result.criteria)
 
 
 def decide(result: EvaluationResult, task: Task) -> None:

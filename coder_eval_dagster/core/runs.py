@@ -32,7 +32,7 @@ from .layout import (
 from .models.results import EvaluationResult
 from .problems import Problem
 from .reports.run_summary import render_run_md, run_document
-from .resolution import Resolution, RowTask, resolve
+from .resolution import Resolution, RowTask, SkippedTask, resolve
 from .run_context import RunContext
 from .run_spec import RunSpec
 from .sandbox.containment import end_spare
@@ -58,7 +58,7 @@ class Snapshot:
     """The run's resolution, made once: every step evaluates exactly this, whatever the files say later."""
 
     row_tasks: list[RowTask]
-    skipped: list[str]
+    skipped: list[SkippedTask]
     problems: list[Problem]
     filtered: dict[str, int]
     fingerprints: dict[tuple[str, str], str]

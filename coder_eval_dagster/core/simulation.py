@@ -139,13 +139,15 @@ class RecordedUser:
 
 
 def simulated_user(task: Task, recorded: list[str] | None, run: RunContext) -> SimulatedUser:
-    """The recorded user of a replay, else the model on the run's route (the agent's model for claude-code)."""
+    """The recorded user of a replay, else the model on the run's route: ``simulation.model``, else the agent's
+    model for claude-code, else the default."""
     settings = task.simulation
     assert settings is not None
     if recorded is not None:
         return RecordedUser(recorded, settings.stop_token)
     agent = task.agent
-    model = agent.model if agent.resolved_type == "claude-code" and agent.model else DEFAULT_SIMULATOR_MODEL
+    agents_model = agent.model if agent.resolved_type == "claude-code" else None
+    model = settings.model or agents_model or DEFAULT_SIMULATOR_MODEL
     return ModelUser(settings, model, run)
 
 

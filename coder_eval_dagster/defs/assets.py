@@ -263,7 +263,7 @@ SUITE_CHECKS = [
     dg.AssetCheckSpec(
         "suite_thresholds",
         asset=SUITE_METRICS,
-        description="Every suite_thresholds minimum of every classification criterion is met.",
+        description="Every suite_thresholds minimum of every criterion of a dataset-backed task is met.",
     ),
     dg.AssetCheckSpec(
         "all_tasks_succeeded",

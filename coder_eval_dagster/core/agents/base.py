@@ -19,7 +19,15 @@ if TYPE_CHECKING:
     from ..run_context import RunContext
 
 StopReason = Literal[
-    "completed", "max_turns", "task_timeout", "turn_timeout", "token_budget", "cost_budget", "early_stop", "error"
+    "completed",
+    "max_turns",
+    "max_tool_calls",
+    "task_timeout",
+    "turn_timeout",
+    "token_budget",
+    "cost_budget",
+    "early_stop",
+    "error",
 ]
 TimeLimit = Literal["task_timeout", "turn_timeout"]  # the run_limits field that ran out
 
@@ -46,6 +54,12 @@ class AgentInput:
     def next_message(self, output: AgentOutput) -> str | None:
         """The user's next message after a completed exchange (None: the conversation is over)."""
         return self.dialog(output) if self.dialog is not None else None
+
+    def calls_exhausted(self, made: int) -> bool:
+        """True when, ``made`` tool calls in, another one would exceed ``run_limits.max_tool_calls``: that call is
+        refused (or, where an agent cannot refuse one, interrupted as it starts) and the run ends."""
+        cap = self.limits.max_tool_calls
+        return cap is not None and made >= cap
 
     def time_limit(self) -> float | None:
         """Seconds the next exchange may take (task or turn timeout, whichever is sooner)."""
@@ -99,6 +113,16 @@ class AgentOutput:
         texts = [t.text for t in self.turns if t.text]
         self.final_text = texts[-1] if texts else None
         return self
+
+    def stop_at_tool_cap(self, cap: int | None) -> None:
+        """``run_limits.max_tool_calls`` reached: the agent stops here, and the result's warnings say so."""
+        if self.stop_reason != "max_tool_calls":
+            self.stop_reason = "max_tool_calls"
+            self.warnings.append(f"run_limits.max_tool_calls ({cap}) reached: the agent was stopped there")
+
+    @property
+    def calls_made(self) -> int:
+        return sum(len(turn.calls) for turn in self.turns)
 
     @property
     def visible_turns(self) -> int:

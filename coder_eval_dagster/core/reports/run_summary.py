@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..models.results import EvaluationResult
+from ..resolution import SkippedTask
 from ..suite import SuiteEntry, suite_json
 from .junit import failing_criteria
 
@@ -28,16 +30,21 @@ def within_expected_share(results: list[EvaluationResult]) -> float | None:
 
 
 def run_document(
-    header: dict[str, Any], results: list[EvaluationResult], skipped: list[str], suite: list[SuiteEntry]
+    header: dict[str, Any],
+    results: list[EvaluationResult],
+    skipped: Sequence[SkippedTask | str],
+    suite: list[SuiteEntry],
 ) -> dict[str, Any]:
     ordered = sorted(results, key=lambda r: (r.variant_id, r.task_id, r.replicate))
+    entries = [SkippedTask.of(entry) for entry in skipped]
     return {
         **header,
-        "passed": run_passed(results, suite),
+        # an invalid task file left out of a folder run fails it: nothing passes silently
+        "passed": run_passed(results, suite) and not any(entry.invalid for entry in entries),
         "counts": {status: sum(r.final_status == status for r in results) for status in _statuses(results)},
         "within_expected_turns_share": within_expected_share(results),
         "tasks": [r.summary() for r in ordered],
-        "skipped_tasks": skipped,
+        "skipped_tasks": [{"path": entry.path, "reason": entry.reason} for entry in entries],
         "suite": suite_json(suite),
     }
 
@@ -104,10 +111,10 @@ def render_run_md(document: dict[str, Any]) -> str:
         lines += ["", "## Suite metrics", ""]
         for entry in document["suite"]:
             metrics = entry["metrics"]
+            shown = ("accuracy", "macro_f1") if "accuracy" in metrics else ("mean", "completion_rate")
             lines.append(
                 f"- {entry['base_task_id']} [{entry['variant_id']}] criterion {entry['criterion_index']} "
-                f"({entry['criterion_type']}): accuracy {metrics['accuracy']:.3f}, "
-                f"macro F1 {metrics['macro_f1']:.3f}"
+                f"({entry['criterion_type']}): " + ", ".join(f"{name} {metrics[name]:.3f}" for name in shown)
             )
             for threshold in entry["thresholds"]:
                 mark = "met" if threshold["passed"] else "NOT met"
@@ -117,5 +124,5 @@ def render_run_md(document: dict[str, Any]) -> str:
         lines += ["", "## Variant comparison", "", f"![success rate per variant]({comparison['figure']})", ""]
         lines += [f"Paired statistics, flips and per-task differences: [{comparison['page']}]({comparison['page']})"]
     if document["skipped_tasks"]:
-        lines += ["", "Skipped: " + ", ".join(document["skipped_tasks"])]
+        lines += ["", "Skipped:", *(f"- {entry['path']}: {entry['reason']}" for entry in document["skipped_tasks"])]
     return "\n".join(lines) + "\n"
