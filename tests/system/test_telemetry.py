@@ -3,7 +3,8 @@
 One run, two evaluations: a replayed agent that the early-stop watcher stops,
 and claude-code against the scripted Messages API. Each is one trace whose
 root carries the verdict and the guide's ``CoderEval.Task.End`` event; no
-prompt, tool argument or key is exported by default.
+prompt, tool argument or key is exported by default; Claude Code's own events
+and metrics reach the same endpoint, tagged with the evaluation's trace.
 """
 
 from __future__ import annotations
@@ -68,9 +69,8 @@ def test_each_evaluation_is_one_trace_with_its_stages_turns_tools_verdict_and_ev
     with OtlpReceiver(received) as receiver_url:
         env = {
             **anthropic_environment(fake.url, key),
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver_url,  # events and metrics (ours and Claude Code's)
             "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{phoenix}/v1/traces",
-            "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": f"{receiver_url}/v1/logs",
-            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": f"{receiver_url}/v1/metrics",
         }
         outcome, run = system_cli.run(tasks, env=env)
         assert outcome.code == 0, outcome.output
@@ -101,6 +101,10 @@ def test_each_evaluation_is_one_trace_with_its_stages_turns_tools_verdict_and_ev
     assert [e["attributes"]["EarlyStopped"] for e in ends if e["attributes"]["TaskId"] == "replayed"] == [True]
     assert any(e["name"] == "gen_ai.evaluation.result" for e in received.events)
     assert {"coder_eval.evaluations", "coder_eval.evaluation.duration", "gen_ai.client.token.usage"} <= received.metrics
+    # Claude Code's own events and metrics, tagged with its evaluation's trace
+    assert {"claude_code.token.usage", "claude_code.cost.usage"} <= received.metrics
+    cli_events = [e for e in received.events if e["attributes"].get("coder_eval.trace_id")]
+    assert cli_events and {e["attributes"]["coder_eval.trace_id"] for e in cli_events} == {results["coded"]["trace_id"]}
 
 
 def test_without_configuration_nothing_of_opentelemetry_is_imported(tmp_path: Path) -> None:
