@@ -19,6 +19,7 @@ A failing simulator ends the dialog with ``error``; the task is still scored.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -144,9 +145,12 @@ def simulated_user(task: Task, recorded: list[str] | None, run: RunContext) -> S
     assert settings is not None
     if recorded is not None:
         return RecordedUser(recorded, settings.stop_token)
+    return ModelUser(settings, simulator_model(task), run)
+
+
+def simulator_model(task: Task) -> str:
     agent = task.agent
-    model = agent.model if agent.resolved_type == "claude-code" and agent.model else DEFAULT_SIMULATOR_MODEL
-    return ModelUser(settings, model, run)
+    return agent.model if agent.resolved_type == "claude-code" and agent.model else DEFAULT_SIMULATOR_MODEL
 
 
 # ----------------------------------------------------------------------------- the loop
@@ -207,6 +211,7 @@ class Dialog:
         return None
 
     def _ask_user(self) -> str | None:
+        started = time.time()
         try:
             utterance = self.user.next_message(self.messages)
         except Exception as exc:  # the dialog ends; the task is still scored on what the agent did
@@ -220,7 +225,16 @@ class Dialog:
         text = utterance.text.replace(self.settings.stop_token, "").strip()
         if text:
             tokens = utterance.input_tokens + utterance.output_tokens
-            self.messages.append(DialogMessage(turn=self.turns + 1, role="user", text=redact(text), tokens=tokens))
+            self.messages.append(
+                DialogMessage(
+                    turn=self.turns + 1,
+                    role="user",
+                    text=redact(text),
+                    tokens=tokens,
+                    started_at=started,
+                    ended_at=time.time(),
+                )
+            )
         if ended:
             self.stop_reason = "stop_token"
             return None

@@ -28,6 +28,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 
+from .simulation import simulator_model
 from .telemetry import (
     CAPTURE_CONTENT,
     EVALUATION_RESULT,
@@ -101,6 +102,7 @@ class OtlpTelemetry(Telemetry):
         self.tokens = meter.create_histogram("gen_ai.client.token.usage", "{token}", "Tokens per evaluation")
         self.cost = meter.create_histogram("coder_eval.evaluation.cost", "USD", "Spend per evaluation")
         self.judge_calls = meter.create_counter("coder_eval.judge.calls", "{call}", "Judge calls, by outcome")
+        self.judge_retries = meter.create_counter("coder_eval.judge.retries", "{call}", "Judge API calls repeated")
 
     # ----------------------------------------------------------------- evaluations
 
@@ -164,7 +166,32 @@ class OtlpTelemetry(Telemetry):
                 tool.end(end_time=call_start + int(call.duration_ms * 1e6))
             chat.end(end_time=max(turn_end, turn_start))
             cursor = max(turn_end, turn_start)
+        self._simulated_user(evaluation, inside)
         span.end(end_time=end_ns)
+
+    def _simulated_user(self, evaluation: Evaluation, parent: Context) -> None:
+        """A ``chat`` span per message of a dialog's simulated user (the opening prompt is the task's, not its)."""
+        model = simulator_model(evaluation.task)
+        for message in evaluation.result.dialog:
+            start_ns, end_ns = epoch_ns(message.started_at), epoch_ns(message.ended_at)
+            if message.role != "user" or start_ns is None:
+                continue
+            attributes = {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": model,
+                "coder_eval.role": "simulated_user",
+                "coder_eval.dialog.turn": message.turn,
+                "coder_eval.tokens": message.tokens,
+                "coder_eval.text": content(message.text, self.capture),
+            }
+            chat = self.tracer.start_span(
+                "chat simulated_user",
+                context=parent,
+                kind=SpanKind.CLIENT,
+                start_time=start_ns,
+                attributes=_present(attributes),
+            )
+            chat.end(end_time=end_ns or start_ns)
 
     def _judges(self, evaluation: Evaluation, parent: Context, end_ns: int) -> None:
         """A ``chat`` span per llm_judge call and an ``invoke_agent`` span per agent_judge run, from their usage."""
@@ -184,6 +211,7 @@ class OtlpTelemetry(Telemetry):
                 "coder_eval.criterion.index": criterion.index,
                 "coder_eval.criterion.type": criterion.type,
                 "coder_eval.judge.cost_usd": usage.get("cost_usd"),
+                "coder_eval.judge.retries": usage.get("retries"),
             }
             name = f"{operation} {'agent_judge' if agent else model}"
             span = self.tracer.start_span(
@@ -197,6 +225,7 @@ class OtlpTelemetry(Telemetry):
                 span.set_status(trace.Status(trace.StatusCode.ERROR, criterion.error[:200]))
             span.end(end_time=end_ns)
             self.judge_calls.add(1, {"coder_eval.criterion.type": criterion.type, "error": criterion.error is not None})
+            self.judge_retries.add(int(usage.get("retries") or 0), {"coder_eval.criterion.type": criterion.type})
 
     def evaluation_end(self, evaluation: Evaluation) -> None:
         """The evaluation's root span (derived ids, its start time), the end event, the criterion events, metrics."""

@@ -1,7 +1,7 @@
 """Telemetry through the installed CLI: traces to a real backend (Arize Phoenix), events and metrics over OTLP.
 
-One run, two evaluations: a replayed agent that the early-stop watcher stops,
-and claude-code against the scripted Messages API. Each is one trace whose
+One run, three evaluations: a replayed agent that the early-stop watcher stops,
+a replayed dialog, and claude-code against the scripted Messages API. Each is one trace whose
 root carries the verdict and the guide's ``CoderEval.Task.End`` event; no
 prompt, tool argument or key is exported by default; Claude Code's own events
 and metrics reach the same endpoint, tagged with the evaluation's trace.
@@ -65,6 +65,14 @@ def test_each_evaluation_is_one_trace_with_its_stages_turns_tools_verdict_and_ev
         {"calls": [{"tool": "Bash", "command": "true"}]},
     ]
     replay_task_file(tasks, "replayed", turns, initial_prompt=SECRET_PROMPT, success_criteria=[stopped_early])
+    dialog = [
+        {"text": "Which file?"},
+        {"user": "out.txt, please."},
+        {"calls": [{"tool": "Bash", "command": "echo x > out.txt"}], "text": "Written."},
+    ]
+    simulation = {"enabled": True, "persona": "a user", "goal": "a file", "max_turns": 3}
+    written = {"type": "file_exists", "description": "wrote it", "path": "out.txt"}
+    replay_task_file(tasks, "conversed", dialog, simulation=simulation, success_criteria=[written])
     received = Received()
     with OtlpReceiver(received) as receiver_url:
         env = {
@@ -75,7 +83,7 @@ def test_each_evaluation_is_one_trace_with_its_stages_turns_tools_verdict_and_ev
         outcome, run = system_cli.run(tasks, env=env)
         assert outcome.code == 0, outcome.output
 
-    results = {task: run.result(task) for task in ("coded", "replayed")}
+    results = {task: run.result(task) for task in ("coded", "replayed", "conversed")}
     assert all(r["trace_id"] for r in results.values())
     traces = by_trace(spans(phoenix, expected=20))
     coded, replayed = traces[results["coded"]["trace_id"]], traces[results["replayed"]["trace_id"]]
@@ -89,11 +97,14 @@ def test_each_evaluation_is_one_trace_with_its_stages_turns_tools_verdict_and_ev
     end = next(e for e in root["events"] if e["name"] == "CoderEval.Task.End")
     assert end["attributes"]["EarlyStopped"] is True and end["attributes"]["EarlyStopReason"]
     assert any(e["name"] == "gen_ai.evaluation.result" for e in root["events"])
+    (user,) = [s for s in traces[results["conversed"]["trace_id"]] if s["name"] == "chat simulated_user"]
+    assert user["attributes"]["coder_eval.role"] == "simulated_user" and user["attributes"]["coder_eval.dialog.turn"] == 2
     run_spans = [s for s in spans(phoenix, expected=20) if s["name"].startswith("run ")]
-    assert [s["attributes"]["coder_eval.evaluations"] for s in run_spans] == [2]
+    assert [s["attributes"]["coder_eval.evaluations"] for s in run_spans] == [3]
 
     exported = json.dumps(spans(phoenix, expected=20))  # nothing of the content, nothing of the key, by default
     assert SECRET_PROMPT not in exported and "echo hi" not in exported and "echo pytest" not in exported
+    assert "out.txt, please" not in exported
     assert not [form for form in key_forms(key).values() if form.decode() in exported]
 
     ends = [e for e in received.events if e["name"] == "CoderEval.Task.End"]

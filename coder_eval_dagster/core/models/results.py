@@ -94,6 +94,8 @@ class DialogMessage(BaseModel):
     text: str
     tokens: int = 0  # the simulator call (user) or the agent's exchange (agent), input + output
     criteria_passed: bool | None = None  # the per-turn check after this agent message (check_criteria)
+    started_at: float | None = None  # epoch seconds: the simulator call's start and end (telemetry spans)
+    ended_at: float | None = None
 
 
 class SimulationInfo(BaseModel):
