@@ -98,7 +98,9 @@ def test_each_evaluation_is_one_trace_with_its_stages_turns_tools_verdict_and_ev
     assert end["attributes"]["EarlyStopped"] is True and end["attributes"]["EarlyStopReason"]
     assert any(e["name"] == "gen_ai.evaluation.result" for e in root["events"])
     (user,) = [s for s in traces[results["conversed"]["trace_id"]] if s["name"] == "chat simulated_user"]
-    assert user["attributes"]["coder_eval.role"] == "simulated_user" and user["attributes"]["coder_eval.dialog.turn"] == 2
+    assert (
+        user["attributes"]["coder_eval.role"] == "simulated_user" and user["attributes"]["coder_eval.dialog.turn"] == 2
+    )
     run_spans = [s for s in spans(phoenix, expected=20) if s["name"].startswith("run ")]
     assert [s["attributes"]["coder_eval.evaluations"] for s in run_spans] == [3]
 
