@@ -226,7 +226,10 @@ def _launch(
     with bar:
         dagster_run_id = str(uuid.uuid4()) if rescore or fresh_id else opened.plan.dagster_run_id
         ids = (task_ids, variant_ids, dagster_run_id or str(uuid.uuid4()))
-        result = execute(instance, settings, context, *ids, rescore)
+        try:
+            result = execute(instance, settings, context, *ids, rescore)
+        finally:
+            context.close()  # telemetry: what the run buffered goes out before the summary is printed
     failures = failure_messages(result)
     if context.interrupt.is_set():
         print(f"coder-eval: interrupted; what finished is in {run_dir}", file=sys.stderr)

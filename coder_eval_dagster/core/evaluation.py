@@ -132,7 +132,9 @@ def new_evaluation(
         started_at=utc_now(),
         expected_turns=task.run_limits.expected_turns,
     )
-    return Evaluation(run_id, run_dir, row_task, replicate, context or RunContext.create(), result, cache)
+    evaluation = Evaluation(run_id, run_dir, row_task, replicate, context or RunContext.create(), result, cache)
+    result.trace_id = evaluation.context.telemetry.trace_id(evaluation)
+    return evaluation
 
 
 StageStep = Callable[[Evaluation], None]
@@ -217,6 +219,7 @@ def run_agent(evaluation: Evaluation) -> None:
         Watcher.for_task(task),
         dialog=dialog.after_exchange if dialog else None,
         run=evaluation.context,
+        trace_id=evaluation.result.trace_id,
     )
     output = asyncio.run(agent(agent_input))
     if dialog is not None:
@@ -447,16 +450,20 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
     if phase == "sandbox":
         result.started_at = utc_now()
     began = time.perf_counter()
+    telemetry = evaluation.context.telemetry
     for stage in STAGES:
         if phase not in stage.phases:
             continue
-        started = time.perf_counter()
+        started, started_ns = time.perf_counter(), time.time_ns()
         if stage.name == "finish":
             _stamp_durations(result, phase, began)
             result.phases_done.append(phase)
+            telemetry.evaluation_end(evaluation)  # the verdict is in: the trace's root span, with its events
         stage.run(evaluation)
         if stage.timed and phase != "rescore":
             result.stage_durations[stage.name] = round(time.perf_counter() - started, 3)
+        if stage.timed:
+            telemetry.stage(evaluation, stage.name, started_ns, time.time_ns())
         evaluation.context.emit(
             "stage", stage=stage.name, task_id=evaluation.row_task.task_id, status=result.final_status
         )

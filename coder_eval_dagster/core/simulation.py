@@ -19,6 +19,7 @@ A failing simulator ends the dialog with ``error``; the task is still scored.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -139,16 +140,20 @@ class RecordedUser:
 
 
 def simulated_user(task: Task, recorded: list[str] | None, run: RunContext) -> SimulatedUser:
-    """The recorded user of a replay, else the model on the run's route: ``simulation.model``, else the agent's
-    model for claude-code, else the default."""
+    """The recorded user of a replay, else the model on the run's route."""
     settings = task.simulation
     assert settings is not None
     if recorded is not None:
         return RecordedUser(recorded, settings.stop_token)
+    return ModelUser(settings, simulator_model(task), run)
+
+
+def simulator_model(task: Task) -> str:
+    """``simulation.model``, else the agent's model for claude-code, else the default."""
     agent = task.agent
+    settings = task.simulation
     agents_model = agent.model if agent.resolved_type == "claude-code" else None
-    model = settings.model or agents_model or DEFAULT_SIMULATOR_MODEL
-    return ModelUser(settings, model, run)
+    return (settings.model if settings else None) or agents_model or DEFAULT_SIMULATOR_MODEL
 
 
 # ----------------------------------------------------------------------------- the loop
@@ -209,6 +214,7 @@ class Dialog:
         return None
 
     def _ask_user(self) -> str | None:
+        started = time.time()
         try:
             utterance = self.user.next_message(self.messages)
         except Exception as exc:  # the dialog ends; the task is still scored on what the agent did
@@ -222,7 +228,16 @@ class Dialog:
         text = utterance.text.replace(self.settings.stop_token, "").strip()
         if text:
             tokens = utterance.input_tokens + utterance.output_tokens
-            self.messages.append(DialogMessage(turn=self.turns + 1, role="user", text=redact(text), tokens=tokens))
+            self.messages.append(
+                DialogMessage(
+                    turn=self.turns + 1,
+                    role="user",
+                    text=redact(text),
+                    tokens=tokens,
+                    started_at=started,
+                    ended_at=time.time(),
+                )
+            )
         if ended:
             self.stop_reason = "stop_token"
             return None

@@ -69,6 +69,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("model", pa.string()),
             ("tags", pa.list_(pa.string())),
             ("error", pa.string()),
+            ("trace_id", pa.string()),  # the evaluation's OpenTelemetry trace (null when telemetry is off)
         ]
     ),
     "criteria_scores": pa.schema(

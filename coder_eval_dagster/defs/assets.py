@@ -256,6 +256,7 @@ def _report_metadata(group: list[Evaluation]) -> dict[str, Any]:
         "score": dg.MetadataValue.float(sum(r.weighted_score for r in results) / len(results)),
         "duration_s": dg.MetadataValue.float(sum(r.duration_s for r in results)),
         "report": dg.MetadataValue.path(str(group[0].folder / REPORT_FILE)),
+        **({"trace_id": ", ".join(r.trace_id for r in results if r.trace_id)} if results[0].trace_id else {}),
     }
 
 
@@ -284,6 +285,7 @@ def suite_metrics(
 ) -> Materialized:
     run = settings.open(context, run_context)
     summary = summarize(run, Path(settings.run_options().runs_dir) / TABLES_DIR)
+    run_context.telemetry.run_end(run.plan.run_id, run.plan.started_at, summary.results, summary.passed)
     thresholds = [t for entry in summary.suite for t in entry.thresholds]
     succeeded = sum(r.success for r in summary.results)
     share = succeeded / len(summary.results) if summary.results else 1.0

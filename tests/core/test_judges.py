@@ -181,9 +181,11 @@ def test_api_error_scores_zero_and_429_is_retried(tmp_path, api):
     fake = api(Script([], verdict=GOOD, fail_first=1, fail_status=429))
     (judge,) = judged(tmp_path / "a", llm()).criteria
     assert judge.score == 0.8 and len(fake.script.requests) == 2  # 429, then the retry succeeded
+    assert judge.details["judge_usage"]["retries"] == 1  # counted (telemetry's coder_eval.judge.retries)
     fake.script.fail_first, fake.script.fail_status = 99, 400
     (judge,) = judged(tmp_path / "b", llm()).criteria
     assert judge.score == 0.0 and "judge call failed: BadRequestError" in judge.error
+    assert judge.details["judge_usage"]["retries"] == 0  # a 400 is not retried
 
 
 def test_no_key_fails_at_dispatch_without_calling_out(tmp_path, api, monkeypatch):

@@ -50,6 +50,7 @@ class AgentInput:
     # next message (None: the dialog is over). None: a single-shot run, one exchange.
     dialog: Callable[[AgentOutput], str | None] | None = None
     run: RunContext = field(kw_only=True)  # the run's context: its model route and credentials
+    trace_id: str | None = field(default=None, kw_only=True)  # the evaluation's trace (telemetry on)
 
     def next_message(self, output: AgentOutput) -> str | None:
         """The user's next message after a completed exchange (None: the conversation is over)."""
@@ -98,6 +99,15 @@ class AgentOutput:
         self.early_stop_reason = reason
         self.turns_remaining_at_stop = max_turns - turns_used if max_turns is not None else None
 
+    def open_turn(self, turn: TurnRecord) -> TurnRecord:
+        """Add the next model round trip, stamping when it began and when the previous one ended."""
+        now = time.time()
+        if self.turns and self.turns[-1].ended_at is None:
+            self.turns[-1].ended_at = now
+        turn.started_at = turn.started_at or now
+        self.turns.append(turn)
+        return turn
+
     def conclude(
         self, budget: BudgetTracker, breach: Breach | None, stop: str | None, max_turns: int | None
     ) -> AgentOutput:
@@ -106,6 +116,8 @@ class AgentOutput:
             what = "cost" if breach == COST_BUDGET_EXCEEDED else "token"
             self.stop_reason = budget_stop_reason(breach)
             self.final_status, self.error = breach, f"run_limits {what} budget exceeded"
+        if self.turns and self.turns[-1].ended_at is None:
+            self.turns[-1].ended_at = time.time()
         budget.finish()
         self.warnings.extend(budget.warnings)
         if stop:

@@ -161,6 +161,7 @@ class Session:
             else 0.0,
             1,
         )
+        call.started_at = time.time() - call.duration_ms / 1000
         response = data.get("tool_response")
         if isinstance(response, dict) and response.get("interrupted"):
             status = "error"
@@ -174,7 +175,7 @@ class Session:
 
     def _current_turn(self) -> TurnRecord:
         if not self.output.turns:
-            self.output.turns.append(TurnRecord(index=1))
+            self.output.open_turn(TurnRecord(index=1))
         return self.output.turns[-1]
 
     def _new_call(self, tool_use_id: str, tool: str, parameters: dict[str, Any], turn: TurnRecord) -> ToolCallRecord:
@@ -189,8 +190,7 @@ class Session:
         if turn is not None:
             return turn, None
         breach = self.settle()  # the previous turn is complete
-        turn = TurnRecord(index=len(self.output.turns) + 1)
-        self.output.turns.append(turn)
+        turn = self.output.open_turn(TurnRecord(index=len(self.output.turns) + 1))
         self.turn_of[key] = turn
         return turn, breach
 
@@ -287,6 +287,7 @@ def build_options(agent_input: AgentInput, session: Session, home: Path, route: 
 
     config, limits = agent_input.config, agent_input.limits
     env = cli_environment(agent_environment(agent_input.sandbox), home, route)
+    env.update(agent_input.run.telemetry.cli_environment(agent_input.trace_id))
     plugins = copied_plugins(config, home)  # before the HOME is copied into a container (agent_command)
     settings = config.claude_settings
     if isinstance(settings, dict):

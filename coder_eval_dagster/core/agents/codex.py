@@ -97,7 +97,7 @@ class CodexSession:
     def turn(self) -> TurnRecord:
         """The open turn: items arrive before the usage update that closes their round trip."""
         if not self.output.turns or self.closed:
-            self.output.turns.append(TurnRecord(index=len(self.output.turns) + 1))
+            self.output.open_turn(TurnRecord(index=len(self.output.turns) + 1))
             self.closed = False
         return self.output.turns[-1]
 
@@ -151,6 +151,7 @@ class CodexSession:
             parameters=parameters,
             status="success" if ok else "error",
             duration_ms=round(float(duration), 1),
+            started_at=time.time() - float(duration) / 1000,
             output=redact(output[:OUTPUT_CHARS]) if output else None,
         )
         turn.calls.append(call)

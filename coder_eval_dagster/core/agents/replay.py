@@ -136,7 +136,7 @@ class Replay:
             self.stop("max_turns", None, None)
             return False
         started = time.monotonic()
-        record = TurnRecord(index=index, text=turn.text)
+        record = TurnRecord(index=index, text=turn.text, started_at=time.time())
         for seq, call in enumerate(turn.calls, start=1):
             if self.timed_out(started):
                 break
@@ -151,7 +151,8 @@ class Replay:
                 break
         if turn.usage is not None:
             record = record.model_copy(update=turn.usage.model_dump())
-        self.output.turns.append(record)
+        record.ended_at = time.time()
+        self.output.open_turn(record)
         stopped = self.output.early_stop_reason or self.output.stop_reason == "max_tool_calls"
         if stopped or self.output.final_status is not None or self.timed_out(started):
             return False
@@ -165,7 +166,7 @@ class Replay:
     def record_call(self, turn: int, seq: int, call: ToolCall, turn_started: float) -> ToolCallRecord:
         left = self.time_left(turn_started)
         timeout = left if left is not None else DEFAULT_CALL_TIMEOUT_S
-        start = time.perf_counter()
+        start, wall = time.perf_counter(), time.time()
         status, output = play_call(call, self.input.sandbox, timeout)
         duration = round((time.perf_counter() - start) * 1000, 1)
         return ToolCallRecord(
@@ -176,6 +177,7 @@ class Replay:
             status=status,
             duration_ms=duration,
             output=output,
+            started_at=wall,
         )
 
 

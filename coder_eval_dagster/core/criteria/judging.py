@@ -163,13 +163,19 @@ def list_price(model: str, input_tokens: int, output_tokens: int) -> float | Non
     return None
 
 
-def judge_usage(input_tokens: int, output_tokens: int, cost_usd: float | None, duration_s: float) -> dict[str, Any]:
-    """A judge's spend, as stored in ``details["judge_usage"]`` (never counted against run_limits)."""
+def judge_usage(
+    input_tokens: int, output_tokens: int, cost_usd: float | None, duration_s: float, retries: int = 0
+) -> dict[str, Any]:
+    """A judge's spend, as stored in ``details["judge_usage"]`` (never counted against run_limits).
+
+    ``retries``: the API calls the client repeated (429/529/5xx/connection errors) before the answer.
+    """
     return {
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
         "cost_usd": cost_usd,
         "duration_s": round(duration_s, 3),
+        "retries": retries,
     }
 
 

@@ -45,6 +45,7 @@ class ToolCallRecord(BaseModel):
     status: ToolCallStatus = "unknown"
     duration_ms: float = 0.0
     output: str | None = None
+    started_at: float | None = None  # epoch seconds, when the agent reports it (telemetry spans)
 
 
 class TurnRecord(BaseModel):
@@ -56,6 +57,8 @@ class TurnRecord(BaseModel):
     cache_read_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cost_usd: float | None = None
+    started_at: float | None = None  # epoch seconds: the round trip's start and end, when the agent reports them
+    ended_at: float | None = None
 
 
 class CriterionResult(BaseModel):
@@ -91,6 +94,8 @@ class DialogMessage(BaseModel):
     text: str
     tokens: int = 0  # the simulator call (user) or the agent's exchange (agent), input + output
     criteria_passed: bool | None = None  # the per-turn check after this agent message (check_criteria)
+    started_at: float | None = None  # epoch seconds: the simulator call's start and end (telemetry spans)
+    ended_at: float | None = None
 
 
 class SimulationInfo(BaseModel):
@@ -130,6 +135,7 @@ class EvaluationResult(BaseModel):
     error: str | None = None
     started_at: str = ""
     finished_at: str = ""
+    trace_id: str | None = None  # the evaluation's OpenTelemetry trace (when telemetry exports)
     duration_s: float = 0.0  # the evaluation's own time: the sum of its stages
     stage_durations: dict[str, float] = Field(default_factory=dict)  # seconds per stage (setup, pre_run, ...)
     phases_done: list[str] = Field(default_factory=list)  # sandbox, scoring: what a resumed run keeps

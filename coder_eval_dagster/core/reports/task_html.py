@@ -133,10 +133,15 @@ def render_task_html(result: EvaluationResult) -> str:
 <div class="meta">{"".join(badges)} weighted score {result.weighted_score:.3f} ·
 {passed}/{len(gating)} gating criteria passed · {result.duration_s:.2f} s · agent {escape(result.agent_type)}
 · turns {result.turns} (visible {result.visible_turns})
-· tokens {result.input_tokens} in / {result.output_tokens} out</div>
+· tokens {result.input_tokens} in / {result.output_tokens} out{_trace(result)}</div>
 {error}<p>{escape(result.description)}</p>
 <h2>Criteria</h2><table>{head}{rows}</table>
 {_dialog(result)}{_hooks("pre_run", result.pre_run_results)}{_trajectory(result)}
 {_hooks("post_run", result.post_run_results)}
 </body></html>
 """
+
+
+def _trace(result: EvaluationResult) -> str:
+    """The evaluation's trace id, to look it up in the telemetry backend (nothing when telemetry was off)."""
+    return f" · trace <code>{escape(result.trace_id)}</code>" if result.trace_id else ""
