@@ -26,6 +26,7 @@ from .core.run_spec import RunOptions, RunSpec
 from .core.yamlio import load_document
 from .deploy_cli import add_commands as add_deploy_commands
 from .instance_cli import add_commands as add_instance_commands
+from .prune_cli import add_commands as add_prune_commands
 from .sandbox_cli import add_commands as add_sandbox_commands
 
 
@@ -243,6 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_sandbox_commands(commands)
     add_deploy_commands(commands)
     add_instance_commands(commands)
+    add_prune_commands(commands)
     return parser
 
 
