@@ -22,7 +22,7 @@ from .model_proxy import Grant, Upstream, shared_proxy
 from .routing import ApiRoute, resolve_route
 from .run_spec import DEFAULT_JUDGE_CONCURRENCY
 from .sandbox.process import Interrupt
-from .telemetry import Telemetry, for_environment
+from .telemetry import Telemetry, configured
 
 if TYPE_CHECKING:
     from .evaluation import Evaluation
@@ -89,7 +89,7 @@ class RunContext:
         environ = os.environ if environ is None else environ
         route = resolve_route(backend, credentials, environ)
         return cls(
-            route, credentials, JudgeLimiter(judge_concurrency), progress=progress, telemetry=for_environment(environ)
+            route, credentials, JudgeLimiter(judge_concurrency), progress=progress, telemetry=telemetry_for(environ)
         )
 
     def model_client(self, max_retries: int, timeout: float) -> Any:
@@ -159,3 +159,15 @@ def uses_model_route(row_tasks: Iterable[RowTask]) -> bool:
         if agent in ROUTED_AGENT_TYPES or simulated or any(c.calls_model for c in task.success_criteria):
             return True
     return False
+
+
+def telemetry_for(environ: Mapping[str, str]) -> Telemetry:
+    """The run's telemetry: exporting when the environment configures an OTLP endpoint, else none.
+
+    The exporting side (OpenTelemetry's SDK) is imported only then: a run without telemetry never loads it.
+    """
+    if not configured(environ):
+        return Telemetry()
+    from .telemetry_export import OtlpTelemetry
+
+    return OtlpTelemetry(environ)

@@ -40,6 +40,7 @@ JUDGE_USAGE = pa.struct(
         ("output_tokens", pa.int64()),
         ("cost_usd", pa.float64()),
         ("duration_s", pa.float64()),
+        ("retries", pa.int32()),  # API calls the client repeated (429/529/5xx) before the answer
     ]
 )
 

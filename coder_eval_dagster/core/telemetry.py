@@ -27,7 +27,6 @@ exported unless ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -96,16 +95,6 @@ class Telemetry:
 
     def shutdown(self) -> None:
         pass
-
-
-def for_environment(environ: Mapping[str, str] | None = None) -> Telemetry:
-    """The run's telemetry: exporting when the environment configures an OTLP endpoint, else none."""
-    environ = os.environ if environ is None else environ
-    if not configured(environ):
-        return Telemetry()
-    from .telemetry_export import OtlpTelemetry
-
-    return OtlpTelemetry(environ)
 
 
 def content(text: object, capture: bool) -> str | None:
