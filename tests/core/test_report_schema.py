@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -107,8 +109,11 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     experiment = write_project(folder)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DAGSTER_HOME", str(folder / "home"))
-        done = run_cli("run", "-e", experiment, "--runs-dir", folder / "runs", "-j", "2")
+        done = run_cli(
+            "run", "-e", experiment, "--runs-dir", folder / "runs", "-j", "2", "--junit-xml", folder / "j.xml"
+        )
     assert done.code == 1, done.err  # the failing tasks
+    assert ET.parse(folder / "j.xml").getroot().get("failures") == str(FAILED)
     return (folder / "runs" / "latest").resolve()
 
 
@@ -221,3 +226,82 @@ def test_replicate_folders_from_00_and_the_latest_link(run_dir: Path) -> None:
     assert sorted(p.name for p in (run_dir / "base" / "pass").iterdir()) == ["00", "01"]
     latest = run_dir.parent / "latest"
     assert latest.is_symlink() and os.readlink(latest) == run_dir.name  # relative: the runs folder can move
+
+
+@pytest.fixture
+def copy(run_dir: Path, tmp_path: Path) -> Path:
+    """The run folder copied (the verbs below rewrite its files)."""
+    return Path(shutil.copytree(run_dir, tmp_path / run_dir.name))
+
+
+def test_report_rebuild_rewrites_run_json_from_the_task_json_files(copy: Path) -> None:
+    before = read(copy / "run.json")
+    kept = run_cli("report", copy, "--rebuild")  # the run's window and width come from its run.json
+    assert kept.code == 0, kept.err
+    assert f"[OK] Aggregated {EVALUATIONS} task(s) ({SUCCEEDED} ok / {FAILED} fail / 0 err)" in kept.out
+    after = read(copy / "run.json")
+    assert (after["end_time"], after["max_parallel"]) == (before["end_time"], 2)
+    assert after["task_results"] == before["task_results"]
+
+    (copy / "run.json").unlink()
+    (copy / "experiment.json").unlink()
+    assert run_cli("report", copy, "--rebuild").code == 0  # from the task.json files alone
+    rebuilt = read(copy / "run.json")
+    assert rebuilt["task_results"] == before["task_results"] and rebuilt["pass_rate"] == before["pass_rate"]
+    assert read(copy / "experiment.json")["experiment_id"] == "ab"
+
+
+def test_report_renders_md_junit_and_html(copy: Path, tmp_path: Path) -> None:
+    markdown = run_cli("report", copy)
+    assert markdown.code == 0 and markdown.out.startswith(f"# Run {copy.name}\n")
+    assert "| hint | [fail](hint/fail/01/task.html) | 01 | FAILURE |" in markdown.out
+    assert run_cli("report", copy, "-o", tmp_path / "out.md").code == 0
+    assert (tmp_path / "out.md").read_text() == markdown.out
+
+    junit = run_cli("report", copy, "-f", "junit")
+    assert junit.code == 0 and junit.out.strip() == f"[OK] JUnit report written to {copy / 'junit.xml'}"
+    root = ET.parse(copy / "junit.xml").getroot()
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == (str(EVALUATIONS), str(FAILED), "0")
+    names = [case.get("name") for case in root.iter("testcase")]
+    assert "labels/r2[01]" in names and "replay_hello[00]" in names
+
+    (copy / "base/pass/00/task.html").unlink()
+    html = run_cli("report", copy, "-f", "html")
+    assert html.code == 0 and f"Rendered {EVALUATIONS} task.html" in html.out
+    assert "<!DOCTYPE html>" in (copy / "base/pass/00/task.html").read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--rebuild", "-f", "md"], "--rebuild rewrites the run's files: it takes no -f or -o"),
+        (["-f", "html", "-o", "x.html"], "-o applies to -f md and -f junit"),
+    ],
+)
+def test_report_usage_errors_are_one_line(copy: Path, args: list[str], message: str) -> None:
+    done = run_cli("report", copy, *args)
+    assert done.code == 2 and message in done.err and len(done.err.strip().splitlines()) == 1
+
+
+def test_a_malformed_record_is_named_by_file_and_field(copy: Path, tmp_path: Path) -> None:
+    broken = copy / "base/pass/00/task.json"
+    record = read(broken)
+    record["final_status"] = "PASSED"
+    broken.write_text(json.dumps(record))
+    done = run_cli("report", copy, "-f", "html")
+    assert done.code == 2 and "Traceback" not in done.err
+    assert f"{broken}: final_status: Input should be 'SUCCESS', 'FAILURE'" in done.err
+    assert (
+        run_cli("report", tmp_path / "nowhere").err.strip()
+        == f"coder-eval report: {tmp_path / 'nowhere'}: no such run folder"
+    )
+
+
+def test_evaluate_refuses_what_it_cannot_grade(run_dir: Path, tmp_path: Path) -> None:
+    tasks = run_dir.parent.parent / "tasks"
+    rows = run_cli("evaluate", tasks / "labels.yaml", tmp_path, "--run-dir", tmp_path / "ev")
+    assert (
+        rows.code == 2 and "evaluate grades one task without a dataset; this file resolves to 3 row-task(s)" in rows.err
+    )
+    missing = run_cli("evaluate", tasks / "pass.yaml", tmp_path / "absent", "--run-dir", tmp_path / "ev")
+    assert missing.code == 2 and "not a directory to grade" in missing.err

@@ -65,6 +65,8 @@ def test_compare_history_report_and_the_index_read_it(earlier: Path) -> None:
     from_tables = load_run(earlier).evaluations
     assert sorted(set(from_tables["final_status"])) == ["FAILURE", "SUCCESS"]  # FAILED, as written then
     assert from_tables.set_index("task_id")["report"]["failing"] == "default/failing/01/task.html"
+    history = run_cli("history", earlier.parent, "--format", "json")
+    assert history.code == 0 and json.loads(history.out)["pass_rate_per_day"][0]["pass_rate"] == 0.75
     shutil.rmtree(earlier.parent / "tables" / "task_results")
     from_files = load_run(earlier).evaluations
     assert (
