@@ -24,7 +24,7 @@ RUN_SUMMARY = {
     "tasks_error", "tasks_not_graded", "tasks_measured", "tasks_token_budget_exceeded", "tasks_cost_budget_exceeded",
     "skipped_tasks", "max_parallel", "task_results", "framework_version", "environment_info", "tasks_graded",
     "pass_rate", "error_share", "tasks_cost_incomplete", "cost_complete", "agent_cost_usd", "eval_overhead_cost_usd",
-    "total_cost_usd",
+    "total_cost_usd", "row_selection",
 }  # fmt: skip
 TASK_ROW = {
     "task_id", "replicate_index", "status", "weighted_score", "duration", "iteration_count", "tags", "task_path",
@@ -126,6 +126,7 @@ def test_run_json_is_a_run_summary(run_dir: Path) -> None:
     assert counts == [EVALUATIONS, SUCCEEDED, FAILED, 0, 0]
     assert summary["pass_rate"] == pytest.approx(SUCCEEDED / EVALUATIONS) and summary["error_share"] == 0.0
     assert summary["max_parallel"] == 2 and summary["passed"] is False and summary["experiment"] == "ab"
+    assert summary["row_selection"] == {"split": None, "max_rows": None, "sample_per_stratum": None}
     assert {row["status"] for row in summary["task_results"]} == {"SUCCESS", "FAILURE"}
     assert sorted({row["replicate_index"] for row in summary["task_results"]}) == [0, 1]
     hello = next(row for row in summary["task_results"] if row["task_id"] == "replay_hello")

@@ -41,6 +41,15 @@ class SkippedTask(BaseModel):
     task_id: str | None = None
 
 
+class RowSelection(BaseModel):
+    """Which rows of the datasets the run selected (the schema's ``row_selection``): ``--split``, ``--sample``
+    (``max_rows``), ``--sample-per-stratum``; null where the run asked for none."""
+
+    split: str | None = None
+    max_rows: int | None = None
+    sample_per_stratum: int | None = None
+
+
 class TaskRow(BaseModel):
     """A run.json ``task_results`` row: coder_eval's row (all its keys, null where unknown) and ours beside it."""
 
@@ -287,6 +296,17 @@ class RunSummary(Counts):
     @property
     def counted(self) -> list[tuple[str, float | None]]:
         return [(row.status, row.weighted_score) for row in self.task_results]
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def row_selection(self) -> RowSelection:
+        """From the run's options (its RunSpec)."""
+        options = self.options
+        return RowSelection(
+            split=options.get("split"),
+            max_rows=options.get("sample"),
+            sample_per_stratum=options.get("sample_per_stratum"),
+        )
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property

@@ -344,14 +344,14 @@ class CommandStats(BaseModel):
         )
 
 
-EarlyStopReason = Literal["criterion_passed", "criterion_failed", "decision_budget_exceeded"]
+# Why the watcher stopped: criterion_passed, criterion_failed or decision_budget_exceeded (the schema's names).
 EARLIER_EARLY_STOPS = {"armed_criteria_passed": "criterion_passed", "armed_criterion_failed": "criterion_failed"}
 
 
 class EarlyStopInfo(BaseModel):
     """Why the early-stop watcher ended the run, coder_eval's ``EarlyStopInfo``."""
 
-    reason: str  # an EarlyStopReason
+    reason: str  # criterion_passed, criterion_failed or decision_budget_exceeded
     deciding_criterion_type: str
     deciding_criterion_description: str
     armed_criteria: list[str] = Field(default_factory=list)  # "type: description"
@@ -402,7 +402,6 @@ class EvaluationResult(BaseModel):
     total_token_usage: TokenUsage | None = None  # the agent's; None: no agent ran
     max_turns_exhausted: bool = False
     stopped_early: bool = False
-    # criterion_passed, criterion_failed or decision_budget_exceeded (EarlyStopInfo.reason)
     early_stop_reason: Annotated[
         str | None, BeforeValidator(lambda v: EARLIER_EARLY_STOPS.get(v, v) if isinstance(v, str) else v)
     ] = None

@@ -30,13 +30,13 @@ def run_passed(results: list[EvaluationResult], suite: list[SuiteEntry]) -> bool
 
 
 def counts_line(report: RunSummary) -> str:
-    """``3 succeeded, 1 failed (1 FAILURE), 0 errors``: the run's buckets, and the statuses that filled them."""
+    """``4 evaluations: 3 succeeded, 1 failed, 0 errors (1 FAILURE, 3 SUCCESS)``: the buckets and their statuses."""
     statuses: dict[str, int] = {}
     for row in report.task_results:
         statuses[row.status] = statuses.get(row.status, 0) + 1
     shown = ", ".join(f"{count} {status}" for status, count in sorted(statuses.items()))
     return (
-        f"{report.tasks_run} run: {report.tasks_succeeded} succeeded, {report.tasks_failed} failed, "
+        f"{report.tasks_run} evaluations: {report.tasks_succeeded} succeeded, {report.tasks_failed} failed, "
         f"{report.tasks_error} errors" + (f" ({shown})" if shown else "")
     )
 
