@@ -25,8 +25,10 @@ from .core.routing import RouteError
 from .core.run_spec import RunOptions, RunSpec
 from .core.yamlio import load_document
 from .deploy_cli import add_commands as add_deploy_commands
+from .evaluate_cli import add_commands as add_evaluate_commands
 from .instance_cli import add_commands as add_instance_commands
 from .prune_cli import add_commands as add_prune_commands
+from .report_cli import add_commands as add_report_commands
 from .sandbox_cli import add_commands as add_sandbox_commands
 
 
@@ -240,6 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_arguments(rescoring, RunOptions, only=RESCORE_OPTIONS)
     _junit_argument(rescoring)
     rescoring.set_defaults(handler=cmd_rescore)
+    add_evaluate_commands(commands)
+    add_report_commands(commands)
     add_compare_commands(commands)
     add_sandbox_commands(commands)
     add_deploy_commands(commands)
@@ -254,7 +258,9 @@ RESCORE_OPTIONS = ("concurrency", "backend", "judge_concurrency", "only_criteria
 
 
 def _junit_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--junit", type=Path, metavar="FILE", help="also write a JUnit XML report (one testcase each)")
+    parser.add_argument(
+        "--junit", "--junit-xml", type=Path, metavar="FILE", help="also write a JUnit XML report (one testcase each)"
+    )
 
 
 class UsageError(Exception):

@@ -43,7 +43,7 @@ from .layout import (
     write_atomically,
 )
 from .models.commands import HookCommand
-from .models.results import CommandStats, EvaluationResult, FinalStatus, HookRun, TurnRecord
+from .models.results import EarlyStopInfo, EvaluationResult, FinalStatus, HookRun, TaskConfig, TokenUsage, TurnRecord
 from .models.task import Task
 from .reference import reference_text, staged_reference
 from .resolution import RowTask
@@ -128,6 +128,7 @@ def new_evaluation(
         description=task.description,
         agent_type=task.agent.resolved_type,
         model=task.agent.model,
+        prompt=task.initial_prompt,
         tags=list(task.tags),
         started_at=utc_now(),
         expected_turns=task.run_limits.expected_turns,
@@ -261,8 +262,6 @@ def record_dialog(evaluation: Evaluation, dialog: Dialog, output: AgentOutput) -
     dialog.finish(output)
     result.simulation = dialog.info(evaluation.replicate)
     result.dialog = list(dialog.messages)  # a copy: a simulator call cut off by a timeout may still return late
-    result.simulator_input_tokens = dialog.simulator_input_tokens
-    result.simulator_output_tokens = dialog.simulator_output_tokens
     result.warnings.extend(dialog.warnings)
 
 
@@ -272,10 +271,8 @@ def record_agent_output(evaluation: Evaluation, output: AgentOutput) -> None:
     result.trajectory = output.turns
     result.turns = len(output.turns)
     result.visible_turns = output.visible_turns
-    result.input_tokens = sum(t.input_tokens for t in output.turns)
-    result.output_tokens = sum(t.output_tokens for t in output.turns)
-    costs = [t.cost_usd for t in output.turns if t.cost_usd is not None]
-    result.cost_usd = round(sum(costs), 6) if costs else None
+    result.total_token_usage = TokenUsage.of_turns(output.turns)
+    result.max_turns_exhausted = output.stop_reason == "max_turns"
     result.warnings.extend(output.warnings)
     result.stopped_early = output.early_stop_reason is not None
     result.early_stop_reason = output.early_stop_reason
@@ -337,29 +334,33 @@ def decide(result: EvaluationResult, task: Task) -> None:
             if result.stopped_early
             else all_passed(result.criteria)
         )
-        result.final_status = "SUCCESS" if passed else "FAILED"
+        result.final_status = "SUCCESS" if passed else "FAILURE"
     result.success = result.final_status == "SUCCESS"
     expected = result.expected_turns
     result.within_expected_turns = (
         None if expected is None else result.success and result.visible_turns <= 1.5 * expected
     )
-    result.command_stats = command_stats(result)
+    result.early_stop = early_stop_info(result, armed, task.run_limits.stop_early_gate_threshold)
 
 
-def command_stats(result: EvaluationResult) -> CommandStats:
-    calls = [call for turn in result.trajectory for call in turn.calls]
-    by_tool: dict[str, int] = {}
-    for call in calls:
-        by_tool[call.tool] = by_tool.get(call.tool, 0) + 1
-    slowest = sorted(calls, key=lambda c: c.duration_ms, reverse=True)[:5]
-    return CommandStats(
-        total_commands=len(calls),
-        commands_by_tool=by_tool,
-        total_command_time_ms=round(sum(c.duration_ms for c in calls), 1),
-        success_rate=round(sum(c.status == "success" for c in calls) / len(calls), 4) if calls else None,
-        slowest_commands=[
-            {"tool": c.tool, "turn": c.turn, "seq": c.seq, "duration_ms": c.duration_ms} for c in slowest
-        ],
+def early_stop_info(result: EvaluationResult, armed: set[int], threshold: float) -> EarlyStopInfo | None:
+    """The schema's record of an early stop: the armed criterion that decided it, where and when."""
+    if not result.stopped_early or result.early_stop_reason is None:
+        return None
+    armed_results = [c for c in result.criteria if c.index in armed]
+    decided = [c for c in armed_results if c.passed == (result.early_stop_reason == "criterion_passed")]
+    deciding = (decided or armed_results or result.criteria)[0]
+    calls = sum(len(turn.calls) for turn in result.trajectory)
+    return EarlyStopInfo(
+        reason=result.early_stop_reason,
+        deciding_criterion_type=deciding.type,
+        deciding_criterion_description=deciding.description,
+        armed_criteria=[f"{c.type}: {c.description}" for c in armed_results],
+        sdk_turn_index=max(len(result.trajectory) - 1, 0),
+        tool_call_index=max(calls, 1),
+        elapsed_seconds=result.stage_durations.get("agent", 0.0),
+        turns_remaining_at_stop=result.turns_remaining_at_stop,
+        gate_threshold=threshold,
     )
 
 
@@ -403,9 +404,22 @@ def write_result(evaluation: Evaluation) -> None:
     end_processes(evaluation)
     result = evaluation.result
     result.finished_at = utc_now()
+    result.task_config = task_config(evaluation.row_task)
     evaluation.folder.mkdir(parents=True, exist_ok=True)
     write_atomically(evaluation.folder / RESULT_FILE, result.model_dump_json(indent=2))
     write_atomically(evaluation.folder / REPORT_FILE, render_task_html(result))
+
+
+def task_config(row_task: RowTask) -> TaskConfig:
+    """The task as it ran, and its file; an inline reference solution is in neither (nothing persisted holds it)."""
+    task = row_task.task
+    inline = task.reference is not None and task.reference.code is not None
+    readable = row_task.source.is_file() and not inline
+    return TaskConfig(
+        resolved=task.model_dump(mode="json", exclude={"reference": {"code"}} if inline else None),
+        source_yaml=row_task.source.read_text(encoding="utf-8") if readable else "",
+        source_file=str(row_task.source),
+    )
 
 
 # ----------------------------------------------------------------------------- the sequence

@@ -150,8 +150,8 @@ class RunOptions(BaseModel):
     concurrency: int = Field(
         default=0,
         ge=0,
-        description="evaluations at once (default, or 0: the CPU count)",
-        json_schema_extra=cli("--concurrency", metavar="N"),
+        description="evaluations at once (default, or 0: the CPU count); -j/--max-parallel: coder_eval's spelling",
+        json_schema_extra=cli("--concurrency", "-j", "--max-parallel", metavar="N"),
     )
     runs_dir: str = Field(
         default="runs",

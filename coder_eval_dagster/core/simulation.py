@@ -201,11 +201,11 @@ class Dialog:
     def _termination(self, output: AgentOutput) -> DialogStopReason | None:
         """The guide's precedence after an exchange (the stop token comes last, from the user's next message)."""
         if self.agent_max_turns is not None and len(output.turns) >= self.agent_max_turns:
-            return "run_limits"
+            return "run_limit_exceeded"
         passed = self.check_criteria(output.turns) if self.settings.check_criteria != "end_of_dialog" else None
         self.messages[-1].criteria_passed = passed
         if passed and self.settings.stop_on_criteria_pass:
-            return "criteria_pass"
+            return "criteria_passed"
         if self.turns >= self.settings.max_turns:
             return "max_turns"
         budget = self.settings.max_total_tokens
@@ -262,7 +262,7 @@ class Dialog:
             return
         if len(output.turns) > self.seen:
             self._record_agent(output)
-        self.stop_reason = "error" if output.stop_reason == "error" else "run_limits"
+        self.stop_reason = "error" if output.stop_reason == "error" else "run_limit_exceeded"
 
     def info(self, replicate: int) -> SimulationInfo:
         return SimulationInfo(
@@ -270,4 +270,6 @@ class Dialog:
             n_trials=self.settings.n_trials,
             turns=self.turns,
             stop_reason=self.stop_reason,
+            simulator_input_tokens=self.simulator_input_tokens,
+            simulator_output_tokens=self.simulator_output_tokens,
         )

@@ -28,6 +28,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 
+from .models.results import TokenUsage
 from .simulation import simulator_model
 from .telemetry import (
     CAPTURE_CONTENT,
@@ -130,8 +131,8 @@ class OtlpTelemetry(Telemetry):
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": agent.resolved_type,
             "gen_ai.request.model": agent.model or "",
-            "gen_ai.usage.input_tokens": result.input_tokens,
-            "gen_ai.usage.output_tokens": result.output_tokens,
+            "gen_ai.usage.input_tokens": agent_usage(result).input_tokens,
+            "gen_ai.usage.output_tokens": agent_usage(result).output_tokens,
         }
         span = self.tracer.start_span(
             f"invoke_agent {agent.resolved_type}", context=parent, start_time=start_ns, attributes=attributes
@@ -264,10 +265,11 @@ class OtlpTelemetry(Telemetry):
         labels = {"coder_eval.status": result.final_status, "coder_eval.variant_id": result.variant_id}
         self.evaluations.add(1, labels)
         self.duration.record(result.duration_s, labels)
-        self.tokens.record(result.input_tokens, {**labels, "gen_ai.token.type": "input"})
-        self.tokens.record(result.output_tokens, {**labels, "gen_ai.token.type": "output"})
-        if result.cost_usd is not None:
-            self.cost.record(result.cost_usd, labels)
+        usage = agent_usage(result)
+        self.tokens.record(usage.input_tokens, {**labels, "gen_ai.token.type": "input"})
+        self.tokens.record(usage.output_tokens, {**labels, "gen_ai.token.type": "output"})
+        if result.total_cost_usd is not None:
+            self.cost.record(result.total_cost_usd, labels)
 
     # ----------------------------------------------------------------- the run
 
@@ -327,6 +329,12 @@ def evaluation_attributes(evaluation: Evaluation) -> dict[str, Any]:
     )
 
 
+def agent_usage(result: EvaluationResult) -> TokenUsage:
+    """The agent's tokens (``input_tokens``: the whole prompt, cached parts included, as the GenAI conventions
+    count it); zeros for an agentless task."""
+    return result.total_token_usage or TokenUsage()
+
+
 def task_end_attributes(result: EvaluationResult) -> dict[str, Any]:
     """The guide's ``CoderEval.Task.End`` dimensions, and the evaluation's outcome beside them."""
     return _present(
@@ -338,9 +346,11 @@ def task_end_attributes(result: EvaluationResult) -> dict[str, Any]:
             "Status": result.final_status,
             "Score": result.weighted_score,
             "Turns": result.turns,
-            "InputTokens": result.input_tokens,
-            "OutputTokens": result.output_tokens,
-            "CostUsd": result.cost_usd,
+            "InputTokens": agent_usage(result).input_tokens,
+            "CacheReadTokens": agent_usage(result).cache_read_input_tokens,
+            "CacheCreationTokens": agent_usage(result).cache_creation_input_tokens,
+            "OutputTokens": agent_usage(result).output_tokens,
+            "CostUsd": result.total_cost_usd,
             "DurationSeconds": result.duration_s,
         }
     )

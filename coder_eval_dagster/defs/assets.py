@@ -110,7 +110,7 @@ def _evaluations(
     row_tasks = _selected(context, run)
     options = settings.run_options()
     default_docker_image(row_tasks, options.docker_image)
-    return plan_evaluations(row_tasks, run.plan.run_id, run.folder, cache_dir(Path(options.runs_dir)), run_context)
+    return plan_evaluations(row_tasks, run, cache_dir(Path(options.runs_dir)), run_context)
 
 
 def _by_partition(evaluations: list[Evaluation]) -> dict[Any, list[Evaluation]]:
@@ -284,7 +284,8 @@ def suite_metrics(
     context: dg.AssetExecutionContext, settings: CoderEvalSettings, run_context: dg.ResourceParam[RunContext]
 ) -> Materialized:
     run = settings.open(context, run_context)
-    summary = summarize(run, Path(settings.run_options().runs_dir) / TABLES_DIR)
+    options = settings.run_options()
+    summary = summarize(run, Path(options.runs_dir) / TABLES_DIR, options.workers)
     run_context.telemetry.run_end(run.plan.run_id, run.plan.started_at, summary.results, summary.passed)
     thresholds = [t for entry in summary.suite for t in entry.thresholds]
     succeeded = sum(r.success for r in summary.results)

@@ -29,8 +29,9 @@ def test_tool_calls_usage_cost_and_isolation(tmp_path, api):
     ]
     assert [c.status for c in calls] == ["success", "error"] and all(c.duration_ms > 0 for c in calls)
     assert (result.turns, result.visible_turns) == (3, 3) and result.within_expected_turns is True
-    assert (result.input_tokens, result.output_tokens) == (1200, 80)
-    assert result.cost_usd is not None and result.cost_usd > 0
+    usage = result.total_token_usage
+    assert (usage.uncached_input_tokens, usage.output_tokens) == (1200, 80)
+    assert result.agent_cost_usd is not None and result.agent_cost_usd > 0
     assert result.command_stats.commands_by_tool == {"Bash": 2}
     seen = (tmp_path / "run/default/t/01/sandbox/seen_env.txt").read_text()
     assert "caller-secret-value-42" not in seen and "MY_SERVICE_TOKEN" not in seen
@@ -66,8 +67,8 @@ def test_early_stop_through_the_hook(tmp_path, api):
     result = evaluate_claude_code(
         tmp_path, [guard, criterion("file_exists", path="late.txt")], run_limits={"max_turns": 10}
     )
-    assert result.stopped_early and result.early_stop_reason == "armed_criterion_failed"
-    assert result.final_status == "FAILED" and result.criteria[1].advisory
+    assert result.stopped_early and result.early_stop_reason == "criterion_failed"
+    assert result.final_status == "FAILURE" and result.criteria[1].advisory
     assert not (tmp_path / "run/default/t/01/sandbox/late.txt").exists()
     # no tool after the stop ran; at most the model request already in flight when the stop was decided
     assert [c.parameters["command"] for t in result.trajectory for c in t.calls][-1] == "git push --force"
@@ -91,7 +92,7 @@ def test_missing_api_key_is_an_error_not_a_crash(tmp_path, api, monkeypatch):
 def test_cost_budget_is_checked_when_the_cost_arrives(tmp_path, api):
     api(Script([Turn(tools=[("Bash", {"command": "echo hi > out.txt"})]), Turn(text="done")]))
     over = evaluate_claude_code(tmp_path / "a", run_limits={"max_usd": 0.0001})
-    assert over.final_status == "COST_BUDGET_EXCEEDED" and over.cost_usd > 0.0001
+    assert over.final_status == "COST_BUDGET_EXCEEDED" and over.agent_cost_usd > 0.0001
     under = evaluate_claude_code(tmp_path / "b", run_limits={"max_usd": 5.0})
     assert under.final_status == "SUCCESS" and under.warnings == []
 

@@ -85,6 +85,9 @@ def test_each_evaluation_is_one_trace_with_its_stages_turns_tools_verdict_and_ev
 
     results = {task: run.result(task) for task in ("coded", "replayed", "conversed")}
     assert all(r["trace_id"] for r in results.values())
+    assert {row["task_id"]: row["trace_id"] for row in run.summary["task_results"]} == {
+        task: result["trace_id"] for task, result in results.items()
+    }
     traces = by_trace(spans(phoenix, expected=20))
     coded, replayed = traces[results["coded"]["trace_id"]], traces[results["replayed"]["trace_id"]]
     for trace in (coded, replayed):
