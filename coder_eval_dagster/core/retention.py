@@ -14,10 +14,8 @@ from datetime import datetime
 from pathlib import Path
 
 from .compare.index import write_index
-from .layout import PLAN_FILE
+from .layout import LATEST_LINK, PLAN_FILE
 from .runs import RunPlan, is_run_folder
-
-LATEST = "latest"
 
 
 @dataclass
@@ -28,7 +26,7 @@ class Pruned:
 
 def old_run_folders(runs_dir: Path, before: datetime) -> list[Path]:
     """The run folders started before ``before``, the newest run (``latest``) excepted."""
-    latest = (runs_dir / LATEST).resolve() if (runs_dir / LATEST).is_symlink() else None
+    latest = (runs_dir / LATEST_LINK).resolve() if (runs_dir / LATEST_LINK).is_symlink() else None
     found = []
     for folder in sorted(runs_dir.iterdir()) if runs_dir.is_dir() else []:
         if folder.is_symlink() or not is_run_folder(folder) or folder.resolve() == latest:

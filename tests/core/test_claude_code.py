@@ -134,7 +134,7 @@ def test_plugins_offer_their_skills_and_only_a_successful_skill_call_counts(tmp_
     off = evaluate_claude_code(tmp_path / "off", [skill], agent=CLAUDE)
     assert "Greet the demo way" not in _sent(fake)
     assert next(c.status for t in off.trajectory for c in t.calls) == "error"  # no such skill without the plugin
-    assert off.criteria[0].observed_label == "no" and off.final_status == "FAILED"
+    assert off.criteria[0].observed_label == "no" and off.final_status == "FAILURE"
 
 
 def test_setting_sources_load_the_projects_claude_md_only_when_named(tmp_path, api):

@@ -37,8 +37,8 @@ def test_a_folder_run_skips_what_is_not_a_task_records_what_is_invalid_and_fails
     _agentless(tasks, "broken", success_criteria=[{"type": "file_exists", "description": "no path"}])
     outcome, run = system_cli.run(tasks, "--tags", "lifecycle:generate", env={})
     assert outcome.code == 1, outcome.output  # the run went on, and nothing passes silently
-    assert [task["task_id"] for task in run.summary["tasks"]] == ["good"]
-    assert run.summary["tasks"][0]["final_status"] == "SUCCESS"
+    assert [task["task_id"] for task in run.summary["task_results"]] == ["good"]
+    assert run.summary["task_results"][0]["status"] == "SUCCESS"
     (skipped,) = run.summary["skipped_tasks"]
     assert skipped["path"] == str(tasks / "broken.yaml")
     assert "success_criteria.0.path: Field required" in skipped["reason"]
@@ -66,14 +66,16 @@ def test_experiment_by_name_and_the_selecting_options(tmp_path: Path, system_cli
     )
     outcome, run = system_cli.run(tmp_path / "tasks", "-e", "ab", "--exclude-tags", "slow", env={})
     assert outcome.code == 0, outcome.output
-    rows = sorted((t["variant_id"], t["task_id"], t["replicate"]) for t in run.summary["tasks"])
-    assert rows == [("once", "kept", 1), ("twice", "kept", 1), ("twice", "kept", 2)]
+    rows = sorted((t["variant_id"], t["task_id"], t["replicate_index"]) for t in run.summary["task_results"])
+    assert rows == [("once", "kept", 0), ("twice", "kept", 0), ("twice", "kept", 1)]
     assert run.summary["experiment"] == "ab"
     again = tmp_path / "runs-again"
     options = ("-e", "ab", "--repeats", "1", "--driver", "tempdir", "--tags", "smoke", "--runs-dir", again)
     assert system_cli("run", tmp_path / "tasks", *options, env={}).code == 0
-    rows = sorted((t["variant_id"], t["task_id"], t["replicate"]) for t in only_run(again).summary["tasks"])
-    assert rows == [("once", "excluded", 1), ("once", "kept", 1), ("twice", "excluded", 1), ("twice", "kept", 1)]
+    rows = sorted(
+        (t["variant_id"], t["task_id"], t["replicate_index"]) for t in only_run(again).summary["task_results"]
+    )
+    assert rows == [("once", "excluded", 0), ("once", "kept", 0), ("twice", "excluded", 0), ("twice", "kept", 0)]
     unknown = system_cli("run", tmp_path / "tasks", "-e", "nope", "--runs-dir", system_cli.runs, env={})
     assert unknown.code == 2 and unknown.err.strip() == "no such experiment file (nor experiments/NAME.yaml): nope"
     bad_driver = system_cli("list", tmp_path / "tasks", "--driver", "vm", env={})

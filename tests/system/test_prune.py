@@ -13,7 +13,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from ..support.helpers import criterion, task_with, write_task
+from ..support.helpers import criterion, run_folders, task_with, write_task
 
 pytestmark = pytest.mark.slow
 CLI = Path(sys.executable).parent / "coder-eval"
@@ -46,7 +46,7 @@ def test_prune_removes_old_runs_from_the_instance_and_the_folder_and_keeps_the_t
     home, runs = tmp_path / "home", tmp_path / "runs"
     for _ in range(2):
         assert coder_eval("run", task, "--runs-dir", runs, home=home).returncode == 0
-    first, second = sorted(p for p in runs.iterdir() if (p / "run.json").is_file())
+    first, second = run_folders(runs)
     second_started = json.loads((second / "run_plan.json").read_text())["started_at"]
     with dg.DagsterInstance.from_config(str(home)) as instance:
         (old_run,) = [r.run_id for r in instance.get_runs() if r.tags.get("coder_eval/run") == str(first)]

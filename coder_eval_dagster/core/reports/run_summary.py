@@ -116,9 +116,10 @@ def _suite_lines(report: RunSummary) -> list[str]:
     lines = ["", "## Suite metrics", ""]
     for entry in report.suite:
         metrics = entry["metrics"]
+        shown = ("accuracy", "macro_f1") if "accuracy" in metrics else ("mean", "completion_rate")
         lines.append(
             f"- {entry['base_task_id']} [{entry['variant_id']}] criterion {entry['criterion_index']} "
-            f"({entry['criterion_type']}): accuracy {metrics['accuracy']:.3f}, macro F1 {metrics['macro_f1']:.3f}"
+            f"({entry['criterion_type']}): " + ", ".join(f"{name} {metrics[name]:.3f}" for name in shown)
         )
         for threshold in entry["thresholds"]:
             mark = "met" if threshold["passed"] else "NOT met"
