@@ -9,6 +9,7 @@ one. ``root`` is the sandbox on this machine, where criteria read it;
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
 
@@ -68,8 +69,18 @@ class Sandbox(Protocol):
         """The evaluation's stage now (setup, pre_run, agent, score, post_run): the network policy follows it."""
         ...
 
+    def grant(self, url: str) -> None:
+        """Let the agent phase reach ``url``'s host and port: an endpoint the harness itself points the agent CLI
+        at (its telemetry's), which the task's network policy need not name."""
+        ...
+
     def take_refused(self) -> list[Refusal]:
         """The connections the network policy refused since the last call."""
+        ...
+
+    def shared(self, folder: Path) -> AbstractContextManager[Path]:
+        """Let the sandbox's commands reach a host folder for the block (the criteria's reference folder); yields
+        its path as they see it."""
         ...
 
     def model_proxy_host(self) -> str:

@@ -93,6 +93,7 @@ class _Namespace:
     listeners: dict[int, socket.socket] = field(default_factory=dict)  # the evaluation's: model proxy, forwards
     commands: int = 0  # sandbox commands running in it now
     agent: bool = False  # an agent CLI was started in it: kept until the evaluation ends
+    mounts: int = 0  # host folders mounted in it for a while (see mounted): kept until they are unmounted
     spawner: Spawner | None = None  # started at its SPAWNER_AFTER-th command
     spawner_broken: bool = False  # it could not start, or failed: commands enter with nsenter
     commands_run: int = 0  # over every evaluation it served
@@ -114,6 +115,11 @@ class _Namespace:
     def processes(self) -> int:
         """How many processes the namespace holds, its init included (0: it is gone)."""
         return self.holder.processes()
+
+    def in_use(self) -> bool:
+        """A command runs in it, an agent was started in it, or a folder is mounted in it for a while: its
+        evaluation still needs it, whatever runs in it now."""
+        return bool(self.agent or self.commands or self.mounts)
 
     def listen(self, port: int, handle: Handler) -> None:
         """Accept on the namespace's 127.0.0.1:``port`` (for the evaluation it serves), with ``handle``."""
@@ -138,13 +144,16 @@ _lock = threading.Lock()
 def agent_launcher(folder: Path, sandbox: Path, gate: Gate | None, home: Path) -> list[str]:
     """The argv prefix that starts an agent CLI in the namespace of the evaluation in ``folder``: its working
     folder ``sandbox`` (at ``/sandbox``), its ``home`` (under /tmp) at the same path, the model proxy reachable
-    at its grant's address."""
+    at its grant's address, and the host loopback ports the gate lets it reach (those granted since the
+    namespace was claimed too: the harness's telemetry endpoint)."""
     namespace = _namespace_of(_key(folder), sandbox, gate)
     namespace.agent = True
     namespace.holder.ask("bind", str(home), str(home))
     if gate is not None and gate.model:
         proxy = shared_proxy()
         namespace.listen(proxy.port(), proxy.serve_connection)
+    for port in gate.loopback_ports() if gate is not None else []:
+        namespace.listen(port, functools.partial(namespace.forward, port=port))
     return _prefix(namespace)
 
 
@@ -167,12 +176,20 @@ def command_launcher(folder: Path, sandbox: Path, gate: Gate | None) -> Iterator
 
 @contextlib.contextmanager
 def mounted(folder: Path, sandbox: Path, gate: Gate | None, source: Path, target: Path) -> Iterator[None]:
-    """The host folder ``source`` at ``target`` (under /tmp) in the evaluation's namespace, for the block."""
+    """The host folder ``source`` at ``target`` (under /tmp) in the evaluation's namespace, for the block.
+
+    The namespace is kept meanwhile, even with nothing running in it: a
+    command of the block's must find the folder there.
+    """
     namespace = _namespace_of(_key(folder), sandbox, gate)
-    namespace.holder.ask("bind", str(source), str(target))
+    with _lock:
+        namespace.mounts += 1
     try:
+        namespace.holder.ask("bind", str(source), str(target))
         yield
     finally:
+        with _lock:
+            namespace.mounts -= 1
         with contextlib.suppress(HolderError):  # the namespace ended meanwhile (an interrupt): nothing to undo
             namespace.holder.ask("unbind", str(target))
 
@@ -227,10 +244,10 @@ def _namespace_of(folder: Path, sandbox: Path, gate: Gate | None, command: bool 
 
 def _end_if_idle(folder: Path, namespace: _Namespace) -> None:
     """Let go of a namespace with nothing but its init left, no command running and no agent."""
-    if namespace.agent or namespace.commands or (processes := namespace.processes()) > 1:
+    if namespace.in_use() or (processes := namespace.processes()) > 1:
         return
     with _lock:
-        if _namespaces.get(folder) is not namespace or namespace.commands:
+        if _namespaces.get(folder) is not namespace or namespace.in_use():
             return
         del _namespaces[folder]
     _forget(folder)
@@ -323,7 +340,7 @@ def _recycle(namespace: _Namespace, processes: int | None = None) -> None:
 
     ``processes``: how many it holds, when the caller has just asked.
     """
-    namespace.commands, namespace.agent, namespace.gate = 0, False, None
+    namespace.commands, namespace.agent, namespace.mounts, namespace.gate = 0, False, 0, None
     _stop_listeners(namespace)
     if namespace.starter.poll() is None and (namespace.processes() if processes is None else processes) == 1:
         with _lock:

@@ -15,6 +15,7 @@ timeout, or when the run is interrupted, takes the container with it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -23,6 +24,7 @@ import socket
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..model_proxy import shared_proxy
@@ -67,7 +69,13 @@ class DockerSandbox(TempdirSandbox):
         confined = isinstance(network, NetworkPolicy) and not network.open
         forwarded = [EGRESS_PORT, *self.gate.loopback_ports()] if confined and self.gate is not None else None
         self.container = Container(
-            self.root.parent, config, config.image or default_image(), uv_cache, labels or {}, self.interrupt, forwarded
+            self.root.parent,
+            config,
+            config.docker.image or default_image(),
+            uv_cache,
+            labels or {},
+            self.interrupt,
+            forwarded,
         )
         self._egress: socket.socket | None = None  # this process's listener on the container's egress socket
 
@@ -121,6 +129,12 @@ class DockerSandbox(TempdirSandbox):
             self._egress = None
         self.container.close()
 
+    @contextlib.contextmanager
+    def shared(self, folder: Path) -> Iterator[Path]:
+        """A copy of the host folder in the container, at the same path (gone with the container)."""
+        self.container.copy_in(folder)
+        yield folder
+
     def _serve_egress(self) -> None:
         """Listen on the container's egress socket from this process (once; any process of the harness may run
         one of the evaluation's stages, and the container's forwarder connects to whoever listens now)."""
@@ -156,11 +170,13 @@ class DockerSandbox(TempdirSandbox):
 
     def agent_command(self, home: Path, cli: str) -> str:
         """A launcher running ``cli`` in the container (see docker_attach), with ``home`` copied in at its path
-        and, under a confined network, the model proxy's port relayed."""
+        and, under a confined network, the model proxy's port relayed (and the loopback ports granted since the
+        container started: the harness's telemetry endpoint)."""
         self.container.copy_in(home)
-        if self.container.forwarded is not None and self.gate is not None and self.gate.model:
+        if self.container.forwarded is not None and self.gate is not None:
             self._serve_egress()
-            self.container.forward([shared_proxy().port()])
+            model = [shared_proxy().port()] if self.gate.model else []
+            self.container.forward([*model, *self.gate.loopback_ports()])
         launcher = home / "docker" / Path(cli).name
         launcher.parent.mkdir(exist_ok=True)
         container, user = self.container.id(), self.container.user
@@ -172,9 +188,6 @@ class DockerSandbox(TempdirSandbox):
         return str(launcher)
 
     # ----------------------------------------------------------------- commands
-
-    def run(self, command: str, timeout: float) -> CommandRun:
-        return self.run_unlimited(command, self.command_timeout(timeout))
 
     def run_unlimited(self, command: str, timeout: float) -> CommandRun:
         """One shell command in the container, killed with its process group at ``timeout``."""

@@ -40,7 +40,7 @@ from typing import TypeAlias
 from urllib.parse import urlsplit
 
 from ..model_proxy import shared_proxy
-from ..models.sandbox import NetworkPolicy
+from ..models.sandbox import SandboxConfig
 
 LOOPBACK = "127.0.0.1"
 EGRESS_PORT = 3128  # the egress proxy's port on every confined sandbox's loopback (its own: any port would do)
@@ -56,6 +56,9 @@ INDEX_VARIABLES = (
     *("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"),
 )
 PYPI = (("pypi.org", 443), ("files.pythonhosted.org", 443))
+# The npm registry, for the setup phase of a task with node packages (npm and bun read these).
+NPM_VARIABLES = ("NPM_CONFIG_REGISTRY", "npm_config_registry", "BUN_CONFIG_REGISTRY")
+NPM = (("registry.npmjs.org", 443),)
 Handler: TypeAlias = Callable[[socket.socket], None]  # serves one accepted connection (on a thread of its own)
 
 
@@ -71,13 +74,23 @@ class Gate:
 
     def __init__(self, allow: Iterable[tuple[str, int]], index: Iterable[tuple[str, int]], model: bool = True):
         self.allow, self.index, self.model = frozenset(allow), frozenset(index), model
+        self.granted: frozenset[tuple[str, int]] = frozenset()  # the harness's own endpoints, for the agent phase
         self.phase = "setup"
         self.refused: list[Refusal] = []
         self.lock = threading.Lock()
 
     def permits(self, host: str, port: int) -> bool:
-        allowed = self.index if self.phase == "setup" else self.allow
-        return (_canonical(host), port) in allowed
+        target = (_canonical(host), port)
+        if self.phase == "setup":
+            return target in self.index
+        return target in self.allow or (self.phase == "agent" and target in self.granted)
+
+    def grant(self, url: str) -> None:
+        """Let the agent phase reach ``url``'s host and port: an endpoint the harness itself points the agent CLI
+        at (its telemetry's), which the task need not allow."""
+        parsed = urlsplit(url)
+        if parsed.hostname:
+            self.granted |= {(_canonical(parsed.hostname), parsed.port or (443 if parsed.scheme == "https" else 80))}
 
     def refuse(self, host: str, port: int) -> Refusal:
         refusal = Refusal(_canonical(host), port, self.phase)
@@ -94,7 +107,7 @@ class Gate:
     def loopback_ports(self) -> list[int]:
         """The host's loopback ports the task allows (or the package index is on): forwarded to the same address
         inside, each connection checked against the phase it comes in."""
-        return sorted({port for host, port in self.allow | self.index if host == LOOPBACK})
+        return sorted({port for host, port in self.allow | self.index | self.granted if host == LOOPBACK})
 
 
 def model_only(phase: str) -> Gate:
@@ -104,24 +117,33 @@ def model_only(phase: str) -> Gate:
     return gate
 
 
-def gate_for(network: str | NetworkPolicy) -> Gate | None:
+def gate_for(config: SandboxConfig) -> Gate | None:
     """The gate of ``sandbox.network``; None: the network is open (``open: true``, ``bridge``, ``host``)."""
+    network = config.network
     if network == "none":
         return Gate((), (), model=False)
     if isinstance(network, str) or network.open:
         return None
-    return Gate((_split(entry) for entry in network.allow), package_indexes())
+    node = config.node is not None and bool(config.node.env_packages)
+    return Gate((_split(entry) for entry in network.allow), package_indexes(node))
 
 
-def package_indexes() -> list[tuple[str, int]]:
-    """Where the venv's packages come from: the indexes uv and pip are pointed at, else PyPI."""
+def package_indexes(node: bool = False) -> list[tuple[str, int]]:
+    """Where setup's packages come from: the indexes uv and pip are pointed at, else PyPI; with ``node``, the
+    registry npm and bun are pointed at too, else npm's."""
+    python = _hosts(INDEX_VARIABLES) or list(PYPI)
+    return [*python, *(_hosts(NPM_VARIABLES) or NPM)] if node else python
+
+
+def _hosts(variables: Iterable[str]) -> list[tuple[str, int]]:
+    """The hosts and ports of the URLs in the harness's environment variables (``name=URL`` words too: uv's)."""
     found: list[tuple[str, int]] = []
-    for name in INDEX_VARIABLES:
+    for name in variables:
         for word in os.environ.get(name, "").split():
             url = urlsplit(word.split("=", 1)[-1] if "=" in word.split("://")[0] else word)
             if url.scheme in ("http", "https") and url.hostname:
                 found.append((url.hostname, url.port or (443 if url.scheme == "https" else 80)))
-    return found or list(PYPI)
+    return found
 
 
 def proxy_environment() -> dict[str, str]:

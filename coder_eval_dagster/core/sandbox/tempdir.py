@@ -17,6 +17,7 @@ import re
 import shlex
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..files import CRITERION_READ_CAP, read_text_capped
@@ -26,11 +27,14 @@ from ..secrets import sandbox_environment
 from . import containment
 from .egress import LOOPBACK, Gate, Refusal, gate_for, proxy_environment, refusal_notes
 from .holder import SANDBOX_PATH, HolderError, shown
+from .mocks import install_mocks
 from .process import Interrupt, run_shell
 from .templates import TemplateError, apply_sources, inside_sandbox
 
 VENV_TIMEOUT_S = 600
+NODE_TIMEOUT_S = 300
 UV_CACHE_PATH = Path("/tmp/coder-eval-uv-cache")  # the run's package cache, as setup's uv sees it (setup only)
+SHARED_PATH = Path("/tmp/coder-eval-shared")  # a host folder the criteria's commands read (the reference)
 HOST_PATH = re.compile(r"(?<![\w.~-])/[\w.@+-]+(?:/[\w.@+-]+)*")
 
 
@@ -48,7 +52,7 @@ class TempdirSandbox:
         self.cache_dir = cache_dir
         # the run's interrupt (from its run context); a sandbox standing alone (a test, a notebook) has its own
         self.interrupt = interrupt or Interrupt()
-        self.gate: Gate | None = gate_for(config.network)  # None: the host's network (open)
+        self.gate: Gate | None = gate_for(config)  # None: the host's network (open)
 
     @property
     def venv(self) -> Path | None:
@@ -83,12 +87,18 @@ class TempdirSandbox:
         if self.gate is not None:
             self.gate.phase = phase
 
+    def grant(self, url: str) -> None:
+        """Let the agent reach an endpoint the harness points it at (its telemetry's); an open network needs no
+        leave."""
+        if self.gate is not None:
+            self.gate.grant(url)
+
     def take_refused(self) -> list[Refusal]:
         """The connections the network policy refused since the last call."""
         return self.gate.take_refused() if self.gate is not None else []
 
     def create(self, task_dir: Path) -> None:
-        """Lay out the folder: template sources in order, then the venv."""
+        """Lay out the folder: template sources in order, then the venv, the node packages and the CLI shims."""
         self.root.parent.mkdir(parents=True, exist_ok=True)
         if self.root.exists():
             shutil.rmtree(self.root)
@@ -100,6 +110,22 @@ class TempdirSandbox:
         if self.venv is not None:
             inside_sandbox(self.root, self.venv.name)  # a template's `.venv` link must not take the venv out
             self._make_venv()
+        self._install_node_packages()
+        install_mocks(self.root, self.config)
+
+    def _install_node_packages(self) -> None:
+        """``sandbox.node.env_packages`` into the sandbox folder: ``bun add`` when bun is there, else npm."""
+        packages = self.config.node.env_packages if self.config.node else []
+        if not packages:
+            return
+        names = shlex.join(packages)
+        command = (
+            f"if command -v bun >/dev/null 2>&1; then bun add {names}; "
+            f"else npm install --no-audit --no-fund {names}; fi"
+        )
+        done = self.run_unlimited(command, NODE_TIMEOUT_S)
+        if not done.ok:
+            raise TemplateError(f"installing node packages failed: {(done.error or done.stderr).strip()[-800:]}")
 
     def _make_venv(self) -> None:
         """The venv, made in the sandbox's namespaces like any command (a package's build runs confined, and
@@ -119,7 +145,7 @@ class TempdirSandbox:
         mounted = containment.mounted(self.root.parent, self.root, self.gate, cache, UV_CACHE_PATH) if cache else None
         with mounted or contextlib.nullcontext():
             for step in steps:
-                done = self.run(step, VENV_TIMEOUT_S)
+                done = self.run_unlimited(step, VENV_TIMEOUT_S)
                 if not done.ok:
                     why = (done.error or done.stderr).strip()[-800:]
                     raise TemplateError(f"creating the sandbox venv failed: {why}")
@@ -138,6 +164,13 @@ class TempdirSandbox:
         """The command that starts an agent CLI here: the CLI itself (the docker driver wraps it)."""
         return cli
 
+    @contextlib.contextmanager
+    def shared(self, folder: Path) -> Iterator[Path]:
+        """The host folder mounted in the evaluation's namespace, at a path of its private /tmp, for the block
+        (the host's own path is not in the sandbox's view, and would name the run, the variant and the row)."""
+        with containment.mounted(self.root.parent, self.root, self.gate, folder, SHARED_PATH):
+            yield SHARED_PATH
+
     def close(self) -> None:
         """Nothing to release: the folder is the sandbox (the docker driver removes its container here)."""
 
@@ -146,13 +179,15 @@ class TempdirSandbox:
         return containment.agent_launcher(self.root.parent, self.root, self.gate, home)
 
     def run(self, command: str, timeout: float) -> CommandRun:
-        """One command in the evaluation's namespaces; what the policies refused it is said in its stderr."""
+        return self.run_unlimited(command, self.command_timeout(timeout))
+
+    def run_unlimited(self, command: str, timeout: float) -> CommandRun:
+        """One command in the evaluation's namespaces, not capped by ``sandbox.limits.timeout`` (setup's, the
+        harness's own); what the policies refused it is said in its stderr."""
         refused = len(self.gate.refused) if self.gate is not None else 0
         try:
             with containment.command_launcher(self.root.parent, self.root, self.gate) as launcher:
-                done = run_shell(
-                    command, self.workdir, self.command_timeout(timeout), self.interrupt, self.environment(), launcher
-                )
+                done = run_shell(command, self.workdir, timeout, self.interrupt, self.environment(), launcher)
         except (containment.ContainmentError, HolderError) as exc:
             return CommandRun(command=command, error=f"could not start: {exc}")
         done.stderr += refusal_notes(self.gate, refused)
