@@ -10,20 +10,28 @@ output cap cost.
    proxy and through an allowed port's forward, vs. the same requests on the host: per request.
 4. A 200 MB flood on stdout: wall time, the harness's peak RSS growth and the
    bytes written to TMPDIR (the flood used to land there in full).
+5. With ``--baseline-cli``: bench_agentless's rows (one pre_run, one run_command each) through this venv's
+   ``coder-eval run`` and through a coder-eval from before confinement, interleaved over ``--trials`` rounds,
+   each a fresh process on a fresh instance (the median of each). Target: within 10% of the baseline.
 
-    python bench/bench_containment.py [--commands 200]
+    python bench/bench_containment.py [--commands 200] [--baseline-cli PATH [--rows 1000] [--trials 3]]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.bench_agentless import CHECK, PRE, _cli, _project
 from coder_eval_dagster.core.models.results import CommandRun
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
 from coder_eval_dagster.core.sandbox import containment
@@ -122,10 +130,31 @@ def flood(folder: Path, launcher: list[str]) -> tuple[float, float, int]:
     return seconds, grown, sum(p.stat().st_size for p in scratch.rglob("*") if p.is_file())
 
 
+def against_baseline(baseline: str, rows: int, trials: int, concurrency: int) -> None:
+    """Whole ``coder-eval run`` processes of ``rows`` agentless rows, this venv's and ``baseline``, alternated
+    (a shared machine's load drifts: alternating spreads it over both)."""
+    seconds: dict[str, list[float]] = {"baseline": [], "confined": []}
+    with tempfile.TemporaryDirectory() as workdir:
+        task = _project(Path(workdir) / "rows", "rows", rows, PRE, CHECK)
+        for _ in range(trials):
+            seconds["baseline"].append(_cli(task, Path(workdir), concurrency, executable=baseline)[0])
+            seconds["confined"].append(_cli(task, Path(workdir), concurrency)[0])
+    median = {way: statistics.median(times) for way, times in seconds.items()}
+    for way, times in seconds.items():
+        print(f"{rows} rows, {way}: median {median[way]:.2f} s ({', '.join(f'{t:.2f}' for t in times)})")
+    print(f"confined vs baseline: {100 * (median['confined'] / median['baseline'] - 1):+.1f}% (target within 10%)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--commands", type=int, default=200)
+    parser.add_argument("--baseline-cli", help="a coder-eval console script from before confinement")
+    parser.add_argument("--rows", type=int, default=1000)
+    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
+    if args.baseline_cli:
+        against_baseline(args.baseline_cli, args.rows, args.trials, args.concurrency)
     with tempfile.TemporaryDirectory() as workdir:
         folder = Path(workdir)
         confined = Gate((), ())

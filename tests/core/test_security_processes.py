@@ -85,7 +85,7 @@ def test_no_process_survives_a_completed_run(tmp_path: Path) -> None:
 def test_no_process_survives_ctrl_c(tmp_path: Path) -> None:
     marker = str(uuid.uuid4().int % 10**9)
     process = _start(tmp_path, _task(tmp_path, marker, then="touch agent-started; sleep 57"))
-    _wait_for("runs/*/default/escapes/01/sandbox/agent-started", tmp_path, process)
+    _wait_for("runs/*/default/escapes/00/sandbox/agent-started", tmp_path, process)
     assert len(_survivors(marker)) >= 8  # pre_run's and the agent's daemons are running
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=30)
@@ -96,7 +96,7 @@ def test_no_process_survives_ctrl_c(tmp_path: Path) -> None:
 def test_no_process_survives_kill_9_of_the_cli(tmp_path: Path) -> None:
     marker = str(uuid.uuid4().int % 10**9)
     process = _start(tmp_path, _task(tmp_path, marker, then="touch agent-started; sleep 57"))
-    _wait_for("runs/*/default/escapes/01/sandbox/agent-started", tmp_path, process)
+    _wait_for("runs/*/default/escapes/00/sandbox/agent-started", tmp_path, process)
     assert len(_survivors(marker)) >= 8
     process.kill()
     process.communicate(timeout=30)

@@ -39,7 +39,7 @@ def test_interrupt_kills_running_commands_and_exits_130(tmp_path: Path) -> None:
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 60
-    while not list(tmp_path.glob("runs/*/default/*/01/sandbox/started.txt")) and time.monotonic() < deadline:
+    while not list(tmp_path.glob("runs/*/default/*/00/sandbox/started.txt")) and time.monotonic() < deadline:
         time.sleep(0.2)
     interrupted = time.monotonic()
     process.send_signal(signal.SIGINT)
