@@ -4,7 +4,7 @@ A probe runs from every place a task or an agent runs commands (pre_run, a
 replayed agent's Bash call, a run_command criterion, a claude-code Bash call),
 under both drivers: it reads a file planted in the harness user's home, a
 service on the host's loopback (directly, and through the proxy the sandbox
-is given), a name in DNS, and writes into /tmp. What it saw is written into
+is given), a name in DNS, and writes into /tmp; and says where it works. What it saw is written into
 the sandbox (kept in the run folder) and checked from outside: the file and
 the service stay out of reach, the write stays in the sandbox's own /tmp, and
 every refused connection is in task.json with its phase, never an ERROR.
@@ -52,6 +52,7 @@ def written():
         handle.write(stage)
     return "written"
 attempt("home", lambda: open(planted).read())
+attempt("cwd", os.getcwd)
 for url in urls:
     attempt(f"direct {url}", lambda: urllib.request.urlopen(url, timeout=5).read().decode())
     attempt(f"proxied {url}", lambda: proxied(url))
@@ -137,6 +138,7 @@ def _confined(seen: dict[str, str], secret: str, service: str, body: str) -> Non
     assert seen[f"proxied {service}"].startswith("403 Forbidden by coder-eval egress policy"), seen
     assert seen["dns"].startswith("failed gaierror"), seen
     assert seen["tmp"] == "written", seen  # its own /tmp
+    assert seen["cwd"] == "/sandbox", seen  # a working directory naming no run, variant or row
 
 
 def _refused(result: dict[str, Any], host: str, port: int) -> set[str]:

@@ -103,7 +103,7 @@ NO_HOST_VARIABLES = (
 UNSUPPORTED_DOCKER_KEYS = {
     "dockerfile_path": BUILD_YOURSELF,
     "build": BUILD_YOURSELF,
-    "working_dir": "the sandbox is the working directory, mounted at its own path",
+    "working_dir": "the sandbox is the working directory, mounted at /sandbox",
     "env_passthrough": NO_HOST_VARIABLES,
     "env_passthrough_extra": NO_HOST_VARIABLES,
     "extra_mounts": "no host folder but the sandbox is mounted: copy what it needs with template_sources",

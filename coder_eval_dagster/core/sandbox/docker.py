@@ -1,8 +1,8 @@
 """The `docker` sandbox driver: one container per evaluation (``container.py``), whose limits bind.
 
 The evaluation's sandbox folder stays on the host (criteria read it there,
-rescoring reuses it) and is bind-mounted into the container at the same
-path. Every command runs in the container through the engine's exec API;
+rescoring reuses it) and is bind-mounted into the container at ``/sandbox``,
+as tempdir shows it. Every command runs in the container through the engine's exec API;
 this module is that exec and its I/O, the container's environment, and how
 an agent CLI is started inside it.
 
@@ -31,7 +31,7 @@ from ..model_proxy import shared_proxy
 from ..models.results import CommandRun
 from ..models.sandbox import NetworkPolicy, SandboxConfig
 from ..secrets import redact
-from .container import CONTAINER_CA_BUNDLE, HOST_CA_BUNDLE, Container
+from .container import CONTAINER_CA_BUNDLE, HOST_CA_BUNDLE, IO_PATH, Container
 from .egress import EGRESS_PORT, LOOPBACK, acceptor, proxy_environment, refusal_notes, serve_forwarded
 from .engine import (
     EngineError,
@@ -39,7 +39,7 @@ from .engine import (
     default_image,
 )
 from .process import INTERRUPTED_ERROR, Interrupt, read_capped
-from .tempdir import VENV_TIMEOUT_S, TempdirSandbox
+from .tempdir import SHARED_PATH, VENV_TIMEOUT_S, TempdirSandbox
 from .templates import TemplateError
 
 CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -79,23 +79,18 @@ class DockerSandbox(TempdirSandbox):
         )
         self._egress: socket.socket | None = None  # this process's listener on the container's egress socket
 
-    @property
-    def workdir(self) -> Path:
-        """The sandbox as commands see it: mounted in the container at its path on this machine."""
-        return self.root
-
     def environment(self) -> dict[str, str]:
         """What every command in the container sees: nothing of the host's environment."""
         env = {
             "PATH": CONTAINER_PATH,
             "HOME": "/tmp",
             "LANG": "C.UTF-8",
-            "GIT_CEILING_DIRECTORIES": str(self.root.parent),
+            "GIT_CEILING_DIRECTORIES": str(self.workdir.parent),
             "PYTHONDONTWRITEBYTECODE": "1",
         }
         if self.venv is not None:
-            env["VIRTUAL_ENV"] = str(self.venv)
-            env["PATH"] = f"{self.venv / 'bin'}:{CONTAINER_PATH}"
+            env["VIRTUAL_ENV"] = str(self.workdir / ".venv")
+            env["PATH"] = f"{self.workdir / '.venv' / 'bin'}:{CONTAINER_PATH}"
         if self.container.uv_cache is not None:  # the containers' own: it belongs to the container user
             env["UV_CACHE_DIR"] = str(self.container.uv_cache)
         if HOST_CA_BUNDLE.is_file():  # the host's CAs: package indexes behind an intercepting proxy
@@ -114,7 +109,7 @@ class DockerSandbox(TempdirSandbox):
 
     def _make_venv(self) -> None:
         packages = self.config.python.env_packages if self.config.python else []
-        venv, install = shlex.quote(str(self.venv)), shlex.join(packages)
+        venv, install = shlex.quote(str(self.workdir / ".venv")), shlex.join(packages)
         for step in (
             f"uv venv --quiet --python python3 {venv}",
             f"uv pip install --quiet --python {venv}/bin/python {install}",
@@ -131,9 +126,10 @@ class DockerSandbox(TempdirSandbox):
 
     @contextlib.contextmanager
     def shared(self, folder: Path) -> Iterator[Path]:
-        """A copy of the host folder in the container, at the same path (gone with the container)."""
-        self.container.copy_in(folder)
-        yield folder
+        """A copy of the host folder in the container, where a tempdir sandbox's commands see it (gone with the
+        container; the host's path would name the run, the variant and the row)."""
+        self.container.copy_in(folder, SHARED_PATH)
+        yield SHARED_PATH
 
     def _serve_egress(self) -> None:
         """Listen on the container's egress socket from this process (once; any process of the harness may run
@@ -181,6 +177,7 @@ class DockerSandbox(TempdirSandbox):
         launcher.parent.mkdir(exist_ok=True)
         container, user = self.container.id(), self.container.user
         spec = {"container": container, "user": user, "docker_host": os.environ.get("DOCKER_HOST")}
+        spec["workdir"] = str(self.workdir)  # the CLI's (this machine's sandbox path is its SDK's working folder)
         module = "coder_eval_dagster.core.sandbox.docker_attach"
         command = [sys.executable, "-m", module, json.dumps(spec), cli]
         launcher.write_text(f'#!/bin/sh\nexec {shlex.join(command)} "$@"\n', encoding="utf-8")
@@ -211,10 +208,10 @@ class DockerSandbox(TempdirSandbox):
         token = uuid.uuid4().hex
         out, err = self.container.io_dir / f"{token}.out", self.container.io_dir / f"{token}.err"
         script = 'exec timeout -s KILL "$0" /bin/sh -c "$1" >"$2" 2>"$3" </dev/null'
-        argv = ["/bin/sh", "-c", script, f"{timeout:g}", command, str(out), str(err)]
+        argv = ["/bin/sh", "-c", script, f"{timeout:g}", command, *(str(IO_PATH / path.name) for path in (out, err))]
         api = client().api
         exec_id = api.exec_create(
-            container, argv, environment=self.environment(), workdir=str(self.root), user=self.container.user
+            container, argv, environment=self.environment(), workdir=str(self.workdir), user=self.container.user
         )
         api.exec_start(exec_id["Id"], detach=True)
         exit_code, stopped = self._wait(exec_id["Id"], start + timeout + KILL_GRACE_S)
