@@ -1,0 +1,133 @@
+"""What tokens cost: one price source for agents, judges, the simulated user, the forecast and the budgets.
+
+Prices come from ``genai-prices`` (Pydantic's maintained price data: Anthropic,
+OpenAI, Bedrock and others, cache reads and writes, long-context tiers; the
+data ships inside the package, so pricing works offline and never calls out).
+A user's price file (``--prices FILE``, or ``prices:`` in an experiment) adds
+or overrides models. A model neither knows is ``unknown``: cost ``None``, one
+warning per run naming it, never an error.
+
+Token counts follow the Messages API everywhere in our records:
+``input_tokens`` is the uncached prompt, and cache reads and cache writes are
+counted apart (Codex's fresh prompt is recorded as cache creation; see
+agents/codex.py). genai-prices takes the whole prompt as ``input_tokens``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError
+
+from .models.base import StrictModel
+from .problems import InvalidInput, problems_from_validation
+from .routing import translate_model
+from .yamlio import load_document
+
+log = logging.getLogger(__name__)
+
+CostSource = Literal["reported", "priced", "unknown"]
+PER_MILLION = 1_000_000
+
+
+class ModelPrice(StrictModel):
+    """USD per million tokens; cache prices default to the input price."""
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+    cache_read_per_mtok: float | None = Field(default=None, ge=0)
+    cache_write_per_mtok: float | None = Field(default=None, ge=0)
+
+
+class PriceFile(StrictModel):
+    """A user's prices: ``models: {<model as tasks name it>: {input_per_mtok: ..., ...}}``."""
+
+    models: dict[str, ModelPrice] = Field(min_length=1)
+
+
+class TokenCounts(StrictModel):
+    """The four numbers of one usage, in the Messages API's sense (input is the uncached prompt)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+
+def load_price_file(path: Path) -> dict[str, ModelPrice]:
+    """A price file, validated; problems name the file, line and field."""
+    document = load_document(path)
+    try:
+        return PriceFile.model_validate(document.data).models
+    except ValidationError as exc:
+        raise InvalidInput(problems_from_validation(exc, document.data, str(path), document.line_of)) from None
+
+
+def provider_of(model: str, backend: str | None = None) -> str | None:
+    """genai-prices' provider id for a model as tasks name it (``None``: let the library find it)."""
+    if model.startswith("arn:") or backend == "bedrock" or ".anthropic." in f".{model}":
+        return "aws"
+    if "/" in model:  # opencode and LiteLLM style: provider/model
+        return model.split("/", 1)[0]
+    if model.startswith("claude"):
+        return "anthropic"
+    if model.startswith(("gpt", "codex", "o1", "o3", "o4")):
+        return "openai"
+    return None
+
+
+class PriceBook:
+    """The run's prices: the user's overrides first, then genai-prices; unknown models warned about once."""
+
+    def __init__(self, overrides: dict[str, ModelPrice] | None = None):
+        self.overrides = overrides or {}
+        self.unknown: set[str] = set()
+        self._lock = threading.Lock()
+
+    def cost(self, model: str | None, tokens: TokenCounts, backend: str | None = None) -> float | None:
+        """The USD cost of ``tokens`` on ``model``, or ``None`` when nobody prices the model."""
+        if not model:
+            return None
+        override = self.overrides.get(model) or self.overrides.get(translate_model(model, "direct"))
+        if override is not None:
+            return _override_cost(override, tokens)
+        try:
+            return _library_cost(model, tokens, provider_of(model, backend))
+        except LookupError:
+            self._warn_once(model)
+            return None
+
+    def _warn_once(self, model: str) -> None:
+        with self._lock:
+            if model in self.unknown:
+                return
+            self.unknown.add(model)
+        log.warning("no price known for model %r: its cost is left empty (add it with --prices FILE)", model)
+
+
+def _override_cost(price: ModelPrice, tokens: TokenCounts) -> float:
+    read = price.input_per_mtok if price.cache_read_per_mtok is None else price.cache_read_per_mtok
+    write = price.input_per_mtok if price.cache_write_per_mtok is None else price.cache_write_per_mtok
+    total = (
+        tokens.input_tokens * price.input_per_mtok
+        + tokens.output_tokens * price.output_per_mtok
+        + tokens.cache_read_input_tokens * read
+        + tokens.cache_creation_input_tokens * write
+    )
+    return round(total / PER_MILLION, 8)
+
+
+def _library_cost(model: str, tokens: TokenCounts, provider: str | None) -> float:
+    from genai_prices import Usage, calc_price
+
+    usage = Usage(
+        input_tokens=tokens.input_tokens + tokens.cache_read_input_tokens + tokens.cache_creation_input_tokens,
+        output_tokens=tokens.output_tokens,
+        cache_read_tokens=tokens.cache_read_input_tokens,
+        cache_write_tokens=tokens.cache_creation_input_tokens,
+    )
+    reference = model.split("/", 1)[1] if provider and model.startswith(f"{provider}/") else model
+    return round(float(calc_price(usage, model_ref=reference, provider_id=provider).total_price), 8)
