@@ -10,7 +10,9 @@ from genai_prices import Usage, calc_price
 from coder_eval_dagster.core.pricing import PriceBook, TokenCounts, load_price_file, provider_of
 from coder_eval_dagster.core.problems import InvalidInput
 
-TOKENS = TokenCounts(input_tokens=1000, output_tokens=200, cache_read_input_tokens=5000, cache_creation_input_tokens=300)
+TOKENS = TokenCounts(
+    input_tokens=1000, output_tokens=200, cache_read_input_tokens=5000, cache_creation_input_tokens=300
+)
 
 
 def library(model: str, provider: str) -> float:
