@@ -99,7 +99,7 @@ def test_criteria_pass_ends_before_the_simulator_is_asked(tmp_path, api):
         stop_on_criteria_pass=True,
         check_criteria="every_turn",
     )
-    assert (result.simulation.turns, result.simulation.stop_reason) == (1, "criteria_pass")
+    assert (result.simulation.turns, result.simulation.stop_reason) == (1, "criteria_passed")
     assert script.simulator_requests() == [] and result.final_status == "SUCCESS"
 
 
@@ -141,7 +141,7 @@ def test_run_limits_apply_across_the_whole_dialog(tmp_path, api):
         },
     )
     assert result.final_status == "TOKEN_BUDGET_EXCEEDED"
-    assert (result.simulation.turns, result.simulation.stop_reason) == (1, "run_limits")
+    assert (result.simulation.turns, result.simulation.stop_reason) == (1, "run_limit_exceeded")
 
 
 # ----------------------------------------------------------------------------- codex

@@ -87,11 +87,17 @@ class RunFolder:
     def summary(self) -> dict[str, Any]:
         return json.loads((self.path / "run.json").read_text(encoding="utf-8"))
 
-    def evaluation(self, task_id: str, variant: str = "default", replicate: str = "01") -> Path:
+    def evaluation(self, task_id: str, variant: str = "default", replicate: str = "00") -> Path:
         return self.path / variant / task_id / replicate
 
-    def result(self, task_id: str, variant: str = "default", replicate: str = "01") -> dict[str, Any]:
+    def result(self, task_id: str, variant: str = "default", replicate: str = "00") -> dict[str, Any]:
         return json.loads((self.evaluation(task_id, variant, replicate) / "task.json").read_text(encoding="utf-8"))
+
+
+def agent_usage(result: dict[str, Any]) -> tuple[int, int, float | None]:
+    """A task.json's agent tokens and cost, as the report schema writes them: (uncached input, output, cost)."""
+    usage = result["total_token_usage"] or {}
+    return usage.get("uncached_input_tokens", 0), usage.get("output_tokens", 0), usage.get("total_cost_usd")
 
 
 def only_run(runs: Path) -> RunFolder:

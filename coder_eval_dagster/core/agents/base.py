@@ -19,7 +19,15 @@ if TYPE_CHECKING:
     from ..run_context import RunContext
 
 StopReason = Literal[
-    "completed", "max_turns", "task_timeout", "turn_timeout", "token_budget", "cost_budget", "early_stop", "error"
+    "completed",
+    "max_turns",
+    "max_tool_calls",
+    "task_timeout",
+    "turn_timeout",
+    "token_budget",
+    "cost_budget",
+    "early_stop",
+    "error",
 ]
 TimeLimit = Literal["task_timeout", "turn_timeout"]  # the run_limits field that ran out
 
@@ -42,10 +50,17 @@ class AgentInput:
     # next message (None: the dialog is over). None: a single-shot run, one exchange.
     dialog: Callable[[AgentOutput], str | None] | None = None
     run: RunContext = field(kw_only=True)  # the run's context: its model route and credentials
+    trace_id: str | None = field(default=None, kw_only=True)  # the evaluation's trace (telemetry on)
 
     def next_message(self, output: AgentOutput) -> str | None:
         """The user's next message after a completed exchange (None: the conversation is over)."""
         return self.dialog(output) if self.dialog is not None else None
+
+    def calls_exhausted(self, made: int) -> bool:
+        """True when, ``made`` tool calls in, another one would exceed ``run_limits.max_tool_calls``: that call is
+        refused (or, where an agent cannot refuse one, interrupted as it starts) and the run ends."""
+        cap = self.limits.max_tool_calls
+        return cap is not None and made >= cap
 
     def time_limit(self) -> float | None:
         """Seconds the next exchange may take (task or turn timeout, whichever is sooner)."""
@@ -84,6 +99,15 @@ class AgentOutput:
         self.early_stop_reason = reason
         self.turns_remaining_at_stop = max_turns - turns_used if max_turns is not None else None
 
+    def open_turn(self, turn: TurnRecord) -> TurnRecord:
+        """Add the next model round trip, stamping when it began and when the previous one ended."""
+        now = time.time()
+        if self.turns and self.turns[-1].ended_at is None:
+            self.turns[-1].ended_at = now
+        turn.started_at = turn.started_at or now
+        self.turns.append(turn)
+        return turn
+
     def conclude(
         self, budget: BudgetTracker, breach: Breach | None, stop: str | None, max_turns: int | None
     ) -> AgentOutput:
@@ -92,6 +116,8 @@ class AgentOutput:
             what = "cost" if breach == COST_BUDGET_EXCEEDED else "token"
             self.stop_reason = budget_stop_reason(breach)
             self.final_status, self.error = breach, f"run_limits {what} budget exceeded"
+        if self.turns and self.turns[-1].ended_at is None:
+            self.turns[-1].ended_at = time.time()
         budget.finish()
         self.warnings.extend(budget.warnings)
         if stop:
@@ -99,6 +125,16 @@ class AgentOutput:
         texts = [t.text for t in self.turns if t.text]
         self.final_text = texts[-1] if texts else None
         return self
+
+    def stop_at_tool_cap(self, cap: int | None) -> None:
+        """``run_limits.max_tool_calls`` reached: the agent stops here, and the result's warnings say so."""
+        if self.stop_reason != "max_tool_calls":
+            self.stop_reason = "max_tool_calls"
+            self.warnings.append(f"run_limits.max_tool_calls ({cap}) reached: the agent was stopped there")
+
+    @property
+    def calls_made(self) -> int:
+        return sum(len(turn.calls) for turn in self.turns)
 
     @property
     def visible_turns(self) -> int:
