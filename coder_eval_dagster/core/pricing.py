@@ -7,10 +7,11 @@ A user's price file (``--prices FILE``, or ``prices:`` in an experiment) adds
 or overrides models. A model neither knows is ``unknown``: cost ``None``, one
 warning per run naming it, never an error.
 
-Token counts follow the Messages API everywhere in our records:
-``input_tokens`` is the uncached prompt, and cache reads and cache writes are
-counted apart (Codex's fresh prompt is recorded as cache creation; see
-agents/codex.py). genai-prices takes the whole prompt as ``input_tokens``.
+Usage is our ``TokenUsage``: the prompt in three parts (uncached, cache
+creation, cache read); genai-prices takes the whole prompt as its
+``input_tokens`` and prices the cached parts apart. Codex's fresh prompt is
+recorded as cache creation (see agents/codex.py): OpenAI has no cache-write
+price, so it is billed at the input price, as it should be.
 """
 
 from __future__ import annotations
@@ -18,18 +19,17 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field, ValidationError
 
 from .models.base import StrictModel
+from .models.results import TokenUsage
 from .problems import InvalidInput, problems_from_validation
 from .routing import translate_model
 from .yamlio import load_document
 
 log = logging.getLogger(__name__)
 
-CostSource = Literal["reported", "priced", "unknown"]
 PER_MILLION = 1_000_000
 
 
@@ -48,22 +48,15 @@ class PriceFile(StrictModel):
     models: dict[str, ModelPrice] = Field(min_length=1)
 
 
-class TokenCounts(StrictModel):
-    """The four numbers of one usage, in the Messages API's sense (input is the uncached prompt)."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-
-
 def load_price_file(path: Path) -> dict[str, ModelPrice]:
     """A price file, validated; problems name the file, line and field."""
     document = load_document(path)
     try:
         return PriceFile.model_validate(document.data).models
     except ValidationError as exc:
-        raise InvalidInput(problems_from_validation(exc, document.data, str(path), document.line_of)) from None
+        raise InvalidInput(
+            problems_from_validation(exc, document.data, str(path), document.line_of, model=PriceFile)
+        ) from None
 
 
 def provider_of(model: str, backend: str | None = None) -> str | None:
@@ -87,18 +80,27 @@ class PriceBook:
         self.unknown: set[str] = set()
         self._lock = threading.Lock()
 
-    def cost(self, model: str | None, tokens: TokenCounts, backend: str | None = None) -> float | None:
-        """The USD cost of ``tokens`` on ``model``, or ``None`` when nobody prices the model."""
+    def cost(self, model: str | None, usage: TokenUsage, backend: str | None = None) -> float | None:
+        """The USD cost of ``usage`` on ``model``, or ``None`` when nobody prices the model."""
+        if not usage.spent:
+            return 0.0
         if not model:
             return None
         override = self.overrides.get(model) or self.overrides.get(translate_model(model, "direct"))
         if override is not None:
-            return _override_cost(override, tokens)
+            return _override_cost(override, usage)
         try:
-            return _library_cost(model, tokens, provider_of(model, backend))
+            return _library_cost(model, usage, provider_of(model, backend))
         except LookupError:
             self._warn_once(model)
             return None
+
+    def priced(self, model: str | None, usage: TokenUsage, backend: str | None = None) -> TokenUsage:
+        """``usage`` with its cost: a reported cost is kept, never overwritten; else tokens x prices, or unknown."""
+        if usage.cost_source == "reported" and usage.total_cost_usd is not None:
+            return usage
+        cost = self.cost(model, usage, backend)
+        return usage.model_copy(update={"total_cost_usd": cost, "cost_source": "unknown" if cost is None else "priced"})
 
     def _warn_once(self, model: str) -> None:
         with self._lock:
@@ -108,26 +110,26 @@ class PriceBook:
         log.warning("no price known for model %r: its cost is left empty (add it with --prices FILE)", model)
 
 
-def _override_cost(price: ModelPrice, tokens: TokenCounts) -> float:
+def _override_cost(price: ModelPrice, usage: TokenUsage) -> float:
     read = price.input_per_mtok if price.cache_read_per_mtok is None else price.cache_read_per_mtok
     write = price.input_per_mtok if price.cache_write_per_mtok is None else price.cache_write_per_mtok
     total = (
-        tokens.input_tokens * price.input_per_mtok
-        + tokens.output_tokens * price.output_per_mtok
-        + tokens.cache_read_input_tokens * read
-        + tokens.cache_creation_input_tokens * write
+        usage.uncached_input_tokens * price.input_per_mtok
+        + usage.output_tokens * price.output_per_mtok
+        + usage.cache_read_input_tokens * read
+        + usage.cache_creation_input_tokens * write
     )
     return round(total / PER_MILLION, 8)
 
 
-def _library_cost(model: str, tokens: TokenCounts, provider: str | None) -> float:
+def _library_cost(model: str, usage: TokenUsage, provider: str | None) -> float:
     from genai_prices import Usage, calc_price
 
-    usage = Usage(
-        input_tokens=tokens.input_tokens + tokens.cache_read_input_tokens + tokens.cache_creation_input_tokens,
-        output_tokens=tokens.output_tokens,
-        cache_read_tokens=tokens.cache_read_input_tokens,
-        cache_write_tokens=tokens.cache_creation_input_tokens,
+    library_usage = Usage(
+        input_tokens=usage.input_tokens,  # the whole prompt, cached parts included
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_input_tokens,
+        cache_write_tokens=usage.cache_creation_input_tokens,
     )
     reference = model.split("/", 1)[1] if provider and model.startswith(f"{provider}/") else model
-    return round(float(calc_price(usage, model_ref=reference, provider_id=provider).total_price), 8)
+    return round(float(calc_price(library_usage, model_ref=reference, provider_id=provider).total_price), 8)

@@ -7,11 +7,12 @@ import logging
 import pytest
 from genai_prices import Usage, calc_price
 
-from coder_eval_dagster.core.pricing import PriceBook, TokenCounts, load_price_file, provider_of
+from coder_eval_dagster.core.models.results import TokenUsage
+from coder_eval_dagster.core.pricing import PriceBook, load_price_file, provider_of
 from coder_eval_dagster.core.problems import InvalidInput
 
-TOKENS = TokenCounts(
-    input_tokens=1000, output_tokens=200, cache_read_input_tokens=5000, cache_creation_input_tokens=300
+TOKENS = TokenUsage(
+    uncached_input_tokens=1000, output_tokens=200, cache_read_input_tokens=5000, cache_creation_input_tokens=300
 )
 
 
@@ -38,8 +39,8 @@ def test_known_models_cost_what_the_library_says_with_the_cache_priced_apart(mod
 
 def test_cache_reads_cost_less_than_fresh_input():
     book = PriceBook()
-    fresh = book.cost("claude-sonnet-4-5", TokenCounts(input_tokens=10_000))
-    cached = book.cost("claude-sonnet-4-5", TokenCounts(cache_read_input_tokens=10_000))
+    fresh = book.cost("claude-sonnet-4-5", TokenUsage(uncached_input_tokens=10_000))
+    cached = book.cost("claude-sonnet-4-5", TokenUsage(cache_read_input_tokens=10_000))
     assert fresh == pytest.approx(0.03) and cached == pytest.approx(0.003)
 
 
@@ -85,3 +86,16 @@ def test_providers_follow_the_model_name_and_backend():
     assert provider_of("gpt-5.1-codex") == "openai"
     assert provider_of("mistral/codestral") == "mistral"
     assert provider_of("llama3") is None
+
+
+def test_a_reported_cost_is_kept_and_a_priced_one_says_so():
+    book = PriceBook()
+    reported = TOKENS.model_copy(update={"total_cost_usd": 9.0, "cost_source": "reported"})
+    assert book.priced("claude-sonnet-4-5", reported) == reported
+    priced = book.priced("claude-sonnet-4-5", TOKENS)
+    assert priced.cost_source == "priced" and priced.total_cost_usd == pytest.approx(
+        library("claude-sonnet-4-5", "anthropic")
+    )
+    unknown = book.priced("claude-test", TOKENS)
+    assert (unknown.cost_source, unknown.total_cost_usd) == ("unknown", None)
+    assert book.cost("claude-test", TokenUsage()) == 0.0  # nothing spent costs nothing, priced or not
