@@ -14,6 +14,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from . import exit_codes
+from .agents_cli import add_commands as add_agent_commands
 from .cli_options import add_model_arguments, flags_of, model_values
 from .compare_cli import add_commands as add_compare_commands
 from .core import credentials
@@ -227,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     rescoring.set_defaults(handler=cmd_rescore)
     add_compare_commands(commands)
     add_sandbox_commands(commands)
+    add_agent_commands(commands)
     add_deploy_commands(commands)
     add_instance_commands(commands)
     return parser
