@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 AGENT_MODULES: dict[str, str | None] = {
     "claude-code": "claude_code",
     "codex": "codex",
+    "opencode": "opencode",
     "replay": "replay",
     "none": None,
 }
