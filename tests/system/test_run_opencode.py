@@ -119,9 +119,14 @@ def test_a_cost_budget_binds_on_the_cost_opencode_reports(
     task = opencode_task(
         tmp_path / "tasks",
         "budget",
-        model="openrouter/anthropic/claude-sonnet-4",
         run_limits={"max_usd": 0.01},
         success_criteria=[criterion("file_exists", path="log.txt")],
+        agent={
+            "type": "opencode",
+            "model": "openrouter/anthropic/claude-sonnet-4",
+            "allowed_tools": ["Bash", "Read", "Write"],
+            "disallowed_tools": ["read", "Edit"],  # a denial wins; Edit is Write's permission too
+        },
     )
     env = {"OPENROUTER_BASE_URL": fake.url, "OPENROUTER_API_KEY": key, **proxied_through(fake.url)}
     outcome, run = system_cli.run(task, env=env)
@@ -131,6 +136,7 @@ def test_a_cost_budget_binds_on_the_cost_opencode_reports(
     assert [t["cost_usd"] for t in result["trajectory"]] == pytest.approx([0.0075, 0.0075])  # 1000 x $3 + 300 x $15
     # the CLI is killed on the second turn's usage: its next request may be on its way, never its call run
     assert len(fake.script.requests) in (2, 3) and carried(key, fake.script.headers)
+    assert {tuple(tool["function"]["name"] for tool in body["tools"]) for body in fake.script.requests} == {("bash",)}
     assert (run.evaluation("budget") / "sandbox/log.txt").read_text().split() == ["0", "1"]
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)
 
@@ -193,3 +199,17 @@ def test_a_simulated_dialog_continues_the_opencode_session(
     assert [m["role"] for m in second][1:] == ["user", "assistant", "user"]
     assert second[-1]["content"] == "It should say done."
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)
+
+
+def test_an_unrouted_provider_and_a_missing_key_end_their_tasks_as_errors(
+    tmp_path: Path, system_cli: SystemCli, opencode: Installation
+) -> None:
+    tasks = tmp_path / "tasks"
+    opencode_task(tasks, "unrouted", model="google/gemini-2.5-pro")
+    opencode_task(tasks, "keyless", model="custom/qwen-test")
+    outcome, run = system_cli.run(tasks, env={"OPENCODE_BASE_URL": "http://127.0.0.1:9/v1"})
+
+    unrouted, keyless = run.result("unrouted"), run.result("keyless")
+    assert unrouted["final_status"] == keyless["final_status"] == "ERROR", outcome.output
+    assert "opencode provider 'google' is not routed by coder-eval; use one of custom, anthropic" in unrouted["error"]
+    assert keyless["error"] == "model custom/... needs OPENCODE_BASE_URL and OPENCODE_API_KEY"

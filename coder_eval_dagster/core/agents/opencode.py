@@ -65,6 +65,7 @@ INSTALL_TIMEOUT_S = 900.0
 CONFIG_FILE = "opencode.json"
 OUTPUT_CHARS = 2000
 STDERR_LINES = 20
+STDERR_GRACE_S = 5.0  # how long the CLI's stderr is read after it exited
 EVENT_BYTES = 1 << 24  # the longest JSON line read (a call's input or output can be long)
 CUSTOM = "custom"
 # opencode's tool names -> the names the other agents (and the criteria) use; any other name is kept.
@@ -431,9 +432,10 @@ async def _exchange(
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     stderr = asyncio.create_task(_keep_tail(process.stderr, session.stderr))
     try:
-        process.stdin.write(prompt.encode())
-        await process.stdin.drain()
-        process.stdin.close()
+        with contextlib.suppress(ConnectionError):  # it ended at once: its exit code and stderr say why
+            process.stdin.write(prompt.encode())
+            await process.stdin.drain()
+            process.stdin.close()
         async for line in process.stdout:
             session.on_line(line)
             if session.stopping:
@@ -443,7 +445,8 @@ async def _exchange(
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
         code = await process.wait()
-        await stderr
+        with contextlib.suppress(TimeoutError):  # a process it left behind may hold the pipe: not waited for
+            await asyncio.wait_for(stderr, STDERR_GRACE_S)
     if session.stopping:
         return
     if code != 0 or session.error:
