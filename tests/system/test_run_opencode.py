@@ -29,7 +29,7 @@ from .conftest import (
     proxied_through,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("opencode")]  # one worker: the install runs once
 CHAT = "/v1/chat/completions"
 
 
