@@ -14,6 +14,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from . import exit_codes
+from .agents_cli import add_commands as add_agent_commands
 from .cli_options import add_model_arguments, flags_of, model_values
 from .compare_cli import add_commands as add_compare_commands
 from .core import credentials
@@ -246,6 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_commands(commands)
     add_compare_commands(commands)
     add_sandbox_commands(commands)
+    add_agent_commands(commands)
     add_deploy_commands(commands)
     add_instance_commands(commands)
     add_prune_commands(commands)

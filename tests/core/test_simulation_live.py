@@ -87,7 +87,7 @@ def test_stop_token_continued_session_toolless_simulator_judge_and_hidden_refere
     assert shown.index("[user] It should say done.") < shown.index("[agent] out.txt says done.")
     assert "[user] Great, thanks" in shown
     assert (result.simulator_input_tokens, result.simulator_output_tokens) == (100, 20)
-    assert result.dialog[1].tokens == 760 and result.cost_usd is not None and result.cost_usd > 0
+    assert result.dialog[1].tokens == 760 and result.total_cost_usd is not None and result.total_cost_usd > 0
 
 
 def test_criteria_pass_ends_before_the_simulator_is_asked(tmp_path, api):

@@ -37,8 +37,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_a_cli_run_resolves_its_task_files_once(tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_task(tmp_path / "tasks", task_with(task_id="a", dataset={"rows": [{"id": "1"}, {"id": "2"}]}, **PASSING))
     calls = []
-    real = resolution.discover
-    monkeypatch.setattr(resolution, "discover", lambda paths: calls.append(paths) or real(paths))
+    real = resolution._discover
+    monkeypatch.setattr(resolution, "_discover", lambda paths: calls.append(paths) or real(paths))
     result = run_cli("run", tmp_path / "tasks", "--runs-dir", tmp_path / "runs")
     assert result.code == 0, result.err
     assert len(calls) == 1
