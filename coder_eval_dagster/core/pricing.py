@@ -4,7 +4,8 @@ Prices come from ``genai-prices`` (Pydantic's maintained price data: Anthropic,
 OpenAI, Bedrock and others, cache reads and writes, long-context tiers; the
 data ships inside the package, so pricing works offline and never calls out).
 A user's price file (``--prices FILE``, or ``prices:`` in an experiment) adds
-or overrides models. A model neither knows is ``unknown``: cost ``None``, one
+or overrides models; installed packages' price sources (``price_sources``) are
+asked next. A model none of them knows is ``unknown``: cost ``None``, one
 warning per run naming it, never an error.
 
 Usage is our ``TokenUsage``: the prompt in three parts (uncached, cache
@@ -24,8 +25,9 @@ from pydantic import Field, ValidationError
 
 from .models.base import StrictModel
 from .models.results import TokenUsage
+from .price_sources import installed_cost
 from .problems import InvalidInput, problems_from_validation
-from .routing import translate_model
+from .routing import Backend, translate_model
 from .yamlio import load_document
 
 log = logging.getLogger(__name__)
@@ -59,7 +61,7 @@ def load_price_file(path: Path) -> dict[str, ModelPrice]:
         ) from None
 
 
-def provider_of(model: str, backend: str | None = None) -> str | None:
+def provider_of(model: str, backend: Backend | None = None) -> str | None:
     """genai-prices' provider id for a model as tasks name it (``None``: let the library find it)."""
     if model.startswith("arn:") or backend == "bedrock" or ".anthropic." in f".{model}":
         return "aws"
@@ -73,14 +75,15 @@ def provider_of(model: str, backend: str | None = None) -> str | None:
 
 
 class PriceBook:
-    """The run's prices: the user's overrides first, then genai-prices; unknown models warned about once."""
+    """The run's prices: the user's overrides, installed price sources, then genai-prices; unknown models warned
+    about once."""
 
     def __init__(self, overrides: dict[str, ModelPrice] | None = None):
         self.overrides = overrides or {}
         self.unknown: set[str] = set()
         self._lock = threading.Lock()
 
-    def cost(self, model: str | None, usage: TokenUsage, backend: str | None = None) -> float | None:
+    def cost(self, model: str | None, usage: TokenUsage, backend: Backend | None = None) -> float | None:
         """The USD cost of ``usage`` on ``model``, or ``None`` when nobody prices the model."""
         if not usage.spent:
             return 0.0
@@ -89,13 +92,18 @@ class PriceBook:
         override = self.overrides.get(model) or self.overrides.get(translate_model(model, "direct"))
         if override is not None:
             return _override_cost(override, usage)
-        try:
-            return _library_cost(model, usage, provider_of(model, backend))
-        except LookupError:
-            self._warn_once(model)
-            return None
+        installed = installed_cost(model, usage)
+        if installed is not None:
+            return installed
+        for named, provider in _library_names(model, backend):
+            try:
+                return _library_cost(named, usage, provider)
+            except LookupError:
+                continue
+        self._warn_once(model)
+        return None
 
-    def priced(self, model: str | None, usage: TokenUsage, backend: str | None = None) -> TokenUsage:
+    def priced(self, model: str | None, usage: TokenUsage, backend: Backend | None = None) -> TokenUsage:
         """``usage`` with its cost: a reported cost is kept, never overwritten; else tokens x prices, or unknown."""
         if usage.cost_source == "reported" and usage.total_cost_usd is not None:
             return usage
@@ -108,6 +116,18 @@ class PriceBook:
                 return
             self.unknown.add(model)
         log.warning("no price known for model %r: its cost is left empty (add it with --prices FILE)", model)
+
+
+def _library_names(model: str, backend: Backend | None) -> list[tuple[str, str | None]]:
+    """Where genai-prices may know the model: as the run's route sent it, then, for a Claude model on Bedrock
+    the library lists only under Anthropic, at Anthropic's list price (Bedrock's global endpoints charge it)."""
+    named = translate_model(model, backend) if backend else model
+    provider = provider_of(named, backend)
+    names = [(named, provider)]
+    direct = translate_model(model, "direct")
+    if provider == "aws" and direct.startswith("claude"):
+        names.append((direct, "anthropic"))
+    return names
 
 
 def _override_cost(price: ModelPrice, usage: TokenUsage) -> float:

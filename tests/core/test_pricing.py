@@ -7,6 +7,7 @@ import logging
 import pytest
 from genai_prices import Usage, calc_price
 
+from coder_eval_dagster.core import price_sources
 from coder_eval_dagster.core.models.results import TokenUsage
 from coder_eval_dagster.core.pricing import PriceBook, load_price_file, provider_of
 from coder_eval_dagster.core.problems import InvalidInput
@@ -30,6 +31,11 @@ def library(model: str, provider: str) -> float:
         ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", None, "us.anthropic.claude-sonnet-4-5-20250929-v1:0", "aws"),
         ("gpt-5-codex", None, "gpt-5-codex", "openai"),
         ("openai/gpt-5", None, "gpt-5", "openai"),
+        # a judge or simulator model priced as the run's route sends it
+        ("anthropic.claude-sonnet-4-6", "direct", "claude-sonnet-4-6", "anthropic"),
+        ("claude-sonnet-4-6", "bedrock", "anthropic.claude-sonnet-4-6", "aws"),
+        # on Bedrock, a Claude model the library lists under Anthropic only: Anthropic's list price
+        ("claude-haiku-4-5", "bedrock", "claude-haiku-4-5", "anthropic"),
     ],
 )
 def test_known_models_cost_what_the_library_says_with_the_cache_priced_apart(model, backend, reference, provider):
@@ -99,3 +105,21 @@ def test_a_reported_cost_is_kept_and_a_priced_one_says_so():
     unknown = book.priced("claude-test", TOKENS)
     assert (unknown.cost_source, unknown.total_cost_usd) == ("unknown", None)
     assert book.cost("claude-test", TokenUsage()) == 0.0  # nothing spent costs nothing, priced or not
+
+
+def test_an_installed_price_source_is_asked_after_the_price_file_and_before_the_library(tmp_path, monkeypatch):
+    monkeypatch.setattr(price_sources, "_sources", [])
+    asked = []
+
+    @price_sources.register
+    def in_house(model: str, usage: TokenUsage) -> float | None:
+        asked.append(model)
+        return 1.25 if model in ("house-model", "claude-sonnet-4-5") else None
+
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("models:\n  claude-sonnet-4-5: {input_per_mtok: 1, output_per_mtok: 1}\n")
+    book = PriceBook(load_price_file(prices))
+    assert book.cost("claude-sonnet-4-5", TOKENS) == pytest.approx(6500 / 1e6)  # the file wins: never asked
+    assert book.cost("house-model", TOKENS) == 1.25
+    assert book.cost("gpt-5-codex", TOKENS) == pytest.approx(library("gpt-5-codex", "openai"), rel=1e-6)
+    assert asked == ["house-model", "gpt-5-codex"]

@@ -417,6 +417,13 @@ class Spend(BaseModel):
     def total_cost_usd(self) -> float | None:
         return _sum([usage.total_cost_usd for usage in (self.agent, self.judges, self.simulator) if usage])
 
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def cost_complete(self) -> bool:
+        """False when some of the tokens have no cost: the total is then a floor."""
+        parts = (self.agent, self.judges, self.simulator)
+        return all(usage.total_cost_usd is not None for usage in parts if usage and usage.spent)
+
 
 def skipped_by_id(task_id: str) -> SkippedTask:
     """A task left out by ``skip: true``, as earlier versions recorded it (by id only)."""

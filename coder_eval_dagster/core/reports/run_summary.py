@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..layout import replicate_name, report_path
-from ..models.report import RunSummary, TaskRow
+from ..models.report import RunSummary, Spend, TaskRow
 from ..models.results import EvaluationResult, TokenUsage
 from ..suite import SuiteEntry
 
@@ -132,11 +132,18 @@ def _spend_lines(report: RunSummary) -> list[str]:
             if agent
             else "–"
         )
-        total = "–" if spend.total_cost_usd is None else f"${spend.total_cost_usd:.4f}"
         lines.append(
-            f"| {_cell(variant)} | {tokens} | {usd(agent)} | {usd(spend.judges)} | {usd(spend.simulator)} | {total} |"
+            f"| {_cell(variant)} | {tokens} | {usd(agent)} | {usd(spend.judges)} | {usd(spend.simulator)} "
+            f"| {total_usd(spend)} |"
         )
     return lines
+
+
+def total_usd(spend: Spend) -> str:
+    """The total cost; ``≥`` when some tokens have no cost (a floor), ``–`` when none has one."""
+    if spend.total_cost_usd is None:
+        return "–"
+    return f"{'' if spend.cost_complete else '≥ '}${spend.total_cost_usd:.4f}"
 
 
 def usd(usage: TokenUsage | None) -> str:
