@@ -24,7 +24,7 @@ from .core.layout import (
 from .core.models.report import RunSummary
 from .core.problems import InvalidInput
 from .core.reports.junit import write_junit
-from .core.reports.run_summary import counts_line, why_not_passed
+from .core.reports.run_summary import counts_line, total_usd, usd, why_not_passed
 from .core.resolution import Resolution, RowTask, resolve
 from .core.routing import routing_line
 from .core.run_context import ROUTED_AGENT_TYPES, RunContext, uses_model_route
@@ -295,6 +295,11 @@ def print_summary(report: RunSummary, run_dir: Path) -> None:
             label = escape(f"suite {entry['base_task_id']} [{entry['variant_id']}] {threshold['metric']}")
             value = f"{threshold['value']:.3f} >= {threshold['minimum']:g}"
             console.print(f"{label} {value}: {mark}", highlight=False)
+    for variant, spend in report.spend_by_variant.items():
+        if spend.total_cost_usd is not None or spend.agent is not None:
+            line = f"spend [{variant}]: agent {usd(spend.agent)}, judges {usd(spend.judges)}, "
+            line += f"simulated user {usd(spend.simulator)}; total {total_usd(spend)}"
+            console.print(escape(line), highlight=False)
     verdict = "[green]PASSED[/]" if report.passed else "[red]FAILED[/]"
     skipped = f", {len(report.skipped_tasks)} skipped" if report.skipped_tasks else ""
     console.print(f"{verdict} {escape(counts_line(report))}{skipped} · {escape(str(run_dir))}", highlight=False)

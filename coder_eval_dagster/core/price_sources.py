@@ -1,21 +1,21 @@
-"""The hook for a price library (issue 29): a model id and a turn's usage in, its cost in USD out.
+"""Price sources that installed packages add: a model id and a usage in, its cost in USD out.
 
-An agent whose CLI reports no cost for a turn asks :func:`turn_cost`. No
-source is registered yet, so the answer is None: no cost is made up, and a
-``max_usd`` budget is then skipped with its warning. A price library
-registers a source with :func:`register`, from this package or from an
-installed package's module named in the ``coder_eval_dagster.prices``
-entry-point group (imported at start-up, see ``plugins``).
+``pricing.PriceBook`` asks them after the user's price file and before
+genai-prices, so a package can price models the library does not know (an
+in-house endpoint, a negotiated rate). A package registers a source with
+:func:`register`, from a module named in the ``coder_eval_dagster.prices``
+entry-point group (imported at start-up, see ``plugins``). The sources are
+configuration of the process, like the criterion registry, not state of a run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from .models.results import TurnRecord
+from .models.results import TokenUsage
 from .plugins import PRICES_GROUP, import_modules
 
-PriceSource = Callable[[str, TurnRecord], float | None]  # (model id, the turn's usage) -> USD, None when unknown
+PriceSource = Callable[[str, TokenUsage], float | None]  # (model id, usage) -> USD, None when it does not know
 _sources: list[PriceSource] = []
 
 
@@ -25,10 +25,10 @@ def register(source: PriceSource) -> PriceSource:
     return source
 
 
-def turn_cost(model: str, turn: TurnRecord) -> float | None:
-    """The first registered source's price of the turn, or None."""
+def installed_cost(model: str, usage: TokenUsage) -> float | None:
+    """The first registered source's price of the usage, or None."""
     for source in _sources:
-        cost = source(model, turn)
+        cost = source(model, usage)
         if cost is not None:
             return cost
     return None

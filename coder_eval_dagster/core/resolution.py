@@ -41,6 +41,7 @@ from .models.dataset import Dataset
 from .models.experiment import Experiment, Variant
 from .models.task import Task
 from .models.trajectory import Trajectory
+from .pricing import ModelPrice, load_price_file
 from .problems import DOCUMENT, InvalidInput, Loc, Problem, block_models, dotted, problems_from_validation
 from .run_spec import EXPERIMENTS_DIR, RunSpec
 from .yamlio import Document, load_document, load_yaml_text
@@ -117,6 +118,7 @@ class Resolution:
     filtered: dict[str, int] = field(default_factory=dict)  # what the selection left out, by reason
     warnings: list[Problem] = field(default_factory=list)  # valid, but likely not what was meant (and notes)
     found_in_folders: set[str] = field(default_factory=set)  # task files reached through a folder argument
+    prices: dict[str, ModelPrice] = field(default_factory=dict)  # the user's price file (--prices, the experiment's)
 
     def left_out(self, reason: str, count: int) -> None:
         if count:
@@ -335,6 +337,7 @@ def resolve(spec: RunSpec) -> Resolution:
     try:
         overrides = _overrides(spec)
         layers = _experiment_layers(spec)
+        result.prices = _price_file(spec, layers)
     except InvalidInput as exc:
         result.problems.extend(exc.problems)
         return result
@@ -370,6 +373,17 @@ def _experiment_layers(spec: RunSpec) -> list[LoadedExperiment]:
         if not layers or path.resolve() != BASE_LAYER.resolve():
             layers.append(load_experiment(path))
     return layers
+
+
+def _price_file(spec: RunSpec, layers: list[LoadedExperiment]) -> dict[str, ModelPrice]:
+    """``--prices FILE``, else the price file the last experiment layer naming one names (relative to it)."""
+    named = [layer.doc.path.parent / layer.model.prices for layer in layers if layer.model.prices]
+    path = Path(spec.prices) if spec.prices else (named[-1] if named else None)
+    if path is None:
+        return {}
+    if not path.is_file():
+        raise InvalidInput([Problem(str(path), None, DOCUMENT, "no such price file")])
+    return load_price_file(path)
 
 
 def _select(result: Resolution, spec: RunSpec) -> None:

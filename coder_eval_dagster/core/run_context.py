@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .credentials import Credentials
 from .model_proxy import Grant, Upstream, shared_proxy
+from .pricing import PriceBook
 from .routing import ApiRoute, resolve_route
 from .run_spec import DEFAULT_JUDGE_CONCURRENCY
 from .sandbox.process import Interrupt
@@ -63,6 +64,7 @@ class RunContext:
     interrupt: Interrupt = field(default_factory=Interrupt)
     progress: ProgressSink = no_progress
     telemetry: Telemetry = field(default_factory=Telemetry)  # none unless the environment configures OTLP
+    prices: PriceBook = field(default_factory=PriceBook)  # the library's, with the open run's price file over it
     # Run folders this process has read (plan and snapshot: every step of a CLI run asks), by absolute path.
     opened: dict[Path, OpenRun] = field(default_factory=dict, repr=False)
     # Evaluations the sandbox step hands to the scoring step of the same process (a CLI run): re-reading
@@ -137,6 +139,7 @@ class RunContext:
             found = load()
             with self._lock:
                 found = self.opened.setdefault(key, found)
+                self.prices = PriceBook(found.snapshot.prices)
         return found
 
     def hand_over(self, evaluation: Evaluation) -> Evaluation:

@@ -65,6 +65,12 @@ class RunSpec(BaseModel):
         description="agent.model for every task (shorthand for -D agent.model=MODEL)",
         json_schema_extra=cli("--model", metavar="MODEL"),
     )
+    prices: str | None = Field(
+        default=None,
+        description="a YAML file of model prices (USD per million tokens) over the built-in ones; "
+        "default: the experiment's prices file",
+        json_schema_extra=cli("--prices", metavar="FILE"),
+    )
     sample: int | None = Field(
         default=None,
         ge=1,

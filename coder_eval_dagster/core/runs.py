@@ -33,6 +33,7 @@ from .layout import (
 from .models.report import RunSummary, TaskRow
 from .models.report import SkippedTask as ReportedSkip
 from .models.results import EvaluationResult
+from .pricing import ModelPrice
 from .problems import Problem
 from .reports.run_summary import run_passed
 from .resolution import Resolution, RowTask, SkippedTask, resolve
@@ -67,6 +68,7 @@ class Snapshot:
     problems: list[Problem]
     filtered: dict[str, int]
     fingerprints: dict[tuple[str, str], str]
+    prices: dict[str, ModelPrice] | None = None  # the user's price file; None in snapshots written before
 
     @classmethod
     def of(cls, resolution: Resolution) -> Snapshot:
@@ -76,6 +78,7 @@ class Snapshot:
             resolution.problems,
             resolution.filtered,
             fingerprints(resolution.row_tasks),
+            resolution.prices,
         )
 
 

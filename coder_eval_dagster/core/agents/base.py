@@ -90,6 +90,14 @@ class AgentInput:
         left = self.seconds_left()
         return "task_timeout" if left is not None and left <= 0 else "turn_timeout"
 
+    def price(self, turn: TurnRecord, model: str | None = None) -> None:
+        """Cost a turn the agent reported none for at the run's prices (``model``: default, the task's agent.model);
+        a turn with a reported cost keeps it. Before the budget sees the turn, so that ``max_usd`` binds."""
+        if turn.cost_source == "reported":
+            return
+        usage = self.run.prices.priced(model or self.config.model, turn.usage)
+        turn.cost_usd, turn.cost_source = usage.total_cost_usd, usage.cost_source
+
     def seconds_left(self) -> float | None:
         """What remains of run_limits.task_timeout (None: no limit)."""
         if self.limits.task_timeout is None:

@@ -54,7 +54,6 @@ from ..limits import Breach, BudgetTracker
 from ..model_proxy import Grant, Upstream
 from ..models.agent import AgentConfig
 from ..models.results import ToolCallRecord, TurnRecord
-from ..price_sources import turn_cost
 from ..secrets import redact
 from .base import AgentInput, AgentOutput
 
@@ -380,8 +379,10 @@ class OpencodeSession:
         turn.output_tokens = int(_number(tokens.get("output")) + _number(tokens.get("reasoning")))
         turn.cache_read_input_tokens = int(_number(cache.get("read")))
         turn.cache_creation_input_tokens = int(_number(cache.get("write")))
-        cost = _number(part.get("cost"))
-        turn.cost_usd = cost if cost > 0 else turn_cost(str(self.input.config.model), turn)
+        cost = _number(part.get("cost"))  # opencode prices its catalog's models; 0 means it has no price
+        if cost > 0:
+            turn.cost_usd, turn.cost_source = cost, "reported"
+        self.input.price(turn)
         self.breach = self.breach or self.budget.add(turn)
         max_turns = self.input.limits.max_turns
         if max_turns is not None and len(self.output.turns) >= max_turns and part.get("reason") == "tool-calls":

@@ -151,6 +151,9 @@ class Replay:
                 break
         if turn.usage is not None:
             record = record.model_copy(update=turn.usage.model_dump())
+            if turn.usage.cost_usd is not None:
+                record.cost_source = "reported"  # the recorded session's own figure
+            self.input.price(record)
         record.ended_at = time.time()
         self.output.open_turn(record)
         stopped = self.output.early_stop_reason or self.output.stop_reason == "max_tool_calls"

@@ -136,6 +136,7 @@ class Experiment(StrictModel):
     repeats: Repeats | None = None
     defaults: ExperimentDefaults = Field(default_factory=ExperimentDefaults)
     variants: list[Variant] = Field(min_length=1)
+    prices: str | None = Field(default=None, min_length=1)  # a price file, relative to this file (--prices wins)
 
     @model_validator(mode="after")
     def _unique_variants(self) -> Experiment:

@@ -6,6 +6,7 @@ import json
 from html import escape
 
 from ..models.results import CriterionResult, EvaluationResult, HookRun
+from .run_summary import usd
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2rem;max-width:70rem;color:#222}
@@ -109,14 +110,19 @@ def _dialog(result: EvaluationResult) -> str:
 
 
 def _tokens(result: EvaluationResult) -> str:
+    """The agent's four token counts and each cost with its source (judges and simulated user apart)."""
     usage = result.total_token_usage
-    if usage is None:
-        return "no agent tokens"
-    cost = "" if usage.total_cost_usd is None else f" · ${usage.total_cost_usd:.4f}"
-    return (
+    parts = [
         f"tokens {usage.uncached_input_tokens} in (+{usage.cache_read_input_tokens} cache read, "
-        f"+{usage.cache_creation_input_tokens} cache write) / {usage.output_tokens} out{cost}"
-    )
+        f"+{usage.cache_creation_input_tokens} cache write) / {usage.output_tokens} out · agent {usd(usage)}"
+        if usage
+        else "no agent tokens"
+    ]
+    if result.judge_token_usage:
+        parts.append(f"judges {usd(result.judge_token_usage)}")
+    if result.simulator_token_usage:
+        parts.append(f"simulated user {usd(result.simulator_token_usage)}")
+    return " · ".join(parts)
 
 
 def render_task_html(result: EvaluationResult) -> str:
