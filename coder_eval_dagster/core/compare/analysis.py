@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .interval import Interval
 from .rows import CompareError, RunRows
 from .stats import (
     BREAKDOWN_RESAMPLES,
     RESAMPLES,
     SEED,
-    Interval,
     mcnemar_exact_p,
     paired_bootstrap_interval,
     wilson_interval,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .analysis import Comparison, Flip, GroupStats, PairComparison
 from .figures import Drawing
-from .stats import Interval
+from .interval import Interval
 from .webpage import html_page, relative_to
 
 
