@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import itertools
 import math
+from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+from coder_eval_dagster.core.compare.analysis import compare_variants
 from coder_eval_dagster.core.compare.clustered import Z95, clustered_se, mean_estimate, unclustered_se
+from coder_eval_dagster.core.compare.render import render_markdown
 from coder_eval_dagster.core.compare.replicates import pass_at_k, pass_hat_k, pass_k_figures, replicate_summary
+from coder_eval_dagster.core.compare.rows import load_run
 from coder_eval_dagster.core.compare.sequential import (
     decisions_by_batch,
     plan_batches,
@@ -17,7 +24,7 @@ from coder_eval_dagster.core.compare.sequential import (
     sequential_decision,
 )
 
-from ..support.synthetic_runs import evaluation_result
+from ..support.synthetic_runs import evaluation, evaluation_result, write_run
 
 # ----------------------------------------------------------------------------- pass@k and pass^k
 
@@ -284,3 +291,34 @@ def test_the_batch_plan_is_seeded_complete_and_capped() -> None:
     assert plan_batches(ids, seed=43, batch_rows=10).batches != plan_batches(ids, seed=42, batch_rows=10).batches
     with pytest.raises(ValueError):
         plan_batches(ids, seed=1, batch_rows=0)
+
+
+# ----------------------------------------------------------------------------- in the comparison
+
+DAY = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
+
+
+def _add_batches(runs: Path, batch_of: dict[str, int]) -> None:
+    """The run's task_results file with a ``batch`` column, as a sequential run records it."""
+    (path,) = (runs / "tables" / "task_results").rglob("*.parquet")
+    table = pq.read_table(path)
+    batches = pa.array([batch_of[task] for task in table.column("task_id").to_pylist()], pa.int32())
+    pq.write_table(table.append_column("batch", batches), path)
+
+
+def test_compare_shows_the_sequence_when_the_run_recorded_batches(tmp_path: Path) -> None:
+    differences = paired_outcomes(np.random.default_rng(8), (1, 120), 0.3, 0.6)[0]
+    rows = [f"set/{i:03d}" for i in range(120)]
+    evaluations = []
+    for task_id, difference in zip(rows, differences, strict=True):
+        evaluations.append(evaluation("a", task_id, "FAILED" if difference > 0 else "SUCCESS"))
+        evaluations.append(evaluation("b", task_id, "SUCCESS" if difference >= 0 else "FAILED"))
+    run = write_run(tmp_path, DAY, evaluations)
+    without = compare_variants(load_run(run)).pairs[0]
+    assert without.sequential is None and "Sequential A/B" not in render_markdown(compare_variants(load_run(run)))
+    _add_batches(tmp_path, {task_id: i // 20 + 1 for i, task_id in enumerate(rows)})
+    comparison = compare_variants(load_run(run))
+    (pair,) = comparison.pairs
+    assert pair.sequential is not None and [s.rows for s in pair.sequential.steps] == list(range(20, 121, 20))
+    assert pair.sequential.result == sequential_decision(differences, batch_numbers(120, 20))
+    assert "Sequential A/B: the anytime-valid confidence sequence after each batch" in render_markdown(comparison)
