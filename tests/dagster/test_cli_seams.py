@@ -53,8 +53,8 @@ def _statuses(runs: Path) -> dict[str, tuple[str, str | None]]:
     (run_dir,) = runs.glob("2*")
     found = {}
     for task_id in ("good", "bad"):
-        result = json.loads((run_dir / "default" / task_id / "01" / "task.json").read_text())
-        found[task_id] = (result["final_status"], result["error"])
+        result = json.loads((run_dir / "default" / task_id / "00" / "task.json").read_text())
+        found[task_id] = (result["final_status"], result["error_message"])
     return found
 
 

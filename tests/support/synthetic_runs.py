@@ -1,24 +1,24 @@
 """Run folders written straight from outcomes (no agent, no Dagster): for the comparison tests and benchmarks.
 
-Each run gets its run.json (run id, variants, verdict, the tasks' headline
-fields) and its rows in the
+Each run gets its run.json (a ``RunSummary``: run id, variants, verdict, the
+tasks' headline fields) and its rows in the
 task_results and criteria_scores Parquet tables, exactly where a real run
 puts them.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from coder_eval_dagster.core.models.report import RunSummary, TaskRow
 from coder_eval_dagster.core.models.results import EvaluationResult
 from coder_eval_dagster.core.runs import TIMESTAMP
 from coder_eval_dagster.core.tables import write_table
 
 
-def evaluation(variant_id: str, task_id: str, status: str, replicate: int = 1, **fields: Any) -> dict[str, Any]:
+def evaluation(variant_id: str, task_id: str, status: str, replicate: int = 0, **fields: Any) -> dict[str, Any]:
     """A task_results row; success follows the status, the score follows success unless given."""
     success = status == "SUCCESS"
     base = task_id.split("/")[0]
@@ -71,19 +71,24 @@ def write_run(runs_dir: Path, run_ts: datetime, rows: list[dict[str, Any]], suff
     ]
     write_table(runs_dir / "tables", "task_results", run_id, run_ts, results)
     write_table(runs_dir / "tables", "criteria_scores", run_id, run_ts, criteria)
-    variants = list(dict.fromkeys(row["variant_id"] for row in rows))
-    document = {
-        "run_id": run_id,
-        "started_at": run_ts.isoformat(),
-        "finished_at": (run_ts + timedelta(minutes=1)).isoformat(),
-        "experiment": None,
-        "variants": variants,
-        "passed": all(row["success"] for row in rows),
-        "tasks": [
-            {key: row[key] for key in ("task_id", "variant_id", "replicate", "final_status", "success")} for row in rows
+    report = RunSummary(
+        run_id=run_id,
+        start_time=run_ts.isoformat(),
+        end_time=(run_ts + timedelta(minutes=1)).isoformat(),
+        variants=list(dict.fromkeys(row["variant_id"] for row in rows)),
+        passed=all(row["success"] for row in rows),
+        task_results=[
+            TaskRow(
+                task_id=row["task_id"],
+                variant_id=row["variant_id"],
+                replicate_index=row["replicate"],
+                status=row["final_status"],
+                success=row["success"],
+                weighted_score=row["weighted_score"],
+                duration=row["duration_s"],
+            )
+            for row in rows
         ],
-        "skipped_tasks": [],
-        "suite": [],
-    }
-    (run_dir / "run.json").write_text(json.dumps(document), encoding="utf-8")
+    )
+    (run_dir / "run.json").write_text(report.model_dump_json(), encoding="utf-8")
     return run_dir

@@ -19,9 +19,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import yaml
 
-from ..layout import PLAN_FILE, RESULT_FILE, RUN_FILE, TABLES_DIR, evaluation_files, load_result
-from ..models.results import EvaluationResult
-from .webpage import report_path
+from ..layout import PLAN_FILE, RESULT_FILE, RUN_FILE, TABLES_DIR, evaluation_files, load_result, report_path
+from ..models.results import EARLIER_STATUSES, EvaluationResult
+from ..tables import task_result_row
 
 COLUMNS = [
     "task_id",
@@ -65,10 +65,14 @@ class RunRows:
 
 
 def evaluations_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """The comparison's columns (task.json or Parquet rows), with tokens, report and batch (null if none) added."""
+    """The comparison's columns (task.json or Parquet rows), with tokens, report and batch (null if none) added.
+
+    Statuses are read as now written (earlier run folders' names mapped).
+    """
     frame = frame[[*COLUMNS, *([BATCH] if BATCH in frame else [])]].copy()
     if BATCH not in frame:
         frame[BATCH] = np.nan
+    frame["final_status"] = frame["final_status"].replace(EARLIER_STATUSES)
     frame["tokens"] = frame["input_tokens"].astype("float64") + frame["output_tokens"].astype("float64")
     frame["cost_usd"] = frame["cost_usd"].astype("float64")
     frame["success"] = frame["success"].astype(bool)
@@ -78,7 +82,12 @@ def evaluations_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def results_frame(results: list[EvaluationResult]) -> pd.DataFrame:
-    records = [r.model_dump(include={*COLUMNS, BATCH}) for r in results]
+    """The task_results table's rows of these evaluations (``batch`` null unless the table has that column)."""
+    records = [
+        {"task_id": r.task_id, "base_task_id": r.base_task_id, "variant_id": r.variant_id, "replicate": r.replicate}
+        | task_result_row(r)
+        for r in results
+    ]
     return evaluations_frame(pd.DataFrame.from_records(records, columns=[*COLUMNS, BATCH]))
 
 
