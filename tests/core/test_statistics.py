@@ -8,15 +8,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from coder_eval_dagster.core.compare.analysis import compare_variants
 from coder_eval_dagster.core.compare.clustered import Z95, clustered_se, mean_estimate, unclustered_se
 from coder_eval_dagster.core.compare.render import render_markdown
-from coder_eval_dagster.core.compare.replicates import pass_at_k, pass_hat_k, pass_k_figures, replicate_summary
+from coder_eval_dagster.core.compare.replicates import pass_at_k, pass_hat_k, pass_k_figures
 from coder_eval_dagster.core.compare.rows import load_run
+from coder_eval_dagster.core.compare.run_statistics import replicate_summary
 from coder_eval_dagster.core.compare.sequential import (
     decisions_by_batch,
     plan_batches,
@@ -24,6 +23,7 @@ from coder_eval_dagster.core.compare.sequential import (
     sequential_decision,
 )
 
+from ..support.paired_outcomes import add_batches, batch_numbers, paired_outcomes
 from ..support.synthetic_runs import evaluation, evaluation_result, write_run
 
 # ----------------------------------------------------------------------------- pass@k and pass^k
@@ -177,31 +177,6 @@ def test_one_cluster_or_no_values_give_no_clustered_error() -> None:
 # ----------------------------------------------------------------------------- the sequential A/B
 
 
-def paired_outcomes(
-    rng: np.random.Generator, shape: tuple[int, int], rate_a: float, rate_b: float, spread: float = 1.0
-) -> np.ndarray:
-    """Paired differences in {-1, 0, 1}: rows of varying difficulty (logit sd ``spread``), each arm drawn on its own.
-
-    The mean difference is rate_b - rate_a exactly when ``spread`` is 0 (and 0 when the rates are equal).
-    """
-    difficulty = rng.normal(0.0, spread, size=shape)
-    a = rng.random(shape) < _logistic(_logit(rate_a) + difficulty)
-    b = rng.random(shape) < _logistic(_logit(rate_b) + difficulty)
-    return b.astype(float) - a.astype(float)
-
-
-def _logit(p: float) -> float:
-    return math.log(p / (1 - p))
-
-
-def _logistic(x: np.ndarray) -> np.ndarray:
-    return 1 / (1 + np.exp(-x))
-
-
-def batch_numbers(rows: int, batch_rows: int) -> np.ndarray:
-    return np.arange(rows) // batch_rows + 1
-
-
 @pytest.mark.parametrize(
     ("rates", "rows", "batch_rows"),
     [((0.6, 0.6), 200, 10), ((0.5, 0.5), 1000, 25), ((0.9, 0.9), 400, 1)],
@@ -298,14 +273,6 @@ def test_the_batch_plan_is_seeded_complete_and_capped() -> None:
 DAY = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
 
 
-def _add_batches(runs: Path, batch_of: dict[str, int]) -> None:
-    """The run's task_results file with a ``batch`` column, as a sequential run records it."""
-    (path,) = (runs / "tables" / "task_results").rglob("*.parquet")
-    table = pq.read_table(path)
-    batches = pa.array([batch_of[task] for task in table.column("task_id").to_pylist()], pa.int32())
-    pq.write_table(table.append_column("batch", batches), path)
-
-
 def test_compare_shows_the_sequence_when_the_run_recorded_batches(tmp_path: Path) -> None:
     differences = paired_outcomes(np.random.default_rng(8), (1, 120), 0.3, 0.6)[0]
     rows = [f"set/{i:03d}" for i in range(120)]
@@ -316,7 +283,7 @@ def test_compare_shows_the_sequence_when_the_run_recorded_batches(tmp_path: Path
     run = write_run(tmp_path, DAY, evaluations)
     without = compare_variants(load_run(run)).pairs[0]
     assert without.sequential is None and "Sequential A/B" not in render_markdown(compare_variants(load_run(run)))
-    _add_batches(tmp_path, {task_id: i // 20 + 1 for i, task_id in enumerate(rows)})
+    add_batches(tmp_path, {task_id: i // 20 + 1 for i, task_id in enumerate(rows)})
     comparison = compare_variants(load_run(run))
     (pair,) = comparison.pairs
     assert pair.sequential is not None and [s.rows for s in pair.sequential.steps] == list(range(20, 121, 20))
