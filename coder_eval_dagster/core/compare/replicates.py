@@ -3,18 +3,17 @@
 A row is one row-task under one variant; its replicates (experiment
 ``repeats`` or ``simulation.n_trials``) are its non-ERROR evaluations: ERROR
 is an infrastructure failure, left out as everywhere in the comparison.
-numpy only (no pandas, no scipy): the run's summary imports this module.
+numpy only (no pandas, no scipy): the run's summary imports this module
+(through ``run_statistics``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..models.results import EvaluationResult
 from .interval import Interval
 
 ERROR = "ERROR"
@@ -99,39 +98,7 @@ class RowReplicates:
         return 0 < self.passes < self.replicates
 
 
-def row_replicates(results: Iterable[EvaluationResult]) -> list[RowReplicates]:
-    """Every (variant, row-task) with a non-ERROR evaluation, in the order first seen."""
-    counts: dict[tuple[str, str], list[int]] = {}
-    for result in results:
-        if result.final_status != ERROR:
-            count = counts.setdefault((result.variant_id, result.task_id), [0, 0])
-            count[0] += int(result.success)
-            count[1] += 1
-    return [RowReplicates(task_id, variant, passes, n) for (variant, task_id), (passes, n) in counts.items()]
-
-
 def flaky_rows(rows: Sequence[RowReplicates]) -> list[RowReplicates]:
     """The rows whose replicates disagree, by variant (first seen) then row-task."""
     order = {variant: index for index, variant in enumerate(dict.fromkeys(row.variant_id for row in rows))}
     return sorted((row for row in rows if row.flaky), key=lambda row: (order[row.variant_id], row.task_id))
-
-
-def replicate_summary(results: Iterable[EvaluationResult]) -> dict[str, Any]:
-    """run.json's ``pass_at_k`` and ``pass_hat_k`` (variant -> k as a string -> mean) and ``flaky_rows``.
-
-    Plain JSON values. pass@1 = pass^1 = the mean of the rows' success rates;
-    a row counts at k only with at least k non-ERROR replicates.
-    """
-    rows = row_replicates(results)
-    by_variant: dict[str, list[RowReplicates]] = {}
-    for row in rows:
-        by_variant.setdefault(row.variant_id, []).append(row)
-    figures = {
-        variant: pass_k_figures(np.array([r.passes for r in group]), np.array([r.replicates for r in group]))
-        for variant, group in by_variant.items()
-    }
-    return {
-        "pass_at_k": {variant: {str(f.k): f.pass_at_k for f in fs} for variant, fs in figures.items()},
-        "pass_hat_k": {variant: {str(f.k): f.pass_hat_k for f in fs} for variant, fs in figures.items()},
-        "flaky_rows": [asdict(row) for row in flaky_rows(rows)],
-    }
