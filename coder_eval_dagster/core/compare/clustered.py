@@ -40,6 +40,7 @@ def unclustered_se(values: np.ndarray) -> float | None:
 
 
 def _normal_interval(mean: float, se: float | None) -> Interval | None:
+    """mean +- 1.96 SE: the interval both SEs are read through, so they compare like for like."""
     return None if se is None else Interval(mean - Z95 * se, mean + Z95 * se)
 
 

@@ -159,6 +159,7 @@ def _arms_table(comparison: Comparison) -> Table:
 
 
 def _pass_k_cells(figure: PassK) -> list[Cell]:
+    """One k's cells; the rows left out say how far the figure's rows fall short of the arm's."""
     return [
         str(figure.k),
         str(figure.rows),
@@ -174,6 +175,11 @@ PASS_K_HEADERS = ["k", "rows", "rows with fewer replicates", "pass@k", "95 % CI"
 
 
 def _repeated_trials_block(comparison: Comparison) -> Block:
+    """pass@k and pass^k per arm (and per base task when a row was repeated), then the flaky rows.
+
+    The per-task table is left out with one replicate: pass@1 per task is the
+    breakdown's success rate already.
+    """
     arms = comparison.arms
     tables = [
         Table(
@@ -250,6 +256,7 @@ def _groups_table(title: str, groups: list[GroupStats], pair: PairComparison) ->
 
 
 def _clustered_note(pair: PairComparison) -> str:
+    """Both standard errors side by side and the interval the verdict read: how much clustering widened it."""
     estimate = pair.difference_clustered
     if estimate is None:
         return "No paired rows: no clustered interval."
@@ -267,14 +274,16 @@ def _clustered_note(pair: PairComparison) -> str:
 
 
 def _sequential_table(view: SequentialView) -> Table:
+    """The sequence after each batch: how it narrowed, and when it first excluded 0 (or fit the margin)."""
     return Table(
-        ["batch", "rows", "95 % sequence" if view.alpha == 0.05 else f"{1 - view.alpha:.0%} sequence", "decision"],
+        ["batch", "rows", f"{(1 - view.alpha) * 100:g} % sequence", "decision"],
         [[str(s.batch), str(s.rows), interval_text(s.interval), s.decision] for s in view.steps],
         "Sequential A/B: the anytime-valid confidence sequence after each batch",
     )
 
 
 def _sequential_note(view: SequentialView) -> str:
+    """The decision in one line, with the batch that first reached it (where the run could have stopped)."""
     result = view.result
     margin = "" if view.margin is None else f", equivalence margin {view.margin * 100:.1f} pp"
     reached = "" if result.decided_at_batch is None else f", first reached after batch {result.decided_at_batch}"

@@ -97,6 +97,7 @@ def _parquet_file(run_dir: Path) -> Path | None:
 
 
 def _run_document(run_dir: Path) -> dict[str, Any]:
+    """run.json as plain JSON (empty without one): read once for the variant order and the sequential settings."""
     run_file = run_dir / RUN_FILE
     document: dict[str, Any] = json.loads(run_file.read_text(encoding="utf-8")) if run_file.is_file() else {}
     return document
@@ -117,6 +118,7 @@ def _variant_order(run_dir: Path, document: dict[str, Any], present: Iterable[st
 
 
 def _sequential_settings(document: dict[str, Any]) -> SequentialSettings:
+    """The alpha and margin the run decided with, so that compare redraws the run's own sequence."""
     sequential = document.get("sequential") or {}
     return SequentialSettings(sequential.get("alpha", SequentialSettings.alpha), sequential.get("margin"))
 

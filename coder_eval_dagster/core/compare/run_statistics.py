@@ -93,6 +93,7 @@ class SequentialStatus:
 
     @property
     def decisive(self) -> bool:
+        """Every comparison has a decision: no new row need start."""
         return bool(self.comparisons) and all(c.result.decision != "undecided" for c in self.comparisons)
 
 

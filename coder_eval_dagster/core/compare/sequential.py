@@ -69,6 +69,7 @@ def _batches(batches: Sequence[int] | np.ndarray | None, count: int) -> _Batches
 
 
 def _unit_scale(differences: np.ndarray | Sequence[float]) -> np.ndarray:
+    """Differences in [-1, 1] as x = (d + 1) / 2 in [0, 1], the range the betting construction needs."""
     values = np.asarray(differences, dtype=float)
     if np.any(np.abs(values) > 1):
         raise ValueError("paired differences must lie in [-1, 1]")
@@ -107,6 +108,7 @@ def _ever_rejected(x: np.ndarray, bets: np.ndarray, ends: np.ndarray, m: float, 
 
 
 def _threshold(alpha: float) -> float:
+    """The log-wealth that rejects: log(2 / alpha)."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie strictly between 0 and 1 (got {alpha})")
     return float(np.log(2.0 / alpha))  # the hedged process: each bettor holds half the stake
@@ -125,6 +127,7 @@ class _Evidence:
 def _evidence(
     differences: np.ndarray | Sequence[float], batches: Sequence[int] | np.ndarray | None, alpha: float
 ) -> _Evidence:
+    """Everything a decision and an interval need, computed once per call."""
     x = _unit_scale(differences)
     layout = _batches(batches, x.shape[-1])
     return _Evidence(x, betting_fractions(x, layout, alpha), layout, _threshold(alpha))
