@@ -25,6 +25,7 @@ from .core.routing import RouteError
 from .core.run_spec import RunOptions, RunSpec
 from .core.yamlio import load_document
 from .deploy_cli import add_commands as add_deploy_commands
+from .export_cli import add_commands as add_export_commands
 from .instance_cli import add_commands as add_instance_commands
 from .sandbox_cli import add_commands as add_sandbox_commands
 
@@ -226,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     _junit_argument(rescoring)
     rescoring.set_defaults(handler=cmd_rescore)
     add_compare_commands(commands)
+    add_export_commands(commands)
     add_sandbox_commands(commands)
     add_deploy_commands(commands)
     add_instance_commands(commands)

@@ -8,11 +8,13 @@
         <run-ts>/
             run_plan.json, snapshot.pickle  what the run was asked to do, resolved once
             run.json, run.md                its summary
+            index.html                      the run viewer: every evaluation, sortable, filterable (run_viewer.py)
             comparison.html                 its variants compared (comparison-vs-<run>.html: against another)
             <variant>/<task_id>/<NN>/       one evaluation (a dataset row's task_id holds a /)
                 run_state.json              its checkpoint after the sandbox phase
                 task.json, task.html        its result
                 judge-<index>.yaml          a judge's transcript
+                trajectory.atif.json        the trajectory in ATIF (`coder-eval export --format atif`)
                 sandbox/                    the preserved final sandbox
                 container.json, docker-io/  the docker driver's container and command output
                 .processes.pid              its process namespace (tempdir driver)
@@ -37,6 +39,7 @@ SNAPSHOT_FILE = "snapshot.pickle"
 OPEN_LOCK_FILE = ".open.lock"  # serializes creating the plan and snapshot among concurrent chunk runs
 RUN_FILE = "run.json"
 RUN_MD = "run.md"
+RUN_VIEWER = "index.html"  # the run's own page (the runs folder's index.html is INDEX_PAGE)
 COMPARISON_PAGE = "comparison.html"
 INDEX_ROW = ".index-row.html"  # the run's row of the runs index, cached
 
@@ -47,6 +50,7 @@ REPORT_FILE = "task.html"
 SANDBOX_DIR = "sandbox"
 CONTAINER_FILE = "container.json"
 DOCKER_IO_DIR = "docker-io"
+ATIF_FILE = "trajectory.atif.json"
 NAMESPACE_FILE = ".processes.pid"  # "<unshare pid> <its PID namespace for children>"
 
 # The runs folder.

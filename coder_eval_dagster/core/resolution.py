@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from .atif import is_atif, replay_trajectory
 from .criteria import criterion_union, on_change
 from .datasets import (
     CLI_SAMPLE_SEED,
@@ -124,11 +125,11 @@ def _hidden(relative: Path) -> bool:
 
 
 def kind_of(doc: Document) -> str:
-    """``experiment``, ``trajectory`` (a replay file) or ``task``."""
+    """``experiment``, ``trajectory`` (a replay file, ours or ATIF) or ``task``."""
     if isinstance(doc.data, dict):
         if "experiment_id" in doc.data:
             return "experiment"
-        if "turns" in doc.data and "task_id" not in doc.data:
+        if ("turns" in doc.data and "task_id" not in doc.data) or is_atif(doc.data):
             return "trajectory"
     return "task"
 
@@ -161,12 +162,10 @@ def _absolutize_template_dirs(raw: dict[str, Any], base: Path) -> None:
 
 
 def load_trajectory(path: Path) -> Trajectory:
+    """A replay trajectory file: the replay format, or ATIF."""
     doc = load_document(path)
     _require_mapping(doc)
-    try:
-        return Trajectory.model_validate(doc.data)
-    except ValidationError as exc:
-        raise InvalidInput(problems_from_validation(exc, doc.data, str(path), doc.line_of)) from None
+    return replay_trajectory(doc.data, str(path), doc.line_of)
 
 
 def _require_mapping(doc: Document) -> None:
