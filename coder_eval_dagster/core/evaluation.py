@@ -406,7 +406,7 @@ def write_result(evaluation: Evaluation) -> None:
     result.finished_at = utc_now()
     evaluation.folder.mkdir(parents=True, exist_ok=True)
     write_atomically(evaluation.folder / RESULT_FILE, result.model_dump_json(indent=2))
-    write_atomically(evaluation.folder / REPORT_FILE, render_task_html(result))
+    write_atomically(evaluation.folder / REPORT_FILE, render_task_html(result, evaluation.folder))
 
 
 # ----------------------------------------------------------------------------- the sequence
