@@ -12,7 +12,7 @@ from typing import Any
 
 from . import exit_codes
 from .core.credentials import Credentials
-from .core.layout import CHECKPOINT_FILE, RESULT_FILE, RUN_FILE, evaluation_files, evaluation_folder
+from .core.layout import CHECKPOINT_FILE, RESULT_FILE, RUN_FILE, RUN_VIEWER, evaluation_files, evaluation_folder
 from .core.problems import InvalidInput
 from .core.reports.junit import write_junit
 from .core.reports.run_summary import why_not_passed
@@ -256,6 +256,8 @@ def _report(run_dir: Path, junit: Path | None = None) -> int:
     verdict = "[green]PASSED[/]" if document["passed"] else "[red]FAILED[/]"
     skipped = f", {len(document['skipped_tasks'])} skipped" if document["skipped_tasks"] else ""
     console.print(f"{verdict} {counts}{skipped} · {escape(str(run_dir))}", highlight=False)
+    if (run_dir / RUN_VIEWER).is_file():
+        console.print(f"viewer: {escape(str(run_dir / RUN_VIEWER))}", highlight=False, soft_wrap=True)
     return exit_codes.OK if document["passed"] else exit_codes.FAILED
 
 

@@ -32,6 +32,7 @@ from .layout import (
 from .models.results import EvaluationResult
 from .problems import Problem
 from .reports.run_summary import render_run_md, run_document
+from .reports.run_viewer import write_run_viewer
 from .resolution import Resolution, RowTask, resolve
 from .run_context import RunContext
 from .run_spec import RunSpec
@@ -220,7 +221,8 @@ class RunSummary:
 
 
 def summarize(run: OpenRun, tables_dir: Path) -> RunSummary:
-    """Suite metrics, run.json, run.md, the comparison page and the run's Parquet files, from the task.json files.
+    """Suite metrics, run.json, run.md, the comparison page, the run viewer and the run's Parquet files, from the
+    task.json files.
 
     Then the runs index is refreshed. Only a run of several variants pays for
     the comparison's imports (pandas, scipy, matplotlib).
@@ -248,6 +250,7 @@ def summarize(run: OpenRun, tables_dir: Path) -> RunSummary:
         document["comparison"] = write_run_comparison(run_dir, results, variants)
     write_atomically(run_dir / RUN_FILE, json.dumps(document, indent=2, ensure_ascii=False))
     write_atomically(run_dir / RUN_MD, render_run_md(document))
+    write_run_viewer(run_dir, results, variants)
     from .tables import suite_rows, task_rows, write_table  # pyarrow: see preload_tables
 
     run_ts = run_timestamp(plan.run_id)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..layout import COMPARISON_PAGE, INDEX_PAGE, INDEX_ROW, RUN_FILE, write_atomically
+from ..layout import COMPARISON_PAGE, INDEX_PAGE, INDEX_ROW, RUN_FILE, RUN_VIEWER, write_atomically
 from .webpage import html_page, relative_to, report_path
 
 
@@ -39,6 +39,8 @@ def _report_item(run_dir: Path, task: dict[str, Any], href: Callable[[str], str]
 def _index_row(run_dir: Path, document: dict[str, Any], href: Callable[[str], str]) -> str:
     tasks = document.get("tasks") or []
     links = [_link("run.md", run_dir / "run.md", href)]
+    if (run_dir / RUN_VIEWER).is_file():
+        links.insert(0, _link("viewer", run_dir / RUN_VIEWER, href))
     if (run_dir / COMPARISON_PAGE).is_file():
         links.append(_link("comparison", run_dir / COMPARISON_PAGE, href))
     reports = "".join(_report_item(run_dir, task, href) for task in tasks)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..layout import RUN_VIEWER
 from ..models.results import EvaluationResult
 from ..suite import SuiteEntry, suite_json
 from .junit import failing_criteria
@@ -68,7 +69,7 @@ def render_run_md(document: dict[str, Any]) -> str:
         "",
     ]
     counts = ", ".join(f"{count} {status}" for status, count in document["counts"].items()) or "no tasks"
-    lines += [f"Tasks: {counts}.", ""]
+    lines += [f"Tasks: {counts}.", "", f"Every evaluation, sortable and filterable: [run viewer]({RUN_VIEWER}).", ""]
     share = document.get("within_expected_turns_share")
     if share is not None:
         lines += [f"Within expected turns: {share:.0%} of budgeted tasks.", ""]
