@@ -59,9 +59,9 @@ def _run_seconds(runs: Path) -> float:
     return (stamps[1] - stamps[0]).total_seconds()
 
 
-def _cli(task: Path, workdir: Path, concurrency: int) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one `coder-eval run` on a fresh instance."""
-    cli = shutil.which("coder-eval") or str(Path(sys.executable).parent / "coder-eval")
+def _cli(task: Path, workdir: Path, concurrency: int, executable: str | None = None) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one `coder-eval run` (``executable``, else this venv's) on a fresh instance."""
+    cli = executable or shutil.which("coder-eval") or str(Path(sys.executable).parent / "coder-eval")
     home = Path(tempfile.mkdtemp(dir=workdir, prefix="dagster_home-"))
     env = {**os.environ, "DAGSTER_HOME": str(home)}
     command = [cli, "run", str(task), "--runs-dir", str(workdir / "runs"), "--concurrency", str(concurrency)]

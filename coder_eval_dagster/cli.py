@@ -14,19 +14,23 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from . import exit_codes
+from .agents_cli import add_commands as add_agent_commands
 from .cli_options import add_model_arguments, flags_of, model_values
 from .compare_cli import add_commands as add_compare_commands
 from .core import credentials
 from .core.models.sandbox import unbound_limits
 from .core.preflight import check_environment, dagster_home
 from .core.problems import InvalidInput, Problem
-from .core.resolution import discover, kind_of, load_experiment, load_trajectory, resolve
+from .core.resolution import NOT_A_TASK, discover, kind_of, load_experiment, load_trajectory, resolve
 from .core.routing import RouteError
 from .core.run_spec import RunOptions, RunSpec
 from .core.yamlio import load_document
 from .deploy_cli import add_commands as add_deploy_commands
+from .evaluate_cli import add_commands as add_evaluate_commands
 from .export_cli import add_commands as add_export_commands
 from .instance_cli import add_commands as add_instance_commands
+from .prune_cli import add_commands as add_prune_commands
+from .report_cli import add_commands as add_report_commands
 from .sandbox_cli import add_commands as add_sandbox_commands
 
 
@@ -64,11 +68,23 @@ def _file_problems(path: Path) -> tuple[list[Problem], list[Problem]]:
     return resolution.problems, resolution.warnings
 
 
+def _not_a_task(path: Path) -> bool:
+    """A YAML file that is no task, experiment or trajectory (skipped with a note when a folder holds it)."""
+    try:
+        return kind_of(load_document(path)) == "other"
+    except InvalidInput:
+        return False  # its problems are reported with the file's
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     files, problems = discover(list(args.paths))
     _print_problems(problems)
     invalid = bool(problems)
+    named = {path.resolve() for path in args.paths}
     for path in files:
+        if path.resolve() not in named and _not_a_task(path):
+            print(f"note: skipped, {NOT_A_TASK}: {path}", file=sys.stderr)
+            continue
         found, warned = _file_problems(path)
         _print_problems(warned)
         if found:
@@ -94,19 +110,21 @@ def _print_limit_warnings(path: Path) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from .cli_run import print_skipped
+
     spec = parsed(RunSpec, args)
     if not spec.selects_anything:
         print("coder-eval list: give task paths or -e EXPERIMENT", file=sys.stderr)
         return exit_codes.USAGE
     result = resolve(spec)
+    result.skip_invalid_folder_files()
     _print_problems(result.warnings)
     if result.problems:
         _print_problems(result.problems)
         return exit_codes.FAILED
     sys.stdout.write("".join(f"{rt.variant_id} {rt.task_id}\n" for rt in result.row_tasks))
-    for task_id in result.skipped:
-        print(f"skipped {task_id}", file=sys.stderr)
-    return exit_codes.OK
+    print_skipped(result)
+    return exit_codes.FAILED if any(entry.invalid for entry in result.skipped) else exit_codes.OK
 
 
 # ----------------------------------------------------------------------------- schema
@@ -226,11 +244,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_arguments(rescoring, RunOptions, only=RESCORE_OPTIONS)
     _junit_argument(rescoring)
     rescoring.set_defaults(handler=cmd_rescore)
+    add_evaluate_commands(commands)
+    add_report_commands(commands)
     add_compare_commands(commands)
     add_export_commands(commands)
     add_sandbox_commands(commands)
+    add_agent_commands(commands)
     add_deploy_commands(commands)
     add_instance_commands(commands)
+    add_prune_commands(commands)
     return parser
 
 
@@ -240,7 +262,9 @@ RESCORE_OPTIONS = ("concurrency", "backend", "judge_concurrency", "only_criteria
 
 
 def _junit_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--junit", type=Path, metavar="FILE", help="also write a JUnit XML report (one testcase each)")
+    parser.add_argument(
+        "--junit", "--junit-xml", type=Path, metavar="FILE", help="also write a JUnit XML report (one testcase each)"
+    )
 
 
 class UsageError(Exception):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 import uuid
@@ -12,13 +11,24 @@ from typing import Any
 
 from . import exit_codes
 from .core.credentials import Credentials
-from .core.layout import CHECKPOINT_FILE, RESULT_FILE, RUN_FILE, RUN_VIEWER, evaluation_files, evaluation_folder
+from .core.layout import (
+    CHECKPOINT_FILE,
+    RESULT_FILE,
+    RUN_FILE,
+    RUN_VIEWER,
+    evaluation_files,
+    evaluation_folder,
+    load_result,
+    load_summary,
+    replicate_name,
+)
+from .core.models.report import RunSummary
 from .core.problems import InvalidInput
 from .core.reports.junit import write_junit
-from .core.reports.run_summary import why_not_passed
+from .core.reports.run_summary import counts_line, why_not_passed
 from .core.resolution import Resolution, RowTask, resolve
 from .core.routing import routing_line
-from .core.run_context import RunContext, uses_model_route
+from .core.run_context import ROUTED_AGENT_TYPES, RunContext, uses_model_route
 from .core.run_spec import RunOptions, RunSpec
 from .core.runs import OpenRun, is_run_folder, load_run, new_run_dir, open_run, resnapshot
 
@@ -33,10 +43,17 @@ def run_context(options: RunOptions) -> RunContext:
 def run(spec: RunSpec, options: RunOptions, junit: Path | None = None) -> int:
     context = run_context(options)
     resolution = resolve(spec)
+    resolution.skip_invalid_folder_files()
+    sys.stderr.write("".join(f"{warning}\n" for warning in resolution.warnings))
     if resolution.problems:
         raise InvalidInput(resolution.problems)
+    print_skipped(resolution)
     if not resolution.row_tasks:
         print(f"coder-eval run: no row-tasks selected{_left_out(resolution)}", file=sys.stderr)
+        return exit_codes.USAGE
+    missing = missing_model_key(resolution.row_tasks, context)
+    if missing:
+        print(f"coder-eval run: {missing}", file=sys.stderr)
         return exit_codes.USAGE
     instance = _open_instance()
     opened = open_run(new_run_dir(Path(options.runs_dir)), spec, str(uuid.uuid4()), resolution)
@@ -46,8 +63,25 @@ def run(spec: RunSpec, options: RunOptions, junit: Path | None = None) -> int:
 def _left_out(resolution: Resolution) -> str:
     reasons = [f"{count} {why}" for why, count in resolution.filtered.items()]
     if resolution.skipped:
-        reasons.append(f"{len(resolution.skipped)} marked skip: true (--include-skipped runs them)")
+        reasons.append(f"{len(resolution.skipped)} skipped (above)")
     return f" (left out: {'; '.join(reasons)})" if reasons else " (the paths hold no task files)"
+
+
+def print_skipped(resolution: Resolution) -> None:
+    """One line per task file left out (skip: true, no row in the split, invalid in a folder), with its reason."""
+    for entry in resolution.skipped:
+        print(f"skipped {entry.path}: {entry.reason}", file=sys.stderr)
+
+
+def missing_model_key(row_tasks: list[RowTask], context: RunContext) -> str | None:
+    """Why the run cannot start its agents (an agent on the run's route, and the route has no key), before any
+    sandbox is made."""
+    routed = sorted({rt.task_id for rt in row_tasks if rt.task.agent.resolved_type in ROUTED_AGENT_TYPES})
+    missing = context.route.missing_credentials() if routed else None
+    if missing is None:
+        return None
+    shown = ", ".join(routed[:3]) + (f" and {len(routed) - 3} more" if len(routed) > 3 else "")
+    return f"{missing}: the claude-code agent of {shown} needs it (no sandbox was made)"
 
 
 def _run_folder(command: str, run_dir: Path) -> OpenRun | None:
@@ -62,7 +96,7 @@ def unfinished(opened: OpenRun) -> list[Path]:
     return [
         folder
         for rt in opened.snapshot.row_tasks
-        for replicate in range(1, rt.replicates + 1)
+        for replicate in opened.replicates(rt)
         if not (
             (folder := evaluation_folder(opened.folder, rt.variant_id, rt.task_id, replicate)) / RESULT_FILE
         ).is_file()
@@ -93,7 +127,7 @@ def _reset_errored(run_dir: Path) -> list[Path]:
     """The ERROR evaluations' folders, their results removed so that they run again."""
     folders = []
     for path in evaluation_files(run_dir, RESULT_FILE):
-        if json.loads(path.read_text(encoding="utf-8")).get("final_status") == "ERROR":
+        if load_result(path).final_status == "ERROR":
             for name in (RESULT_FILE, CHECKPOINT_FILE):
                 (path.parent / name).unlink(missing_ok=True)
             folders.append(path.parent)
@@ -202,7 +236,10 @@ def _launch(
     with bar:
         dagster_run_id = str(uuid.uuid4()) if rescore or fresh_id else opened.plan.dagster_run_id
         ids = (task_ids, variant_ids, dagster_run_id or str(uuid.uuid4()))
-        result = execute(instance, settings, context, *ids, rescore)
+        try:
+            result = execute(instance, settings, context, *ids, rescore)
+        finally:
+            context.close()  # telemetry: what the run buffered goes out before the summary is printed
     failures = failure_messages(result)
     if context.interrupt.is_set():
         print(f"coder-eval: interrupted; what finished is in {run_dir}", file=sys.stderr)
@@ -214,51 +251,56 @@ def _launch(
 
 
 def _report(run_dir: Path, junit: Path | None = None) -> int:
+    """The run's summary on the terminal (and its JUnit file); the exit code of its verdict."""
+    report = load_summary(run_dir)
+    if junit is not None:
+        write_junit(report, junit)
+    print_summary(report, run_dir)
+    return exit_codes.OK if report.passed else exit_codes.FAILED
+
+
+def print_summary(report: RunSummary, run_dir: Path) -> None:
+    """A table of the evaluations (those that did not pass, when there are many), why each failed, the suite
+    thresholds and the verdict."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    document = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
-    if junit is not None:
-        write_junit(document, junit)
     console = Console()
-    tasks = document["tasks"]
-    shown = tasks if len(tasks) <= MAX_TABLE_ROWS else [t for t in tasks if not t["success"]][:MAX_TABLE_ROWS]
-    table = Table(title=f"run {document['run_id']}" + ("" if shown is tasks else " (not passed only)"))
+    rows = report.task_results
+    failed = [row for row in rows if not row.success]
+    shown = rows if len(rows) <= MAX_TABLE_ROWS else failed[:MAX_TABLE_ROWS]
+    table = Table(title=f"run {report.run_id}" + ("" if shown is rows else " (not passed only)"))
     for column in ("variant", "task", "#", "status", "score", "criteria", "seconds"):
         table.add_column(column, justify="right" if column in ("#", "score", "seconds") else "left")
-    for task in shown:
-        gating = [c for c in task["criteria"] if c["gating"]]
-        style = "green" if task["success"] else "red"
+    for row in shown:
+        gating = [c for c in row.criteria if c.gating]
+        style = "green" if row.success else "red"
         table.add_row(
-            escape(task["variant_id"]),
-            escape(task["task_id"]),
-            f"{task['replicate']:02d}",
-            f"[{style}]{task['final_status']}[/]",
-            f"{task['weighted_score']:.3f}",
-            f"{sum(c['passed'] for c in gating)}/{len(gating)}",
-            f"{task['duration_s']:.2f}",
+            escape(row.variant_id),
+            escape(row.task_id),
+            replicate_name(row.replicate_index),
+            f"[{style}]{row.status}[/]",
+            "–" if row.weighted_score is None else f"{row.weighted_score:.3f}",
+            f"{sum(c.passed for c in gating)}/{len(gating)}",
+            f"{row.duration:.2f}",
         )
     if shown:
         console.print(table)
-    for task in [t for t in tasks if not t["success"]][:MAX_TABLE_ROWS]:
-        where = escape(f"{task['task_id']} [{task['variant_id']}] #{task['replicate']:02d}")
-        console.print(
-            f"[red]✗[/] {where} {task['final_status']}: {escape(why_not_passed(task))}", highlight=False, soft_wrap=True
-        )
-    for entry in document["suite"]:
+    for row in failed[:MAX_TABLE_ROWS]:
+        where = escape(f"{row.task_id} [{row.variant_id}] #{replicate_name(row.replicate_index)}")
+        console.print(f"[red]✗[/] {where} {row.status}: {escape(why_not_passed(row))}", highlight=False, soft_wrap=True)
+    for entry in report.suite:
         for threshold in entry["thresholds"]:
             mark = "[green]met[/]" if threshold["passed"] else "[red]NOT met[/]"
             label = escape(f"suite {entry['base_task_id']} [{entry['variant_id']}] {threshold['metric']}")
             value = f"{threshold['value']:.3f} >= {threshold['minimum']:g}"
             console.print(f"{label} {value}: {mark}", highlight=False)
-    counts = ", ".join(f"{n} {status}" for status, n in document["counts"].items())
-    verdict = "[green]PASSED[/]" if document["passed"] else "[red]FAILED[/]"
-    skipped = f", {len(document['skipped_tasks'])} skipped" if document["skipped_tasks"] else ""
-    console.print(f"{verdict} {counts}{skipped} · {escape(str(run_dir))}", highlight=False)
+    verdict = "[green]PASSED[/]" if report.passed else "[red]FAILED[/]"
+    skipped = f", {len(report.skipped_tasks)} skipped" if report.skipped_tasks else ""
+    console.print(f"{verdict} {escape(counts_line(report))}{skipped} · {escape(str(run_dir))}", highlight=False)
     if (run_dir / RUN_VIEWER).is_file():
         console.print(f"viewer: {escape(str(run_dir / RUN_VIEWER))}", highlight=False, soft_wrap=True)
-    return exit_codes.OK if document["passed"] else exit_codes.FAILED
 
 
 # Which stage completes each progress line.

@@ -245,6 +245,28 @@ class FastSqliteEventLogStorage(SqliteEventLogStorage):
             with engine.connect() as conn, conn.begin():
                 yield conn
 
+    def delete_events(self, run_id: str) -> None:
+        """Dagster's deletion of a run's events, then its shard's files: SQLite never shrinks a file by deleting
+        rows, so a pruned run (``coder-eval prune``) would otherwise leave its whole shard behind."""
+        super().delete_events(run_id)
+        with self._db_lock:
+            engine = self._engines.pop(run_id, None)
+            if engine is not None:
+                engine.dispose()
+            self._initialized_dbs.discard(run_id)
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{self.path_for_shard(run_id)}{suffix}").unlink(missing_ok=True)
+
+    def vacuum_index(self) -> None:
+        """Give the index shard's free pages back to the file system (after a prune deleted many events)."""
+        with self._db_lock:
+            engine = self._engines.pop(INDEX_SHARD_NAME, None)
+            if engine is not None:
+                engine.dispose()
+        with sqlite3.connect(self.path_for_shard(INDEX_SHARD_NAME), timeout=SQLITE_BUSY_TIMEOUT_S) as connection:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            connection.execute("VACUUM")
+
     def has_table(self, table_name: str) -> bool:
         """Asked several times per event; the answer only ever changes from no to yes."""
         if table_name not in self._tables and super().has_table(table_name):

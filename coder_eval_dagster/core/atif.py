@@ -28,10 +28,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from .models import atif
-from .models.base import did_you_mean
 from .models.results import EvaluationResult, ToolCallRecord, TurnRecord
 from .models.trajectory import ToolCall, Trajectory, TrajectoryTurn, TurnUsage
-from .problems import InvalidInput, Loc, Problem, problems_from_validation
+from .problems import UNKNOWN_FIELD, InvalidInput, Loc, Problem, problems_from_validation
 from .transcript import UserMessage, conversation
 
 LineOf = Callable[[Loc], int]
@@ -52,21 +51,22 @@ def replay_trajectory(data: Any, source: str, line_of: LineOf) -> Trajectory:
         try:
             return Trajectory.model_validate(data)
         except ValidationError as exc:
-            raise InvalidInput(problems_from_validation(exc, data, source, line_of)) from None
+            raise InvalidInput(problems_from_validation(exc, data, source, line_of, model=Trajectory)) from None
     try:
         document = atif.Trajectory.model_validate(data)
     except ValidationError as exc:
-        raise InvalidInput([_in_atif_terms(p) for p in problems_from_validation(exc, data, source, line_of)]) from None
+        problems = problems_from_validation(exc, data, source, line_of, model=atif.Trajectory)
+        raise InvalidInput([_in_atif_terms(p) for p in problems]) from None
     return from_atif(document, source, line_of)
 
 
 def _in_atif_terms(problem: Problem) -> Problem:
-    """An unknown key is unknown to ATIF: the closest name is one of its own, not of the task format."""
-    if not problem.message.startswith("unknown field"):
+    """An unknown key is unknown to ATIF, not to the task format (the did-you-mean, from the key's block, stays)."""
+    if not problem.message.startswith(UNKNOWN_FIELD):
         return problem
-    name = problem.field.rsplit(".", 1)[-1]
-    message = f"unknown field (not in {atif.ATIF_VERSION}){did_you_mean(name, atif.field_names())}"
-    return replace(problem, message=message)
+    return replace(
+        problem, message=f"unknown field (not in {atif.ATIF_VERSION})" + problem.message[len(UNKNOWN_FIELD) :]
+    )
 
 
 # ----------------------------------------------------------------------------- in: ATIF -> replay
@@ -107,7 +107,8 @@ def _replay_call(call: atif.ToolCall, cwd: str | None, where: Loc, source: str, 
     try:
         return ToolCall.model_validate(data)
     except ValidationError as exc:
-        raise InvalidInput(problems_from_validation(exc, data, source, line_of, (*where, "arguments"))) from None
+        found = problems_from_validation(exc, data, source, line_of, (*where, "arguments"), model=ToolCall)
+        raise InvalidInput(found) from None
 
 
 def _working_folder(step: atif.Step, document: atif.Trajectory) -> str | None:

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from .files import CRITERION_READ_CAP, read_text_capped
 from .models.results import ToolCallRecord, TurnRecord
+from .sandbox.templates import effective_ignore_patterns
 
 if TYPE_CHECKING:
     from .run_context import RunContext
     from .sandbox.base import Sandbox
 
 DialogMessage = tuple[str, str]  # (role: "user" | "agent", text)
+GLOB_CHARACTERS = "*?["
+MATCHES_SHOWN = 10
 
 
 @dataclass
@@ -22,6 +26,7 @@ class CheckContext:
     task_dir: Path
     trajectory: list[TurnRecord] | None  # None: no agent ran (type none)
     reference: str | None = None
+    reference_dir: Path | None = None  # the task's reference folder, staged for the criteria ($REFERENCE_DIR)
     folder: Path | None = None  # the evaluation's folder (task.json); judges write judge-<idx>.yaml there
     index: int = 0  # the index of the criterion being checked
     prompt: str | None = None  # the task's initial prompt (the dialog's first user message)
@@ -34,6 +39,45 @@ class CheckContext:
     def read_text(self, relative: str) -> tuple[str, bool]:
         """The file's text, at most CRITERION_READ_CAP bytes of it, and whether it was cut there."""
         return read_text_capped(self.path(relative), CRITERION_READ_CAP, relative)
+
+    def matching_files(self, pattern: str) -> list[str]:
+        """The files a criterion's path names: itself when it exists or has no ``*?[`` (a literal path wins), else
+        the glob's matches: files only, sorted, inside the sandbox, none under an ignored folder (``node_modules``,
+        ``.venv``...) that the pattern does not spell out."""
+        if self.path(pattern).exists() or not any(c in pattern for c in GLOB_CHARACTERS):
+            return [pattern]
+        root = self.sandbox.root.resolve()
+        spelled = set(PurePosixPath(pattern).parts)
+        ignored = effective_ignore_patterns(self.sandbox.config.ignore_patterns)
+        try:
+            candidates = sorted(root.glob(pattern))
+        except (NotImplementedError, ValueError):  # an absolute pattern
+            raise PermissionError(f"path {pattern!r} leaves the sandbox") from None
+        found = []
+        for match in candidates:
+            relative = match.relative_to(root)
+            if not match.is_file() or not match.resolve().is_relative_to(root):
+                continue
+            if any(part not in spelled and _ignored(part, ignored) for part in relative.parts[:-1]):
+                continue
+            found.append(relative.as_posix())
+        return found
+
+    def resolve_file(self, pattern: str) -> tuple[str, dict[str, str]]:
+        """The one file a content check reads, and the details entry naming it when a glob found it.
+
+        A glob must match exactly one file: none is a missing file, several are
+        refused rather than guessed between.
+        """
+        found = self.matching_files(pattern)
+        if found == [pattern]:
+            return pattern, {}
+        if not found:
+            raise FileNotFoundError(f"no file matches {pattern!r} in the sandbox")
+        if len(found) > 1:
+            shown = ", ".join(found[:MATCHES_SHOWN]) + (" ..." if len(found) > MATCHES_SHOWN else "")
+            raise ValueError(f"{pattern!r} matches {len(found)} files; refusing to guess which to grade: {shown}")
+        return found[0], {"resolved": found[0]}
 
     @property
     def calls(self) -> list[ToolCallRecord]:
@@ -51,3 +95,7 @@ class CheckContext:
             return list(self.dialog)
         messages = [("user", self.prompt)] if self.prompt else []
         return messages + ([("agent", self.final_text)] if self.final_text else [])
+
+
+def _ignored(name: str, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatch(name, pattern) for pattern in patterns)

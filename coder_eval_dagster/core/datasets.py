@@ -111,6 +111,20 @@ def sample_rows(rows: list[Row], per_stratum: int | None, field: str, seed: int 
     return [row for index, row in enumerate(rows) if index in keep]
 
 
+def split_rows(rows: list[Row], field: str, split: str) -> tuple[list[Row], list[str]]:
+    """The rows of one split (``--split``), and the labelled splits present.
+
+    A dataset with no labelled row (the field absent, null or empty) is not
+    split: every row stays. Otherwise only the rows labelled ``split`` stay
+    (a value that is not text compares as its text).
+    """
+    labelled = [row for row in rows if row.values.get(field) not in (None, "")]
+    if not labelled:
+        return rows, []
+    labels = sorted({_as_text(row.values[field]) for row in labelled})
+    return [row for row in labelled if _as_text(row.values[field]) == split], labels
+
+
 def _as_text(value: Any) -> str:
     if isinstance(value, str):
         return value

@@ -32,7 +32,7 @@ from .models.task import Task
 log = logging.getLogger(__name__)
 
 FAILED, PASSED, TIMED_OUT = "failed", "passed", "decision_budget_exceeded"
-REASON_FAIL, REASON_PASS = "armed_criterion_failed", "armed_criteria_passed"
+REASON_FAIL, REASON_PASS = "criterion_failed", "criterion_passed"  # coder_eval's EarlyStopInfo.reason
 
 
 @dataclass

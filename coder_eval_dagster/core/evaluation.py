@@ -43,8 +43,9 @@ from .layout import (
     write_atomically,
 )
 from .models.commands import HookCommand
-from .models.results import CommandStats, EvaluationResult, FinalStatus, HookRun, TurnRecord
+from .models.results import EarlyStopInfo, EvaluationResult, FinalStatus, HookRun, TaskConfig, TokenUsage, TurnRecord
 from .models.task import Task
+from .reference import reference_text, staged_reference
 from .resolution import RowTask
 from .run_context import RunContext
 from .sandbox import Sandbox, TemplateError, open_sandbox
@@ -127,11 +128,14 @@ def new_evaluation(
         description=task.description,
         agent_type=task.agent.resolved_type,
         model=task.agent.model,
+        prompt=task.initial_prompt,
         tags=list(task.tags),
         started_at=utc_now(),
         expected_turns=task.run_limits.expected_turns,
     )
-    return Evaluation(run_id, run_dir, row_task, replicate, context or RunContext.create(), result, cache)
+    evaluation = Evaluation(run_id, run_dir, row_task, replicate, context or RunContext.create(), result, cache)
+    result.trace_id = evaluation.context.telemetry.trace_id(evaluation)
+    return evaluation
 
 
 StageStep = Callable[[Evaluation], None]
@@ -216,6 +220,7 @@ def run_agent(evaluation: Evaluation) -> None:
         Watcher.for_task(task),
         dialog=dialog.after_exchange if dialog else None,
         run=evaluation.context,
+        trace_id=evaluation.result.trace_id,
     )
     output = asyncio.run(agent(agent_input))
     if dialog is not None:
@@ -257,8 +262,6 @@ def record_dialog(evaluation: Evaluation, dialog: Dialog, output: AgentOutput) -
     dialog.finish(output)
     result.simulation = dialog.info(evaluation.replicate)
     result.dialog = list(dialog.messages)  # a copy: a simulator call cut off by a timeout may still return late
-    result.simulator_input_tokens = dialog.simulator_input_tokens
-    result.simulator_output_tokens = dialog.simulator_output_tokens
     result.warnings.extend(dialog.warnings)
 
 
@@ -268,10 +271,8 @@ def record_agent_output(evaluation: Evaluation, output: AgentOutput) -> None:
     result.trajectory = output.turns
     result.turns = len(output.turns)
     result.visible_turns = output.visible_turns
-    result.input_tokens = sum(t.input_tokens for t in output.turns)
-    result.output_tokens = sum(t.output_tokens for t in output.turns)
-    costs = [t.cost_usd for t in output.turns if t.cost_usd is not None]
-    result.cost_usd = round(sum(costs), 6) if costs else None
+    result.total_token_usage = TokenUsage.of_turns(output.turns)
+    result.max_turns_exhausted = output.stop_reason == "max_turns"
     result.warnings.extend(output.warnings)
     result.stopped_early = output.early_stop_reason is not None
     result.early_stop_reason = output.early_stop_reason
@@ -293,32 +294,27 @@ def save_state(evaluation: Evaluation) -> Evaluation:
 # ----------------------------------------------------------------------------- scoring
 
 
-def reference_text(task: Task, task_dir: Path) -> str | None:
-    if task.reference is None:
-        return None
-    if task.reference.code is not None or task.reference.file is None:  # (a reference has exactly one of the two)
-        return task.reference.code
-    return (task_dir / task.reference.file).read_text(encoding="utf-8")
-
-
 @guarded("criteria")
 def score(evaluation: Evaluation) -> None:
-    """Check every criterion against the preserved sandbox and trajectory."""
+    """Check every criterion against the preserved sandbox and trajectory (the reference folder staged meanwhile)."""
     result = evaluation.result
     result.environment_info["judge_transport"] = evaluation.context.route.judge_transport
-    if not evaluation.ended:
-        trajectory = None if evaluation.task.agent.resolved_type == "none" else result.trajectory
+    if evaluation.ended:
+        return
+    task, task_dir = evaluation.task, evaluation.row_task.task_dir
+    with staged_reference(task, task_dir, evaluation.folder, evaluation.sandbox) as reference_dir:
         ctx = CheckContext(
             evaluation.sandbox,
-            evaluation.row_task.task_dir,
-            trajectory,
-            reference_text(evaluation.task, evaluation.row_task.task_dir),
+            task_dir,
+            None if task.agent.resolved_type == "none" else result.trajectory,
+            reference_text(task, task_dir),
+            reference_dir=reference_dir,
             folder=evaluation.folder,
-            prompt=evaluation.task.initial_prompt,
+            prompt=task.initial_prompt,
             dialog=[(m.role, m.text) for m in result.dialog] if result.simulation else None,
             run=evaluation.context,
         )
-        result.criteria = score_criteria(evaluation.task.success_criteria, ctx, kept=result.criteria)
+        result.criteria = score_criteria(task.success_criteria, ctx, kept=result.criteria)
 
 
 def decide(result: EvaluationResult, task: Task) -> None:
@@ -338,29 +334,33 @@ def decide(result: EvaluationResult, task: Task) -> None:
             if result.stopped_early
             else all_passed(result.criteria)
         )
-        result.final_status = "SUCCESS" if passed else "FAILED"
+        result.final_status = "SUCCESS" if passed else "FAILURE"
     result.success = result.final_status == "SUCCESS"
     expected = result.expected_turns
     result.within_expected_turns = (
         None if expected is None else result.success and result.visible_turns <= 1.5 * expected
     )
-    result.command_stats = command_stats(result)
+    result.early_stop = early_stop_info(result, armed, task.run_limits.stop_early_gate_threshold)
 
 
-def command_stats(result: EvaluationResult) -> CommandStats:
-    calls = [call for turn in result.trajectory for call in turn.calls]
-    by_tool: dict[str, int] = {}
-    for call in calls:
-        by_tool[call.tool] = by_tool.get(call.tool, 0) + 1
-    slowest = sorted(calls, key=lambda c: c.duration_ms, reverse=True)[:5]
-    return CommandStats(
-        total_commands=len(calls),
-        commands_by_tool=by_tool,
-        total_command_time_ms=round(sum(c.duration_ms for c in calls), 1),
-        success_rate=round(sum(c.status == "success" for c in calls) / len(calls), 4) if calls else None,
-        slowest_commands=[
-            {"tool": c.tool, "turn": c.turn, "seq": c.seq, "duration_ms": c.duration_ms} for c in slowest
-        ],
+def early_stop_info(result: EvaluationResult, armed: set[int], threshold: float) -> EarlyStopInfo | None:
+    """The schema's record of an early stop: the armed criterion that decided it, where and when."""
+    if not result.stopped_early or result.early_stop_reason is None:
+        return None
+    armed_results = [c for c in result.criteria if c.index in armed]
+    decided = [c for c in armed_results if c.passed == (result.early_stop_reason == "criterion_passed")]
+    deciding = (decided or armed_results or result.criteria)[0]
+    calls = sum(len(turn.calls) for turn in result.trajectory)
+    return EarlyStopInfo(
+        reason=result.early_stop_reason,
+        deciding_criterion_type=deciding.type,
+        deciding_criterion_description=deciding.description,
+        armed_criteria=[f"{c.type}: {c.description}" for c in armed_results],
+        sdk_turn_index=max(len(result.trajectory) - 1, 0),
+        tool_call_index=max(calls, 1),
+        elapsed_seconds=result.stage_durations.get("agent", 0.0),
+        turns_remaining_at_stop=result.turns_remaining_at_stop,
+        gate_threshold=threshold,
     )
 
 
@@ -404,9 +404,22 @@ def write_result(evaluation: Evaluation) -> None:
     end_processes(evaluation)
     result = evaluation.result
     result.finished_at = utc_now()
+    result.task_config = task_config(evaluation.row_task)
     evaluation.folder.mkdir(parents=True, exist_ok=True)
     write_atomically(evaluation.folder / RESULT_FILE, result.model_dump_json(indent=2))
     write_atomically(evaluation.folder / REPORT_FILE, render_task_html(result, evaluation.folder))
+
+
+def task_config(row_task: RowTask) -> TaskConfig:
+    """The task as it ran, and its file; an inline reference solution is in neither (nothing persisted holds it)."""
+    task = row_task.task
+    inline = task.reference is not None and task.reference.code is not None
+    readable = row_task.source.is_file() and not inline
+    return TaskConfig(
+        resolved=task.model_dump(mode="json", exclude={"reference": {"code"}} if inline else None),
+        source_yaml=row_task.source.read_text(encoding="utf-8") if readable else "",
+        source_file=str(row_task.source),
+    )
 
 
 # ----------------------------------------------------------------------------- the sequence
@@ -451,16 +464,20 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
     if phase == "sandbox":
         result.started_at = utc_now()
     began = time.perf_counter()
+    telemetry = evaluation.context.telemetry
     for stage in STAGES:
         if phase not in stage.phases:
             continue
-        started = time.perf_counter()
+        started, started_ns = time.perf_counter(), time.time_ns()
         if stage.name == "finish":
             _stamp_durations(result, phase, began)
             result.phases_done.append(phase)
+            telemetry.evaluation_end(evaluation)  # the verdict is in: the trace's root span, with its events
         stage.run(evaluation)
         if stage.timed and phase != "rescore":
             result.stage_durations[stage.name] = round(time.perf_counter() - started, 3)
+        if stage.timed:
+            telemetry.stage(evaluation, stage.name, started_ns, time.time_ns())
         evaluation.context.emit(
             "stage", stage=stage.name, task_id=evaluation.row_task.task_id, status=result.final_status
         )

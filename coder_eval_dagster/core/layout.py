@@ -3,16 +3,21 @@
     <runs-dir>/
         index.html                          the runs index (compare/index.py)
         history.html                        `coder-eval history`'s page
+        latest -> <run-ts>                  the newest run (a relative link)
         tables/<table>/run_date=<d>/<run>.parquet   the Parquet tables (tables.py)
         .cache/uv/                          the wheel cache of sandbox venvs
         <run-ts>/
             run_plan.json, snapshot.pickle  what the run was asked to do, resolved once
-            run.json, run.md                its summary
+            run.json, run.md                its summary (run.json: coder_eval's RunSummary)
             index.html                      the run viewer: every evaluation, sortable, filterable (run_viewer.py)
+            experiment.json                 every task across the variants (coder_eval's ExperimentResult)
             comparison.html                 its variants compared (comparison-vs-<run>.html: against another)
-            <variant>/<task_id>/<NN>/       one evaluation (a dataset row's task_id holds a /)
+            junit.xml                       `coder-eval report -f junit`'s default file
+            <variant>/variant.json          the variant's tasks, replicates folded (VariantAggregate)
+            <variant>/<suite_id>/suite.json a dataset-backed task's rows (SuiteRollup)
+            <variant>/<task_id>/<NN>/       one evaluation (a dataset row's task_id holds a /; NN from 00)
                 run_state.json              its checkpoint after the sandbox phase
-                task.json, task.html        its result
+                task.json, task.html        its result (task.json: coder_eval's EvaluationResult)
                 judge-<index>.yaml          a judge's transcript
                 trajectory.atif.json        the trajectory in ATIF (`coder-eval export --format atif`)
                 sandbox/                    the preserved final sandbox
@@ -25,13 +30,19 @@ a resumed run or a chunk run on another machine never sees half of one.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
+from pydantic import BaseModel, ValidationError
+
+from .models.report import RunSummary
 from .models.results import EvaluationResult
+from .problems import DOCUMENT, InvalidInput, Problem, problems_from_validation
 
 # A run folder.
 PLAN_FILE = "run_plan.json"
@@ -40,6 +51,10 @@ OPEN_LOCK_FILE = ".open.lock"  # serializes creating the plan and snapshot among
 RUN_FILE = "run.json"
 RUN_MD = "run.md"
 RUN_VIEWER = "index.html"  # the run's own page (the runs folder's index.html is INDEX_PAGE)
+EXPERIMENT_FILE = "experiment.json"
+VARIANT_FILE = "variant.json"
+SUITE_FILE = "suite.json"
+JUNIT_FILE = "junit.xml"
 COMPARISON_PAGE = "comparison.html"
 INDEX_ROW = ".index-row.html"  # the run's row of the runs index, cached
 
@@ -54,6 +69,7 @@ ATIF_FILE = "trajectory.atif.json"
 NAMESPACE_FILE = ".processes.pid"  # "<unshare pid> <its PID namespace for children>"
 
 # The runs folder.
+LATEST_LINK = "latest"
 INDEX_PAGE = "index.html"
 HISTORY_PAGE = "history.html"
 TABLES_DIR = "tables"
@@ -62,12 +78,45 @@ TABLES_DIR = "tables"
 SANDBOX_DEPTH = 3
 
 
+# Replicates count from 0, as coder_eval's do (folder 00). Run folders written before counted from 1: their
+# plan says so (``RunPlan.first_replicate``).
+FIRST_REPLICATE = 0
+EARLIER_FIRST_REPLICATE = 1
+
+
 def replicate_name(replicate: int) -> str:
     return f"{replicate:02d}"
 
 
+def replicates(count: int, first: int = FIRST_REPLICATE) -> range:
+    """The replicate numbers of a row-task run ``count`` times."""
+    return range(first, first + count)
+
+
 def evaluation_folder(run_dir: Path, variant_id: str, task_id: str, replicate: int) -> Path:
     return run_dir / variant_id / task_id / replicate_name(replicate)
+
+
+def report_path(variant_id: str, task_id: str, replicate: int) -> str:
+    """An evaluation's task.html, relative to its run folder."""
+    return f"{variant_id}/{task_id}/{replicate_name(replicate)}/{REPORT_FILE}"
+
+
+def variant_file(run_dir: Path, variant_id: str) -> Path:
+    return run_dir / variant_id / VARIANT_FILE
+
+
+def suite_file(run_dir: Path, variant_id: str, suite_id: str) -> Path:
+    return run_dir / variant_id / suite_id / SUITE_FILE
+
+
+def point_latest(runs_dir: Path, run_dir: Path) -> None:
+    """``<runs-dir>/latest`` -> the run folder ``run_dir``, replaced in one step (a relative link)."""
+    link = runs_dir / LATEST_LINK
+    temporary = link.with_name(f".{LATEST_LINK}.{os.getpid()}-{threading.get_ident()}.tmp")
+    temporary.unlink(missing_ok=True)
+    temporary.symlink_to(run_dir.name, target_is_directory=True)
+    os.replace(temporary, link)
 
 
 def judge_transcript(index: int) -> str:
@@ -110,8 +159,30 @@ def evaluation_files(run_dir: Path, name: str) -> list[Path]:
     return sorted(Path(path) for path in found)
 
 
+Record = TypeVar("Record", bound=BaseModel)
+
+
+def read_record(path: Path, model: type[Record]) -> Record:
+    """A report file read into its model; one that is not is an ``InvalidInput`` naming the file and the field."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        return model.model_validate_json(text)
+    except ValidationError as exc:
+        try:
+            data = json.loads(text)
+        except ValueError as bad:
+            raise InvalidInput([Problem(str(path), None, DOCUMENT, f"not JSON ({bad})")]) from None
+        raise InvalidInput(problems_from_validation(exc, data, str(path), lambda _: None, model=model)) from None
+
+
 def load_result(path: Path) -> EvaluationResult:
-    return EvaluationResult.model_validate_json(path.read_text(encoding="utf-8"))
+    """A task.json (or run_state.json), as written now or before the report schema."""
+    return read_record(path, EvaluationResult)
+
+
+def load_summary(run_dir: Path) -> RunSummary:
+    """A run's run.json, as written now or before the report schema."""
+    return read_record(run_dir / RUN_FILE, RunSummary)
 
 
 def write_atomically(path: Path, data: bytes | str) -> None:

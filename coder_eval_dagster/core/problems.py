@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+import typing
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .models.base import did_you_mean
 
@@ -28,17 +29,61 @@ class Problem:
         return f"{self.path}:{self.line}: {self.field}: {message}"
 
 
-def format_field_names() -> set[str]:
-    """Every field name of the format's models (the vocabulary of did-you-mean on unknown fields)."""
-    from .models.base import StrictModel
+def models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation holds (through Optional, Union, list, dict and Annotated)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in models_in(arg)]
 
-    names: set[str] = set()
-    pending: list[type] = [StrictModel]
-    while pending:
-        model = pending.pop()
-        pending.extend(model.__subclasses__())
-        names.update(getattr(model, "model_fields", {}))
-    return names
+
+def _of_type(models: list[type[BaseModel]], data: Any) -> list[type[BaseModel]]:
+    """A criterion block's own model when its ``type`` names one (the union's other members are not its fields)."""
+    kind = data.get("type") if isinstance(data, dict) else None
+    named = [
+        m for m in models if "type" in m.model_fields and kind in typing.get_args(m.model_fields["type"].annotation)
+    ]
+    return named or models
+
+
+def block_models(annotation: Any, data: Any, loc: Loc) -> list[type[BaseModel]]:
+    """The models of the block at ``loc`` in ``data``, a document of type ``annotation`` (empty: a free-form value)."""
+    current = data
+    for part in loc:
+        if not isinstance(part, int):  # (a list index: the items' models carry on)
+            models = _of_type(models_in(annotation), current)
+            fields = {name: info.annotation for m in models for name, info in m.model_fields.items()}
+            if part not in fields:
+                return []
+            annotation = fields[part]
+        current = _child(current, part)[1]
+    return _of_type(models_in(annotation), current)
+
+
+def _nested_path(models: list[type[BaseModel]], name: str) -> str | None:
+    """``python.env_packages``: where below this block a field of that very name lives (one or two levels)."""
+    for model in models:
+        for field, info in model.model_fields.items():
+            for inner in models_in(info.annotation):
+                if name in inner.model_fields:
+                    return f"{field}.{name}"
+    return None
+
+
+UNKNOWN_FIELD = "unknown field (not part of the format)"  # then the hint
+
+
+def unknown_field_hint(annotation: Any, data: Any, loc: Loc, prefix: Loc = ()) -> str:
+    """The did-you-mean of an unknown field: where that name lives below its block, else a close field of the block.
+
+    Never a name from another block, and never the rejected name itself.
+    """
+    models = block_models(annotation, data, loc[:-1])
+    name = str(loc[-1])
+    nested = _nested_path(models, name)
+    if nested is not None:
+        block = prefix + loc[:-1]
+        return f" (did you mean `{dotted(block) + '.' if block else ''}{nested}`?)"
+    return did_you_mean(name, [field for model in models for field in model.model_fields])
 
 
 class InvalidInput(Exception):
@@ -104,9 +149,10 @@ def _is_wrapper_segment(current: dict[Any, Any], part: str | int, loc: Loc, posi
 
 
 def problems_from_validation(
-    exc: ValidationError, data: Any, path: str, line_of: Any, prefix: Loc = ()
+    exc: ValidationError, data: Any, path: str, line_of: Any, prefix: Loc = (), *, model: Any
 ) -> list[Problem]:
-    """Translate a pydantic error into problems with the user's field names and lines."""
+    """Translate a pydantic error of validating ``data`` as ``model`` into problems with the user's field names and
+    lines."""
     problems = []
     for error in exc.errors(include_url=False):
         loc = data_loc(data, tuple(error["loc"]))
@@ -116,7 +162,7 @@ def problems_from_validation(
         if error["type"] == "value_error" and message.startswith("Value error, "):
             message = message[len("Value error, ") :]
         elif error["type"] == "extra_forbidden":
-            message = "unknown field (not part of the format)" + did_you_mean(str(loc[-1]), format_field_names())
+            message = UNKNOWN_FIELD + unknown_field_hint(model, data, loc, prefix)
         elif error["type"] == "union_tag_invalid":
             tag, expected = str(error["ctx"].get("tag")), str(error["ctx"].get("expected_tags"))
             message = f"unknown type {tag!r}{did_you_mean(tag, _quoted(expected))}; expected one of {expected}"

@@ -1,8 +1,10 @@
 """From files and options to the row-task x variant list a run executes.
 
-Layer order, later wins: built-in defaults (the models), experiment
-``defaults``, the task file, the variant, then ``-D`` from the command line.
-A dataset is expanded from the task's own block, so no variant can change it.
+Layer order, later wins: built-in defaults (the models), the base layer's
+``defaults`` (``experiments/default.yaml`` in the current folder, when there
+is one), the experiment's ``defaults``, the task file, the variant, then the
+command line (``--type``, ``--model``, ``--driver``, ``-D``). A dataset is
+expanded from the task's own block, so no variant can change it.
 """
 
 from __future__ import annotations
@@ -10,14 +12,14 @@ from __future__ import annotations
 import copy
 import fnmatch
 import functools
-import typing
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from .atif import is_atif, replay_trajectory
 from .criteria import criterion_union, on_change
@@ -29,17 +31,19 @@ from .datasets import (
     load_rows,
     quoted_placeholders,
     sample_rows,
+    split_rows,
     substitute,
 )
 from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text
+from .models.agent import AgentConfig
 from .models.base import did_you_mean
 from .models.commands import HookCommand
 from .models.dataset import Dataset
-from .models.experiment import Experiment
+from .models.experiment import Experiment, Variant
 from .models.task import Task
 from .models.trajectory import Trajectory
-from .problems import DOCUMENT, InvalidInput, Loc, Problem, dotted, problems_from_validation
-from .run_spec import RunSpec
+from .problems import DOCUMENT, InvalidInput, Loc, Problem, block_models, dotted, problems_from_validation
+from .run_spec import EXPERIMENTS_DIR, RunSpec
 from .yamlio import Document, load_document, load_yaml_text
 
 DEFAULT_VARIANT = "default"
@@ -83,20 +87,54 @@ class LoadedExperiment:
     def task_paths(self) -> list[Path]:
         return [self.doc.path.parent / p for p in self.model.tasks]
 
+    @property
+    def defaults(self) -> dict[str, Any]:
+        return dict(self.doc.data.get("defaults") or {})
+
+
+@dataclass(frozen=True)
+class SkippedTask:
+    """A task file the run leaves out, and why (``skipped_tasks`` of run.json)."""
+
+    path: str
+    reason: str
+    invalid: bool = False  # an invalid task file found in a folder: the run goes on without it, and fails
+
+    @classmethod
+    def of(cls, entry: SkippedTask | str) -> SkippedTask:
+        """An entry of a snapshot; one written before entries had a path is a task id marked skip: true."""
+        return entry if isinstance(entry, SkippedTask) else cls(entry, SKIP_TRUE)
+
+
+SKIP_TRUE = "skip: true (--include-skipped runs it)"
+
 
 @dataclass
 class Resolution:
     row_tasks: list[RowTask] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
+    skipped: list[SkippedTask] = field(default_factory=list)
     experiment: LoadedExperiment | None = None
     problems: list[Problem] = field(default_factory=list)
     filtered: dict[str, int] = field(default_factory=dict)  # what the selection left out, by reason
+    warnings: list[Problem] = field(default_factory=list)  # valid, but likely not what was meant (and notes)
+    found_in_folders: set[str] = field(default_factory=set)  # task files reached through a folder argument
 
     def left_out(self, reason: str, count: int) -> None:
         if count:
             self.filtered[reason] = self.filtered.get(reason, 0) + count
 
-    warnings: list[Problem] = field(default_factory=list)  # valid, but likely not what was meant
+    def skip_invalid_folder_files(self) -> None:
+        """A run over folders goes on without a task file found there that does not validate: its problems
+        become one ``skipped_tasks`` entry (the run then fails). Problems of files named directly stay."""
+        kept: list[Problem] = []
+        reasons: dict[str, list[str]] = {}
+        for problem in self.problems:
+            if problem.path in self.found_in_folders:
+                reasons.setdefault(problem.path, []).append(str(problem))
+            else:
+                kept.append(problem)
+        self.problems = kept
+        self.skipped.extend(SkippedTask(path, "; ".join(found), invalid=True) for path, found in reasons.items())
 
 
 # ----------------------------------------------------------------------------- files
@@ -104,20 +142,30 @@ class Resolution:
 
 def discover(paths: list[Path]) -> tuple[list[Path], list[Problem]]:
     """YAML files under the given paths (recursively), in a stable order."""
+    files, problems, _ = _discover(paths)
+    return files, problems
+
+
+def _discover(paths: list[Path]) -> tuple[list[Path], list[Problem], set[Path]]:
+    """``discover``, and which of the files were found in a folder rather than named."""
     files: list[Path] = []
     problems: list[Problem] = []
+    in_folders: set[Path] = set()
     for path in paths:
         if path.is_dir():
             found = [*path.rglob("*.yaml"), *path.rglob("*.yml")]
-            files.extend(sorted(p for p in found if not _hidden(p.relative_to(path))))
+            listed = sorted(p for p in found if not _hidden(p.relative_to(path)))
+            files.extend(listed)
+            in_folders.update(p.resolve() for p in listed)
         elif path.is_file():
             files.append(path)
         else:
             why = "not a regular file or folder" if path.exists() else "no such file or directory"
             problems.append(Problem(str(path), None, DOCUMENT, why))
+    named = {path.resolve() for path in paths if path.is_file()}
     # one file reached through two spellings (tasks/x.yaml, experiments/../tasks/x.yaml) is read once
     unique = list({path.resolve(): path for path in reversed(files)}.values())[::-1]
-    return unique, problems
+    return unique, problems, {p for p in unique if p.resolve() in in_folders - named}
 
 
 def _hidden(relative: Path) -> bool:
@@ -125,13 +173,20 @@ def _hidden(relative: Path) -> bool:
 
 
 def kind_of(doc: Document) -> str:
-    """``experiment``, ``trajectory`` (a replay file, ours or ATIF) or ``task``."""
+    """``experiment``, ``trajectory`` (a replay file, ours or ATIF), ``task``, or ``other``: a YAML file that is none
+    of them (a mapping with neither task_id nor success_criteria, found in a folder, is skipped with a note)."""
     if isinstance(doc.data, dict):
         if "experiment_id" in doc.data:
             return "experiment"
         if ("turns" in doc.data and "task_id" not in doc.data) or is_atif(doc.data):
             return "trajectory"
-    return "task"
+        if "task_id" in doc.data or "success_criteria" in doc.data:
+            return "task"
+    return "other"
+
+
+NOT_A_TASK = "not a task file (no task_id)"
+BASE_LAYER = EXPERIMENTS_DIR / "default.yaml"  # under every task of a run, when the current folder has one
 
 
 def load_experiment(path: Path) -> LoadedExperiment:
@@ -140,25 +195,25 @@ def load_experiment(path: Path) -> LoadedExperiment:
     try:
         model = Experiment.model_validate(doc.data, context={"partial": True})
     except ValidationError as exc:
-        raise InvalidInput(problems_from_validation(exc, doc.data, str(path), doc.line_of)) from None
-    _absolutize_template_dirs(doc.data, doc.path.parent)
+        raise InvalidInput(problems_from_validation(exc, doc.data, str(path), doc.line_of, model=Experiment)) from None
+    _absolutize_paths(doc.data, doc.path.parent)
     return LoadedExperiment(doc, model)
 
 
-def _absolutize_template_dirs(raw: dict[str, Any], base: Path) -> None:
-    """Template dirs an experiment adds are relative to the experiment file."""
+def _absolutize_paths(raw: dict[str, Any], base: Path) -> None:
+    """Files an experiment names (template dirs, prompt files) are relative to the experiment file."""
     blocks = [raw.get("defaults") or {}, *(raw.get("variants") or [])]
     for block in blocks:
         sources = list(block.get("template_sources") or []) + list(
             (block.get("sandbox") or {}).get("template_sources") or []
         )
-        for source in sources:
-            if (
-                isinstance(source, dict)
-                and source.get("type") == "template_dir"
-                and isinstance(source.get("path"), str)
-            ):
-                source["path"] = str((base / source["path"]).resolve())
+        named = [
+            (source, "path") for source in sources if isinstance(source, dict) and source.get("type") == "template_dir"
+        ]
+        named += [(block, "initial_prompt_file"), (block.get("agent") or {}, "system_prompt_file")]
+        for holder, key in named:
+            if isinstance(holder.get(key), str):
+                holder[key] = str((base / holder[key]).resolve())
 
 
 def load_trajectory(path: Path) -> Trajectory:
@@ -217,24 +272,48 @@ def _set_path(data: dict[str, Any], loc: Loc, value: Any) -> None:
     target[last] = value
 
 
+def _merge_layer(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``deep_merge``, where an agent block setting one of system_prompt / system_prompt_file drops the other."""
+    merged: dict[str, Any] = deep_merge(base, over)
+    agent = over.get("agent")
+    if isinstance(agent, dict) and isinstance(merged.get("agent"), dict):
+        for name, other in (("system_prompt", "system_prompt_file"), ("system_prompt_file", "system_prompt")):
+            if name in agent and other not in agent:
+                merged["agent"].pop(other, None)
+    return merged
+
+
+def _with_driver(block: dict[str, Any], driver: Any) -> dict[str, Any]:
+    """``block`` with ``sandbox.driver`` set (an experiment's or variant's ``driver:`` key)."""
+    return {**block, "sandbox": {**(block.get("sandbox") or {}), "driver": driver}} if driver else block
+
+
+OVERLAY_ONLY = ("repeats", "driver", "prompt_mutations")  # read by resolution, never merged into the task
+
+
 def layer(
     task_raw: dict[str, Any],
-    experiment: LoadedExperiment | None,
+    defaults: list[dict[str, Any]],
     variant_raw: dict[str, Any] | None,
     overrides: list[tuple[Loc, Any]],
 ) -> dict[str, Any]:
-    """The merged raw task dict for one variant."""
-    defaults = dict((experiment.doc.data.get("defaults") or {}) if experiment else {})
-    pre, post = defaults.pop("pre_run", None) or [], defaults.pop("post_run", None) or []
-    merged: dict[str, Any] = deep_merge(copy.deepcopy(defaults), copy.deepcopy(task_raw))  # two dicts: a dict
+    """The merged raw task dict for one variant; ``defaults`` are the experiments' defaults, the base layer first."""
+    under: dict[str, Any] = {}
+    pre: list[Any] = []
+    post: list[Any] = []
+    for block in copy.deepcopy(defaults):
+        pre += block.pop("pre_run", None) or []
+        post = (block.pop("post_run", None) or []) + post
+        driver = block.get("driver")
+        under = _merge_layer(under, _with_driver({k: v for k, v in block.items() if k not in OVERLAY_ONLY}, driver))
+    merged = _merge_layer(under, copy.deepcopy(task_raw))
     if pre:
         merged["pre_run"] = [*pre, *(merged.get("pre_run") or [])]
     if post:
         merged["post_run"] = [*(merged.get("post_run") or []), *post]
     if variant_raw:
-        for key in ("agent", "sandbox", "run_limits"):
-            if key in variant_raw:
-                merged[key] = deep_merge(merged.get(key) or {}, copy.deepcopy(variant_raw[key]))
+        overlay: dict[str, Any] = {k: variant_raw[k] for k in ("agent", "sandbox", "run_limits") if k in variant_raw}
+        merged = _merge_layer(merged, _with_driver(copy.deepcopy(overlay), variant_raw.get("driver")))
         if variant_raw.get("template_sources"):
             sandbox = merged.setdefault("sandbox", {}) or {}
             merged["sandbox"] = sandbox
@@ -254,22 +333,42 @@ def resolve(spec: RunSpec) -> Resolution:
     result = Resolution()
     try:
         overrides = _overrides(spec)
-        if spec.experiment is not None:
-            result.experiment = load_experiment(Path(spec.experiment))
+        layers = _experiment_layers(spec)
     except InvalidInput as exc:
         result.problems.extend(exc.problems)
         return result
-    paths = (result.experiment.task_paths if result.experiment else []) + [Path(p) for p in spec.task_paths]
-    files, problems = discover(paths)
+    result.experiment = layers[-1] if layers else None
+    named = [Path(p) for p in spec.task_paths]
+    paths = (result.experiment.task_paths if result.experiment and spec.experiment else []) + named
+    files, problems, in_folders = _discover(paths)
     result.problems.extend(problems)
+    result.found_in_folders = {str(path) for path in in_folders}
     seen_ids: dict[str, Path] = {}
     for path in files:
         try:
-            _resolve_file(path, spec, overrides, result, seen_ids)
+            _resolve_file(path, spec, overrides, layers, result, seen_ids)
         except InvalidInput as exc:
             result.problems.extend(exc.problems)
     _select(result, spec)
     return result
+
+
+def _experiment_layers(spec: RunSpec) -> list[LoadedExperiment]:
+    """The base layer (``experiments/default.yaml`` here, when there is one), then the ``-e`` experiment.
+
+    The last one's variants and repeats are the run's: the base layer's own,
+    when no experiment is given; under one, only its ``defaults`` apply.
+    """
+    layers = [load_experiment(BASE_LAYER)] if BASE_LAYER.is_file() else []
+    if spec.experiment is not None:
+        path = Path(spec.experiment)
+        if not path.exists():
+            raise InvalidInput(
+                [Problem(spec.experiment, None, DOCUMENT, f"no such experiment file (nor {EXPERIMENTS_DIR}/NAME.yaml)")]
+            )
+        if not layers or path.resolve() != BASE_LAYER.resolve():
+            layers.append(load_experiment(path))
+    return layers
 
 
 def _select(result: Resolution, spec: RunSpec) -> None:
@@ -286,9 +385,13 @@ def _select(result: Resolution, spec: RunSpec) -> None:
 
 
 def _overrides(spec: RunSpec) -> list[tuple[Loc, Any]]:
-    overrides: list[tuple[Loc, Any]] = [(("agent", "type"), spec.agent_type)] if spec.agent_type else []
-    if spec.model:
-        overrides.append((("agent", "model"), spec.model))
+    """The command line's changes to every task: --type, --model, --driver, then each -D."""
+    shorthands = (
+        (("agent", "type"), spec.agent_type),
+        (("agent", "model"), spec.model),
+        (("sandbox", "driver"), spec.driver),
+    )
+    overrides: list[tuple[Loc, Any]] = [(loc, value) for loc, value in shorthands if value]
     parsed = [parse_override(text) for text in spec.overrides]
     problems = [p for loc, _ in parsed if (p := _unknown_override(loc)) is not None]
     if problems:
@@ -298,55 +401,72 @@ def _overrides(spec: RunSpec) -> list[tuple[Loc, Any]]:
 
 def _unknown_override(loc: Loc) -> Problem | None:
     """A -D path naming no field of the task format: one problem for the option, not one per file."""
-    annotations: list[Any] = [Task]
     for position, part in enumerate(loc):
         if isinstance(part, int):
-            continue  # a list index: the items' models carry on
-        models = [m for a in annotations for m in _models_in(a)]
+            continue
+        models = block_models(Task, None, loc[:position])
         if not models:
             return None  # a free-form value (a dict, sdk_options...): any key may be set
-        fields = {name: info.annotation for m in models for name, info in m.model_fields.items()}
+        fields = {name for model in models for name in model.model_fields}
         if part not in fields:
             key = ".".join(map(str, loc[: position + 1]))
             return Problem("-D", None, key, f"no such field in the task format{did_you_mean(str(part), fields)}")
-        annotations = [fields[part]]
     return None
 
 
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
-    """The pydantic models an annotation holds (through Optional, Union, list and Annotated)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+class _Skip(Exception):
+    """A task the selection leaves out with a reason of its own (``skipped_tasks``): a dataset with no row in the
+    ``--split``."""
 
 
 def _resolve_file(
-    path: Path, spec: RunSpec, overrides: list[tuple[Loc, Any]], result: Resolution, seen_ids: dict[str, Path]
+    path: Path,
+    spec: RunSpec,
+    overrides: list[tuple[Loc, Any]],
+    layers: list[LoadedExperiment],
+    result: Resolution,
+    seen_ids: dict[str, Path],
 ) -> None:
     doc = load_document(path)
     kind = kind_of(doc)
+    in_folder = str(path) in result.found_in_folders
     if kind == "trajectory":
         load_trajectory(path)
         return
-    if kind == "experiment":
+    if kind == "experiment" or (kind == "other" and in_folder):
+        what = "an experiment file (pass it with -e)" if kind == "experiment" else NOT_A_TASK
+        if in_folder:
+            result.warnings.append(Problem(str(path), None, DOCUMENT, f"note: skipped, {what}"))
+            return
         raise InvalidInput([Problem(str(path), 1, "experiment_id", "this is an experiment file; pass it with -e")])
     _require_mapping(doc)
-    layered = [
-        (variant_id, layer(doc.data, result.experiment, raw, overrides))
-        for variant_id, raw in _variants(result.experiment)
-    ]
-    rows, problems = _collect(lambda: _dataset_rows(layered[0][1], doc, spec))
+    defaults = [experiment.defaults for experiment in layers]
+    variants = _variants(layers[-1] if layers else None)
+    layered = [(variant, layer(doc.data, defaults, raw, overrides)) for _, variant, raw in variants]
+    try:
+        rows, problems = _dataset_rows(layered[0][1], doc, spec), []
+    except _Skip as skip:
+        result.skipped.append(SkippedTask(str(path), str(skip)))
+        return
+    except InvalidInput as exc:  # said once: what stands on the rows is not checked without them
+        rows, problems = None, list(exc.problems)
+    unread = bool(problems)
+    for index, (variant, merged) in enumerate(layered):
+        found = _collect(functools.partial(_apply_prompt, merged, variant, index, layers, doc))[1]
+        problems.extend(p for p in found if p not in problems)
     placeholder_warnings, found = _collect(
-        lambda: _check_placeholders([merged for _, merged in layered], doc, rows is not None)
+        lambda: _check_placeholders([merged for _, merged in layered], doc, rows is not None or unread)
     )
     problems.extend(found)
     result.warnings.extend(placeholder_warnings or [])
     tasks = []
-    for variant_id, merged in layered:  # every problem of the file in one pass, not one per attempt
+    for variant, merged in layered:  # every problem of the file in one pass, not one per attempt
         task, found = _collect(functools.partial(_validate_task, doc, merged, overrides, rows[0] if rows else None))
+        if unread:
+            found = [p for p in found if not _stands_on_rows(p, merged)]
         problems.extend(p for p in found if p not in problems)
         if task is not None:
-            tasks.append((variant_id, task))
+            tasks.append((variant, task))
     if problems:
         raise InvalidInput(problems)
     first = tasks[0][1]
@@ -354,18 +474,19 @@ def _resolve_file(
     for _, task in tasks:
         _check_trajectory_fields(task, doc, rows)
     if first.skip and not spec.include_skipped:
-        result.skipped.append(first.task_id)
+        result.skipped.append(SkippedTask(str(path), SKIP_TRUE))
         return
-    if spec.tags and not set(spec.tags) & set(first.tags):
-        result.left_out("tasks without the tags " + ",".join(spec.tags), 1)
+    if not _tags_selected(first, spec, result):
         return
-    expansions = _expand_rows(first, layered[0][1], rows, doc)
-    repeats = result.experiment.model.repeats if result.experiment else 1
-    for variant_id, task in tasks:
-        simulated = task.simulation is not None and task.simulation.enabled
-        replicates = task.replicates if simulated else repeats
-        for row, update in expansions:
-            resolved = task.model_copy(update={"initial_prompt_file": None, **update})
+    expanded: dict[tuple[str | None, str | None], list[Expansion]] = {}  # by prompt: variants may change it
+    for variant, task in tasks:
+        prompt = (task.initial_prompt, task.initial_prompt_file)
+        if prompt not in expanded:
+            expanded[prompt] = _expand_rows(task, layered[0][1], rows, doc)
+        agent, warnings = _agent_files(task, doc)
+        result.warnings.extend(w for w in warnings if w not in result.warnings)
+        for row, update in expanded[prompt]:
+            resolved = task.model_copy(update={"initial_prompt_file": None, "agent": agent, **update})
             task_id = f"{task.task_id}/{row.row_id}" if row else task.task_id
             result.row_tasks.append(
                 RowTask(
@@ -373,12 +494,66 @@ def _resolve_file(
                     task.task_id,
                     row.row_id if row else None,
                     row.values if row else None,
-                    variant_id,
-                    replicates,
+                    variant.variant_id,
+                    _replicates(task, variant, layers, spec),
                     resolved,
                     path,
                 )
             )
+
+
+def _agent_files(task: Task, doc: Document) -> tuple[AgentConfig, list[Problem]]:
+    """The agent block as it runs: its system prompt file read in, its plugin folders made absolute; and a warning
+    per plugin folder that is not there (yet: it may be made, or its variable set, before the run).
+
+    A plugin path takes ``$VAR`` from the environment and is relative to the
+    current folder (as in coder_eval).
+    """
+    agent, loc = task.agent, ("agent",)
+    update: dict[str, Any] = {}
+    warnings: list[Problem] = []
+    if agent.system_prompt_file is not None:
+        text = _read_file(doc, (*loc, "system_prompt_file"), agent.system_prompt_file)
+        update |= {"system_prompt": text if text.strip() else None, "system_prompt_file": None}
+    if agent.plugins:
+        plugins = []
+        for index, plugin in enumerate(agent.plugins):
+            folder = Path(os.path.expandvars(plugin.path)).absolute()
+            if not folder.is_dir():
+                where = (*loc, "plugins", index, "path")
+                why = f"warning: plugin folder not found: {folder} (relative to the current folder; $VARs expanded)"
+                warnings.append(Problem(str(doc.path), doc.line_of(where), dotted(where), why))
+            plugins.append(plugin.model_copy(update={"path": str(folder)}))
+        update["plugins"] = plugins
+    return (agent.model_copy(update=update) if update else agent), warnings
+
+
+def _stands_on_rows(problem: Problem, merged: dict[str, Any]) -> bool:
+    """A problem in a criterion holding ``${row.x}``: it cannot be judged without the dataset's rows."""
+    criteria = merged.get("success_criteria")
+    if not isinstance(criteria, list) or not problem.field.startswith("success_criteria."):
+        return False
+    index = problem.field.split(".")[1]
+    return index.isdigit() and int(index) < len(criteria) and "${row." in repr(criteria[int(index)])
+
+
+def _tags_selected(task: Task, spec: RunSpec, result: Resolution) -> bool:
+    """``--tags`` (any of them) and ``--exclude-tags`` (none of them), whole tags compared."""
+    if spec.tags and not set(spec.tags) & set(task.tags):
+        result.left_out("tasks without the tags " + ",".join(spec.tags), 1)
+        return False
+    if set(spec.exclude_tags) & set(task.tags):
+        result.left_out("tasks with the excluded tags " + ",".join(spec.exclude_tags), 1)
+        return False
+    return True
+
+
+def _replicates(task: Task, variant: Variant, layers: list[LoadedExperiment], spec: RunSpec) -> int:
+    """A dialog's trials; else --repeats, the variant's, the experiment's, the base layer's repeats, else 1."""
+    if task.simulation is not None and task.simulation.enabled:
+        return task.simulation.n_trials
+    found = [spec.repeats, variant.repeats, *(experiment.model.default_repeats for experiment in reversed(layers))]
+    return next((n for n in found if n is not None), 1)
 
 
 def _collect(step: Callable[[], T]) -> tuple[T | None, list[Problem]]:
@@ -389,29 +564,74 @@ def _collect(step: Callable[[], T]) -> tuple[T | None, list[Problem]]:
 
 
 def _dataset_rows(merged: dict[str, Any], doc: Document, spec: RunSpec) -> list[Row] | None:
-    """The sampled rows of the task's dataset block (None without one)."""
+    """The selected rows of the task's dataset block (None without one): its split, then its sample.
+
+    A dataset that cannot be read is the file's only problem: every ``${row.x}``
+    would otherwise be reported again as if the task had no dataset.
+    """
     if merged.get("dataset") is None:
         return None
     try:
         dataset = Dataset.model_validate(merged["dataset"])
     except ValidationError as exc:
         raise InvalidInput(
-            problems_from_validation(exc, merged["dataset"], str(doc.path), doc.line_of, ("dataset",))
+            problems_from_validation(exc, merged["dataset"], str(doc.path), doc.line_of, ("dataset",), model=Dataset)
         ) from None
     rows = load_rows(dataset, doc)
+    if spec.split is not None:
+        rows, labels = split_rows(rows, dataset.split_field, spec.split)
+        if not rows:
+            raise _Skip(
+                f"dataset has no rows in split {spec.split!r} (split_field {dataset.split_field!r}); "
+                f"labelled splits present: {labels}"
+            )
     if spec.sample is not None:
         rows = sample_rows(rows, spec.sample, dataset.stratify_field, CLI_SAMPLE_SEED)
     else:
-        rows = sample_rows(rows, dataset.sample_per_stratum, dataset.stratify_field, dataset.sample_seed)
+        per_stratum = spec.sample_per_stratum or dataset.sample_per_stratum
+        rows = sample_rows(rows, per_stratum, dataset.stratify_field, dataset.sample_seed)
     if not rows:
         raise InvalidInput([Problem(str(doc.path), doc.line_of(("dataset",)), "dataset", "the dataset has no rows")])
     return rows
 
 
-def _variants(experiment: LoadedExperiment | None) -> list[tuple[str, dict[str, Any] | None]]:
+def _variants(experiment: LoadedExperiment | None) -> list[tuple[int, Variant, dict[str, Any] | None]]:
+    """(index, model, raw) of each variant; a run without experiment has the one ``default``."""
     if experiment is None:
-        return [(DEFAULT_VARIANT, None)]
-    return [(v["variant_id"], v) for v in experiment.doc.data["variants"]]
+        return [(0, Variant(variant_id=DEFAULT_VARIANT), None)]
+    pairs = zip(experiment.model.variants, experiment.doc.data["variants"], strict=True)
+    return [(index, model, raw) for index, (model, raw) in enumerate(pairs)]
+
+
+def _apply_prompt(
+    merged: dict[str, Any], variant: Variant, index: int, layers: list[LoadedExperiment], doc: Document
+) -> None:
+    """The variant's prompt in place of the task's, else the experiment's prompt mutations applied to it.
+
+    A variant prompt (inline, or a file relative to the experiment) skips every
+    mutation; the mutations of ``defaults`` go first, the variant's after.
+    """
+    if variant.initial_prompt is not None or variant.initial_prompt_file is not None:
+        prompt = variant.initial_prompt
+        if variant.initial_prompt_file is not None:
+            where = ("variants", index, "initial_prompt_file")
+            prompt = _read_file(layers[-1].doc, where, variant.initial_prompt_file)
+        merged["initial_prompt"] = prompt
+        merged.pop("initial_prompt_file", None)
+        return
+    mutations = [m for experiment in layers for m in experiment.model.defaults.prompt_mutations]
+    mutations += variant.prompt_mutations
+    if not mutations:
+        return
+    prompt = merged.get("initial_prompt")
+    if isinstance(merged.get("initial_prompt_file"), str):
+        prompt = _read_file(doc, ("initial_prompt_file",), merged["initial_prompt_file"])
+    if not isinstance(prompt, str):
+        return
+    for mutation in mutations:
+        prompt = mutation.apply(prompt)
+    merged["initial_prompt"] = prompt
+    merged.pop("initial_prompt_file", None)
 
 
 def _check_unique_id(task_id: str, path: Path, doc: Document, seen: dict[str, Path]) -> None:
@@ -498,7 +718,7 @@ def _validate_task(
     try:
         task = Task.model_validate(data, context={"base_dir": str(doc.path.parent)})
     except ValidationError as exc:
-        problems = problems_from_validation(exc, data, str(doc.path), doc.line_of)
+        problems = problems_from_validation(exc, data, str(doc.path), doc.line_of, model=Task)
         raise InvalidInput([_mark_override(p, overrides) for p in problems]) from None
     if task.agent.resolved_type == "replay" and task.agent.trajectory:
         load_trajectory(doc.path.parent / task.agent.trajectory)
@@ -509,7 +729,7 @@ def _check_trajectory_fields(task: Task, doc: Document, rows: list[Row] | None) 
     """Every ``${row.x}`` of a replay trajectory must name a field of every row."""
     if not rows or task.agent.resolved_type != "replay" or not task.agent.trajectory:
         return
-    names = set(PLACEHOLDER.findall(_read_task_file(doc, ("agent", "trajectory"), task.agent.trajectory)))
+    names = set(PLACEHOLDER.findall(_read_file(doc, ("agent", "trajectory"), task.agent.trajectory)))
     problems = [
         _unknown_field_problem(doc, ("agent", "trajectory"), row, names - set(row.values))
         for row in rows
@@ -519,8 +739,9 @@ def _check_trajectory_fields(task: Task, doc: Document, rows: list[Row] | None) 
         raise InvalidInput(problems)
 
 
-def _read_task_file(doc: Document, loc: Loc, relative: str) -> str:
-    """A file the task points at (prompt, trajectory), bounded; a failure is a problem at ``loc``."""
+def _read_file(doc: Document, loc: Loc, relative: str) -> str:
+    """A file a task or experiment points at (prompt, trajectory), relative to it, bounded; a failure is a problem
+    at ``loc``."""
     try:
         return read_input_text(doc.path.parent / relative, MAX_DOCUMENT_BYTES)
     except (OSError, UnicodeDecodeError, UnreadableFile) as exc:
@@ -543,7 +764,7 @@ def _expand_rows(task: Task, merged: dict[str, Any], rows: list[Row] | None, doc
     """One (row, filled-in fields) per dataset row, or a single one without a dataset."""
     prompt = task.initial_prompt
     if task.initial_prompt_file is not None:
-        prompt = _read_task_file(doc, ("initial_prompt_file",), task.initial_prompt_file)
+        prompt = _read_file(doc, ("initial_prompt_file",), task.initial_prompt_file)
     if rows is None:
         return [(None, {"initial_prompt": prompt})]
     raw_criteria = merged["success_criteria"]
@@ -625,7 +846,8 @@ def _row_criteria(task: Task, raw: list[Any], templated: list[int], row: Row, do
         try:
             criteria[index] = criterion if criterion is not None else criterion_adapter().validate_python(value)
         except ValidationError as exc:
-            found = problems_from_validation(exc, value, str(doc.path), doc.line_of, ("success_criteria", index))
+            where = ("success_criteria", index)
+            found = problems_from_validation(exc, value, str(doc.path), doc.line_of, where, model=criterion_union())
             problems.extend(
                 Problem(p.path, p.line, p.field, f"{p.message} (row {row.row_id!r} at {row.origin})") for p in found
             )

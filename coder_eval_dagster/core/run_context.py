@@ -22,6 +22,7 @@ from .model_proxy import Grant, Upstream, shared_proxy
 from .routing import ApiRoute, resolve_route
 from .run_spec import DEFAULT_JUDGE_CONCURRENCY
 from .sandbox.process import Interrupt
+from .telemetry import Telemetry, configured
 
 if TYPE_CHECKING:
     from .evaluation import Evaluation
@@ -61,6 +62,7 @@ class RunContext:
     judges: JudgeLimiter = field(default_factory=JudgeLimiter)
     interrupt: Interrupt = field(default_factory=Interrupt)
     progress: ProgressSink = no_progress
+    telemetry: Telemetry = field(default_factory=Telemetry)  # none unless the environment configures OTLP
     # Run folders this process has read (plan and snapshot: every step of a CLI run asks), by absolute path.
     opened: dict[Path, OpenRun] = field(default_factory=dict, repr=False)
     # Evaluations the sandbox step hands to the scoring step of the same process (a CLI run): re-reading
@@ -84,8 +86,11 @@ class RunContext:
         A RouteError says what is wrong with the route (an unknown backend).
         """
         credentials = credentials if credentials is not None else Credentials.of_process()
-        route = resolve_route(backend, credentials, os.environ if environ is None else environ)
-        return cls(route, credentials, JudgeLimiter(judge_concurrency), progress=progress)
+        environ = os.environ if environ is None else environ
+        route = resolve_route(backend, credentials, environ)
+        return cls(
+            route, credentials, JudgeLimiter(judge_concurrency), progress=progress, telemetry=telemetry_for(environ)
+        )
 
     def model_client(self, max_retries: int, timeout: float) -> Any:
         """The anthropic SDK client of the run's route, made once and shared by its judges and simulators.
@@ -115,6 +120,10 @@ class RunContext:
     def grant(self, upstream: Upstream, host: str) -> AbstractContextManager[Grant]:
         """A model proxy grant for one agent run of this run (the process's proxy starts with its first)."""
         return shared_proxy().granted(upstream, host)
+
+    def close(self) -> None:
+        """The run is over in this process: send what telemetry buffered."""
+        self.telemetry.shutdown()
 
     def emit(self, event: str, **info: Any) -> None:
         self.progress(event, info)
@@ -150,3 +159,15 @@ def uses_model_route(row_tasks: Iterable[RowTask]) -> bool:
         if agent in ROUTED_AGENT_TYPES or simulated or any(c.calls_model for c in task.success_criteria):
             return True
     return False
+
+
+def telemetry_for(environ: Mapping[str, str]) -> Telemetry:
+    """The run's telemetry: exporting when the environment configures an OTLP endpoint, else none.
+
+    The exporting side (OpenTelemetry's SDK) is imported only then: a run without telemetry never loads it.
+    """
+    if not configured(environ):
+        return Telemetry()
+    from .telemetry_export import OtlpTelemetry
+
+    return OtlpTelemetry(environ)

@@ -10,13 +10,16 @@ else. A new option is one field here, and its use.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .models.experiment import MAX_REPEATS
 from .routing import BACKENDS, checked_backend
 
 DEFAULT_JUDGE_CONCURRENCY = 4
+EXPERIMENTS_DIR = Path("experiments")  # where -e NAME is looked for, and the base layer (default.yaml), in the cwd
 
 
 def cli(
@@ -44,8 +47,8 @@ class RunSpec(BaseModel):
     )
     experiment: str | None = Field(
         default=None,
-        description="experiment file (variants, defaults, repeats)",
-        json_schema_extra=cli("-e", "--experiment", metavar="FILE"),
+        description="experiment file (variants, defaults, repeats), or NAME for experiments/NAME.yaml",
+        json_schema_extra=cli("-e", "--experiment", metavar="FILE|NAME"),
     )
     overrides: list[str] = Field(
         default_factory=list,
@@ -68,10 +71,38 @@ class RunSpec(BaseModel):
         description="fixed-seed sample of N rows per stratum",
         json_schema_extra=cli("--sample", metavar="N"),
     )
+    sample_per_stratum: int | None = Field(
+        default=None,
+        ge=1,
+        description="dataset.sample_per_stratum for every dataset (its sample_seed applies; --sample wins)",
+        json_schema_extra=cli("--sample-per-stratum", metavar="N"),
+    )
+    split: str | None = Field(
+        default=None,
+        description="only the dataset rows whose dataset.split_field is NAME (before sampling)",
+        json_schema_extra=cli("--split", metavar="NAME"),
+    )
+    repeats: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_REPEATS,
+        description="replicates per row-task and variant (overrides the experiment's repeats)",
+        json_schema_extra=cli("--repeats", metavar="N"),
+    )
+    driver: str | None = Field(
+        default=None,
+        description="sandbox.driver for every task (over the task and the variant: tempdir, docker)",
+        json_schema_extra=cli("--driver", metavar="DRIVER"),
+    )
     tags: list[str] = Field(
         default_factory=list,
         description="only tasks with any of these tags",
         json_schema_extra=cli("--tags", metavar="A,B", comma=True),
+    )
+    exclude_tags: list[str] = Field(
+        default_factory=list,
+        description="leave out tasks with any of these tags",
+        json_schema_extra=cli("--exclude-tags", metavar="A,B", comma=True),
     )
     task_patterns: list[str] = Field(
         default_factory=list,
@@ -88,6 +119,24 @@ class RunSpec(BaseModel):
         default=False, description="also run tasks marked skip: true", json_schema_extra=cli("--include-skipped")
     )
 
+    @field_validator("experiment")
+    @classmethod
+    def _experiment_by_name(cls, value: str | None) -> str | None:
+        """``-e NAME``: ``experiments/NAME.yaml`` (or ``.yml``) under the current folder when NAME is no file."""
+        if value is None or Path(value).exists():
+            return value
+        for candidate in (EXPERIMENTS_DIR / f"{value}.yaml", EXPERIMENTS_DIR / f"{value}.yml"):
+            if candidate.is_file():
+                return str(candidate)
+        return value
+
+    @field_validator("driver")
+    @classmethod
+    def _registered_driver(cls, value: str | None) -> str | None:
+        from .models.sandbox import SANDBOX_DRIVERS
+
+        return None if value is None else SANDBOX_DRIVERS.check(value)
+
     @property
     def selects_anything(self) -> bool:
         return bool(self.task_paths) or self.experiment is not None
@@ -101,8 +150,8 @@ class RunOptions(BaseModel):
     concurrency: int = Field(
         default=0,
         ge=0,
-        description="evaluations at once (default, or 0: the CPU count)",
-        json_schema_extra=cli("--concurrency", metavar="N"),
+        description="evaluations at once (default, or 0: the CPU count); -j/--max-parallel: coder_eval's spelling",
+        json_schema_extra=cli("--concurrency", "-j", "--max-parallel", metavar="N"),
     )
     runs_dir: str = Field(
         default="runs",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fcntl
 import importlib
-import json
 import pickle
 import threading
 from collections.abc import Callable, Iterable
@@ -12,33 +11,36 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel
 
 from .evaluation import Evaluation, new_evaluation, utc_now
 from .fingerprints import fingerprints
 from .layout import (
+    EARLIER_FIRST_REPLICATE,
+    FIRST_REPLICATE,
     OPEN_LOCK_FILE,
     PLAN_FILE,
     RESULT_FILE,
-    RUN_FILE,
-    RUN_MD,
     SNAPSHOT_FILE,
     evaluation_files,
     load_result,
+    point_latest,
+    replicates,
     write_atomically,
 )
+from .models.report import RunSummary, TaskRow
+from .models.report import SkippedTask as ReportedSkip
 from .models.results import EvaluationResult
 from .problems import Problem
-from .reports.run_summary import render_run_md, run_document
-from .reports.run_viewer import write_run_viewer
-from .resolution import Resolution, RowTask, resolve
+from .reports.run_summary import run_passed
+from .resolution import Resolution, RowTask, SkippedTask, resolve
 from .run_context import RunContext
 from .run_spec import RunSpec
 from .sandbox.containment import end_spare
 from .sandbox.process import Interrupt
-from .suite import SuiteEntry, suite_entries
+from .suite import SuiteEntry, suite_entries, suite_json
 
 TIMESTAMP = "%Y-%m-%dT%H-%M-%SZ"
 T = TypeVar("T")
@@ -51,7 +53,9 @@ class RunPlan(BaseModel):
     started_at: str
     spec: RunSpec
     experiment: str | None = None  # the experiment's id
+    experiment_description: str = ""
     dagster_run_id: str | None = None
+    first_replicate: int = EARLIER_FIRST_REPLICATE  # replicate folders from 00 (01 in runs written before)
 
 
 @dataclass
@@ -59,7 +63,7 @@ class Snapshot:
     """The run's resolution, made once: every step evaluates exactly this, whatever the files say later."""
 
     row_tasks: list[RowTask]
-    skipped: list[str]
+    skipped: list[SkippedTask]
     problems: list[Problem]
     filtered: dict[str, int]
     fingerprints: dict[tuple[str, str], str]
@@ -81,6 +85,9 @@ class OpenRun:
     plan: RunPlan
     snapshot: Snapshot
 
+    def replicates(self, row_task: RowTask) -> range:
+        return replicates(row_task.replicates, self.plan.first_replicate)
+
 
 def experiment_id(resolution: Resolution) -> str | None:
     return resolution.experiment.model.experiment_id if resolution.experiment else None
@@ -89,7 +96,8 @@ def experiment_id(resolution: Resolution) -> str | None:
 def open_run(
     folder: Path, spec: RunSpec, dagster_run_id: str | None = None, resolution: Resolution | None = None
 ) -> OpenRun:
-    """Create a run folder's plan and snapshot (resolving the spec unless the caller already did)."""
+    """Create a run folder's plan and snapshot (resolving the spec unless the caller already did); ``latest`` links
+    to it."""
     resolution = resolution if resolution is not None else resolve(spec)
     folder.mkdir(parents=True, exist_ok=True)
     plan = RunPlan(
@@ -97,11 +105,14 @@ def open_run(
         started_at=utc_now(),
         spec=spec,
         experiment=experiment_id(resolution),
+        experiment_description=(resolution.experiment.model.description or "") if resolution.experiment else "",
         dagster_run_id=dagster_run_id,
+        first_replicate=FIRST_REPLICATE,
     )
     run = OpenRun(folder, plan, Snapshot.of(resolution))
     write_atomically(folder / SNAPSHOT_FILE, pickle.dumps(run.snapshot, protocol=pickle.HIGHEST_PROTOCOL))
     write_atomically(folder / PLAN_FILE, plan.model_dump_json(indent=2).encode())
+    point_latest(folder.parent, folder)
     return run
 
 
@@ -159,12 +170,12 @@ def run_timestamp(run_id: str) -> datetime:
 
 
 def plan_evaluations(
-    row_tasks: Iterable[RowTask], run_id: str, run_dir: Path, cache: Path | None, context: RunContext
+    row_tasks: Iterable[RowTask], run: OpenRun, cache: Path | None, context: RunContext
 ) -> list[Evaluation]:
     return [
-        new_evaluation(run_id, run_dir, row_task, replicate, cache, context)
+        new_evaluation(run.plan.run_id, run.folder, row_task, replicate, cache, context)
         for row_task in row_tasks
-        for replicate in range(1, row_task.replicates + 1)
+        for replicate in run.replicates(row_task)
     ]
 
 
@@ -210,52 +221,70 @@ def collect_results(run_dir: Path) -> list[EvaluationResult]:
 
 
 @dataclass
-class RunSummary:
-    document: dict[str, Any]
+class Summary:
+    """What summarizing a run found: its run.json, its evaluations and its suite metrics."""
+
+    report: RunSummary
     results: list[EvaluationResult]
     suite: list[SuiteEntry]
 
     @property
     def passed(self) -> bool:
-        return bool(self.document["passed"])
+        return self.report.passed
 
 
-def summarize(run: OpenRun, tables_dir: Path) -> RunSummary:
-    """Suite metrics, run.json, run.md, the comparison page, the run viewer and the run's Parquet files, from the
-    task.json files.
+def report_run(run: OpenRun, max_parallel: int, end_time: str | None = None) -> Summary:
+    """Suite metrics, the comparison page and the report files (the run viewer among them), from the run's task.json
+    files.
 
-    Then the runs index is refreshed. Only a run of several variants pays for
-    the comparison's imports (pandas, scipy, matplotlib).
+    Only a run of several variants pays for the comparison's imports
+    (pandas, scipy, matplotlib).
     """
-    from .compare.index import write_index
+    from .reports.files import environment_info, framework_version, write_reports
 
     run_dir, plan = run.folder, run.plan
     results = collect_results(run_dir)
     suite = suite_entries(run.snapshot.row_tasks, results)
     variants = list(dict.fromkeys(rt.variant_id for rt in run.snapshot.row_tasks))
-    header = {
-        "run_id": plan.run_id,
-        "started_at": plan.started_at,
-        "finished_at": utc_now(),
-        "experiment": plan.experiment,
-        "dagster_run_id": plan.dagster_run_id,
-        "options": plan.spec.model_dump(mode="json"),
-        "variants": variants,
-    }
-    document = run_document(header, results, run.snapshot.skipped, suite)
-    document["comparison"] = None
+    skipped = [SkippedTask.of(entry) for entry in run.snapshot.skipped]
+    comparison = None
     if len(variants) >= 2:
         from .compare.comparison_files import write_run_comparison
 
-        document["comparison"] = write_run_comparison(run_dir, results, variants)
-    write_atomically(run_dir / RUN_FILE, json.dumps(document, indent=2, ensure_ascii=False))
-    write_atomically(run_dir / RUN_MD, render_run_md(document))
-    write_run_viewer(run_dir, results, variants)
+        comparison = write_run_comparison(run_dir, results, variants)
+    report = RunSummary(
+        run_id=plan.run_id,
+        start_time=plan.started_at,
+        end_time=end_time or utc_now(),
+        skipped_tasks=[ReportedSkip(path=entry.path, reason=entry.reason) for entry in skipped],
+        max_parallel=max_parallel,
+        task_results=[TaskRow.of(r) for r in sorted(results, key=lambda r: (r.variant_id, r.task_id, r.replicate))],
+        framework_version=framework_version(),
+        environment_info=environment_info(),
+        experiment=plan.experiment,
+        dagster_run_id=plan.dagster_run_id,
+        options=plan.spec.model_dump(mode="json"),
+        variants=variants,
+        # an invalid task file left out of a folder run fails it: nothing passes silently
+        passed=run_passed(results, suite) and not any(entry.invalid for entry in skipped),
+        suite=suite_json(suite),
+        comparison=comparison,
+    )
+    write_reports(run_dir, report, results, suite, plan.experiment_description)
+    return Summary(report, results, suite)
+
+
+def summarize(run: OpenRun, tables_dir: Path, max_parallel: int = 1) -> Summary:
+    """The report files (``report_run``) and the run's Parquet files; then the runs index is refreshed."""
+    from .compare.index import write_index
+
+    summary = report_run(run, max_parallel)
     from .tables import suite_rows, task_rows, write_table  # pyarrow: see preload_tables
 
-    run_ts = run_timestamp(plan.run_id)
-    for table, rows in task_rows(results, run_ts).items():
-        write_table(tables_dir, table, plan.run_id, run_ts, rows)
-    write_table(tables_dir, "suite_metrics", plan.run_id, run_ts, suite_rows(plan.run_id, run_ts, suite))
-    write_index(run_dir.parent)
-    return RunSummary(document, results, suite)
+    run_id = run.plan.run_id
+    run_ts = run_timestamp(run_id)
+    for table, rows in task_rows(summary.results, run_ts).items():
+        write_table(tables_dir, table, run_id, run_ts, rows)
+    write_table(tables_dir, "suite_metrics", run_id, run_ts, suite_rows(run_id, run_ts, summary.suite))
+    write_index(run.folder.parent)
+    return summary

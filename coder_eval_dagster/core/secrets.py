@@ -9,8 +9,9 @@ import os
 from . import credentials
 from .credentials import is_secret_name
 
-# Variables a sandboxed command never sees: the harness's credentials and its model-route settings.
-_MODEL_ROUTE_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_")
+# Variables a sandboxed command never sees: the harness's credentials, its model-route settings and its telemetry
+# settings (OTEL_EXPORTER_OTLP_HEADERS often carries a backend's key).
+_MODEL_ROUTE_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_", "OTEL_")
 MIN_SECRET_LENGTH = 8
 REDACTED = "***"
 

@@ -19,6 +19,7 @@ A failing simulator ends the dialog with ``error``; the task is still scored.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -139,14 +140,20 @@ class RecordedUser:
 
 
 def simulated_user(task: Task, recorded: list[str] | None, run: RunContext) -> SimulatedUser:
-    """The recorded user of a replay, else the model on the run's route (the agent's model for claude-code)."""
+    """The recorded user of a replay, else the model on the run's route."""
     settings = task.simulation
     assert settings is not None
     if recorded is not None:
         return RecordedUser(recorded, settings.stop_token)
+    return ModelUser(settings, simulator_model(task), run)
+
+
+def simulator_model(task: Task) -> str:
+    """``simulation.model``, else the agent's model for claude-code, else the default."""
     agent = task.agent
-    model = agent.model if agent.resolved_type == "claude-code" and agent.model else DEFAULT_SIMULATOR_MODEL
-    return ModelUser(settings, model, run)
+    settings = task.simulation
+    agents_model = agent.model if agent.resolved_type == "claude-code" else None
+    return (settings.model if settings else None) or agents_model or DEFAULT_SIMULATOR_MODEL
 
 
 # ----------------------------------------------------------------------------- the loop
@@ -194,11 +201,11 @@ class Dialog:
     def _termination(self, output: AgentOutput) -> DialogStopReason | None:
         """The guide's precedence after an exchange (the stop token comes last, from the user's next message)."""
         if self.agent_max_turns is not None and len(output.turns) >= self.agent_max_turns:
-            return "run_limits"
+            return "run_limit_exceeded"
         passed = self.check_criteria(output.turns) if self.settings.check_criteria != "end_of_dialog" else None
         self.messages[-1].criteria_passed = passed
         if passed and self.settings.stop_on_criteria_pass:
-            return "criteria_pass"
+            return "criteria_passed"
         if self.turns >= self.settings.max_turns:
             return "max_turns"
         budget = self.settings.max_total_tokens
@@ -207,6 +214,7 @@ class Dialog:
         return None
 
     def _ask_user(self) -> str | None:
+        started = time.time()
         try:
             utterance = self.user.next_message(self.messages)
         except Exception as exc:  # the dialog ends; the task is still scored on what the agent did
@@ -220,7 +228,16 @@ class Dialog:
         text = utterance.text.replace(self.settings.stop_token, "").strip()
         if text:
             tokens = utterance.input_tokens + utterance.output_tokens
-            self.messages.append(DialogMessage(turn=self.turns + 1, role="user", text=redact(text), tokens=tokens))
+            self.messages.append(
+                DialogMessage(
+                    turn=self.turns + 1,
+                    role="user",
+                    text=redact(text),
+                    tokens=tokens,
+                    started_at=started,
+                    ended_at=time.time(),
+                )
+            )
         if ended:
             self.stop_reason = "stop_token"
             return None
@@ -245,7 +262,7 @@ class Dialog:
             return
         if len(output.turns) > self.seen:
             self._record_agent(output)
-        self.stop_reason = "error" if output.stop_reason == "error" else "run_limits"
+        self.stop_reason = "error" if output.stop_reason == "error" else "run_limit_exceeded"
 
     def info(self, replicate: int) -> SimulationInfo:
         return SimulationInfo(
@@ -253,4 +270,6 @@ class Dialog:
             n_trials=self.settings.n_trials,
             turns=self.turns,
             stop_reason=self.stop_reason,
+            simulator_input_tokens=self.simulator_input_tokens,
+            simulator_output_tokens=self.simulator_output_tokens,
         )

@@ -1,24 +1,31 @@
-"""Suite metrics of classification criteria over a dataset's rows.
+"""Suite metrics of every criterion of a dataset-backed task, over its rows.
 
-Per (base task, variant, criterion): accuracy; precision, recall and F1 per
-label; macro, weighted and micro F1; the confusion matrix. Every replicate of
-every row is one observation. A row whose criteria never ran (ERROR) counts
-as observed ``(none)``, so failures are not silently dropped from the rollup.
-Per-label metrics are reported for the criterion's whole label space (yes/no,
-or the allowed labels) plus any sentinel seen; macro and weighted F1 average
-over the labels present in the truth or the predictions (as scikit-learn
-does). A metric with no denominator is 0.
+Per (base task, variant, criterion), every replicate of every row being one
+observation: the scores' ``count``, ``mean``, ``median``, ``std`` (of the
+population), ``min`` and ``max`` over the rows the criterion scored, and
+``completion_rate``, the share of rows it scored (a row that ended as ERROR
+before its criteria ran lowers it). With no row scored, the statistics are 0.
+
+A classification criterion adds accuracy; precision, recall and F1 per
+label; macro, weighted and micro F1; the confusion matrix. There a row whose
+criteria never ran counts as observed ``(none)``, so failures are not
+silently dropped from the rollup. Per-label metrics are reported for the
+criterion's whole label space (yes/no, or the allowed labels) plus any
+sentinel seen; macro and weighted F1 average over the labels present in the
+truth or the predictions (as scikit-learn does). A metric with no
+denominator is 0.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter, defaultdict
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from .criteria.classification_match import NONE_LABEL
-from .models.criterion import Classification
+from .models.criterion import Classification, CriterionBase
 from .models.results import EvaluationResult
 from .resolution import RowTask
 
@@ -67,37 +74,56 @@ def classification_metrics(pairs: list[tuple[str, str]], labels: list[str]) -> d
     return {name: round(value, 6) for name, value in metrics.items()}
 
 
-def _observed(result: EvaluationResult, index: int) -> str:
+def score_metrics(scores: list[float], rows: int) -> dict[str, float]:
+    """The statistics of a criterion's scores over the rows that have one, and the share of ``rows`` that do."""
+    if not scores:
+        return {"count": 0.0, "mean": 0.0, "median": 0.0, "std": 0.0, "min": 0.0, "max": 0.0, "completion_rate": 0.0}
+    metrics = {
+        "count": float(len(scores)),
+        "mean": statistics.fmean(scores),
+        "median": statistics.median(scores),
+        "std": statistics.pstdev(scores),
+        "min": min(scores),
+        "max": max(scores),
+        "completion_rate": len(scores) / rows,
+    }
+    return {name: round(value, 6) for name, value in metrics.items()}
+
+
+def _result_of(result: EvaluationResult, index: int) -> tuple[float | None, str]:
+    """The criterion's score on this row (None: it never ran) and its observed label."""
     for criterion in result.criteria:
         if criterion.index == index:
-            return criterion.observed_label or NONE_LABEL
-    return NONE_LABEL
+            return criterion.score, criterion.observed_label or NONE_LABEL
+    return None, NONE_LABEL
 
 
 def suite_entries(row_tasks: list[RowTask], results: list[EvaluationResult]) -> list[SuiteEntry]:
-    """One entry per classification criterion of each dataset-backed task, per variant."""
+    """One entry per criterion of each dataset-backed task, per variant."""
     by_key: dict[tuple[str, str], list[EvaluationResult]] = {(r.variant_id, r.task_id): [] for r in results}
     for result in results:
         by_key[(result.variant_id, result.task_id)].append(result)
-    groups: dict[tuple[str, str, int], list[tuple[str, str]]] = defaultdict(list)
-    specs: dict[tuple[str, str, int], Classification] = {}
+    groups: dict[tuple[str, str, int], list[tuple[float | None, str, str]]] = defaultdict(list)
+    specs: dict[tuple[str, str, int], CriterionBase] = {}
     for row_task in row_tasks:
         if row_task.row_id is None:
             continue
         for index, criterion in enumerate(row_task.task.success_criteria):
-            if not isinstance(criterion, Classification):
-                continue
             key = (row_task.base_task_id, row_task.variant_id, index)
             specs.setdefault(key, criterion)
+            expected = criterion.expected() if isinstance(criterion, Classification) else ""
             for result in by_key.get((row_task.variant_id, row_task.task_id), []):
-                groups[key].append((criterion.expected(), _observed(result, index)))
+                groups[key].append((*_result_of(result, index), expected))
     entries = []
-    for key, pairs in groups.items():
+    for key, observations in groups.items():
         criterion = specs[key]
-        metrics = classification_metrics(pairs, criterion.label_space())
+        metrics = score_metrics([score for score, _, _ in observations if score is not None], len(observations))
         matrix: dict[str, dict[str, int]] = defaultdict(dict)
-        for (expected, observed), count in sorted(Counter(pairs).items()):
-            matrix[expected][observed] = count
+        if isinstance(criterion, Classification):
+            pairs = [(expected, observed) for _, observed, expected in observations]
+            metrics |= classification_metrics(pairs, criterion.label_space())
+            for (expected, observed), count in sorted(Counter(pairs).items()):
+                matrix[expected][observed] = count
         thresholds = [
             Threshold(metric=m, minimum=minimum, value=metrics.get(m, 0.0), passed=metrics.get(m, 0.0) >= minimum)
             for m, minimum in criterion.suite_thresholds.items()

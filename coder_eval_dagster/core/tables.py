@@ -40,6 +40,7 @@ JUDGE_USAGE = pa.struct(
         ("output_tokens", pa.int64()),
         ("cost_usd", pa.float64()),
         ("duration_s", pa.float64()),
+        ("retries", pa.int32()),  # API calls the client repeated (429/529/5xx) before the answer
     ]
 )
 
@@ -69,6 +70,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("model", pa.string()),
             ("tags", pa.list_(pa.string())),
             ("error", pa.string()),
+            ("trace_id", pa.string()),  # the evaluation's OpenTelemetry trace (null when telemetry is off)
         ]
     ),
     "criteria_scores": pa.schema(
@@ -123,9 +125,24 @@ SCHEMAS: dict[str, pa.Schema] = {
 }
 
 
-def _own_columns(table: str) -> set[str]:
-    """The table's columns that a result field of the same name fills."""
-    return set(SCHEMAS[table].names) - {name for name, _ in COMMON} - {"criterion_index", "criterion_type"}
+# Columns not named as the result's attribute: the agent's tokens and cost, the criterion's index and type.
+NAMED_APART = {"input_tokens", "output_tokens", "cost_usd", "criterion_index", "criterion_type", "judge_usage"}
+
+
+def _own_columns(table: str) -> list[str]:
+    """The table's columns that a result attribute of the same name fills."""
+    return [name for name in SCHEMAS[table].names if name not in {n for n, _ in COMMON} | NAMED_APART]
+
+
+def task_result_row(result: EvaluationResult) -> dict[str, Any]:
+    """The task_results columns of one evaluation (without the common ones)."""
+    usage = result.total_token_usage
+    return {
+        **{name: getattr(result, name) for name in _own_columns("task_results")},
+        "input_tokens": usage.uncached_input_tokens if usage else 0,
+        "output_tokens": usage.output_tokens if usage else 0,
+        "cost_usd": result.agent_cost_usd,
+    }
 
 
 def _common(result: EvaluationResult, run_ts: datetime) -> dict[str, Any]:
@@ -156,14 +173,14 @@ def task_rows(results: list[EvaluationResult], run_ts: datetime) -> dict[str, li
     }
     for result in results:
         common = _common(result, run_ts)
-        tables["task_results"].append({**common, **result.model_dump(include=_own_columns("task_results"))})
+        tables["task_results"].append({**common, **task_result_row(result)})
         for criterion in result.criteria:
             tables["criteria_scores"].append(
                 {
                     **common,
                     "criterion_index": criterion.index,
                     "criterion_type": criterion.type,
-                    **criterion.model_dump(include=_own_columns("criteria_scores")),
+                    **{name: getattr(criterion, name) for name in _own_columns("criteria_scores")},
                     "judge_usage": criterion.judge_usage,
                 }
             )

@@ -111,7 +111,7 @@ def _evaluations(
     row_tasks = _selected(context, run)
     options = settings.run_options()
     default_docker_image(row_tasks, options.docker_image)
-    return plan_evaluations(row_tasks, run.plan.run_id, run.folder, cache_dir(Path(options.runs_dir)), run_context)
+    return plan_evaluations(row_tasks, run, cache_dir(Path(options.runs_dir)), run_context)
 
 
 def _by_partition(evaluations: list[Evaluation]) -> dict[Any, list[Evaluation]]:
@@ -257,6 +257,7 @@ def _report_metadata(group: list[Evaluation]) -> dict[str, Any]:
         "score": dg.MetadataValue.float(sum(r.weighted_score for r in results) / len(results)),
         "duration_s": dg.MetadataValue.float(sum(r.duration_s for r in results)),
         "report": dg.MetadataValue.path(str(group[0].folder / REPORT_FILE)),
+        **({"trace_id": ", ".join(r.trace_id for r in results if r.trace_id)} if results[0].trace_id else {}),
     }
 
 
@@ -264,7 +265,7 @@ SUITE_CHECKS = [
     dg.AssetCheckSpec(
         "suite_thresholds",
         asset=SUITE_METRICS,
-        description="Every suite_thresholds minimum of every classification criterion is met.",
+        description="Every suite_thresholds minimum of every criterion of a dataset-backed task is met.",
     ),
     dg.AssetCheckSpec(
         "all_tasks_succeeded",
@@ -284,7 +285,9 @@ def suite_metrics(
     context: dg.AssetExecutionContext, settings: CoderEvalSettings, run_context: dg.ResourceParam[RunContext]
 ) -> Materialized:
     run = settings.open(context, run_context)
-    summary = summarize(run, Path(settings.run_options().runs_dir) / TABLES_DIR)
+    options = settings.run_options()
+    summary = summarize(run, Path(options.runs_dir) / TABLES_DIR, options.workers)
+    run_context.telemetry.run_end(run.plan.run_id, run.plan.started_at, summary.results, summary.passed)
     thresholds = [t for entry in summary.suite for t in entry.thresholds]
     succeeded = sum(r.success for r in summary.results)
     share = succeeded / len(summary.results) if summary.results else 1.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,13 +74,18 @@ class CoderEvalSettings(dg.ConfigurableResource):  # type: ignore[type-arg]  # s
     required_resource_keys={"settings"},
     description="The run context of a launched run: its model route (from this process's environment) and judge limit.",
 )
-def launched_run_context(init_context: dg.InitResourceContext) -> RunContext:
-    """Made once per run process from the settings' options, with the credentials and endpoints of that process's
-    environment: under `coder-eval dev` or the daemon the run worker inherits theirs; in a run container, the
-    launcher's ``env_vars`` put them there. The CLI passes the context it built instead (``build_definitions``).
+def launched_run_context(init_context: dg.InitResourceContext) -> Iterator[RunContext]:
+    """Made once per run process from the settings' options, with the credentials, endpoints and telemetry settings
+    of that process's environment: under `coder-eval dev` or the daemon the run worker inherits theirs; in a run
+    container, the launcher's ``env_vars`` put them there. Closed (telemetry flushed) when the run ends. The CLI
+    passes the context it built instead (``build_definitions``).
     """
     options = init_context.resources.settings.run_options()
-    return RunContext.create(options.backend, options.judge_concurrency)
+    context = RunContext.create(options.backend, options.judge_concurrency)
+    try:
+        yield context
+    finally:
+        context.close()
 
 
 def launched_run_name(context: dg.AssetExecutionContext) -> str:

@@ -51,7 +51,7 @@ def test_commands_usage_and_isolation(tmp_path, api):
     assert result.final_status == "SUCCESS", (result.error, result.criteria)
     calls = [c for t in result.trajectory for c in t.calls]
     assert [c.tool for c in calls] == ["Bash", "Bash"] and [c.status for c in calls] == ["success", "error"]
-    assert result.turns == 3 and result.visible_turns == 3 and result.cost_usd is None
+    assert result.turns == 3 and result.visible_turns == 3 and result.agent_cost_usd is None
     turn = result.trajectory[0]
     assert (turn.input_tokens, turn.cache_creation_input_tokens, turn.cache_read_input_tokens, turn.output_tokens) == (
         0,
@@ -87,11 +87,7 @@ def test_early_stop_interrupts_the_turn(tmp_path, api):
     )
     guard = {**criterion("command_executed", command_pattern="git push", min_count=0, max_count=0), "stop_early": {}}
     result = run(tmp_path, [guard], run_limits={"max_turns": 10})
-    assert (
-        result.stopped_early
-        and result.early_stop_reason == "armed_criterion_failed"
-        and result.final_status == "FAILED"
-    )
+    assert result.stopped_early and result.early_stop_reason == "criterion_failed" and result.final_status == "FAILURE"
     assert not (tmp_path / "run/default/t/01/sandbox/late.txt").exists()
     assert len(fake.script.requests) <= 3
 

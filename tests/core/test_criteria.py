@@ -417,14 +417,22 @@ def test_commands_efficiency(sandbox):
 
 
 def test_skill_triggered(sandbox):
-    skill_call = {"tool": "Skill", "parameters": {"skill": "uipath-coded-agents:uipath-agents"}}
-    read_call = {"tool": "Read", "parameters": {"path": "/repo/.agents/skills/uipath-agents/SKILL.md"}}
+    skill_call = {"tool": "Skill", "parameters": {"skill": "uipath-coded-agents:uipath-agents"}, "status": "success"}
+    read_call = {
+        "tool": "Read",
+        "parameters": {"path": "/repo/.agents/skills/uipath-agents/SKILL.md"},
+        "status": "success",
+    }
     positive = {"type": "skill_triggered", "skill_name": "uipath-agents", "expected_skill": "uipath-agents"}
     negative = {**positive, "expected_skill": ""}
     for calls in ([skill_call], [read_call]):
         hit = check_criterion(positive, ctx(sandbox, calls))
         assert (hit.score, hit.observed_label, hit.expected_label) == (1.0, "yes", "yes")
         assert check_criterion(negative, ctx(sandbox, calls)).score == 0.0
+        # a call that failed (an unknown skill, a missing file) did not bring the skill to the agent
+        for status in ("error", "unknown"):
+            failed = [{**call, "status": status} for call in calls]
+            assert check_criterion(positive, ctx(sandbox, failed)).observed_label == "no"
     miss = check_criterion(negative, ctx(sandbox, [bash("ls")]))
     assert (miss.score, miss.observed_label, miss.expected_label) == (1.0, "no", "no")
     no_telemetry = check_criterion(positive, ctx(sandbox, []))

@@ -66,7 +66,7 @@ def test_a_1gb_allocation_under_128mb_is_oom_killed_and_reported(tmp_path: Path)
         ),
     )
     (check,) = result.criteria
-    assert result.final_status == "FAILED"
+    assert result.final_status == "FAILURE"
     assert check.details["exit_code"] == 137
     assert "OOMKilled" in check.error and "max_memory_mb=128" in check.error
     html = (tmp_path / "run" / "default" / "t1" / "01" / "task.html").read_text(encoding="utf-8")

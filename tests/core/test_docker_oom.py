@@ -33,7 +33,7 @@ def test_an_oom_kill_with_an_unexpected_exit_code_fails_with_the_oom_reason(tmp_
     (check,) = result.criteria
     assert check.score == 0.0 and check.details["oom_killed"] is True
     assert "OOMKilled" in check.error and "max_memory_mb=128" in check.error
-    assert result.final_status == "FAILED"
+    assert result.final_status == "FAILURE"
 
 
 def test_an_oom_killed_pre_run_still_aborts_the_evaluation_with_the_oom_reason(tmp_path: Path) -> None:

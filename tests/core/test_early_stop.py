@@ -7,8 +7,9 @@ from typing import Any
 
 import yaml
 
+from coder_eval_dagster.core.models.report import RunSummary, TaskRow
 from coder_eval_dagster.core.models.results import EvaluationResult
-from coder_eval_dagster.core.reports.run_summary import render_run_md, run_document
+from coder_eval_dagster.core.reports.run_summary import render_run_md
 from coder_eval_dagster.core.reports.task_html import render_task_html
 from coder_eval_dagster.core.resolution import resolve
 from coder_eval_dagster.core.run_spec import RunSpec
@@ -40,14 +41,14 @@ def steps(result: EvaluationResult) -> int:
 
 def test_no_block_means_no_watcher(tmp_path):
     result = run(tmp_path, [bash("ls"), SKILL_CALL], [skill("")])
-    assert not result.stopped_early and steps(result) == 2 and result.final_status == "FAILED"
+    assert not result.stopped_early and steps(result) == 2 and result.final_status == "FAILURE"
 
 
 def test_distractor_misfire_fail_stops(tmp_path):
     report = criterion("file_exists", path="report.md")
     result = run(tmp_path, [bash("ls"), SKILL_CALL, bash("touch report.md"), bash("ls")], [skill("", {}), report])
-    assert result.stopped_early and result.early_stop_reason == "armed_criterion_failed"
-    assert steps(result) == 2 and result.final_status == "FAILED"
+    assert result.stopped_early and result.early_stop_reason == "criterion_failed"
+    assert steps(result) == 2 and result.final_status == "FAILURE"
     assert result.turns_remaining_at_stop == 28
     unarmed = result.criteria[1]
     assert unarmed.advisory and not unarmed.passed  # never had the chance: advisory, not gating
@@ -61,7 +62,7 @@ def test_kill_switch_disarms(tmp_path):
 def test_decide_within_timeout(tmp_path):
     result = run(tmp_path, [bash("a"), bash("b"), bash("c"), SKILL_CALL], [skill("date-teller", {"decide_within": 3})])
     assert result.stopped_early and result.early_stop_reason == "decision_budget_exceeded" and steps(result) == 3
-    assert result.final_status == "FAILED"
+    assert result.final_status == "FAILURE"
 
 
 def test_deciding_on_the_last_allowed_step_is_not_penalized(tmp_path):
@@ -80,7 +81,7 @@ def test_on_pass_stop_banks_the_saved_turns(tmp_path):
     result = run(
         tmp_path, [bash("a"), SKILL_CALL, bash("touch report.md")], [skill("date-teller", {"on_pass": "stop"}), report]
     )
-    assert result.stopped_early and result.early_stop_reason == "armed_criteria_passed" and steps(result) == 2
+    assert result.stopped_early and result.early_stop_reason == "criterion_passed" and steps(result) == 2
     assert result.final_status == "SUCCESS"  # gated on the armed subset; report.md is advisory
     assert result.criteria[1].advisory and not result.criteria[1].passed
 
@@ -90,7 +91,7 @@ def test_fail_stop_deferred_while_a_positive_is_undecided(tmp_path):
     positive = skill("date-teller", {})
     result = run(tmp_path, [OTHER_SKILL, bash("a"), SKILL_CALL, bash("b")], [distractor, positive])
     assert result.stopped_early and steps(result) == 3  # the misfire at step 1 waits for the positive at step 3
-    assert result.early_stop_reason == "armed_criterion_failed"
+    assert result.early_stop_reason == "criterion_failed"
     assert [c.passed for c in result.criteria] == [False, True]  # the true positive was not frozen as a miss
 
 
@@ -111,13 +112,13 @@ def test_weighted_ceiling_absorbs_a_low_weight_failure(tmp_path):
     absorbed = run(tmp_path, calls, [minor, major], run_limits={"max_turns": 30, "stop_early_gate_threshold": 0.7})
     assert not absorbed.stopped_early and steps(absorbed) == 3  # ceiling 0.75 >= 0.7
     strict = run(tmp_path / "b", calls, [minor, major])
-    assert strict.stopped_early and strict.final_status == "FAILED"
+    assert strict.stopped_early and strict.final_status == "FAILURE"
 
 
 def test_must_not_run_guard_stops_at_once(tmp_path):
     guard = {**criterion("command_executed", command_pattern="git push", min_count=0, max_count=0), "stop_early": {}}
     result = run(tmp_path, [bash("ls"), bash("bash -lc 'git \"push\"'"), bash("ls")], [guard])
-    assert result.stopped_early and steps(result) == 2 and result.final_status == "FAILED"
+    assert result.stopped_early and steps(result) == 2 and result.final_status == "FAILURE"
 
 
 def test_inert_triggers_on_a_distractor(tmp_path):
@@ -140,25 +141,29 @@ def test_watcher_bug_fails_open(tmp_path, monkeypatch):
 
     monkeypatch.setattr(SkillTriggered, "live_verdict", broken)
     result = run(tmp_path, [SKILL_CALL, bash("a"), bash("b")], [skill("", {})])
-    assert not result.stopped_early and steps(result) == 3 and result.final_status == "FAILED"
+    assert not result.stopped_early and steps(result) == 3 and result.final_status == "FAILURE"
 
 
 def test_observability(tmp_path):
     result = run(tmp_path, [SKILL_CALL, bash("a")], [skill("", {}), criterion("file_exists", path="x")])
     page = render_task_html(result)
-    assert "stopped early (armed_criterion_failed)" in page and "advisory — not gated" in page
-    document = run_document(
-        {"run_id": "r", "started_at": "s", "finished_at": "f", "experiment": None}, [result], [], []
-    )
-    row = document["tasks"][0]
-    assert (row["stopped_early"], row["early_stop_reason"], row["turns_remaining_at_stop"]) == (
+    assert "stopped early (criterion_failed)" in page and "advisory — not gated" in page
+    row = TaskRow.of(result)
+    assert (row.stopped_early, row.early_stop_reason, row.turns_remaining_at_stop, row.gate_threshold) == (
         True,
-        "armed_criterion_failed",
+        "criterion_failed",
         29,
+        1.0,
     )
-    assert "> NOTE: t [default] stopped early (armed_criterion_failed); <= 29 turn(s) avoided" in render_run_md(
-        document
+    early = result.early_stop
+    assert early is not None and (early.reason, early.deciding_criterion_type, early.tool_call_index) == (
+        "criterion_failed",
+        "skill_triggered",
+        1,
     )
+    report = RunSummary(run_id="r", start_time="2026-12-01T00:00:00Z", end_time="2026-12-01T00:01:00Z", passed=False)
+    report.task_results = [row]
+    assert "> NOTE: t [default] stopped early (criterion_failed); <= 29 turn(s) avoided" in render_run_md(report)
 
 
 def test_zero_gate_threshold_is_rejected_on_an_armed_task(tmp_path):

@@ -9,7 +9,13 @@ from pathlib import Path
 
 import yaml
 
-from coder_eval_dagster.core.models.results import CriterionResult, EvaluationResult, ToolCallRecord, TurnRecord
+from coder_eval_dagster.core.models.results import (
+    CriterionResult,
+    EvaluationResult,
+    TokenUsage,
+    ToolCallRecord,
+    TurnRecord,
+)
 from coder_eval_dagster.core.reports.run_viewer import FIELDS, render_run_viewer, viewer_data
 from coder_eval_dagster.core.reports.task_html import render_task_html
 
@@ -21,7 +27,7 @@ def criterion(index: int, passed: bool, **fields: object) -> CriterionResult:
 
 
 def result(*criteria: CriterionResult, **fields: object) -> EvaluationResult:
-    values: dict = {"run_id": "r", "task_id": "t", "base_task_id": "t", "variant_id": "v", "replicate": 1}
+    values: dict = {"run_id": "r", "task_id": "t", "base_task_id": "t", "variant_id": "v", "replicate": 0}
     return EvaluationResult(agent_type="replay", criteria=list(criteria), **(values | fields))
 
 
@@ -43,7 +49,7 @@ def test_a_row_names_the_first_failing_gating_criterion_and_why() -> None:
     advisory = criterion(1, False, advisory=True, description="not armed")
     failing = criterion(2, False, error="exit code 2: no such file", description="the tests pass")
     later = criterion(3, False, description="lint is clean")
-    shown = row(result(informational, advisory, failing, later, final_status="FAILED"))
+    shown = row(result(informational, advisory, failing, later, final_status="FAILURE"))
     assert (shown["failing"], shown["why"]) == ("run_command \u201cthe tests pass\u201d", "exit code 2: no such file")
 
     judged = criterion(0, False, type="llm_judge", score=0.4, pass_threshold=0.7, details={"rationale": "too vague"})
@@ -53,25 +59,30 @@ def test_a_row_names_the_first_failing_gating_criterion_and_why() -> None:
     assert (errored["failing"], errored["why"]) == (None, "sandbox setup failed: pip exited 1")
 
 
-def test_a_row_sums_the_agent_turns_and_links_its_report() -> None:
+def test_a_row_counts_every_token_and_cost_and_links_its_report() -> None:
     turns = [
         TurnRecord(index=1, input_tokens=100, cache_read_input_tokens=1000, output_tokens=10, cost_usd=0.01),
         TurnRecord(index=2, input_tokens=50, cache_creation_input_tokens=5, output_tokens=5, cost_usd=0.02),
     ]
-    shown = row(result(criterion(0, True), task_id="suite/row7", trajectory=turns, turns=2, tags=["a", "b"]))
-    assert (shown["tokens"], shown["cost"], shown["turns"]) == (1170, 0.03, 2)
-    assert (shown["href"], shown["tags"]) == ("v/suite/row7/01/task.html", ["a", "b"])
+    usage = {"input_tokens": 300, "output_tokens": 20, "cost_usd": 0.005}
+    judged = criterion(0, True, type="llm_judge", details={"judge_usage": usage})
+    evaluation = result(judged, task_id="suite/row7", trajectory=turns, turns=2, tags=["a", "b"])
+    evaluation.total_token_usage = TokenUsage.of_turns(turns)
+    shown = row(evaluation)
+    assert (shown["tokens"], shown["cost"], shown["turns"]) == (1170, 0.035, 2)  # tokens: the agent's; cost: all
+    assert row(result(criterion(0, True)))["tokens"] is None  # no agent ran: no count, not 0
+    assert (shown["href"], shown["tags"]) == ("v/suite/row7/00/task.html", ["a", "b"])
 
 
 def test_repeated_strings_are_stored_once() -> None:
-    evaluations = [result(criterion(0, False), task_id=f"t{i}", final_status="FAILED") for i in range(50)]
+    evaluations = [result(criterion(0, False), task_id=f"t{i}", final_status="FAILURE") for i in range(50)]
     data = viewer_data("r", evaluations, ["v"])
     assert len(data["strings"]) < 10  # the variant, the status, the criterion, its reason, the descriptions
 
 
 def test_the_page_data_cannot_end_its_script_element() -> None:
     hostile = "</script><script>alert(1)</script>"
-    evaluation = result(criterion(0, False, error=hostile), task_id="t", final_status="FAILED")
+    evaluation = result(criterion(0, False, error=hostile), task_id="t", final_status="FAILURE")
     page = render_run_viewer("r", [evaluation], ["v"])
     embedded = re.search(r'<script id="data" type="application/json">(.*?)</script>', page, re.DOTALL)
     assert embedded is not None

@@ -155,7 +155,8 @@ def test_evaluation_records_usage_turns_and_expected_turns(tmp_path: Path) -> No
     ]
     result = run_task(tmp_path, turns, run_limits={"expected_turns": 2})
     assert (result.final_status, result.turns, result.visible_turns) == ("SUCCESS", 2, 3)
-    assert (result.input_tokens, result.output_tokens, result.cost_usd) == (150, 15, 0.5)
+    usage = result.total_token_usage
+    assert (usage.uncached_input_tokens, usage.output_tokens, usage.total_cost_usd) == (150, 15, 0.5)
     assert result.within_expected_turns is True  # 3 <= 1.5 x 2
     assert result.command_stats.total_commands == 2 and result.command_stats.commands_by_tool == {"Write": 1, "Bash": 1}
     over = run_task(tmp_path / "b", turns, run_limits={"expected_turns": 1})
@@ -173,7 +174,7 @@ def test_shipped_replay_example(tmp_path: Path) -> None:
     (row_task,) = resolve(RunSpec(task_paths=[str(ROOT / "tasks/replay_hello/task.yaml")])).row_tasks
     result = evaluate(new_evaluation("r", tmp_path, row_task, 1, None))
     assert result.final_status == "SUCCESS", result.criteria
-    assert result.visible_turns == 4 and result.within_expected_turns is True and result.cost_usd == 0.007
+    assert result.visible_turns == 4 and result.within_expected_turns is True and result.agent_cost_usd == 0.007
 
 
 def test_async_interface(tmp_path: Path) -> None:

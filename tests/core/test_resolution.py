@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from coder_eval_dagster.core.resolution import resolve
+from coder_eval_dagster.core.resolution import SKIP_TRUE, SkippedTask, resolve
 from coder_eval_dagster.core.run_spec import RunSpec
 
 from ..support.helpers import MINIMAL_TASK, criterion, run_cli, task_with, write, write_task
@@ -248,9 +248,10 @@ def test_skip_and_include_skipped(tmp_path: Path) -> None:
     write_task(tmp_path, task_with(task_id="parked", skip=True, dataset={"rows": [{"id": "x"}]}), "p.yaml")
     write_task(tmp_path, task_with(task_id="live"), "l.yaml")
     result = resolve(_spec(paths=[tmp_path]))
-    assert [rt.task_id for rt in result.row_tasks] == ["live"] and result.skipped == ["parked"]
+    assert [rt.task_id for rt in result.row_tasks] == ["live"]
+    assert result.skipped == [SkippedTask(str(tmp_path / "p.yaml"), SKIP_TRUE)]
     listed = run_cli("list", tmp_path)
-    assert listed.out == "default live\n" and "skipped parked" in listed.err
+    assert listed.out == "default live\n" and f"skipped {tmp_path / 'p.yaml'}: skip: true" in listed.err
     included = resolve(_spec(paths=[tmp_path], include_skipped=True))
     assert sorted(rt.task_id for rt in included.row_tasks) == ["live", "parked/x"] and included.skipped == []
 

@@ -448,7 +448,7 @@ def _run_line(tmp_path: Path, *args: str | Path, env: dict[str, str] | None = No
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["--concurrency", "-3"], "argument --concurrency: must be at least 0, got -3"),
+        (["--concurrency", "-3"], "argument --concurrency/-j/--max-parallel: must be at least 0, got -3"),
         (["--sample", "-1"], "argument --sample: must be at least 1, got -1"),
         (["--sample", "0"], "argument --sample: must be at least 1, got 0"),
     ],

@@ -20,7 +20,7 @@ from coder_eval_dagster.core.run_spec import RunSpec
 from coder_eval_dagster.core.simulation import ModelUser, simulator_messages, system_prompt
 
 from ..support.fake_anthropic import Script
-from ..support.helpers import criterion, evaluate_replay, replay_task, run_cli, write, write_task
+from ..support.helpers import criterion, evaluate_replay, replay_task, run_cli, run_folders, write, write_task
 
 ROOT = Path(__file__).parent.parent.parent
 REFERENCE = "REFERENCE-SOLUTION-91c2"
@@ -88,7 +88,7 @@ def test_criteria_pass_is_checked_after_each_exchange_and_wins_over_max_turns(tm
     result = dialog_task(
         tmp_path, THREE_EXCHANGES, criteria, max_turns=2, stop_on_criteria_pass=True, check_criteria="every_turn"
     )
-    assert (result.simulation.turns, result.simulation.stop_reason) == (2, "criteria_pass")
+    assert (result.simulation.turns, result.simulation.stop_reason) == (2, "criteria_passed")
     assert [m.criteria_passed for m in result.dialog if m.role == "agent"] == [False, True]
     # end_of_dialog: no per-turn check, the dialog runs to its end
     plain = dialog_task(tmp_path / "plain", THREE_EXCHANGES, criteria)
@@ -116,7 +116,7 @@ def test_a_run_limits_breach_comes_first_and_keeps_its_status(tmp_path: Path) ->
         run_limits={"max_output_tokens": 150},
     )
     assert result.final_status == "TOKEN_BUDGET_EXCEEDED"
-    assert (result.simulation.turns, result.simulation.stop_reason) == (1, "run_limits")
+    assert (result.simulation.turns, result.simulation.stop_reason) == (1, "run_limit_exceeded")
     assert spoken(result) == [(1, "user"), (1, "agent"), (2, "user"), (2, "agent")]  # the cut-short exchange too
 
 
@@ -130,7 +130,7 @@ def test_early_stop_inside_a_dialog_ends_it_as_run_limits(tmp_path: Path) -> Non
         write_turn("c.txt", "3", "late"),
     ]
     result = dialog_task(tmp_path, turns, [guard])
-    assert result.stopped_early and result.simulation.stop_reason == "run_limits"
+    assert result.stopped_early and result.simulation.stop_reason == "run_limit_exceeded"
     assert not (tmp_path / "run/default/t/01/sandbox/c.txt").exists()
 
 
@@ -149,7 +149,7 @@ def test_user_messages_go_between_turns(tmp_path: Path, turns: list[dict[str, An
 
 def test_without_simulation_a_replay_ends_at_the_first_user_message(tmp_path: Path) -> None:
     result = evaluate_replay(tmp_path, THREE_EXCHANGES, success_criteria=[criterion("file_exists", path="b.txt")])
-    assert result.final_status == "FAILED" and result.simulation is None and result.dialog == []
+    assert result.final_status == "FAILURE" and result.simulation is None and result.dialog == []
 
 
 def test_simulator_prompt_holds_persona_goal_constraints_and_the_dialog_from_the_users_side() -> None:
@@ -203,33 +203,36 @@ def test_trials_results_tables_and_report(tmp_path: Path) -> None:
     )
     done = run_cli("run", tmp_path / "tasks", "-e", tmp_path / "exp.yaml", "--runs-dir", tmp_path / "runs")
     assert done.code == 0, done.err
-    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir() and p.name != "tables"]
+    (run_dir,) = run_folders(tmp_path / "runs")
     trials = sorted(p.name for p in (run_dir / "v/dialog").iterdir())
-    assert trials == ["01", "02", "03"]  # n_trials, not the experiment's repeats
-    third = json.loads((run_dir / "v/dialog/03/task.json").read_text())
-    assert third["simulation"] == {
-        "enabled": True,
-        "replicate_index": 3,
+    assert trials == ["00", "01", "02"]  # n_trials, not the experiment's repeats
+    third = json.loads((run_dir / "v/dialog/02/task.json").read_text())
+    assert third["simulation"] == {  # coder_eval's SimulationTelemetry, field for field
         "n_trials": 3,
-        "turns": 2,
+        "replicate_index": 2,
         "stop_reason": "max_turns",  # the variant's partial block reached the loop
+        "simulator_input_tokens": 0,
+        "simulator_output_tokens": 0,
+        "simulator_failures": 0,
+        "total_turns": 2,
+        "simulator_model": None,
     }
-    entry = json.loads((run_dir / "run.json").read_text())["tasks"][0]
-    assert entry["simulation"]["stop_reason"] == "max_turns" and entry["simulator_input_tokens"] == 0
-    html = (run_dir / "v/dialog/01/task.html").read_text()
+    entry = json.loads((run_dir / "run.json").read_text())["task_results"][0]
+    assert entry["simulation"]["stop_reason"] == "max_turns" and entry["simulation"]["simulator_input_tokens"] == 0
+    html = (run_dir / "v/dialog/00/task.html").read_text()
     assert "<h2>Dialog</h2>" in html and "Make a.txt &lt;b&gt;" in html and "ended by max_turns" in html
     assert "simulated user · turn 2" in html
     (table,) = (tmp_path / "runs/tables/dialog_turns").glob("*/*.parquet")
     rows = pq.read_table(table).to_pylist()
     assert len(rows) == 3 * 4
-    first = [r for r in rows if r["replicate"] == 1]
+    first = [r for r in rows if r["replicate"] == 0]
     assert [(r["turn"], r["role"]) for r in first] == [(1, "user"), (1, "agent"), (2, "user"), (2, "agent")]
     assert first[1]["tokens"] == 200 and first[0]["text"] == "Make a.txt <b>" and first[0]["task_id"] == "dialog"
     (results,) = (tmp_path / "runs/tables/task_results").glob("*/*.parquet")
     assert pq.read_table(results).column("simulator_output_tokens").to_pylist() == [0, 0, 0]
     assert run_cli("rescore", run_dir).code == 0  # the stored dialog is scored again, its rows replaced
     assert pq.read_table(table).num_rows == 12
-    assert json.loads((run_dir / "v/dialog/03/task.json").read_text())["dialog"] == third["dialog"]
+    assert json.loads((run_dir / "v/dialog/02/task.json").read_text())["dialog"] == third["dialog"]
 
 
 def test_the_judge_sees_the_replayed_dialog_with_the_guard(tmp_path: Path, api) -> None:
@@ -248,11 +251,13 @@ def test_shipped_offline_dialog_example(tmp_path: Path) -> None:
     (row_task,) = resolve(RunSpec(task_paths=[str(ROOT / "tasks/replay_dialog/task.yaml")])).row_tasks
     result = evaluate(new_evaluation("r", tmp_path, row_task, 1, None))
     assert result.final_status == "SUCCESS", result.criteria
-    assert (result.simulation.turns, result.simulation.stop_reason) == (2, "criteria_pass")
+    assert (result.simulation.turns, result.simulation.stop_reason) == (2, "criteria_passed")
     assert [m.criteria_passed for m in result.dialog if m.role == "agent"] == [False, True]
     assert run_cli("validate", ROOT / "examples/dialog/claude_code_dialog.yaml").code == 0
 
 
-@pytest.mark.parametrize("reason", ["stop_token", "criteria_pass", "max_turns", "budget", "error", "run_limits"])
+@pytest.mark.parametrize(
+    "reason", ["stop_token", "criteria_passed", "max_turns", "budget", "error", "run_limit_exceeded"]
+)
 def test_every_stop_reason_is_documented(reason: str) -> None:
     assert f"`{reason}`" in (ROOT / "docs/task-format.md").read_text()

@@ -87,7 +87,7 @@ def test_stop_token_continued_session_toolless_simulator_judge_and_hidden_refere
     assert shown.index("[user] It should say done.") < shown.index("[agent] out.txt says done.")
     assert "[user] Great, thanks" in shown
     assert (result.simulator_input_tokens, result.simulator_output_tokens) == (100, 20)
-    assert result.dialog[1].tokens == 760 and result.cost_usd is not None and result.cost_usd > 0
+    assert result.dialog[1].tokens == 760 and result.total_cost_usd is not None and result.total_cost_usd > 0
 
 
 def test_criteria_pass_ends_before_the_simulator_is_asked(tmp_path, api):
@@ -99,7 +99,7 @@ def test_criteria_pass_ends_before_the_simulator_is_asked(tmp_path, api):
         stop_on_criteria_pass=True,
         check_criteria="every_turn",
     )
-    assert (result.simulation.turns, result.simulation.stop_reason) == (1, "criteria_pass")
+    assert (result.simulation.turns, result.simulation.stop_reason) == (1, "criteria_passed")
     assert script.simulator_requests() == [] and result.final_status == "SUCCESS"
 
 
@@ -141,7 +141,7 @@ def test_run_limits_apply_across_the_whole_dialog(tmp_path, api):
         },
     )
     assert result.final_status == "TOKEN_BUDGET_EXCEEDED"
-    assert (result.simulation.turns, result.simulation.stop_reason) == (1, "run_limits")
+    assert (result.simulation.turns, result.simulation.stop_reason) == (1, "run_limit_exceeded")
 
 
 # ----------------------------------------------------------------------------- codex

@@ -83,5 +83,5 @@ def test_a_sandbox_file_named_task_json_leaves_the_summary_alone(tmp_path: Path)
     }
     result = run_cli("run", write_task(tmp_path / "tasks", task), "--runs-dir", tmp_path / "runs")
     assert result.code == 0, result.err
-    (run_file,) = (tmp_path / "runs").glob("*/run.json")
-    assert [t["task_id"] for t in json.loads(run_file.read_text(encoding="utf-8"))["tasks"]] == ["own-json"]
+    run_file = tmp_path / "runs" / "latest" / "run.json"
+    assert [t["task_id"] for t in json.loads(run_file.read_text(encoding="utf-8"))["task_results"]] == ["own-json"]

@@ -30,6 +30,7 @@ SKILL = criterion("skill_triggered", skill_name="s", expected_skill="s")
 CMD = criterion("command_executed", command_pattern="pytest")
 CLASSIFY = criterion("classification_match", path="o.txt", expected_label="a", allowed_labels=["a", "b"])
 CLI = criterion("cli_called", log="calls.jsonl")
+ROWS = {"rows": [{"id": "r1"}]}  # suite thresholds gate a dataset's rows
 
 # (id, valid task, invalid task, field named in the error, message fragment)
 RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
@@ -55,7 +56,7 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
         task_with(agent={"type": "codex"}),
         task_with(agent={"type": "gpt"}),
         "agent.type",
-        "Input should be",
+        "unknown agent type 'gpt'",
     ),
     (
         "permission-mode",
@@ -393,23 +394,39 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
         "informational",
     ),
     (
-        "suite-thresholds-only-classification",
-        with_criteria({**CLASSIFY, "suite_thresholds": {"accuracy": 0.5}}),
-        with_criteria({**FE, "suite_thresholds": {"accuracy": 0.5}}),
+        "suite-thresholds-label-metrics-only-classification",
+        with_criteria({**CLASSIFY, "suite_thresholds": {"accuracy": 0.5}}, dataset=ROWS),
+        with_criteria({**FE, "suite_thresholds": {"accuracy": 0.5}}, dataset=ROWS),
+        "success_criteria.0.suite_thresholds.accuracy",
+        "unknown metric",
+    ),
+    (
+        "suite-thresholds-score-metrics-any-criterion",
+        with_criteria(
+            {**FE, "suite_thresholds": {"count": 3, "mean": 0.5, "std": 0, "completion_rate": 1}}, dataset=ROWS
+        ),
+        with_criteria({**FE, "suite_thresholds": {"mean": 1.5}}, dataset=ROWS),
+        "success_criteria.0.suite_thresholds.mean",
+        "within [0, 1]",
+    ),
+    (
+        "suite-thresholds-need-a-dataset",
+        with_criteria({**FE, "suite_thresholds": {"mean": 0.5}}, dataset=ROWS),
+        with_criteria({**FE, "suite_thresholds": {"mean": 0.5}}),
         "success_criteria.0.suite_thresholds",
-        "only classification",
+        "no dataset",
     ),
     (
         "suite-threshold-metric-name",
-        with_criteria({**SKILL, "suite_thresholds": {"recall.yes": 0.7, "macro_f1": 0.5}}),
-        with_criteria({**SKILL, "suite_thresholds": {"recall_yes": 0.7}}),
+        with_criteria({**SKILL, "suite_thresholds": {"recall.yes": 0.7, "macro_f1": 0.5}}, dataset=ROWS),
+        with_criteria({**SKILL, "suite_thresholds": {"recall_yes": 0.7}}, dataset=ROWS),
         "success_criteria.0.suite_thresholds.recall_yes",
         "unknown metric",
     ),
     (
         "suite-threshold-label",
-        with_criteria({**CLASSIFY, "suite_thresholds": {"f1.b": 0.7, "recall.(other)": 0.1}}),
-        with_criteria({**CLASSIFY, "suite_thresholds": {"f1.c": 0.7}}),
+        with_criteria({**CLASSIFY, "suite_thresholds": {"f1.b": 0.7, "recall.(other)": 0.1}}, dataset=ROWS),
+        with_criteria({**CLASSIFY, "suite_thresholds": {"f1.c": 0.7}}, dataset=ROWS),
         "success_criteria.0.suite_thresholds.f1.c",
         "unknown label",
     ),
@@ -547,6 +564,20 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
         "never loaded",
     ),
     (
+        "agent-judge-plugins",
+        with_criteria(criterion("agent_judge", prompt="p", agent={"plugins": None})),
+        with_criteria(criterion("agent_judge", prompt="p", agent={"plugins": [{"path": "p"}]})),
+        "success_criteria.0.agent.plugins",
+        "never loaded",
+    ),
+    (
+        "agent-judge-setting-sources",
+        with_criteria(criterion("agent_judge", prompt="p", agent={"model": "m"})),
+        with_criteria(criterion("agent_judge", prompt="p", agent={"setting_sources": ["project"]})),
+        "success_criteria.0.agent.setting_sources",
+        "never loaded",
+    ),
+    (
         "agent-judge-type",
         with_criteria(criterion("agent_judge", prompt="p", agent={"type": "claude-code"})),
         with_criteria(criterion("agent_judge", prompt="p", agent={"type": "codex"})),
@@ -618,11 +649,11 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
         "min_count",
     ),
     (
-        "cli-log-required",
-        task_with(),
+        "cli-log-not-blank",
         with_criteria(criterion("cli_called", verb="x")),
+        with_criteria(criterion("cli_called", verb="x", log="")),
         "success_criteria.0.log",
-        "required",
+        "at least 1 character",
     ),
     # pre_run / post_run
     (

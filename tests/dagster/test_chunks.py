@@ -117,7 +117,7 @@ def test_chunked_tick_shares_one_folder_and_summarizes_once(tmp_path: Path, monk
         _execute(instance, settings, summary)
         assert CHUNK_TAG not in summary.tags
     document = json.loads((folder / "run.json").read_text())
-    assert sorted(t["task_id"] for t in document["tasks"]) == [f"many/r{i}" for i in range(5)]
+    assert sorted(t["task_id"] for t in document["task_results"]) == [f"many/r{i}" for i in range(5)]
     results = pd.read_parquet(Path(settings.run_options().runs_dir) / "tables" / "task_results")
     assert sorted(results["task_id"]) == [f"many/r{i}" for i in range(5)]
 

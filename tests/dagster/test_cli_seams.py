@@ -53,8 +53,8 @@ def _statuses(runs: Path) -> dict[str, tuple[str, str | None]]:
     (run_dir,) = runs.glob("2*")
     found = {}
     for task_id in ("good", "bad"):
-        result = json.loads((run_dir / "default" / task_id / "01" / "task.json").read_text())
-        found[task_id] = (result["final_status"], result["error"])
+        result = json.loads((run_dir / "default" / task_id / "00" / "task.json").read_text())
+        found[task_id] = (result["final_status"], result["error_message"])
     return found
 
 
@@ -78,10 +78,10 @@ def test_a_failure_in_decide_or_finish_is_that_evaluations_error(
 
         real_render = task_html.render_task_html
 
-        def render(result):  # type: ignore[no-untyped-def]
+        def render(result, folder=None):  # type: ignore[no-untyped-def]
             if result.task_id == "bad":
                 raise OSError(28, "No space left on device")
-            return real_render(result)
+            return real_render(result, folder)
 
         monkeypatch.setattr(task_html, "render_task_html", render)
     done = run_cli("run", tmp_path / "tasks", "--runs-dir", tmp_path / "runs")

@@ -25,7 +25,7 @@ ERRORS_A, ERRORS_B = {150}, {100, 101}
 
 
 def status(i: int, fails: set[int], errors: set[int]) -> str:
-    return "ERROR" if i in errors else ("FAILED" if i in fails else "SUCCESS")
+    return "ERROR" if i in errors else ("FAILURE" if i in fails else "SUCCESS")
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def test_every_figure_of_a_164_row_experiment(experiment_run: Path) -> None:
     assert [f.task_id for f in pair.improvements] == [ROWS[i] for i in improved]
     flip = pair.regressions[0]
     assert (flip.score_baseline, flip.score_other) == (1.0, 0.0)
-    assert flip.report_other == str(experiment_run / "b" / flip.task_id / "01" / "task.html")
+    assert flip.report_other == str(experiment_run / "b" / flip.task_id / "00" / "task.html")
     # ERROR rows are out of the paired denominators, counted and listed apart
     assert pair.error_evaluations == {"a": 1, "b": 2}
     assert [(e.task_id, e.errored_in) for e in pair.error_rows] == [
@@ -75,14 +75,14 @@ def test_every_figure_of_a_164_row_experiment(experiment_run: Path) -> None:
 
 def test_replicates_are_averaged_and_error_replicates_dropped(tmp_path: Path) -> None:
     rows = [
+        evaluation("a", "t1", "SUCCESS", 0),
         evaluation("a", "t1", "SUCCESS", 1),
-        evaluation("a", "t1", "SUCCESS", 2),
-        evaluation("b", "t1", "FAILED", 1),
-        evaluation("b", "t1", "ERROR", 2),  # left out: t1 under b is FAILED
-        evaluation("a", "t2", "SUCCESS", 1),
-        evaluation("a", "t2", "FAILED", 2),  # half: not a pass for McNemar
+        evaluation("b", "t1", "FAILURE", 0),
+        evaluation("b", "t1", "ERROR", 1),  # left out: t1 under b is FAILURE
+        evaluation("a", "t2", "SUCCESS", 0),
+        evaluation("a", "t2", "FAILURE", 1),  # half: not a pass for McNemar
+        evaluation("b", "t2", "SUCCESS", 0),
         evaluation("b", "t2", "SUCCESS", 1),
-        evaluation("b", "t2", "SUCCESS", 2),
     ]
     (pair,) = compare_variants(load_run(write_run(tmp_path, DAY, rows))).pairs
     assert pair.rows == 2 and pair.difference == pytest.approx(((0 - 1) + (1 - 0.5)) / 2)
@@ -94,7 +94,7 @@ def test_replicates_are_averaged_and_error_replicates_dropped(tmp_path: Path) ->
 
 def test_two_runs_pair_the_same_variants(tmp_path: Path) -> None:
     before = write_run(tmp_path, DAY, [evaluation(v, f"t{i}", "SUCCESS") for v in ("a", "b") for i in range(8)])
-    after_rows = [evaluation(v, f"t{i}", "FAILED" if v == "b" else "SUCCESS") for v in ("a", "b") for i in range(8)]
+    after_rows = [evaluation(v, f"t{i}", "FAILURE" if v == "b" else "SUCCESS") for v in ("a", "b") for i in range(8)]
     after = write_run(tmp_path, DAY.replace(day=2), [*after_rows, evaluation("a", "new", "SUCCESS")])
     comparison = compare_runs(load_run(before), load_run(after))
     a, b = comparison.pairs
@@ -108,8 +108,8 @@ def test_a_run_folder_without_its_parquet_is_read_from_task_json(tmp_path: Path)
     from coder_eval_dagster.core.layout import RESULT_FILE
 
     run_dir = tmp_path / "2026-12-01T00-00-00Z"
-    for variant, status_ in (("base", "SUCCESS"), ("other", "FAILED")):
-        folder = run_dir / variant / "t" / "01"
+    for variant, status_ in (("base", "SUCCESS"), ("other", "FAILURE")):
+        folder = run_dir / variant / "t" / "00"
         folder.mkdir(parents=True)
         (folder / RESULT_FILE).write_text(evaluation_result(variant, "t", status_).model_dump_json())
     (pair,) = compare_variants(load_run(run_dir), "base").pairs
@@ -128,7 +128,7 @@ def test_cli_formats(experiment_run: Path, tmp_path: Path) -> None:
     report.parent.mkdir()
     assert run_cli("compare", experiment_run, "--baseline", "b", "--format", "md", "-o", report).code == 0
     text = report.read_text()
-    assert "## a vs b" in text and f"](../runs/{experiment_run.name}/a/shop/001/01/task.html)" in text
+    assert "## a vs b" in text and f"](../runs/{experiment_run.name}/a/shop/001/00/task.html)" in text
     page = tmp_path / "out" / "page.html"
     written = run_cli("compare", experiment_run, "--format", "html", "-o", page)
     assert written.code == 0 and written.out.strip() == str(page)
@@ -157,7 +157,7 @@ def test_cli_errors_are_one_line(experiment_run: Path, tmp_path: Path) -> None:
 
 def test_history_keeps_the_last_days_and_refuses_a_folder_without_tables(tmp_path: Path) -> None:
     today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    write_run(tmp_path, today - timedelta(days=10), [evaluation("a", "t1", "FAILED")])
+    write_run(tmp_path, today - timedelta(days=10), [evaluation("a", "t1", "FAILURE")])
     write_run(tmp_path, today - timedelta(days=1), [evaluation("a", "t1", "SUCCESS"), evaluation("a", "t2", "ERROR")])
     everything = json.loads(run_cli("history", tmp_path, "--format", "json").out)
     assert [r["pass_rate"] for r in everything["pass_rate_per_day"]] == [0.0, 1.0]
@@ -189,7 +189,7 @@ def test_suite_float_metadata_leaves_error_out() -> None:
         return evaluation_result("v", "t", status, weighted_score=score, cost_usd=cost)
 
     figures = suite_float_metadata(
-        [result("SUCCESS", 1.0, 0.2), result("FAILED", 0.5, None), result("ERROR", 0.0, 0.1)]
+        [result("SUCCESS", 1.0, 0.2), result("FAILURE", 0.5, None), result("ERROR", 0.0, 0.1)]
     )
     assert figures == {"pass_rate": 0.5, "mean_score": 0.75, "cost_per_task": pytest.approx(0.15)}
     assert suite_float_metadata([result("ERROR", 0.0, None)]) == {
@@ -206,7 +206,7 @@ def test_the_regression_verdict_needs_significance_and_a_drop(tmp_path: Path) ->
         return write_run(
             tmp_path,
             DAY.replace(day=day),
-            [evaluation("v", f"t{i}", "FAILED" if i < failing else "SUCCESS") for i in range(10)],
+            [evaluation("v", f"t{i}", "FAILURE" if i < failing else "SUCCESS") for i in range(10)],
         )
 
     healthy, five_worse, six_worse = load_run(night(1, 0)), load_run(night(2, 5)), load_run(night(3, 6))
@@ -229,10 +229,10 @@ def test_a_run_known_only_to_the_tables(experiment_run: Path) -> None:
 def test_the_runs_index_follows_a_changed_run_json(tmp_path: Path) -> None:
     from coder_eval_dagster.core.compare.index import write_index
 
-    run_dir = write_run(tmp_path, DAY, [evaluation("a", "t1", "FAILED"), evaluation("b", "t1", "ERROR")])
+    run_dir = write_run(tmp_path, DAY, [evaluation("a", "t1", "FAILURE"), evaluation("b", "t1", "ERROR")])
     assert "a: 0/1 (0%); b: 0/0" in write_index(tmp_path).read_text()
     document = json.loads((run_dir / "run.json").read_text())
-    document["tasks"][0] |= {"final_status": "SUCCESS", "success": True}  # as a rescore would
+    document["task_results"][0] |= {"status": "SUCCESS", "success": True}  # as a rescore would
     (run_dir / "run.json").write_text(json.dumps(document))
     os.utime(run_dir / "run.json", ns=(1, 1))  # a different modification time, whatever the clock's resolution
     assert "a: 1/1 (100%); b: 0/0" in write_index(tmp_path).read_text()

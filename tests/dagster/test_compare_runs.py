@@ -20,7 +20,7 @@ import pytest
 from coder_eval_dagster.core.compare.history import QUESTIONS, history
 
 from ..support.browser import ARTIFACTS, chromium
-from ..support.helpers import run_cli, write
+from ..support.helpers import run_cli, run_folders, write
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).parent.parent.parent
@@ -69,7 +69,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
         assert run_cli("run", "-e", "experiments/ab.yaml", "--runs-dir", "runs").code == 1  # baseline rows fail
         (project / "BROKEN").touch()
         assert run_cli("run", "-e", "experiments/ab.yaml", "--runs-dir", "runs").code == 1
-        first, second = sorted(p for p in (project / "runs").iterdir() if p.is_dir() and p.name != "tables")
+        first, second = run_folders(project / "runs")
     return project, first, second
 
 
@@ -93,7 +93,7 @@ def test_a_run_writes_its_comparison_and_the_runs_index(runs: tuple[Path, Path, 
     # newest first (a run started within the same second is named "<first>-2": match the whole name)
     assert index.index(f'"{first.name}/') > index.index(f'"{runs[2].name}/')
     assert (
-        f'href="{first.name}/comparison.html"' in index and f'href="{first.name}/hinted/shop/r1/01/task.html"' in index
+        f'href="{first.name}/comparison.html"' in index and f'href="{first.name}/hinted/shop/r1/00/task.html"' in index
     )
     assert "baseline: 3/8 (38%); hinted: 8/8 (100%)" in index
 

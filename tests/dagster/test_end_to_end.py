@@ -16,7 +16,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-from ..support.helpers import run_cli, write
+from ..support.helpers import run_cli, run_folders, write
 
 CLASSIFY = """
 task_id: sentiment
@@ -112,7 +112,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _only_run(runs: Path) -> Path:
-    (run_dir,) = [p for p in runs.iterdir() if p.is_dir() and p.name != "tables"]
+    (run_dir,) = run_folders(runs)
     return run_dir
 
 
@@ -123,19 +123,27 @@ def test_experiment_run_through_dagster_and_rescore(project: Path) -> None:
     document = json.loads((run_dir / "run.json").read_text())
 
     # 6 row-tasks x 2 variants x 2 replicates
-    assert len(document["tasks"]) == 24 and document["skipped_tasks"] == ["parked"]
+    assert len(document["task_results"]) == 24 and document["tasks_run"] == 24
+    assert document["skipped_tasks"] == [
+        {
+            "path": "experiments/../tasks/parked.yaml",
+            "reason": "skip: true (--include-skipped runs it)",
+            "task_id": None,
+        }
+    ]
     assert document["experiment"] == "ab" and document["passed"] is False
-    by_key = {(t["variant_id"], t["task_id"], t["replicate"]): t for t in document["tasks"]}
-    assert by_key[("hinted", "smoke", 2)]["final_status"] == "SUCCESS"
-    assert by_key[("baseline", "smoke", 1)]["final_status"] == "SUCCESS"  # informational HINT.md missing
-    hint = by_key[("baseline", "smoke", 1)]["criteria"][1]
+    by_key = {(t["variant_id"], t["task_id"], t["replicate_index"]): t for t in document["task_results"]}
+    assert by_key[("hinted", "smoke", 1)]["status"] == "SUCCESS"
+    assert by_key[("baseline", "smoke", 0)]["status"] == "SUCCESS"  # informational HINT.md missing
+    hint = by_key[("baseline", "smoke", 0)]["criteria"][1]
     assert (hint["gating"], hint["passed"]) == (False, False)
-    broken = by_key[("baseline", "broken_setup", 1)]
-    assert broken["final_status"] == "ERROR" and broken["criteria"] == []
-    assert by_key[("baseline", "sentiment/r2", 1)]["final_status"] == "FAILED"
+    broken = by_key[("baseline", "broken_setup", 0)]
+    assert broken["status"] == "ERROR" and broken["criteria"] == []
+    assert by_key[("baseline", "sentiment/r2", 0)]["status"] == "FAILURE"
+    assert (document["tasks_error"], document["error_share"]) == (4, 4 / 24)
 
     # the run folder of one replicate
-    folder = run_dir / "hinted" / "smoke" / "02"
+    folder = run_dir / "hinted" / "smoke" / "01"
     task_json = json.loads((folder / "task.json").read_text())
     assert [r["command"] for r in task_json["pre_run_results"]] == [
         "echo default > default.txt",
@@ -143,16 +151,16 @@ def test_experiment_run_through_dagster_and_rescore(project: Path) -> None:
     ]
     assert (folder / "sandbox" / "post.txt").read_text() == "post\n"  # post_run ran, after the criteria
     assert "<!DOCTYPE html>" in (folder / "task.html").read_text()
-    broken_json = json.loads((run_dir / "baseline/broken_setup/01/task.json").read_text())
+    broken_json = json.loads((run_dir / "baseline/broken_setup/00/task.json").read_text())
     assert [r["skipped"] for r in broken_json["pre_run_results"]] == [
         False,
         False,
         True,
-    ] and "exit code 7" in broken_json["error"]
-    assert not (run_dir / "baseline/broken_setup/01/sandbox/never.txt").exists()
+    ] and "exit code 7" in broken_json["error_message"]
+    assert not (run_dir / "baseline/broken_setup/00/sandbox/never.txt").exists()
 
     # suite metrics per variant: 8 observations (4 rows x 2 replicates)
-    suite = {entry["variant_id"]: entry for entry in document["suite"]}
+    suite = {entry["variant_id"]: entry for entry in document["suite"] if entry["criterion_index"] == 1}
     assert set(suite) == {"baseline", "hinted"}
     entry = suite["baseline"]
     assert entry["criterion_index"] == 1 and entry["metrics"]["accuracy"] == 0.5
@@ -177,7 +185,7 @@ def test_experiment_run_through_dagster_and_rescore(project: Path) -> None:
         f"select count(*) from read_parquet('{tables}/criteria_scores/**/*.parquet', hive_partitioning=true) "
         "where gating = false"
     ).fetchall()
-    assert scores == [(sum(1 for t in document["tasks"] for c in t["criteria"] if not c["gating"]),)]
+    assert scores == [(sum(1 for t in document["task_results"] for c in t["criteria"] if not c["gating"]),)]
 
     # the Dagster instance recorded one materialization per partition, with its metadata
     instance = dg.DagsterInstance.get()
@@ -202,8 +210,8 @@ def test_experiment_run_through_dagster_and_rescore(project: Path) -> None:
     (project / "tasks/broken.yaml").write_text(BROKEN.replace("exit 7", "exit 0"))  # pre_run is NOT re-run
     rescored = run_cli("rescore", str(run_dir))
     document = json.loads((run_dir / "run.json").read_text())
-    by_key = {(t["variant_id"], t["task_id"], t["replicate"]): t for t in document["tasks"]}
-    assert by_key[("baseline", "broken_setup", 1)]["final_status"] == "ERROR"
+    by_key = {(t["variant_id"], t["task_id"], t["replicate_index"]): t for t in document["task_results"]}
+    assert by_key[("baseline", "broken_setup", 0)]["status"] == "ERROR"
     assert all(t["passed"] for e in document["suite"] for t in e["thresholds"])
     assert rescored.code == 1  # the ERROR tasks still fail the run
     assert len(pd.read_parquet(tables / "task_results")) == 24  # replaced, not appended
@@ -215,8 +223,9 @@ def test_run_of_the_shipped_tasks_passes(tmp_path: Path, monkeypatch: pytest.Mon
     result = run_cli("run", root / "tasks", "--runs-dir", tmp_path / "runs")
     assert result.code == 0, result.err + result.out
     document = json.loads((_only_run(tmp_path / "runs") / "run.json").read_text())
-    assert document["passed"] and len(document["tasks"]) == 13
-    assert document["suite"][0]["metrics"]["accuracy"] == 1.0 and "default" in result.out
+    assert document["passed"] and len(document["task_results"]) == 13
+    classified = next(entry for entry in document["suite"] if "accuracy" in entry["metrics"])
+    assert classified["metrics"]["accuracy"] == 1.0 and "default" in result.out
     commands = pd.read_parquet(tmp_path / "runs" / "tables" / "commands")
     hello = commands[commands["task_id"] == "replay_hello"]
     assert list(hello["tool"]) == ["Write", "Bash", "Edit"] and len(commands) == 3 + 5 * 2 + 4

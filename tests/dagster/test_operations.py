@@ -26,7 +26,7 @@ from coder_eval_dagster.instance_cli import REPOSITORY_HOME
 from coder_eval_dagster.storage import INSTANCE_YAML
 
 from ..support.dagster_services import sensor_tick
-from ..support.helpers import criterion, run_cli, task_with, write, write_task
+from ..support.helpers import criterion, run_cli, run_folders, task_with, write, write_task
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ def run_requests(
             instance=instance, tags=request.tags, asset_selection=request.asset_selection, raise_on_error=False
         )
         assert result.success
-    (run_dir,) = [p for p in Path(settings.run_options().runs_dir).iterdir() if p.is_dir() and p.name != "tables"]
+    (run_dir,) = run_folders(Path(settings.run_options().runs_dir))
     return sorted(str(path.parent.parent.relative_to(run_dir / "default")) for path in run_dir.rglob("task.json"))
 
 

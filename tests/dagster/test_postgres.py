@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from ..support.helpers import run_cli, task_with, write, write_task
+from ..support.helpers import run_cli, run_folders, task_with, write, write_task
 from ..support.postgres_server import running_postgres
 
 pytestmark = pytest.mark.slow
@@ -44,7 +44,7 @@ def test_graph_runs_on_postgres_storage(tmp_path: Path, postgres_url: str, monke
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     result = run_cli("run", tmp_path / "tasks", "--runs-dir", tmp_path / "runs")
     assert result.code == 0, result.err + result.out
-    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir() and p.name != "tables"]
+    (run_dir,) = run_folders(tmp_path / "runs")
     document = json.loads((run_dir / "run.json").read_text())
     with dg.DagsterInstance.from_config(str(home)) as instance:
         assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"

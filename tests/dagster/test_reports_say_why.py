@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ..support.helpers import criterion, run_cli, task_with, write_task
+from ..support.helpers import criterion, run_cli, run_folders, task_with, write_task
 
 AGENTLESS = {"agent": {"type": "none"}, "initial_prompt": None, "sandbox": {"python": None}}
 
@@ -44,18 +44,18 @@ def test_reports_name_the_error_or_the_failing_criteria(tmp_path: Path, monkeypa
     assert result.code == 1
     assert "prints the answer" in result.out and "pre_run command 1 failed" in result.out  # the why column
 
-    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.name != "tables" and p.is_dir()]
+    (run_dir,) = run_folders(tmp_path / "runs")
     run_md = (run_dir / "run.md").read_text()
     assert "| default | 3 | 1 | 33.3% |" in run_md  # pass rate and mean score per variant
-    assert "[wrong](default/wrong/01/task.html)" in run_md
+    assert "[wrong](default/wrong/00/task.html)" in run_md
     wrong_line = next(line for line in run_md.splitlines() if "[wrong]" in line)
     assert "run_command" in wrong_line and "prints the answer" in wrong_line and "0.00" in wrong_line
     broken_line = next(line for line in run_md.splitlines() if "[broken]" in line)
     assert "pre_run command 1 failed (exit code 9)" in broken_line
 
-    wrong = (run_dir / "default/wrong/01/task.html").read_text()
+    wrong = (run_dir / "default/wrong/00/task.html").read_text()
     assert "<dt>command</dt><dd>echo 41</dd>" in wrong and "<dt>expected_stdout</dt><dd>42</dd>" in wrong
-    broken = (run_dir / "default/broken/01/task.html").read_text()
+    broken = (run_dir / "default/broken/00/task.html").read_text()
     assert "class='banner'><strong>ERROR</strong>: pre_run command 1 failed" in broken
     assert "<p class='label'>stdout</p><pre>setting up" in broken and "<p class='label'>stderr</p><pre>oops" in broken
 
@@ -78,8 +78,8 @@ def test_the_analysts_latest_run_of_each_night_query_selects_the_latest_run(tmp_
             "task_id": "t",
             "base_task_id": "t",
             "row_id": None,
-            "replicate": 1,
-            "final_status": "SUCCESS" if success else "FAILED",
+            "replicate": 0,
+            "final_status": "SUCCESS" if success else "FAILURE",
             "success": success,
             "weighted_score": float(success),
         }

@@ -15,7 +15,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from ..support.helpers import run_cli, write
+from ..support.helpers import run_cli, run_folders, write
 
 pytestmark = pytest.mark.slow
 CLI = Path(sys.executable).parent / "coder-eval"
@@ -36,7 +36,7 @@ def _task(folder: Path, task_id: str, pre_run: str) -> None:
 
 
 def _only_run(runs: Path) -> Path:
-    (run_dir,) = [p for p in runs.iterdir() if p.name != "tables" and p.is_dir()]
+    (run_dir,) = run_folders(runs)
     return run_dir
 
 
@@ -50,12 +50,12 @@ def test_a_killed_run_resumes_without_rerunning_what_finished(tmp_path: Path, mo
     command = [str(CLI), "run", str(tmp_path / "tasks"), "--runs-dir", str(runs), "--concurrency", "1"]
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(list(runs.glob("*/default/*/01/run_state.json"))) < 2:
+    while time.monotonic() < deadline and len(list(runs.glob("latest/default/*/00/run_state.json"))) < 2:
         time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=10)
     run_dir = _only_run(runs)
-    finished_before = {p.parent.parent.name for p in run_dir.glob("default/*/01/run_state.json")}
+    finished_before = {p.parent.parent.name for p in run_dir.glob("default/*/00/run_state.json")}
     assert 2 <= len(finished_before) < len(names)
 
     assert run_cli("rescore", run_dir).code == 2  # incomplete: it points to --resume
@@ -67,7 +67,7 @@ def test_a_killed_run_resumes_without_rerunning_what_finished(tmp_path: Path, mo
     assert all(counts[name] == 1 for name in finished_before), counts  # never run twice
     assert all(counts[name] in (1, 2) for name in names)  # the one cut short ran again
     document = json.loads((run_dir / "run.json").read_text())
-    assert sorted(t["task_id"] for t in document["tasks"]) == names and document["passed"]
+    assert sorted(t["task_id"] for t in document["task_results"]) == names and document["passed"]
     results = pd.read_parquet(runs / "tables" / "task_results")
     assert sorted(results["task_id"]) == names  # each evaluation exactly once
     with dg.DagsterInstance.from_config(str(home)) as instance:
@@ -99,19 +99,21 @@ def test_retry_errors_reruns_only_the_errors_and_junit_reports_them(
     suite = ET.parse(junit).getroot()
     assert suite.tag == "testsuites" and suite.get("tests") == "3" and suite.get("errors") == "1"
     cases = {case.get("name"): case for case in suite.iter("testcase")}
-    assert set(cases) == {"flaky#01", "steady#01", "failing#01"}
-    assert cases["flaky#01"].find("error") is not None and "pre_run" in cases["flaky#01"].find("error").get("message")
-    failure = cases["failing#01"].find("failure")
-    assert failure is not None and "file_exists" in failure.get("message") and "never made" in failure.get("message")
-    assert len(cases["steady#01"]) == 0 and float(cases["steady#01"].get("time")) >= 0
+    assert set(cases) == {"flaky[00]", "steady[00]", "failing[00]"}  # coder_eval's names: <task_id>[NN]
+    assert cases["flaky[00]"].find("error") is not None and "pre_run" in cases["flaky[00]"].find("error").get("message")
+    failure = cases["failing[00]"].find("failure")
+    assert failure is not None and failure.get("message") == "FAILURE"
+    assert "[FAIL] file_exists: score 0.00 < threshold 0.9 \u2014 a file that is never made" in failure.text
+    steady = cases["steady[00]"]
+    assert steady.find("failure") is None and steady.find("error") is None and float(steady.get("time")) >= 0
 
     run_dir = _only_run(tmp_path / "runs")
     retried = run_cli("run", "--retry-errors", run_dir)
     assert retried.code == 1  # "failing" still fails; it is not an ERROR, so it is not re-run
     assert sorted(log.read_text().split()) == ["flaky", "flaky", "steady"]  # only flaky ran again
     document = json.loads((run_dir / "run.json").read_text())
-    assert {t["task_id"]: t["final_status"] for t in document["tasks"]} == {
-        "failing": "FAILED",
+    assert {t["task_id"]: t["status"] for t in document["task_results"]} == {
+        "failing": "FAILURE",
         "flaky": "SUCCESS",
         "steady": "SUCCESS",
     }

@@ -17,14 +17,14 @@ from coder_eval_dagster.definitions import JOB_NAME, build_definitions
 from coder_eval_dagster.defs.resources import CoderEvalSettings, RunOptionsConfig, RunSpecConfig
 
 from ..support.dagster_services import apply_partition_requests, sensor_tick
-from ..support.helpers import criterion, run_cli, task_with, write, write_task
+from ..support.helpers import criterion, run_cli, run_folders, task_with, write, write_task
 
 AGENTLESS = {"agent": {"type": "none"}, "initial_prompt": None, "sandbox": {"python": None}}
 PASSING = {**AGENTLESS, "success_criteria": [criterion("run_command", command="true")]}
 
 
 def _only_run(runs: Path) -> Path:
-    (run_dir,) = [p for p in runs.iterdir() if p.name != "tables" and p.is_dir()]
+    (run_dir,) = run_folders(runs)
     return run_dir
 
 
@@ -37,8 +37,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_a_cli_run_resolves_its_task_files_once(tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_task(tmp_path / "tasks", task_with(task_id="a", dataset={"rows": [{"id": "1"}, {"id": "2"}]}, **PASSING))
     calls = []
-    real = resolution.discover
-    monkeypatch.setattr(resolution, "discover", lambda paths: calls.append(paths) or real(paths))
+    real = resolution._discover
+    monkeypatch.setattr(resolution, "_discover", lambda paths: calls.append(paths) or real(paths))
     result = run_cli("run", tmp_path / "tasks", "--runs-dir", tmp_path / "runs")
     assert result.code == 0, result.err
     assert len(calls) == 1
@@ -62,7 +62,7 @@ def test_a_file_edited_during_the_run_does_not_change_what_it_evaluates(tmp_path
     assert "false" in later.read_text()  # the edit happened, before the scoring step
     assert result.code == 0, result.err + result.out
     document = json.loads((_only_run(tmp_path / "runs") / "run.json").read_text())
-    assert {t["task_id"]: t["final_status"] for t in document["tasks"]} == {"editor": "SUCCESS", "later": "SUCCESS"}
+    assert {t["task_id"]: t["status"] for t in document["task_results"]} == {"editor": "SUCCESS", "later": "SUCCESS"}
 
 
 def test_cli_run_metadata_names_the_paths_it_ran(tmp_path: Path, home: Path) -> None:
@@ -87,7 +87,7 @@ def test_launched_runs_record_the_experiment_id_like_the_cli(tmp_path: Path) -> 
         assert job.execute_in_process(instance=instance, tags=request.tags, raise_on_error=False).success
     document = json.loads((_only_run(tmp_path / "runs") / "run.json").read_text())
     assert document["experiment"] == "exp-one"
-    assert sorted(t["variant_id"] for t in document["tasks"]) == ["x", "y"]
+    assert sorted(t["variant_id"] for t in document["task_results"]) == ["x", "y"]
     assert document["options"]["experiment"] == str(experiment)
 
 
@@ -134,19 +134,21 @@ def test_durations_are_each_evaluations_own_and_rescore_keeps_them(tmp_path: Pat
     assert run_cli("run", tmp_path / "tasks", "--runs-dir", tmp_path / "runs", "--concurrency", "2").code == 0
     run_dir = _only_run(tmp_path / "runs")
     document = json.loads((run_dir / "run.json").read_text())
-    by_task = {t["task_id"]: t for t in document["tasks"]}
+    by_task = {t["task_id"]: t for t in document["task_results"]}
     for task_id, nap in naps.items():
         entry = by_task[task_id]
         assert entry["stage_durations"]["pre_run"] == pytest.approx(nap, rel=0.2, abs=0.08)
-        assert entry["duration_s"] == pytest.approx(sum(entry["stage_durations"].values()), abs=0.01)
-        assert entry["duration_s"] < nap + 1.0  # its own time, not the whole stage's
+        assert entry["duration"] == pytest.approx(sum(entry["stage_durations"].values()), abs=0.01)
+        assert entry["duration"] < nap + 1.0  # its own time, not the whole stage's
     tables = tmp_path / "runs" / "tables"
     before = pd.read_parquet(tables / "task_results").set_index("task_id")["duration_s"].to_dict()
     assert run_cli("rescore", run_dir).code == 0
     after = json.loads((run_dir / "run.json").read_text())
-    assert {t["task_id"]: t["duration_s"] for t in after["tasks"]} == {t: e["duration_s"] for t, e in by_task.items()}
+    assert {t["task_id"]: t["duration"] for t in after["task_results"]} == {
+        t: e["duration"] for t, e in by_task.items()
+    }
     assert pd.read_parquet(tables / "task_results").set_index("task_id")["duration_s"].to_dict() == before
-    task_json = json.loads((run_dir / "default/nap0/01/task.json").read_text())
+    task_json = json.loads((run_dir / "default/nap0/00/task.json").read_text())
     assert task_json["rescore_duration_s"] is not None and task_json["rescored_at"]
 
 
@@ -213,7 +215,7 @@ def test_a_criterion_registered_from_outside_validates_scores_and_reaches_the_su
     result = run_cli("run", tmp_path / "tasks", "--runs-dir", tmp_path / "runs")
     assert result.code == 1  # the sad row fails; the suite threshold is met
     document = json.loads((_only_run(tmp_path / "runs") / "run.json").read_text())
-    assert {t["task_id"]: t["final_status"] for t in document["tasks"]} == {"moods/1": "SUCCESS", "moods/2": "FAILED"}
+    assert {t["task_id"]: t["status"] for t in document["task_results"]} == {"moods/1": "SUCCESS", "moods/2": "FAILURE"}
     (entry,) = document["suite"]
     assert entry["criterion_type"] == "mood" and entry["metrics"]["accuracy"] == 0.5
     assert entry["confusion_matrix"] == {"happy": {"happy": 1}, "sad": {"happy": 1}}

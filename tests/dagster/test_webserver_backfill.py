@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from ..support.dagster_services import DagsterServices, launch_backfill, prepare_instance, wait_for_backfill
-from ..support.helpers import criterion, task_with, write_task
+from ..support.helpers import criterion, run_folders, task_with, write_task
 
 pytestmark = pytest.mark.slow
 
@@ -54,8 +54,8 @@ def test_backfill_through_graphql(tmp_path: Path) -> None:
     logs = "\n".join(p.read_text(errors="replace")[-3000:] for p in (tmp_path / "logs").iterdir())
     assert backfill["status"] in ("COMPLETED", "COMPLETED_SUCCESS"), (backfill, logs)
     assert backfill["runs"] and all(r["status"] == "SUCCESS" for r in backfill["runs"]), backfill
-    run_dirs = [p for p in (tmp_path / "runs").iterdir() if p.is_dir() and p.name != "tables"]
-    tasks = sorted(t["task_id"] for d in run_dirs for t in json.loads((d / "run.json").read_text())["tasks"])
+    run_dirs = run_folders(tmp_path / "runs")
+    tasks = sorted(t["task_id"] for d in run_dirs for t in json.loads((d / "run.json").read_text())["task_results"])
     assert tasks == ["one", "two/x", "two/y"]
     assert all(json.loads((d / "run.json").read_text())["passed"] for d in run_dirs)
     results = pd.read_parquet(tmp_path / "runs" / "tables" / "task_results")

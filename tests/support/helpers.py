@@ -35,6 +35,13 @@ def run_cli(*args: str | Path) -> CliResult:
     return CliResult(code, out.getvalue(), err.getvalue())
 
 
+def run_folders(runs: Path) -> list[Path]:
+    """The run folders under a runs folder, oldest first (not tables/, a hidden cache or the ``latest`` link)."""
+    return sorted(
+        p for p in runs.iterdir() if p.is_dir() and not p.is_symlink() and p.name != "tables" and p.name[0] != "."
+    )
+
+
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text), encoding="utf-8")

@@ -1,28 +1,34 @@
 """Run folders written straight from outcomes (no agent, no Dagster): for the comparison and viewer tests, benchmarks.
 
-Each run gets its run.json (run id, variants, verdict, the tasks' headline
-fields) and its rows in the
+Each run gets its run.json (a ``RunSummary``: run id, variants, verdict, the
+tasks' headline fields) and its rows in the
 task_results and criteria_scores Parquet tables, exactly where a real run
 puts them.
 """
 
 from __future__ import annotations
 
-import json
 import random
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from coder_eval_dagster.core.layout import REPORT_FILE, evaluation_folder
-from coder_eval_dagster.core.models.results import CriterionResult, EvaluationResult, ToolCallRecord, TurnRecord
+from coder_eval_dagster.core.models.report import RunSummary, TaskRow
+from coder_eval_dagster.core.models.results import (
+    CriterionResult,
+    EvaluationResult,
+    TokenUsage,
+    ToolCallRecord,
+    TurnRecord,
+)
 from coder_eval_dagster.core.reports.run_viewer import write_run_viewer
 from coder_eval_dagster.core.reports.task_html import render_task_html
 from coder_eval_dagster.core.runs import TIMESTAMP
 from coder_eval_dagster.core.tables import write_table
 
 
-def evaluation(variant_id: str, task_id: str, status: str, replicate: int = 1, **fields: Any) -> dict[str, Any]:
+def evaluation(variant_id: str, task_id: str, status: str, replicate: int = 0, **fields: Any) -> dict[str, Any]:
     """A task_results row; success follows the status, the score follows success unless given."""
     success = status == "SUCCESS"
     base = task_id.split("/")[0]
@@ -75,34 +81,39 @@ def write_run(runs_dir: Path, run_ts: datetime, rows: list[dict[str, Any]], suff
     ]
     write_table(runs_dir / "tables", "task_results", run_id, run_ts, results)
     write_table(runs_dir / "tables", "criteria_scores", run_id, run_ts, criteria)
-    variants = list(dict.fromkeys(row["variant_id"] for row in rows))
-    document = {
-        "run_id": run_id,
-        "started_at": run_ts.isoformat(),
-        "finished_at": (run_ts + timedelta(minutes=1)).isoformat(),
-        "experiment": None,
-        "variants": variants,
-        "passed": all(row["success"] for row in rows),
-        "tasks": [
-            {key: row[key] for key in ("task_id", "variant_id", "replicate", "final_status", "success")} for row in rows
+    report = RunSummary(
+        run_id=run_id,
+        start_time=run_ts.isoformat(),
+        end_time=(run_ts + timedelta(minutes=1)).isoformat(),
+        variants=list(dict.fromkeys(row["variant_id"] for row in rows)),
+        passed=all(row["success"] for row in rows),
+        task_results=[
+            TaskRow(
+                task_id=row["task_id"],
+                variant_id=row["variant_id"],
+                replicate_index=row["replicate"],
+                status=row["final_status"],
+                success=row["success"],
+                weighted_score=row["weighted_score"],
+                duration=row["duration_s"],
+            )
+            for row in rows
         ],
-        "skipped_tasks": [],
-        "suite": [],
-    }
-    (run_dir / "run.json").write_text(json.dumps(document), encoding="utf-8")
+    )
+    (run_dir / "run.json").write_text(report.model_dump_json(), encoding="utf-8")
     return run_dir
 
 
 # ----------------------------------------------------------------------------- a large run, for the run viewer
 
 VIEWER_SUITES = 10
-OUTCOMES = (("SUCCESS", 0.8), ("FAILED", 0.93), ("ERROR", 0.98), ("TIMEOUT", 1.0))  # cumulative shares
+OUTCOMES = (("SUCCESS", 0.8), ("FAILURE", 0.93), ("ERROR", 0.98), ("TIMEOUT", 1.0))  # cumulative shares
 
 
 def viewer_results(
     count: int, variants: tuple[str, ...] = ("baseline", "with-hint"), seed: int = 26
 ) -> list[EvaluationResult]:
-    """``count`` evaluations of dataset rows (``suite<k>/row<i>``) under ``variants``: mostly SUCCESS, some FAILED on
+    """``count`` evaluations of dataset rows (``suite<k>/row<i>``) under ``variants``: mostly SUCCESS, some FAILURE on
     one of three criteria (with its reason), some ERROR or TIMEOUT; each with tags, two turns, tokens and cost."""
     rng = random.Random(seed)
     return [_viewer_result(rng, index, variant) for index in range(count // len(variants)) for variant in variants]
@@ -143,7 +154,7 @@ def _viewer_result(rng: random.Random, index: int, variant: str) -> EvaluationRe
             pass_threshold=0.5,
         ),
     ]
-    if status == "FAILED":
+    if status == "FAILURE":
         failing = criteria[index % 3]
         failing.passed, failing.score = False, 0.0
         failing.error = f"exit code 1: AssertionError in test_row{index}" if index % 3 == 0 else None
@@ -175,7 +186,7 @@ def _viewer_result(rng: random.Random, index: int, variant: str) -> EvaluationRe
         base_task_id=suite,
         row_id=f"row{index:05d}",
         variant_id=variant,
-        replicate=1,
+        replicate=0,
         agent_type="replay",
         tags=[suite, "nightly", *(["slow"] if index % 5 == 0 else [])],
         final_status=status,
@@ -184,6 +195,7 @@ def _viewer_result(rng: random.Random, index: int, variant: str) -> EvaluationRe
         error=f"sandbox setup failed: pip install exited 1 (row {index})" if status == "ERROR" else None,
         duration_s=round(rng.uniform(5, 300), 2),
         turns=len(turns),
+        total_token_usage=TokenUsage.of_turns(turns),
         criteria=criteria if status != "ERROR" else [],
         trajectory=turns,
     )

@@ -3,9 +3,10 @@
 Every test here runs the product as a user does: the console script in a
 process of its own, credentials only in that process's environment (never in
 this process's ``os.environ``), and the scripted servers of
-tests/fake_anthropic.py and tests/fake_openai.py on 127.0.0.1 in place of the
-model APIs. Names are specific (``system_cli``, ``scripted_anthropic``...):
-other helpers' fixtures may live in this conftest too.
+tests/support/fake_anthropic.py, fake_openai.py and fake_chat.py on 127.0.0.1
+in place of the model APIs. Names are specific (``system_cli``,
+``scripted_anthropic``...): other helpers' fixtures may live in this conftest
+too.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import pytest
 import yaml
 
 from ..support.fake_anthropic import FakeAnthropic, Script, Turn
+from ..support.fake_chat import ChatScript, FakeChat
 from ..support.fake_http import LoopbackServer
 from ..support.fake_openai import FakeResponses, ResponsesScript
 from ..support.helpers import write, write_task
@@ -87,11 +89,17 @@ class RunFolder:
     def summary(self) -> dict[str, Any]:
         return json.loads((self.path / "run.json").read_text(encoding="utf-8"))
 
-    def evaluation(self, task_id: str, variant: str = "default", replicate: str = "01") -> Path:
+    def evaluation(self, task_id: str, variant: str = "default", replicate: str = "00") -> Path:
         return self.path / variant / task_id / replicate
 
-    def result(self, task_id: str, variant: str = "default", replicate: str = "01") -> dict[str, Any]:
+    def result(self, task_id: str, variant: str = "default", replicate: str = "00") -> dict[str, Any]:
         return json.loads((self.evaluation(task_id, variant, replicate) / "task.json").read_text(encoding="utf-8"))
+
+
+def agent_usage(result: dict[str, Any]) -> tuple[int, int, float | None]:
+    """A task.json's agent tokens and cost, as the report schema writes them: (uncached input, output, cost)."""
+    usage = result["total_token_usage"] or {}
+    return usage.get("uncached_input_tokens", 0), usage.get("output_tokens", 0), usage.get("total_cost_usd")
 
 
 def only_run(runs: Path) -> RunFolder:
@@ -249,6 +257,12 @@ def scripted_anthropic() -> Iterator[Callable[[Script], FakeAnthropic]]:
 def scripted_responses() -> Iterator[Callable[[ResponsesScript], FakeResponses]]:
     """``scripted_responses(ResponsesScript(...))``: an OpenAI Responses API on 127.0.0.1 (``.url`` ends in /v1)."""
     yield from _serving(FakeResponses)
+
+
+@pytest.fixture
+def scripted_chat() -> Iterator[Callable[[ChatScript], FakeChat]]:
+    """``scripted_chat(ChatScript(...))``: an OpenAI Chat Completions API on 127.0.0.1 (``.url`` ends in /v1)."""
+    yield from _serving(FakeChat)
 
 
 # ----------------------------------------------------------------------------- the leak search

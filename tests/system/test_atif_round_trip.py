@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from coder_eval_dagster.core.layout import load_result
 from coder_eval_dagster.core.models.atif import Trajectory as AtifTrajectory
 
 from ..support.helpers import write_task
@@ -49,19 +50,22 @@ USAGE = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_crea
 
 
 def outcome(run: RunFolder, task_id: str) -> dict[str, Any]:
-    """What the round trip must keep: each criterion's verdict, the status, the calls and the usage."""
-    result = run.result(task_id)
+    """What the round trip must keep: each criterion's verdict, the status, the calls and the usage (task.json read
+    as the product reads it)."""
+    result = load_result(run.evaluation(task_id) / "task.json")
     return {
-        "status": result["final_status"],
-        "criteria": [(c["type"], c["passed"], c["score"]) for c in result["criteria"]],
-        "calls": [
-            (c["tool"], c["parameters"], c["status"], c["output"])
-            for turn in result["trajectory"]
-            for c in turn["calls"]
-        ],
-        "usage": [{key: turn[key] for key in USAGE} for turn in result["trajectory"]],
-        "texts": [turn["text"] for turn in result["trajectory"]],
+        "status": result.final_status,
+        "criteria": [(c.type, c.passed, c.score) for c in result.criteria],
+        "calls": [(c.tool, c.parameters, c.status, c.output) for turn in result.trajectory for c in turn.calls],
+        "usage": [turn.model_dump(include=set(USAGE)) for turn in result.trajectory],
+        "texts": [turn.text for turn in result.trajectory],
     }
+
+
+def said(run: RunFolder, task_id: str) -> list[tuple[int, str, str, bool | None]]:
+    """A dialog's messages: who said what at which exchange, and the check after it (not when: timestamps differ)."""
+    dialog = load_result(run.evaluation(task_id) / "task.json").dialog
+    return [(message.turn, message.role, message.text, message.criteria_passed) for message in dialog]
 
 
 def replayed_from(system_cli: SystemCli, task: Path, exported: Path) -> RunFolder:
@@ -80,7 +84,7 @@ def test_export_then_replay_gives_the_same_criteria_results(system_cli: SystemCl
     assert first.code == 1, first.output  # "every read worked" fails: missing.txt
     exported = system_cli("export", run.path, "--format", "atif", "--out", system_cli.folder / "atif", env={})
     assert exported.code == 0 and "wrote 1 ATIF trajectories" in exported.out, exported.output
-    atif_file = system_cli.folder / "atif" / "default" / "greeter" / "01" / "trajectory.atif.json"
+    atif_file = system_cli.folder / "atif" / "default" / "greeter" / "00" / "trajectory.atif.json"
     document = AtifTrajectory.model_validate_json(atif_file.read_text(encoding="utf-8"))
     assert document.schema_version == "ATIF-v1.7"
     assert [step.source for step in document.steps] == ["user", "agent", "agent"]
@@ -107,7 +111,7 @@ def test_a_dialog_round_trips_with_its_user_messages(system_cli: SystemCli) -> N
     assert sources == ["user", "agent", "user", "agent"]
     second = replayed_from(system_cli, tasks / "task.yaml", atif_file)
     assert outcome(second, "replay_dialog") == outcome(run, "replay_dialog")
-    assert second.result("replay_dialog")["dialog"] == run.result("replay_dialog")["dialog"]
+    assert said(second, "replay_dialog") == said(run, "replay_dialog")
 
 
 def test_a_recorded_claude_code_session_replays(system_cli: SystemCli) -> None:

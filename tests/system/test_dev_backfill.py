@@ -13,6 +13,7 @@ import pytest
 from ..support.dagster_services import BACKFILL_STATUS, DagsterServices, free_port, launch_backfill
 from .conftest import (
     SystemCli,
+    agent_usage,
     anthropic_environment,
     carried,
     claude_code_task,
@@ -95,7 +96,8 @@ def test_a_backfill_launched_from_the_ui_runs_claude_code_with_the_key_of_dev_al
     assert carried(key, fake.script.headers)  # from the run worker the daemon started
     run = only_run(system_cli.runs)
     result = run.result("ui")
-    assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
-    assert (result["input_tokens"], result["output_tokens"]) == (1200, 80) and result["cost_usd"] > 0
+    assert result["final_status"] == "SUCCESS", (result["error_message"], result["success_criteria_results"])
+    tokens_in, tokens_out, cost = agent_usage(result)
+    assert (tokens_in, tokens_out) == (1200, 80) and cost > 0
     probe_ran(run.evaluation("ui") / "sandbox")
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=log.read_text(errors="replace"))

@@ -57,10 +57,10 @@ def test_rescore_reruns_the_criteria_of_a_stopped_evaluation_and_keeps_its_statu
     _write_task(tmp_path, limits, ["a.txt"])
     ran = _coder_eval(tmp_path, "run", "task.yaml", "--runs-dir", str(tmp_path / "runs"))
     assert ran.returncode == 1, ran.stdout + ran.stderr
-    (result_file,) = (tmp_path / "runs").glob("*/default/t/01/task.json")
+    (result_file,) = (tmp_path / "runs").glob("latest/default/t/00/task.json")
     before = json.loads(result_file.read_text())
     assert before["final_status"] == status
-    assert [c["description"] for c in before["criteria"]] == ["a.txt"]
+    assert [c["description"] for c in before["success_criteria_results"]] == ["a.txt"]
 
     # after the run, the criterion is changed (same type, same place) and one is added
     _write_task(tmp_path, limits, ["b.txt", "a.txt"])
@@ -68,7 +68,10 @@ def test_rescore_reruns_the_criteria_of_a_stopped_evaluation_and_keeps_its_statu
     assert rescored.returncode == 1, rescored.stdout + rescored.stderr
     after = json.loads(result_file.read_text())
     assert after["final_status"] == status
-    assert [(c["description"], c["score"]) for c in after["criteria"]] == [("b.txt", 0.0), ("a.txt", 1.0)]
+    assert [(c["description"], c["score"]) for c in after["success_criteria_results"]] == [
+        ("b.txt", 0.0),
+        ("a.txt", 1.0),
+    ]
 
 
 def test_rescore_runs_no_criterion_of_an_error_evaluation(tmp_path: Path) -> None:
@@ -77,9 +80,9 @@ def test_rescore_runs_no_criterion_of_an_error_evaluation(tmp_path: Path) -> Non
     task = yaml.safe_load((tmp_path / "task.yaml").read_text()) | {"pre_run": [{"command": "exit 3"}]}
     write(tmp_path / "task.yaml", yaml.safe_dump(task))
     assert _coder_eval(tmp_path, "run", "task.yaml", "--runs-dir", str(tmp_path / "runs")).returncode == 1
-    (result_file,) = (tmp_path / "runs").glob("*/default/t/01/task.json")
+    (result_file,) = (tmp_path / "runs").glob("latest/default/t/00/task.json")
     rescored = _coder_eval(tmp_path, "rescore", str(result_file.parents[3]))
     assert rescored.returncode == 1, rescored.stdout + rescored.stderr
     after = json.loads(result_file.read_text())
-    assert after["final_status"] == "ERROR" and "pre_run command 1 failed" in after["error"]
-    assert after["criteria"] == []
+    assert after["final_status"] == "ERROR" and "pre_run command 1 failed" in after["error_message"]
+    assert after["success_criteria_results"] == []

@@ -41,5 +41,5 @@ def test_a_run_that_calls_no_model_prints_no_routing_line(tmp_path: Path, system
     # a key in the environment, as a user with one exported has: the run still calls no model
     outcome, run = system_cli.run(tasks, env=anthropic_environment("http://127.0.0.1:9", new_key()))
     assert outcome.code == 0, outcome.output
-    assert sorted(task["task_id"] for task in run.summary["tasks"]) == ["agentless", "replay"]
+    assert sorted(task["task_id"] for task in run.summary["task_results"]) == ["agentless", "replay"]
     assert "API routing" not in outcome.output

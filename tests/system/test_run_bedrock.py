@@ -8,6 +8,7 @@ import pytest
 
 from .conftest import (
     SystemCli,
+    agent_usage,
     bedrock_environment,
     carried,
     claude_code_task,
@@ -43,9 +44,10 @@ def test_claude_code_and_an_llm_judge_go_to_bedrock_and_its_tools_never_see_the_
     assert not [path for path in paths if path.startswith(("/v1/", "CONNECT"))], paths
     assert carried(token, fake.script.headers)
     result = run.result("bedrock")
-    assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
-    assert [c["score"] for c in result["criteria"]] == [1.0, 0.9]
-    assert (result["input_tokens"], result["output_tokens"]) == (1200, 80) and result["cost_usd"] > 0
+    assert result["final_status"] == "SUCCESS", (result["error_message"], result["success_criteria_results"])
+    assert [c["score"] for c in result["success_criteria_results"]] == [1.0, 0.9]
+    tokens_in, tokens_out, cost = agent_usage(result)
+    assert (tokens_in, tokens_out) == (1200, 80) and cost > 0
     assert result["judge_input_tokens"] > 0 and result["judge_cost_usd"] > 0
     probe_ran(run.evaluation("bedrock") / "sandbox")
     no_key_anywhere(token, system_cli.runs, system_cli.home, output=outcome.output)

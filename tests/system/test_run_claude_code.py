@@ -8,6 +8,7 @@ import pytest
 
 from .conftest import (
     SystemCli,
+    agent_usage,
     anthropic_environment,
     carried,
     claude_code_task,
@@ -35,10 +36,10 @@ def test_a_claude_code_task_succeeds_with_usage_and_cost_and_its_tools_never_see
     assert fake.script.paths and all(path.startswith("/v1/messages") for path in fake.script.paths), fake.script.paths
     assert carried(key, fake.script.headers)  # the key itself reached the API (and, below, nothing else)
     result = run.result("claude")
-    assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
-    assert (result["input_tokens"], result["output_tokens"]) == (1200, 80)
-    assert result["cost_usd"] > 0
-    (row,) = run.summary["tasks"]
-    assert (row["final_status"], row["input_tokens"], row["cost_usd"]) == ("SUCCESS", 1200, result["cost_usd"])
+    assert result["final_status"] == "SUCCESS", (result["error_message"], result["success_criteria_results"])
+    tokens_in, tokens_out, cost = agent_usage(result)
+    assert (tokens_in, tokens_out) == (1200, 80) and cost > 0
+    (row,) = run.summary["task_results"]
+    assert (row["status"], row["input_tokens"], row["agent_cost_usd"]) == ("SUCCESS", 1200, cost)
     probe_ran(run.evaluation("claude") / "sandbox")
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)

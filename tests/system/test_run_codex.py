@@ -8,7 +8,7 @@ import pytest
 
 from ..support.fake_openai import ResponsesScript, Step
 from ..support.helpers import write_task
-from .conftest import ENV_PROBE, SystemCli, carried, new_key, no_key_anywhere, probe_ran, proxied_through
+from .conftest import ENV_PROBE, SystemCli, agent_usage, carried, new_key, no_key_anywhere, probe_ran, proxied_through
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("openai_codex", reason="the codex extra is not installed")
@@ -46,13 +46,14 @@ def test_a_codex_task_succeeds_with_usage_and_its_commands_never_see_the_key(
     assert fake.script.paths == ["/v1/responses"] * 3  # the three steps, nothing else (no CONNECT through the proxy)
     assert carried(key, fake.script.headers)  # the key itself reached the API (and, below, nothing else)
     result = run.result("codex")
-    assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
+    assert result["final_status"] == "SUCCESS", (result["error_message"], result["success_criteria_results"])
     # fresh prompt tokens are recorded as cache creation, cached ones as cache reads (docs/running.md): per turn
     prompt = [
         t["input_tokens"] + t["cache_creation_input_tokens"] + t["cache_read_input_tokens"]
-        for t in result["trajectory"]
+        for t in result["iterations"][0]["turns"]
     ]
-    assert prompt == [200, 300, 400] and result["output_tokens"] == 60
-    assert result["cost_usd"] is None  # codex reports no price: no cost is made up
+    _, tokens_out, cost = agent_usage(result)
+    assert prompt == [200, 300, 400] and tokens_out == 60
+    assert cost is None  # codex reports no price: no cost is made up
     probe_ran(run.evaluation("codex") / "sandbox")
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)

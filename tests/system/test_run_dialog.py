@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ..support.fake_anthropic import Script, Turn
-from .conftest import SystemCli, anthropic_environment, carried, claude_code_task, new_key, no_key_anywhere
+from .conftest import SystemCli, agent_usage, anthropic_environment, carried, claude_code_task, new_key, no_key_anywhere
 
 pytestmark = pytest.mark.slow
 
@@ -35,8 +35,8 @@ def test_a_simulated_dialog_reaches_the_api_is_recorded_and_succeeds(
     assert fake.script.paths and all(path.startswith("/v1/messages") for path in fake.script.paths), fake.script.paths
     assert carried(key, fake.script.headers)
     result = run.result("dialog")
-    assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
-    assert (result["simulation"]["turns"], result["simulation"]["stop_reason"]) == (2, "stop_token")
+    assert result["final_status"] == "SUCCESS", (result["error_message"], result["success_criteria_results"])
+    assert (result["simulation"]["total_turns"], result["simulation"]["stop_reason"]) == (2, "stop_token")
     assert [(m["role"], m["text"]) for m in result["dialog"]] == [
         ("user", "Please write out.txt"),
         ("agent", "What should out.txt say?"),
@@ -44,6 +44,8 @@ def test_a_simulated_dialog_reaches_the_api_is_recorded_and_succeeds(
         ("agent", "out.txt says done."),
         ("user", "Thanks"),
     ]
-    assert (result["input_tokens"], result["output_tokens"]) == (1200, 60) and result["cost_usd"] > 0
-    assert (result["simulator_input_tokens"], result["simulator_output_tokens"]) == (100, 20)
+    tokens_in, tokens_out, cost = agent_usage(result)
+    assert (tokens_in, tokens_out) == (1200, 60) and cost > 0
+    simulation = result["simulation"]
+    assert (simulation["simulator_input_tokens"], simulation["simulator_output_tokens"]) == (100, 20)
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)

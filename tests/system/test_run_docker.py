@@ -11,6 +11,7 @@ from ..support.fake_anthropic import Script, Turn
 from .conftest import (
     ENV_PROBE,
     SystemCli,
+    agent_usage,
     anthropic_environment,
     carried,
     claude_code_task,
@@ -45,7 +46,8 @@ def test_claude_code_in_a_container_succeeds_and_its_tools_never_see_the_key(
     assert fake.script.paths and all(path.startswith("/v1/messages") for path in fake.script.paths), fake.script.paths
     assert carried(key, fake.script.headers)
     result = run.result("docker")
-    assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
-    assert (result["input_tokens"], result["output_tokens"]) == (300, 60) and result["cost_usd"] > 0
+    assert result["final_status"] == "SUCCESS", (result["error_message"], result["success_criteria_results"])
+    tokens_in, tokens_out, cost = agent_usage(result)
+    assert (tokens_in, tokens_out) == (300, 60) and cost > 0
     probe_ran(run.evaluation("docker") / "sandbox")
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ..support.fake_anthropic import Script, Turn
-from .conftest import SystemCli, anthropic_environment, carried, new_key, no_key_anywhere, replay_task_file
+from .conftest import SystemCli, agent_usage, anthropic_environment, carried, new_key, no_key_anywhere, replay_task_file
 
 pytestmark = pytest.mark.slow
 
@@ -52,12 +52,17 @@ def test_both_judges_pass_with_their_usage_recorded_and_the_judge_agent_never_se
     assert fake.script.paths and all(path.startswith("/v1/messages") for path in fake.script.paths), fake.script.paths
     assert carried(key, fake.script.headers)
     result = run.result("judged")
-    assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
-    assert [(c["score"], c["passed"], c["error"]) for c in result["criteria"]] == [(0.9, True, None), (1.0, True, None)]
-    usages = [c["details"]["judge_usage"] for c in result["criteria"]]
+    assert result["final_status"] == "SUCCESS", (result["error_message"], result["success_criteria_results"])
+    criteria = result["success_criteria_results"]
+    assert [(c["score"], c["passed"], c["error"]) for c in criteria] == [(0.9, True, None), (1.0, True, None)]
+    assert [(c["result_kind"], c["token_usage"]["uncached_input_tokens"] > 0) for c in criteria] == [
+        ("judge", True)
+    ] * 2
+    usages = [c["evidence"]["judge_usage"] for c in criteria]
     assert all(usage["input_tokens"] > 0 and usage["output_tokens"] > 0 for usage in usages), usages
     assert result["judge_input_tokens"] == sum(usage["input_tokens"] for usage in usages)
     assert result["judge_cost_usd"] > 0
-    assert (result["input_tokens"], result["cost_usd"]) == (0, None)  # the replayed agent called no model
+    tokens_in, _, cost = agent_usage(result)
+    assert (tokens_in, cost) == (0, None)  # the replayed agent called no model
     assert "probe ran:" in (run.evaluation("judged") / "judge-1.yaml").read_text()
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)

@@ -166,8 +166,8 @@ def test_a_link_opens_its_task_report_and_back_restores_the_view(big_run: tuple[
     first = expected[0]
     click_on(browser, "#grid tbody tr a")
     title = browser.wait_for("document.title.includes('[') && document.title", 10, 0.05)
-    assert title == f"{first.task_id} [baseline] #01"
-    assert browser.evaluate("location.href").endswith(f"/baseline/{first.task_id}/01/task.html")
+    assert title == f"{first.task_id} [baseline] #00"
+    assert browser.evaluate("location.href").endswith(f"/baseline/{first.task_id}/00/task.html")
     assert "TIMEOUT" in browser.evaluate("document.body.innerText")
 
     browser.evaluate("history.back()")
@@ -189,7 +189,7 @@ def test_pairs_put_the_flipped_rows_first(big_run: tuple[Path, Any], browser: Ch
     assert browser.evaluate("Number(document.getElementById('flipped').dataset.count)") == len(flipped)
     assert column(browser, 0) == flipped[:100]
     mark = browser.evaluate("document.querySelector('#grid tbody tr td:nth-child(3) a').getAttribute('href')")
-    assert mark == f"with-hint/{flipped[0]}/01/task.html"
+    assert mark == f"with-hint/{flipped[0]}/00/task.html"
 
 
 # ----------------------------------------------------------------------------- a run made by the installed CLI

@@ -127,7 +127,7 @@ def test_no_credential_is_reachable_or_recorded_in_any_form(tmp_path: Path) -> N
         stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 120
-    while not list(tmp_path.glob("runs/*/default/thief/01/sandbox/leak-agent.txt")):
+    while not list(tmp_path.glob("runs/latest/default/thief/00/sandbox/leak-agent.txt")):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.1)
     running_environ = Path(f"/proc/{process.pid}/environ").read_bytes()  # the CLI's, mid-run
@@ -136,7 +136,7 @@ def test_no_credential_is_reachable_or_recorded_in_any_form(tmp_path: Path) -> N
     assert process.returncode == 0, (out + err).decode()  # every attack ran and the memory scan found its control
 
     (run_dir,) = (tmp_path / "runs").glob("2*")
-    leaks = {stage: (run_dir / f"default/thief/01/sandbox/leak-{stage}.txt") for stage in ("pre_run", "agent")}
+    leaks = {stage: (run_dir / f"default/thief/00/sandbox/leak-{stage}.txt") for stage in ("pre_run", "agent")}
     assert all(b"control ok" in path.read_bytes() for path in leaks.values())
     haystacks = {
         "CLI output": out + err,

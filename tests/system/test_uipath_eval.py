@@ -42,8 +42,8 @@ def _variant(folder: Path, task_id: str, criterion: dict[str, Any], sandbox: dic
 
 
 def _criterion(runs: Path, task_id: str) -> dict[str, Any]:
-    (result,) = runs.glob(f"*/default/{task_id}/01/task.json")
-    (criterion,) = json.loads(result.read_text())["criteria"]
+    (result,) = runs.glob(f"latest/default/{task_id}/00/task.json")
+    (criterion,) = json.loads(result.read_text())["success_criteria_results"]
     return criterion
 
 
@@ -63,25 +63,25 @@ def test_the_uipath_example_scored_by_the_real_cli(tmp_path: Path) -> None:
 
     met = _criterion(runs, TASK)
     assert (met["score"], met["passed"], met["error"]) == (1.0, True, None), met
-    metrics = {name: metric["value"] for name, metric in met["details"]["metrics"].items()}
+    metrics = {name: metric["value"] for name, metric in met["evidence"]["metrics"].items()}
     assert metrics["category_match"] == pytest.approx(5 / 6)
     assert metrics["category_match::fscore"] == pytest.approx(37 / 45)
     assert metrics["category_match::precision.micro.recall"] == pytest.approx(5 / 6)
     assert metrics["output_similarity"] == pytest.approx((5 + 5 / 9) / 6)
-    assert met["details"]["metrics"]["category_match::fscore"]["source"] == (
+    assert met["evidence"]["metrics"]["category_match::fscore"]["source"] == (
         "datasetEvaluatorResults['category_match::fscore'].score"
     )
-    assert all(verdict["passed"] for verdict in met["details"]["thresholds"].values())
+    assert all(verdict["passed"] for verdict in met["evidence"]["thresholds"].values())
 
     raised = _criterion(runs, "raised")
     assert (raised["score"], raised["passed"], raised["error"]) == (pytest.approx(2 / 3), False, None), raised
-    assert raised["details"]["thresholds"]["category_match::fscore"]["passed"] is False
+    assert raised["evidence"]["thresholds"]["category_match::fscore"]["passed"] is False
 
     wrong = _criterion(runs, "wrong_key")
     assert (wrong["score"], wrong["passed"]) == (0.0, False)
     assert wrong["error"].startswith("no metric `category_match::fscor` (did you mean `category_match::fscore`?).")
     assert "The run produced: `category_match`, `category_match::fscore`, " in wrong["error"]
-    assert "category_match::fscore" in wrong["details"]["metrics"]
+    assert "category_match::fscore" in wrong["evidence"]["metrics"]
 
     no_cli = _criterion(runs, "no_cli")
     assert no_cli["score"] == 0.0 and "sandbox.python.env_packages" in no_cli["error"]

@@ -1,4 +1,18 @@
-"""One agent interface: sandbox, prompt, config and limits in; turns, usage and a stop reason out."""
+"""One agent interface: sandbox, prompt, config and limits in; turns, usage and a stop reason out.
+
+Every agent type, built in or added by an installed package (see
+``registry``), implements :class:`Agent`: ``async def run(agent_input:
+AgentInput) -> AgentOutput``. What comes in (:class:`AgentInput`): the
+evaluation's sandbox (``sandbox.base.Sandbox``: its folder, its commands'
+environment, how to start a CLI in it), the prompt, the task's ``agent:``
+block (``models.agent.AgentConfig``), its ``run_limits``, the early-stop
+watcher, the dialog hook and the run context (credentials, model proxy
+grants). What goes out (:class:`AgentOutput`): the turns (model round trips,
+each with its usage, cost and tool calls), the final text, why it stopped
+and, for a timeout or a budget breach, the final status. ``run`` never
+raises for a failure of the agent itself: it returns ``stop_reason="error"``
+with the reason, and the evaluation ends ERROR.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..early_stop import Watcher
 from ..limits import COST_BUDGET_EXCEEDED, Breach, BudgetTracker
@@ -19,7 +33,15 @@ if TYPE_CHECKING:
     from ..run_context import RunContext
 
 StopReason = Literal[
-    "completed", "max_turns", "task_timeout", "turn_timeout", "token_budget", "cost_budget", "early_stop", "error"
+    "completed",
+    "max_turns",
+    "max_tool_calls",
+    "task_timeout",
+    "turn_timeout",
+    "token_budget",
+    "cost_budget",
+    "early_stop",
+    "error",
 ]
 TimeLimit = Literal["task_timeout", "turn_timeout"]  # the run_limits field that ran out
 
@@ -42,10 +64,17 @@ class AgentInput:
     # next message (None: the dialog is over). None: a single-shot run, one exchange.
     dialog: Callable[[AgentOutput], str | None] | None = None
     run: RunContext = field(kw_only=True)  # the run's context: its model route and credentials
+    trace_id: str | None = field(default=None, kw_only=True)  # the evaluation's trace (telemetry on)
 
     def next_message(self, output: AgentOutput) -> str | None:
         """The user's next message after a completed exchange (None: the conversation is over)."""
         return self.dialog(output) if self.dialog is not None else None
+
+    def calls_exhausted(self, made: int) -> bool:
+        """True when, ``made`` tool calls in, another one would exceed ``run_limits.max_tool_calls``: that call is
+        refused (or, where an agent cannot refuse one, interrupted as it starts) and the run ends."""
+        cap = self.limits.max_tool_calls
+        return cap is not None and made >= cap
 
     def time_limit(self) -> float | None:
         """Seconds the next exchange may take (task or turn timeout, whichever is sooner)."""
@@ -84,6 +113,15 @@ class AgentOutput:
         self.early_stop_reason = reason
         self.turns_remaining_at_stop = max_turns - turns_used if max_turns is not None else None
 
+    def open_turn(self, turn: TurnRecord) -> TurnRecord:
+        """Add the next model round trip, stamping when it began and when the previous one ended."""
+        now = time.time()
+        if self.turns and self.turns[-1].ended_at is None:
+            self.turns[-1].ended_at = now
+        turn.started_at = turn.started_at or now
+        self.turns.append(turn)
+        return turn
+
     def conclude(
         self, budget: BudgetTracker, breach: Breach | None, stop: str | None, max_turns: int | None
     ) -> AgentOutput:
@@ -92,6 +130,8 @@ class AgentOutput:
             what = "cost" if breach == COST_BUDGET_EXCEEDED else "token"
             self.stop_reason = budget_stop_reason(breach)
             self.final_status, self.error = breach, f"run_limits {what} budget exceeded"
+        if self.turns and self.turns[-1].ended_at is None:
+            self.turns[-1].ended_at = time.time()
         budget.finish()
         self.warnings.extend(budget.warnings)
         if stop:
@@ -100,8 +140,47 @@ class AgentOutput:
         self.final_text = texts[-1] if texts else None
         return self
 
+    def stop_at_tool_cap(self, cap: int | None) -> None:
+        """``run_limits.max_tool_calls`` reached: the agent stops here, and the result's warnings say so."""
+        if self.stop_reason != "max_tool_calls":
+            self.stop_reason = "max_tool_calls"
+            self.warnings.append(f"run_limits.max_tool_calls ({cap}) reached: the agent was stopped there")
+
+    @property
+    def calls_made(self) -> int:
+        return sum(len(turn.calls) for turn in self.turns)
+
     @property
     def visible_turns(self) -> int:
         """One per tool call plus one for the final reply (the expected_turns measure)."""
         calls = sum(len(turn.calls) for turn in self.turns)
         return calls + (1 if self.final_text else 0)
+
+
+class Agent(Protocol):
+    """An agent type: a module or an object with this coroutine function.
+
+    How it should behave (what the built-ins do, and the tests check):
+
+    - Start a CLI with ``core/agent_cli.py``: an allow-listed environment,
+      its own HOME (``agent_home``), the command through
+      ``sandbox.agent_command`` and ``sandbox.agent_launcher()`` (into the
+      evaluation's namespace or container, so nothing it starts outlives the
+      evaluation), and a model proxy grant in place of any key
+      (``agent_input.run.grant(upstream, sandbox.model_proxy_host())``).
+    - Record each model round trip as a ``TurnRecord`` (usage, cost or None,
+      text) and each tool call as a ``ToolCallRecord`` (tool, parameters,
+      status, duration, output through ``secrets.redact``).
+    - Honour the limits: ``agent_input.time_limit()`` per exchange (a timeout
+      is ``final_status="TIMEOUT"``), ``limits.max_turns``, the budgets
+      (``limits.BudgetTracker.add`` after each turn; ``AgentOutput.conclude``
+      records a breach), ``watcher.observe(call)`` after each call (a reason:
+      stop the agent and pass it to ``conclude``).
+    - For a dialog, after each exchange ask ``agent_input.next_message(output)``
+      and continue the same session with it until it returns None.
+
+    A type may also have ``install() -> str``, the install step run by
+    ``coder-eval agents install TYPE`` (it returns what it installed where).
+    """
+
+    async def run(self, agent_input: AgentInput) -> AgentOutput: ...

@@ -1,10 +1,22 @@
 """The `claude-code` agent: claude-agent-sdk driving the Claude Code CLI bundled in its wheel.
 
 Isolation: the CLI runs with its own temporary HOME and config dir,
-``setting_sources=[]``, non-essential traffic off, and only the environment
-it needs: the SDK passes the caller's whole environment to the CLI, so the
-CLI is started through a two-line wrapper that ``exec``s it under ``env -i``
-with an allow-list of variable names (no value is written to disk).
+``setting_sources=[]`` unless the task names sources, non-essential traffic
+off, and only the environment it needs: the SDK passes the caller's whole
+environment to the CLI, so the CLI is started through a two-line wrapper that
+``exec``s it under ``env -i`` with an allow-list of variable names (no value
+is written to disk).
+
+The system prompt is Claude Code's own (the ``claude_code`` preset, its
+per-run sections moved into the first message so that it stays the same
+from run to run) with ``agent.system_prompt`` appended, or that prompt alone
+under ``system_prompt_mode: replace``. ``agent.plugins`` are copied into the
+agent's HOME (so that a container sees them too) and offered through the
+SDK's ``plugins`` option: their skills become the agent's.
+
+``run_limits.max_tool_calls``: once the agent has made that many tool calls,
+any further call is refused and the run ends (stop reason ``max_tool_calls``);
+the criteria then grade what it left.
 
 Telemetry comes live from the PreToolUse / PostToolUse hooks; a turn is one
 model round trip (one assistant message id) with its usage. The early-stop
@@ -21,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import time
 from collections import deque
 from collections.abc import Mapping
@@ -29,8 +42,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..agent_cli import SDK_VARIABLES, agent_home, bundled_cli, cli_environment, write_wrapper
 from ..limits import Breach, BudgetTracker
+from ..models.agent import AgentConfig
 from ..models.results import ToolCallRecord, ToolCallStatus, TurnRecord
 from ..routing import ApiRoute
+from ..sandbox.mocks import agent_environment
 from ..secrets import redact
 from .base import AgentInput, AgentOutput
 
@@ -42,7 +57,14 @@ if TYPE_CHECKING:  # the SDK is imported on first use (start-up stays light)
         ResultMessage,
         UserMessage,
     )
-    from claude_agent_sdk.types import HookContext, HookEvent, HookInput, SyncHookJSONOutput
+    from claude_agent_sdk.types import (
+        HookContext,
+        HookEvent,
+        HookInput,
+        SdkPluginConfig,
+        SyncHookJSONOutput,
+        SystemPromptPreset,
+    )
 
 OUTPUT_CHARS = 2000
 STDERR_LINES = 20
@@ -58,7 +80,8 @@ class Session:
         self.turn_of: dict[str, TurnRecord] = {}  # assistant message id -> turn
         self.call_of: dict[str, ToolCallRecord] = {}  # tool_use id -> call
         self.started_at: dict[str, float] = {}
-        self.stop_requested: str | None = None
+        self.stop_requested: str | None = None  # the early-stop watcher's reason
+        self.calls_started = 0  # tool calls let through (run_limits.max_tool_calls)
         self.streaming: str | None = None  # the assistant message id being streamed
         self.budgeted = 0  # turns already added to the budget
         self.cost_reported = 0.0  # the session's cumulative cost so far (the SDK reports it cumulatively)
@@ -75,16 +98,28 @@ class Session:
 
     # ----------------------------------------------------------------- hooks
 
+    @property
+    def halted(self) -> str | None:
+        """Why no further tool call may run: an early stop, or the tool-call cap reached (None: it may)."""
+        if self.stop_requested:
+            return f"coder-eval early stop: {self.stop_requested}"
+        if self.output.stop_reason == "max_tool_calls":
+            return f"coder-eval: run_limits.max_tool_calls ({self.input.limits.max_tool_calls}) reached"
+        return None
+
     async def pre_tool(self, data: HookInput, tool_use_id: str | None, _ctx: HookContext) -> SyncHookJSONOutput:
-        if self.stop_requested:  # the run was stopped: no further tool call may run, whatever is in flight
+        if self.input.calls_exhausted(self.calls_started):
+            self.output.stop_at_tool_cap(self.input.limits.max_tool_calls)
+        if self.halted:  # the run was stopped: no further tool call may run, whatever is in flight
             return {
                 "continue_": False,
                 "hookSpecificOutput": {
                     "hookEventName": "PreToolUse",
                     "permissionDecision": "deny",
-                    "permissionDecisionReason": f"coder-eval early stop: {self.stop_requested}",
+                    "permissionDecisionReason": self.halted,
                 },
             }
+        self.calls_started += 1
         if tool_use_id:
             self.started_at[tool_use_id] = time.perf_counter()
         return {}
@@ -96,13 +131,13 @@ class Session:
         return self._observe(self._finish_call(data, tool_use_id, "error"))
 
     def _observe(self, call: ToolCallRecord | None) -> SyncHookJSONOutput:
-        """Feed the early-stop watcher; tell the CLI to stop when it fires."""
+        """Feed the early-stop watcher; tell the CLI to stop when it fires (or the tool-call cap was reached)."""
         watcher = self.input.watcher
         reason = watcher.observe(call) if watcher and call else None
         if reason:
             self.stop_requested = reason
-            return {"continue_": False, "stopReason": f"coder-eval early stop: {reason}"}
-        return {}
+        halted = self.halted
+        return {"continue_": False, "stopReason": halted} if halted else {}
 
     def _finish_call(
         self, data: Mapping[str, Any], tool_use_id: str | None, status: ToolCallStatus
@@ -126,6 +161,7 @@ class Session:
             else 0.0,
             1,
         )
+        call.started_at = time.time() - call.duration_ms / 1000
         response = data.get("tool_response")
         if isinstance(response, dict) and response.get("interrupted"):
             status = "error"
@@ -139,7 +175,7 @@ class Session:
 
     def _current_turn(self) -> TurnRecord:
         if not self.output.turns:
-            self.output.turns.append(TurnRecord(index=1))
+            self.output.open_turn(TurnRecord(index=1))
         return self.output.turns[-1]
 
     def _new_call(self, tool_use_id: str, tool: str, parameters: dict[str, Any], turn: TurnRecord) -> ToolCallRecord:
@@ -154,8 +190,7 @@ class Session:
         if turn is not None:
             return turn, None
         breach = self.settle()  # the previous turn is complete
-        turn = TurnRecord(index=len(self.output.turns) + 1)
-        self.output.turns.append(turn)
+        turn = self.output.open_turn(TurnRecord(index=len(self.output.turns) + 1))
         self.turn_of[key] = turn
         return turn, breach
 
@@ -223,12 +258,37 @@ class Session:
         return self.output.conclude(self.budget, breach, self.stop_requested, self.input.limits.max_turns)
 
 
+def system_prompt(config: AgentConfig) -> str | SystemPromptPreset:
+    """Claude Code's own prompt with the task's appended (its per-run sections moved to the first message, so that
+    it is the same in every run), or the task's alone under ``system_prompt_mode: replace``."""
+    if config.system_prompt_mode == "replace" and config.system_prompt is not None:
+        return config.system_prompt
+    preset: SystemPromptPreset = {"type": "preset", "preset": "claude_code", "exclude_dynamic_sections": True}
+    if config.system_prompt is not None:
+        preset["append"] = config.system_prompt
+    return preset
+
+
+def copied_plugins(config: AgentConfig, home: Path) -> list[SdkPluginConfig]:
+    """The task's plugin folders, copied into the agent's HOME (where a container sees them too)."""
+    plugins: list[SdkPluginConfig] = []
+    for index, plugin in enumerate(config.plugins or []):
+        if not Path(plugin.path).is_dir():
+            raise FileNotFoundError(f"agent.plugins.{index}: plugin folder not found: {plugin.path}")
+        target = home / "plugins" / f"{index}-{Path(plugin.path).name}"
+        shutil.copytree(plugin.path, target, ignore_dangling_symlinks=True)
+        plugins.append({"type": "local", "path": str(target)})
+    return plugins
+
+
 def build_options(agent_input: AgentInput, session: Session, home: Path, route: ApiRoute) -> ClaudeAgentOptions:
     """The SDK's options; ``route`` is the run's as the CLI gets it (through the model proxy)."""
     from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
 
     config, limits = agent_input.config, agent_input.limits
-    env = cli_environment(agent_input.sandbox.environment(), home, route)
+    env = cli_environment(agent_environment(agent_input.sandbox), home, route)
+    env.update(agent_input.run.telemetry.cli_environment(agent_input.trace_id))
+    plugins = copied_plugins(config, home)  # before the HOME is copied into a container (agent_command)
     settings = config.claude_settings
     if isinstance(settings, dict):
         settings = json.dumps(settings)
@@ -247,7 +307,9 @@ def build_options(agent_input: AgentInput, session: Session, home: Path, route: 
         cwd=str(agent_input.sandbox.root),
         env=env,
         max_turns=limits.max_turns,
-        setting_sources=[],
+        setting_sources=list(config.setting_sources or []),
+        system_prompt=system_prompt(config),
+        plugins=plugins,
         settings=settings,
         hooks=hooks,
         include_partial_messages=True,
@@ -275,7 +337,7 @@ async def _exchange(client: ClaudeSDKClient, session: Session, prompt: str) -> B
             breach = session.on_stream(message.event) or breach
         elif isinstance(message, AssistantMessage):
             breach = session.on_assistant(message) or breach
-        if breach or session.stop_requested:  # a budget breach, or a stop the CLI did not honour yet
+        if breach or session.halted:  # a budget breach, or a stop the CLI did not honour yet
             await client.interrupt()
             break
         if isinstance(message, UserMessage):
@@ -297,7 +359,7 @@ async def _converse(agent_input: AgentInput, session: Session, options: ClaudeAg
         prompt: str | None = agent_input.prompt or ""
         while prompt is not None:
             breach = await asyncio.wait_for(_exchange(client, session, prompt), timeout=agent_input.time_limit())
-            if breach or session.stop_requested:
+            if breach or session.halted:
                 return breach
             prompt = await asyncio.to_thread(agent_input.next_message, session.output)
     return None

@@ -29,6 +29,7 @@ from ..agent_cli import PASSED_THROUGH, agent_home, base_environment, bypass_pro
 from ..limits import Breach, BudgetTracker
 from ..model_proxy import Grant, Upstream
 from ..models.results import ToolCallRecord, TurnRecord
+from ..sandbox.mocks import agent_environment
 from ..secrets import redact
 from .base import AgentInput, AgentOutput
 
@@ -66,7 +67,7 @@ def upstream(agent_input: AgentInput) -> Upstream:
 
 def _environment(agent_input: AgentInput, home: Path, grant: Grant) -> dict[str, str]:
     """The Codex CLI's environment: its home, and the grant's token where its key would be."""
-    env = base_environment(agent_input.sandbox.environment(), home, PASSED_THROUGH)
+    env = base_environment(agent_environment(agent_input.sandbox), home, PASSED_THROUGH)
     env.update({"CODEX_HOME": str(home / ".codex"), "CODEX_API_KEY": grant.token})
     bypass_proxies(env, grant.base_url)
     return env
@@ -79,6 +80,9 @@ def _write_config(home: Path, model: str | None, base_url: str) -> None:
     (codex_home / "config.toml").write_text(CONFIG_TOML.format(model=model_line, base_url=base_url), encoding="utf-8")
 
 
+TOOL_ITEMS = ("commandExecution", "fileChange", "mcpToolCall")  # the items that are tool calls
+
+
 class CodexSession:
     def __init__(self, agent_input: AgentInput):
         self.input = agent_input
@@ -88,11 +92,12 @@ class CodexSession:
         self.stop_reason: str | None = None
         self.breach: Breach | None = None
         self.closed = False  # the last turn got its usage update
+        self.calls_started = 0  # tool calls begun (run_limits.max_tool_calls)
 
     def turn(self) -> TurnRecord:
         """The open turn: items arrive before the usage update that closes their round trip."""
         if not self.output.turns or self.closed:
-            self.output.turns.append(TurnRecord(index=len(self.output.turns) + 1))
+            self.output.open_turn(TurnRecord(index=len(self.output.turns) + 1))
             self.closed = False
         return self.output.turns[-1]
 
@@ -109,6 +114,8 @@ class CodexSession:
         kind = getattr(item, "type", None)
         if not completed:
             self.started[item.id] = time.perf_counter()
+            if kind in TOOL_ITEMS:
+                self.calls_started += 1
             return None
         if kind == "agentMessage":
             turn = self.turn()
@@ -144,10 +151,16 @@ class CodexSession:
             parameters=parameters,
             status="success" if ok else "error",
             duration_ms=round(float(duration), 1),
+            started_at=time.time() - float(duration) / 1000,
             output=redact(output[:OUTPUT_CHARS]) if output else None,
         )
         turn.calls.append(call)
         return call
+
+    @property
+    def halted(self) -> bool:
+        """An early stop, a budget breach or the tool-call cap: the turn is interrupted, no exchange follows."""
+        return bool(self.stop_reason or self.breach or self.output.stop_reason == "max_tool_calls")
 
     def finish(self) -> AgentOutput:
         return self.output.conclude(self.budget, self.breach, self.stop_reason, self.input.limits.max_turns)
@@ -169,12 +182,14 @@ async def _exchange(thread: Any, agent_input: AgentInput, session: CodexSession,
             reason = watcher.observe(call) if watcher and call else None
             if reason:
                 session.stop_reason = reason
+            elif agent_input.calls_exhausted(session.calls_started - 1):  # a tool call past the cap just started
+                session.output.stop_at_tool_cap(agent_input.limits.max_tool_calls)
         elif name == "TurnCompletedNotification":
             status = getattr(payload.turn.status, "value", payload.turn.status)
             if status == "failed" and not session.stop_reason and not session.breach:
                 raise RuntimeError(f"codex turn failed: {payload.turn.error}")
             break
-        if session.stop_reason or session.breach:
+        if session.halted:
             await turn.interrupt()
             break
 
@@ -199,7 +214,7 @@ async def _converse(agent_input: AgentInput, session: CodexSession, home: Path, 
         prompt: str | None = agent_input.prompt or ""
         while prompt is not None:
             await asyncio.wait_for(_exchange(thread, agent_input, session, prompt), timeout=agent_input.time_limit())
-            if session.stop_reason or session.breach:
+            if session.halted:
                 return
             prompt = await asyncio.to_thread(agent_input.next_message, session.output)
 

@@ -21,6 +21,7 @@ from ..limits import COST_BUDGET_EXCEEDED, BudgetTracker
 from ..models.results import FinalStatus, ToolCallRecord, ToolCallStatus, TurnRecord
 from ..models.trajectory import ToolCall, Trajectory, TrajectoryTurn
 from ..sandbox.base import Sandbox
+from ..sandbox.mocks import agent_command
 from ..yamlio import load_document
 from .base import AgentInput, AgentOutput, StopReason, TimeLimit, budget_stop_reason
 
@@ -51,7 +52,7 @@ def play_call(call: ToolCall, sandbox: Sandbox, timeout: float) -> tuple[ToolCal
     params = call.parameters
     try:
         if call.tool == "Bash":
-            done = sandbox.run(str(params["command"]), timeout)
+            done = sandbox.run(agent_command(str(params["command"]), sandbox), timeout)
             output = done.stdout + (done.stderr and f"\n{done.stderr}")
             return ("success" if done.ok else "error"), _clip(done.error or output)
         if call.tool == "Write":
@@ -130,9 +131,12 @@ class Replay:
             self.stop("max_turns", None, None)
             return False
         started = time.monotonic()
-        record = TurnRecord(index=index, text=turn.text)
+        record = TurnRecord(index=index, text=turn.text, started_at=time.time())
         for seq, call in enumerate(turn.calls, start=1):
             if self.timed_out(started):
+                break
+            if self.input.calls_exhausted(self.output.calls_made + len(record.calls)):
+                self.output.stop_at_tool_cap(self.input.limits.max_tool_calls)
                 break
             record.calls.append(self.record_call(index, seq, call, started))
             watcher = self.input.watcher
@@ -142,8 +146,10 @@ class Replay:
                 break
         if turn.usage is not None:
             record = record.model_copy(update=turn.usage.model_dump())
-        self.output.turns.append(record)
-        if self.output.early_stop_reason or self.output.final_status is not None or self.timed_out(started):
+        record.ended_at = time.time()
+        self.output.open_turn(record)
+        stopped = self.output.early_stop_reason or self.output.stop_reason == "max_tool_calls"
+        if stopped or self.output.final_status is not None or self.timed_out(started):
             return False
         breach = self.budget.add(record)
         if breach:
@@ -155,7 +161,7 @@ class Replay:
     def record_call(self, turn: int, seq: int, call: ToolCall, turn_started: float) -> ToolCallRecord:
         left = self.time_left(turn_started)
         timeout = left if left is not None else DEFAULT_CALL_TIMEOUT_S
-        start = time.perf_counter()
+        start, wall = time.perf_counter(), time.time()
         status, output = play_call(call, self.input.sandbox, timeout)
         duration = round((time.perf_counter() - start) * 1000, 1)
         return ToolCallRecord(
@@ -166,6 +172,7 @@ class Replay:
             status=status,
             duration_ms=duration,
             output=output,
+            started_at=wall,
         )
 
 

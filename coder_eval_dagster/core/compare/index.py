@@ -7,21 +7,22 @@ every `coder-eval run`.
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from ..layout import COMPARISON_PAGE, INDEX_PAGE, INDEX_ROW, RUN_FILE, RUN_VIEWER, write_atomically
-from .webpage import html_page, relative_to, report_path
+from pydantic import ValidationError
+
+from ..layout import COMPARISON_PAGE, INDEX_PAGE, INDEX_ROW, RUN_FILE, RUN_VIEWER, report_path, write_atomically
+from ..models.report import RunSummary, TaskRow
+from .webpage import html_page, relative_to
 
 
-def _pass_rates(tasks: list[dict[str, Any]]) -> str:
+def _pass_rates(rows: list[TaskRow]) -> str:
     """Pass rate per variant, ERROR evaluations excluded."""
     rates = []
-    for variant in sorted({t["variant_id"] for t in tasks}):
-        valid = [t for t in tasks if t["variant_id"] == variant and t["final_status"] != "ERROR"]
-        passed = sum(t["success"] for t in valid)
+    for variant in sorted({row.variant_id for row in rows}):
+        valid = [row for row in rows if row.variant_id == variant and row.status != "ERROR"]
+        passed = sum(row.success for row in valid)
         rates.append(f"{variant}: {passed}/{len(valid)}" + (f" ({passed / len(valid):.0%})" if valid else ""))
     return "; ".join(rates)
 
@@ -30,27 +31,27 @@ def _link(text: str, target: Path, href: Callable[[str], str]) -> str:
     return f'<a href="{html.escape(href(str(target)))}">{html.escape(text)}</a>'
 
 
-def _report_item(run_dir: Path, task: dict[str, Any], href: Callable[[str], str]) -> str:
-    variant, task_id, replicate = task["variant_id"], task["task_id"], task["replicate"]
+def _report_item(run_dir: Path, row: TaskRow, href: Callable[[str], str]) -> str:
+    variant, task_id, replicate = row.variant_id, row.task_id, row.replicate_index
     link = _link(f"{variant} {task_id} #{replicate:02d}", run_dir / report_path(variant, task_id, replicate), href)
-    return f"<li>{link} {html.escape(task['final_status'])}</li>"
+    return f"<li>{link} {html.escape(row.status)}</li>"
 
 
-def _index_row(run_dir: Path, document: dict[str, Any], href: Callable[[str], str]) -> str:
-    tasks = document.get("tasks") or []
+def _index_row(run_dir: Path, report: RunSummary, href: Callable[[str], str]) -> str:
+    rows = report.task_results
     links = [_link("run.md", run_dir / "run.md", href)]
     if (run_dir / RUN_VIEWER).is_file():
         links.insert(0, _link("viewer", run_dir / RUN_VIEWER, href))
     if (run_dir / COMPARISON_PAGE).is_file():
         links.append(_link("comparison", run_dir / COMPARISON_PAGE, href))
-    reports = "".join(_report_item(run_dir, task, href) for task in tasks)
+    reports = "".join(_report_item(run_dir, row, href) for row in rows)
     details = f"<details><summary>task reports</summary><ul>{reports}</ul></details>" if reports else ""
-    verdict = "PASSED" if document.get("passed") else "FAILED"
+    verdict = "PASSED" if report.passed else "FAILED"
     cells = [
-        html.escape(document["run_id"]),
-        html.escape((document.get("started_at") or "")[:19].replace("T", " ")),
-        str(len({t["task_id"] for t in tasks})),
-        html.escape(_pass_rates(tasks)),
+        html.escape(report.run_id),
+        html.escape(report.start_time[:19].replace("T", " ")),
+        str(len({row.task_id for row in rows})),
+        html.escape(_pass_rates(rows)),
     ]
     return (
         "<tr>"
@@ -74,8 +75,8 @@ def _cached_row(run_file: Path, href: Callable[[str], str]) -> str | None:
             cached_stamp, _, row = cache.read_text(encoding="utf-8").partition("\n")
             if cached_stamp == stamp:
                 return row
-        row = _index_row(run_dir, json.loads(run_file.read_text(encoding="utf-8")), href)
-    except (OSError, json.JSONDecodeError):
+        row = _index_row(run_dir, RunSummary.model_validate_json(run_file.read_text(encoding="utf-8")), href)
+    except (OSError, ValidationError):  # (a run.json that is not JSON is a ValidationError too)
         return None
     write_atomically(cache, f"{stamp}\n{row}")
     return row
@@ -85,7 +86,8 @@ def render_index(runs_dir: Path) -> str:
     """Every run folder, newest first: date, tasks, pass rate per variant, verdict and links."""
     href = relative_to(runs_dir)
     rows = []
-    for run_file in sorted(runs_dir.glob(f"*/{RUN_FILE}"), reverse=True):
+    run_files = [path for path in runs_dir.glob(f"*/{RUN_FILE}") if not path.parent.is_symlink()]  # not ``latest``
+    for run_file in sorted(run_files, reverse=True):
         row = _cached_row(run_file, href)
         if row is not None:
             rows.append(row)

@@ -17,9 +17,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import yaml
 
-from ..layout import PLAN_FILE, RESULT_FILE, RUN_FILE, TABLES_DIR, evaluation_files, load_result
-from ..models.results import EvaluationResult
-from .webpage import report_path
+from ..layout import PLAN_FILE, RESULT_FILE, RUN_FILE, TABLES_DIR, evaluation_files, load_result, report_path
+from ..models.results import EARLIER_STATUSES, EvaluationResult
+from ..tables import task_result_row
 
 COLUMNS = [
     "task_id",
@@ -53,8 +53,9 @@ class RunRows:
 
 
 def evaluations_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """The comparison's columns (task.json or Parquet rows), with tokens and report added."""
+    """The comparison's columns (task.json or Parquet rows), with tokens and report added; statuses as now written."""
     frame = frame[COLUMNS].copy()
+    frame["final_status"] = frame["final_status"].replace(EARLIER_STATUSES)
     frame["tokens"] = frame["input_tokens"].astype("float64") + frame["output_tokens"].astype("float64")
     frame["cost_usd"] = frame["cost_usd"].astype("float64")
     frame["success"] = frame["success"].astype(bool)
@@ -64,7 +65,12 @@ def evaluations_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def results_frame(results: list[EvaluationResult]) -> pd.DataFrame:
-    records = [r.model_dump(include=set(COLUMNS)) for r in results]
+    """The task_results table's rows of these evaluations."""
+    records = [
+        {"task_id": r.task_id, "base_task_id": r.base_task_id, "variant_id": r.variant_id, "replicate": r.replicate}
+        | task_result_row(r)
+        for r in results
+    ]
     return evaluations_frame(pd.DataFrame.from_records(records, columns=COLUMNS))
 
 

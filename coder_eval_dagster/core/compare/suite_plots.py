@@ -12,7 +12,7 @@ def suite_float_metadata(results: list[EvaluationResult]) -> dict[str, float]:
     reported) is 0.0, so each materialization has a point on every plot.
     """
     valid = [r for r in results if r.final_status != "ERROR"]
-    costs = [r.cost_usd for r in results if r.cost_usd is not None]
+    costs = [r.agent_cost_usd for r in results if r.agent_cost_usd is not None]
     return {
         "pass_rate": sum(r.success for r in valid) / len(valid) if valid else 0.0,
         "mean_score": sum(r.weighted_score for r in valid) / len(valid) if valid else 0.0,

@@ -7,8 +7,6 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from ..layout import REPORT_FILE, replicate_name
-
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
@@ -32,8 +30,3 @@ def relative_to(folder: Path | None) -> Callable[[str], str]:
     if folder is None:
         return lambda target: target
     return lambda target: os.path.relpath(target, folder).replace(os.sep, "/")
-
-
-def report_path(variant_id: str, task_id: str, replicate: int) -> str:
-    """task.html of an evaluation, relative to its run folder."""
-    return f"{variant_id}/{task_id}/{replicate_name(replicate)}/{REPORT_FILE}"

@@ -16,6 +16,7 @@ from . import (  # noqa: F401  (imported to register)
     file_contains,
     file_exists,
     file_matches_regex,
+    import_check,
     json_check,
     llm_judge,
     reference_comparison,

@@ -67,6 +67,19 @@ CLOSING = (
 )
 
 
+# The agent block's fields a judge has no use for: it loads no settings, plugin or prompt of the task's.
+JUDGE_REFUSES = (
+    "claude_settings",
+    "trajectory",
+    "system_prompt",
+    "system_prompt_file",
+    "system_prompt_mode",
+    "setting_sources",
+    "plugins",
+    "thinking_level",
+)
+
+
 class AgentJudge(JudgeBase):
     type: Literal["agent_judge"]
     max_turns: int = Field(default=50, ge=1)
@@ -80,8 +93,8 @@ class AgentJudge(JudgeBase):
         if agent is not None:
             if agent.type not in (None, "claude-code"):
                 raise rule_error("type", f"an agent_judge is a claude-code agent, not {agent.type}")
-            for name in ("claude_settings", "trajectory"):
-                if getattr(agent, name) is not None:
+            for name in JUDGE_REFUSES:
+                if agent.is_set(name):
                     raise rule_error(name, "not used by agent_judge (its settings are never loaded)")
         return agent
 

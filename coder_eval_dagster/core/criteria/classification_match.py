@@ -48,15 +48,16 @@ def canonical(label: str, criterion: ClassificationMatch) -> str | None:
 @checks(ClassificationMatch)
 def check(criterion: ClassificationMatch, ctx: CheckContext) -> Outcome:
     try:
-        content, truncated = ctx.read_text(criterion.path)
+        path, resolved = ctx.resolve_file(criterion.path)
+        content, truncated = ctx.read_text(path)
     except FileNotFoundError:
-        content, truncated = "", False
+        path, resolved, content, truncated = criterion.path, {}, "", False
     observed = NONE_LABEL if not content.strip() else canonical(content, criterion) or OTHER_LABEL
     expected = criterion.expected()
     score = 1.0 if observed == expected else 0.0
     return Outcome(
         score,
-        {"observed": observed, "expected": expected} | truncation_note(criterion.path, truncated),
+        resolved | {"observed": observed, "expected": expected} | truncation_note(path, truncated),
         expected_label=expected,
         observed_label=observed,
     )

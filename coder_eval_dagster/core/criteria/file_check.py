@@ -25,12 +25,15 @@ class FileCheck(FileContains):
 
 @checks(FileCheck)
 def check(criterion: FileCheck, ctx: CheckContext) -> Outcome:
-    path = ctx.path(criterion.path)
-    if not path.is_file():
+    try:
+        path, resolved = ctx.resolve_file(criterion.path)
+    except FileNotFoundError as exc:
+        return Outcome(0.0, {"exists": False}, error=str(exc))
+    if not ctx.path(path).is_file():
         return Outcome(0.0, {"exists": False}, error=f"file not found: {criterion.path}")
-    content, truncated = ctx.read_text(criterion.path)
+    content, truncated = ctx.read_text(path)
     scores, details = string_scores(content, criterion.includes, criterion.excludes)
-    details |= truncation_note(criterion.path, truncated)
+    details = resolved | details | truncation_note(path, truncated)
     if criterion.patterns:
         failed = [p.pattern for p in criterion.patterns if not p.holds(content)]
         scores.append(fraction(len(criterion.patterns) - len(failed), len(criterion.patterns)))

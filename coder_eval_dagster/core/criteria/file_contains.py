@@ -37,6 +37,7 @@ def string_scores(content: str, includes: list[str], excludes: list[str]) -> tup
 
 @checks(FileContains)
 def check(criterion: FileContains, ctx: CheckContext) -> Outcome:
-    content, truncated = ctx.read_text(criterion.path)
+    path, resolved = ctx.resolve_file(criterion.path)
+    content, truncated = ctx.read_text(path)
     scores, details = string_scores(content, criterion.includes, criterion.excludes)
-    return Outcome(mean(scores), details | truncation_note(criterion.path, truncated))
+    return Outcome(mean(scores), resolved | details | truncation_note(path, truncated))

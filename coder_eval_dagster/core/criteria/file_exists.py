@@ -1,4 +1,4 @@
-"""`file_exists`: the file is there."""
+"""`file_exists`: the file is there (for a glob, at least one file matches)."""
 
 from __future__ import annotations
 
@@ -21,5 +21,8 @@ class FileExists(CriterionBase):
 
 @checks(FileExists)
 def check(criterion: FileExists, ctx: CheckContext) -> Outcome:
-    exists = ctx.path(criterion.path).exists()
-    return Outcome(1.0 if exists else 0.0, {"path": criterion.path, "exists": exists})
+    found = ctx.matching_files(criterion.path)
+    if found == [criterion.path]:
+        exists = ctx.path(criterion.path).exists()
+        return Outcome(1.0 if exists else 0.0, {"path": criterion.path, "exists": exists})
+    return Outcome(1.0 if found else 0.0, {"path": criterion.path, "exists": bool(found), "resolved": found[:10]})

@@ -43,7 +43,8 @@ class FileMatchesRegex(CriterionBase, RegexSpec):
 
 @checks(FileMatchesRegex)
 def check(criterion: FileMatchesRegex, ctx: CheckContext) -> Outcome:
-    content, truncated = ctx.read_text(criterion.path)
+    path, resolved = ctx.resolve_file(criterion.path)
+    content, truncated = ctx.read_text(path)
     passed = criterion.holds(content)
     details = {"matched": passed == criterion.must_match, "must_match": criterion.must_match}
-    return Outcome(1.0 if passed else 0.0, details | truncation_note(criterion.path, truncated))
+    return Outcome(1.0 if passed else 0.0, resolved | details | truncation_note(path, truncated))

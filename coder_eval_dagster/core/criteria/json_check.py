@@ -146,12 +146,13 @@ def _load_json(ctx: CheckContext, relative: str) -> Any:
 
 @checks(JsonCheck)
 def check(criterion: JsonCheck, ctx: CheckContext) -> Outcome:
+    path, resolved = ctx.resolve_file(criterion.path)
     try:
-        data = _load_json(ctx, criterion.path)
+        data = _load_json(ctx, path)
     except ValueError as exc:
-        return Outcome(0.0, {"valid_json": False}, error=str(exc))
+        return Outcome(0.0, {**resolved, "valid_json": False}, error=str(exc))
     scores: list[float] = []
-    details: dict[str, Any] = {"valid_json": True}
+    details: dict[str, Any] = {**resolved, "valid_json": True}
     if criterion.json_schema:
         schema = _load_json(ctx, criterion.json_schema)
         try:

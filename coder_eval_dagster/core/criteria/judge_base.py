@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from ..models.criterion import CriterionBase
+from ..models.criterion import CriterionBase, names_reference_dir
 
 
 class JudgeBase(CriterionBase):
@@ -22,3 +22,6 @@ class JudgeBase(CriterionBase):
     max_file_chars: int = Field(default=20000, ge=1)
     capture_transcript: bool = True
     max_transcript_chars: int = Field(default=100000, ge=1)
+
+    def reads_reference_dir(self) -> bool:
+        return any(names_reference_dir(entry) for entry in self.files)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 DEFAULT_JUDGE_MODEL = "anthropic.claude-sonnet-4-6"  # vendor-prefixed: translated per backend
 TASK_DIR_PREFIX = "$TASK_DIR/"
+REFERENCE_DIR_PREFIXES = ("$REFERENCE_DIR/", "${REFERENCE_DIR}/")
 FILE_NOT_FOUND = "<file not found>"
 
 TRANSCRIPT_SHARES = (0.6, 0.3, 0.1)  # the verdict (and tool calls), the prompt, the system prompt
@@ -59,9 +60,18 @@ def untrusted(label: str, body: str, guard: str = "") -> str:
 
 
 def read_judge_file(entry: str, ctx: CheckContext, limit: int) -> str:
-    """A ``files`` entry's text: sandbox-relative (must stay inside), or ``$TASK_DIR/``-relative to the task folder."""
+    """A ``files`` entry's text: sandbox-relative (must stay inside), ``$TASK_DIR/``-relative to the task folder,
+    or ``$REFERENCE_DIR/``-relative to the reference folder (inside it)."""
+    reference = next((p for p in REFERENCE_DIR_PREFIXES if entry.startswith(p)), None)
     if entry.startswith(TASK_DIR_PREFIX):
         path = ctx.task_dir / entry[len(TASK_DIR_PREFIX) :]
+    elif reference is not None:
+        if ctx.reference_dir is None:
+            return FILE_NOT_FOUND
+        folder = ctx.reference_dir.resolve()
+        path = (folder / entry[len(reference) :]).resolve()
+        if not path.is_relative_to(folder):
+            raise PermissionError(f"files: {entry!r} leaves the reference folder")
     else:
         try:
             path = ctx.path(entry)
@@ -153,13 +163,19 @@ def list_price(model: str, input_tokens: int, output_tokens: int) -> float | Non
     return None
 
 
-def judge_usage(input_tokens: int, output_tokens: int, cost_usd: float | None, duration_s: float) -> dict[str, Any]:
-    """A judge's spend, as stored in ``details["judge_usage"]`` (never counted against run_limits)."""
+def judge_usage(
+    input_tokens: int, output_tokens: int, cost_usd: float | None, duration_s: float, retries: int = 0
+) -> dict[str, Any]:
+    """A judge's spend, as stored in ``details["judge_usage"]`` (never counted against run_limits).
+
+    ``retries``: the API calls the client repeated (429/529/5xx/connection errors) before the answer.
+    """
     return {
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
         "cost_usd": cost_usd,
         "duration_s": round(duration_s, 3),
+        "retries": retries,
     }
 
 

@@ -95,13 +95,15 @@ def call_model(run: JudgeRun, criterion: LlmJudge, context: RunContext) -> None:
     body = request(criterion, context.route, run.prompt)
     try:
         with context.judges.slot():
-            message = context.model_client(MAX_RETRIES, CALL_TIMEOUT_S).messages.create(**body)
+            raw = context.model_client(MAX_RETRIES, CALL_TIMEOUT_S).messages.with_raw_response.create(**body)
+            message = raw.parse()
     except anthropic.APIError as exc:
-        run.usage = judge_usage(0, 0, None, time.monotonic() - started)
+        retried = MAX_RETRIES if _retryable(exc) else 0
+        run.usage = judge_usage(0, 0, None, time.monotonic() - started, retried)
         run.error = f"judge call failed: {type(exc).__name__}: {exc}"
         return
     tokens = message.usage.input_tokens, message.usage.output_tokens
-    run.usage = judge_usage(*tokens, list_price(run.model, *tokens), time.monotonic() - started)
+    run.usage = judge_usage(*tokens, list_price(run.model, *tokens), time.monotonic() - started, raw.retries_taken)
     run.verdict = "\n".join(block.text for block in message.content if getattr(block, "type", None) == "text")
 
     def read() -> dict[str, Any]:
@@ -110,6 +112,16 @@ def call_model(run: JudgeRun, criterion: LlmJudge, context: RunContext) -> None:
         return verdict
 
     run.take_verdict(read)
+
+
+def _retryable(exc: Exception) -> bool:
+    """Whether the client retried before raising: the SDK repeats connection errors, 408/409/429 and 5xx."""
+    import anthropic
+
+    if isinstance(exc, anthropic.APIConnectionError):
+        return True
+    status = getattr(exc, "status_code", None)
+    return status is not None and (status in (408, 409, 429) or status >= 500)
 
 
 @checks(LlmJudge)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field
 
-from ..files import truncation_note
+from ..files import CRITERION_READ_CAP, read_text_capped, truncation_note
 from ..models.criterion import CriterionBase
 from .outcome import Outcome
 from .registry import checks
@@ -24,6 +24,10 @@ class ReferenceComparison(CriterionBase):
     agent_file: str = Field(min_length=1)
     comparison_method: Literal["ast", "token", "complexity"] = "ast"
     similarity_threshold: float = Field(default=0.8, ge=0.0, le=1.0)
+    reference_file: str | None = Field(default=None, min_length=1)
+
+    def reads_reference_dir(self) -> bool:
+        return self.reference_file is not None
 
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -67,14 +71,26 @@ def similarity(method: str, agent_code: str, reference: str) -> float:
     return 1.0 - abs(ours - theirs) / max(ours, theirs)
 
 
+def _reference(criterion: ReferenceComparison, ctx: CheckContext) -> str | None:
+    """The reference code: a file of the reference folder (``reference_file``), else the task's reference."""
+    if criterion.reference_file is None or ctx.reference_dir is None:
+        return ctx.reference
+    folder = ctx.reference_dir.resolve()
+    path = (folder / criterion.reference_file).resolve()
+    if not path.is_relative_to(folder):
+        raise PermissionError(f"reference_file {criterion.reference_file!r} leaves the reference folder")
+    return read_text_capped(path, CRITERION_READ_CAP, criterion.reference_file)[0]
+
+
 @checks(ReferenceComparison)
 def check(criterion: ReferenceComparison, ctx: CheckContext) -> Outcome:
-    if ctx.reference is None:
+    reference = _reference(criterion, ctx)
+    if reference is None:
         return Outcome(0.0, error="the task has no reference")
     agent_code, truncated = ctx.read_text(criterion.agent_file)
     note = truncation_note(criterion.agent_file, truncated)
     try:
-        score = similarity(criterion.comparison_method, agent_code, ctx.reference)
+        score = similarity(criterion.comparison_method, agent_code, reference)
     except SyntaxError as exc:
         return Outcome(0.0, {"method": criterion.comparison_method, **note}, error=f"cannot parse as Python: {exc.msg}")
     details = {"method": criterion.comparison_method, "similarity": round(score, 4), **note}

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+import shlex
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
 from ..models.base import check_regex, rule_error
-from ..models.criterion import CriterionBase
+from ..models.criterion import REFERENCE_DIR, CriterionBase, names_reference_dir
 from .outcome import Outcome
 from .registry import checks
 
@@ -24,6 +25,9 @@ class RunCommand(CriterionBase):
     expected_stdout: str | None = None
     stdout_match: Literal["exact", "contains", "regex"] = "exact"
     score_from_stdout: bool = False
+
+    def reads_reference_dir(self) -> bool:
+        return names_reference_dir(self.command)
 
     @model_validator(mode="after")
     def _stdout_rules(self) -> RunCommand:
@@ -57,9 +61,16 @@ def _score_line(stdout: str) -> tuple[float | None, list[str]]:
     return score, lines[1:]
 
 
+def with_reference_dir(command: str, ctx: CheckContext) -> str:
+    """The command with ``REFERENCE_DIR`` exported to it, when the task has a reference folder."""
+    if ctx.reference_dir is None:
+        return command
+    return f"export {REFERENCE_DIR}={shlex.quote(str(ctx.reference_dir))}\n{command}"
+
+
 @checks(RunCommand)
 def check(criterion: RunCommand, ctx: CheckContext) -> Outcome:
-    run = ctx.sandbox.run(criterion.command, criterion.timeout)
+    run = ctx.sandbox.run(with_reference_dir(criterion.command, ctx), criterion.timeout)
     details: dict[str, Any] = {"exit_code": run.exit_code, "stdout": run.stdout[-4000:], "stderr": run.stderr[-4000:]}
     if run.oom_killed:
         details["oom_killed"] = True

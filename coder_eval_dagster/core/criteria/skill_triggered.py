@@ -46,7 +46,13 @@ class SkillTriggered(LiveObservable, Classification):
 
 
 def engaged(skill_name: str, call: ToolCallRecord) -> bool:
-    """A Skill call naming the skill (namespace stripped), or a read under skills/<name>/."""
+    """A successful Skill call naming the skill (namespace stripped), or a successful read under skills/<name>/.
+
+    A call that failed (an unknown or refused skill, a missing file) did not
+    bring the skill to the agent, so it does not count.
+    """
+    if call.status != "success":
+        return False
     if call.tool == "Skill":
         named = str(call.parameters.get("skill", "")).rsplit(":", 1)[-1]
         if named == skill_name:

@@ -6,13 +6,29 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from .base import RegisteredNames, RejectsMovedLimits, is_partial, rule_error
+from .base import RegisteredNames, RejectsMovedLimits, StrictModel, is_partial, rule_error
 from .ignore import IgnorePattern
 from .sdk_options import check_sdk_options
 
-AGENT_TYPES = RegisteredNames("agent type")  # core/agents/registry.py registers each with what runs it
+# Agent types coder_eval ships that nothing here provides: an agent plugin registers one to make it valid.
+NOT_INSTALLED = "coder_eval has it; an agent plugin can provide it"
+AGENT_TYPES = RegisteredNames(  # core/agents/registry.py registers each with what runs it
+    "agent type", elsewhere=dict.fromkeys(("antigravity", "opencode", "pi", "delegate", "openhands"), NOT_INSTALLED)
+)
 DEFAULT_AGENT_TYPE = "claude-code"
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
+SettingSource = Literal["user", "project", "local"]
+ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+# The agent types that read thinking_level (coder_eval's Gemini and pi agents); none of them is built in.
+THINKING_TYPES = ("antigravity", "pi")
+CLAUDE_CODE_ONLY = ("sdk_options", "claude_settings", "system_prompt_mode", "setting_sources", "plugins")
+
+
+class Plugin(StrictModel):
+    """A Claude Code plugin folder (its ``skills/<name>/SKILL.md`` are offered to the agent)."""
+
+    type: Literal["local"] = "local"
+    path: str = Field(min_length=1)
 
 
 class AgentConfig(RejectsMovedLimits):
@@ -27,6 +43,22 @@ class AgentConfig(RejectsMovedLimits):
     claude_settings: dict[str, Any] | str | None = None
     ignore_patterns: list[IgnorePattern] = Field(default_factory=list)
     trajectory: str | None = None
+    system_prompt: str | None = None
+    system_prompt_file: str | None = None
+    system_prompt_mode: Literal["append", "replace"] = "append"
+    setting_sources: list[SettingSource] | None = None
+    plugins: list[Plugin] | None = None
+    thinking_level: ThinkingLevel | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_installed_type(cls, data: Any) -> Any:
+        """An agent type nothing here provides is the one problem of the block: its own fields are unknown here."""
+        kind = data.get("type") if isinstance(data, dict) else None
+        refusal = AGENT_TYPES.not_installed(kind) if isinstance(kind, str) else None
+        if refusal:
+            raise rule_error("type", refusal)
+        return data
 
     @field_validator("sdk_options")
     @classmethod
@@ -40,19 +72,37 @@ class AgentConfig(RejectsMovedLimits):
     def _registered_type(cls, value: str | None) -> str | None:
         return None if value is None else AGENT_TYPES.check(value)
 
+    @field_validator("system_prompt")
+    @classmethod
+    def _blank_is_none(cls, value: str | None) -> str | None:
+        return value if value is None or value.strip() else None
+
+    def is_set(self, name: str) -> bool:
+        """The field holds something other than its default (an empty ``sdk_options: {}`` sets nothing)."""
+        return bool(getattr(self, name) != type(self).model_fields[name].get_default(call_default_factory=True))
+
     @property
     def resolved_type(self) -> str:
         return self.type or DEFAULT_AGENT_TYPE
 
     @model_validator(mode="after")
     def _type_specific_fields(self, info: ValidationInfo) -> AgentConfig:
+        if self.system_prompt is not None and self.system_prompt_file is not None:
+            raise rule_error("system_prompt_file", "set system_prompt or system_prompt_file, not both")
         if is_partial(info):
             return self
         kind = self.resolved_type
-        if self.sdk_options and kind != "claude-code":
-            raise rule_error("sdk_options", f"only allowed with type claude-code, not {kind}")
-        if self.claude_settings is not None and kind != "claude-code":
-            raise rule_error("claude_settings", f"only allowed with type claude-code, not {kind}")
+        for name in CLAUDE_CODE_ONLY:
+            if self.is_set(name) and kind != "claude-code":
+                raise rule_error(name, f"only allowed with type claude-code, not {kind}")
+        if self.system_prompt_mode == "replace" and self.system_prompt is None and self.system_prompt_file is None:
+            raise rule_error("system_prompt_mode", "replace needs a system_prompt (or system_prompt_file)")
+        if self.thinking_level is not None and kind not in THINKING_TYPES:
+            raise rule_error(
+                "thinking_level",
+                f"read by the {' and '.join(THINKING_TYPES)} agents only, not {kind}"
+                + (" (claude-code: sdk_options: {effort: ...})" if kind == "claude-code" else ""),
+            )
         if kind == "replay" and not self.trajectory:
             raise rule_error("trajectory", "type replay requires a trajectory file")
         if self.trajectory is not None and kind != "replay":

@@ -196,14 +196,3 @@ class Trajectory(AtifBlock):
         if None in ids or len(set(ids)) != len(ids):
             raise rule_error("subagent_trajectories", "every embedded subagent trajectory has its own trajectory_id")
         return self
-
-
-def field_names() -> set[str]:
-    """Every key ATIF defines, in any block."""
-    blocks = [AtifBlock]
-    names: set[str] = set()
-    while blocks:
-        block = blocks.pop()
-        names |= set(block.model_fields)
-        blocks += block.__subclasses__()
-    return names

@@ -7,8 +7,8 @@ import re
 from collections.abc import Iterable
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationInfo, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError, ValidationInfo, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 # Task, row, variant and experiment ids become directory names (and Dagster
 # partition keys), so they keep to a safe alphabet that cannot spell ``.``,
@@ -45,6 +45,12 @@ def rule_error(field: str, message: str) -> PydanticCustomError:
     return PydanticCustomError("rule", "{message}", {"field": field, "message": message})
 
 
+def rule_errors(title: str, problems: list[tuple[str, str]]) -> ValidationError:
+    """Several rule errors of one block at once (every removed field, not only the first)."""
+    details = [InitErrorDetails(type=rule_error(field, message), loc=(), input=None) for field, message in problems]
+    return ValidationError.from_exception_data(title, details)
+
+
 MOVED_TO_RUN_LIMITS = {
     "max_turns": "run_limits.max_turns",
     "turn_timeout": "run_limits.turn_timeout",
@@ -59,9 +65,11 @@ class RejectsMovedLimits(StrictModel):
     @classmethod
     def _reject_moved(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            for key, target in MOVED_TO_RUN_LIMITS.items():
-                if key in data:
-                    raise rule_error(key, f"no longer supported here; it lives under {target}")
+            moved = [(key, target) for key, target in MOVED_TO_RUN_LIMITS.items() if key in data]
+            if moved:
+                raise rule_errors(
+                    cls.__name__, [(key, f"no longer supported here; it lives under {target}") for key, target in moved]
+                )
         return data
 
 
@@ -107,21 +115,40 @@ class RegisteredNames:
     register the built-ins (``core/__init__.py`` imports both first).
     """
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, elsewhere: dict[str, str] | None = None) -> None:
         self.what = what
         self.names: list[str] = []
+        # Names coder_eval knows that nothing here provides (yet): refused in one line that says so.
+        self.elsewhere = dict(elsewhere or {})
+        self.entry_point_group: str | None = None  # where installed packages add more (named in the refusal)
 
     def register(self, name: str) -> None:
         if name not in self.names:
             self.names.append(name)
 
     def check(self, value: str) -> str:
-        """``value`` when registered; else the error a Literal would give, with a suggestion."""
+        """``value`` when registered; else the error a Literal would give, with a suggestion (and, for names
+        that installed packages add, the unknown name, the installed ones and the entry-point group)."""
+        refusal = self.not_installed(value)
+        if refusal:
+            raise ValueError(refusal)
         if value not in self.names:
+            suggestion = did_you_mean(value, self.names)
+            if self.entry_point_group is not None:
+                raise ValueError(
+                    f"unknown {self.what} {value!r}{suggestion}: installed are {', '.join(self.names)}; "
+                    f"packages add more through the entry-point group {self.entry_point_group}"
+                )
             choices = [repr(name) for name in self.names]
             listed = f"{', '.join(choices[:-1])} or {choices[-1]}" if len(choices) > 1 else "".join(choices)
-            raise ValueError(f"Input should be {listed}{did_you_mean(value, self.names)}")
+            raise ValueError(f"Input should be {listed}{suggestion}")
         return value
+
+    def not_installed(self, value: str) -> str | None:
+        """The one-line refusal of a name known elsewhere that nothing here registered (None: not such a name)."""
+        if value in self.names or value not in self.elsewhere:
+            return None
+        return f"{self.what} {value!r} is not installed here ({self.elsewhere[value]})"
 
     def schema(self, schema: dict[str, Any]) -> None:
         """The JSON Schema's ``enum``: what is registered when the schema is made (and null, for an optional field)."""
@@ -130,6 +157,6 @@ class RegisteredNames:
 
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
-    """`` (did you mean `x`?)`` for the closest valid name, or nothing."""
-    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    """`` (did you mean `x`?)`` for the closest valid name other than ``name`` itself, or nothing."""
+    close = difflib.get_close_matches(name, [c for c in choices if c != name], n=1, cutoff=0.6)
     return f" (did you mean `{close[0]}`?)" if close else ""

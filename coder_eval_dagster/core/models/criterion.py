@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 
 AGGREGATE_METRICS = ("accuracy", "macro_f1", "weighted_f1", "micro_f1")
 PER_LABEL_METRIC = re.compile(r"^(precision|recall|f1)\.(.+)$")
+# Every criterion's suite metrics over a dataset's rows: its scores' statistics, and the share of rows it scored.
+SCORE_METRICS = ("count", "mean", "median", "std", "min", "max", "completion_rate")
+REFERENCE_DIR = "REFERENCE_DIR"  # the reference folder's variable in commands and prefix in judge files
+_REFERENCE_TOKEN = re.compile(r"\$(\{REFERENCE_DIR\}|REFERENCE_DIR\b)")
+UNBOUNDED_METRICS = ("count", "std")  # every other metric is a share or a score, within [0, 1]
 
 
 class StopEarly(StrictModel):
@@ -43,18 +48,37 @@ class CriterionBase(StrictModel):
     description: str = Field(min_length=1)
     weight: float = Field(default=1.0, ge=0)
     pass_threshold: float = Field(default=0.9, ge=0.0, le=1.0)
+    suite_thresholds: dict[str, float] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
     def _placement_rules(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            if "stop_early" in data and "stop_early" not in cls.model_fields:
-                raise rule_error("stop_early", f"only {_names(LiveObservable)} (live-observable criteria) can be armed")
-            if "suite_thresholds" in data and "suite_thresholds" not in cls.model_fields:
-                raise rule_error(
-                    "suite_thresholds", f"only classification criteria ({_names(Classification)}) have suite metrics"
-                )
+        if isinstance(data, dict) and "stop_early" in data and "stop_early" not in cls.model_fields:
+            raise rule_error("stop_early", f"only {_names(LiveObservable)} (live-observable criteria) can be armed")
         return data
+
+    @model_validator(mode="after")
+    def _thresholds_are_metrics(self) -> CriterionBase:
+        if self.suite_thresholds and self.weight == 0:
+            raise rule_error("suite_thresholds", "a weight: 0 (informational) criterion cannot gate the suite")
+        for metric, minimum in self.suite_thresholds.items():
+            if metric not in SCORE_METRICS:
+                self.check_metric(metric)
+            unbounded = metric in UNBOUNDED_METRICS
+            if minimum < 0 or (minimum > 1 and not unbounded):
+                raise rule_error(
+                    f"suite_thresholds.{metric}",
+                    f"a {metric} minimum must be {'>= 0' if unbounded else 'within [0, 1]'}",
+                )
+        return self
+
+    def check_metric(self, metric: str) -> None:
+        """Refuse a metric this criterion's suite rollup does not report (a classification adds its own)."""
+        raise rule_error(f"suite_thresholds.{metric}", f"unknown metric; use one of {', '.join(SCORE_METRICS)}")
+
+    def reads_reference_dir(self) -> bool:
+        """True when the criterion reads the task's reference folder (``$REFERENCE_DIR``)."""
+        return False
 
     @property
     def gating(self) -> bool:
@@ -89,9 +113,7 @@ class LiveObservable(CriterionBase):
 
 
 class Classification(CriterionBase):
-    """A criterion that yields a label, so a dataset rollup has suite metrics."""
-
-    suite_thresholds: dict[str, float] = Field(default_factory=dict)
+    """A criterion that yields a label, so a dataset rollup has classification metrics too."""
 
     def metric_labels(self) -> list[str] | None:
         """Labels valid in per-label metric names (None: any label)."""
@@ -105,36 +127,30 @@ class Classification(CriterionBase):
         """The ground-truth label of this row."""
         raise NotImplementedError
 
-    @model_validator(mode="after")
-    def _thresholds_are_metrics(self) -> Classification:
-        if self.suite_thresholds and self.weight == 0:
-            raise rule_error("suite_thresholds", "a weight: 0 (informational) criterion cannot gate the suite")
+    def check_metric(self, metric: str) -> None:
+        if metric in AGGREGATE_METRICS:
+            return
+        match = PER_LABEL_METRIC.match(metric)
+        if match is None:
+            raise rule_error(
+                f"suite_thresholds.{metric}",
+                f"unknown metric; use one of {', '.join((*SCORE_METRICS, *AGGREGATE_METRICS))} or "
+                "precision.<label>, recall.<label>, f1.<label>",
+            )
         labels = self.metric_labels()
-        for metric, minimum in self.suite_thresholds.items():
-            check_metric_name(metric, labels)
-            if not 0.0 <= minimum <= 1.0:
-                raise rule_error(f"suite_thresholds.{metric}", "a metric minimum must be within [0, 1]")
-        return self
+        if labels is not None and match.group(2) not in labels:
+            raise rule_error(
+                f"suite_thresholds.{metric}", f"unknown label {match.group(2)!r}; labels are {', '.join(labels)}"
+            )
+
+
+def names_reference_dir(text: str) -> bool:
+    """``$REFERENCE_DIR`` or ``${REFERENCE_DIR}`` in a command or a path."""
+    return _REFERENCE_TOKEN.search(text) is not None
 
 
 def _names(base: type) -> str:
     return ", ".join(types_of(base))
-
-
-def check_metric_name(metric: str, labels: list[str] | None) -> None:
-    if metric in AGGREGATE_METRICS:
-        return
-    match = PER_LABEL_METRIC.match(metric)
-    if match is None:
-        raise rule_error(
-            f"suite_thresholds.{metric}",
-            f"unknown metric; use one of {', '.join(AGGREGATE_METRICS)} or precision.<label>, "
-            "recall.<label>, f1.<label>",
-        )
-    if labels is not None and match.group(2) not in labels:
-        raise rule_error(
-            f"suite_thresholds.{metric}", f"unknown label {match.group(2)!r}; labels are {', '.join(labels)}"
-        )
 
 
 # ----------------------------------------------------------------------------- the registered models

@@ -16,6 +16,7 @@ class Dataset(StrictModel):
     sample_per_stratum: int | None = Field(default=None, ge=1)
     stratify_field: str = Field(default="expected_skill", min_length=1)
     sample_seed: int | None = None
+    split_field: str = Field(default="split", min_length=1)
 
     @model_validator(mode="after")
     def _exactly_one_source(self) -> Dataset:

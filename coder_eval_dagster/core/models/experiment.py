@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from .agent import AgentConfig
-from .base import SafeId, StrictModel, rule_error
+from .base import SafeId, StrictModel, check_regex, rule_error
 from .commands import HookCommand
 from .limits import RunLimits
-from .sandbox import SandboxConfig, TemplateSource
+from .sandbox import SANDBOX_DRIVERS, SandboxConfig, TemplateSource
 from .simulation import Simulation
+
+MAX_REPEATS = 99  # replicate folders are two digits
+Repeats = Annotated[int, Field(ge=1, le=MAX_REPEATS)]
 
 
 def _known_simulation_keys(value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -22,6 +26,64 @@ def _known_simulation_keys(value: dict[str, Any] | None) -> dict[str, Any] | Non
     return value
 
 
+def _registered_driver(value: str | None) -> str | None:
+    return None if value is None else SANDBOX_DRIVERS.check(value)
+
+
+class PrefixMutation(StrictModel):
+    type: Literal["prefix"]
+    content: str
+    separator: str = "\n\n"
+
+    def apply(self, prompt: str) -> str:
+        return self.content + self.separator + prompt
+
+
+class SuffixMutation(StrictModel):
+    type: Literal["suffix"]
+    content: str
+    separator: str = "\n\n"
+
+    def apply(self, prompt: str) -> str:
+        return prompt + self.separator + self.content
+
+
+class ReplaceMutation(StrictModel):
+    type: Literal["replace"]
+    pattern: str = Field(min_length=1)
+    replacement: str = ""
+    regex: bool = False
+
+    @model_validator(mode="after")
+    def _compiles(self) -> ReplaceMutation:
+        if self.regex:
+            try:
+                check_regex(self.pattern)
+            except ValueError as exc:
+                raise rule_error("pattern", str(exc)) from None
+        return self
+
+    def apply(self, prompt: str) -> str:
+        if self.regex:
+            return re.sub(self.pattern, self.replacement, prompt)
+        return prompt.replace(self.pattern, self.replacement)
+
+
+class TemplateMutation(StrictModel):
+    type: Literal["template"]
+    variables: dict[str, str] = Field(min_length=1)
+
+    def apply(self, prompt: str) -> str:
+        for name, value in self.variables.items():
+            prompt = prompt.replace("{" + name + "}", value)
+        return prompt
+
+
+PromptMutation = Annotated[
+    PrefixMutation | SuffixMutation | ReplaceMutation | TemplateMutation, Field(discriminator="type")
+]
+
+
 class Overlay(StrictModel):
     """What an experiment may lay over a task: merged key by key, the simulation shallowly."""
 
@@ -29,8 +91,12 @@ class Overlay(StrictModel):
     sandbox: SandboxConfig | None = None
     run_limits: RunLimits | None = None
     simulation: dict[str, Any] | None = None
+    repeats: Repeats | None = None
+    driver: str | None = None
+    prompt_mutations: list[PromptMutation] = Field(default_factory=list)
 
     _simulation = field_validator("simulation")(_known_simulation_keys)
+    _driver = field_validator("driver")(_registered_driver)
 
 
 class ExperimentDefaults(Overlay):
@@ -41,26 +107,48 @@ class ExperimentDefaults(Overlay):
 
 
 class Variant(Overlay):
-    """One arm of the experiment, merged over each task; its template sources come last."""
+    """One arm of the experiment, merged over each task; its template sources come last.
+
+    Its own prompt (``initial_prompt``, or ``initial_prompt_file`` relative to the
+    experiment file) replaces the task's and skips every mutation.
+    """
 
     variant_id: SafeId
     description: str | None = None
     template_sources: list[TemplateSource] = Field(default_factory=list)
+    initial_prompt: str | None = None
+    initial_prompt_file: str | None = None
+
+    @model_validator(mode="after")
+    def _one_prompt_change(self) -> Variant:
+        given = [name for name in ("initial_prompt", "initial_prompt_file") if getattr(self, name) is not None]
+        if self.prompt_mutations:
+            given.append("prompt_mutations")
+        if len(given) > 1:
+            raise rule_error(given[1], f"set one of initial_prompt, initial_prompt_file or prompt_mutations: {given}")
+        return self
 
 
 class Experiment(StrictModel):
     experiment_id: SafeId
     description: str | None = None
     tasks: list[str] = Field(default_factory=list)
-    repeats: int = Field(default=1, ge=1)
+    repeats: Repeats | None = None
     defaults: ExperimentDefaults = Field(default_factory=ExperimentDefaults)
     variants: list[Variant] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _unique_variants(self) -> Experiment:
+        if self.repeats is not None and self.defaults.repeats is not None:
+            raise rule_error("repeats", "set repeats once: here or in defaults")
         seen: set[str] = set()
         for index, variant in enumerate(self.variants):
             if variant.variant_id in seen:
                 raise rule_error(f"variants.{index}.variant_id", f"duplicate variant_id {variant.variant_id!r}")
             seen.add(variant.variant_id)
         return self
+
+    @property
+    def default_repeats(self) -> int | None:
+        """Replicates of each row-task under a variant that sets none (``repeats``, or ``defaults.repeats``)."""
+        return self.repeats or self.defaults.repeats

@@ -13,6 +13,7 @@ class RunLimits(StrictModel):
     """Structural caps, budget caps and the early-stop kill switch; unset = no limit."""
 
     max_turns: int | None = Field(default=None, gt=0)
+    max_tool_calls: int | None = Field(default=None, ge=1)
     expected_turns: int | None = Field(default=None, ge=1)
     task_timeout: float | None = Field(default=None, ge=30)
     turn_timeout: float | None = Field(default=None, ge=10)

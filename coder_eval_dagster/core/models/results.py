@@ -1,22 +1,117 @@
-"""What an evaluation produces: the records behind task.json, run.json and the tables."""
+"""What an evaluation produces: task.json, in coder_eval's report schema, and the records behind the tables.
+
+One model per record, used by the code and written to disk alike. Where our
+attribute's name differs from the name coder_eval's schema gives the same
+thing (its docs/REPORT_SCHEMA.md, ``EvaluationResult``), the field is written
+under the schema's name (``written_as``) and read under it or under the name
+earlier versions of ours wrote, so run folders written before stay readable
+(``criteria`` -> ``success_criteria_results``, ``FAILED`` -> ``FAILURE``...).
+What the schema computes from other fields (``iterations``,
+``command_stats``, ``total_token_usage``' total...) is a computed field here
+too: written on every dump, never stored apart from what it summarises.
+Our own fields (``passed``, criterion ``inputs``, ``trajectory``...) stay
+beside the schema's; coder_eval's readers ignore them.
+"""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+import json
+from collections import Counter
+from datetime import UTC, datetime
+from itertools import pairwise
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, computed_field, model_validator
 
-FinalStatus = Literal["SUCCESS", "FAILED", "ERROR", "TIMEOUT", "TOKEN_BUDGET_EXCEEDED", "COST_BUDGET_EXCEEDED"]
+# Every schema-named record: written under the schema's names, read under those or the attribute names.
+SCHEMA_NAMES = ConfigDict(validate_by_name=True, validate_by_alias=True, serialize_by_alias=True)
+
+
+def written_as(name: str, *earlier: str, **field: Any) -> Any:
+    """A field written under the schema's ``name``, read under it, its attribute name or an ``earlier`` name."""
+    return Field(serialization_alias=name, validation_alias=AliasChoices(name, *earlier), **field)
+
+
+FinalStatus = Literal[
+    "SUCCESS",
+    "FAILURE",
+    "ERROR",
+    "TIMEOUT",
+    "MAX_TURNS_EXHAUSTED",
+    "TOKEN_BUDGET_EXCEEDED",
+    "COST_BUDGET_EXCEEDED",
+    "BUILD_FAILED",
+    "NOT_GRADED",
+]
+EARLIER_STATUSES = {"FAILED": "FAILURE"}  # written by versions before the report schema
+
+# The run's buckets (coder_eval's FinalStatus categories): tasks_succeeded, tasks_failed, tasks_error, tasks_not_graded.
+StatusCategory = Literal["succeeded", "failed", "error", "not_graded"]
+STATUS_CATEGORY: dict[str, StatusCategory] = {
+    "SUCCESS": "succeeded",
+    "FAILURE": "failed",
+    "TIMEOUT": "failed",
+    "MAX_TURNS_EXHAUSTED": "failed",
+    "TOKEN_BUDGET_EXCEEDED": "failed",
+    "COST_BUDGET_EXCEEDED": "failed",
+    "ERROR": "error",
+    "BUILD_FAILED": "error",
+    "NOT_GRADED": "not_graded",
+}
+
+
+def current_status(value: Any) -> Any:
+    """A status as written now (``FAILED`` of earlier run folders reads as ``FAILURE``)."""
+    return EARLIER_STATUSES.get(value, value) if isinstance(value, str) else value
+
+
+Status = Annotated[FinalStatus, BeforeValidator(current_status)]
+
+
+class TokenUsage(BaseModel):
+    """Tokens and cost, coder_eval's ``TokenUsage``: the prompt in three parts that sum to ``input_tokens``."""
+
+    uncached_input_tokens: int = 0  # the fresh prompt (an API's ``input_tokens``), billed at the input rate
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    total_cost_usd: float | None = None
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def input_tokens(self) -> int:
+        """The whole prompt: uncached + cache creation + cache read."""
+        return self.uncached_input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @classmethod
+    def of_turns(cls, turns: list[TurnRecord]) -> TokenUsage | None:
+        """The sum over an agent's turns; None when it took none (an agentless task)."""
+        if not turns:
+            return None
+        costs = [t.cost_usd for t in turns if t.cost_usd is not None]
+        return cls(
+            uncached_input_tokens=sum(t.input_tokens for t in turns),
+            output_tokens=sum(t.output_tokens for t in turns),
+            cache_creation_input_tokens=sum(t.cache_creation_input_tokens for t in turns),
+            cache_read_input_tokens=sum(t.cache_read_input_tokens for t in turns),
+            total_cost_usd=round(sum(costs), 6) if costs else None,
+        )
 
 
 class CommandRun(BaseModel):
-    """What one shell command did (output capped, secrets redacted)."""
+    """What one shell command did (output capped, secrets redacted): coder_eval's ``PostRunResult`` and more."""
+
+    model_config = SCHEMA_NAMES
 
     command: str
     exit_code: int | None = None
     stdout: str = ""
     stderr: str = ""
-    duration_s: float = 0.0
+    duration_s: float = written_as("duration_seconds", default=0.0)
     timed_out: bool = False
     # set by a driver that can tell (docker): the exit code is the kill's, which a criterion may expect
     oom_killed: bool = False
@@ -38,29 +133,91 @@ ToolCallStatus = Literal["success", "error", "unknown"]
 
 
 class ToolCallRecord(BaseModel):
-    turn: int
-    seq: int
-    tool: str
+    """One tool call of the agent, written as coder_eval's ``CommandTelemetry`` (``iterations[].commands``)."""
+
+    model_config = SCHEMA_NAMES
+
+    turn: int  # our TurnRecord.index (from 1)
+    seq: int = written_as("sequence_number")
+    tool: str = written_as("tool_name")
     parameters: dict[str, Any] = Field(default_factory=dict)
-    status: ToolCallStatus = "unknown"
+    status: ToolCallStatus = written_as("result_status", default="unknown")
     duration_ms: float = 0.0
-    output: str | None = None
+    output: str | None = written_as("result_summary", default=None)
+    started_at: float | None = None  # epoch seconds, when the agent reports it (telemetry spans, the timestamp)
+    timestamp: str | None = None  # the schema's: when the call was made (from started_at, else the run's start)
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def tool_id(self) -> str:
+        return f"call-{self.turn}-{self.seq}"
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def assistant_turn_index(self) -> int:
+        """The schema's index of the model turn, from 0."""
+        return self.turn - 1
 
 
 class TurnRecord(BaseModel):
+    """One model turn of the agent: its tool calls, its text and its usage."""
+
     index: int
     calls: list[ToolCallRecord] = Field(default_factory=list)
     text: str | None = None
-    input_tokens: int = 0
+    input_tokens: int = 0  # uncached
     output_tokens: int = 0
     cache_read_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cost_usd: float | None = None
+    started_at: float | None = None  # epoch seconds: the round trip's start and end, when the agent reports them
+    ended_at: float | None = None
+
+
+class Iteration(BaseModel):
+    """coder_eval's ``TurnRecord``: one prompt to the agent and what came of it.
+
+    A run is one iteration: a simulated dialog's exchanges are in the
+    result's ``dialog``. ``turns`` (ours) holds each model turn's text and
+    usage; its calls are in ``commands``, and the two rebuild the trajectory
+    when task.json is read.
+    """
+
+    iteration: int
+    user_input: str
+    agent_output: str
+    commands: list[ToolCallRecord]
+    timestamp: str
+    duration_seconds: float
+    token_usage: TokenUsage | None
+    model_used: str | None
+    assistant_turn_count: int
+    num_turns: int
+    max_turns_exhausted: bool
+    result_summary: dict[str, Any] | None  # the final reply, as the schema records it (``has_final_reply``)
+    turns: list[dict[str, Any]]
+
+
+def trajectory_of(iterations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The model turns, each with its calls, from iterations as written (the inverse of ``Iteration``)."""
+    turns = []
+    for iteration in iterations:
+        calls = iteration.get("commands") or []
+        for turn in iteration.get("turns") or []:
+            turns.append({**turn, "calls": [call for call in calls if call.get("turn") == turn.get("index")]})
+    return turns
 
 
 class CriterionResult(BaseModel):
+    """One criterion's outcome, coder_eval's ``CriterionResult`` (basic, judge or classification kind)."""
+
+    model_config = SCHEMA_NAMES
+
+    JUDGE_TYPES: ClassVar[frozenset[str]] = frozenset({"llm_judge", "agent_judge", "system_one_judge"})
+    DETAIL_CHARS: ClassVar[int] = 300  # each value in the ``details`` text
+
     index: int
-    type: str
+    type: str = written_as("criterion_type")
     description: str
     score: float
     passed: bool
@@ -69,7 +226,8 @@ class CriterionResult(BaseModel):
     pass_threshold: float
     error: str | None = None
     inputs: dict[str, Any] = Field(default_factory=dict)  # what the criterion was asked to check (its fields)
-    details: dict[str, Any] = Field(default_factory=dict)
+    # The evidence as a structure (ours); the schema's ``details`` is the same as text.
+    details: dict[str, Any] = written_as("evidence", "details", default_factory=dict)
     advisory: bool = False  # an unarmed criterion of an early-stopped run
     expected_label: str | None = None
     observed_label: str | None = None
@@ -79,8 +237,48 @@ class CriterionResult(BaseModel):
         """A judge's spend (tokens, cost, seconds); None for the other criteria."""
         return self.details.get("judge_usage")
 
+    @computed_field(alias="details")  # type: ignore[prop-decorator]  # mypy takes no decorator on a property
+    @property
+    def details_text(self) -> str | None:
+        """The evidence as one string, ``key: value; ...`` (the schema's ``details``); empty values left out."""
+        parts = []
+        for key, value in self.details.items():
+            if value is None or value == "" or value == [] or value == {}:
+                continue
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+            parts.append(f"{key}: {text[: self.DETAIL_CHARS]}")
+        return "; ".join(parts) or None
 
-DialogStopReason = Literal["stop_token", "criteria_pass", "max_turns", "budget", "error", "run_limits"]
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def result_kind(self) -> Literal["basic", "judge", "classification"]:
+        if self.expected_label is not None and self.observed_label is not None:
+            return "classification"
+        return "judge" if self.type in self.JUDGE_TYPES else "basic"
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def evaluation_status(self) -> Literal["evaluated"]:
+        """Every stored result was checked (the schema's ``not_evaluated`` is for checks that never ran)."""
+        return "evaluated"
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def token_usage(self) -> TokenUsage | None:
+        """A judge's tokens and cost in the schema's record."""
+        usage = self.judge_usage
+        if not usage:
+            return None
+        return TokenUsage(
+            uncached_input_tokens=usage.get("input_tokens", 0),
+            output_tokens=usage.get("output_tokens", 0),
+            total_cost_usd=usage.get("cost_usd"),
+        )
+
+
+# How a simulated dialog ended (coder_eval's SimulationTelemetry.stop_reason).
+DialogStopReason = Literal["stop_token", "criteria_passed", "max_turns", "budget", "error", "run_limit_exceeded"]
+EARLIER_DIALOG_STOPS = {"criteria_pass": "criteria_passed", "run_limits": "run_limit_exceeded"}
 
 
 class DialogMessage(BaseModel):
@@ -91,73 +289,240 @@ class DialogMessage(BaseModel):
     text: str
     tokens: int = 0  # the simulator call (user) or the agent's exchange (agent), input + output
     criteria_passed: bool | None = None  # the per-turn check after this agent message (check_criteria)
+    started_at: float | None = None  # epoch seconds: the simulator call's start and end (telemetry spans)
+    ended_at: float | None = None
 
 
 class SimulationInfo(BaseModel):
-    """A dialog's outcome; ``turns`` counts the completed user<->agent exchanges."""
+    """A dialog's outcome, coder_eval's ``SimulationTelemetry``; ``turns`` counts the completed exchanges."""
 
-    enabled: bool = True
-    replicate_index: int
+    model_config = SCHEMA_NAMES
+
     n_trials: int
-    turns: int = 0
-    stop_reason: DialogStopReason | None = None
+    replicate_index: int
+    stop_reason: Annotated[
+        DialogStopReason | None, BeforeValidator(lambda v: EARLIER_DIALOG_STOPS.get(v, v) if isinstance(v, str) else v)
+    ] = None
+    simulator_input_tokens: int = 0  # the simulated user's spend (never counted against run_limits)
+    simulator_output_tokens: int = 0
+    simulator_failures: int = 0
+    turns: int = written_as("total_turns", default=0)
+    simulator_model: str | None = None
 
 
 class CommandStats(BaseModel):
+    """The agent's tool calls summed up, coder_eval's ``CommandStatistics``."""
+
     total_commands: int = 0
     commands_by_tool: dict[str, int] = Field(default_factory=dict)
     total_command_time_ms: float = 0.0
-    success_rate: float | None = None
+    avg_command_time_ms: float | None = None
     slowest_commands: list[dict[str, Any]] = Field(default_factory=list)
+    successful_commands: int = 0
+    failed_commands: int = 0
+    unknown_commands: int = 0
+    success_rate: float = 0.0  # successful / (successful + failed); 0.0 with none
+    most_common_sequence: str | None = None
+
+    SLOWEST: ClassVar[int] = 5
+
+    @classmethod
+    def of(cls, calls: list[ToolCallRecord]) -> CommandStats:
+        statuses = Counter(call.status for call in calls)
+        decided = statuses["success"] + statuses["error"]
+        total_ms = sum(call.duration_ms for call in calls)
+        slowest = sorted(calls, key=lambda c: c.duration_ms, reverse=True)[: cls.SLOWEST]
+        pairs = Counter(f"{a.tool} -> {b.tool}" for a, b in pairwise(calls))
+        return cls(
+            total_commands=len(calls),
+            commands_by_tool=dict(Counter(call.tool for call in calls)),
+            total_command_time_ms=round(total_ms, 1),
+            avg_command_time_ms=round(total_ms / len(calls), 1) if calls else None,
+            slowest_commands=[
+                {"tool": c.tool, "duration_ms": c.duration_ms, "parameters": c.parameters, "tool_id": c.tool_id}
+                for c in slowest
+            ],
+            successful_commands=statuses["success"],
+            failed_commands=statuses["error"],
+            unknown_commands=statuses["unknown"],
+            success_rate=round(statuses["success"] / decided, 4) if decided else 0.0,
+            most_common_sequence=pairs.most_common(1)[0][0] if pairs else None,
+        )
+
+
+# Why the watcher stopped: criterion_passed, criterion_failed or decision_budget_exceeded (the schema's names).
+EARLIER_EARLY_STOPS = {"armed_criteria_passed": "criterion_passed", "armed_criterion_failed": "criterion_failed"}
+
+
+class EarlyStopInfo(BaseModel):
+    """Why the early-stop watcher ended the run, coder_eval's ``EarlyStopInfo``."""
+
+    reason: str  # criterion_passed, criterion_failed or decision_budget_exceeded
+    deciding_criterion_type: str
+    deciding_criterion_description: str
+    armed_criteria: list[str] = Field(default_factory=list)  # "type: description"
+    sdk_turn_index: int  # the model turn of the deciding call, from 0
+    tool_call_index: int  # the deciding call, from 1
+    elapsed_seconds: float
+    turns_remaining_at_stop: int | None = None
+    gate_threshold: float = 1.0
+
+
+class TaskConfig(BaseModel):
+    """The task as it ran (coder_eval's ``TaskConfigRecord``): resolved, its file's text and path."""
+
+    resolved: dict[str, Any]
+    source_yaml: str
+    source_file: str | None = None
+    lineage: dict[str, Any] = Field(default_factory=dict)  # not recorded: resolution keeps no per-field layer
 
 
 class EvaluationResult(BaseModel):
-    """One row-task x variant x replicate: the content of task.json."""
+    """One row-task x variant x replicate: task.json, coder_eval's ``EvaluationResult`` and ours beside it."""
+
+    model_config = SCHEMA_NAMES
 
     run_id: str
     task_id: str
     base_task_id: str
     row_id: str | None = None
     variant_id: str
-    replicate: int
-    description: str = ""
+    replicate: int = written_as("replicate_index")  # the folder's NN: from 0 (from 1 in earlier run folders)
+    description: str = written_as("task_description", "description", default="")
     agent_type: str
-    model: str | None = None
+    model: str | None = written_as("model_used", default=None)
     tags: list[str] = Field(default_factory=list)
-    final_status: FinalStatus = "ERROR"
+    final_status: Status = "ERROR"
     success: bool = False
     weighted_score: float = 0.0
-    error: str | None = None
+    error: str | None = written_as("error_message", default=None)
     started_at: str = ""
-    finished_at: str = ""
-    duration_s: float = 0.0  # the evaluation's own time: the sum of its stages
+    finished_at: str | None = written_as("completed_at", default=None)
+    trace_id: str | None = None  # the evaluation's OpenTelemetry trace (when telemetry exports)
+    duration_s: float = written_as("duration_seconds", default=0.0)  # the evaluation's own time: its stages
     stage_durations: dict[str, float] = Field(default_factory=dict)  # seconds per stage (setup, pre_run, ...)
     phases_done: list[str] = Field(default_factory=list)  # sandbox, scoring: what a resumed run keeps
     rescored_at: str | None = None
     rescore_duration_s: float | None = None  # the last rescore's own scoring time
-    turns: int = 0
+    turns: int = written_as("total_turns", default=0)  # the agent's model turns
     visible_turns: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float | None = None
+    total_token_usage: TokenUsage | None = None  # the agent's; None: no agent ran
+    max_turns_exhausted: bool = False
     stopped_early: bool = False
-    early_stop_reason: str | None = None
+    early_stop_reason: Annotated[
+        str | None, BeforeValidator(lambda v: EARLIER_EARLY_STOPS.get(v, v) if isinstance(v, str) else v)
+    ] = None
     turns_remaining_at_stop: int | None = None
+    early_stop: EarlyStopInfo | None = None
     expected_turns: int | None = None
     within_expected_turns: bool | None = None
-    criteria: list[CriterionResult] = Field(default_factory=list)
+    criteria: list[CriterionResult] = written_as("success_criteria_results", default_factory=list)
     pre_run_results: list[HookRun] = Field(default_factory=list)
     post_run_results: list[HookRun] = Field(default_factory=list)
-    trajectory: list[TurnRecord] = Field(default_factory=list)
-    command_stats: CommandStats = Field(default_factory=CommandStats)
+    trajectory: list[TurnRecord] = Field(default_factory=list, exclude=True)  # written as ``iterations``
+    prompt: str | None = Field(default=None, exclude=True)  # written as ``iterations[0].user_input``
     warnings: list[str] = Field(default_factory=list)
     environment_info: dict[str, Any] = Field(default_factory=dict)  # judge_transport: anthropic | bedrock | none
     simulation: SimulationInfo | None = None  # a simulated dialog's outcome; None: a single-shot run
     dialog: list[DialogMessage] = Field(default_factory=list)
-    simulator_input_tokens: int = 0  # the simulated user's spend (never counted against run_limits)
-    simulator_output_tokens: int = 0
+    task_config: TaskConfig | None = None
 
-    # Judge spend, from the criteria (never counted against run_limits, which cap the agent only).
+    @model_validator(mode="before")
+    @classmethod
+    def _earlier_forms(cls, data: Any) -> Any:
+        """task.json as written now, or by versions before the report schema."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if "trajectory" not in data and isinstance(data.get("iterations"), list):
+            data["trajectory"] = trajectory_of(data["iterations"])
+            data.setdefault("prompt", next((i.get("user_input") for i in data["iterations"]), None))
+        if "total_token_usage" not in data and (data.get("input_tokens") or data.get("output_tokens")):
+            data["total_token_usage"] = {
+                "uncached_input_tokens": data.get("input_tokens", 0),
+                "output_tokens": data.get("output_tokens", 0),
+                "total_cost_usd": data.get("cost_usd"),
+            }
+        simulation = data.get("simulation")
+        if isinstance(simulation, dict) and "simulator_input_tokens" in data:
+            data["simulation"] = {
+                **simulation,
+                "simulator_input_tokens": data["simulator_input_tokens"],
+                "simulator_output_tokens": data.get("simulator_output_tokens", 0),
+            }
+        return data
+
+    # ------------------------------------------------------------------ the schema's computed fields
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def iterations(self) -> list[Iteration]:
+        """The agent's one iteration (none for an agentless task)."""
+        if not self.trajectory:
+            return []
+        texts = [t.text for t in self.trajectory if t.text]
+        commands = [
+            call if call.timestamp else call.model_copy(update={"timestamp": _iso(call.started_at) or self.started_at})
+            for turn in self.trajectory
+            for call in turn.calls
+        ]
+        return [
+            Iteration(
+                iteration=1,
+                user_input=self.prompt or "",
+                agent_output=texts[-1] if texts else "",
+                commands=commands,
+                timestamp=self.started_at,
+                duration_seconds=self.stage_durations.get("agent", 0.0),
+                token_usage=self.total_token_usage,
+                model_used=self.model,
+                assistant_turn_count=len(self.trajectory),
+                num_turns=len(self.trajectory),
+                max_turns_exhausted=self.max_turns_exhausted,
+                result_summary={"is_error": False, "subtype": "success", "stop_reason": None, "result": texts[-1]}
+                if texts
+                else None,
+                turns=[turn.model_dump(exclude={"calls"}) for turn in self.trajectory],
+            )
+        ]
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def iteration_count(self) -> int:
+        return 1 if self.trajectory else 0
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def total_assistant_turns(self) -> int:
+        return self.turns
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def actual_commands(self) -> int:
+        return sum(len(turn.calls) for turn in self.trajectory)
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def command_stats(self) -> CommandStats:
+        return CommandStats.of([call for turn in self.trajectory for call in turn.calls])
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def setup_ms(self) -> float | None:
+        return self._stage_ms("setup")
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def grading_ms(self) -> float | None:
+        return self._stage_ms("score")
+
+    def _stage_ms(self, stage: str) -> float | None:
+        seconds = self.stage_durations.get(stage)
+        return None if seconds is None else round(seconds * 1000, 1)
+
+    # ------------------------------------------------------------------ spend (judges and the simulated user
+    # are never counted against run_limits, which cap the agent only)
+
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
     def judge_input_tokens(self) -> int:
@@ -177,36 +542,39 @@ class EvaluationResult(BaseModel):
     def _judge_usages(self) -> list[dict[str, Any]]:
         return [c.judge_usage for c in self.criteria if c.judge_usage]
 
-    SUMMARY_FIELDS: ClassVar[tuple[str, ...]] = (
-        "task_id",
-        "variant_id",
-        "replicate",
-        "final_status",
-        "success",
-        "error",
-        "weighted_score",
-        "duration_s",
-        "stage_durations",
-        "turns",
-        "visible_turns",
-        "input_tokens",
-        "output_tokens",
-        "cost_usd",
-        "judge_input_tokens",
-        "judge_output_tokens",
-        "judge_cost_usd",
-        "stopped_early",
-        "early_stop_reason",
-        "turns_remaining_at_stop",
-        "expected_turns",
-        "within_expected_turns",
-        "simulation",
-        "simulator_input_tokens",
-        "simulator_output_tokens",
-        "criteria",
-    )
+    @property
+    def agent_cost_usd(self) -> float | None:
+        return self.total_token_usage.total_cost_usd if self.total_token_usage else None
 
-    def summary(self) -> dict[str, Any]:
-        """The run.json entry: the task's headline fields and its criteria."""
-        data = self.model_dump(mode="json", include=set(self.SUMMARY_FIELDS))
-        return {name: data[name] for name in self.SUMMARY_FIELDS}
+    @property
+    def simulator_cost_usd(self) -> float | None:
+        """Not priced yet: the simulator's tokens are recorded, its model has no price here."""
+        return None
+
+    @property
+    def total_cost_usd(self) -> float | None:
+        """Agent + judges + simulated user; None when none of them has a cost."""
+        costs = [c for c in (self.agent_cost_usd, self.judge_cost_usd, self.simulator_cost_usd) if c is not None]
+        return round(sum(costs), 6) if costs else None
+
+    @property
+    def cost_complete(self) -> bool:
+        """False when the costs are a floor: the agent spent tokens without a cost, or was cut off by a timeout."""
+        if self.final_status == "TIMEOUT":
+            return False
+        return all(t.cost_usd is not None for t in self.trajectory if t.input_tokens or t.output_tokens)
+
+    @property
+    def simulator_input_tokens(self) -> int:
+        return self.simulation.simulator_input_tokens if self.simulation else 0
+
+    @property
+    def simulator_output_tokens(self) -> int:
+        return self.simulation.simulator_output_tokens if self.simulation else 0
+
+
+def _iso(epoch_s: float | None) -> str | None:
+    """An epoch time as the schema's ISO timestamp (UTC, Z)."""
+    if epoch_s is None:
+        return None
+    return datetime.fromtimestamp(epoch_s, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

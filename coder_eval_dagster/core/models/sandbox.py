@@ -6,14 +6,125 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from .base import RegisteredNames, StrictModel, is_inside, is_partial, rule_error
+from .base import RegisteredNames, StrictModel, is_inside, is_partial, rule_error, rule_errors
+from .cli_match import ArgvPattern
 from .ignore import IgnorePattern
+
+RECORD_CLI_DIR = "cli_mocks"  # the record_cli shims, in the sandbox
+RECORD_CLI_LOG = f"{RECORD_CLI_DIR}/calls.jsonl"  # one JSON line per call; cli_called's default log
+# Names a shim may not take: the shell and interpreters the harness itself runs, and the shims' own files.
+RESERVED_TOOLS = ("python", "python3", "py", "env", "sh", "bash", "zsh", "cmd", "node", "uv", "git")
 
 
 class PythonEnv(StrictModel):
     """Packages installed into a venv inside the sandbox (none: the host Python)."""
 
     env_packages: list[str] = Field(default_factory=list)
+
+
+class NodeEnv(StrictModel):
+    """npm packages installed into the sandbox folder (``bun add``, else ``npm install``)."""
+
+    env_packages: list[str] = Field(default_factory=list)
+
+
+class CliMatch(ArgvPattern):
+    """A response rule's pattern: cli_called's facets, but no flag is ignored (a rule may key on any, ``output``
+    included, which takes a value)."""
+
+    value_flags: list[str] = Field(default_factory=lambda: ["output"])
+    ignore_flags: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_mapping(cls, data: Any) -> Any:
+        if isinstance(data, str):
+            raise ValueError(f"a pattern, not a command line: write {{verb: {data!r}}}")
+        return data
+
+    @model_validator(mode="after")
+    def _some_facet(self) -> CliMatch:
+        if not (self.verb or self.verb_any_of or self.positional or self.flags):
+            raise rule_error("", "needs a verb, verb_any_of, positional or flags (the entry's own answer is the rest)")
+        return self
+
+
+class CliResponse(StrictModel):
+    """What a shim answers to a call matching ``when`` (the first matching rule wins)."""
+
+    when: CliMatch
+    exit_code: int = Field(default=0, ge=0, le=255)
+    stdout: str = ""
+    stderr: str = ""
+
+
+class RecordedCli(StrictModel):
+    """A command shadowed by a recording shim: it runs nothing, records each call, and answers as told."""
+
+    tool: str = Field(pattern=r"^[A-Za-z0-9._+-]+$")
+    exit_code: int = Field(default=1, ge=0, le=255)
+    stdout: str = ""
+    stderr: str = ""
+    responses: list[CliResponse] = Field(default_factory=list)
+
+    @field_validator("tool")
+    @classmethod
+    def _not_reserved(cls, value: str) -> str:
+        if value in RESERVED_TOOLS or value in ("calls.jsonl", "argv_match.py") or value.endswith((".cmd", ".bat")):
+            raise ValueError(f"{value!r} cannot be shadowed (the harness and the shims use it)")
+        if value in (".", ".."):
+            raise ValueError("must be a command name")
+        return value
+
+    @model_validator(mode="after")
+    def _reachable_rules(self) -> RecordedCli:
+        """A rule after one that already answers every call it could match is a mistake: refuse it."""
+        for index, rule in enumerate(self.responses):
+            for earlier in self.responses[:index]:
+                if _covers(earlier.when, rule.when):
+                    raise rule_error(f"responses.{index}.when", "never reached: an earlier rule answers these calls")
+        return self
+
+
+def _covers(earlier: CliMatch, later: CliMatch) -> bool:
+    """``earlier`` matches every call ``later`` does: the same pattern, or a bare verb prefixing later's verbs."""
+    if earlier == later:
+        return True
+    bare = not (earlier.positional or earlier.flags or earlier.exact_positional)
+    return bare and all(any(verb[: len(e)] == e for e in earlier.verbs) for verb in later.verbs)
+
+
+BUILD_YOURSELF = "images are not built here: build it (docker build -t NAME DIR) and name it in sandbox.docker.image"
+NO_HOST_VARIABLES = (
+    "the sandbox gets no host variable (agents reach the model through the model proxy): "
+    "set it in pre_run or in the image"
+)
+# coder_eval's other docker keys, and why this driver does not do what they ask (an empty value asks nothing).
+UNSUPPORTED_DOCKER_KEYS = {
+    "dockerfile_path": BUILD_YOURSELF,
+    "build": BUILD_YOURSELF,
+    "working_dir": "the sandbox is the working directory, mounted at its own path",
+    "env_passthrough": NO_HOST_VARIABLES,
+    "env_passthrough_extra": NO_HOST_VARIABLES,
+    "extra_mounts": "no host folder but the sandbox is mounted: copy what it needs with template_sources",
+}
+
+
+class DockerConfig(StrictModel):
+    """The docker driver's settings (read only under ``driver: docker``)."""
+
+    image: str | None = Field(default=None, min_length=1)
+    network: Literal["bridge", "none", "host"] = "bridge"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unsupported_keys(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        asked = [(key, why) for key, why in UNSUPPORTED_DOCKER_KEYS.items() if data.get(key) not in (None, [], {}, "")]
+        if asked:
+            raise rule_errors(cls.__name__, [(key, f"not supported: {why}") for key, why in asked])
+        return {key: value for key, value in data.items() if key not in UNSUPPORTED_DOCKER_KEYS}
 
 
 class RepoSource(StrictModel):
@@ -79,19 +190,51 @@ class SandboxConfig(StrictModel):
     template_sources: list[TemplateSource] = Field(default_factory=list)
     ignore_patterns: list[IgnorePattern] = Field(default_factory=list)
     limits: SandboxLimits = Field(default_factory=SandboxLimits)
-    # Extensions of the guide's format, read by the docker driver only.
+    node: NodeEnv | None = None
+    record_cli: list[RecordedCli] = Field(default_factory=list)
+    mock_path_dirs: list[str] = Field(default_factory=list)
+    docker: DockerConfig = Field(default_factory=DockerConfig)
+    # This project's first spelling of docker.image and docker.network, kept (setting both ways is refused).
     image: str | None = Field(default=None, min_length=1)
-    network: Literal["bridge", "none", "host"] = "bridge"
+    network: Literal["bridge", "none", "host"] | None = None
 
     @field_validator("driver")
     @classmethod
     def _registered_driver(cls, value: str) -> str:
         return SANDBOX_DRIVERS.check(value)
 
+    @field_validator("mock_path_dirs")
+    @classmethod
+    def _dirs_inside(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            if not is_inside(entry):
+                raise ValueError(f"{entry!r} must be a relative folder that stays inside the sandbox")
+        return value
+
     @model_validator(mode="after")
     def _repo_first(self, info: ValidationInfo) -> SandboxConfig:
         if not is_partial(info):
             check_repo_first(self.template_sources)
+        return self
+
+    @model_validator(mode="after")
+    def _one_spelling(self) -> SandboxConfig:
+        """``image`` / ``network`` fill ``docker``'s; the same setting given both ways must agree."""
+        for name in ("image", "network"):
+            flat, nested = getattr(self, name), getattr(self.docker, name)
+            if flat is None:
+                continue
+            if name in self.docker.model_fields_set and nested != flat:
+                raise rule_error(name, f"set once: sandbox.{name} and sandbox.docker.{name} differ")
+            setattr(self.docker, name, flat)
+        return self
+
+    @model_validator(mode="after")
+    def _one_shim_per_tool(self) -> SandboxConfig:
+        tools = [entry.tool for entry in self.record_cli]
+        for index, tool in enumerate(tools):
+            if tool in tools[:index]:
+                raise rule_error(f"record_cli.{index}.tool", f"{tool!r} is shadowed twice")
         return self
 
 

@@ -27,6 +27,8 @@ FRAMEWORK_MANAGED = frozenset(
         "max_turns",
         "setting_sources",
         "settings",
+        "system_prompt",
+        "plugins",
         "cli_path",
         "can_use_tool",
         "stderr",

@@ -20,6 +20,8 @@ class Simulation(StrictModel):
     max_total_tokens: int | None = Field(default=None, ge=1)
     n_trials: int = Field(default=1, ge=1)
     check_criteria: Literal["end_of_dialog", "every_turn", "both"] = "end_of_dialog"
+    model: str | None = Field(default=None, min_length=1)
+    parallel_trials: int = Field(default=1, ge=1)  # accepted for coder_eval's files: trials already run in parallel
 
     @model_validator(mode="after")
     def _criteria_pass_needs_per_turn_checks(self) -> Simulation:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-from pydantic import Field, StringConstraints, ValidationInfo, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from ..files import MAX_DATASET_BYTES, MAX_DOCUMENT_BYTES, regular_file_problem
 from .agent import AgentConfig
 from .base import RejectsMovedLimits, SafeId, StrictModel, is_partial, rule_error
 from .commands import HookCommand
-from .criterion import CriterionBase, criterion_union, on_change
+from .criterion import REFERENCE_DIR, CriterionBase, criterion_union, on_change
 from .dataset import Dataset
 from .limits import RunLimits
 from .sandbox import SandboxConfig, TemplateDirSource
@@ -22,19 +23,39 @@ if TYPE_CHECKING:
     Criterion = CriterionBase
 else:
     Criterion = criterion_union()  # the criterion types registered so far (core/__init__.py registers the built-ins)
-Tag = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")]
+TAG_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*(:[a-z0-9]+(-[a-z0-9]+)*)?$"
+
+
+def _tag(value: str) -> str:
+    if not re.match(TAG_PATTERN, value):
+        raise ValueError(
+            f"tag {value!r} does not match pattern {TAG_PATTERN}: lowercase kebab-case, "
+            "optionally namespaced as key:value (lifecycle:generate)"
+        )
+    return value
+
+
+Tag = Annotated[str, AfterValidator(_tag)]
 
 
 class Reference(StrictModel):
-    """A reference solution: a file relative to the task YAML, or inline code."""
+    """A reference solution: a file relative to the task YAML, inline code, or a folder relative to the task YAML."""
 
     file: str | None = None
     code: str | None = None
+    directory: str | None = None
+
+    @field_validator("directory")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must name a folder")
+        return None if value is None else value.strip()
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Reference:
-        if (self.file is None) == (self.code is None):
-            raise rule_error("file", "exactly one of file or code is required")
+        if sum(v is not None for v in (self.file, self.code, self.directory)) != 1:
+            raise rule_error("file", "exactly one of file, code or directory is required")
         return self
 
 
@@ -49,7 +70,7 @@ def _file_problem(info: ValidationInfo, relative: str | None, folder: bool, limi
         return None
     path = Path(base) / relative
     if not path.exists():
-        return f"file not found: {relative} (relative to the task YAML)"
+        return f"{'folder' if folder else 'file'} not found: {relative} (relative to the task YAML)"
     if folder:
         return None if path.is_dir() else f"not a folder: {relative}"
     return regular_file_problem(path, limit)
@@ -78,10 +99,8 @@ class Task(RejectsMovedLimits):
             return self
         self._check_prompt()
         self._check_agentless_contract()
-        if self.reference is None:
-            for index, criterion in enumerate(self.success_criteria):
-                if criterion.type == "reference_comparison":
-                    raise rule_error(f"success_criteria.{index}", "reference_comparison requires a reference block")
+        self._check_reference_consumers()
+        self._check_suite_thresholds()
         if self.armed and self.run_limits.stop_early_gate_threshold <= 0.0:
             raise rule_error(
                 "run_limits.stop_early_gate_threshold", "must be > 0.0 on a task with armed (stop_early) criteria"
@@ -111,11 +130,39 @@ class Task(RejectsMovedLimits):
                     f"{criterion.type} inspects the agent trajectory; not allowed with agent type none",
                 )
 
+    def _check_reference_consumers(self) -> None:
+        """A criterion reading the reference needs one; one reading its folder ($REFERENCE_DIR) needs a folder."""
+        directory = self.reference is not None and self.reference.directory is not None
+        for index, criterion in enumerate(self.success_criteria):
+            if criterion.type == "reference_comparison" and self.reference is None:
+                raise rule_error(f"success_criteria.{index}", "reference_comparison requires a reference block")
+            if criterion.reads_reference_dir() and not directory:
+                raise rule_error(
+                    f"success_criteria.{index}",
+                    f"reads the reference folder (${REFERENCE_DIR}, reference_file): needs reference: {{directory}}",
+                )
+            if criterion.type == "reference_comparison" and directory and not criterion.reads_reference_dir():
+                raise rule_error(
+                    f"success_criteria.{index}.reference_file",
+                    "required: which file of the reference folder to compare",
+                )
+
+    def _check_suite_thresholds(self) -> None:
+        if self.dataset is None:
+            for index, criterion in enumerate(self.success_criteria):
+                if criterion.suite_thresholds:
+                    raise rule_error(
+                        f"success_criteria.{index}.suite_thresholds", "gate a dataset's rows: this task has no dataset"
+                    )
+
     def _check_files_exist(self, info: ValidationInfo) -> None:
+        reference = self.reference
         checks: list[tuple[str, str | None, bool, int]] = [
             ("initial_prompt_file", self.initial_prompt_file, False, MAX_DOCUMENT_BYTES),
-            ("reference.file", self.reference.file if self.reference else None, False, MAX_DOCUMENT_BYTES),
+            ("reference.file", reference.file if reference else None, False, MAX_DOCUMENT_BYTES),
+            ("reference.directory", reference.directory if reference else None, True, 0),
             ("agent.trajectory", self.agent.trajectory, False, MAX_DOCUMENT_BYTES),
+            ("agent.system_prompt_file", self.agent.system_prompt_file, False, MAX_DOCUMENT_BYTES),
         ]
         for index, source in enumerate(self.sandbox.template_sources):
             if isinstance(source, TemplateDirSource):

@@ -1,68 +1,82 @@
-"""A JUnit XML report of a run, for CI systems: one testcase per evaluation.
+"""A JUnit XML report of a run, for CI systems, shaped as coder_eval writes it.
 
-A FAILED (or TIMEOUT, over-budget) evaluation is a ``<failure>`` listing its
-failing gating criteria; an ERROR evaluation is an ``<error>`` with its
-message. Suites are the run's variants.
+One testsuite per variant, one testcase per evaluation, named
+``<task_id>[NN]`` with the task id's base (``-`` as ``_``) as its class. An
+evaluation that did not succeed is a ``<failure>`` (``message`` its status)
+listing every gating criterion as ``[PASS]``/``[FAIL]``; an ERROR is an
+``<error>`` with its message.
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
+
+from ..layout import replicate_name, write_atomically
+from ..models.report import RunSummary, TaskRow
+from ..models.results import CriterionResult
 
 
-def failing_criteria(task: dict[str, Any]) -> list[str]:
-    return [
-        f"{c['type']} \u201c{c['description']}\u201d score {c['score']:.2f}" + (f": {c['error']}" if c["error"] else "")
-        for c in task["criteria"]
-        if c["gating"] and not c["passed"] and not c.get("advisory")
-    ]
+def _criterion_line(criterion: CriterionResult) -> str:
+    if criterion.passed:
+        return f"[PASS] {criterion.type}: {criterion.description}"
+    line = f"[FAIL] {criterion.type}: score {criterion.score:.2f} < threshold {criterion.pass_threshold:g} \u2014 "
+    return (
+        line
+        + criterion.description
+        + "".join(f"\n{text}" for text in (criterion.error, criterion.details_text) if text)
+    )
 
 
-def _testcase(suite: ET.Element, task: dict[str, Any]) -> None:
+def _testcase(suite: ET.Element, row: TaskRow) -> None:
+    base = (row.base_task_id or row.task_id.split("/")[0]).replace("-", "_")
     case = ET.SubElement(
         suite,
         "testcase",
-        classname=task["variant_id"],
-        name=f"{task['task_id']}#{task['replicate']:02d}",
-        time=f"{task['duration_s']:.3f}",
+        name=f"{row.task_id}[{replicate_name(row.replicate_index)}]",
+        classname=base,
+        time=f"{row.duration:.3f}",
     )
-    status = task["final_status"]
-    if status == "ERROR":
-        error = ET.SubElement(case, "error", type=status, message=(task.get("error") or "error").splitlines()[0])
-        error.text = task.get("error") or ""
-    elif status != "SUCCESS":
-        failing = failing_criteria(task)
-        message = task.get("error") or "; ".join(failing) or status
-        failure = ET.SubElement(case, "failure", type=status, message=message.splitlines()[0])
-        failure.text = "\n".join(failing)
+    properties = ET.SubElement(case, "properties")
+    for name, value in (
+        ("model_used", row.model_used),
+        ("weighted_score", row.weighted_score),
+        ("visible_turns", row.visible_turns),
+    ):
+        ET.SubElement(properties, "property", name=name, value="" if value is None else str(value))
+    if row.category == "error":
+        error = ET.SubElement(case, "error", type=row.status, message=(row.error_message or row.status).splitlines()[0])
+        error.text = row.error_message or ""
+    elif not row.success:
+        failure = ET.SubElement(case, "failure", type=row.status, message=row.status)
+        lines = [row.error_message] if row.error_message else []
+        failure.text = "\n".join(lines + [_criterion_line(c) for c in row.criteria if c.gating and not c.advisory])
 
 
-def junit_xml(document: dict[str, Any]) -> str:
-    tasks = document["tasks"]
-    root = ET.Element("testsuites", name=f"coder-eval {document['run_id']}")
-    for variant in dict.fromkeys(t["variant_id"] for t in tasks):
-        own = [t for t in tasks if t["variant_id"] == variant]
+def junit_xml(report: RunSummary) -> str:
+    rows = report.task_results
+    root = ET.Element("testsuites", name=report.run_id, time=f"{report.total_duration_seconds:.3f}")
+    for variant in dict.fromkeys(row.variant_id for row in rows):
+        own = [row for row in rows if row.variant_id == variant]
         suite = ET.SubElement(
             root,
             "testsuite",
             name=variant,
             tests=str(len(own)),
-            failures=str(sum(t["final_status"] not in ("SUCCESS", "ERROR") for t in own)),
-            errors=str(sum(t["final_status"] == "ERROR" for t in own)),
+            failures=str(sum(not row.success and row.category != "error" for row in own)),
+            errors=str(sum(row.category == "error" for row in own)),
             skipped="0",
-            time=f"{sum(t['duration_s'] for t in own):.3f}",
-            timestamp=document["started_at"].rstrip("Z"),
+            time=f"{sum(row.duration for row in own):.3f}",
+            timestamp=report.start_time.rstrip("Z"),
         )
-        for task in own:
-            _testcase(suite, task)
-    for key in ("tests", "failures", "errors"):
+        for row in own:
+            _testcase(suite, row)
+    for key in ("tests", "failures", "errors", "skipped"):
         root.set(key, str(sum(int(s.get(key, "0")) for s in root)))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def write_junit(document: dict[str, Any], path: Path) -> None:
+def write_junit(report: RunSummary, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(junit_xml(document), encoding="utf-8")
+    write_atomically(path, junit_xml(report))

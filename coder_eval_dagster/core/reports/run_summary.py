@@ -1,20 +1,27 @@
-"""run.json and run.md: the whole run at a glance."""
+"""run.md, and the verdict run.json records: the whole run at a glance."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from ..layout import RUN_VIEWER
+from ..layout import RUN_VIEWER, replicate_name, report_path
+from ..models.report import RunSummary, TaskRow
 from ..models.results import EvaluationResult
-from ..suite import SuiteEntry, suite_json
-from .junit import failing_criteria
+from ..suite import SuiteEntry
 
 
-def why_not_passed(task: dict[str, Any]) -> str:
+def failing_criteria(row: TaskRow) -> list[str]:
+    """The gating criteria that failed: type, description, score and error."""
+    return [
+        f"{c.type} \u201c{c.description}\u201d score {c.score:.2f}" + (f": {c.error}" if c.error else "")
+        for c in row.criteria
+        if c.gating and not c.passed and not c.advisory
+    ]
+
+
+def why_not_passed(row: TaskRow) -> str:
     """One line: the error, or the gating criteria that failed (type, description, score)."""
-    if task.get("error"):
-        return str(task["error"]).splitlines()[0]
-    return "; ".join(failing_criteria(task))
+    if row.error_message:
+        return row.error_message.splitlines()[0]
+    return "; ".join(failing_criteria(row))
 
 
 def run_passed(results: list[EvaluationResult], suite: list[SuiteEntry]) -> bool:
@@ -22,35 +29,22 @@ def run_passed(results: list[EvaluationResult], suite: list[SuiteEntry]) -> bool
     return all(r.success for r in results) and all(entry.passed for entry in suite)
 
 
-def within_expected_share(results: list[EvaluationResult]) -> float | None:
-    """Share of budgeted tasks within 1.5x expected_turns (failed ones count as over)."""
-    budgeted = [r for r in results if r.expected_turns is not None]
-    return sum(bool(r.within_expected_turns) for r in budgeted) / len(budgeted) if budgeted else None
+def counts_line(report: RunSummary) -> str:
+    """``4 evaluations: 3 succeeded, 1 failed, 0 errors (1 FAILURE, 3 SUCCESS)``: the buckets and their statuses."""
+    statuses: dict[str, int] = {}
+    for row in report.task_results:
+        statuses[row.status] = statuses.get(row.status, 0) + 1
+    shown = ", ".join(f"{count} {status}" for status, count in sorted(statuses.items()))
+    return (
+        f"{report.tasks_run} evaluations: {report.tasks_succeeded} succeeded, {report.tasks_failed} failed, "
+        f"{report.tasks_error} errors" + (f" ({shown})" if shown else "")
+    )
 
 
-def run_document(
-    header: dict[str, Any], results: list[EvaluationResult], skipped: list[str], suite: list[SuiteEntry]
-) -> dict[str, Any]:
-    ordered = sorted(results, key=lambda r: (r.variant_id, r.task_id, r.replicate))
-    return {
-        **header,
-        "passed": run_passed(results, suite),
-        "counts": {status: sum(r.final_status == status for r in results) for status in _statuses(results)},
-        "within_expected_turns_share": within_expected_share(results),
-        "tasks": [r.summary() for r in ordered],
-        "skipped_tasks": skipped,
-        "suite": suite_json(suite),
-    }
-
-
-def _statuses(results: list[EvaluationResult]) -> list[str]:
-    return sorted({r.final_status for r in results})
-
-
-def _by_variant(tasks: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for task in tasks:
-        groups.setdefault(task["variant_id"], []).append(task)
+def _by_variant(rows: list[TaskRow]) -> dict[str, list[TaskRow]]:
+    groups: dict[str, list[TaskRow]] = {}
+    for row in rows:
+        groups.setdefault(row.variant_id, []).append(row)
     return groups
 
 
@@ -59,64 +53,76 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_run_md(document: dict[str, Any]) -> str:
-    lines = [f"# Run {document['run_id']}", ""]
-    verdict = "PASSED" if document["passed"] else "FAILED"
-    experiment = document.get("experiment") or "none"
+def _score(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def render_run_md(report: RunSummary) -> str:
+    lines = [f"# Run {report.run_id}", ""]
+    verdict = "PASSED" if report.passed else "FAILED"
+    experiment = report.experiment or "none"
+    rate = "–" if report.pass_rate is None else f"{report.pass_rate:.1%}"
     lines += [
-        f"**{verdict}** · experiment: {experiment} · started {document['started_at']} · "
-        f"finished {document['finished_at']}",
+        f"**{verdict}** · experiment: {experiment} · started {report.start_time} · finished {report.end_time}",
+        "",
+        f"Tasks: {counts_line(report)}; pass rate {rate}.",
         "",
     ]
-    counts = ", ".join(f"{count} {status}" for status, count in document["counts"].items()) or "no tasks"
-    lines += [f"Tasks: {counts}.", "", f"Every evaluation, sortable and filterable: [run viewer]({RUN_VIEWER}).", ""]
-    share = document.get("within_expected_turns_share")
+    lines += [f"Every evaluation, sortable and filterable: [run viewer]({RUN_VIEWER}).", ""]
+    share = report.within_expected_turns_share
     if share is not None:
         lines += [f"Within expected turns: {share:.0%} of budgeted tasks.", ""]
-    for task in document["tasks"]:
-        if task["stopped_early"]:
-            remaining = task.get("turns_remaining_at_stop")
-            remaining = "?" if remaining is None else remaining  # no max_turns: the saving is unbounded
+    for row in report.task_results:
+        if row.stopped_early:
+            remaining = "?" if row.turns_remaining_at_stop is None else row.turns_remaining_at_stop  # no max_turns
             lines.append(
-                f"> NOTE: {task['task_id']} [{task['variant_id']}] stopped early "
-                f"({task['early_stop_reason']}); <= {remaining} turn(s) avoided"
+                f"> NOTE: {row.task_id} [{row.variant_id}] stopped early "
+                f"({row.early_stop_reason}); <= {remaining} turn(s) avoided"
             )
     lines += ["", "| variant | evaluations | passed | pass rate | mean score |", "|---|---|---|---|---|"]
-    for variant, tasks in _by_variant(document["tasks"]).items():
-        passed = sum(t["success"] for t in tasks)
-        mean = sum(t["weighted_score"] for t in tasks) / len(tasks)
-        lines.append(f"| {_cell(variant)} | {len(tasks)} | {passed} | {passed / len(tasks):.1%} | {mean:.3f} |")
+    for variant, rows in _by_variant(report.task_results).items():
+        passed = sum(row.success for row in rows)
+        scores = [row.weighted_score or 0.0 for row in rows]
+        lines.append(
+            f"| {_cell(variant)} | {len(rows)} | {passed} | {passed / len(rows):.1%} | {sum(scores) / len(rows):.3f} |"
+        )
     lines += [
         "",
         "| variant | task | # | status | score | criteria passed | duration (s) | why |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for task in document["tasks"]:
-        gating = [c for c in task["criteria"] if c["gating"]]
-        passed = sum(c["passed"] for c in gating)
-        report = f"{task['variant_id']}/{task['task_id']}/{task['replicate']:02d}/task.html"
-        why = "" if task["success"] else why_not_passed(task)
+    for row in report.task_results:
+        gating = [c for c in row.criteria if c.gating]
+        number = replicate_name(row.replicate_index)
+        why = "" if row.success else why_not_passed(row)
+        link = report_path(row.variant_id, row.task_id, row.replicate_index)
         lines.append(
-            f"| {_cell(task['variant_id'])} | [{_cell(task['task_id'])}]({report}) | {task['replicate']:02d} "
-            f"| {task['final_status']} | {task['weighted_score']:.3f} | {passed}/{len(gating)} "
-            f"| {task['duration_s']:.2f} | {_cell(why)} |"
+            f"| {_cell(row.variant_id)} | [{_cell(row.task_id)}]({link}) | {number} "
+            f"| {row.status} | {_score(row.weighted_score)} | {sum(c.passed for c in gating)}/{len(gating)} "
+            f"| {row.duration:.2f} | {_cell(why)} |"
         )
-    if document["suite"]:
-        lines += ["", "## Suite metrics", ""]
-        for entry in document["suite"]:
-            metrics = entry["metrics"]
-            lines.append(
-                f"- {entry['base_task_id']} [{entry['variant_id']}] criterion {entry['criterion_index']} "
-                f"({entry['criterion_type']}): accuracy {metrics['accuracy']:.3f}, "
-                f"macro F1 {metrics['macro_f1']:.3f}"
-            )
-            for threshold in entry["thresholds"]:
-                mark = "met" if threshold["passed"] else "NOT met"
-                lines.append(f"  - {threshold['metric']} {threshold['value']:.3f} >= {threshold['minimum']:g}: {mark}")
-    if document.get("comparison"):
-        comparison = document["comparison"]
-        lines += ["", "## Variant comparison", "", f"![success rate per variant]({comparison['figure']})", ""]
-        lines += [f"Paired statistics, flips and per-task differences: [{comparison['page']}]({comparison['page']})"]
-    if document["skipped_tasks"]:
-        lines += ["", "Skipped: " + ", ".join(document["skipped_tasks"])]
+    lines += _suite_lines(report)
+    if report.comparison:
+        page, figure = report.comparison["page"], report.comparison["figure"]
+        lines += ["", "## Variant comparison", "", f"![success rate per variant]({figure})", ""]
+        lines += [f"Paired statistics, flips and per-task differences: [{page}]({page})"]
+    if report.skipped_tasks:
+        lines += ["", "Skipped:", *(f"- {s.path}: {s.reason}" for s in report.skipped_tasks)]
     return "\n".join(lines) + "\n"
+
+
+def _suite_lines(report: RunSummary) -> list[str]:
+    if not report.suite:
+        return []
+    lines = ["", "## Suite metrics", ""]
+    for entry in report.suite:
+        metrics = entry["metrics"]
+        shown = ("accuracy", "macro_f1") if "accuracy" in metrics else ("mean", "completion_rate")
+        lines.append(
+            f"- {entry['base_task_id']} [{entry['variant_id']}] criterion {entry['criterion_index']} "
+            f"({entry['criterion_type']}): " + ", ".join(f"{name} {metrics[name]:.3f}" for name in shown)
+        )
+        for threshold in entry["thresholds"]:
+            mark = "met" if threshold["passed"] else "NOT met"
+            lines.append(f"  - {threshold['metric']} {threshold['value']:.3f} >= {threshold['minimum']:g}: {mark}")
+    return lines

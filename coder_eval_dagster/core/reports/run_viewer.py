@@ -16,7 +16,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from ..layout import COMPARISON_PAGE, INDEX_PAGE, REPORT_FILE, RUN_MD, RUN_VIEWER, evaluation_folder, write_atomically
+from ..layout import COMPARISON_PAGE, INDEX_PAGE, RUN_MD, RUN_VIEWER, report_path, write_atomically
 from ..models.results import CriterionResult, EvaluationResult
 
 TEMPLATE = "run_viewer.html"  # the page, its style and its script, beside this module
@@ -78,26 +78,10 @@ def _why(result: EvaluationResult, failing: CriterionResult | None) -> str | Non
     return line if len(line) <= WHY_CHARS else line[:WHY_CHARS] + "…"
 
 
-def _tokens(result: EvaluationResult) -> int:
-    """The agent's tokens, every kind (input, cache reads and writes, output), from its turns."""
-    return sum(
-        t.input_tokens + t.cache_read_input_tokens + t.cache_creation_input_tokens + t.output_tokens
-        for t in result.trajectory
-    )
-
-
-def _cost(result: EvaluationResult) -> float | None:
-    """The agent's and the judges' cost; None when neither reported one."""
-    costs = [t.cost_usd for t in result.trajectory if t.cost_usd is not None]
-    if result.judge_cost_usd is not None:
-        costs.append(result.judge_cost_usd)
-    return round(sum(costs), 6) if costs else None
-
-
-def report_href(result: EvaluationResult) -> str:
-    """The evaluation's task.html, relative to the run folder."""
-    folder = evaluation_folder(Path(), result.variant_id, result.task_id, result.replicate)
-    return (folder / REPORT_FILE).as_posix()
+def _tokens(result: EvaluationResult) -> int | None:
+    """The agent's tokens, every kind (uncached input, cache reads and writes, output); None when no agent ran."""
+    usage = result.total_token_usage
+    return None if usage is None else usage.total_tokens
 
 
 def viewer_row(result: EvaluationResult, strings: Strings) -> list[Any]:
@@ -115,9 +99,9 @@ def viewer_row(result: EvaluationResult, strings: Strings) -> list[Any]:
         "secs": round(result.duration_s, 2),
         "turns": result.turns,
         "tokens": _tokens(result),
-        "cost": _cost(result),
+        "cost": result.total_cost_usd,  # the agent's, the judges' and the simulated user's
         "tags": [strings(tag) for tag in result.tags],
-        "href": report_href(result),
+        "href": report_path(result.variant_id, result.task_id, result.replicate),
         "criteria": strings("\n".join(c.description for c in result.criteria)),  # what the search box matches
     }
     return [values[name] for name in FIELDS]

@@ -17,8 +17,8 @@ _CSS = """
 body{font-family:system-ui,sans-serif;margin:2rem;max-width:70rem;color:#222}
 h1{font-size:1.4rem;margin-bottom:.2rem} .meta{color:#555;margin-bottom:1rem}
 .badge{display:inline-block;padding:.1rem .5rem;border-radius:.6rem;font-size:.85rem;margin-right:.3rem}
-.SUCCESS{background:#d6f5d6}.FAILED{background:#fbd5d5}.ERROR,.TIMEOUT,.TOKEN_BUDGET_EXCEEDED,
-.COST_BUDGET_EXCEEDED{background:#fde6c4}.info{background:#e2e8f0}.early{background:#fef3c7}
+.SUCCESS{background:#d6f5d6}.FAILURE,.MAX_TURNS_EXHAUSTED{background:#fbd5d5}.ERROR,.BUILD_FAILED,.TIMEOUT,
+.TOKEN_BUDGET_EXCEEDED,.COST_BUDGET_EXCEEDED{background:#fde6c4}.NOT_GRADED{background:#e2e8f0}.info{background:#e2e8f0}.early{background:#fef3c7}
 table{border-collapse:collapse;width:100%;margin:.5rem 0 1.5rem}th,td{border:1px solid #ddd;padding:.35rem .5rem;
 text-align:left;vertical-align:top;font-size:.9rem}th{background:#f6f6f6}
 pre{background:#f7f7f7;padding:.5rem;overflow-x:auto;font-size:.8rem;white-space:pre-wrap}
@@ -198,6 +198,17 @@ def _dialog(result: EvaluationResult) -> str:
     return f"<h2>Dialog</h2>{head}{''.join(bubbles)}"
 
 
+def _tokens(result: EvaluationResult) -> str:
+    usage = result.total_token_usage
+    if usage is None:
+        return "no agent tokens"
+    cost = "" if usage.total_cost_usd is None else f" · ${usage.total_cost_usd:.4f}"
+    return (
+        f"tokens {usage.uncached_input_tokens} in (+{usage.cache_read_input_tokens} cache read, "
+        f"+{usage.cache_creation_input_tokens} cache write) / {usage.output_tokens} out{cost}"
+    )
+
+
 def render_task_html(result: EvaluationResult, folder: Path | None = None) -> str:
     """The page; ``folder`` (the evaluation's) adds the judges' transcripts kept there."""
     gating = [c for c in result.criteria if c.gating and not c.advisory]
@@ -224,10 +235,15 @@ def render_task_html(result: EvaluationResult, folder: Path | None = None) -> st
 <div class="meta">{"".join(badges)} weighted score {result.weighted_score:.3f} ·
 {passed}/{len(gating)} gating criteria passed · {result.duration_s:.2f} s · agent {escape(result.agent_type)}
 · turns {result.turns} (visible {result.visible_turns})
-· tokens {result.input_tokens} in / {result.output_tokens} out</div>
+· {_tokens(result)}{_trace(result)}</div>
 {error}<p>{escape(result.description)}</p>
 <h2>Criteria</h2><table>{head}{rows}</table>
 {_dialog(result)}{_hooks("pre_run", result.pre_run_results)}{_transcript(result)}
 {_hooks("post_run", result.post_run_results)}
 </body></html>
 """
+
+
+def _trace(result: EvaluationResult) -> str:
+    """The evaluation's trace id, to look it up in the telemetry backend (nothing when telemetry was off)."""
+    return f" · trace <code>{escape(result.trace_id)}</code>" if result.trace_id else ""

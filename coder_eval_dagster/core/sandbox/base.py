@@ -57,6 +57,10 @@ class Sandbox(Protocol):
         """The argv prefix an agent CLI is started through (into the evaluation's process namespace)."""
         ...
 
+    def share(self, folder: Path) -> None:
+        """Let the sandbox's commands read a host folder at its own path (the criteria's reference folder)."""
+        ...
+
     def model_proxy_host(self) -> str:
         """The address at which an agent CLI started here reaches this machine (the model proxy)."""
         ...

@@ -154,7 +154,7 @@ class Container:
             init=True,  # reaps orphans: zombies would count against the pids limit
             user=self.user,
             working_dir=str(self.sandbox),
-            network_mode=self.config.network,
+            network_mode=self.config.docker.network,
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
             volumes=volumes,

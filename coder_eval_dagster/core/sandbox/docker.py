@@ -58,7 +58,7 @@ class DockerSandbox(TempdirSandbox):
         )
         uv_cache = self.cache_dir.with_name(f"{self.cache_dir.name}-docker") if self.cache_dir is not None else None
         self.container = Container(
-            self.root.parent, config, config.image or default_image(), uv_cache, labels or {}, self.interrupt
+            self.root.parent, config, config.docker.image or default_image(), uv_cache, labels or {}, self.interrupt
         )
 
     def environment(self) -> dict[str, str]:
@@ -101,6 +101,10 @@ class DockerSandbox(TempdirSandbox):
     def close(self) -> None:
         self.container.close()
 
+    def share(self, folder: Path) -> None:
+        """A copy of the host folder in the container, at the same path."""
+        self.container.copy_in(folder)
+
     # ----------------------------------------------------------------- agents
 
     def agent_launcher(self) -> list[str]:
@@ -110,7 +114,7 @@ class DockerSandbox(TempdirSandbox):
     def model_proxy_host(self) -> str:
         """Where the CLI in the container reaches this machine: loopback on the host's network, else the
         bridge's gateway (the model proxy then also listens there; other hosts cannot reach that address)."""
-        if self.config.network != "bridge":
+        if self.config.docker.network != "bridge":
             return LOOPBACK
         return str(client().networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"])
 
@@ -128,9 +132,6 @@ class DockerSandbox(TempdirSandbox):
         return str(launcher)
 
     # ----------------------------------------------------------------- commands
-
-    def run(self, command: str, timeout: float) -> CommandRun:
-        return self.run_unlimited(command, self.command_timeout(timeout))
 
     def run_unlimited(self, command: str, timeout: float) -> CommandRun:
         """One shell command in the container, killed with its process group at ``timeout``."""

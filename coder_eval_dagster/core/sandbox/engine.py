@@ -61,8 +61,8 @@ def default_docker_image(row_tasks: Iterable[Any], image: str | None) -> None:
     """Give docker tasks that name no image the run's one (the Dagster resource's setting)."""
     for row_task in row_tasks if image else []:
         sandbox = row_task.task.sandbox
-        if sandbox.driver == "docker" and sandbox.image is None:
-            sandbox.image = image
+        if sandbox.driver == "docker" and sandbox.docker.image is None:
+            sandbox.docker.image = image
 
 
 @functools.cache
@@ -87,7 +87,7 @@ def require_image(name: str) -> None:
     except errors.ImageNotFound:
         raise EngineError(
             f"sandbox image {name} not found on the engine: run `coder-eval sandbox build` "
-            f"(or set sandbox.image / {IMAGE_ENV})"
+            f"(or set sandbox.docker.image / {IMAGE_ENV})"
         ) from None
 
 

@@ -10,6 +10,7 @@ their lifetime and hides the harness, not what files they can reach; see the
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -19,10 +20,12 @@ from ..models.results import CommandRun
 from ..models.sandbox import SandboxConfig
 from ..secrets import sandbox_environment
 from . import containment
+from .mocks import install_mocks
 from .process import Interrupt, run_shell
-from .templates import apply_sources, inside_sandbox, run_setup_step
+from .templates import TemplateError, apply_sources, inside_sandbox, run_setup_step
 
 VENV_TIMEOUT_S = 600
+NODE_TIMEOUT_S = 300
 LOOPBACK = "127.0.0.1"
 
 
@@ -55,7 +58,7 @@ class TempdirSandbox:
         return sandbox_environment(extra)
 
     def create(self, task_dir: Path) -> None:
-        """Lay out the folder: template sources in order, then the venv."""
+        """Lay out the folder: template sources in order, then the venv, the node packages and the CLI shims."""
         self.root.parent.mkdir(parents=True, exist_ok=True)
         if self.root.exists():
             shutil.rmtree(self.root)
@@ -66,6 +69,22 @@ class TempdirSandbox:
         if self.venv is not None:
             inside_sandbox(self.root, self.venv.name)  # a template's `.venv` link must not take the venv out
             self._make_venv()
+        self._install_node_packages()
+        install_mocks(self.root, self.config)
+
+    def _install_node_packages(self) -> None:
+        """``sandbox.node.env_packages`` into the sandbox folder: ``bun add`` when bun is there, else npm."""
+        packages = self.config.node.env_packages if self.config.node else []
+        if not packages:
+            return
+        names = shlex.join(packages)
+        command = (
+            f"if command -v bun >/dev/null 2>&1; then bun add {names}; "
+            f"else npm install --no-audit --no-fund {names}; fi"
+        )
+        done = self.run_unlimited(command, NODE_TIMEOUT_S)
+        if not done.ok:
+            raise TemplateError(f"installing node packages failed: {(done.error or done.stderr).strip()[-800:]}")
 
     def _make_venv(self) -> None:
         venv = self.venv
@@ -102,6 +121,9 @@ class TempdirSandbox:
         """The command that starts an agent CLI here: the CLI itself (the docker driver wraps it)."""
         return cli
 
+    def share(self, folder: Path) -> None:
+        """Nothing to do: commands run on this machine, where the folder is (the docker driver copies it in)."""
+
     def close(self) -> None:
         """Nothing to release: the folder is the sandbox (the docker driver removes its container here)."""
 
@@ -110,10 +132,12 @@ class TempdirSandbox:
         return containment.agent_launcher(self.root.parent, self.root)
 
     def run(self, command: str, timeout: float) -> CommandRun:
+        return self.run_unlimited(command, self.command_timeout(timeout))
+
+    def run_unlimited(self, command: str, timeout: float) -> CommandRun:
+        """A command of the harness's own (setup), not capped by ``sandbox.limits.timeout``."""
         with containment.command_launcher(self.root.parent, self.root) as launcher:
-            return run_shell(
-                command, self.root, self.command_timeout(timeout), self.interrupt, self.environment(), launcher
-            )
+            return run_shell(command, self.root, timeout, self.interrupt, self.environment(), launcher)
 
     def read_text(self, relative: str, cap: int = CRITERION_READ_CAP) -> tuple[str, bool]:
         """A sandbox file's first ``cap`` bytes as text, and whether the file was longer (regular files only)."""

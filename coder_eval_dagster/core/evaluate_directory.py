@@ -1,0 +1,64 @@
+"""Grade a directory against a task's criteria with no agent: coder_eval's ``evaluate TASK DIR``.
+
+The directory is copied into a fresh sandbox as its first template source
+(the task's own sources after it, a repo clone before it; the sandbox's
+ignore rules apply, so ``node_modules``, ``.venv``... stay out), then the
+task's pre_run, criteria and post_run run as in an agentless evaluation.
+The result is written flat into one folder, ``task.json``, ``task.html``
+and ``sandbox/``, under the variant ``evaluate``; no run.json, no tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from .evaluation import evaluate, new_evaluation
+from .layout import FIRST_REPLICATE
+from .models.results import EvaluationResult
+from .models.sandbox import TemplateDirSource, TemplateSource
+from .problems import DOCUMENT, InvalidInput, Problem
+from .resolution import RowTask, resolve
+from .run_context import RunContext
+from .run_spec import RunSpec
+
+VARIANT = "evaluate"  # coder_eval's variant_id for a graded directory
+
+
+def grading_task(task_file: Path, directory: Path) -> RowTask:
+    """The task of ``task_file``, agentless, starting from a copy of ``directory``."""
+    resolution = resolve(RunSpec(task_paths=[str(task_file)], include_skipped=True))
+    if resolution.problems:
+        raise InvalidInput(resolution.problems)
+    if resolution.experiment is None and len(resolution.row_tasks) == 1:
+        row_task = resolution.row_tasks[0]
+    else:
+        found = f"{len(resolution.row_tasks)} row-task(s)" if resolution.row_tasks else "no task"
+        why = f"evaluate grades one task without a dataset; this file resolves to {found}"
+        raise InvalidInput([Problem(str(task_file), None, DOCUMENT, why)])
+    task = row_task.task
+    sources = with_directory(task.sandbox.template_sources, directory)
+    agentless = task.model_copy(
+        update={
+            "agent": task.agent.model_copy(update={"type": "none"}),
+            "sandbox": task.sandbox.model_copy(update={"template_sources": sources}),
+        }
+    )
+    return replace(row_task, task=agentless, variant_id=VARIANT, replicates=1)
+
+
+def with_directory(sources: list[TemplateSource], directory: Path) -> list[TemplateSource]:
+    """``directory`` as the first template source (after a repo clone, which must come first)."""
+    copied = TemplateDirSource(type="template_dir", path=str(directory.resolve()))
+    at = 1 if sources and sources[0].type == "repo" else 0
+    return [*sources[:at], copied, *sources[at:]]
+
+
+def evaluate_directory(task_file: Path, directory: Path, folder: Path) -> EvaluationResult:
+    """Grade ``directory`` against ``task_file``'s criteria; the result and its sandbox go into ``folder``."""
+    if not directory.is_dir():
+        raise InvalidInput([Problem(str(directory), None, DOCUMENT, "not a directory to grade")])
+    row_task = grading_task(task_file, directory)
+    evaluation = new_evaluation(folder.name, folder, row_task, FIRST_REPLICATE, None, RunContext.create())
+    evaluation.folder = folder  # flat: the folder is the evaluation's, not <variant>/<task>/<NN> below it
+    return evaluate(evaluation)

@@ -1,0 +1,62 @@
+"""Retention: which run folders are past their keep, and removing them without breaking what reads the rest.
+
+The Parquet tables are the history analysts query (``coder-eval history``):
+pruning never touches them. The runs index is written again, so it links
+only to folders that are still there, and the ``latest`` link is kept.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from .compare.index import write_index
+from .layout import LATEST_LINK, PLAN_FILE
+from .runs import RunPlan, is_run_folder
+
+
+@dataclass
+class Pruned:
+    folders: list[Path]
+    bytes_freed: int
+
+
+def old_run_folders(runs_dir: Path, before: datetime) -> list[Path]:
+    """The run folders started before ``before``, the newest run (``latest``) excepted."""
+    latest = (runs_dir / LATEST_LINK).resolve() if (runs_dir / LATEST_LINK).is_symlink() else None
+    found = []
+    for folder in sorted(runs_dir.iterdir()) if runs_dir.is_dir() else []:
+        if folder.is_symlink() or not is_run_folder(folder) or folder.resolve() == latest:
+            continue
+        if _started(folder) < before:
+            found.append(folder)
+    return found
+
+
+def _started(folder: Path) -> datetime:
+    """When the run started, to the millisecond (its plan says; its name only to the second)."""
+    plan = RunPlan.model_validate_json((folder / PLAN_FILE).read_text(encoding="utf-8"))
+    return datetime.fromisoformat(plan.started_at.replace("Z", "+00:00"))
+
+
+def remove_run_folders(runs_dir: Path, folders: list[Path]) -> Pruned:
+    """Remove the folders (their preserved sandboxes included) and write the runs index again."""
+    freed = sum(_size(folder) for folder in folders)
+    for folder in folders:
+        shutil.rmtree(folder)
+    if runs_dir.is_dir():
+        write_index(runs_dir)
+    return Pruned(folders, freed)
+
+
+def _size(folder: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):
+                total += os.path.getsize(path)
+    return total

@@ -1,0 +1,102 @@
+"""What a task shadows for its agent: `record_cli` shims and `mock_path_dirs`, first on the agent's PATH only.
+
+A shim (``cli_mocks/<tool>``) runs nothing: it appends the call to
+``cli_mocks/calls.jsonl`` (what ``cli_called`` reads by default), prints
+the answer of the first response rule whose ``when`` matches (else the
+entry's own) and exits with its code. The rules are matched by a copy of
+``core/argv_match.py`` beside the shims, the criterion's own matcher. Only
+the agent's commands see the shims and the mock folders: ``pre_run``,
+``post_run`` and the criteria's commands run the real tools.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import stat
+from pathlib import Path
+
+from .. import argv_match
+from ..models.sandbox import RECORD_CLI_DIR, RECORD_CLI_LOG, RecordedCli, SandboxConfig
+from .base import Sandbox
+from .templates import inside_sandbox
+
+SHIM = """#!/usr/bin/env python3
+# coder-eval record_cli shim: runs nothing; records the call and answers as the task says.
+import json, os, sys, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from argv_match import matches
+
+ENTRY = json.loads({entry})
+argv, answer, rule = sys.argv[1:], ENTRY, None
+for index, response in enumerate(ENTRY["responses"]):
+    if matches(response["when"], argv):
+        answer, rule = response, index
+        break
+record = {{"ts": time.time(), "tool": ENTRY["tool"], "argv": argv, "exit": answer["exit_code"]}}
+if rule is not None:
+    record["rule"] = rule
+with open(os.path.join(HERE, "calls.jsonl"), "a", encoding="utf-8") as log:
+    log.write(json.dumps(record) + "\\n")
+sys.stdout.write(answer["stdout"])
+sys.stderr.write(answer["stderr"])
+sys.exit(answer["exit_code"])
+"""
+EXECUTABLE = stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
+
+
+def _entry(recorded: RecordedCli) -> str:
+    """The shim's answers as JSON (the rules' ``when`` lowered to what ``argv_match`` reads)."""
+    entry = recorded.model_dump(include={"tool", "exit_code", "stdout", "stderr"})
+    entry["responses"] = [
+        {**response.model_dump(include={"exit_code", "stdout", "stderr"}), "when": response.when.spec()}
+        for response in recorded.responses
+    ]
+    return json.dumps(entry)
+
+
+def install_mocks(root: Path, config: SandboxConfig) -> None:
+    """Write the shims (with the matcher and an empty log), and make the mock folders' files executable."""
+    if config.record_cli:
+        folder = inside_sandbox(root, RECORD_CLI_DIR)
+        folder.mkdir(exist_ok=True)
+        shutil.copyfile(argv_match.__file__, folder / "argv_match.py")
+        inside_sandbox(root, RECORD_CLI_LOG).write_text("", encoding="utf-8")
+        for recorded in config.record_cli:
+            shim = inside_sandbox(root, f"{RECORD_CLI_DIR}/{recorded.tool}")
+            shim.write_text(SHIM.format(entry=repr(_entry(recorded))), encoding="utf-8")
+            shim.chmod(0o755)
+    for relative in config.mock_path_dirs:
+        folder = inside_sandbox(root, relative)
+        for path in folder.iterdir() if folder.is_dir() else []:
+            if path.is_file() and not path.is_symlink():
+                path.chmod(path.stat().st_mode | EXECUTABLE)
+
+
+def agent_path_dirs(sandbox: Sandbox) -> list[str]:
+    """The folders put first on the agent's PATH: the shims', then each mock folder that exists."""
+    dirs = [sandbox.root / RECORD_CLI_DIR] if sandbox.config.record_cli else []
+    dirs += [sandbox.root / relative for relative in sandbox.config.mock_path_dirs]
+    return [str(folder) for folder in dirs if folder.is_dir()]
+
+
+def agent_environment(sandbox: Sandbox) -> dict[str, str]:
+    """The sandbox's environment as the agent gets it: the shims and mock folders first on PATH."""
+    env = sandbox.environment()
+    dirs = agent_path_dirs(sandbox)
+    if dirs:
+        env["PATH"] = os.pathsep.join([*dirs, env.get("PATH", os.defpath)])
+    return env
+
+
+def agent_command(command: str, sandbox: Sandbox) -> str:
+    """A shell command an agent runs through ``sandbox.run`` (a replay), with the shims and mock folders first on
+    PATH."""
+    dirs = agent_path_dirs(sandbox)
+    if not dirs:
+        return command
+    return f'PATH={shlex.quote(os.pathsep.join(dirs))}"{os.pathsep}$PATH"; export PATH\n{command}'

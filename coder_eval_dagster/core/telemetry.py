@@ -1,0 +1,125 @@
+"""OpenTelemetry export of runs and evaluations, in the GenAI semantic conventions: off, and free, unless configured.
+
+Configured the standard way, from the environment of the process running the
+evaluations (the CLI, a Dagster run worker): ``OTEL_EXPORTER_OTLP_ENDPOINT``
+(or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``), ``OTEL_EXPORTER_OTLP_HEADERS``,
+``OTEL_SERVICE_NAME`` (default ``coder-eval``), ``OTEL_RESOURCE_ATTRIBUTES``;
+``OTEL_SDK_DISABLED=true`` turns it off. OTLP over HTTP/protobuf. With none
+of them set nothing of OpenTelemetry is imported.
+
+One trace per evaluation. Its ids are derived from the run id and the
+evaluation's folder, so that the sandbox phase and the scoring phase (two
+Dagster steps, maybe two processes) add to the same trace: each stage is a
+span when it ends; the agent stage holds an ``invoke_agent`` span with a
+``chat`` span per model round trip and an ``execute_tool`` span per tool
+call; judges and the simulated user are ``chat`` / ``invoke_agent`` spans;
+the evaluation's own root span is written when it finishes, with its start
+time and its verdict, with the guide's ``CoderEval.Task.End`` event and a
+``gen_ai.evaluation.result`` event per criterion (as log records correlated
+to the span, and as span events for backends that keep traces only). The
+run is a span of its own trace, linked from each evaluation.
+
+No prompt, file content, tool argument or output, agent text or secret is
+exported unless ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``
+(the GenAI conventions' switch); what is captured then is redacted first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .secrets import redact
+
+if TYPE_CHECKING:
+    from .evaluation import Evaluation
+    from .models.results import EvaluationResult, ToolCallRecord, TurnRecord
+
+ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+TASK_END = "CoderEval.Task.End"
+EVALUATION_RESULT = "gen_ai.evaluation.result"
+CONTENT_CHARS = 4000
+
+
+def configured(environ: Mapping[str, str]) -> bool:
+    if environ.get("OTEL_SDK_DISABLED", "").lower() == "true":
+        return False
+    return any(environ.get(name) for name in ENDPOINT_VARIABLES)
+
+
+def trace_ids(run_id: str, folder: str) -> tuple[int, int]:
+    """The evaluation's trace id and root span id: the same in every process that works on it."""
+    digest = hashlib.sha256(f"{run_id}\0{folder}".encode()).digest()
+    return int.from_bytes(digest[:16], "big") or 1, int.from_bytes(digest[16:24], "big") or 1
+
+
+def run_span_ids(run_id: str) -> tuple[int, int]:
+    digest = hashlib.sha256(f"{run_id}\0run".encode()).digest()
+    return int.from_bytes(digest[:16], "big") or 1, int.from_bytes(digest[16:24], "big") or 1
+
+
+def epoch_ns(moment: datetime | float | str | None) -> int | None:
+    """Nanoseconds since the epoch of an ISO time, a datetime or epoch seconds (None stays None)."""
+    if moment is None:
+        return None
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment.replace("Z", "+00:00"))
+    if isinstance(moment, datetime):
+        return int(moment.timestamp() * 1e9)
+    return int(moment * 1e9)
+
+
+class Telemetry:
+    """No telemetry: what a run gets when nothing is configured. Every method is free."""
+
+    enabled = False
+
+    def trace_id(self, evaluation: Evaluation) -> str | None:
+        return None
+
+    def stage(self, evaluation: Evaluation, name: str, start_ns: int, end_ns: int) -> None:
+        pass
+
+    def evaluation_end(self, evaluation: Evaluation) -> None:
+        pass
+
+    def run_end(self, run_id: str, started_at: str, results: list[EvaluationResult], passed: bool) -> None:
+        pass
+
+    def cli_environment(self, evaluation_trace_id: str | None) -> dict[str, str]:
+        """Variables that point an agent CLI's own telemetry at the same endpoint (none when off)."""
+        return {}
+
+    def shutdown(self) -> None:
+        pass
+
+
+def content(text: object, capture: bool) -> str | None:
+    """Text exported only when content capture is on, redacted and capped."""
+    if not capture or text is None:
+        return None
+    return redact(str(text))[:CONTENT_CHARS]
+
+
+def turn_attributes(turn: TurnRecord, model: str | None) -> dict[str, Any]:
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": model or "",
+        "gen_ai.usage.input_tokens": turn.input_tokens
+        + turn.cache_read_input_tokens
+        + turn.cache_creation_input_tokens,
+        "gen_ai.usage.output_tokens": turn.output_tokens,
+        "coder_eval.turn": turn.index,
+    }
+
+
+def tool_attributes(call: ToolCallRecord) -> dict[str, Any]:
+    return {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": call.tool,
+        "gen_ai.tool.call.id": f"{call.turn}.{call.seq}",
+        "coder_eval.tool.status": call.status,
+    }

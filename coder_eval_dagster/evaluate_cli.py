@@ -1,0 +1,62 @@
+"""`coder-eval evaluate TASK DIR`: grade a directory against a task's criteria, no agent (coder_eval's verb).
+
+It prints each criterion and a summary, and exits 0 when every gating
+criterion passed, 1 when one failed (or the grading itself ended in an
+error), 2 on invalid input. The result goes to ``--run-dir`` (default: a new
+timestamped folder under ``--runs-dir``), flat: task.json, task.html, sandbox/.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from . import exit_codes
+from .core.models.results import EvaluationResult
+
+
+def add_commands(subparsers: Any) -> None:
+    evaluate = subparsers.add_parser("evaluate", help="grade a directory against a task's criteria, no agent")
+    evaluate.add_argument("task", type=Path, metavar="TASK", help="the task file")
+    evaluate.add_argument("directory", type=Path, metavar="DIR", help="the directory to grade (copied, never changed)")
+    evaluate.add_argument("--run-dir", type=Path, metavar="DIR", help="where task.json goes (default: a new folder)")
+    evaluate.add_argument("--runs-dir", type=Path, default=Path("runs"), metavar="DIR", help="default runs/")
+    evaluate.set_defaults(handler=cmd_evaluate)
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from .core.evaluate_directory import evaluate_directory
+    from .core.runs import new_run_dir
+
+    folder = args.run_dir or new_run_dir(args.runs_dir)
+    result = evaluate_directory(args.task, args.directory, folder)
+    return report(result, folder)
+
+
+def report(result: EvaluationResult, folder: Path) -> int:
+    """Each criterion, the tally and the verdict, as coder_eval prints them; the exit code."""
+    if result.final_status == "ERROR":
+        print(f"\n✗ Evaluation error: {result.error}")
+        return exit_codes.FAILED
+    print("Criteria Results:\n")
+    for criterion in result.criteria:
+        mark = "○" if not criterion.gating else "✓" if criterion.passed else "✗"
+        print(f"{mark} {criterion.type}\n  {criterion.description}\n  Score: {criterion.score:.2f}")
+        if criterion.details_text:
+            print(f"  Details: {criterion.details_text}")
+        if criterion.error:
+            print(f"  Error: {criterion.error}")
+        print()
+    gating = [c for c in result.criteria if c.gating]
+    failed = sum(not c.passed for c in gating)
+    print(f"Summary:\n  Passed: {len(gating) - failed}/{len(gating)}\n  Failed: {failed}/{len(gating)}")
+    if len(gating) < len(result.criteria):
+        print(f"  Informational (weight=0, not gated): {len(result.criteria) - len(gating)}")
+    print(f"\nRun directory: {folder}")
+    if result.final_status != "SUCCESS":
+        why = result.error or f"{failed} criterion/criteria failed."
+        print(f"\n{why}")
+        return exit_codes.FAILED
+    print("\nAll criteria passed! ✓")
+    return exit_codes.OK

@@ -1,0 +1,87 @@
+"""`coder-eval prune`: old runs out of the Dagster instance and the runs folder together.
+
+A run's folder (its sandboxes, reports, task.json files) and its Dagster run
+(its record and every event, asset materializations included) go together,
+by the same cutoff; runs still going are never touched. The Parquet tables
+are the history `coder-eval history` and analysts read: they are kept
+whole. The runs index is written again; the newest run (``latest``) stays.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from . import exit_codes
+
+if TYPE_CHECKING:
+    import dagster as dg
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    from .core.retention import old_run_folders, remove_run_folders
+    from .launch import local_instance
+    from .storage import FastSqliteEventLogStorage
+
+    before: datetime = args.before or datetime.now(UTC) - timedelta(days=args.keep_days)
+    folders = old_run_folders(args.runs_dir, before)
+    with local_instance() as instance:
+        runs = old_runs(instance, before)
+        if args.dry_run:
+            print(f"would prune {len(folders)} run folder(s) and {len(runs)} Dagster run(s) started before {before}")
+            return exit_codes.OK
+        pruned = remove_run_folders(args.runs_dir, folders)
+        for run_id in runs:
+            instance.delete_run(run_id)
+        if runs and isinstance(instance.event_log_storage, FastSqliteEventLogStorage):
+            instance.event_log_storage.vacuum_index()
+    print(
+        f"pruned {len(folders)} run folder(s) ({pruned.bytes_freed / 2**20:.1f} MiB) and {len(runs)} Dagster run(s) "
+        f"started before {before:%Y-%m-%d %H:%M:%S} UTC; the tables keep their history"
+    )
+    return exit_codes.OK
+
+
+def old_runs(instance: dg.DagsterInstance, before: datetime) -> list[str]:
+    """The ids of the runs created before ``before`` that have ended."""
+    import dagster as dg
+
+    ended = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
+    records = instance.get_run_records(filters=dg.RunsFilter(created_before=before, statuses=ended))
+    return [record.dagster_run.run_id for record in records]
+
+
+def _utc_time(text: str) -> datetime:
+    """An argparse type: an ISO time, UTC unless it says otherwise."""
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an ISO time such as 2026-12-01T00:00:00Z, got {text!r}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _days(text: str) -> float:
+    try:
+        days = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of days, got {text!r}") from None
+    if days < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
+    return days
+
+
+Parser = TypeVar("Parser", bound=argparse.ArgumentParser)  # the CLI's own parser class
+
+
+def add_commands(subparsers: argparse._SubParsersAction[Parser]) -> None:
+    prune = subparsers.add_parser(
+        "prune", help="remove old runs from the Dagster instance and the runs folder (the tables keep them)"
+    )
+    when = prune.add_mutually_exclusive_group(required=True)
+    when.add_argument("--keep-days", type=_days, metavar="N", help="keep the runs of the last N days")
+    when.add_argument("--before", type=_utc_time, metavar="TIME", help="prune the runs started before TIME (ISO)")
+    prune.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run folders are (default runs/)")
+    prune.add_argument("--dry-run", action="store_true", help="say what would be pruned, prune nothing")
+    prune.set_defaults(handler=cmd_prune)

@@ -1,0 +1,122 @@
+"""`coder-eval report RUN_DIR [--rebuild] [-f md|html|junit] [-o FILE]`: a run's reports again, as coder_eval's verb.
+
+``-f md`` (the default) renders run.md from run.json and prints it (``-o``:
+writes it there instead); ``-f html`` renders every task.html from its
+task.json; ``-f junit`` writes the JUnit file (``<RUN_DIR>/junit.xml`` or
+``-o``). ``--rebuild`` rewrites run.json, run.md, experiment.json and the
+variant and suite files from the run's task.json files, keeping the run's
+window and width.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import exit_codes
+from .core.layout import (
+    JUNIT_FILE,
+    REPORT_FILE,
+    RESULT_FILE,
+    RUN_FILE,
+    RUN_MD,
+    evaluation_files,
+    load_result,
+    load_summary,
+    write_atomically,
+)
+
+FORMATS = ("md", "html", "junit")
+
+
+def add_commands(subparsers: Any) -> None:
+    report = subparsers.add_parser("report", help="render a run's reports again (--rebuild: run.json from task.json)")
+    report.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    report.add_argument("-f", "--format", choices=FORMATS, default=None, help="md (default), html or junit")
+    report.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the md or junit report here")
+    report.add_argument(
+        "--rebuild", action="store_true", help="rewrite run.json and the other report files from the task.json files"
+    )
+    report.set_defaults(handler=cmd_report)
+
+
+def _fail(message: str) -> int:
+    print(f"coder-eval report: {message}", file=sys.stderr)
+    return exit_codes.USAGE
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    run_dir: Path = args.run_dir
+    if not run_dir.is_dir():
+        return _fail(f"{run_dir}: no such run folder")
+    if args.rebuild:
+        if args.format or args.output:
+            return _fail("--rebuild rewrites the run's files: it takes no -f or -o")
+        return rebuild(run_dir)
+    if args.format == "html":
+        if args.output:
+            return _fail("-o applies to -f md and -f junit; -f html writes each task.html in its folder")
+        return render_html(run_dir)
+    if not (run_dir / RUN_FILE).is_file():
+        return _fail(
+            f"{run_dir}: no {RUN_FILE} (coder-eval report {run_dir} --rebuild writes it from the task.json files)"
+        )
+    if args.format == "junit":
+        return render_junit(run_dir, args.output or run_dir / JUNIT_FILE)
+    return render_md(run_dir, args.output)
+
+
+def rebuild(run_dir: Path) -> int:
+    from .core.runs import is_run_folder, load_run, report_run
+
+    if not is_run_folder(run_dir):
+        return _fail(f"{run_dir} is not a run folder (no run_plan.json)")
+    if not evaluation_files(run_dir, RESULT_FILE):
+        return _fail(f"no finalized task.json files found under {run_dir}")
+    earlier = load_summary(run_dir) if (run_dir / RUN_FILE).is_file() else None
+    summary = report_run(
+        load_run(run_dir),
+        earlier.max_parallel if earlier else 1,
+        earlier.end_time if earlier else None,
+    )
+    report = summary.report
+    print(
+        f"[OK] Aggregated {report.tasks_run} task(s) ({report.tasks_succeeded} ok / {report.tasks_failed} fail / "
+        f"{report.tasks_error} err) → {run_dir / RUN_FILE}"
+    )
+    return exit_codes.OK
+
+
+def render_md(run_dir: Path, output: Path | None) -> int:
+    from .core.reports.run_summary import render_run_md
+
+    text = render_run_md(load_summary(run_dir))
+    write_atomically(run_dir / RUN_MD, text)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        write_atomically(output, text)
+        print(f"[OK] Markdown report written to {output}")
+    return exit_codes.OK
+
+
+def render_html(run_dir: Path) -> int:
+    from .core.reports.task_html import render_task_html
+
+    paths = evaluation_files(run_dir, RESULT_FILE)
+    if not paths:
+        return _fail(f"no task.json files found under {run_dir}")
+    for path in paths:
+        write_atomically(path.parent / REPORT_FILE, render_task_html(load_result(path), path.parent))
+    print(f"[OK] Rendered {len(paths)} {REPORT_FILE} file(s) under {run_dir}")
+    return exit_codes.OK
+
+
+def render_junit(run_dir: Path, output: Path) -> int:
+    from .core.reports.junit import write_junit
+
+    write_junit(load_summary(run_dir), output)
+    print(f"[OK] JUnit report written to {output}")
+    return exit_codes.OK

@@ -1,0 +1,68 @@
+"""An OTLP/HTTP receiver on 127.0.0.1 for the signals Phoenix does not keep: log records (events) and metrics.
+
+It decodes what the real OpenTelemetry exporters send with OpenTelemetry's
+own protobuf messages (``opentelemetry-proto``) and records it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
+from .fake_http import LoopbackServer, RecordingHandler
+
+
+def _value(value: AnyValue) -> Any:
+    kind = value.WhichOneof("value")
+    return getattr(value, kind) if kind else None
+
+
+@dataclass
+class Received:
+    paths: list[str] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)  # one per log record: name, attributes, trace id
+    metrics: set[str] = field(default_factory=set)
+    span_names: list[str] = field(default_factory=list)
+
+
+class _Handler(RecordingHandler):
+    script: Received
+
+    def do_POST(self) -> None:
+        self.script.paths.append(self.path)
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self.path.endswith("/v1/logs"):
+            self._logs(body)
+        elif self.path.endswith("/v1/metrics"):
+            request = ExportMetricsServiceRequest.FromString(body)
+            for resource in request.resource_metrics:
+                for scope in resource.scope_metrics:
+                    self.script.metrics.update(metric.name for metric in scope.metrics)
+        elif self.path.endswith("/v1/traces"):
+            traces = ExportTraceServiceRequest.FromString(body)
+            for resource in traces.resource_spans:
+                for scope in resource.scope_spans:
+                    self.script.span_names.extend(span.name for span in scope.spans)
+        self.send(200, b"", "application/x-protobuf")
+
+    def _logs(self, body: bytes) -> None:
+        request = ExportLogsServiceRequest.FromString(body)
+        for resource in request.resource_logs:
+            for scope in resource.scope_logs:
+                for record in scope.log_records:
+                    self.script.events.append(
+                        {
+                            "name": record.event_name,
+                            "trace_id": record.trace_id.hex(),
+                            "attributes": {item.key: _value(item.value) for item in record.attributes},
+                        }
+                    )
+
+
+class OtlpReceiver(LoopbackServer):
+    handler = _Handler

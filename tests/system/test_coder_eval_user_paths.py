@@ -1,0 +1,82 @@
+"""A coder_eval user's paths through the installed ``coder-eval`` (issue 33): a folder with files that are not tasks
+or do not validate, a claude-code task with no key, ``-e NAME``, and the selecting options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..support.helpers import write, write_task
+from .conftest import SystemCli, claude_code_task, only_run
+
+pytestmark = pytest.mark.slow
+PASSES = [{"type": "file_exists", "path": "a.txt", "description": "a.txt exists"}]
+
+
+def _agentless(folder: Path, task_id: str, **changes: Any) -> Path:
+    data: dict[str, Any] = {
+        "task_id": task_id,
+        "description": task_id,
+        "sandbox": {"python": None},
+        "agent": {"type": "none"},
+        "pre_run": [{"command": "echo a > a.txt"}],
+        "success_criteria": PASSES,
+        **changes,
+    }
+    return write_task(folder, data, f"{task_id}.yaml")
+
+
+def test_a_folder_run_skips_what_is_not_a_task_records_what_is_invalid_and_fails(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    tasks = tmp_path / "tasks"
+    _agentless(tasks, "good", tags=["lifecycle:generate"])
+    write(tasks / "reference_flows/a/metadata.yaml", "name: flow a\nsteps: [read, write]\n")
+    _agentless(tasks, "broken", success_criteria=[{"type": "file_exists", "description": "no path"}])
+    outcome, run = system_cli.run(tasks, "--tags", "lifecycle:generate", env={})
+    assert outcome.code == 1, outcome.output  # the run went on, and nothing passes silently
+    assert [task["task_id"] for task in run.summary["task_results"]] == ["good"]
+    assert run.summary["task_results"][0]["status"] == "SUCCESS"
+    (skipped,) = run.summary["skipped_tasks"]
+    assert skipped["path"] == str(tasks / "broken.yaml")
+    assert "success_criteria.0.path: Field required" in skipped["reason"]
+    assert f"note: skipped, not a task file (no task_id): {tasks / 'reference_flows/a/metadata.yaml'}" in outcome.err
+    assert run.summary["passed"] is False
+
+
+def test_a_claude_code_task_with_no_key_is_refused_before_any_sandbox(tmp_path: Path, system_cli: SystemCli) -> None:
+    claude_code_task(tmp_path / "tasks", "needs-key")
+    _agentless(tmp_path / "tasks", "agentless")
+    outcome = system_cli("run", tmp_path / "tasks", "--runs-dir", system_cli.runs, env={}, timeout=120)
+    assert outcome.code == 2, outcome.output
+    assert outcome.err.strip().splitlines()[-1] == (
+        "coder-eval run: ANTHROPIC_API_KEY is not set: the claude-code agent of needs-key needs it (no sandbox was made)"
+    )
+    assert not system_cli.runs.exists() or not any(system_cli.runs.rglob("sandbox"))
+
+
+def test_experiment_by_name_and_the_selecting_options(tmp_path: Path, system_cli: SystemCli) -> None:
+    _agentless(tmp_path / "tasks", "kept", tags=["smoke"])
+    _agentless(tmp_path / "tasks", "excluded", tags=["smoke", "slow"])
+    write(
+        tmp_path / "experiments/ab.yaml",
+        "experiment_id: ab\nvariants:\n  - {variant_id: once}\n  - {variant_id: twice, repeats: 2}\n",
+    )
+    outcome, run = system_cli.run(tmp_path / "tasks", "-e", "ab", "--exclude-tags", "slow", env={})
+    assert outcome.code == 0, outcome.output
+    rows = sorted((t["variant_id"], t["task_id"], t["replicate_index"]) for t in run.summary["task_results"])
+    assert rows == [("once", "kept", 0), ("twice", "kept", 0), ("twice", "kept", 1)]
+    assert run.summary["experiment"] == "ab"
+    again = tmp_path / "runs-again"
+    options = ("-e", "ab", "--repeats", "1", "--driver", "tempdir", "--tags", "smoke", "--runs-dir", again)
+    assert system_cli("run", tmp_path / "tasks", *options, env={}).code == 0
+    rows = sorted(
+        (t["variant_id"], t["task_id"], t["replicate_index"]) for t in only_run(again).summary["task_results"]
+    )
+    assert rows == [("once", "excluded", 0), ("once", "kept", 0), ("twice", "excluded", 0), ("twice", "kept", 0)]
+    unknown = system_cli("run", tmp_path / "tasks", "-e", "nope", "--runs-dir", system_cli.runs, env={})
+    assert unknown.code == 2 and unknown.err.strip() == "no such experiment file (nor experiments/NAME.yaml): nope"
+    bad_driver = system_cli("list", tmp_path / "tasks", "--driver", "vm", env={})
+    assert bad_driver.code == 2 and "argument --driver: Input should be 'tempdir' or 'docker'" in bad_driver.err

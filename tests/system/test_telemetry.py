@@ -1,0 +1,137 @@
+"""Telemetry through the installed CLI: traces to a real backend (Arize Phoenix), events and metrics over OTLP.
+
+One run, three evaluations: a replayed agent that the early-stop watcher stops,
+a replayed dialog, and claude-code against the scripted Messages API. Each is one trace whose
+root carries the verdict and the guide's ``CoderEval.Task.End`` event; no
+prompt, tool argument or key is exported by default; Claude Code's own events
+and metrics reach the same endpoint, tagged with the evaluation's trace.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..support.fake_anthropic import Script, Turn
+from ..support.otlp_receiver import OtlpReceiver, Received
+from ..support.phoenix import running_phoenix, spans
+from .conftest import SystemCli, anthropic_environment, claude_code_task, key_forms, new_key, replay_task_file
+
+pytestmark = pytest.mark.slow
+SECRET_PROMPT = "the prompt is content: never exported by default"
+
+
+@pytest.fixture(scope="module")
+def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with running_phoenix(tmp_path_factory.mktemp("phoenix")) as url:
+        yield url
+
+
+def by_trace(found: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    traces: dict[str, list[dict[str, Any]]] = {}
+    for span in found:
+        traces.setdefault(span["context"]["trace_id"], []).append(span)
+    return traces
+
+
+def names(trace: list[dict[str, Any]]) -> set[str]:
+    return {span["name"] for span in trace}
+
+
+def test_each_evaluation_is_one_trace_with_its_stages_turns_tools_verdict_and_events(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic, phoenix: str
+) -> None:
+    key = new_key()
+    fake = scripted_anthropic(
+        Script([Turn(tools=[("Bash", {"command": "echo hi > out.txt"})]), Turn(text="Done: created out.txt")])
+    )
+    tasks = tmp_path / "tasks"
+    claude_code_task(tasks, "coded", initial_prompt=SECRET_PROMPT)
+    stopped_early = {
+        "type": "command_executed",
+        "description": "ran the tests",
+        "tool_name": "Bash",
+        "command_pattern": "pytest",
+        "stop_early": {"on_pass": "stop"},
+    }
+    turns = [
+        {"calls": [{"tool": "Bash", "command": "echo pytest ran"}]},
+        {"calls": [{"tool": "Bash", "command": "true"}]},
+    ]
+    replay_task_file(tasks, "replayed", turns, initial_prompt=SECRET_PROMPT, success_criteria=[stopped_early])
+    dialog = [
+        {"text": "Which file?"},
+        {"user": "out.txt, please."},
+        {"calls": [{"tool": "Bash", "command": "echo x > out.txt"}], "text": "Written."},
+    ]
+    simulation = {"enabled": True, "persona": "a user", "goal": "a file", "max_turns": 3}
+    written = {"type": "file_exists", "description": "wrote it", "path": "out.txt"}
+    replay_task_file(tasks, "conversed", dialog, simulation=simulation, success_criteria=[written])
+    received = Received()
+    with OtlpReceiver(received) as receiver_url:
+        env = {
+            **anthropic_environment(fake.url, key),
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver_url,  # events and metrics (ours and Claude Code's)
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{phoenix}/v1/traces",
+        }
+        outcome, run = system_cli.run(tasks, env=env)
+        assert outcome.code == 0, outcome.output
+
+    results = {task: run.result(task) for task in ("coded", "replayed", "conversed")}
+    assert all(r["trace_id"] for r in results.values())
+    assert {row["task_id"]: row["trace_id"] for row in run.summary["task_results"]} == {
+        task: result["trace_id"] for task, result in results.items()
+    }
+    traces = by_trace(spans(phoenix, expected=20))
+    coded, replayed = traces[results["coded"]["trace_id"]], traces[results["replayed"]["trace_id"]]
+    for trace in (coded, replayed):
+        (root,) = [s for s in trace if s["parent_id"] is None]
+        assert {"setup", "pre_run", "agent", "score", "post_run"} <= names(trace)
+        assert all(s["parent_id"] == root["context"]["span_id"] for s in trace if s["name"] in ("setup", "score"))
+    assert {"invoke_agent claude-code", "chat claude-test", "execute_tool Bash"} <= names(coded)
+    (root,) = [s for s in replayed if s["parent_id"] is None]
+    assert root["name"] == "evaluate replayed" and root["attributes"]["coder_eval.stopped_early"] is True
+    end = next(e for e in root["events"] if e["name"] == "CoderEval.Task.End")
+    assert end["attributes"]["EarlyStopped"] is True and end["attributes"]["EarlyStopReason"]
+    assert any(e["name"] == "gen_ai.evaluation.result" for e in root["events"])
+    (user,) = [s for s in traces[results["conversed"]["trace_id"]] if s["name"] == "chat simulated_user"]
+    assert (
+        user["attributes"]["coder_eval.role"] == "simulated_user" and user["attributes"]["coder_eval.dialog.turn"] == 2
+    )
+    run_spans = [s for s in spans(phoenix, expected=20) if s["name"].startswith("run ")]
+    assert [s["attributes"]["coder_eval.evaluations"] for s in run_spans] == [3]
+
+    exported = json.dumps(spans(phoenix, expected=20))  # nothing of the content, nothing of the key, by default
+    assert SECRET_PROMPT not in exported and "echo hi" not in exported and "echo pytest" not in exported
+    assert "out.txt, please" not in exported
+    assert not [form for form in key_forms(key).values() if form.decode() in exported]
+
+    ends = [e for e in received.events if e["name"] == "CoderEval.Task.End"]
+    assert sorted(e["trace_id"] for e in ends) == sorted(r["trace_id"] for r in results.values())
+    assert [e["attributes"]["EarlyStopped"] for e in ends if e["attributes"]["TaskId"] == "replayed"] == [True]
+    assert any(e["name"] == "gen_ai.evaluation.result" for e in received.events)
+    assert {"coder_eval.evaluations", "coder_eval.evaluation.duration", "gen_ai.client.token.usage"} <= received.metrics
+    # Claude Code's own events and metrics, tagged with its evaluation's trace
+    assert {"claude_code.token.usage", "claude_code.cost.usage"} <= received.metrics
+    cli_events = [e for e in received.events if e["attributes"].get("coder_eval.trace_id")]
+    assert cli_events and {e["attributes"]["coder_eval.trace_id"] for e in cli_events} == {results["coded"]["trace_id"]}
+
+
+def test_without_configuration_nothing_of_opentelemetry_is_imported(tmp_path: Path) -> None:
+    """Off by default, and free: an evaluation runs without importing the SDK or an exporter."""
+    code = (
+        "import sys, os\n"
+        "for name in [n for n in os.environ if n.startswith('OTEL_')]: del os.environ[name]\n"
+        "from coder_eval_dagster.core.run_context import RunContext\n"
+        "context = RunContext.create()\n"
+        "assert not context.telemetry.enabled\n"
+        "assert not [m for m in sys.modules if m.startswith('opentelemetry.sdk') or 'exporter' in m], 'imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
