@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from uv import find_uv_bin
 
+from coder_eval_dagster.core.models.results import trajectory_of
+
 from ..support.helpers import criterion, write_task
 from .conftest import SystemCli
 
@@ -66,10 +68,16 @@ def test_a_plugin_agent_runs_through_the_cli_with_its_criterion(
     outcome, run = system_cli.run(echo_task(tmp_path / "tasks"), env=env)
     assert outcome.code == 0, outcome.output
     result = run.result("echo")
-    assert (result["agent_type"], result["final_status"]) == ("echo", "SUCCESS"), (result["error"], result["criteria"])
-    assert [(c["type"], c["score"]) for c in result["criteria"]] == [("echo_says", 1.0), ("command_executed", 1.0)]
-    (turn,) = result["trajectory"]
-    assert (turn["text"], turn["input_tokens"], turn["calls"][0]["status"]) == ("echoed as echo-1", 2, "success")
+    assert (result["agent_type"], result["final_status"]) == ("echo", "SUCCESS"), (
+        result["error_message"],
+        result["success_criteria_results"],
+    )
+    assert [(c["criterion_type"], c["score"]) for c in result["success_criteria_results"]] == [
+        ("echo_says", 1.0),
+        ("command_executed", 1.0),
+    ]
+    (turn,) = trajectory_of(result["iterations"])
+    assert (turn["text"], turn["input_tokens"], turn["calls"][0]["result_status"]) == ("echoed as echo-1", 2, "success")
     assert (run.evaluation("echo") / "sandbox/echo.txt").read_text() == "hello plugin"
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from coder_eval_dagster.core.agents.opencode import Installation
+from coder_eval_dagster.core.models.results import trajectory_of
 
 from ..support.fake_anthropic import Script
 from ..support.fake_chat import ChatScript, Step
@@ -21,6 +22,7 @@ from .conftest import (
     CLI,
     ENV_PROBE,
     SystemCli,
+    agent_usage,
     anthropic_environment,
     carried,
     new_key,
@@ -66,7 +68,9 @@ def bash(command: str, **usage: int) -> Step:
 
 def calls_of(result: dict[str, Any]) -> list[tuple[str, str, str]]:
     return [
-        (c["tool"], c["status"], c["parameters"].get("command", "")) for t in result["trajectory"] for c in t["calls"]
+        (c["tool_name"], c["result_status"], c["parameters"].get("command", ""))
+        for t in trajectory_of(result["iterations"])
+        for c in t["calls"]
     ]
 
 
@@ -99,12 +103,15 @@ def test_an_opencode_task_succeeds_through_a_tool_call_and_its_tools_never_see_t
     assert {body["model"] for body in fake.script.requests} == {"qwen-test"}
     assert carried(key, fake.script.headers)  # the key itself reached the API (and, below, nothing else)
     result = run.result("opencode")
-    assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
+    assert result["final_status"] == "SUCCESS", (result["error_message"], result["success_criteria_results"])
     assert calls_of(result) == [("Bash", "success", "echo hi > out.txt"), ("Bash", "success", ENV_PROBE)]
-    usage = [(t["input_tokens"], t["cache_read_input_tokens"], t["output_tokens"]) for t in result["trajectory"]]
+    usage = [
+        (t["input_tokens"], t["cache_read_input_tokens"], t["output_tokens"])
+        for t in trajectory_of(result["iterations"])
+    ]
     assert usage == [(200, 100, 40), (300, 100, 30), (300, 200, 10)]  # input is the uncached part
-    assert result["trajectory"][-1]["text"] == "Done: created out.txt"
-    assert result["cost_usd"] is None  # a custom model has no price: none is made up
+    assert trajectory_of(result["iterations"])[-1]["text"] == "Done: created out.txt"
+    assert agent_usage(result)[2] is None  # a custom model has no price: none is made up
     probe_ran(run.evaluation("opencode") / "sandbox")
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)
 
@@ -132,8 +139,10 @@ def test_a_cost_budget_binds_on_the_cost_opencode_reports(
     outcome, run = system_cli.run(task, env=env)
 
     result = run.result("budget")
-    assert result["final_status"] == "COST_BUDGET_EXCEEDED", (result["error"], outcome.output)
-    assert [t["cost_usd"] for t in result["trajectory"]] == pytest.approx([0.0075, 0.0075])  # 1000 x $3 + 300 x $15
+    assert result["final_status"] == "COST_BUDGET_EXCEEDED", (result["error_message"], outcome.output)
+    assert [t["cost_usd"] for t in trajectory_of(result["iterations"])] == pytest.approx(
+        [0.0075, 0.0075]
+    )  # 1000 x $3 + 300 x $15
     # the CLI is killed on the second turn's usage: its next request may be on its way, never its call run
     assert len(fake.script.requests) in (2, 3) and carried(key, fake.script.headers)
     assert {tuple(tool["function"]["name"] for tool in body["tools"]) for body in fake.script.requests} == {("bash",)}
@@ -153,13 +162,13 @@ def test_early_stop_and_max_turns_stop_the_cli(tmp_path: Path, system_cli: Syste
     outcome, run = system_cli.run(tasks, env=env)
 
     guarded, capped = run.result("guarded"), run.result("capped")
-    assert guarded["stopped_early"] and guarded["early_stop_reason"] == "armed_criterion_failed", outcome.output
-    assert guarded["final_status"] == "FAILED" and guarded["turns_remaining_at_stop"] == 8
+    assert guarded["stopped_early"] and guarded["early_stop_reason"] == "criterion_failed", outcome.output
+    assert guarded["final_status"] == "FAILURE" and guarded["turns_remaining_at_stop"] == 8
     assert calls_of(guarded)[-1][2] == "git push --force"
     # max_turns: two round trips, the second one's call run, no third one; the run is scored as it stands
-    assert capped["final_status"] == "SUCCESS", (capped["error"], outcome.output)
+    assert capped["final_status"] == "SUCCESS", (capped["error_message"], outcome.output)
     for result in (guarded, capped):
-        assert result["turns"] == 2
+        assert result["total_turns"] == 2
     for task_id in ("guarded", "capped"):
         assert not (run.evaluation(task_id) / "sandbox/late.txt").exists()
 
@@ -186,7 +195,7 @@ def test_a_simulated_dialog_continues_the_opencode_session(
 
     assert outcome.code == 0, outcome.output
     result = run.result("dialog")
-    assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
+    assert result["final_status"] == "SUCCESS", (result["error_message"], result["success_criteria_results"])
     assert [(m["role"], m["text"]) for m in result["dialog"]] == [
         ("user", "Please write out.txt"),
         ("agent", "What should out.txt say?"),
@@ -211,5 +220,8 @@ def test_an_unrouted_provider_and_a_missing_key_end_their_tasks_as_errors(
 
     unrouted, keyless = run.result("unrouted"), run.result("keyless")
     assert unrouted["final_status"] == keyless["final_status"] == "ERROR", outcome.output
-    assert "opencode provider 'google' is not routed by coder-eval; use one of custom, anthropic" in unrouted["error"]
-    assert keyless["error"] == "model custom/... needs OPENCODE_BASE_URL and OPENCODE_API_KEY"
+    assert (
+        "opencode provider 'google' is not routed by coder-eval; use one of custom, anthropic"
+        in unrouted["error_message"]
+    )
+    assert keyless["error_message"] == "model custom/... needs OPENCODE_BASE_URL and OPENCODE_API_KEY"
