@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .layout import replicate_name
 from .models import atif
 from .models.results import EvaluationResult, ToolCallRecord, TurnRecord
 from .models.trajectory import ToolCall, Trajectory, TrajectoryTurn, TurnUsage
@@ -157,7 +158,7 @@ def to_atif(result: EvaluationResult, prompt: str | None = None) -> atif.Traject
     )
     steps = [_step(number, entry) for number, entry in enumerate([*opening, *entries], start=1)]
     return atif.Trajectory(
-        session_id=f"{result.run_id}/{result.variant_id}/{result.task_id}/{result.replicate:02d}",
+        session_id=f"{result.run_id}/{result.variant_id}/{result.task_id}/{replicate_name(result.replicate)}",
         agent=atif.Agent(name=result.agent_type, version=_harness_version(), model_name=result.model),
         steps=steps,
         final_metrics=_final_metrics(result.trajectory, len(steps)),

@@ -20,7 +20,7 @@ class Export:
 def export_atif(run_dir: Path, out_dir: Path | None = None) -> Export:
     """Each evaluation's ATIF file at ``<variant>/<task_id>/<NN>/trajectory.atif.json`` under ``out_dir``
     (default: the run folder itself, beside its task.json)."""
-    prompts = _prompts(run_dir)
+    earlier: dict[tuple[str, str], str | None] | None = None  # the snapshot's prompts, read once if needed
     export = Export()
     for path in evaluation_files(run_dir, RESULT_FILE):
         result = load_result(path)
@@ -29,13 +29,17 @@ def export_atif(run_dir: Path, out_dir: Path | None = None) -> Export:
             continue
         target = (out_dir or run_dir) / path.parent.relative_to(run_dir) / ATIF_FILE
         target.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(target, atif_json(to_atif(result, prompts.get((result.variant_id, result.task_id)))))
+        prompt = result.prompt
+        if prompt is None:  # a task.json written before results kept their prompt
+            earlier = _prompts(run_dir) if earlier is None else earlier
+            prompt = earlier.get((result.variant_id, result.task_id))
+        write_atomically(target, atif_json(to_atif(result, prompt)))
         export.written.append(target)
     return export
 
 
 def _prompts(run_dir: Path) -> dict[tuple[str, str], str | None]:
-    """Each row-task's opening prompt, from the run's snapshot (a result does not keep it)."""
+    """Each row-task's opening prompt, from the run's snapshot (for results written without theirs)."""
     try:
         row_tasks = load_run(run_dir).snapshot.row_tasks
     except (OSError, ValueError, EOFError, ImportError, AttributeError, pickle.UnpicklingError):  # none, or unreadable

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import dagster as dg
 import pytest
 
 from coder_eval_dagster.core.models.results import EvaluationResult
@@ -221,6 +222,11 @@ def test_a_cli_run_links_its_viewer_and_its_transcripts_read_well(system_cli: Sy
     assert f"viewer: {viewer}" in done.out
     assert "[run viewer](index.html)" in (run.path / "run.md").read_text()
     assert f'href="{run.path.name}/index.html"' in (system_cli.runs / "index.html").read_text()
+    suite = dg.DagsterInstance.from_config(str(system_cli.home)).get_latest_materialization_event(
+        dg.AssetKey("suite_metrics")
+    )
+    assert suite is not None and suite.asset_materialization is not None
+    assert suite.asset_materialization.metadata["viewer"].value == str(viewer)  # the Dagster run's metadata
 
     open_page(browser, viewer.as_uri())
     click_on(browser, "#grid tbody tr a")
@@ -238,3 +244,31 @@ def test_a_cli_run_links_its_viewer_and_its_transcripts_read_well(system_cli: Sy
         "1,200 in",  # tokens per turn
     ):
         assert seen in text, f"task.html does not show {seen!r}"
+
+
+def shown_statuses(browser: Chromium, viewer: Path) -> list[str]:
+    open_page(browser, viewer.as_uri())
+    return column(browser, 4)
+
+
+def test_rescore_and_report_write_the_viewer_again(system_cli: SystemCli, browser: Chromium) -> None:
+    """The viewer shows the rows as they are now: a rescore's verdicts, and `report` rewrites it."""
+    turns = [{"calls": [{"tool": "Write", "path": "a.txt", "content": "a"}], "text": "Wrote a.txt."}]
+    criterion = {"type": "file_exists", "path": "b.txt", "description": "b.txt exists"}
+    task = replay_task_file(system_cli.folder / "tasks", "rescored", turns, success_criteria=[criterion])
+    done, run = system_cli.run(task, env={})
+    assert done.code == 1, done.output
+    viewer = run.path / "index.html"
+    assert shown_statuses(browser, viewer) == ["FAILURE"]
+
+    criterion["path"] = "a.txt"  # the rubric fixed: rescoring is how it iterates
+    replay_task_file(system_cli.folder / "tasks", "rescored", turns, success_criteria=[criterion])
+    rescored = system_cli("rescore", run.path, env={})
+    assert rescored.code == 0, rescored.output
+    assert shown_statuses(browser, viewer) == ["SUCCESS"]
+
+    for args in (["-f", "html"], ["--rebuild"]):
+        viewer.unlink()
+        again = system_cli("report", run.path, *args, env={})
+        assert again.code == 0 and viewer.is_file(), (args, again.output)
+        assert shown_statuses(browser, viewer) == ["SUCCESS"], args
