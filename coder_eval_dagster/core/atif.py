@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -35,7 +34,6 @@ from .problems import UNKNOWN_FIELD, InvalidInput, Loc, Problem, problems_from_v
 from .transcript import UserMessage, conversation
 
 LineOf = Callable[[Loc], int]
-HARNESS = "coder-eval-dagster"
 # Claude Code's parameter names -> the replay's, for the tools the replay really runs.
 REPLAY_NAMES = {"file_path": "path", "old_string": "old", "new_string": "new"}
 FILE_TOOLS = ("Read", "Write", "Edit")
@@ -152,6 +150,8 @@ def _usage(metrics: atif.Metrics | None) -> TurnUsage | None:
 
 def to_atif(result: EvaluationResult, prompt: str | None = None) -> atif.Trajectory:
     """One evaluation's trajectory; ``prompt`` opens it unless a dialog's first message already does."""
+    from .reports.files import PACKAGE, framework_version  # the report files import resolution, which imports this
+
     entries = conversation(result)
     opening: list[UserMessage] = (
         [] if not prompt or (entries and isinstance(entries[0], UserMessage)) else [UserMessage(prompt, 1)]
@@ -159,11 +159,11 @@ def to_atif(result: EvaluationResult, prompt: str | None = None) -> atif.Traject
     steps = [_step(number, entry) for number, entry in enumerate([*opening, *entries], start=1)]
     return atif.Trajectory(
         session_id=f"{result.run_id}/{result.variant_id}/{result.task_id}/{replicate_name(result.replicate)}",
-        agent=atif.Agent(name=result.agent_type, version=_harness_version(), model_name=result.model),
+        agent=atif.Agent(name=result.agent_type, version=framework_version(), model_name=result.model),
         steps=steps,
         final_metrics=_final_metrics(result.trajectory, len(steps)),
         extra={
-            "harness": HARNESS,
+            "harness": PACKAGE,
             "run_id": result.run_id,
             "variant_id": result.variant_id,
             "task_id": result.task_id,
@@ -187,13 +187,9 @@ def _step(number: int, entry: UserMessage | TurnRecord) -> atif.Step:
     )
 
 
-def _call_id(call: ToolCallRecord) -> str:
-    return f"call-{call.turn}-{call.seq}"
-
-
 def _tool_call(call: ToolCallRecord) -> atif.ToolCall:
     return atif.ToolCall(
-        tool_call_id=_call_id(call),
+        tool_call_id=call.tool_id,
         function_name=call.tool,
         arguments=call.parameters,
         extra={"status": call.status, "duration_ms": call.duration_ms},
@@ -201,7 +197,7 @@ def _tool_call(call: ToolCallRecord) -> atif.ToolCall:
 
 
 def _returned(call: ToolCallRecord) -> atif.ObservationResult:
-    return atif.ObservationResult(source_call_id=_call_id(call), content=call.output)
+    return atif.ObservationResult(source_call_id=call.tool_id, content=call.output)
 
 
 def _metrics(turn: TurnRecord) -> atif.Metrics | None:
@@ -234,13 +230,6 @@ def _final_metrics(turns: list[TurnRecord], steps: int) -> atif.FinalMetrics:
         total_steps=steps,
         extra={"cache_creation_input_tokens": written} if written else None,
     )
-
-
-def _harness_version() -> str:
-    try:
-        return version(HARNESS)
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def atif_json(document: atif.Trajectory) -> str:
