@@ -32,6 +32,7 @@ from .models.results import EvaluationResult, ToolCallRecord, TurnRecord
 from .models.trajectory import ToolCall, Trajectory, TrajectoryTurn, TurnUsage
 from .problems import UNKNOWN_FIELD, InvalidInput, Loc, Problem, problems_from_validation
 from .transcript import UserMessage, conversation
+from .version import PACKAGE, framework_version
 
 LineOf = Callable[[Loc], int]
 # Claude Code's parameter names -> the replay's, for the tools the replay really runs.
@@ -150,8 +151,6 @@ def _usage(metrics: atif.Metrics | None) -> TurnUsage | None:
 
 def to_atif(result: EvaluationResult, prompt: str | None = None) -> atif.Trajectory:
     """One evaluation's trajectory; ``prompt`` opens it unless a dialog's first message already does."""
-    from .reports.files import PACKAGE, framework_version  # the report files import resolution, which imports this
-
     entries = conversation(result)
     opening: list[UserMessage] = (
         [] if not prompt or (entries and isinstance(entries[0], UserMessage)) else [UserMessage(prompt, 1)]

@@ -36,18 +36,11 @@ from ..models.report import (
 )
 from ..models.results import STATUS_CATEGORY, CriterionResult, EvaluationResult
 from ..suite import SuiteEntry
+from ..version import PACKAGE, framework_version
 from .run_summary import render_run_md
 from .run_viewer import write_run_viewer
 
-PACKAGE = "coder-eval-dagster"
 DEFAULT_EXPERIMENT = "default"  # experiment.json's id for a run without an experiment, as coder_eval names it
-
-
-def framework_version() -> str:
-    try:
-        return version(PACKAGE)
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def environment_info() -> dict[str, Any]:
