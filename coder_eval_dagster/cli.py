@@ -27,6 +27,7 @@ from .core.run_spec import RunOptions, RunSpec
 from .core.yamlio import load_document
 from .deploy_cli import add_commands as add_deploy_commands
 from .evaluate_cli import add_commands as add_evaluate_commands
+from .export_cli import add_commands as add_export_commands
 from .instance_cli import add_commands as add_instance_commands
 from .prune_cli import add_commands as add_prune_commands
 from .report_cli import add_commands as add_report_commands
@@ -246,6 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_evaluate_commands(commands)
     add_report_commands(commands)
     add_compare_commands(commands)
+    add_export_commands(commands)
     add_sandbox_commands(commands)
     add_agent_commands(commands)
     add_deploy_commands(commands)

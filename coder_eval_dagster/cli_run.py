@@ -15,6 +15,7 @@ from .core.layout import (
     CHECKPOINT_FILE,
     RESULT_FILE,
     RUN_FILE,
+    RUN_VIEWER,
     evaluation_files,
     evaluation_folder,
     load_result,
@@ -303,6 +304,8 @@ def print_summary(report: RunSummary, run_dir: Path) -> None:
     verdict = "[green]PASSED[/]" if report.passed else "[red]FAILED[/]"
     skipped = f", {len(report.skipped_tasks)} skipped" if report.skipped_tasks else ""
     console.print(f"{verdict} {escape(counts_line(report))}{skipped} · {escape(str(run_dir))}", highlight=False)
+    if (run_dir / RUN_VIEWER).is_file():
+        console.print(f"viewer: {escape(str(run_dir / RUN_VIEWER))}", highlight=False, soft_wrap=True)
 
 
 # Which stage completes each progress line.

@@ -407,7 +407,7 @@ def write_result(evaluation: Evaluation) -> None:
     result.task_config = task_config(evaluation.row_task)
     evaluation.folder.mkdir(parents=True, exist_ok=True)
     write_atomically(evaluation.folder / RESULT_FILE, result.model_dump_json(indent=2))
-    write_atomically(evaluation.folder / REPORT_FILE, render_task_html(result))
+    write_atomically(evaluation.folder / REPORT_FILE, render_task_html(result, evaluation.folder))
 
 
 def task_config(row_task: RowTask) -> TaskConfig:

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
+from .atif import is_atif, replay_trajectory
 from .criteria import criterion_union, on_change
 from .datasets import (
     CLI_SAMPLE_SEED,
@@ -174,12 +175,12 @@ def _hidden(relative: Path) -> bool:
 
 
 def kind_of(doc: Document) -> str:
-    """``experiment``, ``trajectory`` (a replay file), ``task``, or ``other``: a YAML file that is none of them
-    (a mapping with neither task_id nor success_criteria, found in a folder, is skipped with a note)."""
+    """``experiment``, ``trajectory`` (a replay file, ours or ATIF), ``task``, or ``other``: a YAML file that is none
+    of them (a mapping with neither task_id nor success_criteria, found in a folder, is skipped with a note)."""
     if isinstance(doc.data, dict):
         if "experiment_id" in doc.data:
             return "experiment"
-        if "turns" in doc.data and "task_id" not in doc.data:
+        if ("turns" in doc.data and "task_id" not in doc.data) or is_atif(doc.data):
             return "trajectory"
         if "task_id" in doc.data or "success_criteria" in doc.data:
             return "task"
@@ -218,12 +219,10 @@ def _absolutize_paths(raw: dict[str, Any], base: Path) -> None:
 
 
 def load_trajectory(path: Path) -> Trajectory:
+    """A replay trajectory file: the replay format, or ATIF."""
     doc = load_document(path)
     _require_mapping(doc)
-    try:
-        return Trajectory.model_validate(doc.data)
-    except ValidationError as exc:
-        raise InvalidInput(problems_from_validation(exc, doc.data, str(path), doc.line_of, model=Trajectory)) from None
+    return replay_trajectory(doc.data, str(path), doc.line_of)
 
 
 def _require_mapping(doc: Document) -> None:

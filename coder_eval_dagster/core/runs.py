@@ -237,12 +237,14 @@ class Summary:
 
 
 def report_run(run: OpenRun, max_parallel: int, end_time: str | None = None) -> Summary:
-    """Suite metrics, the comparison page and the report files, from the run's task.json files.
+    """Suite metrics, the comparison page and the report files (the run viewer among them), from the run's task.json
+    files.
 
     Only a run of several variants pays for the comparison's imports
     (pandas, scipy, matplotlib).
     """
-    from .reports.files import environment_info, framework_version, write_reports
+    from .reports.files import environment_info, write_reports
+    from .version import framework_version
 
     run_dir, plan = run.folder, run.plan
     results = collect_results(run_dir)

@@ -28,6 +28,7 @@ from ..core.layout import (
     RESULT_FILE,
     RUN_FILE,
     RUN_MD,
+    RUN_VIEWER,
     SANDBOX_DIR,
     TABLES_DIR,
     cache_dir,
@@ -278,7 +279,7 @@ SUITE_CHECKS = [
     group_name=GROUP,
     deps=[criteria_scores],
     check_specs=SUITE_CHECKS,
-    description="Suite metrics and thresholds; run.json, run.md and the Parquet tables of the run.",
+    description="Suite metrics and thresholds; run.json, run.md, the run viewer and the Parquet tables of the run.",
 )
 def suite_metrics(
     context: dg.AssetExecutionContext, settings: CoderEvalSettings, run_context: dg.ResourceParam[RunContext]
@@ -313,6 +314,7 @@ def suite_metrics(
             "run_id": run.plan.run_id,
             "run_dir": dg.MetadataValue.path(str(run.folder)),
             "run_md": dg.MetadataValue.path(str(run.folder / RUN_MD)),
+            "viewer": dg.MetadataValue.path(str(run.folder / RUN_VIEWER)),
             "tasks": len(summary.results),
             **suite_float_metadata(summary.results),
         },

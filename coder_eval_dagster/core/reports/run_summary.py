@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..layout import replicate_name, report_path
+from ..layout import RUN_VIEWER, replicate_name, report_path
 from ..models.report import RunSummary, Spend, TaskRow
 from ..models.results import EvaluationResult, TokenUsage
 from ..suite import SuiteEntry
@@ -68,6 +68,7 @@ def render_run_md(report: RunSummary) -> str:
         f"Tasks: {counts_line(report)}; pass rate {rate}.",
         "",
     ]
+    lines += [f"Every evaluation, sortable and filterable: [run viewer]({RUN_VIEWER}).", ""]
     share = report.within_expected_turns_share
     if share is not None:
         lines += [f"Within expected turns: {share:.0%} of budgeted tasks.", ""]
