@@ -132,6 +132,7 @@ def new_evaluation(
         tags=list(task.tags),
         started_at=utc_now(),
         expected_turns=task.run_limits.expected_turns,
+        batch=row_task.batch,
     )
     evaluation = Evaluation(run_id, run_dir, row_task, replicate, context or RunContext.create(), result, cache)
     result.trace_id = evaluation.context.telemetry.trace_id(evaluation)

@@ -21,9 +21,9 @@ import logging
 import threading
 from pathlib import Path
 
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
-from .models.base import StrictModel
+from .models.prices import ModelPrice, PriceFile
 from .models.results import TokenUsage
 from .price_sources import installed_cost
 from .problems import InvalidInput, problems_from_validation
@@ -33,21 +33,6 @@ from .yamlio import load_document
 log = logging.getLogger(__name__)
 
 PER_MILLION = 1_000_000
-
-
-class ModelPrice(StrictModel):
-    """USD per million tokens; cache prices default to the input price."""
-
-    input_per_mtok: float = Field(ge=0)
-    output_per_mtok: float = Field(ge=0)
-    cache_read_per_mtok: float | None = Field(default=None, ge=0)
-    cache_write_per_mtok: float | None = Field(default=None, ge=0)
-
-
-class PriceFile(StrictModel):
-    """A user's prices: ``models: {<model as tasks name it>: {input_per_mtok: ..., ...}}``."""
-
-    models: dict[str, ModelPrice] = Field(min_length=1)
 
 
 def load_price_file(path: Path) -> dict[str, ModelPrice]:

@@ -14,7 +14,7 @@ import fnmatch
 import functools
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,9 +40,10 @@ from .models.base import did_you_mean
 from .models.commands import HookCommand
 from .models.dataset import Dataset
 from .models.experiment import Experiment, Variant
+from .models.prices import ModelPrice
 from .models.task import Task
 from .models.trajectory import Trajectory
-from .pricing import ModelPrice, load_price_file
+from .pricing import load_price_file
 from .problems import DOCUMENT, InvalidInput, Loc, Problem, block_models, dotted, problems_from_validation
 from .run_spec import EXPERIMENTS_DIR, RunSpec
 from .yamlio import Document, load_document, load_yaml_text
@@ -73,6 +74,7 @@ class RowTask:
     replicates: int
     task: Task
     source: Path
+    batch: int | None = None  # a sequential A/B's batch (from 1); None: not one, or beyond its max_rows
 
     @property
     def task_dir(self) -> Path:
@@ -353,7 +355,25 @@ def resolve(spec: RunSpec) -> Resolution:
         except InvalidInput as exc:
             result.problems.extend(exc.problems)
     _select(result, spec)
+    _plan_batches(result)
     return result
+
+
+BEYOND_MAX_ROWS = "beyond sequential.max_rows"
+
+
+def _plan_batches(result: Resolution) -> None:
+    """A sequential experiment's rows in seeded batches; rows beyond its ``max_rows`` are never started."""
+    settings = result.experiment.model.sequential if result.experiment else None
+    if settings is None or not result.row_tasks:
+        return
+    from .compare.sequential import plan_batches  # numpy: only a sequential run pays for it
+
+    row_ids = [rt.task_id for rt in result.row_tasks]
+    plan = plan_batches(row_ids, settings.seed, settings.batch_rows, settings.min_rows, settings.max_rows)
+    batch_of = {row_id: number for number, batch in enumerate(plan.batches, 1) for row_id in batch}
+    result.row_tasks = [replace(rt, batch=batch_of[rt.task_id]) for rt in result.row_tasks if rt.task_id in batch_of]
+    result.left_out(BEYOND_MAX_ROWS, len(plan.beyond_max_rows))
 
 
 def _experiment_layers(spec: RunSpec) -> list[LoadedExperiment]:

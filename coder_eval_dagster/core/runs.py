@@ -11,7 +11,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -30,10 +30,11 @@ from .layout import (
     replicates,
     write_atomically,
 )
+from .models.experiment import Sequential
+from .models.prices import ModelPrice
 from .models.report import RunSummary, TaskRow
 from .models.report import SkippedTask as ReportedSkip
 from .models.results import EvaluationResult
-from .pricing import ModelPrice
 from .problems import Problem
 from .reports.run_summary import run_passed
 from .resolution import Resolution, RowTask, SkippedTask, resolve
@@ -69,9 +70,12 @@ class Snapshot:
     filtered: dict[str, int]
     fingerprints: dict[tuple[str, str], str]
     prices: dict[str, ModelPrice] | None = None  # the user's price file; None in snapshots written before
+    sequential: Sequential | None = None  # the experiment's sequential A/B (its batches are on the row tasks)
+    max_flaky_share: float | None = None  # the experiment's flaky-rows gate
 
     @classmethod
     def of(cls, resolution: Resolution) -> Snapshot:
+        experiment = resolution.experiment.model if resolution.experiment else None
         return cls(
             resolution.row_tasks,
             resolution.skipped,
@@ -79,6 +83,8 @@ class Snapshot:
             resolution.filtered,
             fingerprints(resolution.row_tasks),
             resolution.prices,
+            experiment.sequential if experiment else None,
+            experiment.max_flaky_share if experiment else None,
         )
 
 
@@ -251,6 +257,7 @@ def report_run(run: OpenRun, max_parallel: int, end_time: str | None = None) -> 
     suite = suite_entries(run.snapshot.row_tasks, results)
     variants = list(dict.fromkeys(rt.variant_id for rt in run.snapshot.row_tasks))
     skipped = [SkippedTask.of(entry) for entry in run.snapshot.skipped]
+    statistics = run_statistics(run, results)
     comparison = None
     if len(variants) >= 2:
         from .compare.comparison_files import write_run_comparison
@@ -270,12 +277,27 @@ def report_run(run: OpenRun, max_parallel: int, end_time: str | None = None) -> 
         options=plan.spec.model_dump(mode="json"),
         variants=variants,
         # an invalid task file left out of a folder run fails it: nothing passes silently
-        passed=run_passed(results, suite) and not any(entry.invalid for entry in skipped),
+        passed=run_passed(results, suite)
+        and not any(entry.invalid for entry in skipped)
+        and statistics["flaky"]["passed"],
         suite=suite_json(suite),
         comparison=comparison,
+        **statistics,
     )
     write_reports(run_dir, report, results, suite, plan.experiment_description)
     return Summary(report, results, suite)
+
+
+def run_statistics(run: OpenRun, results: list[EvaluationResult]) -> dict[str, Any]:
+    """run.json's repeated-trials figures (pass@k, pass^k, flaky rows and their share against the experiment's
+    gate) and its sequential A/B."""
+    from .compare.run_statistics import flaky_share, replicate_summary
+    from .sequential_run import sequential_json
+
+    share = flaky_share(results)
+    gate = run.snapshot.max_flaky_share
+    flaky = {"share": share, "max_share": gate, "passed": gate is None or share is None or share <= gate}
+    return replicate_summary(results) | {"flaky": flaky, "sequential": sequential_json(run, results)}
 
 
 def summarize(run: OpenRun, tables_dir: Path, max_parallel: int = 1) -> Summary:

@@ -80,6 +80,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("tags", pa.list_(pa.string())),
             ("error", pa.string()),
             ("trace_id", pa.string()),  # the evaluation's OpenTelemetry trace (null when telemetry is off)
+            ("batch", pa.int32()),  # a sequential A/B's batch of the row (null outside one)
         ]
     ),
     "criteria_scores": pa.schema(

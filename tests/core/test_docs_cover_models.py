@@ -56,6 +56,7 @@ SECTIONS = {
     "TrajectoryTurn": "## Replay trajectories",
     "TurnUsage": "## Replay trajectories",
     "ToolCall": "## Replay trajectories",
+    "Sequential": "## Experiment files",
     "PriceFile": "## Price files",
     "ModelPrice": "## Price files",
     **{model.__name__: f"### `{kind}`" for kind, model in ((k, t.model) for k, t in REGISTRY.items())},

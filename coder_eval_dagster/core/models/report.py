@@ -311,6 +311,12 @@ class RunSummary(Counts):
     passed: bool  # the run's verdict, the exit code's: every task succeeded and every suite threshold was met
     suite: list[dict[str, Any]] = Field(default_factory=list)  # per suite-threshold criterion and variant
     comparison: dict[str, Any] | None = None  # the variant comparison's page and figure
+    # Repeated trials (ours): variant -> k ("1", "2", ...) -> figure; rows whose replicates disagree
+    pass_at_k: dict[str, dict[str, float]] = Field(default_factory=dict)
+    pass_hat_k: dict[str, dict[str, float]] = Field(default_factory=dict)
+    flaky_rows: list[dict[str, Any]] = Field(default_factory=list)
+    flaky: dict[str, Any] | None = None  # share, max_share (the experiment's gate), passed
+    sequential: dict[str, Any] | None = None  # a sequential A/B's decision (docs/analysts.md)
 
     @model_validator(mode="before")
     @classmethod

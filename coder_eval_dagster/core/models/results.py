@@ -461,6 +461,7 @@ class EvaluationResult(BaseModel):
     started_at: str = ""
     finished_at: str | None = written_as("completed_at", default=None)
     trace_id: str | None = None  # the evaluation's OpenTelemetry trace (when telemetry exports)
+    batch: int | None = None  # a sequential A/B's batch of the row (from 1); None outside one
     duration_s: float = written_as("duration_seconds", default=0.0)  # the evaluation's own time: its stages
     stage_durations: dict[str, float] = Field(default_factory=dict)  # seconds per stage (setup, pre_run, ...)
     phases_done: list[str] = Field(default_factory=list)  # sandbox, scoring: what a resumed run keeps

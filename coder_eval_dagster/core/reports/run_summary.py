@@ -103,6 +103,7 @@ def render_run_md(report: RunSummary) -> str:
         )
     lines += _spend_lines(report)
     lines += _suite_lines(report)
+    lines += _statistics_lines(report)
     if report.comparison:
         page, figure = report.comparison["page"], report.comparison["figure"]
         lines += ["", "## Variant comparison", "", f"![success rate per variant]({figure})", ""]
@@ -138,6 +139,24 @@ def _spend_lines(report: RunSummary) -> list[str]:
             f"| {total_usd(spend)} |"
         )
     return lines
+
+
+def _statistics_lines(report: RunSummary) -> list[str]:
+    """Repeated trials (pass@k, pass^k, flaky rows and the gate) and the sequential A/B, when the run has them."""
+    lines = []
+    flaky = report.flaky or {}
+    if flaky.get("max_share") is not None and flaky.get("share") is not None:
+        verdict = "met" if flaky["passed"] else "NOT met"
+        lines += [
+            "",
+            f"Flaky rows: {flaky['share']:.1%} of repeated rows (max_flaky_share {flaky['max_share']:g}): {verdict}",
+        ]
+    if not (report.pass_at_k or report.sequential):
+        return lines
+    from ..compare.run_statistics import run_md_lines  # numpy: only a run with these figures pays for it
+
+    document = {"pass_at_k": report.pass_at_k, "pass_hat_k": report.pass_hat_k, "flaky_rows": report.flaky_rows}
+    return lines + run_md_lines(document | {"sequential": report.sequential})
 
 
 def total_usd(spend: Spend) -> str:
