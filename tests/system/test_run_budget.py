@@ -4,6 +4,7 @@ evaluation starts; the rest are recorded as not run, the run fails, and a resume
 from __future__ import annotations
 
 import json
+
 import pandas as pd
 import pytest
 import yaml
