@@ -14,6 +14,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from . import exit_codes
+from .agents_cli import add_commands as add_agent_commands
 from .cli_options import add_model_arguments, flags_of, model_values
 from .compare_cli import add_commands as add_compare_commands
 from .core import credentials
@@ -26,6 +27,7 @@ from .core.run_spec import RunOptions, RunSpec
 from .core.yamlio import load_document
 from .deploy_cli import add_commands as add_deploy_commands
 from .evaluate_cli import add_commands as add_evaluate_commands
+from .export_cli import add_commands as add_export_commands
 from .instance_cli import add_commands as add_instance_commands
 from .prune_cli import add_commands as add_prune_commands
 from .report_cli import add_commands as add_report_commands
@@ -245,7 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_evaluate_commands(commands)
     add_report_commands(commands)
     add_compare_commands(commands)
+    add_export_commands(commands)
     add_sandbox_commands(commands)
+    add_agent_commands(commands)
     add_deploy_commands(commands)
     add_instance_commands(commands)
     add_prune_commands(commands)

@@ -15,6 +15,7 @@ from .core.layout import (
     CHECKPOINT_FILE,
     RESULT_FILE,
     RUN_FILE,
+    RUN_VIEWER,
     evaluation_files,
     evaluation_folder,
     load_result,
@@ -22,14 +23,16 @@ from .core.layout import (
     replicate_name,
 )
 from .core.models.report import RunSummary
+from .core.models.results import EvaluationResult
 from .core.problems import InvalidInput
 from .core.reports.junit import write_junit
-from .core.reports.run_summary import counts_line, why_not_passed
+from .core.reports.run_summary import counts_line, total_usd, usd, why_not_passed
 from .core.resolution import Resolution, RowTask, resolve
 from .core.routing import routing_line
 from .core.run_context import ROUTED_AGENT_TYPES, RunContext, uses_model_route
 from .core.run_spec import RunOptions, RunSpec
 from .core.runs import OpenRun, is_run_folder, load_run, new_run_dir, open_run, resnapshot
+from .core.sequential_run import batch_results, in_batches, may_start
 
 MAX_TABLE_ROWS = 40
 
@@ -226,20 +229,32 @@ def _launch(
         run_dir=str(run_dir),
         rescore=rescore,
     )
-    task_ids = list(dict.fromkeys(rt.task_id for rt in row_tasks))
-    variant_ids = list(dict.fromkeys(rt.variant_id for rt in row_tasks))
     if uses_model_route(row_tasks):  # a run that calls no model has no route to show
         print(routing_line(context.route), file=sys.stderr)
     bar = StageProgress(sum(rt.replicates for rt in row_tasks), rescore)
     context = replace(context, progress=bar)
+    # a sequential A/B runs one Dagster run per batch, and starts the next only while the sequence is undecided
+    batches = [row_tasks] if rescore else in_batches(opened, row_tasks)
+    results: list[EvaluationResult] = [] if len(batches) == 1 else batch_results(opened, opened.snapshot.row_tasks)
+    failures: list[str] = []
     with bar:
-        dagster_run_id = str(uuid.uuid4()) if rescore or fresh_id else opened.plan.dagster_run_id
-        ids = (task_ids, variant_ids, dagster_run_id or str(uuid.uuid4()))
         try:
-            result = execute(instance, settings, context, *ids, rescore)
+            for batch in batches:
+                if len(batches) > 1 and not may_start(opened, results, batch[0].batch or 0):
+                    break
+                first = batch is batches[0] and not (rescore or fresh_id)
+                dagster_run_id = (opened.plan.dagster_run_id if first else None) or str(uuid.uuid4())
+                task_ids = list(dict.fromkeys(rt.task_id for rt in batch))
+                variant_ids = list(dict.fromkeys(rt.variant_id for rt in batch))
+                failures = failure_messages(
+                    execute(instance, settings, context, task_ids, variant_ids, dagster_run_id, rescore)
+                )
+                if failures or context.interrupt.is_set():
+                    break
+                if len(batches) > 1:
+                    results += batch_results(opened, batch)
         finally:
             context.close()  # telemetry: what the run buffered goes out before the summary is printed
-    failures = failure_messages(result)
     if context.interrupt.is_set():
         print(f"coder-eval: interrupted; what finished is in {run_dir}", file=sys.stderr)
         return exit_codes.INTERRUPTED
@@ -295,14 +310,47 @@ def print_summary(report: RunSummary, run_dir: Path) -> None:
             label = escape(f"suite {entry['base_task_id']} [{entry['variant_id']}] {threshold['metric']}")
             value = f"{threshold['value']:.3f} >= {threshold['minimum']:g}"
             console.print(f"{label} {value}: {mark}", highlight=False)
+    for variant, spend in report.spend_by_variant.items():
+        if spend.total_cost_usd is not None or spend.agent is not None:
+            line = f"spend [{variant}]: agent {usd(spend.agent)}, judges {usd(spend.judges)}, "
+            line += f"simulated user {usd(spend.simulator)}; total {total_usd(spend)}"
+            console.print(escape(line), highlight=False)
+    print_statistics(console, report)
     verdict = "[green]PASSED[/]" if report.passed else "[red]FAILED[/]"
     skipped = f", {len(report.skipped_tasks)} skipped" if report.skipped_tasks else ""
     console.print(f"{verdict} {escape(counts_line(report))}{skipped} · {escape(str(run_dir))}", highlight=False)
+    if (run_dir / RUN_VIEWER).is_file():
+        console.print(f"viewer: {escape(str(run_dir / RUN_VIEWER))}", highlight=False, soft_wrap=True)
 
 
 # Which stage completes each progress line.
 PROGRESS_LINES = {"setup": "sandboxes ready", "agent": "agents done", "finish": "scored"}
 LOG_EVERY_S = 5.0
+
+
+def print_statistics(console: Any, report: RunSummary) -> None:
+    """The run-wide budget, the flaky-rows gate and the sequential A/B's decision, when the run has them."""
+    from rich.markup import escape
+
+    budget = report.budget or {}
+    if budget.get("exhausted"):
+        left = sum(entry["reason"] == "budget" for entry in report.not_run)
+        line = f"budget spent: ${budget['spent_usd']:.4f} of ${budget['max_usd']:g}; {left} evaluations not run"
+        console.print(f"[red]{escape(line)}[/]", highlight=False)
+    flaky = report.flaky or {}
+    if flaky.get("max_share") is not None and flaky.get("share") is not None:
+        mark = "[green]met[/]" if flaky["passed"] else "[red]NOT met[/]"
+        console.print(f"flaky rows {flaky['share']:.1%} <= {flaky['max_share']:g}: {mark}", highlight=False)
+    block = report.sequential
+    if block:
+        low, high = block["interval"]["low"], block["interval"]["high"]
+        stopped = (
+            "ran to the end"
+            if block["stopped_at_batch"] is None
+            else f"stopped after batch {block['stopped_at_batch']}"
+        )
+        line = f"sequential A/B: {block['decision']} ({block['rows_run']} of {block['rows_total']} rows, {stopped}; "
+        console.print(escape(line + f"difference within [{low:+.3f}, {high:+.3f}])"), highlight=False)
 
 
 class StageProgress:

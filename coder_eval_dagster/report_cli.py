@@ -2,7 +2,7 @@
 
 ``-f md`` (the default) renders run.md from run.json and prints it (``-o``:
 writes it there instead); ``-f html`` renders every task.html from its
-task.json; ``-f junit`` writes the JUnit file (``<RUN_DIR>/junit.xml`` or
+task.json, and the run viewer (index.html) over them; ``-f junit`` writes the JUnit file (``<RUN_DIR>/junit.xml`` or
 ``-o``). ``--rebuild`` rewrites run.json, run.md, experiment.json and the
 variant and suite files from the run's task.json files, keeping the run's
 window and width.
@@ -103,14 +103,22 @@ def render_md(run_dir: Path, output: Path | None) -> int:
 
 
 def render_html(run_dir: Path) -> int:
+    """Every task.html, then the run viewer over them (its variants in run.json's order, when there is one)."""
+    from .core.reports.run_viewer import write_run_viewer
     from .core.reports.task_html import render_task_html
 
     paths = evaluation_files(run_dir, RESULT_FILE)
     if not paths:
         return _fail(f"no task.json files found under {run_dir}")
+    results = []
     for path in paths:
-        write_atomically(path.parent / REPORT_FILE, render_task_html(load_result(path)))
-    print(f"[OK] Rendered {len(paths)} {REPORT_FILE} file(s) under {run_dir}")
+        result = load_result(path)
+        write_atomically(path.parent / REPORT_FILE, render_task_html(result, path.parent))
+        results.append(result)
+    ordered = load_summary(run_dir).variants if (run_dir / RUN_FILE).is_file() else []
+    variants = list(dict.fromkeys([*ordered, *(result.variant_id for result in results)]))
+    viewer = write_run_viewer(run_dir, results, variants)
+    print(f"[OK] Rendered {len(paths)} {REPORT_FILE} file(s) under {run_dir}, and the run viewer {viewer}")
     return exit_codes.OK
 
 

@@ -9,6 +9,7 @@
         <run-ts>/
             run_plan.json, snapshot.pickle  what the run was asked to do, resolved once
             run.json, run.md                its summary (run.json: coder_eval's RunSummary)
+            index.html                      the run viewer: every evaluation, sortable, filterable (run_viewer.py)
             experiment.json                 every task across the variants (coder_eval's ExperimentResult)
             comparison.html                 its variants compared (comparison-vs-<run>.html: against another)
             junit.xml                       `coder-eval report -f junit`'s default file
@@ -18,6 +19,7 @@
                 run_state.json              its checkpoint after the sandbox phase
                 task.json, task.html        its result (task.json: coder_eval's EvaluationResult)
                 judge-<index>.yaml          a judge's transcript
+                trajectory.atif.json        the trajectory in ATIF (`coder-eval export --format atif`)
                 sandbox/                    the preserved final sandbox
                 container.json, docker-io/  the docker driver's container and command output
                 .processes.pid              its process namespace (tempdir driver)
@@ -46,8 +48,10 @@ from .problems import DOCUMENT, InvalidInput, Problem, problems_from_validation
 PLAN_FILE = "run_plan.json"
 SNAPSHOT_FILE = "snapshot.pickle"
 OPEN_LOCK_FILE = ".open.lock"  # serializes creating the plan and snapshot among concurrent chunk runs
+SPEND_LEDGER = "spend.jsonl"  # the run-wide budget's ledger: what each evaluation spent, and what did not run
 RUN_FILE = "run.json"
 RUN_MD = "run.md"
+RUN_VIEWER = "index.html"  # the run's own page (the runs folder's index.html is INDEX_PAGE)
 EXPERIMENT_FILE = "experiment.json"
 VARIANT_FILE = "variant.json"
 SUITE_FILE = "suite.json"
@@ -62,6 +66,7 @@ REPORT_FILE = "task.html"
 SANDBOX_DIR = "sandbox"
 CONTAINER_FILE = "container.json"
 DOCKER_IO_DIR = "docker-io"
+ATIF_FILE = "trajectory.atif.json"
 NAMESPACE_FILE = ".processes.pid"  # "<unshare pid> <its PID namespace for children>"
 
 # The runs folder.

@@ -69,6 +69,9 @@ def _nested_path(models: list[type[BaseModel]], name: str) -> str | None:
     return None
 
 
+UNKNOWN_FIELD = "unknown field (not part of the format)"  # then the hint
+
+
 def unknown_field_hint(annotation: Any, data: Any, loc: Loc, prefix: Loc = ()) -> str:
     """The did-you-mean of an unknown field: where that name lives below its block, else a close field of the block.
 
@@ -159,7 +162,7 @@ def problems_from_validation(
         if error["type"] == "value_error" and message.startswith("Value error, "):
             message = message[len("Value error, ") :]
         elif error["type"] == "extra_forbidden":
-            message = "unknown field (not part of the format)" + unknown_field_hint(model, data, loc, prefix)
+            message = UNKNOWN_FIELD + unknown_field_hint(model, data, loc, prefix)
         elif error["type"] == "union_tag_invalid":
             tag, expected = str(error["ctx"].get("tag")), str(error["ctx"].get("expected_tags"))
             message = f"unknown type {tag!r}{did_you_mean(tag, _quoted(expected))}; expected one of {expected}"

@@ -14,13 +14,14 @@ import fnmatch
 import functools
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
+from .atif import is_atif, replay_trajectory
 from .criteria import criterion_union, on_change
 from .datasets import (
     CLI_SAMPLE_SEED,
@@ -39,8 +40,10 @@ from .models.base import did_you_mean
 from .models.commands import HookCommand
 from .models.dataset import Dataset
 from .models.experiment import Experiment, Variant
+from .models.prices import ModelPrice
 from .models.task import Task
 from .models.trajectory import Trajectory
+from .pricing import load_price_file
 from .problems import DOCUMENT, InvalidInput, Loc, Problem, block_models, dotted, problems_from_validation
 from .run_spec import EXPERIMENTS_DIR, RunSpec
 from .yamlio import Document, load_document, load_yaml_text
@@ -71,6 +74,7 @@ class RowTask:
     replicates: int
     task: Task
     source: Path
+    batch: int | None = None  # a sequential A/B's batch (from 1); None: not one, or beyond its max_rows
 
     @property
     def task_dir(self) -> Path:
@@ -117,6 +121,7 @@ class Resolution:
     filtered: dict[str, int] = field(default_factory=dict)  # what the selection left out, by reason
     warnings: list[Problem] = field(default_factory=list)  # valid, but likely not what was meant (and notes)
     found_in_folders: set[str] = field(default_factory=set)  # task files reached through a folder argument
+    prices: dict[str, ModelPrice] = field(default_factory=dict)  # the user's price file (--prices, the experiment's)
 
     def left_out(self, reason: str, count: int) -> None:
         if count:
@@ -172,12 +177,12 @@ def _hidden(relative: Path) -> bool:
 
 
 def kind_of(doc: Document) -> str:
-    """``experiment``, ``trajectory`` (a replay file), ``task``, or ``other``: a YAML file that is none of them
-    (a mapping with neither task_id nor success_criteria, found in a folder, is skipped with a note)."""
+    """``experiment``, ``trajectory`` (a replay file, ours or ATIF), ``task``, or ``other``: a YAML file that is none
+    of them (a mapping with neither task_id nor success_criteria, found in a folder, is skipped with a note)."""
     if isinstance(doc.data, dict):
         if "experiment_id" in doc.data:
             return "experiment"
-        if "turns" in doc.data and "task_id" not in doc.data:
+        if ("turns" in doc.data and "task_id" not in doc.data) or is_atif(doc.data):
             return "trajectory"
         if "task_id" in doc.data or "success_criteria" in doc.data:
             return "task"
@@ -216,12 +221,10 @@ def _absolutize_paths(raw: dict[str, Any], base: Path) -> None:
 
 
 def load_trajectory(path: Path) -> Trajectory:
+    """A replay trajectory file: the replay format, or ATIF."""
     doc = load_document(path)
     _require_mapping(doc)
-    try:
-        return Trajectory.model_validate(doc.data)
-    except ValidationError as exc:
-        raise InvalidInput(problems_from_validation(exc, doc.data, str(path), doc.line_of, model=Trajectory)) from None
+    return replay_trajectory(doc.data, str(path), doc.line_of)
 
 
 def _require_mapping(doc: Document) -> None:
@@ -335,6 +338,7 @@ def resolve(spec: RunSpec) -> Resolution:
     try:
         overrides = _overrides(spec)
         layers = _experiment_layers(spec)
+        result.prices = _price_file(spec, layers)
     except InvalidInput as exc:
         result.problems.extend(exc.problems)
         return result
@@ -351,7 +355,25 @@ def resolve(spec: RunSpec) -> Resolution:
         except InvalidInput as exc:
             result.problems.extend(exc.problems)
     _select(result, spec)
+    _plan_batches(result)
     return result
+
+
+BEYOND_MAX_ROWS = "beyond sequential.max_rows"
+
+
+def _plan_batches(result: Resolution) -> None:
+    """A sequential experiment's rows in seeded batches; rows beyond its ``max_rows`` are never started."""
+    settings = result.experiment.model.sequential if result.experiment else None
+    if settings is None or not result.row_tasks:
+        return
+    from .compare.sequential import plan_batches  # numpy: only a sequential run pays for it
+
+    row_ids = [rt.task_id for rt in result.row_tasks]
+    plan = plan_batches(row_ids, settings.seed, settings.batch_rows, settings.min_rows, settings.max_rows)
+    batch_of = {row_id: number for number, batch in enumerate(plan.batches, 1) for row_id in batch}
+    result.row_tasks = [replace(rt, batch=batch_of[rt.task_id]) for rt in result.row_tasks if rt.task_id in batch_of]
+    result.left_out(BEYOND_MAX_ROWS, len(plan.beyond_max_rows))
 
 
 def _experiment_layers(spec: RunSpec) -> list[LoadedExperiment]:
@@ -370,6 +392,17 @@ def _experiment_layers(spec: RunSpec) -> list[LoadedExperiment]:
         if not layers or path.resolve() != BASE_LAYER.resolve():
             layers.append(load_experiment(path))
     return layers
+
+
+def _price_file(spec: RunSpec, layers: list[LoadedExperiment]) -> dict[str, ModelPrice]:
+    """``--prices FILE``, else the price file the last experiment layer naming one names (relative to it)."""
+    named = [layer.doc.path.parent / layer.model.prices for layer in layers if layer.model.prices]
+    path = Path(spec.prices) if spec.prices else (named[-1] if named else None)
+    if path is None:
+        return {}
+    if not path.is_file():
+        raise InvalidInput([Problem(str(path), None, DOCUMENT, "no such price file")])
+    return load_price_file(path)
 
 
 def _select(result: Resolution, spec: RunSpec) -> None:

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .budget import RunBudget
 from .credentials import Credentials
 from .model_proxy import Grant, Upstream, shared_proxy
+from .pricing import PriceBook
 from .routing import ApiRoute, resolve_route
 from .run_spec import DEFAULT_JUDGE_CONCURRENCY
 from .sandbox.process import Interrupt
@@ -63,11 +65,14 @@ class RunContext:
     interrupt: Interrupt = field(default_factory=Interrupt)
     progress: ProgressSink = no_progress
     telemetry: Telemetry = field(default_factory=Telemetry)  # none unless the environment configures OTLP
+    prices: PriceBook = field(default_factory=PriceBook)  # the library's, with the open run's price file over it
     # Run folders this process has read (plan and snapshot: every step of a CLI run asks), by absolute path.
     opened: dict[Path, OpenRun] = field(default_factory=dict, repr=False)
     # Evaluations the sandbox step hands to the scoring step of the same process (a CLI run): re-reading
     # every run_state.json cost ~1 ms each, and the object keeps the background processes its pre_run started.
     handed_over: dict[Path, Evaluation] = field(default_factory=dict, repr=False)
+    # The run-wide budget of each run folder opened (its ledger is in the folder: shared with other processes).
+    budgets: dict[Path, RunBudget] = field(default_factory=dict, repr=False)
     _clients: dict[tuple[int, float], Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -137,7 +142,14 @@ class RunContext:
             found = load()
             with self._lock:
                 found = self.opened.setdefault(key, found)
+                self.prices = PriceBook(found.snapshot.prices)
+                self.budgets.setdefault(key, RunBudget(folder, found.max_usd))
         return found
+
+    def budget(self, folder: Path) -> RunBudget | None:
+        """The budget of a run folder this process opened (None: an evaluation outside a run, a test)."""
+        with self._lock:
+            return self.budgets.get(folder.absolute())
 
     def hand_over(self, evaluation: Evaluation) -> Evaluation:
         with self._lock:

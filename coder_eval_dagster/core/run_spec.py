@@ -65,6 +65,19 @@ class RunSpec(BaseModel):
         description="agent.model for every task (shorthand for -D agent.model=MODEL)",
         json_schema_extra=cli("--model", metavar="MODEL"),
     )
+    prices: str | None = Field(
+        default=None,
+        description="a YAML file of model prices (USD per million tokens) over the built-in ones; "
+        "default: the experiment's prices file",
+        json_schema_extra=cli("--prices", metavar="FILE"),
+    )
+    max_usd: float | None = Field(
+        default=None,
+        gt=0,
+        description="a spending limit for the whole run (agent, judges, simulated user): once reached no new "
+        "evaluation starts; default: the experiment's budget.max_usd",
+        json_schema_extra=cli("--max-usd", metavar="USD"),
+    )
     sample: int | None = Field(
         default=None,
         ge=1,

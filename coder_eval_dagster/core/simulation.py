@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .agents.base import AgentOutput
-from .models.results import DialogMessage, DialogStopReason, SimulationInfo, TurnRecord
+from .models.results import DialogMessage, DialogStopReason, SimulationInfo, TokenUsage, TurnRecord, message_usage
 from .models.simulation import Simulation
 from .models.task import Task
 from .routing import BEDROCK_ANTHROPIC_VERSION
@@ -47,11 +47,14 @@ NO_TEXT = "(the assistant replied with no text)"
 @dataclass
 class Utterance:
     text: str
-    input_tokens: int = 0
-    output_tokens: int = 0
+    usage: TokenUsage = field(default_factory=TokenUsage)  # the simulator call's tokens, priced
 
 
 class SimulatedUser(Protocol):
+    @property
+    def model(self) -> str | None:
+        """The simulator's model; None: no model speaks (a replayed dialog's recorded user)."""
+
     def next_message(self, dialog: list[DialogMessage]) -> Utterance: ...
 
 
@@ -121,7 +124,8 @@ class ModelUser:
             raise RuntimeError(missing)
         message = self.run.model_client(MAX_RETRIES, CALL_TIMEOUT_S).messages.create(**self.request(dialog))
         text = "\n".join(block.text for block in message.content if getattr(block, "type", None) == "text")
-        return Utterance(text, message.usage.input_tokens, message.usage.output_tokens)
+        usage = self.run.prices.priced(self.model, message_usage(message.usage), self.run.route.backend)
+        return Utterance(text, usage)
 
 
 @dataclass
@@ -131,6 +135,7 @@ class RecordedUser:
     messages: list[str]
     stop_token: str
     said: int = 0
+    model: str | None = None
 
     def next_message(self, dialog: list[DialogMessage]) -> Utterance:
         if self.said >= len(self.messages):
@@ -177,8 +182,7 @@ class Dialog:
     turns: int = 0  # completed exchanges
     seen: int = 0  # agent turns already assigned to an exchange
     stop_reason: DialogStopReason | None = None
-    simulator_input_tokens: int = 0
-    simulator_output_tokens: int = 0
+    simulator_usages: list[TokenUsage] = field(default_factory=list)  # one per simulator call
     warnings: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -186,7 +190,7 @@ class Dialog:
 
     @property
     def simulator_tokens(self) -> int:
-        return self.simulator_input_tokens + self.simulator_output_tokens
+        return sum(usage.total_tokens for usage in self.simulator_usages)
 
     def after_exchange(self, output: AgentOutput) -> str | None:
         """Record the completed exchange; the user's next message, or None when the dialog ends here."""
@@ -222,12 +226,11 @@ class Dialog:
             self.warnings.append(redact(f"the simulated user failed, the dialog ended: {type(exc).__name__}: {exc}"))
             self.stop_reason = "error"
             return None
-        self.simulator_input_tokens += utterance.input_tokens
-        self.simulator_output_tokens += utterance.output_tokens
+        self.simulator_usages.append(utterance.usage)
         ended = self.settings.stop_token in utterance.text
         text = utterance.text.replace(self.settings.stop_token, "").strip()
         if text:
-            tokens = utterance.input_tokens + utterance.output_tokens
+            tokens = utterance.usage.total_tokens
             self.messages.append(
                 DialogMessage(
                     turn=self.turns + 1,
@@ -270,6 +273,8 @@ class Dialog:
             n_trials=self.settings.n_trials,
             turns=self.turns,
             stop_reason=self.stop_reason,
-            simulator_input_tokens=self.simulator_input_tokens,
-            simulator_output_tokens=self.simulator_output_tokens,
+            simulator_input_tokens=sum(usage.input_tokens for usage in self.simulator_usages),
+            simulator_output_tokens=sum(usage.output_tokens for usage in self.simulator_usages),
+            simulator_model=self.user.model,
+            simulator_token_usage=TokenUsage.summed(self.simulator_usages),
         )

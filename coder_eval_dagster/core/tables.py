@@ -20,7 +20,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from .layout import replacing
-from .models.results import EvaluationResult
+from .models.results import EvaluationResult, TokenUsage
 from .suite import SuiteEntry
 
 COMMON = [
@@ -38,7 +38,10 @@ JUDGE_USAGE = pa.struct(
     [
         ("input_tokens", pa.int64()),
         ("output_tokens", pa.int64()),
+        ("cache_read_input_tokens", pa.int64()),
+        ("cache_creation_input_tokens", pa.int64()),
         ("cost_usd", pa.float64()),
+        ("cost_source", pa.string()),
         ("duration_s", pa.float64()),
         ("retries", pa.int32()),  # API calls the client repeated (429/529/5xx) before the answer
     ]
@@ -54,14 +57,20 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("duration_s", pa.float64()),
             ("turns", pa.int32()),
             ("visible_turns", pa.int32()),
-            ("input_tokens", pa.int64()),
+            ("input_tokens", pa.int64()),  # the agent's uncached prompt
             ("output_tokens", pa.int64()),
-            ("cost_usd", pa.float64()),
+            ("cache_read_input_tokens", pa.int64()),
+            ("cache_creation_input_tokens", pa.int64()),
+            ("cost_usd", pa.float64()),  # the agent's
+            ("cost_source", pa.string()),  # reported, priced or unknown (null: no tokens spent)
             ("judge_input_tokens", pa.int64()),
             ("judge_output_tokens", pa.int64()),
             ("judge_cost_usd", pa.float64()),
             ("simulator_input_tokens", pa.int64()),
             ("simulator_output_tokens", pa.int64()),
+            ("simulator_cost_usd", pa.float64()),
+            ("total_cost_usd", pa.float64()),  # agent + judges + simulated user
+            ("cost_complete", pa.bool_()),
             ("stopped_early", pa.bool_()),
             ("early_stop_reason", pa.string()),
             ("expected_turns", pa.int32()),
@@ -71,6 +80,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("tags", pa.list_(pa.string())),
             ("error", pa.string()),
             ("trace_id", pa.string()),  # the evaluation's OpenTelemetry trace (null when telemetry is off)
+            ("batch", pa.int32()),  # a sequential A/B's batch of the row (null outside one)
         ]
     ),
     "criteria_scores": pa.schema(
@@ -126,7 +136,15 @@ SCHEMAS: dict[str, pa.Schema] = {
 
 
 # Columns not named as the result's attribute: the agent's tokens and cost, the criterion's index and type.
-NAMED_APART = {"input_tokens", "output_tokens", "cost_usd", "criterion_index", "criterion_type", "judge_usage"}
+AGENT_USAGE = {
+    "input_tokens": "uncached_input_tokens",
+    "output_tokens": "output_tokens",
+    "cache_read_input_tokens": "cache_read_input_tokens",
+    "cache_creation_input_tokens": "cache_creation_input_tokens",
+    "cost_usd": "total_cost_usd",
+    "cost_source": "cost_source",
+}
+NAMED_APART = {*AGENT_USAGE, "criterion_index", "criterion_type", "judge_usage"}
 
 
 def _own_columns(table: str) -> list[str]:
@@ -136,12 +154,10 @@ def _own_columns(table: str) -> list[str]:
 
 def task_result_row(result: EvaluationResult) -> dict[str, Any]:
     """The task_results columns of one evaluation (without the common ones)."""
-    usage = result.total_token_usage
+    usage = result.total_token_usage or TokenUsage()
     return {
         **{name: getattr(result, name) for name in _own_columns("task_results")},
-        "input_tokens": usage.uncached_input_tokens if usage else 0,
-        "output_tokens": usage.output_tokens if usage else 0,
-        "cost_usd": result.agent_cost_usd,
+        **{column: getattr(usage, field) for column, field in AGENT_USAGE.items()},
     }
 
 

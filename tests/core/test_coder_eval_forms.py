@@ -132,7 +132,7 @@ def test_plugin_paths_are_relative_to_the_current_folder(tmp_path: Path, monkeyp
     assert f"agent.plugins.0.path: warning: plugin folder not found: {tmp_path / '$NO_VAR'}" in warning
 
 
-@pytest.mark.parametrize("kind", ["antigravity", "opencode", "pi", "delegate", "openhands"])
+@pytest.mark.parametrize("kind", ["antigravity", "pi", "delegate", "openhands"])
 def test_an_agent_type_that_is_not_installed_fails_in_one_line_naming_it(tmp_path: Path, kind: str) -> None:
     data = task_with(agent={"type": kind, "thinking_level": "low", "variant": "high"})
     (only,) = _problems(tmp_path, data)

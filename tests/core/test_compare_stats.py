@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from coder_eval_dagster.core.compare.stats import (
     Interval,
@@ -72,6 +73,20 @@ def test_paired_bootstrap_contains_the_true_difference_and_is_reproducible() -> 
     assert first is not None and first.low < truth < first.high
     assert first.low < differences.mean() < first.high
     assert 0.03 < first.high - first.low < 0.15  # about 2 x 1.96 x sd / sqrt(n)
+
+
+@pytest.mark.parametrize("distinct", ["few values: counts per value", "many values: rows drawn"])
+def test_the_bootstrap_agrees_with_scipys_percentile_bootstrap(distinct: str) -> None:
+    """Both ways of drawing a resample (a multinomial count per value, or every row) give scipy's interval."""
+    differences, _ = synthetic_pairs(600, seed=5)
+    if distinct.startswith("many"):
+        differences = differences + np.random.default_rng(1).normal(0.0, 0.05, differences.size)
+    ours = paired_bootstrap_interval(differences, resamples=9999)
+    reference = stats.bootstrap(
+        (differences,), np.mean, n_resamples=9999, method="percentile", rng=np.random.default_rng(0)
+    ).confidence_interval
+    assert ours is not None
+    assert ours.low == pytest.approx(reference.low, abs=0.006) and ours.high == pytest.approx(reference.high, abs=0.006)
 
 
 def test_bootstrap_of_constant_or_single_rows() -> None:

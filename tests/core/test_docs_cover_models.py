@@ -57,6 +57,10 @@ SECTIONS = {
     "TrajectoryTurn": "## Replay trajectories",
     "TurnUsage": "## Replay trajectories",
     "ToolCall": "## Replay trajectories",
+    "Sequential": "## Experiment files",
+    "Budget": "## Experiment files",
+    "PriceFile": "## Price files",
+    "ModelPrice": "## Price files",
     **{model.__name__: f"### `{kind}`" for kind, model in ((k, t.model) for k, t in REGISTRY.items())},
 }
 # Bases that only add fields documented with the criteria that use them.

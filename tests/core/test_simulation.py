@@ -175,7 +175,9 @@ def test_the_simulated_user_takes_the_runs_route(api, monkeypatch) -> None:
     dialog = [DialogMessage(turn=1, role="user", text="hi"), DialogMessage(turn=1, role="agent", text="Colour?")]
     settings = Simulation(persona="p", goal="g")
     direct = ModelUser(settings, "anthropic.claude-sonnet-4-6", RunContext.create()).next_message(dialog)
-    assert (direct.text, direct.input_tokens, direct.output_tokens) == ("Make it blue.", 50, 10)
+    assert (direct.text, direct.usage.input_tokens, direct.usage.output_tokens) == ("Make it blue.", 50, 10)
+    # priced as the direct API bills claude-sonnet-4-6: 50 x $3 + 10 x $15 per million
+    assert (direct.usage.total_cost_usd, direct.usage.cost_source) == (pytest.approx(0.0003), "priced")
     monkeypatch.setenv("API_BACKEND", "bedrock")
     monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "bedrock-token-0123456789")
     monkeypatch.setenv("ANTHROPIC_BEDROCK_BASE_URL", fake.url)
@@ -207,6 +209,9 @@ def test_trials_results_tables_and_report(tmp_path: Path) -> None:
     trials = sorted(p.name for p in (run_dir / "v/dialog").iterdir())
     assert trials == ["00", "01", "02"]  # n_trials, not the experiment's repeats
     third = json.loads((run_dir / "v/dialog/02/task.json").read_text())
+    # ours beside the schema's: the simulated user's four token counts and their cost (it spent none here)
+    ours = third["simulation"].pop("simulator_token_usage")
+    assert (ours["input_tokens"], ours["output_tokens"], ours["total_cost_usd"]) == (0, 0, None), ours
     assert third["simulation"] == {  # coder_eval's SimulationTelemetry, field for field
         "n_trials": 3,
         "replicate_index": 2,

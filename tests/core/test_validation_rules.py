@@ -56,7 +56,7 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
         task_with(agent={"type": "codex"}),
         task_with(agent={"type": "gpt"}),
         "agent.type",
-        "Input should be",
+        "unknown agent type 'gpt'",
     ),
     (
         "permission-mode",

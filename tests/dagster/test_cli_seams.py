@@ -78,10 +78,10 @@ def test_a_failure_in_decide_or_finish_is_that_evaluations_error(
 
         real_render = task_html.render_task_html
 
-        def render(result):  # type: ignore[no-untyped-def]
+        def render(result, folder=None):  # type: ignore[no-untyped-def]
             if result.task_id == "bad":
                 raise OSError(28, "No space left on device")
-            return real_render(result)
+            return real_render(result, folder)
 
         monkeypatch.setattr(task_html, "render_task_html", render)
     done = run_cli("run", tmp_path / "tasks", "--runs-dir", tmp_path / "runs")

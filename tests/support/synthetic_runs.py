@@ -1,4 +1,4 @@
-"""Run folders written straight from outcomes (no agent, no Dagster): for the comparison tests and benchmarks.
+"""Run folders written straight from outcomes (no agent, no Dagster): for the comparison and viewer tests, benchmarks.
 
 Each run gets its run.json (a ``RunSummary``: run id, variants, verdict, the
 tasks' headline fields) and its rows in the
@@ -8,12 +8,22 @@ puts them.
 
 from __future__ import annotations
 
+import random
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from coder_eval_dagster.core.layout import REPORT_FILE, evaluation_folder
 from coder_eval_dagster.core.models.report import RunSummary, TaskRow
-from coder_eval_dagster.core.models.results import EvaluationResult
+from coder_eval_dagster.core.models.results import (
+    CriterionResult,
+    EvaluationResult,
+    TokenUsage,
+    ToolCallRecord,
+    TurnRecord,
+)
+from coder_eval_dagster.core.reports.run_viewer import write_run_viewer
+from coder_eval_dagster.core.reports.task_html import render_task_html
 from coder_eval_dagster.core.runs import TIMESTAMP
 from coder_eval_dagster.core.tables import write_table
 
@@ -91,4 +101,112 @@ def write_run(runs_dir: Path, run_ts: datetime, rows: list[dict[str, Any]], suff
         ],
     )
     (run_dir / "run.json").write_text(report.model_dump_json(), encoding="utf-8")
+    return run_dir
+
+
+# ----------------------------------------------------------------------------- a large run, for the run viewer
+
+VIEWER_SUITES = 10
+OUTCOMES = (("SUCCESS", 0.8), ("FAILURE", 0.93), ("ERROR", 0.98), ("TIMEOUT", 1.0))  # cumulative shares
+
+
+def viewer_results(
+    count: int, variants: tuple[str, ...] = ("baseline", "with-hint"), seed: int = 26
+) -> list[EvaluationResult]:
+    """``count`` evaluations of dataset rows (``suite<k>/row<i>``) under ``variants``: mostly SUCCESS, some FAILURE on
+    one of three criteria (with its reason), some ERROR or TIMEOUT; each with tags, two turns, tokens and cost."""
+    rng = random.Random(seed)
+    return [_viewer_result(rng, index, variant) for index in range(count // len(variants)) for variant in variants]
+
+
+def _viewer_result(rng: random.Random, index: int, variant: str) -> EvaluationResult:
+    suite, draw = f"suite{index % VIEWER_SUITES}", rng.random()
+    status = next(name for name, share in OUTCOMES if draw < share)
+    criteria = [
+        CriterionResult(
+            index=0,
+            type="run_command",
+            description=f"{suite}: the tests pass",
+            score=1.0,
+            passed=True,
+            gating=True,
+            weight=1.0,
+            pass_threshold=1.0,
+        ),
+        CriterionResult(
+            index=1,
+            type="json_check",
+            description=f"{suite}: output.json is valid",
+            score=1.0,
+            passed=True,
+            gating=True,
+            weight=1.0,
+            pass_threshold=1.0,
+        ),
+        CriterionResult(
+            index=2,
+            type="llm_judge",
+            description=f"{suite}: the judge approves",
+            score=0.9,
+            passed=True,
+            gating=True,
+            weight=1.0,
+            pass_threshold=0.5,
+        ),
+    ]
+    if status == "FAILURE":
+        failing = criteria[index % 3]
+        failing.passed, failing.score = False, 0.0
+        failing.error = f"exit code 1: AssertionError in test_row{index}" if index % 3 == 0 else None
+        failing.details = {"rationale": f"the answer misses step {index % 7}"} if index % 3 == 2 else {}
+    turns = [
+        TurnRecord(
+            index=turn,
+            text=f"turn {turn} of row {index}",
+            input_tokens=rng.randint(500, 5000),
+            output_tokens=rng.randint(50, 500),
+            cost_usd=round(rng.uniform(0.001, 0.05), 6),
+            calls=[
+                ToolCallRecord(
+                    turn=turn,
+                    seq=1,
+                    tool="Bash",
+                    parameters={"command": "pytest -q"},
+                    status="success",
+                    duration_ms=120.0,
+                    output="1 passed",
+                )
+            ],
+        )
+        for turn in (1, 2)
+    ]
+    return EvaluationResult(
+        run_id="viewer",
+        task_id=f"{suite}/row{index:05d}",
+        base_task_id=suite,
+        row_id=f"row{index:05d}",
+        variant_id=variant,
+        replicate=0,
+        agent_type="replay",
+        tags=[suite, "nightly", *(["slow"] if index % 5 == 0 else [])],
+        final_status=status,
+        success=status == "SUCCESS",
+        weighted_score=1.0 if status == "SUCCESS" else round(rng.uniform(0, 0.6), 3),
+        error=f"sandbox setup failed: pip install exited 1 (row {index})" if status == "ERROR" else None,
+        duration_s=round(rng.uniform(5, 300), 2),
+        turns=len(turns),
+        total_token_usage=TokenUsage.of_turns(turns),
+        criteria=criteria if status != "ERROR" else [],
+        trajectory=turns,
+    )
+
+
+def write_viewer_run(runs_dir: Path, results: list[EvaluationResult], run_id: str = "2026-12-01T00-00-00Z") -> Path:
+    """A run folder of ``results``: each evaluation's task.html, and the run viewer."""
+    run_dir = runs_dir / run_id
+    for result in results:
+        folder = evaluation_folder(run_dir, result.variant_id, result.task_id, result.replicate)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / REPORT_FILE).write_text(render_task_html(result), encoding="utf-8")
+    write_run_viewer(run_dir, results, list(dict.fromkeys(r.variant_id for r in results)))
     return run_dir

@@ -3,9 +3,10 @@
 Every test here runs the product as a user does: the console script in a
 process of its own, credentials only in that process's environment (never in
 this process's ``os.environ``), and the scripted servers of
-tests/fake_anthropic.py and tests/fake_openai.py on 127.0.0.1 in place of the
-model APIs. Names are specific (``system_cli``, ``scripted_anthropic``...):
-other helpers' fixtures may live in this conftest too.
+tests/support/fake_anthropic.py, fake_openai.py and fake_chat.py on 127.0.0.1
+in place of the model APIs. Names are specific (``system_cli``,
+``scripted_anthropic``...): other helpers' fixtures may live in this conftest
+too.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import pytest
 import yaml
 
 from ..support.fake_anthropic import FakeAnthropic, Script, Turn
+from ..support.fake_chat import ChatScript, FakeChat
 from ..support.fake_http import LoopbackServer
 from ..support.fake_openai import FakeResponses, ResponsesScript
 from ..support.helpers import write, write_task
@@ -255,6 +257,12 @@ def scripted_anthropic() -> Iterator[Callable[[Script], FakeAnthropic]]:
 def scripted_responses() -> Iterator[Callable[[ResponsesScript], FakeResponses]]:
     """``scripted_responses(ResponsesScript(...))``: an OpenAI Responses API on 127.0.0.1 (``.url`` ends in /v1)."""
     yield from _serving(FakeResponses)
+
+
+@pytest.fixture
+def scripted_chat() -> Iterator[Callable[[ChatScript], FakeChat]]:
+    """``scripted_chat(ChatScript(...))``: an OpenAI Chat Completions API on 127.0.0.1 (``.url`` ends in /v1)."""
+    yield from _serving(FakeChat)
 
 
 # ----------------------------------------------------------------------------- the leak search

@@ -13,23 +13,17 @@ clicks Materialize on the asset page in a real headless Chromium.
 
 from __future__ import annotations
 
-import base64
-import fcntl
 import json
 import os
-import select
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ..support.browser import Chromium
 from ..support.dagster_services import DagsterServices
 
 pytestmark = pytest.mark.slow
@@ -127,129 +121,6 @@ def test_materialize_opens_the_partitions_dialog_without_a_warning(served: tuple
     shot = ARTIFACTS / "register-materialize.png"
     shown = click_materialize(f"http://127.0.0.1:{services.port}/assets/sandbox_runs", shot)
     assert shown == "partitions dialog", f"the UI showed the {shown} first (screenshot: {shot})"
-
-
-# ------------------------------------------------------------------ a real headless Chromium, driven over CDP
-
-
-class Chromium:
-    """Headless Chromium driven over the DevTools protocol on a pipe (``--remote-debugging-pipe``):
-    JSON messages ending in NUL, read on fd 3 and written on fd 4; no driver library needed."""
-
-    FLAGS = (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--remote-debugging-pipe",
-        "--window-size=1600,1000",
-    )
-
-    def __init__(self) -> None:
-        binary = shutil.which("chromium") or shutil.which("chromium-browser")
-        if binary is None:
-            pytest.fail("chromium missing: .ci/run installs Debian's chromium package")
-        self.profile = tempfile.TemporaryDirectory()
-        to_browser, self.writer = _pipe_above(4)
-        self.reader, from_browser = _pipe_above(4)
-        # bash moves the pipe ends to fd 3 and 4 (dash takes one-digit descriptors only), then becomes chromium
-        moves = f'exec "$@" 3<&{to_browser} 4>&{from_browser} {to_browser}<&- {from_browser}>&-'
-        self.process = subprocess.Popen(
-            ["bash", "-c", moves, "bash", binary, *self.FLAGS, f"--user-data-dir={self.profile.name}"],
-            pass_fds=(to_browser, from_browser),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        os.close(to_browser)
-        os.close(from_browser)
-        self.buffer, self.next_id, self.session = b"", 0, None
-
-    def __enter__(self) -> Chromium:
-        try:
-            target = self.call("Target.createTarget", url="about:blank")["targetId"]
-            self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
-        except BaseException:
-            self.__exit__()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(self.process.pid, sig)
-                self.process.wait(timeout=10)
-                break
-            except ProcessLookupError:
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        os.close(self.writer)
-        os.close(self.reader)
-        self.profile.cleanup()
-
-    def call(self, method: str, timeout: float = 30, **params: Any) -> dict[str, Any]:
-        """Send one command and wait for its answer (events in between are dropped)."""
-        self.next_id += 1
-        message: dict[str, Any] = {"id": self.next_id, "method": method, "params": params}
-        if self.session and not method.startswith("Target."):
-            message["sessionId"] = self.session
-        os.write(self.writer, json.dumps(message).encode() + b"\0")
-        deadline = time.monotonic() + timeout
-        while True:
-            answer = self._receive(deadline)
-            if answer.get("id") == self.next_id:
-                if "error" in answer:
-                    raise RuntimeError(f"{method}: {answer['error']}")
-                return answer["result"]
-
-    def _receive(self, deadline: float) -> dict[str, Any]:
-        while b"\0" not in self.buffer:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.reader], [], [], left)[0]:
-                raise TimeoutError("chromium did not answer in time")
-            chunk = os.read(self.reader, 1 << 20)
-            if not chunk:
-                raise RuntimeError("chromium closed its DevTools pipe")
-            self.buffer += chunk
-        message, self.buffer = self.buffer.split(b"\0", 1)
-        return json.loads(message)
-
-    def evaluate(self, expression: str) -> Any:
-        return self.call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
-
-    def wait_for(self, expression: str, timeout: float) -> Any:
-        """The first truthy value of ``expression``, polled."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = self.evaluate(expression)
-            if value:
-                return value
-            time.sleep(0.25)
-        raise TimeoutError(f"never true: {expression}")
-
-    def click(self, x: float, y: float) -> None:
-        """A real left click (pointer moved, pressed, released), as a user's mouse makes it."""
-        self.call("Input.dispatchMouseEvent", type="mouseMoved", x=x, y=y)
-        for kind in ("mousePressed", "mouseReleased"):
-            self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
-
-    def screenshot(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"]))
-
-
-def _pipe_above(lowest: int) -> tuple[int, int]:
-    """A pipe whose descriptors are both above ``lowest``, so bash can move them to 3 and 4 safely."""
-    read, write = os.pipe()
-    moved = (
-        fcntl.fcntl(read, fcntl.F_DUPFD_CLOEXEC, lowest + 1),
-        fcntl.fcntl(write, fcntl.F_DUPFD_CLOEXEC, lowest + 1),
-    )
-    os.close(read)
-    os.close(write)
-    return moved
 
 
 # The production build carries no data-testid: the button and the dialogs are found by their words.

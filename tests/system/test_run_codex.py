@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from genai_prices import Usage, calc_price
 
 from ..support.fake_openai import ResponsesScript, Step
 from ..support.helpers import write_task
@@ -12,6 +13,19 @@ from .conftest import ENV_PROBE, SystemCli, agent_usage, carried, new_key, no_ke
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("openai_codex", reason="the codex extra is not installed")
+
+
+def codex_task(folder: Path, task_id: str, model: str, **fields: object) -> Path:
+    data = {
+        "task_id": task_id,
+        "description": "the codex path",
+        "initial_prompt": "Create out.txt",
+        "sandbox": {"python": None},
+        "agent": {"type": "codex", "model": model},
+        "success_criteria": [{"type": "file_exists", "path": "out.txt", "description": "out.txt exists"}],
+        **fields,
+    }
+    return write_task(folder, data, f"{task_id}.yaml")
 
 
 def test_a_codex_task_succeeds_with_usage_and_its_commands_never_see_the_key(
@@ -27,18 +41,7 @@ def test_a_codex_task_succeeds_with_usage_and_its_commands_never_see_the_key(
             ]
         )
     )
-    task = write_task(
-        tmp_path / "tasks",
-        {
-            "task_id": "codex",
-            "description": "the codex path",
-            "initial_prompt": "Create out.txt",
-            "sandbox": {"python": None},
-            "agent": {"type": "codex", "model": "gpt-fake"},
-            "success_criteria": [{"type": "file_exists", "path": "out.txt", "description": "out.txt exists"}],
-        },
-        "codex.yaml",
-    )
+    task = codex_task(tmp_path / "tasks", "codex", "gpt-fake")
     env = {"CODEX_API_KEY": key, "CODEX_BASE_URL": fake.url, **proxied_through(fake.url)}
     outcome, run = system_cli.run(task, env=env)
 
@@ -54,6 +57,43 @@ def test_a_codex_task_succeeds_with_usage_and_its_commands_never_see_the_key(
     ]
     _, tokens_out, cost = agent_usage(result)
     assert prompt == [200, 300, 400] and tokens_out == 60
-    assert cost is None  # codex reports no price: no cost is made up
+    # codex reports no price, and nobody prices gpt-fake: the cost stays null, said once, never made up
+    assert cost is None and result["total_token_usage"]["cost_source"] == "unknown"
+    assert outcome.err.count("no price known for model 'gpt-fake'") == 1, outcome.err
+    assert "spend [default]: agent unknown" in outcome.out
     probe_ran(run.evaluation("codex") / "sandbox")
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)
+
+
+def library_price(prompt: int, cached: int, output: int) -> float:
+    """gpt-5-codex's price of one turn, straight from genai-prices (codex's fresh prompt is a cache write)."""
+    usage = Usage(
+        input_tokens=prompt, output_tokens=output, cache_read_tokens=cached, cache_write_tokens=prompt - cached
+    )
+    return float(calc_price(usage, model_ref="gpt-5-codex", provider_id="openai").total_price)
+
+
+def test_codex_turns_are_priced_as_they_end_so_that_max_usd_binds(
+    tmp_path: Path, system_cli: SystemCli, scripted_responses
+) -> None:
+    turn = {"input_tokens": 20_000, "cached_tokens": 5_000, "output_tokens": 1_000}
+    steps = [Step(commands=[f"echo {n} >> out.txt"], **turn) for n in range(4)] + [Step(text="Done")]
+    fake = scripted_responses(ResponsesScript(steps))
+    each = library_price(20_000, 5_000, 1_000)  # about $0.029
+    task = codex_task(tmp_path / "tasks", "budget", "gpt-5-codex", run_limits={"max_usd": each * 1.5})
+    env = {"CODEX_API_KEY": new_key("sk-proj-"), "CODEX_BASE_URL": fake.url, **proxied_through(fake.url)}
+    outcome, run = system_cli.run(task, env=env)
+
+    result = run.result("budget")
+    assert result["final_status"] == "COST_BUDGET_EXCEEDED", (result["error_message"], outcome.output)
+    turns = result["iterations"][0]["turns"]
+    assert [(t["cost_usd"], t["cost_source"]) for t in turns] == [(pytest.approx(each), "priced")] * 2
+    # stopped on the second turn's usage: the next request may be on its way, never its command run
+    assert len(fake.script.requests) in (2, 3)
+    assert (run.evaluation("budget") / "sandbox/out.txt").read_text().split() == ["0", "1"]
+    usage = result["total_token_usage"]
+    assert (usage["total_cost_usd"], usage["cost_source"]) == (pytest.approx(2 * each), "priced")
+    spend = run.summary["spend"]
+    assert spend["total_cost_usd"] == pytest.approx(2 * each) and spend["cost_complete"]
+    assert f"spend [default]: agent ${2 * each:.4f} (priced)" in outcome.out, outcome.out
+    assert "no price known" not in outcome.err

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from genai_prices import Usage, calc_price
 
 from ..support.fake_anthropic import Script, Turn
 from .conftest import SystemCli, agent_usage, anthropic_environment, carried, new_key, no_key_anywhere, replay_task_file
@@ -61,7 +62,20 @@ def test_both_judges_pass_with_their_usage_recorded_and_the_judge_agent_never_se
     usages = [c["evidence"]["judge_usage"] for c in criteria]
     assert all(usage["input_tokens"] > 0 and usage["output_tokens"] > 0 for usage in usages), usages
     assert result["judge_input_tokens"] == sum(usage["input_tokens"] for usage in usages)
-    assert result["judge_cost_usd"] > 0
+    # the llm_judge's call priced at the library's price of its model; the judge agent's CLI reported its own
+    llm, agent = usages
+    model = criteria[0]["evidence"]["model"]
+    read, write = llm["cache_read_input_tokens"], llm["cache_creation_input_tokens"]
+    tokens = Usage(
+        input_tokens=llm["input_tokens"] + read + write,
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+        output_tokens=llm["output_tokens"],
+    )
+    price = float(calc_price(tokens, model_ref=model, provider_id="anthropic").total_price)
+    assert (llm["cost_source"], llm["cost_usd"]) == ("priced", pytest.approx(price)) and price > 0
+    assert agent["cost_source"] == "reported" and agent["cost_usd"] > 0
+    assert result["judge_cost_usd"] == pytest.approx(llm["cost_usd"] + agent["cost_usd"])
     tokens_in, _, cost = agent_usage(result)
     assert (tokens_in, cost) == (0, None)  # the replayed agent called no model
     assert "probe ran:" in (run.evaluation("judged") / "judge-1.yaml").read_text()

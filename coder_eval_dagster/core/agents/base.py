@@ -1,4 +1,18 @@
-"""One agent interface: sandbox, prompt, config and limits in; turns, usage and a stop reason out."""
+"""One agent interface: sandbox, prompt, config and limits in; turns, usage and a stop reason out.
+
+Every agent type, built in or added by an installed package (see
+``registry``), implements :class:`Agent`: ``async def run(agent_input:
+AgentInput) -> AgentOutput``. What comes in (:class:`AgentInput`): the
+evaluation's sandbox (``sandbox.base.Sandbox``: its folder, its commands'
+environment, how to start a CLI in it), the prompt, the task's ``agent:``
+block (``models.agent.AgentConfig``), its ``run_limits``, the early-stop
+watcher, the dialog hook and the run context (credentials, model proxy
+grants). What goes out (:class:`AgentOutput`): the turns (model round trips,
+each with its usage, cost and tool calls), the final text, why it stopped
+and, for a timeout or a budget breach, the final status. ``run`` never
+raises for a failure of the agent itself: it returns ``stop_reason="error"``
+with the reason, and the evaluation ends ERROR.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..early_stop import Watcher
 from ..limits import COST_BUDGET_EXCEEDED, Breach, BudgetTracker
@@ -76,6 +90,14 @@ class AgentInput:
         left = self.seconds_left()
         return "task_timeout" if left is not None and left <= 0 else "turn_timeout"
 
+    def price(self, turn: TurnRecord, model: str | None = None) -> None:
+        """Cost a turn the agent reported none for at the run's prices (``model``: default, the task's agent.model);
+        a turn with a reported cost keeps it. Before the budget sees the turn, so that ``max_usd`` binds."""
+        if turn.cost_source == "reported":
+            return
+        usage = self.run.prices.priced(model or self.config.model, turn.usage)
+        turn.cost_usd, turn.cost_source = usage.total_cost_usd, usage.cost_source
+
     def seconds_left(self) -> float | None:
         """What remains of run_limits.task_timeout (None: no limit)."""
         if self.limits.task_timeout is None:
@@ -141,3 +163,32 @@ class AgentOutput:
         """One per tool call plus one for the final reply (the expected_turns measure)."""
         calls = sum(len(turn.calls) for turn in self.turns)
         return calls + (1 if self.final_text else 0)
+
+
+class Agent(Protocol):
+    """An agent type: a module or an object with this coroutine function.
+
+    How it should behave (what the built-ins do, and the tests check):
+
+    - Start a CLI with ``core/agent_cli.py``: an allow-listed environment,
+      its own HOME (``agent_home``), the command through
+      ``sandbox.agent_command`` and ``sandbox.agent_launcher()`` (into the
+      evaluation's namespace or container, so nothing it starts outlives the
+      evaluation), and a model proxy grant in place of any key
+      (``agent_input.run.grant(upstream, sandbox.model_proxy_host())``).
+    - Record each model round trip as a ``TurnRecord`` (usage, cost or None,
+      text) and each tool call as a ``ToolCallRecord`` (tool, parameters,
+      status, duration, output through ``secrets.redact``).
+    - Honour the limits: ``agent_input.time_limit()`` per exchange (a timeout
+      is ``final_status="TIMEOUT"``), ``limits.max_turns``, the budgets
+      (``limits.BudgetTracker.add`` after each turn; ``AgentOutput.conclude``
+      records a breach), ``watcher.observe(call)`` after each call (a reason:
+      stop the agent and pass it to ``conclude``).
+    - For a dialog, after each exchange ask ``agent_input.next_message(output)``
+      and continue the same session with it until it returns None.
+
+    A type may also have ``install() -> str``, the install step run by
+    ``coder-eval agents install TYPE`` (it returns what it installed where).
+    """
+
+    async def run(self, agent_input: AgentInput) -> AgentOutput: ...

@@ -85,6 +85,7 @@ class Session:
         self.streaming: str | None = None  # the assistant message id being streamed
         self.budgeted = 0  # turns already added to the budget
         self.cost_reported = 0.0  # the session's cumulative cost so far (the SDK reports it cumulatively)
+        self.cost_covered = 0  # the turns the reported cost covers (an exchange's cost comes at its end)
         self.stderr: deque[str] = deque(maxlen=STDERR_LINES)  # the CLI's last words, for an error's reason
 
     def on_stderr(self, line: str) -> None:
@@ -247,8 +248,10 @@ class Session:
     def on_result(self, message: ResultMessage) -> None:
         cost = getattr(message, "total_cost_usd", None)
         if self.output.turns and isinstance(cost, (int, float)):
+            for turn in self.output.turns[self.cost_covered :]:  # the exchange's turns: its cost is on the last
+                turn.cost_source = "reported"
             self.output.turns[-1].cost_usd = float(cost) - self.cost_reported
-            self.cost_reported = float(cost)
+            self.cost_reported, self.cost_covered = float(cost), len(self.output.turns)
         if getattr(message, "subtype", "") == "error_max_turns":
             self.output.stop_reason = "max_turns"
 

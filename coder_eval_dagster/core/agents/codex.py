@@ -13,7 +13,8 @@ is an ``Edit`` call with its paths, an MCP call keeps its tool name. A turn
 is one model round trip, opened by its token-usage update; Codex's fresh
 prompt tokens are recorded as cache creation and its cached ones as cache
 reads, so an input budget needs ``count_cache_creation: true``. Codex reports
-no cost. The watcher observes each completed call and interrupts the turn.
+no cost: each turn is priced at the run's prices (core/pricing.py) as its
+usage arrives, so ``max_usd`` binds. The watcher observes each completed call and interrupts the turn.
 A simulated dialog continues the same thread with each user message.
 """
 
@@ -93,6 +94,7 @@ class CodexSession:
         self.breach: Breach | None = None
         self.closed = False  # the last turn got its usage update
         self.calls_started = 0  # tool calls begun (run_limits.max_tool_calls)
+        self.model = agent_input.config.model  # the thread's model, when the task names none (Codex's default)
 
     def turn(self) -> TurnRecord:
         """The open turn: items arrive before the usage update that closes their round trip."""
@@ -107,6 +109,7 @@ class CodexSession:
         turn.output_tokens = last.output_tokens
         turn.cache_read_input_tokens = last.cached_input_tokens
         turn.cache_creation_input_tokens = max(0, last.input_tokens - last.cached_input_tokens)
+        self.input.price(turn, self.model)  # Codex reports no cost: its tokens at the run's prices
         self.closed = True
         self.breach = self.breach or self.budget.add(turn)
 
@@ -211,6 +214,8 @@ async def _converse(agent_input: AgentInput, session: CodexSession, home: Path, 
         thread = await codex.thread_start(
             cwd=str(agent_input.sandbox.workdir), sandbox=Sandbox.full_access, model=agent_input.config.model
         )
+        if session.model is None:
+            session.model = (await thread.read()).thread.model
         prompt: str | None = agent_input.prompt or ""
         while prompt is not None:
             await asyncio.wait_for(_exchange(thread, agent_input, session, prompt), timeout=agent_input.time_limit())

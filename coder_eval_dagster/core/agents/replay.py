@@ -15,13 +15,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
+from ..atif import replay_trajectory
 from ..datasets import Row, substitute
 from ..limits import COST_BUDGET_EXCEEDED, BudgetTracker
 from ..models.results import FinalStatus, ToolCallRecord, ToolCallStatus, TurnRecord
 from ..models.trajectory import ToolCall, Trajectory, TrajectoryTurn
-from ..problems import InvalidInput, problems_from_validation
 from ..sandbox.base import Sandbox
 from ..sandbox.mocks import agent_command
 from ..yamlio import load_document
@@ -34,7 +32,7 @@ DEFAULT_CALL_TIMEOUT_S = 600.0
 
 
 def load_replay(path: Path, row: dict[str, Any] | None) -> Trajectory:
-    """The trajectory with ``${row.x}`` substituted; problems name the file, line and field."""
+    """The trajectory (ours, or ATIF) with ``${row.x}`` substituted; problems name the file, line and field."""
     doc = load_document(path)
     data = doc.data
     if row is not None:
@@ -42,10 +40,7 @@ def load_replay(path: Path, row: dict[str, Any] | None) -> Trajectory:
         data = substitute(data, Row("", row, ""), unknown)
         if unknown:
             raise ValueError(f"{path}: unknown row field(s) {', '.join(sorted(unknown))} in ${{row.…}}")
-    try:
-        return Trajectory.model_validate(data)
-    except ValidationError as exc:
-        raise InvalidInput(problems_from_validation(exc, data, str(path), doc.line_of, model=Trajectory)) from None
+    return replay_trajectory(data, str(path), doc.line_of)
 
 
 def _clip(text: str) -> str:
@@ -151,6 +146,9 @@ class Replay:
                 break
         if turn.usage is not None:
             record = record.model_copy(update=turn.usage.model_dump())
+            if turn.usage.cost_usd is not None:
+                record.cost_source = "reported"  # the recorded session's own figure
+            self.input.price(record)
         record.ended_at = time.time()
         self.output.open_turn(record)
         stopped = self.output.early_stop_reason or self.output.stop_reason == "max_tool_calls"

@@ -7,23 +7,32 @@ row, and a row pairs only where it is not ERROR in either arm. ERROR rows
 and evaluations are counted and listed apart. For McNemar's test a row
 passes when more than half of its non-ERROR replicates succeeded (with one
 replicate: when it succeeded).
+
+Beside the paired figures: each arm's pass@k and pass^k over its replicates
+and its flaky rows, standard errors clustered by base task next to the
+unclustered ones, and, for a run that ran in batches, the sequential A/B's
+confidence sequence after each batch.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from .rows import CompareError, RunRows
+from .clustered import MeanEstimate, mean_estimate
+from .interval import Interval
+from .replicates import PassK, RowReplicates, flaky_rows, pass_k_figures
+from .rows import BATCH, CompareError, RunRows, SequentialSettings
+from .sequential import SequentialResult, SequentialStep, sequence_over_batches, sequential_decision
 from .stats import (
     BREAKDOWN_RESAMPLES,
     RESAMPLES,
     SEED,
-    Interval,
     mcnemar_exact_p,
     paired_bootstrap_interval,
     wilson_interval,
@@ -41,15 +50,33 @@ class Arm:
     variant_id: str
     label: str
 
-    @property
+    @cached_property
     def evaluations(self) -> pd.DataFrame:
         frame = self.run.evaluations
         return frame[frame["variant_id"] == self.variant_id]
 
+    @cached_property
+    def rows(self) -> pd.DataFrame:
+        """One line per non-ERROR row (``arm_rows``): made once, read by the summary, the flaky rows and each pair."""
+        return arm_rows(self.evaluations)
+
+
+@dataclass
+class TaskPassK:
+    """pass@k and pass^k of one base task's rows in an arm."""
+
+    base_task_id: str
+    pass_k: list[PassK]
+
 
 @dataclass
 class ArmSummary:
-    """An arm on all its own rows (unpaired): the per-variant figures."""
+    """An arm on all its own rows (unpaired): the per-variant figures.
+
+    ``success_clustered`` and ``score_clustered`` are the success rate and
+    mean score over the arm's non-ERROR evaluations with standard errors
+    clustered by base task (which holds a row's replicates too).
+    """
 
     label: str
     run_id: str
@@ -61,6 +88,22 @@ class ArmSummary:
     interval: Interval | None
     mean_score: float | None
     mean_cost_usd: float | None
+    success_clustered: MeanEstimate | None
+    score_clustered: MeanEstimate | None
+    max_replicates: int
+    pass_k: list[PassK]
+    pass_k_by_task: list[TaskPassK]
+
+
+@dataclass
+class FlakyRow:
+    """A row of an arm whose non-ERROR replicates disagree: ``passes`` of ``replicates`` succeeded."""
+
+    run_id: str
+    task_id: str
+    variant_id: str
+    passes: int
+    replicates: int
 
 
 @dataclass
@@ -107,6 +150,29 @@ class GroupStats:
 
 
 @dataclass
+class Verdict:
+    """What the difference in success rate says, and from which interval.
+
+    The interval clustered by base task where some base task has more than one
+    paired row (its rows are not independent); else the paired bootstrap's.
+    """
+
+    uses: Literal["clustered", "bootstrap"]
+    interval: Interval | None
+    reading: Literal["other_better", "baseline_better", "inconclusive"]
+
+
+@dataclass
+class SequentialView:
+    """The sequential A/B of a run that ran in batches: the decision now, and the sequence after each batch."""
+
+    alpha: float
+    margin: float | None
+    result: SequentialResult
+    steps: list[SequentialStep]
+
+
+@dataclass
 class PairComparison:
     baseline: str
     other: str
@@ -130,6 +196,10 @@ class PairComparison:
     error_rows: list[ErrorRow]
     error_evaluations: dict[str, int]
     unpaired_rows: int
+    difference_clustered: MeanEstimate | None
+    score_difference_clustered: MeanEstimate | None
+    verdict: Verdict
+    sequential: SequentialView | None
     by_task: list[GroupStats] = field(default_factory=list)
     by_tag: list[GroupStats] = field(default_factory=list)
 
@@ -139,6 +209,7 @@ class Comparison:
     runs: dict[str, str]  # run_id -> run folder
     arms: list[ArmSummary]
     pairs: list[PairComparison]
+    flaky_rows: list[FlakyRow]
     seed: int = SEED
     resamples: int = RESAMPLES
 
@@ -167,10 +238,21 @@ def _number(value: Any) -> float | None:
 # ----------------------------------------------------------------------------- one arm
 
 
+def _pass_k(rows: pd.DataFrame, resamples: int) -> list[PassK]:
+    """pass@k and pass^k of ``rows`` (``arm_rows``) with row-bootstrap intervals."""
+    return pass_k_figures(
+        rows["successes"].to_numpy(),
+        rows["evaluations"].to_numpy(),
+        lambda values: paired_bootstrap_interval(values, resamples),
+    )
+
+
 def arm_summary(arm: Arm) -> ArmSummary:
     frame = arm.evaluations
     valid = frame[frame["final_status"] != ERROR]
     successes = int(valid["success"].sum())
+    rows = arm.rows
+    clusters = valid["base_task_id"].to_numpy()
     return ArmSummary(
         label=arm.label,
         run_id=arm.run.run_id,
@@ -182,7 +264,25 @@ def arm_summary(arm: Arm) -> ArmSummary:
         interval=wilson_interval(successes, len(valid)),
         mean_score=_number(valid["weighted_score"].mean()),
         mean_cost_usd=_number(valid["cost_usd"].mean()),
+        success_clustered=mean_estimate(valid["success"].to_numpy(dtype=float), clusters),
+        score_clustered=mean_estimate(valid["weighted_score"].to_numpy(dtype=float), clusters),
+        max_replicates=int(rows["evaluations"].max()) if len(rows) else 0,
+        pass_k=_pass_k(rows, RESAMPLES),
+        pass_k_by_task=[
+            TaskPassK(str(task), _pass_k(task_rows, BREAKDOWN_RESAMPLES))
+            for task, task_rows in rows.groupby("base_task_id", sort=True)
+        ],
     )
+
+
+def arm_flaky_rows(arm: Arm) -> list[FlakyRow]:
+    """The arm's rows whose non-ERROR replicates disagree, by row-task."""
+    rows = arm.rows
+    replicates = [
+        RowReplicates(str(task_id), arm.variant_id, int(passes), int(count))
+        for task_id, passes, count in zip(rows.index, rows["successes"], rows["evaluations"], strict=True)
+    ]
+    return [FlakyRow(arm.run.run_id, **asdict(row)) for row in flaky_rows(replicates)]
 
 
 def arm_rows(evaluations: pd.DataFrame) -> pd.DataFrame:
@@ -200,6 +300,7 @@ def arm_rows(evaluations: pd.DataFrame) -> pd.DataFrame:
         turns=("turns", "mean"),
         duration_s=("duration_s", "mean"),
         report=("report", "first"),
+        batch=(BATCH, "max"),
     )
 
 
@@ -282,16 +383,53 @@ def _breakdown(paired: pd.DataFrame, column: str) -> list[GroupStats]:
     return [group_stats(str(key), rows, BREAKDOWN_RESAMPLES) for key, rows in grouped.groupby(column, sort=True)]
 
 
+def verdict(bootstrap: Interval | None, clustered: MeanEstimate | None) -> Verdict:
+    """Read the difference from the clustered interval where base tasks hold several rows, else the bootstrap's.
+
+    One base task alone has no clustered interval (no spread between tasks to
+    measure): the bootstrap's is read then.
+    """
+    uses: Literal["clustered", "bootstrap"] = "bootstrap"
+    interval = bootstrap
+    if clustered is not None and clustered.clustering_matters and clustered.interval_clustered is not None:
+        uses, interval = "clustered", clustered.interval_clustered
+    reading: Literal["other_better", "baseline_better", "inconclusive"] = "inconclusive"
+    if interval is not None and interval.low > 0:
+        reading = "other_better"
+    elif interval is not None and interval.high < 0:
+        reading = "baseline_better"
+    return Verdict(uses, interval, reading)
+
+
+def sequential_view(paired: pd.DataFrame, settings: SequentialSettings) -> SequentialView | None:
+    """The confidence sequence over the batches the paired rows ran in; None when the run recorded no batches."""
+    batched = paired.assign(batch=paired[["batch_a", "batch_b"]].max(axis=1)).dropna(subset=["batch"])
+    if batched.empty:
+        return None
+    batched = batched.sort_values(["batch"], kind="stable")
+    differences = (batched["success_b"] - batched["success_a"]).to_numpy()
+    batches = batched["batch"].to_numpy(dtype=int)
+    return SequentialView(
+        alpha=settings.alpha,
+        margin=settings.margin,
+        result=sequential_decision(differences, batches, settings.alpha, settings.margin),
+        steps=sequence_over_batches(differences, batches, settings.alpha, settings.margin),
+    )
+
+
 def compare_pair(baseline: Arm, other: Arm) -> PairComparison:
     """Every figure of ``other`` against ``baseline`` on their paired rows."""
-    rows_a, rows_b = arm_rows(baseline.evaluations), arm_rows(other.evaluations)
+    rows_a, rows_b = baseline.rows, other.rows
     paired = rows_a.merge(rows_b, how="inner", left_index=True, right_index=True, suffixes=("_a", "_b"))
     paired["pass_a"] = paired["success_a"] > 0.5
     paired["pass_b"] = paired["success_b"] > 0.5
     overall = group_stats("all", paired, RESAMPLES)
     successes_a, evaluations_a = int(paired["successes_a"].sum()), int(paired["evaluations_a"].sum())
     successes_b, evaluations_b = int(paired["successes_b"].sum()), int(paired["evaluations_b"].sum())
+    differences = (paired["success_b"] - paired["success_a"]).to_numpy()
     scores = (paired["score_b"] - paired["score_a"]).to_numpy()
+    clusters = paired["base_task_id_a"].to_numpy()
+    difference_clustered = mean_estimate(differences, clusters)
     runs = (baseline.run.run_dir, other.run.run_dir)
     one_arm_only = set(baseline.evaluations["task_id"]) ^ set(other.evaluations["task_id"])
     return PairComparison(
@@ -317,6 +455,10 @@ def compare_pair(baseline: Arm, other: Arm) -> PairComparison:
         error_rows=_error_rows(baseline, other, paired.index),
         error_evaluations={arm.label: _error_count(arm) for arm in (baseline, other)},
         unpaired_rows=len(one_arm_only),
+        difference_clustered=difference_clustered,
+        score_difference_clustered=mean_estimate(scores, clusters),
+        verdict=verdict(overall.interval, difference_clustered),
+        sequential=sequential_view(paired, baseline.run.sequential) if baseline.run is other.run else None,
         by_task=_breakdown(paired, "base_task_id_a"),
         by_tag=_breakdown(paired, "tags_a"),
     )
@@ -340,6 +482,7 @@ def compare_variants(run: RunRows, baseline: str | None = None) -> Comparison:
         runs={run.run_id: str(run.run_dir)},
         arms=[arm_summary(a) for a in [base, *others]],
         pairs=[compare_pair(base, other) for other in others],
+        flaky_rows=[row for arm in [base, *others] for row in arm_flaky_rows(arm)],
     )
 
 
@@ -353,8 +496,10 @@ def compare_runs(before: RunRows, after: RunRows, variant: str | None = None) ->
     if not shared:
         raise CompareError(f"{before.run_id} and {after.run_id} share no variant")
     pairs = [(_arm(before, v, f"{v}@{before.run_id}"), _arm(after, v, f"{v}@{after.run_id}")) for v in shared]
+    arms = [arm for pair in pairs for arm in pair]
     return Comparison(
         runs={before.run_id: str(before.run_dir), after.run_id: str(after.run_dir)},
-        arms=[arm_summary(arm) for pair in pairs for arm in pair],
+        arms=[arm_summary(arm) for arm in arms],
         pairs=[compare_pair(a, b) for a, b in pairs],
+        flaky_rows=[row for arm in arms for row in arm_flaky_rows(arm)],
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -94,19 +95,49 @@ def forest_figure(pair: PairComparison, index: int) -> Drawing:
     return _drawing(f"forest_{index}", f"Per-task difference: {pair.other} vs {pair.baseline}", figure)
 
 
+# One shape per arm: with its colour, it tells arms apart even where their points coincide.
+MARKERS = "osD^vP*Xph"
+MARKER_SIZE, RING_STEP = 8.0, 5.0
+
+
 def cost_success_figure(arms: list[ArmSummary]) -> Drawing:
-    """Mean cost per evaluation against success rate, one point per arm."""
-    figure = _new_figure(5.0, 3.2)
+    """Mean cost per evaluation against success rate, one hollow point per arm, named in a legend beside the axes.
+
+    Names written at the points would lie on top of each other when two arms
+    share a point (the same success rate at no reported cost is common); in a
+    legend they never overlap. Arms on one point are drawn as concentric rings,
+    the first largest, so each stays visible.
+    """
+    figure = _new_figure(6.5, 3.2)
     axes = figure.add_subplot()
-    for arm in arms:
-        if arm.success_rate is None:
-            continue
-        cost = arm.mean_cost_usd or 0.0
-        axes.plot([cost], [arm.success_rate], "o", markersize=8)
-        axes.annotate(arm.label, (cost, arm.success_rate), textcoords="offset points", xytext=(6, 4))
+    points = [(arm.label, arm.mean_cost_usd or 0.0, arm.success_rate) for arm in arms if arm.success_rate is not None]
+    sharing = Counter((cost, rate) for _, cost, rate in points)
+    drawn: Counter[tuple[float, float]] = Counter()
+    for index, (label, cost, rate) in enumerate(points):
+        rings_inside = sharing[(cost, rate)] - 1 - drawn[(cost, rate)]
+        drawn[(cost, rate)] += 1
+        axes.plot(
+            [cost],
+            [rate],
+            linestyle="none",
+            marker=MARKERS[index % len(MARKERS)],
+            markersize=MARKER_SIZE + RING_STEP * rings_inside,
+            markerfacecolor="none",
+            markeredgewidth=1.8,
+            label=label,
+        )
     axes.set_ylim(0, 1.05)
     axes.set_xlabel("mean cost per evaluation (USD; 0 when not reported)")
     axes.set_ylabel("success rate")
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
+
+    axes.xaxis.set_major_locator(MaxNLocator(nbins=4))  # long cost labels side by side would run together
+    if points:
+        legend = axes.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
+        for handle in legend.legend_handles:  # one size in the legend, whatever the ring
+            if isinstance(handle, Line2D):
+                handle.set_markersize(MARKER_SIZE)
     return _drawing("cost_success", "Cost vs success per variant", figure)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..layout import COMPARISON_PAGE, INDEX_PAGE, INDEX_ROW, RUN_FILE, report_path, write_atomically
+from ..layout import COMPARISON_PAGE, INDEX_PAGE, INDEX_ROW, RUN_FILE, RUN_VIEWER, report_path, write_atomically
 from ..models.report import RunSummary, TaskRow
 from .webpage import html_page, relative_to
 
@@ -40,6 +40,8 @@ def _report_item(run_dir: Path, row: TaskRow, href: Callable[[str], str]) -> str
 def _index_row(run_dir: Path, report: RunSummary, href: Callable[[str], str]) -> str:
     rows = report.task_results
     links = [_link("run.md", run_dir / "run.md", href)]
+    if (run_dir / RUN_VIEWER).is_file():
+        links.insert(0, _link("viewer", run_dir / RUN_VIEWER, href))
     if (run_dir / COMPARISON_PAGE).is_file():
         links.append(_link("comparison", run_dir / COMPARISON_PAGE, href))
     reports = "".join(_report_item(run_dir, row, href) for row in rows)

@@ -1,7 +1,9 @@
 """A comparison as a terminal table, Markdown, JSON or a self-contained HTML page.
 
 Every format shows the same blocks (built once by ``blocks``): the arms,
-then per pair of arms the paired figures, the telemetry deltas, the flips
+the repeated trials (pass@k, pass^k, flaky rows), then per pair of arms the
+paired figures with their clustered intervals and verdict, the sequential
+A/B's batches (a run that ran in batches), the telemetry deltas, the flips
 both ways with links to each task.html, the ERROR rows, and the per-task and
 per-tag breakdowns.
 """
@@ -14,9 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .analysis import Comparison, Flip, GroupStats, PairComparison
+from .analysis import Comparison, Flip, GroupStats, PairComparison, SequentialView, Verdict
+from .clustered import MeanEstimate
 from .figures import Drawing
-from .stats import Interval
+from .interval import Interval
+from .replicates import PassK
 from .webpage import html_page, relative_to
 
 
@@ -69,6 +73,14 @@ def p_value(value: float) -> str:
     return f"{value:.4g}"
 
 
+def clustered_interval(estimate: MeanEstimate | None, scale: float = 100.0, unit: str = " pp") -> str:
+    return interval_text(estimate.interval_clustered if estimate else None, scale, unit)
+
+
+def verdict_text(verdict: Verdict) -> str:
+    return f"{verdict.reading.replace('_', ' ')} ({verdict.uses})"
+
+
 # ----------------------------------------------------------------------------- the blocks
 
 
@@ -83,6 +95,8 @@ def summary_table(comparison: Comparison) -> Table:
             "other rate",
             "difference",
             "95 % CI",
+            "clustered 95 % CI",
+            "verdict",
             "McNemar p",
             "regressions",
             "improvements",
@@ -97,6 +111,8 @@ def summary_table(comparison: Comparison) -> Table:
                 percent(p.rate_other),
                 signed_points(p.difference),
                 interval_text(p.difference_interval),
+                clustered_interval(p.difference_clustered),
+                verdict_text(p.verdict),
                 p_value(p.mcnemar_p),
                 str(len(p.regressions)),
                 str(len(p.improvements)),
@@ -109,7 +125,19 @@ def summary_table(comparison: Comparison) -> Table:
 
 def _arms_table(comparison: Comparison) -> Table:
     return Table(
-        ["arm", "evaluations", "ERROR", "successes", "success rate", "Wilson 95 %", "mean score", "mean cost (USD)"],
+        [
+            "arm",
+            "evaluations",
+            "ERROR",
+            "successes",
+            "success rate",
+            "Wilson 95 %",
+            "clustered 95 %",
+            "base tasks",
+            "mean score",
+            "clustered 95 %",
+            "mean cost (USD)",
+        ],
         [
             [
                 a.label,
@@ -118,13 +146,75 @@ def _arms_table(comparison: Comparison) -> Table:
                 str(a.successes),
                 percent(a.success_rate),
                 rate_interval(a.interval),
+                rate_interval(a.success_clustered.interval_clustered if a.success_clustered else None),
+                str(a.success_clustered.clusters if a.success_clustered else 0),
                 number(a.mean_score),
+                clustered_interval(a.score_clustered, 1.0, ""),
                 number(a.mean_cost_usd),
             ]
             for a in comparison.arms
         ],
-        "Each arm on all its rows (ERROR evaluations excluded)",
+        "Each arm on all its rows (ERROR evaluations excluded; clustered: standard errors clustered by base task)",
     )
+
+
+def _pass_k_cells(figure: PassK) -> list[Cell]:
+    """One k's cells; the rows left out say how far the figure's rows fall short of the arm's."""
+    return [
+        str(figure.k),
+        str(figure.rows),
+        str(figure.rows_left_out),
+        percent(figure.pass_at_k),
+        rate_interval(figure.pass_at_k_interval),
+        percent(figure.pass_hat_k),
+        rate_interval(figure.pass_hat_k_interval),
+    ]
+
+
+PASS_K_HEADERS = ["k", "rows", "rows with fewer replicates", "pass@k", "95 % CI", "pass^k", "95 % CI"]
+
+
+def _repeated_trials_block(comparison: Comparison) -> Block:
+    """pass@k and pass^k per arm (and per base task when a row was repeated), then the flaky rows.
+
+    The per-task table is left out with one replicate: pass@1 per task is the
+    breakdown's success rate already.
+    """
+    arms = comparison.arms
+    tables = [
+        Table(
+            ["arm", *PASS_K_HEADERS],
+            [[a.label, *_pass_k_cells(f)] for a in arms for f in a.pass_k],
+            "pass@k (any of k replicates passes) and pass^k (all k pass), per arm",
+        )
+    ]
+    if any(a.max_replicates > 1 for a in arms):
+        tables.append(
+            Table(
+                ["arm", "base task", *PASS_K_HEADERS],
+                [
+                    [a.label, t.base_task_id, *_pass_k_cells(f)]
+                    for a in arms
+                    for t in a.pass_k_by_task
+                    for f in t.pass_k
+                ],
+                "pass@k and pass^k per base task",
+            )
+        )
+    tables.append(
+        Table(
+            ["run", "variant", "row", "passes", "replicates"],
+            [[r.run_id, r.variant_id, r.task_id, str(r.passes), str(r.replicates)] for r in comparison.flaky_rows],
+            f"Flaky rows: replicates that disagree ({len(comparison.flaky_rows)})",
+        )
+    )
+    notes = [
+        "Over each row's non-ERROR replicates: pass@k is the unbiased estimator 1 - C(n-c, k) / C(n, k) "
+        "(Chen et al. 2021), pass^k is C(c, k) / C(n, k) (tau-bench), averaged over the rows with at least k "
+        "replicates; pass@1 = pass^1 = the mean success rate of the rows. Intervals: bootstrap of the rows.",
+        f"Most replicates of a row: {max((a.max_replicates for a in arms), default=0)}.",
+    ]
+    return Block("Repeated trials", notes, tables)
 
 
 def _flips_table(title: str, flips: list[Flip], pair: PairComparison) -> Table:
@@ -165,6 +255,44 @@ def _groups_table(title: str, groups: list[GroupStats], pair: PairComparison) ->
     )
 
 
+def _clustered_note(pair: PairComparison) -> str:
+    """Both standard errors side by side and the interval the verdict read: how much clustering widened it."""
+    estimate = pair.difference_clustered
+    if estimate is None:
+        return "No paired rows: no clustered interval."
+    return (
+        f"Clustered by base task ({estimate.clusters} base tasks, {estimate.observations} rows): SE of the "
+        f"difference {number(estimate.se_clustered)} clustered vs {number(estimate.se)} unclustered; 95 % CI "
+        f"{clustered_interval(estimate)} clustered vs {interval_text(estimate.interval)} unclustered (normal). "
+        f"Verdict: {pair.verdict.reading.replace('_', ' ')}, from the "
+        + (
+            "clustered interval (some base task has more than one row)."
+            if pair.verdict.uses == "clustered"
+            else "paired bootstrap interval (no base task has more than one row, or there is one base task only)."
+        )
+    )
+
+
+def _sequential_table(view: SequentialView) -> Table:
+    """The sequence after each batch: how it narrowed, and when it first excluded 0 (or fit the margin)."""
+    return Table(
+        ["batch", "rows", f"{(1 - view.alpha) * 100:g} % sequence", "decision"],
+        [[str(s.batch), str(s.rows), interval_text(s.interval), s.decision] for s in view.steps],
+        "Sequential A/B: the anytime-valid confidence sequence after each batch",
+    )
+
+
+def _sequential_note(view: SequentialView) -> str:
+    """The decision in one line, with the batch that first reached it (where the run could have stopped)."""
+    result = view.result
+    margin = "" if view.margin is None else f", equivalence margin {view.margin * 100:.1f} pp"
+    reached = "" if result.decided_at_batch is None else f", first reached after batch {result.decided_at_batch}"
+    return (
+        f"Sequential A/B (alpha {view.alpha:g}{margin}): {result.decision}{reached}; "
+        f"{result.rows} paired rows in {result.batches} batches, interval {interval_text(result.interval)}."
+    )
+
+
 def _pair_block(pair: PairComparison) -> Block:
     errors = ", ".join(f"{label}: {count}" for label, count in pair.error_evaluations.items())
     notes = [
@@ -174,8 +302,10 @@ def _pair_block(pair: PairComparison) -> Block:
         f"Difference ({pair.other} - {pair.baseline}): {signed_points(pair.difference)}, paired bootstrap 95 % CI "
         f"{interval_text(pair.difference_interval)}; McNemar exact p = {p_value(pair.mcnemar_p)} "
         f"({len(pair.regressions)} regressions, {len(pair.improvements)} improvements).",
+        _clustered_note(pair),
         f"Mean weighted-score difference: {number(pair.score_difference)}, 95 % CI "
-        f"{interval_text(pair.score_interval, 1.0, '')}.",
+        f"{interval_text(pair.score_interval, 1.0, '')} (bootstrap), "
+        f"{clustered_interval(pair.score_difference_clustered, 1.0, '')} (clustered).",
         f"ERROR evaluations (not in the paired figures): {errors}; {len(pair.error_rows)} row(s) left unpaired "
         f"by ERROR; {pair.unpaired_rows} row(s) in one arm only.",
     ]
@@ -197,10 +327,14 @@ def _pair_block(pair: PairComparison) -> Block:
     errors_table = Table(
         ["row", "ERROR in"], [[e.task_id, ", ".join(e.errored_in)] for e in pair.error_rows], "ERROR rows"
     )
+    sequential = [] if pair.sequential is None else [_sequential_table(pair.sequential)]
+    if pair.sequential is not None:
+        notes.append(_sequential_note(pair.sequential))
     return Block(
         f"{pair.other} vs {pair.baseline}",
         notes,
         [
+            *sequential,
             deltas,
             _flips_table("Regressions: passed in the baseline, failed in the other", pair.regressions, pair),
             _flips_table("Improvements: failed in the baseline, passed in the other", pair.improvements, pair),
@@ -221,7 +355,7 @@ def blocks(comparison: Comparison) -> list[Block]:
         ],
         [summary_table(comparison), _arms_table(comparison)],
     )
-    return [overview, *(_pair_block(pair) for pair in comparison.pairs)]
+    return [overview, _repeated_trials_block(comparison), *(_pair_block(pair) for pair in comparison.pairs)]
 
 
 # ----------------------------------------------------------------------------- formats

@@ -1,29 +1,23 @@
-"""The statistics of a paired comparison, all from scipy.stats.
+"""The statistics of a paired comparison.
 
 Wilson intervals for success rates, McNemar's exact test on the discordant
-pairs (a two-sided binomial test at p = 0.5), a percentile bootstrap over
-rows for paired mean differences, and the power of McNemar's exact test for
-the "how many rows do I need" table of docs/running.md.
+pairs (a two-sided binomial test at p = 0.5) and its power for the "how many
+rows do I need" table of docs/running.md, from scipy.stats; a percentile
+bootstrap over rows for paired mean differences, in numpy.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from scipy import stats
+
+from .interval import Interval
 
 CONFIDENCE = 0.95
 ALPHA = 0.05
 SEED = 20261203  # fixed: the same rows give the same interval, run after run
 RESAMPLES = 1999  # 95 % percentile bounds to about +-0.5 percentage point of their limit at 10,000 rows
 BREAKDOWN_RESAMPLES = 999  # per task and per tag: many small groups
-
-
-@dataclass(frozen=True)
-class Interval:
-    low: float
-    high: float
 
 
 def wilson_interval(successes: int, trials: int) -> Interval | None:
@@ -42,8 +36,28 @@ def mcnemar_exact_p(regressions: int, improvements: int) -> float:
     return float(stats.binomtest(improvements, flips, 0.5, alternative="two-sided").pvalue)
 
 
+def _bootstrap_means(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """The means of ``resamples`` resamples of the rows (drawn with replacement), 200,000 numbers at a time.
+
+    With few distinct values (0/1 outcomes, pass@k of a few replicates) a
+    resample is drawn as how many rows of each value it holds (a multinomial):
+    the same distribution, hundreds of times cheaper than drawing every row.
+    """
+    levels, counts = np.unique(values, return_counts=True)
+    by_level = levels.size * 10 < values.size
+    chunk = max(1, 200_000 // (levels.size if by_level else values.size))
+    means = []
+    for start in range(0, resamples, chunk):
+        size = min(chunk, resamples - start)
+        if by_level:
+            means.append(rng.multinomial(values.size, counts / values.size, size=size) @ levels / values.size)
+        else:
+            means.append(values[rng.integers(0, values.size, size=(size, values.size))].mean(axis=1))
+    return np.concatenate(means)
+
+
 def paired_bootstrap_interval(differences: np.ndarray, resamples: int = RESAMPLES) -> Interval | None:
-    """Percentile bootstrap 95 % interval of the mean of per-row differences (rows resampled, seeded).
+    """Percentile bootstrap 95 % interval of the mean of per-row values (rows resampled, seeded).
 
     Resampling the differences of paired rows is the paired bootstrap: a row
     always carries both arms. Fewer than two rows have no interval.
@@ -53,17 +67,10 @@ def paired_bootstrap_interval(differences: np.ndarray, resamples: int = RESAMPLE
         return None
     if np.all(values == values[0]):  # every resample has the same mean
         return Interval(float(values[0]), float(values[0]))
-    result = stats.bootstrap(
-        (values,),
-        np.mean,
-        vectorized=True,
-        n_resamples=resamples,
-        confidence_level=CONFIDENCE,
-        method="percentile",
-        rng=np.random.default_rng(SEED),
-        batch=max(1, 1_000_000 // values.size),  # about 8 MB a batch: cache-friendly, 3x faster than one big batch
-    )
-    return Interval(float(result.confidence_interval.low), float(result.confidence_interval.high))
+    means = _bootstrap_means(values, resamples, np.random.default_rng(SEED))
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return Interval(float(low), float(high))
 
 
 def mcnemar_power(rows: int, effect: float, discordance: float, alpha: float = ALPHA) -> float:

@@ -24,6 +24,7 @@ from pydantic import Field, field_validator
 from ..agent_cli import SDK_VARIABLES, agent_home, bundled_cli, cli_environment, write_wrapper
 from ..models.agent import AgentConfig
 from ..models.base import rule_error
+from ..models.results import message_usage
 from ..sandbox import containment
 from ..sandbox.egress import LOOPBACK, model_only
 from ..sandbox.holder import SANDBOX_PATH
@@ -44,6 +45,7 @@ from .registry import checks
 if TYPE_CHECKING:
     from ..check_context import CheckContext
     from ..routing import ApiRoute
+    from ..run_context import RunContext
 
 STDERR_LINES = 20
 JUDGE_TOOLS = ["Bash", "Read", "Glob", "Grep"]
@@ -242,14 +244,16 @@ def run_agent(run: JudgeRun, criterion: AgentJudge, ctx: CheckContext) -> None:
     finally:
         containment.release(scratch)
         shutil.rmtree(scratch, ignore_errors=True)
-    record_result(run, transcript, time.monotonic() - started)
+    record_result(run, transcript, time.monotonic() - started, ctx.run)
 
 
-def record_result(run: JudgeRun, transcript: Transcript, seconds: float) -> None:
+def record_result(run: JudgeRun, transcript: Transcript, seconds: float, context: RunContext) -> None:
     result = transcript.result
-    usage = getattr(result, "usage", None) or {}
+    usage = message_usage(getattr(result, "usage", None) or {})
     cost = getattr(result, "total_cost_usd", None)
-    run.usage = judge_usage(usage.get("input_tokens", 0), usage.get("output_tokens", 0), cost, seconds)
+    if cost is not None:  # Claude Code's own figure
+        usage = usage.model_copy(update={"total_cost_usd": float(cost), "cost_source": "reported"})
+    run.usage = judge_usage(context.prices.priced(run.model, usage, context.route.backend), seconds)
     run.tool_calls, run.verdict = transcript.lines, transcript.final_text
     if run.error:
         return

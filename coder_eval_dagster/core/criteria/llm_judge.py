@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
+from ..models.results import TokenUsage, message_usage
 from ..routing import BEDROCK_ANTHROPIC_VERSION
 from .judge_base import JudgeBase
 from .judging import (
@@ -21,7 +22,6 @@ from .judging import (
     JudgeRun,
     VerdictError,
     judge_usage,
-    list_price,
     render_prompt,
 )
 from .outcome import Outcome
@@ -99,11 +99,11 @@ def call_model(run: JudgeRun, criterion: LlmJudge, context: RunContext) -> None:
             message = raw.parse()
     except anthropic.APIError as exc:
         retried = MAX_RETRIES if _retryable(exc) else 0
-        run.usage = judge_usage(0, 0, None, time.monotonic() - started, retried)
+        run.usage = judge_usage(TokenUsage(), time.monotonic() - started, retried)
         run.error = f"judge call failed: {type(exc).__name__}: {exc}"
         return
-    tokens = message.usage.input_tokens, message.usage.output_tokens
-    run.usage = judge_usage(*tokens, list_price(run.model, *tokens), time.monotonic() - started, raw.retries_taken)
+    usage = context.prices.priced(run.model, message_usage(message.usage), context.route.backend)
+    run.usage = judge_usage(usage, time.monotonic() - started, raw.retries_taken)
     run.verdict = "\n".join(block.text for block in message.content if getattr(block, "type", None) == "text")
 
     def read() -> dict[str, Any]:

@@ -13,7 +13,7 @@ from .sdk_options import check_sdk_options
 # Agent types coder_eval ships that nothing here provides: an agent plugin registers one to make it valid.
 NOT_INSTALLED = "coder_eval has it; an agent plugin can provide it"
 AGENT_TYPES = RegisteredNames(  # core/agents/registry.py registers each with what runs it
-    "agent type", elsewhere=dict.fromkeys(("antigravity", "opencode", "pi", "delegate", "openhands"), NOT_INSTALLED)
+    "agent type", elsewhere=dict.fromkeys(("antigravity", "pi", "delegate", "openhands"), NOT_INSTALLED)
 )
 DEFAULT_AGENT_TYPE = "claude-code"
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]

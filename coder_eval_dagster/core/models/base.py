@@ -120,20 +120,28 @@ class RegisteredNames:
         self.names: list[str] = []
         # Names coder_eval knows that nothing here provides (yet): refused in one line that says so.
         self.elsewhere = dict(elsewhere or {})
+        self.entry_point_group: str | None = None  # where installed packages add more (named in the refusal)
 
     def register(self, name: str) -> None:
         if name not in self.names:
             self.names.append(name)
 
     def check(self, value: str) -> str:
-        """``value`` when registered; else the error a Literal would give, with a suggestion."""
+        """``value`` when registered; else the error a Literal would give, with a suggestion (and, for names
+        that installed packages add, the unknown name, the installed ones and the entry-point group)."""
         refusal = self.not_installed(value)
         if refusal:
             raise ValueError(refusal)
         if value not in self.names:
+            suggestion = did_you_mean(value, self.names)
+            if self.entry_point_group is not None:
+                raise ValueError(
+                    f"unknown {self.what} {value!r}{suggestion}: installed are {', '.join(self.names)}; "
+                    f"packages add more through the entry-point group {self.entry_point_group}"
+                )
             choices = [repr(name) for name in self.names]
             listed = f"{', '.join(choices[:-1])} or {choices[-1]}" if len(choices) > 1 else "".join(choices)
-            raise ValueError(f"Input should be {listed}{did_you_mean(value, self.names)}")
+            raise ValueError(f"Input should be {listed}{suggestion}")
         return value
 
     def not_installed(self, value: str) -> str | None:

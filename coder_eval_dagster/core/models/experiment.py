@@ -129,6 +129,24 @@ class Variant(Overlay):
         return self
 
 
+class Sequential(StrictModel):
+    """A sequential A/B: rows run in seeded random batches; after each batch an anytime-valid confidence sequence
+    for the paired success difference decides whether any new row need start (docs/analysts.md)."""
+
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+    batch_rows: int = Field(default=20, ge=1)
+    min_rows: int = Field(default=0, ge=0)
+    max_rows: int | None = Field(default=None, ge=1)
+    margin: float | None = Field(default=None, gt=0, lt=1)  # stop for equivalence when the sequence lies within it
+    seed: int = 0  # the row order: the same rows and seed, the same batches
+
+
+class Budget(StrictModel):
+    """A spending limit for the whole run: once its spend reaches ``max_usd``, no new evaluation starts."""
+
+    max_usd: float = Field(gt=0)
+
+
 class Experiment(StrictModel):
     experiment_id: SafeId
     description: str | None = None
@@ -136,6 +154,10 @@ class Experiment(StrictModel):
     repeats: Repeats | None = None
     defaults: ExperimentDefaults = Field(default_factory=ExperimentDefaults)
     variants: list[Variant] = Field(min_length=1)
+    prices: str | None = Field(default=None, min_length=1)  # a price file, relative to this file (--prices wins)
+    sequential: Sequential | None = None
+    budget: Budget | None = None  # --max-usd wins
+    max_flaky_share: float | None = Field(default=None, ge=0, le=1)  # a suite gate over rows whose replicates disagree
 
     @model_validator(mode="after")
     def _unique_variants(self) -> Experiment:
@@ -146,6 +168,8 @@ class Experiment(StrictModel):
             if variant.variant_id in seen:
                 raise rule_error(f"variants.{index}.variant_id", f"duplicate variant_id {variant.variant_id!r}")
             seen.add(variant.variant_id)
+        if self.sequential is not None and len(self.variants) < 2:
+            raise rule_error("sequential", "a sequential A/B needs a baseline and at least one other variant")
         return self
 
     @property

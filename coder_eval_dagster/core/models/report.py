@@ -20,7 +20,15 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
-from .results import STATUS_CATEGORY, CriterionResult, EvaluationResult, SimulationInfo, Status
+from .results import (
+    STATUS_CATEGORY,
+    CostSource,
+    CriterionResult,
+    EvaluationResult,
+    SimulationInfo,
+    Status,
+    TokenUsage,
+)
 
 
 def _sum(values: list[float | None]) -> float | None:
@@ -114,8 +122,25 @@ class TaskRow(BaseModel):
     simulation: SimulationInfo | None = None
     criteria: list[CriterionResult] = Field(default_factory=list)
     trace_id: str | None = None  # the evaluation's OpenTelemetry trace (when telemetry exports)
+    cost_source: CostSource | None = None  # where agent_cost_usd came from (reported, priced, unknown)
+    judge_token_usage: TokenUsage | None = None
+    simulator_token_usage: TokenUsage | None = None
 
     SIMILARITY_TYPE: ClassVar[str] = "reference_comparison"  # its score is the row's reference_similarity
+
+    @property
+    def agent_token_usage(self) -> TokenUsage | None:
+        """The agent's usage record, from the row's flat columns (None: no agent ran)."""
+        if self.input_tokens is None and self.output_tokens is None:
+            return None
+        return TokenUsage(
+            uncached_input_tokens=self.input_tokens or 0,
+            output_tokens=self.output_tokens or 0,
+            cache_creation_input_tokens=self.cache_creation_input_tokens or 0,
+            cache_read_input_tokens=self.cache_read_input_tokens or 0,
+            total_cost_usd=self.agent_cost_usd,
+            cost_source=self.cost_source,
+        )
 
     @classmethod
     def of(cls, result: EvaluationResult) -> TaskRow:
@@ -187,6 +212,9 @@ class TaskRow(BaseModel):
             simulation=result.simulation,
             criteria=result.criteria,
             trace_id=result.trace_id,
+            cost_source=usage.cost_source if usage else None,
+            judge_token_usage=result.judge_token_usage,
+            simulator_token_usage=result.simulator_token_usage,
         )
 
     @property
@@ -283,6 +311,16 @@ class RunSummary(Counts):
     passed: bool  # the run's verdict, the exit code's: every task succeeded and every suite threshold was met
     suite: list[dict[str, Any]] = Field(default_factory=list)  # per suite-threshold criterion and variant
     comparison: dict[str, Any] | None = None  # the variant comparison's page and figure
+    # Repeated trials (ours): variant -> k ("1", "2", ...) -> figure; rows whose replicates disagree
+    pass_at_k: dict[str, dict[str, float]] = Field(default_factory=dict)
+    pass_hat_k: dict[str, dict[str, float]] = Field(default_factory=dict)
+    flaky_rows: list[dict[str, Any]] = Field(default_factory=list)
+    flaky: dict[str, Any] | None = None  # share, max_share (the experiment's gate), passed
+    sequential: dict[str, Any] | None = None  # a sequential A/B's decision (docs/analysts.md)
+    # Evaluations planned but never started ({task_id, variant_id, replicate, reason: budget | sequential})
+    not_run: list[dict[str, Any]] = Field(default_factory=list)
+    not_run_count: int = 0
+    budget: dict[str, Any] | None = None  # the run-wide budget: max_usd, spent_usd, exhausted
 
     @model_validator(mode="before")
     @classmethod
@@ -349,10 +387,52 @@ class RunSummary(Counts):
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
+    def spend(self) -> Spend:
+        """Ours: the run's tokens and cost, the agent apart from the judges and the simulated user."""
+        return Spend.of(self.task_results)
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def spend_by_variant(self) -> dict[str, Spend]:
+        rows: dict[str, list[TaskRow]] = {}
+        for row in self.task_results:
+            rows.setdefault(row.variant_id, []).append(row)
+        return {variant: Spend.of(group) for variant, group in rows.items()}
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
     def within_expected_turns_share(self) -> float | None:
         """Share of budgeted tasks within 1.5x expected_turns (failed ones count as over)."""
         budgeted = [row for row in self.task_results if row.expected_turns is not None]
         return sum(bool(row.within_expected_turns) for row in budgeted) / len(budgeted) if budgeted else None
+
+
+class Spend(BaseModel):
+    """Tokens and cost of some evaluations: the agent, the judges and the simulated user, each summed."""
+
+    agent: TokenUsage | None = None
+    judges: TokenUsage | None = None
+    simulator: TokenUsage | None = None
+
+    @classmethod
+    def of(cls, rows: list[TaskRow]) -> Spend:
+        return cls(
+            agent=TokenUsage.summed([usage for row in rows if (usage := row.agent_token_usage) is not None]),
+            judges=TokenUsage.summed([row.judge_token_usage for row in rows if row.judge_token_usage]),
+            simulator=TokenUsage.summed([row.simulator_token_usage for row in rows if row.simulator_token_usage]),
+        )
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def total_cost_usd(self) -> float | None:
+        return _sum([usage.total_cost_usd for usage in (self.agent, self.judges, self.simulator) if usage])
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def cost_complete(self) -> bool:
+        """False when some of the tokens have no cost: the total is then a floor."""
+        parts = (self.agent, self.judges, self.simulator)
+        return all(usage.total_cost_usd is not None for usage in parts if usage and usage.spent)
 
 
 def skipped_by_id(task_id: str) -> SkippedTask:

@@ -68,6 +68,10 @@ def current_status(value: Any) -> Any:
 Status = Annotated[FinalStatus, BeforeValidator(current_status)]
 
 
+# Where a cost came from: the agent's own figure, tokens x prices (core/pricing.py), or nobody prices the model.
+CostSource = Literal["reported", "priced", "unknown"]
+
+
 class TokenUsage(BaseModel):
     """Tokens and cost, coder_eval's ``TokenUsage``: the prompt in three parts that sum to ``input_tokens``."""
 
@@ -76,6 +80,7 @@ class TokenUsage(BaseModel):
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
     total_cost_usd: float | None = None
+    cost_source: CostSource | None = None  # ours; None: no tokens spent
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
@@ -90,16 +95,50 @@ class TokenUsage(BaseModel):
     @classmethod
     def of_turns(cls, turns: list[TurnRecord]) -> TokenUsage | None:
         """The sum over an agent's turns; None when it took none (an agentless task)."""
-        if not turns:
+        return cls.summed([turn.usage for turn in turns])
+
+    @classmethod
+    def summed(cls, usages: list[TokenUsage]) -> TokenUsage | None:
+        """The sum of usages (None for none); the cost sums the known costs, its source says whether any was not."""
+        if not usages:
             return None
-        costs = [t.cost_usd for t in turns if t.cost_usd is not None]
+        costs = [u.total_cost_usd for u in usages if u.total_cost_usd is not None]
         return cls(
-            uncached_input_tokens=sum(t.input_tokens for t in turns),
-            output_tokens=sum(t.output_tokens for t in turns),
-            cache_creation_input_tokens=sum(t.cache_creation_input_tokens for t in turns),
-            cache_read_input_tokens=sum(t.cache_read_input_tokens for t in turns),
+            uncached_input_tokens=sum(u.uncached_input_tokens for u in usages),
+            output_tokens=sum(u.output_tokens for u in usages),
+            cache_creation_input_tokens=sum(u.cache_creation_input_tokens for u in usages),
+            cache_read_input_tokens=sum(u.cache_read_input_tokens for u in usages),
             total_cost_usd=round(sum(costs), 6) if costs else None,
+            cost_source=combined_source([u.cost_source for u in usages if u.spent]),
         )
+
+    @property
+    def spent(self) -> bool:
+        return bool(self.total_tokens)
+
+
+def message_usage(usage: Any) -> TokenUsage:
+    """A Messages API ``usage`` (an SDK object or a dict) as our record; its cache counts may be absent or null."""
+
+    def read(name: str) -> int:
+        value = usage.get(name) if isinstance(usage, dict) else getattr(usage, name, None)
+        return int(value or 0)
+
+    return TokenUsage(
+        uncached_input_tokens=read("input_tokens"),
+        output_tokens=read("output_tokens"),
+        cache_creation_input_tokens=read("cache_creation_input_tokens"),
+        cache_read_input_tokens=read("cache_read_input_tokens"),
+    )
+
+
+def combined_source(sources: list[CostSource | None]) -> CostSource | None:
+    """One source for a sum: ``unknown`` if any part has no cost, ``reported`` if every part was, else ``priced``."""
+    if not sources:
+        return None
+    if any(source in (None, "unknown") for source in sources):
+        return "unknown"
+    return "reported" if all(source == "reported" for source in sources) else "priced"
 
 
 class CommandRun(BaseModel):
@@ -170,8 +209,27 @@ class TurnRecord(BaseModel):
     cache_read_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cost_usd: float | None = None
+    cost_source: CostSource | None = None
     started_at: float | None = None  # epoch seconds: the round trip's start and end, when the agent reports them
     ended_at: float | None = None
+
+    @property
+    def spent(self) -> bool:
+        return bool(
+            self.input_tokens or self.output_tokens or self.cache_read_input_tokens or self.cache_creation_input_tokens
+        )
+
+    @property
+    def usage(self) -> TokenUsage:
+        """This turn's tokens and cost as a usage record (what the prices and budgets read)."""
+        return TokenUsage(
+            uncached_input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens,
+            total_cost_usd=self.cost_usd,
+            cost_source=self.cost_source,
+        )
 
 
 class Iteration(BaseModel):
@@ -272,7 +330,10 @@ class CriterionResult(BaseModel):
         return TokenUsage(
             uncached_input_tokens=usage.get("input_tokens", 0),
             output_tokens=usage.get("output_tokens", 0),
+            cache_creation_input_tokens=usage.get("cache_creation_input_tokens", 0),
+            cache_read_input_tokens=usage.get("cache_read_input_tokens", 0),
             total_cost_usd=usage.get("cost_usd"),
+            cost_source=usage.get("cost_source"),
         )
 
 
@@ -308,6 +369,7 @@ class SimulationInfo(BaseModel):
     simulator_failures: int = 0
     turns: int = written_as("total_turns", default=0)
     simulator_model: str | None = None
+    simulator_token_usage: TokenUsage | None = None  # ours: the four token counts and the priced cost
 
 
 class CommandStats(BaseModel):
@@ -407,6 +469,7 @@ class EvaluationResult(BaseModel):
     started_at: str = ""
     finished_at: str | None = written_as("completed_at", default=None)
     trace_id: str | None = None  # the evaluation's OpenTelemetry trace (when telemetry exports)
+    batch: int | None = None  # a sequential A/B's batch of the row (from 1); None outside one
     duration_s: float = written_as("duration_seconds", default=0.0)  # the evaluation's own time: its stages
     stage_durations: dict[str, float] = Field(default_factory=dict)  # seconds per stage (setup, pre_run, ...)
     phases_done: list[str] = Field(default_factory=list)  # sandbox, scoring: what a resumed run keeps
@@ -532,24 +595,33 @@ class EvaluationResult(BaseModel):
     # ------------------------------------------------------------------ spend (judges and the simulated user
     # are never counted against run_limits, which cap the agent only)
 
+    @property
+    def judge_token_usage(self) -> TokenUsage | None:
+        """The judges' tokens and cost, summed over the criteria (None: no judge ran)."""
+        return TokenUsage.summed([c.token_usage for c in self.criteria if c.token_usage is not None])
+
+    @property
+    def simulator_token_usage(self) -> TokenUsage | None:
+        return self.simulation.simulator_token_usage if self.simulation else None
+
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
     def judge_input_tokens(self) -> int:
-        return sum(usage["input_tokens"] for usage in self._judge_usages())
+        """The judges' uncached prompt tokens (as ``input_tokens`` counts the agent's)."""
+        usage = self.judge_token_usage
+        return usage.uncached_input_tokens if usage else 0
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
     def judge_output_tokens(self) -> int:
-        return sum(usage["output_tokens"] for usage in self._judge_usages())
+        usage = self.judge_token_usage
+        return usage.output_tokens if usage else 0
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
     def judge_cost_usd(self) -> float | None:
-        costs = [usage["cost_usd"] for usage in self._judge_usages() if usage.get("cost_usd") is not None]
-        return round(sum(costs), 6) if costs else None
-
-    def _judge_usages(self) -> list[dict[str, Any]]:
-        return [c.judge_usage for c in self.criteria if c.judge_usage]
+        usage = self.judge_token_usage
+        return usage.total_cost_usd if usage else None
 
     @property
     def agent_cost_usd(self) -> float | None:
@@ -557,8 +629,8 @@ class EvaluationResult(BaseModel):
 
     @property
     def simulator_cost_usd(self) -> float | None:
-        """Not priced yet: the simulator's tokens are recorded, its model has no price here."""
-        return None
+        usage = self.simulator_token_usage
+        return usage.total_cost_usd if usage else None
 
     @property
     def total_cost_usd(self) -> float | None:
@@ -571,7 +643,12 @@ class EvaluationResult(BaseModel):
         """False when the costs are a floor: the agent spent tokens without a cost, or was cut off by a timeout."""
         if self.final_status == "TIMEOUT":
             return False
-        return all(t.cost_usd is not None for t in self.trajectory if t.input_tokens or t.output_tokens)
+        usage = self.total_token_usage
+        if usage is None or not usage.spent:
+            return True
+        if usage.cost_source is None:  # written before costs said their source
+            return usage.total_cost_usd is not None
+        return usage.cost_source != "unknown"
 
     @property
     def simulator_input_tokens(self) -> int:

@@ -1,4 +1,5 @@
-"""A run's report files, written from its summary: run.json, run.md, experiment.json, variant.json, suite.json.
+"""A run's report files, written from its summary: run.json, run.md, experiment.json, variant.json, suite.json and
+the run viewer (index.html).
 
 The shapes are the report schema's (``models/report.py``); this module
 fills the suite roll-ups from the evaluations and the suite metrics, and
@@ -35,17 +36,11 @@ from ..models.report import (
 )
 from ..models.results import STATUS_CATEGORY, CriterionResult, EvaluationResult
 from ..suite import SuiteEntry
+from ..version import PACKAGE, framework_version
 from .run_summary import render_run_md
+from .run_viewer import write_run_viewer
 
-PACKAGE = "coder-eval-dagster"
 DEFAULT_EXPERIMENT = "default"  # experiment.json's id for a run without an experiment, as coder_eval names it
-
-
-def framework_version() -> str:
-    try:
-        return version(PACKAGE)
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def environment_info() -> dict[str, Any]:
@@ -65,7 +60,7 @@ def write_json(path: Path, model: Any) -> None:
 def write_reports(
     run_dir: Path, report: RunSummary, results: list[EvaluationResult], suite: list[SuiteEntry], description: str
 ) -> None:
-    """run.json, run.md, experiment.json, every variant.json and every suite.json of the run."""
+    """run.json, run.md, experiment.json, every variant.json and every suite.json of the run, and its viewer."""
     write_json(run_dir / RUN_FILE, report)
     write_atomically(run_dir / RUN_MD, render_run_md(report))
     experiment = ExperimentResult.of(
@@ -80,6 +75,7 @@ def write_reports(
         write_json(variant_file(run_dir, variant_id), aggregate)
     for rollup in suite_rollups(run_dir, results, suite):
         write_json(suite_file(run_dir, rollup.variant_id, rollup.suite_id), rollup)
+    write_run_viewer(run_dir, results, report.variants)
 
 
 # ----------------------------------------------------------------------------- suite roll-ups

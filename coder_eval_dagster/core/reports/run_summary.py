@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..layout import replicate_name, report_path
-from ..models.report import RunSummary, TaskRow
-from ..models.results import EvaluationResult
+from ..layout import RUN_VIEWER, replicate_name, report_path
+from ..models.report import RunSummary, Spend, TaskRow
+from ..models.results import EvaluationResult, TokenUsage
 from ..suite import SuiteEntry
 
 
@@ -68,6 +68,7 @@ def render_run_md(report: RunSummary) -> str:
         f"Tasks: {counts_line(report)}; pass rate {rate}.",
         "",
     ]
+    lines += [f"Every evaluation, sortable and filterable: [run viewer]({RUN_VIEWER}).", ""]
     share = report.within_expected_turns_share
     if share is not None:
         lines += [f"Within expected turns: {share:.0%} of budgeted tasks.", ""]
@@ -100,7 +101,9 @@ def render_run_md(report: RunSummary) -> str:
             f"| {row.status} | {_score(row.weighted_score)} | {sum(c.passed for c in gating)}/{len(gating)} "
             f"| {row.duration:.2f} | {_cell(why)} |"
         )
+    lines += _spend_lines(report)
     lines += _suite_lines(report)
+    lines += _statistics_lines(report)
     if report.comparison:
         page, figure = report.comparison["page"], report.comparison["figure"]
         lines += ["", "## Variant comparison", "", f"![success rate per variant]({figure})", ""]
@@ -108,6 +111,69 @@ def render_run_md(report: RunSummary) -> str:
     if report.skipped_tasks:
         lines += ["", "Skipped:", *(f"- {s.path}: {s.reason}" for s in report.skipped_tasks)]
     return "\n".join(lines) + "\n"
+
+
+def _spend_lines(report: RunSummary) -> list[str]:
+    """Tokens and dollars per variant: the agent apart from the judges and the simulated user, each cost's source."""
+    if report.spend.agent is None and report.spend.judges is None and report.spend.simulator is None:
+        return []
+    lines = [
+        "",
+        "## Spend",
+        "",
+        "| variant | agent tokens: in / cache read / cache write / out | agent | judges | simulated user | total |",
+        "|---|---|---|---|---|---|",
+    ]
+    by_variant = list(report.spend_by_variant.items())
+    rows = [*by_variant, ("all", report.spend)] if len(by_variant) > 1 else by_variant
+    for variant, spend in rows:
+        agent = spend.agent
+        tokens = (
+            f"{agent.uncached_input_tokens:,} / {agent.cache_read_input_tokens:,} / "
+            f"{agent.cache_creation_input_tokens:,} / {agent.output_tokens:,}"
+            if agent
+            else "–"
+        )
+        lines.append(
+            f"| {_cell(variant)} | {tokens} | {usd(agent)} | {usd(spend.judges)} | {usd(spend.simulator)} "
+            f"| {total_usd(spend)} |"
+        )
+    return lines
+
+
+def _statistics_lines(report: RunSummary) -> list[str]:
+    """Repeated trials (pass@k, pass^k, flaky rows and the gate) and the sequential A/B, when the run has them."""
+    lines = []
+    flaky = report.flaky or {}
+    if flaky.get("max_share") is not None and flaky.get("share") is not None:
+        verdict = "met" if flaky["passed"] else "NOT met"
+        lines += [
+            "",
+            f"Flaky rows: {flaky['share']:.1%} of repeated rows (max_flaky_share {flaky['max_share']:g}): {verdict}",
+        ]
+    if not (report.pass_at_k or report.sequential):
+        return lines
+    from ..compare.run_statistics import run_md_lines  # numpy: only a run with these figures pays for it
+
+    document = {"pass_at_k": report.pass_at_k, "pass_hat_k": report.pass_hat_k, "flaky_rows": report.flaky_rows}
+    return lines + run_md_lines(document | {"sequential": report.sequential})
+
+
+def total_usd(spend: Spend) -> str:
+    """The total cost; ``≥`` when some tokens have no cost (a floor), ``–`` when none has one."""
+    if spend.total_cost_usd is None:
+        return "–"
+    return f"{'' if spend.cost_complete else '≥ '}${spend.total_cost_usd:.4f}"
+
+
+def usd(usage: TokenUsage | None) -> str:
+    """A cost with its source: ``$0.0123 (priced)``; ``unknown`` when tokens were spent on an unpriced model."""
+    if usage is None or not usage.spent:
+        return "–"
+    if usage.total_cost_usd is None:
+        return "unknown"
+    source = f" ({usage.cost_source})" if usage.cost_source else ""
+    return f"${usage.total_cost_usd:.4f}{source}"
 
 
 def _suite_lines(report: RunSummary) -> list[str]:

@@ -1,11 +1,18 @@
-"""task.html: one evaluation as a self-contained page (inline CSS, no scripts, works offline)."""
+"""task.html: one evaluation as a self-contained page (inline CSS, no scripts, works offline): its criteria (with
+the judges' transcripts), a dialog, the hooks, and the transcript of the agent's turns."""
 
 from __future__ import annotations
 
 import json
 from html import escape
+from pathlib import Path
 
-from ..models.results import CriterionResult, EvaluationResult, HookRun
+import yaml
+
+from ..layout import judge_transcript
+from ..models.results import CriterionResult, EvaluationResult, HookRun, ToolCallRecord, TurnRecord
+from ..transcript import UserMessage, conversation
+from .run_summary import usd
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2rem;max-width:70rem;color:#222}
@@ -24,6 +31,10 @@ clear:left;margin-right:.4rem} dl.inputs dd{margin:0 0 .2rem 0;white-space:pre-w
 .msg{border-radius:.5rem;padding:.4rem .7rem;margin:.4rem 0;max-width:85%;white-space:pre-wrap}
 .msg.user{background:#e8f0fe;margin-right:auto}.msg.agent{background:#f1f3f4;margin-left:auto}
 .msg .who{font-size:.75rem;color:#555;display:block}
+.turn{border-left:3px solid #d0d7de;padding:.1rem 0 .1rem .8rem;margin:.8rem 0}.turn h3{font-size:1rem;margin:.2rem 0}
+.turn .meta{font-weight:normal;font-size:.8rem;margin:0}.call{margin:.3rem 0}.call summary{cursor:pointer}
+.success{color:#137333}.error{color:#b3261e}.unknown{color:#666}.cap{color:#a15c00;font-style:italic}
+.judge td{background:#fafafa}
 """
 
 
@@ -46,6 +57,33 @@ def _criterion_row(criterion: CriterionResult) -> str:
         f"<td>{escape(criterion.description)} {''.join(notes)}{error}</td><td>{_inputs(criterion)}</td>"
         f"<td>{criterion.score:.3f}</td><td>{criterion.pass_threshold:g}</td><td>{criterion.weight:g}</td>"
         f"<td><details open><summary>result</summary><pre>{details}</pre></details></td></tr>"
+    )
+
+
+JUDGE_PARTS = (("verdict", "the verdict"), ("prompt", "what the judge was shown"), ("system", "its instructions"))
+
+
+def _judge_transcript(criterion: CriterionResult, folder: Path | None) -> str:
+    """A judge's transcript (judge-N.yaml beside task.json), in a row under its criterion; folded, the verdict first."""
+    name = judge_transcript(criterion.index)
+    if folder is None or criterion.details.get("transcript") != name:
+        return ""
+    try:
+        record = yaml.safe_load((folder / name).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        return f"<tr class='judge'><td></td><td colspan='8' class='fail'>{escape(name)}: {escape(str(exc))}</td></tr>"
+    record = record if isinstance(record, dict) else {}
+    parts = "".join(
+        f"<details{' open' if key == 'verdict' else ''}><summary>{label}</summary>"
+        f"<pre>{_capped(str(record[key]))}</pre></details>"
+        for key, label in JUDGE_PARTS
+        if record.get(key)
+    )
+    cut = " · cut to max_transcript_chars" if record.get("truncated") else ""
+    return (
+        f"<tr class='judge'><td></td><td colspan='8'><details><summary>judge transcript ({escape(name)}) · model "
+        f"{escape(str(record.get('model')))} · score {escape(str(record.get('score')))}{cut}</summary>{parts}"
+        "</details></td></tr>"
     )
 
 
@@ -72,18 +110,71 @@ def _hooks(title: str, runs: list[HookRun]) -> str:
     return f"<h2>{title}</h2>{''.join(items)}"
 
 
-def _trajectory(result: EvaluationResult) -> str:
+# What a transcript shows of each tool call's input and result; the agents record at most AGENT_RESULT_CHARS.
+SHOWN_CHARS = 4000
+AGENT_RESULT_CHARS = 2000
+OPEN_CALLS = 40  # a longer transcript starts with its calls folded (each one line)
+
+
+def _capped(text: str) -> str:
+    """``text`` escaped, cut at SHOWN_CHARS with the cut said."""
+    if len(text) <= SHOWN_CHARS:
+        return escape(text)
+    note = f"[cut here: {SHOWN_CHARS:,} of {len(text):,} characters shown]"
+    return f"{escape(text[:SHOWN_CHARS])}\n<span class='cap'>{note}</span>"
+
+
+def _returned(call: ToolCallRecord) -> str:
+    if call.output is None:
+        return "<p class='label'>result: none recorded</p>"
+    note = (
+        f" <span class='cap'>(at the agent's {AGENT_RESULT_CHARS:,}-character cap: the rest was not recorded)</span>"
+        if len(call.output) >= AGENT_RESULT_CHARS
+        else ""
+    )
+    return f"<p class='label'>result{note}</p><pre>{_capped(call.output) or '(empty)'}</pre>"
+
+
+def _call(call: ToolCallRecord, open_: bool) -> str:
+    arguments = json.dumps(call.parameters, indent=1, ensure_ascii=False)
+    return (
+        f"<details class='call'{' open' if open_ else ''}><summary><code>{escape(call.tool)}</code> "
+        f"<span class='{call.status}'>{call.status}</span> · {call.duration_ms:.0f} ms</summary>"
+        f"<p class='label'>input</p><pre>{_capped(arguments)}</pre>{_returned(call)}</details>"
+    )
+
+
+def _usage(turn: TurnRecord) -> str:
+    cost = "" if turn.cost_usd is None else f" · ${turn.cost_usd:.4f}"
+    return (
+        f"{turn.input_tokens:,} in (+{turn.cache_read_input_tokens:,} cache read, "
+        f"+{turn.cache_creation_input_tokens:,} cache write) / {turn.output_tokens:,} out{cost}"
+    )
+
+
+def _turn(turn: TurnRecord, open_calls: bool) -> str:
+    text = f"<div class='msg agent'><span class='who'>agent</span>{escape(turn.text)}</div>" if turn.text else ""
+    calls = "".join(_call(call, open_calls) for call in turn.calls)
+    return f"<div class='turn'><h3>Turn {turn.index} <span class='meta'>{_usage(turn)}</span></h3>{text}{calls}</div>"
+
+
+def _transcript(result: EvaluationResult) -> str:
+    """Turn by turn: the agent's words, each tool call's input and result; a dialog's user messages in between."""
     if not result.trajectory:
         return ""
-    rows = [
-        f"<tr><td>{c.turn}</td><td>{c.seq}</td><td>{escape(c.tool)}</td>"
-        f"<td><code>{escape(json.dumps(c.parameters, ensure_ascii=False)[:500])}</code></td>"
-        f"<td>{c.status}</td><td>{c.duration_ms:.0f}</td></tr>"
-        for turn in result.trajectory
-        for c in turn.calls
+    open_calls = sum(len(turn.calls) for turn in result.trajectory) <= OPEN_CALLS
+    parts = [
+        f"<div class='msg user'><span class='who'>user · exchange {entry.exchange}</span>{escape(entry.text)}</div>"
+        if isinstance(entry, UserMessage)
+        else _turn(entry, open_calls)
+        for entry in conversation(result)
     ]
-    head = "<tr><th>turn</th><th>seq</th><th>tool</th><th>parameters</th><th>status</th><th>ms</th></tr>"
-    return f"<h2>Trajectory</h2><table>{head}{''.join(rows)}</table>"
+    note = (
+        f"<p class='meta'>{len(result.trajectory)} turn(s). Tool results as the agent recorded them (the built-in "
+        f"agents keep the first {AGENT_RESULT_CHARS:,} characters); inputs and results shown up to "
+        f"{SHOWN_CHARS:,} characters.</p>"
+    )
+    return f"<h2>Transcript</h2>{note}{''.join(parts)}"
 
 
 def _dialog(result: EvaluationResult) -> str:
@@ -109,17 +200,23 @@ def _dialog(result: EvaluationResult) -> str:
 
 
 def _tokens(result: EvaluationResult) -> str:
+    """The agent's four token counts and each cost with its source (judges and simulated user apart)."""
     usage = result.total_token_usage
-    if usage is None:
-        return "no agent tokens"
-    cost = "" if usage.total_cost_usd is None else f" · ${usage.total_cost_usd:.4f}"
-    return (
+    parts = [
         f"tokens {usage.uncached_input_tokens} in (+{usage.cache_read_input_tokens} cache read, "
-        f"+{usage.cache_creation_input_tokens} cache write) / {usage.output_tokens} out{cost}"
-    )
+        f"+{usage.cache_creation_input_tokens} cache write) / {usage.output_tokens} out · agent {usd(usage)}"
+        if usage
+        else "no agent tokens"
+    ]
+    if result.judge_token_usage:
+        parts.append(f"judges {usd(result.judge_token_usage)}")
+    if result.simulator_token_usage:
+        parts.append(f"simulated user {usd(result.simulator_token_usage)}")
+    return " · ".join(parts)
 
 
-def render_task_html(result: EvaluationResult) -> str:
+def render_task_html(result: EvaluationResult, folder: Path | None = None) -> str:
+    """The page; ``folder`` (the evaluation's) adds the judges' transcripts kept there."""
     gating = [c for c in result.criteria if c.gating and not c.advisory]
     passed = sum(c.passed for c in gating)
     badges = [f'<span class="badge {result.final_status}">{result.final_status}</span>']
@@ -136,7 +233,7 @@ def render_task_html(result: EvaluationResult) -> str:
         "<tr><th></th><th>#</th><th>type</th><th>description</th><th>inputs</th><th>score</th><th>threshold</th>"
         "<th>weight</th><th></th></tr>"
     )
-    rows = "".join(_criterion_row(c) for c in result.criteria)
+    rows = "".join(_criterion_row(c) + _judge_transcript(c, folder) for c in result.criteria)
     title = escape(f"{result.task_id} [{result.variant_id}] #{result.replicate:02d}")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title><style>{_CSS}</style></head><body>
@@ -147,7 +244,7 @@ def render_task_html(result: EvaluationResult) -> str:
 · {_tokens(result)}{_trace(result)}</div>
 {error}<p>{escape(result.description)}</p>
 <h2>Criteria</h2><table>{head}{rows}</table>
-{_dialog(result)}{_hooks("pre_run", result.pre_run_results)}{_trajectory(result)}
+{_dialog(result)}{_hooks("pre_run", result.pre_run_results)}{_transcript(result)}
 {_hooks("post_run", result.post_run_results)}
 </body></html>
 """

@@ -1,0 +1,140 @@
+"""What tokens cost: one price source for agents, judges, the simulated user, the forecast and the budgets.
+
+Prices come from ``genai-prices`` (Pydantic's maintained price data: Anthropic,
+OpenAI, Bedrock and others, cache reads and writes, long-context tiers; the
+data ships inside the package, so pricing works offline and never calls out).
+A user's price file (``--prices FILE``, or ``prices:`` in an experiment) adds
+or overrides models; installed packages' price sources (``price_sources``) are
+asked next. A model none of them knows is ``unknown``: cost ``None``, one
+warning per run naming it, never an error.
+
+Usage is our ``TokenUsage``: the prompt in three parts (uncached, cache
+creation, cache read); genai-prices takes the whole prompt as its
+``input_tokens`` and prices the cached parts apart. Codex's fresh prompt is
+recorded as cache creation (see agents/codex.py): OpenAI has no cache-write
+price, so it is billed at the input price, as it should be.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from .models.prices import ModelPrice, PriceFile
+from .models.results import TokenUsage
+from .price_sources import installed_cost
+from .problems import InvalidInput, problems_from_validation
+from .routing import Backend, translate_model
+from .yamlio import load_document
+
+log = logging.getLogger(__name__)
+
+PER_MILLION = 1_000_000
+
+
+def load_price_file(path: Path) -> dict[str, ModelPrice]:
+    """A price file, validated; problems name the file, line and field."""
+    document = load_document(path)
+    try:
+        return PriceFile.model_validate(document.data).models
+    except ValidationError as exc:
+        raise InvalidInput(
+            problems_from_validation(exc, document.data, str(path), document.line_of, model=PriceFile)
+        ) from None
+
+
+def provider_of(model: str, backend: Backend | None = None) -> str | None:
+    """genai-prices' provider id for a model as tasks name it (``None``: let the library find it)."""
+    if model.startswith("arn:") or backend == "bedrock" or ".anthropic." in f".{model}":
+        return "aws"
+    if "/" in model:  # opencode and LiteLLM style: provider/model
+        return model.split("/", 1)[0]
+    if model.startswith("claude"):
+        return "anthropic"
+    if model.startswith(("gpt", "codex", "o1", "o3", "o4")):
+        return "openai"
+    return None
+
+
+class PriceBook:
+    """The run's prices: the user's overrides, installed price sources, then genai-prices; unknown models warned
+    about once."""
+
+    def __init__(self, overrides: dict[str, ModelPrice] | None = None):
+        self.overrides = overrides or {}
+        self.unknown: set[str] = set()
+        self._lock = threading.Lock()
+
+    def cost(self, model: str | None, usage: TokenUsage, backend: Backend | None = None) -> float | None:
+        """The USD cost of ``usage`` on ``model``, or ``None`` when nobody prices the model."""
+        if not usage.spent:
+            return 0.0
+        if not model:
+            return None
+        override = self.overrides.get(model) or self.overrides.get(translate_model(model, "direct"))
+        if override is not None:
+            return _override_cost(override, usage)
+        installed = installed_cost(model, usage)
+        if installed is not None:
+            return installed
+        for named, provider in _library_names(model, backend):
+            try:
+                return _library_cost(named, usage, provider)
+            except LookupError:
+                continue
+        self._warn_once(model)
+        return None
+
+    def priced(self, model: str | None, usage: TokenUsage, backend: Backend | None = None) -> TokenUsage:
+        """``usage`` with its cost: a reported cost is kept, never overwritten; else tokens x prices, or unknown."""
+        if usage.cost_source == "reported" and usage.total_cost_usd is not None:
+            return usage
+        cost = self.cost(model, usage, backend)
+        return usage.model_copy(update={"total_cost_usd": cost, "cost_source": "unknown" if cost is None else "priced"})
+
+    def _warn_once(self, model: str) -> None:
+        with self._lock:
+            if model in self.unknown:
+                return
+            self.unknown.add(model)
+        log.warning("no price known for model %r: its cost is left empty (add it with --prices FILE)", model)
+
+
+def _library_names(model: str, backend: Backend | None) -> list[tuple[str, str | None]]:
+    """Where genai-prices may know the model: as the run's route sent it, then, for a Claude model on Bedrock
+    the library lists only under Anthropic, at Anthropic's list price (Bedrock's global endpoints charge it)."""
+    named = translate_model(model, backend) if backend else model
+    provider = provider_of(named, backend)
+    names = [(named, provider)]
+    direct = translate_model(model, "direct")
+    if provider == "aws" and direct.startswith("claude"):
+        names.append((direct, "anthropic"))
+    return names
+
+
+def _override_cost(price: ModelPrice, usage: TokenUsage) -> float:
+    read = price.input_per_mtok if price.cache_read_per_mtok is None else price.cache_read_per_mtok
+    write = price.input_per_mtok if price.cache_write_per_mtok is None else price.cache_write_per_mtok
+    total = (
+        usage.uncached_input_tokens * price.input_per_mtok
+        + usage.output_tokens * price.output_per_mtok
+        + usage.cache_read_input_tokens * read
+        + usage.cache_creation_input_tokens * write
+    )
+    return round(total / PER_MILLION, 8)
+
+
+def _library_cost(model: str, usage: TokenUsage, provider: str | None) -> float:
+    from genai_prices import Usage, calc_price
+
+    library_usage = Usage(
+        input_tokens=usage.input_tokens,  # the whole prompt, cached parts included
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_input_tokens,
+        cache_write_tokens=usage.cache_creation_input_tokens,
+    )
+    reference = model.split("/", 1)[1] if provider and model.startswith(f"{provider}/") else model
+    return round(float(calc_price(library_usage, model_ref=reference, provider_id=provider).total_price), 8)
