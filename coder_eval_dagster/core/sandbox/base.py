@@ -9,6 +9,7 @@ one. ``root`` is the sandbox on this machine, where criteria read it;
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
@@ -55,9 +56,10 @@ class Sandbox(Protocol):
         """The command that starts an agent CLI in this sandbox, with ``home`` as its HOME."""
         ...
 
-    def agent_launcher(self, home: Path) -> list[str]:
+    def agent_launcher(self, home: Path, read_only: Mapping[Path, Path] | None = None) -> list[str]:
         """The argv prefix an agent CLI whose HOME is ``home`` is started through (into the evaluation's
-        namespaces)."""
+        namespaces), with ``read_only``'s host folders shown read-only at their paths in ``home`` (its installed
+        tools, where the sandbox would not show them)."""
         ...
 
     @property

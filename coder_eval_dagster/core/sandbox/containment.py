@@ -47,7 +47,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,14 +141,21 @@ _spare: dict[bool, list[_Namespace]] = {True: [], False: []}  # by kind: confine
 _lock = threading.Lock()
 
 
-def agent_launcher(folder: Path, sandbox: Path, gate: Gate | None, home: Path) -> list[str]:
+def agent_launcher(
+    folder: Path, sandbox: Path, gate: Gate | None, home: Path, read_only: Mapping[Path, Path] | None = None
+) -> list[str]:
     """The argv prefix that starts an agent CLI in the namespace of the evaluation in ``folder``: its working
-    folder ``sandbox`` (at ``/sandbox``), its ``home`` (under /tmp) at the same path, the model proxy reachable
+    folder ``sandbox`` (at ``/sandbox``), its ``home`` (under /tmp) at the same path with ``read_only``'s host
+    folders read-only at their places in it (an installed CLI the view leaves out), the model proxy reachable
     at its grant's address, and the host loopback ports the gate lets it reach (those granted since the
     namespace was claimed too: the harness's telemetry endpoint)."""
     namespace = _namespace_of(_key(folder), sandbox, gate)
     namespace.agent = True
     namespace.holder.ask("bind", str(home), str(home))
+    for source, target in (read_only or {}).items():
+        if not target.is_relative_to(home):
+            raise ContainmentError(f"{target} is not in the agent's home {home}")
+        namespace.holder.ask("bind", str(source), str(target), "ro")
     if gate is not None and gate.model:
         proxy = shared_proxy()
         namespace.listen(proxy.port(), proxy.serve_connection)

@@ -24,7 +24,7 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from ..model_proxy import shared_proxy
@@ -151,8 +151,11 @@ class DockerSandbox(TempdirSandbox):
 
     # ----------------------------------------------------------------- agents
 
-    def agent_launcher(self, home: Path) -> list[str]:
-        """Nothing to prefix: the container is the agent's confinement (``agent_command`` enters it)."""
+    def agent_launcher(self, home: Path, read_only: Mapping[Path, Path] | None = None) -> list[str]:
+        """Nothing to prefix: the container is the agent's confinement (``agent_command`` enters it); ``read_only``'s
+        folders are copied in, where the CLI expects them."""
+        for source, target in (read_only or {}).items():
+            self.container.copy_in(source, target)
         return []
 
     def model_proxy_host(self) -> str:

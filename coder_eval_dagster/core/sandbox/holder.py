@@ -21,8 +21,8 @@ network namespaces) builds the view once, then keeps it:
 It then serves the harness over a socket (its stdin): how many processes the
 namespace holds; give the namespace to an evaluation (the last one's sandbox
 and ``/tmp`` go, this one's sandbox shows at ``/sandbox``); mount a host
-folder under ``/tmp`` for a while (an agent's home at its own path, the
-package cache); open a listening socket on the namespace's loopback and
+folder under ``/tmp`` for a while (an agent's home at its own path, an
+agent's installed tools in it read-only, the package cache); open a listening socket on the namespace's loopback and
 hand it to the harness (the egress proxy and the model proxy listen inside
 the namespace that way, with no process of theirs in it). Host folders are
 taken from the mount namespace it started in, which it keeps open for that
@@ -179,11 +179,11 @@ def handle(words):
             fresh_tmp("")
         show(words[1].decode(), "/sandbox", ATTR_NOSUID | ATTR_NODEV)
         return b"", []
-    if words[0] == b"bind":  # a host folder under /tmp for a while: an agent's home, the package cache
+    if words[0] == b"bind":  # a host folder under /tmp for a while: an agent's home, its tools, the package cache
         source, target = words[1].decode(), words[2].decode()
         if not target.startswith("/tmp/"):
             raise OSError(1, "only /tmp takes a mount")
-        show(source, target, ATTR_NOSUID | ATTR_NODEV)
+        show(source, target, ATTR_NOSUID | ATTR_NODEV | (ATTR_RDONLY if words[3:] == [b"ro"] else 0))
         return b"", []
     if words[0] == b"unbind":  # a folder mounted for a while (the package cache, during setup)
         target = words[1].decode()

@@ -17,7 +17,7 @@ import re
 import shlex
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from ..files import CRITERION_READ_CAP, read_text_capped
@@ -174,9 +174,10 @@ class TempdirSandbox:
     def close(self) -> None:
         """Nothing to release: the folder is the sandbox (the docker driver removes its container here)."""
 
-    def agent_launcher(self, home: Path) -> list[str]:
-        """The prefix that starts an agent CLI, whose HOME is ``home``, in this evaluation's namespaces."""
-        return containment.agent_launcher(self.root.parent, self.root, self.gate, home)
+    def agent_launcher(self, home: Path, read_only: Mapping[Path, Path] | None = None) -> list[str]:
+        """The prefix that starts an agent CLI, whose HOME is ``home``, in this evaluation's namespaces (with
+        ``read_only``'s folders shown in ``home``)."""
+        return containment.agent_launcher(self.root.parent, self.root, self.gate, home, read_only or {})
 
     def run(self, command: str, timeout: float) -> CommandRun:
         return self.run_unlimited(command, self.command_timeout(timeout))
