@@ -8,7 +8,10 @@ policy per phase (the package index in setup only), the egress proxy's answers, 
 from __future__ import annotations
 
 import contextlib
+import shutil
 import socket
+import subprocess
+import tempfile
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,7 +23,7 @@ from pydantic import ValidationError
 
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
 from coder_eval_dagster.core.sandbox import containment
-from coder_eval_dagster.core.sandbox.egress import EGRESS_PORT
+from coder_eval_dagster.core.sandbox.egress import EGRESS_PORT, NPM, PYPI, gate_for
 from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
 
 from ..support.helpers import agentless_task, criterion, evaluate_task
@@ -186,6 +189,50 @@ def test_refusals_land_in_the_result_with_their_phase_and_are_no_error(tmp_path:
         ("example.net", 443, "score"),
         ("example.org", 80, "post_run"),
     ]
+
+
+def test_the_endpoint_the_harness_points_its_agent_at_is_reached_in_the_agent_phase_only(tmp_path: Path) -> None:
+    """(Claude Code's own telemetry: the harness names its endpoint, the task need not allow it.)"""
+    fetch = "curl -sS -m 5 http://127.0.0.1:{port}/telemetry"
+    with _server() as port, _box(tmp_path / "e", {}) as box:
+        box.grant(f"http://127.0.0.1:{port}/v1")
+        seen = {}
+        for phase in ("pre_run", "agent", "score"):
+            box.set_phase(phase)
+            seen[phase] = box.run(fetch.format(port=port), timeout=20)
+    assert seen["agent"].stdout == "served /telemetry", seen["agent"]
+    assert not seen["pre_run"].ok and not seen["score"].ok
+    assert {(r.port, r.phase) for r in box.take_refused()} == {(port, "pre_run"), (port, "score")}
+
+
+def test_an_agents_installed_tools_show_read_only_in_its_home(tmp_path: Path) -> None:
+    """An agent CLI installed outside the view (opencode, in the user's cache) is shown where its home says."""
+    tools = tmp_path / "cache" / "tool"
+    tools.mkdir(parents=True)
+    (tools / "version").write_text("tool 1.0\n")
+    home = Path(tempfile.mkdtemp(prefix="coder-eval-test-", dir="/tmp"))
+    try:
+        with _box(tmp_path / "e", {}) as box:
+            prefix = box.agent_launcher(home, {tools: home / "tool"})
+            script = f"cat {home}/tool/version; ls {tools} || true; touch {home}/tool/new; touch {home}/mine"
+            done = subprocess.run([*prefix, "sh", "-c", script], capture_output=True, text=True, timeout=20)
+    finally:
+        shutil.rmtree(home)
+    assert done.stdout == "tool 1.0\n", done
+    assert f"{tools}': No such file" in done.stderr  # where it is on this machine: not in the view
+    assert "Read-only file system" in done.stderr and not (tools / "new").exists()
+    assert "mine" not in done.stderr  # the home itself is the agent's to write
+
+
+def test_setup_reaches_npms_registry_only_for_a_task_with_node_packages(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("NPM_CONFIG_REGISTRY", "npm_config_registry", "BUN_CONFIG_REGISTRY", "UV_INDEX_URL"):
+        monkeypatch.delenv(name, raising=False)
+    plain, node = (gate_for(SandboxConfig.model_validate(data)) for data in ({}, {"node": {"env_packages": ["x"]}}))
+    assert plain is not None and node is not None
+    assert plain.index == set(PYPI) and node.index == set(PYPI) | set(NPM)
+    monkeypatch.setenv("NPM_CONFIG_REGISTRY", "http://npm.internal:8080/")
+    mirror = gate_for(SandboxConfig.model_validate({"node": {"env_packages": ["x"]}}))
+    assert mirror is not None and mirror.index == set(PYPI) | {("npm.internal", 8080)}
 
 
 @pytest.mark.parametrize(
