@@ -163,3 +163,15 @@ def test_a_plugin_folder_missing_at_the_start_is_the_evaluations_error(tmp_path,
     result = evaluate_claude_code(tmp_path, agent={**CLAUDE, "plugins": [{"path": str(tmp_path / "gone")}]})
     assert result.final_status == "ERROR" and f"plugin folder not found: {tmp_path / 'gone'}" in result.error
     assert fake.script.requests == []
+
+
+def test_a_settings_file_of_the_task_reaches_the_confined_cli(tmp_path, api):
+    """``claude_settings: FILE`` is copied into the CLI's home: the task's folder is not in the sandbox's view."""
+    write(tmp_path / "settings.json", json.dumps({"env": {"FROM_SETTINGS": "applied"}}))
+    api(Script([Turn(tools=[("Bash", {"command": "echo $FROM_SETTINGS > out.txt"})]), Turn(text="done")]))
+    result = evaluate_claude_code(
+        tmp_path,
+        [criterion("file_contains", path="out.txt", includes=["applied"])],
+        agent={**CLAUDE, "claude_settings": "settings.json"},
+    )
+    assert result.final_status == "SUCCESS", (result.error, result.criteria)
