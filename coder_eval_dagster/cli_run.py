@@ -353,9 +353,14 @@ LOG_EVERY_S = 5.0
 
 
 def print_statistics(console: Any, report: RunSummary) -> None:
-    """The flaky-rows gate and the sequential A/B's decision, when the run has them."""
+    """The run-wide budget, the flaky-rows gate and the sequential A/B's decision, when the run has them."""
     from rich.markup import escape
 
+    budget = report.budget or {}
+    if budget.get("exhausted"):
+        left = sum(entry["reason"] == "budget" for entry in report.not_run)
+        line = f"budget spent: ${budget['spent_usd']:.4f} of ${budget['max_usd']:g}; {left} evaluations not run"
+        console.print(f"[red]{escape(line)}[/]", highlight=False)
     flaky = report.flaky or {}
     if flaky.get("max_share") is not None and flaky.get("share") is not None:
         mark = "[green]met[/]" if flaky["passed"] else "[red]NOT met[/]"

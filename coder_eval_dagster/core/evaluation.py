@@ -31,6 +31,7 @@ from typing import Literal
 from .agents import runner
 from .agents.base import AgentInput, AgentOutput
 from .agents.replay import load_replay
+from .budget import RunBudget, evaluation_key
 from .check_context import CheckContext
 from .early_stop import Watcher
 from .layout import (
@@ -74,6 +75,21 @@ class Evaluation:
     result: EvaluationResult
     cache_dir: Path | None = None
     sandbox_ready: bool = False
+    not_run: bool = False  # the run-wide budget was spent before it would start: nothing is run or written
+
+    @property
+    def key(self) -> str:
+        return evaluation_key(self.row_task.variant_id, self.row_task.task_id, self.replicate)
+
+    @property
+    def budget(self) -> RunBudget | None:
+        return self.context.budget(self.run_dir)
+
+    def skipped_by_budget(self) -> bool:
+        """Whether the run's budget kept this evaluation from starting (here, or in another process)."""
+        budget = self.budget
+        self.not_run = self.not_run or (budget is not None and budget.skipped(self.key))
+        return self.not_run
 
     @property
     def task(self) -> Task:
@@ -462,6 +478,8 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
                     "stage", stage=stage.name, task_id=evaluation.row_task.task_id, status=result.final_status
                 )
         return evaluation
+    if evaluation.skipped_by_budget() or not _within_budget(evaluation, phase):
+        return evaluation
     if phase == "sandbox":
         result.started_at = utc_now()
     began = time.perf_counter()
@@ -486,7 +504,29 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
         result.phases_done.append(phase)
         save_state(evaluation)  # the checkpoint: a resumed run keeps this evaluation's sandbox phase
         release_if_idle(evaluation.folder)  # nothing left running: hold no namespace until the scoring phase
+    _count_spend(evaluation, phase)
     return evaluation
+
+
+def _within_budget(evaluation: Evaluation, phase: Phase) -> bool:
+    """An evaluation starts only while the run's budget is not spent; one that does not is recorded so."""
+    budget = evaluation.budget
+    if phase != "sandbox" or budget is None or not budget.exhausted():
+        return True
+    budget.skip(evaluation.key)
+    evaluation.not_run = True
+    return False
+
+
+def _count_spend(evaluation: Evaluation, phase: Phase) -> None:
+    """What the phase spent, into the run's budget: the agent and simulated user, then the judges."""
+    budget, result = evaluation.budget, evaluation.result
+    if budget is None or phase == "rescore":
+        return
+    if phase == "sandbox":
+        budget.add(evaluation.key, (result.agent_cost_usd or 0.0) + (result.simulator_cost_usd or 0.0))
+    else:
+        budget.add(evaluation.key, result.judge_cost_usd)
 
 
 def restore_checkpoint(evaluation: Evaluation) -> Evaluation:

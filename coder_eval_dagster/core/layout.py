@@ -48,6 +48,7 @@ from .problems import DOCUMENT, InvalidInput, Problem, problems_from_validation
 PLAN_FILE = "run_plan.json"
 SNAPSHOT_FILE = "snapshot.pickle"
 OPEN_LOCK_FILE = ".open.lock"  # serializes creating the plan and snapshot among concurrent chunk runs
+SPEND_LEDGER = "spend.jsonl"  # the run-wide budget's ledger: what each evaluation spent, and what did not run
 RUN_FILE = "run.json"
 RUN_MD = "run.md"
 RUN_VIEWER = "index.html"  # the run's own page (the runs folder's index.html is INDEX_PAGE)

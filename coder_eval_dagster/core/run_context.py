@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .budget import RunBudget
 from .credentials import Credentials
 from .model_proxy import Grant, Upstream, shared_proxy
 from .pricing import PriceBook
@@ -70,6 +71,8 @@ class RunContext:
     # Evaluations the sandbox step hands to the scoring step of the same process (a CLI run): re-reading
     # every run_state.json cost ~1 ms each, and the object keeps the background processes its pre_run started.
     handed_over: dict[Path, Evaluation] = field(default_factory=dict, repr=False)
+    # The run-wide budget of each run folder opened (its ledger is in the folder: shared with other processes).
+    budgets: dict[Path, RunBudget] = field(default_factory=dict, repr=False)
     _clients: dict[tuple[int, float], Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -140,7 +143,13 @@ class RunContext:
             with self._lock:
                 found = self.opened.setdefault(key, found)
                 self.prices = PriceBook(found.snapshot.prices)
+                self.budgets.setdefault(key, RunBudget(folder, found.max_usd))
         return found
+
+    def budget(self, folder: Path) -> RunBudget | None:
+        """The budget of a run folder this process opened (None: an evaluation outside a run, a test)."""
+        with self._lock:
+            return self.budgets.get(folder.absolute())
 
     def hand_over(self, evaluation: Evaluation) -> Evaluation:
         with self._lock:

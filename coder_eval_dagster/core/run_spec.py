@@ -72,6 +72,13 @@ class RunSpec(BaseModel):
         "default: the experiment's prices file",
         json_schema_extra=cli("--prices", metavar="FILE"),
     )
+    max_usd: float | None = Field(
+        default=None,
+        gt=0,
+        description="a spending limit for the whole run (agent, judges, simulated user): once reached no new "
+        "evaluation starts; default: the experiment's budget.max_usd",
+        json_schema_extra=cli("--max-usd", metavar="USD"),
+    )
     sample: int | None = Field(
         default=None,
         ge=1,

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from .budget import NOT_RUN_BUDGET, RunBudget, evaluation_key
 from .evaluation import Evaluation, new_evaluation, utc_now
 from .fingerprints import fingerprints
 from .layout import (
@@ -72,6 +73,7 @@ class Snapshot:
     prices: dict[str, ModelPrice] | None = None  # the user's price file; None in snapshots written before
     sequential: Sequential | None = None  # the experiment's sequential A/B (its batches are on the row tasks)
     max_flaky_share: float | None = None  # the experiment's flaky-rows gate
+    budget_usd: float | None = None  # the experiment's budget.max_usd (--max-usd, in the plan's spec, wins)
 
     @classmethod
     def of(cls, resolution: Resolution) -> Snapshot:
@@ -85,6 +87,7 @@ class Snapshot:
             resolution.prices,
             experiment.sequential if experiment else None,
             experiment.max_flaky_share if experiment else None,
+            experiment.budget.max_usd if experiment and experiment.budget else None,
         )
 
 
@@ -96,6 +99,11 @@ class OpenRun:
 
     def replicates(self, row_task: RowTask) -> range:
         return replicates(row_task.replicates, self.plan.first_replicate)
+
+    @property
+    def max_usd(self) -> float | None:
+        """The run-wide budget: ``--max-usd`` (kept in the plan, so a resume keeps it), else the experiment's."""
+        return self.plan.spec.max_usd or self.snapshot.budget_usd
 
 
 def experiment_id(resolution: Resolution) -> str | None:
@@ -258,6 +266,8 @@ def report_run(run: OpenRun, max_parallel: int, end_time: str | None = None) -> 
     variants = list(dict.fromkeys(rt.variant_id for rt in run.snapshot.row_tasks))
     skipped = [SkippedTask.of(entry) for entry in run.snapshot.skipped]
     statistics = run_statistics(run, results)
+    budget = RunBudget(run.folder, run.max_usd)  # the ledger as every process of the run left it
+    skipped_evaluations = not_run(run, results, budget)
     comparison = None
     if len(variants) >= 2:
         from .compare.comparison_files import write_run_comparison
@@ -279,13 +289,40 @@ def report_run(run: OpenRun, max_parallel: int, end_time: str | None = None) -> 
         # an invalid task file left out of a folder run fails it: nothing passes silently
         passed=run_passed(results, suite)
         and not any(entry.invalid for entry in skipped)
-        and statistics["flaky"]["passed"],
-        suite=suite_json(suite),
+        and statistics["flaky"]["passed"]
+        and not any(entry["reason"] == NOT_RUN_BUDGET for entry in skipped_evaluations),
+        suite=[entry | {"partial": True} for entry in suite_json(suite)] if skipped_evaluations else suite_json(suite),
         comparison=comparison,
+        not_run=skipped_evaluations,
+        not_run_count=len(skipped_evaluations),
+        budget={"max_usd": budget.max_usd, "spent_usd": round(budget.spent(), 6), "exhausted": budget.exhausted()}
+        if budget.max_usd is not None
+        else None,
         **statistics,
     )
     write_reports(run_dir, report, results, suite, plan.experiment_description)
     return Summary(report, results, suite)
+
+
+NOT_RUN_SEQUENTIAL = "sequential"
+
+
+def not_run(run: OpenRun, results: list[EvaluationResult], budget: RunBudget) -> list[dict[str, Any]]:
+    """Planned evaluations that never started: the run's budget was spent, or a sequential A/B had decided."""
+    done = {(r.variant_id, r.task_id, r.replicate) for r in results}
+    entries = []
+    for row_task in run.snapshot.row_tasks:
+        for replicate in run.replicates(row_task):
+            if (row_task.variant_id, row_task.task_id, replicate) in done:
+                continue
+            key = evaluation_key(row_task.variant_id, row_task.task_id, replicate)
+            reason = NOT_RUN_BUDGET if budget.skipped(key) else NOT_RUN_SEQUENTIAL if run.snapshot.sequential else None
+            if reason is not None:
+                entries.append(
+                    {"task_id": row_task.task_id, "variant_id": row_task.variant_id, "replicate": replicate}
+                    | {"reason": reason}
+                )
+    return entries
 
 
 def run_statistics(run: OpenRun, results: list[EvaluationResult]) -> dict[str, Any]:

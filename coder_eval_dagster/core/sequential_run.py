@@ -71,7 +71,8 @@ def finished_through(run: OpenRun, results: list[EvaluationResult]) -> int:
 
 
 def sequential_json(run: OpenRun, results: list[EvaluationResult]) -> dict[str, Any] | None:
-    """run.json's ``sequential``: the decision on the finished batches, the rows run, and those never started."""
+    """run.json's ``sequential``: the decision on the finished batches and the rows run (those never started are
+    in run.json's ``not_run``)."""
     from .compare.run_statistics import sequential_block
 
     if run.snapshot.sequential is None or not run.snapshot.row_tasks:
@@ -84,4 +85,4 @@ def sequential_json(run: OpenRun, results: list[EvaluationResult]) -> dict[str, 
     rows_total = len(planned) + run.snapshot.filtered.get(BEYOND_MAX_ROWS, 0)
     stopped_at = through if status.decisive and not_run else None
     block = sequential_block(status, len(started & set(planned)), rows_total, stopped_at)
-    return block | {"batch_rows": run.snapshot.sequential.batch_rows, "not_run": not_run}
+    return block | {"batch_rows": run.snapshot.sequential.batch_rows}

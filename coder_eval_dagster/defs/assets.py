@@ -195,7 +195,7 @@ def sandbox_runs(
                 "replicates": len(group),
                 "status": ", ".join(e.result.final_status if e.ended else "RAN" for e in group),
             }
-            for key, group in _by_partition(done).items()
+            for key, group in _by_partition([e for e in done if not e.not_run]).items()
         },
     )
     return dg.MaterializeResult()
@@ -213,7 +213,7 @@ def _restore(evaluation: Evaluation, rescore: bool, only: list[str] | None) -> E
         if handed is not None:
             return handed
         restore_checkpoint(evaluation)
-        if "sandbox" not in evaluation.result.phases_done:
+        if "sandbox" not in evaluation.result.phases_done and not evaluation.skipped_by_budget():
             evaluation.fail("ERROR", f"no {CHECKPOINT_FILE}: the sandbox stage did not run for this evaluation")
         return evaluation
     path = evaluation.folder / RESULT_FILE
@@ -246,7 +246,8 @@ def criteria_scores(
     only = settings.run_options().only_criteria
     evaluations = [_restore(e, settings.rescore, only) for e in planned]
     done = in_parallel(lambda e: run_phase(e, phase), evaluations, width, run_context.interrupt)
-    add_partition_metadata(context, {key: _report_metadata(group) for key, group in _by_partition(done).items()})
+    ran = [e for e in done if not e.not_run]  # the run-wide budget kept the others from starting
+    add_partition_metadata(context, {key: _report_metadata(group) for key, group in _by_partition(ran).items()})
     return dg.MaterializeResult()
 
 

@@ -57,6 +57,7 @@ SECTIONS = {
     "TurnUsage": "## Replay trajectories",
     "ToolCall": "## Replay trajectories",
     "Sequential": "## Experiment files",
+    "Budget": "## Experiment files",
     "PriceFile": "## Price files",
     "ModelPrice": "## Price files",
     **{model.__name__: f"### `{kind}`" for kind, model in ((k, t.model) for k, t in REGISTRY.items())},

@@ -141,6 +141,12 @@ class Sequential(StrictModel):
     seed: int = 0  # the row order: the same rows and seed, the same batches
 
 
+class Budget(StrictModel):
+    """A spending limit for the whole run: once its spend reaches ``max_usd``, no new evaluation starts."""
+
+    max_usd: float = Field(gt=0)
+
+
 class Experiment(StrictModel):
     experiment_id: SafeId
     description: str | None = None
@@ -150,6 +156,7 @@ class Experiment(StrictModel):
     variants: list[Variant] = Field(min_length=1)
     prices: str | None = Field(default=None, min_length=1)  # a price file, relative to this file (--prices wins)
     sequential: Sequential | None = None
+    budget: Budget | None = None  # --max-usd wins
     max_flaky_share: float | None = Field(default=None, ge=0, le=1)  # a suite gate over rows whose replicates disagree
 
     @model_validator(mode="after")

@@ -317,6 +317,10 @@ class RunSummary(Counts):
     flaky_rows: list[dict[str, Any]] = Field(default_factory=list)
     flaky: dict[str, Any] | None = None  # share, max_share (the experiment's gate), passed
     sequential: dict[str, Any] | None = None  # a sequential A/B's decision (docs/analysts.md)
+    # Evaluations planned but never started ({task_id, variant_id, replicate, reason: budget | sequential})
+    not_run: list[dict[str, Any]] = Field(default_factory=list)
+    not_run_count: int = 0
+    budget: dict[str, Any] | None = None  # the run-wide budget: max_usd, spent_usd, exhausted
 
     @model_validator(mode="before")
     @classmethod

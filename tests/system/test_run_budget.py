@@ -1,0 +1,66 @@
+"""A run-wide budget through the installed CLI (issue 24): once the run's reported spend reaches --max-usd, no new
+evaluation starts; the rest are recorded as not run, the run fails, and a resume does not spend past it."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import yaml
+
+from ..support.helpers import criterion, write
+from .conftest import SystemCli, replay_task_file
+
+pytestmark = pytest.mark.slow
+
+ROWS = 6
+
+
+def costly_replay(folder):
+    """Six row-tasks whose replayed agent reports $0.50 each."""
+    turns = [{"usage": {"input_tokens": 10, "output_tokens": 5, "cost_usd": 0.5}, "calls": [], "text": "done"}]
+    return replay_task_file(
+        folder,
+        "paid",
+        turns,
+        dataset={"rows": [{"id": f"r{n}"} for n in range(ROWS)]},
+        success_criteria=[criterion("run_command", command="true")],
+    )
+
+
+def test_max_usd_stops_new_evaluations_and_a_resume_keeps_the_budget(tmp_path, system_cli: SystemCli) -> None:
+    task = costly_replay(tmp_path / "tasks")
+    outcome, run = system_cli.run(task, "--max-usd", "1.2", "-j", "1", env={})
+
+    # $0.50, $1.00, then $1.50 >= $1.20: the fourth evaluation does not start
+    assert outcome.code == 1, outcome.output
+    summary = run.summary
+    assert len(summary["task_results"]) == 3 and summary["not_run_count"] == ROWS - 3
+    assert {entry["reason"] for entry in summary["not_run"]} == {"budget"}
+    assert summary["budget"] == {"max_usd": 1.2, "spent_usd": 1.5, "exhausted": True}
+    assert not summary["passed"]
+    assert "budget spent: $1.5000 of $1.2; 3 evaluations not run" in outcome.out
+    # the tables hold what ran, nothing of what did not
+    (table,) = (system_cli.runs / "tables/task_results").glob(f"*/{run.path.name}.parquet")
+    assert len(pd.read_parquet(table)) == 3
+    assert not any((run.path / "default" / entry["task_id"]).exists() for entry in summary["not_run"])
+
+    resumed = system_cli("run", "--resume", run.path, env={})
+    assert resumed.code == 1, resumed.output
+    assert run.summary["budget"]["spent_usd"] == 1.5 and run.summary["not_run_count"] == ROWS - 3
+
+
+def test_an_experiment_budget_applies_and_the_option_wins(tmp_path, system_cli: SystemCli) -> None:
+    task = costly_replay(tmp_path / "tasks")
+    exp = write(
+        tmp_path / "exp.yaml",
+        yaml.safe_dump({"experiment_id": "b", "budget": {"max_usd": 0.9}, "variants": [{"variant_id": "v"}]}),
+    )
+    _, run = system_cli.run(task, "-e", str(exp), "-j", "1", env={})
+    assert (run.summary["budget"]["max_usd"], len(run.summary["task_results"])) == (0.9, 2)
+
+    wider = tmp_path / "wider"
+    outcome = system_cli("run", task, "-e", exp, "-j", "1", "--max-usd", "100", "--runs-dir", wider, env={})
+    summary = json.loads((wider / "latest/run.json").read_text())
+    assert outcome.code == 0 and summary["not_run"] == [] and len(summary["task_results"]) == ROWS, outcome.output
