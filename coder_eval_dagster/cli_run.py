@@ -54,7 +54,21 @@ def run(spec: RunSpec, options: RunOptions, junit: Path | None = None) -> int:
         return exit_codes.USAGE
     instance = _open_instance()
     opened = open_run(new_run_dir(Path(options.runs_dir)), spec, str(uuid.uuid4()), resolution)
+    warn_over_budget(resolution, opened.max_usd, options, context)
     return _launch(instance, opened, opened.snapshot.row_tasks, options, context, junit=junit)
+
+
+def warn_over_budget(resolution: Resolution, max_usd: float | None, options: RunOptions, context: RunContext) -> None:
+    """One line before anything starts when the run's forecast exceeds its budget: the user learns now that the
+    run will be cut short, not after it spent the budget (the run goes on: the budget itself stops it)."""
+    if max_usd is None:
+        return
+    from .core.forecast import budget_warning, forecast
+
+    result = forecast(resolution, Path(options.runs_dir), options.workers, backend=context.route.backend)
+    line = budget_warning(result, max_usd)
+    if line:
+        print(line, file=sys.stderr)
 
 
 def selected(spec: RunSpec) -> Resolution | None:

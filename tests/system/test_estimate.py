@@ -152,3 +152,22 @@ def test_estimate_refuses_what_it_cannot_forecast(tmp_path: Path, system_cli: Sy
     assert without.code == 2 and "add --estimate" in without.err, without.output
     assert resumed.code == 2 and "--estimate forecasts a new run" in resumed.err, resumed.output
     assert not system_cli.runs.exists()
+
+
+def test_a_run_whose_forecast_exceeds_its_budget_says_so_at_start(tmp_path: Path, system_cli: SystemCli) -> None:
+    task = replayed_task(tmp_path / "tasks", "t", 0.01, run_limits={"max_usd": 0.5})
+    runs = ("--repeats", "3", "-j", "1", "--runs-dir", system_cli.runs)
+
+    # no history: each of the three evaluations counts at its max_usd
+    bounded = system_cli("run", task, *runs, "--max-usd", "1.0", env={})
+    assert (
+        "warning: the forecast of this run is $1.50 (p90 $1.50; 3 evaluation(s) counted at their limits), over its budget of $1.00"
+        in bounded.err
+    ), bounded.output
+    assert bounded.code == 0, bounded.output  # a warning, not a stop: the run spent $0.03
+    # from history: $0.01 each
+    within = system_cli("run", task, *runs, "--max-usd", "0.5", env={})
+    assert within.code == 0 and "forecast" not in within.err, within.output
+    over = system_cli("run", task, *runs, "--max-usd", "0.02", env={})
+    assert "warning: the forecast of this run is $0.03 (p90 $0.03), over its budget of $0.02" in over.err, over.output
+    assert over.code == 1 and "budget spent" in over.out, over.output  # the budget itself stops the third evaluation
