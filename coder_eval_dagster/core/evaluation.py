@@ -30,7 +30,6 @@ from typing import Literal
 
 from .agents import runner
 from .agents.base import AgentInput, AgentOutput
-from .agents.replay import load_replay
 from .budget import RunBudget, evaluation_key
 from .check_context import CheckContext
 from .early_stop import Watcher
@@ -47,7 +46,7 @@ from .models.commands import HookCommand
 from .models.results import EarlyStopInfo, EvaluationResult, FinalStatus, HookRun, TaskConfig, TokenUsage, TurnRecord
 from .models.task import Task
 from .reference import reference_text, staged_reference
-from .resolution import RowTask
+from .resolution import RowTask, load_trajectory
 from .run_context import RunContext
 from .sandbox import Sandbox, TemplateError, open_sandbox
 from .sandbox.containment import release, release_if_idle
@@ -250,7 +249,7 @@ def start_dialog(evaluation: Evaluation) -> Dialog:
     task, row_task = evaluation.task, evaluation.row_task
     recorded = None
     if task.agent.resolved_type == "replay":
-        recorded = load_replay(row_task.task_dir / str(task.agent.trajectory), row_task.row).user_messages
+        recorded = load_trajectory(row_task.task_dir / str(task.agent.trajectory), row_task.row).user_messages
     assert task.simulation is not None
 
     def check(turns: list[TurnRecord]) -> bool | None:
