@@ -272,8 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Which run options each command takes (``run`` has every one a CLI user sets; ``rescore`` writes into the run).
-RUN_OPTIONS = ("concurrency", "runs_dir", "backend", "judge_concurrency", "estimate", "estimate_format")
-RESCORE_OPTIONS = ("concurrency", "backend", "judge_concurrency", "only_criteria")
+RUN_OPTIONS = ("concurrency", "runs_dir", "backend", "judge_concurrency", "no_reuse", "estimate", "estimate_format")
+RESCORE_OPTIONS = ("concurrency", "backend", "judge_concurrency", "only_criteria", "no_reuse")
 
 
 def _junit_argument(parser: argparse.ArgumentParser) -> None:

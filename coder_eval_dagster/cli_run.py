@@ -14,6 +14,7 @@ from . import exit_codes
 from .core.credentials import Credentials
 from .core.layout import (
     CHECKPOINT_FILE,
+    PREVIOUS_RESULT_FILE,
     RESULT_FILE,
     RUN_FILE,
     RUN_VIEWER,
@@ -27,7 +28,7 @@ from .core.models.report import RunSummary
 from .core.models.results import EvaluationResult
 from .core.problems import InvalidInput
 from .core.reports.junit import write_junit
-from .core.reports.run_summary import counts_line, total_usd, usd, why_not_passed
+from .core.reports.run_summary import counts_line, judges_usd, total_usd, usd, why_not_passed
 from .core.resolution import Resolution, RowTask, resolve
 from .core.routing import resolve_route, routing_line
 from .core.run_context import ROUTED_AGENT_TYPES, RunContext, uses_model_route
@@ -164,12 +165,13 @@ def resume(run_dir: Path, options: RunOptions, retry_errors: bool, junit: Path |
 
 
 def _reset_errored(run_dir: Path) -> list[Path]:
-    """The ERROR evaluations' folders, their results removed so that they run again."""
+    """The ERROR evaluations' folders, their results out of the way so that they run again: the checkpoint removed,
+    task.json set aside as task.previous.json, whose judge verdicts the new scoring may reuse."""
     folders = []
     for path in evaluation_files(run_dir, RESULT_FILE):
         if load_result(path).final_status == "ERROR":
-            for name in (RESULT_FILE, CHECKPOINT_FILE):
-                (path.parent / name).unlink(missing_ok=True)
+            path.replace(path.parent / PREVIOUS_RESULT_FILE)
+            (path.parent / CHECKPOINT_FILE).unlink(missing_ok=True)
             folders.append(path.parent)
     return folders
 
@@ -350,7 +352,7 @@ def print_summary(report: RunSummary, run_dir: Path) -> None:
             console.print(f"{label} {value}: {mark}", highlight=False)
     for variant, spend in report.spend_by_variant.items():
         if spend.total_cost_usd is not None or spend.agent is not None:
-            line = f"spend [{variant}]: agent {usd(spend.agent)}, judges {usd(spend.judges)}, "
+            line = f"spend [{variant}]: agent {usd(spend.agent)}, judges {judges_usd(spend)}, "
             line += f"simulated user {usd(spend.simulator)}; total {total_usd(spend)}"
             console.print(escape(line), highlight=False)
     print_statistics(console, report)

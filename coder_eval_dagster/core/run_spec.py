@@ -200,6 +200,12 @@ class RunOptions(BaseModel):
         description="the format of --estimate's forecast: table (default) or json",
         json_schema_extra=cli("--format", choices=ESTIMATE_FORMATS),
     )
+    no_reuse: bool = Field(
+        default=False,
+        description="rescore, --retry-errors: call every judge again, even one shown exactly what a stored "
+        "verdict saw (by default that verdict is reused, marked reused, and costs nothing)",
+        json_schema_extra=cli("--no-reuse"),
+    )
     docker_image: str | None = Field(
         default=None,
         description="the docker driver's image for tasks that name none (default: $CODER_EVAL_DOCKER_IMAGE, "
