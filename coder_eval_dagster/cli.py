@@ -155,6 +155,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     spec, options = parsed(RunSpec, args), parsed(RunOptions, args)
     again = args.resume or args.retry_errors
+    if options.estimate_format != "table" and not options.estimate:
+        print("coder-eval run: --format is the format of --estimate's forecast; add --estimate", file=sys.stderr)
+        return exit_codes.USAGE
+    if options.estimate:
+        return _estimate(spec, options, again)
     if again is not None:
         if spec.selects_anything:
             print("coder-eval run: --resume / --retry-errors take a run folder, not task paths", file=sys.stderr)
@@ -169,6 +174,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not _environment_ok(Path(options.runs_dir)):
         return exit_codes.USAGE
     return run(spec, options, junit=args.junit)
+
+
+def _estimate(spec: RunSpec, options: RunOptions, again: Path | None) -> int:
+    """``run --estimate``: a forecast of a new run's selection (no run folder, no instance needed)."""
+    from .cli_run import estimate
+
+    if again is not None or not spec.selects_anything:
+        print("coder-eval run: --estimate forecasts a new run: give task paths or -e EXPERIMENT", file=sys.stderr)
+        return exit_codes.USAGE
+    return estimate(spec, options)
 
 
 def cmd_register(args: argparse.Namespace) -> int:
@@ -257,8 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Which run options each command takes (``run`` has every one a CLI user sets; ``rescore`` writes into the run).
-RUN_OPTIONS = ("concurrency", "runs_dir", "backend", "judge_concurrency")
-RESCORE_OPTIONS = ("concurrency", "backend", "judge_concurrency", "only_criteria")
+RUN_OPTIONS = ("concurrency", "runs_dir", "backend", "judge_concurrency", "no_reuse", "estimate", "estimate_format")
+RESCORE_OPTIONS = ("concurrency", "backend", "judge_concurrency", "only_criteria", "no_reuse")
 
 
 def _junit_argument(parser: argparse.ArgumentParser) -> None:

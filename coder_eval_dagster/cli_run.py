@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import uuid
@@ -13,6 +14,7 @@ from . import exit_codes
 from .core.credentials import Credentials
 from .core.layout import (
     CHECKPOINT_FILE,
+    PREVIOUS_RESULT_FILE,
     RESULT_FILE,
     RUN_FILE,
     RUN_VIEWER,
@@ -26,9 +28,9 @@ from .core.models.report import RunSummary
 from .core.models.results import EvaluationResult
 from .core.problems import InvalidInput
 from .core.reports.junit import write_junit
-from .core.reports.run_summary import counts_line, total_usd, usd, why_not_passed
+from .core.reports.run_summary import counts_line, judges_usd, total_usd, usd, why_not_passed
 from .core.resolution import Resolution, RowTask, resolve
-from .core.routing import routing_line
+from .core.routing import resolve_route, routing_line
 from .core.run_context import ROUTED_AGENT_TYPES, RunContext, uses_model_route
 from .core.run_spec import RunOptions, RunSpec
 from .core.runs import OpenRun, is_run_folder, load_run, new_run_dir, open_run, resnapshot
@@ -44,6 +46,35 @@ def run_context(options: RunOptions) -> RunContext:
 
 def run(spec: RunSpec, options: RunOptions, junit: Path | None = None) -> int:
     context = run_context(options)
+    resolution = selected(spec)
+    if resolution is None:
+        return exit_codes.USAGE
+    missing = missing_model_key(resolution.row_tasks, context)
+    if missing:
+        print(f"coder-eval run: {missing}", file=sys.stderr)
+        return exit_codes.USAGE
+    instance = _open_instance()
+    opened = open_run(new_run_dir(Path(options.runs_dir)), spec, str(uuid.uuid4()), resolution)
+    warn_over_budget(resolution, opened.max_usd, options, context)
+    return _launch(instance, opened, opened.snapshot.row_tasks, options, context, junit=junit)
+
+
+def warn_over_budget(resolution: Resolution, max_usd: float | None, options: RunOptions, context: RunContext) -> None:
+    """One line before anything starts when the run's forecast exceeds its budget: the user learns now that the
+    run will be cut short, not after it spent the budget (the run goes on: the budget itself stops it)."""
+    if max_usd is None:
+        return
+    from .core.forecast import budget_warning, forecast
+
+    result = forecast(resolution, Path(options.runs_dir), options.workers, backend=context.route.backend)
+    line = budget_warning(result, max_usd)
+    if line:
+        print(line, file=sys.stderr)
+
+
+def selected(spec: RunSpec) -> Resolution | None:
+    """The spec resolved, its warnings and skipped files said; None (and why) when it selects no row-task.
+    Invalid input raises (exit 2)."""
     resolution = resolve(spec)
     resolution.skip_invalid_folder_files()
     sys.stderr.write("".join(f"{warning}\n" for warning in resolution.warnings))
@@ -52,14 +83,22 @@ def run(spec: RunSpec, options: RunOptions, junit: Path | None = None) -> int:
     print_skipped(resolution)
     if not resolution.row_tasks:
         print(f"coder-eval run: no row-tasks selected{_left_out(resolution)}", file=sys.stderr)
+        return None
+    return resolution
+
+
+def estimate(spec: RunSpec, options: RunOptions) -> int:
+    """``run --estimate``: the selection's forecast on stdout; nothing is run, nothing written, no key needed."""
+    from .core.forecast import forecast
+    from .core.forecast.render import render_json, render_table
+
+    backend = resolve_route(options.backend, Credentials.of_process(), os.environ).backend  # models as it names them
+    resolution = selected(spec)
+    if resolution is None:
         return exit_codes.USAGE
-    missing = missing_model_key(resolution.row_tasks, context)
-    if missing:
-        print(f"coder-eval run: {missing}", file=sys.stderr)
-        return exit_codes.USAGE
-    instance = _open_instance()
-    opened = open_run(new_run_dir(Path(options.runs_dir)), spec, str(uuid.uuid4()), resolution)
-    return _launch(instance, opened, opened.snapshot.row_tasks, options, context, junit=junit)
+    result = forecast(resolution, Path(options.runs_dir), options.workers, backend=backend)
+    sys.stdout.write(render_json(result) if options.estimate_format == "json" else render_table(result))
+    return exit_codes.OK
 
 
 def _left_out(resolution: Resolution) -> str:
@@ -126,12 +165,13 @@ def resume(run_dir: Path, options: RunOptions, retry_errors: bool, junit: Path |
 
 
 def _reset_errored(run_dir: Path) -> list[Path]:
-    """The ERROR evaluations' folders, their results removed so that they run again."""
+    """The ERROR evaluations' folders, their results out of the way so that they run again: the checkpoint removed,
+    task.json set aside as task.previous.json, whose judge verdicts the new scoring may reuse."""
     folders = []
     for path in evaluation_files(run_dir, RESULT_FILE):
         if load_result(path).final_status == "ERROR":
-            for name in (RESULT_FILE, CHECKPOINT_FILE):
-                (path.parent / name).unlink(missing_ok=True)
+            path.replace(path.parent / PREVIOUS_RESULT_FILE)
+            (path.parent / CHECKPOINT_FILE).unlink(missing_ok=True)
             folders.append(path.parent)
     return folders
 
@@ -312,7 +352,7 @@ def print_summary(report: RunSummary, run_dir: Path) -> None:
             console.print(f"{label} {value}: {mark}", highlight=False)
     for variant, spend in report.spend_by_variant.items():
         if spend.total_cost_usd is not None or spend.agent is not None:
-            line = f"spend [{variant}]: agent {usd(spend.agent)}, judges {usd(spend.judges)}, "
+            line = f"spend [{variant}]: agent {usd(spend.agent)}, judges {judges_usd(spend)}, "
             line += f"simulated user {usd(spend.simulator)}; total {total_usd(spend)}"
             console.print(escape(line), highlight=False)
     print_statistics(console, report)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from .files import CRITERION_READ_CAP, read_text_capped
-from .models.results import ToolCallRecord, TurnRecord
+from .models.results import CriterionResult, ToolCallRecord, TurnRecord
 from .sandbox.templates import effective_ignore_patterns
 
 if TYPE_CHECKING:
@@ -32,6 +33,9 @@ class CheckContext:
     index: int = 0  # the index of the criterion being checked
     prompt: str | None = None  # the task's initial prompt (the dialog's first user message)
     dialog: list[DialogMessage] | None = None  # a multi-turn dialog; None: the single-shot exchange
+    # An earlier scoring's judge verdicts, by criterion index, that a judge shown the very same input returns
+    # instead of calling (criteria/reuse.py); empty: nothing stored, or --no-reuse.
+    verdicts: Mapping[int, CriterionResult] = field(default_factory=dict)
     run: RunContext = field(kw_only=True)  # the run's context: the judges' route, client and limiter
 
     def path(self, relative: str) -> Path:

@@ -22,7 +22,7 @@ import logging
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
@@ -30,12 +30,13 @@ from typing import Literal
 
 from .agents import runner
 from .agents.base import AgentInput, AgentOutput
-from .agents.replay import load_replay
 from .budget import RunBudget, evaluation_key
 from .check_context import CheckContext
+from .criteria.reuse import stored_verdicts
 from .early_stop import Watcher
 from .layout import (
     CHECKPOINT_FILE,
+    PREVIOUS_RESULT_FILE,
     REPORT_FILE,
     RESULT_FILE,
     SANDBOX_DIR,
@@ -45,6 +46,7 @@ from .layout import (
 )
 from .models.commands import HookCommand
 from .models.results import (
+    CriterionResult,
     EarlyStopInfo,
     EvaluationResult,
     FinalStatus,
@@ -55,8 +57,9 @@ from .models.results import (
     TurnRecord,
 )
 from .models.task import Task
+from .problems import InvalidInput
 from .reference import reference_text, staged_reference
-from .resolution import RowTask
+from .resolution import RowTask, load_trajectory
 from .run_context import RunContext
 from .sandbox import Sandbox, TemplateError, open_sandbox
 from .sandbox.containment import release, release_if_idle
@@ -99,6 +102,9 @@ class Evaluation:
         budget = self.budget
         self.not_run = self.not_run or (budget is not None and budget.skipped(self.key))
         return self.not_run
+
+    # An earlier scoring's judge verdicts its judges may reuse (remember_verdicts); empty: none, or --no-reuse.
+    verdicts: dict[int, CriterionResult] = field(default_factory=dict)
 
     @property
     def task(self) -> Task:
@@ -259,7 +265,7 @@ def start_dialog(evaluation: Evaluation) -> Dialog:
     task, row_task = evaluation.task, evaluation.row_task
     recorded = None
     if task.agent.resolved_type == "replay":
-        recorded = load_replay(row_task.task_dir / str(task.agent.trajectory), row_task.row).user_messages
+        recorded = load_trajectory(row_task.task_dir / str(task.agent.trajectory), row_task.row).user_messages
     assert task.simulation is not None
 
     def check(turns: list[TurnRecord]) -> bool | None:
@@ -339,6 +345,7 @@ def score(evaluation: Evaluation) -> None:
             folder=evaluation.folder,
             prompt=task.initial_prompt,
             dialog=[(m.role, m.text) for m in result.dialog] if result.simulation else None,
+            verdicts=evaluation.verdicts,
             run=evaluation.context,
         )
         result.criteria = score_criteria(task.success_criteria, ctx, kept=result.criteria)
@@ -561,6 +568,28 @@ def restore_checkpoint(evaluation: Evaluation) -> Evaluation:
             evaluation.result = load_result(path)
             evaluation.sandbox_ready = (evaluation.folder / SANDBOX_DIR).is_dir()
             break
+    return evaluation
+
+
+def remember_verdicts(evaluation: Evaluation, reuse: bool) -> Evaluation:
+    """Hand the judge verdicts of the evaluation's earlier scoring to its next one (none with ``--no-reuse``).
+
+    A rescore's come from the task.json it re-read (in ``result`` until its
+    criteria are scored again); a retried ERROR's from the result
+    ``--retry-errors`` set aside, its task.json being gone so that it runs
+    again. An unreadable set-aside file costs the reuse, never the scoring.
+    """
+    if not reuse:
+        evaluation.verdicts = {}
+        return evaluation
+    earlier = evaluation.result.criteria
+    set_aside = evaluation.folder / PREVIOUS_RESULT_FILE
+    if not earlier and set_aside.is_file():
+        try:
+            earlier = load_result(set_aside).criteria
+        except (InvalidInput, OSError) as exc:
+            log.warning("%s: its judges' verdicts cannot be reused: %s", set_aside, exc)
+    evaluation.verdicts = stored_verdicts(earlier)
     return evaluation
 
 

@@ -18,6 +18,7 @@
             <variant>/<task_id>/<NN>/       one evaluation (a dataset row's task_id holds a /; NN from 00)
                 run_state.json              its checkpoint after the sandbox phase
                 task.json, task.html        its result (task.json: coder_eval's EvaluationResult)
+                task.previous.json          the ERROR result --retry-errors replaced (its judges' verdicts reusable)
                 judge-<index>.yaml          a judge's transcript
                 trajectory.atif.json        the trajectory in ATIF (`coder-eval export --format atif`)
                 sandbox/                    the preserved final sandbox
@@ -62,6 +63,7 @@ INDEX_ROW = ".index-row.html"  # the run's row of the runs index, cached
 # An evaluation folder.
 CHECKPOINT_FILE = "run_state.json"
 RESULT_FILE = "task.json"
+PREVIOUS_RESULT_FILE = "task.previous.json"  # an ERROR's result, set aside by --retry-errors for its verdicts
 REPORT_FILE = "task.html"
 SANDBOX_DIR = "sandbox"
 CONTAINER_FILE = "container.json"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -29,6 +30,9 @@ from .price_sources import installed_cost
 from .problems import InvalidInput, problems_from_validation
 from .routing import Backend, translate_model
 from .yamlio import load_document
+
+if TYPE_CHECKING:
+    from genai_prices.types import PriceCalculation
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +92,17 @@ class PriceBook:
         self._warn_once(model)
         return None
 
+    def context_window(self, model: str | None, backend: Backend | None = None) -> int | None:
+        """The model's context window in tokens, as genai-prices lists it; None when it does not know the model
+        (a price file or a price source gives prices, not windows). The forecast bounds a turn's tokens with it."""
+        for named, provider in _library_names(model, backend) if model else []:
+            try:
+                window = _library_calculation(named, TokenUsage(), provider).model.context_window
+            except LookupError:
+                continue
+            return int(window) if window else None
+        return None
+
     def priced(self, model: str | None, usage: TokenUsage, backend: Backend | None = None) -> TokenUsage:
         """``usage`` with its cost: a reported cost is kept, never overwritten; else tokens x prices, or unknown."""
         if usage.cost_source == "reported" and usage.total_cost_usd is not None:
@@ -128,6 +143,11 @@ def _override_cost(price: ModelPrice, usage: TokenUsage) -> float:
 
 
 def _library_cost(model: str, usage: TokenUsage, provider: str | None) -> float:
+    return round(float(_library_calculation(model, usage, provider).total_price), 8)
+
+
+def _library_calculation(model: str, usage: TokenUsage, provider: str | None) -> PriceCalculation:
+    """genai-prices' price of ``usage`` on ``model`` (with the model's data); LookupError when it does not know it."""
     from genai_prices import Usage, calc_price
 
     library_usage = Usage(
@@ -137,4 +157,4 @@ def _library_cost(model: str, usage: TokenUsage, provider: str | None) -> float:
         cache_write_tokens=usage.cache_creation_input_tokens,
     )
     reference = model.split("/", 1)[1] if provider and model.startswith(f"{provider}/") else model
-    return round(float(calc_price(library_usage, model_ref=reference, provider_id=provider).total_price), 8)
+    return calc_price(library_usage, model_ref=reference, provider_id=provider)

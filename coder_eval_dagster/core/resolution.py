@@ -220,11 +220,24 @@ def _absolutize_paths(raw: dict[str, Any], base: Path) -> None:
                 holder[key] = str((base / holder[key]).resolve())
 
 
-def load_trajectory(path: Path) -> Trajectory:
-    """A replay trajectory file: the replay format, or ATIF."""
+def load_trajectory(path: Path, row: dict[str, Any] | None = None) -> Trajectory:
+    """A replay trajectory file (the replay format, or ATIF) with ``row``'s ``${row.x}`` substituted first, so that
+    a typed field may take a row's value (``cost_usd: ${row.cost}``); problems name the file, line and field."""
     doc = load_document(path)
     _require_mapping(doc)
-    return replay_trajectory(doc.data, str(path), doc.line_of)
+    data = doc.data
+    if row is not None:
+        unknown: set[str] = set()
+        data = substitute(data, Row("", row, ""), unknown)
+        if unknown:
+            fields = ", ".join(sorted(unknown))
+            raise InvalidInput([Problem(str(path), None, DOCUMENT, f"unknown row field(s) {fields} in ${{row.…}}")])
+    return replay_trajectory(data, str(path), doc.line_of)
+
+
+def _holds_placeholders(path: Path) -> bool:
+    """Whether a trajectory file waits for a row: its typed fields are checked with each row, not alone."""
+    return PLACEHOLDER.search(path.read_text(encoding="utf-8", errors="replace")) is not None
 
 
 def _require_mapping(doc: Document) -> None:
@@ -465,7 +478,8 @@ def _resolve_file(
     kind = kind_of(doc)
     in_folder = str(path) in result.found_in_folders
     if kind == "trajectory":
-        load_trajectory(path)
+        if not _holds_placeholders(path):
+            load_trajectory(path)
         return
     if kind == "experiment" or (kind == "other" and in_folder):
         what = "an experiment file (pass it with -e)" if kind == "experiment" else NOT_A_TASK
@@ -755,7 +769,7 @@ def _validate_task(
         problems = problems_from_validation(exc, data, str(doc.path), doc.line_of, model=Task)
         raise InvalidInput([_mark_override(p, overrides) for p in problems]) from None
     if task.agent.resolved_type == "replay" and task.agent.trajectory:
-        load_trajectory(doc.path.parent / task.agent.trajectory)
+        load_trajectory(doc.path.parent / task.agent.trajectory, first_row.values if first_row else None)
     return task
 
 

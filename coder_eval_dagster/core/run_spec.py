@@ -19,6 +19,7 @@ from .models.experiment import MAX_REPEATS
 from .routing import BACKENDS, checked_backend
 
 DEFAULT_JUDGE_CONCURRENCY = 4
+ESTIMATE_FORMATS = ("table", "json")
 EXPERIMENTS_DIR = Path("experiments")  # where -e NAME is looked for, and the base layer (default.yaml), in the cwd
 
 
@@ -188,6 +189,23 @@ class RunOptions(BaseModel):
         description="rescore: re-run only criteria of these types; the others keep their stored results",
         json_schema_extra=cli("--only-criteria", metavar="TYPE[,TYPE]", comma=True),
     )
+    estimate: bool = Field(
+        default=False,
+        description="run nothing: print the run's forecast (evaluations, tokens, USD, wall time per variant) from "
+        "earlier runs' tables, and the limits of row-tasks without history (a launched run ignores it)",
+        json_schema_extra=cli("--estimate"),
+    )
+    estimate_format: str = Field(  # a str, not a Literal: Dagster's config has no Literal
+        default="table",
+        description="the format of --estimate's forecast: table (default) or json",
+        json_schema_extra=cli("--format", choices=ESTIMATE_FORMATS),
+    )
+    no_reuse: bool = Field(
+        default=False,
+        description="rescore, --retry-errors: call every judge again, even one shown exactly what a stored "
+        "verdict saw (by default that verdict is reused, marked reused, and costs nothing)",
+        json_schema_extra=cli("--no-reuse"),
+    )
     docker_image: str | None = Field(
         default=None,
         description="the docker driver's image for tasks that name none (default: $CODER_EVAL_DOCKER_IMAGE, "
@@ -210,6 +228,13 @@ class RunOptions(BaseModel):
                 f"unknown criterion type(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(sorted(MODELS))}"
             )
         return names
+
+    @field_validator("estimate_format")
+    @classmethod
+    def _known_format(cls, name: str) -> str:
+        if name not in ESTIMATE_FORMATS:
+            raise ValueError(f"unknown format {name!r}; known: {', '.join(ESTIMATE_FORMATS)}")
+        return name
 
     @property
     def workers(self) -> int:

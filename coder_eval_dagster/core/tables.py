@@ -99,6 +99,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("expected_label", pa.string()),
             ("observed_label", pa.string()),
             ("judge_usage", JUDGE_USAGE),
+            ("reused", pa.bool_()),  # a judge verdict reused from an earlier scoring (judge_usage: the original call's)
         ]
     ),
     "commands": pa.schema(

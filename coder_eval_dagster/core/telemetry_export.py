@@ -195,10 +195,11 @@ class OtlpTelemetry(Telemetry):
             chat.end(end_time=end_ns or start_ns)
 
     def _judges(self, evaluation: Evaluation, parent: Context, end_ns: int) -> None:
-        """A ``chat`` span per llm_judge call and an ``invoke_agent`` span per agent_judge run, from their usage."""
+        """A ``chat`` span per llm_judge call and an ``invoke_agent`` span per agent_judge run, from their usage
+        (none for a reused verdict: it made no call)."""
         for criterion in evaluation.result.criteria:
             usage = criterion.judge_usage
-            if usage is None:
+            if usage is None or criterion.reused:  # a reused verdict made no call this time
                 continue
             agent = criterion.type == "agent_judge"
             model = str(criterion.details.get("model") or "")

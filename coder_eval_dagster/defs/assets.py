@@ -19,7 +19,7 @@ import dagster as dg
 
 from ..core.chunking import partitions_per_run
 from ..core.compare.suite_plots import suite_float_metadata
-from ..core.evaluation import Evaluation, Phase, restore_checkpoint, run_phase
+from ..core.evaluation import Evaluation, Phase, remember_verdicts, restore_checkpoint, run_phase
 from ..core.fingerprints import resolution_digest
 from ..core.layout import (
     CHECKPOINT_FILE,
@@ -37,6 +37,7 @@ from ..core.layout import (
 from ..core.resolution import RowTask
 from ..core.routing import routing_line
 from ..core.run_context import RunContext, uses_model_route
+from ..core.run_spec import RunOptions
 from ..core.runs import OpenRun, in_parallel, plan_evaluations, preload_tables, summarize
 from ..core.sandbox.engine import default_docker_image
 from ..core.scoring import kept_for_rescore
@@ -201,26 +202,30 @@ def sandbox_runs(
     return dg.MaterializeResult()
 
 
-def _restore(evaluation: Evaluation, rescore: bool, only: list[str] | None) -> Evaluation:
-    """This process's hand-over from the sandbox step, else what was written.
+def _restore(evaluation: Evaluation, rescore: bool, options: RunOptions) -> Evaluation:
+    """This process's hand-over from the sandbox step, else what was written; with the judge verdicts of an
+    earlier scoring its judges may reuse (unless ``--no-reuse``).
 
     To rescore: the final task.json, keeping the results of the criteria a
     ``--only-criteria`` rescore does not re-run. A TIMEOUT or a budget breach
     has its criteria re-run like any other; only an ERROR keeps what it has.
     """
+    reuse = not options.no_reuse
     if not rescore:
         handed = evaluation.context.take_over(evaluation)
         if handed is not None:
-            return handed
+            return remember_verdicts(handed, reuse)
         restore_checkpoint(evaluation)
         if "sandbox" not in evaluation.result.phases_done and not evaluation.skipped_by_budget():
             evaluation.fail("ERROR", f"no {CHECKPOINT_FILE}: the sandbox stage did not run for this evaluation")
-        return evaluation
+        return remember_verdicts(evaluation, reuse)
     path = evaluation.folder / RESULT_FILE
     if path.exists():
         evaluation.result = load_result(path)
         evaluation.sandbox_ready = (evaluation.folder / SANDBOX_DIR).is_dir()
         if not evaluation.ended:
+            only = options.only_criteria
+            remember_verdicts(evaluation, reuse)
             evaluation.result.criteria = kept_for_rescore(evaluation.result.criteria, set(only) if only else None)
     else:
         evaluation.fail("ERROR", f"no {RESULT_FILE}: this evaluation never finished")
@@ -243,8 +248,8 @@ def criteria_scores(
     planned = _evaluations(context, settings, run, run_context)
     if uses_model_route(e.row_task for e in planned):
         context.log.info(routing_line(run_context.route))
-    only = settings.run_options().only_criteria
-    evaluations = [_restore(e, settings.rescore, only) for e in planned]
+    options = settings.run_options()
+    evaluations = [_restore(e, settings.rescore, options) for e in planned]
     done = in_parallel(lambda e: run_phase(e, phase), evaluations, width, run_context.interrupt)
     ran = [e for e in done if not e.not_run]  # the run-wide budget kept the others from starting
     add_partition_metadata(context, {key: _report_metadata(group) for key, group in _by_partition(ran).items()})

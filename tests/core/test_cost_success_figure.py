@@ -13,7 +13,8 @@ from coder_eval_dagster.core.compare.figures import cost_success_figure
 def arm(label: str, rate: float | None, cost: float | None) -> ArmSummary:
     return ArmSummary(
         label=label, run_id="r", variant_id=label, evaluations=10, errors=0, successes=0, success_rate=rate,
-        interval=None, mean_score=rate, mean_cost_usd=cost,
+        interval=None, mean_score=rate, mean_cost_usd=cost, success_clustered=None, score_clustered=None,
+        max_replicates=1, pass_k=[], pass_k_by_task=[],
     )  # fmt: skip
 
 

@@ -9,13 +9,14 @@ import pytest
 import yaml
 
 from coder_eval_dagster.core.agents.base import AgentInput
-from coder_eval_dagster.core.agents.replay import Replay, load_replay
+from coder_eval_dagster.core.agents.replay import Replay
 from coder_eval_dagster.core.evaluation import evaluate, new_evaluation
 from coder_eval_dagster.core.models.agent import AgentConfig
 from coder_eval_dagster.core.models.limits import RunLimits
 from coder_eval_dagster.core.models.results import EvaluationResult
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
-from coder_eval_dagster.core.resolution import resolve
+from coder_eval_dagster.core.problems import InvalidInput
+from coder_eval_dagster.core.resolution import load_trajectory, resolve
 from coder_eval_dagster.core.run_context import RunContext
 from coder_eval_dagster.core.run_spec import RunSpec
 from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
@@ -38,7 +39,7 @@ def play(tmp_path: Path, turns: list[dict], limits: RunLimits | None = None, row
         row,
         run=RunContext.create(),
     )
-    return Replay(agent_input, load_replay(tmp_path / "traj.yaml", row)).play(), box
+    return Replay(agent_input, load_trajectory(tmp_path / "traj.yaml", row)).play(), box
 
 
 def run_task(tmp_path: Path, turns: list[dict], **task) -> EvaluationResult:
@@ -141,7 +142,7 @@ def test_row_values_are_substituted_into_the_trajectory(tmp_path: Path) -> None:
         row={"name": "alpha", "n": 3},
     )
     assert (box.root / "alpha.txt").read_text() == "3"
-    with pytest.raises(ValueError, match="unknown row field"):
+    with pytest.raises(InvalidInput, match="unknown row field"):
         play(tmp_path / "b", [{"calls": [{"tool": "Bash", "command": "echo ${row.nope}"}]}], row={"name": "a"})
 
 

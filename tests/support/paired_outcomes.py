@@ -48,8 +48,8 @@ def batch_numbers(rows: int, batch_rows: int) -> np.ndarray:
 
 
 def add_batches(runs: Path, batch_of: dict[str, int]) -> None:
-    """The run's task_results file with a ``batch`` column, as a sequential run records it."""
+    """The run's task_results file with its ``batch`` column filled, as a sequential run records it."""
     (path,) = (runs / "tables" / "task_results").rglob("*.parquet")
     table = pq.read_table(path)
     batches = pa.array([batch_of[task] for task in table.column("task_id").to_pylist()], pa.int32())
-    pq.write_table(table.append_column("batch", batches), path)
+    pq.write_table(table.set_column(table.schema.get_field_index("batch"), "batch", batches), path)

@@ -18,13 +18,15 @@ ROWS = 6
 
 
 def costly_replay(folder):
-    """Six row-tasks whose replayed agent reports $0.50 each."""
-    turns = [{"usage": {"input_tokens": 10, "output_tokens": 5, "cost_usd": 0.5}, "calls": [], "text": "done"}]
+    """Six row-tasks whose replayed agent reports $0.50 each (a typed trajectory field from the row)."""
+    turns = [
+        {"usage": {"input_tokens": 10, "output_tokens": 5, "cost_usd": "${row.cost}"}, "calls": [], "text": "done"}
+    ]
     return replay_task_file(
         folder,
         "paid",
         turns,
-        dataset={"rows": [{"id": f"r{n}"} for n in range(ROWS)]},
+        dataset={"rows": [{"id": f"r{n}", "cost": 0.5} for n in range(ROWS)]},
         success_criteria=[criterion("run_command", command="true")],
     )
 

@@ -12,35 +12,19 @@ replay ends there).
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import Any
 
-from ..atif import replay_trajectory
-from ..datasets import Row, substitute
 from ..limits import COST_BUDGET_EXCEEDED, BudgetTracker
 from ..models.results import FinalStatus, ToolCallRecord, ToolCallStatus, TurnRecord
 from ..models.trajectory import ToolCall, Trajectory, TrajectoryTurn
+from ..resolution import load_trajectory
 from ..sandbox.base import Sandbox
 from ..sandbox.mocks import agent_command
-from ..yamlio import load_document
 from .base import AgentInput, AgentOutput, StopReason, TimeLimit, budget_stop_reason
 
 OUTPUT_CHARS = 2000
 # A Bash call's time limit when the task sets neither turn_timeout nor task_timeout
 # (the longest Claude Code's own Bash tool allows).
 DEFAULT_CALL_TIMEOUT_S = 600.0
-
-
-def load_replay(path: Path, row: dict[str, Any] | None) -> Trajectory:
-    """The trajectory (ours, or ATIF) with ``${row.x}`` substituted; problems name the file, line and field."""
-    doc = load_document(path)
-    data = doc.data
-    if row is not None:
-        unknown: set[str] = set()
-        data = substitute(data, Row("", row, ""), unknown)
-        if unknown:
-            raise ValueError(f"{path}: unknown row field(s) {', '.join(sorted(unknown))} in ${{row.…}}")
-    return replay_trajectory(data, str(path), doc.line_of)
 
 
 def _clip(text: str) -> str:
@@ -182,4 +166,4 @@ class Replay:
 async def run(agent_input: AgentInput) -> AgentOutput:
     config = agent_input.config
     path = agent_input.task_dir / str(config.trajectory)
-    return Replay(agent_input, load_replay(path, agent_input.row)).play()
+    return Replay(agent_input, load_trajectory(path, agent_input.row)).play()

@@ -16,6 +16,8 @@ import shutil
 import tempfile
 import time
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -28,19 +30,21 @@ from ..models.results import message_usage
 from ..sandbox import containment
 from ..sandbox.egress import LOOPBACK, model_only
 from ..sandbox.holder import SANDBOX_PATH
-from ..sandbox.templates import copy_template_dir, effective_ignore_patterns
+from ..sandbox.templates import TemplateError, copy_template_dir, effective_ignore_patterns
 from .judge_base import JudgeBase
 from .judging import (
     CALL_PREVIEW_CHARS,
     DEFAULT_JUDGE_MODEL,
     JudgeRun,
     VerdictError,
+    file_hashes,
     judge_usage,
     render_prompt,
     truncated,
 )
 from .outcome import Outcome
 from .registry import checks
+from .reuse import VerdictKey, input_hash, reused, tree_hash
 
 if TYPE_CHECKING:
     from ..check_context import CheckContext
@@ -219,21 +223,33 @@ async def converse(options: Any, prompt: str, transcript: Transcript) -> None:
             transcript.add(message)
 
 
-def run_agent(run: JudgeRun, criterion: AgentJudge, ctx: CheckContext) -> None:
-    """The judge agent in a copy of the sandbox (removed afterwards); its verdict and spend into ``run``."""
-
-    config = judge_config(criterion.agent)
-    transcript = Transcript()
-    started = time.monotonic()
+@contextmanager
+def judge_workspace(ctx: CheckContext, config: AgentConfig) -> Iterator[Path]:
+    """A throw-away copy of the final sandbox (without the ignored and the floor's names) for the judge agent to
+    inspect, so that the preserved sandbox is never touched; it and all it started are gone afterwards."""
     scratch = Path(tempfile.mkdtemp(prefix="sub_agent_"))
     try:
         workspace = scratch / "workspace"
-        copy_template_dir(ctx.sandbox.root, workspace, ".", effective_ignore_patterns(config.ignore_patterns))
+        try:
+            copy_template_dir(ctx.sandbox.root, workspace, ".", effective_ignore_patterns(config.ignore_patterns))
+        except (TemplateError, OSError) as exc:
+            raise TemplateError(f"the judge agent's copy of the sandbox failed: {exc}") from None
+        yield workspace
+    finally:
+        containment.release(scratch)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_agent(run: JudgeRun, criterion: AgentJudge, ctx: CheckContext, config: AgentConfig, workspace: Path) -> None:
+    """The judge agent in ``workspace`` (a copy of the sandbox); its verdict and spend into ``run``."""
+    transcript = Transcript()
+    started = time.monotonic()
+    try:
         proxied = ctx.run.agent_route(LOOPBACK)  # the judge runs on this machine, whatever the task's driver
         with agent_home("coder-eval-judge-") as home, ctx.run.judges.slot(), proxied as route:
             # its own namespaces, like an agent's: nothing it starts outlives it or sees the harness; the workspace
             # at /sandbox, no network but the model proxy
-            launcher = containment.agent_launcher(scratch, workspace, model_only("score"), home)
+            launcher = containment.agent_launcher(workspace.parent, workspace, model_only("score"), home)
             options = build_options(config, criterion, route, workspace, home, launcher, transcript)
             asyncio.run(asyncio.wait_for(converse(options, run.prompt, transcript), criterion.turn_timeout))
     except TimeoutError:
@@ -241,9 +257,6 @@ def run_agent(run: JudgeRun, criterion: AgentJudge, ctx: CheckContext) -> None:
     except Exception as exc:  # the CLI missing or failing, an SDK error: this criterion scores 0
         said = "; ".join(line for line in transcript.stderr if line)
         run.error = f"the judge agent failed: {type(exc).__name__}: {exc}" + (f" (CLI stderr: {said})" if said else "")
-    finally:
-        containment.release(scratch)
-        shutil.rmtree(scratch, ignore_errors=True)
     record_result(run, transcript, time.monotonic() - started, ctx.run)
 
 
@@ -263,14 +276,37 @@ def record_result(run: JudgeRun, transcript: Transcript, seconds: float, context
     run.take_verdict(lambda: parse_verdict(run.verdict))
 
 
+def verdict_key(
+    criterion: AgentJudge, config: AgentConfig, model: str, prompt: str, ctx: CheckContext, workspace: Path
+) -> VerdictKey:
+    """The judge agent's hashes: what it is told (model id, system prompt, prompt), how it runs (its agent
+    settings, max_turns, turn_timeout), each named file's bytes, and the content of the copy it inspects."""
+    call = {
+        "model": model,
+        "system": SYSTEM_PROMPT,
+        "prompt": prompt,
+        "agent": config.model_dump(mode="json"),
+        "max_turns": criterion.max_turns,
+        "turn_timeout": criterion.turn_timeout,
+    }
+    return VerdictKey(input_hash(call, file_hashes(criterion, ctx)), tree_hash(workspace))
+
+
 @checks(AgentJudge)
 def check(criterion: AgentJudge, ctx: CheckContext) -> Outcome:
+    """The stored verdict when prompt, settings, files and the sandbox copy are all unchanged, else a judge agent."""
     route = ctx.run.route
-    missing = route.missing_credentials()
-    if missing:  # fail fast at dispatch, without starting the CLI
-        return Outcome(0.0, error=missing)
     prompt, notes = render_prompt(criterion, ctx, CLOSING)
-    model = route.model_id((criterion.agent and criterion.agent.model) or DEFAULT_JUDGE_MODEL)
-    run = JudgeRun(model, SYSTEM_PROMPT, prompt, notes)
-    run_agent(run, criterion, ctx)
+    config = judge_config(criterion.agent)
+    model = route.model_id(config.model or DEFAULT_JUDGE_MODEL)
+    with judge_workspace(ctx, config) as workspace:
+        key = verdict_key(criterion, config, model, prompt, ctx, workspace)
+        stored = reused(criterion, ctx, key)
+        if stored is not None:
+            return stored
+        missing = route.missing_credentials()
+        if missing:  # fail fast at dispatch, without starting the CLI
+            return Outcome(0.0, error=missing)
+        run = JudgeRun(model, SYSTEM_PROMPT, prompt, notes, key=key)
+        run_agent(run, criterion, ctx, config, workspace)
     return run.outcome(criterion, ctx)

@@ -17,8 +17,11 @@ import yaml
 from ..layout import judge_transcript, write_atomically
 from ..models.results import TokenUsage
 from .outcome import Outcome, scrub
+from .reuse import VerdictKey, file_hash
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..check_context import CheckContext
     from ..models.results import ToolCallRecord
     from .judge_base import JudgeBase
@@ -59,27 +62,42 @@ def untrusted(label: str, body: str, guard: str = "") -> str:
     return f"{preamble}\n{body}\n<<END UNTRUSTED DATA: {label}>>"
 
 
-def read_judge_file(entry: str, ctx: CheckContext, limit: int) -> str:
-    """A ``files`` entry's text: sandbox-relative (must stay inside), ``$TASK_DIR/``-relative to the task folder,
-    or ``$REFERENCE_DIR/``-relative to the reference folder (inside it)."""
+def judge_file_path(entry: str, ctx: CheckContext) -> Path | None:
+    """Where a ``files`` entry points: sandbox-relative (must stay inside), ``$TASK_DIR/``-relative to the task
+    folder, or ``$REFERENCE_DIR/``-relative to the reference folder (inside it); None when no reference is staged."""
     reference = next((p for p in REFERENCE_DIR_PREFIXES if entry.startswith(p)), None)
     if entry.startswith(TASK_DIR_PREFIX):
-        path = ctx.task_dir / entry[len(TASK_DIR_PREFIX) :]
-    elif reference is not None:
+        return ctx.task_dir / entry[len(TASK_DIR_PREFIX) :]
+    if reference is not None:
         if ctx.reference_dir is None:
-            return FILE_NOT_FOUND
+            return None
         folder = ctx.reference_dir.resolve()
         path = (folder / entry[len(reference) :]).resolve()
         if not path.is_relative_to(folder):
             raise PermissionError(f"files: {entry!r} leaves the reference folder")
-    else:
-        try:
-            path = ctx.path(entry)
-        except PermissionError as exc:
-            raise PermissionError(f"files: {exc}") from None
-    if not path.is_file():
+        return path
+    try:
+        return ctx.path(entry)
+    except PermissionError as exc:
+        raise PermissionError(f"files: {exc}") from None
+
+
+def read_judge_file(entry: str, ctx: CheckContext, limit: int) -> str:
+    """A ``files`` entry's text, cut at ``limit`` characters (FILE_NOT_FOUND when it names no file)."""
+    path = judge_file_path(entry, ctx)
+    if path is None or not path.is_file():
         return FILE_NOT_FOUND
     return truncated(path.read_text(encoding="utf-8", errors="replace"), limit)
+
+
+def file_hashes(criterion: JudgeBase, ctx: CheckContext) -> dict[str, str | None]:
+    """Each ``files`` entry's bytes as a hash (None: no such file), for the verdict's key: the whole file counts,
+    not only what the prompt shows of it."""
+    hashes: dict[str, str | None] = {}
+    for entry in criterion.files:
+        path = judge_file_path(entry, ctx)
+        hashes[entry] = None if path is None else file_hash(path)
+    return hashes
 
 
 def files_block(criterion: JudgeBase, ctx: CheckContext) -> str:
@@ -215,6 +233,7 @@ class JudgeRun:
     score: float = 0.0
     rationale: str | None = None
     error: str | None = None
+    key: VerdictKey | None = None  # the call's hashes, kept in the evidence for a later scoring to reuse it
 
     def take_verdict(self, read: Callable[[], dict[str, Any]]) -> None:
         """Score and rationale from the verdict ``read`` returns; a malformed one is this judge's error."""
@@ -230,6 +249,8 @@ class JudgeRun:
         details: dict[str, Any] = {"model": self.model, "rationale": self.rationale, "judge_usage": self.usage}
         if self.notes:
             details["degraded"] = self.notes
+        if self.key is not None:
+            details.update(self.key.evidence())
         calls = f"Tool calls:\n{chr(10).join(self.tool_calls)}\n\nFinal message:\n" if self.tool_calls else ""
         score = self.score if self.error is None else 0.0
         record = {

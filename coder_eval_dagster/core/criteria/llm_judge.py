@@ -21,11 +21,13 @@ from .judging import (
     DEFAULT_JUDGE_MODEL,
     JudgeRun,
     VerdictError,
+    file_hashes,
     judge_usage,
     render_prompt,
 )
 from .outcome import Outcome
 from .registry import checks
+from .reuse import VerdictKey, input_hash, reused
 
 if TYPE_CHECKING:
     from ..check_context import CheckContext
@@ -124,13 +126,25 @@ def _retryable(exc: Exception) -> bool:
     return status is not None and (status in (408, 409, 429) or status >= 500)
 
 
+def verdict_key(criterion: LlmJudge, ctx: CheckContext, prompt: str) -> VerdictKey:
+    """The call's hashes: the request as it would be sent (model id, system prompt, prompt, max_tokens, the verdict
+    tool), the temperature (validated, though no longer sent) and each named file's bytes."""
+    call = {**request(criterion, ctx.run.route, prompt), "temperature": criterion.temperature}
+    return VerdictKey(input_hash(call, file_hashes(criterion, ctx)))
+
+
 @checks(LlmJudge)
 def check(criterion: LlmJudge, ctx: CheckContext) -> Outcome:
+    """The stored verdict when the call would be byte-identical to its (no key needed then), else a model call."""
     route = ctx.run.route
+    prompt, notes = render_prompt(criterion, ctx, CLOSING)
+    key = verdict_key(criterion, ctx, prompt)
+    stored = reused(criterion, ctx, key)
+    if stored is not None:
+        return stored
     missing = route.missing_credentials()
     if missing:  # fail fast at dispatch, without calling out
         return Outcome(0.0, error=missing)
-    prompt, notes = render_prompt(criterion, ctx, CLOSING)
-    run = JudgeRun(route.model_id(criterion.model), SYSTEM_PROMPT, prompt, notes)
+    run = JudgeRun(route.model_id(criterion.model), SYSTEM_PROMPT, prompt, notes, key=key)
     call_model(run, criterion, ctx.run)
     return run.outcome(criterion, ctx)

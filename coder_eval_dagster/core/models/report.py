@@ -413,6 +413,7 @@ class Spend(BaseModel):
     agent: TokenUsage | None = None
     judges: TokenUsage | None = None
     simulator: TokenUsage | None = None
+    judge_verdicts_reused: int = 0  # verdicts taken from an earlier scoring: no call made, nothing in ``judges``
 
     @classmethod
     def of(cls, rows: list[TaskRow]) -> Spend:
@@ -420,6 +421,7 @@ class Spend(BaseModel):
             agent=TokenUsage.summed([usage for row in rows if (usage := row.agent_token_usage) is not None]),
             judges=TokenUsage.summed([row.judge_token_usage for row in rows if row.judge_token_usage]),
             simulator=TokenUsage.summed([row.simulator_token_usage for row in rows if row.simulator_token_usage]),
+            judge_verdicts_reused=sum(criterion.reused for row in rows for criterion in row.criteria),
         )
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way

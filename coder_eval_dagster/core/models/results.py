@@ -292,8 +292,14 @@ class CriterionResult(BaseModel):
 
     @property
     def judge_usage(self) -> dict[str, Any] | None:
-        """A judge's spend (tokens, cost, seconds); None for the other criteria."""
+        """A judge's spend (tokens, cost, seconds); None for the other criteria. A reused verdict's is the original
+        call's: what the verdict cost when it was made."""
         return self.details.get("judge_usage")
+
+    @property
+    def reused(self) -> bool:
+        """A judge verdict taken from an earlier scoring of the same input, no call made (criteria/reuse.py)."""
+        return self.details.get("reused") is True
 
     @computed_field(alias="details")  # type: ignore[prop-decorator]  # mypy takes no decorator on a property
     @property
@@ -323,10 +329,13 @@ class CriterionResult(BaseModel):
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
     def token_usage(self) -> TokenUsage | None:
-        """A judge's tokens and cost in the schema's record."""
+        """A judge's tokens and cost in the schema's record: what this scoring paid for it, so nothing (0 tokens,
+        $0) for a reused verdict, whose original spend stays in ``judge_usage``; every spend total sums these."""
         usage = self.judge_usage
         if not usage:
             return None
+        if self.reused:
+            return TokenUsage(total_cost_usd=0.0)
         return TokenUsage(
             uncached_input_tokens=usage.get("input_tokens", 0),
             output_tokens=usage.get("output_tokens", 0),

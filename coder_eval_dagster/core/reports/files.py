@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import platform
-import statistics
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,7 @@ from ..models.report import (
     ThresholdCheck,
 )
 from ..models.results import STATUS_CATEGORY, CriterionResult, EvaluationResult
-from ..suite import SuiteEntry
+from ..suite import SuiteEntry, score_metrics
 from ..version import PACKAGE, framework_version
 from .run_summary import render_run_md
 from .run_viewer import write_run_viewer
@@ -151,25 +150,14 @@ def _failed_sample(run_dir: Path, row: EvaluationResult) -> FailedSample:
     )
 
 
-def score_metrics(scores: list[float], rows_total: int) -> dict[str, float]:
-    """Every criterion's suite metrics: count, mean, median, std (population), min, max and completion_rate."""
-    metrics = {"completion_rate": len(scores) / rows_total if rows_total else 0.0}
-    if scores:
-        metrics |= {
-            "count": float(len(scores)),
-            "mean": statistics.fmean(scores),
-            "median": statistics.median(scores),
-            "std": statistics.pstdev(scores),
-            "min": min(scores),
-            "max": max(scores),
-        }
-    return {name: round(value, 6) for name, value in metrics.items()}
-
-
 def _aggregate(rows: list[EvaluationResult], index: int, entry: SuiteEntry | None) -> CriterionAggregate:
     """One criterion over the rows (a row whose criteria never ran, an ERROR, is excluded)."""
     found = [c for row in rows for c in row.criteria if c.index == index]
-    metrics = score_metrics([c.score for c in found], len(rows)) | (entry.metrics if entry else {})
+    scores = [c.score for c in found]
+    # a criterion no row scored has its completion rate only: no mean of nothing
+    metrics = (score_metrics(scores, len(rows)) if scores else {"completion_rate": 0.0}) | (
+        entry.metrics if entry else {}
+    )
     checks = [
         ThresholdCheck(metric=t.metric, min_value=t.minimum, actual_value=t.value, passed=t.passed)
         for t in (entry.thresholds if entry else [])

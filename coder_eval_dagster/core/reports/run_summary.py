@@ -135,7 +135,7 @@ def _spend_lines(report: RunSummary) -> list[str]:
             else "–"
         )
         lines.append(
-            f"| {_cell(variant)} | {tokens} | {usd(agent)} | {usd(spend.judges)} | {usd(spend.simulator)} "
+            f"| {_cell(variant)} | {tokens} | {usd(agent)} | {judges_usd(spend)} | {usd(spend.simulator)} "
             f"| {total_usd(spend)} |"
         )
     return lines
@@ -164,6 +164,13 @@ def total_usd(spend: Spend) -> str:
     if spend.total_cost_usd is None:
         return "–"
     return f"{'' if spend.cost_complete else '≥ '}${spend.total_cost_usd:.4f}"
+
+
+def judges_usd(spend: Spend) -> str:
+    """The judges' cost, and how many verdicts were reused from an earlier scoring (called and paid for then, not
+    now: they are not in the cost)."""
+    reused = spend.judge_verdicts_reused
+    return usd(spend.judges) + (f" ({reused} verdict{'s' if reused != 1 else ''} reused)" if reused else "")
 
 
 def usd(usage: TokenUsage | None) -> str:

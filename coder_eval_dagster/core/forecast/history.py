@@ -1,0 +1,112 @@
+"""What earlier runs spent: the ``task_results`` Parquet tables, read in place with DuckDB.
+
+"The same row-task" is the same task id (``<task_id>/<row_id>`` for dataset
+rows), variant id, agent type and agent model: a variant that changes the
+model is another row-task, and so is a task run under ``--type replay``.
+Evaluations that ended in ERROR are left out (most stopped before or without
+the agent's spend, and would pull the median down), and so is everything
+older than the last ``HISTORY_DEPTH`` evaluations of a row-task: prices and
+agents change, and recent runs say more about the next one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from .figures import DURATION, Figures
+
+HISTORY_DEPTH = 20
+P90 = 0.9
+TABLE = "task_results"
+
+Key = tuple[str, str, str, str | None]
+KEY_COLUMNS = ("variant_id", "task_id", "agent_type", "model")
+
+# Each part of Figures as SQL over one task_results row. A cost left null where no token was spent is 0 (no judge,
+# an agentless task); a null cost with tokens stays null: nobody priced them, and the part is then unknown.
+_TOKENS = {
+    "agent_tokens": "coalesce(input_tokens, 0) + coalesce(output_tokens, 0) + coalesce(cache_read_input_tokens, 0)"
+    " + coalesce(cache_creation_input_tokens, 0)",
+    "judge_tokens": "coalesce(judge_input_tokens, 0) + coalesce(judge_output_tokens, 0)",
+    "simulator_tokens": "coalesce(simulator_input_tokens, 0) + coalesce(simulator_output_tokens, 0)",
+}
+_COSTS = {
+    "agent_usd": ("cost_usd", "agent_tokens"),
+    "judges_usd": ("judge_cost_usd", "judge_tokens"),
+    "simulator_usd": ("simulator_cost_usd", "simulator_tokens"),
+}
+PARTS = [*_COSTS, *_TOKENS, DURATION]
+
+
+@dataclass(frozen=True)
+class Observed:
+    """A row-task's earlier evaluations: how many, and the median and p90 of each part per evaluation."""
+
+    observations: int
+    median: Figures
+    p90: Figures
+
+
+@dataclass(frozen=True)
+class History:
+    rows: dict[Key, Observed]
+    runs: int  # distinct earlier runs among them
+    warnings: list[str]
+
+
+def observed(tables_dir: Path, keys: list[Key]) -> History:
+    """The history of each of ``keys`` found under ``tables_dir`` (absent keys have none)."""
+    folder = tables_dir / TABLE
+    if not keys or not any(folder.glob("**/*.parquet")):
+        return History({}, 0, [])
+    wanted = pa.table({name: [key[index] for key in keys] for index, name in enumerate(KEY_COLUMNS)})
+    try:
+        with duckdb.connect() as connection:
+            connection.register("wanted", wanted)
+            rows = connection.execute(_query(folder)).fetchall()
+    except duckdb.Error as exc:  # e.g. tables written by a version before a column existed
+        return History({}, 0, [f"the history under {folder} could not be read ({exc}); every row bounded by limits"])
+    found: dict[Key, Observed] = {(row[0], row[1], row[2], row[3]): _observed(row[4], row[6:]) for row in rows}
+    return History(found, len({run for row in rows for run in row[5]}), [])
+
+
+def _observed(count: int, statistics: tuple[float | None, ...]) -> Observed:
+    medians, p90s = statistics[: len(PARTS)], statistics[len(PARTS) :]
+    return Observed(
+        count,
+        Figures.of(dict(zip(PARTS, medians, strict=True))),
+        Figures.of(dict(zip(PARTS, p90s, strict=True))),
+    )
+
+
+def _query(folder: Path) -> str:
+    """One line per wanted row-task with history: its key, count, runs, the median of each part, then each p90."""
+    source = "'" + f"{folder.as_posix()}/**/*.parquet".replace("'", "''") + "'"
+    tokens = ", ".join(f"{sql} AS {name}" for name, sql in _TOKENS.items())
+    costs = ", ".join(
+        f"CASE WHEN {used} = 0 THEN coalesce({column}, 0) ELSE {column} END AS {name}"
+        for name, (column, used) in _COSTS.items()
+    )
+    statistics = [f"median({part})" for part in PARTS] + [f"quantile_cont({part}, {P90})" for part in PARTS]
+    return f"""
+WITH picked AS (
+    SELECT t.variant_id, t.task_id, t.agent_type, t.model, t.run_id, t.duration_s, t.cost_usd, t.judge_cost_usd,
+           t.simulator_cost_usd, {tokens},
+           row_number() OVER (
+               PARTITION BY t.variant_id, t.task_id, t.agent_type, t.model ORDER BY t.run_ts DESC
+           ) AS recency
+    FROM read_parquet({source}, hive_partitioning = true, union_by_name = true) AS t
+    JOIN wanted AS w ON t.variant_id = w.variant_id AND t.task_id = w.task_id AND t.agent_type = w.agent_type
+                    AND t.model IS NOT DISTINCT FROM w.model
+    WHERE t.final_status <> 'ERROR'
+), parts AS (
+    SELECT *, {costs} FROM picked WHERE recency <= {HISTORY_DEPTH}
+)
+SELECT variant_id, task_id, agent_type, model, count(*), list(DISTINCT run_id), {", ".join(statistics)}
+FROM parts
+GROUP BY variant_id, task_id, agent_type, model
+"""
