@@ -40,14 +40,21 @@ PASSED_THROUGH = (
 )
 
 
+AGENT_HOMES = "/tmp"
+
+
+PROXIES = frozenset(name for name in PASSED_THROUGH if "proxy" in name.lower())
+
+
 def passed_through(names: tuple[str, ...]) -> dict[str, str]:
     return {name: os.environ[name] for name in names if name in os.environ}
 
 
 @contextmanager
 def agent_home(prefix: str) -> Iterator[Path]:
-    """A fresh HOME (with its TMPDIR) for one agent run, removed afterwards."""
-    home = Path(tempfile.mkdtemp(prefix=prefix))
+    """A fresh HOME (with its TMPDIR) for one agent run, removed afterwards; under /tmp, where a confined
+    sandbox shows it at the same path (in its private /tmp)."""
+    home = Path(tempfile.mkdtemp(prefix=prefix, dir=AGENT_HOMES))
     (home / "tmp").mkdir()
     try:
         yield home
@@ -76,6 +83,8 @@ def base_environment(sandbox_env: dict[str, str], home: Path, names: tuple[str, 
     if "VIRTUAL_ENV" in sandbox_env:
         env["VIRTUAL_ENV"] = sandbox_env["VIRTUAL_ENV"]
     env.update(passed_through(names))
+    # a confined sandbox's egress proxy wins over the caller's: the CLI's tools reach the network through it
+    env.update({name: sandbox_env[name] for name in PROXIES if name in names and name in sandbox_env})
     return env
 
 
@@ -96,8 +105,7 @@ SDK_VARIABLES = (
     "CLAUDE_AGENT_SDK_DERIVED_CLIENT_APP",
     "CLAUDE_CODE_SDK_READS_SESSION_STATE",
     "CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING",
-    "PWD",
-)
+)  # not PWD: the SDK sets this machine's path of the folder, which a confined CLI sees elsewhere
 # Retry tuning, passed like the locale and proxies (the credentials and endpoints come from the route).
 PASS_THROUGH = (*PASSED_THROUGH, "CLAUDE_CODE_MAX_RETRIES", "API_TIMEOUT_MS")
 

@@ -27,7 +27,8 @@ class CheckContext:
     task_dir: Path
     trajectory: list[TurnRecord] | None  # None: no agent ran (type none)
     reference: str | None = None
-    reference_dir: Path | None = None  # the task's reference folder, staged for the criteria ($REFERENCE_DIR)
+    reference_dir: Path | None = None  # the task's reference folder, staged for the criteria, on this machine
+    reference_seen: Path | None = None  # the same folder as the sandbox's commands see it ($REFERENCE_DIR)
     folder: Path | None = None  # the evaluation's folder (task.json); judges write judge-<idx>.yaml there
     index: int = 0  # the index of the criterion being checked
     prompt: str | None = None  # the task's initial prompt (the dialog's first user message)

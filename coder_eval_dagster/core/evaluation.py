@@ -51,6 +51,7 @@ from .models.results import (
     EvaluationResult,
     FinalStatus,
     HookRun,
+    RefusedConnection,
     TaskConfig,
     TokenUsage,
     TurnRecord,
@@ -333,13 +334,14 @@ def score(evaluation: Evaluation) -> None:
     if evaluation.ended:
         return
     task, task_dir = evaluation.task, evaluation.row_task.task_dir
-    with staged_reference(task, task_dir, evaluation.folder, evaluation.sandbox) as reference_dir:
+    with staged_reference(task, task_dir, evaluation.folder, evaluation.sandbox) as reference:
         ctx = CheckContext(
             evaluation.sandbox,
             task_dir,
             None if task.agent.resolved_type == "none" else result.trajectory,
             reference_text(task, task_dir),
-            reference_dir=reference_dir,
+            reference_dir=reference.folder if reference else None,
+            reference_seen=reference.seen if reference else None,
             folder=evaluation.folder,
             prompt=task.initial_prompt,
             dialog=[(m.role, m.text) for m in result.dialog] if result.simulation else None,
@@ -478,6 +480,16 @@ STAGES: tuple[Stage, ...] = (
 )
 
 
+# The stages whose commands run under a network policy of their own (sandbox.network).
+NETWORK_PHASES = frozenset({"setup", "pre_run", "agent", "score", "post_run"})
+
+
+def record_refusals(evaluation: Evaluation) -> None:
+    """The connections the sandbox's network policy refused during the stage, into the result."""
+    refused = evaluation.sandbox.take_refused()
+    evaluation.result.refused_connections += [RefusedConnection(**vars(refusal)) for refusal in refused]
+
+
 def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
     """The phase's stages in order, each timed.
 
@@ -507,7 +519,11 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
             _stamp_durations(result, phase, began)
             result.phases_done.append(phase)
             telemetry.evaluation_end(evaluation)  # the verdict is in: the trace's root span, with its events
+        if stage.name in NETWORK_PHASES:
+            evaluation.sandbox.set_phase(stage.name)  # the network policy follows the stage
         stage.run(evaluation)
+        if stage.name in NETWORK_PHASES:
+            record_refusals(evaluation)
         if stage.timed and phase != "rescore":
             result.stage_durations[stage.name] = round(time.perf_counter() - started, 3)
         if stage.timed:

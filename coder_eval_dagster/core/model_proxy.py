@@ -22,6 +22,7 @@ import functools
 import hmac
 import json
 import secrets
+import socket
 import threading
 import urllib.error
 import urllib.request
@@ -34,6 +35,7 @@ from typing import Any
 from .secrets import redact
 
 PREFIX = "/g/"
+LOOPBACK = "127.0.0.1"
 CONNECT_TIMEOUT_S = 60.0  # also the longest silence between two chunks of a streamed answer
 # Not forwarded in either direction: they describe one connection, not the request (RFC 9110, 7.6.1).
 HOP_BY_HOP = frozenset(
@@ -90,7 +92,7 @@ class ModelProxy:
         self._servers: dict[str, ThreadingHTTPServer] = {}
 
     @contextmanager
-    def granted(self, upstream: Upstream, host: str = "127.0.0.1") -> Iterator[Grant]:
+    def granted(self, upstream: Upstream, host: str = LOOPBACK) -> Iterator[Grant]:
         """A grant for one agent run, reachable at ``host`` (a container's view of this machine); revoked after."""
         grant_id, token = secrets.token_hex(8), secrets.token_hex(24)
         port = self._serve_on(host)
@@ -110,6 +112,19 @@ class ModelProxy:
             return None
         token, upstream = found
         return upstream if hmac.compare_digest(presented, upstream.presented(token)) else None
+
+    def port(self) -> int:
+        """The port it serves on this machine's loopback (started now if need be): a confined sandbox gets a
+        listener on its own loopback at the same port, so that a grant's base URL works unchanged inside."""
+        return self._serve_on(LOOPBACK)
+
+    def serve_connection(self, connection: socket.socket) -> None:
+        """Serve a client that connected elsewhere (a sandbox's listener), on the caller's thread."""
+        server = self._servers.get(LOOPBACK)
+        if server is None:  # closed meanwhile
+            return
+        server.finish_request(connection, connection.getpeername() or (LOOPBACK, 0))
+        server.shutdown_request(connection)
 
     def close(self) -> None:
         with self._lock:

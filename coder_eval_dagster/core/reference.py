@@ -3,9 +3,11 @@
 A ``reference: {directory: D}`` folder is copied into the evaluation's
 folder only while its criteria are checked, and removed afterwards: it does
 not exist while the agent works, and it is never inside the sandbox (a test
-runner or a glob there would find it). Under the docker driver the copy is
-put into the container at the same path. The copy is private: a criterion
-that writes into it cannot change the task's own folder.
+runner or a glob there would find it). The criteria's commands reach it
+where their sandbox shows it (``Sandbox.shared``: under tempdir, a path of
+their private /tmp; under docker, a copy in the container at the same path).
+The copy is private: a criterion that writes into it cannot change the
+task's own folder.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text
@@ -21,6 +24,12 @@ from .models.task import Task
 from .sandbox.base import Sandbox
 
 STAGED_REFERENCE = "reference"  # beside the sandbox, in the evaluation's folder, while criteria run
+
+
+@dataclass(frozen=True)
+class StagedReference:
+    folder: Path  # on this machine: what criteria read themselves
+    seen: Path  # the same folder as the sandbox's commands see it ($REFERENCE_DIR)
 
 
 def reference_text(task: Task, task_dir: Path) -> str | None:
@@ -53,7 +62,7 @@ def _folder_text(folder: Path) -> str:
 
 
 @contextmanager
-def staged_reference(task: Task, task_dir: Path, folder: Path, sandbox: Sandbox) -> Iterator[Path | None]:
+def staged_reference(task: Task, task_dir: Path, folder: Path, sandbox: Sandbox) -> Iterator[StagedReference | None]:
     """The reference folder's private copy while the block runs (None: the task has no reference folder)."""
     reference = task.reference
     if reference is None or reference.directory is None:
@@ -63,8 +72,8 @@ def staged_reference(task: Task, task_dir: Path, folder: Path, sandbox: Sandbox)
     shutil.rmtree(staged, ignore_errors=True)
     _copy_files(task_dir / reference.directory, staged)
     try:
-        sandbox.share(staged)
-        yield staged
+        with sandbox.shared(staged) as seen:
+            yield StagedReference(staged, seen)
     finally:
         shutil.rmtree(staged, ignore_errors=True)
 

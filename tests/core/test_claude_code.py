@@ -163,3 +163,29 @@ def test_a_plugin_folder_missing_at_the_start_is_the_evaluations_error(tmp_path,
     result = evaluate_claude_code(tmp_path, agent={**CLAUDE, "plugins": [{"path": str(tmp_path / "gone")}]})
     assert result.final_status == "ERROR" and f"plugin folder not found: {tmp_path / 'gone'}" in result.error
     assert fake.script.requests == []
+
+
+def test_a_settings_file_of_the_task_reaches_the_confined_cli(tmp_path, api):
+    """``claude_settings: FILE`` is copied into the CLI's home: the task's folder is not in the sandbox's view."""
+    write(tmp_path / "settings.json", json.dumps({"env": {"FROM_SETTINGS": "applied"}}))
+    api(Script([Turn(tools=[("Bash", {"command": "echo $FROM_SETTINGS > out.txt"})]), Turn(text="done")]))
+    result = evaluate_claude_code(
+        tmp_path,
+        [criterion("file_contains", path="out.txt", includes=["applied"])],
+        agent={**CLAUDE, "claude_settings": "settings.json"},
+    )
+    assert result.final_status == "SUCCESS", (result.error, result.criteria)
+
+
+def test_the_clis_own_requests_go_through_the_egress_proxy_and_are_refused_there(tmp_path, api):
+    """The CLI honours the sandbox's proxy variables: its WebFetch (a request of its own, not a tool's process)
+    reaches the egress proxy, which refuses it (nothing is allowed) and says so; its model calls reach the model
+    proxy only."""
+    fake = api(
+        Script([Turn(tools=[("WebFetch", {"url": "https://example.com/", "prompt": "what is it"})]), Turn(text="done")])
+    )
+    result = evaluate_claude_code(tmp_path, [criterion("file_exists", path=".")])
+    assert result.final_status == "SUCCESS", (result.error, result.criteria)
+    assert [(c.tool, c.status) for t in result.trajectory for c in t.calls] == [("WebFetch", "error")]
+    assert result.refused_connections and {r.phase for r in result.refused_connections} == {"agent"}
+    assert all(p.startswith("/v1/messages") for p in fake.script.paths), fake.script.paths

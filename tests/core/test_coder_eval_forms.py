@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from coder_eval_dagster.core.models.sandbox import NetworkPolicy
 from coder_eval_dagster.core.models.task import Task
 from coder_eval_dagster.core.resolution import SkippedTask, resolve
 from coder_eval_dagster.core.run_spec import RunSpec
@@ -175,9 +176,12 @@ def test_max_tool_calls_simulation_model_and_split_field_are_fields() -> None:
 def test_sandbox_docker_block_and_the_flat_spelling(tmp_path: Path) -> None:
     nested = Task.model_validate(task_with(sandbox={"driver": "docker", "docker": {"image": "i:1", "network": "none"}}))
     flat = Task.model_validate(task_with(sandbox={"driver": "docker", "image": "i:1", "network": "none"}))
-    assert nested.sandbox.docker == flat.sandbox.docker and flat.sandbox.docker.image == "i:1"
+    assert nested.sandbox.docker.image == flat.sandbox.docker.image == "i:1"
+    assert nested.sandbox.network == flat.sandbox.network == "none"  # docker.network is sandbox.network's other name
+    blocked = task_with(sandbox={"docker": {"network": {"allow": ["pypi.org:443"]}}})
+    assert Task.model_validate(blocked).sandbox.network == NetworkPolicy(allow=["pypi.org:443"])
     empty = {"extra_mounts": [], "env_passthrough_extra": [], "build": None}
-    assert Task.model_validate(task_with(sandbox={"docker": empty})).sandbox.docker.network == "bridge"
+    assert Task.model_validate(task_with(sandbox={"docker": empty})).sandbox.network == NetworkPolicy()  # confined
 
     asked = {"docker": {"dockerfile_path": "./Dockerfile", "env_passthrough_extra": ["FOO"], "working_dir": "auto"}}
     problems = _problems(tmp_path, task_with(sandbox=asked))
@@ -189,6 +193,10 @@ def test_sandbox_docker_block_and_the_flat_spelling(tmp_path: Path) -> None:
     assert "not supported: images are not built here" in problems[0]
     differ = _problems(tmp_path, task_with(sandbox={"image": "a", "docker": {"image": "b"}}), "b.yaml")
     assert any("sandbox.image: set once: sandbox.image and sandbox.docker.image differ" in p for p in differ)
+    differ = _problems(
+        tmp_path, task_with(sandbox={"network": {"open": True}, "docker": {"network": "none"}}), "c.yaml"
+    )
+    assert any("sandbox.network: set once: sandbox.network and sandbox.docker.network differ" in p for p in differ)
 
 
 def test_node_packages_record_cli_and_mock_path_dirs_are_fields(tmp_path: Path) -> None:

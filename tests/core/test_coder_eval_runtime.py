@@ -191,7 +191,8 @@ def test_judges_read_reference_files_and_the_folders_text(tmp_path: Path) -> Non
     box = TempdirSandbox(tmp_path / "eval/sandbox", SandboxConfig(python=None))
     box.create(tmp_path)
     with staged_reference(task, tmp_path, tmp_path / "eval", box) as staged:
-        ctx = CheckContext(box, tmp_path, None, reference_dir=staged, run=RunContext.create())
+        assert staged is not None
+        ctx = CheckContext(box, tmp_path, None, reference_dir=staged.folder, run=RunContext.create())
         assert read_judge_file("$REFERENCE_DIR/sub/b.md", ctx, 100) == "rubric\n"
         assert read_judge_file("${REFERENCE_DIR}/a.py", ctx, 100) == "A = 1\n"
         with pytest.raises(PermissionError, match="leaves the reference folder"):
@@ -266,12 +267,10 @@ def test_node_packages_are_installed_into_the_sandbox(tmp_path: Path) -> None:
     write(tmp_path / "pkg/index.js", "module.exports = (s) => '>' + s;\n")
     check = criterion("run_command", command="node -e \"console.log(require('local-pad')('x'))\"", expected_stdout=">x")
     assert _agentless(tmp_path / "a", [check]).final_status != "SUCCESS"  # without the package node finds none
-    installed = evaluate_task(
-        tmp_path / "b",
-        agentless_task(
-            success_criteria=[check], sandbox={"python": None, "node": {"env_packages": [str(tmp_path / "pkg")]}}
-        ),
-    )
+    # a local package is installed from the sandbox (a template source): the host's folders are not in its view
+    package = {"type": "template_dir", "path": str(tmp_path / "pkg"), "mount_point": "pkg"}
+    sandbox = {"python": None, "template_sources": [package], "node": {"env_packages": ["./pkg"]}}
+    installed = evaluate_task(tmp_path / "b", agentless_task(success_criteria=[check], sandbox=sandbox))
     assert installed.final_status == "SUCCESS", (installed.error, installed.criteria[0].details)
     broken = evaluate_task(
         tmp_path / "c",

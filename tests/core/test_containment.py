@@ -33,6 +33,7 @@ for path in sys.argv[1:]:
 def _sandbox(folder: Path) -> TempdirSandbox:
     box = TempdirSandbox(folder / "sandbox", SandboxConfig.model_validate({"python": None}))
     box.create(folder)
+    (box.root / "probe.py").write_text(PROBE)
     return box
 
 
@@ -68,7 +69,8 @@ def test_idle_namespaces_are_swept_and_busy_ones_kept(tmp_path: Path, monkeypatc
     marker = f"300.{uuid.uuid4().int % 10**9}"
     busy, agent, idle = (_sandbox(tmp_path / name) for name in ("busy", "agent", "idle"))
     assert busy.run(f"setsid sleep {marker} &", timeout=10).ok
-    agent.agent_launcher()
+    (tmp_path / "home").mkdir()
+    agent.agent_launcher(tmp_path / "home")
     assert idle.run("true", timeout=10).ok
     _sandbox(tmp_path / "new").run("true", timeout=10)  # a fourth namespace: the sweep runs first
     assert not (idle.root.parent / NAMESPACE_FILE).exists()  # nothing ran in it any more: ended
@@ -104,23 +106,24 @@ def test_an_agents_background_processes_last_until_its_evaluation_ends(tmp_path:
 
 
 def test_a_clean_namespace_serves_the_next_evaluation_and_a_dirty_one_never(tmp_path: Path) -> None:
-    """Reuse only when nothing is left running and the mount table is as it started."""
+    """Reuse only when nothing is left running; what one evaluation saw of the namespace, the next does not."""
     first = _sandbox(tmp_path / "first")
-    assert first.run("echo $$ > /dev/null", timeout=10).ok
+    assert first.run("echo first > /tmp/left-behind && echo first > first-was-here", timeout=10).ok
     pid_file = (first.root.parent / NAMESPACE_FILE).read_text()
     release(first.root.parent)
     second = _sandbox(tmp_path / "second")
-    assert second.run("true", timeout=10).ok
+    seen = second.run("ls /tmp; ls /sandbox; mount -t tmpfs none /tmp", timeout=10)
     assert (second.root.parent / NAMESPACE_FILE).read_text() == pid_file  # the same namespace, now the second's
-    assert second.run("mount -t tmpfs none /mnt", timeout=10).ok  # root in there may mount
-    release(second.root.parent)
-    third = _sandbox(tmp_path / "third")
-    assert third.run("! grep -q ' /mnt ' /proc/self/mountinfo", timeout=10).ok  # not the mounted one
-    assert (third.root.parent / NAMESPACE_FILE).read_text() != pid_file
+    assert "left-behind" not in seen.stdout and "first-was-here" not in seen.stdout  # a fresh /tmp, its own sandbox
+    assert seen.exit_code != 0 and "permission denied" in seen.stderr  # root in there cannot mount
     marker = f"300.{uuid.uuid4().int % 10**9}"
-    assert third.run(f"setsid sleep {marker} &", timeout=10).ok
-    release(third.root.parent)
+    assert second.run(f"setsid sleep {marker} &", timeout=10).ok
+    release(second.root.parent)
     assert not _alive(marker)  # ended with its daemon, not kept
+    third = _sandbox(tmp_path / "third")
+    assert third.run("true", timeout=10).ok
+    assert (third.root.parent / NAMESPACE_FILE).read_text() != pid_file
+    release(third.root.parent)
     containment.end_spare()
 
 
@@ -140,23 +143,15 @@ def test_the_namespace_init_shows_no_credential_of_the_harness(tmp_path: Path, m
 def test_commands_cannot_trace_or_read_the_namespace_init_or_its_spawner(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spawner_after: int
 ) -> None:
-    """Root in the namespace, but without CAP_SYS_PTRACE: the init's and (once /proc is unmounted, so that the
-    host's shows) the spawner's memory and environment stay closed, and so does the harness's."""
+    """Root in the namespace, but without CAP_SYS_PTRACE: the init's memory, environment, descriptors (one of
+    them holds the host's mount namespace) and root stay closed; without CAP_SYS_ADMIN, /proc stays the
+    namespace's own (unmounting it to see the host's fails)."""
     _entering(monkeypatch, spawner_after)
     box = _sandbox(tmp_path / "e")
-    (box.root / "probe.py").write_text(PROBE)
-    assert box.run("true", timeout=10).ok  # the spawner, if any, starts
-    spawner = containment._namespaces[Path(os.path.abspath(tmp_path / "e"))].spawner
-    targets = ["/proc/1/mem", "/proc/1/environ"]
-    if spawner is not None:
-        targets += [f"/proc/{spawner.process.pid}/mem", f"/proc/{spawner.process.pid}/environ"]
-    targets += [f"/proc/{os.getpid()}/mem", f"/proc/{os.getpid()}/environ"]
-    done = box.run(
-        f"python3 probe.py /proc/1/mem /proc/1/environ && umount /proc && python3 probe.py {' '.join(targets[2:])}",
-        timeout=30,
-    )
-    assert done.ok, done.stderr
+    targets = ["/proc/1/mem", "/proc/1/environ", "/proc/1/fd/3", "/proc/1/root/etc/hostname", "/proc/1/ns/mnt"]
+    done = box.run(f"python3 probe.py {' '.join(targets)}; umount /proc && echo UNMOUNTED", timeout=30)
     assert "OPENED" not in done.stdout and done.stdout.count("closed") == len(targets), done.stdout
+    assert "UNMOUNTED" not in done.stdout and "must be superuser" in done.stderr
     _finish(box)
 
 
@@ -171,8 +166,9 @@ def test_commands_start_through_a_spawner_the_namespace_cannot_see(
     namespace = containment._namespaces[Path(os.path.abspath(tmp_path / "e"))]
     spawner = namespace.spawner
     assert spawner is not None and spawner.process.poll() is None
-    inside = box.run("readlink /proc/self/ns/pid", timeout=10).stdout.strip()
-    assert inside == os.readlink(f"/proc/{namespace.starter.pid}/ns/pid_for_children")  # born inside
+    inside = box.run("readlink /proc/self/ns/pid /proc/self/ns/mnt", timeout=10).stdout.split()
+    holder = f"/proc/{namespace.holder.pid}/ns"
+    assert inside == [os.readlink(f"{holder}/pid"), os.readlink(f"{holder}/mnt")]  # born inside, in its view
     _finish(box)
     assert spawner.process.poll() is not None  # ended with its namespace
 

@@ -33,6 +33,7 @@ SECTIONS = {
     "StarterFilesSource": "### `template_sources`",
     "StarterFile": "### `template_sources`",
     "SandboxLimits": "### `limits`",
+    "NetworkPolicy": "### `network`",
     "RunLimits": "## `run_limits`",
     "HookCommand": "## `pre_run` and `post_run`",
     "Dataset": "## `dataset`",

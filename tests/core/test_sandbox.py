@@ -92,7 +92,8 @@ def test_effective_ignore_patterns() -> None:
 
 
 def test_python_env_packages_make_a_venv(tmp_path: Path) -> None:
-    package = tmp_path / "localpkg"
+    """Made confined, like any command: a local package is one the sandbox holds (its build reaches PyPI only)."""
+    package = tmp_path / "template" / "localpkg"
     write(
         package / "pyproject.toml",
         '[project]\nname = "localpkg"\nversion = "1.0"\n'
@@ -101,14 +102,19 @@ def test_python_env_packages_make_a_venv(tmp_path: Path) -> None:
     write(package / "localpkg/__init__.py", "ANSWER = 42\n")
     box = TempdirSandbox(
         tmp_path / "run/sandbox",
-        SandboxConfig.model_validate({"python": {"env_packages": [str(package)]}}),
+        SandboxConfig.model_validate(
+            {
+                "python": {"env_packages": ["./localpkg"]},
+                "template_sources": [{"type": "template_dir", "path": "template"}],
+            }
+        ),
         cache_dir=tmp_path / "cache",
     )
     box.create(tmp_path)
     done = box.run("python -c 'import localpkg, sys; print(localpkg.ANSWER, sys.prefix)'", timeout=60)
     assert done.ok, done.stderr
     answer, prefix = done.stdout.split()
-    assert answer == "42" and Path(prefix) == box.root / ".venv"
+    assert answer == "42" and Path(prefix) == box.workdir / ".venv" and (box.root / ".venv").is_dir()
 
 
 def test_commands_run_in_the_sandbox_without_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -118,7 +124,7 @@ def test_commands_run_in_the_sandbox_without_credentials(tmp_path: Path, monkeyp
     box.create(tmp_path)
     done = box.run("pwd; env | grep -c -E 'ANTHROPIC|MY_SERVICE' || true; echo sk-ant-super-secret-value", timeout=10)
     lines = done.stdout.split()
-    assert Path(lines[0]) == box.root and lines[1] == "0" and lines[2] == "***"
+    assert Path(lines[0]) == box.workdir and lines[1] == "0" and lines[2] == "***"
 
 
 def test_each_command_sees_the_environment_as_it_is_now(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -59,9 +59,10 @@ def _start(tmp_path: Path, task: Path) -> subprocess.Popen[str]:
     )
 
 
-def _wait_for(path: Path, process: subprocess.Popen[str], seconds: float = 90) -> None:
+def _wait_for(pattern: str, tmp_path: Path, process: subprocess.Popen[str], seconds: float = 90) -> None:
+    """Until a file matching ``pattern`` (under tmp_path) exists: a command's signal, left in its sandbox."""
     deadline = time.monotonic() + seconds
-    while not path.exists():
+    while not list(tmp_path.glob(pattern)):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.1)
 
@@ -83,8 +84,8 @@ def test_no_process_survives_a_completed_run(tmp_path: Path) -> None:
 
 def test_no_process_survives_ctrl_c(tmp_path: Path) -> None:
     marker = str(uuid.uuid4().int % 10**9)
-    process = _start(tmp_path, _task(tmp_path, marker, then=f"touch {tmp_path}/agent-started; sleep 57"))
-    _wait_for(tmp_path / "agent-started", process)
+    process = _start(tmp_path, _task(tmp_path, marker, then="touch agent-started; sleep 57"))
+    _wait_for("runs/*/default/escapes/00/sandbox/agent-started", tmp_path, process)
     assert len(_survivors(marker)) >= 8  # pre_run's and the agent's daemons are running
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=30)
@@ -94,8 +95,8 @@ def test_no_process_survives_ctrl_c(tmp_path: Path) -> None:
 
 def test_no_process_survives_kill_9_of_the_cli(tmp_path: Path) -> None:
     marker = str(uuid.uuid4().int % 10**9)
-    process = _start(tmp_path, _task(tmp_path, marker, then=f"touch {tmp_path}/agent-started; sleep 57"))
-    _wait_for(tmp_path / "agent-started", process)
+    process = _start(tmp_path, _task(tmp_path, marker, then="touch agent-started; sleep 57"))
+    _wait_for("runs/*/default/escapes/00/sandbox/agent-started", tmp_path, process)
     assert len(_survivors(marker)) >= 8
     process.kill()
     process.communicate(timeout=30)

@@ -131,9 +131,8 @@ def _check(sandbox: TempdirSandbox, thresholds: dict[str, float]):
 
 
 def test_the_check_runs_the_cli_offline_and_scores_the_fraction_of_thresholds_met(sandbox: TempdirSandbox) -> None:
-    recorded = sandbox.root.parent / "recorded.json"
-    recorded.write_text(RECORDED)
-    _stand_in_cli(sandbox, f'echo "$UIPATH_TELEMETRY_ENABLED $*" > args.txt; cp {recorded} {RESULTS_FILE}')
+    (sandbox.root / "recorded.json").write_text(RECORDED)
+    _stand_in_cli(sandbox, f'echo "$UIPATH_TELEMETRY_ENABLED $*" > args.txt; cp recorded.json {RESULTS_FILE}')
     result = _check(sandbox, {"category": 0.7, "category::fscore": 0.8, "output": 0.8})
     assert (sandbox.root / "args.txt").read_text().strip() == (
         f"false eval --output-file {RESULTS_FILE} --no-report -- triage t.json"

@@ -17,14 +17,14 @@ pytestmark = __import__("pytest").mark.slow
 def test_interrupt_kills_running_commands_and_exits_130(tmp_path: Path) -> None:
     write(
         tmp_path / "slow.yaml",
-        f"""
+        """
         task_id: slow
         description: slow
-        agent: {{type: none}}
-        sandbox: {{python: null}}
-        dataset: {{rows: [{{id: a}}, {{id: b}}, {{id: c}}]}}
-        pre_run: [{{command: "echo started >> {tmp_path}/started.txt; sleep 57", timeout: 120}}]
-        success_criteria: [{{type: run_command, command: "true", description: t}}]
+        agent: {type: none}
+        sandbox: {python: null}
+        dataset: {rows: [{id: a}, {id: b}, {id: c}]}
+        pre_run: [{command: "echo started > started.txt; sleep 57", timeout: 120}]
+        success_criteria: [{type: run_command, command: "true", description: t}]
         """,
     )
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
@@ -39,7 +39,7 @@ def test_interrupt_kills_running_commands_and_exits_130(tmp_path: Path) -> None:
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 60
-    while not (tmp_path / "started.txt").exists() and time.monotonic() < deadline:
+    while not list(tmp_path.glob("runs/*/default/*/00/sandbox/started.txt")) and time.monotonic() < deadline:
         time.sleep(0.2)
     interrupted = time.monotonic()
     process.send_signal(signal.SIGINT)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -16,19 +17,29 @@ import pandas as pd
 import pytest
 
 from ..support.helpers import run_cli, run_folders, write
+from ..support.ledger import Ledger
 
 pytestmark = pytest.mark.slow
 CLI = Path(sys.executable).parent / "coder-eval"
 
 
-def _task(folder: Path, task_id: str, pre_run: str) -> None:
+@pytest.fixture
+def ledger() -> Iterator[Ledger]:
+    """What ran, across runs: the tasks' commands report to it (they cannot write the host's files)."""
+    served = Ledger()
+    yield served
+    served.close()
+
+
+def _task(folder: Path, task_id: str, pre_run: str, ledger: Ledger) -> None:
+    sandbox = {"python": None, "network": ledger.network}
     write(
         folder / f"{task_id}.yaml",
         f"""
         task_id: {task_id}
         description: {task_id}
         agent: {{type: none}}
-        sandbox: {{python: null}}
+        sandbox: {json.dumps(sandbox)}
         pre_run: [{{command: {json.dumps(pre_run)}, timeout: 60}}]
         success_criteria: [{{type: run_command, command: "true", description: t}}]
         """,
@@ -40,11 +51,12 @@ def _only_run(runs: Path) -> Path:
     return run_dir
 
 
-def test_a_killed_run_resumes_without_rerunning_what_finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    log = tmp_path / "ran.log"
+def test_a_killed_run_resumes_without_rerunning_what_finished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ledger: Ledger
+) -> None:
     names = [f"t{i}" for i in range(6)]
     for name in names:
-        _task(tmp_path / "tasks", name, f"echo {name} >> {log}; sleep 0.6")
+        _task(tmp_path / "tasks", name, f"{ledger.report(name)}; sleep 0.6", ledger)
     home, runs = tmp_path / "home", tmp_path / "runs"
     env = {**os.environ, "DAGSTER_HOME": str(home)}
     command = [str(CLI), "run", str(tmp_path / "tasks"), "--runs-dir", str(runs), "--concurrency", "1"]
@@ -63,7 +75,7 @@ def test_a_killed_run_resumes_without_rerunning_what_finished(tmp_path: Path, mo
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     resumed = run_cli("run", "--resume", run_dir, "--concurrency", "2")
     assert resumed.code == 0, resumed.err + resumed.out
-    counts = {name: log.read_text().split().count(name) for name in names}
+    counts = {name: ledger.names.count(name) for name in names}
     assert all(counts[name] == 1 for name in finished_before), counts  # never run twice
     assert all(counts[name] in (1, 2) for name in names)  # the one cut short ran again
     document = json.loads((run_dir / "run.json").read_text())
@@ -77,12 +89,11 @@ def test_a_killed_run_resumes_without_rerunning_what_finished(tmp_path: Path, mo
 
 
 def test_retry_errors_reruns_only_the_errors_and_junit_reports_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ledger: Ledger
 ) -> None:
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
-    flag, log = tmp_path / "flaky-once", tmp_path / "ran.log"
-    _task(tmp_path / "tasks", "flaky", f"echo flaky >> {log}; test -f {flag} || (touch {flag}; exit 3)")
-    _task(tmp_path / "tasks", "steady", f"echo steady >> {log}")
+    _task(tmp_path / "tasks", "flaky", f"{ledger.report('flaky')}; curl -sf {ledger.url}/once-flaky || exit 3", ledger)
+    _task(tmp_path / "tasks", "steady", ledger.report("steady"), ledger)
     write(
         tmp_path / "tasks/failing.yaml",
         """
@@ -110,7 +121,8 @@ def test_retry_errors_reruns_only_the_errors_and_junit_reports_them(
     run_dir = _only_run(tmp_path / "runs")
     retried = run_cli("run", "--retry-errors", run_dir)
     assert retried.code == 1  # "failing" still fails; it is not an ERROR, so it is not re-run
-    assert sorted(log.read_text().split()) == ["flaky", "flaky", "steady"]  # only flaky ran again
+    ran = [name for name in ledger.names if not name.startswith("once-")]
+    assert sorted(ran) == ["flaky", "flaky", "steady"]  # only flaky ran again
     document = json.loads((run_dir / "run.json").read_text())
     assert {t["task_id"]: t["status"] for t in document["task_results"]} == {
         "failing": "FAILURE",

@@ -1,5 +1,6 @@
-"""A claude-code task under the docker driver through the installed CLI: the agent runs in the container and
-reaches the scripted API on the host's loopback (``network: host``)."""
+"""A claude-code task under the docker driver through the installed CLI: the agent runs in the container, whose
+confined network (the default) has no way out but the harness's proxies, and reaches the scripted API on the
+host's loopback through the model proxy."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def test_claude_code_in_a_container_succeeds_and_its_tools_never_see_the_key(
             ]
         )
     )
-    sandbox = {"driver": "docker", "network": "host", "python": None, "image": docker_image}
+    sandbox = {"driver": "docker", "python": None, "image": docker_image}
     success = [{"type": "file_contains", "path": "out.txt", "includes": ["inside"], "description": "in the container"}]
     task = claude_code_task(tmp_path / "tasks", "docker", sandbox=sandbox, success_criteria=success)
     outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, key))

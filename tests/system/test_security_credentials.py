@@ -81,27 +81,29 @@ def _forms(value: str) -> list[bytes]:
     return [value.encode(), value[::-1].encode(), *encoded]
 
 
-def _attacks(tmp_path: Path, stage: str) -> str:
+def _attacks(stage: str) -> str:
     """Run the scanner and the plain reads; keep the findings in the sandbox, and print them too."""
     return (
-        f"{{ umount /proc; python3 {tmp_path}/attack.py; env; cat /proc/$PPID/environ /proc/$PPID/cmdline; "
+        f"{{ umount /proc; python3 attack.py; env; cat /proc/$PPID/environ /proc/$PPID/cmdline; "
         f"env | rev; env | base64; }} 2>&1 | tee leak-{stage}.txt; test -s leak-{stage}.txt"
     )
 
 
-def _task(tmp_path: Path, release_file: Path) -> Path:
-    write(tmp_path / "attack.py", ATTACK)
-    wait = f"while [ ! -e {release_file} ]; do sleep 0.1; done"
+def _task(tmp_path: Path) -> Path:
+    """The attacks from every stage; the agent's last Bash call waits for a ``release`` file in its sandbox."""
+    write(tmp_path / "template" / "attack.py", ATTACK)
+    wait = "while [ ! -e release ]; do sleep 0.1; done"
     criteria = [
-        {"type": "run_command", "command": _attacks(tmp_path, "criterion"), "description": "attacks"},
+        {"type": "run_command", "command": _attacks("criterion"), "description": "attacks"},
         {"type": "file_contains", "path": "leak-agent.txt", "includes": ["control ok"], "description": "scan"},
     ]
     return write_replay_task(
         tmp_path,
         "thief",
-        [_attacks(tmp_path, "agent"), wait],
-        [_attacks(tmp_path, "pre_run")],
+        [_attacks("agent"), wait],
+        [_attacks("pre_run")],
         success_criteria=criteria,
+        sandbox={"python": None, "template_sources": [{"type": "template_dir", "path": "template"}]},
     )
 
 
@@ -118,20 +120,19 @@ def _tables_text(tables: Path) -> bytes:
 
 def test_no_credential_is_reachable_or_recorded_in_any_form(tmp_path: Path) -> None:
     planted = _credentials()
-    release_file = tmp_path / "release"
     cli = Path(sys.executable).parent / "coder-eval"
     process = subprocess.Popen(
-        [str(cli), "run", str(_task(tmp_path, release_file)), "--runs-dir", str(tmp_path / "runs")],
+        [str(cli), "run", str(_task(tmp_path)), "--runs-dir", str(tmp_path / "runs")],
         env={**os.environ, **planted, "DAGSTER_HOME": str(tmp_path / "home")},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 120
-    while not list(tmp_path.glob("runs/latest/default/thief/00/sandbox/leak-agent.txt")):
+    while not (found := list(tmp_path.glob("runs/latest/default/thief/00/sandbox/leak-agent.txt"))):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.1)
     running_environ = Path(f"/proc/{process.pid}/environ").read_bytes()  # the CLI's, mid-run
-    release_file.touch()
+    (found[0].parent / "release").touch()
     out, err = process.communicate(timeout=120)
     assert process.returncode == 0, (out + err).decode()  # every attack ran and the memory scan found its control
 

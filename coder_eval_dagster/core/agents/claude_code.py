@@ -290,13 +290,16 @@ def build_options(agent_input: AgentInput, session: Session, home: Path, route: 
 
     config, limits = agent_input.config, agent_input.limits
     env = cli_environment(agent_environment(agent_input.sandbox), home, route)
-    env.update(agent_input.run.telemetry.cli_environment(agent_input.trace_id))
+    telemetry = agent_input.run.telemetry.cli_environment(agent_input.trace_id)
+    if "OTEL_EXPORTER_OTLP_ENDPOINT" in telemetry:  # the CLI's own telemetry: let it through the network policy
+        agent_input.sandbox.grant(telemetry["OTEL_EXPORTER_OTLP_ENDPOINT"])
+    env.update(telemetry)
     plugins = copied_plugins(config, home)  # before the HOME is copied into a container (agent_command)
     settings = config.claude_settings
     if isinstance(settings, dict):
         settings = json.dumps(settings)
-    elif isinstance(settings, str):
-        settings = str((agent_input.task_dir / settings).resolve())
+    elif isinstance(settings, str):  # into the HOME: the CLI, confined, sees it there (not the task's folder)
+        settings = str(shutil.copyfile(agent_input.task_dir / settings, home / "settings.json"))
     hooks: dict[HookEvent, list[HookMatcher]] = {
         "PreToolUse": [HookMatcher(matcher=None, hooks=[session.pre_tool])],
         "PostToolUse": [HookMatcher(matcher=None, hooks=[session.post_tool])],
@@ -322,7 +325,7 @@ def build_options(agent_input: AgentInput, session: Session, home: Path, route: 
                 home,
                 agent_input.sandbox.agent_command(home, bundled_cli()),
                 [*env, *SDK_VARIABLES],
-                agent_input.sandbox.agent_launcher(),
+                agent_input.sandbox.agent_launcher(home),
             )
         ),
         **config.sdk_options,

@@ -207,12 +207,12 @@ async def _converse(agent_input: AgentInput, session: CodexSession, home: Path, 
         home,
         agent_input.sandbox.agent_command(home, str(bundled_codex_path())),
         list(env),
-        agent_input.sandbox.agent_launcher(),
+        agent_input.sandbox.agent_launcher(home),
     )
     config = CodexConfig(codex_bin=str(wrapper), cwd=str(agent_input.sandbox.root), env=env)
     async with AsyncCodex(config) as codex:
         thread = await codex.thread_start(
-            cwd=str(agent_input.sandbox.root), sandbox=Sandbox.full_access, model=agent_input.config.model
+            cwd=str(agent_input.sandbox.workdir), sandbox=Sandbox.full_access, model=agent_input.config.model
         )
         if session.model is None:
             session.model = (await thread.read()).thread.model

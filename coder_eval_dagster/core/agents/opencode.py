@@ -60,6 +60,7 @@ from .base import AgentInput, AgentOutput
 VERSION = "1.18.33"  # opencode-ai on the npm registry
 RIPGREP_VERSION = "14.1.0"  # the newest ripgrep with a Linux wheel on PyPI
 INSTALL_DIR_VARIABLE = "CODER_EVAL_OPENCODE_DIR"
+SHOWN_IN_HOME = "opencode-installation"  # where the CLI sees its installation: in its HOME, read-only
 INSTALL_TIMEOUT_S = 900.0
 CONFIG_FILE = "opencode.json"
 OUTPUT_CHARS = 2000
@@ -125,13 +126,18 @@ class Installation:
     def ready(self) -> bool:
         return self.cli.exists() and (self.tools / "rg").exists() and (self.config_packages / "node_modules").exists()
 
+    def seen_from(self, home: Path) -> Installation:
+        """The installation where the CLI sees it: shown read-only in its HOME (the confined sandbox it runs in
+        does not show the user's cache, where it is)."""
+        return Installation(home / SHOWN_IN_HOME)
+
     def lay_config_folder(self, home: Path) -> None:
         """HOME's opencode config folder with those packages in it (opencode would fetch them at every start)."""
         folder = home / ".config" / "opencode"
         folder.mkdir(parents=True)
         for name in ("package.json", "package-lock.json"):
             shutil.copyfile(self.config_packages / name, folder / name)
-        (folder / "node_modules").symlink_to(self.config_packages / "node_modules")
+        (folder / "node_modules").symlink_to(self.seen_from(home).config_packages / "node_modules")
 
     def check(self) -> None:
         if not self.ready():
@@ -267,7 +273,7 @@ def write_config(home: Path, config: AgentConfig, provider: str, model: str, gra
 def environment(agent_input: AgentInput, home: Path, installation: Installation, grant: Grant) -> dict[str, str]:
     """The CLI's environment: its home and config, ripgrep first on PATH, no fetch of anything."""
     env = base_environment(agent_input.sandbox.environment(), home, PASSED_THROUGH)
-    env["PATH"] = f"{installation.tools}{os.pathsep}{env['PATH']}"
+    env["PATH"] = f"{installation.seen_from(home).tools}{os.pathsep}{env['PATH']}"
     env.update(
         {
             "OPENCODE_CONFIG": str(home / CONFIG_FILE),
@@ -460,9 +466,9 @@ async def _converse(
     """The exchanges of one session: the prompt, then each user message of a dialog, until it ends."""
     env = environment(agent_input, home, installation, grant)
     sandbox = agent_input.sandbox
-    wrapper = write_wrapper(
-        home, sandbox.agent_command(home, str(installation.cli)), list(env), sandbox.agent_launcher()
-    )
+    seen = installation.seen_from(home)
+    launcher = sandbox.agent_launcher(home, {installation.root: seen.root})
+    wrapper = write_wrapper(home, sandbox.agent_command(home, str(seen.cli)), list(env), launcher)
     prompt: str | None = agent_input.prompt or ""
     while prompt is not None:
         await asyncio.wait_for(_exchange(agent_input, session, wrapper, env, prompt), timeout=agent_input.time_limit())

@@ -28,7 +28,8 @@ from ..models.agent import AgentConfig
 from ..models.base import rule_error
 from ..models.results import message_usage
 from ..sandbox import containment
-from ..sandbox.tempdir import LOOPBACK
+from ..sandbox.egress import LOOPBACK, model_only
+from ..sandbox.holder import SANDBOX_PATH
 from ..sandbox.templates import TemplateError, copy_template_dir, effective_ignore_patterns
 from .judge_base import JudgeBase
 from .judging import (
@@ -193,7 +194,7 @@ def build_options(
 
     from ..secrets import sandbox_environment
 
-    env = cli_environment(sandbox_environment({"GIT_CEILING_DIRECTORIES": str(workspace.parent)}), home, route)
+    env = cli_environment(sandbox_environment({"GIT_CEILING_DIRECTORIES": str(SANDBOX_PATH.parent)}), home, route)
     tools = offered_tools(config)
     managed: dict[str, Any] = {
         "model": route.model_id(config.model or DEFAULT_JUDGE_MODEL),
@@ -246,8 +247,9 @@ def run_agent(run: JudgeRun, criterion: AgentJudge, ctx: CheckContext, config: A
     try:
         proxied = ctx.run.agent_route(LOOPBACK)  # the judge runs on this machine, whatever the task's driver
         with agent_home("coder-eval-judge-") as home, ctx.run.judges.slot(), proxied as route:
-            # its own process namespace, like an agent's: nothing it starts outlives it or sees the harness
-            launcher = containment.agent_launcher(workspace.parent, workspace)
+            # its own namespaces, like an agent's: nothing it starts outlives it or sees the harness; the workspace
+            # at /sandbox, no network but the model proxy
+            launcher = containment.agent_launcher(workspace.parent, workspace, model_only("score"), home)
             options = build_options(config, criterion, route, workspace, home, launcher, transcript)
             asyncio.run(asyncio.wait_for(converse(options, run.prompt, transcript), criterion.turn_timeout))
     except TimeoutError:

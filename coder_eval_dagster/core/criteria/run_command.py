@@ -62,10 +62,11 @@ def _score_line(stdout: str) -> tuple[float | None, list[str]]:
 
 
 def with_reference_dir(command: str, ctx: CheckContext) -> str:
-    """The command with ``REFERENCE_DIR`` exported to it, when the task has a reference folder."""
-    if ctx.reference_dir is None:
+    """The command with ``REFERENCE_DIR`` exported to it (where the command sees the folder), when the task has
+    a reference folder."""
+    if ctx.reference_seen is None:
         return command
-    return f"export {REFERENCE_DIR}={shlex.quote(str(ctx.reference_dir))}\n{command}"
+    return f"export {REFERENCE_DIR}={shlex.quote(str(ctx.reference_seen))}\n{command}"
 
 
 @checks(RunCommand)

@@ -448,6 +448,14 @@ class TaskConfig(BaseModel):
     lineage: dict[str, Any] = Field(default_factory=dict)  # not recorded: resolution keeps no per-field layer
 
 
+class RefusedConnection(BaseModel):
+    """A connection the sandbox's network policy refused (``sandbox.network``): where to, and in which phase."""
+
+    host: str
+    port: int
+    phase: str  # setup, pre_run, agent, score, post_run
+
+
 class EvaluationResult(BaseModel):
     """One row-task x variant x replicate: task.json, coder_eval's ``EvaluationResult`` and ours beside it."""
 
@@ -495,6 +503,7 @@ class EvaluationResult(BaseModel):
     prompt: str | None = Field(default=None, exclude=True)  # written as ``iterations[0].user_input``
     warnings: list[str] = Field(default_factory=list)
     environment_info: dict[str, Any] = Field(default_factory=dict)  # judge_transport: anthropic | bedrock | none
+    refused_connections: list[RefusedConnection] = Field(default_factory=list)  # by the egress policy
     simulation: SimulationInfo | None = None  # a simulated dialog's outcome; None: a single-shot run
     dialog: list[DialogMessage] = Field(default_factory=list)
     task_config: TaskConfig | None = None

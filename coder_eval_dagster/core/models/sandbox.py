@@ -103,18 +103,44 @@ NO_HOST_VARIABLES = (
 UNSUPPORTED_DOCKER_KEYS = {
     "dockerfile_path": BUILD_YOURSELF,
     "build": BUILD_YOURSELF,
-    "working_dir": "the sandbox is the working directory, mounted at its own path",
+    "working_dir": "the sandbox is the working directory, mounted at /sandbox",
     "env_passthrough": NO_HOST_VARIABLES,
     "env_passthrough_extra": NO_HOST_VARIABLES,
     "extra_mounts": "no host folder but the sandbox is mounted: copy what it needs with template_sources",
 }
 
 
+class NetworkPolicy(StrictModel):
+    """What a sandbox's commands and agent may reach (both drivers): the hosts allowed, or the open network."""
+
+    allow: list[str] = Field(default_factory=list)
+    open: bool = False
+
+    @field_validator("allow")
+    @classmethod
+    def _host_ports(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            host, _, port = entry.rpartition(":")
+            if not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65536 or "/" in host:
+                raise ValueError(f"{entry!r} is not host:port (a name or an address, and a port from 1 to 65535)")
+        return entries
+
+    @model_validator(mode="after")
+    def _open_or_allow(self) -> NetworkPolicy:
+        if self.open and self.allow:
+            raise rule_error("allow", "an open network allows everything: drop allow, or open")
+        return self
+
+
+Network = Literal["bridge", "none", "host"] | NetworkPolicy  # a block, or one of docker's network names
+
+
 class DockerConfig(StrictModel):
-    """The docker driver's settings (read only under ``driver: docker``)."""
+    """The docker driver's settings, in coder_eval's place: the image (read only under ``driver: docker``), and
+    the network (``sandbox.network`` by another name)."""
 
     image: str | None = Field(default=None, min_length=1)
-    network: Literal["bridge", "none", "host"] = "bridge"
+    network: Network | None = None  # coder_eval's spelling of sandbox.network: the same setting, both drivers
 
     @model_validator(mode="before")
     @classmethod
@@ -194,9 +220,10 @@ class SandboxConfig(StrictModel):
     record_cli: list[RecordedCli] = Field(default_factory=list)
     mock_path_dirs: list[str] = Field(default_factory=list)
     docker: DockerConfig = Field(default_factory=DockerConfig)
-    # This project's first spelling of docker.image and docker.network, kept (setting both ways is refused).
+    # This project's first spelling of docker.image, kept (setting both ways is refused).
     image: str | None = Field(default=None, min_length=1)
-    network: Literal["bridge", "none", "host"] | None = None
+    # Both drivers' (beyond the guide): what commands and agents may reach, phase by phase.
+    network: Network = Field(default_factory=NetworkPolicy)
 
     @field_validator("driver")
     @classmethod
@@ -219,14 +246,16 @@ class SandboxConfig(StrictModel):
 
     @model_validator(mode="after")
     def _one_spelling(self) -> SandboxConfig:
-        """``image`` / ``network`` fill ``docker``'s; the same setting given both ways must agree."""
-        for name in ("image", "network"):
-            flat, nested = getattr(self, name), getattr(self.docker, name)
-            if flat is None:
-                continue
-            if name in self.docker.model_fields_set and nested != flat:
-                raise rule_error(name, f"set once: sandbox.{name} and sandbox.docker.{name} differ")
-            setattr(self.docker, name, flat)
+        """``image`` fills ``docker.image``; ``docker.network`` fills ``network`` (whose home is here: it binds
+        under both drivers). The same setting given both ways must agree."""
+        if self.image is not None:
+            if "image" in self.docker.model_fields_set and self.docker.image != self.image:
+                raise rule_error("image", "set once: sandbox.image and sandbox.docker.image differ")
+            self.docker.image = self.image
+        if self.docker.network is not None:
+            if "network" in self.model_fields_set and self.network != self.docker.network:
+                raise rule_error("network", "set once: sandbox.network and sandbox.docker.network differ")
+            self.network = self.docker.network
         return self
 
     @model_validator(mode="after")

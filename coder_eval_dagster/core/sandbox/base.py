@@ -2,19 +2,22 @@
 
 A driver (``tempdir``, ``docker``) implements it and is registered in
 ``sandbox/__init__.py``'s ``DRIVERS``; ``sandbox.driver`` in a task picks
-one. Paths are the host's: a driver that runs commands elsewhere (a
-container) mounts the sandbox at the same path, so that criteria read what
-the commands wrote where they wrote it.
+one. ``root`` is the sandbox on this machine, where criteria read it;
+``workdir`` is the same folder as commands and agents see it (tempdir:
+``/sandbox``; docker: mounted at the same path as ``root``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
 
 from ..files import CRITERION_READ_CAP
 from ..models.results import CommandRun
 from ..models.sandbox import SandboxConfig
+from .egress import Refusal
 from .process import Interrupt
 
 
@@ -53,12 +56,33 @@ class Sandbox(Protocol):
         """The command that starts an agent CLI in this sandbox, with ``home`` as its HOME."""
         ...
 
-    def agent_launcher(self) -> list[str]:
-        """The argv prefix an agent CLI is started through (into the evaluation's process namespace)."""
+    def agent_launcher(self, home: Path, read_only: Mapping[Path, Path] | None = None) -> list[str]:
+        """The argv prefix an agent CLI whose HOME is ``home`` is started through (into the evaluation's
+        namespaces), with ``read_only``'s host folders shown read-only at their paths in ``home`` (its installed
+        tools, where the sandbox would not show them)."""
         ...
 
-    def share(self, folder: Path) -> None:
-        """Let the sandbox's commands read a host folder at its own path (the criteria's reference folder)."""
+    @property
+    def workdir(self) -> Path:
+        """The sandbox folder as its commands and agents see it (``root`` is where it is on this machine)."""
+        ...
+
+    def set_phase(self, phase: str) -> None:
+        """The evaluation's stage now (setup, pre_run, agent, score, post_run): the network policy follows it."""
+        ...
+
+    def grant(self, url: str) -> None:
+        """Let the agent phase reach ``url``'s host and port: an endpoint the harness itself points the agent CLI
+        at (its telemetry's), which the task's network policy need not name."""
+        ...
+
+    def take_refused(self) -> list[Refusal]:
+        """The connections the network policy refused since the last call."""
+        ...
+
+    def shared(self, folder: Path) -> AbstractContextManager[Path]:
+        """Let the sandbox's commands reach a host folder for the block (the criteria's reference folder); yields
+        its path as they see it."""
         ...
 
     def model_proxy_host(self) -> str:

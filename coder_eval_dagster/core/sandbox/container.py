@@ -1,8 +1,10 @@
 """An evaluation's container (docker driver): started on first use, found again by any stage, removed at its end.
 
-The sandbox folder, the evaluation's I/O folder and the shared uv cache are
-bind-mounted at the same paths as on the host, the agent CLIs this harness
-ships read-only: a path means the same thing on both sides. The container's
+The sandbox folder is bind-mounted at ``/sandbox`` (its working directory:
+a path that names no run, variant or row, as under tempdir), the
+evaluation's I/O folder at ``/run/coder-eval``; the shared uv cache and the
+agent CLIs this harness ships (read-only) at the same paths as on the host,
+which name no evaluation. The container's
 id is kept in ``container.json`` beside the sandbox, so that every stage of
 the evaluation, in any process, finds it; a stage that finds none (a
 rescore, a container swept meanwhile) starts a fresh one on the same folder.
@@ -28,6 +30,7 @@ from ..models.sandbox import SandboxConfig
 from .engine import (
     LABEL,
     LABEL_OWNER,
+    EngineError,
     client,
     container_running,
     labelled_containers,
@@ -36,6 +39,7 @@ from .engine import (
     require_image,
     sweep_orphans,
 )
+from .holder import SANDBOX_PATH
 from .process import Interrupt
 
 log = logging.getLogger(__name__)
@@ -43,6 +47,58 @@ IMAGE_UID = 1000  # the image's `sandbox` user
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 CONTAINER_CA_BUNDLE = "/etc/coder-eval/ca-certificates.crt"
 _OOM_COUNTER = re.compile(r"^oom_kill (\d+)$", re.MULTILINE)
+EGRESS_SOCKET = "egress.sock"  # in the I/O folder: the harness listens there, the container's forwarder connects
+IO_PATH = Path("/run/coder-eval")  # the I/O folder, as the container sees it
+# The forwarder (the image's python3, as the container's user): listens on the container's 127.0.0.1 at each
+# port given and relays each connection to the harness's socket, its first line naming the port. It returns
+# once they are bound (its listening half lives on, reaped by the container's init); a port already forwarded
+# is skipped.
+FORWARDER = r"""
+import os, socket, sys, threading
+os.chdir(os.path.dirname(sys.argv[1]))  # connected to by its name: a socket's path may be at most 107 bytes long
+path, listeners = os.path.basename(sys.argv[1]), []
+for port in map(int, sys.argv[2:]):
+    listener = socket.socket()
+    try:
+        listener.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    listener.listen(64)
+    listeners.append((listener, port))
+if not listeners or os.fork():
+    os._exit(0)
+os.setsid()
+null = os.open("/dev/null", os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)
+def pump(source, sink):
+    try:
+        while data := source.recv(65536):
+            sink.sendall(data)
+    except OSError:
+        pass
+    try:
+        sink.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+def relay(client, port):
+    with client, socket.socket(socket.AF_UNIX) as harness:
+        try:
+            harness.connect(path)
+            harness.sendall(b"%d\n" % port)
+        except OSError:
+            return
+        back = threading.Thread(target=pump, args=(harness, client))
+        back.start()
+        pump(client, harness)
+        back.join()
+def accept(listener, port):
+    while True:
+        client, _ = listener.accept()
+        threading.Thread(target=relay, args=(client, port), daemon=True).start()
+for listener, port in listeners:
+    threading.Thread(target=accept, args=(listener, port)).start()
+"""
 # cgroup v2, then v1: the container sees its own memory cgroup at one of these.
 _OOM_COMMAND = ["cat", "/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"]
 
@@ -58,9 +114,13 @@ class Container:
         uv_cache: Path | None,
         labels: dict[str, str],
         interrupt: Interrupt,
+        forwarded: list[int] | None = None,
     ):
+        """``forwarded``: a confined network's ports relayed to the harness (its egress proxy, allowed loopback
+        ports); None: the container's network is ``sandbox.network``'s own (``bridge``, ``host``, ``none``)."""
         self.folder, self.config, self.image = folder, config, image
         self.uv_cache, self.labels, self.interrupt = uv_cache, labels, interrupt
+        self.forwarded = forwarded
 
     @property
     def sandbox(self) -> Path:
@@ -70,6 +130,19 @@ class Container:
     def io_dir(self) -> Path:
         """Where commands write their output (a file, so that a background daemon cannot hold a pipe open)."""
         return self.folder / DOCKER_IO_DIR
+
+    @property
+    def egress_socket(self) -> Path:
+        return self.io_dir / EGRESS_SOCKET
+
+    def forward(self, ports: list[int]) -> None:
+        """Relay the container's 127.0.0.1 at ``ports`` to the harness (those already relayed stay as they are)."""
+        api = client().api
+        argv = ["python3", "-I", "-S", "-c", FORWARDER, str(IO_PATH / EGRESS_SOCKET), *map(str, ports)]
+        exec_id = api.exec_create(self.id(), argv, user=self.user)["Id"]
+        api.exec_start(exec_id)
+        if api.exec_inspect(exec_id)["ExitCode"] != 0:
+            raise EngineError(f"the container's network forwarder did not start (ports {ports})")
 
     @property
     def user(self) -> str:
@@ -102,8 +175,8 @@ class Container:
             (self.folder / CONTAINER_FILE).unlink(missing_ok=True)
         shutil.rmtree(self.io_dir, ignore_errors=True)
 
-    def copy_in(self, folder: Path) -> None:
-        """Copy a host folder into the container at the same path, owned by the container's user."""
+    def copy_in(self, folder: Path, at: Path | None = None) -> None:
+        """Copy a host folder into the container at ``at`` (else the same path), owned by the container's user."""
         uid, gid = (int(part) for part in self.user.split(":"))
 
         def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
@@ -112,7 +185,7 @@ class Container:
 
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as archive:
-            archive.add(folder, arcname=str(folder).lstrip("/"), filter=owned)
+            archive.add(folder, arcname=str(at or folder).lstrip("/"), filter=owned)
         client().api.put_archive(self.id(), "/", buffer.getvalue())
 
     def oom_killed(self) -> bool:
@@ -137,24 +210,25 @@ class Container:
         require_image(self.image)
         self.sandbox.mkdir(parents=True, exist_ok=True)
         self.io_dir.mkdir(exist_ok=True)
-        mounts = {self.sandbox: "rw", self.io_dir: "rw"}
+        mounts = {self.sandbox: (SANDBOX_PATH, "rw"), self.io_dir: (IO_PATH, "rw")}
         if self.uv_cache is not None:
             self.uv_cache.mkdir(parents=True, exist_ok=True)
-            mounts[self.uv_cache] = "rw"
+            mounts[self.uv_cache] = (self.uv_cache, "rw")
         if os.geteuid() == 0:
             for folder in mounts:
                 _chown_tree(folder, IMAGE_UID)
-        volumes = {str(path): {"bind": str(path), "mode": mode} for path, mode in mounts.items()}
+        volumes = {str(path): {"bind": str(inside), "mode": mode} for path, (inside, mode) in mounts.items()}
         volumes |= {str(path): {"bind": str(path), "mode": "ro"} for path in agent_cli_folders()}
         if HOST_CA_BUNDLE.is_file():
             volumes[str(HOST_CA_BUNDLE)] = {"bind": CONTAINER_CA_BUNDLE, "mode": "ro"}
+        network = self.config.network
         container = client().containers.create(
             self.image,
             ["sleep", "infinity"],
             init=True,  # reaps orphans: zombies would count against the pids limit
             user=self.user,
-            working_dir=str(self.sandbox),
-            network_mode=self.config.docker.network,
+            working_dir=str(SANDBOX_PATH),
+            network_mode=network if isinstance(network, str) else "bridge" if self.forwarded is None else "none",
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
             volumes=volumes,
@@ -166,6 +240,8 @@ class Container:
             json.dumps({"id": container.id, "image": self.image}), encoding="utf-8"
         )
         container.start()
+        if self.forwarded is not None:
+            self.forward(self.forwarded)
         return str(container.id)
 
     def _labels(self) -> dict[str, str]:

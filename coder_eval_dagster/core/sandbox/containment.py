@@ -1,54 +1,67 @@
-"""One set of namespaces per evaluation, so that no process it started outlives it or reaches the harness.
+"""One set of namespaces per evaluation, so that no process it started outlives it, reaches the harness, sees
+the host's files or reaches the network beyond what its task allows.
 
 Every sandbox command and agent CLI of an evaluation runs inside the same
-user, PID and mount namespaces (``unshare``): an agent CLI enters them with
-``nsenter``, a command through the namespace's spawner (see ``spawner``).
-The namespace's first process, a small holder, is its init: when it dies the
-kernel kills every process inside, ``setsid`` daemons and double forks
+user, PID and mount namespaces and, when its network is confined, a network
+namespace (``unshare``): an agent CLI enters them with ``nsenter``, a
+command through the namespace's spawner (see ``spawner``). The namespace's
+first process, its holder (``holder``), builds what the commands see of the
+file system (the system folders read-only, the evaluation's sandbox at
+``/sandbox``, a private ``/tmp``) and is the namespace's init: when it dies
+the kernel kills every process inside, ``setsid`` daemons and double forks
 included.
 The holder dies when
 
 - the evaluation ends (:func:`release`, keyed by the evaluation's folder, so
   a process other than the one that started the namespace can end it too);
 - the run is interrupted (:func:`release_all`);
-- the harness dies, even by ``kill -9``: the holder reads a pipe only the
-  harness holds open, and its end of file is the harness's death. (A pipe
-  rather than ``PR_SET_PDEATHSIG``, which fires when the *thread* that
-  started the child ends, and Dagster starts commands from pool threads.)
+- the harness dies, even by ``kill -9``: the holder reads a socket only the
+  harness holds the other end of, and its end of file is the harness's death.
+  (A socket rather than ``PR_SET_PDEATHSIG``, which fires when the *thread*
+  that started the child ends, and Dagster starts commands from pool threads.)
 
 A namespace in which nothing is left running when its evaluation (or phase)
 lets go of it goes back to a small pool and serves the next evaluation: starting
-one costs two processes, and a large run would otherwise start two per row. It
-is reused only when nothing but its init is left in it and its mount table is
-the one it started with (commands are root in there and may mount); the pool
-is emptied when a step's evaluations are done (:func:`end_spare`).
+one costs two processes (the holder is a Python program), and a large run would
+otherwise start two per row. The next evaluation to take it has its own
+sandbox mounted and a fresh ``/tmp``; one with a process still running is
+ended, never reused. The pool is emptied when a step's evaluations are done
+(:func:`end_spare`).
 
 Inside, ``/proc`` is the namespace's own: the harness is not even visible.
 Commands run as root of the user namespace (mapped to the user coder-eval
-runs as, so files keep their usual rights), which gives no privilege over
-any process outside it: even with that ``/proc`` unmounted, the harness's
-environment and memory cannot be read, nor the harness signalled.
+runs as, so files keep their usual rights) without ``CAP_SYS_ADMIN`` and
+``CAP_SYS_PTRACE``: they cannot change what they see of the file system,
+and root of their own user namespace gives them no privilege over any
+process outside it: the harness's environment and memory cannot be read,
+nor the harness signalled.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
-import select
 import signal
+import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..layout import NAMESPACE_FILE
+from ..model_proxy import shared_proxy
+from . import egress
+from .egress import Gate, Handler
+from .holder import SANDBOX_PATH, Holder, HolderError, holder_argv
 from .pidwait import wait_for
 from .spawner import Spawner
 
 START_TIMEOUT_S = 10.0
 END_TIMEOUT_S = 10.0
+REPLY_TIMEOUT_S = 10.0  # the holder answers at once; a silent one is broken
 # A run keeps every evaluation between its stages. Beyond this many namespaces, starting one first
 # lets go of the idle ones (nothing but their init left, no command running, no agent: back to the
 # spares, or ended), so that a large run does not hold a namespace per evaluation; a later command
@@ -59,34 +72,28 @@ SWEEP_ABOVE = 32
 # run's get one early, while a run of a few rows never pays for it.
 SPAWNER_AFTER = 8
 # Whatever an agent CLI or a command starts inside, it cannot trace (or read the memory of) the
-# namespace's init or spawner, which keep the capability: a compromised init could hide a process
-# from the count that decides whether a namespace is reused.
-NO_TRACING = ["setpriv", "--bounding-set", "-sys_ptrace", "--"]
-# Idle namespaces kept for the next evaluations (each is two processes and two pipes).
+# namespace's init or spawner, which keep the capabilities, nor mount, unmount or remount anything
+# (what it sees of the file system is the holder's to decide).
+NO_TRACING = ["setpriv", "--bounding-set", "-sys_ptrace,-sys_admin", "--"]
+# Idle namespaces kept for the next evaluations, of each kind (each is two processes and a socket).
 SPARE_MAX = 16
-# The namespace's init. bash (unlike dash) reaps every child, orphans included, from its SIGCHLD handler.
-# Each line on stdin asks how many processes the namespace holds (its own /proc, globbed without a fork);
-# at end of file bash exits and the kernel kills everyone inside.
-HOLDER = [
-    "bash",
-    "--noprofile",
-    "--norc",
-    "-c",
-    "echo ready; while read -r _; do set -- /proc/[0-9]*; echo $#; done",
-    "coder-eval-namespace",  # its name in ps
-]
 
 
 class ContainmentError(RuntimeError):
-    """The namespace could not be created (no unshare, or not allowed here)."""
+    """The namespace could not be created (no unshare, or not allowed here), or could not show the sandbox."""
 
 
 @dataclass
 class _Namespace:
-    starter: subprocess.Popen[bytes]  # unshare: in the user and mount namespaces; its child, the holder, is init
-    mounts: str  # its mount table when it started
+    starter: subprocess.Popen[bytes]  # unshare: in the user and outer mount namespaces; its child, the holder, is init
+    holder: Holder
+    network: bool  # a network namespace of its own (confined), else the host's network
+    gate: Gate | None = None  # the network policy of the evaluation it serves now
+    egress: socket.socket | None = None  # the egress proxy's listener inside (network namespaces)
+    listeners: dict[int, socket.socket] = field(default_factory=dict)  # the evaluation's: model proxy, forwards
     commands: int = 0  # sandbox commands running in it now
     agent: bool = False  # an agent CLI was started in it: kept until the evaluation ends
+    mounts: int = 0  # host folders mounted in it for a while (see mounted): kept until they are unmounted
     spawner: Spawner | None = None  # started at its SPAWNER_AFTER-th command
     spawner_broken: bool = False  # it could not start, or failed: commands enter with nsenter
     commands_run: int = 0  # over every evaluation it served
@@ -96,7 +103,7 @@ class _Namespace:
         self.commands_run += 1
         if self.spawner is None and not self.spawner_broken and self.commands_run > SPAWNER_AFTER:
             try:
-                self.spawner = Spawner(Path(f"/proc/{self.starter.pid}/ns"))
+                self.spawner = Spawner(Path(f"/proc/{self.holder.pid}/ns"), self.network)
             except OSError:
                 self.spawner_broken = True
         if self.spawner is not None and self.spawner.broken:
@@ -105,49 +112,68 @@ class _Namespace:
             return self.spawner
         return None
 
-    def reusable(self, processes: int) -> bool:
-        """With ``processes`` in it (its init alone) and no mount added or removed: as good as a new one."""
-        return processes == 1 and self.mount_table() == self.mounts
-
-    def mount_table(self) -> str:
-        try:
-            return Path(f"/proc/{self.starter.pid}/mountinfo").read_text(encoding="utf-8")
-        except OSError:
-            return ""
-
     def processes(self) -> int:
         """How many processes the namespace holds, its init included (0: it is gone)."""
-        assert self.starter.stdin is not None and self.starter.stdout is not None
-        try:
-            self.starter.stdin.write(b"?\n")
-            self.starter.stdin.flush()
-            return int(self.starter.stdout.readline() or 0)
-        except (OSError, ValueError):
-            return 0
+        return self.holder.processes()
+
+    def in_use(self) -> bool:
+        """A command runs in it, an agent was started in it, or a folder is mounted in it for a while: its
+        evaluation still needs it, whatever runs in it now."""
+        return bool(self.agent or self.commands or self.mounts)
+
+    def listen(self, port: int, handle: Handler) -> None:
+        """Accept on the namespace's 127.0.0.1:``port`` (for the evaluation it serves), with ``handle``."""
+        if port not in self.listeners:
+            self.listeners[port] = self.holder.listen(port)
+            egress.acceptor().serve(self.listeners[port], handle)
+
+    def proxy(self, connection: socket.socket) -> None:
+        """A client of the egress proxy, under the gate of the evaluation served now (none: nothing passes)."""
+        egress.proxy(connection, self.gate or Gate((), (), model=False))
+
+    def forward(self, connection: socket.socket, *, port: int) -> None:
+        """A connection to an allowed port of the host's loopback, under the gate of the evaluation served now."""
+        egress.forward(connection, self.gate or Gate((), (), model=False), port)
 
 
 _namespaces: dict[Path, _Namespace] = {}
-_spare: list[_Namespace] = []
+_spare: dict[bool, list[_Namespace]] = {True: [], False: []}  # by kind: confined network or not
 _lock = threading.Lock()
 
 
-def agent_launcher(folder: Path, cwd: Path) -> list[str]:
-    """The argv prefix that starts an agent CLI in the namespace of the evaluation in ``folder``, in ``cwd``."""
-    namespace = _namespace_of(_key(folder))
+def agent_launcher(
+    folder: Path, sandbox: Path, gate: Gate | None, home: Path, read_only: Mapping[Path, Path] | None = None
+) -> list[str]:
+    """The argv prefix that starts an agent CLI in the namespace of the evaluation in ``folder``: its working
+    folder ``sandbox`` (at ``/sandbox``), its ``home`` (under /tmp) at the same path with ``read_only``'s host
+    folders read-only at their places in it (an installed CLI the view leaves out), the model proxy reachable
+    at its grant's address, and the host loopback ports the gate lets it reach (those granted since the
+    namespace was claimed too: the harness's telemetry endpoint)."""
+    namespace = _namespace_of(_key(folder), sandbox, gate)
     namespace.agent = True
-    return _prefix(namespace, cwd)
+    namespace.holder.ask("bind", str(home), str(home))
+    for source, target in (read_only or {}).items():
+        if not target.is_relative_to(home):
+            raise ContainmentError(f"{target} is not in the agent's home {home}")
+        namespace.holder.ask("bind", str(source), str(target), "ro")
+    if gate is not None and gate.model:
+        proxy = shared_proxy()
+        namespace.listen(proxy.port(), proxy.serve_connection)
+    for port in gate.loopback_ports() if gate is not None else []:
+        namespace.listen(port, functools.partial(namespace.forward, port=port))
+    return _prefix(namespace)
 
 
 @contextlib.contextmanager
-def command_launcher(folder: Path, cwd: Path) -> Iterator[Spawner | list[str]]:
+def command_launcher(folder: Path, sandbox: Path, gate: Gate | None) -> Iterator[Spawner | list[str]]:
     """How one sandbox command enters the evaluation's namespace: its spawner, else an ``nsenter`` prefix.
 
     The namespace is in use until the block ends.
     """
-    namespace = _namespace_of(_key(folder), command=True)
+    namespace = _namespace_of(_key(folder), sandbox, gate, command=True)
     spawner = namespace.free_spawner()
     try:
-        yield spawner if spawner is not None else _prefix(namespace, cwd)
+        yield spawner if spawner is not None else _prefix(namespace)
     finally:
         if spawner is not None:
             spawner.lock.release()
@@ -155,27 +181,51 @@ def command_launcher(folder: Path, cwd: Path) -> Iterator[Spawner | list[str]]:
             namespace.commands -= 1
 
 
+@contextlib.contextmanager
+def mounted(folder: Path, sandbox: Path, gate: Gate | None, source: Path, target: Path) -> Iterator[None]:
+    """The host folder ``source`` at ``target`` (under /tmp) in the evaluation's namespace, for the block.
+
+    The namespace is kept meanwhile, even with nothing running in it: a
+    command of the block's must find the folder there.
+    """
+    namespace = _namespace_of(_key(folder), sandbox, gate)
+    with _lock:
+        namespace.mounts += 1
+    try:
+        namespace.holder.ask("bind", str(source), str(target))
+        yield
+    finally:
+        with _lock:
+            namespace.mounts -= 1
+        with contextlib.suppress(HolderError):  # the namespace ended meanwhile (an interrupt): nothing to undo
+            namespace.holder.ask("unbind", str(target))
+
+
 def _key(folder: Path) -> Path:
     """An evaluation's folder as the namespaces are keyed: absolute, without a file system walk (resolve())."""
     return Path(os.path.abspath(folder))
 
 
-def _prefix(namespace: _Namespace, cwd: Path) -> list[str]:
-    """``nsenter`` into the namespace, then ``setpriv``: what it starts cannot trace the namespace's init."""
-    ns = f"/proc/{namespace.starter.pid}/ns"
+def _prefix(namespace: _Namespace) -> list[str]:
+    """``nsenter`` into the namespace, then ``setpriv`` (what it starts cannot trace the namespace's init, nor
+    change its mounts), then into ``/sandbox`` (``nsenter --wd`` opens its folder before entering)."""
+    ns = f"/proc/{namespace.holder.pid}/ns"
+    network = [f"--net={ns}/net"] if namespace.network else []
     return [
         "nsenter",
         f"--user={ns}/user",
-        f"--pid={ns}/pid_for_children",
+        f"--pid={ns}/pid",
         f"--mount={ns}/mnt",
-        f"--wd={cwd.resolve()}",
+        *network,
         "--",
         *NO_TRACING,
+        "env",
+        f"--chdir={SANDBOX_PATH}",
     ]
 
 
-def _namespace_of(folder: Path, command: bool = False) -> _Namespace:
-    """The evaluation's namespace, started on first use.
+def _namespace_of(folder: Path, sandbox: Path, gate: Gate | None, command: bool = False) -> _Namespace:
+    """The evaluation's namespace, started (or taken from the spares) on first use, its sandbox shown.
 
     Started outside the global lock (the holder's start is the slow part): one
     evaluation's stages run one after another on one thread, so only
@@ -185,9 +235,11 @@ def _namespace_of(folder: Path, command: bool = False) -> _Namespace:
         namespace = _namespaces.get(folder)
         if namespace is not None and namespace.starter.poll() is None:
             namespace.commands += command
+            namespace.gate = gate
             return namespace
-    namespace = _take_spare() or _start()
-    _claim(folder, namespace)
+    network = gate is not None
+    namespace = _take_spare(network) or _start(network)
+    _claim(folder, namespace, sandbox, gate)
     namespace.commands += command
     with _lock:
         _namespaces[folder] = namespace
@@ -199,10 +251,10 @@ def _namespace_of(folder: Path, command: bool = False) -> _Namespace:
 
 def _end_if_idle(folder: Path, namespace: _Namespace) -> None:
     """Let go of a namespace with nothing but its init left, no command running and no agent."""
-    if namespace.agent or namespace.commands or (processes := namespace.processes()) > 1:
+    if namespace.in_use() or (processes := namespace.processes()) > 1:
         return
     with _lock:
-        if _namespaces.get(folder) is not namespace or namespace.commands:
+        if _namespaces.get(folder) is not namespace or namespace.in_use():
             return
         del _namespaces[folder]
     _forget(folder)
@@ -222,72 +274,101 @@ def release_if_idle(folder: Path) -> None:
         _end_if_idle(folder, namespace)
 
 
-def _start() -> _Namespace:
-    """Start the holder in new user, PID and mount namespaces, and wait until it runs."""
-    argv = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child=SIGKILL", "--mount-proc", "--"]
+def _start(network: bool) -> _Namespace:
+    """Start the holder in new user, PID, mount (and network) namespaces, and wait until its view is built."""
+    control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    argv = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child=SIGKILL", "--mount"]
+    argv += ["--net"] if network else []
     try:
         starter = subprocess.Popen(
-            [*argv, *HOLDER],
-            stdin=subprocess.PIPE,  # only the harness holds its write end: the harness's death ends the holder
-            stdout=subprocess.PIPE,
+            [*argv, "--", *holder_argv(network)],
+            stdin=theirs.fileno(),  # the holder's control socket: only the harness holds the other end
+            stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             start_new_session=True,  # a Ctrl-C in the terminal reaches the harness, which ends it
             env={"PATH": os.environ.get("PATH", os.defpath)},  # nothing of the harness's environment
         )
     except OSError as exc:
+        control.close()
         raise ContainmentError(f"cannot start a process namespace: {exc}") from None
-    assert starter.stdout is not None and starter.stderr is not None
-    poller = select.poll()
-    poller.register(starter.stdout, select.POLLIN)
-    if not (poller.poll(START_TIMEOUT_S * 1000) and starter.stdout.readline() == b"ready\n"):
+    finally:
+        theirs.close()
+    assert starter.stderr is not None
+    control.settimeout(START_TIMEOUT_S)
+    try:
+        ready = control.recv(64)
+    except OSError:
+        ready = b""
+    if ready != b"ready":
+        control.close()
         starter.kill()
         why = starter.stderr.read().decode(errors="replace").strip() if starter.wait() else "timed out"
-        raise ContainmentError(f"cannot start a process namespace: {why}")
+        raise ContainmentError(f"cannot start a process namespace: {why or 'timed out'}")
     starter.stderr.close()
-    namespace = _Namespace(starter, mounts="")
-    namespace.mounts = namespace.mount_table()
+    control.settimeout(REPLY_TIMEOUT_S)
+    namespace = _Namespace(starter, Holder(control, starter), network)
+    if network:
+        namespace.egress = namespace.holder.listen(egress.EGRESS_PORT)
+        egress.acceptor().serve(namespace.egress, namespace.proxy)
     return namespace
 
 
-def _claim(folder: Path, namespace: _Namespace) -> None:
-    """The namespace serves the evaluation in ``folder`` now: say so there, for another process to end it."""
+def _claim(folder: Path, namespace: _Namespace, sandbox: Path, gate: Gate | None) -> None:
+    """The namespace serves the evaluation in ``folder`` now: its sandbox at ``/sandbox``, its gate, the host's
+    loopback ports it allows; said in its folder, for another process to end it."""
     folder.mkdir(parents=True, exist_ok=True)
     pid_namespace = os.readlink(f"/proc/{namespace.starter.pid}/ns/pid_for_children")
     (folder / NAMESPACE_FILE).write_text(f"{namespace.starter.pid} {pid_namespace}\n", encoding="utf-8")
+    namespace.gate = gate
+    try:
+        namespace.holder.ask("claim", os.path.abspath(sandbox))
+        for port in gate.loopback_ports() if gate is not None else []:
+            namespace.listen(port, functools.partial(namespace.forward, port=port))
+    except HolderError as exc:
+        _forget(folder)
+        _end(namespace)
+        raise ContainmentError(f"cannot show the sandbox {sandbox} to its commands: {exc}") from None
 
 
-def _take_spare() -> _Namespace | None:
+def _take_spare(network: bool) -> _Namespace | None:
     while True:
         with _lock:
-            if not _spare:
+            if not _spare[network]:
                 return None
-            namespace = _spare.pop()
+            namespace = _spare[network].pop()
         if namespace.starter.poll() is None:
             return namespace
         _end(namespace)  # ended from outside meanwhile: reap it
 
 
 def _recycle(namespace: _Namespace, processes: int | None = None) -> None:
-    """Keep a namespace its evaluation let go of for the next one, when it is clean and there is room.
+    """Keep a namespace its evaluation let go of for the next one, when nothing is left running in it and there
+    is room (no listener of the evaluation's left; the next one to take it gets a fresh /tmp).
 
     ``processes``: how many it holds, when the caller has just asked.
     """
-    namespace.commands, namespace.agent = 0, False
-    if namespace.starter.poll() is None and namespace.reusable(
-        namespace.processes() if processes is None else processes
-    ):
+    namespace.commands, namespace.agent, namespace.mounts, namespace.gate = 0, False, 0, None
+    _stop_listeners(namespace)
+    if namespace.starter.poll() is None and (namespace.processes() if processes is None else processes) == 1:
         with _lock:
-            if len(_spare) < SPARE_MAX:
-                _spare.append(namespace)
+            if len(_spare[namespace.network]) < SPARE_MAX:
+                _spare[namespace.network].append(namespace)
                 return
     _end(namespace)
+
+
+def _stop_listeners(namespace: _Namespace) -> None:
+    listeners, namespace.listeners = list(namespace.listeners.values()), {}
+    for listener in listeners:
+        egress.acceptor().stop(listener)
 
 
 def end_spare() -> None:
     """End the idle namespaces kept for reuse (a step's evaluations are done)."""
     with _lock:
-        spare = list(_spare)
-        _spare.clear()
+        spare = [namespace for kind in _spare.values() for namespace in kind]
+        for kind in _spare.values():
+            kind.clear()
     for namespace in spare:
         _end(namespace)
 
@@ -313,24 +394,24 @@ def _forget(folder: Path) -> None:
 def release_all() -> None:
     """An interrupted run: end every namespace this process started."""
     with _lock:
-        namespaces = [*_namespaces.values(), *_spare]
+        namespaces = [*_namespaces.values(), *(namespace for kind in _spare.values() for namespace in kind)]
         _namespaces.clear()
-        _spare.clear()
+        for kind in _spare.values():
+            kind.clear()
     for namespace in namespaces:
         _end(namespace)
 
 
 def _end(namespace: _Namespace) -> None:
     """End the holder, and so everyone inside (a command the spawner waits on too), then the spawner."""
+    namespace.holder.close()  # the holder reads its end of file and exits
     starter = namespace.starter
-    for pipe in (starter.stdin, starter.stdout):
-        if pipe is None:  # (never: both are pipes)
-            continue
-        with contextlib.suppress(OSError):
-            pipe.close()  # the holder reads its end of file and exits
     if not wait_for(starter, END_TIMEOUT_S):  # unshare returns once the holder, and so everyone inside, is gone
         starter.kill()  # a process inside that will not die (uninterruptible sleep): do not wait for it forever
         starter.wait()
+    _stop_listeners(namespace)
+    if namespace.egress is not None:
+        egress.acceptor().stop(namespace.egress)
     if namespace.spawner is not None:
         namespace.spawner.close()
 

@@ -1,8 +1,8 @@
 """The `docker` sandbox driver: one container per evaluation (``container.py``), whose limits bind.
 
 The evaluation's sandbox folder stays on the host (criteria read it there,
-rescoring reuses it) and is bind-mounted into the container at the same
-path. Every command runs in the container through the engine's exec API;
+rescoring reuses it) and is bind-mounted into the container at ``/sandbox``,
+as tempdir shows it. Every command runs in the container through the engine's exec API;
 this module is that exec and its I/O, the container's environment, and how
 an agent CLI is started inside it.
 
@@ -15,25 +15,31 @@ timeout, or when the run is interrupted, takes the container with it.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import shlex
+import socket
 import sys
 import time
 import uuid
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from ..model_proxy import shared_proxy
 from ..models.results import CommandRun
-from ..models.sandbox import SandboxConfig
+from ..models.sandbox import NetworkPolicy, SandboxConfig
 from ..secrets import redact
-from .container import CONTAINER_CA_BUNDLE, HOST_CA_BUNDLE, Container
+from .container import CONTAINER_CA_BUNDLE, HOST_CA_BUNDLE, IO_PATH, Container
+from .egress import EGRESS_PORT, LOOPBACK, acceptor, proxy_environment, refusal_notes, serve_forwarded
 from .engine import (
     EngineError,
     client,
     default_image,
 )
 from .process import INTERRUPTED_ERROR, Interrupt, read_capped
-from .tempdir import LOOPBACK, VENV_TIMEOUT_S, TempdirSandbox
+from .tempdir import SHARED_PATH, VENV_TIMEOUT_S, TempdirSandbox
 from .templates import TemplateError
 
 CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -57,9 +63,21 @@ class DockerSandbox(TempdirSandbox):
             root.absolute(), config, cache_dir.absolute() if cache_dir is not None else None, interrupt=interrupt
         )
         uv_cache = self.cache_dir.with_name(f"{self.cache_dir.name}-docker") if self.cache_dir is not None else None
+        # a confined network: the container has none, and a forwarder relays its egress proxy's port and the
+        # allowed loopback ports to this process (see egress); else sandbox.network is the container's own
+        network = config.network
+        confined = isinstance(network, NetworkPolicy) and not network.open
+        forwarded = [EGRESS_PORT, *self.gate.loopback_ports()] if confined and self.gate is not None else None
         self.container = Container(
-            self.root.parent, config, config.docker.image or default_image(), uv_cache, labels or {}, self.interrupt
+            self.root.parent,
+            config,
+            config.docker.image or default_image(),
+            uv_cache,
+            labels or {},
+            self.interrupt,
+            forwarded,
         )
+        self._egress: socket.socket | None = None  # this process's listener on the container's egress socket
 
     def environment(self) -> dict[str, str]:
         """What every command in the container sees: nothing of the host's environment."""
@@ -67,16 +85,18 @@ class DockerSandbox(TempdirSandbox):
             "PATH": CONTAINER_PATH,
             "HOME": "/tmp",
             "LANG": "C.UTF-8",
-            "GIT_CEILING_DIRECTORIES": str(self.root.parent),
+            "GIT_CEILING_DIRECTORIES": str(self.workdir.parent),
             "PYTHONDONTWRITEBYTECODE": "1",
         }
         if self.venv is not None:
-            env["VIRTUAL_ENV"] = str(self.venv)
-            env["PATH"] = f"{self.venv / 'bin'}:{CONTAINER_PATH}"
+            env["VIRTUAL_ENV"] = str(self.workdir / ".venv")
+            env["PATH"] = f"{self.workdir / '.venv' / 'bin'}:{CONTAINER_PATH}"
         if self.container.uv_cache is not None:  # the containers' own: it belongs to the container user
             env["UV_CACHE_DIR"] = str(self.container.uv_cache)
         if HOST_CA_BUNDLE.is_file():  # the host's CAs: package indexes behind an intercepting proxy
             env |= {"SSL_CERT_FILE": CONTAINER_CA_BUNDLE, "PIP_CERT": CONTAINER_CA_BUNDLE}
+        if self.container.forwarded is not None:
+            env |= proxy_environment()
         return env
 
     # ----------------------------------------------------------------- lifecycle
@@ -89,7 +109,7 @@ class DockerSandbox(TempdirSandbox):
 
     def _make_venv(self) -> None:
         packages = self.config.python.env_packages if self.config.python else []
-        venv, install = shlex.quote(str(self.venv)), shlex.join(packages)
+        venv, install = shlex.quote(str(self.workdir / ".venv")), shlex.join(packages)
         for step in (
             f"uv venv --quiet --python python3 {venv}",
             f"uv pip install --quiet --python {venv}/bin/python {install}",
@@ -99,32 +119,68 @@ class DockerSandbox(TempdirSandbox):
                 raise TemplateError(f"creating the sandbox venv failed: {(done.error or done.stderr).strip()[-800:]}")
 
     def close(self) -> None:
+        if self._egress is not None:
+            acceptor().stop(self._egress)
+            self._egress = None
         self.container.close()
 
-    def share(self, folder: Path) -> None:
-        """A copy of the host folder in the container, at the same path."""
-        self.container.copy_in(folder)
+    @contextlib.contextmanager
+    def shared(self, folder: Path) -> Iterator[Path]:
+        """A copy of the host folder in the container, where a tempdir sandbox's commands see it (gone with the
+        container; the host's path would name the run, the variant and the row)."""
+        self.container.copy_in(folder, SHARED_PATH)
+        yield SHARED_PATH
+
+    def _serve_egress(self) -> None:
+        """Listen on the container's egress socket from this process (once; any process of the harness may run
+        one of the evaluation's stages, and the container's forwarder connects to whoever listens now)."""
+        if self.container.forwarded is None or self._egress is not None or self.gate is None:
+            return
+        path = self.container.egress_socket
+        path.unlink(missing_ok=True)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        folder = os.open(path.parent, os.O_PATH | os.O_DIRECTORY)
+        try:  # through the folder's descriptor: a socket's path may be at most 107 bytes long
+            listener.bind(f"/proc/self/fd/{folder}/{path.name}")
+        finally:
+            os.close(folder)
+        path.chmod(0o777)  # the container's user connects
+        listener.listen(64)
+        acceptor().serve(listener, functools.partial(serve_forwarded, gate=self.gate))
+        self._egress = listener
 
     # ----------------------------------------------------------------- agents
 
-    def agent_launcher(self) -> list[str]:
-        """Nothing to prefix: the container is the agent's confinement (``agent_command`` enters it)."""
+    def agent_launcher(self, home: Path, read_only: Mapping[Path, Path] | None = None) -> list[str]:
+        """Nothing to prefix: the container is the agent's confinement (``agent_command`` enters it); ``read_only``'s
+        folders are copied in, where the CLI expects them."""
+        for source, target in (read_only or {}).items():
+            self.container.copy_in(source, target)
         return []
 
     def model_proxy_host(self) -> str:
-        """Where the CLI in the container reaches this machine: loopback on the host's network, else the
-        bridge's gateway (the model proxy then also listens there; other hosts cannot reach that address)."""
-        if self.config.docker.network != "bridge":
+        """Where the CLI in the container reaches this machine: its loopback (a confined network: the forwarder;
+        the host's network), else the bridge's gateway (the model proxy then also listens there; other hosts
+        cannot reach that address)."""
+        network = self.config.network
+        if network != "bridge" and not (isinstance(network, NetworkPolicy) and network.open):
             return LOOPBACK
         return str(client().networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"])
 
     def agent_command(self, home: Path, cli: str) -> str:
-        """A launcher running ``cli`` in the container (see docker_attach), with ``home`` copied in at its path."""
+        """A launcher running ``cli`` in the container (see docker_attach), with ``home`` copied in at its path
+        and, under a confined network, the model proxy's port relayed (and the loopback ports granted since the
+        container started: the harness's telemetry endpoint)."""
         self.container.copy_in(home)
+        if self.container.forwarded is not None and self.gate is not None:
+            self._serve_egress()
+            model = [shared_proxy().port()] if self.gate.model else []
+            self.container.forward([*model, *self.gate.loopback_ports()])
         launcher = home / "docker" / Path(cli).name
         launcher.parent.mkdir(exist_ok=True)
         container, user = self.container.id(), self.container.user
         spec = {"container": container, "user": user, "docker_host": os.environ.get("DOCKER_HOST")}
+        spec["workdir"] = str(self.workdir)  # the CLI's (this machine's sandbox path is its SDK's working folder)
         module = "coder_eval_dagster.core.sandbox.docker_attach"
         command = [sys.executable, "-m", module, json.dumps(spec), cli]
         launcher.write_text(f'#!/bin/sh\nexec {shlex.join(command)} "$@"\n', encoding="utf-8")
@@ -138,8 +194,13 @@ class DockerSandbox(TempdirSandbox):
         if self.interrupt.is_set():
             return CommandRun(command=command, error=INTERRUPTED_ERROR)
         start = time.perf_counter()
+        refused = len(self.gate.refused) if self.gate is not None else 0
         try:
-            return self._exec(self.container.id(), command, timeout, start)
+            container = self.container.id()
+            self._serve_egress()
+            done = self._exec(container, command, timeout, start)
+            done.stderr += refusal_notes(self.gate, refused)
+            return done
         except EngineError as exc:
             return CommandRun(command=command, error=str(exc), duration_s=round(time.perf_counter() - start, 3))
         except Exception as exc:  # the engine refused the exec (container gone, pids limit at exec time)
@@ -150,10 +211,10 @@ class DockerSandbox(TempdirSandbox):
         token = uuid.uuid4().hex
         out, err = self.container.io_dir / f"{token}.out", self.container.io_dir / f"{token}.err"
         script = 'exec timeout -s KILL "$0" /bin/sh -c "$1" >"$2" 2>"$3" </dev/null'
-        argv = ["/bin/sh", "-c", script, f"{timeout:g}", command, str(out), str(err)]
+        argv = ["/bin/sh", "-c", script, f"{timeout:g}", command, *(str(IO_PATH / path.name) for path in (out, err))]
         api = client().api
         exec_id = api.exec_create(
-            container, argv, environment=self.environment(), workdir=str(self.root), user=self.container.user
+            container, argv, environment=self.environment(), workdir=str(self.workdir), user=self.container.user
         )
         api.exec_start(exec_id["Id"], detach=True)
         exit_code, stopped = self._wait(exec_id["Id"], start + timeout + KILL_GRACE_S)

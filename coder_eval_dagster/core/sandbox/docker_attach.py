@@ -10,7 +10,8 @@ agent's allow-list.
 
     python -m coder_eval_dagster.core.sandbox.docker_attach SPEC_JSON CLI [ARG...]
 
-SPEC_JSON: {"container": id, "user": "uid:gid", "docker_host": str | null}.
+SPEC_JSON: {"container": id, "user": "uid:gid", "docker_host": str | null, "workdir": the CLI's working folder in
+the container}.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def attach(spec: dict[str, Any], argv: list[str]) -> int:
     api = docker.from_env(timeout=None).api  # type: ignore[arg-type]  # None: no timeout (the stubs say int)
     environment = {k: v for k, v in os.environ.items() if k != "DOCKER_HOST"}
     exec_id = api.exec_create(
-        spec["container"], argv, stdin=True, environment=environment, workdir=os.getcwd(), user=spec["user"]
+        spec["container"], argv, stdin=True, environment=environment, workdir=spec["workdir"], user=spec["user"]
     )["Id"]
     stream = api.exec_start(exec_id, socket=True)
     # docker-py's SocketIO wraps the connection's socket in _sock; its other streams are socket-like themselves.

@@ -78,10 +78,11 @@ def install_mocks(root: Path, config: SandboxConfig) -> None:
 
 
 def agent_path_dirs(sandbox: Sandbox) -> list[str]:
-    """The folders put first on the agent's PATH: the shims', then each mock folder that exists."""
-    dirs = [sandbox.root / RECORD_CLI_DIR] if sandbox.config.record_cli else []
-    dirs += [sandbox.root / relative for relative in sandbox.config.mock_path_dirs]
-    return [str(folder) for folder in dirs if folder.is_dir()]
+    """The folders put first on the agent's PATH, as the agent sees them (under ``workdir``): the shims', then
+    each mock folder that exists."""
+    dirs = [RECORD_CLI_DIR] if sandbox.config.record_cli else []
+    dirs += sandbox.config.mock_path_dirs
+    return [str(sandbox.workdir / relative) for relative in dirs if (sandbox.root / relative).is_dir()]
 
 
 def agent_environment(sandbox: Sandbox) -> dict[str, str]:

@@ -200,8 +200,9 @@ def run_shell(
     env: dict[str, str] | None = None,
     launcher: Sequence[str] | Spawner = (),
 ) -> CommandRun:
-    """Run ``command`` with ``/bin/sh -c`` in its own process group, through ``launcher`` (into a namespace:
-    an argv prefix or the namespace's spawner); none starts once the run's ``interrupt`` is raised.
+    """Run ``command`` with ``/bin/sh -c`` in its own process group in ``cwd`` (as the command sees it), through
+    ``launcher`` (into a namespace: an argv prefix, which says the folder itself, or the namespace's spawner);
+    none starts once the run's ``interrupt`` is raised.
 
     Output is read from pipes as it comes, capped in memory (nothing goes to
     disk). A command that starts a background daemon (``server &``) returns
@@ -216,7 +217,7 @@ def run_shell(
             return launcher.spawn(argv, cwd, env)
         return subprocess.Popen(
             [*launcher, *argv],
-            cwd=cwd,
+            cwd=None if launcher else cwd,
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -37,8 +37,8 @@ from pathlib import Path
 from .pidwait import wait_for
 
 REPLY_TIMEOUT_S = 10.0  # the spawner answers at once; a silent one is broken
-# Runs as ``python -I -S -c SPAWNER <fds of the user, mount and PID namespaces> coder-eval-spawner`` (its
-# name in the host's ps), the socket as its stdin. A request: cwd, the argv's length, argv,
+# Runs as ``python -I -S -c SPAWNER coder-eval-spawner <fd>:<kind>...`` (its name in the host's ps; the
+# namespaces to enter, the user namespace first), the socket as its stdin. A request: cwd, the argv's length, argv,
 # NAME=value..., NUL-separated (no json: the spawner's start-up is paid per namespace).
 SPAWNER = r"""
 import _socket, array, ctypes, os, sys
@@ -47,10 +47,11 @@ def check(result, what):
     if result != 0:
         sys.exit(what + ": " + os.strerror(ctypes.get_errno()))
 # user first (it gives the capabilities the others need); PID: the children we start are born inside
-for fd, kind in zip(map(int, sys.argv[1:4]), (0x10000000, 0x00020000, 0x20000000)):
+for fd, kind in (map(int, word.split(":")) for word in sys.argv[2:]):
     check(libc.setns(fd, kind), "setns")
     os.close(fd)
 check(libc.prctl(24, 19, 0, 0, 0), "PR_CAPBSET_DROP CAP_SYS_PTRACE")  # for every command started
+check(libc.prctl(24, 21, 0, 0, 0), "PR_CAPBSET_DROP CAP_SYS_ADMIN")
 check(libc.prctl(4, 0, 0, 0, 0), "PR_SET_DUMPABLE")  # after setns, which may set it again
 sock = _socket.socket(fileno=os.dup(0))
 os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
@@ -112,19 +113,22 @@ class Spawned:
 class Spawner:
     """The spawner of one namespace (see the module docstring); one command at a time."""
 
-    def __init__(self, namespaces: Path):
-        """``namespaces``: the ``/proc/<pid>/ns`` folder of the namespace's first process."""
+    def __init__(self, namespaces: Path, network: bool):
+        """``namespaces``: the ``/proc/<pid>/ns`` folder of the namespace's first process; ``network``: enter its
+        network namespace too (a confined one)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.lock = threading.Lock()
         self.broken = False  # it failed: the namespace's later commands enter with nsenter
         self.socket = ours
         self.socket.settimeout(REPLY_TIMEOUT_S)
-        fds = [os.open(namespaces / name, os.O_RDONLY) for name in ("user", "mnt", "pid_for_children")]
+        kinds = {"user": 0x10000000, "mnt": 0x00020000, "pid": 0x20000000} | ({"net": 0x40000000} if network else {})
+        fds = {os.open(namespaces / name, os.O_RDONLY): kind for name, kind in kinds.items()}
+        entered = [f"{fd}:{kind}" for fd, kind in fds.items()]
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", SPAWNER, *map(str, fds), "coder-eval-spawner"],
+                [sys.executable, "-I", "-S", "-c", SPAWNER, "coder-eval-spawner", *entered],
                 stdin=theirs.fileno(),
-                pass_fds=fds,
+                pass_fds=list(fds),
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,

@@ -1,18 +1,23 @@
-"""The `tempdir` sandbox driver: a fresh folder per evaluation.
+"""The `tempdir` sandbox driver: a fresh folder per evaluation, confined.
 
 The folder is created inside the run folder, so the final sandbox is
-preserved where it ran (rescoring needs it, venv included). Its commands
-run in the evaluation's process namespace (``containment``), which bounds
-their lifetime and hides the harness, not what files they can reach; see the
-`docker` driver for that.
+preserved where it ran (rescoring needs it, venv included), and criteria
+read it there. Its commands, its venv's making and its agent CLIs run in the
+evaluation's namespaces (``containment``), which bound their lifetime, hide
+the harness, show them the sandbox at ``/sandbox`` with the system read-only
+and nothing else of the host (``holder``), and give them no network but
+what ``sandbox.network`` allows, phase by phase (``egress``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shlex
 import shutil
 import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from ..files import CRITERION_READ_CAP, read_text_capped
@@ -20,13 +25,17 @@ from ..models.results import CommandRun
 from ..models.sandbox import SandboxConfig
 from ..secrets import sandbox_environment
 from . import containment
+from .egress import LOOPBACK, Gate, Refusal, gate_for, proxy_environment, refusal_notes
+from .holder import SANDBOX_PATH, HolderError, shown
 from .mocks import install_mocks
 from .process import Interrupt, run_shell
-from .templates import TemplateError, apply_sources, inside_sandbox, run_setup_step
+from .templates import TemplateError, apply_sources, inside_sandbox
 
 VENV_TIMEOUT_S = 600
 NODE_TIMEOUT_S = 300
-LOOPBACK = "127.0.0.1"
+UV_CACHE_PATH = Path("/tmp/coder-eval-uv-cache")  # the run's package cache, as setup's uv sees it (setup only)
+SHARED_PATH = Path("/tmp/coder-eval-shared")  # a host folder the criteria's commands read (the reference)
+HOST_PATH = re.compile(r"(?<![\w.~-])/[\w.@+-]+(?:/[\w.@+-]+)*")
 
 
 class TempdirSandbox:
@@ -43,19 +52,50 @@ class TempdirSandbox:
         self.cache_dir = cache_dir
         # the run's interrupt (from its run context); a sandbox standing alone (a test, a notebook) has its own
         self.interrupt = interrupt or Interrupt()
+        self.gate: Gate | None = gate_for(config)  # None: the host's network (open)
 
     @property
     def venv(self) -> Path | None:
+        """The venv on this machine (its scripts name it as commands see it, under ``workdir``)."""
         python = self.config.python
         return self.root / ".venv" if python is not None and python.env_packages else None
 
+    @property
+    def workdir(self) -> Path:
+        """The sandbox folder as its commands and agents see it: a path that names no run, variant or row."""
+        return SANDBOX_PATH
+
     def environment(self) -> dict[str, str]:
-        """What every command in the sandbox sees: no credentials, its own venv first."""
-        extra = {"GIT_CEILING_DIRECTORIES": str(self.root.parent), "PYTHONDONTWRITEBYTECODE": "1"}
+        """What every command in the sandbox sees: no credentials, its own venv first, its private /tmp as
+        HOME and TMPDIR, and (a confined network) the egress proxy."""
+        extra = {
+            "GIT_CEILING_DIRECTORIES": str(self.workdir.parent),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "HOME": "/tmp",
+            "TMPDIR": "/tmp",
+            "PWD": str(self.workdir),
+        }
         if self.venv is not None:
-            extra["VIRTUAL_ENV"] = str(self.venv)
-            extra["PATH"] = f"{self.venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+            extra["VIRTUAL_ENV"] = str(self.workdir / ".venv")
+            extra["PATH"] = f"{self.workdir / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+        if self.gate is not None:
+            extra |= proxy_environment()
         return sandbox_environment(extra)
+
+    def set_phase(self, phase: str) -> None:
+        """The evaluation's stage now (setup, pre_run, agent, score, post_run): the network policy follows it."""
+        if self.gate is not None:
+            self.gate.phase = phase
+
+    def grant(self, url: str) -> None:
+        """Let the agent reach an endpoint the harness points it at (its telemetry's); an open network needs no
+        leave."""
+        if self.gate is not None:
+            self.gate.grant(url)
+
+    def take_refused(self) -> list[Refusal]:
+        """The connections the network policy refused since the last call."""
+        return self.gate.take_refused() if self.gate is not None else []
 
     def create(self, task_dir: Path) -> None:
         """Lay out the folder: template sources in order, then the venv, the node packages and the CLI shims."""
@@ -65,7 +105,8 @@ class TempdirSandbox:
         sources = self.config.template_sources
         if not (sources and sources[0].type == "repo"):
             self.root.mkdir()
-        apply_sources(sources, self.root, task_dir, self.config.ignore_patterns, self.environment())
+        git_env = sandbox_environment({"GIT_CEILING_DIRECTORIES": str(self.root.parent)})  # a clone: on this machine
+        apply_sources(sources, self.root, task_dir, self.config.ignore_patterns, git_env)
         if self.venv is not None:
             inside_sandbox(self.root, self.venv.name)  # a template's `.venv` link must not take the venv out
             self._make_venv()
@@ -87,26 +128,27 @@ class TempdirSandbox:
             raise TemplateError(f"installing node packages failed: {(done.error or done.stderr).strip()[-800:]}")
 
     def _make_venv(self) -> None:
-        venv = self.venv
-        if venv is None:  # create() calls this only when the task asks for packages
-            return
-        packages = self.config.python.env_packages if self.config.python else []
-        env = self.environment()
-        if self.cache_dir is not None:
-            env["UV_CACHE_DIR"] = str(self.cache_dir)
-        uv = uv_binary()
+        """The venv, made in the sandbox's namespaces like any command (a package's build runs confined, and
+        reaches the package index only), with the run's package cache shown for the while."""
+        packages = shlex.join(self.config.python.env_packages if self.config.python else [])
+        venv, uv, cache = self.workdir / ".venv", uv_binary(), self.cache_dir
         if uv:
-            steps = [
-                [uv, "venv", "--quiet", "--python", sys.executable, str(venv)],
-                [uv, "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), *packages],
-            ]
+            uv_cache = f"UV_CACHE_DIR={UV_CACHE_PATH} " if cache is not None else ""
+            python = shlex.quote(sys.executable)
+            steps = [f"{uv_cache}{uv} venv --quiet --python {python} {venv}"]
+            steps.append(f"{uv_cache}{uv} pip install --quiet --python {venv}/bin/python {packages}")
         else:
-            steps = [
-                [sys.executable, "-m", "venv", str(venv)],
-                [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", *packages],
-            ]
-        for step in steps:
-            run_setup_step(step, env, VENV_TIMEOUT_S, "creating the sandbox venv")
+            steps = [f"{shlex.quote(sys.executable)} -m venv {venv}"]
+            steps.append(f"{venv}/bin/python -m pip install --quiet {packages}")
+        if cache is not None:
+            cache.mkdir(parents=True, exist_ok=True)
+        mounted = containment.mounted(self.root.parent, self.root, self.gate, cache, UV_CACHE_PATH) if cache else None
+        with mounted or contextlib.nullcontext():
+            for step in steps:
+                done = self.run_unlimited(step, VENV_TIMEOUT_S)
+                if not done.ok:
+                    why = (done.error or done.stderr).strip()[-800:]
+                    raise TemplateError(f"creating the sandbox venv failed: {why}")
 
     def command_timeout(self, requested: float) -> float:
         """``sandbox.limits.timeout`` caps every command run in the sandbox."""
@@ -114,30 +156,48 @@ class TempdirSandbox:
         return min(requested, limit) if limit else requested
 
     def model_proxy_host(self) -> str:
-        """Where an agent CLI started here reaches this machine (the model proxy): its own loopback."""
+        """Where an agent CLI started here reaches the model proxy: its own loopback (a confined network gets a
+        listener of the proxy's there)."""
         return LOOPBACK
 
     def agent_command(self, home: Path, cli: str) -> str:
         """The command that starts an agent CLI here: the CLI itself (the docker driver wraps it)."""
         return cli
 
-    def share(self, folder: Path) -> None:
-        """Nothing to do: commands run on this machine, where the folder is (the docker driver copies it in)."""
+    @contextlib.contextmanager
+    def shared(self, folder: Path) -> Iterator[Path]:
+        """The host folder mounted in the evaluation's namespace, at a path of its private /tmp, for the block
+        (the host's own path is not in the sandbox's view, and would name the run, the variant and the row)."""
+        with containment.mounted(self.root.parent, self.root, self.gate, folder, SHARED_PATH):
+            yield SHARED_PATH
 
     def close(self) -> None:
         """Nothing to release: the folder is the sandbox (the docker driver removes its container here)."""
 
-    def agent_launcher(self) -> list[str]:
-        """The prefix that starts an agent CLI in this evaluation's process namespace (see ``containment``)."""
-        return containment.agent_launcher(self.root.parent, self.root)
+    def agent_launcher(self, home: Path, read_only: Mapping[Path, Path] | None = None) -> list[str]:
+        """The prefix that starts an agent CLI, whose HOME is ``home``, in this evaluation's namespaces (with
+        ``read_only``'s folders shown in ``home``)."""
+        return containment.agent_launcher(self.root.parent, self.root, self.gate, home, read_only or {})
 
     def run(self, command: str, timeout: float) -> CommandRun:
         return self.run_unlimited(command, self.command_timeout(timeout))
 
     def run_unlimited(self, command: str, timeout: float) -> CommandRun:
-        """A command of the harness's own (setup), not capped by ``sandbox.limits.timeout``."""
-        with containment.command_launcher(self.root.parent, self.root) as launcher:
-            return run_shell(command, self.root, timeout, self.interrupt, self.environment(), launcher)
+        """One command in the evaluation's namespaces, not capped by ``sandbox.limits.timeout`` (setup's, the
+        harness's own); what the policies refused it is said in its stderr."""
+        refused = len(self.gate.refused) if self.gate is not None else 0
+        try:
+            with containment.command_launcher(self.root.parent, self.root, self.gate) as launcher:
+                done = run_shell(command, self.workdir, timeout, self.interrupt, self.environment(), launcher)
+        except (containment.ContainmentError, HolderError) as exc:
+            return CommandRun(command=command, error=f"could not start: {exc}")
+        done.stderr += refusal_notes(self.gate, refused)
+        if done.exit_code not in (0, None):
+            hidden = sorted(path for path in set(HOST_PATH.findall(done.stderr)) if _hidden(path))
+            done.stderr += "".join(
+                f"[coder-eval: {path} is not visible in the sandbox (file confinement)]\n" for path in hidden
+            )
+        return done
 
     def read_text(self, relative: str, cap: int = CRITERION_READ_CAP) -> tuple[str, bool]:
         """A sandbox file's first ``cap`` bytes as text, and whether the file was longer (regular files only)."""
@@ -150,6 +210,11 @@ class TempdirSandbox:
         if target != root and root not in target.parents:
             raise PermissionError(f"path {relative!r} leaves the sandbox")
         return target
+
+
+def _hidden(path: str) -> bool:
+    """Whether a path a failed command named exists on this machine but not in the sandbox's view."""
+    return not shown(path) and os.path.lexists(path)
 
 
 def uv_binary() -> str | None:

@@ -1,0 +1,352 @@
+"""What an evaluation's commands see of the machine: a root built from the host's system folders, read-only.
+
+The namespace's first process (``HOLDER``, a small Python program started by
+``unshare`` in new user, PID, mount and, when the network is confined,
+network namespaces) builds the view once, then keeps it:
+
+- a new root (a tmpfs) holding read-only copies of the system (``/usr``,
+  ``/etc``, ``/opt``, the ``/bin``-style links), the Python that runs the
+  harness and its venv (uv and the agent CLIs' bundled binaries live there),
+  the folders on ``PATH`` (pyenv's shims with pyenv), ``/sys``; a fresh
+  ``/proc``; a ``/dev`` of its own (null, zero, full, random, urandom, tty,
+  a private ``pts`` and ``shm``); a private ``/tmp``; ``/sandbox`` to mount
+  an evaluation's sandbox on. Nothing else of the host: not the homes, not
+  ``/run`` (the Docker socket), ``/var``, ``/srv``, ``/mnt``, the project
+  (task files, datasets, references), the runs folder or ``DAGSTER_HOME``.
+  Files of ``/etc`` that only their owner may read (``/etc/shadow``, keys)
+  show empty: commands run as the harness's user, root on CI.
+- ``pivot_root`` into it, the host's tree detached: nothing below it is
+  reachable by any path.
+
+It then serves the harness over a socket (its stdin): how many processes the
+namespace holds; give the namespace to an evaluation (the last one's sandbox
+and ``/tmp`` go, this one's sandbox shows at ``/sandbox``); mount a host
+folder under ``/tmp`` for a while (an agent's home at its own path, an
+agent's installed tools in it read-only, the package cache); open a listening socket on the namespace's loopback and
+hand it to the harness (the egress proxy and the model proxy listen inside
+the namespace that way, with no process of theirs in it). Host folders are
+taken from the mount namespace it started in, which it keeps open for that
+(``open_tree`` there, ``move_mount`` here: a bind across mount namespaces).
+It ends at the end of that socket, and the kernel kills every process
+inside with it.
+
+Why no command can undo it: commands and agents run without
+``CAP_SYS_ADMIN`` (dropped from their bounding set with ``CAP_SYS_PTRACE``),
+so they cannot mount, unmount or remount in this mount namespace; a user
+namespace they create gets copies of these mounts locked together (a mask
+cannot be lifted, a read-only mount stays read-only); and this process,
+which keeps the host's mount namespace open, cannot be traced or have its
+descriptors read (it has capabilities they lack, and is not dumpable).
+Needs Linux 5.12 (``mount_setattr``).
+"""
+
+from __future__ import annotations
+
+import array
+import functools
+import os
+import socket
+import stat
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+SANDBOX_PATH = Path("/sandbox")  # where commands and agents see their sandbox: no run, variant or row in it
+REPLY_TIMEOUT_S = 10.0
+# The host's system folders a command may need, shown read-only when they exist.
+SYSTEM = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys")
+# Shown where they are only when the harness runs as root: a file only its owner may read is a secret then.
+SCANNED_FOR_SECRETS = ("/etc",)
+# Never shown whole, whatever PATH says (homes, other evaluations' files, services' sockets and data).
+NEVER_WHOLE = ("/home", "/root", "/tmp", "/var", "/run", "/srv", "/mnt", "/media")
+# The sandbox's own places: what a command names there is not the host's.
+OWN_PLACES = (str(SANDBOX_PATH), "/tmp", "/dev", "/proc", "/var/tmp")
+
+HOLDER = r"""
+import array, ctypes, fcntl, os, signal, socket, struct, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the namespace's init: orphans are reaped by the kernel
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p)
+libc.syscall.restype = ctypes.c_long
+PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}[os.uname().machine]
+OPEN_TREE, MOVE_MOUNT, MOUNT_SETATTR = 428, 429, 442
+NEWNS, RDONLY, NOSUID, NODEV, NOEXEC, REMOUNT, BIND, REC, PRIVATE = 0x20000, 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
+ATTR_RDONLY, ATTR_NOSUID, ATTR_NODEV = 1, 2, 4
+NEW = "/tmp"  # the new root is built on a tmpfs mounted here (this mount namespace's view only), then pivoted into
+
+class Attr(ctypes.Structure):
+    _fields_ = [("set", ctypes.c_uint64), ("clear", ctypes.c_uint64), ("propagation", ctypes.c_uint64),
+                ("userns", ctypes.c_uint64)]
+
+def ok(result, what):
+    if result < 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, what + ": " + os.strerror(errno))
+    return result
+
+def mount(source, target, kind, flags, data=None):
+    enc = lambda text: text.encode() if text is not None else None
+    ok(libc.mount(enc(source), enc(target), enc(kind), flags, enc(data)), "mount " + target)
+
+def clone(path):
+    # a copy of a host folder's mounts, from the mount namespace the holder started in
+    ok(libc.setns(outer, NEWNS), "setns")
+    try:
+        return ok(libc.syscall(OPEN_TREE, -100, path.encode(), 0x1 | 0x8000 | 0x80000), "open_tree " + path)
+    finally:
+        ok(libc.setns(inner, NEWNS), "setns")
+
+def attach(tree, target, attrs):
+    attr = Attr(attrs, 0, 0, 0)
+    size = ctypes.sizeof(attr)
+    ok(libc.syscall(MOUNT_SETATTR, tree, b"", 0x1000 | 0x8000, ctypes.byref(attr), size), "mount_setattr")
+    ok(libc.syscall(MOVE_MOUNT, tree, b"", -100, target.encode(), 0x4), "move_mount " + target)
+    os.close(tree)
+
+def place(tree, target):
+    # the mount point, a folder or a file as what is mounted there
+    if os.path.lexists(target):
+        return
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    if (os.fstat(tree).st_mode & 0o170000) == 0o040000:
+        os.mkdir(target)
+    else:
+        os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
+
+def show(path, target, attrs):
+    tree = clone(path)
+    place(tree, target)
+    attach(tree, target, attrs)
+
+def fresh_tmp(at):
+    mount("tmpfs", at + "/tmp", "tmpfs", NOSUID | NODEV, "mode=1777")
+    mount("tmpfs", at + "/dev/shm", "tmpfs", NOSUID | NODEV, "mode=1777")
+    for path in under_tmp:  # the harness's own Python, when it lives under /tmp
+        show(path, at + path, ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV)
+
+def build(ops):
+    mount("tmpfs", NEW, "tmpfs", NOSUID | NODEV, "mode=0755")
+    for op, path, extra in ops:
+        if op == "ro" and not path.startswith("/tmp/"):
+            show(path, NEW + path, ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV)
+        elif op == "link":
+            os.makedirs(os.path.dirname(NEW + path), exist_ok=True)
+            os.symlink(extra, NEW + path)
+        elif op == "hide" and os.path.isdir(NEW + path):
+            mount("tmpfs", NEW + path, "tmpfs", RDONLY | NOSUID | NODEV, "mode=0")
+        elif op == "hide":
+            show("/dev/null", NEW + path, ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV)
+    os.mkdir(NEW + "/dev")
+    mount("tmpfs", NEW + "/dev", "tmpfs", NOSUID, "mode=0755")
+    for name in ("null", "zero", "full", "random", "urandom", "tty"):
+        show("/dev/" + name, NEW + "/dev/" + name, ATTR_NOSUID)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                         ("stderr", "/proc/self/fd/2"), ("ptmx", "pts/ptmx")):
+        os.symlink(target, NEW + "/dev/" + name)
+    for name in ("pts", "shm"):
+        os.mkdir(NEW + "/dev/" + name)
+    mount("devpts", NEW + "/dev/pts", "devpts", NOSUID | NOEXEC, "newinstance,ptmxmode=0666,mode=620")
+    for name in ("proc", "tmp", "sandbox", "var", ".old"):
+        os.makedirs(NEW + "/" + name, exist_ok=True)
+    os.symlink("../tmp", NEW + "/var/tmp")
+    mount("proc", NEW + "/proc", "proc", NOSUID | NODEV | NOEXEC)
+    fresh_tmp(NEW)
+    mount(None, NEW + "/dev", None, REMOUNT | BIND | RDONLY | NOSUID)
+    ok(libc.syscall(PIVOT_ROOT, NEW.encode(), (NEW + "/.old").encode()), "pivot_root")
+    os.chdir("/")
+    ok(libc.umount2(b"/.old", 2), "umount the host's tree")
+    os.rmdir("/.old")
+    mount(None, "/", None, REMOUNT | BIND | RDONLY | NOSUID | NODEV)
+
+def loopback_up():
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    flags = struct.unpack("16sH", fcntl.ioctl(probe, 0x8913, struct.pack("16sH", b"lo", 0)))[1]
+    fcntl.ioctl(probe, 0x8914, struct.pack("16sH", b"lo", flags | 1))
+    probe.close()
+
+def handle(words):
+    if words[0] == b"count":
+        return str(sum(name.isdigit() for name in os.listdir("/proc"))).encode(), []  # its own /proc
+    if words[0] == b"claim":  # an evaluation takes the namespace: the last one's sandbox and /tmp go, its own comes
+        if os.path.ismount("/sandbox"):
+            ok(libc.umount2(b"/sandbox", 2), "umount /sandbox")
+        if any(os.listdir(path) or os.stat(path).st_mode & 0o7777 != 0o1777 for path in ("/tmp", "/dev/shm")):
+            for path in ("/tmp", "/dev/shm"):  # (left as they were when the last evaluation did not touch them)
+                ok(libc.umount2(path.encode(), 2), "umount " + path)
+            fresh_tmp("")
+        show(words[1].decode(), "/sandbox", ATTR_NOSUID | ATTR_NODEV)
+        return b"", []
+    if words[0] == b"bind":  # a host folder under /tmp for a while: an agent's home, its tools, the package cache
+        source, target = words[1].decode(), words[2].decode()
+        if not target.startswith("/tmp/"):
+            raise OSError(1, "only /tmp takes a mount")
+        show(source, target, ATTR_NOSUID | ATTR_NODEV | (ATTR_RDONLY if words[3:] == [b"ro"] else 0))
+        return b"", []
+    if words[0] == b"unbind":  # a folder mounted for a while (the package cache, during setup)
+        target = words[1].decode()
+        if not target.startswith("/tmp/"):
+            raise OSError(1, "only what is under /tmp is unmounted alone")
+        ok(libc.umount2(target.encode(), 2), "umount " + target)
+        return b"", []
+    if words[0] == b"listen":  # a socket on this namespace's loopback, for the harness to accept on
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # the last evaluation's closed connections
+        listener.bind(("127.0.0.1", int(words[1])))
+        listener.listen(128)
+        return b"", [listener.detach()]
+    raise OSError(22, "unknown request")
+
+options, ops, args = sys.argv[1], [], sys.argv[2:]
+while args:
+    arity = 3 if args[0] == "link" else 2
+    ops.append((args[0], args[1], args[2] if arity == 3 else None))
+    args = args[arity:]
+under_tmp = [path for op, path, _ in ops if op == "ro" and path.startswith("/tmp/")]
+control = socket.socket(fileno=os.dup(0))
+os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
+try:
+    outer = os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+    ok(libc.unshare(NEWNS), "unshare")
+    mount(None, "/", None, REC | PRIVATE)
+    inner = os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+    build(ops)
+    if "net" in options:
+        loopback_up()
+    ok(libc.prctl(4, 0, 0, 0, 0), "PR_SET_DUMPABLE")
+except OSError as exc:
+    sys.exit("cannot build the sandbox's view: " + str(exc))
+control.send(b"ready")
+while True:
+    message = control.recv(65536)
+    if not message:
+        break
+    try:
+        reply, fds = handle(message.split(b"\0"))
+        reply = b"ok " + reply
+    except (OSError, ValueError) as exc:
+        reply, fds = b"error " + str(exc).encode(), []
+    control.sendmsg([reply], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else [])
+    for fd in fds:
+        os.close(fd)
+"""
+
+
+class HolderError(RuntimeError):
+    """The namespace's first process refused a request, or is gone."""
+
+
+class Holder:
+    """The harness's end of a namespace's first process (see the module docstring); one request at a time."""
+
+    def __init__(self, control: socket.socket, starter: subprocess.Popen[bytes]):
+        self.control, self.starter = control, starter
+        self.lock = threading.Lock()
+        self.pid = int(Path(f"/proc/{starter.pid}/task/{starter.pid}/children").read_text().split()[0])
+
+    def ask(self, *words: str) -> tuple[bytes, list[int]]:
+        """Send one request; its reply and the descriptors that came with it. HolderError: refused or gone."""
+        with self.lock:
+            try:
+                self.control.send("\0".join(words).encode())
+                reply, ancillary, _, _ = self.control.recvmsg(4096, socket.CMSG_SPACE(4))
+            except OSError as exc:
+                raise HolderError(f"the namespace's init is gone: {exc}") from None
+        fds = array.array("i")
+        for _level, _type, data in ancillary:
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+        if not reply.startswith(b"ok"):
+            raise HolderError(reply.decode(errors="replace").removeprefix("error ") or "no reply")
+        return reply[3:], list(fds)
+
+    def processes(self) -> int:
+        """How many processes the namespace holds, its init included (0: it is gone)."""
+        try:
+            return int(self.ask("count")[0] or 0)
+        except (HolderError, ValueError):
+            return 0
+
+    def listen(self, port: int) -> socket.socket:
+        """A listening socket on the namespace's 127.0.0.1:``port``."""
+        _, fds = self.ask("listen", str(port))
+        return socket.socket(fileno=fds[0])
+
+    def close(self) -> None:
+        self.control.close()
+
+
+def holder_argv(confine_network: bool) -> list[str]:
+    """The program and its arguments: what to show of the host."""
+    return [sys.executable, "-I", "-S", "-c", HOLDER, "net" if confine_network else "-", *_view().operations]
+
+
+def shown(path: str) -> bool:
+    """Whether commands see ``path`` (this machine's) where it is, or it is one of the sandbox's own places."""
+    view = _view()
+    inside = (path + "/").startswith(tuple(f"{top}/" for top in (*view.shown, *OWN_PLACES)))
+    return inside and not (path + "/").startswith(tuple(f"{hidden}/" for hidden in view.hidden))
+
+
+@dataclass(frozen=True)
+class View:
+    shown: tuple[str, ...]  # host folders (and links) commands see where they are, read-only
+    hidden: tuple[str, ...]  # under those, what shows empty
+    operations: tuple[str, ...]  # the same, as the holder's arguments
+
+
+@functools.cache
+def _view() -> View:
+    """The host paths commands see, as the holder's operations (``ro PATH``, ``link PATH TARGET``, ``hide PATH``).
+
+    Computed once per process: the system, the harness's Python and what is on PATH.
+    """
+    ops: list[str] = []
+    shown: list[str] = []
+    for path in sorted(set(_system() + _toolchain())):
+        if os.path.islink(path) and path in SYSTEM:
+            ops += ["link", path, os.readlink(path)]
+            shown.append(path)
+        elif os.path.exists(path) and not any(path.startswith(parent + "/") for parent in shown):
+            ops += ["ro", path]
+            shown.append(path)
+    hidden = [path for top in SCANNED_FOR_SECRETS for path in _owner_only(top)] if os.geteuid() == 0 else []
+    ops += [word for path in hidden for word in ("hide", path)]
+    return View(tuple(shown), tuple(hidden), tuple(ops))
+
+
+def _system() -> list[str]:
+    return [path for path in SYSTEM if os.path.lexists(path)]
+
+
+def _toolchain() -> list[str]:
+    """The harness's Python (its venv with uv and the agent CLIs, its base install), pyenv, and PATH's folders."""
+    found = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
+    base = Path(sys.base_prefix)
+    if base.parent.name == "versions" and (base.parent.parent / "libexec" / "pyenv").exists():
+        found.add(str(base.parent.parent))  # pyenv: its shims on PATH need it whole
+    found.update(entry for entry in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(entry))
+    found = {os.path.realpath(path) for path in found if os.path.isdir(path)}
+    private = [os.path.realpath(os.path.expanduser("~")), *NEVER_WHOLE]
+    # never one of these or a folder holding one (a PATH entry such as "/" or "~"); a folder inside them may be
+    return [path for path in found if not any((p + "/").startswith(path.rstrip("/") + "/") for p in private)]
+
+
+def _owner_only(top: str) -> list[str]:
+    """Files and folders under ``top`` that others may not read (their owner: root, whom commands run as)."""
+    found, pending = [], [top]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                try:
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                except OSError:
+                    continue
+                if stat.S_ISLNK(mode):
+                    continue
+                if not mode & stat.S_IROTH:
+                    found.append(entry.path)  # hidden whole: a folder's content need not be looked at
+                elif stat.S_ISDIR(mode):
+                    pending.append(entry.path)
+    return found

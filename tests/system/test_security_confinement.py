@@ -1,0 +1,232 @@
+"""What a sandboxed command can reach of the machine, through the installed CLI, as a hostile agent would try it.
+
+A probe runs from every place a task or an agent runs commands (pre_run, a
+replayed agent's Bash call, a run_command criterion, a claude-code Bash call),
+under both drivers: it reads a file planted in the harness user's home, a
+service on the host's loopback (directly, and through the proxy the sandbox
+is given), a name in DNS, and writes into /tmp; and says where it works. What it saw is written into
+the sandbox (kept in the run folder) and checked from outside: the file and
+the service stay out of reach, the write stays in the sandbox's own /tmp, and
+every refused connection is in task.json with its phase, never an ERROR.
+``sandbox.network.allow`` lets one local server through (and refuses
+another); ``open: true`` gives back the host's network.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..support.fake_anthropic import Script, Turn
+from .conftest import SystemCli, anthropic_environment, claude_code_task, new_key, replay_task_file
+
+pytestmark = pytest.mark.slow
+
+# Run as `python3 probe.py STAGE PLANTED SERVICE_URL...` in the sandbox (the image has python3, not curl);
+# one line per attempt into probe-STAGE.txt.
+PROBE = r"""
+import http.client, os, socket, sys, urllib.parse, urllib.request
+stage, planted, *urls = sys.argv[1:]
+seen = []
+def attempt(name, how):
+    try:
+        seen.append(f"{name}: {how()}")
+    except Exception as exc:
+        seen.append(f"{name}: failed {type(exc).__name__}: {exc}")
+def proxied(url):
+    proxy = urllib.parse.urlsplit(os.environ.get("HTTP_PROXY") or "http://no-proxy-given:1")
+    connection = http.client.HTTPConnection(proxy.hostname, proxy.port, timeout=5)
+    connection.request("GET", url)
+    answer = connection.getresponse()
+    return f"{answer.status} {answer.reason} {answer.read().decode().strip()}"
+def written():
+    with open(f"/tmp/coder-eval-probe-{stage}-{os.path.basename(planted)}", "w") as handle:
+        handle.write(stage)
+    return "written"
+attempt("home", lambda: open(planted).read())
+attempt("cwd", os.getcwd)
+for url in urls:
+    attempt(f"direct {url}", lambda: urllib.request.urlopen(url, timeout=5).read().decode())
+    attempt(f"proxied {url}", lambda: proxied(url))
+attempt("dns", lambda: socket.gethostbyname("pypi.org"))
+attempt("tmp", written)
+open(f"probe-{stage}.txt", "w").write("\n".join(seen) + "\n")
+"""
+
+
+class _Secret(BaseHTTPRequestHandler):
+    body = b""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+
+@contextlib.contextmanager
+def _service(body: str) -> Iterator[str]:
+    """A service on the host's loopback answering every GET with ``body``: its URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_Secret,), {"body": body.encode()}))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def planted() -> Iterator[tuple[Path, str]]:
+    """A credential-like file in the harness user's own home (~/.aws), removed afterwards."""
+    folder = Path.home() / ".aws"
+    made = not folder.exists()
+    folder.mkdir(exist_ok=True)
+    secret = f"awsS3cr3t{secrets.token_hex(16)}"
+    path = folder / f"coder-eval-planted-{secrets.token_hex(4)}"
+    path.write_text(secret)
+    try:
+        yield path, secret
+    finally:
+        path.unlink()
+        if made:
+            folder.rmdir()
+
+
+def _probe(stage: str, planted: Path, *urls: str) -> str:
+    return " ".join(["python3 probe.py", stage, str(planted), *urls])
+
+
+def _probing_task(folder: Path, planted: Path, urls: list[str], sandbox: dict[str, Any]) -> Path:
+    """A replay task probing from pre_run, a Bash call and a run_command criterion; plus a plain read of the file."""
+    probe_file = {"type": "starter_files", "files": [{"path": "probe.py", "content": PROBE}]}
+    return replay_task_file(
+        folder,
+        "probe",
+        [{"calls": [{"tool": "Bash", "command": _probe("agent", planted, *urls)}]}],
+        sandbox={"python": None, **sandbox, "template_sources": [probe_file]},
+        pre_run=[
+            {"command": _probe("pre_run", planted, *urls)},
+            {"command": f"cat {planted}", "fail_on_error": False},
+        ],
+        success_criteria=[
+            {"type": "run_command", "command": _probe("score", planted, *urls), "description": "probes"},
+        ],
+    )
+
+
+def _seen(sandbox: Path, stage: str) -> dict[str, str]:
+    lines = (sandbox / f"probe-{stage}.txt").read_text().splitlines()
+    return dict(line.split(": ", 1) for line in lines)
+
+
+def _confined(seen: dict[str, str], secret: str, service: str, body: str) -> None:
+    """What a probe saw under the default policy: nothing of the host, nothing of the network."""
+    assert secret not in seen["home"] and seen["home"].startswith(("failed FileNotFound", "failed Permission")), seen
+    assert body not in seen[f"direct {service}"], seen  # the sandbox's own loopback: nothing listens there
+    assert seen[f"proxied {service}"].startswith("403 Forbidden by coder-eval egress policy"), seen
+    assert seen["dns"].startswith("failed gaierror"), seen
+    assert seen["tmp"] == "written", seen  # its own /tmp
+    assert seen["cwd"] == "/sandbox", seen  # a working directory naming no run, variant or row
+
+
+def _refused(result: dict[str, Any], host: str, port: int) -> set[str]:
+    return {r["phase"] for r in result["refused_connections"] if (r["host"], r["port"]) == (host, port)}
+
+
+@pytest.mark.parametrize("driver", ["tempdir", "docker"])
+def test_no_stage_reads_the_home_reaches_a_host_service_or_dns_or_writes_the_hosts_tmp(
+    tmp_path: Path, system_cli: SystemCli, planted: tuple[Path, str], driver: str, request: pytest.FixtureRequest
+) -> None:
+    path, secret = planted
+    sandbox = {"driver": driver, "image": request.getfixturevalue("docker_image")} if driver == "docker" else {}
+    body = f"host-service-{secrets.token_hex(8)}"
+    with _service(body) as service:
+        task = _probing_task(tmp_path / "tasks", path, [service], sandbox)
+        outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 0, outcome.output
+    result = run.result("probe")
+    assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])  # refusals are no ERROR
+    box = run.evaluation("probe") / "sandbox"
+    for stage in ("pre_run", "agent", "score"):
+        _confined(_seen(box, stage), secret, service, body)
+        assert not Path(f"/tmp/coder-eval-probe-{stage}-{path.name}").exists()  # the host's /tmp was never written
+    port = int(service.rsplit(":", 1)[1].strip("/"))
+    assert _refused(result, "127.0.0.1", port) == {"pre_run", "agent", "score"}, result["refused_connections"]
+    probe_run, cat_run = result["pre_run_results"]
+    assert f"127.0.0.1:{port} refused by the sandbox's network policy (pre_run)" in probe_run["stderr"]
+    assert cat_run["exit_code"] != 0 and secret not in json.dumps(result)
+    if driver == "tempdir":  # (in a container the host's home simply does not exist)
+        assert f"{path} is not visible in the sandbox (file confinement)" in cat_run["stderr"]
+
+
+def test_a_claude_code_bash_call_reaches_its_api_and_nothing_else(
+    tmp_path: Path, system_cli: SystemCli, planted: tuple[Path, str], scripted_anthropic
+) -> None:
+    path, secret = planted
+    body = f"host-service-{secrets.token_hex(8)}"
+    with _service(body) as service:
+        fake = scripted_anthropic(
+            Script([Turn(tools=[("Bash", {"command": _probe("agent", path, service)})]), Turn(text="probed")])
+        )
+        probe_file = {"type": "starter_files", "files": [{"path": "probe.py", "content": PROBE}]}
+        task = claude_code_task(
+            tmp_path / "tasks",
+            "claude",
+            sandbox={"python": None, "template_sources": [probe_file]},
+            success_criteria=[{"type": "file_exists", "path": "probe-agent.txt", "description": "probed"}],
+        )
+        outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
+    assert outcome.code == 0, outcome.output
+    assert len(fake.script.agent_requests()) == 2, fake.script.paths  # the API, through the model proxy
+    result = run.result("claude")
+    assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
+    _confined(_seen(run.evaluation("claude") / "sandbox", "agent"), secret, service, body)
+    assert _refused(result, "127.0.0.1", int(service.rsplit(":", 1)[1].strip("/"))) == {"agent"}
+
+
+@pytest.mark.parametrize("driver", ["tempdir", "docker"])
+def test_an_allowed_local_server_is_reached_and_another_is_refused_and_reported(
+    tmp_path: Path, system_cli: SystemCli, planted: tuple[Path, str], driver: str, request: pytest.FixtureRequest
+) -> None:
+    path, _ = planted
+    sandbox = {"driver": driver, "image": request.getfixturevalue("docker_image")} if driver == "docker" else {}
+    with _service("allowed-server") as allowed, _service("other-server") as other:
+        allowed_port, other_port = (int(url.rsplit(":", 1)[1].strip("/")) for url in (allowed, other))
+        sandbox["network"] = {"allow": [f"127.0.0.1:{allowed_port}"]}
+        outcome, run = system_cli.run(_probing_task(tmp_path / "tasks", path, [allowed, other], sandbox), env={})
+    assert outcome.code == 0, outcome.output
+    result = run.result("probe")
+    assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
+    for stage in ("pre_run", "agent", "score"):
+        seen = _seen(run.evaluation("probe") / "sandbox", stage)
+        assert seen[f"direct {allowed}"] == "allowed-server", seen  # at its own address, forwarded to the host's
+        assert seen[f"proxied {allowed}"] == "200 OK allowed-server", seen
+        assert "other-server" not in seen[f"direct {other}"], seen
+        assert seen[f"proxied {other}"].startswith("403 Forbidden by coder-eval egress policy"), seen
+    assert _refused(result, "127.0.0.1", other_port) == {"pre_run", "agent", "score"}
+    assert _refused(result, "127.0.0.1", allowed_port) == set()
+
+
+def test_an_open_network_gives_back_the_hosts(tmp_path: Path, system_cli: SystemCli, planted: tuple[Path, str]) -> None:
+    """``open: true``: today's network (a host service, DNS); the file system stays confined."""
+    path, secret = planted
+    with _service("host-service") as service:
+        task = _probing_task(tmp_path / "tasks", path, [service], {"network": {"open": True}})
+        outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 0, outcome.output
+    seen = _seen(run.evaluation("probe") / "sandbox", "pre_run")
+    assert seen[f"direct {service}"] == "host-service" and not seen["dns"].startswith("failed"), seen
+    assert secret not in seen["home"]
+    assert run.result("probe")["refused_connections"] == []
