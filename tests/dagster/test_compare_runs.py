@@ -1,8 +1,8 @@
 """Comparisons of real runs: two `coder-eval run`s of an experiment through the Dagster graph.
 
 The first run is healthy (the hinted variant passes every row, the baseline
-three of eight); before the second, a file the criteria check appears, so
-every row fails: the nightly check flags the hinted variant's eight
+three of eight); before the second, the dataset marks every row broken (a
+confined criterion sees no host file), so every row fails: the nightly check flags the hinted variant's eight
 regressions. Then the pages in headless Chromium, `history`, and every SQL
 block of docs/analysts.md against the tables the runs wrote.
 """
@@ -27,14 +27,14 @@ ROOT = Path(__file__).parent.parent.parent
 
 TASK = """
 task_id: shop
-description: "rows pass with the hint, or when n > 5; nothing passes once BROKEN exists"
+description: "rows pass with the hint, or when n > 5; nothing passes once the rows say broken"
 tags: [shop]
 agent: {{type: replay, trajectory: ../data/trajectory.yaml}}
 sandbox: {{python: null}}
 dataset: {{paths: ["../data/rows.jsonl"]}}
 success_criteria:
   - {{type: run_command, command: "test -e HINT.md -o ${{row.n}} -gt 5", description: "hint or a large n"}}
-  - {{type: run_command, command: "test ! -e {broken}", description: "not broken"}}
+  - {{type: run_command, command: "test ${{row.broken}} = 0", description: "not broken"}}
   - {{type: run_command, command: "printf yes > label.txt", description: "a stand-in classifier", weight: 0}}
   - type: classification_match
     description: "always right, yet no 'no' is ever found: recall.no misses its suite threshold"
@@ -55,19 +55,23 @@ variants:
 """
 
 
+def rows(broken: int) -> str:
+    return "".join(json.dumps({"id": f"r{n}", "n": n, "broken": broken}) + "\n" for n in range(1, 9))
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     """The project folder and the two run folders (healthy, then broken)."""
     project = tmp_path_factory.mktemp("project")
-    write(project / "tasks/shop.yaml", TASK.format(broken=project / "BROKEN"))
-    write(project / "data/rows.jsonl", "".join(json.dumps({"id": f"r{n}", "n": n}) + "\n" for n in range(1, 9)))
+    write(project / "tasks/shop.yaml", TASK.format())
+    write(project / "data/rows.jsonl", rows(broken=0))
     write(project / "experiments/ab.yaml", EXPERIMENT)
     write(project / "data/trajectory.yaml", "turns: [{calls: [{tool: Bash, command: 'true'}]}]\n")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DAGSTER_HOME", str(project / "dagster_home"))
         patch.chdir(project)
         assert run_cli("run", "-e", "experiments/ab.yaml", "--runs-dir", "runs").code == 1  # baseline rows fail
-        (project / "BROKEN").touch()
+        write(project / "data/rows.jsonl", rows(broken=1))
         assert run_cli("run", "-e", "experiments/ab.yaml", "--runs-dir", "runs").code == 1
         first, second = run_folders(project / "runs")
     return project, first, second

@@ -18,6 +18,7 @@ from coder_eval_dagster.defs.resources import CoderEvalSettings, RunOptionsConfi
 
 from ..support.dagster_services import apply_partition_requests, sensor_tick
 from ..support.helpers import criterion, run_cli, run_folders, task_with, write, write_task
+from ..support.ledger import Ledger
 
 AGENTLESS = {"agent": {"type": "none"}, "initial_prompt": None, "sandbox": {"python": None}}
 PASSING = {**AGENTLESS, "success_criteria": [criterion("run_command", command="true")]}
@@ -51,14 +52,19 @@ def test_a_file_edited_during_the_run_does_not_change_what_it_evaluates(tmp_path
         task_with(task_id="later", success_criteria=[criterion("run_command", command="true")], **AGENTLESS),
         "b.yaml",
     )
+    # the pre_run asks the host to edit the other task file (a confined command cannot write it)
+    ledger = Ledger(on_report=lambda _: later.write_text(later.read_text().replace("'true'", "'false'")))
     editor = task_with(
         task_id="editor",
-        pre_run=[{"command": f"sed -i 's/command: .true./command: \"false\"/' {later}"}],
+        pre_run=[{"command": ledger.report("edit")}],
         success_criteria=[criterion("run_command", command="true")],
-        **AGENTLESS,
+        **{**AGENTLESS, "sandbox": {"python": None, "network": ledger.network}},
     )
     write_task(tasks, editor, "a.yaml")
-    result = run_cli("run", tasks, "--runs-dir", tmp_path / "runs", "--concurrency", "1")
+    try:
+        result = run_cli("run", tasks, "--runs-dir", tmp_path / "runs", "--concurrency", "1")
+    finally:
+        ledger.close()
     assert "false" in later.read_text()  # the edit happened, before the scoring step
     assert result.code == 0, result.err + result.out
     document = json.loads((_only_run(tmp_path / "runs") / "run.json").read_text())

@@ -7,14 +7,16 @@ ledger through its network allow-list (``Ledger.network``), and they report with
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
 class Ledger:
-    """``GET /<name>`` records ``name``; ``GET /once-<name>`` also fails (503) the first time it is asked."""
+    """``GET /<name>`` records ``name`` (and calls ``on_report`` with it, on the host: what a sandboxed command
+    may not do itself); ``GET /once-<name>`` also fails (503) the first time it is asked."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_report: Callable[[str], None] | None = None) -> None:
         self.names: list[str] = []
         ledger = self
 
@@ -26,6 +28,8 @@ class Ledger:
                 name = self.path.strip("/")
                 first = name not in ledger.names
                 ledger.names.append(name)
+                if on_report is not None:
+                    on_report(name)
                 self.send_response(503 if first and name.startswith("once-") else 200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()

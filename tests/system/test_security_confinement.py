@@ -91,8 +91,10 @@ def _service(body: str) -> Iterator[str]:
 def planted() -> Iterator[tuple[Path, str]]:
     """A credential-like file in the harness user's own home (~/.aws), removed afterwards."""
     folder = Path.home() / ".aws"
-    made = not folder.exists()
-    folder.mkdir(exist_ok=True)
+    made_by_tests = folder / ".coder-eval-made"  # tests on other workers plant beside this one: the last removes it
+    if not folder.exists():
+        folder.mkdir(exist_ok=True)
+        made_by_tests.touch()
     secret = f"awsS3cr3t{secrets.token_hex(16)}"
     path = folder / f"coder-eval-planted-{secrets.token_hex(4)}"
     path.write_text(secret)
@@ -100,8 +102,10 @@ def planted() -> Iterator[tuple[Path, str]]:
         yield path, secret
     finally:
         path.unlink()
-        if made:
-            folder.rmdir()
+        with contextlib.suppress(OSError):  # another test's file still there, or another cleanup was first
+            if [entry.name for entry in folder.iterdir()] == [made_by_tests.name]:
+                made_by_tests.unlink()
+                folder.rmdir()
 
 
 def _probe(stage: str, planted: Path, *urls: str) -> str:
