@@ -16,11 +16,12 @@ with the reason, and the evaluation ends ERROR.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from ..early_stop import Watcher
 from ..limits import COST_BUDGET_EXCEEDED, Breach, BudgetTracker
@@ -28,6 +29,8 @@ from ..models.agent import AgentConfig
 from ..models.limits import RunLimits
 from ..models.results import FinalStatus, TurnRecord
 from ..sandbox.base import Sandbox
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from ..run_context import RunContext
@@ -69,6 +72,19 @@ class AgentInput:
     def next_message(self, output: AgentOutput) -> str | None:
         """The user's next message after a completed exchange (None: the conversation is over)."""
         return self.dialog(output) if self.dialog is not None else None
+
+    async def converse(
+        self, exchange: Callable[[str], Awaitable[T]], stop: Callable[[T], bool], output: AgentOutput
+    ) -> T | None:
+        """The exchanges of one conversation, as every CLI agent has them: the prompt, then each user message of a
+        dialog, each within the time limit; over early when ``stop`` says so of an exchange's outcome (returned)."""
+        prompt: str | None = self.prompt or ""
+        while prompt is not None:
+            outcome = await asyncio.wait_for(exchange(prompt), timeout=self.time_limit())
+            if stop(outcome):
+                return outcome
+            prompt = await asyncio.to_thread(self.next_message, output)
+        return None
 
     def calls_exhausted(self, made: int) -> bool:
         """True when, ``made`` tool calls in, another one would exceed ``run_limits.max_tool_calls``: that call is

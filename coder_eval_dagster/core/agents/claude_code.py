@@ -362,13 +362,12 @@ async def _converse(agent_input: AgentInput, session: Session, options: ClaudeAg
     from claude_agent_sdk import ClaudeSDKClient
 
     async with ClaudeSDKClient(options) as client:
-        prompt: str | None = agent_input.prompt or ""
-        while prompt is not None:
-            breach = await asyncio.wait_for(_exchange(client, session, prompt), timeout=agent_input.time_limit())
-            if breach or session.halted:
-                return breach
-            prompt = await asyncio.to_thread(agent_input.next_message, session.output)
-    return None
+        breach = await agent_input.converse(
+            lambda prompt: _exchange(client, session, prompt),
+            lambda breach: breach is not None or bool(session.halted),
+            session.output,
+        )
+    return breach
 
 
 async def run(agent_input: AgentInput) -> AgentOutput:

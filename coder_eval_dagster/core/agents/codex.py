@@ -216,12 +216,9 @@ async def _converse(agent_input: AgentInput, session: CodexSession, home: Path, 
         )
         if session.model is None:
             session.model = (await thread.read()).thread.model
-        prompt: str | None = agent_input.prompt or ""
-        while prompt is not None:
-            await asyncio.wait_for(_exchange(thread, agent_input, session, prompt), timeout=agent_input.time_limit())
-            if session.halted:
-                return
-            prompt = await asyncio.to_thread(agent_input.next_message, session.output)
+        await agent_input.converse(
+            lambda prompt: _exchange(thread, agent_input, session, prompt), lambda _: session.halted, session.output
+        )
 
 
 async def run(agent_input: AgentInput) -> AgentOutput:

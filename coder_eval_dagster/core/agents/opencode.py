@@ -469,12 +469,9 @@ async def _converse(
     seen = installation.seen_from(home)
     launcher = sandbox.agent_launcher(home, {installation.root: seen.root})
     wrapper = write_wrapper(home, sandbox.agent_command(home, str(seen.cli)), list(env), launcher)
-    prompt: str | None = agent_input.prompt or ""
-    while prompt is not None:
-        await asyncio.wait_for(_exchange(agent_input, session, wrapper, env, prompt), timeout=agent_input.time_limit())
-        if session.stopping:
-            return
-        prompt = await asyncio.to_thread(agent_input.next_message, session.output)
+    await agent_input.converse(
+        lambda prompt: _exchange(agent_input, session, wrapper, env, prompt), lambda _: session.stopping, session.output
+    )
 
 
 async def run(agent_input: AgentInput) -> AgentOutput:
