@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from ..layout import COMPARISON_PAGE, INDEX_PAGE, INDEX_ROW, RUN_FILE, RUN_VIEWER, report_path, write_atomically
 from ..models.report import RunSummary, TaskRow
+from ..reports.run_summary import judges_usd, total_usd, usd
 from .webpage import html_page, relative_to
 
 
@@ -25,6 +26,19 @@ def _pass_rates(rows: list[TaskRow]) -> str:
         passed = sum(row.success for row in valid)
         rates.append(f"{variant}: {passed}/{len(valid)}" + (f" ({passed / len(valid):.0%})" if valid else ""))
     return "; ".join(rates)
+
+
+def _spend(report: RunSummary) -> str:
+    """Spend per variant: the agent apart from the judges and the simulated user, each with its source."""
+    parts = []
+    for variant, spend in report.spend_by_variant.items():
+        if spend.agent is None and spend.judges is None and spend.simulator is None:
+            continue
+        parts.append(
+            f"{variant}: {total_usd(spend)} (agent {usd(spend.agent)}, judges {judges_usd(spend)}, "
+            f"simulated user {usd(spend.simulator)})"
+        )
+    return "; ".join(parts) or "–"
 
 
 def _link(text: str, target: Path, href: Callable[[str], str]) -> str:
@@ -52,6 +66,7 @@ def _index_row(run_dir: Path, report: RunSummary, href: Callable[[str], str]) ->
         html.escape(report.start_time[:19].replace("T", " ")),
         str(len({row.task_id for row in rows})),
         html.escape(_pass_rates(rows)),
+        html.escape(_spend(report)),
     ]
     return (
         "<tr>"
@@ -83,7 +98,7 @@ def _cached_row(run_file: Path, href: Callable[[str], str]) -> str | None:
 
 
 def render_index(runs_dir: Path) -> str:
-    """Every run folder, newest first: date, tasks, pass rate per variant, verdict and links."""
+    """Every run folder, newest first: date, tasks, pass rate per variant, spend per variant, verdict and links."""
     href = relative_to(runs_dir)
     rows = []
     run_files = [path for path in runs_dir.glob(f"*/{RUN_FILE}") if not path.parent.is_symlink()]  # not ``latest``
@@ -91,7 +106,8 @@ def render_index(runs_dir: Path) -> str:
         row = _cached_row(run_file, href)
         if row is not None:
             rows.append(row)
-    head = "".join(f"<th>{h}</th>" for h in ("run", "started", "tasks", "pass rate per variant", "verdict", "links"))
+    columns = ("run", "started", "tasks", "pass rate per variant", "spend per variant", "verdict", "links")
+    head = "".join(f"<th>{h}</th>" for h in columns)
     table = (
         f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>" if rows else "<p>no runs yet</p>"
     )
