@@ -130,10 +130,16 @@ class Chromium:
         return self.call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
 
     def wait_for(self, expression: str, timeout: float, every: float = 0.25) -> Any:
-        """The first truthy value of ``expression``, polled every ``every`` seconds."""
+        """The first truthy value of ``expression``, polled every ``every`` seconds (across a navigation: a poll
+        that the page's navigation cuts off is asked again)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            value = self.evaluate(expression)
+            try:
+                value = self.evaluate(expression)
+            except RuntimeError as error:
+                if "navigated or closed" not in str(error):
+                    raise
+                value = None
             if value:
                 return value
             time.sleep(every)
