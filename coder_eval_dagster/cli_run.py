@@ -291,8 +291,9 @@ def _launch(
                 )
                 if failures or context.interrupt.is_set():
                     break
-                if len(batches) > 1:
-                    results += batch_results(opened, batch)
+                if len(batches) > 1:  # the batch's results replace what a resumed run had read of it
+                    ran = {rt.task_id for rt in batch}
+                    results = [r for r in results if r.task_id not in ran] + batch_results(opened, batch)
         finally:
             context.close()  # telemetry: what the run buffered goes out before the summary is printed
     if context.interrupt.is_set():
