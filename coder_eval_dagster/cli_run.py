@@ -378,8 +378,8 @@ def print_statistics(console: Any, report: RunSummary) -> None:
         left = sum(entry["reason"] == "budget" for entry in report.not_run)
         line = f"budget spent: ${budget['spent_usd']:.4f} of ${budget['max_usd']:g}; {left} evaluations not run"
         console.print(f"[red]{escape(line)}[/]", highlight=False)
-    flaky = report.flaky or {}
-    if flaky.get("max_share") is not None and flaky.get("share") is not None:
+    flaky = report.flaky_gate
+    if flaky is not None:
         mark = "[green]met[/]" if flaky["passed"] else "[red]NOT met[/]"
         console.print(f"flaky rows {flaky['share']:.1%} <= {flaky['max_share']:g}: {mark}", highlight=False)
     block = report.sequential

@@ -322,6 +322,12 @@ class RunSummary(Counts):
     not_run_count: int = 0
     budget: dict[str, Any] | None = None  # the run-wide budget: max_usd, spent_usd, exhausted
 
+    @property
+    def flaky_gate(self) -> dict[str, Any] | None:
+        """The flaky-rows gate, when the experiment set one and some row was repeated: share, max_share, passed."""
+        flaky = self.flaky or {}
+        return flaky if flaky.get("max_share") is not None and flaky.get("share") is not None else None
+
     @model_validator(mode="before")
     @classmethod
     def _earlier_skipped(cls, data: Any) -> Any:

@@ -144,8 +144,8 @@ def _spend_lines(report: RunSummary) -> list[str]:
 def _statistics_lines(report: RunSummary) -> list[str]:
     """Repeated trials (pass@k, pass^k, flaky rows and the gate) and the sequential A/B, when the run has them."""
     lines = []
-    flaky = report.flaky or {}
-    if flaky.get("max_share") is not None and flaky.get("share") is not None:
+    flaky = report.flaky_gate
+    if flaky is not None:
         verdict = "met" if flaky["passed"] else "NOT met"
         lines += [
             "",
