@@ -102,14 +102,23 @@ class Operator:
         (state,) = [s for s in self.instance.all_instigator_state() if s.instigator_name == name]
         return sorted(self.instance.get_ticks(state.instigator_origin_id, state.selector_id), key=lambda t: t.timestamp)
 
-    def tick_after(self, since: float) -> Any:
-        """The first sensor tick that started after ``since``, once it has finished."""
+    def ticks_seeing(self, edit: Callable[[], object]) -> list[Any]:
+        """Apply ``edit``; the sensor ticks that may have read any of it, once a tick that started after it ended.
 
-        def finished() -> Any:
-            later = [t for t in self.ticks("task_files_sensor") if t.timestamp > since]
-            return later[0] if later and later[0].status.value != "STARTED" else None
+        A tick already under way when the edit began reads the files a moment
+        after its start: it may see the edit (and request its runs), so the
+        ticks taken are all those not yet finished when the edit began.
+        """
+        finished_before = {t.tick_id for t in self.ticks("task_files_sensor") if t.status.value != "STARTED"}
+        edit()
+        since = time.time()
 
-        return self.wait("finished sensor tick", finished, TICK_TIMEOUT_S)
+        def settled() -> list[Any] | None:
+            seen = [t for t in self.ticks("task_files_sensor") if t.tick_id not in finished_before]
+            done = all(t.status.value != "STARTED" for t in seen) and any(t.timestamp > since for t in seen)
+            return seen if done else None
+
+        return self.wait("finished sensor tick", settled, TICK_TIMEOUT_S)
 
     def runs_of(self, selected: dg.RunsFilter, count: int, timeout: float = RUN_TIMEOUT_S) -> list[dg.DagsterRun]:
         """The ``count`` runs selected and not seen before, once all have succeeded (oldest first)."""
@@ -126,11 +135,11 @@ class Operator:
         return runs
 
     def change(self, edit: Callable[[], object]) -> list[dg.DagsterRun]:
-        """Apply ``edit`` to the task files; the runs that the sensor tick which saw it started, succeeded."""
-        edit()
-        tick = self.tick_after(time.time())
-        assert tick.status.value in ("SUCCESS", "SKIPPED"), tick.error
-        return self.runs_of(dg.RunsFilter(run_ids=list(tick.run_ids)), len(tick.run_ids)) if tick.run_ids else []
+        """Apply ``edit`` to the task files; the runs that the sensor ticks which saw it started, succeeded."""
+        ticks = self.ticks_seeing(edit)
+        assert all(t.status.value in ("SUCCESS", "SKIPPED") for t in ticks), [t.error for t in ticks]
+        run_ids = [run_id for tick in ticks for run_id in tick.run_ids]
+        return self.runs_of(dg.RunsFilter(run_ids=run_ids), len(run_ids)) if run_ids else []
 
     def materialized(self, run: dg.DagsterRun) -> list[str]:
         """The partitions of criteria_scores the run materialized."""
@@ -158,7 +167,9 @@ def edit_yaml(path: Path, change: Callable[[dict[str, Any]], None]) -> Callable[
     def apply() -> None:
         data = yaml.safe_load(path.read_text())
         change(data)
-        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        staged = path.with_name(f".{path.name}.tmp")  # as editors save: a tick never reads a half-written file
+        staged.write_text(yaml.safe_dump(data, sort_keys=False))
+        staged.replace(path)
 
     return apply
 
