@@ -160,15 +160,10 @@ def resolved_tasks(
 
 
 def resolved_metadata(row_task: RowTask) -> dict[str, Any]:
-    """A resolved_tasks partition's metadata (a run's, or `coder-eval register`'s record)."""
-    return {
-        "task_id": row_task.task_id,
-        "variant_id": row_task.variant_id,
-        "row_id": row_task.row_id or "",
-        "replicates": row_task.replicates,
-        "agent_type": row_task.task.agent.resolved_type,
-        "source": str(row_task.source),
-    }
+    """A resolved_tasks partition's metadata (a run's, or `coder-eval register`'s record): the file that
+    defines it. The partition key names the task and variant; the rest of the resolution is in the run
+    folder's snapshot and each task.json, not in every event (docs/operations.md, "What Dagster keeps")."""
+    return {"source": dg.MetadataValue.path(str(row_task.source))}
 
 
 @dg.asset(
@@ -192,10 +187,7 @@ def sandbox_runs(
     add_partition_metadata(
         context,
         {
-            key: {
-                "replicates": len(group),
-                "status": ", ".join(e.result.final_status if e.ended else "RAN" for e in group),
-            }
+            key: {"status": ", ".join(e.result.final_status if e.ended else "RAN" for e in group)}
             for key, group in _by_partition([e for e in done if not e.not_run]).items()
         },
     )
@@ -257,6 +249,11 @@ def criteria_scores(
 
 
 def _report_metadata(group: list[Evaluation]) -> dict[str, Any]:
+    """What the UI shows of a partition: status, score and duration (plotted) and the link to its report.
+
+    Every entry is stored with each materialization, twice on SQLite (run
+    shard and index): the rest of a result stays in task.json and the tables.
+    """
     results = [e.result for e in group]
     return {
         "status": ", ".join(r.final_status for r in results),

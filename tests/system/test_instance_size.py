@@ -1,0 +1,67 @@
+"""The Dagster instance's bytes per evaluation stay bounded (issue 25): what `coder-eval run` stores per row.
+
+Two runs of the installed console script, of 10 and of 60 agentless rows,
+each on a fresh SQLite instance: their difference over the 50 extra rows is
+what one evaluation costs, without the run's fixed events. Counted as row
+payload (the event bodies in every shard, the indexed tag rows, the
+dynamic partitions), which does not depend on SQLite's page fill.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from .conftest import SystemCli
+
+pytestmark = pytest.mark.slow
+
+# Measured 12.6 KB (docs/performance.md, "Instance size per evaluation"): the issue's 8 KB needs the
+# storage change that section describes; this bound keeps what was cut from coming back.
+PAYLOAD_LIMIT = 13.5 * 1024
+PAYLOADS = (
+    "SELECT coalesce(sum(length(event)), 0) FROM event_logs",
+    "SELECT coalesce(sum(length(asset_key) + length(key) + length(value) + 26), 0) FROM asset_event_tags",
+    "SELECT coalesce(sum(length(partitions_def_name) + length(partition) + 26), 0) FROM dynamic_partitions",
+)
+
+
+def _agentless(folder: Path, rows: int) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "rows.jsonl").write_text("".join(json.dumps({"id": f"r{i:03d}"}) + "\n" for i in range(rows)))
+    task = {
+        "task_id": "sized",
+        "description": "one evaluation's bytes",
+        "agent": {"type": "none"},
+        "sandbox": {"python": None},
+        "dataset": {"paths": ["rows.jsonl"]},
+        "pre_run": [{"command": "echo ready > marker.txt"}],
+        "success_criteria": [{"type": "run_command", "command": "test -f marker.txt", "description": "marker"}],
+    }
+    (folder / "task.yaml").write_text(json.dumps(task))
+    return folder / "task.yaml"
+
+
+def _payload(home: Path) -> int:
+    """Bytes of row payload the instance's event storage holds (timestamps and ids counted as 26 a row)."""
+    total = 0
+    for path in (home / "history/runs").glob("*.db"):
+        with sqlite3.connect(path) as connection:
+            total += sum(connection.execute(query).fetchone()[0] for query in PAYLOADS)
+    return total
+
+
+def _stored_after_run(folder: Path, rows: int) -> int:
+    cli = SystemCli(folder)
+    outcome, _ = cli.run(_agentless(folder / "task", rows), env={}, timeout=300)
+    assert outcome.code == 0, outcome.output
+    return _payload(cli.home)
+
+
+def test_an_evaluation_stores_a_bounded_number_of_bytes_in_the_instance(tmp_path: Path) -> None:
+    small, large = _stored_after_run(tmp_path / "small", 10), _stored_after_run(tmp_path / "large", 60)
+    per_evaluation = (large - small) / 50
+    assert 0 < per_evaluation <= PAYLOAD_LIMIT, f"{per_evaluation / 1024:.1f} KB per evaluation"
