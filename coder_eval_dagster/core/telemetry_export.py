@@ -266,9 +266,10 @@ class OtlpTelemetry(Telemetry):
         labels = {"coder_eval.status": result.final_status, "coder_eval.variant_id": result.variant_id}
         self.evaluations.add(1, labels)
         self.duration.record(result.duration_s, labels)
-        usage = agent_usage(result)
-        self.tokens.record(usage.input_tokens, {**labels, "gen_ai.token.type": "input"})
-        self.tokens.record(usage.output_tokens, {**labels, "gen_ai.token.type": "output"})
+        usage = result.total_token_usage
+        if usage is not None:  # an evaluation that called no model is not a zero in the token histogram
+            self.tokens.record(usage.input_tokens, {**labels, "gen_ai.token.type": "input"})
+            self.tokens.record(usage.output_tokens, {**labels, "gen_ai.token.type": "output"})
         if result.total_cost_usd is not None:
             self.cost.record(result.total_cost_usd, labels)
 
