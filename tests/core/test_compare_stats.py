@@ -57,6 +57,25 @@ def test_mcnemar_exact_p_of_a_known_flip_table() -> None:
     assert mcnemar_exact_p(0, 0) == 1.0
 
 
+@pytest.mark.parametrize("trials", [1, 2, 3, 7, 10, 33, 100, 257, 1000, 9999])
+def test_the_wilson_interval_is_scipys_bit_for_bit(trials: int) -> None:
+    """Computed without scipy (issue 25), the interval is still the one comparison files held before."""
+    for successes in sorted({*range(min(trials, 40) + 1), *range(trials - min(trials, 40), trials + 1)}):
+        ci = stats.binomtest(successes, trials).proportion_ci(confidence_level=0.95, method="wilson")
+        assert wilson_interval(successes, trials) == Interval(float(ci.low), float(ci.high)), (successes, trials)
+
+
+@pytest.mark.parametrize("flips", [1, 2, 5, 10, 31, 64, 101, 500, 2001])
+def test_mcnemar_exact_p_is_scipys_binomial_test(flips: int) -> None:
+    """The exact integer sum gives scipy's two-sided binomial p to 1e-9 (relative): splits from one-sided to even."""
+    half = flips // 2
+    for improvements in sorted(
+        {*range(0, flips + 1, max(1, flips // 100)), half - 1, half, half + 1} & {*range(flips + 1)}
+    ):
+        expected = stats.binomtest(improvements, flips, 0.5, alternative="two-sided").pvalue
+        assert mcnemar_exact_p(flips - improvements, improvements) == pytest.approx(expected, rel=1e-9, abs=1e-300)
+
+
 def synthetic_pairs(rows: int, seed: int) -> tuple[np.ndarray, float]:
     """Paired outcomes with a true difference of +0.15 (A succeeds with 0.55, B with 0.70)."""
     rng = np.random.default_rng(seed)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -216,6 +217,33 @@ def test_the_regression_verdict_needs_significance_and_a_drop(tmp_path: Path) ->
     assert not verdict.passed and verdict.details["v.regressed_rows"] == "\n".join(f"t{i}" for i in range(6))
     assert regression_verdict(six_worse, healthy).passed  # better is never a regression
     assert regression_verdict(None, healthy).passed
+
+
+@pytest.mark.parametrize("replicates", [1, 2, 3])
+def test_the_verdict_from_plain_outcomes_has_compare_runs_figures(tmp_path: Path, replicates: int) -> None:
+    """The nightly verdict skips pandas (issue 25) yet reads compare_runs' difference, McNemar p and flips exactly."""
+    from coder_eval_dagster.core.compare.regression import regression_verdict
+
+    rng = random.Random(replicates)
+    outcomes = ("SUCCESS", "SUCCESS", "FAILURE", "ERROR")
+
+    def night(day: int) -> Path:
+        rows = [
+            evaluation(variant, f"b{t % 3}/{t}", rng.choice(outcomes), replicate)
+            for variant in ("a", "b")
+            for t in range(40)
+            for replicate in range(replicates)
+        ]
+        return write_run(tmp_path, DAY.replace(day=day), rows)
+
+    before, after = load_run(night(1)), load_run(night(2))
+    details = regression_verdict(before, after).details
+    for pair in compare_runs(before, after).pairs:
+        variant = pair.other.split("@")[0]
+        assert details[f"{variant}.difference"] == float(pair.difference or 0.0)
+        assert details[f"{variant}.mcnemar_p"] == pair.mcnemar_p
+        assert details[f"{variant}.regressed_rows"] == ("\n".join(f.task_id for f in pair.regressions) or "none")
+        assert details[f"{variant}.improved_rows"] == ("\n".join(f.task_id for f in pair.improvements) or "none")
 
 
 def test_a_run_known_only_to_the_tables(experiment_run: Path) -> None:

@@ -12,22 +12,27 @@ Beside the paired figures: each arm's pass@k and pass^k over its replicates
 and its flaky rows, standard errors clustered by base task next to the
 unclustered ones, and, for a run that ran in batches, the sequential A/B's
 confidence sequence after each batch.
+
+Each arm's own figures (``arm_summary``, ``arm_flaky_rows``) are computed
+from plain values (``RowOutcomes``); only a pair of arms builds pandas
+frames, so a comparison of one variant imports neither pandas nor scipy.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
+from itertools import groupby
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
 
 from .clustered import MeanEstimate, mean_estimate
 from .interval import Interval
 from .replicates import PassK, RowReplicates, flaky_rows, pass_k_figures
-from .rows import BATCH, CompareError, RunRows, SequentialSettings
+from .rows import BATCH, CompareError, Outcome, RunRows, SequentialSettings
 from .sequential import SequentialResult, SequentialStep, sequence_over_batches, sequential_decision
 from .stats import (
     BREAKDOWN_RESAMPLES,
@@ -38,8 +43,36 @@ from .stats import (
     wilson_interval,
 )
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 ERROR = "ERROR"
 DELTA_METRICS = ("cost_usd", "tokens", "turns", "duration_s")
+
+
+@dataclass(frozen=True)
+class RowOutcomes:
+    """One row of an arm over its non-ERROR replicates: ``arm_rows``' counts, without pandas."""
+
+    task_id: str
+    base_task_id: str
+    successes: int
+    evaluations: int
+
+    @property
+    def success(self) -> float:
+        """The share of replicates that succeeded (``arm_rows``' ``success``)."""
+        return self.successes / self.evaluations
+
+
+def row_outcomes(valid: Iterable[Outcome]) -> list[RowOutcomes]:
+    """Non-ERROR evaluations by row, in task_id order; a row's base task is its first evaluation's."""
+    counts: dict[str, list[Any]] = {}
+    for outcome in valid:
+        row = counts.setdefault(outcome.task_id, [outcome.base_task_id, 0, 0])
+        row[1] += outcome.success
+        row[2] += 1
+    return [RowOutcomes(task_id, *counts[task_id]) for task_id in sorted(counts)]
 
 
 @dataclass(frozen=True)
@@ -51,13 +84,23 @@ class Arm:
     label: str
 
     @cached_property
+    def valid(self) -> list[Outcome]:
+        """The arm's non-ERROR evaluations, as plain values: all its own figures need."""
+        return [o for o in self.run.outcomes if o.variant_id == self.variant_id and o.final_status != ERROR]
+
+    @cached_property
+    def row_outcomes(self) -> list[RowOutcomes]:
+        return row_outcomes(self.valid)
+
+    @cached_property
     def evaluations(self) -> pd.DataFrame:
+        """The arm's evaluations as a frame, for a pair (imports pandas)."""
         frame = self.run.evaluations
         return frame[frame["variant_id"] == self.variant_id]
 
     @cached_property
     def rows(self) -> pd.DataFrame:
-        """One line per non-ERROR row (``arm_rows``): made once, read by the summary, the flaky rows and each pair."""
+        """One line per non-ERROR row (``arm_rows``): made once, read by each pair."""
         return arm_rows(self.evaluations)
 
 
@@ -231,57 +274,63 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def _number(value: Any) -> float | None:
-    return None if value is None or pd.isna(value) else float(value)
-
-
 # ----------------------------------------------------------------------------- one arm
 
 
-def _pass_k(rows: pd.DataFrame, resamples: int) -> list[PassK]:
-    """pass@k and pass^k of ``rows`` (``arm_rows``) with row-bootstrap intervals."""
+def _mean(values: list[float]) -> float | None:
+    """A column's mean as pandas takes it (NaN left out: summed as 0 over the whole array); None without values."""
+    array = np.array(values, dtype=float)
+    present = ~np.isnan(array)
+    count = int(present.sum())
+    return float(np.where(present, array, 0.0).sum() / count) if count else None
+
+
+def _pass_k(rows: list[RowOutcomes], resamples: int) -> list[PassK]:
+    """pass@k and pass^k of ``rows`` with row-bootstrap intervals."""
     return pass_k_figures(
-        rows["successes"].to_numpy(),
-        rows["evaluations"].to_numpy(),
+        np.array([row.successes for row in rows], dtype=np.int64),
+        np.array([row.evaluations for row in rows], dtype=np.int64),
         lambda values: paired_bootstrap_interval(values, resamples),
     )
 
 
+def _by_base_task(rows: list[RowOutcomes]) -> list[TaskPassK]:
+    """pass@k and pass^k of each base task's rows, base tasks in order."""
+    ordered = sorted(rows, key=lambda row: row.base_task_id)  # stable: rows stay in task_id order
+    return [
+        TaskPassK(task, _pass_k(list(task_rows), BREAKDOWN_RESAMPLES))
+        for task, task_rows in groupby(ordered, key=lambda row: row.base_task_id)
+    ]
+
+
 def arm_summary(arm: Arm) -> ArmSummary:
-    frame = arm.evaluations
-    valid = frame[frame["final_status"] != ERROR]
-    successes = int(valid["success"].sum())
-    rows = arm.rows
-    clusters = valid["base_task_id"].to_numpy()
+    valid, rows = arm.valid, arm.row_outcomes
+    evaluations = sum(1 for o in arm.run.outcomes if o.variant_id == arm.variant_id)
+    successes = sum(o.success for o in valid)
+    clusters = np.array([o.base_task_id for o in valid], dtype=object)
+    scores = [o.weighted_score for o in valid]
     return ArmSummary(
         label=arm.label,
         run_id=arm.run.run_id,
         variant_id=arm.variant_id,
-        evaluations=len(frame),
-        errors=len(frame) - len(valid),
+        evaluations=evaluations,
+        errors=evaluations - len(valid),
         successes=successes,
-        success_rate=successes / len(valid) if len(valid) else None,
+        success_rate=successes / len(valid) if valid else None,
         interval=wilson_interval(successes, len(valid)),
-        mean_score=_number(valid["weighted_score"].mean()),
-        mean_cost_usd=_number(valid["cost_usd"].mean()),
-        success_clustered=mean_estimate(valid["success"].to_numpy(dtype=float), clusters),
-        score_clustered=mean_estimate(valid["weighted_score"].to_numpy(dtype=float), clusters),
-        max_replicates=int(rows["evaluations"].max()) if len(rows) else 0,
+        mean_score=_mean(scores),
+        mean_cost_usd=_mean([o.cost_usd for o in valid]),
+        success_clustered=mean_estimate(np.array([o.success for o in valid], dtype=float), clusters),
+        score_clustered=mean_estimate(np.array(scores, dtype=float), clusters),
+        max_replicates=max((row.evaluations for row in rows), default=0),
         pass_k=_pass_k(rows, RESAMPLES),
-        pass_k_by_task=[
-            TaskPassK(str(task), _pass_k(task_rows, BREAKDOWN_RESAMPLES))
-            for task, task_rows in rows.groupby("base_task_id", sort=True)
-        ],
+        pass_k_by_task=_by_base_task(rows),
     )
 
 
 def arm_flaky_rows(arm: Arm) -> list[FlakyRow]:
     """The arm's rows whose non-ERROR replicates disagree, by row-task."""
-    rows = arm.rows
-    replicates = [
-        RowReplicates(str(task_id), arm.variant_id, int(passes), int(count))
-        for task_id, passes, count in zip(rows.index, rows["successes"], rows["evaluations"], strict=True)
-    ]
+    replicates = [RowReplicates(r.task_id, arm.variant_id, r.successes, r.evaluations) for r in arm.row_outcomes]
     return [FlakyRow(arm.run.run_id, **asdict(row)) for row in flaky_rows(replicates)]
 
 
@@ -464,6 +513,35 @@ def compare_pair(baseline: Arm, other: Arm) -> PairComparison:
     )
 
 
+@dataclass
+class PairedFlips:
+    """A pair's difference in success rate, McNemar p and flipped rows (task ids): what a nightly verdict reads."""
+
+    difference: float | None
+    mcnemar_p: float
+    regressions: list[str]
+    improvements: list[str]
+
+
+def paired_flips(baseline: Arm, other: Arm) -> PairedFlips:
+    """``compare_pair``'s overall difference, McNemar p and flips from plain values: no pandas, the same numbers.
+
+    Rows pair in task_id order (the frames' merge order), so the mean of the
+    differences is summed as numpy summed it there.
+    """
+    rows_other = {row.task_id: row for row in other.row_outcomes}
+    paired = [(row, rows_other[row.task_id]) for row in baseline.row_outcomes if row.task_id in rows_other]
+    differences = np.array([b.success - a.success for a, b in paired], dtype=float)
+    regressions = [a.task_id for a, b in paired if a.success > 0.5 and not b.success > 0.5]
+    improvements = [a.task_id for a, b in paired if not a.success > 0.5 and b.success > 0.5]
+    return PairedFlips(
+        difference=float(differences.mean()) if paired else None,
+        mcnemar_p=mcnemar_exact_p(len(regressions), len(improvements)),
+        regressions=regressions,
+        improvements=improvements,
+    )
+
+
 # ----------------------------------------------------------------------------- runs
 
 
@@ -486,8 +564,8 @@ def compare_variants(run: RunRows, baseline: str | None = None) -> Comparison:
     )
 
 
-def compare_runs(before: RunRows, after: RunRows, variant: str | None = None) -> Comparison:
-    """The same variants of two runs, paired by (task_id, variant_id): ``after`` against ``before``."""
+def shared_variants(before: RunRows, after: RunRows, variant: str | None = None) -> list[str]:
+    """The variants both runs ran, in ``after``'s order (``variant`` alone when given); CompareError if none."""
     shared = [v for v in after.variants if v in set(before.variants)]
     if variant is not None:
         if variant not in shared:
@@ -495,6 +573,12 @@ def compare_runs(before: RunRows, after: RunRows, variant: str | None = None) ->
         shared = [variant]
     if not shared:
         raise CompareError(f"{before.run_id} and {after.run_id} share no variant")
+    return shared
+
+
+def compare_runs(before: RunRows, after: RunRows, variant: str | None = None) -> Comparison:
+    """The same variants of two runs, paired by (task_id, variant_id): ``after`` against ``before``."""
+    shared = shared_variants(before, after, variant)
     pairs = [(_arm(before, v, f"{v}@{before.run_id}"), _arm(after, v, f"{v}@{after.run_id}")) for v in shared]
     arms = [arm for pair in pairs for arm in pair]
     return Comparison(

@@ -9,7 +9,7 @@ from ..models.results import EvaluationResult
 from .analysis import Comparison, compare_variants
 from .figures import Drawing, comparison_figures, save_pngs
 from .render import render_html
-from .rows import RunRows, results_frame
+from .rows import RunRows, result_records
 
 
 def write_page(path: Path, text: str, drawings: list[Drawing]) -> list[Path]:
@@ -28,6 +28,6 @@ def write_run_comparison(run_dir: Path, results: list[EvaluationResult], variant
     """A run of several variants: its comparison page and figures; what run.json records of them."""
     if len(variants) < 2:
         return None
-    comparison = compare_variants(RunRows(run_dir, run_dir.name, variants, results_frame(results)))
+    comparison = compare_variants(RunRows(run_dir, run_dir.name, variants, result_records(results)))
     write_comparison_page(comparison, run_dir / COMPARISON_PAGE)
     return {"page": COMPARISON_PAGE, "figure": f"{Path(COMPARISON_PAGE).stem}.success_rate.png"}

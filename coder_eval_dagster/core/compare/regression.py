@@ -1,6 +1,9 @@
 """What the Dagster layer shows of a comparison: float metadata to plot, and the nightly regression verdict.
 
 Plain values only (no dagster import): the assets wrap them in metadata.
+The task-set check and the verdict read the runs' outcomes, not pandas
+frames: a run of one variant with an earlier run imports neither pandas
+nor scipy (issue 25).
 """
 
 from __future__ import annotations
@@ -8,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .analysis import Comparison, PairComparison, compare_runs
+from .analysis import Arm, Comparison, PairedFlips, paired_flips, shared_variants
 from .render import markdown_table, summary_table
 from .rows import RunRows
 
@@ -24,12 +27,11 @@ def comparison_metadata(comparison: Comparison) -> tuple[str, dict[str, float]]:
 
 def same_task_set(first: RunRows, second: RunRows) -> bool:
     """Two runs of the same row-tasks under the same variants: the nightly's "same suite"."""
-    columns = ["variant_id", "task_id"]
-    keys = [set(map(tuple, run.evaluations[columns].drop_duplicates().to_numpy())) for run in (first, second)]
+    keys = [{(o.variant_id, o.task_id) for o in run.outcomes} for run in (first, second)]
     return keys[0] == keys[1]
 
 
-def is_regression(pair: PairComparison) -> bool:
+def is_regression(pair: PairedFlips) -> bool:
     """Significantly worse: McNemar p below 0.05 and a negative difference in success rate."""
     return pair.mcnemar_p < SIGNIFICANCE and pair.difference is not None and pair.difference < 0
 
@@ -45,13 +47,12 @@ def regression_verdict(previous: RunRows | None, current: RunRows) -> Regression
     """This run against the previous run of the same task set, variant by variant, with the flipped rows."""
     if previous is None:
         return RegressionVerdict(True, None, {"previous_run": "none of the same task set"})
-    comparison = compare_runs(previous, current)
+    pairs = {v: paired_flips(Arm(previous, v, v), Arm(current, v, v)) for v in shared_variants(previous, current)}
     details: dict[str, Any] = {"previous_run": previous.run_id}
-    for pair in comparison.pairs:
-        variant = pair.other.split("@")[0]
+    for variant, pair in pairs.items():
         details[f"{variant}.difference"] = float(pair.difference or 0.0)
         details[f"{variant}.mcnemar_p"] = float(pair.mcnemar_p)
-        details[f"{variant}.regressed_rows"] = "\n".join(f.task_id for f in pair.regressions) or "none"
-        details[f"{variant}.improved_rows"] = "\n".join(f.task_id for f in pair.improvements) or "none"
-    passed = not any(is_regression(pair) for pair in comparison.pairs)
+        details[f"{variant}.regressed_rows"] = "\n".join(pair.regressions) or "none"
+        details[f"{variant}.improved_rows"] = "\n".join(pair.improvements) or "none"
+    passed = not any(is_regression(pair) for pair in pairs.values())
     return RegressionVerdict(passed, previous.run_id, details)

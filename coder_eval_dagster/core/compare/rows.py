@@ -1,9 +1,13 @@
-"""A run's evaluations as one pandas frame: from its Parquet file, or from its task.json files.
+"""A run's evaluations: as read (Arrow columns or task.json records), and as one pandas frame when asked.
 
 The Parquet file of ``task_results`` is read when the run wrote one (fast:
 one file per run; ``<runs-dir>/tables`` beside the run folder, which need not
 exist any more); a run folder without it (copied alone, or still being
 summarized) is read from its task.json files.
+
+The pandas frame is built on first use: the figures of one arm and the
+run-to-run verdict read ``RunRows.outcomes`` (plain values), so a run that
+compares a few rows with an earlier run does not import pandas (issue 25).
 """
 
 from __future__ import annotations
@@ -11,17 +15,20 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
 from ..layout import PLAN_FILE, RESULT_FILE, RUN_FILE, TABLES_DIR, evaluation_files, load_result, report_path
 from ..models.results import EARLIER_STATUSES, EvaluationResult
 from ..tables import task_result_row
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 COLUMNS = [
     "task_id",
@@ -53,15 +60,71 @@ class SequentialSettings:
     margin: float | None = None
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """One evaluation as an arm's own figures and the run-to-run verdict read it (no pandas)."""
+
+    variant_id: str
+    task_id: str
+    base_task_id: str
+    final_status: str  # as now written (earlier run folders' names mapped)
+    success: bool
+    weighted_score: float  # NaN where the row has none, as in the frame
+    cost_usd: float
+
+
+OUTCOME_COLUMNS = ("variant_id", "task_id", "base_task_id", "final_status", "success", "weighted_score", "cost_usd")
+
+
+def _number(value: Any) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def _outcome(variant_id: str, task_id: str, base: str, status: str, success: Any, score: Any, cost: Any) -> Outcome:
+    """The frame's reading of one row (``evaluations_frame``): statuses mapped, success as bool, nulls as NaN."""
+    status = EARLIER_STATUSES.get(status, status)
+    return Outcome(variant_id, task_id, base, status, bool(success), _number(score), _number(cost))
+
+
+Records = list[dict[str, Any]]  # task.json rows, in the task_results table's columns
+
+
 @dataclass
 class RunRows:
-    """One run's evaluations (one row per row-task x variant x replicate) and its variants in order."""
+    """One run's evaluations (one row per row-task x variant x replicate) and its variants in order.
+
+    ``source`` is what was read: the Parquet file's columns, or the task.json
+    files' rows.
+    """
 
     run_dir: Path
     run_id: str
     variants: list[str]
-    evaluations: pd.DataFrame
+    source: pa.Table | Records
     sequential: SequentialSettings = SequentialSettings()
+
+    @cached_property
+    def evaluations(self) -> pd.DataFrame:
+        """Every evaluation as one frame, for the paired analysis; imports pandas."""
+        import pandas as pd
+
+        if isinstance(self.source, pa.Table):
+            return evaluations_frame(self.source.to_pandas())
+        return evaluations_frame(pd.DataFrame.from_records(self.source, columns=[*COLUMNS, BATCH]))
+
+    @cached_property
+    def outcomes(self) -> list[Outcome]:
+        """Every evaluation in the frame's order, as plain values."""
+        columns = [_column(self.source, name) for name in OUTCOME_COLUMNS]
+        return [_outcome(*values) for values in zip(*columns, strict=True)]
+
+
+def _column(source: pa.Table | Records, name: str) -> list[Any]:
+    """One column of what was read, as plain values."""
+    if isinstance(source, pa.Table):
+        values: list[Any] = source.column(name).to_pylist()
+        return values
+    return [record[name] for record in source]
 
 
 def evaluations_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -71,7 +134,7 @@ def evaluations_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """
     frame = frame[[*COLUMNS, *([BATCH] if BATCH in frame else [])]].copy()
     if BATCH not in frame:
-        frame[BATCH] = np.nan
+        frame[BATCH] = float("nan")
     frame["final_status"] = frame["final_status"].replace(EARLIER_STATUSES)
     frame["tokens"] = frame["input_tokens"].astype("float64") + frame["output_tokens"].astype("float64")
     frame["cost_usd"] = frame["cost_usd"].astype("float64")
@@ -81,14 +144,13 @@ def evaluations_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def results_frame(results: list[EvaluationResult]) -> pd.DataFrame:
-    """The task_results table's rows of these evaluations (``batch`` null unless the table has that column)."""
-    records = [
+def result_records(results: list[EvaluationResult]) -> Records:
+    """The task_results table's rows of these evaluations (no ``batch``: the frame's is null)."""
+    return [
         {"task_id": r.task_id, "base_task_id": r.base_task_id, "variant_id": r.variant_id, "replicate": r.replicate}
         | task_result_row(r)
         for r in results
     ]
-    return evaluations_frame(pd.DataFrame.from_records(records, columns=[*COLUMNS, BATCH]))
 
 
 def _parquet_file(run_dir: Path) -> Path | None:
@@ -127,15 +189,17 @@ def load_run(run_dir: Path) -> RunRows:
     """Every evaluation of the run ``run_dir`` (a run folder, or the name its tables know it by)."""
     run_dir = run_dir.resolve()
     parquet = _parquet_file(run_dir)
+    source: pa.Table | Records
     if parquet is not None:
-        columns = [*COLUMNS, *([BATCH] if BATCH in pq.read_schema(parquet).names else [])]
-        evaluations = evaluations_frame(pq.read_table(parquet, columns=columns).to_pandas())
+        # One file: ParquetFile, not read_table, whose pyarrow.dataset imports pandas (0.3 s).
+        file = pq.ParquetFile(parquet)
+        source = file.read(columns=[*COLUMNS, *([BATCH] if BATCH in file.schema_arrow.names else [])])
     elif run_dir.is_dir():
-        evaluations = results_frame([load_result(p) for p in evaluation_files(run_dir, RESULT_FILE)])
+        source = result_records([load_result(p) for p in evaluation_files(run_dir, RESULT_FILE)])
     else:
         raise CompareError(f"{run_dir}: no such run folder")
-    if evaluations.empty:
+    if len(source) == 0:
         raise CompareError(f"{run_dir}: no evaluations (neither a task_results Parquet file nor task.json files)")
     document = _run_document(run_dir)
-    variants = _variant_order(run_dir, document, evaluations["variant_id"])
-    return RunRows(run_dir, run_dir.name, variants, evaluations, _sequential_settings(document))
+    variants = _variant_order(run_dir, document, _column(source, "variant_id"))
+    return RunRows(run_dir, run_dir.name, variants, source, _sequential_settings(document))

@@ -1,15 +1,19 @@
 """The statistics of a paired comparison.
 
-Wilson intervals for success rates, McNemar's exact test on the discordant
-pairs (a two-sided binomial test at p = 0.5) and its power for the "how many
-rows do I need" table of docs/running.md, from scipy.stats; a percentile
-bootstrap over rows for paired mean differences, in numpy.
+Wilson intervals for success rates and McNemar's exact test on the discordant
+pairs (a two-sided binomial test at p = 0.5) in plain Python, the same numbers
+as scipy.stats (tests/core/test_compare_stats.py): importing scipy.stats costs
+about 0.5 s, which a run that compares a few rows must not pay (issue 25).
+The test's power for the "how many rows do I need" table of docs/running.md
+uses scipy.stats; a percentile bootstrap over rows for paired mean
+differences, in numpy.
 """
 
 from __future__ import annotations
 
+from math import sqrt
+
 import numpy as np
-from scipy import stats
 
 from .interval import Interval
 
@@ -18,22 +22,43 @@ ALPHA = 0.05
 SEED = 20261203  # fixed: the same rows give the same interval, run after run
 RESAMPLES = 1999  # 95 % percentile bounds to about +-0.5 percentage point of their limit at 10,000 rows
 BREAKDOWN_RESAMPLES = 999  # per task and per tag: many small groups
+# The 97.5 % normal quantile as scipy's ndtri gives it (statistics.NormalDist's is one ulp lower): the
+# intervals come out bit for bit as scipy's binomtest(...).proportion_ci(method="wilson") gave them.
+Z_WILSON = 1.959963984540054
 
 
 def wilson_interval(successes: int, trials: int) -> Interval | None:
-    """Wilson score 95 % interval of ``successes / trials``; None with no trials."""
+    """Wilson score 95 % interval of ``successes / trials``; None with no trials.
+
+    scipy's formula (Newcombe 1998), operation for operation, so the figures
+    in comparison files stay what they were when scipy computed them.
+    """
     if trials == 0:
         return None
-    ci = stats.binomtest(successes, trials).proportion_ci(confidence_level=CONFIDENCE, method="wilson")
-    return Interval(float(ci.low), float(ci.high))
+    z, p = Z_WILSON, successes / trials
+    denominator = 2 * (trials + z**2)
+    center = (2 * trials * p + z**2) / denominator
+    delta = z / denominator * sqrt(4 * trials * p * (1 - p) + z**2)
+    low = 0.0 if successes == 0 else center - delta
+    high = 1.0 if successes == trials else center + delta
+    return Interval(low, high)
 
 
 def mcnemar_exact_p(regressions: int, improvements: int) -> float:
-    """Two-sided exact McNemar p on the discordant pairs; 1.0 when nothing flipped."""
+    """Two-sided exact McNemar p on the discordant pairs; 1.0 when nothing flipped.
+
+    The binomial test at p = 0.5 is symmetric: p = 2 P(X <= min(b, c)),
+    X ~ Bin(b + c, 1/2), capped at 1, summed in exact integers.
+    """
     flips = regressions + improvements
-    if flips == 0:
+    fewer = min(regressions, improvements)
+    if 2 * fewer == flips:  # nothing flipped, or as many each way
         return 1.0
-    return float(stats.binomtest(improvements, flips, 0.5, alternative="two-sided").pvalue)
+    term, tail = 1, 1  # C(flips, 0), and the sum of C(flips, j) for j <= i
+    for i in range(fewer):
+        term = term * (flips - i) // (i + 1)
+        tail += term
+    return min(1.0, 2 * tail / (1 << flips))
 
 
 def _bootstrap_means(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -80,8 +105,11 @@ def mcnemar_power(rows: int, effect: float, discordance: float, alpha: float = A
     arms, ``effect`` the difference in success rates (improvements minus
     regressions, as shares of all rows); the discordant count is binomial,
     and each discordant row is an improvement with probability
-    ``(discordance + effect) / (2 * discordance)``.
+    ``(discordance + effect) / (2 * discordance)``. For the power table only:
+    it imports scipy.stats.
     """
+    from scipy import stats
+
     flips = np.arange(rows + 1)
     toward = (discordance + effect) / (2 * discordance)
     # The largest count k on each tail whose two-sided exact p is below alpha (p = 0.5 is symmetric).
