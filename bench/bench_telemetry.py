@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -31,15 +32,28 @@ from bench.bench_agentless import CHECK, PRE, _cli, _project
 from tests.support.otlp_receiver import OtlpReceiver, Received
 
 
-def _timed(task: Path, work: Path, concurrency: int, env: dict[str, str], cli: str | None) -> float:
-    """One run's wall seconds with ``env`` over the bench's own environment."""
+def _timed(task: Path, work: Path, concurrency: int, env: dict[str, str], cli: str | None) -> tuple[float, float]:
+    """One run's wall seconds and CPU seconds (user + system, its whole process tree) with ``env`` over the
+    bench's own environment. CPU moves less than wall time when the machine is shared."""
     saved = dict(os.environ)
     os.environ.update(env)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
-        return _cli(task, work, concurrency, executable=cli)[0]
+        wall = _cli(task, work, concurrency, executable=cli)[0]
     finally:
         os.environ.clear()
         os.environ.update(saved)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _report(way: str, measures: list[tuple[float, float]]) -> tuple[float, float]:
+    """Print and return the median wall and CPU seconds of one way."""
+    walls, cpus = [m[0] for m in measures], [m[1] for m in measures]
+    wall, cpu = statistics.median(walls), statistics.median(cpus)
+    listed = ", ".join(f"{t:.2f}" for t in walls)
+    print(f"{way}: median {wall:.2f} s wall, {cpu:.2f} s CPU over {len(walls)} ({listed})")
+    return wall, cpu
 
 
 def main() -> None:
@@ -52,26 +66,30 @@ def main() -> None:
     for name in [n for n in os.environ if n.startswith("OTEL_")]:
         del os.environ[name]
     received = Received(deferred=True)
-    seconds: dict[str, list[float]] = {"baseline": [], "off": [], "on": []}
+    measures: dict[str, list[tuple[float, float]]] = {"baseline": [], "off": [], "on": []}
     with tempfile.TemporaryDirectory() as tmp, OtlpReceiver(received) as endpoint:
         work = Path(tmp)
         task = _project(work / "rows", "rows", args.rows, PRE, CHECK)
         for _ in range(args.trials):
             if args.baseline_cli:
-                seconds["baseline"].append(_timed(task, work, args.concurrency, {}, args.baseline_cli))
-            seconds["off"].append(_timed(task, work, args.concurrency, {}, None))
-            seconds["on"].append(_timed(task, work, args.concurrency, {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}, None))
+                measures["baseline"].append(_timed(task, work, args.concurrency, {}, args.baseline_cli))
+            measures["off"].append(_timed(task, work, args.concurrency, {}, None))
+            exporting = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
+            measures["on"].append(_timed(task, work, args.concurrency, exporting, None))
     received.decode_kept()
-    median = {way: statistics.median(times) for way, times in seconds.items() if times}
-    for way, times in seconds.items():
-        if times:
-            print(f"{way}: median {median[way]:.2f} s over {len(times)} ({', '.join(f'{t:.2f}' for t in times)})")
+    median = {way: _report(way, found) for way, found in measures.items() if found}
+    load = os.getloadavg()[0]
     if "baseline" in median:
-        print(f"off vs baseline: {100 * (median['off'] / median['baseline'] - 1):+.1f}% (target within 2%)")
-    print(f"on vs off: {100 * (median['on'] / median['off'] - 1):+.1f}% (target within 15%)")
+        print(f"off vs baseline: {_change(median['off'], median['baseline'])} (target within 2%)")
+    print(f"on vs off: {_change(median['on'], median['off'])} (target within 15%); load average {load:.1f}")
     ends = sum(1 for event in received.events if event["name"] == "CoderEval.Task.End")
-    runs = len(seconds["on"])
+    runs = len(measures["on"])
     print(f"received per run: {len(received.span_names) // runs} spans, {ends // runs} CoderEval.Task.End events")
+
+
+def _change(measured: tuple[float, float], reference: tuple[float, float]) -> str:
+    wall, cpu = (100 * (m / r - 1) for m, r in zip(measured, reference, strict=True))
+    return f"{wall:+.1f}% wall, {cpu:+.1f}% CPU"
 
 
 if __name__ == "__main__":
