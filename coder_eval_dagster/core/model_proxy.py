@@ -13,7 +13,8 @@ revoked when the agent run ends.
     /g/<grant id>/<path>   ->   <upstream base URL>/<path>
 
 A request without its grant's token, or for a revoked grant, gets 403 and
-goes nowhere.
+goes nowhere; so does one the grant's ``admit`` check refuses (an agent run
+the harness has stopped, whose CLI has not seen it yet).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import socket
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -43,6 +44,7 @@ HOP_BY_HOP = frozenset(
     | {"upgrade", "host", "content-length"}
 )
 STREAM_CHUNK = 65536
+Admit = Callable[[], bool]  # asked before each request of a grant is forwarded: False refuses it
 
 
 @dataclass(frozen=True)
@@ -87,31 +89,34 @@ class ModelProxy:
     """Serves on each host a grant asks for (127.0.0.1, a bridge's gateway), from the first such grant on."""
 
     def __init__(self) -> None:
-        self._grants: dict[str, tuple[str, Upstream]] = {}  # grant id -> (token, upstream)
+        self._grants: dict[str, tuple[str, Upstream, Admit | None]] = {}  # grant id -> (token, upstream, admit)
         self._lock = threading.Lock()
         self._servers: dict[str, ThreadingHTTPServer] = {}
 
     @contextmanager
-    def granted(self, upstream: Upstream, host: str = LOOPBACK) -> Iterator[Grant]:
-        """A grant for one agent run, reachable at ``host`` (a container's view of this machine); revoked after."""
+    def granted(self, upstream: Upstream, host: str = LOOPBACK, admit: Admit | None = None) -> Iterator[Grant]:
+        """A grant for one agent run, reachable at ``host`` (a container's view of this machine); revoked after.
+
+        ``admit``: asked before each of its requests is forwarded (on the proxy's thread); False refuses it.
+        """
         grant_id, token = secrets.token_hex(8), secrets.token_hex(24)
         port = self._serve_on(host)
         with self._lock:
-            self._grants[grant_id] = (token, upstream)
+            self._grants[grant_id] = (token, upstream, admit)
         try:
             yield Grant(token, f"http://{host}:{port}{PREFIX}{grant_id}")
         finally:
             with self._lock:
                 self._grants.pop(grant_id, None)
 
-    def lookup(self, grant_id: str, presented: str | None) -> Upstream | None:
-        """The upstream of a live grant whose token the request presents, else None."""
+    def lookup(self, grant_id: str, presented: str | None) -> tuple[Upstream, Admit | None] | None:
+        """The upstream and admit check of a live grant whose token the request presents, else None."""
         with self._lock:
             found = self._grants.get(grant_id)
         if found is None or presented is None:
             return None
-        token, upstream = found
-        return upstream if hmac.compare_digest(presented, upstream.presented(token)) else None
+        token, upstream, admit = found
+        return (upstream, admit) if hmac.compare_digest(presented, upstream.presented(token)) else None
 
     def port(self) -> int:
         """The port it serves on this machine's loopback (started now if need be): a confined sandbox gets a
@@ -173,11 +178,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _forward(self) -> None:
         body = self._body()
         grant_id, _, rest = self.path[len(PREFIX) :].partition("/") if self.path.startswith(PREFIX) else ("", "", "")
-        upstream = None
+        found = None
         for header in ("x-api-key", "authorization"):
-            upstream = upstream or self.proxy.lookup(grant_id, self.headers.get(header))
-        if upstream is None:
+            found = found or self.proxy.lookup(grant_id, self.headers.get(header))
+        if found is None:
             self._error(403, "no valid grant for this request")
+            return
+        upstream, admit = found
+        if admit is not None and not admit():
+            self._error(403, "the harness has stopped this agent: no further model request")
             return
         request = urllib.request.Request(
             upstream.base_url.rstrip("/") + "/" + rest,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .budget import RunBudget
 from .credentials import Credentials
-from .model_proxy import Grant, Upstream, shared_proxy
+from .model_proxy import Admit, Grant, Upstream, shared_proxy
 from .pricing import PriceBook
 from .routing import ApiRoute, resolve_route
 from .run_spec import DEFAULT_JUDGE_CONCURRENCY
@@ -122,9 +122,9 @@ class RunContext:
         with self.grant(self.route.upstream(), host) as grant:
             yield self.route.through(grant)
 
-    def grant(self, upstream: Upstream, host: str) -> AbstractContextManager[Grant]:
+    def grant(self, upstream: Upstream, host: str, admit: Admit | None = None) -> AbstractContextManager[Grant]:
         """A model proxy grant for one agent run of this run (the process's proxy starts with its first)."""
-        return shared_proxy().granted(upstream, host)
+        return shared_proxy().granted(upstream, host, admit)
 
     def close(self) -> None:
         """The run is over in this process: send what telemetry buffered."""

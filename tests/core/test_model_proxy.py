@@ -74,3 +74,17 @@ def test_api_errors_pass_through_and_an_unreachable_api_names_no_key(proxy: Mode
     with proxy.granted(Upstream("http://127.0.0.1:9", "x-api-key", KEY)) as grant:
         status, body = post(f"{grant.base_url}/v1/messages", {"x-api-key": grant.token})
     assert status == 502 and b"could not be reached" in body and KEY.encode() not in body
+
+
+def test_a_request_the_admit_check_refuses_goes_nowhere(proxy: ModelProxy) -> None:
+    """An agent run the harness has stopped: its CLI's next request is refused, whatever it holds."""
+    script = Script([Turn(text="first"), Turn(text="never sent")])
+    admitted = iter([True, False])
+    with (
+        FakeAnthropic(script) as url,
+        proxy.granted(Upstream(url, "x-api-key", KEY), admit=lambda: next(admitted)) as grant,
+    ):
+        first = post(f"{grant.base_url}/v1/messages", {"x-api-key": grant.token})
+        second = post(f"{grant.base_url}/v1/messages", {"x-api-key": grant.token})
+    assert first[0] == 200 and second[0] == 403 and b"stopped this agent" in second[1]
+    assert len(script.requests) == 1
