@@ -55,14 +55,17 @@ def _run_seconds(runs: Path) -> float:
 
     newest = max((p for p in runs.iterdir() if p.is_dir() and p.name != "tables"), key=lambda p: p.stat().st_mtime)
     document = json.loads((newest / "run.json").read_text())
-    stamps = [datetime.fromisoformat(document[k].replace("Z", "+00:00")) for k in ("started_at", "finished_at")]
+    stamps = [datetime.fromisoformat(document[k].replace("Z", "+00:00")) for k in ("start_time", "end_time")]
     return (stamps[1] - stamps[0]).total_seconds()
 
 
-def _cli(task: Path, workdir: Path, concurrency: int, executable: str | None = None) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one `coder-eval run` (``executable``, else this venv's) on a fresh instance."""
+def _cli(
+    task: Path, workdir: Path, concurrency: int, executable: str | None = None, home: Path | None = None
+) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one `coder-eval run` (``executable``, else this venv's) on a fresh
+    instance, or on the instance at ``home`` (the soak runs many on one)."""
     cli = executable or shutil.which("coder-eval") or str(Path(sys.executable).parent / "coder-eval")
-    home = Path(tempfile.mkdtemp(dir=workdir, prefix="dagster_home-"))
+    home = home or Path(tempfile.mkdtemp(dir=workdir, prefix="dagster_home-"))
     env = {**os.environ, "DAGSTER_HOME": str(home)}
     command = [cli, "run", str(task), "--runs-dir", str(workdir / "runs"), "--concurrency", str(concurrency)]
     timed = ["/usr/bin/time", "-f", "%M", *command] if Path("/usr/bin/time").exists() else command
