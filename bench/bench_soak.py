@@ -15,6 +15,9 @@ run_command) on one DAGSTER_HOME and one runs dir:
    instance) and after the last (soaked), and on a second fresh instance
    after the soak, to see how much the machine's load moved meanwhile.
    Target: soaked / fresh <= 1.2.
+3. Then 3 more runs on the soaked instance, alternated with runs on 3 new
+   fresh instances: soaked / fresh at the same moment, as the machine's
+   speed drifts during a soak (bench_warm_start.py alternates likewise).
 
     python bench/bench_soak.py [--runs 30] [--rows 1000] [--concurrency 2]
 """
@@ -39,7 +42,7 @@ from tests.support.dagster_services import DagsterServices
 ROOT = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).parent / "coder-eval")  # the installed console script, not one on PATH
 TASK_ID = "soak"
-RUN_TARGET, PAGE_TARGET, LOADS = 1.1, 1.2, 3
+RUN_TARGET, PAGE_TARGET, LOADS, PAIRS = 1.1, 1.2, 3, 3
 # Dagster's "Join the Dagster community" pop-up, dismissed as its Skip button does (tests/system/test_register_ui.py).
 NO_COMMUNITY_POPUP = "localStorage.setItem('communityNux', '1')"
 TEXT = "document.body ? document.body.innerText : ''"
@@ -61,7 +64,7 @@ class Soak:
     """One instance and one runs dir that every run of the soak shares, with what each run took."""
 
     def __init__(self, work: Path, rows: int, concurrency: int) -> None:
-        self.work, self.concurrency = work, concurrency
+        self.work, self.rows, self.concurrency = work, rows, concurrency
         self.home = work / "home"  # the CLI gives it coder-eval's defaults on first use, as a user's first run does
         self.task = _project(work / "task", TASK_ID, rows, PRE, CHECK)
         self.wall: list[float] = []
@@ -141,6 +144,25 @@ def report_runs(soak: Soak) -> None:
     )
 
 
+def alternate(soak: Soak, pairs: int) -> dict[str, list[float]]:
+    """After the soak, runs on the soaked instance alternated with runs on new fresh instances, so that a change
+    of the machine's speed during the soak (not all of which shows in the load average) falls on both sides."""
+    fresh = [Soak(soak.work.parent / f"fresh-{index}", soak.rows, soak.concurrency) for index in range(pairs)]
+    first = len(soak.wall)
+    for instance in fresh:
+        soak.run()
+        instance.run()
+    figures = {"soaked_wall": soak.wall[first:], "soaked_cpu": soak.cpu[first:]}
+    figures |= {"fresh_wall": [one.wall[0] for one in fresh], "fresh_cpu": [one.cpu[0] for one in fresh]}
+    for name in ("wall", "cpu"):
+        soaked, new = statistics.median(figures[f"soaked_{name}"]), statistics.median(figures[f"fresh_{name}"])
+        print(
+            f"alternated, {pairs} pairs: {name} median soaked {soaked:.2f} s, fresh {new:.2f} s, "
+            f"soaked / fresh {soaked / new:.2f} (target <= {RUN_TARGET})"
+        )
+    return figures
+
+
 def _trend(times: list[float]) -> str:
     """The least-squares slope over runs 2..N (run 1 compares with nothing): uses every run, not two ends."""
     later = times[1:]
@@ -162,7 +184,8 @@ def report_pages(fresh: dict[str, float], soaked: dict[str, float], again: dict[
 
 
 def soak_and_measure(work: Path, runs: int, rows: int, concurrency: int) -> dict[str, object]:
-    """The soak with its page loads after run 1 and after the last, then a fresh instance's as a control."""
+    """The soak with its page loads after run 1 and after the last, a fresh instance's as a control, then runs on
+    the soaked instance alternated with runs on fresh ones."""
     soak = Soak(work / "soak", rows, concurrency)
     print(f"soak: {runs} runs x {rows} rows, concurrency {concurrency}", flush=True)
     soak.run()
@@ -175,11 +198,20 @@ def soak_and_measure(work: Path, runs: int, rows: int, concurrency: int) -> dict
     again = page_loads(control, "a fresh instance after the soak")
     report_runs(soak)
     report_pages(fresh, soaked, again)
-    left = soak.size[-1]
+    paired = alternate(soak, PAIRS)
+    left = soak.size[-1]  # after the alternated runs too
     checkpoint(soak.home)
     print(f"instance after a WAL checkpoint: {folder_bytes(soak.home) / KB / KB:.1f} MB (as left {left / KB / KB:.1f})")
     pages = {"fresh": fresh, "soaked": soaked, "fresh_after": again}
-    return {"wall": soak.wall, "inside": soak.inside, "cpu": soak.cpu, "size": soak.size, "rss": soak.rss, **pages}
+    return {
+        "wall": soak.wall,
+        "inside": soak.inside,
+        "cpu": soak.cpu,
+        "size": soak.size,
+        "rss": soak.rss,
+        **pages,
+        "alternated": paired,
+    }
 
 
 def main() -> None:
