@@ -143,7 +143,9 @@ def test_durations_are_each_evaluations_own_and_rescore_keeps_them(tmp_path: Pat
     by_task = {t["task_id"]: t for t in document["task_results"]}
     for task_id, nap in naps.items():
         entry = by_task[task_id]
-        assert entry["stage_durations"]["pre_run"] == pytest.approx(nap, rel=0.2, abs=0.08)
+        # its own nap, and what its first command pays (a namespace started on a loaded machine): never the
+        # stage's whole time, three naps a worker
+        assert nap <= entry["stage_durations"]["pre_run"] < nap + 0.3
         assert entry["duration"] == pytest.approx(sum(entry["stage_durations"].values()), abs=0.01)
         assert entry["duration"] < nap + 1.0  # its own time, not the whole stage's
     tables = tmp_path / "runs" / "tables"
