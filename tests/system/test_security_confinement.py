@@ -149,12 +149,22 @@ def _refused(result: dict[str, Any], host: str, port: int) -> set[str]:
     return {r["phase"] for r in result["refused_connections"] if (r["host"], r["port"]) == (host, port)}
 
 
+def _port(url: str) -> int:
+    """The port of a loopback service's URL (``http://127.0.0.1:PORT/``)."""
+    return int(url.rsplit(":", 1)[1].strip("/"))
+
+
+def _sandbox(driver: str, request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The sandbox block of a test parametrized over the drivers (docker: the test image, built once)."""
+    return {"driver": driver, "image": request.getfixturevalue("docker_image")} if driver == "docker" else {}
+
+
 @pytest.mark.parametrize("driver", ["tempdir", "docker"])
 def test_no_stage_reads_the_home_reaches_a_host_service_or_dns_or_writes_the_hosts_tmp(
     tmp_path: Path, system_cli: SystemCli, planted: tuple[Path, str], driver: str, request: pytest.FixtureRequest
 ) -> None:
     path, secret = planted
-    sandbox = {"driver": driver, "image": request.getfixturevalue("docker_image")} if driver == "docker" else {}
+    sandbox = _sandbox(driver, request)
     body = f"host-service-{secrets.token_hex(8)}"
     with _service(body) as service:
         task = _probing_task(tmp_path / "tasks", path, [service], sandbox)
@@ -166,7 +176,7 @@ def test_no_stage_reads_the_home_reaches_a_host_service_or_dns_or_writes_the_hos
     for stage in ("pre_run", "agent", "score"):
         _confined(_seen(box, stage), secret, service, body)
         assert not Path(f"/tmp/coder-eval-probe-{stage}-{path.name}").exists()  # the host's /tmp was never written
-    port = int(service.rsplit(":", 1)[1].strip("/"))
+    port = _port(service)
     assert _refused(result, "127.0.0.1", port) == {"pre_run", "agent", "score"}, result["refused_connections"]
     probe_run, cat_run = result["pre_run_results"]
     assert f"127.0.0.1:{port} refused by the sandbox's network policy (pre_run)" in probe_run["stderr"]
@@ -197,7 +207,7 @@ def test_a_claude_code_bash_call_reaches_its_api_and_nothing_else(
     result = run.result("claude")
     assert result["final_status"] == "SUCCESS", (result["error"], result["criteria"])
     _confined(_seen(run.evaluation("claude") / "sandbox", "agent"), secret, service, body)
-    assert _refused(result, "127.0.0.1", int(service.rsplit(":", 1)[1].strip("/"))) == {"agent"}
+    assert _refused(result, "127.0.0.1", _port(service)) == {"agent"}
 
 
 @pytest.mark.parametrize("driver", ["tempdir", "docker"])
@@ -205,9 +215,9 @@ def test_an_allowed_local_server_is_reached_and_another_is_refused_and_reported(
     tmp_path: Path, system_cli: SystemCli, planted: tuple[Path, str], driver: str, request: pytest.FixtureRequest
 ) -> None:
     path, _ = planted
-    sandbox = {"driver": driver, "image": request.getfixturevalue("docker_image")} if driver == "docker" else {}
+    sandbox = _sandbox(driver, request)
     with _service("allowed-server") as allowed, _service("other-server") as other:
-        allowed_port, other_port = (int(url.rsplit(":", 1)[1].strip("/")) for url in (allowed, other))
+        allowed_port, other_port = _port(allowed), _port(other)
         sandbox["network"] = {"allow": [f"127.0.0.1:{allowed_port}"]}
         outcome, run = system_cli.run(_probing_task(tmp_path / "tasks", path, [allowed, other], sandbox), env={})
     assert outcome.code == 0, outcome.output
