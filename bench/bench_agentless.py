@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -57,6 +58,13 @@ def _run_seconds(runs: Path) -> float:
     document = json.loads((newest / "run.json").read_text())
     stamps = [datetime.fromisoformat(document[k].replace("Z", "+00:00")) for k in ("start_time", "end_time")]
     return (stamps[1] - stamps[0]).total_seconds()
+
+
+def children_cpu() -> float:
+    """User + system CPU seconds of this process's finished children so far (a timed command and whatever it
+    ran): a command's share is a difference. Unlike wall time, barely moved by what else the machine does."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def _cli(

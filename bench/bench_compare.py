@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.bench_agentless import children_cpu
 from coder_eval_dagster.core.compare.index import write_index
 from coder_eval_dagster.core.layout import INDEX_ROW
 from tests.support.synthetic_runs import evaluation, write_run
@@ -46,12 +46,11 @@ CPU_TIMES: list[float] = []  # the child's user + system time of each timed comm
 
 
 def timed(*args: str | Path) -> float:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = children_cpu()
     started = time.perf_counter()
     done = subprocess.run([str(CLI), *map(str, args)], capture_output=True, text=True, timeout=300)
     elapsed = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    CPU_TIMES.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    CPU_TIMES.append(children_cpu() - before)
     if done.returncode != 0:
         raise SystemExit(f"failed: {args}: {done.stderr}")
     return elapsed

@@ -18,9 +18,7 @@ instance holds, divided by N x R:
 from __future__ import annotations
 
 import argparse
-import os
 import sqlite3
-import subprocess
 import sys
 import tempfile
 from collections import Counter
@@ -30,25 +28,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.bench_agentless import CHECK, PRE, _project
+from bench.bench_agentless import CHECK, PRE, _cli, _project
 
 KB = 1024
 TARGET_KB = 8.0
 EVENTS_BY_TYPE = "SELECT dagster_event_type, count(*), sum(length(event)) FROM event_logs GROUP BY 1"
 
 
-def run_evaluations(task: Path, home: Path, runs_dir: Path, runs: int) -> None:
-    """``runs`` runs of the task through the installed console script, on the instance in ``home``."""
-    cli = Path(sys.executable).parent / "coder-eval"
+def run_evaluations(task: Path, home: Path, workdir: Path, runs: int) -> None:
+    """``runs`` runs of the task through the installed console script, on the instance in ``home`` (their
+    run folders under ``workdir/runs``)."""
+    workdir.mkdir(parents=True, exist_ok=True)
     for _ in range(runs):
-        command = [str(cli), "run", str(task), "--runs-dir", str(runs_dir), "--concurrency", "2"]
-        done = subprocess.run(command, capture_output=True, text=True, env=_env(home), timeout=3600)
-        if done.returncode != 0:
-            sys.exit(f"coder-eval run failed ({done.returncode}):\n{done.stderr[-3000:]}\n{done.stdout[-2000:]}")
-
-
-def _env(home: Path) -> dict[str, str]:
-    return {**os.environ, "DAGSTER_HOME": str(home)}
+        _cli(task, workdir, 2, home=home)
 
 
 def folder_bytes(folder: Path) -> int:
@@ -79,7 +71,7 @@ def sqlite_payloads(home: Path) -> tuple[Counter[str], Counter[str]]:
 
 def report_sqlite(task: Path, work: Path, runs: int, evaluations: int) -> None:
     home = work / "sqlite_home"  # the CLI gives it coder-eval's defaults on first use
-    run_evaluations(task, home, work / "runs", runs)
+    run_evaluations(task, home, work, runs)
     left = folder_bytes(home)
     checkpoint(home)
     checkpointed = folder_bytes(home)
@@ -117,7 +109,7 @@ def report_postgres(task: Path, work: Path, runs: int, evaluations: int) -> None
     import sqlalchemy as sa
 
     with postgres_home(work) as (home, url):
-        run_evaluations(task, home, work / "pg_runs", runs)
+        run_evaluations(task, home, work / "pg", runs)
         engine = sa.create_engine(url)
         with engine.connect() as connection:
             connection.execute(sa.text("CHECKPOINT"))

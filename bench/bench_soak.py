@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
 import sys
 import tempfile
@@ -34,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.bench_agentless import CHECK, PRE, _cli, _project, _run_seconds
+from bench.bench_agentless import CHECK, PRE, _cli, _project, _run_seconds, children_cpu
 from bench.bench_instance_size import KB, checkpoint, folder_bytes
 from tests.support.browser import Chromium
 from tests.support.dagster_services import DagsterServices
@@ -75,9 +74,9 @@ class Soak:
 
     def run(self) -> None:
         """One `coder-eval run` of the task on the shared instance, and what it took and left."""
-        before = _children_cpu()
+        before = children_cpu()
         wall, rss = _cli(self.task, self.work, self.concurrency, executable=CLI, home=self.home)
-        self.cpu.append(_children_cpu() - before)
+        self.cpu.append(children_cpu() - before)
         self.wall.append(wall)
         self.rss.append(rss)
         self.inside.append(_run_seconds(self.work / "runs"))
@@ -88,13 +87,6 @@ class Soak:
             f"peak RSS {rss:4.0f} MB, instance {self.size[-1] / KB / KB:6.1f} MB",
             flush=True,
         )
-
-
-def _children_cpu() -> float:
-    """User + system CPU seconds of this process's finished children (the run and the commands it ran): unlike
-    wall time, barely moved by what else the shared machine is doing."""
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
 
 
 def page_loads(soak: Soak, label: str) -> dict[str, float]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import sys
 import tempfile
@@ -28,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.bench_agentless import CHECK, PRE, _cli, _project
+from bench.bench_agentless import CHECK, PRE, _cli, _project, children_cpu
 from tests.support.otlp_receiver import OtlpReceiver, Received
 
 
@@ -37,14 +36,13 @@ def _timed(task: Path, work: Path, concurrency: int, env: dict[str, str], cli: s
     bench's own environment. CPU moves less than wall time when the machine is shared."""
     saved = dict(os.environ)
     os.environ.update(env)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = children_cpu()
     try:
         wall = _cli(task, work, concurrency, executable=cli)[0]
     finally:
         os.environ.clear()
         os.environ.update(saved)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, children_cpu() - before
 
 
 def _report(way: str, measures: list[tuple[float, float]]) -> tuple[float, float]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -29,6 +28,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.bench_agentless import children_cpu
 
 TASK = """\
 task_id: warm_start
@@ -65,18 +68,12 @@ class Instance:
         """One run, timed as a whole process."""
         env = {**os.environ, "DAGSTER_HOME": str(self.home), **(extra_env or {})}
         command = [self.cli, "run", str(self.task), "--runs-dir", str(self.runs)]
-        cpu_before, start = _children_cpu(), time.perf_counter()
+        cpu_before, start = children_cpu(), time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
-        elapsed, cpu = time.perf_counter() - start, _children_cpu() - cpu_before
+        elapsed, cpu = time.perf_counter() - start, children_cpu() - cpu_before
         if done.returncode != 0:
             sys.exit(f"coder-eval run failed ({done.returncode}):\n{done.stderr[-3000:]}\n{done.stdout[-2000:]}")
         return Timed(elapsed, cpu, done.stderr)
-
-
-def _children_cpu() -> float:
-    """CPU seconds of every waited-for child so far (the run's own helpers included): a run's share is a difference."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def heavy_imports(stderr: str) -> list[str]:
