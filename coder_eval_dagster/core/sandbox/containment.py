@@ -112,6 +112,13 @@ class _Namespace:
             return self.spawner
         return None
 
+    @functools.cached_property
+    def record(self) -> str:
+        """What an evaluation's folder says of the namespace serving it (NAMESPACE_FILE), for another process
+        to end it: its starter's pid and PID namespace (the same for every evaluation it serves)."""
+        pid_namespace = os.readlink(f"/proc/{self.starter.pid}/ns/pid_for_children")
+        return f"{self.starter.pid} {pid_namespace}\n"
+
     def processes(self) -> int:
         """How many processes the namespace holds, its init included (0: it is gone)."""
         return self.holder.processes()
@@ -317,8 +324,7 @@ def _claim(folder: Path, namespace: _Namespace, sandbox: Path, gate: Gate | None
     """The namespace serves the evaluation in ``folder`` now: its sandbox at ``/sandbox``, its gate, the host's
     loopback ports it allows; said in its folder, for another process to end it."""
     folder.mkdir(parents=True, exist_ok=True)
-    pid_namespace = os.readlink(f"/proc/{namespace.starter.pid}/ns/pid_for_children")
-    (folder / NAMESPACE_FILE).write_text(f"{namespace.starter.pid} {pid_namespace}\n", encoding="utf-8")
+    (folder / NAMESPACE_FILE).write_text(namespace.record, encoding="utf-8")
     namespace.gate = gate
     try:
         namespace.holder.ask("claim", os.path.abspath(sandbox))
