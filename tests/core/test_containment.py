@@ -225,3 +225,17 @@ def test_a_failed_spawner_leaves_the_namespace_to_nsenter(tmp_path: Path, monkey
     assert "spawner" in (box.run("true", timeout=10).error or "")
     assert box.run("echo via nsenter", timeout=10).stdout == "via nsenter\n"
     _finish(box)
+
+
+def test_a_port_listened_on_again_waits_for_a_copy_of_the_last_listener() -> None:
+    """A process the harness starts holds a copy of every descriptor from fork to exec, so a listener one
+    evaluation closed can outlive its close for a moment; the next evaluation's listen on that port waits."""
+    namespace = containment._start(network=True)
+    try:
+        first = namespace.holder.listen(8123)
+        with subprocess.Popen(["sleep", "0.5"], pass_fds=[first.fileno()]):  # the copy, held for a while
+            first.close()
+            second = namespace.holder.listen(8123)  # refused (EADDRINUSE) while the copy was open, before
+            second.close()
+    finally:
+        containment._end(namespace)

@@ -65,7 +65,7 @@ NEVER_WHOLE = ("/home", "/root", "/tmp", "/var", "/run", "/srv", "/mnt", "/media
 OWN_PLACES = (str(SANDBOX_PATH), "/tmp", "/dev", "/proc", "/var/tmp")
 
 HOLDER = r"""
-import array, ctypes, fcntl, os, signal, socket, struct, sys
+import array, ctypes, errno, fcntl, os, signal, socket, struct, sys, time
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the namespace's init: orphans are reaped by the kernel
 libc = ctypes.CDLL(None, use_errno=True)
@@ -75,6 +75,7 @@ PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}[os.uname().machine]
 OPEN_TREE, MOVE_MOUNT, MOUNT_SETATTR = 428, 429, 442
 NEWNS, RDONLY, NOSUID, NODEV, NOEXEC, REMOUNT, BIND, REC, PRIVATE = 0x20000, 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
 ATTR_RDONLY, ATTR_NOSUID, ATTR_NODEV = 1, 2, 4
+BIND_WAIT_S = 2.0
 NEW = "/tmp"  # the new root is built on a tmpfs mounted here (this mount namespace's view only), then pivoted into
 
 class Attr(ctypes.Structure):
@@ -83,8 +84,8 @@ class Attr(ctypes.Structure):
 
 def ok(result, what):
     if result < 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, what + ": " + os.strerror(errno))
+        code = ctypes.get_errno()
+        raise OSError(code, what + ": " + os.strerror(code))
     return result
 
 def mount(source, target, kind, flags, data=None):
@@ -167,6 +168,18 @@ def loopback_up():
     fcntl.ioctl(probe, 0x8914, struct.pack("16sH", b"lo", flags | 1))
     probe.close()
 
+def bind_soon(listener, port):
+    # The last evaluation's listener on this port may outlive its close for a moment: a process the harness
+    # is starting holds a copy of its descriptors from fork to exec. Wait for it (BIND_WAIT_S at most).
+    deadline = time.monotonic() + BIND_WAIT_S
+    while True:
+        try:
+            return listener.bind(("127.0.0.1", port))
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
 def handle(words):
     if words[0] == b"count":
         return str(sum(name.isdigit() for name in os.listdir("/proc"))).encode(), []  # its own /proc
@@ -194,7 +207,7 @@ def handle(words):
     if words[0] == b"listen":  # a socket on this namespace's loopback, for the harness to accept on
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # the last evaluation's closed connections
-        listener.bind(("127.0.0.1", int(words[1])))
+        bind_soon(listener, int(words[1]))
         listener.listen(128)
         return b"", [listener.detach()]
     raise OSError(22, "unknown request")
