@@ -68,25 +68,35 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, OtlpReceiver(received) as endpoint:
         work = Path(tmp)
         task = _project(work / "rows", "rows", args.rows, PRE, CHECK)
-        for _ in range(args.trials):
+        ways = {"off": {}, "on": {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}}
+        for trial in range(args.trials):
             if args.baseline_cli:
                 measures["baseline"].append(_timed(task, work, args.concurrency, {}, args.baseline_cli))
-            measures["off"].append(_timed(task, work, args.concurrency, {}, None))
-            exporting = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
-            measures["on"].append(_timed(task, work, args.concurrency, exporting, None))
+            for way in ("off", "on") if trial % 2 == 0 else ("on", "off"):  # neither always runs first
+                measures[way].append(_timed(task, work, args.concurrency, ways[way], None))
     received.decode_kept()
     median = {way: _report(way, found) for way, found in measures.items() if found}
     load = os.getloadavg()[0]
     if "baseline" in median:
         print(f"off vs baseline: {_change(median['off'], median['baseline'])} (target within 2%)")
     print(f"on vs off: {_change(median['on'], median['off'])} (target within 15%); load average {load:.1f}")
+    paired = [_ratios(on, off) for on, off in zip(measures["on"], measures["off"], strict=True)]
+    wall, cpu = (100 * (statistics.median(r[i] for r in paired) - 1) for i in (0, 1))
+    print(f"on vs off, the median of each trial's pair: {wall:+.1f}% wall, {cpu:+.1f}% CPU")
     ends = sum(1 for event in received.events if event["name"] == "CoderEval.Task.End")
     runs = len(measures["on"])
     print(f"received per run: {len(received.span_names) // runs} spans, {ends // runs} CoderEval.Task.End events")
 
 
+def _ratios(measured: tuple[float, float], reference: tuple[float, float]) -> tuple[float, float]:
+    """Wall and CPU of one measure over another's (a trial's pair ran minutes apart at most: the machine's
+    slow drifts, which move both, cancel)."""
+    wall, cpu = (m / r for m, r in zip(measured, reference, strict=True))
+    return wall, cpu
+
+
 def _change(measured: tuple[float, float], reference: tuple[float, float]) -> str:
-    wall, cpu = (100 * (m / r - 1) for m, r in zip(measured, reference, strict=True))
+    wall, cpu = (100 * (ratio - 1) for ratio in _ratios(measured, reference))
     return f"{wall:+.1f}% wall, {cpu:+.1f}% CPU"
 
 
