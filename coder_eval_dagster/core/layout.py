@@ -23,7 +23,7 @@
                 trajectory.atif.json        the trajectory in ATIF (`coder-eval export --format atif`)
                 sandbox/                    the preserved final sandbox
                 container.json, docker-io/  the docker driver's container and command output
-                .processes.pid              its process namespace (tempdir driver)
+                .processes.pid              the process namespace serving it (tempdir driver; empty when none)
 
 Files are written whole or not at all (:func:`write_atomically`): a reader,
 a resumed run or a chunk run on another machine never sees half of one.

@@ -393,8 +393,11 @@ def release(folder: Path) -> None:
 
 
 def _forget(folder: Path) -> None:
+    """The folder no longer names a namespace: its record emptied, not deleted. Two claims a row each deleting a
+    file leave ext4 a trail of recently freed inodes that every later file creation scans past (its
+    ``recently_deleted``): 1,000 rows took 2.5-5.9 s of system time with deletes, 2.5-3.9 s without."""
     with contextlib.suppress(FileNotFoundError):
-        (folder / NAMESPACE_FILE).unlink()
+        os.truncate(folder / NAMESPACE_FILE, 0)
 
 
 def release_all() -> None:
