@@ -1,4 +1,5 @@
-"""`coder-eval instance init [HOME]`: coder-eval's dagster.yaml in a Dagster home before its services start.
+"""`coder-eval instance init [HOME]`: coder-eval's dagster.yaml in a Dagster home before its services start;
+`coder-eval instance unpack [HOME]`: the home's event bodies as text, for Dagster's own SQLite storage.
 
 The coder-eval commands write it into a home that has none on first use, but
 `dagster-daemon run` and `dagster-webserver` only read one: started first on
@@ -25,6 +26,15 @@ def cmd_instance_init(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_instance_unpack(args: argparse.Namespace) -> int:
+    from .event_bodies import unpack_home
+    from .launch import local_home
+
+    home = args.home.resolve() if args.home else local_home()
+    print(f"unpacked {unpack_home(home)} event bodies in {home}: Dagster's own SQLite event storage reads them now")
+    return 0
+
+
 Parser = TypeVar("Parser", bound=argparse.ArgumentParser)  # the CLI's own parser class
 
 
@@ -36,3 +46,8 @@ def add_commands(subparsers: argparse._SubParsersAction[Parser]) -> None:
     )
     init.add_argument("home", nargs="?", type=Path, help="the Dagster home (default: $DAGSTER_HOME, else ./.dagster)")
     init.set_defaults(handler=cmd_instance_init)
+    unpack = commands.add_parser(
+        "unpack", help="rewrite HOME's packed event bodies as text, before pointing it at Dagster's own SQLite storage"
+    )
+    unpack.add_argument("home", nargs="?", type=Path, help="the Dagster home (default: $DAGSTER_HOME, else ./.dagster)")
+    unpack.set_defaults(handler=cmd_instance_unpack)

@@ -19,6 +19,12 @@ private pieces of it, from this pinned Dagster (1.13.27): ``_event_to_row``,
 ``asset_event_tags`` tables. tests/test_event_storage.py fails when its rows
 or what Dagster reads back differ from the stock storage storing one event at a time.
 
+Event bodies are stored packed (event_bodies.py: zlib over a preset
+dictionary, ~2 KB of JSON to ~0.2 KB); every read goes through the
+``event_logs.event`` column object of Dagster's schema, whose type here
+unpacks them, and leaves text (what Dagster's own storages wrote) alone.
+tests/test_event_storage.py reads both back through Dagster's APIs.
+
 New databases are copies of pre-migrated empty ones shipped in
 ``instance_template/`` (made by ``python -m coder_eval_dagster.storage``
 from this pinned Dagster, 1.13.27): creating and stamping a schema costs
@@ -64,9 +70,12 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_
 from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
 from dagster._core.storage.schedules.sqlite.sqlite_schedule_storage import SqliteScheduleStorage
 from dagster._core.storage.sqlite import create_db_conn_string
-from sqlalchemy import create_engine, event, func, select
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy import Text, create_engine, event, func, select
+from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.pool import QueuePool
+from sqlalchemy.types import TypeDecorator
+
+from .event_bodies import body_text, packed_body
 
 SQLITE_BUSY_TIMEOUT_S = 30
 OPEN_ENGINES = 8
@@ -106,6 +115,22 @@ telemetry: {{enabled: false}}
 """
 # What Dagster hands over in batches (execute_step: a step's per-partition asset events).
 BULK_EVENT_TYPES = frozenset({DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.ASSET_OBSERVATION})
+
+
+class _EventBody(TypeDecorator[str]):
+    """The ``event`` column as Dagster's queries read it: a packed body comes back as its text. Leaves text
+    alone, so an instance written by Dagster's own storages (or PostgreSQL's) reads as before."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> str | None:
+        return None if value is None else body_text(value)
+
+
+# Every read of event bodies goes through this column object (Dagster's queries select it): set before
+# any statement is compiled, at this module's import, which the instance's storage configuration causes.
+SqlEventLogStorageTable.c.event.type = _EventBody()
 
 
 def copy_template(name: str, target: Path) -> bool:
@@ -278,6 +303,12 @@ class FastSqliteEventLogStorage(SqliteEventLogStorage):
         if "asset_key_index_cols" not in self._tables and super()._has_asset_key_index_cols_on_connection(conn):
             self._tables.add("asset_key_index_cols")
         return "asset_key_index_cols" in self._tables
+
+    def _event_to_row(self, event: EventLogEntry) -> dict[str, Any]:
+        """Dagster's row for the event, its body packed (both the one-at-a-time path and the bulk one)."""
+        row = super()._event_to_row(event)
+        row["event"] = packed_body(row["event"])
+        return row
 
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
         """Store a batch (DAGSTER_EVENT_BATCH_SIZE > 0) in one transaction per shard.

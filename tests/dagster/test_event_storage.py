@@ -32,6 +32,7 @@ from dagster._core.events import (
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 
+from coder_eval_dagster.event_bodies import BODY_MARK, body_text
 from coder_eval_dagster.storage import BULK_EVENT_TYPES, FastSqliteEventLogStorage
 
 RUN_A, RUN_B = "0a1b2c3d-0000-4000-8000-00000000000a", "0a1b2c3d-0000-4000-8000-00000000000b"
@@ -161,14 +162,17 @@ def _ours(base: Path, monkeypatch: pytest.MonkeyPatch) -> FastSqliteEventLogStor
 
 
 def _tables(path: Path) -> dict[str, list[tuple]]:
-    """Every table's rows in rowid order, without the columns SQLite fills with the insert time."""
+    """Every table's rows in rowid order, without the columns SQLite fills with the insert time, event bodies
+    as text (ours are stored packed)."""
     with sqlite3.connect(path) as connection:
+        connection.create_function("body_text", 1, body_text, deterministic=True)
         names = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         tables = {}
         for name in sorted(names):
             columns = [row[1] for row in connection.execute(f'PRAGMA table_info("{name}")')]
-            kept = ", ".join(f'"{c}"' for c in columns if c not in INSERT_TIME_COLUMNS)
-            tables[name] = connection.execute(f'SELECT {kept} FROM "{name}" ORDER BY rowid').fetchall()
+            kept = [f'body_text("{c}")' if (name, c) == ("event_logs", "event") else f'"{c}"' for c in columns]
+            selected = ", ".join(k for k, c in zip(kept, columns, strict=True) if c not in INSERT_TIME_COLUMNS)
+            tables[name] = connection.execute(f'SELECT {selected} FROM "{name}" ORDER BY rowid').fetchall()
     return tables
 
 
@@ -186,6 +190,12 @@ def test_a_batch_stores_the_same_rows_as_dagster_one_event_at_a_time(
         for table in stock:
             assert ours[table] == stock[table], f"{name}: {table}"
     assert len(_tables(tmp_path / "ours" / "index.db")["asset_event_tags"]) > 3 * len(PARTITIONS)
+    with sqlite3.connect(tmp_path / "ours" / "index.db") as connection:
+        packed = [body for (body,) in connection.execute("SELECT event FROM event_logs")]
+    with sqlite3.connect(tmp_path / "stock" / "index.db") as connection:
+        text = [body for (body,) in connection.execute("SELECT event FROM event_logs")]
+    assert all(isinstance(body, bytes) and body.startswith(BODY_MARK) for body in packed)
+    assert sum(map(len, packed)) < sum(map(len, text)) / 4  # what the packing is for
 
 
 def _answers(storage: SqliteEventLogStorage) -> list[object]:
@@ -221,6 +231,18 @@ def test_a_batch_reads_back_the_same_through_dagster_apis(tmp_path: Path, monkey
         ours.dispose()
 
 
+def test_an_instance_dagster_wrote_reads_the_same_through_ours(tmp_path: Path) -> None:
+    """Event bodies Dagster's own storage wrote (text, not packed) read back as they did."""
+    stock = _stock(tmp_path / "stock")
+    expected = _answers(stock)
+    stock.dispose()
+    ours = FastSqliteEventLogStorage(str(tmp_path / "stock"))
+    try:
+        assert _answers(ours) == expected
+    finally:
+        ours.dispose()
+
+
 def test_two_writers_at_once_tag_their_own_rows(tmp_path: Path) -> None:
     """Two storages (two connections, as two processes have) store batches into one index at the same time.
 
@@ -250,7 +272,8 @@ def test_two_writers_at_once_tag_their_own_rows(tmp_path: Path) -> None:
     assert failures == []
     with sqlite3.connect(tmp_path / "index.db") as connection:
         events = {
-            i: dg.deserialize_value(e, EventLogEntry) for i, e in connection.execute("SELECT id, event FROM event_logs")
+            i: dg.deserialize_value(body_text(e), EventLogEntry)
+            for i, e in connection.execute("SELECT id, event FROM event_logs")
         }
         tags = connection.execute("SELECT event_id, asset_key, key, value FROM asset_event_tags").fetchall()
         latest = connection.execute("SELECT last_materialization FROM asset_keys").fetchall()
