@@ -35,15 +35,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench_agentless import CHECK, PRE, _cli, _project, _run_seconds, children_cpu
 from bench.bench_instance_size import KB, checkpoint, folder_bytes
-from tests.support.browser import Chromium
+from tests.support.browser import NO_COMMUNITY_POPUP, Chromium
 from tests.support.dagster_services import DagsterServices
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).parent / "coder-eval")  # the installed console script, not one on PATH
 TASK_ID = "soak"
 RUN_TARGET, PAGE_TARGET, LOADS, PAIRS = 1.1, 1.2, 3, 3
-# Dagster's "Join the Dagster community" pop-up, dismissed as its Skip button does (tests/system/test_register_ui.py).
-NO_COMMUNITY_POPUP = "localStorage.setItem('communityNux', '1')"
 TEXT = "document.body ? document.body.innerText : ''"
 # What each page shows once its data has come (Dagster 1.13's production build has no data-testid):
 # the overview, the latest materialization's partition key; the partitions page, its status counts and first key.

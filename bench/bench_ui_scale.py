@@ -33,8 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.bench_soak import NO_COMMUNITY_POPUP, TEXT, open_page
-from tests.support.browser import Chromium
+from bench.bench_soak import TEXT, open_page
+from tests.support.browser import MATERIALIZE_BUTTON, NO_COMMUNITY_POPUP, Chromium
 from tests.support.dagster_services import DagsterServices, prepare_instance
 
 CLI = str(Path(sys.executable).parent / "coder-eval")  # the installed console script, not one on PATH
@@ -43,16 +43,9 @@ PARTITIONS_PAGE = (
     "/assets/resolved_tasks?view=partitions",
     f"(t => /Materialized \\([1-9][\\d,]*\\)/.test(t) && t.includes('{TASK_ID}/r00000'))({TEXT})",
 )
-# The production build carries no data-testid: the button and the dialog are found by their words
-# (tests/system/test_register_ui.py finds them the same way).
-MATERIALIZE = """(() => {
-  const b = [...document.querySelectorAll('button')].find(e => e.innerText.trim().startsWith('Materialize'));
-  if (!b || b.disabled) return null;
-  const r = b.getBoundingClientRect();
-  return {x: r.x + r.width / 2, y: r.y + r.height / 2};
-})()"""
-# Ready: its partition selection drawn (both dimensions) and its Launch backfill button there (disabled
-# until the user picks partitions: dynamic dimensions start with none selected).
+# The dialog is found by its words (the production build has no data-testid). Ready: its partition selection
+# drawn (both dimensions) and its Launch backfill button there (disabled until the user picks partitions:
+# dynamic dimensions start with none selected).
 DIALOG_READY = """(() => {
   const dialog = [...document.querySelectorAll('[role="dialog"]')].find(
     d => d.innerText.includes('Launch runs to materialize sandbox_runs'));
@@ -103,8 +96,8 @@ def register(experiment: Path, home: Path) -> float:
 
 def dialog_seconds(browser: Chromium, url: str) -> float:
     """Seconds from the click on Materialize (the page loaded, the button enabled) until the dialog can launch."""
-    open_page(browser, url, f"{MATERIALIZE} !== null")
-    where = browser.wait_for(MATERIALIZE, timeout=120)
+    open_page(browser, url, f"{MATERIALIZE_BUTTON} !== null")
+    where = browser.wait_for(MATERIALIZE_BUTTON, timeout=120)
     clicked = float(browser.evaluate("performance.now()"))
     browser.click(where["x"], where["y"])
     return (float(browser.wait_for(DIALOG_READY, timeout=120, every=0.02)) - clicked) / 1000

@@ -33,6 +33,16 @@ BASE_FLAGS = (
     "--window-size=1600,1000",
 )
 CHROMIUM_FLAGS = [*BASE_FLAGS, "--virtual-time-budget=30000"]  # a one-shot dump waits for the page's scripts
+# Dagster's "Join the Dagster community" pop-up, dismissed as its Skip button does (in the browser's storage).
+NO_COMMUNITY_POPUP = "localStorage.setItem('communityNux', '1')"
+# The Dagster UI's enabled Materialize button, where to click it (None until then). Dagster 1.13's production
+# build carries no data-testid: the button is found by its words.
+MATERIALIZE_BUTTON = """(() => {
+  const b = [...document.querySelectorAll('button')].find(e => e.innerText.trim().startsWith('Materialize'));
+  if (!b || b.disabled) return null;
+  const r = b.getBoundingClientRect();
+  return {x: r.x + r.width / 2, y: r.y + r.height / 2};
+})()"""
 
 
 def _binary() -> str:

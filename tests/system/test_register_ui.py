@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from ..support.browser import Chromium
+from ..support.browser import MATERIALIZE_BUTTON, NO_COMMUNITY_POPUP, Chromium
 from ..support.dagster_services import DagsterServices
 
 pytestmark = pytest.mark.slow
@@ -123,13 +123,7 @@ def test_materialize_opens_the_partitions_dialog_without_a_warning(served: tuple
     assert shown == "partitions dialog", f"the UI showed the {shown} first (screenshot: {shot})"
 
 
-# The production build carries no data-testid: the button and the dialogs are found by their words.
-BUTTON = """(() => {
-  const b = [...document.querySelectorAll('button')].find(e => e.innerText.trim().startsWith('Materialize'));
-  if (!b || b.disabled) return null;
-  const r = b.getBoundingClientRect();
-  return {x: r.x + r.width / 2, y: r.y + r.height / 2};
-})()"""
+# The production build carries no data-testid: the dialogs are found by their words.
 PARTITIONS_DIALOG = "Launch runs to materialize sandbox_runs"
 FIRST_DIALOG = f"""(() => {{
   const text = document.body.innerText;
@@ -137,8 +131,6 @@ FIRST_DIALOG = f"""(() => {{
   if (text.includes({json.dumps(PARTITIONS_DIALOG)})) return "partitions dialog";
   return null;
 }})()"""
-# Dagster's "Join the Dagster community" pop-up, dismissed as its Skip button does (in this browser's storage).
-NO_COMMUNITY_POPUP = "localStorage.setItem('communityNux', '1')"
 
 
 def click_materialize(url: str, shot: Path) -> str:
@@ -147,7 +139,7 @@ def click_materialize(url: str, shot: Path) -> str:
         browser.call("Page.enable")
         browser.call("Page.addScriptToEvaluateOnNewDocument", source=NO_COMMUNITY_POPUP)
         browser.call("Page.navigate", url=url)
-        where = browser.wait_for(BUTTON, timeout=60)
+        where = browser.wait_for(MATERIALIZE_BUTTON, timeout=60)
         browser.click(where["x"], where["y"])
         try:
             return browser.wait_for(FIRST_DIALOG, timeout=30)
