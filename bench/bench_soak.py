@@ -19,7 +19,10 @@ run_command) on one DAGSTER_HOME and one runs dir:
    fresh instances: soaked / fresh at the same moment, as the machine's
    speed drifts during a soak (bench_warm_start.py alternates likewise).
 
-    python bench/bench_soak.py [--runs 30] [--rows 1000] [--concurrency 2]
+``--postgres``: each instance (the soaked one, the fresh one after it) on a
+fresh PostgreSQL server from Debian's binaries; no alternated runs then.
+
+    python bench/bench_soak.py [--runs 30] [--rows 1000] [--concurrency 2] [--postgres]
 """
 
 from __future__ import annotations
@@ -29,12 +32,14 @@ import json
 import statistics
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench_agentless import CHECK, PRE, _cli, _project, _run_seconds, children_cpu
-from bench.bench_instance_size import KB, checkpoint, folder_bytes
+from bench.bench_instance_size import KB, checkpoint, folder_bytes, postgres_home
 from tests.support.browser import NO_COMMUNITY_POPUP, Chromium
 from tests.support.dagster_services import DagsterServices
 
@@ -60,9 +65,11 @@ PAGES = {
 class Soak:
     """One instance and one runs dir that every run of the soak shares, with what each run took."""
 
-    def __init__(self, work: Path, rows: int, concurrency: int) -> None:
+    def __init__(self, work: Path, rows: int, concurrency: int, home: Path | None = None) -> None:
         self.work, self.rows, self.concurrency = work, rows, concurrency
-        self.home = work / "home"  # the CLI gives it coder-eval's defaults on first use, as a user's first run does
+        # The CLI gives a new home coder-eval's defaults on first use, as a user's first run does; ``home``: one
+        # prepared (on PostgreSQL).
+        self.home = home or work / "home"
         self.task = _project(work / "task", TASK_ID, rows, PRE, CHECK)
         self.wall: list[float] = []
         self.inside: list[float] = []
@@ -173,35 +180,48 @@ def report_pages(fresh: dict[str, float], soaked: dict[str, float], again: dict[
         )
 
 
-def soak_and_measure(work: Path, runs: int, rows: int, concurrency: int) -> dict[str, object]:
-    """The soak with its page loads after run 1 and after the last, a fresh instance's as a control, then runs on
-    the soaked instance alternated with runs on fresh ones."""
-    soak = Soak(work / "soak", rows, concurrency)
-    print(f"soak: {runs} runs x {rows} rows, concurrency {concurrency}", flush=True)
-    soak.run()
-    fresh = page_loads(soak, "after run 1")
-    for _ in range(runs - 1):
+@contextmanager
+def _postgres(folder: Path) -> Iterator[Path]:
+    """A home on a fresh PostgreSQL server, in ``folder``."""
+    folder.mkdir(parents=True)
+    with postgres_home(folder) as (home, _):
+        yield home
+
+
+def soak_and_measure(work: Path, runs: int, rows: int, concurrency: int, postgres: bool) -> dict[str, object]:
+    """The soak, the pages fresh, soaked and on a fresh instance after it, then (SQLite) runs on the soaked
+    instance alternated with runs on fresh ones. ``postgres``: each instance a fresh PostgreSQL server's
+    (its "instance" size is then only the home folder's; bench_instance_size.py measures the tables)."""
+    with ExitStack() as servers:
+        homes = [servers.enter_context(_postgres(work / name)) for name in ("soak", "control")] if postgres else []
+        soak = Soak(work / "soak", rows, concurrency, homes[0] if homes else None)
+        print(f"soak: {runs} runs x {rows} rows, concurrency {concurrency}, {'PostgreSQL' if postgres else 'SQLite'}")
         soak.run()
-    soaked = page_loads(soak, f"after run {runs}")
-    control = Soak(work / "control", rows, concurrency)
-    control.run()
-    again = page_loads(control, "a fresh instance after the soak")
+        fresh = page_loads(soak, "after run 1")
+        for _ in range(runs - 1):
+            soak.run()
+        soaked = page_loads(soak, f"after run {runs}")
+        control = Soak(work / "control", rows, concurrency, homes[1] if homes else None)
+        control.run()
+        again = page_loads(control, "a fresh instance after the soak")
     report_runs(soak)
     report_pages(fresh, soaked, again)
-    paired = alternate(soak, PAIRS)
-    left = soak.size[-1]  # after the alternated runs too
-    checkpoint(soak.home)
-    print(f"instance after a WAL checkpoint: {folder_bytes(soak.home) / KB / KB:.1f} MB (as left {left / KB / KB:.1f})")
     pages = {"fresh": fresh, "soaked": soaked, "fresh_after": again}
-    return {
+    figures: dict[str, object] = {
         "wall": soak.wall,
         "inside": soak.inside,
         "cpu": soak.cpu,
         "size": soak.size,
         "rss": soak.rss,
         **pages,
-        "alternated": paired,
     }
+    if not postgres:  # a fresh PostgreSQL instance is a server of its own: not alternated
+        figures["alternated"] = alternate(soak, PAIRS)
+        left = soak.size[-1]  # after the alternated runs too
+        checkpoint(soak.home)
+        checkpointed = folder_bytes(soak.home) / KB / KB
+        print(f"instance after a WAL checkpoint: {checkpointed:.1f} MB (as left {left / KB / KB:.1f})")
+    return figures
 
 
 def main() -> None:
@@ -210,9 +230,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--postgres", action="store_true", help="each instance on a fresh PostgreSQL server")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        figures = soak_and_measure(Path(tmp), args.runs, args.rows, args.concurrency)
+        figures = soak_and_measure(Path(tmp), args.runs, args.rows, args.concurrency, args.postgres)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))
 
