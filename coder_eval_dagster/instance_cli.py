@@ -17,10 +17,17 @@ from typing import TypeVar
 REPOSITORY_HOME = ".dagster"  # the home the top-level dagster.yaml is written for (relative to the repository)
 
 
-def cmd_instance_init(args: argparse.Namespace) -> int:
-    from .launch import local_home, write_instance_defaults
+def _home(args: argparse.Namespace) -> Path:
+    """The HOME argument, else $DAGSTER_HOME, else ./.dagster."""
+    from .launch import local_home
 
-    home = args.home.resolve() if args.home else local_home()
+    return Path(args.home.resolve()) if args.home else local_home()
+
+
+def cmd_instance_init(args: argparse.Namespace) -> int:
+    from .launch import write_instance_defaults
+
+    home = _home(args)
     written = write_instance_defaults(home)
     print(f"{'wrote' if written else 'kept, already there'}: {home / 'dagster.yaml'}")
     return 0
@@ -28,9 +35,8 @@ def cmd_instance_init(args: argparse.Namespace) -> int:
 
 def cmd_instance_unpack(args: argparse.Namespace) -> int:
     from .event_bodies import unpack_home
-    from .launch import local_home
 
-    home = args.home.resolve() if args.home else local_home()
+    home = _home(args)
     print(f"unpacked {unpack_home(home)} event bodies in {home}: Dagster's own SQLite event storage reads them now")
     return 0
 

@@ -395,7 +395,7 @@ def release(folder: Path) -> None:
 def _forget(folder: Path) -> None:
     """The folder no longer names a namespace: its record emptied, not deleted. Two claims a row each deleting a
     file leave ext4 a trail of recently freed inodes that every later file creation scans past (its
-    ``recently_deleted``): 1,000 rows took 2.5-5.9 s of system time with deletes, 2.5-3.9 s without."""
+    ``recently_deleted``): 1,000 rows took 2.8-5.9 s of system time with deletes, 2.5-5.0 s without (7 pairs)."""
     with contextlib.suppress(FileNotFoundError):
         os.truncate(folder / NAMESPACE_FILE, 0)
 
