@@ -8,7 +8,7 @@ instance holds, divided by N x R:
   left them, and after a WAL checkpoint (no VACUUM); the row payloads by
   table (SQLite's dbstat); the event bodies by event type, in the index
   shard and in the run shards (SQLite keeps an asset event in both).
-- PostgreSQL (``--postgres``: a server from Debian's binaries, as the tests
+- PostgreSQL (``--postgres``: coder-eval's PostgreSQL storages on a server from Debian's binaries, as the tests
   start one): pg_total_relation_size of each table (rows, TOAST, indexes),
   and the event bodies by type. Target: <= 8 KB per evaluation on SQLite.
 
@@ -93,15 +93,20 @@ def _print_top(title: str, sizes: Counter[str], evaluations: int) -> None:
             print(f"    {name:60s} {size / evaluations:8.0f} B")
 
 
+# Dagster's own PostgreSQL storages (coder-eval's: storage_postgres.STORAGES_YAML).
+DAGSTER_POSTGRES_YAML = 'storage:\n  postgres:\n    postgres_url: "{url}"\n'
+
+
 @contextmanager
 def postgres_home(work: Path) -> Iterator[tuple[Path, str]]:
-    """A DAGSTER_HOME whose storage is a fresh PostgreSQL server, and the server's URL."""
+    """A DAGSTER_HOME on coder-eval's PostgreSQL storages, on a fresh server, and the server's URL."""
+    from coder_eval_dagster.storage_postgres import STORAGES_YAML
     from tests.support.postgres_server import running_postgres
 
     with running_postgres() as url:
         home = work / "pg_home"
         home.mkdir()
-        (home / "dagster.yaml").write_text(f'storage:\n  postgres:\n    postgres_url: "{url}"\n')
+        (home / "dagster.yaml").write_text(STORAGES_YAML.format(url=url))
         yield home, url
 
 

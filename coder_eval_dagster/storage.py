@@ -9,7 +9,7 @@ SQLite files in WAL mode with ``synchronous=NORMAL``: still safe across the
 CLI, ``dagster dev`` and the daemon (SQLite locking), durable against a
 process crash, much cheaper per event. It also records one "planned" event
 per asset for a run over a range of partitions instead of one per
-partition (see the property below). Selected in ``dagster.yaml``.
+partition (``RangedPlannedEvents``). Selected in ``dagster.yaml``.
 
 A batch of asset events (a step's per-partition materializations) is stored
 with one statement per table instead of Dagster's statements per event. That
@@ -220,13 +220,46 @@ class FastSqliteScheduleStorage(_OpensStampedDatabase, SqliteScheduleStorage):
     DATABASE = "schedules"
 
 
-class FastSqliteEventLogStorage(SqliteEventLogStorage):
+class KnownTables:
+    """Dagster's schema checks, each answered by the database once it is yes: Dagster asks several times per
+    event (a query each on PostgreSQL), and the answer only ever changes from no to yes."""
+
+    def _known(self) -> set[str]:
+        return self.__dict__.setdefault("_known_tables", set())  # type: ignore[no-any-return]
+
+    def has_table(self, table_name: str) -> bool:
+        known = self._known()
+        if table_name not in known and super().has_table(table_name):  # type: ignore[misc]  # a storage's
+            known.add(table_name)
+        return table_name in known
+
+    def _has_asset_key_index_cols_on_connection(self, conn: Connection) -> bool:
+        known = self._known()
+        if "asset_key_index_cols" not in known and super()._has_asset_key_index_cols_on_connection(conn):  # type: ignore[misc]
+            known.add("asset_key_index_cols")
+        return "asset_key_index_cols" in known
+
+
+class RangedPlannedEvents:
+    """One planned event per asset for a ranged run, not one per partition (3 N events for N rows).
+
+    Dagster's SQL storages read such events back. Dagster's trade-off: if a
+    run crashes, its partitions are not marked failed (they show as not
+    materialized). coder-eval records an evaluation's failure in its results,
+    never as a failed step, so that state only follows a crash of the run itself.
+    """
+
+    @property
+    def supports_partition_subset_in_asset_materialization_planned_events(self) -> bool:
+        return True
+
+
+class FastSqliteEventLogStorage(KnownTables, RangedPlannedEvents, SqliteEventLogStorage):
     """``SqliteEventLogStorage`` with pooled engines and WAL journaling."""
 
     def __init__(self, base_dir: str, inst_data: Any = None):
         self._engines: OrderedDict[str, Engine] = OrderedDict()
         self._batch = threading.local()
-        self._tables: set[str] = set()
         copy_template("index.db", Path(base_dir) / f"{INDEX_SHARD_NAME}.db")
         super().__init__(base_dir, inst_data)
         # A batch holds it while store_event re-enters _connect (Dagster's own is a plain Lock).
@@ -291,18 +324,6 @@ class FastSqliteEventLogStorage(SqliteEventLogStorage):
         with sqlite3.connect(self.path_for_shard(INDEX_SHARD_NAME), timeout=SQLITE_BUSY_TIMEOUT_S) as connection:
             connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             connection.execute("VACUUM")
-
-    def has_table(self, table_name: str) -> bool:
-        """Asked several times per event; the answer only ever changes from no to yes."""
-        if table_name not in self._tables and super().has_table(table_name):
-            self._tables.add(table_name)
-        return table_name in self._tables
-
-    def _has_asset_key_index_cols_on_connection(self, conn: Connection) -> bool:
-        """A schema check Dagster repeats for every asset event; cached once true."""
-        if "asset_key_index_cols" not in self._tables and super()._has_asset_key_index_cols_on_connection(conn):
-            self._tables.add("asset_key_index_cols")
-        return "asset_key_index_cols" in self._tables
 
     def _event_to_row(self, event: EventLogEntry) -> dict[str, Any]:
         """Dagster's row for the event, its body packed (both the one-at-a-time path and the bulk one)."""
@@ -372,18 +393,6 @@ class FastSqliteEventLogStorage(SqliteEventLogStorage):
         ]
         if values and self.has_table(AssetEventTagsTable.name):
             conn.execute(AssetEventTagsTable.insert(), values)
-
-    @property
-    def supports_partition_subset_in_asset_materialization_planned_events(self) -> bool:
-        """One planned event per asset for a ranged run, not one per partition.
-
-        The SQL storage reads such events back (Dagster's PostgreSQL storage
-        can do the same). Dagster's trade-off: if a run crashes, its
-        partitions are not marked failed (they show as not materialized).
-        coder-eval records an evaluation's failure in its results, never as a
-        failed step, so that state only follows a crash of the run itself.
-        """
-        return True
 
     def dispose(self) -> None:
         for engine in self._engines.values():

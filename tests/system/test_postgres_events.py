@@ -1,0 +1,136 @@
+"""coder-eval's PostgreSQL event storage, as docs/operations.md configures it, through the installed CLI.
+
+A run over N partitions stores one planned event per asset, not one per
+partition and asset, and opens a few connections, not one per storage call
+(what made a 1,000-row run take ~60 s on Dagster's own storages); what it
+stores reads back through Dagster's own PostgreSQL storage, in a process
+with no coder-eval module loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from coder_eval_dagster.storage_postgres import STORAGES_YAML
+
+from ..support.helpers import write
+from ..support.postgres_server import running_postgres
+from .conftest import SystemCli
+
+pytestmark = pytest.mark.slow
+
+ROWS = 4
+ASSETS = ("resolved_tasks", "sandbox_runs", "criteria_scores")
+
+
+@pytest.fixture(scope="module")
+def postgres_url() -> Iterator[str]:
+    with running_postgres() as url:
+        yield url
+
+
+def _database(server: str, name: str) -> str:
+    """A new empty database on the server; its URL."""
+    engine = sa.create_engine(server, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(sa.text(f"CREATE DATABASE {name}"))
+    engine.dispose()
+    return f"{server.rsplit('/', 1)[0]}/{name}"
+
+
+# Dagster's own storages (its shorthand), and coder-eval's, as docs/operations.md configures them.
+CONFIGURATIONS = {
+    "dagster": 'storage:\n  postgres:\n    postgres_url: "{url}"\n',
+    "ours": STORAGES_YAML,
+}
+
+
+def _task(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "rows.jsonl").write_text("".join(json.dumps({"id": f"r{i}"}) + "\n" for i in range(ROWS)))
+    task = {
+        "task_id": "pg",
+        "description": "rows on PostgreSQL",
+        "agent": {"type": "none"},
+        "sandbox": {"python": None},
+        "dataset": {"paths": ["rows.jsonl"]},
+        "success_criteria": [{"type": "run_command", "command": "true", "description": "runs"}],
+    }
+    (folder / "task.yaml").write_text(json.dumps(task))
+    return folder / "task.yaml"
+
+
+def _sessions(server: str, database: str) -> int:
+    """Connections ever opened to ``database`` (PostgreSQL counts them; an ended process's are counted)."""
+    engine = sa.create_engine(server)
+    with engine.connect() as connection:
+        count = connection.execute(
+            sa.text("SELECT sessions FROM pg_stat_database WHERE datname = :name"), {"name": database}
+        ).scalar_one()
+    engine.dispose()
+    return int(count)
+
+
+def _planned_events(url: str) -> int:
+    engine = sa.create_engine(url)
+    with engine.connect() as connection:
+        count = connection.execute(
+            sa.text("SELECT count(*) FROM event_logs WHERE dagster_event_type = 'ASSET_MATERIALIZATION_PLANNED'")
+        ).scalar_one()
+    engine.dispose()
+    return int(count)
+
+
+# Dagster's own storage (`storage: postgres:`), in a process of its own: the run's status, then each asset's
+# materialized partitions, one line each.
+STOCK_READ = """
+import sys
+import dagster as dg
+with dg.DagsterInstance.from_config(sys.argv[1]) as instance:
+    assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"
+    assert "coder_eval_dagster" not in sys.modules
+    print(instance.get_run_by_id(sys.argv[2]).status.value)
+    for asset in sys.argv[3:]:
+        print(" ".join(sorted(instance.get_materialized_partitions(dg.AssetKey(asset)))))
+"""
+
+
+def test_a_ranged_run_on_postgres_plans_once_per_asset_on_kept_connections(tmp_path: Path, postgres_url: str) -> None:
+    counts, sessions = {}, {}
+    for name, configuration in CONFIGURATIONS.items():
+        url = _database(postgres_url, name)
+        cli = SystemCli(tmp_path / name)
+        write(cli.home / "dagster.yaml", configuration.format(url=url))
+        outcome, run = cli.run(_task(tmp_path / name / "task"), env={}, timeout=300)
+        assert outcome.code == 0, outcome.output
+        sessions[name] = _sessions(postgres_url, name)
+        counts[name] = _planned_events(url)
+    # the partitioned assets: one planned event each instead of one per row (the run's other assets plan one each)
+    assert counts["dagster"] - counts["ours"] == len(ASSETS) * (ROWS - 1), counts
+    # a connection kept by each storage, not one opened per call (Dagster's: ~200 for a one-row run)
+    assert sessions["ours"] * 5 < sessions["dagster"], sessions
+
+    stock = tmp_path / "stock_home"
+    write(stock / "dagster.yaml", CONFIGURATIONS["dagster"].format(url=url))
+    done = subprocess.run(
+        [sys.executable, "-c", STOCK_READ, str(stock), run.summary["dagster_run_id"], *ASSETS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    status, *partitions = done.stdout.splitlines()
+    assert status == "SUCCESS"
+    assert partitions == [" ".join(f"pg/r{i}|default" for i in range(ROWS))] * len(ASSETS)
+
+
+def test_the_documented_configuration_is_the_one_tested() -> None:
+    operations = (Path(__file__).parents[2] / "docs" / "operations.md").read_text(encoding="utf-8")
+    assert STORAGES_YAML.format(url="postgresql+psycopg2://USER:PASSWORD@HOST:5432/DBNAME") in operations
