@@ -296,6 +296,9 @@ def _launch(
                     results = [r for r in results if r.task_id not in ran] + batch_results(opened, batch)
         finally:
             context.close()  # telemetry: what the run buffered goes out before the summary is printed
+            # Its database connections closed: on SQLite the last one out folds the write-ahead log into the
+            # database and removes it (the process ends without closing anything, program.exit_now).
+            instance.dispose()
     if context.interrupt.is_set():
         print(f"coder-eval: interrupted; what finished is in {run_dir}", file=sys.stderr)
         return exit_codes.INTERRUPTED

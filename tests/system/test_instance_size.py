@@ -60,6 +60,8 @@ def _stored_after_run(folder: Path, rows: int) -> int:
     cli = SystemCli(folder)
     outcome, _ = cli.run(_agentless(folder / "task", rows), env={}, timeout=300)
     assert outcome.code == 0, outcome.output
+    # the run closed its event databases: their write-ahead logs folded in and gone, not left beside them
+    assert not list((cli.home / "history/runs").glob("*.db-wal"))
     return _payload(cli.home)
 
 
