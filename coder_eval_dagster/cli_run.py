@@ -207,9 +207,9 @@ def register(spec: RunSpec) -> int:
         raise InvalidInput(resolution.problems)
     from .launch import record_resolution, register_partitions
 
-    instance = _open_instance()
-    added = register_partitions(instance, resolution.row_tasks)
-    recorded = record_resolution(instance, resolution, spec)
+    with _open_instance() as instance:  # closed when done: SQLite folds its write-ahead log in (see _launch)
+        added = register_partitions(instance, resolution.row_tasks)
+        recorded = record_resolution(instance, resolution, spec)
     tasks = len({rt.task_id for rt in resolution.row_tasks})
     variants = len({rt.variant_id for rt in resolution.row_tasks})
     print(
