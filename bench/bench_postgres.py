@@ -21,23 +21,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-import sqlalchemy as sa
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.bench_agentless import CHECK, PRE, _cli, _project, _run_seconds
 from bench.bench_instance_size import DAGSTER_POSTGRES_YAML
 from coder_eval_dagster.storage_postgres import STORAGES_YAML
-from tests.support.postgres_server import running_postgres
+from tests.support.postgres_server import new_database, running_postgres
 
 CONFIGS = {"dagster": DAGSTER_POSTGRES_YAML, "coder-eval": STORAGES_YAML}
-
-
-def _fresh_database(server: str, name: str) -> str:
-    engine = sa.create_engine(server, isolation_level="AUTOCOMMIT")
-    with engine.connect() as connection:
-        connection.execute(sa.text(f"CREATE DATABASE {name}"))
-    engine.dispose()
-    return f"{server.rsplit('/', 1)[0]}/{name}"
 
 
 def main() -> None:
@@ -55,7 +45,7 @@ def main() -> None:
             for name in order:
                 home = work / f"home_{pair}_{name}"
                 home.mkdir()
-                url = _fresh_database(server, f"run_{pair}_{name.replace('-', '_')}")
+                url = new_database(server, f"run_{pair}_{name.replace('-', '_')}")
                 (home / "dagster.yaml").write_text(CONFIGS[name].format(url=url))
                 wall, _ = _cli(task, work, args.concurrency, home=home)
                 inside = _run_seconds(work / "runs")

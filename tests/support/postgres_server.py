@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import sqlalchemy as sa
+
 from .dagster_services import free_port
 
 BINARIES = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
@@ -58,3 +60,12 @@ def running_postgres() -> Iterator[str]:
             timeout=60,
         )
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def new_database(server: str, name: str) -> str:
+    """A new empty database ``name`` on the server at ``server`` (a URL of running_postgres); its URL."""
+    engine = sa.create_engine(server, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(sa.text(f"CREATE DATABASE {name}"))
+    engine.dispose()
+    return f"{server.rsplit('/', 1)[0]}/{name}"

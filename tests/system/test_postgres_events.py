@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from coder_eval_dagster.storage_postgres import STORAGES_YAML
 
 from ..support.helpers import write
-from ..support.postgres_server import running_postgres
+from ..support.postgres_server import new_database, running_postgres
 from .conftest import SystemCli
 
 pytestmark = pytest.mark.slow
@@ -34,15 +34,6 @@ ASSETS = ("resolved_tasks", "sandbox_runs", "criteria_scores")
 def postgres_url() -> Iterator[str]:
     with running_postgres() as url:
         yield url
-
-
-def _database(server: str, name: str) -> str:
-    """A new empty database on the server; its URL."""
-    engine = sa.create_engine(server, isolation_level="AUTOCOMMIT")
-    with engine.connect() as connection:
-        connection.execute(sa.text(f"CREATE DATABASE {name}"))
-    engine.dispose()
-    return f"{server.rsplit('/', 1)[0]}/{name}"
 
 
 # Dagster's own storages (its shorthand), and coder-eval's, as docs/operations.md configures them.
@@ -105,7 +96,7 @@ with dg.DagsterInstance.from_config(sys.argv[1]) as instance:
 def test_a_ranged_run_on_postgres_plans_once_per_asset_on_kept_connections(tmp_path: Path, postgres_url: str) -> None:
     counts, sessions = {}, {}
     for name, configuration in CONFIGURATIONS.items():
-        url = _database(postgres_url, name)
+        url = new_database(postgres_url, name)
         cli = SystemCli(tmp_path / name)
         write(cli.home / "dagster.yaml", configuration.format(url=url))
         outcome, run = cli.run(_task(tmp_path / name / "task"), env={}, timeout=300)
