@@ -1,7 +1,7 @@
 """Faster PostgreSQL storages: Dagster's own, with pooled connections and ranged planned events.
 
 What a run on Dagster's PostgreSQL storages spent its time on (a 1,000-row
-run took ~55 s there against ~9 s on SQLite; docs/performance.md):
+run took ~60 s there against ~10 s on SQLite; docs/performance.md):
 
 - Every storage call opens a new connection (``NullPool``): a one-row run
   opened 206 of them, ~5 ms each. Here each storage keeps one open
