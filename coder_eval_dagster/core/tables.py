@@ -253,7 +253,49 @@ def write_table(tables_dir: Path, table: str, run_id: str, run_ts: datetime, row
     target = folder / f"{run_id}.parquet"
     with replacing(target) as temporary:
         pq.write_table(arrow_table(rows, SCHEMAS[table]), temporary)
+    add_missing_columns(tables_dir / table, SCHEMAS[table])
     return target
+
+
+def add_missing_columns(table_dir: Path, schema: pa.Schema) -> int:
+    """Give the table's older files the columns a newer coder-eval added, as nulls; how many were rewritten.
+
+    ``pandas.read_parquet(folder)`` takes the schema of the first file it
+    finds (the oldest) and drops a column that file lacks from every file.
+    Checked on that file at each write (one footer read); after an upgrade
+    that added columns, every file lacking some is rewritten once, atomically,
+    its rows and its other columns unchanged (DuckDB's ``union_by_name``
+    needed none of this; pandas' default does).
+    """
+    first = _first_file(table_dir)
+    if first is None or not _missing(first, schema):
+        return 0
+    rewritten = 0
+    for path in sorted(table_dir.glob("*/*.parquet")):
+        missing = _missing(path, schema)
+        if missing:
+            table = pq.ParquetFile(path).read()
+            for field in missing:
+                table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+            with replacing(path) as temporary:
+                pq.write_table(table, temporary)
+            rewritten += 1
+    return rewritten
+
+
+def _first_file(table_dir: Path) -> Path | None:
+    """The file a reader of the folder finds first: the first in path order (without listing every day)."""
+    for day in sorted(path for path in table_dir.iterdir() if path.is_dir()):
+        files = sorted(day.glob("*.parquet"))
+        if files:
+            return files[0]
+    return None
+
+
+def _missing(path: Path, schema: pa.Schema) -> list[pa.Field]:
+    """The fields of ``schema`` the file at ``path`` has no column for (its footer only)."""
+    present = set(pq.read_schema(path).names)
+    return [field for field in schema if field.name not in present]
 
 
 def arrow_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
