@@ -21,7 +21,7 @@ def _home(args: argparse.Namespace) -> Path:
     """The HOME argument, else $DAGSTER_HOME, else ./.dagster."""
     from .launch import local_home
 
-    return Path(args.home.resolve()) if args.home else local_home()
+    return args.home.resolve() if args.home else local_home()
 
 
 def cmd_instance_init(args: argparse.Namespace) -> int:

@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dagster._core.storage.config import pg_config
 from dagster_postgres.event_log import PostgresEventLogStorage
 from dagster_postgres.run_storage import PostgresRunStorage
 from dagster_postgres.schedule_storage import PostgresScheduleStorage
@@ -59,10 +58,6 @@ class PooledConnections:
             max_overflow=POOL_OVERFLOW,
             pool_pre_ping=True,  # a connection the server dropped (a restart, an idle timeout) is replaced
         )
-
-    @classmethod
-    def config_type(cls) -> Any:
-        return pg_config()
 
     @classmethod
     def from_config_value(cls, inst_data: Any, config_value: Mapping[str, Any]) -> Any:
