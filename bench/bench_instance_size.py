@@ -93,10 +93,6 @@ def _print_top(title: str, sizes: Counter[str], evaluations: int) -> None:
             print(f"    {name:60s} {size / evaluations:8.0f} B")
 
 
-# Dagster's own PostgreSQL storages (coder-eval's: storage_postgres.STORAGES_YAML).
-DAGSTER_POSTGRES_YAML = 'storage:\n  postgres:\n    postgres_url: "{url}"\n'
-
-
 @contextmanager
 def postgres_home(work: Path) -> Iterator[tuple[Path, str]]:
     """A DAGSTER_HOME on coder-eval's PostgreSQL storages, on a fresh server, and the server's URL."""

@@ -23,11 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.bench_agentless import CHECK, PRE, _cli, _project, _run_seconds
-from bench.bench_instance_size import DAGSTER_POSTGRES_YAML
 from coder_eval_dagster.storage_postgres import STORAGES_YAML
-from tests.support.postgres_server import new_database, running_postgres
+from tests.support.postgres_server import DAGSTER_STORAGES_YAML, new_database, running_postgres
 
-CONFIGS = {"dagster": DAGSTER_POSTGRES_YAML, "coder-eval": STORAGES_YAML}
+CONFIGS = {"dagster": DAGSTER_STORAGES_YAML, "coder-eval": STORAGES_YAML}
 
 
 def main() -> None:

@@ -16,6 +16,9 @@ import sqlalchemy as sa
 from .dagster_services import free_port
 
 BINARIES = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
+# A dagster.yaml on Dagster's own PostgreSQL storages (its shorthand), for a ``{url}``; coder-eval's own are
+# storage_postgres.STORAGES_YAML.
+DAGSTER_STORAGES_YAML = 'storage:\n  postgres:\n    postgres_url: "{url}"\n'
 
 
 def _as_postgres(command: list[str]) -> list[str]:

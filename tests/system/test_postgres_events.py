@@ -9,7 +9,6 @@ with no coder-eval module loaded.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,8 +19,8 @@ import sqlalchemy as sa
 
 from coder_eval_dagster.storage_postgres import STORAGES_YAML
 
-from ..support.helpers import write
-from ..support.postgres_server import new_database, running_postgres
+from ..support.helpers import agentless_task, write, write_task
+from ..support.postgres_server import DAGSTER_STORAGES_YAML, new_database, running_postgres
 from .conftest import SystemCli
 
 pytestmark = pytest.mark.slow
@@ -37,46 +36,32 @@ def postgres_url() -> Iterator[str]:
 
 
 # Dagster's own storages (its shorthand), and coder-eval's, as docs/operations.md configures them.
-CONFIGURATIONS = {
-    "dagster": 'storage:\n  postgres:\n    postgres_url: "{url}"\n',
-    "ours": STORAGES_YAML,
-}
+CONFIGURATIONS = {"dagster": DAGSTER_STORAGES_YAML, "ours": STORAGES_YAML}
 
 
 def _task(folder: Path) -> Path:
-    folder.mkdir(parents=True)
-    (folder / "rows.jsonl").write_text("".join(json.dumps({"id": f"r{i}"}) + "\n" for i in range(ROWS)))
-    task = {
-        "task_id": "pg",
-        "description": "rows on PostgreSQL",
-        "agent": {"type": "none"},
-        "sandbox": {"python": None},
-        "dataset": {"paths": ["rows.jsonl"]},
-        "success_criteria": [{"type": "run_command", "command": "true", "description": "runs"}],
-    }
-    (folder / "task.yaml").write_text(json.dumps(task))
-    return folder / "task.yaml"
+    return write_task(
+        folder,
+        agentless_task(
+            task_id="pg",
+            sandbox={"python": None},
+            dataset={"rows": [{"id": f"r{i}"} for i in range(ROWS)]},
+            success_criteria=[{"type": "run_command", "command": "true", "description": "runs"}],
+        ),
+    )
 
 
-def _sessions(server: str, database: str) -> int:
-    """Connections ever opened to ``database`` (PostgreSQL counts them; an ended process's are counted)."""
-    engine = sa.create_engine(server)
-    with engine.connect() as connection:
-        count = connection.execute(
-            sa.text("SELECT sessions FROM pg_stat_database WHERE datname = :name"), {"name": database}
-        ).scalar_one()
-    engine.dispose()
-    return int(count)
-
-
-def _planned_events(url: str) -> int:
+def _scalar(url: str, query: str, **parameters: str) -> int:
     engine = sa.create_engine(url)
     with engine.connect() as connection:
-        count = connection.execute(
-            sa.text("SELECT count(*) FROM event_logs WHERE dagster_event_type = 'ASSET_MATERIALIZATION_PLANNED'")
-        ).scalar_one()
+        value = connection.execute(sa.text(query), parameters).scalar_one()
     engine.dispose()
-    return int(count)
+    return int(value)
+
+
+# Connections ever opened to a database (PostgreSQL counts them; an ended process's are counted).
+SESSIONS = "SELECT sessions FROM pg_stat_database WHERE datname = :name"
+PLANNED_EVENTS = "SELECT count(*) FROM event_logs WHERE dagster_event_type = 'ASSET_MATERIALIZATION_PLANNED'"
 
 
 # Dagster's own storage (`storage: postgres:`), in a process of its own: the run's status, then each asset's
@@ -101,8 +86,8 @@ def test_a_ranged_run_on_postgres_plans_once_per_asset_on_kept_connections(tmp_p
         write(cli.home / "dagster.yaml", configuration.format(url=url))
         outcome, run = cli.run(_task(tmp_path / name / "task"), env={}, timeout=300)
         assert outcome.code == 0, outcome.output
-        sessions[name] = _sessions(postgres_url, name)
-        counts[name] = _planned_events(url)
+        sessions[name] = _scalar(postgres_url, SESSIONS, name=name)
+        counts[name] = _scalar(url, PLANNED_EVENTS)
     # the partitioned assets: one planned event each instead of one per row (the run's other assets plan one each)
     assert counts["dagster"] - counts["ours"] == len(ASSETS) * (ROWS - 1), counts
     # a connection kept by each storage, not one opened per call (Dagster's: ~200 for a one-row run)

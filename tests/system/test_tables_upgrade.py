@@ -14,22 +14,20 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from ..support.helpers import task_with, write_task
+from ..support.helpers import agentless_task, write_task
 from .conftest import SystemCli
 
 pytestmark = pytest.mark.slow
-
-AGENTLESS = {"agent": {"type": "none"}, "initial_prompt": None, "sandbox": {"python": None}}
 
 
 def test_a_column_added_by_an_upgrade_reads_with_pandas(tmp_path: Path) -> None:
     cli = SystemCli(tmp_path)
     task = write_task(
         tmp_path / "tasks",
-        task_with(
+        agentless_task(
             task_id="tabled",
+            sandbox={"python": None},
             success_criteria=[{"type": "run_command", "command": "true", "description": "runs"}],
-            **AGENTLESS,
         ),
     )
     first, _ = cli.run(task, env={})
