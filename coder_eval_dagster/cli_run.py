@@ -34,6 +34,7 @@ from .core.routing import resolve_route, routing_line
 from .core.run_context import ROUTED_AGENT_TYPES, RunContext, uses_model_route
 from .core.run_spec import RunOptions, RunSpec
 from .core.runs import OpenRun, is_run_folder, load_run, new_run_dir, open_run, resnapshot
+from .core.sandbox.tempdir import prewarm_namespaces
 from .core.sequential_run import batch_results, in_batches, may_start
 
 MAX_TABLE_ROWS = 40
@@ -53,6 +54,7 @@ def run(spec: RunSpec, options: RunOptions, junit: Path | None = None) -> int:
     if missing:
         print(f"coder-eval run: {missing}", file=sys.stderr)
         return exit_codes.USAGE
+    _prewarm(resolution.row_tasks, options)
     instance = _open_instance()
     opened = open_run(new_run_dir(Path(options.runs_dir)), spec, str(uuid.uuid4()), resolution)
     warn_over_budget(resolution, opened.max_usd, options, context)
@@ -161,6 +163,7 @@ def resume(run_dir: Path, options: RunOptions, retry_errors: bool, junit: Path |
             print(f"coder-eval run: no ERROR evaluation in {run_dir}", file=sys.stderr)
             return _report(run_dir, junit) if (run_dir / RUN_FILE).is_file() else exit_codes.FAILED
         row_tasks = [rt for rt in row_tasks if f"{rt.variant_id}/{rt.task_id}" in errored]
+    _prewarm(row_tasks, options)
     return _launch(_open_instance(), opened, row_tasks, options, context, fresh_id=True, junit=junit)
 
 
@@ -197,6 +200,7 @@ def rescore(run_dir: Path, options: RunOptions, junit: Path | None = None) -> in
     if not row_tasks:
         print(f"coder-eval rescore: {run_dir} has no evaluation to rescore", file=sys.stderr)
         return exit_codes.USAGE
+    _prewarm(row_tasks, options)
     return _launch(_open_instance(), opened, row_tasks, options, context, rescore=True, junit=junit)
 
 
@@ -237,6 +241,11 @@ def dev(extra: list[str]) -> int:
     print(f"coder-eval dev: DAGSTER_HOME={home}", file=sys.stderr)
     environment = {**os.environ, **Credentials.of_process().by_name, "DAGSTER_HOME": str(home)}
     os.execvpe(dagster, [dagster, "dev", "-m", "coder_eval_dagster.definitions", *extra], environment)  # no return
+
+
+def _prewarm(row_tasks: list[RowTask], options: RunOptions) -> None:
+    """The first evaluations' process namespaces, started while Dagster is imported (next)."""
+    prewarm_namespaces([rt.task.sandbox for rt in row_tasks for _ in range(rt.replicates)], options.workers)
 
 
 def _open_instance() -> Any:

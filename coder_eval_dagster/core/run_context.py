@@ -23,6 +23,7 @@ from .model_proxy import Admit, Grant, Upstream, shared_proxy
 from .pricing import PriceBook
 from .routing import ApiRoute, resolve_route
 from .run_spec import DEFAULT_JUDGE_CONCURRENCY
+from .sandbox.containment import end_spare
 from .sandbox.process import Interrupt
 from .telemetry import Telemetry, configured
 
@@ -127,7 +128,9 @@ class RunContext:
         return shared_proxy().granted(upstream, host, admit)
 
     def close(self) -> None:
-        """The run is over in this process: send what telemetry buffered."""
+        """The run is over in this process: send what telemetry buffered; end the namespaces its evaluations
+        let go of (kept from one step to the next)."""
+        end_spare()
         self.telemetry.shutdown()
 
     def emit(self, event: str, **info: Any) -> None:

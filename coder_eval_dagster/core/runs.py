@@ -41,7 +41,6 @@ from .reports.run_summary import run_passed
 from .resolution import Resolution, RowTask, SkippedTask, resolve
 from .run_context import RunContext
 from .run_spec import RunSpec
-from .sandbox.containment import end_spare
 from .sandbox.process import Interrupt
 from .suite import SuiteEntry, suite_entries, suite_json
 
@@ -213,7 +212,6 @@ def in_parallel(function: Callable[[T], T], items: list[T], workers: int, interr
         raise
     finally:
         pool.shutdown(wait=True)
-        end_spare()  # the namespaces kept for the next evaluation: none comes in this step
 
 
 PRELOAD_AFTER_S = 0.3

@@ -12,9 +12,10 @@ import pytest
 
 from coder_eval_dagster.core.layout import NAMESPACE_FILE
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
+from coder_eval_dagster.core.run_context import RunContext
 from coder_eval_dagster.core.sandbox import containment
 from coder_eval_dagster.core.sandbox.containment import release
-from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
+from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox, prewarm_namespaces
 
 from ..support.helpers import evaluate_task
 
@@ -241,3 +242,45 @@ def test_a_port_listened_on_again_waits_for_a_copy_of_the_last_listener() -> Non
             second.close()
     finally:
         containment._end(namespace)
+
+
+def _holders() -> set[int]:
+    """This process's namespace starters (``unshare``) still running."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            comm, _, rest = (entry / "stat").read_text().rpartition(")")
+        except OSError:
+            continue
+        if comm.endswith("(unshare") and int(rest.split()[1]) == os.getpid():
+            found.add(int(entry.name))
+    return found
+
+
+def test_prewarmed_namespaces_serve_the_next_evaluations_until_the_run_ends(tmp_path: Path) -> None:
+    """What the CLI starts while it imports Dagster is what the first evaluations take; the run's context ends what
+    is left idle when the run is over in this process."""
+    containment.end_spare()
+    before = _holders()
+    config = SandboxConfig.model_validate({"python": None})
+    filling = prewarm_namespaces([config] * 3, workers=2)  # as many as run at once
+    assert filling is not None
+    filling.join(timeout=30)
+    warm = _holders() - before
+    assert len(warm) == 2
+    box = _sandbox(tmp_path / "a")
+    inside = box.run("readlink /proc/self/ns/pid", timeout=10).stdout.strip()
+    assert inside in {os.readlink(f"/proc/{pid}/ns/pid_for_children") for pid in warm}  # one of the two
+    release(box.root.parent)  # back to the spares
+    assert _holders() - before == warm
+    RunContext.create().close()
+    assert not _holders() - before
+
+
+def test_a_prewarm_that_outlives_its_run_keeps_nothing() -> None:
+    containment.end_spare()
+    before = _holders()
+    filling = containment.prewarm({False: 3})
+    containment.end_spare()  # the run ended (a failure at start) while the namespaces were starting
+    filling.join(timeout=30)
+    assert not _holders() - before

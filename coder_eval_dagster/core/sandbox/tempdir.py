@@ -17,7 +17,9 @@ import re
 import shlex
 import shutil
 import sys
-from collections.abc import Iterator, Mapping
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from ..files import CRITERION_READ_CAP, read_text_capped
@@ -210,6 +212,13 @@ class TempdirSandbox:
         if target != root and root not in target.parents:
             raise PermissionError(f"path {relative!r} leaves the sandbox")
         return target
+
+
+def prewarm_namespaces(configs: Iterable[SandboxConfig], workers: int) -> threading.Thread | None:
+    """Start in the background the namespaces the first ``workers`` evaluations of these sandboxes (one config
+    an evaluation) will take, of each kind they need (see ``containment.prewarm``)."""
+    kinds = Counter(gate_for(config) is not None for config in configs if config.driver == "tempdir")
+    return containment.prewarm({network: min(count, workers) for network, count in kinds.items()}) if kinds else None
 
 
 def _hidden(path: str) -> bool:
