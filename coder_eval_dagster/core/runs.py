@@ -347,5 +347,5 @@ def summarize(run: OpenRun, tables_dir: Path, max_parallel: int = 1) -> Summary:
     for table, rows in task_rows(summary.results, run_ts).items():
         write_table(tables_dir, table, run_id, run_ts, rows)
     write_table(tables_dir, "suite_metrics", run_id, run_ts, suite_rows(run_id, run_ts, summary.suite))
-    write_index(run.folder.parent)
+    write_index(run.folder.parent, (run.folder, summary.report))
     return summary

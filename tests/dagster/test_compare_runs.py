@@ -18,6 +18,8 @@ import duckdb
 import pytest
 
 from coder_eval_dagster.core.compare.history import QUESTIONS, history
+from coder_eval_dagster.core.compare.index import render_index
+from coder_eval_dagster.core.layout import INDEX_ROW
 
 from ..support.browser import ARTIFACTS, chromium
 from ..support.helpers import run_cli, run_folders, write
@@ -100,6 +102,9 @@ def test_a_run_writes_its_comparison_and_the_runs_index(runs: tuple[Path, Path, 
         f'href="{first.name}/comparison.html"' in index and f'href="{first.name}/hinted/shop/r1/00/task.html"' in index
     )
     assert "baseline: 3/8 (38%); hinted: 8/8 (100%)" in index
+    for row in (project / "runs").glob(f"*/{INDEX_ROW}"):
+        row.unlink()  # each run's row rendered again from its run.json read back: the run's own was not read
+    assert render_index(project / "runs") == index
 
 
 def test_the_assets_metadata_and_the_regression_check(runs: tuple[Path, Path, Path]) -> None:
