@@ -171,7 +171,8 @@ def test_a_link_opens_its_task_report_and_back_restores_the_view(big_run: tuple[
     assert browser.evaluate("location.href").endswith(f"/baseline/{first.task_id}/00/task.html")
     assert "TIMEOUT" in browser.evaluate("document.body.innerText")
 
-    browser.evaluate("history.back()")
+    # the Back button: after this evaluation has answered (navigating inside it may cut the answer off)
+    browser.evaluate("setTimeout(() => history.back(), 0)")
     browser.wait_for(f"location.pathname.endsWith('index.html') && {ROWS_SHOWN} > 0", 10, 0.05)
     assert browser.evaluate(SHOWN) == len(expected)
     assert browser.evaluate("document.getElementById('status').value") == "TIMEOUT"
