@@ -66,6 +66,7 @@ from typing import Any, cast
 from dagster._core.events import DagsterEventType
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.schema import AssetEventTagsTable, SqlEventLogStorageTable
+from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME, SqliteEventLogStorage
 from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
 from dagster._core.storage.schedules.sqlite.sqlite_schedule_storage import SqliteScheduleStorage
@@ -254,7 +255,25 @@ class RangedPlannedEvents:
         return True
 
 
-class FastSqliteEventLogStorage(KnownTables, RangedPlannedEvents, SqliteEventLogStorage):
+class TagsFromRows:
+    """Dagster's ``_store_asset_event_tags`` for a batch whose event rows are built: each event's asset key string
+    and timestamp taken from its row. Dagster recomputes both for every tag, and a multi-partition
+    materialization has three: 25 us of CPU per event instead of 7."""
+
+    def _store_tags(
+        self, conn: Connection, events: list[EventLogEntry], rows: list[dict[str, Any]], ids: list[int]
+    ) -> None:
+        storage = cast(SqlEventLogStorage, self)
+        values = [
+            dict(event_id=i, asset_key=row["asset_key"], key=key, value=value, event_timestamp=row["timestamp"])
+            for event, row, i in zip(events, rows, ids, strict=True)
+            for key, value in storage._tags_for_asset_event(event).items()
+        ]
+        if values and storage.has_table(AssetEventTagsTable.name):
+            conn.execute(AssetEventTagsTable.insert(), values)
+
+
+class FastSqliteEventLogStorage(KnownTables, RangedPlannedEvents, TagsFromRows, SqliteEventLogStorage):
     """``SqliteEventLogStorage`` with pooled engines and WAL journaling."""
 
     def __init__(self, base_dir: str, inst_data: Any = None):
@@ -377,22 +396,6 @@ class FastSqliteEventLogStorage(KnownTables, RangedPlannedEvents, SqliteEventLog
             self._store_tags(conn, events, rows, ids)
             for event, event_id in _last_of_each_kind(events, ids):
                 self._store_asset_event(conn, event, event_id)
-
-    def _store_tags(
-        self, conn: Connection, events: list[EventLogEntry], rows: list[dict[str, Any]], ids: list[int]
-    ) -> None:
-        """``_store_asset_event_tags``, with each event's asset key string and timestamp taken from its row.
-
-        Dagster recomputes both for every tag, and a multi-partition
-        materialization has three: 25 us of CPU per event instead of 7.
-        """
-        values = [
-            dict(event_id=i, asset_key=row["asset_key"], key=key, value=value, event_timestamp=row["timestamp"])
-            for event, row, i in zip(events, rows, ids, strict=True)
-            for key, value in self._tags_for_asset_event(event).items()
-        ]
-        if values and self.has_table(AssetEventTagsTable.name):
-            conn.execute(AssetEventTagsTable.insert(), values)
 
     def dispose(self) -> None:
         for engine in self._engines.values():

@@ -12,6 +12,10 @@ run took ~60 s there against ~10 s on SQLite; docs/performance.md):
   (``RangedPlannedEvents``; Dagster's SQL reads handle both).
 - It asks the server whether a table exists several times per event; here
   a table is remembered once it exists (``KnownTables``).
+- A step's batch of materializations went in as one INSERT with a VALUES
+  row per event, compiled anew for each batch (~1 s of a 1,000-row run);
+  here the rows go by executemany, their ids returned in order, and the tags
+  are built from the rows (``TagsFromRows``).
 
 Everything stored is what Dagster's own storages store, so they read it.
 Selected in ``dagster.yaml`` (docs/operations.md, "PostgreSQL"). Built on
@@ -20,15 +24,18 @@ the pinned Dagster's storages (storage.py checks the version).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dagster._core.events import DagsterEventType
+from dagster._core.events.log import EventLogEntry
+from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
 from dagster_postgres.event_log import PostgresEventLogStorage
 from dagster_postgres.run_storage import PostgresRunStorage
 from dagster_postgres.schedule_storage import PostgresScheduleStorage
 from dagster_postgres.utils import create_pg_engine, get_token_provider_from_config, pg_url_from_config
 
-from .storage import KnownTables, RangedPlannedEvents
+from .storage import KnownTables, RangedPlannedEvents, TagsFromRows
 
 # Connections a storage may open beyond its one kept open, while threads use it at once (closed when returned).
 POOL_OVERFLOW = 8
@@ -78,5 +85,29 @@ class FastPostgresScheduleStorage(PooledConnections, PostgresScheduleStorage):
     """``PostgresScheduleStorage`` on one kept connection."""
 
 
-class FastPostgresEventLogStorage(PooledConnections, KnownTables, RangedPlannedEvents, PostgresEventLogStorage):
-    """``PostgresEventLogStorage`` on one kept connection, writing one planned event per asset for a ranged run."""
+# The batches PostgresEventLogStorage stores in bulk itself: one kind of asset event at a time.
+BULK_KINDS = ({DagsterEventType.ASSET_MATERIALIZATION}, {DagsterEventType.ASSET_OBSERVATION})
+
+
+class FastPostgresEventLogStorage(
+    PooledConnections, KnownTables, RangedPlannedEvents, TagsFromRows, PostgresEventLogStorage
+):
+    """``PostgresEventLogStorage`` on one kept connection, writing one planned event per asset for a ranged run and
+    a batch of asset events by executemany."""
+
+    def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
+        """What ``PostgresEventLogStorage.store_event_batch`` stores for a batch of materializations (or of
+        observations): the events, their tags, the asset's row from the last one; any other batch, its way."""
+        kept = [event for event in events if not event.get_dagster_event().is_asset_failed_to_materialize]
+        if not kept or {event.get_dagster_event().event_type for event in kept} not in BULK_KINDS:
+            super().store_event_batch(events)
+            return
+        rows = [self._event_to_row(event) for event in kept]
+        inserted = SqlEventLogStorageTable.insert().returning(  # the new ids in the rows' order
+            SqlEventLogStorageTable.c.id, sort_by_parameter_order=True
+        )
+        with self._connect() as conn:
+            ids = [int(row[0]) for row in conn.execute(inserted, rows)]
+        with self.index_transaction() as conn:
+            self._store_tags(conn, kept, rows, ids)
+            self._store_asset_event(conn, kept[-1], ids[-1])

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -51,17 +52,35 @@ def _task(folder: Path) -> Path:
     )
 
 
-def _scalar(url: str, query: str, **parameters: str) -> int:
+def _rows(url: str, query: str, **parameters: str) -> list[tuple[Any, ...]]:
     engine = sa.create_engine(url)
     with engine.connect() as connection:
-        value = connection.execute(sa.text(query), parameters).scalar_one()
+        rows = [tuple(row) for row in connection.execute(sa.text(query), parameters)]
     engine.dispose()
+    return rows
+
+
+def _scalar(url: str, query: str, **parameters: str) -> int:
+    ((value,),) = _rows(url, query, **parameters)
     return int(value)
 
 
 # Connections ever opened to a database (PostgreSQL counts them; an ended process's are counted).
 SESSIONS = "SELECT sessions FROM pg_stat_database WHERE datname = :name"
 PLANNED_EVENTS = "SELECT count(*) FROM event_logs WHERE dagster_event_type = 'ASSET_MATERIALIZATION_PLANNED'"
+# What a step's batch of materializations leaves, beyond the events: each materialization's indexed tags (a row-task
+# and a variant, for the partitioned assets), and whether each asset's row points at its latest event (which
+# partition that is depends on the order Dagster gave the batch, not the same in two processes).
+STORED = {
+    "materializations": "SELECT asset_key, count(*) FROM event_logs"
+    " WHERE dagster_event_type = 'ASSET_MATERIALIZATION' GROUP BY asset_key ORDER BY asset_key",
+    "tags": "SELECT t.asset_key, t.key, t.value, e.partition FROM asset_event_tags t JOIN event_logs e ON e.id = t.event_id"
+    " WHERE t.asset_key = e.asset_key AND t.event_timestamp = e.timestamp AND starts_with(t.key, 'dagster/partition/')"
+    " ORDER BY 1, 2, 3, 4",
+    "latest": "SELECT k.asset_key, (k.last_materialization::json ->> 'storage_id')::int = max(e.id) FROM asset_keys k"
+    " JOIN event_logs e ON e.asset_key = k.asset_key AND e.dagster_event_type = 'ASSET_MATERIALIZATION'"
+    " GROUP BY k.asset_key, k.last_materialization ORDER BY 1",
+}
 
 
 # Dagster's own storage (`storage: postgres:`), in a process of its own: the run's status, then each asset's
@@ -79,7 +98,7 @@ with dg.DagsterInstance.from_config(sys.argv[1]) as instance:
 
 
 def test_a_ranged_run_on_postgres_plans_once_per_asset_on_kept_connections(tmp_path: Path, postgres_url: str) -> None:
-    counts, sessions = {}, {}
+    counts, sessions, stored = {}, {}, {}
     for name, configuration in CONFIGURATIONS.items():
         url = new_database(postgres_url, name)
         cli = SystemCli(tmp_path / name)
@@ -88,10 +107,14 @@ def test_a_ranged_run_on_postgres_plans_once_per_asset_on_kept_connections(tmp_p
         assert outcome.code == 0, outcome.output
         sessions[name] = _scalar(postgres_url, SESSIONS, name=name)
         counts[name] = _scalar(url, PLANNED_EVENTS)
+        stored[name] = {what: _rows(url, query) for what, query in STORED.items()}
     # the partitioned assets: one planned event each instead of one per row (the run's other assets plan one each)
     assert counts["dagster"] - counts["ours"] == len(ASSETS) * (ROWS - 1), counts
     # a connection kept by each storage, not one opened per call (Dagster's: ~200 for a one-row run)
     assert sessions["ours"] * 5 < sessions["dagster"], sessions
+    # the materializations, their tags (each tied to its event) and the assets' latest events: stored alike
+    assert stored["ours"] == stored["dagster"]
+    assert len(stored["ours"]["tags"]) == 2 * len(ASSETS) * ROWS
 
     stock = tmp_path / "stock_home"
     write(stock / "dagster.yaml", CONFIGURATIONS["dagster"].format(url=url))
