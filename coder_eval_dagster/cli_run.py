@@ -245,7 +245,7 @@ def dev(extra: list[str]) -> int:
 
 def _prewarm(row_tasks: list[RowTask], options: RunOptions) -> None:
     """The first evaluations' process namespaces, started while Dagster is imported (next)."""
-    prewarm_namespaces([rt.task.sandbox for rt in row_tasks for _ in range(rt.replicates)], options.workers)
+    prewarm_namespaces((rt.task.sandbox for rt in row_tasks for _ in range(rt.replicates)), options.workers)
 
 
 def _open_instance() -> Any:

@@ -12,6 +12,7 @@ what ``sandbox.network`` allows, phase by phase (``egress``).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import shlex
@@ -215,10 +216,11 @@ class TempdirSandbox:
 
 
 def prewarm_namespaces(configs: Iterable[SandboxConfig], workers: int) -> threading.Thread | None:
-    """Start in the background the namespaces the first ``workers`` evaluations of these sandboxes (one config
-    an evaluation) will take, of each kind they need (see ``containment.prewarm``)."""
-    kinds = Counter(gate_for(config) is not None for config in configs if config.driver == "tempdir")
-    return containment.prewarm({network: min(count, workers) for network, count in kinds.items()}) if kinds else None
+    """Start in the background the namespaces that the first ``workers`` evaluations of these sandboxes (one
+    config an evaluation, in the order they start) will take (see ``containment.prewarm``)."""
+    first = itertools.islice(configs, workers)
+    kinds = Counter(gate_for(config) is not None for config in first if config.driver == "tempdir")
+    return containment.prewarm(kinds) if kinds else None
 
 
 def _hidden(path: str) -> bool:
