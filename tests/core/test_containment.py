@@ -271,6 +271,7 @@ def test_prewarmed_namespaces_serve_the_next_evaluations_until_the_run_ends(tmp_
     box = _sandbox(tmp_path / "a")
     inside = box.run("readlink /proc/self/ns/pid", timeout=10).stdout.strip()
     assert inside in {os.readlink(f"/proc/{pid}/ns/pid_for_children") for pid in warm}  # one of the two
+    assert containment._namespaces[Path(os.path.abspath(tmp_path / "a"))].spawner is not None  # from its first
     release(box.root.parent)  # back to the spares
     assert _holders() - before == warm
     RunContext.create().close()

@@ -103,15 +103,18 @@ class _Namespace:
         """Its spawner, locked for one command; None before SPAWNER_AFTER commands, or while another holds it."""
         self.commands_run += 1
         if self.spawner is None and not self.spawner_broken and self.commands_run > SPAWNER_AFTER:
-            try:
-                self.spawner = Spawner(Path(f"/proc/{self.holder.pid}/ns"), self.network)
-            except OSError:
-                self.spawner_broken = True
+            self.start_spawner()
         if self.spawner is not None and self.spawner.broken:
             self.spawner_broken = True
         if self.spawner is not None and not self.spawner_broken and self.spawner.lock.acquire(blocking=False):
             return self.spawner
         return None
+
+    def start_spawner(self) -> None:
+        try:
+            self.spawner = Spawner(Path(f"/proc/{self.holder.pid}/ns"), self.network)
+        except OSError:
+            self.spawner_broken = True
 
     @functools.cached_property
     def record(self) -> str:
@@ -369,7 +372,8 @@ def prewarm(wanted: Mapping[bool, int]) -> threading.Thread:
     """Start ``wanted[kind]`` namespaces of each kind (confined network or not) into the spares, one after
     another on a background thread: the CLI calls it before importing Dagster, so that the holders start on
     the other core meanwhile and the first evaluations take a ready namespace (eight started with the first
-    commands cost a 40-row run ~0.4 s). A namespace that cannot start stops it: the evaluation that needs one
+    commands cost a 40-row run ~0.4 s). Each gets its spawner at once too (at no cost to the run then: its
+    first commands skip ``nsenter``). A namespace that cannot start stops it: the evaluation that needs one
     says why."""
     generation = _spare_generation
 
@@ -380,6 +384,7 @@ def prewarm(wanted: Mapping[bool, int]) -> threading.Thread:
                     namespace = _start(network)
                 except ContainmentError:
                     return
+                namespace.start_spawner()
                 with _lock:
                     kept = generation == _spare_generation and len(_spare[network]) < SPARE_MAX
                     if kept:
