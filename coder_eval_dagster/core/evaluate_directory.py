@@ -59,6 +59,10 @@ def evaluate_directory(task_file: Path, directory: Path, folder: Path) -> Evalua
     if not directory.is_dir():
         raise InvalidInput([Problem(str(directory), None, DOCUMENT, "not a directory to grade")])
     row_task = grading_task(task_file, directory)
-    evaluation = new_evaluation(folder.name, folder, row_task, FIRST_REPLICATE, None, RunContext.create())
+    context = RunContext.create()
+    evaluation = new_evaluation(folder.name, folder, row_task, FIRST_REPLICATE, None, context)
     evaluation.folder = folder  # flat: the folder is the evaluation's, not <variant>/<task>/<NN> below it
-    return evaluate(evaluation)
+    try:
+        return evaluate(evaluation)
+    finally:
+        context.close()  # its telemetry sent, its idle namespaces ended, as at the end of a run

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from ..support.fake_anthropic import Script, Turn
+from ..support.helpers import agentless_task, criterion, write_task
 from ..support.otlp_receiver import OtlpReceiver, Received
 from ..support.phoenix import running_phoenix, spans
 from .conftest import SystemCli, anthropic_environment, claude_code_task, key_forms, new_key, replay_task_file
@@ -135,3 +136,19 @@ def test_without_configuration_nothing_of_opentelemetry_is_imported(tmp_path: Pa
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_evaluate_sends_its_trace_before_it_exits(tmp_path: Path, system_cli: SystemCli) -> None:
+    """`coder-eval evaluate` grades one directory as one evaluation: its trace leaves with it, as a run's does."""
+    checks = [criterion("file_exists", path="a.txt")]
+    task = write_task(tmp_path / "tasks", agentless_task(task_id="graded", success_criteria=checks))
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("here\n")
+    received = Received()
+    with OtlpReceiver(received) as receiver_url:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver_url}
+        graded = system_cli("evaluate", task, workspace, "--run-dir", tmp_path / "graded", env=env)
+    assert graded.code == 0, graded.output
+    assert {"evaluate graded", "setup", "score"} <= set(received.span_names)
+    assert [e["attributes"]["TaskId"] for e in received.events if e["name"] == "CoderEval.Task.End"] == ["graded"]
