@@ -57,7 +57,7 @@ import sys
 import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from itertools import groupby
 from pathlib import Path
@@ -225,20 +225,20 @@ class KnownTables:
     """Dagster's schema checks, each answered by the database once it is yes: Dagster asks several times per
     event (a query each on PostgreSQL), and the answer only ever changes from no to yes."""
 
-    def _known(self) -> set[str]:
-        return self.__dict__.setdefault("_known_tables", set())  # type: ignore[no-any-return]
+    def _once_yes(self, name: str, ask: Callable[[], bool]) -> bool:
+        """Whether ``name`` exists, asking the database (``ask``) only until it says yes."""
+        known: set[str] = self.__dict__.setdefault("_known_tables", set())
+        if name not in known and ask():
+            known.add(name)
+        return name in known
 
     def has_table(self, table_name: str) -> bool:
-        known = self._known()
-        if table_name not in known and super().has_table(table_name):  # type: ignore[misc]  # a storage's
-            known.add(table_name)
-        return table_name in known
+        ask = super().has_table  # type: ignore[misc]  # a storage's
+        return self._once_yes(table_name, lambda: ask(table_name))
 
     def _has_asset_key_index_cols_on_connection(self, conn: Connection) -> bool:
-        known = self._known()
-        if "asset_key_index_cols" not in known and super()._has_asset_key_index_cols_on_connection(conn):  # type: ignore[misc]
-            known.add("asset_key_index_cols")
-        return "asset_key_index_cols" in known
+        ask = super()._has_asset_key_index_cols_on_connection  # type: ignore[misc]  # a storage's
+        return self._once_yes("asset_key_index_cols", lambda: ask(conn))
 
 
 class RangedPlannedEvents:
