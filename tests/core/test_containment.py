@@ -246,15 +246,8 @@ def test_a_port_listened_on_again_waits_for_a_copy_of_the_last_listener() -> Non
 
 def _holders() -> set[int]:
     """This process's namespace starters (``unshare``) still running."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        try:
-            comm, _, rest = (entry / "stat").read_text().rpartition(")")
-        except OSError:
-            continue
-        if comm.endswith("(unshare") and int(rest.split()[1]) == os.getpid():
-            found.add(int(entry.name))
-    return found
+    found = subprocess.run(["pgrep", "-P", str(os.getpid()), "-x", "unshare"], capture_output=True, text=True)
+    return {int(pid) for pid in found.stdout.split()}
 
 
 def test_prewarmed_namespaces_serve_the_next_evaluations_until_the_run_ends(tmp_path: Path) -> None:
