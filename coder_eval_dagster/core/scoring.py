@@ -35,16 +35,15 @@ def run_check(criterion: CriterionBase, ctx: CheckContext) -> Outcome:
 
 def criterion_result(index: int, criterion: CriterionBase, outcome: Outcome, reference: str | None) -> CriterionResult:
     score = max(0.0, min(1.0, float(outcome.score)))
-    threshold = outcome.threshold if outcome.threshold is not None else criterion.pass_threshold
     return CriterionResult(
         index=index,
         type=criterion.type,
         description=criterion.description,
         score=score,
-        passed=outcome.error is None and score >= threshold,
+        passed=outcome.error is None and score >= criterion.pass_threshold,
         gating=criterion.gating,
         weight=criterion.weight,
-        pass_threshold=threshold,
+        pass_threshold=criterion.pass_threshold,
         error=scrub(outcome.error, reference),
         inputs=scrub(criterion_inputs(criterion), reference),
         details=scrub(outcome.details, reference),

@@ -259,6 +259,15 @@ def test_reference_comparison_methods(sandbox):
     assert far.score < 0.8 and not far.passed and far.pass_threshold == 0.8  # similarity_threshold decides
 
 
+def test_reference_comparison_records_its_similarity_threshold_on_every_path(sandbox):
+    put(sandbox, "solution.py", REFERENCE)
+    spec = {"type": "reference_comparison", "similarity_threshold": 0.5, "pass_threshold": 0.95}
+    found = check_criterion({**spec, "agent_file": "solution.py"}, ctx(sandbox, reference=REFERENCE))
+    missing = check_criterion({**spec, "agent_file": "missing.py"}, ctx(sandbox, reference=REFERENCE))
+    assert found.passed and found.pass_threshold == 0.5  # coder_eval's rule: the explicit pass_threshold yields
+    assert missing.error and not missing.passed and missing.pass_threshold == 0.5
+
+
 def test_reference_never_lands_in_details(sandbox):
     put(sandbox, "echo.py", REFERENCE)
     result = check_criterion(

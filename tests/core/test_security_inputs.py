@@ -220,6 +220,31 @@ def test_criteria_read_a_huge_file_with_a_cap_and_say_so(tmp_path):
     assert peak < 4 * CRITERION_READ_CAP
 
 
+@pytest.mark.parametrize(
+    "spec",
+    [
+        criterion("file_contains", path="main.py", excludes=["import os"]),
+        criterion("file_check", path="main.py", excludes=["import os"]),
+        criterion("file_check", path="main.py", patterns=[{"pattern": "import os", "must_match": False}]),
+        criterion("file_matches_regex", path="main.py", pattern="import os", must_match=False),
+    ],
+    ids=["file_contains", "file_check-excludes", "file_check-patterns", "file_matches_regex"],
+)
+def test_a_forbidden_string_padded_past_the_cap_does_not_pass(tmp_path, spec):
+    """An agent cannot hide what a negative check forbids behind 8 MiB of padding: absence is unproven."""
+    box, run = _sandbox_check(tmp_path, spec)
+    (box.root / "main.py").write_text("#" * CRITERION_READ_CAP + "\nimport os\n")
+    result = run()
+    assert result.score == 0.0 and not result.passed, result
+    assert "only its first" in result.details["truncated"]
+
+
+def test_a_negative_check_passes_on_a_file_read_whole(tmp_path):
+    box, run = _sandbox_check(tmp_path, criterion("file_contains", path="main.py", excludes=["import os"]))
+    (box.root / "main.py").write_text("print(1)\n")
+    assert run().score == 1.0
+
+
 def test_json_check_names_a_file_cut_at_the_cap(tmp_path):
     box, run = _sandbox_check(tmp_path, criterion("json_check", path="big.json"))
     (box.root / "big.json").write_text(json.dumps({"x": "a" * (CRITERION_READ_CAP + 10)}))

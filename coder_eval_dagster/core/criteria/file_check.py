@@ -32,10 +32,10 @@ def check(criterion: FileCheck, ctx: CheckContext) -> Outcome:
     if not ctx.path(path).is_file():
         return Outcome(0.0, {"exists": False}, error=f"file not found: {criterion.path}")
     content, truncated = ctx.read_text(path)
-    scores, details = string_scores(content, criterion.includes, criterion.excludes)
+    scores, details = string_scores(content, criterion.includes, criterion.excludes, whole=not truncated)
     details = resolved | details | truncation_note(path, truncated)
     if criterion.patterns:
-        failed = [p.pattern for p in criterion.patterns if not p.holds(content)]
+        failed = [p.pattern for p in criterion.patterns if not p.holds(content, whole=not truncated)]
         scores.append(fraction(len(criterion.patterns) - len(failed), len(criterion.patterns)))
         details["failed_patterns"] = failed
     return Outcome(mean(scores), {"exists": True, **details})

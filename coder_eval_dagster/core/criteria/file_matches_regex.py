@@ -32,8 +32,16 @@ class RegexSpec(StrictModel):
             raise rule_error("pattern", str(exc)) from None
         return self
 
-    def holds(self, content: str) -> bool:
-        return (re.search(self.pattern, content, self.flags) is not None) == self.must_match
+    def found_in(self, content: str) -> bool:
+        return re.search(self.pattern, content, self.flags) is not None
+
+    def verdict(self, found: bool, whole: bool) -> bool:
+        """Whether the rule holds; a must-not-match rule cannot hold over a file read only in part (``whole``
+        False): the match it forbids could be in the part not read, e.g. a file padded past the read cap."""
+        return found if self.must_match else not found and whole
+
+    def holds(self, content: str, whole: bool = True) -> bool:
+        return self.verdict(self.found_in(content), whole)
 
 
 class FileMatchesRegex(CriterionBase, RegexSpec):
@@ -45,6 +53,7 @@ class FileMatchesRegex(CriterionBase, RegexSpec):
 def check(criterion: FileMatchesRegex, ctx: CheckContext) -> Outcome:
     path, resolved = ctx.resolve_file(criterion.path)
     content, truncated = ctx.read_text(path)
-    passed = criterion.holds(content)
-    details = {"matched": passed == criterion.must_match, "must_match": criterion.must_match}
+    found = criterion.found_in(content)
+    details = {"matched": found, "must_match": criterion.must_match}
+    passed = criterion.verdict(found, whole=not truncated)
     return Outcome(1.0 if passed else 0.0, resolved | details | truncation_note(path, truncated))

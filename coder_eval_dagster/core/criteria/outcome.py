@@ -18,7 +18,6 @@ class Outcome:
     error: str | None = None
     expected_label: str | None = None
     observed_label: str | None = None
-    threshold: float | None = None  # a criterion-specific pass threshold (reference_comparison)
 
 
 def fraction(passed: int, total: int) -> float:

@@ -7,7 +7,7 @@ import difflib
 import re
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ..files import CRITERION_READ_CAP, read_text_capped, truncation_note
 from ..models.criterion import CriterionBase
@@ -25,6 +25,12 @@ class ReferenceComparison(CriterionBase):
     comparison_method: Literal["ast", "token", "complexity"] = "ast"
     similarity_threshold: float = Field(default=0.8, ge=0.0, le=1.0)
     reference_file: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _passes_at_similarity_threshold(self) -> ReferenceComparison:
+        """As coder_eval does: the domain field wins, so every result, its error paths included, records it."""
+        self.pass_threshold = self.similarity_threshold
+        return self
 
     def reads_reference_dir(self) -> bool:
         return self.reference_file is not None
@@ -94,4 +100,4 @@ def check(criterion: ReferenceComparison, ctx: CheckContext) -> Outcome:
     except SyntaxError as exc:
         return Outcome(0.0, {"method": criterion.comparison_method, **note}, error=f"cannot parse as Python: {exc.msg}")
     details = {"method": criterion.comparison_method, "similarity": round(score, 4), **note}
-    return Outcome(score, details, threshold=criterion.similarity_threshold)
+    return Outcome(score, details)
