@@ -80,3 +80,15 @@ def test_experiment_by_name_and_the_selecting_options(tmp_path: Path, system_cli
     assert unknown.code == 2 and unknown.err.strip() == "no such experiment file (nor experiments/NAME.yaml): nope"
     bad_driver = system_cli("list", tmp_path / "tasks", "--driver", "vm", env={})
     assert bad_driver.code == 2 and "argument --driver: Input should be 'tempdir' or 'docker'" in bad_driver.err
+
+
+def test_a_reference_folder_reaches_the_criteria_under_the_default_relative_runs_folder(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """As a user runs it: from the project folder, relative paths, no --runs-dir (the default ``runs/``)."""
+    write(tmp_path / "ref/sol.txt", "42\n")
+    check = {"type": "run_command", "command": "test -f $REFERENCE_DIR/sol.txt", "description": "reference seen"}
+    _agentless(tmp_path, "refonly", reference={"directory": "ref"}, success_criteria=[check])
+    outcome = system_cli("run", "refonly.yaml", env={})
+    assert outcome.code == 0, outcome.output
+    assert only_run(tmp_path / "runs").summary["task_results"][0]["status"] == "SUCCESS"

@@ -163,11 +163,12 @@ def agent_launcher(
     namespace was claimed too: the harness's telemetry endpoint)."""
     namespace = _namespace_of(_key(folder), sandbox, gate)
     namespace.agent = True
+    home = home.absolute()  # (the holder's working folder is not ours)
     namespace.holder.ask("bind", str(home), str(home))
     for source, target in (read_only or {}).items():
         if not target.is_relative_to(home):
             raise ContainmentError(f"{target} is not in the agent's home {home}")
-        namespace.holder.ask("bind", str(source), str(target), "ro")
+        namespace.holder.ask("bind", str(source.absolute()), str(target), "ro")
     if gate is not None and gate.model:
         proxy = shared_proxy()
         namespace.listen(proxy.port(), proxy.serve_connection)
@@ -204,7 +205,7 @@ def mounted(folder: Path, sandbox: Path, gate: Gate | None, source: Path, target
     with _lock:
         namespace.mounts += 1
     try:
-        namespace.holder.ask("bind", str(source), str(target))
+        namespace.holder.ask("bind", str(source.absolute()), str(target))  # the holder's working folder is not ours
         yield
     finally:
         with _lock:
