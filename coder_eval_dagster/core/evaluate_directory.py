@@ -27,7 +27,7 @@ VARIANT = "evaluate"  # coder_eval's variant_id for a graded directory
 
 def grading_task(task_file: Path, directory: Path) -> RowTask:
     """The task of ``task_file``, agentless, starting from a copy of ``directory``."""
-    resolution = resolve(RunSpec(task_paths=[str(task_file)], include_skipped=True))
+    resolution = resolve(RunSpec(task_paths=[str(task_file)], include_skipped=True), base_layer=False)
     if resolution.problems:
         raise InvalidInput(resolution.problems)
     if resolution.experiment is None and len(resolution.row_tasks) == 1:

@@ -345,12 +345,13 @@ def layer(
 # ----------------------------------------------------------------------------- resolution
 
 
-def resolve(spec: RunSpec) -> Resolution:
-    """Resolve everything the spec selects; problems are collected, not raised."""
+def resolve(spec: RunSpec, base_layer: bool = True) -> Resolution:
+    """Resolve everything the spec selects; problems are collected, not raised. ``base_layer`` False leaves
+    ``experiments/default.yaml`` out (grading a directory resolves no experiment, as coder_eval's does not)."""
     result = Resolution()
     try:
         overrides = _overrides(spec)
-        layers = _experiment_layers(spec)
+        layers = _experiment_layers(spec, base_layer)
         result.prices = _price_file(spec, layers)
     except InvalidInput as exc:
         result.problems.extend(exc.problems)
@@ -389,13 +390,14 @@ def _plan_batches(result: Resolution) -> None:
     result.left_out(BEYOND_MAX_ROWS, len(plan.beyond_max_rows))
 
 
-def _experiment_layers(spec: RunSpec) -> list[LoadedExperiment]:
-    """The base layer (``experiments/default.yaml`` here, when there is one), then the ``-e`` experiment.
+def _experiment_layers(spec: RunSpec, base_layer: bool) -> list[LoadedExperiment]:
+    """The base layer (``experiments/default.yaml`` here, when there is one and ``base_layer``), then the ``-e``
+    experiment.
 
     The last one's variants and repeats are the run's: the base layer's own,
     when no experiment is given; under one, only its ``defaults`` apply.
     """
-    layers = [load_experiment(BASE_LAYER)] if BASE_LAYER.is_file() else []
+    layers = [load_experiment(BASE_LAYER)] if base_layer and BASE_LAYER.is_file() else []
     if spec.experiment is not None:
         path = Path(spec.experiment)
         if not path.exists():

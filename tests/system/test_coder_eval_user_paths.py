@@ -92,3 +92,17 @@ def test_a_reference_folder_reaches_the_criteria_under_the_default_relative_runs
     outcome = system_cli("run", "refonly.yaml", env={})
     assert outcome.code == 0, outcome.output
     assert only_run(tmp_path / "runs").summary["task_results"][0]["status"] == "SUCCESS"
+
+
+def test_evaluate_grades_without_the_projects_base_experiment(tmp_path: Path, system_cli: SystemCli) -> None:
+    """A coder_eval project has experiments/default.yaml; grading a directory resolves no experiment (as coder_eval's
+    evaluate does not), so neither its variants nor its defaults (here a pre_run that would remove a.txt) apply."""
+    write(
+        tmp_path / "experiments/default.yaml",
+        "experiment_id: default\nvariants: [{variant_id: default}]\ndefaults:\n  pre_run: [{command: rm -f a.txt}]\n",
+    )
+    _agentless(tmp_path, "graded", pre_run=[])
+    write(tmp_path / "workspace/a.txt", "a\n")
+    outcome = system_cli("evaluate", "graded.yaml", "workspace", "--run-dir", "graded-run", env={})
+    assert outcome.code == 0, outcome.output
+    assert "All criteria passed! ✓" in outcome.out
