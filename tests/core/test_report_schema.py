@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from coder_eval_dagster.core.reports.junit import GATES
+
 from ..support.helpers import run_cli
 from ..support.report_project import EVALUATIONS, FAILED, SUCCEEDED, write_project
 
@@ -262,9 +264,16 @@ def test_report_renders_md_junit_and_html(copy: Path, tmp_path: Path) -> None:
     junit = run_cli("report", copy, "-f", "junit")
     assert junit.code == 0 and junit.out.strip() == f"[OK] JUnit report written to {copy / 'junit.xml'}"
     root = ET.parse(copy / "junit.xml").getroot()
-    assert (root.get("tests"), root.get("failures"), root.get("errors")) == (str(EVALUATIONS), str(FAILED), "0")
-    names = [case.get("name") for case in root.iter("testcase")]
-    assert "labels/r2[01]" in names and "replay_hello[00]" in names
+    gates = [
+        (case.get("name"), case.find("failure")) for case in root.iter("testcase") if case.get("classname") == GATES
+    ]
+    assert gates == [("base/labels", None), ("hint/labels", None)]  # the suite's accuracy threshold, met in both
+    counts = (root.get("tests"), root.get("failures"), root.get("errors"))
+    assert counts == (str(EVALUATIONS + len(gates)), str(FAILED), "0")
+    names = {case.get("name"): case.get("classname") for case in root.iter("testcase")}
+    assert (
+        names["labels/r2[01]"] == "labels" and names["replay_hello[00]"] == "task"
+    )  # the task file's stem (tasks/replay_hello/task.yaml)
 
     (copy / "base/pass/00/task.html").unlink()
     html = run_cli("report", copy, "-f", "html")

@@ -106,3 +106,27 @@ def test_evaluate_grades_without_the_projects_base_experiment(tmp_path: Path, sy
     outcome = system_cli("evaluate", "graded.yaml", "workspace", "--run-dir", "graded-run", env={})
     assert outcome.code == 0, outcome.output
     assert "All criteria passed! ✓" in outcome.out
+
+
+def test_junit_fails_a_run_that_fails_only_on_its_suite_gate_and_lists_what_was_left_out(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """CI reads the JUnit file: a run whose rows all pass but whose suite threshold is not met exits 1, and its JUnit
+    says so (coder_eval's ``suite-gates`` testsuite); an invalid task file left out of the folder is ``<skipped>``."""
+    import xml.etree.ElementTree as ET
+
+    tasks = tmp_path / "tasks"
+    write(tasks / "rows.jsonl", '{"id": "r1"}\n{"id": "r2"}\n')
+    gated = {"type": "run_command", "command": "true", "description": "ok", "suite_thresholds": {"count": 5}}
+    _agentless(tasks, "suite", dataset={"paths": ["rows.jsonl"]}, success_criteria=[gated])
+    _agentless(tasks, "broken", success_criteria=[{"type": "file_exists", "description": "no path"}])
+    outcome = system_cli("run", tasks, "--runs-dir", system_cli.runs, "--junit-xml", "ci.xml", env={})
+    assert outcome.code == 1, outcome.output
+    root = ET.parse(tmp_path / "ci.xml").getroot()
+    suites = {suite.get("name"): suite for suite in root}
+    assert (suites["default"].get("tests"), suites["default"].get("failures")) == ("2", "0")  # the rows passed
+    (gate,) = suites["suite-gates"]
+    assert gate.get("name") == "default/suite" and gate.find("failure").text == "count: 2 < 5"
+    (left_out,) = suites["skipped"]
+    assert left_out.get("name") == str(tasks / "broken") and left_out.find("skipped") is not None
+    assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("4", "1", "1")

@@ -1,20 +1,36 @@
 """A JUnit XML report of a run, for CI systems, shaped as coder_eval writes it.
 
 One testsuite per variant, one testcase per evaluation, named
-``<task_id>[NN]`` with the task id's base (``-`` as ``_``) as its class. An
-evaluation that did not succeed is a ``<failure>`` (``message`` its status)
-listing every gating criterion as ``[PASS]``/``[FAIL]``; an ERROR is an
-``<error>`` with its message.
+``<task_id>[NN]`` with its task file's stem as its class. An evaluation that
+did not succeed is a ``<failure>`` (``message`` its status) listing every
+gating criterion as ``[PASS]``/``[FAIL]``; an ERROR is an ``<error>`` with its
+message. Then, as coder_eval adds them: a ``skipped`` testsuite (a task file
+the run left out, as ``<skipped>``) and a ``suite-gates`` testsuite (a
+testcase per dataset suite and variant with suite thresholds, a
+``<failure>`` listing each threshold not met; ours adds the flaky-rows gate),
+so a run that fails only on a gate is not green in CI. Every count is counted
+from the elements written.
 """
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
-from pathlib import Path
+from itertools import groupby
+from pathlib import Path, PurePosixPath
+from typing import Any
 
 from ..layout import replicate_name, write_atomically
-from ..models.report import RunSummary, TaskRow
+from ..models.report import RunSummary, SkippedTask, TaskRow
 from ..models.results import CriterionResult
+
+GATES = "suite-gates"
+# ElementTree writes control characters as they are, which is not XML 1.0: they are dropped (an agent's output)
+_NOT_XML = re.compile("[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _safe(text: str) -> str:
+    return _NOT_XML.sub("", text)
 
 
 def _criterion_line(criterion: CriterionResult) -> str:
@@ -29,28 +45,84 @@ def _criterion_line(criterion: CriterionResult) -> str:
 
 
 def _testcase(suite: ET.Element, row: TaskRow) -> None:
-    base = (row.base_task_id or row.task_id.split("/")[0]).replace("-", "_")
     case = ET.SubElement(
         suite,
         "testcase",
-        name=f"{row.task_id}[{replicate_name(row.replicate_index)}]",
-        classname=base,
+        name=_safe(f"{row.task_id}[{replicate_name(row.replicate_index)}]"),
+        classname=_safe(Path(row.task_path).stem if row.task_path else row.variant_id),
         time=f"{row.duration:.3f}",
     )
-    properties = ET.SubElement(case, "properties")
-    for name, value in (
-        ("model_used", row.model_used),
-        ("weighted_score", row.weighted_score),
-        ("visible_turns", row.visible_turns),
-    ):
-        ET.SubElement(properties, "property", name=name, value="" if value is None else str(value))
+    properties = {
+        "model_used": row.model_used,
+        "weighted_score": row.weighted_score,
+        "total_cost_usd": row.total_cost_usd,
+        "total_tokens": row.total_tokens,
+        "visible_turns": row.visible_turns,
+    }
+    if any(value is not None for value in properties.values()):
+        element = ET.SubElement(case, "properties")
+        for name, value in properties.items():
+            if value is not None:
+                ET.SubElement(element, "property", name=name, value=_safe(str(value)))
     if row.category == "error":
-        error = ET.SubElement(case, "error", type=row.status, message=(row.error_message or row.status).splitlines()[0])
-        error.text = row.error_message or ""
+        message = (row.error_message or row.status).splitlines()[0]
+        error = ET.SubElement(case, "error", type=row.status, message=_safe(message))
+        error.text = _safe(row.error_message or "")
     elif not row.success:
         failure = ET.SubElement(case, "failure", type=row.status, message=row.status)
         lines = [row.error_message] if row.error_message else []
-        failure.text = "\n".join(lines + [_criterion_line(c) for c in row.criteria if c.gating and not c.advisory])
+        lines += [_criterion_line(c) for c in row.criteria if c.gating and not c.advisory]
+        failure.text = _safe("\n".join(lines))
+
+
+def _skipped_case(suite: ET.Element, skipped: SkippedTask) -> None:
+    """A left-out task file, named by its path without suffix (two ``task.yaml`` in two folders stay two)."""
+    name = str(PurePosixPath(skipped.path.replace("\\", "/")).with_suffix(""))
+    case = ET.SubElement(suite, "testcase", name=_safe(name), classname="skipped")
+    ET.SubElement(case, "skipped", message=_safe(skipped.reason))
+
+
+def _gate_case(suite: ET.Element, name: str, unmet: list[str]) -> None:
+    case = ET.SubElement(suite, "testcase", name=_safe(name), classname=GATES)
+    if unmet:
+        failure = ET.SubElement(case, "failure", message="suite thresholds not met")
+        failure.text = _safe("\n".join(unmet))
+
+
+def _suite_gates(report: RunSummary) -> list[tuple[str, list[str]]]:
+    """(testcase name, the thresholds not met) per dataset suite and variant with thresholds, then the flaky gate."""
+    gated = [entry for entry in report.suite if entry.get("thresholds")]
+
+    def suite_of(entry: dict[str, Any]) -> tuple[str, str]:
+        return entry["variant_id"], entry["base_task_id"]
+
+    gates = [
+        (
+            f"{variant}/{suite}",
+            [
+                f"{t['metric']}: {t['value']:g} < {t['minimum']:g}"
+                for entry in entries
+                for t in entry["thresholds"]
+                if not t["passed"]
+            ],
+        )
+        for (variant, suite), entries in groupby(sorted(gated, key=suite_of), key=suite_of)
+    ]
+    flaky = report.flaky_gate
+    if flaky is not None:
+        unmet = [] if flaky["passed"] else [f"flaky rows: {flaky['share']:.3f} > {flaky['max_share']:g}"]
+        gates.append(("flaky-rows", unmet))
+    return gates
+
+
+def _counted(element: ET.Element, cases: list[ET.Element]) -> None:
+    def having(child: str) -> str:
+        return str(sum(case.find(child) is not None for case in cases))
+
+    element.set("tests", str(len(cases)))
+    element.set("failures", having("failure"))
+    element.set("errors", having("error"))
+    element.set("skipped", having("skipped"))
 
 
 def junit_xml(report: RunSummary) -> str:
@@ -61,18 +133,24 @@ def junit_xml(report: RunSummary) -> str:
         suite = ET.SubElement(
             root,
             "testsuite",
-            name=variant,
-            tests=str(len(own)),
-            failures=str(sum(not row.success and row.category != "error" for row in own)),
-            errors=str(sum(row.category == "error" for row in own)),
-            skipped="0",
+            name=_safe(variant),
             time=f"{sum(row.duration for row in own):.3f}",
             timestamp=report.start_time.rstrip("Z"),
         )
         for row in own:
             _testcase(suite, row)
-    for key in ("tests", "failures", "errors", "skipped"):
-        root.set(key, str(sum(int(s.get(key, "0")) for s in root)))
+    if report.skipped_tasks:
+        suite = ET.SubElement(root, "testsuite", name="skipped")
+        for skipped in report.skipped_tasks:
+            _skipped_case(suite, skipped)
+    gates = _suite_gates(report)
+    if gates:
+        suite = ET.SubElement(root, "testsuite", name=GATES)
+        for name, unmet in gates:
+            _gate_case(suite, name, unmet)
+    for suite in root:
+        _counted(suite, suite.findall("testcase"))
+    _counted(root, list(root.iter("testcase")))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
