@@ -24,8 +24,10 @@ from .layout import (
     OPEN_LOCK_FILE,
     PLAN_FILE,
     RESULT_FILE,
+    RUN_FILE,
     SNAPSHOT_FILE,
     evaluation_files,
+    load_summary,
     load_result,
     point_latest,
     replicates,
@@ -335,11 +337,14 @@ def run_statistics(run: OpenRun, results: list[EvaluationResult]) -> dict[str, A
     return replicate_summary(results) | {"flaky": flaky, "sequential": sequential_json(run, results)}
 
 
-def summarize(run: OpenRun, tables_dir: Path, max_parallel: int = 1) -> Summary:
-    """The report files (``report_run``) and the run's Parquet files; then the runs index is refreshed."""
+def summarize(run: OpenRun, tables_dir: Path, max_parallel: int = 1, rescored: bool = False) -> Summary:
+    """The report files (``report_run``) and the run's Parquet files; then the runs index is refreshed. A rescore
+    keeps the run's end time (its own time is each evaluation's ``rescored_at``): the run took as long as it did."""
     from .compare.index import write_index
 
-    summary = report_run(run, max_parallel)
+    earlier = run.folder / RUN_FILE
+    end_time = load_summary(run.folder).end_time if rescored and earlier.is_file() else None
+    summary = report_run(run, max_parallel, end_time)
     from .tables import suite_rows, task_rows, write_table  # pyarrow: see preload_tables
 
     run_id = run.plan.run_id

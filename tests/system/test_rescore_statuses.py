@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +87,21 @@ def test_rescore_runs_no_criterion_of_an_error_evaluation(tmp_path: Path) -> Non
     after = json.loads(result_file.read_text())
     assert after["final_status"] == "ERROR" and "pre_run command 1 failed" in after["error_message"]
     assert after["success_criteria_results"] == []
+
+
+def test_rescore_keeps_the_runs_start_end_and_duration(tmp_path: Path) -> None:
+    """A rescore minutes later must not stretch the run's wall time (CI gates and dashboards read it)."""
+    write(tmp_path / "traj.yaml", yaml.safe_dump({"turns": [{"calls": [WRITE_A]}]}))
+    _write_task(tmp_path, {}, ["a.txt"])
+    ran = _coder_eval(tmp_path, "run", "task.yaml", "--runs-dir", str(tmp_path / "runs"))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    (run_json,) = (tmp_path / "runs").glob("*T*/run.json")
+    timing = ("start_time", "end_time", "total_duration_seconds")
+    before = json.loads(run_json.read_text())
+    time.sleep(1.5)
+    rescored = _coder_eval(tmp_path, "rescore", str(run_json.parent))
+    assert rescored.returncode == 0, rescored.stdout + rescored.stderr
+    after = json.loads(run_json.read_text())
+    assert [after[key] for key in timing] == [before[key] for key in timing]
+    (result_file,) = run_json.parent.glob("default/t/00/task.json")
+    assert json.loads(result_file.read_text())["rescored_at"] is not None  # the rescore's own time is recorded there
