@@ -135,8 +135,10 @@ def open_run(
 
 
 def resnapshot(run: OpenRun) -> Resolution:
-    """Resolve the run's spec again (a rescore applies the task files as they are now) and keep it."""
+    """Resolve the run's spec again (a rescore applies the task files as they are now) and keep it. An invalid
+    file a folder run left out is left out again, as the run did."""
     resolution = resolve(run.plan.spec)
+    resolution.skip_invalid_folder_files()
     if not resolution.problems:
         run.snapshot = Snapshot.of(resolution)
         write_atomically(run.folder / SNAPSHOT_FILE, pickle.dumps(run.snapshot, protocol=pickle.HIGHEST_PROTOCOL))

@@ -130,3 +130,16 @@ def test_junit_fails_a_run_that_fails_only_on_its_suite_gate_and_lists_what_was_
     (left_out,) = suites["skipped"]
     assert left_out.get("name") == str(tasks / "broken") and left_out.find("skipped") is not None
     assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("4", "1", "1")
+
+
+def test_rescore_leaves_out_the_invalid_file_its_folder_run_left_out(tmp_path: Path, system_cli: SystemCli) -> None:
+    tasks = tmp_path / "tasks"
+    _agentless(tasks, "good")
+    _agentless(tasks, "broken", success_criteria=[{"type": "file_exist", "path": "a.txt", "description": "typo"}])
+    outcome, run = system_cli.run(tasks, env={})
+    assert outcome.code == 1, outcome.output  # the left-out file fails the run, the good task passed
+    rescored = system_cli("rescore", run.path, env={})
+    assert rescored.code == 1 and "unknown type" not in rescored.err, rescored.output
+    after = only_run(system_cli.runs).summary
+    assert [(row["task_id"], row["status"]) for row in after["task_results"]] == [("good", "SUCCESS")]
+    assert [Path(skipped["path"]).name for skipped in after["skipped_tasks"]] == ["broken.yaml"]
