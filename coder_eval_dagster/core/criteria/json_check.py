@@ -11,7 +11,7 @@ from jmespath.exceptions import JMESPathError
 from pydantic import Field, field_validator, model_validator
 
 from ..files import truncation_note
-from ..models.base import StrictModel, rule_error
+from ..models.base import StrictModel, check_regex, rule_error
 from ..models.criterion import CriterionBase
 from .outcome import Outcome, fraction, mean
 from .registry import checks
@@ -20,6 +20,16 @@ if TYPE_CHECKING:
     from ..check_context import CheckContext
 
 SHOWN_CHARS = 500  # an assertion's actual and expected values in the details, at most
+
+JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "number": (int, float),
+    "integer": (int,),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
 
 Operator = Literal["equals", "not_equals", "contains", "gt", "gte", "lt", "lte", "type", "regex", "exists"]
 
@@ -44,6 +54,31 @@ class Assertion(StrictModel):
             raise rule_error("expected", f"required for operator {self.operator}")
         return self
 
+    @model_validator(mode="after")
+    def _expected_valid(self) -> Assertion:
+        """A ``regex`` pattern compiles and a ``type`` names a JSON type, at load: a broken one is a load error
+        (like every regex field), not a 0 at run time. A ``${row.x}`` placeholder waits for the row's value:
+        each row's criteria are validated again with it filled in."""
+        expected = self.expected
+        if self.operator not in ("regex", "type") or (isinstance(expected, str) and "${row." in expected):
+            return self
+        try:
+            if self.operator == "type":
+                _json_type(expected)
+            elif isinstance(expected, str):
+                check_regex(expected)
+        except ValueError as exc:
+            raise rule_error("expected", str(exc)) from None
+        return self
+
+
+def _json_type(name: Any) -> tuple[type, ...]:
+    """The Python types of a JSON type name; any other value is a ValueError naming the accepted ones."""
+    kinds = JSON_TYPES.get(name) if isinstance(name, str) else None
+    if kinds is None:
+        raise ValueError(f"unknown JSON type {name!r}; use one of {', '.join(JSON_TYPES)}")
+    return kinds
+
 
 class JsonCheck(CriterionBase):
     type: Literal["json_check"]
@@ -52,21 +87,8 @@ class JsonCheck(CriterionBase):
     assertions: list[Assertion] = Field(default_factory=list)
 
 
-JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "number": (int, float),
-    "integer": (int,),
-    "boolean": (bool,),
-    "array": (list,),
-    "object": (dict,),
-    "null": (type(None),),
-}
-
-
 def _is_type(value: Any, name: Any) -> bool:
-    kinds = JSON_TYPES.get(str(name))
-    if kinds is None:
-        raise ValueError(f"unknown JSON type {name!r}; use one of {', '.join(JSON_TYPES)}")
+    kinds = _json_type(name)
     if isinstance(value, bool) and bool not in kinds:
         return False
     return isinstance(value, kinds)
@@ -91,18 +113,24 @@ def _compare(operator: str, value: Any, expected: Any) -> bool:
         case "type":
             return _is_type(value, expected)
         case "regex":
-            return isinstance(value, str) and re.search(str(expected), value) is not None
+            pattern = check_regex(str(expected))  # a row's value may fill it: compiled only now
+            return isinstance(value, str) and re.search(str(pattern), value) is not None
         case "exists":
             return value is not None
     raise ValueError(f"unknown operator {operator}")
 
 
 def evaluate_assertion(assertion: Assertion, data: Any) -> tuple[bool, Any, str | None]:
-    """(passed, the value the expression found, an error)."""
-    value = jmespath.search(assertion.expression, data)
+    """(passed, the value the expression found, an error).
+
+    Any error (a JMESPath function given the wrong type, an uncomparable pair, a pattern a row's value made
+    invalid) fails this assertion alone: the others keep their results and the score stays passed / total.
+    """
+    value = None
     try:
+        value = jmespath.search(assertion.expression, data)
         return _compare(assertion.operator, value, assertion.expected), value, None
-    except (TypeError, ValueError) as exc:
+    except Exception as exc:
         return False, value, f"{assertion.expression}: {exc}"
 
 

@@ -1,0 +1,101 @@
+"""`json_check` assertions: a broken `expected` is a load error, a failing one at run time fails alone."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import TypeAdapter
+
+from coder_eval_dagster.core.check_context import CheckContext
+from coder_eval_dagster.core.criteria import Criterion
+from coder_eval_dagster.core.criteria.json_check import Assertion, JsonCheck
+from coder_eval_dagster.core.models.sandbox import SandboxConfig
+from coder_eval_dagster.core.run_context import RunContext
+from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
+from coder_eval_dagster.core.scoring import criterion_result, run_check
+
+from ..support.helpers import criterion, run_cli, task_with, write_task
+
+GOOD = {"expression": "a", "expected": 1}
+
+
+def _validate(folder: Path, assertions: list[dict[str, Any]], **changes: Any) -> Any:
+    task = task_with(success_criteria=[criterion("json_check", path="r.json", assertions=assertions)], **changes)
+    return run_cli("validate", write_task(folder, task))
+
+
+@pytest.mark.parametrize(
+    ("bad", "fragment"),
+    [
+        ({"expression": "s", "operator": "regex", "expected": "(("}, "invalid regular expression: missing )"),
+        ({"expression": "s", "operator": "type", "expected": "banana"}, "unknown JSON type 'banana'; use one of"),
+        ({"expression": "s", "operator": "type", "expected": 3}, "unknown JSON type 3"),
+    ],
+)
+def test_broken_expected_is_a_load_error_naming_the_field(tmp_path: Path, bad: dict[str, Any], fragment: str) -> None:
+    result = _validate(tmp_path, [GOOD, bad])
+    assert result.code == 1
+    field = "success_criteria.0.assertions.1.expected"
+    assert re.search(rf"task\.yaml:\d+: {re.escape(field)}: .*{re.escape(fragment)}", result.err), result.err
+
+
+@pytest.mark.parametrize(
+    "good",
+    [
+        {"expression": "s", "operator": "regex", "expected": r"^\d+$"},
+        {"expression": "s", "operator": "type", "expected": "integer"},
+        {"expression": "s", "operator": "regex", "expected": "${row.p}(("},  # the row's value is checked, not this
+        {"expression": "s", "operator": "type", "expected": "${row.t}"},
+    ],
+)
+def test_valid_or_templated_expected_loads(good: dict[str, Any]) -> None:
+    assert Assertion.model_validate(good).expected == good["expected"]
+
+
+def test_row_value_is_checked_per_row(tmp_path: Path) -> None:
+    (tmp_path / "rows.jsonl").write_text(
+        json.dumps({"id": "r1", "p": "x"}) + "\n" + json.dumps({"id": "r2", "p": "(("})
+    )
+    bad = {"expression": "s", "operator": "regex", "expected": "${row.p}"}
+    result = _validate(tmp_path, [GOOD, bad], dataset={"paths": ["rows.jsonl"]})
+    assert result.code == 1
+    assert re.search(r"assertions\.1\.expected: invalid regular expression.*row 'r2'", result.err), result.err
+
+
+@pytest.fixture
+def context(tmp_path: Path) -> CheckContext:
+    box = TempdirSandbox(tmp_path / "sandbox", SandboxConfig(python=None))
+    box.root.mkdir()
+    (box.root / "r.json").write_text(json.dumps({"a": 1, "s": "x"}))
+    return CheckContext(box, tmp_path, None, None, run=RunContext.create())
+
+
+def _check(context: CheckContext, bad: Assertion) -> Any:
+    """The criterion with ``bad`` between two passing assertions, built past validation as a row's value could."""
+    parsed = TypeAdapter(Criterion).validate_python(
+        {"type": "json_check", "description": "d", "path": "r.json", "assertions": [GOOD, GOOD]}
+    )
+    assert isinstance(parsed, JsonCheck)
+    parsed.assertions.insert(1, bad)
+    return criterion_result(0, parsed, run_check(parsed, context), None)
+
+
+@pytest.mark.parametrize(
+    ("bad", "fragment"),
+    [
+        (Assertion.model_construct(expression="s", operator="regex", expected="(("), "s: invalid regular expression"),
+        (Assertion.model_construct(expression="s", operator="type", expected="banana"), "unknown JSON type"),
+        (Assertion(expression="length(a)", operator="gt", expected=0), "length(a): In function length()"),
+    ],
+)
+def test_a_failing_assertion_fails_alone(context: CheckContext, bad: Assertion, fragment: str) -> None:
+    result = _check(context, bad)
+    assert result.score == pytest.approx(2 / 3) and result.error is None
+    entries = result.details["assertions"]
+    assert [entry["passed"] for entry in entries] == [True, False, True]
+    assert fragment in entries[1]["error"]
+    assert "error" not in entries[0] and "error" not in entries[2]
