@@ -27,8 +27,8 @@ from .layout import (
     RUN_FILE,
     SNAPSHOT_FILE,
     evaluation_files,
-    load_summary,
     load_result,
+    load_summary,
     point_latest,
     replicates,
     write_atomically,
@@ -185,8 +185,10 @@ def new_run_dir(runs_dir: Path, now: datetime | None = None) -> Path:
     raise RuntimeError(f"cannot create a run folder under {runs_dir}")
 
 
-def run_timestamp(run_id: str) -> datetime:
-    return datetime.strptime(run_id[: len("2026-01-01T00-00-00Z")], TIMESTAMP).replace(tzinfo=UTC)
+def started(plan: RunPlan) -> datetime:
+    """The tables' ``run_ts``: when the run started, to the millisecond (its folder's name says the second only,
+    and two runs started in one second must not tie in "the latest run" of a query)."""
+    return datetime.fromisoformat(plan.started_at.replace("Z", "+00:00"))
 
 
 def plan_evaluations(
@@ -350,7 +352,7 @@ def summarize(run: OpenRun, tables_dir: Path, max_parallel: int = 1, rescored: b
     from .tables import suite_rows, task_rows, write_table  # pyarrow: see preload_tables
 
     run_id = run.plan.run_id
-    run_ts = run_timestamp(run_id)
+    run_ts = started(run.plan)
     for table, rows in task_rows(summary.results, run_ts).items():
         write_table(tables_dir, table, run_id, run_ts, rows)
     write_table(tables_dir, "suite_metrics", run_id, run_ts, suite_rows(run_id, run_ts, summary.suite))

@@ -175,6 +175,8 @@ def test_experiment_run_through_dagster_and_rescore(project: Path) -> None:
     tables = project / "runs" / "tables"
     frame = pd.read_parquet(tables / "task_results")
     assert len(frame) == 24 and set(frame["run_id"]) == {document["run_id"]}
+    started = pd.Timestamp(document["start_time"])  # to the ms: two runs begun in one second do not tie
+    assert set(frame["run_ts"]) == {started}
     assert (frame["final_status"] == "ERROR").sum() == 4
     metrics = duckdb.sql(
         f"select value from read_parquet('{tables}/suite_metrics/**/*.parquet', hive_partitioning=true) "
