@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from coder_eval_dagster.core.compare.analysis import compare_variants
-from coder_eval_dagster.core.compare.clustered import Z95, clustered_se, mean_estimate, unclustered_se
+from coder_eval_dagster.core.compare.clustered import DIFFERENCE, RATE, Z95, clustered_se, mean_estimate, unclustered_se
 from coder_eval_dagster.core.compare.render import render_markdown
 from coder_eval_dagster.core.compare.replicates import pass_at_k, pass_hat_k, pass_k_figures
 from coder_eval_dagster.core.compare.rows import load_run
@@ -161,17 +161,27 @@ def test_unclustered_se_is_the_textbook_one_and_clustering_can_widen_it_severalf
     # 10 tasks of 20 rows each, every row of a task with the same outcome: clustering matters
     clusters = np.repeat(np.arange(10), 20)
     outcomes = np.repeat((np.arange(10) < 5).astype(float), 20)
-    estimate = mean_estimate(outcomes, clusters)
+    estimate = mean_estimate(outcomes, clusters, RATE)
     assert estimate is not None and estimate.clustering_matters
     assert estimate.se_clustered > 4 * estimate.se  # type: ignore[operator]
     assert estimate.interval_clustered.low == pytest.approx(0.5 - Z95 * estimate.se_clustered)  # type: ignore[union-attr,operator]
 
 
 def test_one_cluster_or_no_values_give_no_clustered_error() -> None:
-    estimate = mean_estimate(np.array([1.0, 0.0, 1.0]), np.array(["t", "t", "t"]))
+    estimate = mean_estimate(np.array([1.0, 0.0, 1.0]), np.array(["t", "t", "t"]), RATE)
     assert estimate is not None and estimate.se_clustered is None and estimate.interval_clustered is None
     assert estimate.se is not None
-    assert mean_estimate(np.array([]), np.array([])) is None
+    assert mean_estimate(np.array([]), np.array([]), RATE) is None
+
+
+def test_a_clustered_interval_stays_within_what_a_rate_or_a_difference_can_be() -> None:
+    """Two tasks of ten rows, one passing whole and one failing whole: 0.5 +- 1.96 x 0.5 reaches past 0 and 1."""
+    outcomes, clusters = np.repeat([1.0, 0.0], 10), np.repeat(["a", "b"], 10)
+    rate = mean_estimate(outcomes, clusters, RATE)
+    assert rate is not None and rate.se_clustered == pytest.approx(0.5)
+    assert (rate.interval_clustered.low, rate.interval_clustered.high) == (0.0, 1.0)  # type: ignore[union-attr]
+    difference = mean_estimate(np.repeat([1.0, -1.0], 10), clusters, DIFFERENCE)
+    assert (difference.interval_clustered.low, difference.interval_clustered.high) == (-1.0, 1.0)  # type: ignore[union-attr]
 
 
 # ----------------------------------------------------------------------------- the sequential A/B

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .clustered import MeanEstimate, mean_estimate
+from .clustered import DIFFERENCE, RATE, MeanEstimate, mean_estimate
 from .interval import Interval
 from .replicates import PassK, RowReplicates, flaky_rows, pass_k_figures
 from .rows import BATCH, CompareError, Outcome, RunRows, SequentialSettings
@@ -320,8 +320,8 @@ def arm_summary(arm: Arm) -> ArmSummary:
         interval=wilson_interval(successes, len(valid)),
         mean_score=_mean(scores),
         mean_cost_usd=_mean([o.cost_usd for o in valid]),
-        success_clustered=mean_estimate(np.array([o.success for o in valid], dtype=float), clusters),
-        score_clustered=mean_estimate(np.array(scores, dtype=float), clusters),
+        success_clustered=mean_estimate(np.array([o.success for o in valid], dtype=float), clusters, RATE),
+        score_clustered=mean_estimate(np.array(scores, dtype=float), clusters, RATE),
         max_replicates=max((row.evaluations for row in rows), default=0),
         pass_k=_pass_k(rows, RESAMPLES),
         pass_k_by_task=_by_base_task(rows),
@@ -478,7 +478,7 @@ def compare_pair(baseline: Arm, other: Arm) -> PairComparison:
     differences = (paired["success_b"] - paired["success_a"]).to_numpy()
     scores = (paired["score_b"] - paired["score_a"]).to_numpy()
     clusters = paired["base_task_id_a"].to_numpy()
-    difference_clustered = mean_estimate(differences, clusters)
+    difference_clustered = mean_estimate(differences, clusters, DIFFERENCE)
     runs = (baseline.run.run_dir, other.run.run_dir)
     one_arm_only = set(baseline.evaluations["task_id"]) ^ set(other.evaluations["task_id"])
     return PairComparison(
@@ -505,7 +505,7 @@ def compare_pair(baseline: Arm, other: Arm) -> PairComparison:
         error_evaluations={arm.label: _error_count(arm) for arm in (baseline, other)},
         unpaired_rows=len(one_arm_only),
         difference_clustered=difference_clustered,
-        score_difference_clustered=mean_estimate(scores, clusters),
+        score_difference_clustered=mean_estimate(scores, clusters, DIFFERENCE),
         verdict=verdict(overall.interval, difference_clustered),
         sequential=sequential_view(paired, baseline.run.sequential) if baseline.run is other.run else None,
         by_task=_breakdown(paired, "base_task_id_a"),

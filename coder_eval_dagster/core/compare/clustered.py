@@ -39,9 +39,16 @@ def unclustered_se(values: np.ndarray) -> float | None:
     return clustered_se(values, np.arange(np.asarray(values).size))
 
 
-def _normal_interval(mean: float, se: float | None) -> Interval | None:
-    """mean +- 1.96 SE: the interval both SEs are read through, so they compare like for like."""
-    return None if se is None else Interval(mean - Z95 * se, mean + Z95 * se)
+RATE = (0.0, 1.0)  # what a success rate or a mean score can be
+DIFFERENCE = (-1.0, 1.0)  # what a paired difference of them can be
+
+
+def _normal_interval(mean: float, se: float | None, span: tuple[float, float]) -> Interval | None:
+    """mean +- 1.96 SE, the interval both SEs are read through (so they compare like for like), cut to ``span``:
+    few clusters make it wider than what the quantity can be, and a rate's interval past 100 % reads as nonsense."""
+    if se is None:
+        return None
+    return Interval(max(span[0], mean - Z95 * se), min(span[1], mean + Z95 * se))
 
 
 @dataclass(frozen=True)
@@ -62,8 +69,8 @@ class MeanEstimate:
         return self.clusters < self.observations
 
 
-def mean_estimate(values: np.ndarray, clusters: np.ndarray) -> MeanEstimate | None:
-    """The mean of ``values`` with both standard errors; None without values."""
+def mean_estimate(values: np.ndarray, clusters: np.ndarray, span: tuple[float, float]) -> MeanEstimate | None:
+    """The mean of ``values`` (which lie in ``span``) with both standard errors; None without values."""
     values = np.asarray(values, dtype=float)
     if values.size == 0:
         return None
@@ -75,6 +82,6 @@ def mean_estimate(values: np.ndarray, clusters: np.ndarray) -> MeanEstimate | No
         clusters=len(np.unique(np.asarray(clusters))),
         se=se,
         se_clustered=se_clustered,
-        interval=_normal_interval(mean, se),
-        interval_clustered=_normal_interval(mean, se_clustered),
+        interval=_normal_interval(mean, se, span),
+        interval_clustered=_normal_interval(mean, se_clustered, span),
     )
