@@ -46,7 +46,7 @@ def test_reports_name_the_error_or_the_failing_criteria(tmp_path: Path, monkeypa
 
     (run_dir,) = run_folders(tmp_path / "runs")
     run_md = (run_dir / "run.md").read_text()
-    assert "| default | 3 | 1 | 33.3% |" in run_md  # pass rate and mean score per variant
+    assert "| default | 3 | 1 | 1 | 50.0% | 0.500 |" in run_md  # per variant; the ERROR (broken) left out of the rate
     assert "[wrong](default/wrong/00/task.html)" in run_md
     wrong_line = next(line for line in run_md.splitlines() if "[wrong]" in line)
     assert "run_command" in wrong_line and "prints the answer" in wrong_line and "0.00" in wrong_line

@@ -79,13 +79,18 @@ def render_run_md(report: RunSummary) -> str:
                 f"> NOTE: {row.task_id} [{row.variant_id}] stopped early "
                 f"({row.early_stop_reason}); <= {remaining} turn(s) avoided"
             )
-    lines += ["", "| variant | evaluations | passed | pass rate | mean score |", "|---|---|---|---|---|"]
+    # ERROR excluded from the rate and the mean, as in the runs index, `compare` and the Dagster metadata
+    header = "| variant | evaluations | passed | errors | pass rate (ERROR excluded) | mean score (ERROR excluded) |"
+    lines += ["", header, "|---|---|---|---|---|---|"]
     for variant, rows in _by_variant(report.task_results).items():
-        passed = sum(row.success for row in rows)
-        scores = [row.weighted_score or 0.0 for row in rows]
-        lines.append(
-            f"| {_cell(variant)} | {len(rows)} | {passed} | {passed / len(rows):.1%} | {sum(scores) / len(rows):.3f} |"
-        )
+        graded = [row for row in rows if row.category != "error"]
+        passed = sum(row.success for row in graded)
+        rate, mean = "-", "-"
+        if graded:
+            rate = f"{passed / len(graded):.1%}"
+            mean = f"{sum(row.weighted_score or 0.0 for row in graded) / len(graded):.3f}"
+        errors = len(rows) - len(graded)
+        lines.append(f"| {_cell(variant)} | {len(rows)} | {passed} | {errors} | {rate} | {mean} |")
     lines += [
         "",
         "| variant | task | # | status | score | criteria passed | duration (s) | why |",
