@@ -13,6 +13,7 @@ import os
 import socket
 import warnings
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -41,7 +42,13 @@ from .defs.partitions import TASK_DIMENSION, VARIANT_DIMENSION, encode_id, parti
 from .defs.resources import CoderEvalSettings
 from .storage import HOME_DATABASES, INSTANCE_YAML, copy_template
 
-QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+
+
+def quiet_logs() -> dict[str, Any]:
+    """Dagster's console logger for a CLI run: silent, since the CLI says in one line each what failed (a step's
+    failure, an interrupt) and Dagster's ERROR lines carry stack traces; CODER_EVAL_DEBUG=1 shows them."""
+    level = "ERROR" if os.environ.get("CODER_EVAL_DEBUG") else "CRITICAL"
+    return {"loggers": {"console": {"config": {"log_level": level}}}}
 
 
 def local_home() -> Path:
@@ -230,7 +237,7 @@ def execute(
             build_definitions(settings, run_context)
             .resolve_job_def(JOB_NAME)
             .execute_in_process(
-                run_config=QUIET_LOGS,
+                run_config=quiet_logs(),
                 instance=instance,
                 run_id=run_id,
                 tags=tags,

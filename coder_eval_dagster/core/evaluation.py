@@ -531,7 +531,7 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
         evaluation.context.emit(
             "stage", stage=stage.name, task_id=evaluation.row_task.task_id, status=result.final_status
         )
-    if phase == "sandbox":
+    if phase == "sandbox" and not evaluation.context.interrupt.is_set():  # cut short: no checkpoint, redone whole
         result.phases_done.append(phase)
         save_state(evaluation)  # the checkpoint: a resumed run keeps this evaluation's sandbox phase
         release_if_idle(evaluation.folder)  # nothing left running: hold no namespace until the scoring phase
