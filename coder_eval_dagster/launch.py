@@ -43,7 +43,6 @@ from .defs.resources import CoderEvalSettings
 from .storage import HOME_DATABASES, INSTANCE_YAML, copy_template
 
 
-
 def quiet_logs() -> dict[str, Any]:
     """Dagster's console logger for a CLI run: silent, since the CLI says in one line each what failed (a step's
     failure, an interrupt) and Dagster's ERROR lines carry stack traces; CODER_EVAL_DEBUG=1 shows them."""

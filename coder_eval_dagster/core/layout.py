@@ -205,5 +205,9 @@ def replacing(path: Path) -> Iterator[Path]:
     try:
         yield temporary
         os.replace(temporary, path)
+    except OSError as exc:  # say the path the caller asked for (`-o out/`), not a name it never gave
+        if exc.filename is None or os.fspath(exc.filename) != os.fspath(temporary):
+            raise
+        raise type(exc)(exc.errno, exc.strerror, os.fspath(path)) from exc
     finally:
         temporary.unlink(missing_ok=True)

@@ -26,8 +26,8 @@ def dagster_home() -> Path:
     return Path(os.environ.get("DAGSTER_HOME") or ".dagster")
 
 
-def check_environment(runs_dir: Path, dagster_home: Path) -> list[str]:
-    """Every problem with where the run will write; empty when it can start."""
+def check_environment(runs_dir: Path, dagster_home: Path, junit: Path | None = None) -> list[str]:
+    """Every problem with where the run will write (its JUnit file too); empty when it can start."""
     problems = [
         problem
         for problem in (
@@ -42,6 +42,7 @@ def check_environment(runs_dir: Path, dagster_home: Path) -> list[str]:
         folder_problem(runs_dir, "--runs-dir", "give a writable folder with --runs-dir"),
         folder_problem(dagster_home, "DAGSTER_HOME", "point DAGSTER_HOME at a writable folder"),
         tables_problem(runs_dir),
+        output_problem(junit, "--junit") if junit is not None else None,
     )
     return [problem for problem in checks if problem]
 
@@ -74,6 +75,14 @@ def folder_problem(folder: Path, what: str, fix: str) -> str | None:
     except OSError as exc:
         return f"{what} {_short(folder)} cannot be written ({exc.strerror or exc}); {fix}"
     return None
+
+
+def output_problem(path: Path, what: str) -> str | None:
+    """A report file the command will write once its run is over (``--junit FILE``) must be writable before
+    the run starts: found after it, the run's verdict would be lost behind a usage error."""
+    if path.is_dir():
+        return f"{what} {_short(path)} is a folder; give a file path"
+    return folder_problem(path.parent, f"{what} {_short(path)}: its folder", "give a file in a writable folder")
 
 
 def tables_problem(runs_dir: Path) -> str | None:

@@ -143,3 +143,20 @@ def test_rescore_leaves_out_the_invalid_file_its_folder_run_left_out(tmp_path: P
     after = only_run(system_cli.runs).summary
     assert [(row["task_id"], row["status"]) for row in after["task_results"]] == [("good", "SUCCESS")]
     assert [Path(skipped["path"]).name for skipped in after["skipped_tasks"]] == ["broken.yaml"]
+
+
+def test_an_unusable_junit_path_is_refused_before_the_run_and_report_names_the_path_asked_for(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    _agentless(tmp_path, "good")
+    (tmp_path / "a-folder").mkdir()
+    for junit, why in (("a-folder", "is a folder"), ("/proc/nope/ci.xml", "cannot be written")):
+        outcome = system_cli("run", "good.yaml", "--runs-dir", system_cli.runs, "--junit-xml", junit, env={})
+        assert outcome.code == 2 and why in outcome.err and junit in outcome.err, outcome.output
+        assert not system_cli.runs.exists()  # refused before anything ran
+    outcome, run = system_cli.run(tmp_path / "good.yaml", env={})
+    assert outcome.code == 0, outcome.output
+    refused = system_cli("report", run.path, "-o", "a-folder", env={})
+    assert (
+        refused.code == 2 and refused.err.strip() == "coder-eval: cannot use a-folder: Is a directory; check that path"
+    )
