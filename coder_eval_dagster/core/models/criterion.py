@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_args
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from .base import StrictModel, rule_error
 
@@ -49,6 +49,12 @@ class CriterionBase(StrictModel):
     weight: float = Field(default=1.0, ge=0)
     pass_threshold: float = Field(default=0.9, ge=0.0, le=1.0)
     suite_thresholds: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("suite_thresholds", mode="before")
+    @classmethod
+    def _null_is_empty(cls, value: Any) -> Any:
+        """``suite_thresholds: null`` (coder_eval's default) is no threshold, as the empty mapping."""
+        return {} if value is None else value
 
     @model_validator(mode="before")
     @classmethod
@@ -195,6 +201,22 @@ def types_of(base: type) -> list[str]:
     return [name for name, model in MODELS.items() if issubclass(model, base)]
 
 
+# coder_eval's legacy criterion types, still accepted: the fields each becomes (its NORMALIZED_CRITERION_ALIASES).
+# The overlay wins over what the criterion sets: `command_not_executed` with `min_count: 2` still means "not run".
+CRITERION_ALIASES: dict[str, dict[str, Any]] = {
+    "command_not_executed": {"type": "command_executed", "min_count": 0, "max_count": 0},
+}
+
+
+def _unalias(data: Any) -> Any:
+    """A criterion block with a legacy ``type`` rewritten to the criterion it stands for."""
+    if isinstance(data, dict) and data.get("type") in CRITERION_ALIASES:
+        return {**data, **CRITERION_ALIASES[data["type"]]}
+    return data
+
+
 def criterion_union() -> Any:
-    """The discriminated union of every registered criterion model (what ``success_criteria`` holds)."""
-    return Annotated[Union[tuple(MODELS.values())], Field(discriminator="type")]  # noqa: UP007
+    """The discriminated union of every registered criterion model (what ``success_criteria`` holds); a legacy
+    alias (:data:`CRITERION_ALIASES`) is rewritten before the union picks the model."""
+    union: Any = Annotated[Union[tuple(MODELS.values())], Field(discriminator="type")]  # noqa: UP007
+    return Annotated[union, BeforeValidator(_unalias)]

@@ -187,7 +187,9 @@ class TaskRow(BaseModel):
             judge_cost_usd=result.judge_cost_usd,
             simulator_cost_usd=result.simulator_cost_usd,
             error_message=result.error,
+            expected_commands=result.expected_commands,
             actual_commands=result.actual_commands,
+            commands_efficiency=result.commands_efficiency,
             max_turns_exhausted=result.max_turns_exhausted,
             expected_turns_overage=[result.visible_turns, result.expected_turns]
             if overage and result.expected_turns is not None

@@ -584,6 +584,22 @@ class EvaluationResult(BaseModel):
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
+    def expected_commands(self) -> int | None:
+        """The task's ``expected_commands`` when the agent ran (coder_eval records it only then)."""
+        expected = (self.task_config.resolved if self.task_config else {}).get("expected_commands")
+        return expected if self.trajectory and isinstance(expected, int) and expected >= 1 else None
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def commands_efficiency(self) -> float | None:
+        """coder_eval's: expected / max(actual, expected), 0.0 with no tool call; informational, never gating."""
+        expected = self.expected_commands
+        if expected is None:
+            return None
+        return expected / max(self.actual_commands, expected) if self.actual_commands else 0.0
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
     def command_stats(self) -> CommandStats:
         return CommandStats.of([call for turn in self.trajectory for call in turn.calls])
 

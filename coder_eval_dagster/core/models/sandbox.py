@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
@@ -163,12 +164,26 @@ class TemplateDirSource(StrictModel):
     type: Literal["template_dir"]
     path: str = Field(min_length=1)
     mount_point: str = "."
+    # coder_eval's: template-relative globs copied even when an ignore pattern would skip them.
+    include_patterns: list[str] = Field(default_factory=list)
 
     @field_validator("mount_point")
     @classmethod
     def _stays_inside(cls, value: str) -> str:
         if not is_inside(value):
             raise ValueError("must be a relative path that stays inside the sandbox")
+        return value
+
+    @field_validator("include_patterns")
+    @classmethod
+    def _relative_patterns(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            if not pattern:
+                raise ValueError("entries must not be empty")
+            if pattern.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", pattern):
+                raise ValueError(f"entries must be relative to the template folder, got {pattern!r}")
+            if ".." in re.split(r"[/\\]", pattern):
+                raise ValueError(f"entries must not contain '..' segments, got {pattern!r}")
         return value
 
 

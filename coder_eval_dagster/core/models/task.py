@@ -11,6 +11,7 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator, mod
 from ..files import MAX_DATASET_BYTES, MAX_DOCUMENT_BYTES, regular_file_problem
 from .agent import AgentConfig
 from .base import RejectsMovedLimits, SafeId, StrictModel, is_partial, rule_error
+from .checker import CheckerContext, judge_model
 from .commands import HookCommand
 from .criterion import REFERENCE_DIR, CriterionBase, criterion_union, on_change
 from .dataset import Dataset
@@ -92,11 +93,16 @@ class Task(RejectsMovedLimits):
     post_run: list[HookCommand] = Field(default_factory=list)
     dataset: Dataset | None = None
     simulation: Simulation | None = None
+    # coder_eval's: recorded beside the tool calls the agent made (task.json and run.json rows), never gating.
+    expected_commands: int | None = Field(default=None, ge=1)
+    # coder_eval's grading-side settings: api_route.model is the model of each llm_judge that names none.
+    checker_context: CheckerContext = None
 
     @model_validator(mode="after")
     def _combination_rules(self, info: ValidationInfo) -> Task:
         if is_partial(info):
             return self
+        self._apply_checker_context()
         self._check_prompt()
         self._check_agentless_contract()
         self._check_reference_consumers()
@@ -107,6 +113,22 @@ class Task(RejectsMovedLimits):
             )
         self._check_files_exist(info)
         return self
+
+    def _apply_checker_context(self) -> None:
+        """coder_eval's judge-model fallback: an llm_judge that names no model gets ``api_route.model``."""
+        model = judge_model(self.checker_context)
+        if model is None:
+            return
+        criteria = self.success_criteria
+        unset = [i for i, c in enumerate(criteria) if c.type == "llm_judge" and "model" not in c.model_fields_set]
+        if unset and self.dataset is not None:
+            raise rule_error(
+                "checker_context.api_route.model",
+                "not supported on a dataset task: a row's criteria are read without it; "
+                f"set model on the llm_judge itself (success_criteria.{unset[0]})",
+            )
+        for index in unset:
+            criteria[index] = criteria[index].model_copy(update={"model": model})  # set: task.json names it
 
     def _check_prompt(self) -> None:
         if self.initial_prompt is not None and self.initial_prompt_file is not None:

@@ -7,6 +7,7 @@ import functools
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
@@ -50,28 +51,55 @@ def inside_sandbox(sandbox: Path, relative: str | Path) -> Path:
     return target
 
 
-def copy_template_dir(source: Path, sandbox: Path, mount_point: str, patterns: list[str]) -> None:
+def copy_template_dir(
+    source: Path, sandbox: Path, mount_point: str, patterns: list[str], include: Sequence[str] = ()
+) -> None:
     """Copy ``source`` over ``sandbox/mount_point`` (last wins), skipping ignored names.
 
-    Links in the template are copied as links, never followed; a link already
-    in the sandbox is replaced, not written through; files that are neither
-    (devices, FIFOs) are refused.
+    A name is ignored when it, or a folder it is in, matches ``patterns``;
+    ``include`` (a template_dir's ``include_patterns``, as coder_eval's) copies
+    an ignored path all the same when its template-relative path matches one
+    of them (``fnmatchcase``, so ``*`` crosses ``/``: ``dist/*`` is all of
+    ``dist``). Links in the template are copied as links, never followed; a
+    link already in the sandbox is replaced, not written through; files that
+    are neither (devices, FIFOs) are refused.
     """
     if not source.is_dir():
         raise TemplateError(f"template_dir not found: {source}")
+    ignored_folders: set[Path] = set()  # ignored, yet walked: an include pattern may name something inside
     for folder, dirs, files in os.walk(source):
         here = Path(folder)
         base = here.relative_to(source)
+        in_ignored = base in ignored_folders
         linked = [d for d in dirs if (here / d).is_symlink()]  # a link to a folder: copied as a link
-        dirs[:] = [d for d in dirs if d not in linked and not _ignored_entry(base, d, patterns)]
-        inside_sandbox(sandbox, Path(mount_point) / base).mkdir(parents=True, exist_ok=True)
+        kept = []
+        for name in dirs:
+            if name in linked:
+                continue
+            if in_ignored or _ignored_entry(base, name, patterns):
+                if not include:
+                    continue  # nothing can be re-included below it: not walked
+                ignored_folders.add(base / name)
+            kept.append(name)
+        dirs[:] = kept
+        if not in_ignored or _included(base, include):
+            inside_sandbox(sandbox, Path(mount_point) / base).mkdir(parents=True, exist_ok=True)
         for name in sorted([*files, *linked]):
-            if not _ignored_entry(base, name, patterns):
-                _copy_entry(here / name, sandbox, Path(mount_point) / base / name)
+            if (in_ignored or _ignored_entry(base, name, patterns)) and not _included(base / name, include):
+                continue
+            if in_ignored:  # re-included inside an ignored folder: its folders were not made
+                inside_sandbox(sandbox, Path(mount_point) / base).mkdir(parents=True, exist_ok=True)
+            _copy_entry(here / name, sandbox, Path(mount_point) / base / name)
 
 
 def _ignored_entry(base: Path, name: str, patterns: list[str]) -> bool:
     return _ignored(str(base / name) if str(base) != "." else name, name, patterns)
+
+
+def _included(relative: Path, include: Sequence[str]) -> bool:
+    """Whether a template-relative path matches an include pattern (a leading ``./`` on the pattern is dropped)."""
+    text = relative.as_posix()
+    return any(fnmatch.fnmatchcase(text, pattern.replace("\\", "/").removeprefix("./")) for pattern in include)
 
 
 def _copy_entry(source: Path, sandbox: Path, relative: Path) -> None:
@@ -124,7 +152,7 @@ def apply_sources(
         if isinstance(source, RepoSource):
             clone_repo(source, sandbox, env)
         elif isinstance(source, TemplateDirSource):
-            copy_template_dir(task_dir / source.path, sandbox, source.mount_point, patterns)
+            copy_template_dir(task_dir / source.path, sandbox, source.mount_point, patterns, source.include_patterns)
         elif isinstance(source, StarterFilesSource):
             for starter in source.files:
                 write_starter_file(sandbox, starter.path, starter.content)
