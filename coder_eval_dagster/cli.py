@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from . import exit_codes
 from .agents_cli import add_commands as add_agent_commands
-from .cli_options import add_model_arguments, flags_of, model_values
+from .cli_options import add_model_arguments, configure_logging, flags_of, logging_arguments, model_values, refuse
 from .compare_cli import add_commands as add_compare_commands
 from .core import credentials
 from .core.models.sandbox import unbound_limits
@@ -48,8 +48,9 @@ def _print_problems(problems: Sequence[Problem]) -> None:
 # ----------------------------------------------------------------------------- validate
 
 
-def _file_problems(path: Path) -> tuple[list[Problem], list[Problem]]:
-    """Everything wrong with one file, judged on its own, and its warnings."""
+def _file_problems(path: Path, experiment: str | None = None) -> tuple[list[Problem], list[Problem]]:
+    """Everything wrong with one file, judged on its own (a task: under ``experiment``, if given), and its
+    warnings."""
     try:
         doc = load_document(path)
         kind = kind_of(doc)
@@ -57,12 +58,12 @@ def _file_problems(path: Path) -> tuple[list[Problem], list[Problem]]:
             load_trajectory(path)
             return [], []
         if kind == "experiment":
-            experiment = load_experiment(path)
-            if not experiment.model.tasks:
+            loaded = load_experiment(path)
+            if not loaded.model.tasks:
                 return [], []
             resolution = resolve(RunSpec(experiment=str(path), include_skipped=True))
         else:
-            resolution = resolve(RunSpec(task_paths=[str(path)], include_skipped=True))
+            resolution = resolve(RunSpec(task_paths=[str(path)], experiment=experiment, include_skipped=True))
     except InvalidInput as exc:
         return exc.problems, []
     return resolution.problems, resolution.warnings
@@ -77,15 +78,26 @@ def _not_a_task(path: Path) -> bool:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    files, problems = discover(list(args.paths))
+    """``validate`` (and coder_eval's ``plan``): each file on its own; under ``-e`` each task under its variants."""
+    experiment = RunSpec(experiment=args.experiment).experiment if args.experiment else None
+    paths: list[Path] = list(args.paths) or _default_tasks(args.command, experiment is not None)
+    if experiment is not None:  # coder_eval's plan loads the experiment first and stops when it cannot
+        found, warned = _file_problems(Path(experiment))
+        _print_problems([*warned, *found])
+        if found:
+            return exit_codes.FAILED
+        if not paths:
+            print(f"OK {experiment}")
+            return exit_codes.OK
+    files, problems = discover(paths)
     _print_problems(problems)
     invalid = bool(problems)
-    named = {path.resolve() for path in args.paths}
+    named = {path.resolve() for path in paths}
     for path in files:
         if path.resolve() not in named and _not_a_task(path):
             print(f"note: skipped, {NOT_A_TASK}: {path}", file=sys.stderr)
             continue
-        found, warned = _file_problems(path)
+        found, warned = _file_problems(path, experiment)
         _print_problems(warned)
         if found:
             invalid = True
@@ -94,6 +106,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
             _print_limit_warnings(path)
             print(f"OK {path}")
     return exit_codes.FAILED if invalid else exit_codes.OK
+
+
+DEFAULT_TASKS = Path("tasks")  # coder_eval's `run` and `plan` with no paths: every task under tasks/
+
+
+def _default_tasks(command: str, has_experiment: bool) -> list[Path]:
+    """No paths given: ``tasks/`` in the current folder when there is one, as coder_eval; else a usage error
+    (none with ``-e``: the experiment's own ``tasks`` then)."""
+    if DEFAULT_TASKS.is_dir():
+        print(f"coder-eval {command}: no paths given: {DEFAULT_TASKS}/", file=sys.stderr)
+        return [DEFAULT_TASKS]
+    if has_experiment:
+        return []
+    raise UsageError(f"give task paths or -e EXPERIMENT (no {DEFAULT_TASKS}/ folder here)")
 
 
 def _print_limit_warnings(path: Path) -> None:
@@ -154,33 +180,56 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .cli_run import resume, run
 
     spec, options = parsed(RunSpec, args), parsed(RunOptions, args)
-    again = args.resume or args.retry_errors
+    again = _run_folder_to_continue(args)
     if options.estimate_format != "table" and not options.estimate:
         print("coder-eval run: --format is the format of --estimate's forecast; add --estimate", file=sys.stderr)
         return exit_codes.USAGE
+    if again is None and not spec.selects_anything:  # coder_eval's `run` with no paths: tasks/
+        spec = spec.model_copy(update={"task_paths": [str(path) for path in _default_tasks("run", False)]})
     if options.estimate:
         return _estimate(spec, options, again)
     if again is not None:
         if spec.selects_anything:
-            print("coder-eval run: --resume / --retry-errors take a run folder, not task paths", file=sys.stderr)
+            print(
+                "coder-eval run: --resume / --retry-errors take a run folder, not task paths "
+                "(the run folder keeps its own selection)",
+                file=sys.stderr,
+            )
             return exit_codes.USAGE
-        if not _environment_ok(again.parent):
+        if not _environment_ok(again.parent, args.junit):
             return exit_codes.USAGE
         options = options.model_copy(update={"runs_dir": str(again.parent)})
         return resume(again, options, retry_errors=args.retry_errors is not None, junit=args.junit)
-    if not spec.selects_anything:
-        print("coder-eval run: give task paths or -e EXPERIMENT", file=sys.stderr)
-        return exit_codes.USAGE
-    if not _environment_ok(Path(options.runs_dir)):
+    if not _environment_ok(Path(options.runs_dir), args.junit):
         return exit_codes.USAGE
     return run(spec, options, junit=args.junit)
+
+
+# `--resume` with no folder: coder_eval's spelling, `--run-dir RUN_DIR --resume`
+_RESUME_IN_RUN_DIR = Path("--run-dir")
+
+
+def _run_folder_to_continue(args: argparse.Namespace) -> Path | None:
+    """The run folder ``--resume`` / ``--retry-errors`` continue; coder_eval's ``--run-dir R --resume`` is
+    ``--resume R``. A new run's folder is always made under ``--runs-dir`` here."""
+    if args.resume is _RESUME_IN_RUN_DIR:
+        if args.run_dir is None:
+            raise UsageError("argument --resume: give the run folder: --resume RUN_DIR (or --run-dir RUN_DIR --resume)")
+        return Path(args.run_dir)
+    if args.run_dir is not None:
+        raise UsageError(
+            "argument --run-dir: a new run's folder is made here under --runs-dir DIR (DIR/<timestamp>, "
+            "DIR/latest links to it); give --runs-dir DIR, or --resume RUN_DIR to continue a run"
+        )
+    again: Path | None = args.resume or args.retry_errors
+    return again
 
 
 def _estimate(spec: RunSpec, options: RunOptions, again: Path | None) -> int:
     """``run --estimate``: a forecast of a new run's selection (no run folder, no instance needed)."""
     from .cli_run import estimate
 
-    if again is not None or not spec.selects_anything:
+    if again is not None:
         print("coder-eval run: --estimate forecasts a new run: give task paths or -e EXPERIMENT", file=sys.stderr)
         return exit_codes.USAGE
     return estimate(spec, options)
@@ -199,15 +248,15 @@ def cmd_register(args: argparse.Namespace) -> int:
 def cmd_rescore(args: argparse.Namespace) -> int:
     from .cli_run import rescore
 
-    if not _environment_ok(args.run_dir.parent):
+    if not _environment_ok(args.run_dir.parent, args.junit):
         return exit_codes.USAGE
     options = parsed(RunOptions, args).model_copy(update={"runs_dir": str(args.run_dir.parent)})
     return rescore(args.run_dir, options, junit=args.junit)
 
 
-def _environment_ok(runs_dir: Path) -> bool:
-    """Where the run writes must be usable before it starts; each problem is one line."""
-    problems = check_environment(runs_dir, dagster_home())
+def _environment_ok(runs_dir: Path, junit: Path | None) -> bool:
+    """Where the run writes (its JUnit file too) must be usable before it starts; each problem is one line."""
+    problems = check_environment(runs_dir, dagster_home(), junit)
     sys.stderr.write("".join(f"coder-eval: {problem}\n" for problem in problems))
     return not problems
 
@@ -228,8 +277,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="coder-eval", description="Evaluate AI coding agents on task YAML files.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
-    validate = commands.add_parser("validate", help="check task and experiment files")
-    validate.add_argument("paths", nargs="+", type=Path)
+    validate = commands.add_parser(
+        "validate", aliases=["plan"], help="check task and experiment files (plan: coder_eval's spelling)"
+    )
+    validate.add_argument("paths", nargs="*", type=Path, help="files or folders (default: tasks/, if there)")
+    validate.add_argument(
+        "-e", "--experiment", metavar="FILE|NAME", help="also check each task under this experiment's variants"
+    )
     validate.set_defaults(handler=cmd_validate)
     listing = commands.add_parser("list", help="print the row-tasks x variants a run would execute")
     add_model_arguments(listing, RunSpec)
@@ -239,9 +293,31 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_arguments(running, RunOptions, only=RUN_OPTIONS)
     _junit_argument(running)
     again = running.add_mutually_exclusive_group()
-    again.add_argument("--resume", type=Path, metavar="RUN_DIR", help="finish a run whose process died, in its folder")
+    again.add_argument(
+        "--resume",
+        type=Path,
+        nargs="?",
+        const=_RESUME_IN_RUN_DIR,
+        metavar="RUN_DIR",
+        help="finish a run whose process died, in its folder (coder_eval's spelling: --run-dir RUN_DIR --resume)",
+    )
     again.add_argument(
         "--retry-errors", type=Path, metavar="RUN_DIR", help="re-run only the ERROR evaluations of a run, in its folder"
+    )
+    running.add_argument("--run-dir", type=Path, metavar="RUN_DIR", help="with --resume: the run folder to finish")
+    logging_arguments(running, log_file=True)
+    refuse(
+        running,
+        "-s",
+        "--stream",
+        why="no live stream of the agent's events here: the run shows its progress, and each evaluation's "
+        "transcript is in its task.json and task.html (and in the Dagster UI: coder-eval dev)",
+    )
+    refuse(
+        running,
+        "--preservation-mode",
+        why="every evaluation's final sandbox is kept in the run folder (<NN>/sandbox/); "
+        "remove old runs with coder-eval prune",
     )
     running.set_defaults(handler=cmd_run)
     registering = commands.add_parser(
@@ -274,6 +350,13 @@ def build_parser() -> argparse.ArgumentParser:
 # Which run options each command takes (``run`` has every one a CLI user sets; ``rescore`` writes into the run).
 RUN_OPTIONS = ("concurrency", "runs_dir", "backend", "judge_concurrency", "no_reuse", "estimate", "estimate_format")
 RESCORE_OPTIONS = ("concurrency", "backend", "judge_concurrency", "only_criteria", "no_reuse")
+
+
+EXECUTE_REFUSED = (
+    "coder-eval execute: not supported: every run here grades what the agent did (coder_eval's execute "
+    "leaves its rows NOT_GRADED); use coder-eval run, and coder-eval rescore RUN_DIR to grade a run again "
+    "without running the agent"
+)
 
 
 def _junit_argument(parser: argparse.ArgumentParser) -> None:
@@ -310,9 +393,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .cli_run import dev
 
         return dev(words[1:])
+    if words[:1] == ["execute"]:  # coder_eval's verb, refused in one line whatever its options
+        print(EXECUTE_REFUSED, file=sys.stderr)
+        return exit_codes.USAGE
     args = build_parser().parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
+        configure_logging(getattr(args, "verbose", False), getattr(args, "log_file", None))
         return handler(args)
     except InvalidInput as exc:
         _print_problems(exc.problems)

@@ -11,9 +11,12 @@ line, exit 2.
 from __future__ import annotations
 
 import argparse
+import logging
+import sys
 import types
 import typing
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -75,9 +78,11 @@ def _argument(info: FieldInfo, spelling: dict[str, Any]) -> dict[str, Any]:
             return {**keywords, "action": "append"}
         return {**keywords, "type": _comma_list}
     if spelling.get("choices"):
+        if spelling.get("refused"):
+            keywords["type"] = _not_refused(spelling["refused"])
         return {**keywords, "choices": spelling["choices"]}
     if annotation is int:
-        return {**keywords, "type": _whole_number(_lower_bound(info))}
+        return {**keywords, "type": _whole_number(_lower_bound(info), _upper_bound(info), spelling.get("beyond"))}
     return keywords
 
 
@@ -93,7 +98,11 @@ def _lower_bound(info: FieldInfo) -> int | None:
     return next((int(item.ge) for item in info.metadata if getattr(item, "ge", None) is not None), None)
 
 
-def _whole_number(minimum: int | None) -> Callable[[str], int]:
+def _upper_bound(info: FieldInfo) -> int | None:
+    return next((int(item.le) for item in info.metadata if getattr(item, "le", None) is not None), None)
+
+
+def _whole_number(minimum: int | None, maximum: int | None = None, beyond: str | None = None) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -101,10 +110,84 @@ def _whole_number(minimum: int | None) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
         if minimum is not None and value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            why = f" ({beyond})" if beyond else ""
+            raise argparse.ArgumentTypeError(f"must be at most {maximum}, got {value}{why}")
         return value
+
+    return parse
+
+
+def _not_refused(refused: dict[str, str]) -> Callable[[str], str]:
+    """A choice another tool takes and this one does not: refused with its reason, not a bare 'invalid choice'."""
+
+    def parse(text: str) -> str:
+        if text.lower() in refused:
+            raise argparse.ArgumentTypeError(f"{text!r}: {refused[text.lower()]}")
+        return text
 
     return parse
 
 
 def _comma_list(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+# ----------------------------------------------------------------------------- coder_eval's process options
+
+
+def logging_arguments(parser: argparse.ArgumentParser, log_file: bool = False) -> None:
+    """coder_eval's ``-v/--verbose`` (and ``--log-file FILE``): see ``configure_logging``."""
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log records at DEBUG level on stderr (coder_eval's -v)"
+    )
+    if log_file:
+        parser.add_argument("--log-file", type=Path, metavar="FILE", help="log records also to FILE (appended)")
+
+
+LOGGER = "coder_eval_dagster"
+LOG_FORMAT = "%(asctime)s [%(levelname)s] %(name)s: %(message)s"
+
+
+def configure_logging(verbose: bool, log_file: Path | None) -> None:
+    """As coder_eval's ``setup_logging``: the package's log records at DEBUG with ``-v`` (else INFO), on stderr
+    and, with ``--log-file``, in that file too. Without either flag nothing changes (warnings reach stderr)."""
+    if not verbose and log_file is None:
+        return
+    logger = logging.getLogger(LOGGER)
+    level = logging.DEBUG if verbose else logging.INFO
+    logger.setLevel(level)
+    console = logging.StreamHandler(sys.stderr)
+    console.setLevel(level if verbose else logging.WARNING)  # --log-file alone: the console as without it
+    console.setFormatter(logging.Formatter(LOG_FORMAT if verbose else "%(message)s", "%H:%M:%S"))
+    logger.addHandler(console)
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        to_file = logging.FileHandler(log_file, encoding="utf-8")
+        to_file.setLevel(level)
+        to_file.setFormatter(logging.Formatter(LOG_FORMAT, "%Y-%m-%d %H:%M:%S"))
+        logger.addHandler(to_file)
+    logger.propagate = False
+    logger.debug("logging configured: level=%s, file=%s", logging.getLevelName(level), log_file)
+
+
+class _Refused(argparse.Action):
+    """An option of coder_eval's that is not supported here: one line saying why, and what to use instead."""
+
+    def __init__(self, option_strings: list[str], dest: str, why: str = "", **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, **kwargs)
+        self.why = why
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        parser.error(f"argument {'/'.join(self.option_strings)}: not supported: {self.why}")
+
+
+def refuse(parser: argparse.ArgumentParser, *flags: str, why: str) -> None:
+    """coder_eval's ``flags`` (with or without a value), refused in one line by ``why``; hidden from --help."""
+    parser.add_argument(*flags, action=_Refused, why=why, nargs="?", default=argparse.SUPPRESS, help=argparse.SUPPRESS)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import exit_codes
+from .cli_options import logging_arguments, refuse
 from .core.models.results import EvaluationResult
 
 
@@ -22,6 +23,17 @@ def add_commands(subparsers: Any) -> None:
     evaluate.add_argument("directory", type=Path, metavar="DIR", help="the directory to grade (copied, never changed)")
     evaluate.add_argument("--run-dir", type=Path, metavar="DIR", help="where task.json goes (default: a new folder)")
     evaluate.add_argument("--runs-dir", type=Path, default=Path("runs"), metavar="DIR", help="default runs/")
+    evaluate.add_argument(
+        "--copy",
+        action="store_true",
+        help="grade a copy of DIR in a fresh sandbox (coder_eval's --copy; the only way here, so the default)",
+    )
+    refuse(
+        evaluate,
+        "--in-place",
+        why="evaluate grades a copy of DIR in a fresh sandbox (--copy, the default) and never changes DIR",
+    )
+    logging_arguments(evaluate)
     evaluate.set_defaults(handler=cmd_evaluate)
 
 

@@ -29,11 +29,16 @@ def cli(
     repeatable: bool = False,
     comma: bool = False,
     choices: tuple[str, ...] | None = None,
+    refused: dict[str, str] | None = None,
+    beyond: str | None = None,
 ) -> dict[str, Any]:
     """A field's command-line spelling: its flags (a name without dashes: positional), a metavar, whether a list
-    is given by repeating the flag or as one comma-separated value, the values a string may take."""
+    is given by repeating the flag or as one comma-separated value, the values a string may take, values other
+    tools take that are refused here (each with its reason and our equivalent), and why a number cannot go
+    beyond the field's upper bound."""
     spelling = {"flags": list(flags), "metavar": metavar, "repeatable": repeatable, "comma": comma}
-    return {"cli": {**spelling, "choices": list(choices) if choices else None}}
+    extra = {"refused": dict(refused) if refused else None, "beyond": beyond}
+    return {"cli": {**spelling, "choices": list(choices) if choices else None, **extra}}
 
 
 class RunSpec(BaseModel):
@@ -54,17 +59,17 @@ class RunSpec(BaseModel):
     overrides: list[str] = Field(
         default_factory=list,
         description="override a task field (YAML value); repeatable, merged per key",
-        json_schema_extra=cli("-D", metavar="KEY.PATH=VALUE", repeatable=True),
+        json_schema_extra=cli("-D", "--set", metavar="KEY.PATH=VALUE", repeatable=True),
     )
     agent_type: str | None = Field(
         default=None,
         description="agent type for every task (agent.type: claude-code, codex, replay, none or a registered one)",
-        json_schema_extra=cli("--type", metavar="TYPE"),
+        json_schema_extra=cli("--type", "-T", metavar="TYPE"),
     )
     model: str | None = Field(
         default=None,
         description="agent.model for every task (shorthand for -D agent.model=MODEL)",
-        json_schema_extra=cli("--model", metavar="MODEL"),
+        json_schema_extra=cli("--model", "-m", metavar="MODEL"),
     )
     prices: str | None = Field(
         default=None,
@@ -101,7 +106,12 @@ class RunSpec(BaseModel):
         ge=1,
         le=MAX_REPEATS,
         description="replicates per row-task and variant (overrides the experiment's repeats)",
-        json_schema_extra=cli("--repeats", metavar="N"),
+        json_schema_extra=cli(
+            "--repeats",
+            metavar="N",
+            beyond="replicate folders are two digits, 00-99; for more, run again: the tables and "
+            "`coder-eval history` read across runs",
+        ),
     )
     driver: str | None = Field(
         default=None,
@@ -111,7 +121,7 @@ class RunSpec(BaseModel):
     tags: list[str] = Field(
         default_factory=list,
         description="only tasks with any of these tags",
-        json_schema_extra=cli("--tags", metavar="A,B", comma=True),
+        json_schema_extra=cli("--tags", "-t", metavar="A,B", comma=True),
     )
     exclude_tags: list[str] = Field(
         default_factory=list,
@@ -176,7 +186,15 @@ class RunOptions(BaseModel):
         default=None,
         description="model API backend for the agent, the judges and the simulated user "
         "(default: $API_BACKEND, else direct)",
-        json_schema_extra=cli("-b", "--backend", choices=BACKENDS),
+        json_schema_extra=cli(
+            "-b",
+            "--backend",
+            choices=BACKENDS,
+            refused={
+                "litellm": "no litellm backend here (coder_eval's LITELLM_BASE_URL proxy); for a proxy that "
+                "serves Anthropic's Messages API use -b direct with ANTHROPIC_BASE_URL=<its URL>"
+            },
+        ),
     )
     judge_concurrency: int = Field(
         default=DEFAULT_JUDGE_CONCURRENCY,

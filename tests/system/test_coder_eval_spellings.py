@@ -1,0 +1,125 @@
+"""coder_eval's own spellings through the installed ``coder-eval``: the short options (``-t``, ``-T``, ``-m``,
+``--set``), ``-v``/``--log-file``, ``run`` and ``plan`` with no paths (``tasks/``), ``--run-dir R --resume``,
+``evaluate --copy``; and the spellings not supported here, each refused in one line naming our equivalent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..support.helpers import write, write_task
+from .conftest import SystemCli, only_run
+
+pytestmark = pytest.mark.slow
+PASSES = [{"type": "file_exists", "path": "a.txt", "description": "a.txt exists"}]
+
+
+def _task(folder: Path, task_id: str, **changes: Any) -> Path:
+    data: dict[str, Any] = {
+        "task_id": task_id,
+        "description": task_id,
+        "sandbox": {"python": None},
+        "pre_run": [{"command": "echo a > a.txt"}],
+        "success_criteria": PASSES,
+        **changes,
+    }
+    return write_task(folder, data, f"{task_id}.yaml")
+
+
+def _project(folder: Path) -> None:
+    """tasks/: ``untyped`` (no agent block: claude-code, which needs a prompt, unless ``-T`` says otherwise) tagged
+    smoke, and ``agentless`` tagged other."""
+    _task(folder / "tasks", "untyped", tags=["smoke"])
+    _task(folder / "tasks", "agentless", tags=["other"], agent={"type": "none"})
+
+
+def test_run_with_no_paths_and_the_short_spellings(tmp_path: Path, system_cli: SystemCli) -> None:
+    _project(tmp_path)
+    options = ("-t", "smoke", "-T", "none", "-m", "my-model", "-v", "--log-file", "logs/run.log")
+    outcome = system_cli("run", "--runs-dir", system_cli.runs, *options, env={})
+    assert outcome.code == 0, outcome.output
+    assert "coder-eval run: no paths given: tasks/" in outcome.err
+    run = only_run(system_cli.runs)
+    assert [t["task_id"] for t in run.summary["task_results"]] == ["untyped"]  # -t: the tag filter
+    result = run.result("untyped")
+    assert result["task_config"]["resolved"]["agent"]["type"] == "none"  # -T
+    assert result["model_used"] == "my-model"  # -m
+    assert "[DEBUG] coder_eval_dagster: logging configured: level=DEBUG" in outcome.err  # -v
+    assert "[DEBUG] coder_eval_dagster: logging configured" in (tmp_path / "logs/run.log").read_text()
+
+
+def test_set_is_dash_d(tmp_path: Path, system_cli: SystemCli) -> None:
+    _project(tmp_path)
+    outcome, run = system_cli.run(tmp_path / "tasks/agentless.yaml", "--set", "pre_run=[]", env={})
+    assert outcome.code == 1, outcome.output  # no pre_run: no a.txt
+    assert run.result("agentless")["final_status"] == "FAILURE"
+    refused = system_cli("list", tmp_path / "tasks/agentless.yaml", "--set", "run_limits.max_turns=-1", env={})
+    assert refused.code == 1 and "(value set by -D run_limits.max_turns)" in refused.err
+
+
+def test_plan_is_validate_with_no_paths_and_an_experiment(tmp_path: Path, system_cli: SystemCli) -> None:
+    _task(tmp_path / "tasks", "agentless", agent={"type": "none"})
+    planned, validated = system_cli("plan", env={}), system_cli("validate", env={})
+    assert planned.code == validated.code == 0, planned.output
+    assert planned.out == validated.out == f"OK {Path('tasks/agentless.yaml')}\n"
+    assert "coder-eval plan: no paths given: tasks/" in planned.err
+    write(
+        tmp_path / "experiments/ab.yaml",
+        "experiment_id: ab\nvariants:\n  - {variant_id: one}\n  - {variant_id: two, agent: {type: codex}}\n",
+    )
+    under = system_cli("plan", "-e", "ab", "tasks/agentless.yaml", env={})
+    assert under.code == 1, under.output  # variant two makes it a codex task with no prompt
+    assert "initial_prompt: required for agent type codex" in under.err
+
+
+def test_resume_in_coder_evals_spelling(tmp_path: Path, system_cli: SystemCli) -> None:
+    _project(tmp_path)
+    first, run = system_cli.run(tmp_path / "tasks/agentless.yaml", env={})
+    assert first.code == 0, first.output
+    again = system_cli("run", "--run-dir", run.path, "--resume", env={})
+    assert again.code == 0, again.output
+    assert only_run(system_cli.runs).path == run.path  # the same run, finished; no new one
+    alone = system_cli("run", "--resume", env={})
+    assert alone.code == 2 and "--resume RUN_DIR (or --run-dir RUN_DIR --resume)" in alone.err
+
+
+def test_evaluate_copy_and_verbose(tmp_path: Path, system_cli: SystemCli) -> None:
+    _task(tmp_path, "graded", agent={"type": "none"}, pre_run=[])
+    write(tmp_path / "workspace/a.txt", "a\n")
+    outcome = system_cli("evaluate", "graded.yaml", "workspace", "--copy", "-v", "--run-dir", "graded", env={})
+    assert outcome.code == 0, outcome.output
+    assert "All criteria passed! ✓" in outcome.out
+    assert "[DEBUG] coder_eval_dagster" in outcome.err
+
+
+REFUSED = [
+    (("run", "tasks", "--stream", "full"), "argument -s/--stream: not supported", "task.html"),
+    (("run", "tasks", "-s"), "argument -s/--stream: not supported", "coder-eval dev"),
+    (("run", "tasks", "--preservation-mode", "NONE"), "argument --preservation-mode: not supported", "prune"),
+    (("run", "tasks", "-b", "litellm"), "argument -b/--backend: 'litellm'", "-b direct with ANTHROPIC_BASE_URL"),
+    (("run", "tasks", "--repeats", "100"), "argument --repeats: must be at most 99", "00-99"),
+    (("run", "tasks", "--run-dir", "mine"), "argument --run-dir:", "--resume RUN_DIR"),
+    (("run", "tasks", "--run-dir", "mine", "--resume"), "not task paths", "keeps its own selection"),
+    (("execute", "tasks", "-T", "none"), "coder-eval execute: not supported", "coder-eval rescore RUN_DIR"),
+    (("evaluate", "--in-place", "t.yaml", "dir"), "argument --in-place: not supported", "--copy"),
+]
+
+
+def test_unsupported_spellings_are_refused_in_one_line(tmp_path: Path, system_cli: SystemCli) -> None:
+    _project(tmp_path)
+    for args, says, names in REFUSED:
+        outcome = system_cli(*args, env={})
+        assert outcome.code == 2, (args, outcome.output)
+        assert len(outcome.err.strip().splitlines()) == 1, (args, outcome.err)
+        assert says in outcome.err and names in outcome.err, (args, outcome.err)
+        assert not system_cli.runs.exists(), args
+
+
+def test_run_with_no_paths_and_no_tasks_folder(tmp_path: Path, system_cli: SystemCli) -> None:
+    outcome = system_cli("run", env={})
+    assert outcome.code == 2
+    assert outcome.err.strip() == (
+        "coder-eval run: give task paths or -e EXPERIMENT (no tasks/ folder here) (see coder-eval run --help)"
+    )
