@@ -8,6 +8,7 @@ import sys
 import typing
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -48,25 +49,45 @@ def _print_problems(problems: Sequence[Problem]) -> None:
 # ----------------------------------------------------------------------------- validate
 
 
-def _file_problems(path: Path, experiment: str | None = None) -> tuple[list[Problem], list[Problem]]:
-    """Everything wrong with one file, judged on its own (a task: under ``experiment``, if given), and its
-    warnings."""
+@dataclass
+class FileVerdict:
+    """One file judged on its own: its problems, its warnings, and the task ids it defines (a task file's)."""
+
+    problems: list[Problem]
+    warnings: list[Problem]
+    task_ids: set[str]
+
+
+def _file_problems(path: Path, experiment: str | None = None) -> FileVerdict:
+    """Everything wrong with one file, judged on its own (a task: under ``experiment``, if given)."""
     try:
         doc = load_document(path)
         kind = kind_of(doc)
         if kind == "trajectory":
             load_trajectory(path)
-            return [], []
+            return FileVerdict([], [], set())
         if kind == "experiment":
             loaded = load_experiment(path)
             if not loaded.model.tasks:
-                return [], []
+                return FileVerdict([], [], set())
             resolution = resolve(RunSpec(experiment=str(path), include_skipped=True))
-        else:
-            resolution = resolve(RunSpec(task_paths=[str(path)], experiment=experiment, include_skipped=True))
+            return FileVerdict(resolution.problems, resolution.warnings, set())
+        resolution = resolve(RunSpec(task_paths=[str(path)], experiment=experiment, include_skipped=True))
     except InvalidInput as exc:
-        return exc.problems, []
-    return resolution.problems, resolution.warnings
+        return FileVerdict(exc.problems, [], set())
+    return FileVerdict(resolution.problems, resolution.warnings, {rt.base_task_id for rt in resolution.row_tasks})
+
+
+def _duplicate_id(path: Path, task_ids: set[str], seen: dict[str, Path]) -> list[Problem]:
+    """A task id another file of the same validation already defines: `run` over them both refuses it."""
+    duplicates = sorted(task_id for task_id in task_ids if task_id in seen)
+    line = load_document(path).line_of(("task_id",)) if duplicates else None
+    problems = [
+        Problem(str(path), line, "task_id", f"duplicate task_id {task_id!r} (also in {seen[task_id]})")
+        for task_id in duplicates
+    ]
+    seen.update({task_id: path for task_id in task_ids if task_id not in seen})
+    return problems
 
 
 def _not_a_task(path: Path) -> bool:
@@ -82,8 +103,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     experiment = RunSpec(experiment=args.experiment).experiment if args.experiment else None
     paths: list[Path] = list(args.paths) or _default_tasks(args.command, experiment is not None)
     if experiment is not None:  # coder_eval's plan loads the experiment first and stops when it cannot
-        found, warned = _file_problems(Path(experiment))
-        _print_problems([*warned, *found])
+        verdict = _file_problems(Path(experiment))
+        found = verdict.problems
+        _print_problems([*verdict.warnings, *found])
         if found:
             return exit_codes.FAILED
         if not paths:
@@ -93,12 +115,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     _print_problems(problems)
     invalid = bool(problems)
     named = {path.resolve() for path in paths}
+    seen: dict[str, Path] = {}
     for path in files:
         if path.resolve() not in named and _not_a_task(path):
             print(f"note: skipped, {NOT_A_TASK}: {path}", file=sys.stderr)
             continue
-        found, warned = _file_problems(path, experiment)
-        _print_problems(warned)
+        verdict = _file_problems(path, experiment)
+        found = verdict.problems or _duplicate_id(path, verdict.task_ids, seen)
+        _print_problems(verdict.warnings)
         if found:
             invalid = True
             _print_problems(found)

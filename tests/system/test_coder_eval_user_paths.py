@@ -160,3 +160,11 @@ def test_an_unusable_junit_path_is_refused_before_the_run_and_report_names_the_p
     assert (
         refused.code == 2 and refused.err.strip() == "coder-eval: cannot use a-folder: Is a directory; check that path"
     )
+
+
+def test_validate_finds_the_duplicate_task_id_that_run_refuses(tmp_path: Path, system_cli: SystemCli) -> None:
+    _agentless(tmp_path / "tasks", "same")
+    write(tmp_path / "tasks/copy.yaml", (tmp_path / "tasks/same.yaml").read_text())
+    checked = system_cli("validate", "tasks", env={})
+    assert checked.code == 1, checked.output
+    assert "tasks/same.yaml:1: task_id: duplicate task_id 'same' (also in tasks/copy.yaml)" in checked.err
