@@ -14,7 +14,11 @@ revoked when the agent run ends.
 
 A request without its grant's token, or for a revoked grant, gets 403 and
 goes nowhere; so does one the grant's ``admit`` check refuses (an agent run
-the harness has stopped, whose CLI has not seen it yet).
+the harness has stopped, whose CLI has not seen it yet), and any request
+that is not one of the model calls its upstream's API makes (``Upstream.calls``):
+the grant stands for the real key, and the key opens more than model calls
+(files, batches, the organisation), none of them counted or stopped by the
+run's limits.
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ from __future__ import annotations
 import functools
 import hmac
 import json
+import re
 import secrets
 import socket
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -46,6 +52,14 @@ HOP_BY_HOP = frozenset(
 STREAM_CHUNK = 65536
 Admit = Callable[[], bool]  # asked before each request of a grant is forwarded: False refuses it
 
+# The model calls a grant lets through, by API: "METHOD path" after the grant's base URL, without the query.
+MESSAGES_API = (r"POST (v1/)?messages(/count_tokens)?",)  # Anthropic's (Claude Code, the agent judge, opencode)
+BEDROCK_API = (  # a model id is one URL-encoded segment (an inference profile's ARN has its / as %2F)
+    r"POST model/(?!\.\.?/)[A-Za-z0-9._:%-]+/"
+    r"(invoke|invoke-with-response-stream|converse|converse-stream|count-tokens)",
+)
+OPENAI_API = (r"POST (v1/)?(responses|chat/completions)",)  # Codex, opencode's OpenAI-compatible providers
+
 
 @dataclass(frozen=True)
 class Upstream:
@@ -54,10 +68,16 @@ class Upstream:
     base_url: str  # e.g. https://api.anthropic.com, a Bedrock runtime, a gateway
     header: str  # the header holding the credential: "x-api-key" or "authorization"
     value: str = field(repr=False)  # the real credential's header value (a key, or "Bearer <token>")
+    calls: tuple[str, ...] = ()  # the requests forwarded ("METHOD path" patterns: MESSAGES_API...); none else
 
     def presented(self, token: str) -> str:
         """The header value a client holding ``token`` sends in place of the real one."""
         return f"Bearer {token}" if self.header == "authorization" else token
+
+    def allows(self, method: str, path: str) -> bool:
+        """Whether ``method`` on ``path`` (after the base URL, its query ignored) is one of the model calls."""
+        call = f"{method} {urllib.parse.urlsplit(path).path}"
+        return any(re.fullmatch(pattern, call) for pattern in self.calls)
 
 
 @dataclass(frozen=True)
@@ -185,6 +205,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(403, "no valid grant for this request")
             return
         upstream, admit = found
+        if not upstream.allows(self.command, rest):
+            self._error(403, f"not a model call: {self.command} /{urllib.parse.urlsplit(rest).path} is not forwarded")
+            return
         if admit is not None and not admit():
             self._error(403, "the harness has stopped this agent: no further model request")
             return

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from .model_proxy import Grant, Upstream
+from .model_proxy import BEDROCK_API, MESSAGES_API, Grant, Upstream
 
 if TYPE_CHECKING:
     from .credentials import Credentials
@@ -84,10 +84,9 @@ class ApiRoute:
         if self.secret is None:
             raise RouteError(f"API_BACKEND={self.backend} needs {self.credential_name}")
         if self.backend == "direct":
-            return Upstream(self.base_url or DIRECT_API_URL, "x-api-key", self.secret)
-        return Upstream(
-            self.base_url or BEDROCK_RUNTIME_URL.format(region=self.region), "authorization", f"Bearer {self.secret}"
-        )
+            return Upstream(self.base_url or DIRECT_API_URL, "x-api-key", self.secret, MESSAGES_API)
+        bedrock = self.base_url or BEDROCK_RUNTIME_URL.format(region=self.region)
+        return Upstream(bedrock, "authorization", f"Bearer {self.secret}", BEDROCK_API)
 
     def through(self, grant: Grant) -> ApiRoute:
         """This route as an agent CLI sees it: the proxy's URL, and the grant's token in place of the credential."""

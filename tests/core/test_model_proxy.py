@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from coder_eval_dagster.core.model_proxy import ModelProxy, Upstream
+from coder_eval_dagster.core.model_proxy import BEDROCK_API, MESSAGES_API, OPENAI_API, ModelProxy, Upstream
 
 from ..support.fake_anthropic import FakeAnthropic, Script, Turn
 
@@ -37,7 +37,7 @@ def proxy():
 
 def test_the_real_key_goes_upstream_and_the_answer_streams_back(proxy: ModelProxy) -> None:
     script = Script([Turn(text="hello there")])
-    with FakeAnthropic(script) as url, proxy.granted(Upstream(url, "x-api-key", KEY)) as grant:
+    with FakeAnthropic(script) as url, proxy.granted(Upstream(url, "x-api-key", KEY, MESSAGES_API)) as grant:
         assert KEY not in grant.base_url and KEY not in repr(grant)
         status, body = post(f"{grant.base_url}/v1/messages?beta=true", {"x-api-key": grant.token})
         streamed = post(f"{grant.base_url}/v1/messages", {"x-api-key": grant.token}, {**MESSAGE, "stream": True})
@@ -49,7 +49,10 @@ def test_the_real_key_goes_upstream_and_the_answer_streams_back(proxy: ModelProx
 
 def test_a_bearer_credential_is_swapped_too(proxy: ModelProxy) -> None:
     script = Script([Turn(text="ok")])
-    with FakeAnthropic(script) as url, proxy.granted(Upstream(url, "authorization", f"Bearer {KEY}")) as grant:
+    with (
+        FakeAnthropic(script) as url,
+        proxy.granted(Upstream(url, "authorization", f"Bearer {KEY}", BEDROCK_API)) as grant,
+    ):
         status, _ = post(f"{grant.base_url}/model/anthropic.m/invoke", {"Authorization": f"Bearer {grant.token}"})
     assert status == 200 and script.headers[0]["Authorization"] == f"Bearer {KEY}"
 
@@ -57,7 +60,7 @@ def test_a_bearer_credential_is_swapped_too(proxy: ModelProxy) -> None:
 def test_no_token_a_wrong_one_or_a_revoked_grant_goes_nowhere(proxy: ModelProxy) -> None:
     script = Script([Turn(text="ok")])
     with FakeAnthropic(script) as url:
-        with proxy.granted(Upstream(url, "x-api-key", KEY)) as grant:
+        with proxy.granted(Upstream(url, "x-api-key", KEY, MESSAGES_API)) as grant:
             assert post(f"{grant.base_url}/v1/messages", {})[0] == 403
             assert post(f"{grant.base_url}/v1/messages", {"x-api-key": "guess"})[0] == 403
             other = grant.base_url.rsplit("/", 1)[0] + "/0000000000000000"
@@ -68,10 +71,10 @@ def test_no_token_a_wrong_one_or_a_revoked_grant_goes_nowhere(proxy: ModelProxy)
 
 def test_api_errors_pass_through_and_an_unreachable_api_names_no_key(proxy: ModelProxy) -> None:
     script = Script([Turn(text="ok")], status=429)
-    with FakeAnthropic(script) as url, proxy.granted(Upstream(url, "x-api-key", KEY)) as grant:
+    with FakeAnthropic(script) as url, proxy.granted(Upstream(url, "x-api-key", KEY, MESSAGES_API)) as grant:
         status, body = post(f"{grant.base_url}/v1/messages", {"x-api-key": grant.token})
     assert status == 429 and b"scripted failure" in body
-    with proxy.granted(Upstream("http://127.0.0.1:9", "x-api-key", KEY)) as grant:
+    with proxy.granted(Upstream("http://127.0.0.1:9", "x-api-key", KEY, MESSAGES_API)) as grant:
         status, body = post(f"{grant.base_url}/v1/messages", {"x-api-key": grant.token})
     assert status == 502 and b"could not be reached" in body and KEY.encode() not in body
 
@@ -82,9 +85,55 @@ def test_a_request_the_admit_check_refuses_goes_nowhere(proxy: ModelProxy) -> No
     admitted = iter([True, False])
     with (
         FakeAnthropic(script) as url,
-        proxy.granted(Upstream(url, "x-api-key", KEY), admit=lambda: next(admitted)) as grant,
+        proxy.granted(Upstream(url, "x-api-key", KEY, MESSAGES_API), admit=lambda: next(admitted)) as grant,
     ):
         first = post(f"{grant.base_url}/v1/messages", {"x-api-key": grant.token})
         second = post(f"{grant.base_url}/v1/messages", {"x-api-key": grant.token})
     assert first[0] == 200 and second[0] == 403 and b"stopped this agent" in second[1]
     assert len(script.requests) == 1
+
+
+def get(url: str, headers: dict[str, str]) -> int:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_a_grant_forwards_model_calls_only(proxy: ModelProxy) -> None:
+    """The grant stands for the real key, which opens more than model calls (the organisation's files, batches
+    billed outside the run's limits): an agent's tool that calls those with it reaches nothing."""
+    script = Script([Turn(text="ok"), Turn(text="ok")])
+    with FakeAnthropic(script) as url, proxy.granted(Upstream(url, "x-api-key", KEY, MESSAGES_API)) as grant:
+        token = {"x-api-key": grant.token}
+        refused = [
+            get(f"{grant.base_url}/v1/models", token),
+            get(f"{grant.base_url}/v1/files", token),
+            get(f"{grant.base_url}/v1/organizations/me", token),
+            post(f"{grant.base_url}/v1/messages/batches", token)[0],
+            post(f"{grant.base_url}/v1/complete", token)[0],
+            post(f"{grant.base_url}/v1/messages/../files", token)[0],
+            post(f"{grant.base_url}/v1/messages%2F..%2Ffiles", token)[0],
+        ]
+        allowed = post(f"{grant.base_url}/v1/messages?beta=true", token)[0]
+    assert refused == [403] * len(refused) and allowed == 200
+    assert script.paths == ["/v1/messages?beta=true"]  # nothing else reached the API
+
+
+@pytest.mark.parametrize(
+    ("calls", "path", "allowed"),
+    [
+        (BEDROCK_API, "model/us.anthropic.claude-sonnet-4-5-v1%3A0/invoke-with-response-stream", True),
+        (BEDROCK_API, "model/arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Ainference-profile%2Fp/invoke", True),
+        (BEDROCK_API, "model/../invoke", False),
+        (BEDROCK_API, "model-invocation-jobs", False),
+        (OPENAI_API, "responses", True),
+        (OPENAI_API, "v1/chat/completions", True),
+        (OPENAI_API, "files", False),
+        (OPENAI_API, "batches", False),
+    ],
+)
+def test_each_api_s_model_calls(calls: tuple[str, ...], path: str, allowed: bool) -> None:
+    assert Upstream("http://x", "authorization", "Bearer k", calls).allows("POST", path) is allowed
+    assert not Upstream("http://x", "authorization", "Bearer k", calls).allows("GET", path)

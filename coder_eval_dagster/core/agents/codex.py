@@ -28,7 +28,7 @@ from typing import Any
 
 from ..agent_cli import PASSED_THROUGH, agent_home, base_environment, bypass_proxies, write_wrapper
 from ..limits import Breach, BudgetTracker
-from ..model_proxy import Grant, Upstream
+from ..model_proxy import OPENAI_API, Grant, Upstream
 from ..models.results import ToolCallRecord, TurnRecord
 from ..sandbox.mocks import agent_environment
 from ..secrets import redact
@@ -63,7 +63,7 @@ def upstream(agent_input: AgentInput) -> Upstream:
     key = agent_input.run.credentials.get("CODEX_API_KEY")
     if not key:
         raise CodexRouteError("the codex agent needs CODEX_API_KEY (and optionally CODEX_BASE_URL)")
-    return Upstream(os.environ.get("CODEX_BASE_URL") or DEFAULT_BASE_URL, "authorization", f"Bearer {key}")
+    return Upstream(os.environ.get("CODEX_BASE_URL") or DEFAULT_BASE_URL, "authorization", f"Bearer {key}", OPENAI_API)
 
 
 def _environment(agent_input: AgentInput, home: Path, grant: Grant) -> dict[str, str]:

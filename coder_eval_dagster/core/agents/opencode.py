@@ -55,7 +55,7 @@ from typing import Any
 
 from ..agent_cli import PASSED_THROUGH, agent_home, base_environment, bypass_proxies, write_wrapper
 from ..limits import Breach, BudgetTracker
-from ..model_proxy import Grant, Upstream
+from ..model_proxy import MESSAGES_API, OPENAI_API, Grant, Upstream
 from ..models.agent import AgentConfig
 from ..models.results import ToolCallRecord, TurnRecord
 from ..secrets import redact
@@ -195,15 +195,17 @@ def install() -> str:
 
 @dataclass(frozen=True)
 class Provider:
-    """A built-in opencode provider coder-eval routes: its API (``root`` + ``path``) and its key's header."""
+    """A built-in opencode provider coder-eval routes: its API (``root`` + ``path``), its key's header, and the
+    model calls the proxy forwards to it."""
 
     root: str  # replaced by <NAME>_BASE_URL when set
     path: str = ""
     header: str = "authorization"
+    calls: tuple[str, ...] = OPENAI_API
 
 
 PROVIDERS = {
-    "anthropic": Provider("https://api.anthropic.com", "/v1", "x-api-key"),
+    "anthropic": Provider("https://api.anthropic.com", "/v1", "x-api-key", MESSAGES_API),
     "openai": Provider("https://api.openai.com/v1"),
     "openrouter": Provider("https://openrouter.ai/api/v1"),
     "deepseek": Provider("https://api.deepseek.com"),
@@ -230,7 +232,7 @@ def upstream(agent_input: AgentInput, provider: str) -> Upstream:
         base, key = os.environ.get("OPENCODE_BASE_URL"), credentials.get("OPENCODE_API_KEY")
         if not base or not key:
             raise OpencodeError(f"model {CUSTOM}/... needs OPENCODE_BASE_URL and OPENCODE_API_KEY")
-        return Upstream(base, "authorization", f"Bearer {key}")
+        return Upstream(base, "authorization", f"Bearer {key}", OPENAI_API)
     known = PROVIDERS.get(provider)
     if known is None:
         routed = ", ".join([CUSTOM, *PROVIDERS])
@@ -240,7 +242,7 @@ def upstream(agent_input: AgentInput, provider: str) -> Upstream:
     if not key:
         raise OpencodeError(f"model {provider}/... needs {name}_API_KEY")
     base = (os.environ.get(f"{name}_BASE_URL") or known.root).rstrip("/") + known.path
-    return Upstream(base, known.header, key if known.header == "x-api-key" else f"Bearer {key}")
+    return Upstream(base, known.header, key if known.header == "x-api-key" else f"Bearer {key}", known.calls)
 
 
 def permissions(config: AgentConfig) -> dict[str, str]:
