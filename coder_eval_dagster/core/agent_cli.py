@@ -9,21 +9,25 @@ fresh HOME of its own, and with a model proxy grant in place of any key.
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import os
 import shlex
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
 from .routing import RouteError
 
 if TYPE_CHECKING:
     from .routing import ApiRoute
+
+T = TypeVar("T")
 
 # Passed to an agent when the caller sets them: the locale, and the proxy of
 # the caller's network (a gateway to the model API goes through it too).
@@ -136,3 +140,15 @@ def cli_environment(sandbox_env: dict[str, str], home: Path, route: ApiRoute) ->
     env.update(route.cli_environment())
     bypass_proxies(env, route.base_url)
     return env
+
+
+async def within(conversation: Awaitable[T], seconds: float | None) -> T:
+    """``asyncio.wait_for``; on a timeout, what the cancelled SDK client left (its CLI's subprocess transport, in a
+    reference cycle) is collected while the event loop is still open. Collected after ``asyncio.run`` closed it,
+    each transport printed "Exception ignored ... Event loop is closed" with a traceback on the user's terminal."""
+    try:
+        return await asyncio.wait_for(conversation, seconds)
+    except TimeoutError:
+        gc.collect()
+        await asyncio.sleep(0)  # their close callbacks run now
+        raise

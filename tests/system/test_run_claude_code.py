@@ -45,3 +45,22 @@ def test_a_claude_code_task_succeeds_with_usage_and_cost_and_its_tools_never_see
     assert (row["status"], row["input_tokens"], row["agent_cost_usd"]) == ("SUCCESS", 1200, cost)
     probe_ran(run.evaluation("claude") / "sandbox")
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)
+
+
+def test_a_claude_code_task_that_runs_out_of_time_is_a_timeout_with_nothing_on_stderr_but_the_run(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    """task_timeout cuts the agent's conversation: TIMEOUT, and the CLI's subprocess ends with it; no Python
+    traceback on stderr (asyncio's "Exception ignored ... Event loop is closed" once showed on every timeout)."""
+    from tests.support.fake_anthropic import Script, Turn
+
+    fake = scripted_anthropic(Script([Turn(tools=[("Bash", {"command": "tail -f /dev/null"})]), Turn(text="never")]))
+    task = claude_code_task(tmp_path / "tasks", "slow", run_limits={"turn_timeout": 10})
+    outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
+    assert outcome.code == 1, outcome.output
+    assert run.result("slow")["final_status"] == "TIMEOUT", (
+        run.result("slow")["error_message"],
+        fake.script.paths,
+        outcome.err[-2000:],
+    )
+    assert "Traceback" not in outcome.err and "Exception ignored" not in outcome.err, outcome.err

@@ -31,7 +31,6 @@ difference.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 import time
@@ -40,7 +39,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..agent_cli import SDK_VARIABLES, agent_home, bundled_cli, cli_environment, write_wrapper
+from ..agent_cli import SDK_VARIABLES, agent_home, bundled_cli, cli_environment, within, write_wrapper
 from ..limits import Breach, BudgetTracker
 from ..models.agent import AgentConfig
 from ..models.results import ToolCallRecord, ToolCallStatus, TurnRecord
@@ -377,7 +376,7 @@ async def run(agent_input: AgentInput) -> AgentOutput:
         try:
             options = build_options(agent_input, session, home, route)
             conversation = _converse(agent_input, session, options)
-            breach = await asyncio.wait_for(conversation, timeout=agent_input.conversation_limit())
+            breach = await within(conversation, agent_input.conversation_limit())
             return session.finish(breach)
         except TimeoutError:
             output, which = session.finish(None), agent_input.expired_limit()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
-from ..agent_cli import SDK_VARIABLES, agent_home, bundled_cli, cli_environment, write_wrapper
+from ..agent_cli import SDK_VARIABLES, agent_home, bundled_cli, cli_environment, within, write_wrapper
 from ..models.agent import AgentConfig
 from ..models.base import rule_error
 from ..models.results import message_usage
@@ -251,7 +251,7 @@ def run_agent(run: JudgeRun, criterion: AgentJudge, ctx: CheckContext, config: A
             # at /sandbox, no network but the model proxy
             launcher = containment.agent_launcher(workspace.parent, workspace, model_only("score"), home)
             options = build_options(config, criterion, route, workspace, home, launcher, transcript)
-            asyncio.run(asyncio.wait_for(converse(options, run.prompt, transcript), criterion.turn_timeout))
+            asyncio.run(within(converse(options, run.prompt, transcript), criterion.turn_timeout))
     except TimeoutError:
         run.error = f"the judge agent exceeded turn_timeout ({criterion.turn_timeout:g} s)"
     except Exception as exc:  # the CLI missing or failing, an SDK error: this criterion scores 0
