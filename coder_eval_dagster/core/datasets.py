@@ -7,6 +7,7 @@ import json
 import random
 import re
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,13 +132,23 @@ def _as_text(value: Any) -> str:
     return json.dumps(value) if isinstance(value, (dict, list, bool)) or value is None else str(value)
 
 
+def _row_text(value: Any) -> str:
+    """A row value as a placeholder writes it in text: a scalar as coder_eval writes it (``str``: ``True``,
+    ``1.5``; null as nothing), a list or mapping (which coder_eval refuses) as JSON."""
+    if value is None:
+        return ""
+    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+
+
 def substitute(value: Any, row: Row, unknown: set[str], *, typed: bool = False, command: bool = False) -> Any:
     """Replace ``${row.<field>}`` in every string leaf; collect unknown fields.
 
     A string under a ``command`` key is a shell command: each value goes in
-    shell-quoted, so a row's text stays one word of data (``x; rm -rf ~`` or
-    ``$(...)`` never runs). With ``typed``, a string that is exactly one
-    placeholder becomes the row's value itself (``1`` stays an integer).
+    quoted for where it stands (bare, in "...", in '...'), so a row's text
+    stays data (``x; rm -rf ~`` or ``$(...)`` never runs) and reads as
+    coder_eval's plain substitution would for an ordinary value. With
+    ``typed``, a string that is exactly one placeholder becomes the row's
+    value itself (``1`` stays an integer).
     """
     if isinstance(value, str):
         return _substitute_text(value, row, unknown, typed and not command, command)
@@ -157,25 +168,22 @@ def _substitute_text(text: str, row: Row, unknown: set[str], typed: bool, comman
     whole = PLACEHOLDER.fullmatch(text) if typed else None
     if whole and whole.group(1) in row.values:
         return copy.deepcopy(row.values[whole.group(1)])
-
-    def replace(match: re.Match[str]) -> str:
+    parts, at = [], 0
+    for match, quote in _placeholders(text) if command else ((m, None) for m in PLACEHOLDER.finditer(text)):
         name = match.group(1)
-        if name not in row.values:
+        parts.append(text[at : match.start()])
+        if name in row.values:
+            value = _row_text(row.values[name])
+            parts.append(_shell_data(value, quote) if command else value)
+        else:
             unknown.add(name)
-            return match.group(0)
-        value = _as_text(row.values[name])
-        return shlex.quote(value) if command else value
-
-    return PLACEHOLDER.sub(replace, text)
+            parts.append(match.group(0))
+        at = match.end()
+    return "".join([*parts, text[at:]])
 
 
-def quoted_placeholders(command: str) -> list[str]:
-    """Fields of the ``${row.x}`` placeholders that stand inside '...' or "..." in a shell command.
-
-    Values are substituted shell-quoted, so a placeholder inside quotes would
-    end the quote and leave the value's characters to the shell.
-    """
-    found: list[str] = []
+def _placeholders(command: str) -> Iterator[tuple[re.Match[str], str | None]]:
+    """Each ``${row.x}`` of a shell command with the quote it stands in: ``'``, ``"``, or None (bare)."""
     quote: str | None = None
     index = 0
     while index < len(command):
@@ -185,9 +193,17 @@ def quoted_placeholders(command: str) -> list[str]:
             continue
         if char in "'\"" and quote in (None, char):
             quote = None if quote == char else char
-        elif quote is not None and (match := PLACEHOLDER.match(command, index)):
-            found.append(match.group(1))
+        elif match := PLACEHOLDER.match(command, index):
+            yield match, quote
             index = match.end()
             continue
         index += 1
-    return found
+
+
+def _shell_data(value: str, quote: str | None) -> str:
+    """``value`` as data where it stands in a command: one quoted word bare, else escaped for its quotes."""
+    if quote == "'":
+        return value.replace("'", "'\\''")
+    if quote == '"':
+        return re.sub(r'([\\"$`])', r"\\\1", value)
+    return shlex.quote(value)

@@ -25,11 +25,9 @@ from .atif import is_atif, replay_trajectory
 from .criteria import criterion_union, on_change
 from .datasets import (
     CLI_SAMPLE_SEED,
-    COMMAND_KEY,
     PLACEHOLDER,
     Row,
     load_rows,
-    quoted_placeholders,
     sample_rows,
     split_rows,
     substitute,
@@ -504,11 +502,8 @@ def _resolve_file(
     for index, (variant, merged) in enumerate(layered):
         found = _collect(functools.partial(_apply_prompt, merged, variant, index, layers, doc))[1]
         problems.extend(p for p in found if p not in problems)
-    placeholder_warnings, found = _collect(
-        lambda: _check_placeholders([merged for _, merged in layered], doc, rows is not None or unread)
-    )
+    found = _collect(lambda: _check_placeholders([merged for _, merged in layered], doc, rows is not None or unread))[1]
     problems.extend(found)
-    result.warnings.extend(placeholder_warnings or [])
     tasks = []
     for variant, merged in layered:  # every problem of the file in one pass, not one per attempt
         task, found = _collect(functools.partial(_validate_task, doc, merged, overrides, rows[0] if rows else None))
@@ -699,34 +694,28 @@ def _check_unique_id(task_id: str, path: Path, doc: Document, seen: dict[str, Pa
     seen[task_id] = path
 
 
-def _check_placeholders(layered: list[dict[str, Any]], doc: Document, has_rows: bool) -> list[Problem]:
-    """Refuse ``${row.x}`` where it would not be substituted; warn where it stands in quotes.
+def _check_placeholders(layered: list[dict[str, Any]], doc: Document, has_rows: bool) -> None:
+    """Refuse ``${row.x}`` where it would not be substituted.
 
     Outside the fields that take row values it would reach the agent or the
-    shell verbatim (``/bin/sh: Bad substitution``). Returns the warnings.
+    shell verbatim (``/bin/sh: Bad substitution``).
     """
     problems: dict[Problem, None] = {}
-    warnings: dict[Problem, None] = {}
     for merged in layered:
-        for loc, text in _placeholder_leaves(merged, ()):
+        for loc, _ in _placeholder_leaves(merged, ()):
             where = (str(doc.path), doc.line_of(loc), dotted(loc))
             if not has_rows:
                 problems[Problem(*where, NO_DATASET)] = None
             elif not _substituted_here(loc):
                 problems[Problem(*where, NOT_SUBSTITUTED)] = None
-            elif loc[-1] == COMMAND_KEY:
-                for name in quoted_placeholders(text):
-                    warnings[Problem(*where, f"warning: ${{row.{name}}} {IN_QUOTES}")] = None
     if problems:
         raise InvalidInput(list(problems))
-    return list(warnings)
 
 
 NO_DATASET = "${row.…} needs a dataset: this task has none"
 NOT_SUBSTITUTED = (
     "${row.…} is not substituted here; only initial_prompt, success_criteria and pre_run/post_run commands are"
 )
-IN_QUOTES = "is inside quotes; values go into commands shell-quoted already, so write it bare"
 
 
 def _substituted_here(loc: Loc) -> bool:

@@ -401,13 +401,38 @@ def test_placeholders_without_a_dataset_are_refused(tmp_path):
     assert result.code == 1 and ": pre_run.0.command: ${row.…} needs a dataset" in result.err, result.err
 
 
-def test_validate_warns_of_a_placeholder_inside_quotes(tmp_path):
-    data = task_with(dataset={"rows": [{"id": "a", "x": "1"}]}, pre_run=[{"command": 'echo "${row.x}" ${row.x}'}])
-    path = write_task(tmp_path, data)
-    result = run_cli("validate", path)
-    assert result.code == 0, result.err
-    (warning,) = result.err.splitlines()
-    assert ": pre_run.0.command: warning: ${row.x} is inside quotes" in warning
+@pytest.mark.parametrize(
+    "value",
+    ["hello world", "it's", 'a "b" $(touch pwned) `touch pwned` \\ $HOME', "x; touch pwned"],
+    ids=["spaces", "single-quote", "shell-syntax", "command"],
+)
+def test_a_row_value_in_a_command_is_data_bare_or_in_either_quotes(tmp_path, value):
+    """coder_eval's tasks write `"${row.x}"`: the value is what lands there, however it is quoted, and never runs."""
+    quoted = "printf %s \"${row.v}\" > double.txt; printf %s '${row.v}' > single.txt; printf %s ${row.v} > bare.txt"
+    checks = [
+        criterion("run_command", command=f'test "$(cat {name}.txt)" = "${{row.v}}"', description=name)
+        for name in ("double", "single", "bare")
+    ]
+    data = agentless(
+        dataset={"rows": [{"id": "a", "v": value}]}, pre_run=[{"command": quoted}], success_criteria=checks
+    )
+    result = _evaluate(tmp_path, data)
+    assert result.final_status == "SUCCESS", [(c.description, c.details) for c in result.criteria]
+    sandbox = tmp_path / "run/default/t1/a/01/sandbox"
+    assert [(sandbox / f"{name}.txt").read_text() for name in ("double", "single", "bare")] == [value] * 3
+    assert not (sandbox / "pwned").exists()
+
+
+def test_row_scalars_read_as_coder_eval_writes_them(tmp_path):
+    rows = [{"id": "a", "flag": True, "ratio": 0.5, "none": None}]
+    data = agentless(
+        dataset={"rows": rows},
+        pre_run=[{"command": "echo 'True 0.5 []' > out.txt"}],
+        success_criteria=[
+            criterion("file_contains", path="out.txt", includes=["${row.flag} ${row.ratio} [${row.none}]"])
+        ],
+    )
+    assert _evaluate(tmp_path, data).final_status == "SUCCESS"
 
 
 def test_a_whole_value_placeholder_keeps_the_row_value_type(tmp_path):

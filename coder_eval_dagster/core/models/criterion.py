@@ -210,8 +210,9 @@ CRITERION_ALIASES: dict[str, dict[str, Any]] = {
 
 def _unalias(data: Any) -> Any:
     """A criterion block with a legacy ``type`` rewritten to the criterion it stands for."""
-    if isinstance(data, dict) and data.get("type") in CRITERION_ALIASES:
-        return {**data, **CRITERION_ALIASES[data["type"]]}
+    kind = data.get("type") if isinstance(data, dict) else None
+    if isinstance(kind, str) and kind in CRITERION_ALIASES:  # (a malformed type, a list say, is the union's to refuse)
+        return {**data, **CRITERION_ALIASES[kind]}
     return data
 
 
