@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
@@ -24,6 +25,10 @@ class BudgetTracker:
     cost_usd: float = 0.0
     cost_reported: bool = False
     warnings: list[str] = field(default_factory=list)
+    # A turn's cost at the run's prices while its agent has reported none yet (Claude Code reports an exchange's
+    # cost at its end): max_usd binds after each turn, not after the exchange. None: no estimate.
+    estimate: Callable[[TurnRecord], float | None] | None = None
+    estimated_usd: float = 0.0  # the estimates of the turns since the last reported cost
 
     def counted_input(self, turn: TurnRecord) -> int:
         counted = turn.input_tokens
@@ -40,6 +45,9 @@ class BudgetTracker:
         if turn.cost_usd is not None:
             self.cost_usd += turn.cost_usd
             self.cost_reported = True
+            self.estimated_usd = 0.0  # a reported cost covers the turns since the last one
+        elif self.estimate is not None:
+            self.estimated_usd += self.estimate(turn) or 0.0
         limits = self.limits
         if limits.max_input_tokens is not None and self.input_tokens > limits.max_input_tokens:
             return TOKEN_BUDGET_EXCEEDED
@@ -47,7 +55,8 @@ class BudgetTracker:
             return TOKEN_BUDGET_EXCEEDED
         if limits.max_total_tokens is not None and self.input_tokens + self.output_tokens > limits.max_total_tokens:
             return TOKEN_BUDGET_EXCEEDED
-        if limits.max_usd is not None and self.cost_reported and self.cost_usd > limits.max_usd:
+        known = self.cost_reported or self.estimated_usd > 0
+        if limits.max_usd is not None and known and self.cost_usd + self.estimated_usd > limits.max_usd:
             return COST_BUDGET_EXCEEDED
         return None
 

@@ -64,3 +64,31 @@ def test_a_claude_code_task_that_runs_out_of_time_is_a_timeout_with_nothing_on_s
         outcome.err[-2000:],
     )
     assert "Traceback" not in outcome.err and "Exception ignored" not in outcome.err, outcome.err
+
+
+@pytest.mark.parametrize(
+    ("limits", "status"),
+    [({"max_usd": 0.02}, "COST_BUDGET_EXCEEDED"), ({"max_total_tokens": 2500}, "TOKEN_BUDGET_EXCEEDED")],
+    ids=["max_usd", "max_total_tokens"],
+)
+def test_a_budget_binds_after_the_turn_that_spends_it(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic, limits: dict, status: str
+) -> None:
+    """The guide: caps are checked after each completed turn. Each turn here spends 1,500 tokens, $0.0105 at
+    claude-sonnet-4-5's prices (Claude Code reports its cost only when the exchange ends): the second turn goes
+    over both caps, so no third model request is made."""
+    from tests.support.fake_anthropic import Script, Turn
+
+    turns = [
+        Turn(tools=[("Bash", {"command": f"echo {i} >> calls.txt"})], input_tokens=1000, output_tokens=500)
+        for i in range(6)
+    ]
+    fake = scripted_anthropic(Script([*turns, Turn(text="done")]))
+    agent = {"type": "claude-code", "permission_mode": "bypassPermissions", "model": "claude-sonnet-4-5"}
+    task = claude_code_task(tmp_path / "tasks", "capped", agent=agent, run_limits=limits)
+    outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
+    assert outcome.code == 1, outcome.output
+    result = run.result("capped")
+    assert result["final_status"] == status, (result["error_message"], fake.script.paths)
+    assert len(fake.script.agent_requests()) == 2, fake.script.paths
+    assert agent_usage(result)[2] > 0.0105  # cut off before Claude Code reported it: a floor, at the run's prices

@@ -21,9 +21,11 @@ the criteria then grade what it left.
 Telemetry comes live from the PreToolUse / PostToolUse hooks; a turn is one
 model round trip (one assistant message id) with its usage. The early-stop
 watcher runs in the PostToolUse hook and ends the loop with
-``continue_: False``. Token budgets are checked after each completed turn
-(the run is interrupted on a breach); the cost is reported at the end of each
-exchange, so ``max_usd`` is checked then. A simulated dialog continues the
+``continue_: False``. Token budgets and ``max_usd`` are checked after each
+completed turn, in the tool hooks (a turn over a cap is the last: no model
+request follows it); Claude Code reports the cost at the end of each
+exchange, so until then a turn's cost is its tokens at the run's prices
+(none when the model has no price: ``max_usd`` is then checked at the end). A simulated dialog continues the
 same client (one CLI session) with each user message, so the agent keeps
 its context; the SDK reports the cost cumulatively, each exchange gets the
 difference.
@@ -31,6 +33,7 @@ difference.
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import time
@@ -75,7 +78,9 @@ class Session:
     def __init__(self, agent_input: AgentInput):
         self.input = agent_input
         self.output = AgentOutput()
-        self.budget = BudgetTracker(agent_input.limits)
+        model, prices = agent_input.config.model, agent_input.run.prices
+        self.budget = BudgetTracker(agent_input.limits, estimate=lambda turn: prices.cost(model, turn.usage))
+        self.breached: Breach | None = None  # a budget over its cap: no further tool call, no further turn
         self.turn_of: dict[str, TurnRecord] = {}  # assistant message id -> turn
         self.call_of: dict[str, ToolCallRecord] = {}  # tool_use id -> call
         self.started_at: dict[str, float] = {}
@@ -103,11 +108,14 @@ class Session:
         """Why no further tool call may run: an early stop, or the tool-call cap reached (None: it may)."""
         if self.stop_requested:
             return f"coder-eval early stop: {self.stop_requested}"
+        if self.breached:
+            return f"coder-eval: a run_limits budget is spent ({self.breached})"
         if self.output.stop_reason == "max_tool_calls":
             return f"coder-eval: run_limits.max_tool_calls ({self.input.limits.max_tool_calls}) reached"
         return None
 
     async def pre_tool(self, data: HookInput, tool_use_id: str | None, _ctx: HookContext) -> SyncHookJSONOutput:
+        self.breached = self.breached or self._over_a_cap()
         if self.input.calls_exhausted(self.calls_started):
             self.output.stop_at_tool_cap(self.input.limits.max_tool_calls)
         if self.halted:  # the run was stopped: no further tool call may run, whatever is in flight
@@ -136,6 +144,7 @@ class Session:
         reason = watcher.observe(call) if watcher and call else None
         if reason:
             self.stop_requested = reason
+        self.breached = self.breached or self._over_a_cap()  # the turn's last usage is in by now: no next turn
         halted = self.halted
         return {"continue_": False, "stopReason": halted} if halted else {}
 
@@ -236,13 +245,21 @@ class Session:
             if isinstance(block, ToolResultBlock) and block.is_error and block.tool_use_id in self.call_of:
                 self.call_of[block.tool_use_id].status = "error"
 
+    def _over_a_cap(self) -> Breach | None:
+        """Whether the turns so far put a budget over its cap: asked before a tool runs (the turn's usage may not
+        be all in yet: the SDK answers hooks at once, its messages reach us in turn) and after (it is by then);
+        over, no further tool or model request runs. Tried on a copy of the budget: the turns are counted once,
+        by ``settle``, with their last usage."""
+        trial = copy.copy(self.budget)
+        return next((b for turn in self.output.turns[self.budgeted :] if (b := trial.add(turn))), None)
+
     def settle(self) -> Breach | None:
-        """Add the completed turns not yet counted to the budget; the breached budget's status, if any."""
-        breach: Breach | None = None
+        """Add the completed turns not yet counted to the budget; the breached budget's status, if any (once
+        breached, it stays so)."""
         for turn in self.output.turns[self.budgeted :]:
-            breach = self.budget.add(turn) or breach
+            self.breached = self.budget.add(turn) or self.breached
         self.budgeted = len(self.output.turns)
-        return breach
+        return self.breached
 
     def on_result(self, message: ResultMessage) -> None:
         cost = getattr(message, "total_cost_usd", None)
@@ -257,6 +274,8 @@ class Session:
     def finish(self, breach: Breach | None) -> AgentOutput:
         if breach is None and self.output.final_status is None:
             breach = self.settle()  # the last turn, with the cost reported at the end
+        for turn in self.output.turns[self.cost_covered :]:  # cut off before Claude Code reported their cost
+            self.input.price(turn)  # at the run's prices: the agent's cost is then a floor, not empty
         return self.output.conclude(self.budget, breach, self.stop_requested, self.input.limits.max_turns)
 
 
