@@ -76,7 +76,26 @@ def test_both_judges_pass_with_their_usage_recorded_and_the_judge_agent_never_se
     assert (llm["cost_source"], llm["cost_usd"]) == ("priced", pytest.approx(price)) and price > 0
     assert agent["cost_source"] == "reported" and agent["cost_usd"] > 0
     assert result["judge_cost_usd"] == pytest.approx(llm["cost_usd"] + agent["cost_usd"])
+    assert run.summary["spend"]["judges"]["cost_source"] == "mixed"  # one priced, one reported: not "priced"
     tokens_in, _, cost = agent_usage(result)
     assert (tokens_in, cost) == (0, None)  # the replayed agent called no model
     assert "probe ran:" in (run.evaluation("judged") / "judge-1.yaml").read_text()
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)
+
+
+def test_an_agent_judge_cut_off_by_its_turn_timeout_records_what_its_turns_spent(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    """Claude Code reports a cost only at the end: a judge cut off records its turns' tokens, priced (a floor),
+    not the zero spend it once recorded as complete."""
+    fake = scripted_anthropic(
+        Script([Turn(tools=[("Bash", {"command": "tail -f /dev/null"})], input_tokens=700, output_tokens=60)])
+    )
+    judge = {"type": "agent_judge", "description": "slow", "prompt": "Inspect.", "turn_timeout": 10}
+    task = replay_task_file(tmp_path / "tasks", "cut", [{"text": "nothing to do"}], success_criteria=[judge])
+    outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
+    assert outcome.code == 1, outcome.output
+    (criterion,) = run.result("cut")["success_criteria_results"]
+    assert "turn_timeout" in criterion["error"]
+    usage = criterion["evidence"]["judge_usage"]
+    assert (usage["input_tokens"], usage["cost_source"]) == (700, "priced") and usage["cost_usd"] > 0, usage

@@ -26,7 +26,7 @@ from pydantic import Field, field_validator
 from ..agent_cli import SDK_VARIABLES, agent_home, bundled_cli, cli_environment, within, write_wrapper
 from ..models.agent import AgentConfig
 from ..models.base import rule_error
-from ..models.results import message_usage
+from ..models.results import TokenUsage, message_usage
 from ..sandbox import containment
 from ..sandbox.egress import LOOPBACK, model_only
 from ..sandbox.holder import SANDBOX_PATH
@@ -147,6 +147,7 @@ class Transcript:
         self.texts: list[str] = []
         self.result: Any = None
         self.stderr: deque[str] = deque(maxlen=STDERR_LINES)  # kept for a failure's reason, never printed
+        self.turn_usage: dict[str, Any] = {}  # assistant message id -> its usage: a judge cut off has no result
 
     def on_stderr(self, line: str) -> None:
         self.stderr.append(line.rstrip())
@@ -162,6 +163,9 @@ class Transcript:
         )
 
         if isinstance(message, AssistantMessage):
+            if getattr(message, "usage", None):
+                key = getattr(message, "message_id", None) or f"turn-{len(self.turn_usage)}"
+                self.turn_usage[key] = message.usage
             for block in message.content:
                 if isinstance(block, ToolUseBlock):
                     self.lines.append(f"- {block.name}: {truncated(json.dumps(block.input), CALL_PREVIEW_CHARS)}")
@@ -174,6 +178,16 @@ class Transcript:
                     self.lines.append(f"  -> {truncated(str(preview), CALL_PREVIEW_CHARS)}")
         elif isinstance(message, ResultMessage):
             self.result = message
+
+    def usage(self) -> TokenUsage:
+        """Claude Code's total when it reported one; cut off before (a turn_timeout), the sum of its turns."""
+        if self.result is not None:
+            usage = message_usage(getattr(self.result, "usage", None) or {})
+            cost = getattr(self.result, "total_cost_usd", None)
+            if cost is None:
+                return usage
+            return usage.model_copy(update={"total_cost_usd": float(cost), "cost_source": "reported"})
+        return TokenUsage.summed([message_usage(usage) for usage in self.turn_usage.values()]) or TokenUsage()
 
     @property
     def final_text(self) -> str:
@@ -261,12 +275,12 @@ def run_agent(run: JudgeRun, criterion: AgentJudge, ctx: CheckContext, config: A
 
 
 def record_result(run: JudgeRun, transcript: Transcript, seconds: float, context: RunContext) -> None:
-    result = transcript.result
-    usage = message_usage(getattr(result, "usage", None) or {})
-    cost = getattr(result, "total_cost_usd", None)
-    if cost is not None:  # Claude Code's own figure
-        usage = usage.model_copy(update={"total_cost_usd": float(cost), "cost_source": "reported"})
-    run.usage = judge_usage(context.prices.priced(run.model, usage, context.route.backend), seconds)
+    result, usage = transcript.result, transcript.usage()
+    if result is None and not usage.spent:  # cut off before any turn came back: what it spent is not known
+        usage = usage.model_copy(update={"total_cost_usd": None, "cost_source": "unknown"})
+    else:
+        usage = context.prices.priced(run.model, usage, context.route.backend)
+    run.usage = judge_usage(usage, seconds)
     run.tool_calls, run.verdict = transcript.lines, transcript.final_text
     if run.error:
         return

@@ -69,7 +69,7 @@ Status = Annotated[FinalStatus, BeforeValidator(current_status)]
 
 
 # Where a cost came from: the agent's own figure, tokens x prices (core/pricing.py), or nobody prices the model.
-CostSource = Literal["reported", "priced", "unknown"]
+CostSource = Literal["reported", "priced", "unknown", "mixed"]  # mixed: a sum of reported and priced parts
 
 
 class TokenUsage(BaseModel):
@@ -133,12 +133,13 @@ def message_usage(usage: Any) -> TokenUsage:
 
 
 def combined_source(sources: list[CostSource | None]) -> CostSource | None:
-    """One source for a sum: ``unknown`` if any part has no cost, ``reported`` if every part was, else ``priced``."""
+    """One source for a sum: ``unknown`` if any part has no cost, else the parts' one source, else ``mixed``."""
     if not sources:
         return None
     if any(source in (None, "unknown") for source in sources):
         return "unknown"
-    return "reported" if all(source == "reported" for source in sources) else "priced"
+    known = set(sources)
+    return known.pop() if len(known) == 1 else "mixed"
 
 
 class CommandRun(BaseModel):
