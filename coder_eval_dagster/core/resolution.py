@@ -505,8 +505,10 @@ def _resolve_file(
     found = _collect(lambda: _check_placeholders([merged for _, merged in layered], doc, rows is not None or unread))[1]
     problems.extend(found)
     tasks = []
-    for variant, merged in layered:  # every problem of the file in one pass, not one per attempt
+    for (index, _, raw), (variant, merged) in zip(variants, layered, strict=True):  # every problem in one pass
         task, found = _collect(functools.partial(_validate_task, doc, merged, overrides, rows[0] if rows else None))
+        if raw and layers:
+            found = [_blame_variant(problem, raw, index, merged, layers[-1].doc) for problem in found]
         if unread:
             found = [p for p in found if not _stands_on_rows(p, merged)]
         problems.extend(p for p in found if p not in problems)
@@ -786,6 +788,35 @@ def _read_file(doc: Document, loc: Loc, relative: str) -> str:
     except (OSError, UnicodeDecodeError, UnreadableFile) as exc:
         problem = Problem(str(doc.path), doc.line_of(loc), dotted(loc), f"cannot read {relative}: {exc}")
         raise InvalidInput([problem]) from None
+
+
+def _blame_variant(
+    problem: Problem, raw: dict[str, Any], index: int, merged: dict[str, Any], experiment: Document
+) -> Problem:
+    """A problem in a value the variant laid over the task is the experiment file's, at the variant's line (its
+    template sources are found relative to it, too)."""
+    loc = _set_by_variant(problem.field.split("."), raw, merged)
+    if loc is None:
+        return problem
+    where: Loc = ("variants", index, *loc)
+    message = problem.message.replace("(relative to the task YAML)", "(relative to the experiment file)")
+    return Problem(str(experiment.path), experiment.line_of(where), dotted(where), message)
+
+
+def _set_by_variant(parts: list[str], raw: dict[str, Any], merged: dict[str, Any]) -> Loc | None:
+    """Where in the variant the task's field ``parts`` came from, or None (the task's own, or a default's)."""
+    if parts[:2] == ["sandbox", "template_sources"] and len(parts) > 2 and parts[2].isdigit():
+        own = len(raw.get("template_sources") or [])  # appended after the task's own sources
+        at = int(parts[2]) - (len((merged.get("sandbox") or {}).get("template_sources") or []) - own)
+        return ("template_sources", at, *parts[3:]) if 0 <= at < own else None
+    if parts[0] not in ("agent", "sandbox", "run_limits", "simulation"):
+        return None
+    node: Any = raw
+    for part in parts:
+        if not (isinstance(node, dict) and part in node):
+            return None
+        node = node[part]
+    return tuple(parts)
 
 
 def _mark_override(problem: Problem, overrides: list[tuple[Loc, Any]]) -> Problem:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from .agent import AgentConfig
 from .base import SafeId, StrictModel, check_regex, rule_error, rule_errors
@@ -20,10 +20,17 @@ Repeats = Annotated[int, Field(ge=1, le=MAX_REPEATS)]
 
 
 def _known_simulation_keys(value: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A partial simulation block: only known keys (it is merged onto the task's)."""
-    for key in value or {}:
-        if key not in Simulation.model_fields:
+    """A partial simulation block (merged onto the task's): known keys, each of its field's type, so that a bad
+    value is the experiment file's error, not the task's it is merged into."""
+    for key, item in (value or {}).items():
+        field = Simulation.model_fields.get(key)
+        if field is None:
             raise ValueError(f"unknown simulation field {key!r}")
+        try:
+            bounded: Any = Annotated[field.annotation, field]  # its type and its bounds (a runtime-built form)
+            TypeAdapter(bounded).validate_python(item)
+        except ValidationError as exc:
+            raise ValueError(f"{key}: {exc.errors()[0]['msg']}") from None
     return value
 
 
