@@ -27,6 +27,7 @@ from .core.layout import (
     load_summary,
     write_atomically,
 )
+from .core.problems import InvalidInput
 
 FORMATS = ("md", "html", "junit")
 
@@ -75,7 +76,10 @@ def rebuild(run_dir: Path) -> int:
         return _fail(f"{run_dir} is not a run folder (no run_plan.json)")
     if not evaluation_files(run_dir, RESULT_FILE):
         return _fail(f"no finalized task.json files found under {run_dir}")
-    earlier = load_summary(run_dir) if (run_dir / RUN_FILE).is_file() else None
+    try:  # rebuilding is the way to mend a damaged run.json: its old values are kept when they can be read
+        earlier = load_summary(run_dir) if (run_dir / RUN_FILE).is_file() else None
+    except InvalidInput:
+        earlier = None
     summary = report_run(
         load_run(run_dir),
         earlier.max_parallel if earlier else 1,

@@ -37,7 +37,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -165,16 +165,21 @@ def evaluation_files(run_dir: Path, name: str) -> list[Path]:
 Record = TypeVar("Record", bound=BaseModel)
 
 
+def read_json(path: Path) -> Any:
+    """A JSON file of a run folder; one that is not JSON is an ``InvalidInput`` naming it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as bad:
+        raise InvalidInput([Problem(str(path), None, DOCUMENT, f"not JSON ({bad})")]) from None
+
+
 def read_record(path: Path, model: type[Record]) -> Record:
     """A report file read into its model; one that is not is an ``InvalidInput`` naming the file and the field."""
     text = path.read_text(encoding="utf-8")
     try:
         return model.model_validate_json(text)
     except ValidationError as exc:
-        try:
-            data = json.loads(text)
-        except ValueError as bad:
-            raise InvalidInput([Problem(str(path), None, DOCUMENT, f"not JSON ({bad})")]) from None
+        data = read_json(path)
         raise InvalidInput(problems_from_validation(exc, data, str(path), lambda _: None, model=model)) from None
 
 

@@ -30,6 +30,7 @@ from .layout import (
     load_result,
     load_summary,
     point_latest,
+    read_record,
     replicates,
     write_atomically,
 )
@@ -38,7 +39,7 @@ from .models.prices import ModelPrice
 from .models.report import RunSummary, TaskRow
 from .models.report import SkippedTask as ReportedSkip
 from .models.results import EvaluationResult
-from .problems import Problem
+from .problems import DOCUMENT, InvalidInput, Problem
 from .reports.run_summary import run_passed
 from .resolution import Resolution, RowTask, SkippedTask, resolve
 from .run_context import RunContext
@@ -147,8 +148,12 @@ def resnapshot(run: OpenRun) -> Resolution:
 
 def load_run(folder: Path) -> OpenRun:
     """A run folder's plan and snapshot (a run context keeps what its process read: ``RunContext.run_folder``)."""
-    plan = RunPlan.model_validate_json((folder / PLAN_FILE).read_text(encoding="utf-8"))
-    snapshot = pickle.loads((folder / SNAPSHOT_FILE).read_bytes())
+    plan = read_record(folder / PLAN_FILE, RunPlan)
+    try:
+        snapshot = pickle.loads((folder / SNAPSHOT_FILE).read_bytes())
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError) as exc:
+        why = f"not a snapshot this coder-eval wrote ({type(exc).__name__}: {exc}); the run cannot be resumed"
+        raise InvalidInput([Problem(str(folder / SNAPSHOT_FILE), None, DOCUMENT, why)]) from None
     return OpenRun(folder, plan, snapshot)
 
 

@@ -168,3 +168,34 @@ def test_validate_finds_the_duplicate_task_id_that_run_refuses(tmp_path: Path, s
     checked = system_cli("validate", "tasks", env={})
     assert checked.code == 1, checked.output
     assert "tasks/same.yaml:1: task_id: duplicate task_id 'same' (also in tasks/copy.yaml)" in checked.err
+
+
+def test_damaged_run_files_are_named_in_one_line_and_rebuild_mends_run_json(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """Exit 3 says "a bug in coder-eval": a damaged file of a run folder is bad input, named, exit 2."""
+    outcome, run = system_cli.run(_agentless(tmp_path, "good"), env={})
+    assert outcome.code == 0, outcome.output
+    folder = run.path
+    (folder / "run.json").write_text('{"run_id": ')
+    compared = system_cli("compare", folder, env={})
+    assert compared.code == 2 and "not JSON" in compared.err and str(folder / "run.json") in compared.err
+    rebuilt = system_cli("report", folder, "--rebuild", env={})
+    assert rebuilt.code == 0 and run.summary["task_results"][0]["status"] == "SUCCESS", rebuilt.output
+
+    plan = (folder / "run_plan.json").read_text()
+    (folder / "run_plan.json").write_text("{")
+    for args in (("run", "--resume", folder), ("rescore", folder)):
+        refused = system_cli(*args, env={})
+        assert refused.code == 2 and "not JSON" in refused.err and "run_plan.json" in refused.err, refused.output
+    (folder / "run_plan.json").write_text(plan)
+    (folder / "snapshot.pickle").write_bytes(b"garbage\n")
+    refused = system_cli("rescore", folder, env={})
+    assert refused.code == 2 and "not a snapshot this coder-eval wrote" in refused.err, refused.output
+    assert str(folder / "snapshot.pickle") in refused.err
+
+    (next(system_cli.runs.glob("tables/task_results/*/*.parquet"))).write_bytes(b"not parquet")
+    history = system_cli("history", system_cli.runs, env={})
+    assert history.code == 2 and "a table file cannot be read" in history.err, history.output
+    for outcome in (compared, refused, history):
+        assert "internal error" not in outcome.err and "Traceback" not in outcome.err

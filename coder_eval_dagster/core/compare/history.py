@@ -109,9 +109,12 @@ def history(runs_dir: Path, days: int | None = None, task_glob: str | None = Non
     if missing:
         raise CompareError(f"{runs_dir}: no {' or '.join(missing)} table under {tables_dir} (run coder-eval run first)")
     with duckdb.connect() as connection:
-        for table in VIEWED_TABLES:
-            connection.execute(view_statement(tables_dir, table, days, task_glob))
-        answers = {name: connection.execute(sql).df() for name, (_, sql) in QUESTIONS.items()}
+        try:
+            for table in VIEWED_TABLES:
+                connection.execute(view_statement(tables_dir, table, days, task_glob))
+            answers = {name: connection.execute(sql).df() for name, (_, sql) in QUESTIONS.items()}
+        except duckdb.Error as exc:  # a damaged or foreign file among the tables: say which, not a traceback
+            raise CompareError(f"{tables_dir}: a table file cannot be read: {str(exc).splitlines()[0]}") from None
     return History(runs_dir, answers)
 
 

@@ -12,7 +12,6 @@ compares a few rows with an earlier run does not import pandas (issue 25).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,7 +22,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from ..layout import PLAN_FILE, RESULT_FILE, RUN_FILE, TABLES_DIR, evaluation_files, load_result, report_path
+from ..layout import (
+    PLAN_FILE,
+    RESULT_FILE,
+    RUN_FILE,
+    TABLES_DIR,
+    evaluation_files,
+    load_result,
+    read_json,
+    report_path,
+)
 from ..models.results import EARLIER_STATUSES, EvaluationResult
 from ..tables import task_result_row
 
@@ -161,7 +169,7 @@ def _parquet_file(run_dir: Path) -> Path | None:
 def _run_document(run_dir: Path) -> dict[str, Any]:
     """run.json as plain JSON (empty without one): read once for the variant order and the sequential settings."""
     run_file = run_dir / RUN_FILE
-    document: dict[str, Any] = json.loads(run_file.read_text(encoding="utf-8")) if run_file.is_file() else {}
+    document: dict[str, Any] = read_json(run_file) if run_file.is_file() else {}
     return document
 
 
@@ -171,7 +179,7 @@ def _variant_order(run_dir: Path, document: dict[str, Any], present: Iterable[st
     declared: list[str | None] = document.get("variants") or []  # a variant may lack its variant_id
     plan_file = run_dir / PLAN_FILE
     if not declared and plan_file.is_file():
-        experiment = json.loads(plan_file.read_text(encoding="utf-8")).get("options", {}).get("experiment")
+        experiment = read_json(plan_file).get("options", {}).get("experiment")
         if experiment and Path(experiment).is_file():
             variants = (yaml.safe_load(Path(experiment).read_text(encoding="utf-8")) or {}).get("variants") or []
             declared = [v.get("variant_id") for v in variants if isinstance(v, dict)]
