@@ -316,9 +316,11 @@ def layer(
     under: dict[str, Any] = {}
     pre: list[Any] = []
     post: list[Any] = []
+    sources: list[Any] = []  # the defaults' template sources: after the task's own, before the variant's (coder_eval)
     for block in copy.deepcopy(defaults):
         pre += block.pop("pre_run", None) or []
         post = (block.pop("post_run", None) or []) + post
+        sources += block.pop("template_sources", None) or []
         driver = block.get("driver")
         under = _merge_layer(under, _with_driver({k: v for k, v in block.items() if k not in OVERLAY_ONLY}, driver))
     merged = _merge_layer(under, copy.deepcopy(task_raw))
@@ -326,18 +328,25 @@ def layer(
         merged["pre_run"] = [*pre, *(merged.get("pre_run") or [])]
     if post:
         merged["post_run"] = [*(merged.get("post_run") or []), *post]
+    if sources:
+        _append_sources(merged, sources)
     if variant_raw:
         overlay: dict[str, Any] = {k: variant_raw[k] for k in ("agent", "sandbox", "run_limits") if k in variant_raw}
         merged = _merge_layer(merged, _with_driver(copy.deepcopy(overlay), variant_raw.get("driver")))
         if variant_raw.get("template_sources"):
-            sandbox = merged.setdefault("sandbox", {}) or {}
-            merged["sandbox"] = sandbox
-            sandbox["template_sources"] = [*(sandbox.get("template_sources") or []), *variant_raw["template_sources"]]
-        if variant_raw.get("simulation"):
-            merged["simulation"] = {**(merged.get("simulation") or {}), **variant_raw["simulation"]}
+            _append_sources(merged, variant_raw["template_sources"])
+        for shallow in ("simulation", "checker_context"):  # merged key by key over the task's
+            if variant_raw.get(shallow):
+                merged[shallow] = {**(merged.get(shallow) or {}), **variant_raw[shallow]}
     for loc, value in overrides:
         _set_path(merged, loc, copy.deepcopy(value))
     return merged
+
+
+def _append_sources(merged: dict[str, Any], sources: list[Any]) -> None:
+    sandbox = merged.setdefault("sandbox", {}) or {}
+    merged["sandbox"] = sandbox
+    sandbox["template_sources"] = [*(sandbox.get("template_sources") or []), *copy.deepcopy(sources)]
 
 
 # ----------------------------------------------------------------------------- resolution

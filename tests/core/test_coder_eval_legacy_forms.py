@@ -118,13 +118,14 @@ def test_checker_context_in_experiment_defaults_lies_under_the_tasks(tmp_path: P
     assert _judge_models(tmp_path / "two", over, experiment) == ["claude-task", "claude-task"]
 
 
-def test_checker_context_in_a_variant_is_refused_naming_where_it_goes(tmp_path: Path) -> None:
+def test_checker_context_in_a_variant_is_merged_over_the_tasks(tmp_path: Path) -> None:
     experiment = _experiment(
         tmp_path,
-        "experiment_id: exp\nvariants:\n  - {variant_id: a, checker_context: {api_route: {model: m}}}\n",
+        "experiment_id: exp\nvariants:\n  - {variant_id: a}\n"
+        "  - {variant_id: b, checker_context: {api_route: {model: claude-variant}}}\n",
     )
-    err = _refused(experiment)
-    assert "variants.0.checker_context: not supported in a variant: set it in the task or in the experiment" in err
+    over = task_with(checker_context={"api_route": {"model": "claude-task"}}, success_criteria=[JUDGE])
+    assert _judge_models(tmp_path / "one", over, experiment) == ["claude-task", "claude-variant"]
 
 
 # ----------------------------------------------------------------------------- template_sources
@@ -162,15 +163,23 @@ def test_include_patterns_stay_inside_the_template(tmp_path: Path, pattern: str,
     assert "sandbox.template_sources.0.include_patterns" in err and message in err
 
 
-def test_template_sources_in_experiment_defaults_is_refused_naming_where_it_goes(tmp_path: Path) -> None:
-    write(tmp_path / "experiments/tpl/a.txt", "x")
+def test_template_sources_in_experiment_defaults_come_after_the_tasks_and_before_the_variants(tmp_path: Path) -> None:
+    for name in ("task/own", "experiments/shared", "experiments/hint"):
+        write(tmp_path / name / "x.txt", name)
     experiment = _experiment(
         tmp_path,
-        "experiment_id: exp\ndefaults:\n  template_sources: [{type: template_dir, path: tpl}]\n"
-        "variants:\n  - {variant_id: a}\n",
+        "experiment_id: exp\ndefaults:\n  template_sources: [{type: template_dir, path: shared}]\n"
+        "variants:\n  - {variant_id: a}\n  - {variant_id: b, template_sources: [{type: template_dir, path: hint}]}\n",
     )
-    err = _refused(experiment)
-    assert "defaults.template_sources: not supported in defaults" in err and "each variant's" in err
+    task = write_task(
+        tmp_path / "task", task_with(sandbox={"template_sources": [{"type": "template_dir", "path": "own"}]})
+    )
+    resolution = resolve(RunSpec(task_paths=[str(task)], experiment=str(experiment)))
+    assert not resolution.problems, resolution.problems
+    paths = {
+        rt.variant_id: [Path(s.path).name for s in rt.task.sandbox.template_sources] for rt in resolution.row_tasks
+    }
+    assert paths == {"a": ["own", "shared"], "b": ["own", "shared", "hint"]}
 
 
 # ----------------------------------------------------------------------------- criteria

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from .agent import AgentConfig
-from .base import SafeId, StrictModel, check_regex, rule_error, rule_errors
+from .base import SafeId, StrictModel, check_regex, rule_error
 from .checker import CheckerContext
 from .commands import HookCommand
 from .limits import RunLimits
@@ -107,37 +107,13 @@ class Overlay(StrictModel):
     _driver = field_validator("driver")(_registered_driver)
 
 
-# coder_eval's experiment keys that a block here does not take, and why.
-NOT_IN_DEFAULTS = {
-    "template_sources": "not supported in defaults: name the template in each task's sandbox.template_sources, "
-    "or in each variant's template_sources (appended after the task's)",
-}
-NOT_IN_VARIANTS = {
-    "checker_context": "not supported in a variant: set it in the task or in the experiment's defaults",
-}
-
-
-def _refuse(cls: type, data: Any, refused: dict[str, str], empty_ok: bool) -> Any:
-    """``data`` without the ``refused`` keys; one that is there, an error (unless it is empty and ``empty_ok``)."""
-    if not isinstance(data, dict):
-        return data
-    asked = [(k, why) for k, why in refused.items() if k in data and not (empty_ok and data[k] in (None, [], {}))]
-    if asked:
-        raise rule_errors(cls.__name__, asked)
-    return {key: value for key, value in data.items() if key not in refused}
-
-
 class ExperimentDefaults(Overlay):
     """Applied under every task: the task file overrides it; pre_run goes first, post_run last."""
 
     pre_run: list[HookCommand] = Field(default_factory=list)
     post_run: list[HookCommand] = Field(default_factory=list)
     checker_context: CheckerContext = None  # merged key by key under the task's (coder_eval's defaults layer)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _not_here(cls, data: Any) -> Any:
-        return _refuse(cls, data, NOT_IN_DEFAULTS, empty_ok=False)  # (the raw block is merged)
+    template_sources: list[TemplateSource] = Field(default_factory=list)  # after the task's own, before a variant's
 
 
 class Variant(Overlay):
@@ -150,13 +126,9 @@ class Variant(Overlay):
     variant_id: SafeId
     description: str | None = None
     template_sources: list[TemplateSource] = Field(default_factory=list)
+    checker_context: CheckerContext = None  # merged key by key over the task's
     initial_prompt: str | None = None
     initial_prompt_file: str | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _not_here(cls, data: Any) -> Any:
-        return _refuse(cls, data, NOT_IN_VARIANTS, empty_ok=True)
 
     @model_validator(mode="after")
     def _one_prompt_change(self) -> Variant:
