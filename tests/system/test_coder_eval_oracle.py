@@ -69,6 +69,9 @@ def test_the_released_coder_eval_aggregates_our_run_as_its_own(oracle: Path, sys
     shutil.copytree(run_dir, copy)
 
     env = oracle_environment(system_cli)
+    shown = subprocess.run([str(oracle), "report", str(run_dir)], capture_output=True, text=True, env=env, timeout=300)
+    assert shown.returncode == 0, shown.stdout + shown.stderr  # it reads experiment.md first (before: a traceback)
+    assert "experiment.md" in shown.stdout and "Experiment ab" in shown.stdout, shown.stdout
     rebuilt = subprocess.run(
         [str(oracle), "report", str(copy), "--rebuild"], capture_output=True, text=True, env=env, timeout=300
     )

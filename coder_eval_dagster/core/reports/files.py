@@ -16,9 +16,11 @@ from typing import Any
 
 from ..layout import (
     EXPERIMENT_FILE,
+    EXPERIMENT_MD,
     RESULT_FILE,
     RUN_FILE,
     RUN_MD,
+    VARIANT_MD,
     evaluation_folder,
     suite_file,
     variant_file,
@@ -36,6 +38,7 @@ from ..models.report import (
 from ..models.results import STATUS_CATEGORY, CriterionResult, EvaluationResult
 from ..suite import SuiteEntry, score_metrics
 from ..version import PACKAGE, framework_version
+from .experiment_md import render_experiment_md, render_variant_md
 from .run_summary import render_run_md
 from .run_viewer import write_run_viewer
 
@@ -59,7 +62,7 @@ def write_json(path: Path, model: Any) -> None:
 def write_reports(
     run_dir: Path, report: RunSummary, results: list[EvaluationResult], suite: list[SuiteEntry], description: str
 ) -> None:
-    """run.json, run.md, experiment.json, every variant.json and every suite.json of the run, and its viewer."""
+    """run.json, run.md, experiment.json and .md, every variant.json and .md, every suite.json, and its viewer."""
     write_json(run_dir / RUN_FILE, report)
     write_atomically(run_dir / RUN_MD, render_run_md(report))
     experiment = ExperimentResult.of(
@@ -70,8 +73,10 @@ def write_reports(
         report.total_duration_seconds,
     )
     write_json(run_dir / EXPERIMENT_FILE, experiment)
+    write_atomically(run_dir / EXPERIMENT_MD, render_experiment_md(experiment))
     for variant_id, aggregate in experiment.variant_aggregates.items():
         write_json(variant_file(run_dir, variant_id), aggregate)
+        write_atomically(variant_file(run_dir, variant_id).with_name(VARIANT_MD), render_variant_md(aggregate))
     for rollup in suite_rollups(run_dir, results, suite):
         write_json(suite_file(run_dir, rollup.variant_id, rollup.suite_id), rollup)
     write_run_viewer(run_dir, results, report.variants)
