@@ -104,11 +104,13 @@ def gated(results: list[CriterionResult]) -> list[CriterionResult]:
 
 
 def weighted_score(results: list[CriterionResult]) -> float:
-    deciding = gated(results)
-    total = sum(r.weight for r in deciding)
+    """Over every gating criterion, the advisory ones of an early-stopped run included: the guide computes it
+    "regardless, for quality assessment"; only the verdict rests on the armed ones (``armed_gate``)."""
+    scored = [r for r in results if r.gating]
+    total = sum(r.weight for r in scored)
     if total == 0:
-        return 1.0 if all(r.passed for r in deciding) else 0.0
-    return sum(r.score * r.weight for r in deciding) / total
+        return 1.0 if all(r.passed for r in scored) else 0.0
+    return sum(r.score * r.weight for r in scored) / total
 
 
 def all_passed(results: list[CriterionResult]) -> bool:

@@ -84,6 +84,7 @@ def test_on_pass_stop_banks_the_saved_turns(tmp_path):
     assert result.stopped_early and result.early_stop_reason == "criterion_passed" and steps(result) == 2
     assert result.final_status == "SUCCESS"  # gated on the armed subset; report.md is advisory
     assert result.criteria[1].advisory and not result.criteria[1].passed
+    assert result.weighted_score == 0.5  # computed regardless (the guide), the advisory criterion's 0 included
 
 
 def test_fail_stop_deferred_while_a_positive_is_undecided(tmp_path):
