@@ -13,6 +13,7 @@ import copy
 import fnmatch
 import functools
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -450,9 +451,21 @@ def _overrides(spec: RunSpec) -> list[tuple[Loc, Any]]:
     overrides: list[tuple[Loc, Any]] = [(loc, value) for loc, value in shorthands if value]
     parsed = [parse_override(text) for text in spec.overrides]
     problems = [p for loc, _ in parsed if (p := _unknown_override(loc)) is not None]
+    given_twice = {loc for loc, _ in overrides} & {loc for loc, _ in parsed}
+    problems += [
+        Problem("-D", None, dotted(loc), f"also given by its own option ({SHORTHAND_FLAGS[loc]}); give it once")
+        for loc in sorted(given_twice, key=str)
+    ]
     if problems:
         raise InvalidInput(problems)
     return overrides + parsed
+
+
+SHORTHAND_FLAGS: dict[Loc, str] = {
+    ("agent", "type"): "--type",
+    ("agent", "model"): "--model",
+    ("sandbox", "driver"): "--driver",
+}
 
 
 def _unknown_override(loc: Loc) -> Problem | None:
@@ -713,14 +726,30 @@ def _check_placeholders(layered: list[dict[str, Any]], doc: Document, has_rows: 
     """
     problems: dict[Problem, None] = {}
     for merged in layered:
-        for loc, _ in _placeholder_leaves(merged, ()):
+        for loc, text in _placeholder_leaves(merged, ()):
             where = (str(doc.path), doc.line_of(loc), dotted(loc))
-            if not has_rows:
+            if malformed := _malformed_placeholder(text):
+                problems[Problem(*where, f"{malformed} is not a placeholder; write ${{row.<field>}}")] = None
+            elif not has_rows:
                 problems[Problem(*where, NO_DATASET)] = None
             elif not _substituted_here(loc):
                 problems[Problem(*where, NOT_SUBSTITUTED)] = None
     if problems:
         raise InvalidInput(list(problems))
+
+
+# What was meant as a placeholder but is not one (`${row.}`, `${rows.x}`, `${ row.x }`, `${row.x` unclosed):
+# left as text it reaches a file check or the shell verbatim. (`${row}` alone is a shell variable, and left so.)
+NEAR_PLACEHOLDER = re.compile(r"\$\{\s*rows?\s*\.")
+
+
+def _malformed_placeholder(text: str) -> str | None:
+    """The first near-placeholder of ``text`` that is not a ``${row.<field>}``, as written (None: there is none)."""
+    for near in NEAR_PLACEHOLDER.finditer(text):
+        if not PLACEHOLDER.match(text, near.start()):
+            end = text.find("}", near.start())
+            return text[near.start() : end + 1] if end >= 0 else text[near.start() :]
+    return None
 
 
 NO_DATASET = "${row.…} needs a dataset: this task has none"
@@ -739,9 +768,9 @@ def _substituted_here(loc: Loc) -> bool:
 
 
 def _placeholder_leaves(value: Any, loc: Loc) -> list[tuple[Loc, str]]:
-    """Every string leaf holding ``${row.`` (a dataset's own rows are data, not templates)."""
+    """Every string leaf holding ``${row.`` or a near miss (a dataset's own rows are data, not templates)."""
     if isinstance(value, str):
-        return [(loc, value)] if "${row." in value else []
+        return [(loc, value)] if "${row." in value or NEAR_PLACEHOLDER.search(value) else []
     if isinstance(value, dict):
         items = [(key, item) for key, item in value.items() if (*loc, key) != ("dataset", "rows")]
     elif isinstance(value, list):
@@ -832,7 +861,9 @@ def _mark_override(problem: Problem, overrides: list[tuple[Loc, Any]]) -> Proble
     for loc, _ in overrides:
         key = ".".join(map(str, loc))
         if problem.field == key or problem.field.startswith(key + ".") or key.startswith(problem.field + "."):
-            return Problem(problem.path, problem.line, problem.field, f"{problem.message} (value set by -D {key})")
+            flag = SHORTHAND_FLAGS.get(loc)  # (one of the two set it: both at once is refused)
+            why = f"{problem.message} (value set by {f'{flag} or ' if flag else ''}-D {key})"
+            return Problem(problem.path, problem.line, problem.field, why)
     return problem
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ..support.helpers import agentless_task, run_cli, write, write_task
 
 
@@ -35,3 +37,24 @@ def test_a_variants_simulation_value_of_the_wrong_type_is_the_experiments_error(
     done = run_cli("validate", experiment)
     assert done.code == 1
     assert f"{experiment}:4: variants.0.simulation: enabled: Input should be a valid boolean" in done.err
+
+
+@pytest.mark.parametrize("near", ["${row.}", "${rows.v}", "${ row.v }", "${row.v"])
+def test_a_placeholder_written_wrong_is_an_error_not_text(tmp_path: Path, near: str) -> None:
+    data = agentless_task(
+        dataset={"rows": [{"id": "a", "v": "x"}]},
+        success_criteria=[{"type": "file_exists", "path": f"out{near}.txt", "description": "d"}],
+    )
+    done = run_cli("validate", write_task(tmp_path, data))
+    assert done.code == 1 and f"success_criteria.0.path: {near}" in done.err and "is not a placeholder" in done.err
+
+
+def test_a_shell_variable_named_row_is_left_alone(tmp_path: Path) -> None:
+    data = agentless_task(pre_run=[{"command": "row=1; rows=2; echo ${row} ${rows} > out.txt"}])
+    assert run_cli("validate", write_task(tmp_path, data)).code == 0
+
+
+def test_type_given_twice_on_the_command_line_is_refused(tmp_path: Path) -> None:
+    task = write_task(tmp_path, agentless_task())
+    done = run_cli("run", task, "--type", "nonexistent", "-D", "agent.type=none", "--runs-dir", tmp_path / "runs")
+    assert done.code == 2 and "agent.type: also given by its own option (--type); give it once" in done.err
