@@ -255,9 +255,9 @@ def run_agent(evaluation: Evaluation) -> None:
         trace_id=evaluation.result.trace_id,
     )
     output = asyncio.run(agent(agent_input))
+    record_agent_output(evaluation, output)
     if dialog is not None:
         record_dialog(evaluation, dialog, output)
-    record_agent_output(evaluation, output)
 
 
 def start_dialog(evaluation: Evaluation) -> Dialog:
@@ -293,6 +293,7 @@ def record_dialog(evaluation: Evaluation, dialog: Dialog, output: AgentOutput) -
     result = evaluation.result
     dialog.finish(output)
     result.simulation = dialog.info(evaluation.replicate)
+    result.max_turns_exhausted = result.max_turns_exhausted or dialog.agent_turns_spent
     result.dialog = list(dialog.messages)  # a copy: a simulator call cut off by a timeout may still return late
     result.warnings.extend(dialog.warnings)
 

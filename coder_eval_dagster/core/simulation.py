@@ -183,6 +183,7 @@ class Dialog:
     seen: int = 0  # agent turns already assigned to an exchange
     stop_reason: DialogStopReason | None = None
     simulator_usages: list[TokenUsage] = field(default_factory=list)  # one per simulator call
+    simulator_failures: int = 0  # the simulated user's calls that raised (each ends the dialog)
     warnings: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -201,6 +202,11 @@ class Dialog:
             return self._ask_user()
         self.stop_reason = reason
         return None
+
+    @property
+    def agent_turns_spent(self) -> bool:
+        """The agent used all of run_limits.max_turns across the dialog (its max_turns_exhausted)."""
+        return self.agent_max_turns is not None and self.seen >= self.agent_max_turns
 
     def _termination(self, output: AgentOutput) -> DialogStopReason | None:
         """The guide's precedence after an exchange (the stop token comes last, from the user's next message)."""
@@ -223,6 +229,7 @@ class Dialog:
             utterance = self.user.next_message(self.messages)
         except Exception as exc:  # the dialog ends; the task is still scored on what the agent did
             log.warning("the simulated user failed: %s", exc)
+            self.simulator_failures += 1
             self.warnings.append(redact(f"the simulated user failed, the dialog ended: {type(exc).__name__}: {exc}"))
             self.stop_reason = "error"
             return None
@@ -275,6 +282,7 @@ class Dialog:
             stop_reason=self.stop_reason,
             simulator_input_tokens=sum(usage.input_tokens for usage in self.simulator_usages),
             simulator_output_tokens=sum(usage.output_tokens for usage in self.simulator_usages),
+            simulator_failures=self.simulator_failures,
             simulator_model=self.user.model,
             simulator_token_usage=TokenUsage.summed(self.simulator_usages),
         )

@@ -49,3 +49,29 @@ def test_a_simulated_dialog_reaches_the_api_is_recorded_and_succeeds(
     simulation = result["simulation"]
     assert (simulation["simulator_input_tokens"], simulation["simulator_output_tokens"]) == (100, 20)
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)
+
+
+def test_a_failing_simulated_user_is_counted_and_a_dialog_out_of_agent_turns_says_so(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    """simulation.simulator_failures counts the simulated user's calls that failed (it stayed 0); a dialog that ends
+    because the agent spent run_limits.max_turns reports max_turns_exhausted, as a single exchange does."""
+    fake = scripted_anthropic(Script([Turn(text="What should it say?")], simulator_status=500))
+    simulation = {"enabled": True, "persona": "p", "goal": "g", "max_turns": 4}
+    task = claude_code_task(tmp_path / "tasks", "failing", simulation=simulation)
+    outcome, run = system_cli.run(
+        task, env={**anthropic_environment(fake.url, new_key()), "CLAUDE_CODE_MAX_RETRIES": "0"}
+    )
+    assert outcome.code == 1, outcome.output
+    simulated = run.result("failing")["simulation"]
+    assert (simulated["stop_reason"], simulated["simulator_failures"]) == ("error", 1), simulated
+
+    fake = scripted_anthropic(
+        Script([Turn(tools=[("Bash", {"command": f"echo {i} >> out.txt"})]) for i in range(3)], user_replies=["more"])
+    )
+    second = SystemCli(tmp_path / "second")  # its own instance and runs folder
+    task = claude_code_task(second.folder / "tasks", "spent", simulation=simulation, run_limits={"max_turns": 2})
+    outcome, run = second.run(task, env=anthropic_environment(fake.url, new_key()))
+    result = run.result("spent")
+    assert result["simulation"]["stop_reason"] == "run_limit_exceeded", (result["simulation"], outcome.output)
+    assert result["max_turns_exhausted"] is True
