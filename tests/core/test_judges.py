@@ -392,3 +392,10 @@ def test_agent_judge_on_bedrock(tmp_path, api, monkeypatch):
     streamed = [p for p in fake.script.paths if p.endswith("/invoke-with-response-stream")]
     assert streamed and all(p == "/model/anthropic.claude-sonnet-4-6/invoke-with-response-stream" for p in streamed)
     assert not any(p.startswith("/v1/") for p in fake.script.paths)
+
+
+@pytest.mark.slow
+def test_an_agent_judge_out_of_turns_says_so(tmp_path, api):
+    api(Script([Turn(tools=[("Bash", {"command": f"echo {i}"})]) for i in range(4)]))
+    (judge,) = agent_judged(tmp_path, max_turns=2).criteria
+    assert judge.score == 0.0 and judge.error == "the judge agent used its max_turns before giving a verdict"

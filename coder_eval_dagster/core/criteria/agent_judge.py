@@ -287,6 +287,9 @@ def record_result(run: JudgeRun, transcript: Transcript, seconds: float, context
     if result is not None and result.is_error and result.subtype != "error_max_turns":
         run.error = f"the judge agent ended with an error: {result.result or result.subtype}"
         return
+    if result is not None and result.subtype == "error_max_turns" and not run.verdict.strip():
+        run.error = "the judge agent used its max_turns before giving a verdict"  # (not "'' is no JSON verdict")
+        return
     run.take_verdict(lambda: parse_verdict(run.verdict))
 
 
