@@ -4,11 +4,13 @@ host's loopback through the model proxy."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from ..support.fake_anthropic import Script, Turn
+from ..support.helpers import write_task
 from .conftest import (
     ENV_PROBE,
     SystemCli,
@@ -52,3 +54,55 @@ def test_claude_code_in_a_container_succeeds_and_its_tools_never_see_the_key(
     assert (tokens_in, tokens_out) == (300, 60) and cost > 0
     probe_ran(run.evaluation("docker") / "sandbox")
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)
+
+
+# A process left running by pre_run swaps every command output file of the container's capture folder for a link
+# to a host file, or for a FIFO: the harness must neither read the host file nor wait on the FIFO.
+SWAPPER = """import os, time
+time.sleep(0.5)  # (after the pre_run that starts it has returned)
+while True:
+    for name in os.listdir("/run/coder-eval"):
+        path = os.path.join("/run/coder-eval", name)
+        if name.endswith(".out") and not os.path.islink(path) and not name.startswith("."):
+            try:
+                os.unlink(path)
+                {plant}
+            except OSError:
+                pass
+    time.sleep(0.01)
+"""
+
+
+@pytest.mark.parametrize(
+    "plant", ["os.symlink('HOST_FILE', path)", "os.mkfifo(path)"], ids=["link-to-a-host-file", "fifo"]
+)
+def test_a_process_left_in_the_container_cannot_feed_a_host_file_or_a_fifo_to_a_criterion(
+    tmp_path: Path, system_cli: SystemCli, docker_image: str, plant: str
+) -> None:
+    secret = tmp_path / "host-only.txt"
+    secret.write_text("HOST-ONLY-CONTENT\n")
+    secret.chmod(0o600)
+    swapper = SWAPPER.format(plant=plant.replace("HOST_FILE", str(secret)))
+    (tmp_path / "tpl").mkdir()
+    (tmp_path / "tpl/swap.py").write_text(swapper)
+    task = {
+        "task_id": "swap",
+        "description": "a process left in the sandbox tampers with the output files",
+        "agent": {"type": "none"},
+        "sandbox": {
+            "driver": "docker",
+            "python": None,
+            "image": docker_image,
+            "template_sources": [{"type": "template_dir", "path": str(tmp_path / "tpl")}],
+        },
+        "pre_run": [{"command": "setsid nohup python3 swap.py >/dev/null 2>&1 &"}],
+        "success_criteria": [
+            {"type": "run_command", "command": "echo hello; sleep 3", "expected_stdout": "hello", "description": "d"}
+        ],
+    }
+    outcome, run = system_cli.run(write_task(tmp_path / "tasks", task), env={}, timeout=120)
+    result = run.result("swap")
+    assert result["success_criteria_results"], (result["error_message"], outcome.output)
+    (criterion,) = result["success_criteria_results"]
+    assert not criterion["passed"] and "was replaced" in criterion["error"], criterion
+    assert "HOST-ONLY-CONTENT" not in json.dumps(run.result("swap"))

@@ -38,7 +38,7 @@ from .engine import (
     client,
     default_image,
 )
-from .process import INTERRUPTED_ERROR, Interrupt, read_capped
+from .process import INTERRUPTED_ERROR, Interrupt, ReplacedCapture, read_capped
 from .tempdir import SHARED_PATH, VENV_TIMEOUT_S, TempdirSandbox
 from .templates import TemplateError
 
@@ -220,17 +220,23 @@ class DockerSandbox(TempdirSandbox):
         exit_code, stopped = self._wait(exec_id["Id"], start + timeout + KILL_GRACE_S)
         duration = time.perf_counter() - start
         timed_out = stopped == "timeout" or (exit_code == OOM_EXIT and duration >= timeout)
+        try:
+            stdout, stderr, replaced = read_capped(out), read_capped(err), None
+        except ReplacedCapture as exc:
+            stdout, stderr, replaced = "", "", f"its output is not known: {exc} (by a process left in the sandbox)"
         result = CommandRun(
             command=command,
-            exit_code=None if timed_out or stopped else exit_code,
-            stdout=redact(read_capped(out)) if out.exists() else "",
-            stderr=redact(read_capped(err)) if err.exists() else "",
+            exit_code=None if timed_out or stopped or replaced else exit_code,
+            stdout=redact(stdout),
+            stderr=redact(stderr),
             duration_s=round(duration, 3),
             timed_out=timed_out,
         )
         out.unlink(missing_ok=True)
         err.unlink(missing_ok=True)
-        if timed_out:
+        if replaced:
+            result.error = replaced
+        elif timed_out:
             result.error = f"timed out after {timeout:g} s (process group killed in the container)"
         elif stopped:
             result.error = "stopped: the run was interrupted (container removed)"

@@ -6,6 +6,7 @@ import contextlib
 import os
 import select
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -52,10 +53,25 @@ class HeadTail:
         return head.decode("utf-8", errors="ignore") + marker + tail.decode("utf-8", errors="ignore")
 
 
+class ReplacedCapture(OSError):
+    """A command's output file that is no longer the regular file its command wrote (a link, a FIFO...)."""
+
+
 def read_capped(path: Path) -> str:
-    """A file's text capped like a command's output (the docker driver's commands write to files)."""
+    """A command's output file's text, capped like a command's output (the docker driver's commands write to
+    files, in a folder the container can write too): never through a link (a process left in the container could
+    point it at a host file the harness would read) and never blocking (a FIFO put in its place); "" when the
+    command wrote none."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:  # ELOOP: a symbolic link
+        raise ReplacedCapture(f"{path.name} was replaced ({exc.strerror})") from None
     kept = HeadTail()
-    with path.open("rb") as handle:
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ReplacedCapture(f"{path.name} was replaced by something that is not a file")
         while chunk := handle.read(65536):
             kept.keep(chunk)
     return kept.render()
