@@ -83,7 +83,8 @@ def task_files_sensor(context: dg.SensorEvaluationContext, settings: CoderEvalSe
     # with a file skipped, deleted and unreadable look alike: retire nothing, forget nothing
     kept = {} if complete else {k: v for k, v in previous.fingerprints.items() if k not in current}
     cursor = Cursor({**kept, **current}, previous.requests + bool(changed))
-    tasks, variants, partition_requests = _keys_after_tick(context.instance, current, retire=complete)
+    retired = set(previous.fingerprints) - set(current) if complete else set()  # what its own files no longer define
+    tasks, variants, partition_requests = _keys_after_tick(context.instance, current, retired)
     runs = _run_requests(cursor, changed, tasks, variants) if changed else []
     if runs:
         context.log.info(f"{len(changed)} row-task x variant(s) changed or new: {len(runs)} run(s)")
@@ -159,15 +160,21 @@ def _isolating_crashes(paths: list[Path], compute: Callable[[list[Path]], T]) ->
 
 
 def _keys_after_tick(
-    instance: dg.DagsterInstance, current: dict[str, str], retire: bool
+    instance: dg.DagsterInstance, current: dict[str, str], retired: set[str]
 ) -> tuple[list[str], list[str], list[dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest]]:
-    """The task and variant keys in order once the tick's partition requests apply, and those requests."""
+    """The task and variant keys in order once the tick's partition requests apply, and those requests.
+
+    Only keys of ``retired`` (what the sensor's files defined at an earlier tick and define no more) are
+    deleted: the instance also holds the keys of every ``coder-eval run`` and backfill, which the sensor
+    never defined and must not take from under them (a CLI run in flight failed on its deleted key).
+    """
     orders: list[list[str]] = []
     requests: list[dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest] = []
     dimensions = ((TASK_DIMENSION, task_partitions), (VARIANT_DIMENSION, variant_partitions))
     for position, (name, partitions) in enumerate(dimensions):
         known = instance.get_dynamic_partitions(name)  # the definition's name (its .name is optional)
-        after = _dimension_after_tick(known, _dimension(current, position), retire)
+        gone = set(_dimension(dict.fromkeys(retired, ""), position)) - set(_dimension(current, position))
+        after = _dimension_after_tick(known, _dimension(current, position), gone)
         orders.append(after)
         requests += _partition_requests(partitions, known, after)
     return orders[0], orders[1], requests
@@ -178,11 +185,11 @@ def _dimension(keys: dict[str, str], position: int) -> list[str]:
     return list(dict.fromkeys(key.split("|")[position] for key in keys))
 
 
-def _dimension_after_tick(known: Sequence[str], current: list[str], retire: bool) -> list[str]:
+def _dimension_after_tick(known: Sequence[str], current: list[str], gone: set[str]) -> list[str]:
     """A dimension's keys in order once the tick's requests apply: the known ones where they are (less the
-    ones no file defines, when retiring), then the new ones."""
-    defined, registered = set(current), set(known)
-    return [k for k in known if k in defined or not retire] + [k for k in current if k not in registered]
+    ``gone`` ones), then the new ones."""
+    registered = set(known)
+    return [k for k in known if k not in gone] + [k for k in current if k not in registered]
 
 
 def _partition_requests(

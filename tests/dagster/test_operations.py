@@ -105,12 +105,17 @@ def test_sensor_registers_runs_and_reruns_only_what_changed(tmp_path, instance):
     settings = elsewhere(settings, tmp_path / "runs3")
     assert run_requests(instance, settings, again.run_requests) == ["alpha"]
 
-    # a row is deleted: its key is retired, nothing runs; a new row is added at the end and runs alone
+    # a row is deleted: its key is retired, nothing runs; a new row is added at the end and runs alone. A key
+    # the sensor never defined (a `coder-eval run` of another task, a variant of another experiment) stays.
+    instance.add_dynamic_partitions("task", ["cli-only"])
+    instance.add_dynamic_partitions("variant", ["cli-variant"])
     beta = yaml.safe_load((tmp_path / "tasks/beta.yaml").read_text())
     beta["dataset"]["rows"] = [{"id": "r2"}]
     (tmp_path / "tasks/beta.yaml").write_text(yaml.safe_dump(beta))
     retired = sensor_tick(instance, settings, again.cursor)
-    assert not retired.run_requests and instance.get_dynamic_partitions("task") == ["alpha", "beta/r2"]
+    assert not retired.run_requests and instance.get_dynamic_partitions("task") == ["alpha", "beta/r2", "cli-only"]
+    assert instance.get_dynamic_partitions("variant") == ["default", "cli-variant"]
+    instance.delete_dynamic_partition("task", "cli-only")
     beta["dataset"]["rows"] = [{"id": "r2"}, {"id": "r3"}]
     (tmp_path / "tasks/beta.yaml").write_text(yaml.safe_dump(beta))
     added = sensor_tick(instance, settings, retired.cursor)
