@@ -208,8 +208,6 @@ def _restore(evaluation: Evaluation, rescore: bool, options: RunOptions) -> Eval
         if handed is not None:
             return remember_verdicts(handed, reuse)
         restore_checkpoint(evaluation)
-        if "sandbox" not in evaluation.result.phases_done and not evaluation.skipped_by_budget():
-            evaluation.fail("ERROR", f"no {CHECKPOINT_FILE}: the sandbox stage did not run for this evaluation")
         return remember_verdicts(evaluation, reuse)
     path = evaluation.folder / RESULT_FILE
     if path.exists():
@@ -242,10 +240,25 @@ def criteria_scores(
         context.log.info(routing_line(run_context.route))
     options = settings.run_options()
     evaluations = [_restore(e, settings.rescore, options) for e in planned]
+    _refuse_unsandboxed(evaluations, settings.rescore, run)
     done = in_parallel(lambda e: run_phase(e, phase), evaluations, width, run_context.interrupt)
     ran = [e for e in done if not e.not_run]  # the run-wide budget kept the others from starting
     add_partition_metadata(context, {key: _report_metadata(group) for key, group in _by_partition(ran).items()})
     return dg.MaterializeResult()
+
+
+def _refuse_unsandboxed(evaluations: list[Evaluation], rescore: bool, run: OpenRun) -> None:
+    """Scoring needs each evaluation's sandbox step: selected without sandbox_runs (a new run folder starts
+    empty), the step fails saying so, instead of recording every evaluation as an ERROR in the history."""
+    if rescore:
+        return
+    missing = [e for e in evaluations if "sandbox" not in e.result.phases_done and not e.skipped_by_budget()]
+    if missing:
+        raise dg.Failure(
+            description=f"{len(missing)} of {len(evaluations)} evaluation(s) in {run.folder} have no "
+            f"{CHECKPOINT_FILE}: sandbox_runs did not run for them. Materialize sandbox_runs with criteria_scores; "
+            "to score a finished run again, `coder-eval rescore RUN_DIR`."
+        )
 
 
 def _report_metadata(group: list[Evaluation]) -> dict[str, Any]:

@@ -252,3 +252,21 @@ def test_the_repository_dagster_yaml_is_the_one_coder_eval_writes() -> None:
     )
     expected = INSTANCE_YAML.format(base=REPOSITORY_HOME)
     assert (Path(__file__).parent.parent.parent / "dagster.yaml").read_text() == expected, regenerate
+
+
+def test_scoring_selected_without_its_sandbox_step_fails_saying_so_and_records_nothing(tmp_path, instance):
+    """A UI backfill of criteria_scores alone starts a new, empty run folder: the step fails naming what to select,
+    instead of writing every evaluation as an ERROR into the history tables."""
+    settings = project(tmp_path)
+    first = sensor_tick(instance, settings, None)
+    (request,) = first.run_requests
+    job = build_definitions(settings).resolve_job_def(JOB_NAME)
+    selection = [dg.AssetKey("criteria_scores"), dg.AssetKey("suite_metrics")]
+    result = job.execute_in_process(
+        instance=instance, tags=request.tags, asset_selection=selection, raise_on_error=False
+    )
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    assert "sandbox_runs did not run for them" in failure.step_failure_data.error.message
+    assert not list(Path(settings.run_options().runs_dir).rglob("task.json"))
+    assert not (Path(settings.run_options().runs_dir) / "tables").exists()
