@@ -28,13 +28,14 @@ def cmd_prune(args: argparse.Namespace) -> int:
     before: datetime = args.before or datetime.now(UTC) - timedelta(days=args.keep_days)
     folders = old_run_folders(args.runs_dir, before)
     with local_instance() as instance:
-        runs = old_runs(instance, before)
+        runs = old_runs(instance, before, kept_folders(args.runs_dir, folders))
         if args.dry_run:
             print(f"would prune {len(folders)} run folder(s) and {len(runs)} Dagster run(s) started before {before}")
             return exit_codes.OK
         pruned = remove_run_folders(args.runs_dir, folders)
         for run_id in runs:
             instance.delete_run(run_id)
+        delete_check_executions(instance, runs)
         if runs and isinstance(instance.event_log_storage, FastSqliteEventLogStorage):
             instance.event_log_storage.vacuum_index()
     print(
@@ -44,13 +45,37 @@ def cmd_prune(args: argparse.Namespace) -> int:
     return exit_codes.OK
 
 
-def old_runs(instance: dg.DagsterInstance, before: datetime) -> list[str]:
-    """The ids of the runs created before ``before`` that have ended."""
+def kept_folders(runs_dir: Path, pruned: list[Path]) -> set[str]:
+    """The names of the run folders that stay."""
+    gone = {folder.name for folder in pruned}
+    return {p.name for p in runs_dir.iterdir() if p.is_dir() and p.name not in gone} if runs_dir.is_dir() else set()
+
+
+def old_runs(instance: dg.DagsterInstance, before: datetime, kept: set[str]) -> list[str]:
+    """The ids of the runs created before ``before`` that have ended, but those whose folder stays: a folder is
+    judged by its run's start, its Dagster runs by their creation, and a backfill's runs are created before its
+    folder starts; the two go together."""
     import dagster as dg
+
+    from .defs.resources import folder_name_of
 
     ended = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
     records = instance.get_run_records(filters=dg.RunsFilter(created_before=before, statuses=ended))
-    return [record.dagster_run.run_id for record in records]
+    runs = [record.dagster_run for record in records]
+    return [run.run_id for run in runs if folder_name_of(instance, run.run_id, run.tags) not in kept]
+
+
+def delete_check_executions(instance: dg.DagsterInstance, run_ids: list[str]) -> None:
+    """The asset check results of the deleted runs: Dagster's delete_run leaves them, pointing at runs that are
+    gone (the check's history in the UI lists them). Private: the event log's check table (docs/operations.md)."""
+    from dagster._core.storage.event_log.schema import AssetCheckExecutionsTable
+    from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
+
+    storage = instance.event_log_storage
+    if not run_ids or not isinstance(storage, SqlEventLogStorage):
+        return
+    with storage.index_connection() as connection:
+        connection.execute(AssetCheckExecutionsTable.delete().where(AssetCheckExecutionsTable.c.run_id.in_(run_ids)))
 
 
 def _utc_time(text: str) -> datetime:

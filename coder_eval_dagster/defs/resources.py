@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +15,7 @@ from ..core.resolution import resolve
 from ..core.run_context import RunContext
 from ..core.run_spec import RunOptions, RunSpec
 from ..core.runs import OpenRun, load_run, open_once, open_run
-from .names import BACKFILL_TAG, RUN_FOLDER_TAG
+from .names import BACKFILL_TAG, RUN_DIR_TAG, RUN_FOLDER_TAG
 
 
 def as_config(model: type[BaseModel]) -> type[dg.Config]:
@@ -97,14 +97,23 @@ def launched_run_name(context: dg.AssetExecutionContext) -> str:
     shared = context.run.tags.get(RUN_FOLDER_TAG)
     if shared:
         return safe_folder_name(shared)
-    backfill_id = context.run.tags.get(BACKFILL_TAG)
-    backfill = context.instance.get_backfill(backfill_id) if backfill_id else None
+    return folder_name_of(context.instance, context.run.run_id, context.run.tags)
+
+
+def folder_name_of(instance: dg.DagsterInstance, run_id: str, tags: Mapping[str, str]) -> str:
+    """The run folder name a launched run (or its backfill) writes into; ``prune`` keeps the two together."""
+    if tags.get(RUN_FOLDER_TAG):
+        return tags[RUN_FOLDER_TAG]
+    if tags.get(RUN_DIR_TAG):  # a CLI run names its folder
+        return Path(tags[RUN_DIR_TAG]).name
+    backfill_id = tags.get(BACKFILL_TAG)
+    backfill = instance.get_backfill(backfill_id) if backfill_id else None
     if backfill is not None:
         created, key = datetime.fromtimestamp(backfill.backfill_timestamp, UTC), backfill.backfill_id
     else:
-        record = context.instance.get_run_record_by_id(context.run.run_id)
+        record = instance.get_run_record_by_id(run_id)
         created = record.create_timestamp.astimezone(UTC) if record else datetime.now(UTC)
-        key = context.run.run_id
+        key = run_id
     return f"{created.strftime('%Y-%m-%dT%H-%M-%SZ')}-{key[:8]}"
 
 

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
@@ -68,6 +69,9 @@ def test_prune_removes_old_runs_from_the_instance_and_the_folder_and_keeps_the_t
         assert [r.tags.get("coder_eval/run") for r in left] == [str(second)]
         events = instance.fetch_materializations(dg.AssetKey("criteria_scores"), limit=10).records
         assert {e.run_id for e in events} == {left[0].run_id}  # the old run's materializations went with it
+        check = dg.AssetCheckKey(dg.AssetKey("suite_metrics"), "all_tasks_succeeded")
+        checked = instance.event_log_storage.get_asset_check_execution_history(check, limit=10)
+        assert {c.run_id for c in checked} == {left[0].run_id}  # and its check results (Dagster's delete keeps them)
     assert not shard.exists() and size(home) < home_before
     index = (runs / "index.html").read_text()
     assert first.name not in index and second.name in index
@@ -76,3 +80,26 @@ def test_prune_removes_old_runs_from_the_instance_and_the_folder_and_keeps_the_t
 
     refused = coder_eval("prune", "--keep-days", "-1", "--runs-dir", runs, home=home)
     assert refused.returncode == 2 and "must be at least 0" in refused.stderr
+
+
+def test_a_dagster_run_whose_folder_stays_is_kept(tmp_path: Path) -> None:
+    """A folder is judged by its run's start and a Dagster run by its creation (a backfill's runs are created
+    before its folder's run starts): a run is deleted only with its folder."""
+    from coder_eval_dagster.prune_cli import old_runs
+
+    task = write_task(
+        tmp_path / "tasks",
+        task_with(
+            agent={"type": "none"},
+            initial_prompt=None,
+            sandbox={"python": None},
+            success_criteria=[criterion("run_command", command="true")],
+        ),
+    )
+    home, runs = tmp_path / "home", tmp_path / "runs"
+    assert coder_eval("run", task, "--runs-dir", runs, home=home).returncode == 0
+    (folder,) = run_folders(runs)
+    later = datetime.now(UTC) + timedelta(minutes=1)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert old_runs(instance, later, kept={folder.name}) == []
+        assert len(old_runs(instance, later, kept=set())) == 1
