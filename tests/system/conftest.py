@@ -179,6 +179,23 @@ def system_cli(tmp_path: Path) -> SystemCli:
 # ----------------------------------------------------------------------------- tasks
 
 
+WRITES_A = [{"type": "file_exists", "path": "a.txt", "description": "a.txt exists"}]
+
+
+def task_file(folder: Path, task_id: str, **changes: Any) -> Path:
+    """``<task_id>.yaml`` in ``folder``: its pre_run writes a.txt and its one criterion wants it (no agent block:
+    give ``agent``), with ``changes`` laid over its top-level keys."""
+    data: dict[str, Any] = {
+        "task_id": task_id,
+        "description": task_id,
+        "sandbox": {"python": None},
+        "pre_run": [{"command": "echo a > a.txt"}],
+        "success_criteria": WRITES_A,
+        **changes,
+    }
+    return write_task(folder, data, f"{task_id}.yaml")
+
+
 def claude_code_task(folder: Path, task_id: str, **changes: Any) -> Path:
     """A claude-code task file (out.txt must exist) in ``folder``, with ``changes`` laid over its top-level keys."""
     data = {

@@ -5,34 +5,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from ..support.helpers import write, write_task
-from .conftest import SystemCli, only_run
+from ..support.helpers import write
+from .conftest import SystemCli, only_run, task_file
 
 pytestmark = pytest.mark.slow
-PASSES = [{"type": "file_exists", "path": "a.txt", "description": "a.txt exists"}]
-
-
-def _task(folder: Path, task_id: str, **changes: Any) -> Path:
-    data: dict[str, Any] = {
-        "task_id": task_id,
-        "description": task_id,
-        "sandbox": {"python": None},
-        "pre_run": [{"command": "echo a > a.txt"}],
-        "success_criteria": PASSES,
-        **changes,
-    }
-    return write_task(folder, data, f"{task_id}.yaml")
 
 
 def _project(folder: Path) -> None:
     """tasks/: ``untyped`` (no agent block: claude-code, which needs a prompt, unless ``-T`` says otherwise) tagged
     smoke, and ``agentless`` tagged other."""
-    _task(folder / "tasks", "untyped", tags=["smoke"])
-    _task(folder / "tasks", "agentless", tags=["other"], agent={"type": "none"})
+    task_file(folder / "tasks", "untyped", tags=["smoke"])
+    task_file(folder / "tasks", "agentless", tags=["other"], agent={"type": "none"})
 
 
 def test_run_with_no_paths_and_the_short_spellings(tmp_path: Path, system_cli: SystemCli) -> None:
@@ -60,7 +46,7 @@ def test_set_is_dash_d(tmp_path: Path, system_cli: SystemCli) -> None:
 
 
 def test_plan_is_validate_with_no_paths_and_an_experiment(tmp_path: Path, system_cli: SystemCli) -> None:
-    _task(tmp_path / "tasks", "agentless", agent={"type": "none"})
+    task_file(tmp_path / "tasks", "agentless", agent={"type": "none"})
     planned, validated = system_cli("plan", env={}), system_cli("validate", env={})
     assert planned.code == validated.code == 0, planned.output
     assert planned.out == validated.out == f"OK {Path('tasks/agentless.yaml')}\n"
@@ -86,7 +72,7 @@ def test_resume_in_coder_evals_spelling(tmp_path: Path, system_cli: SystemCli) -
 
 
 def test_evaluate_copy_and_verbose(tmp_path: Path, system_cli: SystemCli) -> None:
-    _task(tmp_path, "graded", agent={"type": "none"}, pre_run=[])
+    task_file(tmp_path, "graded", agent={"type": "none"}, pre_run=[])
     write(tmp_path / "workspace/a.txt", "a\n")
     outcome = system_cli("evaluate", "graded.yaml", "workspace", "--copy", "-v", "--run-dir", "graded", env={})
     assert outcome.code == 0, outcome.output

@@ -8,24 +8,14 @@ from typing import Any
 
 import pytest
 
-from ..support.helpers import write, write_task
-from .conftest import SystemCli, claude_code_task, only_run
+from ..support.helpers import write
+from .conftest import SystemCli, claude_code_task, only_run, task_file
 
 pytestmark = pytest.mark.slow
-PASSES = [{"type": "file_exists", "path": "a.txt", "description": "a.txt exists"}]
 
 
 def _agentless(folder: Path, task_id: str, **changes: Any) -> Path:
-    data: dict[str, Any] = {
-        "task_id": task_id,
-        "description": task_id,
-        "sandbox": {"python": None},
-        "agent": {"type": "none"},
-        "pre_run": [{"command": "echo a > a.txt"}],
-        "success_criteria": PASSES,
-        **changes,
-    }
-    return write_task(folder, data, f"{task_id}.yaml")
+    return task_file(folder, task_id, **{"agent": {"type": "none"}, **changes})
 
 
 def test_a_folder_run_skips_what_is_not_a_task_records_what_is_invalid_and_fails(

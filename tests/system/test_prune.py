@@ -35,9 +35,10 @@ def size(folder: Path) -> int:
     return sum(path.stat().st_size for path in folder.rglob("*.db") if path.is_file())
 
 
-def test_prune_removes_old_runs_from_the_instance_and_the_folder_and_keeps_the_tables(tmp_path: Path) -> None:
+def agentless_project(folder: Path) -> tuple[Path, Path, Path]:
+    """A one-row agentless task, and where its instance and runs go."""
     task = write_task(
-        tmp_path / "tasks",
+        folder / "tasks",
         task_with(
             agent={"type": "none"},
             initial_prompt=None,
@@ -45,7 +46,11 @@ def test_prune_removes_old_runs_from_the_instance_and_the_folder_and_keeps_the_t
             success_criteria=[criterion("run_command", command="true")],
         ),
     )
-    home, runs = tmp_path / "home", tmp_path / "runs"
+    return task, folder / "home", folder / "runs"
+
+
+def test_prune_removes_old_runs_from_the_instance_and_the_folder_and_keeps_the_tables(tmp_path: Path) -> None:
+    task, home, runs = agentless_project(tmp_path)
     for _ in range(2):
         assert coder_eval("run", task, "--runs-dir", runs, home=home).returncode == 0
     first, second = run_folders(runs)
@@ -87,16 +92,7 @@ def test_a_dagster_run_whose_folder_stays_is_kept(tmp_path: Path) -> None:
     before its folder's run starts): a run is deleted only with its folder."""
     from coder_eval_dagster.prune_cli import old_runs
 
-    task = write_task(
-        tmp_path / "tasks",
-        task_with(
-            agent={"type": "none"},
-            initial_prompt=None,
-            sandbox={"python": None},
-            success_criteria=[criterion("run_command", command="true")],
-        ),
-    )
-    home, runs = tmp_path / "home", tmp_path / "runs"
+    task, home, runs = agentless_project(tmp_path)
     assert coder_eval("run", task, "--runs-dir", runs, home=home).returncode == 0
     (folder,) = run_folders(runs)
     later = datetime.now(UTC) + timedelta(minutes=1)

@@ -48,12 +48,12 @@ def _by_variant(rows: list[TaskRow]) -> dict[str, list[TaskRow]]:
     return groups
 
 
-def _cell(text: str) -> str:
+def md_cell(text: str) -> str:
     """Text safe inside a Markdown table cell."""
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _score(value: float | None) -> str:
+def score_text(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
@@ -90,7 +90,7 @@ def render_run_md(report: RunSummary) -> str:
             rate = f"{passed / len(graded):.1%}"
             mean = f"{sum(row.weighted_score or 0.0 for row in graded) / len(graded):.3f}"
         errors = len(rows) - len(graded)
-        lines.append(f"| {_cell(variant)} | {len(rows)} | {passed} | {errors} | {rate} | {mean} |")
+        lines.append(f"| {md_cell(variant)} | {len(rows)} | {passed} | {errors} | {rate} | {mean} |")
     lines += [
         "",
         "| variant | task | # | status | score | criteria passed | duration (s) | why |",
@@ -102,9 +102,9 @@ def render_run_md(report: RunSummary) -> str:
         why = "" if row.success else why_not_passed(row)
         link = report_path(row.variant_id, row.task_id, row.replicate_index)
         lines.append(
-            f"| {_cell(row.variant_id)} | [{_cell(row.task_id)}]({link}) | {number} "
-            f"| {row.status} | {_score(row.weighted_score)} | {sum(c.passed for c in gating)}/{len(gating)} "
-            f"| {row.duration:.2f} | {_cell(why)} |"
+            f"| {md_cell(row.variant_id)} | [{md_cell(row.task_id)}]({link}) | {number} "
+            f"| {row.status} | {score_text(row.weighted_score)} | {sum(c.passed for c in gating)}/{len(gating)} "
+            f"| {row.duration:.2f} | {md_cell(why)} |"
         )
     lines += _spend_lines(report)
     lines += _suite_lines(report)
@@ -140,7 +140,7 @@ def _spend_lines(report: RunSummary) -> list[str]:
             else "–"
         )
         lines.append(
-            f"| {_cell(variant)} | {tokens} | {usd(agent)} | {judges_usd(spend)} | {usd(spend.simulator)} "
+            f"| {md_cell(variant)} | {tokens} | {usd(agent)} | {judges_usd(spend)} | {usd(spend.simulator)} "
             f"| {total_usd(spend)} |"
         )
     return lines
