@@ -239,6 +239,28 @@ def test_a_forbidden_string_padded_past_the_cap_does_not_pass(tmp_path, spec):
     assert "only its first" in result.details["truncated"]
 
 
+@pytest.mark.parametrize(
+    ("target", "readable"),
+    [
+        ("/sandbox/real.txt", True),
+        ("/sandbox/sub/../real.txt", True),
+        ("/etc/hostname", False),
+        ("/sandbox/../x", False),
+    ],
+)
+def test_a_link_reads_as_the_sandboxs_own_commands_see_it(tmp_path, target, readable):
+    """`ln -s "$PWD/real.txt" link.txt` in the sandbox points at /sandbox/real.txt, where its commands see it."""
+    box, run = _sandbox_check(tmp_path, criterion("file_contains", path="link.txt", includes=["inside"]))
+    (box.root / "real.txt").write_text("inside\n")
+    (box.root / "sub").mkdir()
+    (box.root / "link.txt").symlink_to(target)
+    result = run()
+    if readable:
+        assert result.score == 1.0, result
+    else:
+        assert result.score == 0.0 and "leaves the sandbox" in result.error, result
+
+
 def test_a_negative_check_passes_on_a_file_read_whole(tmp_path):
     box, run = _sandbox_check(tmp_path, criterion("file_contains", path="main.py", excludes=["import os"]))
     (box.root / "main.py").write_text("print(1)\n")

@@ -208,11 +208,39 @@ class TempdirSandbox:
 
     def resolve_path(self, relative: str) -> Path:
         """A sandbox-relative path; one that leaves the sandbox is refused."""
-        root = self.root.resolve()
-        target = (root / relative).resolve()
-        if target != root and root not in target.parents:
-            raise PermissionError(f"path {relative!r} leaves the sandbox")
-        return target
+        return resolve_inside(self.root.resolve(), relative)
+
+
+MAX_LINKS = 40  # as the kernel's ELOOP
+
+
+def resolve_inside(root: Path, relative: str) -> Path:
+    """``relative`` under ``root`` (a sandbox), its links followed as the sandbox's own commands see them: an
+    absolute link under ``/sandbox``, where they see their sandbox (``ln -s "$PWD/x" y``), points inside it; any
+    other absolute link, or a ``..`` above the root, leaves it (PermissionError)."""
+    leaves = PermissionError(f"path {relative!r} leaves the sandbox")
+    parts, current, links = list(Path(relative).parts), root, 0
+    while parts:
+        part = parts.pop(0)
+        if part == "/" or (part == ".." and current == root):
+            raise leaves
+        if part in ("", "."):
+            continue
+        if part == "..":
+            current = current.parent
+            continue
+        candidate = current / part
+        if not candidate.is_symlink():
+            current = candidate
+            continue
+        links += 1
+        target = Path(os.readlink(candidate))
+        if links > MAX_LINKS or (target.is_absolute() and not target.is_relative_to(SANDBOX_PATH)):
+            raise leaves
+        if target.is_absolute():
+            current, target = root, target.relative_to(SANDBOX_PATH)
+        parts = [*target.parts, *parts]
+    return current
 
 
 def prewarm_namespaces(configs: Iterable[SandboxConfig], workers: int) -> threading.Thread | None:
