@@ -88,6 +88,15 @@ class Grant:
     base_url: str
 
 
+def named_in(message: str, grant_url: str | None, upstream_url: str) -> str:
+    """An agent CLI's error as the user can act on it: the proxy's loopback address it names ("check your
+    inference gateway (127.0.0.1:43211)") is coder-eval's, gone with the run; say where it forwarded to."""
+    if not grant_url or PREFIX not in grant_url:
+        return message
+    proxy = urllib.parse.urlsplit(grant_url).netloc
+    return message.replace(proxy, f"{proxy}: coder-eval's model proxy to {upstream_url}")
+
+
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """A redirect goes back to the CLI as it is: following it would carry the credential elsewhere."""
 

@@ -92,3 +92,17 @@ def test_a_budget_binds_after_the_turn_that_spends_it(
     assert result["final_status"] == status, (result["error_message"], fake.script.paths)
     assert len(fake.script.agent_requests()) == 2, fake.script.paths
     assert agent_usage(result)[2] > 0.0105  # cut off before Claude Code reported it: a floor, at the run's prices
+
+
+def test_an_api_error_names_the_model_proxy_as_coder_evals_not_as_the_users_gateway(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    from tests.support.fake_anthropic import Script, Turn
+
+    fake = scripted_anthropic(Script([Turn(text="never")], status=500))
+    task = claude_code_task(tmp_path / "tasks", "failing")
+    env = {**anthropic_environment(fake.url, new_key()), "CLAUDE_CODE_MAX_RETRIES": "0"}
+    outcome, run = system_cli.run(task, env=env)
+    result = run.result("failing")
+    assert result["final_status"] == "ERROR", outcome.output
+    assert "coder-eval's model proxy to" in result["error_message"], result["error_message"]

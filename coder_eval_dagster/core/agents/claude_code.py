@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..agent_cli import SDK_VARIABLES, agent_home, bundled_cli, cli_environment, within, write_wrapper
 from ..limits import Breach, BudgetTracker
+from ..model_proxy import named_in
 from ..models.agent import AgentConfig
 from ..models.results import ToolCallRecord, ToolCallStatus, TurnRecord
 from ..routing import ApiRoute
@@ -405,5 +406,6 @@ async def run(agent_input: AgentInput) -> AgentOutput:
         except Exception as exc:  # an SDK or API failure ends this task as ERROR, never the run
             output = session.finish(None)
             output.stop_reason = "error"
-            output.error = session.failure(exc)
+            upstream = agent_input.run.route.base_url or "the model API"
+            output.error = named_in(session.failure(exc), route.base_url, upstream)
             return output
