@@ -149,6 +149,16 @@ LOGGER = "coder_eval_dagster"
 LOG_FORMAT = "%(asctime)s [%(levelname)s] %(name)s: %(message)s"
 
 
+class RedactingFormatter(logging.Formatter):
+    """A log line with every known secret value masked: `-v` and `--log-file` show records (an API error's body,
+    a crash's traceback) that may quote a key."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from .core.secrets import redact
+
+        return redact(super().format(record))
+
+
 def configure_logging(verbose: bool, log_file: Path | None) -> None:
     """As coder_eval's ``setup_logging``: the package's log records at DEBUG with ``-v`` (else INFO), on stderr
     and, with ``--log-file``, in that file too. Without either flag nothing changes (warnings reach stderr)."""
@@ -159,13 +169,13 @@ def configure_logging(verbose: bool, log_file: Path | None) -> None:
     logger.setLevel(level)
     console = logging.StreamHandler(sys.stderr)
     console.setLevel(level if verbose else logging.WARNING)  # --log-file alone: the console as without it
-    console.setFormatter(logging.Formatter(LOG_FORMAT if verbose else "%(message)s", "%H:%M:%S"))
+    console.setFormatter(RedactingFormatter(LOG_FORMAT if verbose else "%(message)s", "%H:%M:%S"))
     logger.addHandler(console)
     if log_file is not None:
         log_file.parent.mkdir(parents=True, exist_ok=True)
         to_file = logging.FileHandler(log_file, encoding="utf-8")
         to_file.setLevel(level)
-        to_file.setFormatter(logging.Formatter(LOG_FORMAT, "%Y-%m-%d %H:%M:%S"))
+        to_file.setFormatter(RedactingFormatter(LOG_FORMAT, "%Y-%m-%d %H:%M:%S"))
         logger.addHandler(to_file)
     logger.propagate = False
     logger.debug("logging configured: level=%s, file=%s", logging.getLevelName(level), log_file)
