@@ -43,7 +43,7 @@ class CheckContext:
 
     def read_text(self, relative: str) -> tuple[str, bool]:
         """The file's text, at most CRITERION_READ_CAP bytes of it, and whether it was cut there."""
-        return read_text_capped(self.path(relative), CRITERION_READ_CAP, relative)
+        return read_text_capped(self.path(relative), CRITERION_READ_CAP, relative, follow=False)  # (resolved)
 
     def matching_files(self, pattern: str) -> list[str]:
         """The files a criterion's path names: itself when it exists or has no ``*?[`` (a literal path wins), else

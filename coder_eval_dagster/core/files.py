@@ -7,6 +7,7 @@ harness reads on a user's or an agent's behalf goes through here.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -34,9 +35,11 @@ def regular_file_problem(path: Path, limit: int | None = None) -> str | None:
     return None
 
 
-def _read_regular(path: Path, cap: int) -> tuple[bytes, int]:
-    """Up to ``cap`` + 1 bytes of a regular file, and its size; a FIFO is never waited on."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+def _read_regular(path: Path, cap: int, follow: bool = True) -> tuple[bytes, int]:
+    """Up to ``cap`` + 1 bytes of a regular file, and its size; a FIFO is never waited on. ``follow`` False: a
+    link in the last place is refused (ELOOP), not followed (a sandbox path was resolved; a process left in it
+    could swap the file for a link after)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW))
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -61,7 +64,9 @@ def read_input_text(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> str:
     return data.decode("utf-8")
 
 
-def read_text_capped(path: Path, cap: int = CRITERION_READ_CAP, name: str | None = None) -> tuple[str, bool]:
+def read_text_capped(
+    path: Path, cap: int = CRITERION_READ_CAP, name: str | None = None, follow: bool = True
+) -> tuple[str, bool]:
     """The first ``cap`` bytes of a regular file as text, and whether the file was longer.
 
     FileNotFoundError (naming ``name``, the path the user wrote) when there is no
@@ -69,11 +74,15 @@ def read_text_capped(path: Path, cap: int = CRITERION_READ_CAP, name: str | None
     """
     shown = name or str(path)
     try:
-        data, _ = _read_regular(path, cap)
+        data, _ = _read_regular(path, cap, follow)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         raise FileNotFoundError(f"file not found: {shown}") from None
     except UnreadableFile:
         raise FileNotFoundError(f"not a regular file: {shown}") from None
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise FileNotFoundError(f"not a regular file: {shown} (a link put there after it was resolved)") from None
     truncated = len(data) > cap
     return data[:cap].decode("utf-8", errors="replace"), truncated
 

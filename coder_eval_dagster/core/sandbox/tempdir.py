@@ -204,7 +204,7 @@ class TempdirSandbox:
 
     def read_text(self, relative: str, cap: int = CRITERION_READ_CAP) -> tuple[str, bool]:
         """A sandbox file's first ``cap`` bytes as text, and whether the file was longer (regular files only)."""
-        return read_text_capped(self.resolve_path(relative), cap, relative)
+        return read_text_capped(self.resolve_path(relative), cap, relative, follow=False)
 
     def resolve_path(self, relative: str) -> Path:
         """A sandbox-relative path; one that leaves the sandbox is refused."""
