@@ -500,13 +500,10 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
     """
     result = evaluation.result
     if phase in result.phases_done and phase != "rescore":
-        for stage in STAGES:  # done before a resume: counted, not repeated
-            if phase in stage.phases:
-                evaluation.context.emit(
-                    "stage", stage=stage.name, task_id=evaluation.row_task.task_id, status=result.final_status
-                )
+        _counted_not_run(evaluation, phase, result.final_status)  # done before a resume: counted, not repeated
         return evaluation
     if evaluation.skipped_by_budget() or not _within_budget(evaluation, phase):
+        _counted_not_run(evaluation, phase, "NOT_RUN")  # the progress lines count it as settled
         return evaluation
     if phase == "sandbox":
         result.started_at = utc_now()
@@ -538,6 +535,13 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
         release_if_idle(evaluation.folder)  # nothing left running: hold no namespace until the scoring phase
     _count_spend(evaluation, phase)
     return evaluation
+
+
+def _counted_not_run(evaluation: Evaluation, phase: Phase, status: str | None) -> None:
+    """The phase's stages reported as done, without running them (the progress display counts them)."""
+    for stage in STAGES:
+        if phase in stage.phases:
+            evaluation.context.emit("stage", stage=stage.name, task_id=evaluation.row_task.task_id, status=status)
 
 
 def _within_budget(evaluation: Evaluation, phase: Phase) -> bool:
