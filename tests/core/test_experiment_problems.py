@@ -58,3 +58,15 @@ def test_type_given_twice_on_the_command_line_is_refused(tmp_path: Path) -> None
     task = write_task(tmp_path, agentless_task())
     done = run_cli("run", task, "--type", "nonexistent", "-D", "agent.type=none", "--runs-dir", tmp_path / "runs")
     assert done.code == 2 and "agent.type: also given by its own option (--type); give it once" in done.err
+
+
+def test_every_missing_file_of_a_task_is_named_at_once(tmp_path: Path) -> None:
+    data = agentless_task(
+        reference={"file": "nope.py"},
+        sandbox={"python": None, "template_sources": [{"type": "template_dir", "path": "nope_dir"}]},
+        dataset={"paths": ["nope.jsonl"]},
+    )
+    done = run_cli("validate", write_task(tmp_path, data))
+    assert done.code == 1
+    for field in ("reference.file", "sandbox.template_sources.0.path", "dataset.paths.0"):
+        assert f": {field}: " in done.err, done.err

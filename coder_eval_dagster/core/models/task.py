@@ -10,7 +10,7 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator, mod
 
 from ..files import MAX_DATASET_BYTES, MAX_DOCUMENT_BYTES, regular_file_problem
 from .agent import AgentConfig
-from .base import RejectsMovedLimits, SafeId, StrictModel, is_partial, rule_error
+from .base import RejectsMovedLimits, SafeId, StrictModel, is_partial, rule_error, rule_errors
 from .checker import CheckerContext, judge_model
 from .commands import HookCommand
 from .criterion import REFERENCE_DIR, CriterionBase, criterion_union, on_change
@@ -191,10 +191,15 @@ class Task(RejectsMovedLimits):
                 checks.append((f"sandbox.template_sources.{index}.path", source.path, True, 0))
         for index, path in enumerate(self.dataset.paths or [] if self.dataset else []):
             checks.append((f"dataset.paths.{index}", path, False, MAX_DATASET_BYTES))
-        for field, relative, folder, limit in checks:
-            problem = _file_problem(info, relative, folder, limit)
-            if problem:
-                raise rule_error(field, problem)
+        missing = [
+            (field, p)
+            for field, relative, folder, limit in checks
+            if (p := _file_problem(info, relative, folder, limit))
+        ]
+        if len(missing) == 1:
+            raise rule_error(*missing[0])
+        if missing:  # every missing file at once, not one per attempt
+            raise rule_errors(type(self).__name__, missing)
 
     @property
     def armed(self) -> bool:
