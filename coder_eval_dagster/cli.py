@@ -75,7 +75,12 @@ def _file_problems(path: Path, experiment: str | None = None) -> FileVerdict:
         resolution = resolve(RunSpec(task_paths=[str(path)], experiment=experiment, include_skipped=True))
     except InvalidInput as exc:
         return FileVerdict(exc.problems, [], set())
-    return FileVerdict(resolution.problems, resolution.warnings, {rt.base_task_id for rt in resolution.row_tasks})
+    # under an experiment that names its own tasks, they resolve too: this file answers for itself only
+    own = [rt for rt in resolution.row_tasks if rt.source.resolve() == path.resolve()]
+    mine = [
+        p for p in resolution.problems if Path(p.path).resolve() in (path.resolve(), Path(experiment or path).resolve())
+    ]
+    return FileVerdict(mine, resolution.warnings, {rt.base_task_id for rt in own})
 
 
 def _duplicate_id(path: Path, task_ids: set[str], seen: dict[str, Path]) -> list[Problem]:
@@ -138,11 +143,11 @@ DEFAULT_TASKS = Path("tasks")  # coder_eval's `run` and `plan` with no paths: ev
 def _default_tasks(command: str, has_experiment: bool) -> list[Path]:
     """No paths given: ``tasks/`` in the current folder when there is one, as coder_eval; else a usage error
     (none with ``-e``: the experiment's own ``tasks`` then)."""
+    if has_experiment:
+        return []
     if DEFAULT_TASKS.is_dir():
         print(f"coder-eval {command}: no paths given: {DEFAULT_TASKS}/", file=sys.stderr)
         return [DEFAULT_TASKS]
-    if has_experiment:
-        return []
     raise UsageError(f"give task paths or -e EXPERIMENT (no {DEFAULT_TASKS}/ folder here)")
 
 

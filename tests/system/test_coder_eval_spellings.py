@@ -109,3 +109,15 @@ def test_run_with_no_paths_and_no_tasks_folder(tmp_path: Path, system_cli: Syste
     assert outcome.err.strip() == (
         "coder-eval run: give task paths or -e EXPERIMENT (no tasks/ folder here) (see coder-eval run --help)"
     )
+
+
+def test_validate_under_an_experiment_that_names_its_tasks(tmp_path: Path, system_cli: SystemCli) -> None:
+    """With -e and no path the experiment's own tasks are checked (not tasks/ besides); with paths, each file
+    answers for itself (the experiment's other tasks are not its duplicates)."""
+    for name in ("alpha", "beta"):
+        task_file(tmp_path / "tasks", name, agent={"type": "none"})
+    write(tmp_path / "e.yaml", 'experiment_id: e\ntasks: ["tasks/"]\nvariants: [{variant_id: v}]\n')
+    alone = system_cli("validate", "-e", "e.yaml", env={})
+    assert (alone.code, alone.out, alone.err) == (0, "OK e.yaml\n", ""), alone.output
+    listed = system_cli("validate", "tasks", "-e", "e.yaml", env={})
+    assert listed.code == 0 and listed.out == "OK tasks/alpha.yaml\nOK tasks/beta.yaml\n", listed.output
