@@ -44,6 +44,7 @@ def test_max_usd_stops_new_evaluations_and_a_resume_keeps_the_budget(tmp_path, s
     assert not summary["passed"]
     assert "budget spent: $1.5000 of $1.2; 3 evaluations not run" in outcome.out
     assert f"scored: {ROWS}/{ROWS}" in outcome.err  # the evaluations not run count as settled in the progress lines
+    assert "Budget spent: $1.5000 of $1.2: 3 evaluations not run" in (run.path / "run.md").read_text()  # why it failed
     # the runs index shows the spend per variant, the agent apart from the judges and the simulated user
     index = (system_cli.runs / "index.html").read_text()
     assert "default: $1.5000 (agent $1.5000 (reported), judges –, simulated user –)" in index

@@ -149,6 +149,14 @@ def _spend_lines(report: RunSummary) -> list[str]:
 def _statistics_lines(report: RunSummary) -> list[str]:
     """Repeated trials (pass@k, pass^k, flaky rows and the gate) and the sequential A/B, when the run has them."""
     lines = []
+    budget = report.budget or {}
+    if budget.get("exhausted"):
+        left = sum(entry["reason"] == "budget" for entry in report.not_run)
+        lines += [
+            "",
+            f"Budget spent: ${budget['spent_usd']:.4f} of ${budget['max_usd']:g}: {left} evaluations not run "
+            "(`not_run` in run.json); the run fails.",
+        ]
     flaky = report.flaky_gate
     if flaky is not None:
         verdict = "met" if flaky["passed"] else "NOT met"
