@@ -82,7 +82,8 @@ def sequential_json(run: OpenRun, results: list[EvaluationResult]) -> dict[str, 
     planned = list(dict.fromkeys(rt.task_id for rt in run.snapshot.row_tasks))
     started = {r.task_id for r in results}
     not_run = [task_id for task_id in planned if task_id not in started]
-    rows_total = len(planned) + run.snapshot.filtered.get(BEYOND_MAX_ROWS, 0)
+    beyond = run.snapshot.filtered.get(BEYOND_MAX_ROWS, 0)  # never planned: not in not_run
+    rows_total = len(planned) + beyond
     stopped_at = through if status.decisive and not_run else None
     block = sequential_block(status, len(started & set(planned)), rows_total, stopped_at)
-    return block | {"batch_rows": run.snapshot.sequential.batch_rows}
+    return block | {"batch_rows": run.snapshot.sequential.batch_rows, "rows_beyond_max_rows": beyond}

@@ -45,7 +45,8 @@ def experiment(path: Path, thresholds: dict[str, int], **fields: object) -> Path
 
 def test_a_clearly_better_variant_stops_the_run_early(tmp_path: Path, system_cli: SystemCli) -> None:
     task = threshold_task(tmp_path / "tasks", 200)
-    exp = experiment(tmp_path / "exp.yaml", {"a": 30, "b": 80}, sequential={"batch_rows": 20, "seed": 7})
+    sequential = {"batch_rows": 20, "seed": 7, "max_rows": 160}
+    exp = experiment(tmp_path / "exp.yaml", {"a": 30, "b": 80}, sequential=sequential)
     outcome, run = system_cli.run(task, "-e", str(exp), env={}, timeout=600)
 
     assert outcome.code == 1, outcome.output  # variant a fails most rows: the run's verdict is FAILED
@@ -53,8 +54,10 @@ def test_a_clearly_better_variant_stops_the_run_early(tmp_path: Path, system_cli
     assert block["decision"] == "other_better", block
     assert block["stopped_at_batch"] is not None and block["rows_run"] < 200 and block["rows_total"] == 200
     assert block["rows_run"] == 20 * block["stopped_at_batch"]  # no new row after the deciding batch
-    not_run = run.summary["not_run"]  # both variants of each row never started, recorded once for the run
-    assert len(not_run) == 2 * (200 - block["rows_run"]) and {e["reason"] for e in not_run} == {"sequential"}
+    not_run = run.summary["not_run"]  # both variants of each planned row never started, recorded once for the run
+    assert len(not_run) == 2 * (160 - block["rows_run"]) and {e["reason"] for e in not_run} == {"sequential"}
+    assert block["rows_beyond_max_rows"] == 40  # never planned, and said so
+    assert "40 rows beyond `max_rows` were never planned." in (run.path / "run.md").read_text()
     assert block["interval"]["low"] > 0
     assert "sequential A/B: other_better" in outcome.out
     assert len(run.summary["task_results"]) == 2 * block["rows_run"]

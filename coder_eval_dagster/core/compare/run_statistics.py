@@ -218,7 +218,12 @@ def sequential_lines(block: Mapping[str, Any] | None) -> list[str]:
         "## Sequential A/B",
         "",
         f"{block['rows_run']} of {block['rows_total']} rows run (alpha {block['alpha']:g}{margin}); "
-        + ("ran to the end." if stopped is None else f"no new row started after batch {stopped}."),
+        + ("ran to the end." if stopped is None else f"no new row started after batch {stopped}.")
+        + (
+            f" {beyond} rows beyond `max_rows` were never planned."
+            if (beyond := block.get("rows_beyond_max_rows"))
+            else ""
+        ),
         "",
     ]
     for c in block.get("comparisons", []):
