@@ -72,15 +72,11 @@ def _file_problems(path: Path, experiment: str | None = None) -> FileVerdict:
                 return FileVerdict([], [], set())
             resolution = resolve(RunSpec(experiment=str(path), include_skipped=True))
             return FileVerdict(resolution.problems, resolution.warnings, set())
-        resolution = resolve(RunSpec(task_paths=[str(path)], experiment=experiment, include_skipped=True))
+        spec = RunSpec(task_paths=[str(path)], experiment=experiment, include_skipped=True)
+        resolution = resolve(spec, experiment_tasks=False)  # this file under the experiment, not its other tasks
     except InvalidInput as exc:
         return FileVerdict(exc.problems, [], set())
-    # under an experiment that names its own tasks, they resolve too: this file answers for itself only
-    own = [rt for rt in resolution.row_tasks if rt.source.resolve() == path.resolve()]
-    mine = [
-        p for p in resolution.problems if Path(p.path).resolve() in (path.resolve(), Path(experiment or path).resolve())
-    ]
-    return FileVerdict(mine, resolution.warnings, {rt.base_task_id for rt in own})
+    return FileVerdict(resolution.problems, resolution.warnings, {rt.base_task_id for rt in resolution.row_tasks})
 
 
 def _duplicate_id(path: Path, task_ids: set[str], seen: dict[str, Path]) -> list[Problem]:

@@ -353,9 +353,10 @@ def _append_sources(merged: dict[str, Any], sources: list[Any]) -> None:
 # ----------------------------------------------------------------------------- resolution
 
 
-def resolve(spec: RunSpec, base_layer: bool = True) -> Resolution:
+def resolve(spec: RunSpec, base_layer: bool = True, experiment_tasks: bool = True) -> Resolution:
     """Resolve everything the spec selects; problems are collected, not raised. ``base_layer`` False leaves
-    ``experiments/default.yaml`` out (grading a directory resolves no experiment, as coder_eval's does not)."""
+    ``experiments/default.yaml`` out (grading a directory resolves no experiment, as coder_eval's does not);
+    ``experiment_tasks`` False leaves out the tasks the experiment names (validating one file under it)."""
     result = Resolution()
     try:
         overrides = _overrides(spec)
@@ -366,7 +367,8 @@ def resolve(spec: RunSpec, base_layer: bool = True) -> Resolution:
         return result
     result.experiment = layers[-1] if layers else None
     named = [Path(p) for p in spec.task_paths]
-    paths = (result.experiment.task_paths if result.experiment and spec.experiment else []) + named
+    own = result.experiment.task_paths if result.experiment and spec.experiment and experiment_tasks else []
+    paths = own + named
     files, problems, in_folders = _discover(paths)
     result.problems.extend(problems)
     result.found_in_folders = {str(path) for path in in_folders}
