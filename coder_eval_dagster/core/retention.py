@@ -14,8 +14,8 @@ from datetime import datetime
 from pathlib import Path
 
 from .compare.index import write_index
-from .layout import LATEST_LINK, PLAN_FILE
-from .runs import RunPlan, is_run_folder
+from .layout import LATEST_LINK, PLAN_FILE, read_record
+from .runs import RunPlan, is_run_folder, started
 
 
 @dataclass
@@ -31,15 +31,9 @@ def old_run_folders(runs_dir: Path, before: datetime) -> list[Path]:
     for folder in sorted(runs_dir.iterdir()) if runs_dir.is_dir() else []:
         if folder.is_symlink() or not is_run_folder(folder) or folder.resolve() == latest:
             continue
-        if _started(folder) < before:
+        if started(read_record(folder / PLAN_FILE, RunPlan)) < before:
             found.append(folder)
     return found
-
-
-def _started(folder: Path) -> datetime:
-    """When the run started, to the millisecond (its plan says; its name only to the second)."""
-    plan = RunPlan.model_validate_json((folder / PLAN_FILE).read_text(encoding="utf-8"))
-    return datetime.fromisoformat(plan.started_at.replace("Z", "+00:00"))
 
 
 def remove_run_folders(runs_dir: Path, folders: list[Path]) -> Pruned:

@@ -210,7 +210,7 @@ class Dialog:
 
     def _termination(self, output: AgentOutput) -> DialogStopReason | None:
         """The guide's precedence after an exchange (the stop token comes last, from the user's next message)."""
-        if self.agent_max_turns is not None and len(output.turns) >= self.agent_max_turns:
+        if self.agent_turns_spent:  # (the exchange's turns are recorded: ``seen`` counts them all)
             return "run_limit_exceeded"
         passed = self.check_criteria(output.turns) if self.settings.check_criteria != "end_of_dialog" else None
         self.messages[-1].criteria_passed = passed
