@@ -35,15 +35,22 @@ def regular_file_problem(path: Path, limit: int | None = None) -> str | None:
     return None
 
 
-def _read_regular(path: Path, cap: int, follow: bool = True) -> tuple[bytes, int]:
-    """Up to ``cap`` + 1 bytes of a regular file, and its size; a FIFO is never waited on. ``follow`` False: a
-    link in the last place is refused (ELOOP), not followed (a sandbox path was resolved; a process left in it
-    could swap the file for a link after)."""
+def open_regular(path: Path, follow: bool = True) -> int:
+    """A descriptor of ``path`` opened for reading when it is a regular file, else UnreadableFile; a FIFO is never
+    waited on. ``follow`` False: a link in the last place is refused (OSError ELOOP), not followed (a path already
+    resolved, which a process could swap for a link after)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnreadableFile(f"not a regular file: {path}")
+    return fd
+
+
+def _read_regular(path: Path, cap: int, follow: bool = True) -> tuple[bytes, int]:
+    """Up to ``cap`` + 1 bytes of a regular file (``open_regular``), and its size."""
+    fd = open_regular(path, follow)
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise UnreadableFile(f"not a regular file: {path}")
         chunks, remaining = [], cap + 1
         while remaining > 0:
             chunk = os.read(fd, min(remaining, MiB))

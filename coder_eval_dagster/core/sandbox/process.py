@@ -6,7 +6,6 @@ import contextlib
 import os
 import select
 import signal
-import stat
 import subprocess
 import threading
 import time
@@ -14,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import cast
 
+from ..files import UnreadableFile, open_regular
 from ..models.results import CommandRun
 from ..secrets import redact
 from .containment import release_all
@@ -63,15 +63,15 @@ def read_capped(path: Path) -> str:
     point it at a host file the harness would read) and never blocking (a FIFO put in its place); "" when the
     command wrote none."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = open_regular(path, follow=False)
     except FileNotFoundError:
         return ""
+    except UnreadableFile:
+        raise ReplacedCapture(f"{path.name} was replaced by something that is not a file") from None
     except OSError as exc:  # ELOOP: a symbolic link
         raise ReplacedCapture(f"{path.name} was replaced ({exc.strerror})") from None
     kept = HeadTail()
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ReplacedCapture(f"{path.name} was replaced by something that is not a file")
         while chunk := handle.read(65536):
             kept.keep(chunk)
     return kept.render()
