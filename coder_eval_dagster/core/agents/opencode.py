@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -170,10 +171,24 @@ def _install_step(command: Sequence[str], what: str) -> str:
 
 
 def install() -> str:
-    """Install the pinned opencode (npm registry) and ripgrep (PyPI) into :meth:`Installation.located`."""
+    """Install the pinned opencode (npm registry) and ripgrep (PyPI) into :meth:`Installation.located`, once.
+
+    Concurrent installs (two commands, or test workers, on a new machine) wait
+    for each other on a lock file beside the folder: two npm installs into one
+    prefix fail each other (ENOTEMPTY), and the second finds the first's work.
+    """
+    where = Installation.located()
+    where.root.parent.mkdir(parents=True, exist_ok=True)
+    with (where.root.parent / f"{where.root.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if where.ready():
+            return f"opencode {VERSION} is already installed in {where.root}"
+        return _install_into(where)
+
+
+def _install_into(where: Installation) -> str:
     from ..sandbox.tempdir import uv_binary
 
-    where = Installation.located()
     npm, uv = shutil.which("npm"), uv_binary()
     if npm is None or uv is None:
         raise OpencodeError("installing opencode needs npm (Node.js 20 or later) and uv on PATH")
