@@ -367,11 +367,13 @@ def print_summary(report: RunSummary, run_dir: Path) -> None:
         if spend.total_cost_usd is not None or spend.agent is not None:
             line = f"spend [{variant}]: agent {usd(spend.agent)}, judges {judges_usd(spend)}, "
             line += f"simulated user {usd(spend.simulator)}; total {total_usd(spend)}"
-            console.print(escape(line), highlight=False)
+            console.print(escape(line), highlight=False, soft_wrap=True)
     print_statistics(console, report)
     verdict = "[green]PASSED[/]" if report.passed else "[red]FAILED[/]"
     skipped = f", {len(report.skipped_tasks)} skipped" if report.skipped_tasks else ""
-    console.print(f"{verdict} {escape(counts_line(report))}{skipped} · {escape(str(run_dir))}", highlight=False)
+    console.print(
+        f"{verdict} {escape(counts_line(report))}{skipped} · {escape(str(run_dir))}", highlight=False, soft_wrap=True
+    )
     if (run_dir / RUN_VIEWER).is_file():
         console.print(f"viewer: {escape(str(run_dir / RUN_VIEWER))}", highlight=False, soft_wrap=True)
 

@@ -440,9 +440,10 @@ class Spend(BaseModel):
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
     def cost_complete(self) -> bool:
-        """False when some of the tokens have no cost: the total is then a floor."""
+        """False when some of the tokens have no cost (a part's sum is ``unknown`` even when others' costs are
+        known): the total is then a floor."""
         parts = (self.agent, self.judges, self.simulator)
-        return all(usage.total_cost_usd is not None for usage in parts if usage and usage.spent)
+        return all(usage.priced_whole for usage in parts if usage and usage.spent)
 
 
 def skipped_by_id(task_id: str) -> SkippedTask:

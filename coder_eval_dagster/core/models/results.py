@@ -116,6 +116,11 @@ class TokenUsage(BaseModel):
     def spent(self) -> bool:
         return bool(self.total_tokens)
 
+    @property
+    def priced_whole(self) -> bool:
+        """Every token of it has a cost (a sum with an unpriced part keeps the known costs, source ``unknown``)."""
+        return self.total_cost_usd is not None and self.cost_source != "unknown"
+
 
 def message_usage(usage: Any) -> TokenUsage:
     """A Messages API ``usage`` (an SDK object or a dict) as our record; its cache counts may be absent or null."""

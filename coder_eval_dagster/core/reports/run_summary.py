@@ -187,11 +187,14 @@ def judges_usd(spend: Spend) -> str:
 
 
 def usd(usage: TokenUsage | None) -> str:
-    """A cost with its source: ``$0.0123 (priced)``; ``unknown`` when tokens were spent on an unpriced model."""
+    """A cost with its source: ``$0.0123 (priced)``; ``unknown`` when tokens were spent on an unpriced model, and
+    ``≥ $0.0123 (part unknown)`` when only some were (the known costs are a floor)."""
     if usage is None or not usage.spent:
         return "–"
     if usage.total_cost_usd is None:
         return "unknown"
+    if not usage.priced_whole:
+        return f"≥ ${usage.total_cost_usd:.4f} (part unknown)"
     source = f" ({usage.cost_source})" if usage.cost_source else ""
     return f"${usage.total_cost_usd:.4f}{source}"
 
