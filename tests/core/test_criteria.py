@@ -522,3 +522,13 @@ def test_a_crashing_check_scores_zero(sandbox, monkeypatch):
     monkeypatch.setitem(criteria.REGISTRY, "file_exists", type(kind)(kind.model, boom))
     result = check_criterion({"type": "file_exists", "path": "a"}, ctx(sandbox))
     assert result.score == 0.0 and result.error == "RuntimeError: bug" and not result.passed
+
+
+def test_reference_comparison_names_which_side_does_not_parse(sandbox):
+    put(sandbox, "solution.py", REFERENCE)
+    put(sandbox, "broken.py", "def f(:\n")
+    spec = {"type": "reference_comparison", "comparison_method": "ast"}
+    bad_reference = check_criterion({**spec, "agent_file": "solution.py"}, ctx(sandbox, reference="print((1)\n"))
+    bad_agent = check_criterion({**spec, "agent_file": "broken.py"}, ctx(sandbox, reference=REFERENCE))
+    assert bad_reference.error.startswith("cannot parse the reference as Python: ")
+    assert bad_agent.error.startswith("cannot parse broken.py as Python: ")

@@ -70,3 +70,43 @@ def test_a_missing_path_has_no_made_up_line(tmp_path: Path) -> None:
     result = run_cli("validate", tmp_path / "nonexistent")
     assert result.code == 1
     assert result.err.strip() == f"no such file or directory: {tmp_path / 'nonexistent'}"
+
+
+def test_coder_eval_forms_refused_here_say_why_in_one_line_and_numbers_are_finite(tmp_path: Path) -> None:
+    task = write(
+        tmp_path / "t.yaml",
+        """
+        task_id: x
+        description: d
+        agent: {type: none}
+        sandbox: {docker: {network: llm_only}}
+        success_criteria:
+          - {type: file_exists, path: a, description: d, weight: .inf}
+          - {type: file_exists, path: b, description: d, pass_threshold: .nan}
+        """,
+    )
+    result = run_cli("validate", task)
+    assert result.code == 1
+    lines = result.err.strip().splitlines()
+    assert lines == [
+        f"{task}:5: sandbox.docker.network: unknown network 'llm_only' (llm_only is coder_eval's later form, "
+        "not in its release): use bridge, none, host, or a block {allow: [host:port, ...]}",
+        f"{task}:7: success_criteria.0.weight: Input should be a finite number",
+        f"{task}:8: success_criteria.1.pass_threshold: Input should be a finite number",
+    ]
+    experiment = write(
+        tmp_path / "e.yaml",
+        """
+        experiment_id: e
+        defaults:
+          agent:
+            by_type: {claude-code: {permission_mode: bypassPermissions}}
+        variants:
+          - variant_id: r
+            prompt_mutations: [{type: rephrase, instructions: formal}]
+        """,
+    )
+    refused = run_cli("validate", task.parent / "none", "-e", experiment)
+    assert "e.yaml:5: defaults.agent.by_type: not supported: coder_eval's later per-agent defaults block" in refused.err
+    assert "e.yaml:8: variants.0.prompt_mutations.0.type: rephrase is not supported" in refused.err
+    assert "did you mean" not in refused.err

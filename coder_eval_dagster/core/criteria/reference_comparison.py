@@ -88,6 +88,14 @@ def _reference(criterion: ReferenceComparison, ctx: CheckContext) -> str | None:
     return read_text_capped(path, CRITERION_READ_CAP, criterion.reference_file)[0]
 
 
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except SyntaxError:
+        return False
+    return True
+
+
 @checks(ReferenceComparison)
 def check(criterion: ReferenceComparison, ctx: CheckContext) -> Outcome:
     reference = _reference(criterion, ctx)
@@ -98,6 +106,8 @@ def check(criterion: ReferenceComparison, ctx: CheckContext) -> Outcome:
     try:
         score = similarity(criterion.comparison_method, agent_code, reference)
     except SyntaxError as exc:
-        return Outcome(0.0, {"method": criterion.comparison_method, **note}, error=f"cannot parse as Python: {exc.msg}")
+        which = "the reference" if _parses(agent_code) else criterion.agent_file
+        error = f"cannot parse {which} as Python: {exc.msg} (line {exc.lineno})"
+        return Outcome(0.0, {"method": criterion.comparison_method, **note}, error=error)
     details = {"method": criterion.comparison_method, "similarity": round(score, 4), **note}
     return Outcome(score, details)

@@ -22,6 +22,10 @@ ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max
 # The agent types that read thinking_level (coder_eval's Gemini and pi agents); none of them is built in.
 THINKING_TYPES = ("antigravity", "pi")
 CLAUDE_CODE_ONLY = ("sdk_options", "claude_settings", "system_prompt_mode", "setting_sources", "plugins")
+BY_TYPE_REFUSAL = (
+    "not supported: coder_eval's later per-agent defaults block (not in its release); "
+    "write the fields in agent itself, a variant per agent type"
+)
 
 
 class Plugin(StrictModel):
@@ -53,11 +57,14 @@ class AgentConfig(RejectsMovedLimits):
     @model_validator(mode="before")
     @classmethod
     def _not_installed_type(cls, data: Any) -> Any:
-        """An agent type nothing here provides is the one problem of the block: its own fields are unknown here."""
+        """An agent type nothing here provides is the one problem of the block: its own fields are unknown here;
+        coder_eval's ``by_type`` block is refused with its reason."""
         kind = data.get("type") if isinstance(data, dict) else None
         refusal = AGENT_TYPES.not_installed(kind) if isinstance(kind, str) else None
         if refusal:
             raise rule_error("type", refusal)
+        if isinstance(data, dict) and "by_type" in data:  # said as the refusal it is, not as an unknown field
+            raise rule_error("by_type", BY_TYPE_REFUSAL)
         return data
 
     @field_validator("sdk_options")

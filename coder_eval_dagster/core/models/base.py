@@ -30,9 +30,10 @@ def id_problem(value: str) -> str | None:
 
 
 class StrictModel(BaseModel):
-    """Every block of the format rejects unknown keys (the guide's extra="forbid")."""
+    """Every block of the format rejects unknown keys (the guide's extra="forbid"), and inf or nan where a number
+    goes (a weight of .inf passed validation and failed the run)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=False, validate_default=False)
+    model_config = ConfigDict(extra="forbid", frozen=False, validate_default=False, allow_inf_nan=False)
 
 
 def rule_error(field: str, message: str) -> PydanticCustomError:

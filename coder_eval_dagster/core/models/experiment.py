@@ -87,6 +87,10 @@ class TemplateMutation(StrictModel):
         return prompt
 
 
+REPHRASE_REFUSAL = (
+    "rephrase is not supported: a model rewriting the prompt makes the variant's prompt differ from run to run; "
+    "write the rephrased prompt as the variant's initial_prompt"
+)
 PromptMutation = Annotated[
     PrefixMutation | SuffixMutation | ReplaceMutation | TemplateMutation, Field(discriminator="type")
 ]
@@ -105,6 +109,16 @@ class Overlay(StrictModel):
 
     _simulation = field_validator("simulation")(_known_simulation_keys)
     _driver = field_validator("driver")(_registered_driver)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_rephrase(cls, data: Any) -> Any:
+        """coder_eval's ``rephrase`` mutation, refused with its reason (not as a misspelt ``replace``)."""
+        mutations = data.get("prompt_mutations") if isinstance(data, dict) else None
+        for index, mutation in enumerate(mutations if isinstance(mutations, list) else []):
+            if isinstance(mutation, dict) and mutation.get("type") == "rephrase":
+                raise rule_error(f"prompt_mutations.{index}.type", REPHRASE_REFUSAL)
+        return data
 
 
 class ExperimentDefaults(Overlay):

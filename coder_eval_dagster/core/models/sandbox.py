@@ -133,7 +133,18 @@ class NetworkPolicy(StrictModel):
         return self
 
 
+NETWORK_NAMES = ("bridge", "none", "host")
 Network = Literal["bridge", "none", "host"] | NetworkPolicy  # a block, or one of docker's network names
+
+
+def _known_network_name(value: Any) -> Any:
+    """An unknown network name in one line (pydantic would explain both arms of the union)."""
+    if isinstance(value, str) and value not in NETWORK_NAMES:
+        later = " (llm_only is coder_eval's later form, not in its release)" if value == "llm_only" else ""
+        raise ValueError(
+            f"unknown network {value!r}{later}: use {', '.join(NETWORK_NAMES)}, or a block {{allow: [host:port, ...]}}"
+        )
+    return value
 
 
 class DockerConfig(StrictModel):
@@ -142,6 +153,8 @@ class DockerConfig(StrictModel):
 
     image: str | None = Field(default=None, min_length=1)
     network: Network | None = None  # coder_eval's spelling of sandbox.network: the same setting, both drivers
+
+    _network = field_validator("network", mode="before")(_known_network_name)
 
     @model_validator(mode="before")
     @classmethod
@@ -239,6 +252,8 @@ class SandboxConfig(StrictModel):
     image: str | None = Field(default=None, min_length=1)
     # Both drivers' (beyond the guide): what commands and agents may reach, phase by phase.
     network: Network = Field(default_factory=NetworkPolicy)
+
+    _network = field_validator("network", mode="before")(_known_network_name)
 
     @field_validator("driver")
     @classmethod
