@@ -101,6 +101,43 @@ def test_task_timeout_and_turn_timeout(tmp_path: Path) -> None:
     assert (output.final_status, output.stop_reason) == ("TIMEOUT", "turn_timeout")
 
 
+CUT_SHORT = [
+    {"calls": [{"tool": "Bash", "command": "true"}], "text": "step one done"},
+    {"calls": [{"tool": "Bash", "command": "sleep 5"}, {"tool": "Bash", "command": "true"}], "text": "All done."},
+]
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        RunLimits.model_construct(task_timeout=1.5),
+        RunLimits.model_construct(turn_timeout=1.5),
+        RunLimits(max_tool_calls=1),
+    ],
+    ids=["task_timeout", "turn_timeout", "max_tool_calls"],
+)
+def test_a_turn_cut_short_keeps_its_calls_but_not_its_final_reply(tmp_path: Path, limits: RunLimits) -> None:
+    output, _ = play(tmp_path, CUT_SHORT, limits)
+    first, cut = output.turns
+    assert first.text == "step one done" and cut.text is None  # a live agent cut off never gives its reply
+    assert [c.status for c in cut.calls] == ([] if limits.max_tool_calls else ["error"])  # refused, or killed
+    assert output.final_text == "step one done" and output.visible_turns == 1 + len(cut.calls) + 1
+
+
+def test_an_early_stop_mid_turn_records_no_final_reply(tmp_path: Path) -> None:
+    commands = ["echo one > one.txt", "rm -rf x; echo two > two.txt", "echo three > three.txt"]
+    calls = [{"tool": "Bash", "command": command} for command in commands]
+    guard = {**criterion("command_executed", command_pattern="rm -rf", min_count=0, max_count=0), "stop_early": {}}
+    result = evaluate_replay(
+        tmp_path,
+        [{"calls": calls, "text": "Finished: all three files written."}],
+        success_criteria=[guard],
+        run_limits={"max_turns": 5, "expected_turns": 2},
+    )
+    assert result.stopped_early and [len(t.calls) for t in result.trajectory] == [2]
+    assert result.trajectory[0].text is None and result.visible_turns == 2
+
+
 @pytest.mark.parametrize(
     ("limits", "status"),
     [

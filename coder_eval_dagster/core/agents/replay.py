@@ -3,7 +3,9 @@
 Every call really happens (Bash runs, Write writes, Read reads, Edit edits)
 and is recorded exactly as a live agent's would be, so every criterion,
 limit and early-stop rule can be exercised without an API key. Limits are
-honoured between calls (time) and after each turn (budgets). A ``user:``
+honoured between calls (time) and after each turn (budgets); a turn they
+cut short keeps the calls that ran but not its text, the final reply a
+live agent cut off never gives. A ``user:``
 item ends an exchange of a simulated dialog: the replay goes on past it
 only when the dialog asks for another exchange (without a dialog, the
 replay ends there).
@@ -115,19 +117,10 @@ class Replay:
             self.stop("max_turns", None, None)
             return False
         started = time.monotonic()
-        record = TurnRecord(index=index, text=turn.text, started_at=time.time())
-        for seq, call in enumerate(turn.calls, start=1):
-            if self.timed_out(started):
-                break
-            if self.input.calls_exhausted(self.output.calls_made + len(record.calls)):
-                self.output.stop_at_tool_cap(self.input.limits.max_tool_calls)
-                break
-            record.calls.append(self.record_call(index, seq, call, started))
-            watcher = self.input.watcher
-            reason = watcher.observe(record.calls[-1]) if watcher else None
-            if reason:
-                self.output.early_stop(reason, index, limits.max_turns)
-                break
+        record = TurnRecord(index=index, started_at=time.time())
+        finished = self.play_calls(index, turn, record, started)
+        if finished:
+            record.text = turn.text  # a turn cut short never reached its final words, as a live agent's would not
         if turn.usage is not None:
             record = record.model_copy(update=turn.usage.model_dump())
             if turn.usage.cost_usd is not None:
@@ -144,6 +137,23 @@ class Replay:
             self.stop(budget_stop_reason(breach), breach, f"run_limits {what} budget exceeded after turn {index}")
             return False
         return True
+
+    def play_calls(self, index: int, turn: TrajectoryTurn, record: TurnRecord, started: float) -> bool:
+        """Play the turn's calls into ``record``; False when a time limit, the tool-call cap or the watcher cut the
+        turn short (the call that was running when time ran out stays, with its error)."""
+        for seq, call in enumerate(turn.calls, start=1):
+            if self.timed_out(started):
+                return False
+            if self.input.calls_exhausted(self.output.calls_made + len(record.calls)):
+                self.output.stop_at_tool_cap(self.input.limits.max_tool_calls)
+                return False
+            record.calls.append(self.record_call(index, seq, call, started))
+            watcher = self.input.watcher
+            reason = watcher.observe(record.calls[-1]) if watcher else None
+            if reason:
+                self.output.early_stop(reason, index, self.input.limits.max_turns)
+                return False
+        return not self.timed_out(started)
 
     def record_call(self, turn: int, seq: int, call: ToolCall, turn_started: float) -> ToolCallRecord:
         left = self.time_left(turn_started)
