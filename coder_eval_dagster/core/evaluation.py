@@ -44,6 +44,7 @@ from .layout import (
     load_result,
     write_atomically,
 )
+from .limits import soft_budget_warnings, within_expected_turns
 from .models.commands import HookCommand
 from .models.results import (
     CriterionResult,
@@ -307,6 +308,7 @@ def record_agent_output(evaluation: Evaluation, output: AgentOutput) -> None:
     result.total_token_usage = TokenUsage.of_turns(output.turns)
     result.max_turns_exhausted = output.stop_reason == "max_turns"
     result.warnings.extend(output.warnings)
+    result.warnings.extend(soft_budget_warnings(evaluation.task.run_limits, output.visible_turns, output.calls_made))
     result.stopped_early = output.early_stop_reason is not None
     result.early_stop_reason = output.early_stop_reason
     result.turns_remaining_at_stop = output.turns_remaining_at_stop
@@ -373,7 +375,7 @@ def decide(result: EvaluationResult, task: Task) -> None:
     result.success = result.final_status == "SUCCESS"
     expected = result.expected_turns
     result.within_expected_turns = (
-        None if expected is None else result.success and result.visible_turns <= 1.5 * expected
+        None if expected is None else result.success and within_expected_turns(result.visible_turns, expected)
     )
     result.early_stop = early_stop_info(result, armed, task.run_limits.stop_early_gate_threshold)
 

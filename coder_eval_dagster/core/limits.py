@@ -1,4 +1,4 @@
-"""run_limits at run time: cumulative budgets checked after each completed turn."""
+"""run_limits at run time: cumulative budgets checked after each completed turn, soft budgets after the agent."""
 
 from __future__ import annotations
 
@@ -13,6 +13,28 @@ Breach = Literal["TOKEN_BUDGET_EXCEEDED", "COST_BUDGET_EXCEEDED"]  # a breached 
 TOKEN_BUDGET_EXCEEDED: Final = "TOKEN_BUDGET_EXCEEDED"
 COST_BUDGET_EXCEEDED: Final = "COST_BUDGET_EXCEEDED"
 NO_COST_WARNING = "max_usd is set but the agent reported no cost; the cost budget was not checked"
+EXPECTED_TURNS_SLACK = 1.5  # visible turns a task may use per expected turn and still be within expected_turns
+
+
+def within_expected_turns(visible_turns: int, expected_turns: int) -> bool:
+    """The guide's measure: within 1.5x expected_turns (the report's badge and headline share)."""
+    return visible_turns <= EXPECTED_TURNS_SLACK * expected_turns
+
+
+def soft_budget_warnings(limits: RunLimits, visible_turns: int, tool_calls: int) -> list[str]:
+    """The soft budgets (expected_turns, expected_tool_calls) an agent overran: warned of, never stopped for."""
+    warnings = []
+    expected = limits.expected_turns
+    if expected is not None and not within_expected_turns(visible_turns, expected):
+        warnings.append(
+            f"used {visible_turns} visible turns, over run_limits.expected_turns {expected} "
+            f"(x{EXPECTED_TURNS_SLACK:g} = {EXPECTED_TURNS_SLACK * expected:g})"
+        )
+    if limits.expected_tool_calls is not None and tool_calls > limits.expected_tool_calls:
+        warnings.append(
+            f"used {tool_calls} tool calls, over run_limits.expected_tool_calls {limits.expected_tool_calls}"
+        )
+    return warnings
 
 
 @dataclass

@@ -170,6 +170,13 @@ def test_max_tool_calls_simulation_model_and_split_field_are_fields() -> None:
         Task.model_validate(task_with(run_limits={"max_tool_calls": 0}))
 
 
+def test_expected_tool_calls_is_the_soft_budget_not_a_misspelt_cap() -> None:
+    limits = Task.model_validate(task_with(run_limits={"expected_tool_calls": 4})).run_limits
+    assert limits.expected_tool_calls == 4 and limits.max_tool_calls is None
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        Task.model_validate(task_with(run_limits={"expected_tool_calls": 0}))
+
+
 # ----------------------------------------------------------------------------- sandbox
 
 

@@ -199,6 +199,17 @@ def test_evaluation_records_usage_turns_and_expected_turns(tmp_path: Path) -> No
     assert result.command_stats.total_commands == 2 and result.command_stats.commands_by_tool == {"Write": 1, "Bash": 1}
     over = run_task(tmp_path / "b", turns, run_limits={"expected_turns": 1})
     assert over.final_status == "SUCCESS" and over.within_expected_turns is False
+    assert result.warnings == [] and over.warnings == [
+        "used 3 visible turns, over run_limits.expected_turns 1 (x1.5 = 1.5)"
+    ]
+
+
+def test_expected_tool_calls_warns_and_never_stops(tmp_path: Path) -> None:
+    calls = [{"tool": "Bash", "command": f"echo {n} >> a.txt"} for n in range(3)]
+    within = run_task(tmp_path, [{"calls": calls}], run_limits={"expected_tool_calls": 3})
+    over = run_task(tmp_path / "b", [{"calls": calls}], run_limits={"expected_tool_calls": 1})
+    assert within.warnings == [] and over.final_status == "SUCCESS" and over.command_stats.total_commands == 3
+    assert over.warnings == ["used 3 tool calls, over run_limits.expected_tool_calls 1"]
 
 
 def test_budget_breach_keeps_its_status_and_still_scores(tmp_path: Path) -> None:

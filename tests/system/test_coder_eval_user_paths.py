@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from ..support.helpers import write
 from .conftest import SystemCli, claude_code_task, only_run, task_file
@@ -189,3 +190,31 @@ def test_damaged_run_files_are_named_in_one_line_and_rebuild_mends_run_json(
     assert history.code == 2 and "a table file cannot be read" in history.err, history.output
     for outcome in (compared, refused, history):
         assert "internal error" not in outcome.err and "Traceback" not in outcome.err
+
+
+def test_a_replay_stopped_mid_turn_gives_no_final_reply_and_soft_budgets_warn(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """coder_eval's later ``expected_tool_calls`` is a soft budget (not refused as a misspelt ``max_tool_calls``);
+    it and ``expected_turns`` warn when overrun; a turn the early stop cut records no final reply."""
+    commands = ["echo one > one.txt", "rm -rf forbidden; echo two > two.txt", "echo three > three.txt"]
+    calls = [{"tool": "Bash", "command": command} for command in commands]
+    write(tmp_path / "tasks/traj.yaml", yaml.safe_dump({"turns": [{"calls": calls, "text": "Finished: all three."}]}))
+    guard = {"type": "command_executed", "command_pattern": "rm -rf", "min_count": 0, "max_count": 0}
+    task = task_file(
+        tmp_path / "tasks",
+        "cut",
+        agent={"type": "replay", "trajectory": "traj.yaml"},
+        run_limits={"expected_turns": 1, "expected_tool_calls": 1},
+        success_criteria=[{**guard, "description": "never rm -rf", "stop_early": {}}],
+    )
+    outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 1, outcome.output
+    result = run.result("cut")
+    (iteration,) = result["iterations"]
+    assert result["stopped_early"] and [turn["text"] for turn in iteration["turns"]] == [None]
+    assert iteration["agent_output"] == "" and result["visible_turns"] == 2
+    assert result["warnings"] == [
+        "used 2 visible turns, over run_limits.expected_turns 1 (x1.5 = 1.5)",
+        "used 2 tool calls, over run_limits.expected_tool_calls 1",
+    ]

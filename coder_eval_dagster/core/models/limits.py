@@ -15,6 +15,7 @@ class RunLimits(StrictModel):
     max_turns: int | None = Field(default=None, gt=0)
     max_tool_calls: int | None = Field(default=None, ge=1)
     expected_turns: int | None = Field(default=None, ge=1)
+    expected_tool_calls: int | None = Field(default=None, ge=1)  # soft: over it warns, never stops
     task_timeout: float | None = Field(default=None, ge=30)
     turn_timeout: float | None = Field(default=None, ge=10)
     max_input_tokens: int | None = Field(default=None, ge=1)
