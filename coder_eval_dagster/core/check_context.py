@@ -29,6 +29,8 @@ class CheckContext:
     reference: str | None = None
     reference_dir: Path | None = None  # the task's reference folder, staged for the criteria, on this machine
     reference_seen: Path | None = None  # the same folder as the sandbox's commands see it ($REFERENCE_DIR)
+    task_dir_seen: Path | None = None  # a copy of the task file's folder as the sandbox's commands see it ($TASK_DIR)
+    task_dir_refused: str | None = None  # why the task's folder was not copied (over the cap)
     folder: Path | None = None  # the evaluation's folder (task.json); judges write judge-<idx>.yaml there
     index: int = 0  # the index of the criterion being checked
     prompt: str | None = None  # the task's initial prompt (the dialog's first user message)

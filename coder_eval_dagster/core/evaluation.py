@@ -59,7 +59,7 @@ from .models.results import (
 )
 from .models.task import Task
 from .problems import InvalidInput
-from .reference import reference_text, staged_reference
+from .reference import reference_text, staged_reference, staged_task_dir
 from .resolution import RowTask, load_trajectory
 from .run_context import RunContext
 from .sandbox import Sandbox, TemplateError, open_sandbox
@@ -331,20 +331,27 @@ def save_state(evaluation: Evaluation) -> Evaluation:
 
 @guarded("criteria")
 def score(evaluation: Evaluation) -> None:
-    """Check every criterion against the preserved sandbox and trajectory (the reference folder staged meanwhile)."""
+    """Check every criterion against the preserved sandbox and trajectory (the reference folder and the task's
+    staged meanwhile)."""
     result = evaluation.result
     result.environment_info["judge_transport"] = evaluation.context.route.judge_transport
     if evaluation.ended:
         return
     task, task_dir = evaluation.task, evaluation.row_task.task_dir
-    with staged_reference(task, task_dir, evaluation.folder, evaluation.sandbox) as reference:
+    folder, sandbox = evaluation.folder, evaluation.sandbox
+    with (
+        staged_reference(task, task_dir, folder, sandbox) as reference,
+        staged_task_dir(task, task_dir, folder, sandbox) as task_copy,
+    ):
         ctx = CheckContext(
-            evaluation.sandbox,
+            sandbox,
             task_dir,
             None if task.agent.resolved_type == "none" else result.trajectory,
             reference_text(task, task_dir),
             reference_dir=reference.folder if reference else None,
             reference_seen=reference.seen if reference else None,
+            task_dir_seen=task_copy.seen if task_copy else None,
+            task_dir_refused=task_copy.refused if task_copy else None,
             folder=evaluation.folder,
             prompt=task.initial_prompt,
             dialog=[(m.role, m.text) for m in result.dialog] if result.simulation else None,

@@ -1,35 +1,48 @@
-"""The task's reference solution as the criteria see it: its text (the judges'), and its folder (``$REFERENCE_DIR``).
+"""What the criteria see of the task's files: the reference's text (the judges'), and two folders staged for them.
 
-A ``reference: {directory: D}`` folder is copied into the evaluation's
-folder only while its criteria are checked, and removed afterwards: it does
-not exist while the agent works, and it is never inside the sandbox (a test
-runner or a glob there would find it). The criteria's commands reach it
-where their sandbox shows it (``Sandbox.shared``: under tempdir, a path of
-their private /tmp; under docker, a copy in the container at the same path).
-The copy is private: a criterion that writes into it cannot change the
-task's own folder.
+A ``reference: {directory: D}`` folder (``$REFERENCE_DIR``) and, when a
+``run_command`` criterion names ``$TASK_DIR``, the task file's own folder
+are copied into the evaluation's folder only while its criteria are
+checked, and removed afterwards: they do not exist while the agent works,
+and they are never inside the sandbox (a test runner or a glob there would
+find them). The criteria's commands reach each where their sandbox shows it
+(``Sandbox.shared``: under tempdir, a path of their private /tmp; under
+docker, a copy in the container at the same path). The copies are private:
+a criterion that writes into one cannot change the task's own folder.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text
+from .models.criterion import TASK_DIR
 from .models.task import Task
 from .sandbox.base import Sandbox
 
 STAGED_REFERENCE = "reference"  # beside the sandbox, in the evaluation's folder, while criteria run
+STAGED_TASK_DIR = "task_dir"  # the task file's folder ($TASK_DIR), there too
+# The cap on $TASK_DIR's copy: a task file at the top of a large folder of tasks copies nothing rather than gigabytes.
+TASK_DIR_MAX_FILES = 20_000
+TASK_DIR_MAX_BYTES = 64 * 2**20
 
 
 @dataclass(frozen=True)
 class StagedReference:
     folder: Path  # on this machine: what criteria read themselves
     seen: Path  # the same folder as the sandbox's commands see it ($REFERENCE_DIR)
+
+
+@dataclass(frozen=True)
+class StagedTaskDir:
+    seen: Path | None  # the copy as the sandbox's commands see it ($TASK_DIR); None: refused
+    refused: str | None = None  # why it was not copied (over the cap): the error of the criteria naming it
 
 
 def reference_text(task: Task, task_dir: Path) -> str | None:
@@ -69,24 +82,81 @@ def staged_reference(task: Task, task_dir: Path, folder: Path, sandbox: Sandbox)
         yield None
         return
     staged = folder / STAGED_REFERENCE
+    with _staged(task_dir / reference.directory, staged, sandbox) as seen:
+        yield StagedReference(staged, seen)
+
+
+@contextmanager
+def staged_task_dir(task: Task, task_dir: Path, folder: Path, sandbox: Sandbox) -> Iterator[StagedTaskDir | None]:
+    """The task file's folder's private copy while the block runs, when a criterion names ``$TASK_DIR`` (None:
+    none does, and nothing is copied); a folder over the cap is not copied, its criteria fail saying so."""
+    if not any(criterion.reads_task_dir() for criterion in task.success_criteria):
+        yield None
+        return
+    refused = _over_cap(task_dir, folder)
+    if refused is not None:
+        yield StagedTaskDir(None, refused)
+        return
+    with _staged(task_dir, folder / STAGED_TASK_DIR, sandbox) as seen:
+        yield StagedTaskDir(seen)
+
+
+def _over_cap(source: Path, evaluation: Path) -> str | None:
+    """Why the task's folder is too large to copy for ``$TASK_DIR`` (a task file atop a large folder), or None."""
+    files = size = 0
+    for relative in _regular_entries(source, evaluation):
+        info = (source / relative).lstat()
+        if not stat.S_ISREG(info.st_mode):
+            continue
+        files, size = files + 1, size + info.st_size
+        if files > TASK_DIR_MAX_FILES or size > TASK_DIR_MAX_BYTES:
+            return (
+                f"${TASK_DIR}: the task's folder {source} holds more than the cap on its copy for the criteria "
+                f"({TASK_DIR_MAX_FILES} files, {TASK_DIR_MAX_BYTES // 2**20} MiB); keep the task file in a smaller "
+                "folder of its own"
+            )
+    return None
+
+
+@contextmanager
+def _staged(source: Path, staged: Path, sandbox: Sandbox) -> Iterator[Path]:
+    """A private copy of ``source`` at ``staged`` (in the evaluation's folder), shown to the sandbox's commands for
+    the block and removed after it; yields where they see it."""
     shutil.rmtree(staged, ignore_errors=True)
-    _copy_files(task_dir / reference.directory, staged)
+    _copy_files(source, staged)
     try:
         with sandbox.shared(staged) as seen:
-            yield StagedReference(staged, seen)
+            yield seen
     finally:
         shutil.rmtree(staged, ignore_errors=True)
 
 
 def _copy_files(source: Path, target: Path) -> None:
-    """Folders and regular files only: a link in the reference is left out, never followed."""
+    """Folders and regular files only: a link is left out, never followed (and so is the evaluation's folder)."""
     target.mkdir(parents=True)
+    for relative in _regular_entries(source, target.parent):
+        if (source / relative).is_dir():
+            (target / relative).mkdir()
+        else:
+            shutil.copy2(source / relative, target / relative)
+
+
+def _regular_entries(source: Path, evaluation: Path) -> Iterator[Path]:
+    """Each folder and regular file under ``source``, relative to it, a folder before what it holds.
+
+    Links are left out, never followed; so is a folder holding the
+    evaluation's own (a runs folder inside the task's folder: the copy would
+    hold the runs, itself included).
+    """
+    inside = Path(os.path.abspath(evaluation))
     for here, dirs, files in os.walk(source):
-        relative = Path(here).relative_to(source)
-        dirs[:] = [d for d in dirs if not (Path(here) / d).is_symlink()]
+        base = Path(here)
+        dirs[:] = [
+            d for d in dirs if not (base / d).is_symlink() and not inside.is_relative_to(os.path.abspath(base / d))
+        ]
         for name in dirs:
-            (target / relative / name).mkdir()
+            yield (base / name).relative_to(source)
         for name in files:
-            path = Path(here) / name
+            path = base / name
             if path.is_file() and not path.is_symlink():
-                shutil.copy2(path, target / relative / name)
+                yield path.relative_to(source)

@@ -80,13 +80,18 @@ def criteria_pass_now(criteria: list[CriterionBase], ctx: CheckContext) -> bool 
     """A dialog's per-turn check: do the gating criteria that read only the sandbox all pass now?
 
     Criteria reading the trajectory, the judges (a model call each) and the
-    criteria reading the reference folder (staged only once the agent is done)
-    are left to the end of the dialog; None when no criterion can be checked.
+    criteria reading the reference folder or the task's (staged only once the
+    agent is done) are left to the end of the dialog; None when no criterion
+    can be checked.
     """
     live = [
         (index, c)
         for index, c in enumerate(criteria)
-        if c.gating and not c.needs_agent and not isinstance(c, JudgeBase) and not c.reads_reference_dir()
+        if c.gating
+        and not c.needs_agent
+        and not isinstance(c, JudgeBase)
+        and not c.reads_reference_dir()
+        and not c.reads_task_dir()
     ]
     if not live:
         return None

@@ -1,4 +1,4 @@
-"""coder_eval's sandbox forms under the docker driver: the reference folder and the CLI shims inside the container."""
+"""coder_eval's sandbox forms under the docker driver: the reference and task folders and the CLI shims in the container."""
 
 from __future__ import annotations
 
@@ -28,9 +28,10 @@ def test_the_reference_folder_and_the_shims_work_inside_the_container(tmp_path: 
         criterion("cli_called", verb="ping"),
         criterion("file_contains", path="pong.txt", includes=["pong"]),
         criterion("file_contains", path="seen.txt", includes=["ref=\n"]),
+        criterion("run_command", command='test "$REFERENCE_DIR" != "$TASK_DIR" && cat "$TASK_DIR/ref/expected.txt"'),
     ]
     result = evaluate_replay(tmp_path, turns, sandbox=sandbox, reference={"directory": "ref"}, success_criteria=checks)
     assert result.final_status == "SUCCESS", (result.error, [(c.type, c.score, c.error) for c in result.criteria])
-    assert result.criteria[0].details["stdout"] == "42\n"
+    assert result.criteria[0].details["stdout"] == result.criteria[4].details["stdout"] == "42\n"
     log = (tmp_path / "run/default/t/01/sandbox/cli_mocks/calls.jsonl").read_text().splitlines()
     assert [json.loads(line)["argv"] for line in log] == [["ping"]]

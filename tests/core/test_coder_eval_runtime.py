@@ -148,7 +148,10 @@ def test_the_reference_folder_exists_only_for_the_criteria(tmp_path: Path) -> No
     turns = [
         {
             "calls": [
-                {"tool": "Bash", "command": 'echo "ref=$REFERENCE_DIR" > seen.txt; ls -R .. >> seen.txt'},
+                {
+                    "tool": "Bash",
+                    "command": 'echo "ref=$REFERENCE_DIR task=$TASK_DIR" > seen.txt; ls -R .. /tmp >> seen.txt',
+                },
                 {"tool": "Write", "path": "solution.py", "content": "def add(x, y):\n    return x + y\n"},
             ]
         }
@@ -160,7 +163,11 @@ def test_the_reference_folder_exists_only_for_the_criteria(tmp_path: Path) -> No
         },
         {**criterion("run_command", command="cat ${REFERENCE_DIR}/expected.txt"), "description": "token"},
         criterion("reference_comparison", agent_file="solution.py", reference_file="solution.py"),
-        {**criterion("file_contains", path="seen.txt", excludes=["expected.txt"]), "description": "hidden"},
+        {
+            **criterion("file_contains", path="seen.txt", excludes=["expected.txt", "traj.yaml"]),
+            "description": "hidden",
+        },
+        {**criterion("run_command", command='cat "$TASK_DIR/ref/expected.txt"; ls $TASK_DIR'), "description": "task"},
     ]
     result = evaluate_replay(
         tmp_path, turns, reference={"directory": "ref"}, success_criteria=checks, sandbox={"python": None}
@@ -169,9 +176,11 @@ def test_the_reference_folder_exists_only_for_the_criteria(tmp_path: Path) -> No
     assert by["env"].score == 1.0, by["env"].details
     assert by["token"].details["stdout"] == "42\n"
     assert result.criteria[2].score > 0.9
-    assert by["hidden"].score == 1.0  # the agent saw no $REFERENCE_DIR and no copy of the folder
-    assert "ref=\n" in (tmp_path / "run/default/t/01/sandbox/seen.txt").read_text()
+    assert by["hidden"].score == 1.0  # the agent saw no $REFERENCE_DIR, no $TASK_DIR and no copy of either folder
+    assert by["task"].details["stdout"] == "42\nref\ntask.yaml\ntraj.yaml\n"  # the task's folder, its runs left out
+    assert "ref= task=\n" in (tmp_path / "run/default/t/01/sandbox/seen.txt").read_text()
     assert not (tmp_path / "run/default/t/01/reference").exists()  # removed once the criteria ran
+    assert not (tmp_path / "run/default/t/01/task_dir").exists()
     assert (tmp_path / "ref/expected.txt").read_text() == "42\n"
 
 

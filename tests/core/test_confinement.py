@@ -243,7 +243,7 @@ def test_setup_reaches_npms_registry_only_for_a_task_with_node_packages(monkeypa
         ({"allow": [":443"]}, "is not host:port"),
         ({"allow": ["a.example:1"], "open": True}, "an open network allows everything"),
         ({"allowed": []}, "Extra inputs are not permitted"),
-        ("overlay", "Input should be 'bridge', 'none' or 'host'"),
+        ("overlay", "unknown network 'overlay': use bridge, none, host, or a block"),
     ],
 )
 def test_a_network_block_is_checked_at_load(network: Any, problem: str) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
+import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -244,3 +245,75 @@ def test_an_open_network_gives_back_the_hosts(tmp_path: Path, system_cli: System
     assert seen[f"direct {service}"] == "host-service" and not seen["dns"].startswith("failed"), seen
     assert secret not in seen["home"]
     assert run.result("probe")["refused_connections"] == []
+
+
+# Run as `python3 kernel.py ROW` in the sandbox: what the host's kernel lets a command (root of the harness's user
+# on CI) change; one line per attempt into kernel-ROW.txt. Nothing here changes the host when it is refused.
+KERNEL_PROBE = r"""
+import fcntl, os, socket, struct, subprocess, sys
+row, seen = sys.argv[1], {}
+for path in ("/proc/sys/kernel/core_pattern", "/proc/sysrq-trigger", "/proc/sys/net/ipv4/ip_default_ttl"):
+    seen[path] = "writable" if os.access(path, os.W_OK) else "read-only"
+try:
+    seen["timer_list"] = "shown" if open("/proc/timer_list").read() else "masked"  # the host kernel's timers
+except PermissionError:
+    seen["timer_list"] = "masked"
+probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+flags = struct.unpack("16sH", fcntl.ioctl(probe, 0x8913, struct.pack("16sH", b"lo", 0)))[1]
+try:
+    fcntl.ioctl(probe, 0x8914, struct.pack("16sH", b"lo", flags))  # the same flags back: a change, but harmless
+    seen["network"] = "changed"
+except PermissionError:
+    seen["network"] = "refused"
+queues = subprocess.run(["ipcs", "-q"], capture_output=True, text=True).stdout
+seen["queues before"] = str(sum(line.startswith("0x") for line in queues.splitlines()))
+made = subprocess.run(["ipcmk", "-Q"], capture_output=True, text=True)
+seen["queue made"] = str(made.returncode == 0)
+open(f"kernel-{row}.txt", "w").write("".join(f"{k}={v}\n" for k, v in seen.items()))
+"""
+
+
+def _queues() -> str:
+    """The host's SysV message queues, as ``ipcs`` lists them."""
+    return subprocess.run(["ipcs", "-q"], capture_output=True, text=True, timeout=30, check=True).stdout
+
+
+def test_commands_cannot_change_the_kernel_or_leave_state_for_the_next_evaluation(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """As root of the harness's user, a command could write core_pattern (the kernel then ran a program of its
+    choosing as the host's root), change its namespace's network, and leave SysV objects on the host for the
+    next evaluation to find: /proc's knobs are read-only, the network and IPC are the namespace's own and
+    cleared between evaluations that reuse a namespace."""
+    queues_before = _queues()
+    task = replay_task_file(
+        tmp_path / "tasks",
+        "kernel",
+        [{"calls": [{"tool": "Bash", "command": "python3 kernel.py ${row.id}-agent"}]}],
+        sandbox={
+            "python": None,
+            "template_sources": [{"type": "starter_files", "files": [{"path": "kernel.py", "content": KERNEL_PROBE}]}],
+        },
+        dataset={"rows": [{"id": "r1"}, {"id": "r2"}]},
+        pre_run=[{"command": "python3 kernel.py ${row.id}"}],
+        success_criteria=[{"type": "file_exists", "path": "kernel.py", "description": "probed"}],
+    )
+    outcome, run = system_cli.run(task, "--concurrency", "1", env={})
+    assert outcome.code == 0, outcome.output
+    for row in ("r1", "r2"):
+        for stage in (row, f"{row}-agent"):
+            seen = dict(
+                line.split("=", 1)
+                for line in (run.evaluation(f"kernel/{row}") / "sandbox" / f"kernel-{stage}.txt")
+                .read_text()
+                .splitlines()
+            )
+            assert seen["/proc/sys/kernel/core_pattern"] == "read-only", (stage, seen)
+            assert (
+                seen["/proc/sysrq-trigger"] == "read-only" and seen["/proc/sys/net/ipv4/ip_default_ttl"] == "read-only"
+            )
+            assert seen["timer_list"] == "masked" and seen["network"] == "refused", (stage, seen)
+            assert seen["queue made"] == "True", (stage, seen)
+            # none of the other row's: its own pre_run's queue when its agent runs
+            assert seen["queues before"] == ("0" if stage == row else "1"), (stage, seen)
+    assert _queues() == queues_before  # nothing was left on the host

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, model_validator
 
 from ..models.base import check_regex, rule_error
-from ..models.criterion import REFERENCE_DIR, CriterionBase, names_reference_dir
+from ..models.criterion import REFERENCE_DIR, TASK_DIR, CriterionBase, names_reference_dir, names_task_dir
 from .outcome import Outcome
 from .registry import checks
 
@@ -28,6 +28,9 @@ class RunCommand(CriterionBase):
 
     def reads_reference_dir(self) -> bool:
         return names_reference_dir(self.command)
+
+    def reads_task_dir(self) -> bool:
+        return names_task_dir(self.command)
 
     @model_validator(mode="after")
     def _stdout_rules(self) -> RunCommand:
@@ -61,17 +64,19 @@ def _score_line(stdout: str) -> tuple[float | None, list[str]]:
     return score, lines[1:]
 
 
-def with_reference_dir(command: str, ctx: CheckContext) -> str:
-    """The command with ``REFERENCE_DIR`` exported to it (where the command sees the folder), when the task has
-    a reference folder."""
-    if ctx.reference_seen is None:
-        return command
-    return f"export {REFERENCE_DIR}={shlex.quote(str(ctx.reference_seen))}\n{command}"
+def with_staged_folders(command: str, ctx: CheckContext) -> str:
+    """The command with ``REFERENCE_DIR`` and ``TASK_DIR`` exported to it (where the command sees each folder), for
+    the folders staged for the criteria."""
+    staged = ((REFERENCE_DIR, ctx.reference_seen), (TASK_DIR, ctx.task_dir_seen))
+    exports = [f"export {name}={shlex.quote(str(seen))}\n" for name, seen in staged if seen is not None]
+    return "".join(exports) + command
 
 
 @checks(RunCommand)
 def check(criterion: RunCommand, ctx: CheckContext) -> Outcome:
-    run = ctx.sandbox.run(with_reference_dir(criterion.command, ctx), criterion.timeout)
+    if criterion.reads_task_dir() and ctx.task_dir_refused is not None:
+        return Outcome(0.0, {}, error=ctx.task_dir_refused)
+    run = ctx.sandbox.run(with_staged_folders(criterion.command, ctx), criterion.timeout)
     details: dict[str, Any] = {"exit_code": run.exit_code, "stdout": run.stdout[-4000:], "stderr": run.stderr[-4000:]}
     if run.oom_killed:
         details["oom_killed"] = True

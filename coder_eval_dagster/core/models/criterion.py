@@ -25,7 +25,7 @@ PER_LABEL_METRIC = re.compile(r"^(precision|recall|f1)\.(.+)$")
 # Every criterion's suite metrics over a dataset's rows: its scores' statistics, and the share of rows it scored.
 SCORE_METRICS = ("count", "mean", "median", "std", "min", "max", "completion_rate")
 REFERENCE_DIR = "REFERENCE_DIR"  # the reference folder's variable in commands and prefix in judge files
-_REFERENCE_TOKEN = re.compile(r"\$(\{REFERENCE_DIR\}|REFERENCE_DIR\b)")
+TASK_DIR = "TASK_DIR"  # the task file's folder's variable in run_command criteria
 UNBOUNDED_METRICS = ("count", "std")  # every other metric is a share or a score, within [0, 1]
 
 
@@ -84,6 +84,10 @@ class CriterionBase(StrictModel):
 
     def reads_reference_dir(self) -> bool:
         """True when the criterion reads the task's reference folder (``$REFERENCE_DIR``)."""
+        return False
+
+    def reads_task_dir(self) -> bool:
+        """True when the criterion's command reads the task file's folder (``$TASK_DIR``): it is staged then."""
         return False
 
     @property
@@ -152,7 +156,16 @@ class Classification(CriterionBase):
 
 def names_reference_dir(text: str) -> bool:
     """``$REFERENCE_DIR`` or ``${REFERENCE_DIR}`` in a command or a path."""
-    return _REFERENCE_TOKEN.search(text) is not None
+    return _names_variable(text, REFERENCE_DIR)
+
+
+def names_task_dir(text: str) -> bool:
+    """``$TASK_DIR`` or ``${TASK_DIR}`` in a command."""
+    return _names_variable(text, TASK_DIR)
+
+
+def _names_variable(text: str, name: str) -> bool:
+    return re.search(rf"\$(\{{{name}\}}|{name}\b)", text) is not None
 
 
 def _names(base: type) -> str:

@@ -81,8 +81,8 @@ class Sandbox(Protocol):
         ...
 
     def shared(self, folder: Path) -> AbstractContextManager[Path]:
-        """Let the sandbox's commands reach a host folder for the block (the criteria's reference folder); yields
-        its path as they see it."""
+        """Let the sandbox's commands reach a host folder for the block (the criteria's reference folder, the task's
+        folder); yields its path as they see it, one per folder name."""
         ...
 
     def model_proxy_host(self) -> str:

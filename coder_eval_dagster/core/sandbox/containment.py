@@ -74,8 +74,9 @@ SWEEP_ABOVE = 32
 SPAWNER_AFTER = 8
 # Whatever an agent CLI or a command starts inside, it cannot trace (or read the memory of) the
 # namespace's init or spawner, which keep the capabilities, nor mount, unmount or remount anything
-# (what it sees of the file system is the holder's to decide).
-NO_TRACING = ["setpriv", "--bounding-set", "-sys_ptrace,-sys_admin", "--"]
+# (what it sees of the file system is the holder's to decide), nor change the namespace's network
+# (its addresses, routes and firewall would stay for the next evaluation to reuse it).
+NO_TRACING = ["setpriv", "--bounding-set", "-sys_ptrace,-sys_admin,-net_admin", "--"]
 # Idle namespaces kept for the next evaluations, of each kind (each is two processes and a socket).
 SPARE_MAX = 16
 
@@ -229,6 +230,8 @@ def _prefix(namespace: _Namespace) -> list[str]:
         f"--user={ns}/user",
         f"--pid={ns}/pid",
         f"--mount={ns}/mnt",
+        f"--ipc={ns}/ipc",
+        f"--uts={ns}/uts",
         *network,
         "--",
         *NO_TRACING,
@@ -290,7 +293,8 @@ def release_if_idle(folder: Path) -> None:
 def _start(network: bool) -> _Namespace:
     """Start the holder in new user, PID, mount (and network) namespaces, and wait until its view is built."""
     control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    argv = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child=SIGKILL", "--mount"]
+    argv = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child=SIGKILL", "--mount", "--ipc"]
+    argv += ["--uts"]  # the host name and SysV IPC are the namespace's own (the holder clears IPC at each claim)
     argv += ["--net"] if network else []
     try:
         starter = subprocess.Popen(

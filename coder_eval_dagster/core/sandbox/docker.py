@@ -39,12 +39,13 @@ from .engine import (
     default_image,
 )
 from .process import INTERRUPTED_ERROR, Interrupt, ReplacedCapture, read_capped
-from .tempdir import SHARED_PATH, VENV_TIMEOUT_S, TempdirSandbox
+from .tempdir import VENV_TIMEOUT_S, TempdirSandbox, shared_path
 from .templates import TemplateError
 
 CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 KILL_GRACE_S = 5.0  # past its timeout, a command still running takes the container with it
 OOM_EXIT = 137
+REMOVE_TIMEOUT_S = 60  # a shared folder's copy, after the criteria
 
 
 class DockerSandbox(TempdirSandbox):
@@ -126,10 +127,14 @@ class DockerSandbox(TempdirSandbox):
 
     @contextlib.contextmanager
     def shared(self, folder: Path) -> Iterator[Path]:
-        """A copy of the host folder in the container, where a tempdir sandbox's commands see it (gone with the
-        container; the host's path would name the run, the variant and the row)."""
-        self.container.copy_in(folder, SHARED_PATH)
-        yield SHARED_PATH
+        """A copy of the host folder in the container, where a tempdir sandbox's commands see it, removed after the
+        block (the host's path would name the run, the variant and the row)."""
+        seen = shared_path(folder)
+        self.container.copy_in(folder, seen)
+        try:
+            yield seen
+        finally:
+            self.run_unlimited(f"rm -rf {shlex.quote(str(seen))}", REMOVE_TIMEOUT_S)
 
     def _serve_egress(self) -> None:
         """Listen on the container's egress socket from this process (once; any process of the harness may run

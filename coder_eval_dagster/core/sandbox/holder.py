@@ -76,6 +76,12 @@ OPEN_TREE, MOVE_MOUNT, MOUNT_SETATTR = 428, 429, 442
 NEWNS, RDONLY, NOSUID, NODEV, NOEXEC, REMOUNT, BIND, REC, PRIVATE = 0x20000, 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
 ATTR_RDONLY, ATTR_NOSUID, ATTR_NODEV = 1, 2, 4
 BIND_WAIT_S = 2.0
+# The kernel's knobs in /proc: read-only, and its secrets masked (as a container runtime does). Commands run as the
+# harness's user, root on CI, and a sysctl checks the writer's user, not its namespace: core_pattern written from
+# a sandbox ran a program as the host's root.
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/bus", "/proc/fs", "/proc/irq")
+PROC_MASKED = ("/proc/kcore", "/proc/keys", "/proc/kmsg", "/proc/timer_list", "/proc/sched_debug",
+               "/proc/latency_stats", "/proc/acpi", "/proc/scsi", "/proc/asound")
 NEW = "/tmp"  # the new root is built on a tmpfs mounted here (this mount namespace's view only), then pivoted into
 
 class Attr(ctypes.Structure):
@@ -154,6 +160,9 @@ def build(ops):
         os.makedirs(NEW + "/" + name, exist_ok=True)
     os.symlink("../tmp", NEW + "/var/tmp")
     mount("proc", NEW + "/proc", "proc", NOSUID | NODEV | NOEXEC)
+    lock_proc()
+    os.mkdir(NEW + "/dev/mqueue")
+    mount("mqueue", NEW + "/dev/mqueue", "mqueue", NOSUID | NODEV | NOEXEC)
     fresh_tmp(NEW)
     mount(None, NEW + "/dev", None, REMOUNT | BIND | RDONLY | NOSUID)
     ok(libc.syscall(PIVOT_ROOT, NEW.encode(), (NEW + "/.old").encode()), "pivot_root")
@@ -161,6 +170,28 @@ def build(ops):
     ok(libc.umount2(b"/.old", 2), "umount the host's tree")
     os.rmdir("/.old")
     mount(None, "/", None, REMOUNT | BIND | RDONLY | NOSUID | NODEV)
+
+def lock_proc():
+    for path in PROC_READ_ONLY:
+        if os.path.lexists(NEW + path):
+            mount(NEW + path, NEW + path, None, BIND | REC)
+            mount(None, NEW + path, None, REMOUNT | BIND | RDONLY | NOSUID | NODEV | NOEXEC)
+    for path in PROC_MASKED:
+        if os.path.isdir(NEW + path):
+            mount("tmpfs", NEW + path, "tmpfs", RDONLY | NOSUID | NODEV, "mode=0")
+        elif os.path.lexists(NEW + path):
+            show("/dev/null", NEW + path, ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV)
+
+def clear_ipc():
+    # what the last evaluation left in this namespace's IPC: SysV objects and POSIX message queues
+    for kind, remove in (("shm", lambda i: libc.shmctl(i, 0, None)), ("msg", lambda i: libc.msgctl(i, 0, None)),
+                         ("sem", lambda i: libc.semctl(i, 0, 0))):  # IPC_RMID
+        with open("/proc/sysvipc/" + kind) as table:
+            for line in table.readlines()[1:]:
+                if line.strip():
+                    remove(int(line.split()[1]))
+    for name in os.listdir("/dev/mqueue"):
+        os.unlink("/dev/mqueue/" + name)
 
 def loopback_up():
     probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -190,6 +221,7 @@ def handle(words):
             for path in ("/tmp", "/dev/shm"):  # (left as they were when the last evaluation did not touch them)
                 ok(libc.umount2(path.encode(), 2), "umount " + path)
             fresh_tmp("")
+        clear_ipc()
         show(words[1].decode(), "/sandbox", ATTR_NOSUID | ATTR_NODEV)
         return b"", []
     if words[0] == b"bind":  # a host folder under /tmp for a while: an agent's home, its tools, the package cache

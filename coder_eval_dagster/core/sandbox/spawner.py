@@ -52,6 +52,7 @@ for fd, kind in (map(int, word.split(":")) for word in sys.argv[2:]):
     os.close(fd)
 check(libc.prctl(24, 19, 0, 0, 0), "PR_CAPBSET_DROP CAP_SYS_PTRACE")  # for every command started
 check(libc.prctl(24, 21, 0, 0, 0), "PR_CAPBSET_DROP CAP_SYS_ADMIN")
+check(libc.prctl(24, 12, 0, 0, 0), "PR_CAPBSET_DROP CAP_NET_ADMIN")
 check(libc.prctl(4, 0, 0, 0, 0), "PR_SET_DUMPABLE")  # after setns, which may set it again
 sock = _socket.socket(fileno=os.dup(0))
 os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
@@ -121,7 +122,8 @@ class Spawner:
         self.broken = False  # it failed: the namespace's later commands enter with nsenter
         self.socket = ours
         self.socket.settimeout(REPLY_TIMEOUT_S)
-        kinds = {"user": 0x10000000, "mnt": 0x00020000, "pid": 0x20000000} | ({"net": 0x40000000} if network else {})
+        kinds = {"user": 0x10000000, "mnt": 0x00020000, "pid": 0x20000000, "ipc": 0x08000000, "uts": 0x04000000}
+        kinds |= {"net": 0x40000000} if network else {}
         fds = {os.open(namespaces / name, os.O_RDONLY): kind for name, kind in kinds.items()}
         entered = [f"{fd}:{kind}" for fd, kind in fds.items()]
         try:

@@ -37,8 +37,13 @@ from .templates import TemplateError, apply_sources, inside_sandbox
 VENV_TIMEOUT_S = 600
 NODE_TIMEOUT_S = 300
 UV_CACHE_PATH = Path("/tmp/coder-eval-uv-cache")  # the run's package cache, as setup's uv sees it (setup only)
-SHARED_PATH = Path("/tmp/coder-eval-shared")  # a host folder the criteria's commands read (the reference)
 HOST_PATH = re.compile(r"(?<![\w.~-])/[\w.@+-]+(?:/[\w.@+-]+)*")
+
+
+def shared_path(folder: Path) -> Path:
+    """Where the criteria's commands see a host folder shared with them (``Sandbox.shared``): by its name, so the
+    reference and the task's folder are shown at once, each at its own path."""
+    return Path(f"/tmp/coder-eval-{folder.name}")
 
 
 class TempdirSandbox:
@@ -171,8 +176,9 @@ class TempdirSandbox:
     def shared(self, folder: Path) -> Iterator[Path]:
         """The host folder mounted in the evaluation's namespace, at a path of its private /tmp, for the block
         (the host's own path is not in the sandbox's view, and would name the run, the variant and the row)."""
-        with containment.mounted(self.root.parent, self.root, self.gate, folder, SHARED_PATH):
-            yield SHARED_PATH
+        seen = shared_path(folder)
+        with containment.mounted(self.root.parent, self.root, self.gate, folder, seen):
+            yield seen
 
     def close(self) -> None:
         """Nothing to release: the folder is the sandbox (the docker driver removes its container here)."""
