@@ -58,6 +58,17 @@ def test_repo_clone_at_pinned_commit_then_other_sources(tmp_path: Path) -> None:
         assert git("rev-parse", "HEAD", cwd=box.root) == first
 
 
+def test_a_relative_repo_path_is_the_task_folders_wherever_the_command_runs(tmp_path: Path) -> None:
+    repo = tmp_path / "task" / "origin"
+    write(repo / "app.py", "VERSION = 1\n")
+    git("init", "-q", cwd=repo)
+    git("add", ".", cwd=repo)
+    git("commit", "-qm", "one", cwd=repo)
+    box = sandbox(tmp_path, template_sources=[{"type": "repo", "url": "origin"}])
+    box.create(tmp_path / "task")  # from this process's folder, which holds no "origin"
+    assert (box.root / "app.py").read_text() == "VERSION = 1\n"
+
+
 def test_repo_clone_failure_is_a_template_error(tmp_path: Path) -> None:
     box = sandbox(tmp_path, template_sources=[{"type": "repo", "url": str(tmp_path / "missing")}])
     with pytest.raises(TemplateError, match="git clone"):

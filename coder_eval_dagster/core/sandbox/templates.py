@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -135,9 +136,18 @@ def run_setup_step(command: list[str], env: dict[str, str], timeout: float, what
         raise TemplateError(f"{what} failed: {done.stderr.strip()[-800:]}")
 
 
-def clone_repo(source: RepoSource, destination: Path, env: dict[str, str]) -> None:
+def repo_location(url: str, task_dir: Path) -> str:
+    """A relative local path is relative to the task YAML, as a template_dir is, when it is there; else as given
+    (relative to the current folder, as git reads it). A URL or ``host:path`` is as given."""
+    remote = "://" in url or re.match(r"^[^/]+:", url) is not None
+    if remote or Path(url).is_absolute() or not (task_dir / url).exists():
+        return url
+    return str(task_dir / url)
+
+
+def clone_repo(source: RepoSource, destination: Path, env: dict[str, str], task_dir: Path) -> None:
     """Clone a repository (URL, local path or file:// URL) at its pinned commit."""
-    commands = [["git", "clone", "--quiet", source.url, str(destination)]]
+    commands = [["git", "clone", "--quiet", repo_location(source.url, task_dir), str(destination)]]
     if source.commit:
         commands.append(["git", "-C", str(destination), "checkout", "--quiet", "--detach", source.commit])
     for command in commands:
@@ -150,7 +160,7 @@ def apply_sources(
     patterns = effective_ignore_patterns(ignore)
     for source in sources:
         if isinstance(source, RepoSource):
-            clone_repo(source, sandbox, env)
+            clone_repo(source, sandbox, env, task_dir)
         elif isinstance(source, TemplateDirSource):
             copy_template_dir(task_dir / source.path, sandbox, source.mount_point, patterns, source.include_patterns)
         elif isinstance(source, StarterFilesSource):
