@@ -67,7 +67,7 @@ from .sandbox.containment import release, release_if_idle
 from .sandbox.engine import EngineError
 from .scoring import all_passed, armed_gate, criteria_pass_now, score_criteria, weighted_score
 from .secrets import redact
-from .simulation import Dialog, simulated_user
+from .simulation import Dialog, DialogNotOpened, simulated_user
 
 log = logging.getLogger(__name__)
 
@@ -241,11 +241,15 @@ def run_agent(evaluation: Evaluation) -> None:
     agent = runner(kind)
     assert agent is not None
     task = evaluation.task
-    simulation = task.simulation
-    dialog = start_dialog(evaluation) if simulation is not None and simulation.enabled else None
+    dialog = start_dialog(evaluation) if task.simulated else None
+    prompt = task.initial_prompt
+    if dialog is not None:
+        prompt = open_dialog(evaluation, dialog)
+        if prompt is None:
+            return
     agent_input = AgentInput(
         evaluation.sandbox,
-        task.initial_prompt,
+        prompt,
         task.agent,
         task.run_limits,
         evaluation.row_task.task_dir,
@@ -258,7 +262,20 @@ def run_agent(evaluation: Evaluation) -> None:
     output = asyncio.run(agent(agent_input))
     record_agent_output(evaluation, output)
     if dialog is not None:
-        record_dialog(evaluation, dialog, output)
+        dialog.finish(output)
+        record_dialog(evaluation, dialog)
+
+
+def open_dialog(evaluation: Evaluation, dialog: Dialog) -> str | None:
+    """The dialog's opening message, the evaluation's prompt from then on (the simulated user's when the task has
+    none); None when the simulated user gave none: the evaluation ends as ERROR."""
+    try:
+        evaluation.result.prompt = dialog.open()
+    except DialogNotOpened as exc:
+        record_dialog(evaluation, dialog)
+        evaluation.fail("ERROR", str(exc))
+        return None
+    return evaluation.result.prompt
 
 
 def start_dialog(evaluation: Evaluation) -> Dialog:
@@ -275,7 +292,7 @@ def start_dialog(evaluation: Evaluation) -> Dialog:
             row_task.task_dir,
             turns,
             reference_text(task, row_task.task_dir),
-            prompt=task.initial_prompt,
+            prompt=evaluation.result.prompt,
             run=evaluation.context,
         )
         return criteria_pass_now(task.success_criteria, ctx)
@@ -283,16 +300,15 @@ def start_dialog(evaluation: Evaluation) -> Dialog:
     return Dialog(
         task.simulation,
         simulated_user(task, recorded, evaluation.context),
-        task.initial_prompt or "",
+        task.initial_prompt,
         check,
         task.run_limits.max_turns,
     )
 
 
-def record_dialog(evaluation: Evaluation, dialog: Dialog, output: AgentOutput) -> None:
+def record_dialog(evaluation: Evaluation, dialog: Dialog) -> None:
     """The dialog, its outcome and the simulator's spend into the result."""
     result = evaluation.result
-    dialog.finish(output)
     result.simulation = dialog.info(evaluation.replicate)
     result.max_turns_exhausted = result.max_turns_exhausted or dialog.agent_turns_spent
     result.dialog = list(dialog.messages)  # a copy: a simulator call cut off by a timeout may still return late
@@ -353,7 +369,7 @@ def score(evaluation: Evaluation) -> None:
             task_dir_seen=task_copy.seen if task_copy else None,
             task_dir_refused=task_copy.refused if task_copy else None,
             folder=evaluation.folder,
-            prompt=task.initial_prompt,
+            prompt=evaluation.result.prompt,
             dialog=[(m.role, m.text) for m in result.dialog] if result.simulation else None,
             verdicts=evaluation.verdicts,
             run=evaluation.context,

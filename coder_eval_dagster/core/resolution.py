@@ -802,8 +802,27 @@ def _validate_task(
         problems = problems_from_validation(exc, data, str(doc.path), doc.line_of, model=Task)
         raise InvalidInput([_mark_override(p, overrides) for p in problems]) from None
     if task.agent.resolved_type == "replay" and task.agent.trajectory:
-        load_trajectory(doc.path.parent / task.agent.trajectory, first_row.values if first_row else None)
+        trajectory = load_trajectory(doc.path.parent / task.agent.trajectory, first_row.values if first_row else None)
+        _check_replayed_opening(task, trajectory, doc)
     return task
+
+
+def _check_replayed_opening(task: Task, trajectory: Trajectory, doc: Document) -> None:
+    """A replayed dialog opens with the task's prompt or, when it has none, the trajectory's leading ``user:``
+    message: one of them, never both (a leading message no dialog asks for would shift every later one)."""
+    prompted = task.initial_prompt is not None or task.initial_prompt_file is not None
+    if trajectory.opening is not None and (prompted or not task.simulated):
+        loc: Loc = ("agent", "trajectory")
+        why = "the task has its own prompt" if prompted else "the task has no enabled simulation"
+        message = (
+            f"the trajectory opens with a user: message, which only opens a simulated dialog with no prompt: {why}"
+        )
+    elif trajectory.opening is None and task.simulated and not prompted:
+        loc = ("initial_prompt",)
+        message = "required for a replayed dialog, or a trajectory whose first item is the user's opening (user:)"
+    else:
+        return
+    raise InvalidInput([Problem(str(doc.path), doc.line_of(loc), dotted(loc), message)])
 
 
 def _check_trajectory_fields(task: Task, doc: Document, rows: list[Row] | None) -> None:

@@ -170,7 +170,7 @@ def uses_model_route(row_tasks: Iterable[RowTask]) -> bool:
     for row_task in row_tasks:
         task = row_task.task
         agent = task.agent.resolved_type
-        simulated = task.simulation is not None and task.simulation.enabled and agent != "replay"
+        simulated = task.simulated and agent != "replay"
         if agent in ROUTED_AGENT_TYPES or simulated or any(c.calls_model for c in task.success_criteria):
             return True
     return False

@@ -1,6 +1,9 @@
 """Simulated-user dialogs: the loop between the subject agent and a simulated user.
 
-The task's ``initial_prompt`` opens the dialog; after each completed exchange
+The task's ``initial_prompt`` opens the dialog, or, when it has none, the
+simulated user's first message, asked for before the agent starts (``open``:
+a failure there ends the evaluation, as there is nothing to start the agent
+on); after each completed exchange
 the agent calls ``Dialog.after_exchange`` (through ``AgentInput.dialog``),
 which records the exchange, applies the termination precedence and, only
 when nothing fired, asks the simulated user for its next message:
@@ -42,6 +45,14 @@ CALL_TIMEOUT_S = 300.0
 MAX_TOKENS = 1024
 SIMULATOR_ROLE = "You are role-playing a human user who is talking to an AI coding assistant."
 NO_TEXT = "(the assistant replied with no text)"
+OPENING_REQUEST = (
+    "[The conversation has not started yet. Write your opening message to the assistant, "
+    "as your persona would, to pursue your goal.]"
+)
+
+
+class DialogNotOpened(RuntimeError):
+    """The simulated user did not give the opening message of a dialog whose task has no prompt."""
 
 
 @dataclass
@@ -81,21 +92,25 @@ def system_prompt(settings: Simulation) -> str:
     return "\n".join(lines)
 
 
-def simulator_messages(dialog: list[DialogMessage]) -> list[dict[str, str]]:
+def simulator_messages(dialog: list[DialogMessage], opened: bool) -> list[dict[str, str]]:
     """The dialog from the user's side: the agent speaks as ``user``, the simulated user as ``assistant``.
 
-    The opening message and the agent's first reply share the first message
-    (the Messages API starts with a user turn).
+    The Messages API starts with a user turn: when the simulated user
+    ``opened`` the dialog, that turn asked it to; else the task's opening
+    message and the agent's first reply share it.
     """
+    if opened:
+        return [{"role": "user", "content": OPENING_REQUEST}, *_from_users_side(dialog)]
     opening, *rest = dialog
     first = (
         f"[You opened the conversation with this message:]\n{opening.text}\n\n[The assistant replied:]\n"
         f"{rest[0].text if rest else NO_TEXT}"
     )
-    messages = [{"role": "user", "content": first}]
-    for message in rest[1:]:
-        messages.append({"role": "user" if message.role == "agent" else "assistant", "content": message.text})
-    return messages
+    return [{"role": "user", "content": first}, *_from_users_side(rest[1:])]
+
+
+def _from_users_side(dialog: list[DialogMessage]) -> list[dict[str, str]]:
+    return [{"role": "user" if m.role == "agent" else "assistant", "content": m.text} for m in dialog]
 
 
 @dataclass
@@ -105,6 +120,7 @@ class ModelUser:
     settings: Simulation
     model: str
     run: RunContext
+    opens: bool = False  # it writes the dialog's opening message (the task has no prompt)
 
     def request(self, dialog: list[DialogMessage]) -> dict[str, Any]:
         route = self.run.route
@@ -112,7 +128,7 @@ class ModelUser:
             "model": route.model_id(self.model),
             "max_tokens": MAX_TOKENS,
             "system": system_prompt(self.settings),
-            "messages": simulator_messages(dialog),
+            "messages": simulator_messages(dialog, self.opens),
         }
         if route.backend == "bedrock":
             body["extra_body"] = {"anthropic_version": BEDROCK_ANTHROPIC_VERSION}
@@ -130,7 +146,8 @@ class ModelUser:
 
 @dataclass
 class RecordedUser:
-    """A replayed dialog's user: the trajectory's ``user:`` messages in order; then it ends the dialog."""
+    """A replayed dialog's user: the trajectory's ``user:`` messages in order (a leading one opens a dialog whose
+    task has no prompt); then it ends the dialog."""
 
     messages: list[str]
     stop_token: str
@@ -150,7 +167,7 @@ def simulated_user(task: Task, recorded: list[str] | None, run: RunContext) -> S
     assert settings is not None
     if recorded is not None:
         return RecordedUser(recorded, settings.stop_token)
-    return ModelUser(settings, simulator_model(task), run)
+    return ModelUser(settings, simulator_model(task), run, opens=task.initial_prompt is None)
 
 
 def simulator_model(task: Task) -> str:
@@ -175,7 +192,7 @@ class Dialog:
 
     settings: Simulation
     user: SimulatedUser
-    opening: str
+    opening: str | None  # the task's prompt; None: the simulated user opens the dialog (``open``)
     check_criteria: Callable[[list[TurnRecord]], bool | None]  # the per-turn check (None: nothing to check)
     agent_max_turns: int | None = None  # run_limits.max_turns: the agent's turns across the whole dialog
     messages: list[DialogMessage] = field(default_factory=list)
@@ -186,8 +203,26 @@ class Dialog:
     simulator_failures: int = 0  # the simulated user's calls that raised (each ends the dialog)
     warnings: list[str] = field(default_factory=list)
 
-    def __post_init__(self) -> None:
-        self.messages.append(DialogMessage(turn=1, role="user", text=redact(self.opening)))
+    def open(self) -> str:
+        """The dialog's first message, recorded before the agent starts: the task's prompt, else the user's.
+
+        Raises DialogNotOpened when the simulated user fails or says nothing
+        (its spend is recorded); a stop token in the opening is dropped.
+        """
+        if self.opening is not None:
+            self.messages.append(DialogMessage(turn=1, role="user", text=redact(self.opening)))
+            return self.opening
+        try:
+            text, _ = self._hear_user()
+        except Exception as exc:
+            self.simulator_failures += 1
+            self.stop_reason = "error"
+            why = f"the simulated user could not open the dialog: {type(exc).__name__}: {exc}"
+            raise DialogNotOpened(redact(why)) from exc
+        if not text:
+            self.stop_reason = "error"
+            raise DialogNotOpened("the simulated user sent no opening message")
+        return text
 
     @property
     def simulator_tokens(self) -> int:
@@ -223,18 +258,12 @@ class Dialog:
             return "budget"
         return None
 
-    def _ask_user(self) -> str | None:
+    def _hear_user(self) -> tuple[str, bool]:
+        """The simulated user's next message without the stop token (recorded unless empty), and whether it had
+        the token; raises what the user raised."""
         started = time.time()
-        try:
-            utterance = self.user.next_message(self.messages)
-        except Exception as exc:  # the dialog ends; the task is still scored on what the agent did
-            log.warning("the simulated user failed: %s", exc)
-            self.simulator_failures += 1
-            self.warnings.append(redact(f"the simulated user failed, the dialog ended: {type(exc).__name__}: {exc}"))
-            self.stop_reason = "error"
-            return None
+        utterance = self.user.next_message(self.messages)
         self.simulator_usages.append(utterance.usage)
-        ended = self.settings.stop_token in utterance.text
         text = utterance.text.replace(self.settings.stop_token, "").strip()
         if text:
             tokens = utterance.usage.total_tokens
@@ -248,6 +277,17 @@ class Dialog:
                     ended_at=time.time(),
                 )
             )
+        return text, self.settings.stop_token in utterance.text
+
+    def _ask_user(self) -> str | None:
+        try:
+            text, ended = self._hear_user()
+        except Exception as exc:  # the dialog ends; the task is still scored on what the agent did
+            log.warning("the simulated user failed: %s", exc)
+            self.simulator_failures += 1
+            self.warnings.append(redact(f"the simulated user failed, the dialog ended: {type(exc).__name__}: {exc}"))
+            self.stop_reason = "error"
+            return None
         if ended:
             self.stop_reason = "stop_token"
             return None

@@ -17,7 +17,7 @@ from coder_eval_dagster.core.resolution import resolve
 from coder_eval_dagster.core.routing import BEDROCK_ANTHROPIC_VERSION, ApiRoute
 from coder_eval_dagster.core.run_context import RunContext
 from coder_eval_dagster.core.run_spec import RunSpec
-from coder_eval_dagster.core.simulation import ModelUser, simulator_messages, system_prompt
+from coder_eval_dagster.core.simulation import OPENING_REQUEST, ModelUser, simulator_messages, system_prompt
 
 from ..support.fake_anthropic import Script
 from ..support.helpers import criterion, evaluate_replay, replay_task, run_cli, run_folders, write, write_task
@@ -137,7 +137,7 @@ def test_early_stop_inside_a_dialog_ends_it_as_run_limits(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("turns", "message"),
     [
-        ([{"user": "first"}, write_turn("a.txt", "1", "x")], "goes between agent turns"),
+        ([{"user": "first"}, {"user": "second"}, write_turn("a.txt", "1", "x")], "goes between agent turns"),
         ([write_turn("a.txt", "1", "x"), {"user": "u", "text": "t"}, {"text": "y"}], "stands alone"),
     ],
 )
@@ -162,12 +162,39 @@ def test_simulator_prompt_holds_persona_goal_constraints_and_the_dialog_from_the
         DialogMessage(turn=2, role="user", text="all"),
         DialogMessage(turn=2, role="agent", text="Done."),
     ]
-    messages = simulator_messages(dialog)
+    messages = simulator_messages(dialog, opened=False)
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]
     assert "export please" in messages[0]["content"] and "Which columns?" in messages[0]["content"]
     context = RunContext(ApiRoute("direct", secret="k"), Credentials())
     request = ModelUser(settings, "claude-x", context).request(dialog)
     assert set(request) == {"model", "max_tokens", "system", "messages"}  # no tools offered
+
+
+def test_a_simulated_user_that_opens_the_dialog_is_asked_to_and_its_opening_is_its_own_message() -> None:
+    settings = Simulation(persona="p", goal="g")
+    user = ModelUser(settings, "claude-x", RunContext(ApiRoute("direct", secret="k"), Credentials()), opens=True)
+    assert user.request([])["messages"] == [{"role": "user", "content": OPENING_REQUEST}]
+    dialog = [DialogMessage(turn=1, role="user", text="hi"), DialogMessage(turn=1, role="agent", text="Colour?")]
+    messages = user.request(dialog)["messages"]
+    assert [(m["role"], m["content"]) for m in messages] == [
+        ("user", OPENING_REQUEST),
+        ("assistant", "hi"),
+        ("user", "Colour?"),
+    ]
+
+
+def test_a_replayed_dialog_without_a_prompt_is_opened_by_its_first_user_message(tmp_path: Path) -> None:
+    result = evaluate_replay(
+        tmp_path,
+        [{"user": "Make a.txt please."}, *THREE_EXCHANGES],
+        initial_prompt=None,
+        simulation={"enabled": True, "persona": "p", "goal": "g"},
+        success_criteria=[criterion("file_exists", path="c.txt")],
+    )
+    assert result.final_status == "SUCCESS", (result.error, result.criteria)
+    users = [m.text for m in result.dialog if m.role == "user"]
+    assert users == ["Make a.txt please.", "Now b.txt please.", "And c.txt."]
+    assert (result.simulation.turns, result.prompt) == (3, "Make a.txt please.")
 
 
 def test_the_simulated_user_takes_the_runs_route(api, monkeypatch) -> None:

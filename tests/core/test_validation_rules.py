@@ -31,6 +31,7 @@ CMD = criterion("command_executed", command_pattern="pytest")
 CLASSIFY = criterion("classification_match", path="o.txt", expected_label="a", allowed_labels=["a", "b"])
 CLI = criterion("cli_called", log="calls.jsonl")
 ROWS = {"rows": [{"id": "r1"}]}  # suite thresholds gate a dataset's rows
+SIMULATED = {"enabled": True, "persona": "p", "goal": "g"}
 
 # (id, valid task, invalid task, field named in the error, message fragment)
 RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
@@ -346,10 +347,17 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
     ),
     (
         "weight-ge-0",
-        with_criteria({**FE, "weight": 0}),
+        with_criteria({**FE, "weight": 0}, FE),
         with_criteria({**FE, "weight": -1}),
         "success_criteria.0.weight",
         "greater than or equal to 0",
+    ),
+    (
+        "weight-0-not-every-criterion",
+        with_criteria({**FE, "weight": 0}, FE),
+        with_criteria({**FE, "weight": 0}, {**CMD, "weight": 0}),
+        "success_criteria",
+        "every criterion has weight 0: nothing decides the task's success; give one a weight > 0",
     ),
     (
         "pass-threshold-range",
@@ -381,15 +389,15 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
     ),
     (
         "weight-0-no-stop-early",
-        with_criteria({**CMD, "weight": 0}),
-        with_criteria({**CMD, "weight": 0, "stop_early": {}}),
+        with_criteria({**CMD, "weight": 0}, FE),
+        with_criteria({**CMD, "weight": 0, "stop_early": {}}, FE),
         "success_criteria.0.stop_early",
         "informational",
     ),
     (
         "weight-0-no-suite-thresholds",
-        with_criteria({**CLASSIFY, "weight": 0}),
-        with_criteria({**CLASSIFY, "weight": 0, "suite_thresholds": {"accuracy": 0.5}}),
+        with_criteria({**CLASSIFY, "weight": 0}, FE),
+        with_criteria({**CLASSIFY, "weight": 0, "suite_thresholds": {"accuracy": 0.5}}, FE),
         "success_criteria.0.suite_thresholds",
         "informational",
     ),
@@ -743,6 +751,27 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
         "required",
     ),
     (
+        "simulation-opens-without-prompt",
+        task_with(initial_prompt=None, simulation=SIMULATED),
+        task_with(initial_prompt=None, simulation={**SIMULATED, "enabled": False}),
+        "initial_prompt",
+        "required for agent type claude-code",
+    ),
+    (
+        "replayed-dialog-opening-required",
+        task_with(initial_prompt=None, simulation=SIMULATED, agent={"type": "replay", "trajectory": "opening.yaml"}),
+        task_with(initial_prompt=None, simulation=SIMULATED, agent={"type": "replay", "trajectory": "traj.yaml"}),
+        "initial_prompt",
+        "a trajectory whose first item is the user's opening",
+    ),
+    (
+        "replayed-dialog-opening-or-prompt",
+        task_with(simulation=SIMULATED, agent={"type": "replay", "trajectory": "traj.yaml"}),
+        task_with(simulation=SIMULATED, agent={"type": "replay", "trajectory": "opening.yaml"}),
+        "agent.trajectory",
+        "opens with a user: message, which only opens a simulated dialog with no prompt: the task has its own prompt",
+    ),
+    (
         "simulation-max-turns",
         task_with(simulation={"persona": "p", "goal": "g", "max_turns": 100}),
         task_with(simulation={"persona": "p", "goal": "g", "max_turns": 101}),
@@ -775,6 +804,7 @@ def _workspace(tmp_path: Path) -> Path:
     write(tmp_path / "tpl/main.py", "print(1)\n")
     write(tmp_path / "rows.jsonl", '{"id": "r1"}\n')
     write(tmp_path / "traj.yaml", "turns:\n  - calls: [{tool: Bash, command: 'true'}]\n")
+    write(tmp_path / "opening.yaml", "turns:\n  - user: hi\n  - calls: [{tool: Bash, command: 'true'}]\n")
     return tmp_path
 
 

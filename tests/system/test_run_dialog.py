@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+
+from coder_eval_dagster.core.simulation import OPENING_REQUEST
 
 from ..support.fake_anthropic import Script, Turn
 from .conftest import SystemCli, agent_usage, anthropic_environment, carried, claude_code_task, new_key, no_key_anywhere
@@ -75,3 +78,62 @@ def test_a_failing_simulated_user_is_counted_and_a_dialog_out_of_agent_turns_say
     result = run.result("spent")
     assert result["simulation"]["stop_reason"] == "run_limit_exceeded", (result["simulation"], outcome.output)
     assert result["max_turns_exhausted"] is True
+
+
+def test_a_dialog_without_a_prompt_is_opened_by_the_simulated_user_before_the_agent_starts(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    """coder_eval's pure simulation: no initial_prompt, the simulated user writes turn 1 (its tokens counted)."""
+    fake = scripted_anthropic(
+        Script(
+            [Turn(tools=[("Bash", {"command": "echo done > out.txt"})]), Turn(text="out.txt says done.")],
+            user_replies=["Hi, could you write out.txt saying done?", "Thanks <<<END>>>"],
+        )
+    )
+    simulation = {"enabled": True, "persona": "a product owner", "goal": "out.txt says done", "max_turns": 4}
+    task = claude_code_task(tmp_path / "tasks", "opened", initial_prompt=None, simulation=simulation)
+    outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
+
+    assert outcome.code == 0, outcome.output
+    opening_request, _ = fake.script.simulator_requests()
+    assert opening_request["messages"] == [{"role": "user", "content": OPENING_REQUEST}]
+    assert "could you write out.txt" in json.dumps(fake.script.agent_requests()[0]["messages"])
+    result = run.result("opened")
+    assert result["final_status"] == "SUCCESS", (result["error_message"], result["success_criteria_results"])
+    assert [(m["role"], m["text"]) for m in result["dialog"]][:2] == [
+        ("user", "Hi, could you write out.txt saying done?"),
+        ("agent", "out.txt says done."),
+    ]
+    simulated = result["simulation"]
+    assert (simulated["simulator_input_tokens"], simulated["simulator_output_tokens"]) == (100, 20)
+
+
+def test_a_simulated_user_that_cannot_open_the_dialog_ends_it_as_error_before_the_agent_starts(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    fake = scripted_anthropic(Script([Turn(text="never asked")], simulator_status=500))
+    simulation = {"enabled": True, "persona": "p", "goal": "g"}
+    task = claude_code_task(tmp_path / "tasks", "unopened", initial_prompt=None, simulation=simulation)
+    outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
+
+    assert outcome.code != 0 and not fake.script.agent_requests(), outcome.output
+    result = run.result("unopened")
+    assert result["final_status"] == "ERROR"
+    assert "the simulated user could not open the dialog" in result["error_message"], result["error_message"]
+    assert (result["simulation"]["stop_reason"], result["simulation"]["simulator_failures"]) == ("error", 1)
+
+
+def test_validate_refuses_a_task_whose_every_criterion_has_weight_0(tmp_path: Path, system_cli: SystemCli) -> None:
+    task = claude_code_task(
+        tmp_path / "tasks",
+        "informational",
+        success_criteria=[
+            {"type": "file_exists", "path": "out.txt", "description": "out.txt exists", "weight": 0},
+            {"type": "run_command", "command": "false", "description": "fails", "weight": 0},
+        ],
+    )
+    outcome = system_cli("validate", task, env={})
+    assert outcome.code == 1, outcome.output
+    line = next(n for n, text in enumerate(task.read_text().splitlines(), 1) if text.startswith("success_criteria:"))
+    expected = f"{task}:{line}: success_criteria: every criterion has weight 0: nothing decides the task's success"
+    assert expected in outcome.err, outcome.err

@@ -95,7 +95,7 @@ class Replay:
 
     def play(self) -> AgentOutput:
         index = 0
-        for turn in self.trajectory.turns:
+        for turn in self.trajectory.played:
             if turn.user is not None:  # the end of an exchange: the dialog decides whether another follows
                 if self.input.next_message(self.output) is None:
                     return self.conclude()

@@ -103,6 +103,7 @@ class Task(RejectsMovedLimits):
         if is_partial(info):
             return self
         self._apply_checker_context()
+        self._check_something_gates()
         self._check_prompt()
         self._check_agentless_contract()
         self._check_reference_consumers()
@@ -130,12 +131,26 @@ class Task(RejectsMovedLimits):
         for index in unset:
             criteria[index] = criteria[index].model_copy(update={"model": model})  # set: task.json names it
 
+    def _check_something_gates(self) -> None:
+        """Informational (weight 0) criteria neither score nor gate: with only those, any run would pass."""
+        if not any(criterion.gating for criterion in self.success_criteria):
+            raise rule_error(
+                "success_criteria",
+                "every criterion has weight 0: nothing decides the task's success; give one a weight > 0",
+            )
+
     def _check_prompt(self) -> None:
+        """A prompt opens the agent's conversation, unless the simulated user opens it (or no agent reads one)."""
         if self.initial_prompt is not None and self.initial_prompt_file is not None:
             raise rule_error("initial_prompt_file", "set initial_prompt or initial_prompt_file, not both")
         kind = self.agent.resolved_type
-        if kind not in ("none", "replay") and self.initial_prompt is None and self.initial_prompt_file is None:
-            raise rule_error("initial_prompt", f"required for agent type {kind} (or initial_prompt_file)")
+        if kind in ("none", "replay") or self.simulated or self.initial_prompt is not None:
+            return
+        if self.initial_prompt_file is None:
+            raise rule_error(
+                "initial_prompt",
+                f"required for agent type {kind} (or initial_prompt_file, or an enabled simulation to open the dialog)",
+            )
 
     def _check_agentless_contract(self) -> None:
         if self.agent.resolved_type != "none":
@@ -143,7 +158,7 @@ class Task(RejectsMovedLimits):
         for name in ("initial_prompt", "initial_prompt_file"):
             if getattr(self, name) is not None:
                 raise rule_error(name, "a type: none task has no agent to read a prompt")
-        if self.simulation is not None and self.simulation.enabled:
+        if self.simulated:
             raise rule_error("simulation.enabled", "a type: none task cannot run a simulated dialog")
         for index, criterion in enumerate(self.success_criteria):
             if criterion.needs_agent:
@@ -207,6 +222,11 @@ class Task(RejectsMovedLimits):
         if self.run_limits.stop_early is False:
             return False
         return any(getattr(c, "stop_early", None) is not None for c in self.success_criteria)
+
+    @property
+    def simulated(self) -> bool:
+        """True when a simulated user holds a dialog with the agent (an enabled simulation block)."""
+        return self.simulation is not None and self.simulation.enabled
 
     @property
     def replicates(self) -> int:

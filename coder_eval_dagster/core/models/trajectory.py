@@ -64,11 +64,26 @@ class Trajectory(StrictModel):
 
     @model_validator(mode="after")
     def _user_messages_between_turns(self) -> Trajectory:
-        if self.turns[0].user is not None or self.turns[-1].user is not None:
-            raise rule_error("turns", "a user: message goes between agent turns (the task's prompt opens the dialog)")
+        """A user: message ends an exchange, so an agent turn follows it and one ends the trajectory; a leading one
+        is the user's opening (a dialog whose task has no prompt) and an agent turn follows it too."""
+        if self.turns[-1].user is not None or self.played[0].user is not None:
+            raise rule_error(
+                "turns",
+                "a user: message goes between agent turns (or first: the opening of a dialog whose task has no prompt)",
+            )
         return self
 
     @property
+    def opening(self) -> str | None:
+        """A leading ``user:`` message: the opening of a dialog whose task has no prompt of its own."""
+        return self.turns[0].user
+
+    @property
+    def played(self) -> list[TrajectoryTurn]:
+        """What a replay plays: the agent's turns and the user's messages between them, without a leading opening."""
+        return self.turns[1:] if self.opening is not None else self.turns
+
+    @property
     def user_messages(self) -> list[str]:
-        """The recorded user messages between turns, in order (a replayed dialog's simulated user)."""
+        """The recorded user messages, in order, the opening first (a replayed dialog's simulated user)."""
         return [turn.user for turn in self.turns if turn.user is not None]
