@@ -550,11 +550,13 @@ def _resolve_file(
     if not _tags_selected(first, spec, result):
         return
     expanded: dict[tuple[str | None, str | None], list[Expansion]] = {}  # by prompt: variants may change it
-    for variant, task in tasks:
+    for (index, _, raw), (_, merged), (variant, task) in zip(variants, layered, tasks, strict=True):
         prompt = (task.initial_prompt, task.initial_prompt_file)
         if prompt not in expanded:
             expanded[prompt] = _expand_rows(task, layered[0][1], rows, doc)
         agent, warnings = _agent_files(task, doc)
+        if raw and layers:  # a plugin folder a variant names is the experiment's to fix
+            warnings = [_blame_variant(warning, raw, index, merged, layers[-1].doc) for warning in warnings]
         result.warnings.extend(w for w in warnings if w not in result.warnings)
         for row, update in expanded[prompt]:
             resolved = task.model_copy(update={"initial_prompt_file": None, "agent": agent, **update})
@@ -871,11 +873,17 @@ def _set_by_variant(parts: list[str], raw: dict[str, Any], merged: dict[str, Any
     if parts[0] not in ("agent", "sandbox", "run_limits", "simulation"):
         return None
     node: Any = raw
+    loc: list[str | int] = []
     for part in parts:
-        if not (isinstance(node, dict) and part in node):
+        step: str | int
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node, step = node[int(part)], int(part)
+        elif isinstance(node, dict) and part in node:
+            node, step = node[part], part
+        else:
             return None
-        node = node[part]
-    return tuple(parts)
+        loc.append(step)
+    return tuple(loc)
 
 
 def _mark_override(problem: Problem, overrides: list[tuple[Loc, Any]]) -> Problem:

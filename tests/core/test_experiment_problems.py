@@ -29,6 +29,23 @@ def test_a_variants_template_folder_that_is_missing_is_named_in_the_experiment(t
     )
 
 
+def test_a_variants_missing_plugin_folder_is_warned_about_in_the_experiment(tmp_path: Path) -> None:
+    task = write_task(tmp_path / "t", {**agentless_task(), "agent": {"type": "claude-code"}, "initial_prompt": "p"})
+    experiment = write(
+        tmp_path / "e/skills.yaml",
+        """\
+        experiment_id: skills
+        variants:
+          - variant_id: base
+          - variant_id: with-skill
+            agent: {plugins: [{type: local, path: ../nowhere}]}
+        """,
+    )
+    done = run_cli("validate", task, "-e", experiment)
+    assert done.code == 0, done.err
+    assert done.err.startswith(f"{experiment}:5: variants.1.agent.plugins.0.path: warning: plugin folder not found: ")
+
+
 def test_a_variants_simulation_value_of_the_wrong_type_is_the_experiments_error(tmp_path: Path) -> None:
     experiment = write(
         tmp_path / "e/sim.yaml",
