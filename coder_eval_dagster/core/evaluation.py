@@ -17,7 +17,6 @@ run continues from: an evaluation cut short in that phase is redone whole):
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import traceback
@@ -68,6 +67,7 @@ from .sandbox.engine import EngineError
 from .scoring import all_passed, armed_gate, criteria_pass_now, score_criteria, weighted_score
 from .secrets import redact
 from .simulation import Dialog, DialogNotOpened, simulated_user
+from .valid_utf8 import valid_utf8
 
 log = logging.getLogger(__name__)
 
@@ -338,6 +338,7 @@ def record_agent_output(evaluation: Evaluation, output: AgentOutput) -> None:
 def save_state(evaluation: Evaluation) -> Evaluation:
     """Persist what the sandbox stages produced, for the scoring stage (possibly another run)."""
     evaluation.folder.mkdir(parents=True, exist_ok=True)
+    evaluation.result = valid_utf8(evaluation.result)
     write_atomically(evaluation.folder / CHECKPOINT_FILE, evaluation.result.model_dump_json(indent=2))
     return evaluation
 
@@ -446,23 +447,24 @@ def finish(evaluation: Evaluation) -> None:
     """Stamp the end, write task.json and task.html.
 
     A failure here (a report bug, a full disk) is this evaluation's ERROR,
-    never the step's: its result is written again with that error if the disk lets it.
+    never the step's: its result is written again with that error if it can be.
     """
-    result = evaluation.result
     try:
         write_result(evaluation)
     except Exception as exc:
         log.warning("finish failed for %s:\n%s", evaluation.row_task.task_id, traceback.format_exc())
         evaluation.fail("ERROR", f"finish failed: {type(exc).__name__}: {exc}")
-        with contextlib.suppress(OSError):
-            write_atomically(evaluation.folder / RESULT_FILE, result.model_dump_json(indent=2))
+        try:
+            write_atomically(evaluation.folder / RESULT_FILE, evaluation.result.model_dump_json(indent=2))
+        except Exception:
+            log.warning("no %s for %s:\n%s", RESULT_FILE, evaluation.row_task.task_id, traceback.format_exc())
 
 
 def write_result(evaluation: Evaluation) -> None:
     from .reports.task_html import render_task_html
 
     end_processes(evaluation)
-    result = evaluation.result
+    result = evaluation.result = valid_utf8(evaluation.result)
     result.finished_at = utc_now()
     result.task_config = task_config(evaluation.row_task)
     evaluation.folder.mkdir(parents=True, exist_ok=True)
