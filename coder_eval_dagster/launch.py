@@ -13,7 +13,7 @@ import os
 import socket
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
@@ -41,6 +41,9 @@ from .defs.names import (
 from .defs.partitions import TASK_DIMENSION, VARIANT_DIMENSION, encode_id, partition_key, row_task_partitions
 from .defs.resources import CoderEvalSettings
 from .storage import HOME_DATABASES, INSTANCE_YAML, copy_template
+
+if TYPE_CHECKING:
+    from dagster_shared.error import SerializableErrorInfo
 
 
 def quiet_logs() -> dict[str, Any]:
@@ -250,6 +253,13 @@ def failure_messages(result: dg.ExecuteInProcessResult) -> list[str]:
     messages = []
     for event in result.all_events:
         if event.is_step_failure and event.step_failure_data.error:  # (the data of a failure is always there)
-            error = event.step_failure_data.error
-            messages.append(f"{event.step_key}: {error.message.strip()}")
+            messages.append(f"{event.step_key}: {raised(event.step_failure_data.error)}")
     return messages
+
+
+def raised(error: SerializableErrorInfo) -> str:
+    """What the step's code raised (``OSError: [Errno 28] No space left on device: '...'``): Dagster wraps it in
+    an error whose own message only names the op, and ends with a colon."""
+    while error.cls_name == "DagsterExecutionStepExecutionError" and error.cause is not None:
+        error = error.cause
+    return error.message.strip()

@@ -36,6 +36,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import date
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -78,6 +79,12 @@ LATEST_LINK = "latest"
 INDEX_PAGE = "index.html"
 HISTORY_PAGE = "history.html"
 TABLES_DIR = "tables"
+
+
+def partition_folder(day: date) -> str:
+    """A table's folder of the runs started on ``day`` (UTC): a hive partition, ``run_date`` a column to readers."""
+    return f"run_date={day.isoformat()}"
+
 
 # <variant>/<task_id>/<NN>/sandbox: an evaluation folder is 3 levels below its run (4 for a dataset row).
 SANDBOX_DEPTH = 3
@@ -212,8 +219,9 @@ def replacing(path: Path) -> Iterator[Path]:
     try:
         yield temporary
         os.replace(temporary, path)
-    except OSError as exc:  # say the path the caller asked for (`-o out/`), not a name it never gave
-        if exc.filename is None or os.fspath(exc.filename) != os.fspath(temporary):
+    except OSError as exc:  # say the path the caller asked for (`-o out/`), not a name it never gave, nor none
+        said = exc.errno is not None and exc.strerror is not None
+        if not said or (exc.filename is not None and os.fspath(exc.filename) != os.fspath(temporary)):
             raise
         raise type(exc)(exc.errno, exc.strerror, os.fspath(path)) from exc
     finally:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import errno
 import os
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 
-from .layout import TABLES_DIR
+from .layout import TABLES_DIR, partition_folder
 
 NAME_MAX = 255  # bytes in one path component (ext4, xfs, btrfs, tmpfs)
 PATH_MAX = 4096  # bytes in a whole path (Linux)
@@ -86,15 +87,20 @@ def output_problem(path: Path, what: str) -> str | None:
 
 
 def tables_problem(runs_dir: Path) -> str | None:
-    """The tables folder and each table's folder must take new files (checked before any agent runs)."""
+    """The tables folder, each table's folder and its folder of today's runs must take new files (checked before
+    any agent runs)."""
     tables = runs_dir / TABLES_DIR
     if not tables.exists():
         return None
     fix = f"make {_short(tables)} a writable folder, or use another --runs-dir"
     if not tables.is_dir():
         return f"the tables folder {_short(tables)} is not a folder; {fix}"
-    for folder in [tables, *sorted(p for p in tables.iterdir() if p.is_dir())]:
+    table_folders = sorted(p for p in tables.iterdir() if p.is_dir())
+    today = [folder / partition_folder(datetime.now(UTC).date()) for folder in table_folders]
+    for folder in [tables, *table_folders, *(p for p in today if p.exists())]:
         try:
+            if not folder.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder))
             _probe_write(folder)
         except OSError as exc:
             return f"the tables folder {_short(folder)} cannot be written ({exc.strerror or exc}); {fix}"

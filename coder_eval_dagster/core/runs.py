@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import importlib
+import logging
 import pickle
 import threading
 from collections.abc import Callable, Iterable
@@ -46,6 +47,8 @@ from .run_context import RunContext
 from .run_spec import RunSpec
 from .sandbox.process import Interrupt
 from .suite import SuiteEntry, suite_entries, suite_json
+
+log = logging.getLogger(__name__)
 
 TIMESTAMP = "%Y-%m-%dT%H-%M-%SZ"
 T = TypeVar("T")
@@ -261,12 +264,26 @@ class Summary:
 
 def report_run(run: OpenRun, max_parallel: int, end_time: str | None = None) -> Summary:
     """Suite metrics, the comparison page and the report files (the run viewer among them), from the run's task.json
-    files.
+    files."""
+    summary = run_summary(run, max_parallel, end_time)
+    write_run_reports(run, summary)
+    return summary
+
+
+def write_run_reports(run: OpenRun, summary: Summary) -> None:
+    """The report files (the run viewer among them) and run.json, last."""
+    from .reports.files import write_reports
+
+    write_reports(run.folder, summary.report, summary.results, summary.suite, run.plan.experiment_description)
+
+
+def run_summary(run: OpenRun, max_parallel: int, end_time: str | None = None) -> Summary:
+    """Suite metrics and the comparison page, from the run's task.json files; no report file yet.
 
     Only a run of several variants pays for the comparison's imports
     (pandas, scipy, matplotlib).
     """
-    from .reports.files import environment_info, write_reports
+    from .reports.files import environment_info
     from .version import framework_version
 
     run_dir, plan = run.folder, run.plan
@@ -309,7 +326,6 @@ def report_run(run: OpenRun, max_parallel: int, end_time: str | None = None) -> 
         else None,
         **statistics,
     )
-    write_reports(run_dir, report, results, suite, plan.experiment_description)
     return Summary(report, results, suite)
 
 
@@ -347,19 +363,25 @@ def run_statistics(run: OpenRun, results: list[EvaluationResult]) -> dict[str, A
 
 
 def summarize(run: OpenRun, tables_dir: Path, max_parallel: int = 1, rescored: bool = False) -> Summary:
-    """The report files (``report_run``) and the run's Parquet files; then the runs index is refreshed. A rescore
-    keeps the run's end time (its own time is each evaluation's ``rescored_at``): the run took as long as it did."""
+    """The run's Parquet files, then its report files and run.json, then the runs index. A rescore keeps the
+    run's end time (its own time is each evaluation's ``rescored_at``): the run took as long as it did.
+
+    The tables go first: when they cannot be written the run did not complete
+    (exit code 1), and no run.json may say it passed.
+    """
     from .compare.index import write_index
+    from .tables import suite_rows, task_rows, write_tables  # pyarrow: see preload_tables
 
     earlier = run.folder / RUN_FILE
     end_time = load_summary(run.folder).end_time if rescored and earlier.is_file() else None
-    summary = report_run(run, max_parallel, end_time)
-    from .tables import suite_rows, task_rows, write_table  # pyarrow: see preload_tables
-
+    summary = run_summary(run, max_parallel, end_time)
     run_id = run.plan.run_id
     run_ts = started(run.plan)
-    for table, rows in task_rows(summary.results, run_ts).items():
-        write_table(tables_dir, table, run_id, run_ts, rows)
-    write_table(tables_dir, "suite_metrics", run_id, run_ts, suite_rows(run_id, run_ts, summary.suite))
-    write_index(run.folder.parent, (run.folder, summary.report))
+    tables = task_rows(summary.results, run_ts) | {"suite_metrics": suite_rows(run_id, run_ts, summary.suite)}
+    write_tables(tables_dir, run_id, run_ts, tables)
+    write_run_reports(run, summary)
+    try:
+        write_index(run.folder.parent, (run.folder, summary.report))
+    except OSError as exc:  # the page of every run, not this run's result: its verdict in run.json stands
+        log.warning("the runs index was not refreshed: %s", exc)
     return summary

@@ -9,6 +9,7 @@ dot-name and renamed, so a reader never sees one half-written.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 from datetime import UTC, datetime
@@ -19,7 +20,7 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
-from .layout import replacing
+from .layout import partition_folder, replacing
 from .models.results import EvaluationResult, TokenUsage
 from .suite import SuiteEntry
 
@@ -248,13 +249,29 @@ def suite_rows(run_id: str, run_ts: datetime, entries: list[SuiteEntry]) -> list
 
 def write_table(tables_dir: Path, table: str, run_id: str, run_ts: datetime, rows: list[dict[str, Any]]) -> Path:
     """Write (or replace) this run's file of ``table`` atomically."""
-    folder = tables_dir / table / f"run_date={run_ts.date().isoformat()}"
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"{run_id}.parquet"
-    with replacing(target) as temporary:
-        pq.write_table(arrow_table(rows, SCHEMAS[table]), temporary)
-    add_missing_columns(tables_dir / table, SCHEMAS[table])
-    return target
+    return write_tables(tables_dir, run_id, run_ts, {table: rows})[0]
+
+
+def write_tables(
+    tables_dir: Path, run_id: str, run_ts: datetime, tables: dict[str, list[dict[str, Any]]]
+) -> list[Path]:
+    """Write (or replace) this run's file of each table, all or none as far as renames go.
+
+    Every file is written under its dot-name first (no reader takes it for
+    data) and renamed only when all are: a full disk or a folder that takes no
+    file leaves the tables without the run, not with a part of it.
+    """
+    targets = []
+    with contextlib.ExitStack() as renames:
+        for table, rows in tables.items():
+            folder = tables_dir / table / partition_folder(run_ts.date())
+            folder.mkdir(parents=True, exist_ok=True)
+            targets.append(folder / f"{run_id}.parquet")
+            temporary = renames.enter_context(replacing(targets[-1]))
+            pq.write_table(arrow_table(rows, SCHEMAS[table]), temporary)
+    for table in tables:
+        add_missing_columns(tables_dir / table, SCHEMAS[table])
+    return targets
 
 
 def add_missing_columns(table_dir: Path, schema: pa.Schema) -> int:

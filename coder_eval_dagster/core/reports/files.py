@@ -62,8 +62,8 @@ def write_json(path: Path, model: Any) -> None:
 def write_reports(
     run_dir: Path, report: RunSummary, results: list[EvaluationResult], suite: list[SuiteEntry], description: str
 ) -> None:
-    """run.json, run.md, experiment.json and .md, every variant.json and .md, every suite.json, and its viewer."""
-    write_json(run_dir / RUN_FILE, report)
+    """run.md, experiment.json and .md, every variant.json and .md, every suite.json, the viewer, and run.json last:
+    a run whose reports could not all be written (a full disk) has no run.json saying it passed."""
     write_atomically(run_dir / RUN_MD, render_run_md(report))
     experiment = ExperimentResult.of(
         report.experiment or DEFAULT_EXPERIMENT,
@@ -80,6 +80,7 @@ def write_reports(
     for rollup in suite_rollups(run_dir, results, suite):
         write_json(suite_file(run_dir, rollup.variant_id, rollup.suite_id), rollup)
     write_run_viewer(run_dir, results, report.variants)
+    write_json(run_dir / RUN_FILE, report)
 
 
 # ----------------------------------------------------------------------------- suite roll-ups
