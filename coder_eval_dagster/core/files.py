@@ -2,15 +2,18 @@
 
 A path may name a device (``/dev/zero``), a FIFO or a folder, and a file may be
 huge; reading any of them whole would hang or exhaust memory. Every file the
-harness reads on a user's or an agent's behalf goes through here.
+harness reads on a user's or an agent's behalf goes through here, and so does
+every file it opens in a sandbox on an agent's behalf (``open_beneath``: the
+replay agent's Write, Edit and Read, which the harness carries out itself).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 MiB = 1024 * 1024
 MAX_DOCUMENT_BYTES = 8 * MiB  # a task, experiment or trajectory YAML file, a prompt or reference file
@@ -40,25 +43,129 @@ def open_regular(path: Path, follow: bool = True) -> int:
     waited on. ``follow`` False: a link in the last place is refused (OSError ELOOP), not followed (a path already
     resolved, which a process could swap for a link after)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW))
+    return _regular(fd, str(path))
+
+
+def _regular(fd: int, name: str) -> int:
+    """``fd`` when it is a regular file's; else it is closed and UnreadableFile raised."""
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise UnreadableFile(f"not a regular file: {path}")
+        raise UnreadableFile(f"not a regular file: {name}")
     return fd
+
+
+MAX_LINKS = 40  # as the kernel's ELOOP
+_FILE_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_DIRECTORY_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def open_beneath(
+    root: Path, relative: str, flags: int, links_at: PurePosixPath | None = None, make_parents: bool = False
+) -> int:
+    """A descriptor of the regular file ``relative`` names in the folder ``root``, opened with ``flags`` (O_RDONLY,
+    O_RDWR, O_WRONLY | O_CREAT...), for a file the harness touches on behalf of a process confined to ``root``.
+
+    The path is walked one name at a time from a descriptor of ``root``, each folder opened by name in the one
+    before it without following a link, so nothing the process changes meanwhile can make the walk leave ``root``:
+    a link is read and its target walked the same way (an absolute one from ``root`` when it is under
+    ``links_at``, where the process sees ``root``; any other absolute link, or a ``..`` above ``root``, leaves it:
+    PermissionError). The file itself is opened without following a link or waiting (O_NOFOLLOW, O_NONBLOCK): a
+    FIFO, a socket, a device or a folder is UnreadableFile, never opened for long. ``make_parents``: missing
+    folders on the way are made (as ``mkdir -p``)."""
+    leaves = PermissionError(f"path {relative!r} leaves the sandbox")
+    folders = [os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)]  # the walk so far; [0] is root
+    parts, links = list(PurePosixPath(relative).parts), 0
+    try:
+        while parts:
+            part = parts.pop(0)
+            if part.startswith("/") or (part == ".." and len(folders) == 1):  # ("//" is an anchor too)
+                raise leaves
+            if part == ".":
+                continue
+            if part == "..":
+                os.close(folders.pop())
+                continue
+            try:
+                if not parts:
+                    return _regular(os.open(part, flags | _FILE_FLAGS, 0o666, dir_fd=folders[-1]), relative)
+                folders.append(_open_folder(part, folders[-1], make_parents))
+                continue
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    if exc.errno == errno.ENXIO:  # a FIFO no process reads, a socket
+                        raise UnreadableFile(f"not a regular file: {relative}") from None
+                    raise type(exc)(exc.errno, exc.strerror, relative) from None
+                target = _link_target(part, folders[-1], exc, relative)
+            links += 1
+            if links > MAX_LINKS:
+                raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), relative)
+            if target is None:  # no longer a link: look again
+                parts.insert(0, part)
+                continue
+            if target.is_absolute():
+                if links_at is None or not target.is_relative_to(links_at):
+                    raise leaves
+                while len(folders) > 1:
+                    os.close(folders.pop())
+                target = target.relative_to(links_at)
+            parts = [*target.parts, *parts]
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), relative)
+    finally:
+        for fd in folders:
+            os.close(fd)
+
+
+def _open_folder(name: str, parent: int, make: bool) -> int:
+    """An O_PATH descriptor of the folder ``name`` in ``parent``, never through a link (ENOTDIR then)."""
+    try:
+        return os.open(name, _DIRECTORY_FLAGS, dir_fd=parent)
+    except FileNotFoundError:
+        if not make:
+            raise
+    with contextlib.suppress(FileExistsError):  # made meanwhile: opened as any other
+        os.mkdir(name, dir_fd=parent)
+    return os.open(name, _DIRECTORY_FLAGS, dir_fd=parent)
+
+
+def _link_target(name: str, parent: int, refused: OSError, relative: str) -> PurePosixPath | None:
+    """Where the link ``name`` in ``parent`` points (None: it is no longer a link); ``refused`` (as about
+    ``relative``) when ``name`` is something else that is not a folder."""
+    try:
+        return PurePosixPath(os.readlink(name, dir_fd=parent))
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return None  # removed meanwhile
+        if exc.errno != errno.EINVAL:
+            raise type(exc)(exc.errno, exc.strerror, relative) from None
+    if refused.errno == errno.ELOOP:
+        return None  # a link swapped back for a file: open it again
+    raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), relative)
+
+
+def read_capped_fd(fd: int, cap: int) -> bytes:
+    """Up to ``cap`` + 1 bytes from ``fd``'s position (one more than ``cap``: whether there was more)."""
+    chunks, remaining = [], cap + 1
+    while remaining > 0:
+        chunk = os.read(fd, min(remaining, MiB))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """All of ``data`` to ``fd`` from its position."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _read_regular(path: Path, cap: int, follow: bool = True) -> tuple[bytes, int]:
     """Up to ``cap`` + 1 bytes of a regular file (``open_regular``), and its size."""
     fd = open_regular(path, follow)
     try:
-        info = os.fstat(fd)
-        chunks, remaining = [], cap + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, MiB))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks), info.st_size
+        return read_capped_fd(fd, cap), os.fstat(fd).st_size
     finally:
         os.close(fd)
 

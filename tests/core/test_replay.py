@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -26,10 +28,17 @@ from ..support.helpers import criterion, evaluate_replay, write
 ROOT = Path(__file__).parent.parent.parent
 
 
-def play(tmp_path: Path, turns: list[dict], limits: RunLimits | None = None, row: dict | None = None):
+def play(
+    tmp_path: Path,
+    turns: list[dict],
+    limits: RunLimits | None = None,
+    row: dict | None = None,
+    box: TempdirSandbox | None = None,  # one made already (with files of the test's in it)
+):
     write(tmp_path / "traj.yaml", yaml.safe_dump({"turns": turns}))
-    box = TempdirSandbox(tmp_path / "run/sandbox", SandboxConfig(python=None))
-    box.create(tmp_path)
+    if box is None:
+        box = TempdirSandbox(tmp_path / "run/sandbox", SandboxConfig(python=None))
+        box.create(tmp_path)
     agent_input = AgentInput(
         box,
         "p",
@@ -245,3 +254,127 @@ def test_async_interface(tmp_path: Path) -> None:
         )
     )
     assert output.turns[0].calls[0].output.strip() == "hi"
+
+
+# ----------------------------------------------------------------------------- the file tools, done by the harness
+# Write, Edit and Read are carried out by the harness itself on the sandbox folder on this machine (as root on CI),
+# while the agent's own processes may still change it: never through a link out of the sandbox, never on a FIFO.
+
+
+def host_file(tmp_path: Path) -> Path:
+    """A file outside the sandbox (tmp_path/run/sandbox), alone in its folder, that no replayed tool may touch."""
+    write(tmp_path / "host/secret.txt", "host")
+    return tmp_path / "host/secret.txt"
+
+
+def untouched(secret: Path) -> bool:
+    return secret.read_text() == "host" and [p.name for p in secret.parent.iterdir()] == ["secret.txt"]
+
+
+@pytest.mark.parametrize(
+    ("links", "path"),
+    [
+        ("ln -s {secret} f", "f"),  # absolute, to the host file
+        ("ln -s ../../host/secret.txt f", "f"),  # relative, up out of the sandbox
+        ("ln -s /sandbox/../../host/secret.txt f", "f"),  # under /sandbox, then up out of it
+        ("ln -s g f && ln -s {secret} g", "f"),  # a chain
+        ("ln -s {host} d", "d/secret.txt"),  # a folder on the way
+        ("ln -s {host} d", "d/new.txt"),  # a folder on the way, the file made there
+        ("mkdir sub && ln -s ../.. sub/up", "sub/up/host/secret.txt"),
+        ("true", "//" + "{secret}"),  # an anchor of two slashes, not a name
+    ],
+)
+def test_file_tools_never_follow_a_link_out_of_the_sandbox(tmp_path: Path, links: str, path: str) -> None:
+    secret = host_file(tmp_path)
+    named = {"secret": secret, "host": secret.parent}
+    path = path.format(**named).replace("///", "//")
+    calls = [
+        {"tool": "Bash", "command": links.format(**named)},
+        {"tool": "Write", "path": path, "content": "x"},
+        {"tool": "Edit", "path": path, "old": "host", "new": "x"},
+        {"tool": "Read", "path": path},
+    ]
+    output, _ = play(tmp_path, [{"calls": calls}])
+    bash, *tools = output.turns[0].calls
+    assert bash.status == "success", bash.output
+    assert [c.status for c in tools] == ["error"] * 3, [c.output for c in tools]
+    assert untouched(secret) and tools[-1].output != "host"  # not read either
+
+
+def test_links_inside_the_sandbox_are_followed_as_the_agent_sees_them(tmp_path: Path) -> None:
+    """A link the agent's own tool would follow (relative, or absolute under /sandbox) is followed, inside."""
+    links = "mkdir sub && echo one > sub/a.txt && ln -s sub/a.txt rel && ln -s /sandbox/sub/a.txt abs && ln -s sub d"
+    calls = [
+        {"tool": "Bash", "command": links},
+        {"tool": "Edit", "path": "rel", "old": "one", "new": "two"},
+        {"tool": "Edit", "path": "abs", "old": "two", "new": "three"},
+        {"tool": "Write", "path": "d/deep/b.txt", "content": "b"},
+        {"tool": "Read", "path": "d/../abs"},
+    ]
+    output, box = play(tmp_path, [{"calls": calls}])
+    assert [c.status for c in output.turns[0].calls] == ["success"] * 5, [c.output for c in output.turns[0].calls]
+    assert (box.root / "sub/a.txt").read_text() == "three\n" and (box.root / "sub/deep/b.txt").read_text() == "b"
+    assert (box.root / "rel").is_symlink() and output.turns[0].calls[-1].output == "three\n"
+
+
+class SwappingSandbox(TempdirSandbox):
+    """The agent's process acting between the harness's look at a path and its write: ``swap`` puts a link to
+    the host file in place of ``f``, once, at whichever the harness does first of resolving ``f`` and opening it."""
+
+    secret: Path
+
+    def swap(self) -> None:
+        if not (self.root / "f").is_symlink():
+            (self.root / "link").symlink_to(self.secret)
+            (self.root / "link").rename(self.root / "f")  # at once, as rename(2) does
+
+    def resolve_path(self, relative: str) -> Path:
+        resolved = super().resolve_path(relative)
+        self.swap()
+        return resolved
+
+
+@pytest.mark.parametrize("tool", ["Write", "Edit"])
+def test_a_link_swapped_in_after_a_look_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool: str
+) -> None:
+    box = SwappingSandbox(tmp_path / "run/sandbox", SandboxConfig(python=None))
+    box.create(tmp_path)
+    box.secret = host_file(tmp_path)
+    write(box.root / "f", "host")  # a regular file when the harness looks
+    real_open = os.open
+
+    def opening(path, flags, *args, **kwargs):  # the harness opens f: the link is put there just before
+        if path == "f" and kwargs.get("dir_fd") is not None:
+            box.swap()
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", opening)
+    call = {"tool": "Write", "path": "f", "content": "x"} if tool == "Write" else {"tool": "Edit", "path": "f"}
+    call.update({"old": "host", "new": "x"} if tool == "Edit" else {})
+    output, _ = play(tmp_path, [{"calls": [call]}], box=box)
+    monkeypatch.undo()
+    (result,) = output.turns[0].calls
+    assert result.status == "error" and untouched(box.secret), result.output
+    assert (box.root / "f").is_symlink()  # the link is left as it is, its target untouched
+
+
+def test_a_fifo_or_folder_is_an_error_at_once_never_waited_on(tmp_path: Path) -> None:
+    calls = [
+        {"tool": "Bash", "command": "mkfifo p && mkdir folder"},
+        {"tool": "Edit", "path": "p", "old": "a", "new": "b"},
+        {"tool": "Write", "path": "p", "content": "x"},
+        {"tool": "Read", "path": "p"},
+        {"tool": "Write", "path": "folder", "content": "x"},
+        {"tool": "Edit", "path": "folder", "old": "a", "new": "b"},
+    ]
+    played: list = []
+    thread = threading.Thread(target=lambda: played.append(play(tmp_path, [{"calls": calls}])), daemon=True)
+    thread.start()
+    thread.join(30)  # a blocking open of the FIFO would never return (no task_timeout or SIGTERM ends it)
+    assert not thread.is_alive(), "a replayed file tool waited on a FIFO"
+    output, box = played[0]
+    bash, *tools = output.turns[0].calls
+    assert bash.status == "success" and [c.status for c in tools] == ["error"] * 5
+    assert all(c.output == "not a regular file: p" for c in tools[:3]), [c.output for c in tools]
+    assert all("folder" in (c.output or "") for c in tools[3:]) and (box.root / "folder").is_dir()

@@ -13,8 +13,13 @@ replay ends there).
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Callable
+from pathlib import PurePosixPath
+from typing import Any
 
+from ..files import MiB, open_beneath, read_capped_fd, write_all
 from ..limits import COST_BUDGET_EXCEEDED, BudgetTracker
 from ..models.results import FinalStatus, ToolCallRecord, ToolCallStatus, TurnRecord
 from ..models.trajectory import ToolCall, Trajectory, TrajectoryTurn
@@ -33,6 +38,62 @@ def _clip(text: str) -> str:
     return text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + "…"
 
 
+# The file tools are carried out by the harness itself, on the sandbox folder on this machine (as root on CI),
+# while the agent's processes may still be changing it: every path is opened by ``open_beneath``, never through a
+# link that leaves the sandbox nor one swapped in after a check, and only a regular file is read or written (a FIFO
+# or a device is an error at once, never waited on), as the agent's own tool would see it from inside.
+EDIT_CAP = 64 * MiB  # what Edit reads of a file (a larger one is an error, not read whole)
+
+
+def _open(sandbox: Sandbox, params: dict[str, Any], flags: int, make_parents: bool = False) -> int:
+    links_at = PurePosixPath(sandbox.workdir)
+    return open_beneath(sandbox.root, str(params["path"]), flags, links_at, make_parents)
+
+
+def _write(params: dict[str, Any], sandbox: Sandbox) -> tuple[ToolCallStatus, str | None]:
+    data = str(params["content"]).encode("utf-8")
+    fd = _open(sandbox, params, os.O_WRONLY | os.O_CREAT, make_parents=True)
+    try:
+        os.ftruncate(fd, 0)  # once it is known to be a regular file (O_TRUNC would act before)
+        write_all(fd, data)
+    finally:
+        os.close(fd)
+    return "success", None
+
+
+def _read(params: dict[str, Any], sandbox: Sandbox) -> tuple[ToolCallStatus, str | None]:
+    fd = _open(sandbox, params, os.O_RDONLY)
+    try:
+        data = read_capped_fd(fd, OUTPUT_CHARS * 4)  # the start only: the output is clipped anyway
+    finally:
+        os.close(fd)
+    return "success", _clip(data.decode("utf-8", errors="replace"))
+
+
+def _edit(params: dict[str, Any], sandbox: Sandbox) -> tuple[ToolCallStatus, str | None]:
+    fd = _open(sandbox, params, os.O_RDWR)  # read and written through the one descriptor
+    try:
+        data = read_capped_fd(fd, EDIT_CAP)
+        if len(data) > EDIT_CAP:
+            return "error", f"file too large to edit: over {EDIT_CAP} bytes"
+        content, old = data.decode("utf-8"), str(params["old"])
+        if old not in content:
+            return "error", "old string not found"
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.ftruncate(fd, 0)
+        write_all(fd, content.replace(old, str(params["new"]), 1).encode("utf-8"))
+    finally:
+        os.close(fd)
+    return "success", None
+
+
+FILE_TOOLS: dict[str, Callable[[dict[str, Any], Sandbox], tuple[ToolCallStatus, str | None]]] = {
+    "Write": _write,
+    "Read": _read,
+    "Edit": _edit,
+}
+
+
 def play_call(call: ToolCall, sandbox: Sandbox, timeout: float) -> tuple[ToolCallStatus, str | None]:
     """Do what the call says; (status, output)."""
     params = call.parameters
@@ -41,21 +102,9 @@ def play_call(call: ToolCall, sandbox: Sandbox, timeout: float) -> tuple[ToolCal
             done = sandbox.run(agent_command(str(params["command"]), sandbox), timeout)
             output = done.stdout + (done.stderr and f"\n{done.stderr}")
             return ("success" if done.ok else "error"), _clip(done.error or output)
-        if call.tool == "Write":
-            target = sandbox.resolve_path(str(params["path"]))
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(str(params["content"]), encoding="utf-8")
-            return "success", None
-        if call.tool == "Read":
-            return "success", _clip(sandbox.read_text(str(params["path"]), OUTPUT_CHARS * 4)[0])
-        if call.tool == "Edit":
-            target = sandbox.resolve_path(str(params["path"]))
-            content, old = target.read_text(encoding="utf-8"), str(params["old"])
-            if old not in content:
-                return "error", "old string not found"
-            target.write_text(content.replace(old, str(params["new"]), 1), encoding="utf-8")
-            return "success", None
-    except (OSError, PermissionError, UnicodeDecodeError) as exc:
+        if call.tool in FILE_TOOLS:
+            return FILE_TOOLS[call.tool](params, sandbox)
+    except (OSError, ValueError) as exc:  # (UnreadableFile, UnicodeDecodeError, a NUL in a path)
         return "error", str(exc)
     return "success", None  # Skill and any other tool: recorded as given
 
