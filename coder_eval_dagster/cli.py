@@ -16,7 +16,16 @@ from pydantic import BaseModel, ValidationError
 
 from . import exit_codes
 from .agents_cli import add_commands as add_agent_commands
-from .cli_options import add_model_arguments, configure_logging, flags_of, logging_arguments, model_values, refuse
+from .cli_options import (
+    add_model_arguments,
+    configure_logging,
+    flags_of,
+    given,
+    given_path,
+    logging_arguments,
+    model_values,
+    refuse,
+)
 from .compare_cli import add_commands as add_compare_commands
 from .core import credentials
 from .core.models.sandbox import unbound_limits
@@ -114,6 +123,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
             return exit_codes.OK
     files, problems = discover(paths)
     _print_problems(problems)
+    if not files and not problems:  # an empty folder: nothing invalid, but say that nothing was checked
+        print(
+            f"coder-eval {args.command}: no task files (*.yaml, *.yml) in {' '.join(map(str, paths))}", file=sys.stderr
+        )
     invalid = bool(problems)
     named = {path.resolve() for path in paths}
     seen: dict[str, Path] = {}
@@ -305,9 +318,13 @@ def build_parser() -> argparse.ArgumentParser:
     validate = commands.add_parser(
         "validate", aliases=["plan"], help="check task and experiment files (plan: coder_eval's spelling)"
     )
-    validate.add_argument("paths", nargs="*", type=Path, help="files or folders (default: tasks/, if there)")
+    validate.add_argument("paths", nargs="*", type=given_path, help="files or folders (default: tasks/, if there)")
     validate.add_argument(
-        "-e", "--experiment", metavar="FILE|NAME", help="also check each task under this experiment's variants"
+        "-e",
+        "--experiment",
+        type=given,
+        metavar="FILE|NAME",
+        help="also check each task under this experiment's variants",
     )
     validate.set_defaults(handler=cmd_validate)
     listing = commands.add_parser("list", help="print the row-tasks x variants a run would execute")
@@ -320,16 +337,21 @@ def build_parser() -> argparse.ArgumentParser:
     again = running.add_mutually_exclusive_group()
     again.add_argument(
         "--resume",
-        type=Path,
+        type=given_path,
         nargs="?",
         const=_RESUME_IN_RUN_DIR,
         metavar="RUN_DIR",
         help="finish a run whose process died, in its folder (coder_eval's spelling: --run-dir RUN_DIR --resume)",
     )
     again.add_argument(
-        "--retry-errors", type=Path, metavar="RUN_DIR", help="re-run only the ERROR evaluations of a run, in its folder"
+        "--retry-errors",
+        type=given_path,
+        metavar="RUN_DIR",
+        help="re-run only the ERROR evaluations of a run, in its folder",
     )
-    running.add_argument("--run-dir", type=Path, metavar="RUN_DIR", help="with --resume: the run folder to finish")
+    running.add_argument(
+        "--run-dir", type=given_path, metavar="RUN_DIR", help="with --resume: the run folder to finish"
+    )
     logging_arguments(running, log_file=True)
     refuse(
         running,
@@ -356,7 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
     schema.add_argument("kind", nargs="?", choices=SCHEMA_KINDS, default="task")
     schema.set_defaults(handler=cmd_schema)
     rescoring = commands.add_parser("rescore", help="re-run criteria and suite metrics of an earlier run")
-    rescoring.add_argument("run_dir", type=Path)
+    rescoring.add_argument("run_dir", type=given_path)
     add_model_arguments(rescoring, RunOptions, only=RESCORE_OPTIONS)
     _junit_argument(rescoring)
     rescoring.set_defaults(handler=cmd_rescore)
@@ -386,7 +408,11 @@ EXECUTE_REFUSED = (
 
 def _junit_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--junit", "--junit-xml", type=Path, metavar="FILE", help="also write a JUnit XML report (one testcase each)"
+        "--junit",
+        "--junit-xml",
+        type=given_path,
+        metavar="FILE",
+        help="also write a JUnit XML report (one testcase each)",
     )
 
 

@@ -35,7 +35,7 @@ def add_model_arguments(
         flags = spelling["flags"]
         if not flags[0].startswith("-"):
             parser.add_argument(
-                name, nargs="*", default=_default(info), metavar=spelling["metavar"], help=info.description
+                name, nargs="*", type=given, default=_default(info), metavar=spelling["metavar"], help=info.description
             )
             continue
         parser.add_argument(*flags, dest=name, help=info.description, **_argument(info, spelling))
@@ -83,7 +83,22 @@ def _argument(info: FieldInfo, spelling: dict[str, Any]) -> dict[str, Any]:
         return {**keywords, "choices": spelling["choices"]}
     if annotation is int:
         return {**keywords, "type": _whole_number(_lower_bound(info), _upper_bound(info), spelling.get("beyond"))}
+    if annotation is str:
+        keywords["type"] = given
     return keywords
+
+
+def given(text: str) -> str:
+    """A value that is there: an empty one (``--runs-dir "$OUT"`` with ``OUT`` unset) is refused, where it would
+    be taken as the current folder, or as not given."""
+    if not text:
+        raise argparse.ArgumentTypeError("empty value (an unset variable?)")
+    return text
+
+
+def given_path(text: str) -> Path:
+    """A path option's value: ``given``, as a ``Path`` (``Path('')`` is the current folder)."""
+    return Path(given(text))
 
 
 def _without_none(annotation: Any) -> Any:
@@ -142,7 +157,7 @@ def logging_arguments(parser: argparse.ArgumentParser, log_file: bool = False) -
         "-v", "--verbose", action="store_true", help="log records at DEBUG level on stderr (coder_eval's -v)"
     )
     if log_file:
-        parser.add_argument("--log-file", type=Path, metavar="FILE", help="log records also to FILE (appended)")
+        parser.add_argument("--log-file", type=given_path, metavar="FILE", help="log records also to FILE (appended)")
 
 
 LOGGER = "coder_eval_dagster"

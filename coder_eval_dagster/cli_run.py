@@ -146,6 +146,15 @@ def unfinished(opened: OpenRun) -> list[Path]:
     ]
 
 
+def incomplete(opened: OpenRun, missing: list[Path]) -> str:
+    """Why a run that never finished (killed, interrupted, a retry cut short) is refused where a command needs its
+    every evaluation (rescore, --retry-errors, report --rebuild), and how to finish it."""
+    return (
+        f"{opened.folder} is incomplete ({len(missing)} evaluation(s) never finished); "
+        f"finish it first with: coder-eval run --resume {opened.folder}"
+    )
+
+
 def resume(run_dir: Path, options: RunOptions, retry_errors: bool, junit: Path | None = None) -> int:
     """Finish a run whose process died (or re-run its ERROR evaluations) in its own folder.
 
@@ -158,10 +167,14 @@ def resume(run_dir: Path, options: RunOptions, retry_errors: bool, junit: Path |
         return exit_codes.USAGE
     row_tasks = opened.snapshot.row_tasks
     if retry_errors:
+        missing = unfinished(opened)
+        if missing or not (run_dir / RUN_FILE).is_file():  # its ERROR results may be set aside by a retry cut short
+            print(f"coder-eval run: {incomplete(opened, missing)}", file=sys.stderr)
+            return exit_codes.USAGE
         errored = {folder.parent.relative_to(run_dir).as_posix() for folder in _reset_errored(run_dir)}
         if not errored:
             print(f"coder-eval run: no ERROR evaluation in {run_dir}", file=sys.stderr)
-            return _report(run_dir, junit) if (run_dir / RUN_FILE).is_file() else exit_codes.FAILED
+            return _report(run_dir, junit)
         row_tasks = [rt for rt in row_tasks if f"{rt.variant_id}/{rt.task_id}" in errored]
     _prewarm(row_tasks, options)
     return _launch(_open_instance(), opened, row_tasks, options, context, fresh_id=True, junit=junit)
@@ -186,11 +199,7 @@ def rescore(run_dir: Path, options: RunOptions, junit: Path | None = None) -> in
         return exit_codes.USAGE
     missing = unfinished(opened)
     if missing or not (run_dir / RUN_FILE).is_file():
-        print(
-            f"coder-eval rescore: {run_dir} is incomplete ({len(missing)} evaluation(s) never finished); "
-            f"finish it first with: coder-eval run --resume {run_dir}",
-            file=sys.stderr,
-        )
+        print(f"coder-eval rescore: {incomplete(opened, missing)}", file=sys.stderr)
         return exit_codes.USAGE
     resolution = resnapshot(opened)  # the criteria as the task files say now: rescoring is how rubrics iterate
     if resolution.problems:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import exit_codes
+from .cli_options import given_path
 from .core.layout import (
     JUNIT_FILE,
     REPORT_FILE,
@@ -34,9 +35,9 @@ FORMATS = ("md", "html", "junit")
 
 def add_commands(subparsers: Any) -> None:
     report = subparsers.add_parser("report", help="render a run's reports again (--rebuild: run.json from task.json)")
-    report.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    report.add_argument("run_dir", type=given_path, metavar="RUN_DIR")
     report.add_argument("-f", "--format", choices=FORMATS, default=None, help="md (default), html or junit")
-    report.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the md or junit report here")
+    report.add_argument("-o", "--output", type=given_path, metavar="FILE", help="write the md or junit report here")
     report.add_argument(
         "--rebuild", action="store_true", help="rewrite run.json and the other report files from the task.json files"
     )
@@ -61,19 +62,35 @@ def cmd_report(args: argparse.Namespace) -> int:
             return _fail("-o applies to -f md and -f junit; -f html writes each task.html in its folder")
         return render_html(run_dir)
     if not (run_dir / RUN_FILE).is_file():
-        return _fail(
-            f"{run_dir}: no {RUN_FILE} (coder-eval report {run_dir} --rebuild writes it from the task.json files)"
-        )
+        return _fail(_no_summary(run_dir))
     if args.format == "junit":
         return render_junit(run_dir, args.output or run_dir / JUNIT_FILE)
     return render_md(run_dir, args.output)
 
 
+def _no_summary(run_dir: Path) -> str:
+    """A run folder without run.json: ``--rebuild`` writes it when every evaluation finished, else the run is to be
+    finished first (a rebuild then refuses)."""
+    from .cli_run import incomplete, unfinished
+    from .core.runs import is_run_folder, load_run
+
+    run = load_run(run_dir) if is_run_folder(run_dir) else None
+    missing = unfinished(run) if run else []
+    if run and missing:
+        return f"no {RUN_FILE}: {incomplete(run, missing)}"
+    return f"{run_dir}: no {RUN_FILE} (coder-eval report {run_dir} --rebuild writes it from the task.json files)"
+
+
 def rebuild(run_dir: Path) -> int:
+    from .cli_run import incomplete, unfinished
     from .core.runs import is_run_folder, load_run, report_run
 
     if not is_run_folder(run_dir):
         return _fail(f"{run_dir} is not a run folder (no run_plan.json)")
+    run = load_run(run_dir)
+    missing = unfinished(run)
+    if missing:  # a verdict over the evaluations that happened to finish would pass a run that never ended
+        return _fail(incomplete(run, missing))
     if not evaluation_files(run_dir, RESULT_FILE):
         return _fail(f"no finalized task.json files found under {run_dir}")
     try:  # rebuilding is the way to mend a damaged run.json: its old values are kept when they can be read
@@ -81,7 +98,7 @@ def rebuild(run_dir: Path) -> int:
     except InvalidInput:
         earlier = None
     summary = report_run(
-        load_run(run_dir),
+        run,
         earlier.max_parallel if earlier else 1,
         earlier.end_time if earlier else None,
     )

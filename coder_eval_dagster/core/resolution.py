@@ -34,6 +34,7 @@ from .datasets import (
     substitute,
 )
 from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text
+from .layout import CHECKPOINT_FILE, INDEX_PAGE, PLAN_FILE, RESULT_FILE, SANDBOX_DIR, TABLES_DIR
 from .models.agent import AgentConfig
 from .models.base import did_you_mean
 from .models.commands import HookCommand
@@ -156,12 +157,11 @@ def _discover(paths: list[Path]) -> tuple[list[Path], list[Problem], set[Path]]:
     in_folders: set[Path] = set()
     for path in paths:
         if path.is_dir():
-            found = [*path.rglob("*.yaml"), *path.rglob("*.yml")]
-            listed = sorted(p for p in found if not _hidden(p.relative_to(path)))
+            listed = [_real_file(found) for found in _yaml_files(path)]
             files.extend(listed)
             in_folders.update(p.resolve() for p in listed)
         elif path.is_file():
-            files.append(path)
+            files.append(_real_file(path))
         else:
             why = "not a regular file or folder" if path.exists() else "no such file or directory"
             problems.append(Problem(str(path), None, DOCUMENT, why))
@@ -171,8 +171,44 @@ def _discover(paths: list[Path]) -> tuple[list[Path], list[Problem], set[Path]]:
     return unique, problems, {p for p in unique if p.resolve() in in_folders - named}
 
 
-def _hidden(relative: Path) -> bool:
-    return any(part.startswith(".") for part in relative.parts)
+def _yaml_files(folder: Path) -> list[Path]:
+    """The ``*.yaml`` and ``*.yml`` files under ``folder``, sorted. Linked folders are followed (each real folder
+    once: a link back up is no loop); hidden files and folders (``.venv``, ``.dagster``) and what runs left
+    (``_run_output``) are passed over."""
+    found: list[Path] = []
+    seen: set[str] = set()
+    for top, folders, names in os.walk(folder, followlinks=True):
+        seen.add(os.path.realpath(top))
+        folders[:] = [
+            name
+            for name in folders
+            if not name.startswith(".")
+            and os.path.realpath(os.path.join(top, name)) not in seen
+            and not _run_output(Path(top, name))
+        ]
+        found += [Path(top, name) for name in names if name.endswith((".yaml", ".yml")) and not name.startswith(".")]
+    return sorted(found)
+
+
+def _run_output(folder: Path) -> bool:
+    """A run folder (its plan), an evaluation folder (its result or checkpoint beside its sandbox; ``evaluate``'s
+    too) or a runs folder (its tables and index): a ``runs/`` inside a task folder holds sandboxes whose YAML files
+    an evaluation wrote, never the user's tasks."""
+    if (folder / PLAN_FILE).is_file():
+        return True
+    if (folder / SANDBOX_DIR).is_dir() and any((folder / name).is_file() for name in (RESULT_FILE, CHECKPOINT_FILE)):
+        return True
+    return (folder / TABLES_DIR).is_dir() and (folder / INDEX_PAGE).is_file()
+
+
+def _real_file(path: Path) -> Path:
+    """A file reached through a symbolic link (itself or a folder on the way) is read where it really is: its
+    relative paths (dataset, templates, prompt files) are relative to the real file's folder, where they live.
+    Named from the current folder when it is under it."""
+    real = Path(os.path.realpath(path))
+    if real == Path(os.path.abspath(path)):
+        return path
+    return real.relative_to(Path.cwd()) if real.is_relative_to(Path.cwd()) else real
 
 
 def kind_of(doc: Document) -> str:
