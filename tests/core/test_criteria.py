@@ -532,3 +532,12 @@ def test_reference_comparison_names_which_side_does_not_parse(sandbox):
     bad_agent = check_criterion({**spec, "agent_file": "broken.py"}, ctx(sandbox, reference=REFERENCE))
     assert bad_reference.error.startswith("cannot parse the reference as Python: ")
     assert bad_agent.error.startswith("cannot parse broken.py as Python: ")
+
+
+def test_a_path_starting_with_two_slashes_is_the_hosts_and_refused(sandbox):
+    for spec in (
+        {"type": "file_contains", "path": "//etc/passwd", "includes": ["root"]},
+        {"type": "file_exists", "path": "//etc/hostname"},
+    ):
+        result = check_criterion(spec, ctx(sandbox))
+        assert not result.passed, (spec, result)

@@ -228,7 +228,7 @@ def resolve_inside(root: Path, relative: str) -> Path:
     parts, current, links = list(Path(relative).parts), root, 0
     while parts:
         part = parts.pop(0)
-        if part == "/" or (part == ".." and current == root):
+        if part.startswith("/") or (part == ".." and current == root):  # "//etc" is a root part of its own
             raise leaves
         if part in ("", "."):
             continue
