@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from .files import CRITERION_READ_CAP, read_text_capped
+from .files import CRITERION_READ_CAP
 from .models.results import CriterionResult, ToolCallRecord, TurnRecord
 from .sandbox.templates import effective_ignore_patterns
 
@@ -45,7 +45,7 @@ class CheckContext:
 
     def read_text(self, relative: str) -> tuple[str, bool]:
         """The file's text, at most CRITERION_READ_CAP bytes of it, and whether it was cut there."""
-        return read_text_capped(self.path(relative), CRITERION_READ_CAP, relative, follow=False)  # (resolved)
+        return self.sandbox.read_text(relative, CRITERION_READ_CAP)
 
     def matching_files(self, pattern: str) -> list[str]:
         """The files a criterion's path names: itself when it exists or has no ``*?[`` (a literal path wins), else

@@ -13,6 +13,7 @@ import contextlib
 import errno
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 MiB = 1024 * 1024
@@ -186,9 +187,20 @@ def read_text_capped(
     FileNotFoundError (naming ``name``, the path the user wrote) when there is no
     regular file there, so criteria report a missing file and a device alike.
     """
-    shown = name or str(path)
+    return _capped_text(lambda: open_regular(path, follow), cap, name or str(path))
+
+
+def read_text_beneath(
+    root: Path, relative: str, cap: int = CRITERION_READ_CAP, links_at: PurePosixPath | None = None
+) -> tuple[str, bool]:
+    """As :func:`read_text_capped`, the path walked by :func:`open_beneath`: a process left in ``root`` cannot swap
+    a folder on the way for a link between the walk and the read."""
+    return _capped_text(lambda: open_beneath(root, relative, os.O_RDONLY, links_at), cap, relative)
+
+
+def _capped_text(opened: Callable[[], int], cap: int, shown: str) -> tuple[str, bool]:
     try:
-        data, _ = _read_regular(path, cap, follow)
+        fd = opened()
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         raise FileNotFoundError(f"file not found: {shown}") from None
     except UnreadableFile:
@@ -197,6 +209,10 @@ def read_text_capped(
         if exc.errno != errno.ELOOP:
             raise
         raise FileNotFoundError(f"not a regular file: {shown} (a link put there after it was resolved)") from None
+    try:
+        data = read_capped_fd(fd, cap)
+    finally:
+        os.close(fd)
     truncated = len(data) > cap
     return data[:cap].decode("utf-8", errors="replace"), truncated
 

@@ -172,10 +172,11 @@ def test_a_special_file_given_as_a_task_file_is_refused(tmp_path):
     ]
 
 
-def test_a_folder_named_like_a_task_file_is_refused(tmp_path):
-    (tmp_path / "tasks" / "x.yaml").mkdir(parents=True)
+def test_a_fifo_named_like_a_task_file_is_refused_and_a_folder_so_named_is_walked(tmp_path):
+    os.mkfifo(write_task(tmp_path / "tasks" / "x.yaml", task_with()).parent.parent / "y.yaml")
     result = run_cli("validate", tmp_path / "tasks")
-    assert result.code == 1 and "x.yaml:1: (document): not a regular file" in result.err
+    assert result.code == 1 and "y.yaml:1: (document): not a regular file" in result.err
+    assert f"OK {tmp_path / 'tasks' / 'x.yaml' / 'task.yaml'}" in result.out
 
 
 def test_oversize_files_are_refused(tmp_path):

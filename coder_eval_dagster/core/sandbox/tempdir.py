@@ -21,9 +21,9 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from ..files import CRITERION_READ_CAP, read_text_capped
+from ..files import CRITERION_READ_CAP, read_text_beneath
 from ..models.results import CommandRun
 from ..models.sandbox import SandboxConfig
 from ..secrets import sandbox_environment
@@ -209,8 +209,9 @@ class TempdirSandbox:
         return done
 
     def read_text(self, relative: str, cap: int = CRITERION_READ_CAP) -> tuple[str, bool]:
-        """A sandbox file's first ``cap`` bytes as text, and whether the file was longer (regular files only)."""
-        return read_text_capped(self.resolve_path(relative), cap, relative, follow=False)
+        """A sandbox file's first ``cap`` bytes as text, and whether the file was longer (regular files only); its
+        links followed as the sandbox's commands see them, never out of it."""
+        return read_text_beneath(self.root.resolve(), relative, cap, PurePosixPath(SANDBOX_PATH))
 
     def resolve_path(self, relative: str) -> Path:
         """A sandbox-relative path; one that leaves the sandbox is refused."""
