@@ -72,8 +72,11 @@ def write_instance_defaults(home: Path) -> bool:
 
 def local_instance() -> dg.DagsterInstance:
     """``local_home()``, given our defaults when it has no dagster.yaml."""
+    from .instance_cli import warn_storage_elsewhere
+
     home = local_home()
     write_instance_defaults(home)
+    warn_storage_elsewhere(home)
     instance = dg.DagsterInstance.from_config(str(home))
     fail_orphaned_runs(instance)
     return instance
@@ -84,13 +87,13 @@ def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
     started = instance.get_runs(
         filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED], tags={HOST_TAG: socket.gethostname()})
     )
-    orphaned = [run for run in started if not _alive(int(run.tags.get(PID_TAG, "0") or 0))]
+    orphaned = [run for run in started if not process_alive(int(run.tags.get(PID_TAG, "0") or 0))]
     for run in orphaned:
         instance.report_run_failed(run, "the coder-eval process running it died; finish it with --resume")
     return [run.run_id for run in orphaned]
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     if pid <= 0:
         return False
     try:

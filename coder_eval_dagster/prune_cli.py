@@ -2,14 +2,16 @@
 
 A run's folder (its sandboxes, reports, task.json files) and its Dagster run
 (its record and every event, asset materializations included) go together,
-by the same cutoff; runs still going are never touched. The Parquet tables
-are the history `coder-eval history` and analysts read: they are kept
-whole. The runs index is written again; the newest run (``latest``) stays.
+by the same cutoff; runs still going are never touched, nor the Dagster runs
+of another runs dir on the same instance. The Parquet tables are the history
+`coder-eval history` and analysts read: they are kept whole. The runs index
+is written again; the newest run (``latest``) stays.
 """
 
 from __future__ import annotations
 
 import argparse
+import socket
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -26,9 +28,11 @@ def cmd_prune(args: argparse.Namespace) -> int:
     from .storage import FastSqliteEventLogStorage
 
     before: datetime = args.before or datetime.now(UTC) - timedelta(days=args.keep_days)
-    folders = old_run_folders(args.runs_dir, before)
     with local_instance() as instance:
-        runs = old_runs(instance, before, kept_folders(args.runs_dir, folders))
+        unfinished = unfinished_folders(instance)
+        old = old_run_folders(args.runs_dir, before)
+        folders = [folder for folder in old if not still_going(instance, folder, unfinished)]
+        runs = old_runs(instance, before, args.runs_dir, kept_folders(args.runs_dir, folders))
         if args.dry_run:
             print(f"would prune {len(folders)} run folder(s) and {len(runs)} Dagster run(s) started before {before}")
             return exit_codes.OK
@@ -45,24 +49,60 @@ def cmd_prune(args: argparse.Namespace) -> int:
     return exit_codes.OK
 
 
+ENDED = ("SUCCESS", "FAILURE", "CANCELED")
+
+
+def unfinished_folders(instance: dg.DagsterInstance) -> set[str]:
+    """The names of the run folders of the Dagster runs that have not ended."""
+    import dagster as dg
+
+    from .defs.resources import folder_name_of
+
+    going = dg.RunsFilter(statuses=[status for status in dg.DagsterRunStatus if status.value not in ENDED])
+    return {folder_name_of(instance, run.run_id, run.tags) for run in instance.get_runs(filters=going)}
+
+
+def still_going(instance: dg.DagsterInstance, folder: Path, unfinished: set[str]) -> bool:
+    """Whether a run is still writing the folder: a Dagster run of it has not ended, or it has no run.json yet and
+    the CLI process that started it is alive (a sequential A/B between two batches). A CLI run whose process died
+    was failed when the instance opened (``fail_orphaned_runs``)."""
+    from .core.layout import PLAN_FILE, RUN_FILE, read_record
+    from .core.runs import RunPlan
+    from .defs.names import HOST_TAG, PID_TAG
+    from .launch import process_alive
+
+    if folder.name in unfinished:
+        return True
+    if (folder / RUN_FILE).exists():
+        return False
+    run_id = read_record(folder / PLAN_FILE, RunPlan).dagster_run_id
+    run = instance.get_run_by_id(run_id) if run_id else None
+    return (
+        run is not None
+        and run.tags.get(HOST_TAG) == socket.gethostname()
+        and process_alive(int(run.tags.get(PID_TAG, "0") or 0))
+    )
+
+
 def kept_folders(runs_dir: Path, pruned: list[Path]) -> set[str]:
     """The names of the run folders that stay."""
     gone = {folder.name for folder in pruned}
     return {p.name for p in runs_dir.iterdir() if p.is_dir() and p.name not in gone} if runs_dir.is_dir() else set()
 
 
-def old_runs(instance: dg.DagsterInstance, before: datetime, kept: set[str]) -> list[str]:
-    """The ids of the runs created before ``before`` that have ended, but those whose folder stays: a folder is
-    judged by its run's start, its Dagster runs by their creation, and a backfill's runs are created before its
-    folder starts; the two go together."""
+def old_runs(instance: dg.DagsterInstance, before: datetime, runs_dir: Path, kept: set[str]) -> list[str]:
+    """The ids of this runs dir's runs created before ``before`` that have ended, but those whose folder stays: a
+    folder is judged by its run's start, its Dagster runs by their creation, and a backfill's runs are created
+    before its folder starts; the two go together. The runs of another runs dir on the same instance stay."""
     import dagster as dg
 
-    from .defs.resources import folder_name_of
+    from .defs.resources import run_folder_of
 
-    ended = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
+    ended = [dg.DagsterRunStatus(status) for status in ENDED]
     records = instance.get_run_records(filters=dg.RunsFilter(created_before=before, statuses=ended))
-    runs = [record.dagster_run for record in records]
-    return [run.run_id for run in runs if folder_name_of(instance, run.run_id, run.tags) not in kept]
+    here = runs_dir.resolve()
+    folders = {record.dagster_run.run_id: run_folder_of(instance, record.dagster_run) for record in records}
+    return [run_id for run_id, folder in folders.items() if folder.parent.resolve() == here and folder.name not in kept]
 
 
 def delete_check_executions(instance: dg.DagsterInstance, run_ids: list[str]) -> None:

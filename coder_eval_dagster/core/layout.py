@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -50,6 +51,7 @@ from .problems import DOCUMENT, InvalidInput, Problem, problems_from_validation
 PLAN_FILE = "run_plan.json"
 SNAPSHOT_FILE = "snapshot.pickle"
 OPEN_LOCK_FILE = ".open.lock"  # serializes creating the plan and snapshot among concurrent chunk runs
+WORK_LOCK_FILE = ".run.lock"  # held by the CLI process running, resuming or rescoring the run (run_lock.py)
 SPEND_LEDGER = "spend.jsonl"  # the run-wide budget's ledger: what each evaluation spent, and what did not run
 RUN_FILE = "run.json"
 RUN_MD = "run.md"
@@ -123,12 +125,23 @@ def suite_file(run_dir: Path, variant_id: str, suite_id: str) -> Path:
 
 
 def point_latest(runs_dir: Path, run_dir: Path) -> None:
-    """``<runs-dir>/latest`` -> the run folder ``run_dir``, replaced in one step (a relative link)."""
+    """``<runs-dir>/latest`` -> the run folder ``run_dir``, replaced in one step (a relative link). A ``latest`` that
+    is not a link (a runs folder copied with ``cp -rL``) is the user's: left as it is, with one warning."""
     link = runs_dir / LATEST_LINK
+    if os.path.lexists(link) and not link.is_symlink():
+        print(
+            f"warning: {link} is not a link (a copied runs folder?): left as it is, not pointed at {run_dir.name}",
+            file=sys.stderr,
+        )
+        return
     temporary = link.with_name(f".{LATEST_LINK}.{os.getpid()}-{threading.get_ident()}.tmp")
     temporary.unlink(missing_ok=True)
     temporary.symlink_to(run_dir.name, target_is_directory=True)
-    os.replace(temporary, link)
+    try:
+        os.replace(temporary, link)
+    except OSError:
+        temporary.unlink()
+        raise
 
 
 def judge_transcript(index: int) -> str:

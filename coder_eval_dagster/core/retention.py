@@ -25,15 +25,20 @@ class Pruned:
 
 
 def old_run_folders(runs_dir: Path, before: datetime) -> list[Path]:
-    """The run folders started before ``before``, the newest run (``latest``) excepted."""
-    latest = (runs_dir / LATEST_LINK).resolve() if (runs_dir / LATEST_LINK).is_symlink() else None
-    found = []
-    for folder in sorted(runs_dir.iterdir()) if runs_dir.is_dir() else []:
-        if folder.is_symlink() or not is_run_folder(folder) or folder.resolve() == latest:
-            continue
-        if started(read_record(folder / PLAN_FILE, RunPlan)) < before:
-            found.append(folder)
-    return found
+    """The run folders started before ``before``, the newest run excepted: ``latest``'s and the one started last
+    (``latest`` is a folder, not a link, in a runs folder copied with ``cp -rL``; never a run of its own)."""
+    started_at = {folder: started(read_record(folder / PLAN_FILE, RunPlan)) for folder in run_folders(runs_dir)}
+    newest = {max(started_at, key=started_at.__getitem__).resolve()} if started_at else set()
+    latest = runs_dir / LATEST_LINK
+    if latest.is_symlink():
+        newest.add(latest.resolve())
+    return [folder for folder, at in started_at.items() if at < before and folder.resolve() not in newest]
+
+
+def run_folders(runs_dir: Path) -> list[Path]:
+    """The run folders in ``runs_dir``: not ``latest`` (a link, or a copied folder), nor any other link."""
+    children = sorted(runs_dir.iterdir()) if runs_dir.is_dir() else []
+    return [p for p in children if p.name != LATEST_LINK and not p.is_symlink() and is_run_folder(p)]
 
 
 def remove_run_folders(runs_dir: Path, folders: list[Path]) -> Pruned:

@@ -117,6 +117,18 @@ def folder_name_of(instance: dg.DagsterInstance, run_id: str, tags: Mapping[str,
     return f"{created.strftime('%Y-%m-%dT%H-%M-%SZ')}-{key[:8]}"
 
 
+def run_folder_of(instance: dg.DagsterInstance, run: dg.DagsterRun) -> Path:
+    """The folder a run writes into, absolute: its CLI tag, else its config's runs_dir (the code location's default
+    when its config names none) and ``folder_name_of``. A relative path is taken from here, as the run took it from
+    where it started: ``prune`` keeps the runs of another runs dir on the same instance."""
+    if run.tags.get(RUN_DIR_TAG):
+        return Path(run.tags[RUN_DIR_TAG]).absolute()
+    config: Mapping[str, Any] = run.run_config
+    options = config.get("resources", {}).get("settings", {}).get("config", {}).get("options", {})
+    runs_dir = options.get("runs_dir") or default_settings().run_options().runs_dir
+    return Path(runs_dir).absolute() / folder_name_of(instance, run.run_id, run.tags)
+
+
 def safe_folder_name(name: str) -> str:
     """A run folder tag names one folder inside runs_dir, nothing above or beside it."""
     if not name or "/" in name or "\\" in name or name.startswith("."):

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -97,5 +99,93 @@ def test_a_dagster_run_whose_folder_stays_is_kept(tmp_path: Path) -> None:
     (folder,) = run_folders(runs)
     later = datetime.now(UTC) + timedelta(minutes=1)
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        assert old_runs(instance, later, kept={folder.name}) == []
-        assert len(old_runs(instance, later, kept=set())) == 1
+        assert old_runs(instance, later, runs, kept={folder.name}) == []
+        assert len(old_runs(instance, later, runs, kept=set())) == 1
+
+
+def test_a_run_still_going_keeps_its_folder_and_its_dagster_run(tmp_path: Path) -> None:
+    """A run that is no longer the newest but still going (another run started after it) is not pruned: its
+    folder pulled from under it made it record false failures into the tables."""
+    task, home, runs = agentless_project(tmp_path)
+    slow = write_task(
+        tmp_path / "slow",
+        task_with(
+            agent={"type": "none"},
+            initial_prompt=None,
+            sandbox={"python": None},
+            pre_run=[{"command": "sleep 30"}],  # stopped once pruned
+            success_criteria=[criterion("run_command", command="true")],
+        ),
+    )
+    command = [str(CLI), "run", str(slow), "--runs-dir", str(runs)]
+    going = subprocess.Popen(command, env={**os.environ, "DAGSTER_HOME": str(home)}, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while not list(runs.glob("*/run_plan.json")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        (slow_folder,) = run_folders(runs)
+        assert coder_eval("run", task, "--runs-dir", runs, home=home).returncode == 0  # the newest run now
+
+        done = coder_eval("prune", "--keep-days", "0", "--runs-dir", runs, home=home)
+        assert done.returncode == 0, done.stderr
+        assert "pruned 0 run folder(s)" in done.stdout and "and 1 Dagster run(s)" not in done.stdout
+        assert slow_folder.is_dir() and going.poll() is None
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            assert str(slow_folder) in {r.tags.get("coder_eval/run") for r in instance.get_runs()}
+    finally:
+        going.terminate()
+        going.wait(timeout=60)
+
+
+def test_prune_of_one_runs_dir_keeps_the_dagster_runs_of_another(tmp_path: Path) -> None:
+    """The default instance is shared by every runs dir used from one folder: pruning one leaves the others'."""
+    task, home, runs = agentless_project(tmp_path)
+    other = tmp_path / "other-runs"
+    assert coder_eval("run", task, "--runs-dir", other, home=home).returncode == 0
+    for _ in range(2):
+        assert coder_eval("run", task, "--runs-dir", runs, home=home).returncode == 0
+    (other_folder,), (old, newest) = run_folders(other), run_folders(runs)
+
+    done = coder_eval("prune", "--keep-days", "0", "--runs-dir", runs, home=home)
+    assert done.returncode == 0, done.stderr
+    assert "pruned 1 run folder(s)" in done.stdout and "and 1 Dagster run(s)" in done.stdout
+    assert not old.exists() and newest.is_dir() and other_folder.is_dir()
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert sorted(r.tags["coder_eval/run"] for r in instance.get_runs()) == sorted([str(other_folder), str(newest)])
+
+
+def test_a_copied_runs_folder_whose_latest_is_a_folder(tmp_path: Path) -> None:
+    """``cp -rL`` makes ``latest`` a folder: a run there leaves it (one warning naming it, no temporary link left),
+    and prune keeps the newest run and never takes ``latest`` for a run of its own."""
+    task, home, runs = agentless_project(tmp_path)
+    assert coder_eval("run", task, "--runs-dir", runs, home=home).returncode == 0
+    copy = tmp_path / "copy"
+    shutil.copytree(runs, copy, symlinks=False)  # as cp -rL: latest is a folder now
+
+    again = coder_eval("run", task, "--runs-dir", copy, home=home)
+    assert again.returncode == 0, again.stderr
+    (warning,) = [line for line in again.stderr.splitlines() if "latest" in line]
+    assert warning.startswith(f"warning: {copy / 'latest'} is not a link") and ".tmp" not in warning
+    assert not list(copy.glob(".latest*")) and (copy / "latest").is_dir() and not (copy / "latest").is_symlink()
+    old, newest = [folder for folder in run_folders(copy) if folder.name != "latest"]
+
+    done = coder_eval("prune", "--keep-days", "0", "--runs-dir", copy, home=home)
+    assert done.returncode == 0, done.stderr
+    assert "pruned 1 run folder(s)" in done.stdout
+    assert not old.exists() and newest.is_dir() and (copy / "latest" / "run_plan.json").is_file()
+
+
+def test_a_copied_home_says_it_uses_the_original_instance(tmp_path: Path) -> None:
+    """The dagster.yaml coder-eval writes holds the home's absolute paths (Dagster's config cannot name a folder
+    under DAGSTER_HOME): a copied or moved home opens the original's databases, and each command says so."""
+    home = tmp_path / "home"
+    assert coder_eval("instance", "init", home, home=home).returncode == 0
+    fresh = coder_eval("prune", "--keep-days", "0", "--runs-dir", tmp_path / "runs", home=home)
+    assert fresh.returncode == 0 and fresh.stderr == ""
+    copy = tmp_path / "copy"
+    shutil.copytree(home, copy)
+
+    moved = coder_eval("prune", "--keep-days", "0", "--runs-dir", tmp_path / "runs", home=copy)
+    assert moved.returncode == 0
+    assert moved.stderr.startswith(f"warning: {copy / 'dagster.yaml'} stores the instance in {home / 'history'}")
+    assert len(moved.stderr.splitlines()) == 1
