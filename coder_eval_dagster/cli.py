@@ -33,6 +33,7 @@ from .core.preflight import check_environment, dagster_home
 from .core.problems import InvalidInput, Problem
 from .core.resolution import NOT_A_TASK, discover, kind_of, load_experiment, load_trajectory, resolve
 from .core.routing import RouteError
+from .core.run_lock import RunFolderBusy
 from .core.run_spec import RunOptions, RunSpec
 from .core.yamlio import load_document
 from .deploy_cli import add_commands as add_deploy_commands
@@ -457,6 +458,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_codes.USAGE
     except UsageError as exc:
         print(f"coder-eval {args.command}: {exc} (see coder-eval {args.command} --help)", file=sys.stderr)
+        return exit_codes.USAGE
+    except RunFolderBusy as exc:  # --resume on a run whose process is still going
+        print(f"coder-eval {args.command}: {exc}", file=sys.stderr)
         return exit_codes.USAGE
     except RouteError as exc:  # e.g. API_BACKEND=vertex
         print(f"coder-eval: {exc}", file=sys.stderr)

@@ -32,6 +32,7 @@ from .core.reports.run_summary import counts_line, judges_usd, total_usd, usd, w
 from .core.resolution import Resolution, RowTask, resolve
 from .core.routing import resolve_route, routing_line
 from .core.run_context import ROUTED_AGENT_TYPES, RunContext, uses_model_route
+from .core.run_lock import working_on
 from .core.run_spec import RunOptions, RunSpec
 from .core.runs import OpenRun, is_run_folder, load_run, new_run_dir, open_run, resnapshot
 from .core.sandbox.tempdir import prewarm_namespaces
@@ -56,9 +57,11 @@ def run(spec: RunSpec, options: RunOptions, junit: Path | None = None) -> int:
         return exit_codes.USAGE
     _prewarm(resolution.row_tasks, options)
     instance = _open_instance()
-    opened = open_run(new_run_dir(Path(options.runs_dir)), spec, str(uuid.uuid4()), resolution)
-    warn_over_budget(resolution, opened.max_usd, options, context)
-    return _launch(instance, opened, opened.snapshot.row_tasks, options, context, junit=junit)
+    folder = new_run_dir(Path(options.runs_dir))
+    with working_on(folder):
+        opened = open_run(folder, spec, str(uuid.uuid4()), resolution)
+        warn_over_budget(resolution, opened.max_usd, options, context)
+        return _launch(instance, opened, opened.snapshot.row_tasks, options, context, junit=junit)
 
 
 def warn_over_budget(resolution: Resolution, max_usd: float | None, options: RunOptions, context: RunContext) -> None:
@@ -156,7 +159,8 @@ def incomplete(opened: OpenRun, missing: list[Path]) -> str:
 
 
 def resume(run_dir: Path, options: RunOptions, retry_errors: bool, junit: Path | None = None) -> int:
-    """Finish a run whose process died (or re-run its ERROR evaluations) in its own folder.
+    """Finish a run whose process died (or re-run its ERROR evaluations) in its own folder; refused while the
+    run's process is still going (its work lock).
 
     Evaluations that finished a phase keep it (an agent never runs twice);
     those cut short are redone whole; the summary and tables are rewritten.
@@ -165,6 +169,12 @@ def resume(run_dir: Path, options: RunOptions, retry_errors: bool, junit: Path |
     opened = _run_folder("run", run_dir)
     if opened is None:
         return exit_codes.USAGE
+    with working_on(run_dir):
+        return _resume(opened, options, context, retry_errors, junit)
+
+
+def _resume(opened: OpenRun, options: RunOptions, context: RunContext, retry_errors: bool, junit: Path | None) -> int:
+    run_dir = opened.folder
     row_tasks = opened.snapshot.row_tasks
     if retry_errors:
         missing = unfinished(opened)
@@ -193,10 +203,18 @@ def _reset_errored(run_dir: Path) -> list[Path]:
 
 
 def rescore(run_dir: Path, options: RunOptions, junit: Path | None = None) -> int:
+    """Score a finished run's evaluations again with the criteria as the task files say now; refused while another
+    process works on the run (its work lock)."""
     context = run_context(options)
     opened = _run_folder("rescore", run_dir)
     if opened is None:
         return exit_codes.USAGE
+    with working_on(run_dir):
+        return _rescore(opened, options, context, junit)
+
+
+def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: Path | None) -> int:
+    run_dir = opened.folder
     missing = unfinished(opened)
     if missing or not (run_dir / RUN_FILE).is_file():
         print(f"coder-eval rescore: {incomplete(opened, missing)}", file=sys.stderr)
