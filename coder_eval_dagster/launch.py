@@ -9,13 +9,18 @@ end, which keeps their materialization history).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
 import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import dagster as dg
+import sqlalchemy.exc
 
 from .core.fingerprints import fingerprints, resolution_digest
 from .core.resolution import Resolution, RowTask
@@ -105,6 +110,38 @@ def process_alive(pid: int) -> bool:
     return True
 
 
+# In the instance home: the CLI processes using it take turns at reading and changing its dynamic keys.
+PARTITIONS_LOCK = ".coder-eval-partitions.lock"
+COLLISION_ATTEMPTS = 5
+T = TypeVar("T")
+
+
+@contextmanager
+def partitions_lock() -> Iterator[None]:
+    """Hold the instance home's lock on its dynamic keys while this process reads and changes them.
+
+    Runs started together on one DAGSTER_HOME read the keys at the same
+    moment: each then added the same new keys (all but the first failed on
+    the table's UNIQUE constraint) or moved keys another was arranging. Taking
+    turns, a later run finds the keys the earlier one added in place.
+    """
+    with (local_home() / PARTITIONS_LOCK).open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def retried_on_collision(change: Callable[[], T]) -> T:
+    """``change`` again when a writer the lock does not cover (the file sensor; a process on another machine sharing
+    a PostgreSQL instance) added one of its keys between Dagster's check for them and its insert: read again, the
+    keys are there."""
+    for _ in range(COLLISION_ATTEMPTS - 1):
+        try:
+            return change()
+        except sqlalchemy.exc.IntegrityError:
+            continue
+    return change()
+
+
 def contiguous_block(instance: dg.DagsterInstance, dimension: str, keys: list[str]) -> tuple[str, str]:
     """Make ``keys`` one contiguous block of the dimension; return its first and last key."""
     current = instance.get_dynamic_partitions(dimension)
@@ -121,17 +158,24 @@ def contiguous_block(instance: dg.DagsterInstance, dimension: str, keys: list[st
 
 def register_partitions(instance: dg.DagsterInstance, row_tasks: list[RowTask]) -> int:
     """Add the row-tasks' task and variant keys the instance does not have yet; how many were new."""
-    added = 0
-    for dimension, ids in (
+    dimensions = (
         (TASK_DIMENSION, [rt.task_id for rt in row_tasks]),
         (VARIANT_DIMENSION, [rt.variant_id for rt in row_tasks]),
-    ):
-        known = set(instance.get_dynamic_partitions(dimension))
-        new = [key for key in dict.fromkeys(encode_id(i) for i in ids) if key not in known]
-        if new:
-            instance.add_dynamic_partitions(dimension, new)
-        added += len(new)
-    return added
+    )
+    with partitions_lock():
+        return sum(
+            retried_on_collision(partial(add_missing, instance, dimension, [encode_id(i) for i in ids]))
+            for dimension, ids in dimensions
+        )
+
+
+def add_missing(instance: dg.DagsterInstance, dimension: str, keys: list[str]) -> int:
+    """Add the keys the dimension does not have yet, in order; how many."""
+    known = set(instance.get_dynamic_partitions(dimension))
+    new = [key for key in dict.fromkeys(keys) if key not in known]
+    if new:
+        instance.add_dynamic_partitions(dimension, new)
+    return len(new)
 
 
 # Dagster's tags for a reported data version (its REST endpoint for external asset events sets the same).
@@ -208,8 +252,12 @@ def _resolved_event(row_task: RowTask, fingerprint: str) -> dg.AssetMaterializat
 
 
 def range_tags(instance: dg.DagsterInstance, task_ids: list[str], variant_ids: list[str]) -> dict[str, str]:
-    first_task, last_task = contiguous_block(instance, TASK_DIMENSION, [encode_id(t) for t in task_ids])
-    first_variant, last_variant = contiguous_block(instance, VARIANT_DIMENSION, [encode_id(v) for v in variant_ids])
+    task_keys, variant_keys = [encode_id(t) for t in task_ids], [encode_id(v) for v in variant_ids]
+    with partitions_lock():
+        first_task, last_task = retried_on_collision(partial(contiguous_block, instance, TASK_DIMENSION, task_keys))
+        first_variant, last_variant = retried_on_collision(
+            partial(contiguous_block, instance, VARIANT_DIMENSION, variant_keys)
+        )
     start = dg.MultiPartitionKey({TASK_DIMENSION: first_task, VARIANT_DIMENSION: first_variant})
     end = dg.MultiPartitionKey({TASK_DIMENSION: last_task, VARIANT_DIMENSION: last_variant})
     return {ASSET_PARTITION_RANGE_START_TAG: str(start), ASSET_PARTITION_RANGE_END_TAG: str(end)}
