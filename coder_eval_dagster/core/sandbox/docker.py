@@ -20,8 +20,10 @@ import functools
 import json
 import os
 import shlex
+import shutil
 import socket
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -142,14 +144,19 @@ class DockerSandbox(TempdirSandbox):
         if self.container.forwarded is None or self._egress is not None or self.gate is None:
             return
         path = self.container.egress_socket
-        path.unlink(missing_ok=True)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        folder = os.open(path.parent, os.O_PATH | os.O_DIRECTORY)
+        # Bound and opened to the container's user in a folder of the evaluation's that the container cannot
+        # reach, then renamed into the folder it writes: a process there could swap the name for a link between
+        # a bind and a chmod there, and the harness (root) would chmod the link's target.
+        private = Path(tempfile.mkdtemp(prefix=".egress-", dir=path.parent.parent))
+        folder = os.open(private, os.O_PATH | os.O_DIRECTORY)
         try:  # through the folder's descriptor: a socket's path may be at most 107 bytes long
             listener.bind(f"/proc/self/fd/{folder}/{path.name}")
+            os.chmod(path.name, 0o777, dir_fd=folder)  # the container's user connects
+            os.rename(path.name, path, src_dir_fd=folder)  # replaces whatever is there, a link itself included
         finally:
             os.close(folder)
-        path.chmod(0o777)  # the container's user connects
+            shutil.rmtree(private, ignore_errors=True)
         listener.listen(64)
         acceptor().serve(listener, functools.partial(serve_forwarded, gate=self.gate))
         self._egress = listener
