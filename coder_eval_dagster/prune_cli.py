@@ -11,7 +11,6 @@ is written again; the newest run (``latest``) stays.
 from __future__ import annotations
 
 import argparse
-import socket
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -31,7 +30,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     with local_instance() as instance:
         unfinished = unfinished_folders(instance)
         old = old_run_folders(args.runs_dir, before)
-        folders = [folder for folder in old if not still_going(instance, folder, unfinished)]
+        folders = [folder for folder in old if not still_going(folder, unfinished)]
         runs = old_runs(instance, before, args.runs_dir, kept_folders(args.runs_dir, folders))
         if args.dry_run:
             print(f"would prune {len(folders)} run folder(s) and {len(runs)} Dagster run(s) started before {before}")
@@ -62,26 +61,12 @@ def unfinished_folders(instance: dg.DagsterInstance) -> set[str]:
     return {folder_name_of(instance, run.run_id, run.tags) for run in instance.get_runs(filters=going)}
 
 
-def still_going(instance: dg.DagsterInstance, folder: Path, unfinished: set[str]) -> bool:
-    """Whether a run is still writing the folder: a Dagster run of it has not ended, or it has no run.json yet and
-    the CLI process that started it is alive (a sequential A/B between two batches). A CLI run whose process died
-    was failed when the instance opened (``fail_orphaned_runs``)."""
-    from .core.layout import PLAN_FILE, RUN_FILE, read_record
-    from .core.runs import RunPlan
-    from .defs.names import HOST_TAG, PID_TAG
-    from .launch import process_alive
+def still_going(folder: Path, unfinished: set[str]) -> bool:
+    """Whether a run is still writing the folder: a Dagster run of it has not ended, or a CLI process holds its work
+    lock (``run_lock``: a run, also between a sequential A/B's batches, a resume, a retry or a rescore)."""
+    from .core.run_lock import in_use
 
-    if folder.name in unfinished:
-        return True
-    if (folder / RUN_FILE).exists():
-        return False
-    run_id = read_record(folder / PLAN_FILE, RunPlan).dagster_run_id
-    run = instance.get_run_by_id(run_id) if run_id else None
-    return (
-        run is not None
-        and run.tags.get(HOST_TAG) == socket.gethostname()
-        and process_alive(int(run.tags.get(PID_TAG, "0") or 0))
-    )
+    return folder.name in unfinished or in_use(folder)
 
 
 def kept_folders(runs_dir: Path, pruned: list[Path]) -> set[str]:

@@ -43,3 +43,18 @@ def working_on(folder: Path) -> Iterator[None]:
         handle.write(f"pid {os.getpid()} on {socket.gethostname()}")
         handle.flush()
         yield
+
+
+def in_use(folder: Path) -> bool:
+    """Whether a live process holds ``folder``'s work lock (its run, resume, retry or rescore is going)."""
+    try:
+        descriptor = os.open(folder / WORK_LOCK_FILE, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(descriptor)  # (releases the shared lock taken to look)
+    return False
