@@ -88,23 +88,29 @@ def staged_reference(task: Task, task_dir: Path, folder: Path, sandbox: Sandbox)
 
 @contextmanager
 def staged_task_dir(task: Task, task_dir: Path, folder: Path, sandbox: Sandbox) -> Iterator[StagedTaskDir | None]:
-    """The task file's folder's private copy while the block runs, when a criterion names ``$TASK_DIR`` (None:
-    none does, and nothing is copied); a folder over the cap is not copied, its criteria fail saying so."""
+    """The task file's folder's private copy while the block runs, when a criterion names ``TASK_DIR`` (None:
+    none does, and nothing is copied): with the folder holding it when that is under the cap too, else alone; a
+    folder over the cap is not copied, its criteria fail saying so."""
     if not any(criterion.reads_task_dir() for criterion in task.success_criteria):
         yield None
         return
-    refused = _over_cap(task_dir, folder)
+    parent = task_dir.parent  # with it, as coder_eval's tasks reach a family's files: $TASK_DIR/../shared/check.py
+    if parent != task_dir and _over_cap(parent, folder, task_dir) is None:
+        with _staged(parent, folder / STAGED_TASK_DIR, sandbox, task_dir) as seen:
+            yield StagedTaskDir(seen / task_dir.name)
+        return
+    refused = _over_cap(task_dir, folder, task_dir)
     if refused is not None:
         yield StagedTaskDir(None, refused)
         return
-    with _staged(task_dir, folder / STAGED_TASK_DIR, sandbox) as seen:
+    with _staged(task_dir, folder / STAGED_TASK_DIR, sandbox, task_dir) as seen:
         yield StagedTaskDir(seen)
 
 
-def _over_cap(source: Path, evaluation: Path) -> str | None:
+def _over_cap(source: Path, evaluation: Path, task_dir: Path) -> str | None:
     """Why the task's folder is too large to copy for ``$TASK_DIR`` (a task file atop a large folder), or None."""
     files = size = 0
-    for relative in _regular_entries(source, evaluation):
+    for relative in _regular_entries(source, evaluation, task_dir):
         info = (source / relative).lstat()
         if not stat.S_ISREG(info.st_mode):
             continue
@@ -119,11 +125,11 @@ def _over_cap(source: Path, evaluation: Path) -> str | None:
 
 
 @contextmanager
-def _staged(source: Path, staged: Path, sandbox: Sandbox) -> Iterator[Path]:
+def _staged(source: Path, staged: Path, sandbox: Sandbox, task_dir: Path | None = None) -> Iterator[Path]:
     """A private copy of ``source`` at ``staged`` (in the evaluation's folder), shown to the sandbox's commands for
     the block and removed after it; yields where they see it."""
     shutil.rmtree(staged, ignore_errors=True)
-    _copy_files(source, staged)
+    _copy_files(source, staged, task_dir)
     try:
         with sandbox.shared(staged) as seen:
             yield seen
@@ -131,32 +137,41 @@ def _staged(source: Path, staged: Path, sandbox: Sandbox) -> Iterator[Path]:
         shutil.rmtree(staged, ignore_errors=True)
 
 
-def _copy_files(source: Path, target: Path) -> None:
+def _copy_files(source: Path, target: Path, task_dir: Path | None) -> None:
     """Folders and regular files only: a link is left out, never followed (and so is the evaluation's folder)."""
     target.mkdir(parents=True)
-    for relative in _regular_entries(source, target.parent):
+    for relative in _regular_entries(source, target.parent, task_dir):
         if (source / relative).is_dir():
             (target / relative).mkdir()
         else:
             shutil.copy2(source / relative, target / relative)
 
 
-def _regular_entries(source: Path, evaluation: Path) -> Iterator[Path]:
+def _regular_entries(source: Path, evaluation: Path, task_dir: Path | None) -> Iterator[Path]:
     """Each folder and regular file under ``source``, relative to it, a folder before what it holds.
 
     Links are left out, never followed; so is a folder holding the
     evaluation's own (a runs folder inside the task's folder: the copy would
-    hold the runs, itself included).
+    hold the runs, itself included) but the task's folder itself. For a copy
+    of the task's folder (``task_dir``: the folder or the one holding it), what
+    starts with a dot is left out too (``.git``, ``.venv``, the CLI's
+    ``.dagster`` beside the tasks).
     """
     inside = Path(os.path.abspath(evaluation))
+    hidden = task_dir is None
+    kept = Path(os.path.abspath(task_dir or source))
     for here, dirs, files in os.walk(source):
         base = Path(here)
-        dirs[:] = [
-            d for d in dirs if not (base / d).is_symlink() and not inside.is_relative_to(os.path.abspath(base / d))
-        ]
+        dirs[:] = [d for d in dirs if not _left_out(Path(os.path.abspath(base / d)), inside, kept, hidden)]
         for name in dirs:
             yield (base / name).relative_to(source)
         for name in files:
             path = base / name
-            if path.is_file() and not path.is_symlink():
+            if (hidden or not name.startswith(".")) and path.is_file() and not path.is_symlink():
                 yield path.relative_to(source)
+
+
+def _left_out(folder: Path, evaluation: Path, kept: Path, hidden: bool) -> bool:
+    """A link, a folder holding the evaluation's own but not ``kept`` (a runs folder), or a hidden one."""
+    holds_runs = evaluation.is_relative_to(folder) and not kept.is_relative_to(folder)
+    return folder.is_symlink() or holds_runs or (not hidden and folder.name.startswith("."))

@@ -85,3 +85,26 @@ def test_a_task_folder_over_the_cap_is_not_copied_and_its_criterion_says_so(
     (criterion,) = run.result("checked")["success_criteria_results"]
     assert "20000 files, 64 MiB" in criterion["error"], criterion
     assert os.path.getsize(folder / "big.bin") == 65 * 2**20
+
+
+def test_a_familys_shared_checker_is_reached_above_the_task_and_hidden_folders_stay_out(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """coder_eval's task families keep one checker beside their tasks (tasks/n8n/season: $TASK_DIR/../shared), and a
+    script may read TASK_DIR from its environment (uipath_flow/add_terminate_node) rather than its command line."""
+    family = tmp_path / "tasks/n8n"
+    write(family / "shared/check.py", "import os, sys; sys.exit(0 if os.path.isdir(os.environ['TASK_DIR']) else 1)\n")
+    write(family / ".secrets/token", "not for criteria\n")
+    write(family / "season/fixture/expected.txt", "a\n")
+    reads_environment = (
+        "python3 -c \"import os; print(open(os.path.join(os.environ['TASK_DIR'], 'fixture/expected.txt')).read())\""
+    )
+    checks = [
+        {"type": "run_command", "command": "python3 $TASK_DIR/../shared/check.py", "description": "shared"},
+        {"type": "run_command", "command": reads_environment, "expected_stdout": "a", "description": "environ"},
+        {"type": "run_command", "command": "test ! -e $TASK_DIR/../.secrets", "description": "hidden left out"},
+    ]
+    task = task_file(family / "season", "season", agent={"type": "none"}, success_criteria=checks)
+    outcome, run = system_cli.run(task, env={})
+    results = run.result("season")["success_criteria_results"]
+    assert [criterion["score"] for criterion in results] == [1.0, 1.0, 1.0], (outcome.output, results)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, model_validator
 
 from ..models.base import check_regex, rule_error
-from ..models.criterion import REFERENCE_DIR, TASK_DIR, CriterionBase, names_reference_dir, names_task_dir
+from ..models.criterion import REFERENCE_DIR, TASK_DIR, CriterionBase, names_reference_dir
 from .outcome import Outcome
 from .registry import checks
 
@@ -30,7 +30,8 @@ class RunCommand(CriterionBase):
         return names_reference_dir(self.command)
 
     def reads_task_dir(self) -> bool:
-        return names_task_dir(self.command)
+        """Any mention, not only ``$TASK_DIR``: a script the command runs may read it (``os.environ['TASK_DIR']``)."""
+        return TASK_DIR in self.command
 
     @model_validator(mode="after")
     def _stdout_rules(self) -> RunCommand:

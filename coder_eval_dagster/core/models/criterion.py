@@ -159,11 +159,6 @@ def names_reference_dir(text: str) -> bool:
     return _names_variable(text, REFERENCE_DIR)
 
 
-def names_task_dir(text: str) -> bool:
-    """``$TASK_DIR`` or ``${TASK_DIR}`` in a command."""
-    return _names_variable(text, TASK_DIR)
-
-
 def _names_variable(text: str, name: str) -> bool:
     return re.search(rf"\$(\{{{name}\}}|{name}\b)", text) is not None
 
