@@ -399,3 +399,21 @@ def test_split_and_sample_per_stratum(tmp_path: Path) -> None:
     ]
     unlabelled = write_task(tmp_path, agentless_task(task_id="u", dataset={"rows": [{"id": "x"}]}), "u.yaml")
     assert [rt.row_id for rt in resolve(RunSpec(task_paths=[str(unlabelled)], split="test")).row_tasks] == ["x"]
+
+
+def test_coder_eval_agent_fields_of_the_release_additional_ignore_patterns_variant_and_pure(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from coder_eval_dagster.core.agents.opencode import arguments
+    from coder_eval_dagster.core.models.agent import AgentConfig
+
+    aliased = task_with(agent={"additional_ignore_patterns": ["*.log"]})
+    (row_task,) = _resolved(tmp_path, aliased)
+    assert row_task.task.agent.ignore_patterns == ["*.log"]
+    opencode = AgentConfig.model_validate({"type": "opencode", "model": "custom/m", "variant": "high", "pure": True})
+    assert arguments(SimpleNamespace(config=opencode), None)[-2:] == ["--variant", "high"]  # type: ignore[arg-type]
+    (elsewhere,) = _problems(tmp_path, task_with(agent={"type": "codex", "variant": "high"}), "a.yaml")
+    assert "agent.variant: only allowed with type opencode, not codex" in elsewhere
+    impure = task_with(agent={"type": "opencode", "model": "custom/m", "pure": False})
+    (loaded_plugins,) = _problems(tmp_path, impure, "b.yaml")
+    assert "agent.pure: opencode always runs without external plugins here" in loaded_plugins

@@ -318,6 +318,8 @@ def arguments(agent_input: AgentInput, session_id: str | None) -> list[str]:
         args += ["--agent", "plan"]
     elif mode == "bypassPermissions":
         args.append("--auto")  # what it would ask is allowed (a run cannot ask: an ask is a refusal there)
+    if agent_input.config.variant:
+        args += ["--variant", agent_input.config.variant]
     if session_id:
         args += ["--session", session_id]
     return args

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import AliasChoices, Field, ValidationInfo, field_validator, model_validator
 
 from .base import RegisteredNames, RejectsMovedLimits, StrictModel, is_partial, rule_error
 from .ignore import IgnorePattern
@@ -22,6 +22,7 @@ ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max
 # The agent types that read thinking_level (coder_eval's Gemini and pi agents); none of them is built in.
 THINKING_TYPES = ("antigravity", "pi")
 CLAUDE_CODE_ONLY = ("sdk_options", "claude_settings", "system_prompt_mode", "setting_sources", "plugins")
+OPENCODE_ONLY = ("variant", "pure")
 BY_TYPE_REFUSAL = (
     "not supported: coder_eval's later per-agent defaults block (not in its release); "
     "write the fields in agent itself, a variant per agent type"
@@ -45,7 +46,10 @@ class AgentConfig(RejectsMovedLimits):
     model: str | None = None
     sdk_options: dict[str, Any] = Field(default_factory=dict)
     claude_settings: dict[str, Any] | str | None = None
-    ignore_patterns: list[IgnorePattern] = Field(default_factory=list)
+    # coder_eval reads its later name too
+    ignore_patterns: list[IgnorePattern] = Field(
+        default_factory=list, validation_alias=AliasChoices("ignore_patterns", "additional_ignore_patterns")
+    )
     trajectory: str | None = None
     system_prompt: str | None = None
     system_prompt_file: str | None = None
@@ -53,6 +57,8 @@ class AgentConfig(RejectsMovedLimits):
     setting_sources: list[SettingSource] | None = None
     plugins: list[Plugin] | None = None
     thinking_level: ThinkingLevel | None = None
+    variant: str | None = Field(default=None, min_length=1)  # opencode's --variant (a provider's reasoning effort)
+    pure: bool = True  # opencode without external plugins (its --pure): the only way it runs here
 
     @model_validator(mode="before")
     @classmethod
@@ -102,6 +108,11 @@ class AgentConfig(RejectsMovedLimits):
         for name in CLAUDE_CODE_ONLY:
             if self.is_set(name) and kind != "claude-code":
                 raise rule_error(name, f"only allowed with type claude-code, not {kind}")
+        for name in OPENCODE_ONLY:
+            if self.is_set(name) and kind != "opencode":
+                raise rule_error(name, f"only allowed with type opencode, not {kind}")
+        if not self.pure:
+            raise rule_error("pure", "opencode always runs without external plugins here: its HOME is its own")
         if self.system_prompt_mode == "replace" and self.system_prompt is None and self.system_prompt_file is None:
             raise rule_error("system_prompt_mode", "replace needs a system_prompt (or system_prompt_file)")
         if self.thinking_level is not None and kind not in THINKING_TYPES:
