@@ -36,7 +36,7 @@ from .datasets import (
 from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text
 from .layout import CHECKPOINT_FILE, INDEX_PAGE, PLAN_FILE, RESULT_FILE, SANDBOX_DIR, TABLES_DIR
 from .models.agent import AgentConfig
-from .models.base import did_you_mean
+from .models.base import MOVED_TO_RUN_LIMITS, did_you_mean
 from .models.commands import HookCommand
 from .models.dataset import Dataset
 from .models.experiment import Experiment, Variant
@@ -838,11 +838,27 @@ def _validate_task(
         task = Task.model_validate(data, context={"base_dir": str(doc.path.parent)})
     except ValidationError as exc:
         problems = problems_from_validation(exc, data, str(doc.path), doc.line_of, model=Task)
+        problems += _beyond_moved_limits(data, doc, problems)
         raise InvalidInput([_mark_override(p, overrides) for p in problems]) from None
     if task.agent.resolved_type == "replay" and task.agent.trajectory:
         trajectory = load_trajectory(doc.path.parent / task.agent.trajectory, first_row.values if first_row else None)
         _check_replayed_opening(task, trajectory, doc)
     return task
+
+
+def _beyond_moved_limits(data: dict[str, Any], doc: Document, found: list[Problem]) -> list[Problem]:
+    """The task's other problems when some are caps in their old place at its top (``task_timeout``): the model
+    refuses those before it reads anything else (``agent.max_turns`` among them), and a file's problems are said
+    in one pass."""
+    stripped = {key: value for key, value in data.items() if key not in MOVED_TO_RUN_LIMITS}
+    if stripped == data:
+        return []
+    try:
+        Task.model_validate(stripped, context={"base_dir": str(doc.path.parent)})
+    except ValidationError as exc:
+        more = problems_from_validation(exc, stripped, str(doc.path), doc.line_of, model=Task)
+        return [problem for problem in more if problem not in found]
+    return []
 
 
 def _check_replayed_opening(task: Task, trajectory: Trajectory, doc: Document) -> None:

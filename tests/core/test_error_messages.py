@@ -57,6 +57,25 @@ def test_every_problem_of_a_file_in_one_pass(tmp_path: Path) -> None:
     assert "unknown_top" in result.err
     assert "success_criteria.0.timeout" in result.err
 
+    moved = write(
+        tmp_path / "moved.yaml",
+        """
+        task_id: m
+        description: d
+        task_timeout: 100
+        initial_prompt: hi
+        agent: {type: claude-code, max_turns: 5}
+        success_criteria: [{type: file_exists, path: a, description: d}]
+        max_iterations: 2
+        """,
+    )
+    lines = run_cli("validate", moved).err.strip().splitlines()
+    assert lines == [
+        f"{moved}:4: task_timeout: no longer supported here; it lives under run_limits.task_timeout",
+        f"{moved}:6: agent.max_turns: no longer supported here; it lives under run_limits.max_turns",
+        f"{moved}:8: max_iterations: unknown field (not part of the format)",
+    ]
+
 
 def test_yaml_syntax_errors_give_line_column_and_the_quoting_hint(tmp_path: Path) -> None:
     task = write(tmp_path / "t.yaml", "task_id: x\ndescription: a: b\n")
