@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
+import sys
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -77,14 +78,47 @@ def write_instance_defaults(home: Path) -> bool:
 
 def local_instance() -> dg.DagsterInstance:
     """``local_home()``, given our defaults when it has no dagster.yaml."""
-    from .instance_cli import warn_storage_elsewhere
-
     home = local_home()
     write_instance_defaults(home)
     warn_storage_elsewhere(home)
     instance = dg.DagsterInstance.from_config(str(home))
     fail_orphaned_runs(instance)
     return instance
+
+
+STORAGES = ("run_storage", "event_log_storage", "schedule_storage")
+
+
+def storage_elsewhere(home: Path) -> Path | None:
+    """A storage folder ``home``'s dagster.yaml names outside ``home``, if any (relative paths are Dagster's: from
+    the current folder). Dagster's config cannot name a folder under the home (``{env: DAGSTER_HOME}`` is the home
+    itself), so the file coder-eval writes holds absolute paths: a home copied or moved uses the original's."""
+    import yaml
+
+    config = yaml.safe_load((home / "dagster.yaml").read_text(encoding="utf-8"))
+    if not isinstance(config, dict):
+        return None
+    sections = [_mapping(_mapping(config.get(name)).get("config")) for name in STORAGES]
+    sections.append(_mapping(_mapping(config.get("storage")).get("sqlite")))
+    bases = [section.get("base_dir") for section in sections]
+    folders = [Path(base).resolve() for base in bases if isinstance(base, str)]
+    return next((folder for folder in folders if not folder.is_relative_to(home.resolve())), None)
+
+
+def _mapping(value: object) -> dict[str, object]:
+    return value if isinstance(value, dict) else {}
+
+
+def warn_storage_elsewhere(home: Path) -> None:
+    """One line when the instance the commands open is not the home's own (``storage_elsewhere``)."""
+    elsewhere = storage_elsewhere(home)
+    if elsewhere is not None:
+        print(
+            f"warning: {home / 'dagster.yaml'} stores the instance in {elsewhere}, outside {home} (a copied or "
+            "moved home?): the commands use that instance; move the file aside, then `coder-eval instance init` "
+            "writes its own",
+            file=sys.stderr,
+        )
 
 
 def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
