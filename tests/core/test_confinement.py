@@ -109,17 +109,15 @@ def test_the_system_is_read_only_and_what_only_root_may_read_shows_empty(box: Te
     assert "/home" in done.stderr and "/run" in done.stderr  # not there at all
 
 
-def test_root_in_there_cannot_change_its_view_nor_lift_a_mask_from_a_user_namespace_of_its_own(
-    box: TempdirSandbox,
-) -> None:
+def test_root_in_there_cannot_change_its_view_nor_make_a_user_namespace_of_its_own(box: TempdirSandbox) -> None:
     done = box.run(
         "mount -o remount,rw /usr; umount /sandbox; mount -t tmpfs x /tmp; "
-        "unshare --user --map-root-user --mount sh -c 'umount /etc/shadow; mount -o remount,rw,bind /usr; "
-        "touch /usr/x; cat /etc/shadow; echo nested-done'",
+        "unshare --user --map-root-user --mount sh -c 'umount /etc/shadow; cat /etc/shadow'; echo done",
         timeout=10,
     )
-    assert "nested-done" in done.stdout and "root:" not in done.stdout
-    assert "Read-only file system" in done.stderr and done.stderr.count("permission denied") >= 2
+    assert "done" in done.stdout and "root:" not in done.stdout
+    assert done.stderr.count("permission denied") >= 2  # (its mounts)
+    assert "unshare failed: No space left on device" in done.stderr  # the namespace's limit on user namespaces: 0
 
 
 def test_the_setup_phase_reaches_the_package_index_only_and_later_phases_what_the_task_allows(

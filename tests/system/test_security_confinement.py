@@ -250,7 +250,7 @@ def test_an_open_network_gives_back_the_hosts(tmp_path: Path, system_cli: System
 # Run as `python3 kernel.py ROW` in the sandbox: what the host's kernel lets a command (root of the harness's user
 # on CI) change; one line per attempt into kernel-ROW.txt. Nothing here changes the host when it is refused.
 KERNEL_PROBE = r"""
-import fcntl, os, socket, struct, subprocess, sys
+import ctypes, fcntl, os, socket, struct, subprocess, sys
 row, seen = sys.argv[1], {}
 for path in ("/proc/sys/kernel/core_pattern", "/proc/sysrq-trigger", "/proc/sys/net/ipv4/ip_default_ttl"):
     seen[path] = "writable" if os.access(path, os.W_OK) else "read-only"
@@ -269,6 +269,15 @@ queues = subprocess.run(["ipcs", "-q"], capture_output=True, text=True).stdout
 seen["queues before"] = str(sum(line.startswith("0x") for line in queues.splitlines()))
 made = subprocess.run(["ipcmk", "-Q"], capture_output=True, text=True)
 seen["queue made"] = str(made.returncode == 0)
+nested = subprocess.run(["unshare", "-Ur", "true"], capture_output=True, text=True)
+seen["nested user namespace"] = "made" if nested.returncode == 0 else "refused"
+libc = ctypes.CDLL(None, use_errno=True)
+ADD_KEY, KEYCTL = {"x86_64": (248, 250), "aarch64": (217, 219)}[os.uname().machine]
+USER_KEYRING, SEARCH = -4, 10
+found = libc.syscall(KEYCTL, SEARCH, USER_KEYRING, b"user", b"coder-eval-probe", 0)
+seen["key before"] = "none" if found < 0 else "found"
+added = libc.syscall(ADD_KEY, b"user", b"coder-eval-probe", b"x", 1, USER_KEYRING)
+seen["key made"] = str(added > 0)
 open(f"kernel-{row}.txt", "w").write("".join(f"{k}={v}\n" for k, v in seen.items()))
 """
 
@@ -282,9 +291,10 @@ def test_commands_cannot_change_the_kernel_or_leave_state_for_the_next_evaluatio
     tmp_path: Path, system_cli: SystemCli
 ) -> None:
     """As root of the harness's user, a command could write core_pattern (the kernel then ran a program of its
-    choosing as the host's root), change its namespace's network, and leave SysV objects on the host for the
-    next evaluation to find: /proc's knobs are read-only, the network and IPC are the namespace's own and
-    cleared between evaluations that reuse a namespace."""
+    choosing as the host's root), change its namespace's network, leave SysV objects on the host and keys in its
+    keyring for the next evaluation to find, and make a user namespace of its own where it mounted the host's
+    cgroup tree writable: /proc's knobs are read-only, the network, IPC and keys are the namespace's own and
+    cleared between evaluations that reuse a namespace, and no user namespace can be made inside."""
     queues_before = _queues()
     task = replay_task_file(
         tmp_path / "tasks",
@@ -314,6 +324,8 @@ def test_commands_cannot_change_the_kernel_or_leave_state_for_the_next_evaluatio
             )
             assert seen["timer_list"] == "masked" and seen["network"] == "refused", (stage, seen)
             assert seen["queue made"] == "True", (stage, seen)
-            # none of the other row's: its own pre_run's queue when its agent runs
+            # none of the other row's: its own pre_run's queue and key when its agent runs
             assert seen["queues before"] == ("0" if stage == row else "1"), (stage, seen)
+            assert seen["key made"] == "True" and seen["key before"] == ("none" if stage == row else "found"), seen
+            assert seen["nested user namespace"] == "refused", (stage, seen)
     assert _queues() == queues_before  # nothing was left on the host

@@ -72,6 +72,7 @@ libc = ctypes.CDLL(None, use_errno=True)
 libc.mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p)
 libc.syscall.restype = ctypes.c_long
 PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}[os.uname().machine]
+KEYCTL = {"x86_64": 250, "aarch64": 219}[os.uname().machine]
 OPEN_TREE, MOVE_MOUNT, MOUNT_SETATTR = 428, 429, 442
 NEWNS, RDONLY, NOSUID, NODEV, NOEXEC, REMOUNT, BIND, REC, PRIVATE = 0x20000, 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
 ATTR_RDONLY, ATTR_NOSUID, ATTR_NODEV = 1, 2, 4
@@ -182,6 +183,11 @@ def lock_proc():
         elif os.path.lexists(NEW + path):
             show("/dev/null", NEW + path, ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV)
 
+def clear_keys():
+    # the user keyrings of this namespace's root, which commands run as: the last evaluation's keys go
+    for ring in (-4, -5):  # KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING
+        libc.syscall(KEYCTL, 7, ring)  # KEYCTL_CLEAR
+
 def clear_ipc():
     # what the last evaluation left in this namespace's IPC: SysV objects and POSIX message queues
     for kind, remove in (("shm", lambda i: libc.shmctl(i, 0, None)), ("msg", lambda i: libc.msgctl(i, 0, None)),
@@ -222,6 +228,7 @@ def handle(words):
                 ok(libc.umount2(path.encode(), 2), "umount " + path)
             fresh_tmp("")
         clear_ipc()
+        clear_keys()
         show(words[1].decode(), "/sandbox", ATTR_NOSUID | ATTR_NODEV)
         return b"", []
     if words[0] == b"bind":  # a host folder under /tmp for a while: an agent's home, its tools, the package cache
@@ -253,6 +260,10 @@ under_tmp = [path for op, path, _ in ops if op == "ro" and path.startswith("/tmp
 control = socket.socket(fileno=os.dup(0))
 os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
 try:
+    # No user namespace inside this one: in one of its own, a command would hold CAP_SYS_ADMIN again (a cgroup2
+    # mount there showed the host's whole tree, writable as the harness's user: it killed host processes).
+    with open("/proc/sys/user/max_user_namespaces", "w") as limit:  # this namespace's own limit, not the host's
+        limit.write("0")
     outer = os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
     ok(libc.unshare(NEWNS), "unshare")
     mount(None, "/", None, REC | PRIVATE)
