@@ -58,7 +58,7 @@ from .models.results import (
 )
 from .models.task import Task
 from .problems import InvalidInput
-from .reference import reference_text, staged_reference, staged_task_dir
+from .reference import reference_text, staged_reference, staged_task_dir, stages_folders
 from .resolution import RowTask, load_trajectory
 from .run_context import RunContext
 from .sandbox import Sandbox, TemplateError, open_sandbox
@@ -159,7 +159,8 @@ def new_evaluation(
         replicate=replicate,
         description=task.description,
         agent_type=task.agent.resolved_type,
-        model=task.agent.model,
+        model=None if task.agent.resolved_type == "none" else task.agent.model,  # the agent's own, once it reports it
+        agent_model=task.agent.model,
         prompt=task.initial_prompt,
         tags=list(task.tags),
         started_at=utc_now(),
@@ -318,6 +319,7 @@ def record_dialog(evaluation: Evaluation, dialog: Dialog) -> None:
 def record_agent_output(evaluation: Evaluation, output: AgentOutput) -> None:
     """Telemetry, usage and the stop into the result."""
     result = evaluation.result
+    result.model = output.model or result.model  # the model that answered; the configured one if none was named
     result.trajectory = output.turns
     result.turns = len(output.turns)
     result.visible_turns = output.visible_turns
@@ -356,6 +358,8 @@ def score(evaluation: Evaluation) -> None:
         return
     task, task_dir = evaluation.task, evaluation.row_task.task_dir
     folder, sandbox = evaluation.folder, evaluation.sandbox
+    if stages_folders(task):  # a process left from an earlier stage would see the copies (and could edit them)
+        sandbox.end_processes()
     with (
         staged_reference(task, task_dir, folder, sandbox) as reference,
         staged_task_dir(task, task_dir, folder, sandbox) as task_copy,
@@ -373,6 +377,7 @@ def score(evaluation: Evaluation) -> None:
             prompt=evaluation.result.prompt,
             dialog=[(m.role, m.text) for m in result.dialog] if result.simulation else None,
             verdicts=evaluation.verdicts,
+            agent_ignore_patterns=task.agent.ignore_patterns,
             run=evaluation.context,
         )
         result.criteria = score_criteria(task.success_criteria, ctx, kept=result.criteria)

@@ -53,7 +53,7 @@ def reference_text(task: Task, task_dir: Path) -> str | None:
     if reference.code is not None:
         return reference.code
     if reference.file is not None:
-        return (task_dir / reference.file).read_text(encoding="utf-8")
+        return read_input_text(task_dir / reference.file)
     return _folder_text(task_dir / str(reference.directory))
 
 
@@ -84,6 +84,12 @@ def staged_reference(task: Task, task_dir: Path, folder: Path, sandbox: Sandbox)
     staged = folder / STAGED_REFERENCE
     with _staged(task_dir / reference.directory, staged, sandbox) as seen:
         yield StagedReference(staged, seen)
+
+
+def stages_folders(task: Task) -> bool:
+    """Whether scoring the task stages a copy of its reference folder or of its own folder for the criteria."""
+    reference = task.reference is not None and task.reference.directory is not None
+    return reference or any(criterion.reads_task_dir() for criterion in task.success_criteria)
 
 
 @contextmanager

@@ -108,3 +108,24 @@ def test_a_familys_shared_checker_is_reached_above_the_task_and_hidden_folders_s
     outcome, run = system_cli.run(task, env={})
     results = run.result("season")["success_criteria_results"]
     assert [criterion["score"] for criterion in results] == [1.0, 1.0, 1.0], (outcome.output, results)
+
+
+def test_a_process_left_by_an_earlier_stage_never_sees_the_staged_copies(tmp_path: Path, system_cli: SystemCli) -> None:
+    """A daemon a pre_run (or an agent) left running would read the reference while the criteria run, and could
+    copy the answer into the sandbox or rewrite a staged checker: it is ended before the copies are made."""
+    folder = tmp_path / "tasks/calc"
+    write(folder / "ref/answer.txt", "REFERENCE-ANSWER-42\n")
+    spy = (
+        "while true; do cat /tmp/coder-eval-*/*/answer.txt /tmp/coder-eval-*/answer.txt >> spied.txt 2>/dev/null; done"
+    )
+    task = _checked_task(
+        folder,
+        "python3 $TASK_DIR/check.py a.txt",
+        reference={"directory": "ref"},
+        pre_run=[{"command": "echo a > a.txt"}, {"command": f"nohup sh -c '{spy}' >/dev/null 2>&1 &"}],
+    )
+    write(folder / "expected.txt", "a\n")
+    outcome, run = system_cli.run(task, env={})
+    assert run.summary["task_results"][0]["status"] == "SUCCESS", outcome.output
+    spied = run.evaluation("checked") / "sandbox/spied.txt"
+    assert not spied.exists() or "REFERENCE-ANSWER-42" not in spied.read_text()

@@ -85,6 +85,10 @@ class Sandbox(Protocol):
         folder); yields its path as they see it, one per folder name."""
         ...
 
+    def end_processes(self) -> None:
+        """End every process an earlier stage left running in the sandbox (a pre_run service, an agent's daemon)."""
+        ...
+
     def model_proxy_host(self) -> str:
         """The address at which an agent CLI started here reaches this machine (the model proxy)."""
         ...

@@ -121,6 +121,10 @@ class DockerSandbox(TempdirSandbox):
             if not done.ok:
                 raise TemplateError(f"creating the sandbox venv failed: {(done.error or done.stderr).strip()[-800:]}")
 
+    def end_processes(self) -> None:
+        """Every process of the container but its init (``kill -1`` spares init and the caller)."""
+        self.run_unlimited("kill -KILL -1 2>/dev/null; true", REMOVE_TIMEOUT_S)
+
     def close(self) -> None:
         if self._egress is not None:
             acceptor().stop(self._egress)

@@ -180,6 +180,10 @@ class TempdirSandbox:
         with containment.mounted(self.root.parent, self.root, self.gate, folder, seen):
             yield seen
 
+    def end_processes(self) -> None:
+        """The evaluation's namespace let go of (ended, with what runs in it); its next command takes a fresh one."""
+        containment.release(self.root.parent)
+
     def close(self) -> None:
         """Nothing to release: the folder is the sandbox (the docker driver removes its container here)."""
 
