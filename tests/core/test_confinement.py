@@ -13,10 +13,11 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from pydantic import ValidationError
@@ -266,3 +267,53 @@ def test_nothing_of_the_host_listens_where_the_sandbox_looks(box: TempdirSandbox
         port = listener.getsockname()[1]
         done = box.run(f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 5)'", timeout=10)
     assert not done.ok and "ConnectionRefusedError" in done.stderr
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    """The harness's own proxy: answers every request of a kept-alive connection, and records its line."""
+
+    protocol_version = "HTTP/1.1"
+    seen: ClassVar[list[str]] = []
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.seen.append(self.requestline)
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+
+def test_a_request_pipelined_behind_an_allowed_one_never_passes_the_gate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Behind the harness's own proxy, the egress proxy checked a connection's first request and relayed the rest:
+    a second request on it reached a host the task does not allow."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.server_address[1]}")
+    pipelined = (
+        "GET http://allowed.example/one HTTP/1.1\\r\\nHost: allowed.example\\r\\n\\r\\n"
+        "GET http://forbidden.example/exfil HTTP/1.1\\r\\nHost: forbidden.example\\r\\n\\r\\n"
+    )
+    talk = (
+        "import socket\n"
+        f"with socket.create_connection(('127.0.0.1', {EGRESS_PORT})) as proxy:\n"
+        f"    proxy.sendall(b'{pipelined}')\n"
+        "    print(proxy.recv(4096).split(b' ')[1].decode())\n"
+    )
+    try:
+        with _box(tmp_path / "e", {"network": {"allow": ["allowed.example:80"]}}) as box:
+            (box.root / "talk.py").write_text(talk)
+            box.set_phase("agent")
+            done = box.run("python3 talk.py", timeout=20)
+            time.sleep(0.5)  # (a second request would be on its way meanwhile)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert done.stdout.strip() == "200", (done.stdout, done.stderr)
+    assert _Recorder.seen == ["GET http://allowed.example/one HTTP/1.1"]
