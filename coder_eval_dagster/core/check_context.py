@@ -38,6 +38,8 @@ class CheckContext:
     # An earlier scoring's judge verdicts, by criterion index, that a judge shown the very same input returns
     # instead of calling (criteria/reuse.py); empty: nothing stored, or --no-reuse.
     verdicts: Mapping[int, CriterionResult] = field(default_factory=dict)
+    # The task's agent.ignore_patterns: what a judge agent's copy of the sandbox leaves out besides its own.
+    agent_ignore_patterns: list[str] = field(default_factory=list)
     run: RunContext = field(kw_only=True)  # the run's context: the judges' route, client and limiter
 
     def path(self, relative: str) -> Path:

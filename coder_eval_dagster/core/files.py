@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import stat
 from collections.abc import Callable
@@ -61,7 +62,12 @@ _DIRECTORY_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def open_beneath(
-    root: Path, relative: str, flags: int, links_at: PurePosixPath | None = None, make_parents: bool = False
+    root: Path,
+    relative: str,
+    flags: int,
+    links_at: PurePosixPath | None = None,
+    make_parents: bool = False,
+    root_name: str = "the sandbox",
 ) -> int:
     """A descriptor of the regular file ``relative`` names in the folder ``root``, opened with ``flags`` (O_RDONLY,
     O_RDWR, O_WRONLY | O_CREAT...), for a file the harness touches on behalf of a process confined to ``root``.
@@ -72,8 +78,8 @@ def open_beneath(
     ``links_at``, where the process sees ``root``; any other absolute link, or a ``..`` above ``root``, leaves it:
     PermissionError). The file itself is opened without following a link or waiting (O_NOFOLLOW, O_NONBLOCK): a
     FIFO, a socket, a device or a folder is UnreadableFile, never opened for long. ``make_parents``: missing
-    folders on the way are made (as ``mkdir -p``)."""
-    leaves = PermissionError(f"path {relative!r} leaves the sandbox")
+    folders on the way are made (as ``mkdir -p``). ``root_name``: what the PermissionError calls ``root``."""
+    leaves = PermissionError(f"path {relative!r} leaves {root_name}")
     folders = [os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)]  # the walk so far; [0] is root
     parts, links = list(PurePosixPath(relative).parts), 0
     try:
@@ -187,20 +193,28 @@ def read_text_capped(
     FileNotFoundError (naming ``name``, the path the user wrote) when there is no
     regular file there, so criteria report a missing file and a device alike.
     """
-    return _capped_text(lambda: open_regular(path, follow), cap, name or str(path))
+    return read_opened_text(lambda: open_regular(path, follow), cap, name or str(path))
 
 
 def read_text_beneath(
-    root: Path, relative: str, cap: int = CRITERION_READ_CAP, links_at: PurePosixPath | None = None
+    root: Path,
+    relative: str,
+    cap: int = CRITERION_READ_CAP,
+    links_at: PurePosixPath | None = None,
+    root_name: str = "the sandbox",
 ) -> tuple[str, bool]:
     """As :func:`read_text_capped`, the path walked by :func:`open_beneath`: a process left in ``root`` cannot swap
     a folder on the way for a link between the walk and the read."""
-    return _capped_text(lambda: open_beneath(root, relative, os.O_RDONLY, links_at), cap, relative)
+    opened = functools.partial(open_beneath, root, relative, os.O_RDONLY, links_at, root_name=root_name)
+    return read_opened_text(opened, cap, relative)
 
 
-def _capped_text(opened: Callable[[], int], cap: int, shown: str) -> tuple[str, bool]:
+def opened_regular(opened: Callable[[], int], shown: str) -> int:
+    """The descriptor ``opened`` returns (:func:`open_regular`, :func:`open_beneath`); FileNotFoundError naming
+    ``shown`` when there is no regular file there (missing, a folder, a FIFO, a link refused), so a caller tells a
+    file it can read from one it cannot with one exception."""
     try:
-        fd = opened()
+        return opened()
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         raise FileNotFoundError(f"file not found: {shown}") from None
     except UnreadableFile:
@@ -209,6 +223,11 @@ def _capped_text(opened: Callable[[], int], cap: int, shown: str) -> tuple[str, 
         if exc.errno != errno.ELOOP:
             raise
         raise FileNotFoundError(f"not a regular file: {shown} (a link put there after it was resolved)") from None
+
+
+def read_opened_text(opened: Callable[[], int], cap: int, shown: str) -> tuple[str, bool]:
+    """The first ``cap`` bytes of the regular file ``opened`` opens, as text, and whether it was longer."""
+    fd = opened_regular(opened, shown)
     try:
         data = read_capped_fd(fd, cap)
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -541,3 +542,20 @@ def test_a_path_starting_with_two_slashes_is_the_hosts_and_refused(sandbox):
     ):
         result = check_criterion(spec, ctx(sandbox))
         assert not result.passed, (spec, result)
+
+
+def test_reference_comparison_never_reads_a_staged_file_planted_as_a_link_out_or_a_fifo(sandbox, tmp_path):
+    staged = tmp_path / "staged_reference"
+    staged.mkdir()
+    (tmp_path / "host_only.py").write_text("HOST_ONLY = 'secret'\n")
+    put(sandbox, "solution.py", REFERENCE)
+    spec = {"type": "reference_comparison", "agent_file": "solution.py", "reference_file": "fib.py"}
+    context = ctx(sandbox)
+    context.reference_dir = staged
+    (staged / "fib.py").symlink_to(tmp_path / "host_only.py")
+    linked = check_criterion(spec, context)
+    assert linked.score == 0.0 and "leaves the reference folder" in linked.error and "secret" not in str(linked)
+    (staged / "fib.py").unlink()
+    os.mkfifo(staged / "fib.py")  # no writer: an open that waited would hang the scoring
+    fifo = check_criterion(spec, context)
+    assert fifo.score == 0.0 and "not a regular file: fib.py" in fifo.error

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -14,8 +18,15 @@ import pytest
 import yaml
 
 from coder_eval_dagster.core import routing
+from coder_eval_dagster.core.check_context import CheckContext
+from coder_eval_dagster.core.criteria.judging import FILE_NOT_FOUND, file_hashes, read_judge_file
+from coder_eval_dagster.core.criteria.llm_judge import LlmJudge
+from coder_eval_dagster.core.criteria.reference_comparison import ReferenceComparison
+from coder_eval_dagster.core.criteria.reference_comparison import check as compare
 from coder_eval_dagster.core.models.results import EvaluationResult
+from coder_eval_dagster.core.models.sandbox import SandboxConfig
 from coder_eval_dagster.core.run_context import RunContext
+from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
 
 from ..support.fake_anthropic import API_KEY, Script, Turn
 from ..support.helpers import criterion, evaluate_replay, run_cli, run_folders, write
@@ -399,3 +410,99 @@ def test_an_agent_judge_out_of_turns_says_so(tmp_path, api):
     api(Script([Turn(tools=[("Bash", {"command": f"echo {i}"})]) for i in range(4)]))
     (judge,) = agent_judged(tmp_path, max_turns=2).criteria
     assert judge.score == 0.0 and judge.error == "the judge agent used its max_turns before giving a verdict"
+
+
+@pytest.mark.slow
+def test_an_agent_judges_copy_leaves_out_the_tasks_agent_ignore_patterns(tmp_path, api):
+    """The guide: agent.ignore_patterns is for judge-style sub-agents; the judge's own block adds to it."""
+    api(Script([Turn(tools=[("Bash", {"command": "ls -a"})]), Turn(text='{"score": 1, "rationale": "listed"}')]))
+    writes = [{"tool": "Write", "path": name, "content": "x\n"} for name in ("main.py", "debug.log", "scratch.tmp")]
+    spec = criterion("agent_judge", prompt="List the files.", max_turns=5, agent={"ignore_patterns": ["*.tmp"]})
+    task_agent = {"type": "replay", "trajectory": "traj.yaml", "ignore_patterns": ["*.log"]}
+    result = evaluate_replay(tmp_path, [{"calls": writes, "text": "done"}], agent=task_agent, success_criteria=[spec])
+    assert result.criteria[0].error is None
+    listing = yaml.safe_load((folder(tmp_path) / "judge-0.yaml").read_text())["verdict"]
+    assert "main.py" in listing and "debug.log" not in listing and "scratch.tmp" not in listing
+    assert (folder(tmp_path) / "sandbox/debug.log").exists()  # left out of the judge's copy only
+
+
+# ----------------------------------------------------------------------------- files read under a leftover process
+
+SECRET = "HOST_ONLY_SECRET_5d1e"
+# A process left running in the sandbox's namespace: swaps the staged file for a link to a host file and back,
+# as fast as it can, each an atomic rename (the file's name always names one or the other).
+SWAPPER = """
+import os, sys
+target, secret, saved = sys.argv[1:]
+swap = target + ".swap"
+print("ready", flush=True)
+while True:
+    os.symlink(secret, swap)
+    os.replace(swap, target)
+    os.link(saved, swap)
+    os.replace(swap, target)
+"""
+
+
+def judge_context(tmp_path: Path) -> CheckContext:
+    """A sandbox and a staged reference folder holding expected.txt, as the criteria see them."""
+    box = TempdirSandbox(tmp_path / "eval/sandbox", SandboxConfig(python=None))
+    box.root.mkdir(parents=True)
+    write(tmp_path / "eval/reference/expected.txt", "def expected():\n    return 42\n")
+    return CheckContext(box, tmp_path, None, reference_dir=tmp_path / "eval/reference", run=RunContext.create())
+
+
+@pytest.mark.parametrize("entry", ["$REFERENCE_DIR/expected.txt", "expected.txt"])
+def test_a_judges_file_planted_as_a_link_out_or_a_fifo_is_never_read(tmp_path: Path, entry: str) -> None:
+    ctx = judge_context(tmp_path)
+    staged = (ctx.reference_dir if entry.startswith("$") else ctx.sandbox.root) / "expected.txt"
+    write(tmp_path / "secret.txt", SECRET)
+    staged.unlink(missing_ok=True)
+    staged.symlink_to(tmp_path / "secret.txt")
+    for read in (lambda: read_judge_file(entry, ctx, 100), lambda: file_hashes(llm_spec(files=[entry]), ctx)):
+        with pytest.raises(PermissionError, match="leaves"):
+            read()
+    staged.unlink()
+    os.mkfifo(staged)  # no writer: an open that waited would hang the scoring
+    assert read_judge_file(entry, ctx, 100) == FILE_NOT_FOUND
+    assert file_hashes(llm_spec(files=[entry]), ctx) == {entry: None}
+    staged.unlink()
+    write(staged.parent / "sub/real.txt", "inside")
+    staged.symlink_to("sub/real.txt")  # a link that stays inside is followed
+    assert read_judge_file(entry, ctx, 100) == "inside"
+
+
+def llm_spec(**fields: Any) -> LlmJudge:
+    return LlmJudge.model_validate({**llm(), **fields})
+
+
+@pytest.mark.parametrize("reader", ["judge_file", "reference_comparison"])
+def test_a_staged_reference_swapped_for_a_link_meanwhile_never_leaks(tmp_path: Path, reader: str) -> None:
+    """The swap lands between any check and the read (resolve, is_file, then open): the read itself refuses it."""
+    ctx = judge_context(tmp_path)
+    staged = ctx.reference_dir / "expected.txt"
+    write(tmp_path / "secret.txt", f"{SECRET} = 1\n")
+    os.link(staged, tmp_path / "saved.txt")
+    comparison = ReferenceComparison(
+        type="reference_comparison", agent_file="main.py", reference_file="expected.txt", description="d"
+    )
+    write(ctx.sandbox.root / "main.py", staged.read_text())  # the same code: any lower similarity is the host file's
+    leaked = {
+        "judge_file": lambda: SECRET in read_judge_file("$REFERENCE_DIR/expected.txt", ctx, 10_000),
+        "reference_comparison": lambda: compare(comparison, ctx).score < 1.0,
+    }[reader]
+    swapper = subprocess.Popen(
+        [sys.executable, "-c", SWAPPER, str(staged), str(tmp_path / "secret.txt"), str(tmp_path / "saved.txt")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert swapper.stdout is not None and swapper.stdout.readline() == "ready\n"
+        seen = []
+        for _ in range(2000):
+            with contextlib.suppress(PermissionError, FileNotFoundError):  # the link, refused; the swap's gap
+                seen.append(leaked())
+    finally:
+        swapper.kill()
+        swapper.wait()
+    assert seen and not any(seen)

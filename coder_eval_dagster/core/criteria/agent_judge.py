@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -106,14 +106,15 @@ class AgentJudge(JudgeBase):
         return agent
 
 
-def judge_config(agent: AgentConfig | None) -> AgentConfig:
-    """The hardened defaults with the fields the task's block sets, then the security floor."""
+def judge_config(agent: AgentConfig | None, task_ignores: Sequence[str] = ()) -> AgentConfig:
+    """The hardened defaults with the fields the judge's block sets, then the security floor. ``task_ignores``: the
+    task's own ``agent.ignore_patterns``, which the guide gives judge sub-agents, before the judge's own."""
     given = {name: getattr(agent, name) for name in agent.model_fields_set} if agent else {}
     config = HARDENED.model_copy(update=given)
     return config.model_copy(
         update={
             "disallowed_tools": list(dict.fromkeys([*config.disallowed_tools, *WRITE_TOOLS])),
-            "ignore_patterns": [*config.ignore_patterns, *FLOOR_IGNORES],
+            "ignore_patterns": [*task_ignores, *config.ignore_patterns, *FLOOR_IGNORES],
         }
     )
 
@@ -314,7 +315,7 @@ def check(criterion: AgentJudge, ctx: CheckContext) -> Outcome:
     """The stored verdict when prompt, settings, files and the sandbox copy are all unchanged, else a judge agent."""
     route = ctx.run.route
     prompt, notes = render_prompt(criterion, ctx, CLOSING)
-    config = judge_config(criterion.agent)
+    config = judge_config(criterion.agent, ctx.agent_ignore_patterns)
     model = route.model_id(config.model or DEFAULT_JUDGE_MODEL)
     with judge_workspace(ctx, config) as workspace:
         key = verdict_key(criterion, config, model, prompt, ctx, workspace)

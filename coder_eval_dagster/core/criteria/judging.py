@@ -7,21 +7,23 @@ in it read as evidence, not as orders to the judge.
 
 from __future__ import annotations
 
+import functools
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from ..files import CRITERION_READ_CAP, open_beneath, open_regular, read_opened_text
 from ..layout import judge_transcript, write_atomically
 from ..models.results import TokenUsage
 from .outcome import Outcome, scrub
 from .reuse import VerdictKey, file_hash
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from ..check_context import CheckContext
     from ..models.results import ToolCallRecord
     from .judge_base import JudgeBase
@@ -62,32 +64,42 @@ def untrusted(label: str, body: str, guard: str = "") -> str:
     return f"{preamble}\n{body}\n<<END UNTRUSTED DATA: {label}>>"
 
 
-def judge_file_path(entry: str, ctx: CheckContext) -> Path | None:
-    """Where a ``files`` entry points: sandbox-relative (must stay inside), ``$TASK_DIR/``-relative to the task
-    folder, or ``$REFERENCE_DIR/``-relative to the reference folder (inside it); None when no reference is staged."""
+def judge_file_opener(entry: str, ctx: CheckContext) -> Callable[[], int] | None:
+    """How to open the regular file a ``files`` entry names (None: no reference is staged), at once and never
+    waiting on it. A sandbox-relative entry and a ``$REFERENCE_DIR/`` one are walked from their folder's root
+    without a link leading out (PermissionError): a process left running in the sandbox's namespace may swap
+    anything there for a link or a FIFO while the criteria read. A ``$TASK_DIR/`` entry is the task author's own
+    (``..`` allowed, its links followed); nothing of the sandbox's reaches it."""
     reference = next((p for p in REFERENCE_DIR_PREFIXES if entry.startswith(p)), None)
     if entry.startswith(TASK_DIR_PREFIX):
-        return ctx.task_dir / entry[len(TASK_DIR_PREFIX) :]
+        return functools.partial(open_regular, ctx.task_dir / entry[len(TASK_DIR_PREFIX) :])
     if reference is not None:
         if ctx.reference_dir is None:
             return None
-        folder = ctx.reference_dir.resolve()
-        path = (folder / entry[len(reference) :]).resolve()
-        if not path.is_relative_to(folder):
-            raise PermissionError(f"files: {entry!r} leaves the reference folder")
-        return path
+        relative, folder, links_at, name = entry[len(reference) :], ctx.reference_dir, None, "the reference folder"
+    else:
+        relative, folder, links_at, name = entry, ctx.sandbox.root, PurePosixPath(ctx.sandbox.workdir), "the sandbox"
+    return functools.partial(_open_confined, folder.resolve(), relative, links_at, name)
+
+
+def _open_confined(root: Path, relative: str, links_at: PurePosixPath | None, root_name: str) -> int:
+    """:func:`open_beneath` for reading, its refusal of a path leaving ``root`` worded as the judge's ``files``."""
     try:
-        return ctx.path(entry)
+        return open_beneath(root, relative, os.O_RDONLY, links_at, root_name=root_name)
     except PermissionError as exc:
         raise PermissionError(f"files: {exc}") from None
 
 
 def read_judge_file(entry: str, ctx: CheckContext, limit: int) -> str:
-    """A ``files`` entry's text, cut at ``limit`` characters (FILE_NOT_FOUND when it names no file)."""
-    path = judge_file_path(entry, ctx)
-    if path is None or not path.is_file():
+    """A ``files`` entry's text, cut at ``limit`` characters (FILE_NOT_FOUND when it names no regular file)."""
+    opened = judge_file_opener(entry, ctx)
+    if opened is None:
         return FILE_NOT_FOUND
-    return truncated(path.read_text(encoding="utf-8", errors="replace"), limit)
+    try:
+        text, _ = read_opened_text(opened, CRITERION_READ_CAP, entry)
+    except FileNotFoundError:
+        return FILE_NOT_FOUND
+    return truncated(text, limit)
 
 
 def file_hashes(criterion: JudgeBase, ctx: CheckContext) -> dict[str, str | None]:
@@ -95,8 +107,8 @@ def file_hashes(criterion: JudgeBase, ctx: CheckContext) -> dict[str, str | None
     not only what the prompt shows of it."""
     hashes: dict[str, str | None] = {}
     for entry in criterion.files:
-        path = judge_file_path(entry, ctx)
-        hashes[entry] = None if path is None else file_hash(path)
+        opened = judge_file_opener(entry, ctx)
+        hashes[entry] = None if opened is None else file_hash(opened)
     return hashes
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from ..files import CRITERION_READ_CAP, read_text_capped, truncation_note
+from ..files import read_text_beneath, truncation_note
 from ..models.criterion import CriterionBase
 from .outcome import Outcome
 from .registry import checks
@@ -78,14 +78,13 @@ def similarity(method: str, agent_code: str, reference: str) -> float:
 
 
 def _reference(criterion: ReferenceComparison, ctx: CheckContext) -> str | None:
-    """The reference code: a file of the reference folder (``reference_file``), else the task's reference."""
+    """The reference code: a file of the reference folder (``reference_file``), else the task's reference. The
+    staged folder is walked from its root, never through a link out of it, regular files only: a process left
+    running in the sandbox's namespace may swap the file for a link or a FIFO while the criteria read."""
     if criterion.reference_file is None or ctx.reference_dir is None:
         return ctx.reference
     folder = ctx.reference_dir.resolve()
-    path = (folder / criterion.reference_file).resolve()
-    if not path.is_relative_to(folder):
-        raise PermissionError(f"reference_file {criterion.reference_file!r} leaves the reference folder")
-    return read_text_capped(path, CRITERION_READ_CAP, criterion.reference_file)[0]
+    return read_text_beneath(folder, criterion.reference_file, root_name="the reference folder")[0]
 
 
 def _parses(code: str) -> bool:

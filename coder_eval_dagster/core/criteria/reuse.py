@@ -19,14 +19,16 @@ nothing, since nothing was paid for it this time.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..files import open_regular, opened_regular
 from .outcome import Outcome
 
 if TYPE_CHECKING:
@@ -65,14 +67,19 @@ def digest(value: object) -> str:
     return HASH_PREFIX + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def file_hash(path: Path) -> str | None:
-    """A file's bytes as ``sha256:<hex>``, streamed; None when there is no regular file there."""
-    if not path.is_file():
+def file_hash(opened: Callable[[], int]) -> str | None:
+    """The bytes of the file ``opened`` opens (as :func:`~..files.open_beneath` does: once, never waiting, never
+    through a link it refuses) as ``sha256:<hex>``, streamed; None when there is no regular file there."""
+    try:
+        fd = opened_regular(opened, "")
+    except FileNotFoundError:
         return None
     sha = hashlib.sha256()
-    with path.open("rb") as stream:
-        while chunk := stream.read(CHUNK):
+    try:
+        while chunk := os.read(fd, CHUNK):
             sha.update(chunk)
+    finally:
+        os.close(fd)
     return HASH_PREFIX + sha.hexdigest()
 
 
@@ -101,7 +108,7 @@ def tree_hash(folder: Path) -> str:
             elif path.is_dir():
                 entry = f"D {relative}"
             else:
-                entry = f"F {relative} {file_hash(path)}"
+                entry = f"F {relative} {file_hash(functools.partial(open_regular, path, follow=False))}"
             sha.update(entry.encode("utf-8", "surrogateescape") + b"\0")
     return HASH_PREFIX + sha.hexdigest()
 
