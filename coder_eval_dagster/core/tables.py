@@ -77,7 +77,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("expected_turns", pa.int32()),
             ("within_expected_turns", pa.bool_()),
             ("agent_type", pa.string()),
-            ("model", pa.string()),
+            ("model", pa.string()),  # the model the agent reported using (else agent.model; null: no agent)
+            ("agent_model", pa.string()),  # agent.model as configured (null: the agent's default)
             ("tags", pa.list_(pa.string())),
             ("error", pa.string()),
             ("trace_id", pa.string()),  # the evaluation's OpenTelemetry trace (null when telemetry is off)

@@ -80,7 +80,7 @@ def spent(task_id: str, agent_usd: float | None, duration_s: float = 10.0, **fie
         "variant_id": "default",
         "task_id": task_id,
         "agent_type": "replay",
-        "model": None,
+        "agent_model": None,
         "input_tokens": 800,
         "output_tokens": 200,
         "cost_usd": agent_usd,
@@ -97,9 +97,10 @@ def test_each_row_task_is_forecast_at_the_median_and_p90_of_its_own_earlier_eval
     task = replay_task(tmp_path / "tasks", "t")
     for index, (cost, seconds) in enumerate([(0.10, 10), (0.20, 20), (0.30, 30), (0.40, 40), (1.00, 50)]):
         judged = {"judge_input_tokens": 90, "judge_output_tokens": 10, "judge_cost_usd": 0.01}
-        earlier_run(runs, index, [spent("t", cost, seconds, **judged)])
+        # the model the agent reported is not the key: the configured one (none here) is
+        earlier_run(runs, index, [spent("t", cost, seconds, model=f"reported-{index}", **judged)])
     # not the same row-task, or not a usable observation: never counted
-    earlier_run(runs, 10, [spent("t", 50.0, final_status="ERROR"), spent("t", 50.0, model="claude-sonnet-4-5")])
+    earlier_run(runs, 10, [spent("t", 50.0, final_status="ERROR"), spent("t", 50.0, agent_model="claude-sonnet-4-5")])
     earlier_run(runs, 11, [spent("t", 50.0, variant_id="other"), spent("u", 50.0), spent("t", 50.0, agent_type="none")])
 
     result = forecast(selection(task, repeats=3), runs, workers=2)

@@ -96,6 +96,15 @@ class RunFolder:
         return json.loads((self.evaluation(task_id, variant, replicate) / "task.json").read_text(encoding="utf-8"))
 
 
+def table_models(cli: SystemCli) -> tuple[str | None, str | None]:
+    """The ``model`` and ``agent_model`` of the one task_results row the CLI's one run wrote."""
+    import pyarrow.parquet as pq
+
+    (path,) = cli.runs.glob("tables/task_results/*/*.parquet")
+    (row,) = pq.read_table(path, columns=["model", "agent_model"]).to_pylist()
+    return row["model"], row["agent_model"]
+
+
 def agent_usage(result: dict[str, Any]) -> tuple[int, int, float | None]:
     """A task.json's agent tokens and cost, as the report schema writes them: (uncached input, output, cost)."""
     usage = result["total_token_usage"] or {}

@@ -31,7 +31,8 @@ def test_run_with_no_paths_and_the_short_spellings(tmp_path: Path, system_cli: S
     assert [t["task_id"] for t in run.summary["task_results"]] == ["untyped"]  # -t: the tag filter
     result = run.result("untyped")
     assert result["task_config"]["resolved"]["agent"]["type"] == "none"  # -T
-    assert result["model_used"] == "my-model"  # -m
+    assert result["task_config"]["resolved"]["agent"]["model"] == "my-model"  # -m
+    assert result["model_used"] is None  # no agent ran: no model was used
     assert "[DEBUG] coder_eval_dagster: logging configured: level=DEBUG" in outcome.err  # -v
     assert "[DEBUG] coder_eval_dagster: logging configured" in (tmp_path / "logs/run.log").read_text()
 

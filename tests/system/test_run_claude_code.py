@@ -16,6 +16,8 @@ from .conftest import (
     no_key_anywhere,
     probe_ran,
     probing_session,
+    table_models,
+    task_file,
 )
 
 pytestmark = pytest.mark.slow
@@ -106,3 +108,48 @@ def test_an_api_error_names_the_model_proxy_as_coder_evals_not_as_the_users_gate
     result = run.result("failing")
     assert result["final_status"] == "ERROR", outcome.output
     assert "coder-eval's model proxy to" in result["error_message"], result["error_message"]
+
+
+def test_allowed_tools_are_the_only_tools_offered_so_a_tool_left_out_never_runs(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    """The guide: allowed_tools are the tools the agent can use. Passed only as pre-approved, every other tool stayed
+    offered: Bash was in the request's tools and ran."""
+    from tests.support.fake_anthropic import Script, Turn
+
+    fake = scripted_anthropic(Script([Turn(tools=[("Bash", {"command": "echo x > by_bash.txt"})]), Turn(text="ok")]))
+    agent = {"type": "claude-code", "model": "claude-test", "allowed_tools": ["Read", "Write", "Bash(git:*)"]}
+    agent["disallowed_tools"] = ["Bash"]  # a rule's tool, disallowed outright: not offered either
+    task = claude_code_task(tmp_path / "tasks", "tools", agent=agent)
+    _, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
+
+    offered = [{tool["name"] for tool in body["tools"]} for body in fake.script.agent_requests()]
+    assert offered and all("Bash" not in tools and {"Read", "Write"} <= tools for tools in offered), offered
+    assert not (run.evaluation("tools") / "sandbox/by_bash.txt").exists()
+
+
+def test_model_used_is_the_model_the_agent_ran_with_in_task_json_and_the_table(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    """No agent.model: Claude Code asks for its default, and that is the model used (it was null); the configured
+    model stays beside it in the table, the forecast's key."""
+    from tests.support.fake_anthropic import Script, Turn
+
+    fake = scripted_anthropic(Script([Turn(tools=[("Bash", {"command": "echo hi > out.txt"})]), Turn(text="done")]))
+    agent = {"type": "claude-code", "permission_mode": "bypassPermissions"}
+    task = claude_code_task(tmp_path / "tasks", "default_model", agent=agent)
+    outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
+
+    (model,) = {body["model"] for body in fake.script.agent_requests()}
+    result = run.result("default_model")
+    assert (result["model_used"], result["iterations"][0]["model_used"]) == (model, model), outcome.output
+    assert table_models(system_cli) == (model, None)
+
+
+def test_an_agentless_task_records_no_model_used_whatever_model_it_names(tmp_path: Path, system_cli: SystemCli) -> None:
+    """type none runs no model: model_used was agent.model copied from the task."""
+    task = task_file(tmp_path / "tasks", "agentless", agent={"type": "none", "model": "foo"})
+    outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 0, outcome.output
+    assert run.result("agentless")["model_used"] is None
+    assert table_models(system_cli) == (None, "foo")

@@ -9,13 +9,23 @@ from genai_prices import Usage, calc_price
 
 from ..support.fake_openai import ResponsesScript, Step
 from ..support.helpers import write_task
-from .conftest import ENV_PROBE, SystemCli, agent_usage, carried, new_key, no_key_anywhere, probe_ran, proxied_through
+from .conftest import (
+    ENV_PROBE,
+    SystemCli,
+    agent_usage,
+    carried,
+    new_key,
+    no_key_anywhere,
+    probe_ran,
+    proxied_through,
+    table_models,
+)
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("openai_codex", reason="the codex extra is not installed")
 
 
-def codex_task(folder: Path, task_id: str, model: str, **fields: object) -> Path:
+def codex_task(folder: Path, task_id: str, model: str | None, **fields: object) -> Path:
     data = {
         "task_id": task_id,
         "description": "the codex path",
@@ -97,3 +107,17 @@ def test_codex_turns_are_priced_as_they_end_so_that_max_usd_binds(
     assert spend["total_cost_usd"] == pytest.approx(2 * each) and spend["cost_complete"]
     assert f"spend [default]: agent ${2 * each:.4f} (priced)" in outcome.out, outcome.out
     assert "no price known" not in outcome.err
+
+
+def test_a_codex_task_naming_no_model_records_the_model_codex_ran_with(
+    tmp_path: Path, system_cli: SystemCli, scripted_responses
+) -> None:
+    """model_used was null: the configured model copied, though every request named Codex's default."""
+    fake = scripted_responses(ResponsesScript([Step(commands=["echo hi > out.txt"]), Step(text="Done")]))
+    task = codex_task(tmp_path / "tasks", "default_model", None)
+    env = {"CODEX_API_KEY": new_key("sk-proj-"), "CODEX_BASE_URL": fake.url, **proxied_through(fake.url)}
+    outcome, run = system_cli.run(task, env=env)
+
+    (model,) = {body["model"] for body in fake.script.requests}
+    assert run.result("default_model")["model_used"] == model, outcome.output
+    assert table_models(system_cli) == (model, None)

@@ -125,6 +125,7 @@ class AgentInput:
 class AgentOutput:
     turns: list[TurnRecord] = field(default_factory=list)
     final_text: str | None = None
+    model: str | None = None  # the model the agent reported answering with (None: it named none)
     stop_reason: StopReason = "completed"
     final_status: FinalStatus | None = None  # TIMEOUT / budget statuses; None: scored normally
     error: str | None = None

@@ -10,7 +10,8 @@ is written to disk).
 The system prompt is Claude Code's own (the ``claude_code`` preset, its
 per-run sections moved into the first message so that it stays the same
 from run to run) with ``agent.system_prompt`` appended, or that prompt alone
-under ``system_prompt_mode: replace``. ``agent.plugins`` are copied into the
+under ``system_prompt_mode: replace``. ``agent.allowed_tools`` are the tools offered (the SDK's
+``tools``) as well as pre-approved. ``agent.plugins`` are copied into the
 agent's HOME (so that a container sees them too) and offered through the
 SDK's ``plugins`` option: their skills become the agent's.
 
@@ -58,6 +59,7 @@ if TYPE_CHECKING:  # the SDK is imported on first use (start-up stays light)
         ClaudeAgentOptions,
         ClaudeSDKClient,
         ResultMessage,
+        SystemMessage,
         UserMessage,
     )
     from claude_agent_sdk.types import (
@@ -71,6 +73,7 @@ if TYPE_CHECKING:  # the SDK is imported on first use (start-up stays light)
 
 OUTPUT_CHARS = 2000
 STDERR_LINES = 20
+SYNTHETIC_MODEL = "<synthetic>"  # what Claude Code names as the model of a message it made up (an API error's)
 
 
 class Session:
@@ -80,7 +83,9 @@ class Session:
         self.input = agent_input
         self.output = AgentOutput()
         model, prices = agent_input.config.model, agent_input.run.prices
-        self.budget = BudgetTracker(agent_input.limits, estimate=lambda turn: prices.cost(model, turn.usage))
+        self.budget = BudgetTracker(
+            agent_input.limits, estimate=lambda turn: prices.cost(self.output.model or model, turn.usage)
+        )
         self.breached: Breach | None = None  # a budget over its cap: no further tool call, no further turn
         self.turn_of: dict[str, TurnRecord] = {}  # assistant message id -> turn
         self.call_of: dict[str, ToolCallRecord] = {}  # tool_use id -> call
@@ -223,10 +228,19 @@ class Session:
             self._add_usage(self.turn_of[self.streaming], event.get("usage"))
         return None
 
+    def on_system(self, message: SystemMessage) -> None:
+        """The session's init message names the model the CLI asks for (its default when the task names none)."""
+        model = message.data.get("model") if message.subtype == "init" else None
+        if isinstance(model, str) and model and self.output.model is None:
+            self.output.model = model
+
     def on_assistant(self, message: AssistantMessage) -> Breach | None:
-        """Record an assistant message; a budget breach's status when a turn completes over a cap."""
+        """Record an assistant message and the model that answered; a budget breach's status when a turn completes
+        over a cap."""
         from claude_agent_sdk import TextBlock, ToolUseBlock
 
+        if message.model and message.model != SYNTHETIC_MODEL:
+            self.output.model = message.model
         key = getattr(message, "message_id", None) or self.streaming or f"anon-{len(self.turn_of)}"
         turn, breach = self._turn(key)
         self._add_usage(turn, getattr(message, "usage", None))
@@ -276,7 +290,7 @@ class Session:
         if breach is None and self.output.final_status is None:
             breach = self.settle()  # the last turn, with the cost reported at the end
         for turn in self.output.turns[self.cost_covered :]:  # cut off before Claude Code reported their cost
-            self.input.price(turn)  # at the run's prices: the agent's cost is then a floor, not empty
+            self.input.price(turn, self.output.model)  # at the run's prices: the agent's cost is a floor, not empty
         return self.output.conclude(self.budget, breach, self.stop_requested, self.input.limits.max_turns)
 
 
@@ -289,6 +303,16 @@ def system_prompt(config: AgentConfig) -> str | SystemPromptPreset:
     if config.system_prompt is not None:
         preset["append"] = config.system_prompt
     return preset
+
+
+def offered_tools(config: AgentConfig) -> list[str] | None:
+    """The tools the CLI offers at all (its ``tools``): those ``allowed_tools`` names (a rule such as ``Bash(git:*)``
+    offers its tool), less those disallowed outright; None (Claude Code's own set) when it names none.
+    ``allowed_tools`` alone only pre-approves its tools: every other tool stayed offered, and ran."""
+    if config.allowed_tools is None:
+        return None
+    named = dict.fromkeys(rule.split("(", 1)[0].strip() for rule in config.allowed_tools)
+    return [tool for tool in named if tool not in config.disallowed_tools]
 
 
 def copied_plugins(config: AgentConfig, home: Path) -> list[SdkPluginConfig]:
@@ -347,13 +371,14 @@ def build_options(agent_input: AgentInput, session: Session, home: Path, route: 
                 agent_input.sandbox.agent_launcher(home),
             )
         ),
-        **config.sdk_options,
+        # the offered tools, or sdk_options' own (never both: models/agent.py); None is Claude Code's own set
+        **{"tools": offered_tools(config), **config.sdk_options},
     )
 
 
 async def _exchange(client: ClaudeSDKClient, session: Session, prompt: str) -> Breach | None:
     """One user message and the agent's whole answer to it; a budget breach's status, if any."""
-    from claude_agent_sdk import AssistantMessage, ResultMessage, StreamEvent, UserMessage
+    from claude_agent_sdk import AssistantMessage, ResultMessage, StreamEvent, SystemMessage, UserMessage
 
     breach: Breach | None = None
     await client.query(prompt)
@@ -367,6 +392,8 @@ async def _exchange(client: ClaudeSDKClient, session: Session, prompt: str) -> B
             break
         if isinstance(message, UserMessage):
             session.on_user(message)
+        elif isinstance(message, SystemMessage):
+            session.on_system(message)
         elif isinstance(message, ResultMessage):
             session.on_result(message)
             # (a stop requested before this message broke the loop above; no hook runs in between)

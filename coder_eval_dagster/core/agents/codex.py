@@ -94,7 +94,7 @@ class CodexSession:
         self.breach: Breach | None = None
         self.closed = False  # the last turn got its usage update
         self.calls_started = 0  # tool calls begun (run_limits.max_tool_calls)
-        self.model = agent_input.config.model  # the thread's model, when the task names none (Codex's default)
+        self.model = agent_input.config.model  # until the thread names its own (Codex's default, if none is set)
 
     def turn(self) -> TurnRecord:
         """The open turn: items arrive before the usage update that closes their round trip."""
@@ -166,6 +166,7 @@ class CodexSession:
         return bool(self.stop_reason or self.breach or self.output.stop_reason == "max_tool_calls")
 
     def finish(self) -> AgentOutput:
+        self.output.model = self.model
         return self.output.conclude(self.budget, self.breach, self.stop_reason, self.input.limits.max_turns)
 
 
@@ -214,8 +215,7 @@ async def _converse(agent_input: AgentInput, session: CodexSession, home: Path, 
         thread = await codex.thread_start(
             cwd=str(agent_input.sandbox.workdir), sandbox=Sandbox.full_access, model=agent_input.config.model
         )
-        if session.model is None:
-            session.model = (await thread.read()).thread.model
+        session.model = (await thread.read()).thread.model or session.model  # the model the thread runs
         await agent_input.converse(
             lambda prompt: _exchange(thread, agent_input, session, prompt), lambda _: session.halted, session.output
         )

@@ -1,7 +1,8 @@
 """What earlier runs spent: the ``task_results`` Parquet tables, read in place with DuckDB.
 
 "The same row-task" is the same task id (``<task_id>/<row_id>`` for dataset
-rows), variant id, agent type and agent model: a variant that changes the
+rows), variant id, agent type and agent model as configured (the ``agent_model``
+column, not the ``model`` the agent reported using): a variant that changes the
 model is another row-task, and so is a task run under ``--type replay``.
 Evaluations that ended in ERROR are left out (most stopped before or without
 the agent's spend, and would pull the median down), and so is everything
@@ -24,7 +25,7 @@ P90 = 0.9
 TABLE = "task_results"
 
 Key = tuple[str, str, str, str | None]
-KEY_COLUMNS = ("variant_id", "task_id", "agent_type", "model")
+KEY_COLUMNS = ("variant_id", "task_id", "agent_type", "agent_model")
 
 # Each part of Figures as SQL over one task_results row. A cost left null where no token was spent is 0 (no judge,
 # an agentless task); a null cost with tokens stays null: nobody priced them, and the part is then unknown.
@@ -94,19 +95,19 @@ def _query(folder: Path) -> str:
     statistics = [f"median({part})" for part in PARTS] + [f"quantile_cont({part}, {P90})" for part in PARTS]
     return f"""
 WITH picked AS (
-    SELECT t.variant_id, t.task_id, t.agent_type, t.model, t.run_id, t.duration_s, t.cost_usd, t.judge_cost_usd,
+    SELECT t.variant_id, t.task_id, t.agent_type, t.agent_model, t.run_id, t.duration_s, t.cost_usd, t.judge_cost_usd,
            t.simulator_cost_usd, {tokens},
            row_number() OVER (
-               PARTITION BY t.variant_id, t.task_id, t.agent_type, t.model ORDER BY t.run_ts DESC
+               PARTITION BY t.variant_id, t.task_id, t.agent_type, t.agent_model ORDER BY t.run_ts DESC
            ) AS recency
     FROM read_parquet({source}, hive_partitioning = true, union_by_name = true) AS t
     JOIN wanted AS w ON t.variant_id = w.variant_id AND t.task_id = w.task_id AND t.agent_type = w.agent_type
-                    AND t.model IS NOT DISTINCT FROM w.model
+                    AND t.agent_model IS NOT DISTINCT FROM w.agent_model
     WHERE t.final_status <> 'ERROR'
 ), parts AS (
     SELECT *, {costs} FROM picked WHERE recency <= {HISTORY_DEPTH}
 )
-SELECT variant_id, task_id, agent_type, model, count(*), list(DISTINCT run_id), {", ".join(statistics)}
+SELECT variant_id, task_id, agent_type, agent_model, count(*), list(DISTINCT run_id), {", ".join(statistics)}
 FROM parts
-GROUP BY variant_id, task_id, agent_type, model
+GROUP BY variant_id, task_id, agent_type, agent_model
 """

@@ -21,7 +21,16 @@ SettingSource = Literal["user", "project", "local"]
 ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
 # The agent types that read thinking_level (coder_eval's Gemini and pi agents); none of them is built in.
 THINKING_TYPES = ("antigravity", "pi")
-CLAUDE_CODE_ONLY = ("sdk_options", "claude_settings", "system_prompt_mode", "setting_sources", "plugins")
+# The fields only the claude-code agent reads (codex, opencode, replay and none have no use for them).
+CLAUDE_CODE_ONLY = (
+    "sdk_options",
+    "claude_settings",
+    "system_prompt",
+    "system_prompt_file",
+    "system_prompt_mode",
+    "setting_sources",
+    "plugins",
+)
 OPENCODE_ONLY = ("variant", "pure")
 BY_TYPE_REFUSAL = (
     "not supported: coder_eval's later per-agent defaults block (not in its release); "
@@ -113,6 +122,8 @@ class AgentConfig(RejectsMovedLimits):
                 raise rule_error(name, f"only allowed with type opencode, not {kind}")
         if not self.pure:
             raise rule_error("pure", "opencode always runs without external plugins here: its HOME is its own")
+        if self.allowed_tools is not None and "tools" in self.sdk_options:
+            raise rule_error("sdk_options.tools", "set allowed_tools or sdk_options.tools, not both")
         if self.system_prompt_mode == "replace" and self.system_prompt is None and self.system_prompt_file is None:
             raise rule_error("system_prompt_mode", "replace needs a system_prompt (or system_prompt_file)")
         if self.thinking_level is not None and kind not in THINKING_TYPES:

@@ -475,7 +475,8 @@ class EvaluationResult(BaseModel):
     replicate: int = written_as("replicate_index")  # the folder's NN: from 0 (from 1 in earlier run folders)
     description: str = written_as("task_description", "description", default="")
     agent_type: str
-    model: str | None = written_as("model_used", default=None)
+    model: str | None = written_as("model_used", default=None)  # the agent's report, else agent.model; None: none
+    agent_model: str | None = None  # agent.model as configured (None: the agent's default): the forecast's key
     tags: list[str] = Field(default_factory=list)
     final_status: Status = "ERROR"
     success: bool = False
