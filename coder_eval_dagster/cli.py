@@ -255,6 +255,12 @@ def _run_folder_to_continue(args: argparse.Namespace) -> Path | None:
         if args.run_dir is None:
             raise UsageError("argument --resume: give the run folder: --resume RUN_DIR (or --run-dir RUN_DIR --resume)")
         return Path(args.run_dir)
+    if args.run_dir is not None and args.resume is not None:  # `--run-dir R --resume tasks/`: argparse gave the
+        raise UsageError(  # path to --resume as its folder
+            f"argument --resume: a resume takes no task paths (the run folder keeps its own selection): give "
+            f"--run-dir {args.run_dir} --resume, or --resume {args.run_dir}, alone ({args.resume} was read as "
+            "--resume's folder)"
+        )
     if args.run_dir is not None:
         raise UsageError(
             "argument --run-dir: a new run's folder is made here under --runs-dir DIR (DIR/<timestamp>, "

@@ -38,11 +38,12 @@ def add_commands(subparsers: Any) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .core.evaluate_directory import evaluate_directory
+    from .core.evaluate_directory import evaluate_directory, grading_task
     from .core.runs import new_run_dir
 
+    row_task = grading_task(args.task, args.directory)  # invalid input leaves no run folder behind
     folder = args.run_dir or new_run_dir(args.runs_dir)
-    result = evaluate_directory(args.task, args.directory, folder)
+    result = evaluate_directory(row_task, folder)
     return report(result, folder)
 
 

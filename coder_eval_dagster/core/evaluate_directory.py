@@ -26,7 +26,10 @@ VARIANT = "evaluate"  # coder_eval's variant_id for a graded directory
 
 
 def grading_task(task_file: Path, directory: Path) -> RowTask:
-    """The task of ``task_file``, agentless, starting from a copy of ``directory``."""
+    """The task of ``task_file``, agentless, starting from a copy of ``directory``; InvalidInput when either
+    cannot be graded (before any run folder is made for it)."""
+    if not directory.is_dir():
+        raise InvalidInput([Problem(str(directory), None, DOCUMENT, "not a directory to grade")])
     resolution = resolve(RunSpec(task_paths=[str(task_file)], include_skipped=True), base_layer=False)
     if resolution.problems:
         raise InvalidInput(resolution.problems)
@@ -54,11 +57,8 @@ def with_directory(sources: list[TemplateSource], directory: Path) -> list[Templ
     return [*sources[:at], copied, *sources[at:]]
 
 
-def evaluate_directory(task_file: Path, directory: Path, folder: Path) -> EvaluationResult:
-    """Grade ``directory`` against ``task_file``'s criteria; the result and its sandbox go into ``folder``."""
-    if not directory.is_dir():
-        raise InvalidInput([Problem(str(directory), None, DOCUMENT, "not a directory to grade")])
-    row_task = grading_task(task_file, directory)
+def evaluate_directory(row_task: RowTask, folder: Path) -> EvaluationResult:
+    """Grade ``row_task`` (:func:`grading_task`); the result and its sandbox go into ``folder``."""
     context = RunContext.create()
     evaluation = new_evaluation(folder.name, folder, row_task, FIRST_REPLICATE, None, context)
     evaluation.folder = folder  # flat: the folder is the evaluation's, not <variant>/<task>/<NN> below it

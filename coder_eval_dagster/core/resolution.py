@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import fnmatch
 import functools
+import json
 import os
 import re
 from collections.abc import Callable
@@ -447,8 +448,9 @@ def _experiment_layers(spec: RunSpec, base_layer: bool) -> list[LoadedExperiment
     if spec.experiment is not None:
         path = Path(spec.experiment)
         if not path.exists():
+            looked = EXPERIMENTS_DIR / f"{spec.experiment}.yaml"
             raise InvalidInput(
-                [Problem(spec.experiment, None, DOCUMENT, f"no such experiment file (nor {EXPERIMENTS_DIR}/NAME.yaml)")]
+                [Problem(spec.experiment, None, DOCUMENT, f"no such experiment file (nor {looked} or .yml)")]
             )
         if not layers or path.resolve() != BASE_LAYER.resolve():
             layers.append(load_experiment(path))
@@ -624,6 +626,8 @@ def _agent_files(task: Task, doc: Document) -> tuple[AgentConfig, list[Problem]]
     if agent.system_prompt_file is not None:
         text = _read_file(doc, (*loc, "system_prompt_file"), agent.system_prompt_file)
         update |= {"system_prompt": text if text.strip() else None, "system_prompt_file": None}
+    if isinstance(agent.claude_settings, str):  # a settings file: its object, as a mapping in the task would be
+        update["claude_settings"] = _settings_object(doc, (*loc, "claude_settings"), agent.claude_settings)
     if agent.plugins:
         plugins = []
         for index, plugin in enumerate(agent.plugins):
@@ -901,6 +905,20 @@ def _read_file(doc: Document, loc: Loc, relative: str) -> str:
     except (OSError, UnicodeDecodeError, UnreadableFile) as exc:
         problem = Problem(str(doc.path), doc.line_of(loc), dotted(loc), f"cannot read {relative}: {exc}")
         raise InvalidInput([problem]) from None
+
+
+def _settings_object(doc: Document, loc: Loc, relative: str) -> dict[str, Any]:
+    """A ``claude_settings`` file's JSON object, read in at load (relative to the task, bounded): a missing or
+    malformed file is the task's problem, not a failure of the run that copies it into the agent's HOME."""
+    try:
+        settings = json.loads(_read_file(doc, loc, relative))
+    except json.JSONDecodeError as exc:
+        why = f"{relative} is not JSON: {exc}"
+    else:
+        if isinstance(settings, dict):
+            return settings
+        why = f"{relative} is not a JSON object (the settings, as a mapping in the task would give them)"
+    raise InvalidInput([Problem(str(doc.path), doc.line_of(loc), dotted(loc), why)])
 
 
 def _blame_variant(

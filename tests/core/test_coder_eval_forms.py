@@ -367,7 +367,9 @@ def test_experiment_by_name_and_the_base_layer(tmp_path: Path, monkeypatch: pyte
     assert [h.command for h in under.task.pre_run] == ["base", "named", "task"]
     assert [h.command for h in under.task.post_run] == ["task", "named", "base"]
     missing = resolve(RunSpec(task_paths=[task], experiment="nowhere"))
-    assert [str(p) for p in missing.problems] == ["no such experiment file (nor experiments/NAME.yaml): nowhere"]
+    assert [str(p) for p in missing.problems] == [
+        "no such experiment file (nor experiments/nowhere.yaml or .yml): nowhere"
+    ]
 
 
 # ----------------------------------------------------------------------------- datasets: split and sampling

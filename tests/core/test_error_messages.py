@@ -129,3 +129,46 @@ def test_coder_eval_forms_refused_here_say_why_in_one_line_and_numbers_are_finit
     assert "e.yaml:5: defaults.agent.by_type: not supported: coder_eval's later per-agent defaults block" in refused.err
     assert "e.yaml:8: variants.0.prompt_mutations.0.type: rephrase is not supported" in refused.err
     assert "did you mean" not in refused.err
+
+
+def claude_task(folder: Path, agent: str) -> Path:
+    """A claude-code task whose agent block is ``agent`` (YAML flow fields)."""
+    return write(
+        folder / "t.yaml",
+        f"""
+        task_id: t
+        description: d
+        initial_prompt: p
+        agent: {{type: claude-code, {agent}}}
+        success_criteria: [{{type: run_command, command: "true", description: d}}]
+        """,
+    )
+
+
+def test_a_claude_settings_file_is_checked_at_load(tmp_path: Path) -> None:
+    """Missing, not JSON, not an object: the task's problem at its line, not a FileNotFoundError of the run."""
+    write(tmp_path / "bad.json", "not json")
+    write(tmp_path / "list.json", "[1]")
+    write(tmp_path / "ok.json", '{"env": {"A": "1"}}')
+    expected = {
+        "nope/settings.json": "agent.claude_settings: file not found: nope/settings.json (relative to the task YAML)",
+        "bad.json": "agent.claude_settings: bad.json is not JSON: Expecting value: line 1 column 1 (char 0)",
+        "list.json": "agent.claude_settings: list.json is not a JSON object",
+    }
+    for settings, message in expected.items():
+        result = run_cli("validate", claude_task(tmp_path, f"claude_settings: {settings}"))
+        assert result.code == 1 and result.err.startswith(f"{tmp_path / 't.yaml'}:5: {message}"), result.err
+    assert run_cli("validate", claude_task(tmp_path, "claude_settings: ok.json")).code == 0
+
+
+def test_a_mistyped_sdk_option_says_what_was_expected_and_what_was_given(tmp_path: Path) -> None:
+    expected = {
+        "effort: 7": "'effort': expected 'low', 'medium', 'high', 'xhigh' or 'max'; given 7 (int)",
+        "max_thinking_tokens: abc": "'max_thinking_tokens': expected a valid integer, unable to parse string as an "
+        "integer; given 'abc' (str)",
+        "fallback_model: [1]": "'fallback_model': expected a valid string; given [1] (list)",
+        "add_dirs: [a, {b: 1}]": "'add_dirs'[1]: expected a valid string; given {'b': 1} (dict)",
+    }
+    for option, message in expected.items():
+        result = run_cli("validate", claude_task(tmp_path, f"sdk_options: {{{option}}}"))
+        assert result.code == 1 and result.err == f"{tmp_path / 't.yaml'}:5: agent.sdk_options: {message}\n"

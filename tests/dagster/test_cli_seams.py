@@ -14,23 +14,55 @@ import pytest
 from coder_eval_dagster import cli
 from coder_eval_dagster.core import evaluation
 
-from ..support.helpers import run_cli, task_with, write_task
+from ..support.helpers import run_cli, run_folders, task_with, write_task
 
 ROOT = Path(__file__).parent.parent.parent
 AGENTLESS = {"agent": {"type": "none"}, "initial_prompt": None, "sandbox": {"python": None}}
 CHECK = {"type": "run_command", "command": "true", "description": "ok"}
 
 
-def test_limit_zero_is_a_one_line_usage_error_from_the_installed_cli(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "coder-eval"), "run", str(ROOT / "tasks"), "--limit", "0"],
+def installed_cli(tmp_path: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    """The installed ``coder-eval`` run in ``tmp_path`` (its Dagster home there too)."""
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "coder-eval"), *map(str, args)],
+        cwd=tmp_path,
         env={**os.environ, "DAGSTER_HOME": str(tmp_path / "home")},
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_limit_zero_is_a_one_line_usage_error_from_the_installed_cli(tmp_path: Path) -> None:
+    done = installed_cli(tmp_path, "run", ROOT / "tasks", "--limit", "0")
     assert done.returncode == 2
     assert done.stderr == "coder-eval run: argument --limit: must be at least 1, got 0 (see coder-eval run --help)\n"
+
+
+def test_an_experiment_not_found_is_named_where_it_was_looked_for(tmp_path: Path) -> None:
+    done = installed_cli(tmp_path, "run", ROOT / "tasks", "-e", "nosuch", "--estimate")
+    assert done.returncode == 2
+    assert done.stderr == "no such experiment file (nor experiments/nosuch.yaml or .yml): nosuch\n"
+
+
+def test_a_resume_given_task_paths_says_it_takes_none(tmp_path: Path) -> None:
+    """``--run-dir R --resume tasks/``: argparse reads tasks/ as --resume's folder; not the new-run message."""
+    done = installed_cli(tmp_path, "run", "--run-dir", "R", "--resume", "tasks/")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "a resume takes no task paths" in done.stderr and "give --run-dir R --resume" in done.stderr
+
+
+def test_evaluate_leaves_no_run_folder_on_invalid_input(tmp_path: Path) -> None:
+    task = write_task(tmp_path, task_with(success_criteria=[CHECK], **AGENTLESS))
+    (tmp_path / "graded").mkdir()
+    for args in ((task, tmp_path / "nodir"), (tmp_path / "missing.yaml", tmp_path / "graded")):
+        done = installed_cli(tmp_path, "evaluate", *args, "--runs-dir", tmp_path / "runs")
+        assert done.returncode == 2, done.stderr
+        assert not (tmp_path / "runs").exists()
+    assert (
+        installed_cli(tmp_path, "evaluate", task, tmp_path / "graded", "--runs-dir", tmp_path / "runs").returncode == 0
+    )
+    assert len(run_folders(tmp_path / "runs")) == 1
 
 
 def test_an_internal_error_has_its_own_exit_code(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -11,7 +11,10 @@ import functools
 import typing
 from typing import Any
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
+
+INPUT_SHOULD_BE = "Input should be "  # how pydantic words a type's expectation
+SHOWN_CHARS = 80  # of a mistyped value, in the message
 
 # Keys the runtime sets itself; a task may not override them through sdk_options.
 FRAMEWORK_MANAGED = frozenset(
@@ -78,6 +81,30 @@ def check_sdk_options(options: dict[str, Any]) -> None:
         if adapter is not None:
             try:
                 adapter.validate_python(value)
-            except Exception as exc:
-                first = str(exc).splitlines()[-1].strip() if str(exc) else "invalid value"
-                raise ValueError(f"{key!r}: {first}") from None
+            except ValidationError as exc:
+                raise ValueError(_mistyped(key, value, exc)) from None
+
+
+def _mistyped(key: str, value: object, exc: ValidationError) -> str:
+    """What the option's value should be and what it is (pydantic's first error, in words, without its link),
+    and where inside a list or mapping value."""
+    error = exc.errors(include_url=False)[0]
+    where = _inside(value, error["loc"])
+    message = error["msg"]
+    expected = "expected " + message.removeprefix(INPUT_SHOULD_BE) if message.startswith(INPUT_SHOULD_BE) else message
+    given = error["input"]
+    shown = repr(given) if len(repr(given)) <= SHOWN_CHARS else repr(given)[:SHOWN_CHARS] + "..."
+    return f"{key!r}{where}: {expected}; given {shown} ({type(given).__name__})"
+
+
+def _inside(value: object, location: tuple[int | str, ...]) -> str:
+    """The leading parts of an error's ``location`` that index ``value`` (``[0]``, ``['a']``), as Python writes
+    them; the rest name the branches of a union (``'str'``, ``'lax-or-strict[...]'``), which the user never wrote."""
+    shown = ""
+    for part in location:
+        item = isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value)
+        if not (item or (isinstance(value, dict) and part in value)):
+            break
+        value = value[part]  # type: ignore[index]
+        shown += f"[{part!r}]"
+    return shown

@@ -193,13 +193,14 @@ class Task(RejectsMovedLimits):
                     )
 
     def _check_files_exist(self, info: ValidationInfo) -> None:
-        reference = self.reference
+        reference, settings = self.reference, self.agent.claude_settings  # a mapping, or a settings file
         checks: list[tuple[str, str | None, bool, int]] = [
             ("initial_prompt_file", self.initial_prompt_file, False, MAX_DOCUMENT_BYTES),
             ("reference.file", reference.file if reference else None, False, MAX_DOCUMENT_BYTES),
             ("reference.directory", reference.directory if reference else None, True, 0),
             ("agent.trajectory", self.agent.trajectory, False, MAX_DOCUMENT_BYTES),
             ("agent.system_prompt_file", self.agent.system_prompt_file, False, MAX_DOCUMENT_BYTES),
+            ("agent.claude_settings", settings if isinstance(settings, str) else None, False, MAX_DOCUMENT_BYTES),
         ]
         for index, source in enumerate(self.sandbox.template_sources):
             if isinstance(source, TemplateDirSource):
