@@ -28,7 +28,7 @@ from .core.models.report import RunSummary
 from .core.models.results import EvaluationResult
 from .core.problems import InvalidInput
 from .core.reports.junit import write_junit
-from .core.reports.run_summary import counts_line, judges_usd, total_usd, usd, why_not_passed
+from .core.reports.run_summary import counts_line, judges_usd, terminal_text, total_usd, usd, why_not_passed
 from .core.resolution import Resolution, RowTask, resolve
 from .core.routing import resolve_route, routing_line
 from .core.run_context import ROUTED_AGENT_TYPES, RunContext, uses_model_route
@@ -383,7 +383,8 @@ def print_summary(report: RunSummary, run_dir: Path) -> None:
         console.print(table)
     for row in failed[:MAX_TABLE_ROWS]:
         where = escape(f"{row.task_id} [{row.variant_id}] #{replicate_name(row.replicate_index)}")
-        console.print(f"[red]✗[/] {where} {row.status}: {escape(why_not_passed(row))}", highlight=False, soft_wrap=True)
+        why = escape(terminal_text(why_not_passed(row)))
+        console.print(f"[red]✗[/] {where} {row.status}: {why}", highlight=False, soft_wrap=True)
     for entry in report.suite:
         for threshold in entry["thresholds"]:
             mark = "[green]met[/]" if threshold["passed"] else "[red]NOT met[/]"

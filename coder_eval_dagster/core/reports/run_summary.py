@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import html
+import re
+
 from ..layout import RUN_VIEWER, replicate_name, report_path
 from ..models.report import RunSummary, Spend, TaskRow
 from ..models.results import EvaluationResult, TokenUsage
@@ -49,8 +52,20 @@ def _by_variant(rows: list[TaskRow]) -> dict[str, list[TaskRow]]:
 
 
 def md_cell(text: str) -> str:
-    """Text safe inside a Markdown table cell."""
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text safe inside a Markdown table cell: on one line (a carriage return ended the row too), no HTML a viewer
+    would render, no link of the text's own (an agent's output lands here)."""
+    flat = " ".join(terminal_text(text).replace("\r", "\n").splitlines())
+    escaped = html.escape(flat, quote=False)
+    return re.sub(r"([|\[\]])", r"\\\1", escaped)
+
+
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_text(text: str) -> str:
+    """Text shown on a terminal with its control characters written out (``\\x1b``): an evaluation's output could
+    otherwise set the window title, write the clipboard (OSC 52) or clear the screen of whoever reads it."""
+    return CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
 
 
 def score_text(value: float | None) -> str:
