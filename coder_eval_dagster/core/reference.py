@@ -58,7 +58,8 @@ def reference_text(task: Task, task_dir: Path) -> str | None:
 
 
 def _folder_text(folder: Path) -> str:
-    """``### <path>`` and the text of each regular file, in path order, up to the document size limit."""
+    """``### <path>`` and the text of each regular file, in path order, up to the document size limit (the header
+    ``outcome.FILE_HEADER`` splits on, to scrub each file)."""
     sections: list[str] = []
     size = 0
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):

@@ -168,6 +168,26 @@ def test_reference_echoed_by_the_judge_is_scrubbed(tmp_path, api):
     assert "REFERENCE-SOLUTION-7f3a" not in (folder(tmp_path) / "judge-0.yaml").read_text()
 
 
+FOLDER_LINE = "SECRET_ANSWER = 4242  # REFERENCE-FILE-9c1b"
+
+
+def test_a_folder_reference_quoted_or_shown_in_files_is_scrubbed_from_everything_persisted(tmp_path, api):
+    """Each file of a folder reference and each of its longer lines count: the judge quotes one line, and a
+    ``$REFERENCE_DIR`` file is in its prompt, where the judge sees both but no artifact keeps them."""
+    write(tmp_path / "ref/solution.py", f"import os\n\n{FOLDER_LINE}\n")
+    fake = api(Script([], verdict={"score": 0.5, "rationale": f"it lacks {FOLDER_LINE}"}))
+    spec = llm(include_reference=True, files=["$REFERENCE_DIR/solution.py"])
+    turns = [{"calls": [{"tool": "Write", "path": "main.py", "content": "import os\n"}], "text": AGENT_TEXT}]
+    result = evaluate_replay(tmp_path, turns, reference={"directory": "ref"}, success_criteria=[spec])
+    (judge,) = result.criteria
+    assert judge.details["rationale"] == "it lacks [reference removed]"
+    assert user_prompt(fake.script.requests[0]).count(FOLDER_LINE) == 2  # the reference and the file, shown
+    transcript = yaml.safe_load((folder(tmp_path) / "judge-0.yaml").read_text())
+    assert "### $REFERENCE_DIR/solution.py\n[reference removed]" in transcript["prompt"]
+    persisted = [folder(tmp_path) / name for name in ("task.json", "judge-0.yaml", "task.html")]
+    assert not [path.name for path in persisted if "REFERENCE-FILE-9c1b" in path.read_text()]
+
+
 @pytest.mark.parametrize(
     ("verdict", "error"),
     [

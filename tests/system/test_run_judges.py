@@ -99,3 +99,46 @@ def test_an_agent_judge_cut_off_by_its_turn_timeout_records_what_its_turns_spent
     assert "turn_timeout" in criterion["error"]
     usage = criterion["evidence"]["judge_usage"]
     assert (usage["input_tokens"], usage["cost_source"]) == (700, "priced") and usage["cost_usd"] > 0, usage
+
+
+def test_a_folder_reference_the_judges_echo_reaches_no_artifact(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    """Both judges quote a line of a ``reference: {directory}`` file, and the judge agent is shown the file through
+    ``$REFERENCE_DIR``: task.json, judge-N.yaml, task.html and run.json keep neither."""
+    line = "SECRET_ANSWER = 4242  # REFERENCE-FILE-3e8d"
+    fake = scripted_anthropic(
+        Script(
+            [Turn(text=f'{{"score": 0.95, "rationale": "reference: {line}"}}')],
+            verdict={"score": 0.95, "rationale": f"The reference is {line} and matches."},
+        )
+    )
+    tasks = tmp_path / "tasks"
+    (tasks / "ref").mkdir(parents=True)
+    (tasks / "ref/solution.py").write_text(f"{line}\n", encoding="utf-8")
+    judges = [
+        {"type": "llm_judge", "description": "llm", "prompt": "Grade.", "include_reference": True},
+        {
+            "type": "agent_judge",
+            "description": "agent",
+            "prompt": "Grade.",
+            "include_reference": True,
+            "files": ["$REFERENCE_DIR/solution.py"],
+            "max_turns": 5,
+        },
+    ]
+    task = replay_task_file(tasks, "echo", [{"text": "done"}], reference={"directory": "ref"}, success_criteria=judges)
+    outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
+
+    assert outcome.code == 0, outcome.output
+    assert "REFERENCE-FILE-3e8d" in str(fake.script.requests)  # the judges are shown the reference
+    result = run.result("echo")
+    assert [c["evidence"]["rationale"] for c in result["success_criteria_results"]] == [
+        "The reference is [reference removed] and matches.",
+        "reference: [reference removed]",
+    ]
+    evaluation = run.evaluation("echo")
+    assert "### $REFERENCE_DIR/solution.py" in (evaluation / "judge-1.yaml").read_text(encoding="utf-8")
+    artifacts = [evaluation / name for name in ("task.json", "judge-0.yaml", "judge-1.yaml", "task.html")]
+    artifacts.append(run.path / "run.json")
+    assert not [path.name for path in artifacts if "REFERENCE-FILE-3e8d" in path.read_text(encoding="utf-8")]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
@@ -30,6 +32,13 @@ def mean(values: list[float]) -> float:
 
 _V = TypeVar("_V")
 
+REMOVED = "[reference removed]"
+# A file or line of the reference this long (stripped) is scrubbed wherever it appears: a judge quoting one line of
+# it leaks it; a shorter one ("return x", "}") is anyone's code and is left alone.
+MIN_PIECE_CHARS = 16
+# The header ``reference._folder_text`` puts before each file of a folder reference.
+FILE_HEADER = re.compile(r"^### [^\n]*$", re.MULTILINE)
+
 
 @overload
 def scrub(value: str, reference: str | None) -> str: ...
@@ -41,14 +50,36 @@ def scrub(value: dict[str, _V], reference: str | None) -> dict[str, _V]: ...
 def scrub(value: object, reference: str | None) -> object: ...
 def scrub(value: object, reference: str | None) -> object:
     """Keep the reference solution (and secrets) out of anything persisted: details, errors, transcripts."""
+    return _scrubbed(value, _forms(reference))
+
+
+def _pieces(reference: str | None) -> list[str]:
+    """What of the reference is scrubbed, longest first: the whole of it, each file of a folder reference and
+    each line, the last two when at least MIN_PIECE_CHARS long (a judge may quote one file, or one line, alone)."""
+    whole = (reference or "").strip()
+    if not whole:
+        return []
+    files = [file.strip() for file in FILE_HEADER.split(whole)]
+    lines = [line.strip() for file in files for line in file.splitlines()]
+    pieces = {whole, *(piece for piece in files + lines if len(piece) >= MIN_PIECE_CHARS)}
+    return sorted(pieces, key=len, reverse=True)
+
+
+@functools.lru_cache(maxsize=4)  # one reference, scrubbed from each criterion's details and transcript
+def _forms(reference: str | None) -> tuple[str, ...]:
+    """Each piece as is, and as written inside a JSON string (a raw verdict, a tool call's input)."""
+    forms = [form for piece in _pieces(reference) for form in (piece, json.dumps(piece)[1:-1])]
+    return tuple(dict.fromkeys(forms))
+
+
+def _scrubbed(value: object, forms: tuple[str, ...]) -> object:
     if isinstance(value, str):
         text = redact(value)
-        solution = (reference or "").strip()
-        for form in (solution, json.dumps(solution)[1:-1]) if solution else ():  # as is, and inside a JSON string
-            text = text.replace(form, "[reference removed]")
+        for form in forms:
+            text = text.replace(form, REMOVED)
         return text
     if isinstance(value, dict):
-        return {k: scrub(v, reference) for k, v in value.items()}
+        return {k: _scrubbed(v, forms) for k, v in value.items()}
     if isinstance(value, list):
-        return [scrub(v, reference) for v in value]
+        return [_scrubbed(v, forms) for v in value]
     return value
