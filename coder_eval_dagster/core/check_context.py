@@ -35,6 +35,7 @@ class CheckContext:
     index: int = 0  # the index of the criterion being checked
     prompt: str | None = None  # the task's initial prompt (the dialog's first user message)
     dialog: list[DialogMessage] | None = None  # a multi-turn dialog; None: the single-shot exchange
+    exchange_start: int = 0  # the trajectory index where the latest exchange begins (a dialog's; 0: the run)
     # An earlier scoring's judge verdicts, by criterion index, that a judge shown the very same input returns
     # instead of calling (criteria/reuse.py); empty: nothing stored, or --no-reuse.
     verdicts: Mapping[int, CriterionResult] = field(default_factory=dict)
@@ -91,6 +92,12 @@ class CheckContext:
     @property
     def calls(self) -> list[ToolCallRecord]:
         return [call for turn in self.trajectory or [] for call in turn.calls]
+
+    @property
+    def latest_calls(self) -> list[ToolCallRecord]:
+        """The latest agent turn's calls, as a judge's ``include_tool_calls`` shows them: a dialog's latest exchange
+        (as its ``include_agent_output`` is that exchange's reply), a single-shot run's every call."""
+        return [call for turn in (self.trajectory or [])[self.exchange_start :] for call in turn.calls]
 
     @property
     def final_text(self) -> str | None:

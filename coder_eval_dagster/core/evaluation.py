@@ -47,6 +47,7 @@ from .limits import soft_budget_warnings, within_expected_turns
 from .models.commands import HookCommand
 from .models.results import (
     CriterionResult,
+    DialogMessage,
     EarlyStopInfo,
     EvaluationResult,
     FinalStatus,
@@ -64,7 +65,7 @@ from .run_context import RunContext
 from .sandbox import Sandbox, TemplateError, open_sandbox
 from .sandbox.containment import release, release_if_idle
 from .sandbox.engine import EngineError
-from .scoring import all_passed, armed_gate, criteria_pass_now, score_criteria, weighted_score
+from .scoring import TurnCheck, all_passed, armed_gate, criteria_pass_now, score_criteria, weighted_score
 from .secrets import redact
 from .simulation import Dialog, DialogNotOpened, simulated_user
 from .valid_utf8 import valid_utf8
@@ -287,13 +288,16 @@ def start_dialog(evaluation: Evaluation) -> Dialog:
         recorded = load_trajectory(row_task.task_dir / str(task.agent.trajectory), row_task.row).user_messages
     assert task.simulation is not None
 
-    def check(turns: list[TurnRecord]) -> bool | None:
+    def check(turns: list[TurnRecord], messages: list[DialogMessage]) -> TurnCheck:
         ctx = CheckContext(
             evaluation.sandbox,
             row_task.task_dir,
             turns,
             reference_text(task, row_task.task_dir),
             prompt=evaluation.result.prompt,
+            dialog=[(m.role, m.text) for m in messages],
+            exchange_start=latest_exchange_start(messages),
+            agent_ignore_patterns=task.agent.ignore_patterns,
             run=evaluation.context,
         )
         return criteria_pass_now(task.success_criteria, ctx)
@@ -305,6 +309,13 @@ def start_dialog(evaluation: Evaluation) -> Dialog:
         check,
         task.run_limits.max_turns,
     )
+
+
+def latest_exchange_start(messages: list[DialogMessage]) -> int:
+    """Where the dialog's latest exchange begins in the trajectory (0, all of it, for a result that did not
+    record it)."""
+    starts = [m.exchange_start for m in messages if m.role == "agent" and m.exchange_start is not None]
+    return starts[-1] if starts else 0
 
 
 def record_dialog(evaluation: Evaluation, dialog: Dialog) -> None:
@@ -376,6 +387,7 @@ def score(evaluation: Evaluation) -> None:
             folder=evaluation.folder,
             prompt=evaluation.result.prompt,
             dialog=[(m.role, m.text) for m in result.dialog] if result.simulation else None,
+            exchange_start=latest_exchange_start(result.dialog) if result.simulation else 0,
             verdicts=evaluation.verdicts,
             agent_ignore_patterns=task.agent.ignore_patterns,
             run=evaluation.context,

@@ -11,13 +11,12 @@ from __future__ import annotations
 import logging
 import traceback
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from .check_context import CheckContext
 from .criteria import REGISTRY, CriterionBase, Outcome
-from .criteria.judge_base import JudgeBase
 from .criteria.outcome import scrub
-from .models.results import CriterionResult
+from .models.results import CriterionResult, TokenUsage
 
 log = logging.getLogger(__name__)
 
@@ -76,26 +75,40 @@ def score_criteria(
     return results
 
 
-def criteria_pass_now(criteria: list[CriterionBase], ctx: CheckContext) -> bool | None:
-    """A dialog's per-turn check: do the gating criteria that read only the sandbox all pass now?
+@dataclass
+class TurnCheck:
+    """A dialog's per-turn check: whether all gating criteria pass now (None: not known), and its judges' spend."""
 
-    Criteria reading the trajectory, the judges (a model call each) and the
-    criteria reading the reference folder or the task's (staged only once the
-    agent is done) are left to the end of the dialog; None when no criterion
-    can be checked.
+    passed: bool | None
+    results: list[CriterionResult]
+
+    @property
+    def judge_usage(self) -> list[TokenUsage]:
+        return [r.token_usage for r in self.results if r.token_usage is not None]
+
+
+def checkable_per_turn(criterion: CriterionBase) -> bool:
+    """Not reading the reference folder or the task's: those are staged only once the agent is done."""
+    return not criterion.reads_reference_dir() and not criterion.reads_task_dir()
+
+
+def criteria_pass_now(criteria: list[CriterionBase], ctx: CheckContext) -> TurnCheck:
+    """A dialog's per-turn check, as coder_eval's: every gating criterion on the sandbox and the dialog so far.
+
+    The judges run too (a model call each), after the others: the check
+    stops at the first failure. A gating criterion that cannot be checked per turn leaves an
+    all-pass unknown (None), so the dialog never ends on "all pass" before it
+    was graded; None also when nothing gates.
     """
-    live = [
-        (index, c)
-        for index, c in enumerate(criteria)
-        if c.gating
-        and not c.needs_agent
-        and not isinstance(c, JudgeBase)
-        and not c.reads_reference_dir()
-        and not c.reads_task_dir()
-    ]
-    if not live:
-        return None
-    return all(criterion_result(i, c, run_check(c, replace(ctx, index=i)), ctx.reference).passed for i, c in live)
+    gating = sorted(((index, c) for index, c in enumerate(criteria) if c.gating), key=lambda ic: ic[1].calls_model)
+    results: list[CriterionResult] = []
+    for index, criterion in gating:
+        if checkable_per_turn(criterion):
+            outcome = run_check(criterion, replace(ctx, index=index))
+            results.append(criterion_result(index, criterion, outcome, ctx.reference))
+            if not results[-1].passed:
+                return TurnCheck(False, results)
+    return TurnCheck(True if gating and len(results) == len(gating) else None, results)
 
 
 def kept_for_rescore(results: list[CriterionResult], only_types: set[str] | None) -> list[CriterionResult]:

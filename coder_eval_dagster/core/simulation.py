@@ -36,6 +36,7 @@ from .secrets import redact
 
 if TYPE_CHECKING:
     from .run_context import RunContext
+    from .scoring import TurnCheck
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +194,7 @@ class Dialog:
     settings: Simulation
     user: SimulatedUser
     opening: str | None  # the task's prompt; None: the simulated user opens the dialog (``open``)
-    check_criteria: Callable[[list[TurnRecord]], bool | None]  # the per-turn check (None: nothing to check)
+    check_criteria: Callable[[list[TurnRecord], list[DialogMessage]], TurnCheck]  # the per-turn check
     agent_max_turns: int | None = None  # run_limits.max_turns: the agent's turns across the whole dialog
     messages: list[DialogMessage] = field(default_factory=list)
     turns: int = 0  # completed exchanges
@@ -201,6 +202,7 @@ class Dialog:
     stop_reason: DialogStopReason | None = None
     simulator_usages: list[TokenUsage] = field(default_factory=list)  # one per simulator call
     simulator_failures: int = 0  # the simulated user's calls that raised (each ends the dialog)
+    check_usages: list[TokenUsage] = field(default_factory=list)  # the judges' calls in the per-turn checks
     warnings: list[str] = field(default_factory=list)
 
     def open(self) -> str:
@@ -247,7 +249,7 @@ class Dialog:
         """The guide's precedence after an exchange (the stop token comes last, from the user's next message)."""
         if self.agent_turns_spent:  # (the exchange's turns are recorded: ``seen`` counts them all)
             return "run_limit_exceeded"
-        passed = self.check_criteria(output.turns) if self.settings.check_criteria != "end_of_dialog" else None
+        passed = self._check_criteria(output.turns)
         self.messages[-1].criteria_passed = passed
         if passed and self.settings.stop_on_criteria_pass:
             return "criteria_passed"
@@ -257,6 +259,14 @@ class Dialog:
         if budget is not None and self.simulator_tokens + _agent_tokens(output.turns) >= budget:
             return "budget"
         return None
+
+    def _check_criteria(self, turns: list[TurnRecord]) -> bool | None:
+        """The per-turn check under ``check_criteria: every_turn | both`` (None: none, or not known)."""
+        if self.settings.check_criteria == "end_of_dialog":
+            return None
+        check = self.check_criteria(turns, self.messages)
+        self.check_usages.extend(check.judge_usage)
+        return check.passed
 
     def _hear_user(self) -> tuple[str, bool]:
         """The simulated user's next message without the stop token (recorded unless empty), and whether it had
@@ -299,11 +309,13 @@ class Dialog:
 
     def _record_agent(self, output: AgentOutput) -> None:
         """The agent's reply in the exchange: the text of its turns since the last one."""
-        turns = output.turns[self.seen :]
-        self.seen = len(output.turns)
+        start, self.seen = self.seen, len(output.turns)
+        turns = output.turns[start:]
         text = "\n\n".join(t.text for t in turns if t.text) or NO_TEXT
         self.messages.append(
-            DialogMessage(turn=self.turns + 1, role="agent", text=redact(text), tokens=_agent_tokens(turns))
+            DialogMessage(
+                turn=self.turns + 1, role="agent", text=redact(text), tokens=_agent_tokens(turns), exchange_start=start
+            )
         )
 
     def finish(self, output: AgentOutput) -> None:
@@ -325,4 +337,5 @@ class Dialog:
             simulator_failures=self.simulator_failures,
             simulator_model=self.user.model,
             simulator_token_usage=TokenUsage.summed(self.simulator_usages),
+            criteria_check_token_usage=TokenUsage.summed(self.check_usages),
         )

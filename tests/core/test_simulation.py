@@ -11,7 +11,7 @@ import pytest
 
 from coder_eval_dagster.core.credentials import Credentials
 from coder_eval_dagster.core.evaluation import evaluate, new_evaluation
-from coder_eval_dagster.core.models.results import DialogMessage, EvaluationResult
+from coder_eval_dagster.core.models.results import DialogMessage, EvaluationResult, TokenUsage
 from coder_eval_dagster.core.models.simulation import Simulation
 from coder_eval_dagster.core.resolution import resolve
 from coder_eval_dagster.core.routing import BEDROCK_ANTHROPIC_VERSION, ApiRoute
@@ -239,6 +239,7 @@ def test_trials_results_tables_and_report(tmp_path: Path) -> None:
     # ours beside the schema's: the simulated user's four token counts and their cost (it spent none here)
     ours = third["simulation"].pop("simulator_token_usage")
     assert (ours["input_tokens"], ours["output_tokens"], ours["total_cost_usd"]) == (0, 0, None), ours
+    assert third["simulation"].pop("criteria_check_token_usage") is None  # ours too: no per-turn check here
     assert third["simulation"] == {  # coder_eval's SimulationTelemetry, field for field
         "n_trials": 3,
         "replicate_index": 2,
@@ -293,3 +294,55 @@ def test_shipped_offline_dialog_example(tmp_path: Path) -> None:
 )
 def test_every_stop_reason_is_documented(reason: str) -> None:
     assert f"`{reason}`" in (ROOT / "docs/task-format.md").read_text()
+
+
+def tool_calls_block(prompt: str) -> str:
+    return prompt[prompt.index("## Tool calls (latest turn)") : prompt.index("<<END UNTRUSTED DATA: tool calls>>")]
+
+
+def test_a_judges_tool_calls_are_the_latest_exchanges_as_its_agent_output_is(tmp_path: Path, api) -> None:
+    fake = api(Script([], verdict={"score": 1.0, "rationale": "ok"}))
+    judge = criterion("llm_judge", prompt="Grade.", include_agent_output=True, include_tool_calls=True)
+    result = dialog_task(tmp_path, THREE_EXCHANGES, [judge])
+    assert result.final_status == "SUCCESS", result.criteria
+    assert [m.exchange_start for m in result.dialog if m.role == "agent"] == [0, 1, 2]
+    (request,) = fake.script.requests
+    calls = tool_calls_block(request["messages"][0]["content"])
+    assert "c.txt" in calls and "a.txt" not in calls and "b.txt" not in calls
+
+
+def test_the_per_turn_check_runs_the_trajectory_criteria_and_the_judges_and_counts_their_spend(
+    tmp_path: Path, api
+) -> None:
+    """As coder_eval's: every gating criterion after each exchange, on the dialog so far; a failing one ends the
+    check before the judge is called."""
+    fake = api(Script([], verdict={"score": 1.0, "rationale": "ok"}))
+    criteria = [
+        criterion("llm_judge", prompt="Grade.", include_tool_calls=True),
+        criterion("command_executed", tool_name="Write", min_count=2),
+    ]
+    result = dialog_task(tmp_path, THREE_EXCHANGES, criteria, stop_on_criteria_pass=True, check_criteria="every_turn")
+    assert (result.simulation.turns, result.simulation.stop_reason) == (2, "criteria_passed")
+    assert [m.criteria_passed for m in result.dialog if m.role == "agent"] == [False, True]
+    assert result.final_status == "SUCCESS", result.criteria
+    per_turn, final = fake.script.requests  # exchange 1 failed on command_executed: no judge call
+    assert "b.txt" in tool_calls_block(per_turn["messages"][0]["content"])
+    assert "a.txt" not in tool_calls_block(final["messages"][0]["content"])
+    check = result.simulation.criteria_check_token_usage
+    assert check is not None and result.judge_token_usage == TokenUsage.summed([result.criteria[0].token_usage, check])
+
+
+def test_a_gating_criterion_not_checkable_per_turn_keeps_the_dialog_from_ending_on_all_pass(tmp_path: Path) -> None:
+    """A criterion reading the task's folder (staged once the agent is done) leaves every per-turn all-pass unknown."""
+    criteria = [criterion("file_exists", path="a.txt"), criterion("run_command", command="test -d $TASK_DIR")]
+    result = dialog_task(tmp_path, THREE_EXCHANGES, criteria, stop_on_criteria_pass=True, check_criteria="both")
+    assert (result.simulation.turns, result.simulation.stop_reason) == (3, "stop_token")
+    assert [m.criteria_passed for m in result.dialog if m.role == "agent"] == [None, None, None]
+    assert result.final_status == "SUCCESS", result.criteria
+    failing = dialog_task(
+        tmp_path / "failing",
+        THREE_EXCHANGES,
+        [criterion("file_exists", path="b.txt"), criteria[1]],
+        check_criteria="every_turn",
+    )
+    assert [m.criteria_passed for m in failing.dialog if m.role == "agent"] == [False, None, None]

@@ -10,7 +10,16 @@ import pytest
 from coder_eval_dagster.core.simulation import OPENING_REQUEST
 
 from ..support.fake_anthropic import Script, Turn
-from .conftest import SystemCli, agent_usage, anthropic_environment, carried, claude_code_task, new_key, no_key_anywhere
+from .conftest import (
+    SystemCli,
+    agent_usage,
+    anthropic_environment,
+    carried,
+    claude_code_task,
+    new_key,
+    no_key_anywhere,
+    replay_task_file,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -137,3 +146,34 @@ def test_validate_refuses_a_task_whose_every_criterion_has_weight_0(tmp_path: Pa
     line = next(n for n, text in enumerate(task.read_text().splitlines(), 1) if text.startswith("success_criteria:"))
     expected = f"{task}:{line}: success_criteria: every criterion has weight 0: nothing decides the task's success"
     assert expected in outcome.err, outcome.err
+
+
+def test_a_replayed_dialog_stops_on_criteria_pass_only_when_the_trajectory_criteria_pass_too(
+    system_cli: SystemCli,
+) -> None:
+    """f1.txt exists after exchange 1, the f3 step runs in exchange 3: the dialog ends there, as a success."""
+    turns = [
+        {"calls": [{"tool": "Bash", "command": "echo 1 > f1.txt"}], "text": "reply 1"},
+        {"user": "user 2"},
+        {"calls": [{"tool": "Bash", "command": "echo 2 > f2.txt"}], "text": "reply 2"},
+        {"user": "user 3"},
+        {"calls": [{"tool": "Bash", "command": "echo 3 > f3.txt"}], "text": "reply 3"},
+    ]
+    simulation = {"enabled": True, "persona": "p", "goal": "g", "max_turns": 5}
+    criteria = [
+        {"type": "file_exists", "path": "f1.txt", "description": "f1 written"},
+        {"type": "command_executed", "tool_name": "Bash", "command_pattern": "f3", "description": "ran the f3 step"},
+    ]
+    task = replay_task_file(
+        system_cli.folder / "tasks",
+        "partial",
+        turns,
+        simulation={**simulation, "stop_on_criteria_pass": True, "check_criteria": "every_turn"},
+        success_criteria=criteria,
+    )
+    outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 0, outcome.output
+    result = run.result("partial")
+    assert result["final_status"] == "SUCCESS", result["success_criteria_results"]
+    assert (result["simulation"]["total_turns"], result["simulation"]["stop_reason"]) == (3, "criteria_passed")
+    assert [m["criteria_passed"] for m in result["dialog"] if m["role"] == "agent"] == [False, False, True]

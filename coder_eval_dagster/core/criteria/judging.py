@@ -153,7 +153,7 @@ def render_prompt(criterion: JudgeBase, ctx: CheckContext, closing: str) -> tupl
         output = truncated(ctx.final_text or "(no output)", criterion.max_file_chars)
         sections.append(f"## Agent output (latest turn)\n{untrusted('agent output', output)}")
     if criterion.include_tool_calls:
-        calls = "\n".join(call_line(call) for call in ctx.calls) or "(no tool calls)"
+        calls = "\n".join(call_line(call) for call in ctx.latest_calls) or "(no tool calls)"
         sections.append(
             f"## Tool calls (latest turn)\n{untrusted('tool calls', truncated(calls, criterion.max_file_chars))}"
         )

@@ -365,6 +365,7 @@ class DialogMessage(BaseModel):
     text: str
     tokens: int = 0  # the simulator call (user) or the agent's exchange (agent), input + output
     criteria_passed: bool | None = None  # the per-turn check after this agent message (check_criteria)
+    exchange_start: int | None = None  # an agent message: the trajectory index of its exchange's first turn
     started_at: float | None = None  # epoch seconds: the simulator call's start and end (telemetry spans)
     ended_at: float | None = None
 
@@ -385,6 +386,7 @@ class SimulationInfo(BaseModel):
     turns: int = written_as("total_turns", default=0)
     simulator_model: str | None = None
     simulator_token_usage: TokenUsage | None = None  # ours: the four token counts and the priced cost
+    criteria_check_token_usage: TokenUsage | None = None  # the judges' calls in the per-turn criteria checks
 
 
 class CommandStats(BaseModel):
@@ -629,8 +631,11 @@ class EvaluationResult(BaseModel):
 
     @property
     def judge_token_usage(self) -> TokenUsage | None:
-        """The judges' tokens and cost, summed over the criteria (None: no judge ran)."""
-        return TokenUsage.summed([c.token_usage for c in self.criteria if c.token_usage is not None])
+        """The judges' tokens and cost, summed over the criteria and a dialog's per-turn checks (None: no judge
+        ran)."""
+        usages = [c.token_usage for c in self.criteria if c.token_usage is not None]
+        per_turn = self.simulation.criteria_check_token_usage if self.simulation else None
+        return TokenUsage.summed(usages + ([per_turn] if per_turn else []))
 
     @property
     def simulator_token_usage(self) -> TokenUsage | None:
