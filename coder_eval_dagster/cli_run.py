@@ -138,15 +138,14 @@ def _run_folder(command: str, run_dir: Path) -> OpenRun | None:
 
 
 def unfinished(opened: OpenRun) -> list[Path]:
-    """Evaluation folders of the run's snapshot without a final task.json."""
-    return [
-        folder
+    """Evaluation folders of the run's snapshot without a final task.json; of a launched run's (a backfill, a
+    tick), only those its runs started: the rest of its snapshot's row-tasks were never selected."""
+    folders = (
+        evaluation_folder(opened.folder, rt.variant_id, rt.task_id, replicate)
         for rt in opened.snapshot.row_tasks
         for replicate in opened.replicates(rt)
-        if not (
-            (folder := evaluation_folder(opened.folder, rt.variant_id, rt.task_id, replicate)) / RESULT_FILE
-        ).is_file()
-    ]
+    )
+    return [f for f in folders if not (f / RESULT_FILE).is_file() and (f.is_dir() or not opened.plan.launched)]
 
 
 def incomplete(opened: OpenRun, missing: list[Path]) -> str:
@@ -168,6 +167,14 @@ def resume(run_dir: Path, options: RunOptions, retry_errors: bool, junit: Path |
     context = run_context(options)
     opened = _run_folder("run", run_dir)
     if opened is None:
+        return exit_codes.USAGE
+    if opened.plan.launched and not retry_errors:
+        print(
+            f"coder-eval run: {run_dir} is a Dagster launch's folder (a backfill, a schedule or sensor tick), whose "
+            "runs evaluate the partitions they were given and share the folder without its lock: re-execute its "
+            "failed runs from the Dagster UI; --resume finishes a run the CLI started",
+            file=sys.stderr,
+        )
         return exit_codes.USAGE
     with working_on(run_dir):
         return _resume(opened, options, context, retry_errors, junit)

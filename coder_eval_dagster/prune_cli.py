@@ -34,6 +34,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
         runs = old_runs(instance, before, args.runs_dir, kept_folders(args.runs_dir, folders))
         if args.dry_run:
             print(f"would prune {len(folders)} run folder(s) and {len(runs)} Dagster run(s) started before {before}")
+            print("".join(f"  {folder}\n" for folder in folders), end="")
             return exit_codes.OK
         pruned = remove_run_folders(args.runs_dir, folders)
         for run_id in runs:
@@ -49,16 +50,22 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 
 ENDED = ("SUCCESS", "FAILURE", "CANCELED")
+BACKFILL_GOING = ("REQUESTED", "CANCELING", "FAILING")
+RECENT_BACKFILLS = 200  # the newest first: a backfill still going is among them
 
 
 def unfinished_folders(instance: dg.DagsterInstance) -> set[str]:
     """The names of the run folders of the Dagster runs that have not ended."""
     import dagster as dg
 
+    from .defs.names import BACKFILL_TAG
     from .defs.resources import folder_name_of
 
     going = dg.RunsFilter(statuses=[status for status in dg.DagsterRunStatus if status.value not in ENDED])
-    return {folder_name_of(instance, run.run_id, run.tags) for run in instance.get_runs(filters=going)}
+    folders = {folder_name_of(instance, run.run_id, run.tags) for run in instance.get_runs(filters=going)}
+    # A backfill between its runs (its chunks done, its suite_metrics run not yet launched) has none going.
+    backfills = [b for b in instance.get_backfills(limit=RECENT_BACKFILLS) if b.status.value in BACKFILL_GOING]
+    return folders | {folder_name_of(instance, "", {BACKFILL_TAG: backfill.backfill_id}) for backfill in backfills}
 
 
 def still_going(folder: Path, unfinished: set[str]) -> bool:

@@ -64,6 +64,9 @@ class RunPlan(BaseModel):
     experiment_description: str = ""
     dagster_run_id: str | None = None
     first_replicate: int = EARLIER_FIRST_REPLICATE  # replicate folders from 00 (01 in runs written before)
+    # Made by a Dagster launch (a backfill, a schedule or sensor tick), not the CLI: its runs evaluate the partitions
+    # they were given, a selection of the snapshot's row-tasks, and several processes share the folder.
+    launched: bool = False
 
 
 @dataclass
@@ -116,7 +119,11 @@ def experiment_id(resolution: Resolution) -> str | None:
 
 
 def open_run(
-    folder: Path, spec: RunSpec, dagster_run_id: str | None = None, resolution: Resolution | None = None
+    folder: Path,
+    spec: RunSpec,
+    dagster_run_id: str | None = None,
+    resolution: Resolution | None = None,
+    launched: bool = False,
 ) -> OpenRun:
     """Create a run folder's plan and snapshot (resolving the spec unless the caller already did); ``latest`` links
     to it."""
@@ -130,6 +137,7 @@ def open_run(
         experiment_description=(resolution.experiment.model.description or "") if resolution.experiment else "",
         dagster_run_id=dagster_run_id,
         first_replicate=FIRST_REPLICATE,
+        launched=launched,
     )
     run = OpenRun(folder, plan, Snapshot.of(resolution))
     write_atomically(folder / SNAPSHOT_FILE, pickle.dumps(run.snapshot, protocol=pickle.HIGHEST_PROTOCOL))

@@ -67,7 +67,7 @@ class CoderEvalSettings(dg.ConfigurableResource):  # type: ignore[type-arg]  # s
         for problem in resolution.problems[:50]:
             context.log.warning(f"skipped: {problem}")
         folder = Path(self.run_options().runs_dir) / launched_run_name(context)
-        return open_run(folder, self.run_spec(), context.run.run_id, resolution)
+        return open_run(folder, self.run_spec(), context.run.run_id, resolution, launched=True)
 
 
 @dg.resource(
