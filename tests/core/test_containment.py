@@ -278,3 +278,18 @@ def test_a_prewarm_that_outlives_its_run_keeps_nothing() -> None:
     containment.end_spare()  # the run ended (a failure at start) while the namespaces were starting
     filling.join(timeout=30)
     assert not _holders() - before
+
+
+def test_a_spawner_closed_under_a_waiting_command_is_a_lost_command_not_a_traceback() -> None:
+    """An interrupt ends the namespaces (their spawners closed) while pool threads wait for their commands' exits:
+    the wait raised OSError (EBADF) and the evaluation logged a traceback."""
+    import socket
+
+    from coder_eval_dagster.core.sandbox.spawner import Spawner, SpawnError
+
+    spawner = Spawner.__new__(Spawner)  # its socket, as the interrupt left it
+    spawner.socket, spawner.broken = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET), False
+    spawner.socket.close()
+    with pytest.raises(SpawnError, match="its namespace ended"):
+        spawner.exit_status()
+    assert spawner.broken

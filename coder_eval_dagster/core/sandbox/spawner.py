@@ -27,6 +27,7 @@ died).
 from __future__ import annotations
 
 import array
+import contextlib
 import os
 import socket
 import subprocess
@@ -163,12 +164,18 @@ class Spawner:
         return Spawned(self, pid, out_read, err_read)
 
     def exit_status(self) -> int:
-        """The command's exit code (negative: killed by that signal), once it has ended."""
-        self.socket.settimeout(None)  # the command may run long; its exit was already seen when this is asked
+        """The command's exit code (negative: killed by that signal), once it has ended; SpawnError, as for a
+        spawner that died, when it was closed meanwhile (its namespace ended under an interrupt)."""
+        try:
+            self.socket.settimeout(None)  # the command may run long; its exit was already seen when this is asked
+        except OSError as exc:  # closed under the waiting thread
+            self.broken = True
+            raise SpawnError(f"its namespace ended: {exc}") from None
         try:
             return int(self._reply(b"exit "))
         finally:
-            self.socket.settimeout(REPLY_TIMEOUT_S)
+            with contextlib.suppress(OSError):
+                self.socket.settimeout(REPLY_TIMEOUT_S)
 
     def _send(self, request: bytes, fds: list[int]) -> None:
         try:
