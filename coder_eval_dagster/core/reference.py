@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -83,14 +82,19 @@ def staged_reference(task: Task, task_dir: Path, folder: Path, sandbox: Sandbox)
         yield None
         return
     staged = folder / STAGED_REFERENCE
-    with _staged(task_dir / reference.directory, staged, sandbox) as seen:
+    _copy_files(task_dir / reference.directory, staged, None)
+    with _shown(staged, sandbox) as seen:
         yield StagedReference(staged, seen)
 
 
 def stages_folders(task: Task) -> bool:
     """Whether scoring the task stages a copy of its reference folder or of its own folder for the criteria."""
     reference = task.reference is not None and task.reference.directory is not None
-    return reference or any(criterion.reads_task_dir() for criterion in task.success_criteria)
+    return reference or _reads_task_dir(task)
+
+
+def _reads_task_dir(task: Task) -> bool:
+    return any(criterion.reads_task_dir() for criterion in task.success_criteria)
 
 
 @contextmanager
@@ -98,45 +102,28 @@ def staged_task_dir(task: Task, task_dir: Path, folder: Path, sandbox: Sandbox) 
     """The task file's folder's private copy while the block runs, when a criterion names ``TASK_DIR`` (None:
     none does, and nothing is copied): with the folder holding it when that is under the cap too, else alone; a
     folder over the cap is not copied, its criteria fail saying so."""
-    if not any(criterion.reads_task_dir() for criterion in task.success_criteria):
+    if not _reads_task_dir(task):
         yield None
         return
-    parent = task_dir.parent  # with it, as coder_eval's tasks reach a family's files: $TASK_DIR/../shared/check.py
-    if parent != task_dir and _over_cap(parent, folder, task_dir) is None:
-        with _staged(parent, folder / STAGED_TASK_DIR, sandbox, task_dir) as seen:
-            yield StagedTaskDir(seen / task_dir.name)
-        return
-    refused = _over_cap(task_dir, folder, task_dir)
-    if refused is not None:
-        yield StagedTaskDir(None, refused)
-        return
-    with _staged(task_dir, folder / STAGED_TASK_DIR, sandbox, task_dir) as seen:
-        yield StagedTaskDir(seen)
-
-
-def _over_cap(source: Path, evaluation: Path, task_dir: Path) -> str | None:
-    """Why the task's folder is too large to copy for ``$TASK_DIR`` (a task file atop a large folder), or None."""
-    files = size = 0
-    for relative in _regular_entries(source, evaluation, task_dir):
-        info = (source / relative).lstat()
-        if not stat.S_ISREG(info.st_mode):
-            continue
-        files, size = files + 1, size + info.st_size
-        if files > TASK_DIR_MAX_FILES or size > TASK_DIR_MAX_BYTES:
-            return (
-                f"${TASK_DIR}: the task's folder {source} holds more than the cap on its copy for the criteria "
-                f"({TASK_DIR_MAX_FILES} files, {TASK_DIR_MAX_BYTES // 2**20} MiB); keep the task file in a smaller "
-                "folder of its own"
-            )
-    return None
+    staged = folder / STAGED_TASK_DIR
+    # with the folder holding it first, as coder_eval's tasks reach a family's files: $TASK_DIR/../shared/check.py
+    for source in dict.fromkeys((task_dir.parent, task_dir)):
+        if _copy_files(source, staged, task_dir):
+            with _shown(staged, sandbox) as seen:
+                yield StagedTaskDir(seen / task_dir.relative_to(source))
+            return
+    yield StagedTaskDir(
+        None,
+        f"${TASK_DIR}: the task's folder {task_dir} holds more than the cap on its copy for the criteria "
+        f"({TASK_DIR_MAX_FILES} files, {TASK_DIR_MAX_BYTES // 2**20} MiB); keep the task file in a smaller "
+        "folder of its own",
+    )
 
 
 @contextmanager
-def _staged(source: Path, staged: Path, sandbox: Sandbox, task_dir: Path | None = None) -> Iterator[Path]:
-    """A private copy of ``source`` at ``staged`` (in the evaluation's folder), shown to the sandbox's commands for
-    the block and removed after it; yields where they see it."""
-    shutil.rmtree(staged, ignore_errors=True)
-    _copy_files(source, staged, task_dir)
+def _shown(staged: Path, sandbox: Sandbox) -> Iterator[Path]:
+    """A copy in the evaluation's folder shown to the sandbox's commands for the block, and removed after it;
+    yields where they see it."""
     try:
         with sandbox.shared(staged) as seen:
             yield seen
@@ -144,14 +131,22 @@ def _staged(source: Path, staged: Path, sandbox: Sandbox, task_dir: Path | None 
         shutil.rmtree(staged, ignore_errors=True)
 
 
-def _copy_files(source: Path, target: Path, task_dir: Path | None) -> None:
-    """Folders and regular files only: a link is left out, never followed (and so is the evaluation's folder)."""
+def _copy_files(source: Path, target: Path, task_dir: Path | None) -> bool:
+    """Folders and regular files only: a link is left out, never followed (and so is the evaluation's folder).
+    A copy of the task's folder (``task_dir`` given) stops at the cap: False, and nothing is left of it."""
+    shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
+    files = size = 0
     for relative in _regular_entries(source, target.parent, task_dir):
         if (source / relative).is_dir():
             (target / relative).mkdir()
-        else:
-            shutil.copy2(source / relative, target / relative)
+            continue
+        files, size = files + 1, size + (source / relative).stat().st_size
+        if task_dir is not None and (files > TASK_DIR_MAX_FILES or size > TASK_DIR_MAX_BYTES):
+            shutil.rmtree(target, ignore_errors=True)
+            return False
+        shutil.copy2(source / relative, target / relative)
+    return True
 
 
 def _regular_entries(source: Path, evaluation: Path, task_dir: Path | None) -> Iterator[Path]:
