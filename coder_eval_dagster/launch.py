@@ -9,7 +9,6 @@ end, which keeps their materialization history).
 
 from __future__ import annotations
 
-import fcntl
 import os
 import socket
 import sys
@@ -26,6 +25,7 @@ import sqlalchemy.exc
 from .core.fingerprints import fingerprints, resolution_digest
 from .core.resolution import Resolution, RowTask
 from .core.run_context import RunContext
+from .core.run_lock import exclusively
 from .core.run_spec import RunSpec
 from .definitions import build_definitions
 from .defs.assets import ASSETS, resolved_metadata
@@ -159,8 +159,7 @@ def partitions_lock() -> Iterator[None]:
     the table's UNIQUE constraint) or moved keys another was arranging. Taking
     turns, a later run finds the keys the earlier one added in place.
     """
-    with (local_home() / PARTITIONS_LOCK).open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    with exclusively(local_home() / PARTITIONS_LOCK):
         yield
 
 

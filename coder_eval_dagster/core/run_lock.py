@@ -1,4 +1,5 @@
-"""The run folder's work lock: one CLI process at a time runs, resumes, retries or rescores a run.
+"""The run folder's work lock: one CLI process at a time runs, resumes, retries or rescores a run (and the
+waiting lock the others take turns under: ``exclusively``).
 
 A second one on the same folder (``run --resume`` while the run is still
 going) worked beside the first, and the folder ended as whichever wrote last.
@@ -58,3 +59,12 @@ def in_use(folder: Path) -> bool:
     finally:
         os.close(descriptor)  # (releases the shared lock taken to look)
     return False
+
+
+@contextmanager
+def exclusively(lock_file: Path) -> Iterator[None]:
+    """Hold ``lock_file``'s lock for the block, waiting for whoever holds it: processes that would change one thing
+    at once take turns (a run folder's creation, the instance's partition keys, an install)."""
+    with lock_file.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import importlib
 import logging
 import pickle
@@ -44,6 +43,7 @@ from .problems import DOCUMENT, InvalidInput, Problem
 from .reports.run_summary import run_passed
 from .resolution import Resolution, RowTask, SkippedTask, resolve
 from .run_context import RunContext
+from .run_lock import exclusively
 from .run_spec import RunSpec
 from .sandbox.process import Interrupt
 from .suite import SuiteEntry, suite_entries, suite_json
@@ -178,8 +178,7 @@ def open_once(folder: Path, create: Callable[[], OpenRun]) -> OpenRun:
     if is_run_folder(folder):
         return load_run(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    with (folder / OPEN_LOCK_FILE).open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    with exclusively(folder / OPEN_LOCK_FILE):
         return load_run(folder) if is_run_folder(folder) else create()
 
 

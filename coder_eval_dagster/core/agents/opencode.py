@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -59,6 +58,7 @@ from ..limits import Breach, BudgetTracker
 from ..model_proxy import MESSAGES_API, OPENAI_API, Grant, Upstream
 from ..models.agent import AgentConfig
 from ..models.results import ToolCallRecord, TurnRecord
+from ..run_lock import exclusively
 from ..secrets import redact
 from .base import AgentInput, AgentOutput
 
@@ -179,8 +179,7 @@ def install() -> str:
     """
     where = Installation.located()
     where.root.parent.mkdir(parents=True, exist_ok=True)
-    with (where.root.parent / f"{where.root.name}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusively(where.root.parent / f"{where.root.name}.lock"):
         if where.ready():
             return f"opencode {VERSION} is already installed in {where.root}"
         return _install_into(where)
