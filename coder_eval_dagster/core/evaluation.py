@@ -68,7 +68,7 @@ from .sandbox.engine import EngineError
 from .scoring import TurnCheck, all_passed, armed_gate, criteria_pass_now, score_criteria, weighted_score
 from .secrets import redact
 from .simulation import Dialog, DialogNotOpened, simulated_user
-from .valid_utf8 import valid_utf8
+from .valid_utf8 import valid_json
 
 log = logging.getLogger(__name__)
 
@@ -351,8 +351,8 @@ def record_agent_output(evaluation: Evaluation, output: AgentOutput) -> None:
 def save_state(evaluation: Evaluation) -> Evaluation:
     """Persist what the sandbox stages produced, for the scoring stage (possibly another run)."""
     evaluation.folder.mkdir(parents=True, exist_ok=True)
-    evaluation.result = valid_utf8(evaluation.result)
-    write_atomically(evaluation.folder / CHECKPOINT_FILE, evaluation.result.model_dump_json(indent=2))
+    evaluation.result, text = valid_json(evaluation.result, indent=2)
+    write_atomically(evaluation.folder / CHECKPOINT_FILE, text)
     return evaluation
 
 
@@ -481,12 +481,12 @@ def write_result(evaluation: Evaluation) -> None:
     from .reports.task_html import render_task_html
 
     end_processes(evaluation)
-    result = evaluation.result = valid_utf8(evaluation.result)
-    result.finished_at = utc_now()
-    result.task_config = task_config(evaluation.row_task)
+    evaluation.result.finished_at = utc_now()
+    evaluation.result.task_config = task_config(evaluation.row_task)
+    evaluation.result, text = valid_json(evaluation.result, indent=2)
     evaluation.folder.mkdir(parents=True, exist_ok=True)
-    write_atomically(evaluation.folder / RESULT_FILE, result.model_dump_json(indent=2))
-    write_atomically(evaluation.folder / REPORT_FILE, render_task_html(result, evaluation.folder))
+    write_atomically(evaluation.folder / RESULT_FILE, text)
+    write_atomically(evaluation.folder / REPORT_FILE, render_task_html(evaluation.result, evaluation.folder))
 
 
 def task_config(row_task: RowTask) -> TaskConfig:
