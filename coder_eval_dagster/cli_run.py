@@ -34,7 +34,7 @@ from .core.routing import resolve_route, routing_line
 from .core.run_context import ROUTED_AGENT_TYPES, RunContext, uses_model_route
 from .core.run_lock import working_on
 from .core.run_spec import RunOptions, RunSpec
-from .core.runs import OpenRun, is_run_folder, load_run, new_run_dir, open_run, resnapshot
+from .core.runs import OpenRun, evaluated, is_run_folder, load_run, new_run_dir, open_run, resnapshot
 from .core.sandbox.tempdir import prewarm_namespaces
 from .core.sequential_run import batch_results, in_batches, may_start
 
@@ -226,10 +226,17 @@ def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: P
     if missing or not (run_dir / RUN_FILE).is_file():
         print(f"coder-eval rescore: {incomplete(opened, missing)}", file=sys.stderr)
         return exit_codes.USAGE
-    resolution = resnapshot(opened)  # the criteria as the task files say now: rescoring is how rubrics iterate
+    resolution, kept = resnapshot(opened)  # the criteria as the task files say now: rescoring is how rubrics iterate
     if resolution.problems:
         raise InvalidInput(resolution.problems)
-    present = {p.parent.parent.relative_to(run_dir).as_posix() for p in evaluation_files(run_dir, CHECKPOINT_FILE)}
+    if kept:
+        shown = ", ".join(f"{rt.variant_id}/{rt.task_id}" for rt in kept[:5]) + (" ..." if len(kept) > 5 else "")
+        print(
+            f"coder-eval rescore: {len(kept)} evaluated row-task(s) no longer in the task files, scored with the "
+            f"criteria the run had: {shown}",
+            file=sys.stderr,
+        )
+    present = evaluated(run_dir)
     row_tasks = [rt for rt in opened.snapshot.row_tasks if f"{rt.variant_id}/{rt.task_id}" in present]
     if not row_tasks:
         print(f"coder-eval rescore: {run_dir} has no evaluation to rescore", file=sys.stderr)
@@ -303,7 +310,7 @@ def _launch(
     junit: Path | None = None,
 ) -> int:
     from .defs.resources import CoderEvalSettings, RunOptionsConfig, RunSpecConfig
-    from .launch import execute, failure_messages
+    from .launch import execute, failure_messages, interrupted
 
     run_dir = opened.folder
     settings = CoderEvalSettings(
@@ -329,9 +336,10 @@ def _launch(
                 dagster_run_id = (opened.plan.dagster_run_id if first else None) or str(uuid.uuid4())
                 task_ids = list(dict.fromkeys(rt.task_id for rt in batch))
                 variant_ids = list(dict.fromkeys(rt.variant_id for rt in batch))
-                failures = failure_messages(
-                    execute(instance, settings, context, task_ids, variant_ids, dagster_run_id, rescore)
-                )
+                result = execute(instance, settings, context, task_ids, variant_ids, dagster_run_id, rescore)
+                failures = failure_messages(result)
+                if interrupted(result):
+                    context.interrupt.raise_now()
                 if failures or context.interrupt.is_set():
                     break
                 if len(batches) > 1:  # the batch's results replace what a resumed run had read of it

@@ -341,6 +341,18 @@ def failure_messages(result: dg.ExecuteInProcessResult) -> list[str]:
     return messages
 
 
+def interrupted(result: dg.ExecuteInProcessResult) -> bool:
+    """Whether a step failed because the run was interrupted: Dagster's own SIGINT handler raises in whichever
+    step runs (the summary's too), where only the evaluations' steps raise the run's interrupt."""
+    for event in result.all_events:
+        error = event.step_failure_data.error if event.is_step_failure else None
+        while error is not None:
+            if error.cls_name in ("DagsterExecutionInterruptedError", "KeyboardInterrupt"):
+                return True
+            error = error.cause
+    return False
+
+
 def raised(error: SerializableErrorInfo) -> str:
     """What the step's code raised (``OSError: [Errno 28] No space left on device: '...'``): Dagster wraps it in
     an error whose own message only names the op, and ends with a colon."""

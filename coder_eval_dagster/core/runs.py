@@ -19,6 +19,7 @@ from .budget import NOT_RUN_BUDGET, RunBudget, evaluation_key
 from .evaluation import Evaluation, new_evaluation, utc_now
 from .fingerprints import fingerprints
 from .layout import (
+    CHECKPOINT_FILE,
     EARLIER_FIRST_REPLICATE,
     FIRST_REPLICATE,
     OPEN_LOCK_FILE,
@@ -146,15 +147,37 @@ def open_run(
     return run
 
 
-def resnapshot(run: OpenRun) -> Resolution:
-    """Resolve the run's spec again (a rescore applies the task files as they are now) and keep it. An invalid
-    file a folder run left out is left out again, as the run did."""
+def resnapshot(run: OpenRun) -> tuple[Resolution, list[RowTask]]:
+    """Resolve the run's spec again (a rescore applies the task files as they are now) and keep it, with the
+    row-tasks it kept as the run had them (:func:`gone_from_files`). An invalid file a folder run left out is
+    left out again, as the run did."""
     resolution = resolve(run.plan.spec)
     resolution.skip_invalid_folder_files()
+    kept: list[RowTask] = []
     if not resolution.problems:
+        kept = gone_from_files(run, resolution)
+        resolution.row_tasks.extend(kept)
         run.snapshot = Snapshot.of(resolution)
         write_atomically(run.folder / SNAPSHOT_FILE, pickle.dumps(run.snapshot, protocol=pickle.HIGHEST_PROTOCOL))
-    return resolution
+    return resolution, kept
+
+
+def evaluated(run_dir: Path) -> set[str]:
+    """``<variant_id>/<task_id>`` of every row-task with an evaluation in the run folder."""
+    return {path.parent.parent.relative_to(run_dir).as_posix() for path in evaluation_files(run_dir, CHECKPOINT_FILE)}
+
+
+def gone_from_files(run: OpenRun, resolution: Resolution) -> list[RowTask]:
+    """The run's evaluated row-tasks the files no longer resolve to (a dataset row, a task or a variant removed
+    since): a rescore scores them as the run resolved them, so that its evaluations, run.json, tables and suite
+    metrics stay one set."""
+    resolved = {(rt.variant_id, rt.task_id) for rt in resolution.row_tasks}
+    present = evaluated(run.folder)
+    return [
+        rt
+        for rt in run.snapshot.row_tasks
+        if (rt.variant_id, rt.task_id) not in resolved and f"{rt.variant_id}/{rt.task_id}" in present
+    ]
 
 
 def load_run(folder: Path) -> OpenRun:

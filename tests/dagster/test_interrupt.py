@@ -74,3 +74,31 @@ def test_resume_redoes_what_an_interrupt_cut_short_or_never_started(tmp_path: Pa
     assert resumed.returncode == 0, out + err
     rows = json.loads((run_dir / "run.json").read_text())["task_results"]
     assert [(row["task_id"], row["status"]) for row in rows] == [(f"slow/{i}", "SUCCESS") for i in "abc"]
+
+
+def test_an_interrupt_in_a_step_without_commands_counts_as_an_interrupt() -> None:
+    """Ctrl-C while the summary's steps run: Dagster's handler fails the step, and the CLI exits 130 for it
+    (`launch.interrupted`), not 1 as for a failed run."""
+    import dagster as dg
+
+    from coder_eval_dagster.launch import interrupted
+
+    @dg.op
+    def summary() -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+
+    @dg.op
+    def failing() -> None:
+        raise OSError("disk full")
+
+    @dg.job
+    def ctrl_c() -> None:
+        summary()
+
+    @dg.job
+    def failed() -> None:
+        failing()
+
+    assert interrupted(ctrl_c.execute_in_process(raise_on_error=False))
+    assert not interrupted(failed.execute_in_process(raise_on_error=False))

@@ -105,3 +105,30 @@ def test_rescore_keeps_the_runs_start_end_and_duration(tmp_path: Path) -> None:
     assert [after[key] for key in timing] == [before[key] for key in timing]
     (result_file,) = run_json.parent.glob("default/t/00/task.json")
     assert json.loads(result_file.read_text())["rescored_at"] is not None  # the rescore's own time is recorded there
+
+
+def test_rescore_keeps_an_evaluated_row_whose_dataset_row_was_removed_since(tmp_path: Path) -> None:
+    """The run's evaluations, run.json, its tables and its suite metrics stay one set: a row removed from the
+    dataset after the run is rescored as the run had it, and the rescore says so."""
+    write(tmp_path / "rows.jsonl", "".join(json.dumps({"id": row}) + "\n" for row in "abc"))
+    task = {
+        "task_id": "t",
+        "description": "d",
+        "agent": {"type": "none"},
+        "sandbox": {"python": None},
+        "dataset": {"paths": ["rows.jsonl"]},
+        "success_criteria": [{"type": "run_command", "command": "true", "description": "c"}],
+    }
+    write(tmp_path / "task.yaml", yaml.safe_dump(task, sort_keys=False))
+    assert _coder_eval(tmp_path, "run", "task.yaml", "--runs-dir", str(tmp_path / "runs")).returncode == 0
+    write(tmp_path / "rows.jsonl", "".join(json.dumps({"id": row}) + "\n" for row in "ab"))
+    (run_dir,) = (tmp_path / "runs").glob("2*")
+    rescored = _coder_eval(tmp_path, "rescore", str(run_dir))
+    assert rescored.returncode == 0, rescored.stdout + rescored.stderr
+    assert "1 evaluated row-task(s) no longer in the task files" in rescored.stderr and "default/t/c" in rescored.stderr
+    summary = json.loads((run_dir / "run.json").read_text())
+    assert [row["task_id"] for row in summary["task_results"]] == ["t/a", "t/b", "t/c"]
+    results = [json.loads(path.read_text()) for path in sorted(run_dir.glob("default/t/*/00/task.json"))]
+    assert [bool(result.get("rescored_at")) for result in results] == [True, True, True]
+    (entry,) = summary["suite"]
+    assert entry["metrics"]["count"] == 3, entry
