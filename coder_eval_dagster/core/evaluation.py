@@ -95,8 +95,9 @@ class Evaluation:
     def key(self) -> str:
         return evaluation_key(self.row_task.variant_id, self.row_task.task_id, self.replicate)
 
-    @property
+    @cached_property
     def budget(self) -> RunBudget | None:
+        """Asked before and after every step and every spend: looked up (an absolute path, a lock) once."""
         return self.context.budget(self.run_dir)
 
     def skipped_by_budget(self) -> bool:
