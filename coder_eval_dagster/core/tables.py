@@ -21,7 +21,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from .layout import partition_folder, replacing
-from .models.results import EvaluationResult, TokenUsage
+from .models.results import EvaluationResult
 from .suite import SuiteEntry
 
 COMMON = [
@@ -156,11 +156,14 @@ def _own_columns(table: str) -> list[str]:
 
 
 def task_result_row(result: EvaluationResult) -> dict[str, Any]:
-    """The task_results columns of one evaluation (without the common ones)."""
-    usage = result.total_token_usage or TokenUsage()
+    """The task_results columns of one evaluation (without the common ones).
+
+    No agent ran, no usage: the agent's tokens are null, as run.json's are, not 0.
+    """
+    usage = result.total_token_usage
     return {
         **{name: getattr(result, name) for name in _own_columns("task_results")},
-        **{column: getattr(usage, field) for column, field in AGENT_USAGE.items()},
+        **{column: getattr(usage, field) if usage else None for column, field in AGENT_USAGE.items()},
     }
 
 
@@ -276,44 +279,52 @@ def write_tables(
 
 
 def add_missing_columns(table_dir: Path, schema: pa.Schema) -> int:
-    """Give the table's older files the columns a newer coder-eval added, as nulls; how many were rewritten.
+    """Give each file of the table the columns and struct fields of ``schema`` it lacks, as nulls; how many were
+    rewritten.
 
-    ``pandas.read_parquet(folder)`` takes the schema of the first file it
-    finds (the oldest) and drops a column that file lacks from every file.
-    Checked on that file at each write (one footer read); after an upgrade
-    that added columns, every file lacking some is rewritten once, atomically,
-    its rows and its other columns unchanged (DuckDB's ``union_by_name``
-    needed none of this; pandas' default does).
+    Readers take a folder's columns from one file: pandas from the first it finds (it hides what that file
+    lacks), DuckDB's default form from the first too (it fails on a later file that lacks one, a struct's
+    field as well). Every file's footer is read at each write (about 0.2 ms a file); one that lacks something
+    is rewritten once, atomically, its rows and its other columns unchanged.
     """
-    first = _first_file(table_dir)
-    if first is None or not _missing(first, schema):
-        return 0
     rewritten = 0
     for path in sorted(table_dir.glob("*/*.parquet")):
-        missing = _missing(path, schema)
-        if missing:
-            table = pq.ParquetFile(path).read()
-            for field in missing:
-                table = table.append_column(field, pa.nulls(table.num_rows, field.type))
-            with replacing(path) as temporary:
-                pq.write_table(table, temporary)
+        if _lacks_some(path, schema):
+            _widen(path, schema)
             rewritten += 1
     return rewritten
 
 
-def _first_file(table_dir: Path) -> Path | None:
-    """The file a reader of the folder finds first: the first in path order (without listing every day)."""
-    for day in sorted(path for path in table_dir.iterdir() if path.is_dir()):
-        files = sorted(day.glob("*.parquet"))
-        if files:
-            return files[0]
-    return None
+def _lacks_some(path: Path, schema: pa.Schema) -> bool:
+    """Whether the file at ``path`` lacks a column or struct field of ``schema`` (its footer only).
+
+    A file that is no Parquet (damaged) is left alone: it must not fail every run's write, and readers name it.
+    """
+    try:
+        written = pq.read_schema(path)
+    except pa.ArrowInvalid:
+        return False
+    return not written.equals(schema) and not _covers(pa.struct(written), pa.struct(schema))
 
 
-def _missing(path: Path, schema: pa.Schema) -> list[pa.Field]:
-    """The fields of ``schema`` the file at ``path`` has no column for (its footer only)."""
-    present = set(pq.read_schema(path).names)
-    return [field for field in schema if field.name not in present]
+def _covers(have: pa.DataType, want: pa.DataType) -> bool:
+    """Whether a column of type ``have`` has every field of ``want``, in nested structs too (types not compared:
+    no release changed one)."""
+    if not (pa.types.is_struct(have) and pa.types.is_struct(want)):
+        return True
+    fields = {field.name: field.type for field in have}
+    return all(field.name in fields and _covers(fields[field.name], field.type) for field in want)
+
+
+def _widen(path: Path, schema: pa.Schema) -> None:
+    """Rewrite the file at ``path`` with ``schema``'s columns and struct fields, nulls where it had none.
+
+    Its own columns and struct fields that ``schema`` lacks (a newer release's) are kept, after the others.
+    """
+    table = pq.ParquetFile(path).read()
+    widened = pa.concat_tables([schema.empty_table(), table], promote_options="default")
+    with replacing(path) as temporary:
+        pq.write_table(widened, temporary)
 
 
 def arrow_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:

@@ -34,7 +34,7 @@ SELECT base_task_id, criterion_index, any_value(description) AS description,
        count(*) AS evaluated,
        avg((NOT passed)::INTEGER) AS failure_rate
 FROM criteria_scores
-WHERE gating
+WHERE gating AND NOT advisory
 GROUP BY base_task_id, criterion_index
 HAVING failures > 0
 ORDER BY failures DESC, base_task_id, criterion_index
