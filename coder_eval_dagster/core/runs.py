@@ -408,7 +408,7 @@ def summarize(run: OpenRun, tables_dir: Path, max_parallel: int = 1, rescored: b
     run_id = run.plan.run_id
     run_ts = started(run.plan)
     tables = task_rows(summary.results, run_ts) | {"suite_metrics": suite_rows(run_id, run_ts, summary.suite)}
-    write_tables(tables_dir, run_id, run_ts, tables)
+    write_tables(tables_dir, run_id, run_ts, tables, summary.report.variants)
     write_run_reports(run, summary)
     try:
         write_index(run.folder.parent, (run.folder, summary.report))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from .layout import partition_folder, replacing
 from .models.results import EvaluationResult
 from .suite import SuiteEntry
 
+VARIANTS_KEY = b"coder_eval.variants"  # a table file's metadata: the run's variant order, as JSON
 COMMON = [
     ("run_id", pa.string()),
     ("run_ts", pa.timestamp("ms", tz="UTC")),
@@ -257,22 +259,29 @@ def write_table(tables_dir: Path, table: str, run_id: str, run_ts: datetime, row
 
 
 def write_tables(
-    tables_dir: Path, run_id: str, run_ts: datetime, tables: dict[str, list[dict[str, Any]]]
+    tables_dir: Path,
+    run_id: str,
+    run_ts: datetime,
+    tables: dict[str, list[dict[str, Any]]],
+    variants: Sequence[str] = (),
 ) -> list[Path]:
     """Write (or replace) this run's file of each table, all or none as far as renames go.
 
     Every file is written under its dot-name first (no reader takes it for
     data) and renamed only when all are: a full disk or a folder that takes no
-    file leaves the tables without the run, not with a part of it.
+    file leaves the tables without the run, not with a part of it. Each file
+    keeps the run's variant order (the experiment's) in its metadata: a run
+    whose folder was pruned is still compared against its first variant.
     """
     targets = []
+    metadata = {VARIANTS_KEY: json.dumps(list(variants)).encode()} if variants else None
     with contextlib.ExitStack() as renames:
         for table, rows in tables.items():
             folder = tables_dir / table / partition_folder(run_ts.date())
             folder.mkdir(parents=True, exist_ok=True)
             targets.append(folder / f"{run_id}.parquet")
             temporary = renames.enter_context(replacing(targets[-1]))
-            pq.write_table(arrow_table(rows, SCHEMAS[table]), temporary)
+            pq.write_table(arrow_table(rows, SCHEMAS[table]).replace_schema_metadata(metadata), temporary)
     for table in tables:
         add_missing_columns(tables_dir / table, SCHEMAS[table])
     return targets
@@ -323,8 +332,15 @@ def _widen(path: Path, schema: pa.Schema) -> None:
     """
     table = pq.ParquetFile(path).read()
     widened = pa.concat_tables([schema.empty_table(), table], promote_options="default")
+    widened = widened.replace_schema_metadata(table.schema.metadata)
     with replacing(path) as temporary:
         pq.write_table(widened, temporary)
+
+
+def variant_order(path: Path) -> list[str]:
+    """The variant order a table file keeps (:func:`write_tables`); empty in files written before it did."""
+    metadata = pq.read_schema(path).metadata or {}
+    return list(json.loads(metadata.get(VARIANTS_KEY, b"[]")))
 
 
 def arrow_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:

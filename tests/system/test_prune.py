@@ -189,3 +189,23 @@ def test_a_copied_home_says_it_uses_the_original_instance(tmp_path: Path) -> Non
     assert moved.returncode == 0
     assert moved.stderr.startswith(f"warning: {copy / 'dagster.yaml'} stores the instance in {home / 'history'}")
     assert len(moved.stderr.splitlines()) == 1
+
+
+def test_a_pruned_experiment_run_is_compared_against_its_first_variant(tmp_path: Path) -> None:
+    """compare reads a pruned run from its tables: its baseline is still the experiment's first variant (kept in
+    the table file), not the first name in sorted order."""
+    task, home, runs = agentless_project(tmp_path)
+    experiment = tmp_path / "ab.yaml"
+    experiment.write_text(
+        "experiment_id: ab\ntasks: [tasks/task.yaml]\nvariants:\n  - variant_id: zeta\n  - variant_id: alpha\n"
+    )
+    assert coder_eval("run", "-e", experiment, "--runs-dir", runs, home=home).returncode == 0
+    assert coder_eval("run", task, "--runs-dir", runs, home=home).returncode == 0  # the newest run is kept
+    run_dir, newest = run_folders(runs)
+    before = coder_eval("compare", run_dir, home=home)
+    cutoff = json.loads((newest / "run_plan.json").read_text())["started_at"]
+    assert coder_eval("prune", "--before", cutoff, "--runs-dir", runs, home=home).returncode == 0
+    assert not run_dir.exists()
+    after = coder_eval("compare", run_dir, home=home)
+    assert "alpha vs zeta" in before.stdout, before.stdout + before.stderr
+    assert after.stdout == before.stdout, after.stdout + after.stderr

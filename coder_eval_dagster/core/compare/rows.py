@@ -33,7 +33,7 @@ from ..layout import (
     report_path,
 )
 from ..models.results import EARLIER_STATUSES, EvaluationResult
-from ..tables import task_result_row
+from ..tables import task_result_row, variant_order
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -173,10 +173,13 @@ def _run_document(run_dir: Path) -> dict[str, Any]:
     return document
 
 
-def _variant_order(run_dir: Path, document: dict[str, Any], present: Iterable[str]) -> list[str]:
-    """run.json's variant order (the experiment's), else the experiment file's, else sorted."""
+def _variant_order(run_dir: Path, document: dict[str, Any], present: Iterable[str], parquet: Path | None) -> list[str]:
+    """run.json's variant order (the experiment's), else its table file's (a pruned run), else the experiment
+    file's, else sorted."""
     present = set(present)
     declared: list[str | None] = document.get("variants") or []  # a variant may lack its variant_id
+    if not declared and parquet is not None:
+        declared = [*variant_order(parquet)]
     plan_file = run_dir / PLAN_FILE
     if not declared and plan_file.is_file():
         experiment = read_json(plan_file).get("options", {}).get("experiment")
@@ -209,5 +212,5 @@ def load_run(run_dir: Path) -> RunRows:
     if len(source) == 0:
         raise CompareError(f"{run_dir}: no evaluations (neither a task_results Parquet file nor task.json files)")
     document = _run_document(run_dir)
-    variants = _variant_order(run_dir, document, _column(source, "variant_id"))
+    variants = _variant_order(run_dir, document, _column(source, "variant_id"), parquet)
     return RunRows(run_dir, run_dir.name, variants, source, _sequential_settings(document))
