@@ -31,11 +31,11 @@ from .core import credentials
 from .core.models.sandbox import unbound_limits
 from .core.preflight import check_environment, dagster_home
 from .core.problems import InvalidInput, Problem
-from .core.resolution import NOT_A_TASK, discover, kind_of, load_experiment, load_trajectory, resolve
+from .core.resolution import NOT_A_TASK, Resolution, discover, kind_of, load_experiment, load_trajectory, resolve
 from .core.routing import RouteError
 from .core.run_lock import RunFolderBusy
 from .core.run_spec import RunOptions, RunSpec
-from .core.yamlio import load_document
+from .core.yamlio import Document, load_document
 from .deploy_cli import add_commands as add_deploy_commands
 from .evaluate_cli import add_commands as add_evaluate_commands
 from .export_cli import add_commands as add_export_commands
@@ -80,13 +80,20 @@ def _file_problems(path: Path, experiment: str | None = None) -> FileVerdict:
             loaded = load_experiment(path)
             if not loaded.model.tasks:
                 return FileVerdict([], [], set())
-            resolution = resolve(RunSpec(experiment=str(path), include_skipped=True))
+            resolution = resolve(RunSpec(experiment=str(path)))
             return FileVerdict(resolution.problems, resolution.warnings, set())
-        spec = RunSpec(task_paths=[str(path)], experiment=experiment, include_skipped=True)
-        resolution = resolve(spec, experiment_tasks=False)  # this file under the experiment, not its other tasks
+        # A parked task (skip: true) is checked as a run checks it: its fields, not its dataset or its files.
+        resolution = resolve(RunSpec(task_paths=[str(path)], experiment=experiment), experiment_tasks=False)
     except InvalidInput as exc:
         return FileVerdict(exc.problems, [], set())
-    return FileVerdict(resolution.problems, resolution.warnings, {rt.base_task_id for rt in resolution.row_tasks})
+    return FileVerdict(resolution.problems, resolution.warnings, _task_ids(doc, resolution))
+
+
+def _task_ids(doc: Document, resolution: Resolution) -> set[str]:
+    """The task ids a task file defines: a parked one's too (a duplicate of it is still a duplicate)."""
+    task_id = doc.data.get("task_id") if isinstance(doc.data, dict) else None
+    parked = {task_id} if isinstance(task_id, str) else set()
+    return {rt.base_task_id for rt in resolution.row_tasks} | parked
 
 
 def _duplicate_id(path: Path, task_ids: set[str], seen: dict[str, Path]) -> list[Problem]:

@@ -15,6 +15,7 @@ import functools
 import json
 import os
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -122,6 +123,7 @@ class Resolution:
     filtered: dict[str, int] = field(default_factory=dict)  # what the selection left out, by reason
     warnings: list[Problem] = field(default_factory=list)  # valid, but likely not what was meant (and notes)
     found_in_folders: set[str] = field(default_factory=set)  # task files reached through a folder argument
+    problems_of: dict[str, list[Problem]] = field(default_factory=dict)  # a folder file's; in problems till left out
     prices: dict[str, ModelPrice] = field(default_factory=dict)  # the user's price file (--prices, the experiment's)
 
     def left_out(self, reason: str, count: int) -> None:
@@ -129,17 +131,21 @@ class Resolution:
             self.filtered[reason] = self.filtered.get(reason, 0) + count
 
     def skip_invalid_folder_files(self) -> None:
-        """A run over folders goes on without a task file found there that does not validate: its problems
-        become one ``skipped_tasks`` entry (the run then fails). Problems of files named directly stay."""
+        """A run over folders goes on without a task file found there that does not validate: its problems (those
+        of a dataset or trajectory it names, and of its variants, included) become one ``skipped_tasks`` entry (the
+        run then fails). Problems of files named directly stay."""
+        pending = Counter(problem for found in self.problems_of.values() for problem in found)
         kept: list[Problem] = []
-        reasons: dict[str, list[str]] = {}
         for problem in self.problems:
-            if problem.path in self.found_in_folders:
-                reasons.setdefault(problem.path, []).append(str(problem))
+            if pending[problem]:
+                pending[problem] -= 1
             else:
                 kept.append(problem)
         self.problems = kept
-        self.skipped.extend(SkippedTask(path, "; ".join(found), invalid=True) for path, found in reasons.items())
+        self.skipped.extend(
+            SkippedTask(path, "; ".join(map(str, found)), invalid=True) for path, found in self.problems_of.items()
+        )
+        self.problems_of = {}
 
 
 # ----------------------------------------------------------------------------- files
@@ -216,13 +222,18 @@ def kind_of(doc: Document) -> str:
     """``experiment``, ``trajectory`` (a replay file, ours or ATIF), ``task``, or ``other``: a YAML file that is none
     of them (a mapping with neither task_id nor success_criteria, found in a folder, is skipped with a note)."""
     if isinstance(doc.data, dict):
-        if "experiment_id" in doc.data:
+        if "experiment_id" in doc.data or _unnamed_experiment(doc.data):
             return "experiment"
         if ("turns" in doc.data and "task_id" not in doc.data) or is_atif(doc.data):
             return "trajectory"
         if "task_id" in doc.data or "success_criteria" in doc.data:
             return "task"
     return "other"
+
+
+def _unnamed_experiment(data: dict[str, Any]) -> bool:
+    """An experiment that lacks its ``experiment_id``: its variants, and nothing of a task (a task has no variants)."""
+    return "variants" in data and not {"task_id", "success_criteria"} & data.keys()
 
 
 NOT_A_TASK = "not a task file (no task_id)"
@@ -403,21 +414,45 @@ def resolve(spec: RunSpec, base_layer: bool = True, experiment_tasks: bool = Tru
         result.problems.extend(exc.problems)
         return result
     result.experiment = layers[-1] if layers else None
-    named = [Path(p) for p in spec.task_paths]
-    own = result.experiment.task_paths if result.experiment and spec.experiment and experiment_tasks else []
-    paths = own + named
-    files, problems, in_folders = _discover(paths)
+    own: list[Path] = []
+    if result.experiment and spec.experiment and experiment_tasks:
+        own, missing = _experiment_tasks(result.experiment)
+        result.problems.extend(missing)
+    files, problems, in_folders = _discover(own + [Path(p) for p in spec.task_paths])
     result.problems.extend(problems)
     result.found_in_folders = {str(path) for path in in_folders}
     seen_ids: dict[str, Path] = {}
     for path in files:
         try:
             _resolve_file(path, spec, overrides, layers, result, seen_ids)
-        except InvalidInput as exc:
+        except InvalidInput as exc:  # a problem found resolving a file is that file's, wherever it lies
             result.problems.extend(exc.problems)
+            if str(path) in result.found_in_folders:
+                result.problems_of[str(path)] = exc.problems
     _select(result, spec)
     _plan_batches(result)
     return result
+
+
+def _experiment_tasks(experiment: LoadedExperiment) -> tuple[list[Path], list[Problem]]:
+    """The task files and folders an experiment names; one that is not there is the experiment's problem, at its
+    line in the experiment file."""
+    found: list[Path] = []
+    problems: list[Problem] = []
+    for index, path in enumerate(experiment.task_paths):
+        if path.exists():
+            found.append(path)
+            continue
+        where: Loc = ("tasks", index)
+        why = f"no such file or directory: {_normalized(path)}"
+        problems.append(Problem(str(experiment.doc.path), experiment.doc.line_of(where), dotted(where), why))
+    return found, problems
+
+
+def _normalized(path: Path) -> Path:
+    """``path`` without its ``..`` and links, from the current folder when it is under it."""
+    real = path.resolve()
+    return real.relative_to(Path.cwd()) if real.is_relative_to(Path.cwd()) else real
 
 
 BEYOND_MAX_ROWS = "beyond sequential.max_rows"
@@ -537,80 +572,186 @@ def _resolve_file(
     seen_ids: dict[str, Path],
 ) -> None:
     doc = load_document(path)
-    kind = kind_of(doc)
-    in_folder = str(path) in result.found_in_folders
-    if kind == "trajectory":
-        if not _holds_placeholders(path):
-            load_trajectory(path)
+    if not _is_task(doc, path, result):
         return
-    if kind == "experiment" or (kind == "other" and in_folder):
-        what = "an experiment file (pass it with -e)" if kind == "experiment" else NOT_A_TASK
-        if in_folder:
-            result.warnings.append(Problem(str(path), None, DOCUMENT, f"note: skipped, {what}"))
-            return
-        raise InvalidInput([Problem(str(path), 1, "experiment_id", "this is an experiment file; pass it with -e")])
-    _require_mapping(doc)
-    defaults = [experiment.defaults for experiment in layers]
-    variants = _variants(layers[-1] if layers else None)
-    layered = [(variant, layer(doc.data, defaults, raw, overrides)) for _, variant, raw in variants]
+    base = layer(doc.data, [experiment.defaults for experiment in layers], None, overrides)  # under no variant
+    if _quarantined(base, spec):
+        _quarantine(path, doc, base, overrides, result, seen_ids)
+        return
     try:
-        rows, problems = _dataset_rows(layered[0][1], doc, spec), []
+        rows, problems = _dataset_rows(base, doc, spec), []  # from the task's own block: no variant changes it
     except _Skip as skip:
         result.skipped.append(SkippedTask(str(path), str(skip)))
         return
     except InvalidInput as exc:  # said once: what stands on the rows is not checked without them
         rows, problems = None, list(exc.problems)
-    unread = bool(problems)
-    for index, (variant, merged) in enumerate(layered):
-        found = _collect(functools.partial(_apply_prompt, merged, variant, index, layers, doc))[1]
-        problems.extend(p for p in found if p not in problems)
-    found = _collect(lambda: _check_placeholders([merged for _, merged in layered], doc, rows is not None or unread))[1]
-    problems.extend(found)
-    tasks = []
-    for (index, _, raw), (variant, merged) in zip(variants, layered, strict=True):  # every problem in one pass
-        task, found = _collect(functools.partial(_validate_task, doc, merged, overrides, rows[0] if rows else None))
-        if raw and layers:
-            found = [_blame_variant(problem, raw, index, merged, layers[-1].doc) for problem in found]
-        if unread:
-            found = [p for p in found if not _stands_on_rows(p, merged)]
-        problems.extend(p for p in found if p not in problems)
-        if task is not None:
-            tasks.append((variant, task))
-    if problems:
-        raise InvalidInput(problems)
-    first = tasks[0][1]
-    _check_unique_id(first.task_id, path, doc, seen_ids)
-    for _, task in tasks:
-        _check_trajectory_fields(task, doc, rows)
-    if first.skip and not spec.include_skipped:
-        result.skipped.append(SkippedTask(str(path), SKIP_TRUE))
-        return
-    if not _tags_selected(first, spec, result):
-        return
-    expanded: dict[tuple[str | None, str | None], list[Expansion]] = {}  # by prompt: variants may change it
-    for (index, _, raw), (_, merged), (variant, task) in zip(variants, layered, tasks, strict=True):
-        prompt = (task.initial_prompt, task.initial_prompt_file)
-        if prompt not in expanded:
-            expanded[prompt] = _expand_rows(task, layered[0][1], rows, doc)
-        agent, warnings = _agent_files(task, doc)
-        if raw and layers:  # a plugin folder a variant names is the experiment's to fix
-            warnings = [_blame_variant(warning, raw, index, merged, layers[-1].doc) for warning in warnings]
-        result.warnings.extend(w for w in warnings if w not in result.warnings)
-        for row, update in expanded[prompt]:
-            resolved = task.model_copy(update={"initial_prompt_file": None, "agent": agent, **update})
-            task_id = f"{task.task_id}/{row.row_id}" if row else task.task_id
+    file = _TaskFile(doc, overrides, layers, base, rows, unread=bool(problems), problems=problems)
+    tasks = [valid for under in file.variants() if (valid := file.validated(under)) is not None]
+    left_out = _tags_left_out(tasks[0][1], spec) if tasks else None
+    expanded = [(under, task, *file.expanded(under, task)) for under, task in tasks] if left_out is None else []
+    if file.problems:
+        raise InvalidInput(file.problems)
+    _check_unique_id(tasks[0][1].task_id, path, doc, seen_ids)
+    if left_out is not None:
+        result.left_out(left_out, 1)
+    for under, task, agent, expansions in expanded:
+        repeats = _repeats(under.variant, layers, spec)
+        warnings = file.blamed([w for w in [_trials_warning(task, doc, repeats)] if w], under)
+        result.warnings.extend(w for w in [*warnings, *file.warnings] if w not in result.warnings)
+        for row, update in expansions:
             result.row_tasks.append(
                 RowTask(
-                    task_id,
+                    f"{task.task_id}/{row.row_id}" if row else task.task_id,
                     task.task_id,
                     row.row_id if row else None,
                     row.values if row else None,
-                    variant.variant_id,
-                    _replicates(task, variant, layers, spec),
-                    resolved,
+                    under.variant.variant_id,
+                    _replicates(task, repeats[0]),
+                    task.model_copy(update={"initial_prompt_file": None, "agent": agent, **update}),
                     path,
                 )
             )
+
+
+def _is_task(doc: Document, path: Path, result: Resolution) -> bool:
+    """Whether ``doc`` is a task file to resolve. A trajectory is checked on its own (unless it waits for a row);
+    an experiment file, or another YAML file found in a folder, is passed over with a note; one named is refused."""
+    kind = kind_of(doc)
+    in_folder = str(path) in result.found_in_folders
+    if kind == "trajectory":
+        if not _holds_placeholders(path):
+            load_trajectory(path)
+        return False
+    if kind == "experiment" or (kind == "other" and in_folder):
+        what = "an experiment file (pass it with -e)" if kind == "experiment" else NOT_A_TASK
+        if in_folder:
+            result.warnings.append(Problem(str(path), None, DOCUMENT, f"note: skipped, {what}"))
+            return False
+        raise InvalidInput([Problem(str(path), 1, "experiment_id", "this is an experiment file; pass it with -e")])
+    _require_mapping(doc)
+    return True
+
+
+_BOOL: TypeAdapter[bool] = TypeAdapter(bool)
+
+
+def _quarantined(task: dict[str, Any], spec: RunSpec) -> bool:
+    """``skip: true`` without ``--include-skipped``, known before the dataset is read: the guide's skipped task
+    never reaches the orchestrator (no dataset fan-out, no variant resolution)."""
+    if spec.include_skipped:
+        return False
+    try:
+        return _BOOL.validate_python(task.get("skip", False))
+    except ValidationError:
+        return False  # the task's validation says what is wrong with it
+
+
+def _quarantine(
+    path: Path,
+    doc: Document,
+    task: dict[str, Any],
+    overrides: list[tuple[Loc, Any]],
+    result: Resolution,
+    seen_ids: dict[str, Path],
+) -> None:
+    """A parked task: checked as a task file (its fields, its id) but not the files it names, which may be what it
+    waits for (a dataset not there yet); recorded in ``skipped_tasks``."""
+    model, problems = _collect(functools.partial(_task_model, doc, task, overrides, {}))
+    problems = [problem for problem in problems if not _stands_on_rows(problem, task)]
+    if problems:
+        raise InvalidInput(problems)
+    if model is not None:
+        _check_unique_id(model.task_id, path, doc, seen_ids)
+    result.skipped.append(SkippedTask(str(path), SKIP_TRUE))
+
+
+@dataclass(frozen=True)
+class _UnderVariant:
+    """A task file laid under one variant (``raw``: the variant as written; None without an experiment)."""
+
+    index: int
+    variant: Variant
+    raw: dict[str, Any] | None
+    merged: dict[str, Any]
+
+
+@dataclass
+class _TaskFile:
+    """One task file resolved under each variant, its problems gathered in one pass: a variant's, or one its values
+    cause in the task's own, is said at the variant's line in the experiment file."""
+
+    doc: Document
+    overrides: list[tuple[Loc, Any]]
+    layers: list[LoadedExperiment]
+    base: dict[str, Any]  # under the defaults and the command line, no variant
+    rows: list[Row] | None
+    unread: bool  # the dataset could not be read: what stands on its rows is not judged
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    _expansions: dict[tuple[str | None, str | None], tuple[list[Expansion], list[Problem]]] = field(
+        default_factory=dict
+    )
+
+    def variants(self) -> list[_UnderVariant]:
+        """The task laid under each variant of the run (the one ``default`` without an experiment)."""
+        defaults = [experiment.defaults for experiment in self.layers]
+        return [
+            _UnderVariant(index, variant, raw, layer(self.doc.data, defaults, raw, self.overrides))
+            for index, variant, raw in _variants(self.layers[-1] if self.layers else None)
+        ]
+
+    def validated(self, under: _UnderVariant) -> tuple[_UnderVariant, Task] | None:
+        """The task under the variant, or None (its problems added)."""
+        merged = under.merged
+        found = _collect(functools.partial(_apply_prompt, merged, under.variant, under.index, self.layers, self.doc))[1]
+        has_rows = self.rows is not None or self.unread
+        found += _collect(functools.partial(_check_placeholders, [merged], self.doc, has_rows))[1]
+        task, invalid = _collect(functools.partial(_validate_task, self.doc, merged, self.overrides, self._first_row))
+        if self.unread:
+            invalid = [problem for problem in invalid if not _stands_on_rows(problem, merged)]
+        if task is not None:
+            found += _collect(functools.partial(_check_trajectory_fields, task, self.doc, self.rows))[1]
+        self._add(self.blamed(found, under) + self.blamed(invalid, under, self._caused_by_variant))
+        return (under, task) if task is not None and not found else None
+
+    def expanded(self, under: _UnderVariant, task: Task) -> tuple[AgentConfig, list[Expansion]]:
+        """The agent block as it runs and the (row, filled-in fields) of the task under the variant; their problems
+        and warnings added."""
+        prompt = (task.initial_prompt, task.initial_prompt_file)
+        if prompt not in self._expansions:  # by prompt: the variants that keep the task's share it
+            expansions, found = _collect(functools.partial(_expand_rows, task, self.base, self.rows, self.doc))
+            self._expansions[prompt] = (expansions or [], found)
+        expansions, found = self._expansions[prompt]
+        files, problems = _collect(functools.partial(_agent_files, task, self.doc))
+        self._add(self.blamed(found + problems, under))
+        agent, warnings = files or (task.agent, [])
+        self.warnings.extend(w for w in self.blamed(warnings, under) if w not in self.warnings)
+        return agent, expansions
+
+    def blamed(
+        self, problems: list[Problem], under: _UnderVariant, caused: Callable[[Problem], bool] | None = None
+    ) -> list[Problem]:
+        """``_blame_variant`` of each problem (none without an experiment)."""
+        if not under.raw or not self.layers:
+            return problems
+        experiment = self.layers[-1].doc
+        return [_blame_variant(p, under.raw, under.index, under.merged, experiment, caused) for p in problems]
+
+    def _caused_by_variant(self, problem: Problem) -> bool:
+        """Not one of the task's own problems: the variant's values bring it about."""
+        return problem not in self._base_problems
+
+    @functools.cached_property
+    def _base_problems(self) -> list[Problem]:
+        """The task's own problems under no variant (computed only when a variant's problem may be one of them)."""
+        return _collect(functools.partial(_validate_task, self.doc, self.base, self.overrides, self._first_row))[1]
+
+    @property
+    def _first_row(self) -> Row | None:
+        return self.rows[0] if self.rows else None
+
+    def _add(self, found: list[Problem]) -> None:
+        self.problems.extend(problem for problem in found if problem not in self.problems)
 
 
 def _agent_files(task: Task, doc: Document) -> tuple[AgentConfig, list[Problem]]:
@@ -650,23 +791,41 @@ def _stands_on_rows(problem: Problem, merged: dict[str, Any]) -> bool:
     return index.isdigit() and int(index) < len(criteria) and "${row." in repr(criteria[int(index)])
 
 
-def _tags_selected(task: Task, spec: RunSpec, result: Resolution) -> bool:
-    """``--tags`` (any of them) and ``--exclude-tags`` (none of them), whole tags compared."""
+def _tags_left_out(task: Task, spec: RunSpec) -> str | None:
+    """Why ``--tags`` (any of them) or ``--exclude-tags`` (none of them) leaves the task out, whole tags compared."""
     if spec.tags and not set(spec.tags) & set(task.tags):
-        result.left_out("tasks without the tags " + ",".join(spec.tags), 1)
-        return False
+        return "tasks without the tags " + ",".join(spec.tags)
     if set(spec.exclude_tags) & set(task.tags):
-        result.left_out("tasks with the excluded tags " + ",".join(spec.exclude_tags), 1)
-        return False
-    return True
+        return "tasks with the excluded tags " + ",".join(spec.exclude_tags)
+    return None
 
 
-def _replicates(task: Task, variant: Variant, layers: list[LoadedExperiment], spec: RunSpec) -> int:
-    """A dialog's trials; else --repeats, the variant's, the experiment's, the base layer's repeats, else 1."""
-    if task.simulation is not None and task.simulation.enabled:
-        return task.simulation.n_trials
-    found = [spec.repeats, variant.repeats, *(experiment.model.default_repeats for experiment in reversed(layers))]
-    return next((n for n in found if n is not None), 1)
+def _repeats(variant: Variant, layers: list[LoadedExperiment], spec: RunSpec) -> tuple[int, str]:
+    """The replicates asked for, and by what: --repeats, else the variant's, the experiment's, the base layer's
+    repeats, else 1."""
+    asked = [(spec.repeats, "--repeats"), (variant.repeats, f"variant {variant.variant_id}'s repeats")]
+    asked += [(layer.model.default_repeats, f"the repeats of {layer.doc.path}") for layer in reversed(layers)]
+    return next(((n, by) for n, by in asked if n is not None), (1, "repeats"))
+
+
+def _trials(task: Task) -> int:
+    return task.simulation.n_trials if task.simulation is not None and task.simulation.enabled else 1
+
+
+def _replicates(task: Task, repeats: int) -> int:
+    """A dialog's trials when it has several, else the repeats: coder_eval's fan-out (the guide: n_trials takes
+    precedence over repeats when simulation is enabled)."""
+    return _trials(task) if _trials(task) > 1 else repeats
+
+
+def _trials_warning(task: Task, doc: Document, repeats: tuple[int, str]) -> Problem | None:
+    """Repeats that a dialog of several trials sets aside: said, never dropped in silence."""
+    count, by = repeats
+    if _trials(task) == 1 or count == 1:
+        return None
+    loc: Loc = ("simulation", "n_trials")
+    why = f"warning: the dialog runs its {_trials(task)} trials, not {by} ({count}): n_trials takes precedence"
+    return Problem(str(doc.path), doc.line_of(loc), dotted(loc), why)
 
 
 def _collect(step: Callable[[], T]) -> tuple[T | None, list[Problem]]:
@@ -838,19 +997,26 @@ def _validate_task(
         criteria = merged.get("success_criteria")
         if isinstance(criteria, list):
             data = {**merged, "success_criteria": [_row_criterion(c, first_row, set())[0] for c in criteria]}
-    try:
-        task = Task.model_validate(data, context={"base_dir": str(doc.path.parent)})
-    except ValidationError as exc:
-        problems = problems_from_validation(exc, data, str(doc.path), doc.line_of, model=Task)
-        problems += _beyond_moved_limits(data, doc, problems)
-        raise InvalidInput([_mark_override(p, overrides) for p in problems]) from None
+    task = _task_model(doc, data, overrides, {"base_dir": str(doc.path.parent)})
     if task.agent.resolved_type == "replay" and task.agent.trajectory:
         trajectory = load_trajectory(doc.path.parent / task.agent.trajectory, first_row.values if first_row else None)
         _check_replayed_opening(task, trajectory, doc)
     return task
 
 
-def _beyond_moved_limits(data: dict[str, Any], doc: Document, found: list[Problem]) -> list[Problem]:
+def _task_model(doc: Document, data: dict[str, Any], overrides: list[tuple[Loc, Any]], context: dict[str, str]) -> Task:
+    """The Task model of ``data``; its files are checked when ``context`` has the task's ``base_dir``."""
+    try:
+        return Task.model_validate(data, context=context)
+    except ValidationError as exc:
+        problems = problems_from_validation(exc, data, str(doc.path), doc.line_of, model=Task)
+        problems += _beyond_moved_limits(data, doc, problems, context)
+        raise InvalidInput([_mark_override(p, overrides) for p in problems]) from None
+
+
+def _beyond_moved_limits(
+    data: dict[str, Any], doc: Document, found: list[Problem], context: dict[str, str]
+) -> list[Problem]:
     """The task's other problems when some are caps in their old place at its top (``task_timeout``): the model
     refuses those before it reads anything else (``agent.max_turns`` among them), and a file's problems are said
     in one pass."""
@@ -858,7 +1024,7 @@ def _beyond_moved_limits(data: dict[str, Any], doc: Document, found: list[Proble
     if stripped == data:
         return []
     try:
-        Task.model_validate(stripped, context={"base_dir": str(doc.path.parent)})
+        Task.model_validate(stripped, context=context)
     except ValidationError as exc:
         more = problems_from_validation(exc, stripped, str(doc.path), doc.line_of, model=Task)
         return [problem for problem in more if problem not in found]
@@ -922,16 +1088,30 @@ def _settings_object(doc: Document, loc: Loc, relative: str) -> dict[str, Any]:
 
 
 def _blame_variant(
-    problem: Problem, raw: dict[str, Any], index: int, merged: dict[str, Any], experiment: Document
+    problem: Problem,
+    raw: dict[str, Any],
+    index: int,
+    merged: dict[str, Any],
+    experiment: Document,
+    caused: Callable[[Problem], bool] | None = None,
 ) -> Problem:
     """A problem in a value the variant laid over the task is the experiment file's, at the variant's line (its
-    template sources are found relative to it, too)."""
-    loc = _set_by_variant(problem.field.split("."), raw, merged)
-    if loc is None:
-        return problem
-    where: Loc = ("variants", index, *loc)
+    template sources are found relative to it, too). One in the task's own value is too when ``caused`` says the
+    variant's values cause it (its agent type against the task's trajectory or prompt): said at the variant's block
+    on the way to that field, else at the variant."""
+    parts = problem.field.split(".")
+    loc = _set_by_variant(parts, raw, merged)
     message = problem.message.replace("(relative to the task YAML)", "(relative to the experiment file)")
+    if loc is None:
+        if caused is None or not caused(problem):
+            return problem
+        loc = _deepest(parts, raw) if parts[0] in VARIANT_BLOCKS else ()
+        message = f"{problem.field}: {problem.message} (in {problem.path}:{problem.line}, with this variant's values)"
+    where: Loc = ("variants", index, *loc)
     return Problem(str(experiment.path), experiment.line_of(where), dotted(where), message)
+
+
+VARIANT_BLOCKS = ("agent", "sandbox", "run_limits", "simulation", "checker_context")  # merged over the task's
 
 
 def _set_by_variant(parts: list[str], raw: dict[str, Any], merged: dict[str, Any]) -> Loc | None:
@@ -940,8 +1120,18 @@ def _set_by_variant(parts: list[str], raw: dict[str, Any], merged: dict[str, Any
         own = len(raw.get("template_sources") or [])  # appended after the task's own sources
         at = int(parts[2]) - (len((merged.get("sandbox") or {}).get("template_sources") or []) - own)
         return ("template_sources", at, *parts[3:]) if 0 <= at < own else None
-    if parts[0] not in ("agent", "sandbox", "run_limits", "simulation"):
+    if parts[0] == "initial_prompt":  # the variant's prompt, inline or read from its file, replaces the task's
+        return next(((key,) for key in ("initial_prompt", "initial_prompt_file") if raw.get(key) is not None), None)
+    if parts == ["sandbox", "driver"] and raw.get("driver"):
+        return ("driver",)
+    if parts[0] not in VARIANT_BLOCKS:
         return None
+    loc = _deepest(parts, raw)
+    return loc if len(loc) == len(parts) else None
+
+
+def _deepest(parts: list[str], raw: dict[str, Any]) -> Loc:
+    """The longest start of the field path ``parts`` that the variant ``raw`` holds."""
     node: Any = raw
     loc: list[str | int] = []
     for part in parts:
@@ -951,7 +1141,7 @@ def _set_by_variant(parts: list[str], raw: dict[str, Any], merged: dict[str, Any
         elif isinstance(node, dict) and part in node:
             node, step = node[part], part
         else:
-            return None
+            break
         loc.append(step)
     return tuple(loc)
 

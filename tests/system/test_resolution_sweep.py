@@ -1,0 +1,61 @@
+"""A user's runs over a folder through the installed ``coder-eval``: a parked task whose dataset is not there yet,
+a task whose JSONL dataset is broken, and a replayed dialog run with ``--repeats``."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from coder_eval_dagster.core.resolution import SKIP_TRUE
+
+from ..support.helpers import write
+from .conftest import SystemCli, task_file
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+ROW_CRITERION = [{"type": "run_command", "command": "echo ${row.v}", "description": "row"}]
+
+
+def _agentless(folder: Path, task_id: str, **changes: object) -> Path:
+    return task_file(folder, task_id, **{"agent": {"type": "none"}, **changes})
+
+
+def test_a_parked_task_is_skipped_without_reading_its_dataset(tmp_path: Path, system_cli: SystemCli) -> None:
+    _agentless(tmp_path / "tasks", "ok")
+    parked = _agentless(
+        tmp_path / "tasks", "parked", skip=True, dataset={"paths": ["missing.jsonl"]}, success_criteria=ROW_CRITERION
+    )
+    outcome, run = system_cli.run(tmp_path / "tasks", env={})
+    assert outcome.code == 0, outcome.output
+    (skipped,) = run.summary["skipped_tasks"]
+    assert (skipped["path"], skipped["reason"]) == (str(parked), SKIP_TRUE)
+    assert [task["task_id"] for task in run.summary["task_results"]] == ["ok"] and run.summary["passed"] is True
+    validated = system_cli("validate", tmp_path / "tasks", env={})
+    assert validated.code == 0 and f"OK {parked}" in validated.output, validated.output
+    write(
+        tmp_path / "tasks/again.yaml",
+        (tmp_path / "tasks/ok.yaml").read_text().replace("task_id: ok", "task_id: parked"),
+    )
+    duplicate = system_cli("validate", tmp_path / "tasks", env={})  # a parked task's id is still taken
+    assert duplicate.code == 1 and "parked" in duplicate.output, duplicate.output
+
+
+def test_a_task_with_a_broken_jsonl_is_left_out_and_the_rest_runs(tmp_path: Path, system_cli: SystemCli) -> None:
+    _agentless(tmp_path / "tasks", "ok")
+    write(tmp_path / "tasks/rows.jsonl", '{"id": "r1", "v": 1}\n{"id": "r1", "v": 2}\n')
+    broken = _agentless(tmp_path / "tasks", "broken", dataset={"paths": ["rows.jsonl"]}, success_criteria=ROW_CRITERION)
+    outcome, run = system_cli.run(tmp_path / "tasks", env={})
+    assert outcome.code == 1, outcome.output
+    assert [task["task_id"] for task in run.summary["task_results"]] == ["ok"] and run.summary["passed"] is False
+    (skipped,) = run.summary["skipped_tasks"]
+    assert skipped["path"] == str(broken) and "duplicate row id 'r1'" in skipped["reason"]
+
+
+def test_repeats_apply_to_a_replayed_dialog(tmp_path: Path, system_cli: SystemCli) -> None:
+    shutil.copytree(REPO / "tasks/replay_dialog", tmp_path / "replay_dialog")
+    outcome, run = system_cli.run(tmp_path / "replay_dialog/task.yaml", "--repeats", "2", env={})
+    assert outcome.code == 0, outcome.output
+    assert sorted(task["replicate_index"] for task in run.summary["task_results"]) == [0, 1]
