@@ -487,6 +487,7 @@ def write_result(evaluation: Evaluation) -> None:
     evaluation.result, text = valid_json(evaluation.result, indent=2)
     evaluation.folder.mkdir(parents=True, exist_ok=True)
     write_atomically(evaluation.folder / RESULT_FILE, text)
+    evaluation.context.remember_result(evaluation.folder / RESULT_FILE, evaluation.result)
     write_atomically(evaluation.folder / REPORT_FILE, render_task_html(evaluation.result, evaluation.folder))
 
 

@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 
 TIMESTAMP = "%Y-%m-%dT%H-%M-%SZ"
 T = TypeVar("T")
+Written = Callable[[Path], EvaluationResult | None]  # a result this process wrote, by its task.json path
 
 
 class RunPlan(BaseModel):
@@ -275,8 +276,9 @@ def preload_tables() -> None:
     timer.start()
 
 
-def collect_results(run_dir: Path) -> list[EvaluationResult]:
-    return [load_result(path) for path in evaluation_files(run_dir, RESULT_FILE)]
+def collect_results(run_dir: Path, written: Written = lambda _: None) -> list[EvaluationResult]:
+    """Every task.json of the run; those ``written`` knows (this process wrote them) are not read back."""
+    return [written(path) or load_result(path) for path in evaluation_files(run_dir, RESULT_FILE)]
 
 
 @dataclass
@@ -307,7 +309,9 @@ def write_run_reports(run: OpenRun, summary: Summary) -> None:
     write_reports(run.folder, summary.report, summary.results, summary.suite, run.plan.experiment_description)
 
 
-def run_summary(run: OpenRun, max_parallel: int, end_time: str | None = None) -> Summary:
+def run_summary(
+    run: OpenRun, max_parallel: int, end_time: str | None = None, written: Written = lambda _: None
+) -> Summary:
     """Suite metrics and the comparison page, from the run's task.json files; no report file yet.
 
     Only a run of several variants pays for the comparison's imports
@@ -317,7 +321,7 @@ def run_summary(run: OpenRun, max_parallel: int, end_time: str | None = None) ->
     from .version import framework_version
 
     run_dir, plan = run.folder, run.plan
-    results = collect_results(run_dir)
+    results = collect_results(run_dir, written)
     suite = suite_entries(run.snapshot.row_tasks, results)
     variants = list(dict.fromkeys(rt.variant_id for rt in run.snapshot.row_tasks))
     skipped = [SkippedTask.of(entry) for entry in run.snapshot.skipped]
@@ -392,7 +396,9 @@ def run_statistics(run: OpenRun, results: list[EvaluationResult]) -> dict[str, A
     return replicate_summary(results) | {"flaky": flaky, "sequential": sequential_json(run, results)}
 
 
-def summarize(run: OpenRun, tables_dir: Path, max_parallel: int = 1, rescored: bool = False) -> Summary:
+def summarize(
+    run: OpenRun, tables_dir: Path, max_parallel: int = 1, rescored: bool = False, written: Written = lambda _: None
+) -> Summary:
     """The run's Parquet files, then its report files and run.json, then the runs index. A rescore keeps the
     run's end time (its own time is each evaluation's ``rescored_at``): the run took as long as it did.
 
@@ -404,7 +410,7 @@ def summarize(run: OpenRun, tables_dir: Path, max_parallel: int = 1, rescored: b
 
     earlier = run.folder / RUN_FILE
     end_time = load_summary(run.folder).end_time if rescored and earlier.is_file() else None
-    summary = run_summary(run, max_parallel, end_time)
+    summary = run_summary(run, max_parallel, end_time, written)
     run_id = run.plan.run_id
     run_ts = started(run.plan)
     tables = task_rows(summary.results, run_ts) | {"suite_metrics": suite_rows(run_id, run_ts, summary.suite)}

@@ -302,7 +302,8 @@ def suite_metrics(
 ) -> Materialized:
     run = settings.open(context, run_context)
     options = settings.run_options()
-    summary = summarize(run, Path(options.runs_dir) / TABLES_DIR, options.workers, rescored=settings.rescore)
+    tables = Path(options.runs_dir) / TABLES_DIR
+    summary = summarize(run, tables, options.workers, settings.rescore, run_context.written_result)
     run_context.telemetry.run_end(run.plan.run_id, run.plan.started_at, summary.results, summary.passed)
     thresholds = [t for entry in summary.suite for t in entry.thresholds]
     succeeded = sum(r.success for r in summary.results)
