@@ -5,9 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import random
-import re
-import shlex
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,9 +13,9 @@ from .files import MAX_DATASET_BYTES, UnreadableFile, read_input_text, regular_f
 from .models.base import MAX_ID_LENGTH, id_problem
 from .models.dataset import Dataset
 from .problems import InvalidInput, Problem
-from .yamlio import Document
+from .row_commands import PLACEHOLDER, Shell, Slot, Unsafe, quoted
+from .yamlio import MAX_DEPTH, Document
 
-PLACEHOLDER = re.compile(r"\$\{row\.([^}]+)\}")
 CLI_SAMPLE_SEED = 0  # --sample is always reproducible
 COMMAND_KEY = "command"  # pre_run/post_run, run_command criteria and replayed Bash calls: a shell command
 
@@ -50,26 +47,76 @@ def load_rows(dataset: Dataset, doc: Document) -> list[Row]:
 
 
 def _read_jsonl(path: Path, field: str) -> list[tuple[dict[str, Any], str]]:
+    """Each line's object and where it was written; every bad line is a problem (the first few shown)."""
     try:
         text = read_input_text(path, MAX_DATASET_BYTES)
-    except (OSError, UnicodeDecodeError, UnreadableFile) as exc:
+    except UnicodeDecodeError as exc:
+        raise InvalidInput([_not_utf8(path, field, exc)]) from None
+    except (OSError, UnreadableFile) as exc:
         raise InvalidInput([Problem(str(path), 1, field, f"cannot read dataset: {exc}")]) from None
-    rows, problems = [], []
+    rows, problems, first = [], [], 0
     for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            values = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(Problem(str(path), number, field, f"invalid JSON: {exc.msg}"))
-            continue
-        if not isinstance(values, dict):
-            problems.append(Problem(str(path), number, field, "each line must be a JSON object"))
-            continue
-        rows.append((values, f"{path}:{number}"))
+        if line.strip():
+            first = first or number
+            parsed = _parse_row(line)
+            if isinstance(parsed, str):
+                problems.append(Problem(str(path), number, field, parsed))
+            else:
+                rows.append((parsed, f"{path}:{number}"))
     if problems:
-        raise InvalidInput(problems)
+        raise InvalidInput(_capped(problems, first))
     return rows
+
+
+def _not_utf8(path: Path, field: str, exc: UnicodeDecodeError) -> Problem:
+    """The line and column of the first byte that is not UTF-8 (the decoder reports a whole-file offset)."""
+    data = exc.object
+    line_start = data.rfind(b"\n", 0, exc.start) + 1
+    line = data.count(b"\n", 0, exc.start) + 1
+    byte = data[exc.start : exc.start + 1].hex()
+    why = f"cannot read dataset: byte 0x{byte} at column {exc.start - line_start + 1} is not UTF-8 ({exc.reason})"
+    return Problem(str(path), line, field, why)
+
+
+def _parse_row(line: str) -> dict[str, Any] | str:
+    """A line's JSON object, or why it is not one (a value nested too deep would break the run's pickling)."""
+    too_deep = f"row refused: it nests deeper than {MAX_DEPTH} levels"
+    try:
+        values = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return f"invalid JSON: {exc.msg}"
+    except RecursionError:  # deeper than the parser goes
+        return too_deep
+    if not isinstance(values, dict):
+        return "each line must be a JSON object"
+    return values if _depth(values) <= MAX_DEPTH else too_deep
+
+
+def _depth(value: Any) -> int:
+    """Nesting levels, a scalar counting one, as for YAML documents; iterative, so no depth can overflow it."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if level <= MAX_DEPTH:  # past the limit the answer is known
+            children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+            stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+MAX_LISTED_PROBLEMS = 5  # per dataset file: a file that is not JSONL would otherwise list every line
+
+
+def _capped(problems: list[Problem], first_line: int) -> list[Problem]:
+    """The first problems of one file and a count of the rest; a hint when its first line is not JSON at all."""
+    head = problems[0]
+    if head.line == first_line and head.message.startswith("invalid JSON"):
+        hint = '; a dataset file is JSON Lines: one JSON object per line, e.g. {"id": "r1", "q": "..."}'
+        problems = [Problem(head.path, head.line, head.field, head.message + hint), *problems[1:]]
+    if len(problems) <= MAX_LISTED_PROBLEMS:
+        return problems
+    more = f"... and {len(problems) - MAX_LISTED_PROBLEMS} more line(s) with problems"
+    return [*problems[:MAX_LISTED_PROBLEMS], Problem(head.path, None, head.field, more)]
 
 
 def _with_ids(raw: list[tuple[dict[str, Any], str]], id_field: str, doc: Document) -> list[Row]:
@@ -99,12 +146,16 @@ def _with_ids(raw: list[tuple[dict[str, Any], str]], id_field: str, doc: Documen
 
 
 def sample_rows(rows: list[Row], per_stratum: int | None, field: str, seed: int | None) -> list[Row]:
-    """Keep up to ``per_stratum`` rows of each stratum, in their original order."""
+    """Keep up to ``per_stratum`` rows of each stratum, in their original order.
+
+    A stratum is the field's value as text, as coder_eval keys it: rows without the field, with null or with
+    ``""`` form one stratum (where an activation dataset's negatives collect).
+    """
     if per_stratum is None:
         return rows
     strata: dict[str, list[int]] = {}
     for index, row in enumerate(rows):
-        strata.setdefault(json.dumps(row.values.get(field), sort_keys=True), []).append(index)
+        strata.setdefault(_row_text(row.values.get(field)), []).append(index)
     rng = random.Random(seed)
     keep: set[int] = set()
     for indices in strata.values():
@@ -144,9 +195,11 @@ def substitute(value: Any, row: Row, unknown: set[str], *, typed: bool = False, 
     """Replace ``${row.<field>}`` in every string leaf; collect unknown fields.
 
     A string under a ``command`` key is a shell command: each value goes in
-    quoted for where it stands (bare, in "...", in '...'), so a row's text
-    stays data (``x; rm -rf ~`` or ``$(...)`` never runs) and reads as
-    coder_eval's plain substitution would for an ordinary value. With
+    quoted for where the shell reads it (bare, in "...", in '...', in
+    ``$(...)`` or backticks, in a here-document), so a row's text stays data
+    (``x; rm -rf ~`` or ``$(...)`` never runs) and reads as coder_eval's
+    plain substitution would for an ordinary value; a value no quoting keeps
+    data there is an InvalidInput naming the row. With
     ``typed``, a string that is exactly one placeholder becomes the row's
     value itself (``1`` stays an integer).
     """
@@ -168,13 +221,14 @@ def _substitute_text(text: str, row: Row, unknown: set[str], typed: bool, comman
     whole = PLACEHOLDER.fullmatch(text) if typed else None
     if whole and whole.group(1) in row.values:
         return copy.deepcopy(row.values[whole.group(1)])
+    if command:
+        return _substitute_command(text, row, unknown)
     parts, at = [], 0
-    for match, quote in _placeholders(text) if command else ((m, None) for m in PLACEHOLDER.finditer(text)):
+    for match in PLACEHOLDER.finditer(text):
         name = match.group(1)
         parts.append(text[at : match.start()])
         if name in row.values:
-            value = _row_text(row.values[name])
-            parts.append(_shell_data(value, quote) if command else value)
+            parts.append(_row_text(row.values[name]))
         else:
             unknown.add(name)
             parts.append(match.group(0))
@@ -182,28 +236,38 @@ def _substitute_text(text: str, row: Row, unknown: set[str], typed: bool, comman
     return "".join([*parts, text[at:]])
 
 
-def _placeholders(command: str) -> Iterator[tuple[re.Match[str], str | None]]:
-    """Each ``${row.x}`` of a shell command with the quote it stands in: ``'``, ``"``, or None (bare)."""
-    quote: str | None = None
-    index = 0
-    while index < len(command):
-        char = command[index]
-        if char == "\\" and quote != "'":
-            index += 2
-            continue
-        if char in "'\"" and quote in (None, char):
-            quote = None if quote == char else char
-        elif match := PLACEHOLDER.match(command, index):
-            yield match, quote
-            index = match.end()
-            continue
-        index += 1
+def _substitute_command(command: str, row: Row, unknown: set[str]) -> str:
+    """A shell command with each value quoted for where its placeholder stands (see :class:`Shell`)."""
+    first = PLACEHOLDER.search(command)
+    if first is None:
+        return command
+    try:
+        shell = Shell(command).scan()
+    except RecursionError:
+        raise InvalidInput(
+            [_unsafe_problem(row, first.group(1), "the command nests too deep to follow", command)]
+        ) from None
+
+    def replace(slot: Slot) -> str | None:
+        if slot.name not in row.values:
+            unknown.add(slot.name)
+            return None
+        try:
+            return quoted(_row_text(row.values[slot.name]), slot)
+        except Unsafe as exc:
+            raise InvalidInput([_unsafe_problem(row, slot.name, str(exc), command)]) from None
+
+    try:
+        shell.check(replace)
+    except Unsafe as exc:
+        raise InvalidInput([_unsafe_problem(row, exc.name, str(exc), command)]) from None
+    return shell.render(0, len(command), replace)
 
 
-def _shell_data(value: str, quote: str | None) -> str:
-    """``value`` as data where it stands in a command: one quoted word bare, else escaped for its quotes."""
-    if quote == "'":
-        return value.replace("'", "'\\''")
-    if quote == '"':
-        return re.sub(r'([\\"$`])', r"\\\1", value)
-    return shlex.quote(value)
+def _unsafe_problem(row: Row, name: str, why: str, command: str) -> Problem:
+    """Where the row was written (the value is what cannot be placed), and the command it was refused for."""
+    where, _, line = row.origin.rpartition(":")
+    shown = command if len(command) <= 80 else command[:77] + "..."
+    who = f"row {row.row_id!r}: " if row.row_id else ""  # a replayed trajectory's row comes without its id
+    message = f"{who}this value cannot be data where ${{row.{name}}} stands in {shown!r}: {why}"
+    return Problem(where or "dataset row", int(line) if line.isdigit() else None, name, message)

@@ -26,15 +26,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from .atif import is_atif, replay_trajectory
 from .criteria import criterion_union, on_change
-from .datasets import (
-    CLI_SAMPLE_SEED,
-    PLACEHOLDER,
-    Row,
-    load_rows,
-    sample_rows,
-    split_rows,
-    substitute,
-)
+from .datasets import CLI_SAMPLE_SEED, Row, load_rows, sample_rows, split_rows, substitute
 from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text
 from .layout import CHECKPOINT_FILE, INDEX_PAGE, PLAN_FILE, RESULT_FILE, SANDBOX_DIR, TABLES_DIR
 from .models.agent import AgentConfig
@@ -47,6 +39,7 @@ from .models.task import Task
 from .models.trajectory import Trajectory
 from .pricing import load_price_file
 from .problems import DOCUMENT, InvalidInput, Loc, Problem, block_models, dotted, problems_from_validation
+from .row_commands import PLACEHOLDER
 from .run_spec import EXPERIMENTS_DIR, RunSpec
 from .yamlio import Document, load_document, load_yaml_text
 
