@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..support.helpers import criterion, write_task
 
@@ -21,25 +22,32 @@ def coder_eval(folder: Path, *args: str | Path) -> subprocess.CompletedProcess[s
     return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
 
 
-def test_row_values_in_substitutions_and_here_documents_are_written_never_run(tmp_path: Path) -> None:
-    rows = [{"id": f"r{index}", "q": value} for index, value in enumerate(VALUES)]
-    task = write_task(
-        tmp_path,
+def _rows_task(folder: Path, dataset: dict[str, Any], pre_run: list[str], criteria: list[dict[str, Any]]) -> Path:
+    """An agentless dataset task whose pre_run commands hold row placeholders."""
+    return write_task(
+        folder,
         {
             "task_id": "rows",
             "description": "row values as data",
             "agent": {"type": "none"},
             "sandbox": {"python": None},
-            "dataset": {"rows": rows},
-            "pre_run": [
-                {"command": "echo \"$(printf '%s' ${row.q})\" > subst.txt"},
-                {"command": "cat > here.txt <<EOF\n${row.q}\nEOF\n"},
-            ],
-            "success_criteria": [
-                criterion("run_command", command=f'test "$(cat {name}.txt)" = "${{row.q}}"', description=name)
-                for name in ("subst", "here")
-            ],
+            "dataset": dataset,
+            "pre_run": [{"command": command} for command in pre_run],
+            "success_criteria": criteria,
         },
+    )
+
+
+def test_row_values_in_substitutions_and_here_documents_are_written_never_run(tmp_path: Path) -> None:
+    rows = [{"id": f"r{index}", "q": value} for index, value in enumerate(VALUES)]
+    task = _rows_task(
+        tmp_path,
+        {"rows": rows},
+        ["echo \"$(printf '%s' ${row.q})\" > subst.txt", "cat > here.txt <<EOF\n${row.q}\nEOF\n"],
+        [
+            criterion("run_command", command=f'test "$(cat {name}.txt)" = "${{row.q}}"', description=name)
+            for name in ("subst", "here")
+        ],
     )
     done = coder_eval(tmp_path, "run", task, "--runs-dir", tmp_path / "runs")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -48,17 +56,11 @@ def test_row_values_in_substitutions_and_here_documents_are_written_never_run(tm
 
 def test_a_value_that_would_end_its_here_document_refuses_the_task_at_its_row(tmp_path: Path) -> None:
     (tmp_path / "rows.jsonl").write_text('{"id": "r1", "q": "ok"}\n{"id": "r2", "q": "x\\nEOF\\ntouch PWNED"}\n')
-    task = write_task(
+    task = _rows_task(
         tmp_path,
-        {
-            "task_id": "rows",
-            "description": "a value ending a here-document",
-            "agent": {"type": "none"},
-            "sandbox": {"python": None},
-            "dataset": {"paths": ["rows.jsonl"]},
-            "pre_run": [{"command": "cat > here.txt <<EOF\n${row.q}\nEOF\n"}],
-            "success_criteria": [criterion("file_exists", path="here.txt")],
-        },
+        {"paths": ["rows.jsonl"]},
+        ["cat > here.txt <<EOF\n${row.q}\nEOF\n"],
+        [criterion("file_exists", path="here.txt")],
     )
     done = coder_eval(tmp_path, "validate", task)
     assert done.returncode == 1, done.stdout + done.stderr
