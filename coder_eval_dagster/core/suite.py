@@ -18,6 +18,7 @@ denominator is 0.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter, defaultdict
 from typing import Any
@@ -71,11 +72,15 @@ def classification_metrics(pairs: list[tuple[str, str]], labels: list[str]) -> d
     metrics["macro_f1"] = sum(f1s[label] for label in averaged) / len(averaged) if averaged else 0.0
     metrics["weighted_f1"] = sum(f1s[label] * support[label] for label in seen) / total if total else 0.0
     metrics["micro_f1"] = metrics["accuracy"]  # single-label: micro P = micro R = accuracy
-    return {name: round(value, 6) for name, value in metrics.items()}
+    return metrics
 
 
 def score_metrics(scores: list[float], rows: int) -> dict[str, float]:
     """The statistics of a criterion's scores over the rows that have one, and the share of ``rows`` that do."""
+    return {name: shown(value) for name, value in _exact_score_metrics(scores, rows).items()}
+
+
+def _exact_score_metrics(scores: list[float], rows: int) -> dict[str, float]:
     if not scores:
         return {"count": 0.0, "mean": 0.0, "median": 0.0, "std": 0.0, "min": 0.0, "max": 0.0, "completion_rate": 0.0}
     metrics = {
@@ -87,7 +92,18 @@ def score_metrics(scores: list[float], rows: int) -> dict[str, float]:
         "max": max(scores),
         "completion_rate": len(scores) / rows,
     }
-    return {name: round(value, 6) for name, value in metrics.items()}
+    return metrics
+
+
+def meets(value: float, minimum: float) -> bool:
+    """A metric passes at or above its minimum, judged on its exact value (rounded, 0.48989795 passed a minimum of
+    0.48989799); a sum's last-bit error (0.7 as 0.6999999999999999) is not a miss."""
+    return value >= minimum or math.isclose(value, minimum, rel_tol=1e-12, abs_tol=1e-12)
+
+
+def shown(value: float) -> float:
+    """A metric as run.json, suite.json and the tables keep it."""
+    return round(value, 6)
 
 
 def _result_of(result: EvaluationResult, index: int) -> tuple[float | None, str]:
@@ -117,7 +133,7 @@ def suite_entries(row_tasks: list[RowTask], results: list[EvaluationResult]) -> 
     entries = []
     for key, observations in groups.items():
         criterion = specs[key]
-        metrics = score_metrics([score for score, _, _ in observations if score is not None], len(observations))
+        metrics = _exact_score_metrics([score for score, _, _ in observations if score is not None], len(observations))
         matrix: dict[str, dict[str, int]] = defaultdict(dict)
         if isinstance(criterion, Classification):
             pairs = [(expected, observed) for _, observed, expected in observations]
@@ -125,9 +141,12 @@ def suite_entries(row_tasks: list[RowTask], results: list[EvaluationResult]) -> 
             for (expected, observed), count in sorted(Counter(pairs).items()):
                 matrix[expected][observed] = count
         thresholds = [
-            Threshold(metric=m, minimum=minimum, value=metrics.get(m, 0.0), passed=metrics.get(m, 0.0) >= minimum)
+            Threshold(
+                metric=m, minimum=minimum, value=shown(metrics.get(m, 0.0)), passed=meets(metrics.get(m, 0.0), minimum)
+            )
             for m, minimum in criterion.suite_thresholds.items()
         ]
+        metrics = {name: shown(value) for name, value in metrics.items()}
         entries.append(
             SuiteEntry(
                 base_task_id=key[0],

@@ -85,3 +85,31 @@ def test_a_sandbox_file_named_task_json_leaves_the_summary_alone(tmp_path: Path)
     assert result.code == 0, result.err
     run_file = tmp_path / "runs" / "latest" / "run.json"
     assert [t["task_id"] for t in json.loads(run_file.read_text(encoding="utf-8"))["task_results"]] == ["own-json"]
+
+
+@pytest.mark.parametrize(("minimum", "code"), [(0.48989799, 1), (0.48989794, 0)], ids=["just_above", "just_below"])
+def test_a_suite_threshold_is_judged_on_the_metric_s_exact_value(tmp_path: Path, minimum: float, code: int) -> None:
+    """std of 4 passes in 10 rows is 0.4898979486: a minimum 4e-8 above it fails the run (rounded to 6 places
+    first, it passed), one below passes; run.json keeps the value rounded."""
+    rows = [{"id": f"r{index}", "ok": "yes" if index < 4 else "no"} for index in range(10)]
+    task = {
+        "task_id": "spread",
+        "description": "rows that pass or not",
+        "agent": {"type": "none"},
+        "sandbox": {"python": None},
+        "dataset": {"rows": rows},
+        "success_criteria": [
+            {
+                "type": "run_command",
+                "command": 'test "${row.ok}" = yes',
+                "description": "scores 1 or 0, and passes either way",
+                "pass_threshold": 0,
+                "suite_thresholds": {"std": minimum},
+            },
+        ],
+    }
+    result = run_cli("run", write_task(tmp_path / "tasks", task), "--runs-dir", tmp_path / "runs")
+    assert result.code == code, result.err + result.out
+    summary = json.loads((tmp_path / "runs" / "latest" / "run.json").read_text(encoding="utf-8"))
+    ((threshold,),) = [entry["thresholds"] for entry in summary["suite"]]
+    assert (threshold["value"], threshold["passed"]) == (0.489898, code == 0)
