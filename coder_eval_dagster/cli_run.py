@@ -131,10 +131,12 @@ def missing_model_key(row_tasks: list[RowTask], context: RunContext) -> str | No
 
 
 def _run_folder(command: str, run_dir: Path) -> OpenRun | None:
+    """The run folder named; through a link (``runs/latest``), the folder it points to: its name is the run's id
+    in the reports, and a later process must find it again."""
     if not is_run_folder(run_dir):
         print(f"coder-eval {command}: {run_dir} is not a run folder (no run_plan.json)", file=sys.stderr)
         return None
-    return load_run(run_dir)
+    return load_run(run_dir.resolve() if run_dir.is_symlink() else run_dir)
 
 
 def unfinished(opened: OpenRun) -> list[Path]:

@@ -132,3 +132,23 @@ def test_rescore_keeps_an_evaluated_row_whose_dataset_row_was_removed_since(tmp_
     assert [bool(result.get("rescored_at")) for result in results] == [True, True, True]
     (entry,) = summary["suite"]
     assert entry["metrics"]["count"] == 3, entry
+
+
+def test_rescore_through_the_latest_link_names_the_run_not_the_link(tmp_path: Path) -> None:
+    task = {
+        "task_id": "t",
+        "description": "d",
+        "agent": {"type": "none"},
+        "sandbox": {"python": None},
+        "success_criteria": [{"type": "run_command", "command": "true", "description": "c"}],
+    }
+    write(tmp_path / "task.yaml", yaml.safe_dump(task, sort_keys=False))
+    write(
+        tmp_path / "ab.yaml", "experiment_id: ab\ntasks: [task.yaml]\nvariants:\n  - variant_id: a\n  - variant_id: b\n"
+    )
+    assert _coder_eval(tmp_path, "run", "-e", "ab.yaml", "--runs-dir", str(tmp_path / "runs")).returncode == 0
+    (run_dir,) = (tmp_path / "runs").glob("2*")
+    rescored = _coder_eval(tmp_path, "rescore", "runs/latest")
+    assert rescored.returncode == 0, rescored.stdout + rescored.stderr
+    page = (run_dir / "comparison.html").read_text()
+    assert f"Comparison of {run_dir.name}" in page and "Comparison of latest" not in page
