@@ -9,9 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from coder_eval_dagster.core.compare.analysis import compare_variants
-from coder_eval_dagster.core.compare.clustered import DIFFERENCE, RATE, Z95, clustered_se, mean_estimate, unclustered_se
+from coder_eval_dagster.core.compare.clustered import DIFFERENCE, RATE, clustered_se, mean_estimate, unclustered_se
 from coder_eval_dagster.core.compare.render import render_markdown
 from coder_eval_dagster.core.compare.replicates import pass_at_k, pass_hat_k, pass_k_figures
 from coder_eval_dagster.core.compare.rows import load_run
@@ -164,7 +165,8 @@ def test_unclustered_se_is_the_textbook_one_and_clustering_can_widen_it_severalf
     estimate = mean_estimate(outcomes, clusters, RATE)
     assert estimate is not None and estimate.clustering_matters
     assert estimate.se_clustered > 4 * estimate.se  # type: ignore[operator]
-    assert estimate.interval_clustered.low == pytest.approx(0.5 - Z95 * estimate.se_clustered)  # type: ignore[union-attr,operator]
+    t_9 = stats.t.ppf(0.975, 9)  # 10 tasks: t with 9 degrees of freedom
+    assert estimate.interval_clustered.low == pytest.approx(0.5 - t_9 * estimate.se_clustered)  # type: ignore[union-attr,operator]
 
 
 def test_one_cluster_or_no_values_give_no_clustered_error() -> None:

@@ -6,7 +6,8 @@ out of every average, a row whose replicates all ended in ERROR is an ERROR
 row, and a row pairs only where it is not ERROR in either arm. ERROR rows
 and evaluations are counted and listed apart. For McNemar's test a row
 passes when more than half of its non-ERROR replicates succeeded (with one
-replicate: when it succeeded).
+replicate: when it succeeded). A pair's rates are means over its paired rows,
+every row counting once, so their difference is the paired difference.
 
 Beside the paired figures: each arm's pass@k and pass^k over its replicates
 and its flaky rows, standard errors clustered by base task next to the
@@ -35,6 +36,7 @@ from .replicates import PassK, RowReplicates, flaky_rows, pass_k_figures
 from .rows import BATCH, CompareError, Outcome, RunRows, SequentialSettings
 from .sequential import SequentialResult, SequentialStep, sequence_over_batches, sequential_decision
 from .stats import (
+    ALPHA,
     BREAKDOWN_RESAMPLES,
     RESAMPLES,
     SEED,
@@ -192,17 +194,23 @@ class GroupStats:
     mcnemar_p: float
 
 
+Reading = Literal["other_better", "baseline_better", "inconclusive"]
+Source = Literal["clustered", "bootstrap", "mcnemar"]  # the interval a verdict read, or the exact test alone
+
+
 @dataclass
 class Verdict:
-    """What the difference in success rate says, and from which interval.
+    """What the difference in success rate says: a winner only where McNemar's exact test and the interval agree.
 
-    The interval clustered by base task where some base task has more than one
-    paired row (its rows are not independent); else the paired bootstrap's.
+    ``uses`` names the interval read: the one clustered by base task where
+    some base task has more than one paired row (its rows are not
+    independent), else the paired bootstrap's; an interval of no width
+    measured no spread and is not read (``mcnemar``: the exact test alone).
     """
 
-    uses: Literal["clustered", "bootstrap"]
+    uses: Source
     interval: Interval | None
-    reading: Literal["other_better", "baseline_better", "inconclusive"]
+    reading: Reading
 
 
 @dataclass
@@ -357,7 +365,13 @@ def arm_rows(evaluations: pd.DataFrame) -> pd.DataFrame:
 
 
 def _rate(frame: pd.DataFrame, column: str) -> float | None:
+    """The mean of the rows' success rates: each paired row counts once, as in the paired difference."""
     return float(frame[column].mean()) if len(frame) else None
+
+
+def _rows_wilson(rates: pd.Series) -> Interval | None:
+    """Wilson's interval with the rows as trials: a row's rate, in [0, 1], varies at most as a pass/fail does."""
+    return wilson_interval(float(rates.sum()), len(rates))
 
 
 def group_stats(key: str, paired: pd.DataFrame, resamples: int) -> GroupStats:
@@ -432,22 +446,41 @@ def _breakdown(paired: pd.DataFrame, column: str) -> list[GroupStats]:
     return [group_stats(str(key), rows, BREAKDOWN_RESAMPLES) for key, rows in grouped.groupby(column, sort=True)]
 
 
-def verdict(bootstrap: Interval | None, clustered: MeanEstimate | None) -> Verdict:
-    """Read the difference from the clustered interval where base tasks hold several rows, else the bootstrap's.
+def _has_width(interval: Interval | None) -> bool:
+    return interval is not None and interval.low < interval.high
 
-    One base task alone has no clustered interval (no spread between tasks to
-    measure): the bootstrap's is read then.
+
+def _interval_read(bootstrap: Interval | None, clustered: MeanEstimate | None) -> tuple[Source, Interval | None]:
+    """The clustered interval where base tasks hold several rows, else the bootstrap's; one of no width is skipped.
+
+    A zero-width interval is no certainty: the bootstrap of identical
+    differences, or base tasks whose deviations happen to cancel (a clustered
+    SE of exactly 0), measured no spread at all.
     """
-    uses: Literal["clustered", "bootstrap"] = "bootstrap"
-    interval = bootstrap
-    if clustered is not None and clustered.clustering_matters and clustered.interval_clustered is not None:
-        uses, interval = "clustered", clustered.interval_clustered
-    reading: Literal["other_better", "baseline_better", "inconclusive"] = "inconclusive"
-    if interval is not None and interval.low > 0:
-        reading = "other_better"
-    elif interval is not None and interval.high < 0:
-        reading = "baseline_better"
-    return Verdict(uses, interval, reading)
+    if clustered is not None and clustered.clustering_matters and _has_width(clustered.interval_clustered):
+        return "clustered", clustered.interval_clustered
+    if _has_width(bootstrap):
+        return "bootstrap", bootstrap
+    return "mcnemar", None
+
+
+def _side(interval: Interval) -> Reading:
+    return "other_better" if interval.low > 0 else "baseline_better" if interval.high < 0 else "inconclusive"
+
+
+def verdict(bootstrap: Interval | None, clustered: MeanEstimate | None, regressions: int, improvements: int) -> Verdict:
+    """A winner when McNemar's exact p is below 0.05 and the interval read (if any has width) lies on the same side.
+
+    The exact test is valid at any number of rows, the interval accounts for
+    base tasks and for replicates' shares; either alone called winners on two
+    rows. The nightly check reads this same verdict, so the two never disagree.
+    """
+    uses, interval = _interval_read(bootstrap, clustered)
+    tested: Reading = "inconclusive"
+    if mcnemar_exact_p(regressions, improvements) < ALPHA:
+        tested = "other_better" if improvements > regressions else "baseline_better"
+    agrees = interval is None or _side(interval) == tested
+    return Verdict(uses, interval, tested if agrees else "inconclusive")
 
 
 def sequential_view(paired: pd.DataFrame, settings: SequentialSettings) -> SequentialView | None:
@@ -473,8 +506,6 @@ def compare_pair(baseline: Arm, other: Arm) -> PairComparison:
     paired["pass_a"] = paired["success_a"] > 0.5
     paired["pass_b"] = paired["success_b"] > 0.5
     overall = group_stats("all", paired, RESAMPLES)
-    successes_a, evaluations_a = int(paired["successes_a"].sum()), int(paired["evaluations_a"].sum())
-    successes_b, evaluations_b = int(paired["successes_b"].sum()), int(paired["evaluations_b"].sum())
     differences = (paired["success_b"] - paired["success_a"]).to_numpy()
     scores = (paired["score_b"] - paired["score_a"]).to_numpy()
     clusters = paired["base_task_id_a"].to_numpy()
@@ -485,14 +516,14 @@ def compare_pair(baseline: Arm, other: Arm) -> PairComparison:
         baseline=baseline.label,
         other=other.label,
         rows=overall.rows,
-        successes_baseline=successes_a,
-        evaluations_baseline=evaluations_a,
-        successes_other=successes_b,
-        evaluations_other=evaluations_b,
-        rate_baseline=successes_a / evaluations_a if evaluations_a else None,
-        rate_other=successes_b / evaluations_b if evaluations_b else None,
-        interval_baseline=wilson_interval(successes_a, evaluations_a),
-        interval_other=wilson_interval(successes_b, evaluations_b),
+        successes_baseline=int(paired["successes_a"].sum()),
+        evaluations_baseline=int(paired["evaluations_a"].sum()),
+        successes_other=int(paired["successes_b"].sum()),
+        evaluations_other=int(paired["evaluations_b"].sum()),
+        rate_baseline=overall.rate_baseline,
+        rate_other=overall.rate_other,
+        interval_baseline=_rows_wilson(paired["success_a"]),
+        interval_other=_rows_wilson(paired["success_b"]),
         difference=overall.difference,
         difference_interval=overall.interval,
         mcnemar_p=overall.mcnemar_p,
@@ -506,7 +537,7 @@ def compare_pair(baseline: Arm, other: Arm) -> PairComparison:
         unpaired_rows=len(one_arm_only),
         difference_clustered=difference_clustered,
         score_difference_clustered=mean_estimate(scores, clusters, DIFFERENCE),
-        verdict=verdict(overall.interval, difference_clustered),
+        verdict=verdict(overall.interval, difference_clustered, overall.regressions, overall.improvements),
         sequential=sequential_view(paired, baseline.run.sequential) if baseline.run is other.run else None,
         by_task=_breakdown(paired, "base_task_id_a"),
         by_tag=_breakdown(paired, "tags_a"),
@@ -515,23 +546,25 @@ def compare_pair(baseline: Arm, other: Arm) -> PairComparison:
 
 @dataclass
 class PairedFlips:
-    """A pair's difference in success rate, McNemar p and flipped rows (task ids): what a nightly verdict reads."""
+    """A pair's difference in success rate, McNemar p, flipped rows (task ids) and verdict: what the nightly reads."""
 
     difference: float | None
     mcnemar_p: float
     regressions: list[str]
     improvements: list[str]
+    verdict: Verdict
 
 
 def paired_flips(baseline: Arm, other: Arm) -> PairedFlips:
-    """``compare_pair``'s overall difference, McNemar p and flips from plain values: no pandas, the same numbers.
+    """``compare_pair``'s overall difference, McNemar p, flips and verdict from plain values: no pandas, same numbers.
 
-    Rows pair in task_id order (the frames' merge order), so the mean of the
-    differences is summed as numpy summed it there.
+    Rows pair in task_id order (the frames' merge order), so the differences
+    are summed, resampled and clustered as they were there.
     """
     rows_other = {row.task_id: row for row in other.row_outcomes}
     paired = [(row, rows_other[row.task_id]) for row in baseline.row_outcomes if row.task_id in rows_other]
     differences = np.array([b.success - a.success for a, b in paired], dtype=float)
+    clusters = np.array([a.base_task_id for a, _ in paired], dtype=object)
     regressions = [a.task_id for a, b in paired if a.success > 0.5 and not b.success > 0.5]
     improvements = [a.task_id for a, b in paired if not a.success > 0.5 and b.success > 0.5]
     return PairedFlips(
@@ -539,6 +572,12 @@ def paired_flips(baseline: Arm, other: Arm) -> PairedFlips:
         mcnemar_p=mcnemar_exact_p(len(regressions), len(improvements)),
         regressions=regressions,
         improvements=improvements,
+        verdict=verdict(
+            paired_bootstrap_interval(differences),
+            mean_estimate(differences, clusters, DIFFERENCE),
+            len(regressions),
+            len(improvements),
+        ),
     )
 
 

@@ -4,19 +4,60 @@ Rows of one dataset task share a prompt template and a repository, and the
 replicates of a row share everything; treating them as independent
 understates the uncertainty, often several times over (Miller 2024, "Adding
 Error Bars to Evals"). Each figure is reported with both standard errors and
-their normal 95 % intervals. numpy only.
+their 95 % intervals, read through Student's t with one degree of freedom
+fewer than the clusters: with few base tasks the clustered SE is itself
+uncertain (Cameron & Miller 2015, "A Practitioner's Guide to Cluster-Robust
+Inference"), and t(0.975, 1) is 12.7, not 1.96. numpy and math only: the
+run's summary imports this module, and scipy.stats costs 0.5 s to import.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
+from math import atan, cos, exp, lgamma, log, log1p, pi, sin, sqrt
 from statistics import NormalDist
 
 import numpy as np
 
 from .interval import Interval
+from .stats import CONFIDENCE
 
-Z95 = NormalDist().inv_cdf(0.975)
+
+def _t_central_mass(t: float, df: int) -> float:
+    """P(|T| <= t) for Student's T with integer ``df``: the finite series of Abramowitz & Stegun 26.7.3-4.
+
+    With theta = atan(t / sqrt(df)), the terms run over cos(theta)^j for j of
+    the parity of df, j <= df - 2, each the one before times cos^2 (j+1)/(j+2).
+    """
+    theta = atan(t / sqrt(df))
+    powers = np.arange(df % 2, df - 1, 2)
+    ratios = cos(theta) ** 2 * (powers[:-1] + 1) / (powers[:-1] + 2)
+    total = float(np.sum(np.cumprod(np.r_[cos(theta) if df % 2 else 1.0, ratios]))) if powers.size else 0.0
+    return 2 / pi * (theta + sin(theta) * total) if df % 2 else sin(theta) * total
+
+
+def _t_density(t: float, df: int) -> float:
+    log_scale = lgamma((df + 1) / 2) - lgamma(df / 2) - 0.5 * log(df * pi)
+    return exp(log_scale - (df + 1) / 2 * log1p(t * t / df))
+
+
+@cache
+def t_quantile(probability: float, df: int) -> float:
+    """Student's t quantile (``probability`` above 1/2, integer ``df`` >= 1), as scipy's to about 1e-12.
+
+    Newton's method on the exact distribution from the normal quantile: the
+    central mass is concave in t, so each step stays below the root and the
+    steps shrink to it.
+    """
+    target = 2 * probability - 1
+    t = NormalDist().inv_cdf(probability)
+    for _ in range(200):
+        step = (target - _t_central_mass(t, df)) / (2 * _t_density(t, df))
+        t += step
+        if step <= 1e-13 * t:
+            break
+    return t
 
 
 def clustered_se(values: np.ndarray, clusters: np.ndarray) -> float | None:
@@ -43,17 +84,18 @@ RATE = (0.0, 1.0)  # what a success rate or a mean score can be
 DIFFERENCE = (-1.0, 1.0)  # what a paired difference of them can be
 
 
-def _normal_interval(mean: float, se: float | None, span: tuple[float, float]) -> Interval | None:
-    """mean +- 1.96 SE, the interval both SEs are read through (so they compare like for like), cut to ``span``:
-    few clusters make it wider than what the quantity can be, and a rate's interval past 100 % reads as nonsense."""
+def _t_interval(mean: float, se: float | None, clusters: int, span: tuple[float, float]) -> Interval | None:
+    """mean +- t(0.975, clusters - 1) SE, cut to ``span``: few clusters make it wider than what the quantity can
+    be, and a rate's interval past 100 % reads as nonsense. Unclustered, every observation is its own cluster."""
     if se is None:
         return None
-    return Interval(max(span[0], mean - Z95 * se), min(span[1], mean + Z95 * se))
+    half = t_quantile((1 + CONFIDENCE) / 2, clusters - 1) * se
+    return Interval(max(span[0], mean - half), min(span[1], mean + half))
 
 
 @dataclass(frozen=True)
 class MeanEstimate:
-    """A mean with its unclustered and clustered (by base task) standard errors and normal 95 % intervals."""
+    """A mean with its unclustered and clustered (by base task) standard errors and t 95 % intervals."""
 
     mean: float
     observations: int
@@ -76,12 +118,13 @@ def mean_estimate(values: np.ndarray, clusters: np.ndarray, span: tuple[float, f
         return None
     mean = float(values.mean())
     se, se_clustered = unclustered_se(values), clustered_se(values, clusters)
+    groups = len(np.unique(np.asarray(clusters)))
     return MeanEstimate(
         mean=mean,
         observations=int(values.size),
-        clusters=len(np.unique(np.asarray(clusters))),
+        clusters=groups,
         se=se,
         se_clustered=se_clustered,
-        interval=_normal_interval(mean, se, span),
-        interval_clustered=_normal_interval(mean, se_clustered, span),
+        interval=_t_interval(mean, se, values.size, span),
+        interval_clustered=_t_interval(mean, se_clustered, groups, span),
     )

@@ -11,11 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .analysis import Arm, Comparison, PairedFlips, paired_flips, shared_variants
+from .analysis import Arm, Comparison, paired_flips, shared_variants
 from .render import markdown_table, summary_table
 from .rows import RunRows
-
-SIGNIFICANCE = 0.05
 
 
 def comparison_metadata(comparison: Comparison) -> tuple[str, dict[str, float]]:
@@ -31,11 +29,6 @@ def same_task_set(first: RunRows, second: RunRows) -> bool:
     return keys[0] == keys[1]
 
 
-def is_regression(pair: PairedFlips) -> bool:
-    """Significantly worse: McNemar p below 0.05 and a negative difference in success rate."""
-    return pair.mcnemar_p < SIGNIFICANCE and pair.difference is not None and pair.difference < 0
-
-
 @dataclass
 class RegressionVerdict:
     passed: bool
@@ -44,7 +37,11 @@ class RegressionVerdict:
 
 
 def regression_verdict(previous: RunRows | None, current: RunRows) -> RegressionVerdict:
-    """This run against the previous run of the same task set, variant by variant, with the flipped rows."""
+    """This run against the previous run of the same task set, variant by variant, with the flipped rows.
+
+    A variant regressed where its pair's verdict (``compare``'s, the same
+    rule) is ``baseline_better``.
+    """
     if previous is None:
         return RegressionVerdict(True, None, {"previous_run": "none of the same task set"})
     pairs = {v: paired_flips(Arm(previous, v, v), Arm(current, v, v)) for v in shared_variants(previous, current)}
@@ -54,5 +51,6 @@ def regression_verdict(previous: RunRows | None, current: RunRows) -> Regression
         details[f"{variant}.mcnemar_p"] = float(pair.mcnemar_p)
         details[f"{variant}.regressed_rows"] = "\n".join(pair.regressions) or "none"
         details[f"{variant}.improved_rows"] = "\n".join(pair.improvements) or "none"
-    passed = not any(is_regression(pair) for pair in pairs.values())
+        details[f"{variant}.verdict"] = pair.verdict.reading
+    passed = not any(pair.verdict.reading == "baseline_better" for pair in pairs.values())
     return RegressionVerdict(passed, previous.run_id, details)

@@ -91,8 +91,8 @@ def summary_table(comparison: Comparison) -> Table:
             "baseline",
             "other",
             "rows",
-            "baseline rate",
-            "other rate",
+            "baseline rate (mean of rows)",
+            "other rate (mean of rows)",
             "difference",
             "95 % CI",
             "clustered 95 % CI",
@@ -130,7 +130,7 @@ def _arms_table(comparison: Comparison) -> Table:
             "evaluations",
             "ERROR",
             "successes",
-            "success rate",
+            "success rate (of evaluations)",
             "Wilson 95 %",
             "clustered 95 %",
             "base tasks",
@@ -236,7 +236,17 @@ def _flips_table(title: str, flips: list[Flip], pair: PairComparison) -> Table:
 
 def _groups_table(title: str, groups: list[GroupStats], pair: PairComparison) -> Table:
     return Table(
-        ["group", "rows", pair.baseline, pair.other, "difference", "95 % CI", "regressions", "improvements", "p"],
+        [
+            "group",
+            "rows",
+            f"{pair.baseline} rate (mean of rows)",
+            f"{pair.other} rate (mean of rows)",
+            "difference",
+            "95 % CI",
+            "regressions",
+            "improvements",
+            "p",
+        ],
         [
             [
                 g.key,
@@ -256,20 +266,38 @@ def _groups_table(title: str, groups: list[GroupStats], pair: PairComparison) ->
 
 
 def _clustered_note(pair: PairComparison) -> str:
-    """Both standard errors side by side and the interval the verdict read: how much clustering widened it."""
+    """Both standard errors side by side: how much clustering widened the interval."""
     estimate = pair.difference_clustered
     if estimate is None:
         return "No paired rows: no clustered interval."
     return (
         f"Clustered by base task ({estimate.clusters} base tasks, {estimate.observations} rows): SE of the "
         f"difference {number(estimate.se_clustered)} clustered vs {number(estimate.se)} unclustered; 95 % CI "
-        f"{clustered_interval(estimate)} clustered vs {interval_text(estimate.interval)} unclustered (normal). "
-        f"Verdict: {pair.verdict.reading.replace('_', ' ')}, from the "
-        + (
-            "clustered interval (some base task has more than one row)."
-            if pair.verdict.uses == "clustered"
-            else "paired bootstrap interval (no base task has more than one row, or there is one base task only)."
+        f"{clustered_interval(estimate)} clustered (t, df {estimate.clusters - 1}) vs "
+        f"{interval_text(estimate.interval)} unclustered (t, df {estimate.observations - 1})."
+    )
+
+
+VERDICT_SOURCES = {
+    "clustered": "the clustered interval (some base task has more than one row)",
+    "bootstrap": "the paired bootstrap interval (no base task has more than one row, one base task only, "
+    "or a clustered interval of no width)",
+}
+
+
+def _verdict_note(pair: PairComparison) -> str:
+    """The verdict, what it read, and the rule: a winner needs the exact test and the interval on one side."""
+    verdict, p = pair.verdict, p_value(pair.mcnemar_p)
+    reading = verdict.reading.replace("_", " ")
+    if verdict.interval is None:
+        return (
+            f"Verdict: {reading}, from McNemar's exact p = {p} alone (a winner needs p below 0.05): no interval "
+            "has any width, every paired row having the same difference."
         )
+    source = f"{VERDICT_SOURCES[verdict.uses]} {interval_text(verdict.interval)}"
+    return (
+        f"Verdict: {reading}, from {source} and McNemar's exact p = {p}: a winner needs p below 0.05 and the "
+        "interval on the same side of 0."
     )
 
 
@@ -296,13 +324,16 @@ def _sequential_note(view: SequentialView) -> str:
 def _pair_block(pair: PairComparison) -> Block:
     errors = ", ".join(f"{label}: {count}" for label, count in pair.error_evaluations.items())
     notes = [
-        f"{pair.rows} paired rows. Success rate {pair.baseline} {percent(pair.rate_baseline)} "
-        f"{rate_interval(pair.interval_baseline)}, {pair.other} {percent(pair.rate_other)} "
-        f"{rate_interval(pair.interval_other)} (Wilson 95 %).",
+        f"{pair.rows} paired rows. Success rate, the mean of the rows' rates (a row's non-ERROR replicates "
+        f"averaged): {pair.baseline} {percent(pair.rate_baseline)} {rate_interval(pair.interval_baseline)}, "
+        f"{pair.other} {percent(pair.rate_other)} {rate_interval(pair.interval_other)} (Wilson 95 %, the rows as "
+        f"trials); {pair.successes_baseline}/{pair.evaluations_baseline} and "
+        f"{pair.successes_other}/{pair.evaluations_other} evaluations succeeded.",
         f"Difference ({pair.other} - {pair.baseline}): {signed_points(pair.difference)}, paired bootstrap 95 % CI "
         f"{interval_text(pair.difference_interval)}; McNemar exact p = {p_value(pair.mcnemar_p)} "
         f"({len(pair.regressions)} regressions, {len(pair.improvements)} improvements).",
         _clustered_note(pair),
+        _verdict_note(pair),
         f"Mean weighted-score difference: {number(pair.score_difference)}, 95 % CI "
         f"{interval_text(pair.score_interval, 1.0, '')} (bootstrap), "
         f"{clustered_interval(pair.score_difference_clustered, 1.0, '')} (clustered).",
@@ -351,7 +382,9 @@ def blocks(comparison: Comparison) -> list[Block]:
         f"Comparison of {runs}",
         [
             f"Paired by row-task (replicates averaged); bootstrap: {comparison.resamples} resamples of the rows, "
-            f"seed {comparison.seed}. ERROR evaluations are infrastructure failures and excluded."
+            f"seed {comparison.seed}. ERROR evaluations are infrastructure failures and excluded. A pair's rates "
+            "are means over its paired rows, so their difference is the difference shown; each arm's own rate "
+            "is over all its evaluations."
         ],
         [summary_table(comparison), _arms_table(comparison)],
     )

@@ -27,11 +27,12 @@ BREAKDOWN_RESAMPLES = 999  # per task and per tag: many small groups
 Z_WILSON = 1.959963984540054
 
 
-def wilson_interval(successes: int, trials: int) -> Interval | None:
+def wilson_interval(successes: float, trials: int) -> Interval | None:
     """Wilson score 95 % interval of ``successes / trials``; None with no trials.
 
     scipy's formula (Newcombe 1998), operation for operation, so the figures
     in comparison files stay what they were when scipy computed them.
+    ``successes`` may be a sum of rows' success rates (the rows as trials).
     """
     if trials == 0:
         return None
