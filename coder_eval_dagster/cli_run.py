@@ -29,6 +29,7 @@ from .core.models.report import RunSummary
 from .core.models.results import EvaluationResult
 from .core.problems import InvalidInput
 from .core.reports.junit import write_junit
+from .core.reports.notes import threshold_figures
 from .core.reports.run_summary import counts_line, judges_usd, terminal_text, total_usd, usd, why_not_passed
 from .core.resolution import Resolution, RowTask, resolve
 from .core.routing import resolve_route, routing_line
@@ -410,7 +411,7 @@ def print_summary(report: RunSummary, run_dir: Path) -> None:
         for threshold in entry["thresholds"]:
             mark = "[green]met[/]" if threshold["passed"] else "[red]NOT met[/]"
             label = escape(f"suite {entry['base_task_id']} [{entry['variant_id']}] {threshold['metric']}")
-            value = f"{threshold['value']:.3f} >= {threshold['minimum']:g}"
+            value = " >= ".join(threshold_figures(threshold))
             console.print(f"{label} {value}: {mark}", highlight=False)
     for variant, spend in report.spend_by_variant.items():
         if spend.total_cost_usd is not None or spend.agent is not None:

@@ -5,7 +5,12 @@ writes it there instead); ``-f html`` renders every task.html from its
 task.json, and the run viewer (index.html) over them; ``-f junit`` writes the JUnit file (``<RUN_DIR>/junit.xml`` or
 ``-o``). ``--rebuild`` rewrites run.json, run.md, experiment.json and the
 variant and suite files from the run's task.json files, keeping the run's
-window and width.
+window and width (its end, with no run.json, the last evaluation's).
+
+A run folder coder_eval wrote reads too: its run.json and task.json files
+(``models/``), its suite gates from its suite.json files; ``--rebuild``
+rewrites its run.json and run.md only, as coder_eval's own does (its
+suite.json files cannot be recomputed from the task.json files alone).
 """
 
 from __future__ import annotations
@@ -23,11 +28,15 @@ from .core.layout import (
     RESULT_FILE,
     RUN_FILE,
     RUN_MD,
+    SUITE_FILE,
     evaluation_files,
     load_result,
     load_summary,
+    read_record,
     write_atomically,
 )
+from .core.models.report import RunSummary, SuiteRollup, TaskRow, last_end
+from .core.models.results import EvaluationResult, instant
 from .core.problems import InvalidInput
 
 FORMATS = ("md", "html", "junit")
@@ -85,35 +94,94 @@ def rebuild(run_dir: Path) -> int:
     from .cli_run import incomplete, unfinished
     from .core.runs import is_run_folder, load_run, report_run
 
-    if not is_run_folder(run_dir):
-        return _fail(f"{run_dir} is not a run folder (no run_plan.json)")
+    if not is_run_folder(run_dir):  # no plan: a folder coder_eval wrote
+        return rebuild_from_results(run_dir)
     run = load_run(run_dir)
     missing = unfinished(run)
     if missing:  # a verdict over the evaluations that happened to finish would pass a run that never ended
         return _fail(incomplete(run, missing))
-    if not evaluation_files(run_dir, RESULT_FILE):
+    results = run_results(run_dir)
+    if not results:
         return _fail(f"no finalized task.json files found under {run_dir}")
-    try:  # rebuilding is the way to mend a damaged run.json: its old values are kept when they can be read
-        earlier = load_summary(run_dir) if (run_dir / RUN_FILE).is_file() else None
-    except InvalidInput:
-        earlier = None
+    earlier = _earlier_summary(run_dir)
     summary = report_run(
         run,
         earlier.max_parallel if earlier else 1,
-        earlier.end_time if earlier else None,
+        earlier.end_time if earlier else last_end(results.values()),
+        results.get,
     )
-    report = summary.report
+    _aggregated(run_dir, summary.report)
+    return exit_codes.OK
+
+
+def _earlier_summary(run_dir: Path) -> RunSummary | None:
+    """The run.json a rebuild replaces: rebuilding is the way to mend a damaged one, so its values are kept only
+    when they can be read."""
+    try:
+        return load_summary(run_dir) if (run_dir / RUN_FILE).is_file() else None
+    except InvalidInput:
+        return None
+
+
+def _aggregated(run_dir: Path, report: RunSummary) -> None:
     print(
         f"[OK] Aggregated {report.tasks_run} task(s) ({report.tasks_succeeded} ok / {report.tasks_failed} fail / "
         f"{report.tasks_error} err) → {run_dir / RUN_FILE}"
     )
+
+
+def rebuild_from_results(run_dir: Path) -> int:
+    """run.json and run.md of a run folder coder_eval wrote, from its task.json files: its earlier run.json's window,
+    width and skipped tasks kept (else the evaluations' first start and last end), judged with its suite gates."""
+    from .core.reports.files import environment_info, write_json
+    from .core.reports.run_summary import render_run_md
+    from .core.version import framework_version
+
+    results = list(run_results(run_dir).values())
+    if not results:
+        return _fail(f"no finalized task.json files found under {run_dir}")
+    earlier = _earlier_summary(run_dir)
+    rows = [TaskRow.of(r) for r in sorted(results, key=lambda r: (r.variant_id, r.task_id, r.replicate))]
+    report = RunSummary(
+        run_id=run_dir.resolve().name,
+        start_time=earlier.start_time if earlier else min((r.started_at for r in results), key=instant),
+        end_time=earlier.end_time if earlier else last_end(results),
+        skipped_tasks=earlier.skipped_tasks if earlier else [],
+        max_parallel=earlier.max_parallel if earlier else 1,
+        task_results=rows,
+        framework_version=framework_version(),
+        environment_info=environment_info(),
+        variants=list(dict.fromkeys([*(earlier.variants if earlier else []), *(row.variant_id for row in rows)])),
+        passed=all(result.success for result in results),
+    ).judged_with(suite_gates(run_dir))
+    write_atomically(run_dir / RUN_MD, render_run_md(report))
+    write_json(run_dir / RUN_FILE, report)
+    _aggregated(run_dir, report)
     return exit_codes.OK
+
+
+def run_results(run_dir: Path) -> dict[Path, EvaluationResult]:
+    """Every task.json of the run folder by path, with what coder_eval's leave to the folders (``located``; its
+    ``evaluate`` of a row writes its form into a run of ours too)."""
+    return {path: load_result(path).located(run_dir, path) for path in evaluation_files(run_dir, RESULT_FILE)}
+
+
+def suite_gates(run_dir: Path) -> list[dict[str, Any]]:
+    """The suite thresholds of the run's ``<variant>/<suite_id>/suite.json`` files, as run.json ``suite`` entries."""
+    paths = sorted(run_dir.glob(f"*/*/{SUITE_FILE}"))
+    return [entry for path in paths for entry in read_record(path, SuiteRollup).gates()]
+
+
+def read_summary(run_dir: Path) -> RunSummary:
+    """The run's run.json; coder_eval's records no suite gates: those of its suite.json files are taken in."""
+    summary = load_summary(run_dir)
+    return summary if summary.suite else summary.judged_with(suite_gates(run_dir))
 
 
 def render_md(run_dir: Path, output: Path | None) -> int:
     from .core.reports.run_summary import render_run_md
 
-    text = render_run_md(load_summary(run_dir))
+    text = render_run_md(read_summary(run_dir))
     write_atomically(run_dir / RUN_MD, text)
     if output is None:
         sys.stdout.write(text)
@@ -133,7 +201,7 @@ def render_html(run_dir: Path) -> int:
         return _fail(f"no task.json files found under {run_dir}")
     results = []
     for path in paths:
-        result = load_result(path)
+        result = load_result(path).located(run_dir, path)
         write_atomically(path.parent / REPORT_FILE, render_task_html(result, path.parent))
         results.append(result)
     ordered = load_summary(run_dir).variants if (run_dir / RUN_FILE).is_file() else []
@@ -146,6 +214,6 @@ def render_html(run_dir: Path) -> int:
 def render_junit(run_dir: Path, output: Path) -> int:
     from .core.reports.junit import write_junit
 
-    write_junit(load_summary(run_dir), output)
+    write_junit(read_summary(run_dir), output)
     print(f"[OK] JUnit report written to {output}")
     return exit_codes.OK

@@ -484,11 +484,19 @@ def write_result(evaluation: Evaluation) -> None:
     end_processes(evaluation)
     evaluation.result.finished_at = utc_now()
     evaluation.result.task_config = task_config(evaluation.row_task)
+    evaluation.result.sandbox_path = kept_sandbox(evaluation.folder)
     evaluation.result, text = valid_json(evaluation.result, indent=2)
     evaluation.folder.mkdir(parents=True, exist_ok=True)
     write_atomically(evaluation.folder / RESULT_FILE, text)
     evaluation.context.remember_result(evaluation.folder / RESULT_FILE, evaluation.result)
     write_atomically(evaluation.folder / REPORT_FILE, render_task_html(evaluation.result, evaluation.folder))
+
+
+def kept_sandbox(folder: Path) -> str | None:
+    """The preserved sandbox's path as coder_eval records it (``sandbox_path``: as the run named its folder, None
+    when none was kept), where its ``evaluate <NN folder>`` finds the workspace to re-grade."""
+    sandbox = folder / SANDBOX_DIR
+    return str(sandbox) if sandbox.is_dir() else None
 
 
 def task_config(row_task: RowTask) -> TaskConfig:

@@ -294,10 +294,12 @@ class Summary:
         return self.report.passed
 
 
-def report_run(run: OpenRun, max_parallel: int, end_time: str | None = None) -> Summary:
+def report_run(
+    run: OpenRun, max_parallel: int, end_time: str | None = None, written: Written = lambda _: None
+) -> Summary:
     """Suite metrics, the comparison page and the report files (the run viewer among them), from the run's task.json
-    files."""
-    summary = run_summary(run, max_parallel, end_time)
+    files (those ``written`` holds already read)."""
+    summary = run_summary(run, max_parallel, end_time, written)
     write_run_reports(run, summary)
     return summary
 

@@ -164,7 +164,8 @@ def test_observability(tmp_path):
     )
     report = RunSummary(run_id="r", start_time="2026-12-01T00:00:00Z", end_time="2026-12-01T00:01:00Z", passed=False)
     report.task_results = [row]
-    assert "> NOTE: t [default] stopped early (criterion_failed); <= 29 turn(s) avoided" in render_run_md(report)
+    note = "> **NOTE:** [t] [default] #01 stopped early (criterion_failed); ≤ 29 turn(s) avoided"
+    assert note in render_run_md(report)
 
 
 def test_zero_gate_threshold_is_rejected_on_an_armed_task(tmp_path):

@@ -113,3 +113,7 @@ def test_a_suite_threshold_is_judged_on_the_metric_s_exact_value(tmp_path: Path,
     summary = json.loads((tmp_path / "runs" / "latest" / "run.json").read_text(encoding="utf-8"))
     ((threshold,),) = [entry["thresholds"] for entry in summary["suite"]]
     assert (threshold["value"], threshold["passed"]) == (0.489898, code == 0)
+    # the figures shown say the verdict: 0.490 >= 0.48989799 would read as met
+    line = "std 0.489898 >= 0.48989799: NOT met" if code else "std 0.49 >= 0.48989794: met"
+    assert line in (tmp_path / "runs" / "latest" / "run.md").read_text(encoding="utf-8")
+    assert line.replace(": ", " ") in result.out.replace(":", "")

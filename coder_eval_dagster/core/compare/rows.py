@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from ..layout import (
+    EXPERIMENT_FILE,
     PLAN_FILE,
     RESULT_FILE,
     RUN_FILE,
@@ -174,10 +175,13 @@ def _run_document(run_dir: Path) -> dict[str, Any]:
 
 
 def _variant_order(run_dir: Path, document: dict[str, Any], present: Iterable[str], parquet: Path | None) -> list[str]:
-    """run.json's variant order (the experiment's), else its table file's (a pruned run), else the experiment
-    file's, else sorted."""
+    """run.json's variant order (the experiment's), else experiment.json's (coder_eval's run.json has none), else its
+    table file's (a pruned run), else the experiment file's, else sorted."""
     present = set(present)
     declared: list[str | None] = document.get("variants") or []  # a variant may lack its variant_id
+    experiment_file = run_dir / EXPERIMENT_FILE
+    if not declared and experiment_file.is_file():
+        declared = read_json(experiment_file).get("variant_ids") or []
     if not declared and parquet is not None:
         declared = [*variant_order(parquet)]
     plan_file = run_dir / PLAN_FILE
@@ -206,7 +210,8 @@ def load_run(run_dir: Path) -> RunRows:
         file = pq.ParquetFile(parquet)
         source = file.read(columns=[*COLUMNS, *([BATCH] if BATCH in file.schema_arrow.names else [])])
     elif run_dir.is_dir():
-        source = result_records([load_result(p) for p in evaluation_files(run_dir, RESULT_FILE)])
+        # a run coder_eval wrote leaves its run and replicate to the folders
+        source = result_records([load_result(p).located(run_dir, p) for p in evaluation_files(run_dir, RESULT_FILE)])
     else:
         raise CompareError(f"{run_dir}: no such run folder")
     if len(source) == 0:

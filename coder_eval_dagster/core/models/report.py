@@ -10,12 +10,14 @@ is a computed field: written on every dump, recomputed on every read, never
 apart from the rows it summarises. Names our earlier run.json files used are
 read too (``tasks`` -> ``task_results``, ``replicate`` -> ``replicate_index``,
 ``final_status`` -> ``status``...), so ``compare``, the runs index and
-``history`` read run folders written before this schema.
+``history`` read run folders written before this schema. So does a run.json
+coder_eval wrote: its verdict (ours, ``passed``) is the one its exit code
+gives.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
@@ -28,6 +30,8 @@ from .results import (
     SimulationInfo,
     Status,
     TokenUsage,
+    current_status,
+    instant,
 )
 
 
@@ -117,6 +121,7 @@ class TaskRow(BaseModel):
     agent_type: str | None = None
     stage_durations: dict[str, float] = Field(default_factory=dict)
     within_expected_turns: bool | None = None
+    warnings: list[str] = Field(default_factory=list)  # the evaluation's (task.json): run-time notes
     judge_input_tokens: int = 0
     judge_output_tokens: int = 0
     simulation: SimulationInfo | None = None
@@ -127,6 +132,14 @@ class TaskRow(BaseModel):
     simulator_token_usage: TokenUsage | None = None
 
     SIMILARITY_TYPE: ClassVar[str] = "reference_comparison"  # its score is the row's reference_similarity
+
+    @model_validator(mode="before")
+    @classmethod
+    def _coder_eval_form(cls, data: Any) -> Any:
+        """coder_eval's row has no ``success``: its status says it."""
+        if isinstance(data, dict) and "success" not in data:
+            return {**data, "success": current_status(data.get("status", data.get("final_status"))) == "SUCCESS"}
+        return data
 
     @property
     def agent_token_usage(self) -> TokenUsage | None:
@@ -209,6 +222,7 @@ class TaskRow(BaseModel):
             agent_type=result.agent_type,
             stage_durations=result.stage_durations,
             within_expected_turns=result.within_expected_turns,
+            warnings=result.warnings,
             judge_input_tokens=result.judge_input_tokens,
             judge_output_tokens=result.judge_output_tokens,
             simulation=result.simulation,
@@ -341,6 +355,26 @@ class RunSummary(Counts):
             }
         return data
 
+    @model_validator(mode="before")
+    @classmethod
+    def _coder_eval_form(cls, data: Any) -> Any:
+        """coder_eval's run.json (ours too once its ``--rebuild`` rewrote it) has no verdict: the one its exit code
+        gives, every row a SUCCESS (``judged_with`` adds its suite gates); and its variants are its rows'."""
+        if not isinstance(data, dict) or "passed" in data:
+            return data
+        rows = [row for row in data.get("task_results") or [] if isinstance(row, dict)]
+        return {
+            "variants": list(dict.fromkeys(row.get("variant_id") for row in rows)),
+            **data,
+            "passed": all(row.get("status") == "SUCCESS" for row in rows),
+        }
+
+    def judged_with(self, suite: list[dict[str, Any]]) -> RunSummary:
+        """This summary with the suite gates coder_eval keeps apart from its run.json (``SuiteRollup.gates``): one
+        not met fails the run, as it fails coder_eval's."""
+        met = all(threshold["passed"] for entry in suite for threshold in entry["thresholds"])
+        return self.model_copy(update={"suite": suite, "passed": self.passed and met})
+
     @property
     def counted(self) -> list[tuple[str, float | None]]:
         return [(row.status, row.weighted_score) for row in self.task_results]
@@ -359,8 +393,7 @@ class RunSummary(Counts):
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
     def total_duration_seconds(self) -> float:
-        start, end = (datetime.fromisoformat(t.replace("Z", "+00:00")) for t in (self.start_time, self.end_time))
-        return round((end - start).total_seconds(), 3)
+        return round((instant(self.end_time) - instant(self.start_time)).total_seconds(), 3)
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
@@ -444,6 +477,12 @@ class Spend(BaseModel):
         known): the total is then a floor."""
         parts = (self.agent, self.judges, self.simulator)
         return all(usage.priced_whole for usage in parts if usage and usage.spent)
+
+
+def last_end(results: Iterable[EvaluationResult]) -> str:
+    """When the last of the evaluations ended: a run's end where nothing recorded it (coder_eval's ``--rebuild``
+    derives it so)."""
+    return max((result.ended_at for result in results), key=instant)
 
 
 def skipped_by_id(task_id: str) -> SkippedTask:
@@ -681,3 +720,22 @@ class SuiteRollup(BaseModel):
     @property
     def passed(self) -> bool:
         return all(aggregate.passed for aggregate in self.criterion_aggregates)
+
+    def gates(self) -> list[dict[str, Any]]:
+        """Its criteria's suite thresholds as run.json ``suite`` entries (a criterion's index is its aggregate's
+        position): coder_eval's run.json has none, and its verdict counts them."""
+        return [
+            {
+                "base_task_id": self.suite_id,
+                "variant_id": self.variant_id,
+                "criterion_index": index,
+                "criterion_type": aggregate.criterion_type,
+                "metrics": aggregate.metrics,
+                "confusion_matrix": {},
+                "thresholds": [
+                    {"metric": c.metric, "minimum": c.min_value, "value": c.actual_value or 0.0, "passed": c.passed}
+                    for c in aggregate.threshold_checks
+                ],
+            }
+            for index, aggregate in enumerate(self.criterion_aggregates)
+        ]

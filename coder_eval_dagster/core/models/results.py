@@ -10,15 +10,19 @@ What the schema computes from other fields (``iterations``,
 ``command_stats``, ``total_token_usage``' total...) is a computed field here
 too: written on every dump, never stored apart from what it summarises.
 Our own fields (``passed``, criterion ``inputs``, ``trajectory``...) stay
-beside the schema's; coder_eval's readers ignore them.
+beside the schema's; coder_eval's readers ignore them. A task.json coder_eval
+wrote reads too: what it leaves out is derived as it derives it (the verdicts
+from the status and the scores, the dataset row from the resolved task; the
+run and replicate from the folders, ``EvaluationResult.located``).
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from itertools import pairwise
+from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, computed_field, model_validator
@@ -279,6 +283,7 @@ class CriterionResult(BaseModel):
 
     JUDGE_TYPES: ClassVar[frozenset[str]] = frozenset({"llm_judge", "agent_judge", "system_one_judge"})
     DETAIL_CHARS: ClassVar[int] = 300  # each value in the ``details`` text
+    TEXT: ClassVar[str] = "text"  # the evidence of a result coder_eval wrote: its ``details`` text, alone
 
     index: int
     type: str = written_as("criterion_type")
@@ -296,6 +301,21 @@ class CriterionResult(BaseModel):
     expected_label: str | None = None
     observed_label: str | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _coder_eval_form(cls, data: Any) -> Any:
+        """A criterion as coder_eval writes it: its evidence is text only, kept as written; its verdict is the score
+        against the threshold (0.9 and gating where it records none, its defaults)."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if isinstance(data.get("details"), str) and not data.get("evidence"):
+            data["evidence"] = {cls.TEXT: data.pop("details")}
+        if "passed" not in data and isinstance(data.get("score"), int | float):
+            data = {"pass_threshold": 0.9, "gating": True, **data}
+            data["passed"] = data["score"] >= data["pass_threshold"]
+        return data
+
     @property
     def judge_usage(self) -> dict[str, Any] | None:
         """A judge's spend (tokens, cost, seconds); None for the other criteria. A reused verdict's is the original
@@ -310,7 +330,11 @@ class CriterionResult(BaseModel):
     @computed_field(alias="details")  # type: ignore[prop-decorator]  # mypy takes no decorator on a property
     @property
     def details_text(self) -> str | None:
-        """The evidence as one string, ``key: value; ...`` (the schema's ``details``); empty values left out."""
+        """The evidence as one string, ``key: value; ...`` (the schema's ``details``); empty values left out. Text that
+        coder_eval wrote stays as it is."""
+        written = self.details.get(self.TEXT)
+        if isinstance(written, str) and len(self.details) == 1:
+            return written
         parts = []
         for key, value in self.details.items():
             if value is None or value == "" or value == [] or value == {}:
@@ -469,12 +493,13 @@ class EvaluationResult(BaseModel):
 
     model_config = SCHEMA_NAMES
 
-    run_id: str
+    run_id: str = ""  # coder_eval's task.json has none: its run folder's name (``located``)
     task_id: str
     base_task_id: str
     row_id: str | None = None
     variant_id: str
-    replicate: int = written_as("replicate_index")  # the folder's NN: from 0 (from 1 in earlier run folders)
+    # the folder's NN: from 0 (from 1 in earlier run folders; coder_eval's task.json has none: ``located``)
+    replicate: int = written_as("replicate_index", default=0)
     description: str = written_as("task_description", "description", default="")
     agent_type: str
     model: str | None = written_as("model_used", default=None)  # the agent's report, else agent.model; None: none
@@ -515,12 +540,15 @@ class EvaluationResult(BaseModel):
     refused_connections: list[RefusedConnection] = Field(default_factory=list)  # by the egress policy
     simulation: SimulationInfo | None = None  # a simulated dialog's outcome; None: a single-shot run
     dialog: list[DialogMessage] = Field(default_factory=list)
+    # The preserved sandbox as the run named its folder (relative when it was), as coder_eval records it: where its
+    # `evaluate <NN folder>` re-grades. None: no sandbox was kept.
+    sandbox_path: str | None = None
     task_config: TaskConfig | None = None
 
     @model_validator(mode="before")
     @classmethod
     def _earlier_forms(cls, data: Any) -> Any:
-        """task.json as written now, or by versions before the report schema."""
+        """task.json as written now, by versions before the report schema, or by coder_eval."""
         if not isinstance(data, dict):
             return data
         data = dict(data)
@@ -540,7 +568,28 @@ class EvaluationResult(BaseModel):
                 "simulator_input_tokens": data["simulator_input_tokens"],
                 "simulator_output_tokens": data.get("simulator_output_tokens", 0),
             }
+        if "base_task_id" not in data and isinstance(data.get("task_id"), str):
+            data = _coder_eval_result(data)
         return data
+
+    def located(self, run_dir: Path, path: Path) -> EvaluationResult:
+        """The result read from ``path`` in ``run_dir``, with what a task.json coder_eval wrote leaves to its folders:
+        the run (its folder's name) and the replicate (the ``NN`` folder's; 0 in another layout, as coder_eval reads
+        it)."""
+        missing = {"run_id", "replicate"} - self.model_fields_set
+        if not missing:
+            return self
+        name = path.parent.name
+        found = {"run_id": run_dir.name, "replicate": int(name) if name.isdigit() else 0}
+        return self.model_copy(update={field: found[field] for field in missing})
+
+    @property
+    def ended_at(self) -> str:
+        """When the evaluation ended: ``completed_at``, else (a rescore stamps its own time there; coder_eval may
+        record none) its start plus its duration."""
+        if self.finished_at and self.rescored_at is None:
+            return self.finished_at
+        return _later(self.started_at, self.duration_s)
 
     # ------------------------------------------------------------------ the schema's computed fields
 
@@ -694,6 +743,60 @@ class EvaluationResult(BaseModel):
     @property
     def simulator_output_tokens(self) -> int:
         return self.simulation.simulator_output_tokens if self.simulation else 0
+
+
+STAGE_MS = {"setup": "setup_ms", "score": "grading_ms"}  # our stages' times in coder_eval's task.json (ms)
+
+
+def _coder_eval_result(data: dict[str, Any]) -> dict[str, Any]:
+    """A task.json coder_eval wrote, with what it does not record derived as it derives it: the dataset row and tags
+    from the resolved task, success from the status, turns, stage times, and each criterion's index (its position)
+    and weight (the task's)."""
+    resolved = (data.get("task_config") or {}).get("resolved") or {}
+    base_task_id, row_id = _dataset_row(data["task_id"], resolved)
+    specs = [spec if isinstance(spec, dict) else {} for spec in resolved.get("success_criteria") or []]
+    criteria = data.get("success_criteria_results") or []
+    derived = {
+        "base_task_id": base_task_id,
+        "row_id": row_id,
+        "tags": resolved.get("tags") or [],
+        "success": current_status(data.get("final_status")) == "SUCCESS",
+        "total_turns": data.get("total_assistant_turns") or 0,
+        "stage_durations": {stage: data[key] / 1000 for stage, key in STAGE_MS.items() if data.get(key) is not None},
+    }
+    # its nulls take our defaults (an ungraded weighted_score is null there)
+    written = {key: value for key, value in data.items() if value is not None}
+    return derived | written | {"success_criteria_results": [_at(i, c, specs) for i, c in enumerate(criteria)]}
+
+
+def _dataset_row(task_id: str, resolved: dict[str, Any]) -> tuple[str, str | None]:
+    """(base_task_id, row_id): the resolved task's suite and row, else the parts of ``<task_id>/<row_id>``."""
+    if resolved:
+        return resolved.get("suite_id") or task_id, resolved.get("row_id")
+    base, _, row = task_id.partition("/")
+    return base, row or None
+
+
+def _at(index: int, criterion: Any, specs: list[dict[str, Any]]) -> Any:
+    """A criterion result with its index and its criterion's weight (a gating one's 1.0 when the task is unknown)."""
+    if not isinstance(criterion, dict):
+        return criterion
+    weight = specs[index].get("weight", 1.0) if index < len(specs) else float(criterion.get("gating", True))
+    return {"index": index, "weight": weight, **criterion}
+
+
+def instant(text: str) -> datetime:
+    """An ISO time as written: ours in UTC (``Z``), coder_eval's without a zone (read as UTC, so that both compare)."""
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _later(text: str, seconds: float) -> str:
+    """The ISO time ``text`` plus ``seconds``, written as ``text`` is (in UTC with ``Z``, or without a zone)."""
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00")) + timedelta(seconds=seconds)
+    if moment.tzinfo is None:
+        return moment.isoformat()
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _iso(epoch_s: float | None) -> str | None:

@@ -79,7 +79,7 @@ def write_reports(
         write_atomically(variant_file(run_dir, variant_id).with_name(VARIANT_MD), render_variant_md(aggregate))
     for rollup in suite_rollups(run_dir, results, suite):
         write_json(suite_file(run_dir, rollup.variant_id, rollup.suite_id), rollup)
-    write_run_viewer(run_dir, results, report.variants)
+    write_run_viewer(run_dir, results, report.variants, report)
     write_json(run_dir / RUN_FILE, report)
 
 

@@ -5,11 +5,13 @@ One testsuite per variant, one testcase per evaluation, named
 did not succeed is a ``<failure>`` (``message`` its status) listing every
 gating criterion as ``[PASS]``/``[FAIL]``; an ERROR is an ``<error>`` with its
 message. Then, as coder_eval adds them: a ``skipped`` testsuite (a task file
-the run left out, as ``<skipped>``) and a ``suite-gates`` testsuite (a
-testcase per dataset suite and variant with suite thresholds, a
-``<failure>`` listing each threshold not met; ours adds the flaky-rows gate),
-so a run that fails only on a gate is not green in CI. Every count is counted
-from the elements written.
+the run left out, as ``<skipped>``; ours adds a sequential A/B's stop) and a
+``suite-gates`` testsuite (a testcase per dataset suite and variant with
+suite thresholds, a ``<failure>`` listing each threshold not met; ours adds
+the flaky-rows gate, the run-wide budget and, for a run failing on nothing
+else, ``run``), so a run that fails only on a gate is not green in CI. An
+evaluation's run-time notes (its warnings) are its ``<system-out>``, never a
+failure. Every count is counted from the elements written.
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ import re
 import xml.etree.ElementTree as ET
 from itertools import groupby
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..layout import replicate_name, write_atomically
 from ..models.report import RunSummary, SkippedTask, TaskRow
 from ..models.results import CriterionResult
+from .notes import budget_not_run, run_time_notes, sequential_not_run, threshold_figures, verdict_reasons
 
 GATES = "suite-gates"
 # ElementTree writes control characters as they are, which is not XML 1.0: they are dropped (an agent's output)
@@ -73,6 +76,9 @@ def _testcase(suite: ET.Element, row: TaskRow) -> None:
         lines = [row.error_message] if row.error_message else []
         lines += [_criterion_line(c) for c in row.criteria if c.gating and not c.advisory]
         failure.text = _safe("\n".join(lines))
+    notes = run_time_notes(row)
+    if notes:  # a passing evaluation's too: stopped at max_tool_calls, over a soft budget (never a failure)
+        ET.SubElement(case, "system-out").text = _safe("\n".join(f"{note.kind}: {note.text}" for note in notes))
 
 
 def _skipped_case(suite: ET.Element, skipped: SkippedTask) -> None:
@@ -82,25 +88,40 @@ def _skipped_case(suite: ET.Element, skipped: SkippedTask) -> None:
     ET.SubElement(case, "skipped", message=_safe(skipped.reason))
 
 
-def _gate_case(suite: ET.Element, name: str, unmet: list[str]) -> None:
-    case = ET.SubElement(suite, "testcase", name=_safe(name), classname=GATES)
-    if unmet:
-        failure = ET.SubElement(case, "failure", message="suite thresholds not met")
-        failure.text = _safe("\n".join(unmet))
+class Gate(NamedTuple):
+    """A testcase of the suite-gates testsuite: failing when ``unmet`` lists anything."""
+
+    name: str
+    unmet: list[str]
+    message: str = "suite thresholds not met"
 
 
-def _suite_gates(report: RunSummary) -> list[tuple[str, list[str]]]:
-    """(testcase name, the thresholds not met) per dataset suite and variant with thresholds, then the flaky gate."""
+def _gate_case(suite: ET.Element, gate: Gate) -> None:
+    case = ET.SubElement(suite, "testcase", name=_safe(gate.name), classname=GATES)
+    if gate.unmet:
+        failure = ET.SubElement(case, "failure", message=gate.message)
+        failure.text = _safe("\n".join(gate.unmet))
+
+
+def _sequential_case(suite: ET.Element, why: str) -> None:
+    """A sequential A/B's stop: evaluations left out by design, so skipped (the run does not fail on it)."""
+    case = ET.SubElement(suite, "testcase", name="sequential-stop", classname="skipped")
+    ET.SubElement(case, "skipped", message=_safe(why))
+
+
+def _suite_gates(report: RunSummary) -> list[Gate]:
+    """Per dataset suite and variant with thresholds, the thresholds not met; then the flaky-rows gate and the
+    run-wide budget (the evaluations it left out fail the run)."""
     gated = [entry for entry in report.suite if entry.get("thresholds")]
 
     def suite_of(entry: dict[str, Any]) -> tuple[str, str]:
         return entry["variant_id"], entry["base_task_id"]
 
     gates = [
-        (
+        Gate(
             f"{variant}/{suite}",
             [
-                f"{t['metric']}: {t['value']:g} < {t['minimum']:g}"
+                f"{t['metric']}: {' < '.join(threshold_figures(t))}"
                 for entry in entries
                 for t in entry["thresholds"]
                 if not t["passed"]
@@ -111,7 +132,20 @@ def _suite_gates(report: RunSummary) -> list[tuple[str, list[str]]]:
     flaky = report.flaky_gate
     if flaky is not None:
         unmet = [] if flaky["passed"] else [f"flaky rows: {flaky['share']:.3f} > {flaky['max_share']:g}"]
-        gates.append(("flaky-rows", unmet))
+        gates.append(Gate("flaky-rows", unmet))
+    if report.budget is not None:
+        left = budget_not_run(report)
+        gates.append(Gate("run-budget", [left] if left else [], "evaluations not run"))
+    return gates
+
+
+def _gates(report: RunSummary) -> list[Gate]:
+    """The suite gates; and when the run failed with nothing else failing (an invalid task file left out), a
+    failing ``run`` testcase saying why: CI's verdict is run.json's."""
+    gates = _suite_gates(report)
+    green = all(row.success for row in report.task_results) and not any(gate.unmet for gate in gates)
+    if green and not report.passed:
+        gates.append(Gate("run", verdict_reasons(report), "the run failed"))
     return gates
 
 
@@ -139,15 +173,18 @@ def junit_xml(report: RunSummary) -> str:
         )
         for row in own:
             _testcase(suite, row)
-    if report.skipped_tasks:
+    stopped = sequential_not_run(report)
+    if report.skipped_tasks or stopped:
         suite = ET.SubElement(root, "testsuite", name="skipped")
         for skipped in report.skipped_tasks:
             _skipped_case(suite, skipped)
-    gates = _suite_gates(report)
+        if stopped:
+            _sequential_case(suite, stopped)
+    gates = _gates(report)
     if gates:
         suite = ET.SubElement(root, "testsuite", name=GATES)
-        for name, unmet in gates:
-            _gate_case(suite, name, unmet)
+        for gate in gates:
+            _gate_case(suite, gate)
     for suite in root:
         _counted(suite, suite.findall("testcase"))
     _counted(root, list(root.iter("testcase")))

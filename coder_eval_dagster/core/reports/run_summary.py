@@ -9,6 +9,7 @@ from ..layout import RUN_VIEWER, replicate_name, report_path
 from ..models.report import RunSummary, Spend, TaskRow
 from ..models.results import EvaluationResult, TokenUsage
 from ..suite import SuiteEntry
+from .notes import run_time_notes, threshold_figures
 
 
 def failing_criteria(row: TaskRow) -> list[str]:
@@ -87,13 +88,6 @@ def render_run_md(report: RunSummary) -> str:
     share = report.within_expected_turns_share
     if share is not None:
         lines += [f"Within expected turns: {share:.0%} of budgeted tasks.", ""]
-    for row in report.task_results:
-        if row.stopped_early:
-            remaining = "?" if row.turns_remaining_at_stop is None else row.turns_remaining_at_stop  # no max_turns
-            lines.append(
-                f"> NOTE: {row.task_id} [{row.variant_id}] stopped early "
-                f"({row.early_stop_reason}); <= {remaining} turn(s) avoided"
-            )
     # ERROR excluded from the rate and the mean, as in the runs index, `compare` and the Dagster metadata
     header = "| variant | evaluations | passed | errors | pass rate (ERROR excluded) | mean score (ERROR excluded) |"
     lines += ["", header, "|---|---|---|---|---|---|"]
@@ -121,6 +115,7 @@ def render_run_md(report: RunSummary) -> str:
             f"| {row.status} | {score_text(row.weighted_score)} | {sum(c.passed for c in gating)}/{len(gating)} "
             f"| {row.duration:.2f} | {md_cell(why)} |"
         )
+    lines += _notes_lines(report)
     lines += _spend_lines(report)
     lines += _suite_lines(report)
     lines += _statistics_lines(report)
@@ -131,6 +126,20 @@ def render_run_md(report: RunSummary) -> str:
     if report.skipped_tasks:
         lines += ["", "Skipped:", *(f"- {s.path}: {s.reason}" for s in report.skipped_tasks)]
     return "\n".join(lines) + "\n"
+
+
+def _notes_lines(report: RunSummary) -> list[str]:
+    """coder_eval's "Run-time Notes": one blockquote per note of each evaluation (its warnings among them), so a
+    SUCCESS that was cut off or over budget says so here and not only in its task.json."""
+    notes = [
+        f"> **{note.kind}:** [{md_cell(row.task_id)}] [{md_cell(row.variant_id)}] "
+        f"#{replicate_name(row.replicate_index)} {md_cell(note.text)}"
+        for row in report.task_results
+        for note in run_time_notes(row)
+    ]
+    if not notes:
+        return []
+    return ["", "## Run-time Notes", *(line for note in notes for line in ("", note))]
 
 
 def _spend_lines(report: RunSummary) -> list[str]:
@@ -227,5 +236,5 @@ def _suite_lines(report: RunSummary) -> list[str]:
         )
         for threshold in entry["thresholds"]:
             mark = "met" if threshold["passed"] else "NOT met"
-            lines.append(f"  - {threshold['metric']} {threshold['value']:.3f} >= {threshold['minimum']:g}: {mark}")
+            lines.append(f"  - {threshold['metric']} {' >= '.join(threshold_figures(threshold))}: {mark}")
     return lines

@@ -5,7 +5,8 @@ compact JSON inside it, strings that repeat (variants, statuses, criteria,
 tags) stored once; a small inline script decodes them, filters, sorts and
 draws one page of rows at a time, so the document never holds 10,000 rows.
 The filter, sort and page live in the address's #fragment: back from a
-task.html, the reader finds the view as it was.
+task.html, the reader finds the view as it was. Above it all, the run's
+verdict and why it failed, from run.json.
 """
 
 from __future__ import annotations
@@ -16,8 +17,19 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from ..layout import COMPARISON_PAGE, INDEX_PAGE, RUN_MD, RUN_VIEWER, report_path, write_atomically
+from ..layout import (
+    COMPARISON_PAGE,
+    INDEX_PAGE,
+    RUN_FILE,
+    RUN_MD,
+    RUN_VIEWER,
+    load_summary,
+    report_path,
+    write_atomically,
+)
+from ..models.report import RunSummary
 from ..models.results import CriterionResult, EvaluationResult
+from .notes import run_time_notes, verdict_line
 
 TEMPLATE = "run_viewer.html"  # the page, its style and its script, beside this module
 WHY_CHARS = 300  # the reason shown for a row; task.html has the whole of it
@@ -39,8 +51,9 @@ FIELDS = (
     "tags",
     "href",
     "criteria",
+    "notes",
 )
-INTERNED = ("variant", "status", "failing", "why", "tags", "criteria")
+INTERNED = ("variant", "status", "failing", "why", "tags", "criteria", "notes")
 
 
 class Strings:
@@ -103,6 +116,7 @@ def viewer_row(result: EvaluationResult, strings: Strings) -> list[Any]:
         "tags": [strings(tag) for tag in result.tags],
         "href": report_path(result.variant_id, result.task_id, result.replicate),
         "criteria": strings("\n".join(c.description for c in result.criteria)),  # what the search box matches
+        "notes": [strings(f"{note.kind}: {note.text}") for note in run_time_notes(result)],  # its warnings among them
     }
     return [values[name] for name in FIELDS]
 
@@ -126,8 +140,20 @@ def _embedded(data: dict[str, Any]) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
 
 
+def verdict_html(report: RunSummary | None) -> str:
+    """The run's verdict and why, in one line above everything (nothing without a run.json: a run not finished)."""
+    if report is None:
+        return ""
+    verdict = "PASSED" if report.passed else "FAILED"
+    return f'<p id="verdict" class="verdict {verdict}">{escape(verdict_line(report))}</p>'
+
+
 def render_run_viewer(
-    run_id: str, results: list[EvaluationResult], variants: list[str], with_comparison: bool = False
+    run_id: str,
+    results: list[EvaluationResult],
+    variants: list[str],
+    with_comparison: bool = False,
+    report: RunSummary | None = None,
 ) -> str:
     links = [f'<a href="{RUN_MD}">run.md</a>', f'<a href="../{INDEX_PAGE}">all runs</a>']
     if with_comparison:
@@ -135,13 +161,19 @@ def render_run_viewer(
     page = files(__package__).joinpath(TEMPLATE).read_text(encoding="utf-8")
     return (
         page.replace("{{title}}", escape(f"Run {run_id}"))
+        .replace("{{verdict}}", verdict_html(report))
         .replace("{{links}}", " · ".join(links))
         .replace("{{data}}", _embedded(viewer_data(run_id, results, variants)))  # last: the data may hold anything
     )
 
 
-def write_run_viewer(run_dir: Path, results: list[EvaluationResult], variants: list[str]) -> Path:
+def write_run_viewer(
+    run_dir: Path, results: list[EvaluationResult], variants: list[str], report: RunSummary | None = None
+) -> Path:
+    """The viewer, its verdict from ``report`` or else the run folder's run.json (``coder-eval report -f html``)."""
     path = run_dir / RUN_VIEWER
-    page = render_run_viewer(run_dir.name, results, variants, (run_dir / COMPARISON_PAGE).is_file())
+    if report is None and (run_dir / RUN_FILE).is_file():
+        report = load_summary(run_dir)
+    page = render_run_viewer(run_dir.name, results, variants, (run_dir / COMPARISON_PAGE).is_file(), report)
     write_atomically(path, page)
     return path

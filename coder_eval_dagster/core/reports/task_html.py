@@ -12,6 +12,7 @@ import yaml
 from ..layout import judge_transcript
 from ..models.results import CriterionResult, EvaluationResult, HookRun, ToolCallRecord, TurnRecord
 from ..transcript import UserMessage, conversation
+from .notes import run_time_notes
 from .run_summary import usd
 
 _CSS = """
@@ -35,6 +36,8 @@ clear:left;margin-right:.4rem} dl.inputs dd{margin:0 0 .2rem 0;white-space:pre-w
 .turn .meta{font-weight:normal;font-size:.8rem;margin:0}.call{margin:.3rem 0}.call summary{cursor:pointer}
 .success{color:#137333}.error{color:#b3261e}.unknown{color:#666}.cap{color:#a15c00;font-style:italic}
 .judge td{background:#fafafa}
+.notes{border:1px solid #e0b252;background:#fff8e1;padding:.4rem 1rem;border-radius:.4rem;margin:1rem 0}
+.notes h2{font-size:1rem;margin:.2rem 0}.notes ul{margin:.2rem 0;padding-left:1.2rem}
 """
 
 
@@ -224,6 +227,8 @@ def render_task_html(result: EvaluationResult, folder: Path | None = None) -> st
         badges.append(f'<span class="badge early">stopped early ({escape(result.early_stop_reason or "")})</span>')
     if result.within_expected_turns is False:
         badges.append('<span class="badge early">over expected turns</span>')
+    if result.warnings:
+        badges.append(f'<span class="badge early">{len(result.warnings)} warning(s)</span>')
     error = (
         f"<div class='banner'><strong>{escape(result.final_status)}</strong>: {escape(result.error)}</div>"
         if result.error
@@ -242,12 +247,21 @@ def render_task_html(result: EvaluationResult, folder: Path | None = None) -> st
 {passed}/{len(gating)} gating criteria passed · {result.duration_s:.2f} s · agent {escape(result.agent_type)}
 · turns {result.turns} (visible {result.visible_turns})
 · {_tokens(result)}{_trace(result)}</div>
-{error}<p>{escape(result.description)}</p>
+{error}{_notes(result)}<p>{escape(result.description)}</p>
 <h2>Criteria</h2><table>{head}{rows}</table>
 {_dialog(result)}{_hooks("pre_run", result.pre_run_results)}{_transcript(result)}
 {_hooks("post_run", result.post_run_results)}
 </body></html>
 """
+
+
+def _notes(result: EvaluationResult) -> str:
+    """run.md's run-time notes of this evaluation (its warnings among them): a SUCCESS may have been cut off."""
+    notes = run_time_notes(result)
+    if not notes:
+        return ""
+    items = "".join(f"<li><strong>{note.kind}</strong>: {escape(note.text)}</li>" for note in notes)
+    return f"<div class='notes' id='notes'><h2>Run-time notes</h2><ul>{items}</ul></div>"
 
 
 def _trace(result: EvaluationResult) -> str:

@@ -1,0 +1,60 @@
+"""Through the installed CLI: an agent cut off at max_tool_calls passes, and every report says it was cut off
+(run.md's Run-time Notes, task.html, the run viewer's row, the JUnit testcase's output); a run-wide budget that
+left evaluations unstarted fails the JUnit file as it fails the run, and the viewer's first line says why."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from ..support.browser import chromium
+from ..support.helpers import criterion
+from .conftest import SystemCli, replay_task_file
+
+pytestmark = pytest.mark.slow
+
+CUT = "run_limits.max_tool_calls (2) reached: the agent was stopped there"
+OVER = "used 2 tool calls, over run_limits.expected_tool_calls 1"
+NOT_RUN = "2 evaluations not run: the run-wide budget was spent ($0.0100 of $0.005)"
+
+
+def cut_off_task(folder: Path) -> Path:
+    """Three tool calls, the third refused by max_tool_calls; the file the criterion wants is written first."""
+    calls = [{"tool": "Bash", "command": f"echo {n} > f{n}.txt"} for n in range(3)]
+    turns = [{"usage": {"input_tokens": 10, "output_tokens": 5, "cost_usd": 0.01}, "calls": calls, "text": "done"}]
+    return replay_task_file(
+        folder,
+        "cut",
+        turns,
+        run_limits={"max_tool_calls": 2, "expected_tool_calls": 1},
+        success_criteria=[criterion("file_exists", path="f0.txt")],
+    )
+
+
+def test_a_cut_off_success_is_noted_everywhere_and_the_budget_fails_the_junit(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    task = cut_off_task(tmp_path / "tasks")
+    junit = tmp_path / "ci.xml"
+    outcome, run = system_cli.run(
+        task, "--repeats", "3", "--max-usd", "0.005", "-j", "1", "--junit", str(junit), env={}
+    )
+    assert outcome.code == 1, outcome.output
+    assert run.result("cut")["final_status"] == "SUCCESS" and run.summary["not_run_count"] == 2
+
+    notes = (run.path / "run.md").read_text().split("## Run-time Notes\n", 1)[1]
+    assert f"> **WARNING:** [cut] [default] #00 {CUT}" in notes and f"#00 {OVER}" in notes
+    assert f"<li><strong>WARNING</strong>: {CUT}</li>" in (run.evaluation("cut") / "task.html").read_text()
+
+    root = ET.parse(junit).getroot()
+    case = root.find(".//testcase[@name='cut[00]']")
+    assert case is not None and case.find("failure") is None
+    assert f"WARNING: {CUT}" in (case.findtext("system-out") or "")
+    gate = root.find(".//testsuite[@name='suite-gates']/testcase[@name='run-budget']")
+    assert gate is not None and gate.findtext("failure") == NOT_RUN and root.get("failures") == "1"
+
+    shown = chromium((run.path / "index.html").as_uri(), "--dump-dom").stdout  # the page as its script drew it
+    assert f'<p id="verdict" class="verdict FAILED">FAILED: {NOT_RUN}</p>' in shown
+    assert '<option value="~">with notes (1)</option>' in shown and ">\u26a0 2</td>" in shown

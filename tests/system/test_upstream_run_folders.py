@@ -1,0 +1,158 @@
+"""Run folders the released coder_eval wrote, read by our verbs; ours, re-graded by it.
+
+A team comes with its coder_eval runs (tests/data/upstream_run: agentless, two
+replicates, a dataset task whose suite gate fails while every evaluation
+passes): `report` in every format, `report --rebuild` (no run plan: from its
+task.json files) and `compare` with a run of ours read them, deriving what
+coder_eval's files leave out as coder_eval derives it. The other way, the
+release's `evaluate <row folder>` finds the sandbox we kept (task.json's
+``sandbox_path``), and what it writes back into our folder stays readable.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import test_coder_eval_oracle as release
+from .conftest import SystemCli, only_run, task_file
+
+ROOT = Path(__file__).parent.parent.parent
+FIXTURE = ROOT / "tests" / "data" / "upstream_run"
+RUN = "2026-12-05_18-06-47"
+EVALUATIONS = [("hello", 0), ("hello", 1), ("sums/r1", 0), ("sums/r1", 1)]
+oracle = release.oracle  # the released coder-eval, installed by its script (a skip without Python 3.13)
+
+
+@pytest.fixture
+def upstream(system_cli: SystemCli) -> Path:
+    """A copy of the coder_eval project (tasks/) and its run, in the CLI's folder."""
+    shutil.copytree(FIXTURE, system_cli.folder / "project")
+    return system_cli.folder / "project" / "results" / RUN
+
+
+def results_of(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(path.read_text()) for path in sorted(run_dir.glob("default/**/task.json"))]
+
+
+def test_report_renders_its_run_with_the_verdict_of_its_exit_code(system_cli: SystemCli, upstream: Path) -> None:
+    shown = system_cli("report", upstream, env={})
+    assert shown.code == 0, shown.output
+    assert "**FAILED**" in shown.out  # every evaluation passed; its suite gate did not, so coder_eval exited 1
+    assert "4 evaluations: 4 succeeded, 0 failed, 0 errors" in shown.out
+    assert "count 2 >= 5: NOT met" in shown.out
+
+    junit = system_cli("report", upstream, "-f", "junit", env={})
+    assert junit.code == 0, junit.output
+    root = ET.parse(upstream / "junit.xml").getroot()
+    assert (root.get("tests"), root.get("failures")) == ("5", "1")
+    assert root.find("testsuite[@name='suite-gates']/testcase[@name='default/sums']/failure") is not None
+
+    html = system_cli("report", upstream, "-f", "html", env={})
+    assert html.code == 0, html.output
+    assert "Rendered 4 task.html file(s)" in html.out
+    viewer = (upstream / "index.html").read_text()
+    assert all(f"default/{task}/{replicate:02d}/task.html" in viewer for task, replicate in EVALUATIONS)
+    # its details are text: kept as written
+    assert "Includes: 0/1 found; Score: 0.00" in (upstream / "default/hello/00/task.html").read_text()
+
+
+def test_rebuild_takes_its_task_json_files_and_keeps_its_window_and_suite_files(
+    system_cli: SystemCli, upstream: Path
+) -> None:
+    theirs = json.loads((upstream / "run.json").read_text())
+    suite = (upstream / "default/sums/suite.json").read_bytes()
+    kept = system_cli("report", upstream, "--rebuild", env={})
+    assert kept.code == 0, kept.output
+    assert "Aggregated 4 task(s) (4 ok / 0 fail / 0 err)" in kept.out
+    summary = json.loads((upstream / "run.json").read_text())
+    assert (summary["start_time"], summary["end_time"]) == (theirs["start_time"], theirs["end_time"])
+    assert summary["skipped_tasks"] == theirs["skipped_tasks"] and summary["max_parallel"] == 2
+    assert summary["passed"] is False and summary["suite"][0]["thresholds"][0]["passed"] is False
+    assert (upstream / "default/sums/suite.json").read_bytes() == suite  # its gates: not recomputable from task.json
+
+    rows = {(row["task_id"], row["replicate_index"]): row for row in summary["task_results"]}
+    assert sorted(rows) == EVALUATIONS  # the replicates from their folders
+    assert (rows[("sums/r1", 1)]["base_task_id"], rows[("sums/r1", 1)]["row_id"]) == ("sums", "r1")
+    assert rows[("hello", 0)]["tags"] == ["smoke", "lifecycle:generate"]
+    criteria = [
+        (c["index"], c["passed"], c["gating"], c["weight"], c["details"]) for c in rows[("hello", 0)]["criteria"]
+    ]
+    assert criteria == [
+        (0, True, True, 1.0, "File 'out.txt' exists"),
+        (1, False, False, 0.0, "Includes: 0/1 found; Score: 0.00"),
+    ]
+
+
+def test_rebuild_without_its_run_json_spans_its_evaluations(system_cli: SystemCli, upstream: Path) -> None:
+    (upstream / "run.json").unlink()
+    rebuilt = system_cli("report", upstream, "--rebuild", env={})
+    assert rebuilt.code == 0, rebuilt.output
+    summary = json.loads((upstream / "run.json").read_text())
+    results = results_of(upstream)
+    window = (min(r["started_at"] for r in results), max(r["completed_at"] for r in results))
+    assert (summary["start_time"], summary["end_time"]) == window
+    assert summary["total_duration_seconds"] < 5  # the run took 3 s: not until the rebuild
+    assert (summary["tasks_run"], summary["passed"]) == (4, False)
+    shown = system_cli("report", upstream, env={})  # what we wrote reads back
+    assert shown.code == 0 and "**FAILED**" in shown.out, shown.output
+
+
+def test_compare_its_last_run_with_our_first(system_cli: SystemCli, upstream: Path) -> None:
+    project = upstream.parent.parent
+    ours = system_cli("run", project / "tasks", "--repeats", "2", "--runs-dir", system_cli.runs, env={})
+    assert ours.code == 1, ours.output  # the same suite gate, not met here either
+    compared = system_cli("compare", upstream, only_run(system_cli.runs).path, "--format", "json", env={})
+    assert compared.code == 0, compared.output
+    (pair,) = json.loads(compared.out)["pairs"]
+    assert (pair["baseline"], pair["rows"], pair["evaluations_baseline"], pair["evaluations_other"]) == (
+        f"default@{RUN}",
+        2,
+        4,
+        4,
+    )
+    assert (pair["rate_baseline"], pair["rate_other"], pair["unpaired_rows"]) == (1.0, 1.0, 0)
+
+
+def test_rebuild_of_ours_without_run_json_ends_with_its_last_evaluation(system_cli: SystemCli) -> None:
+    outcome, run = system_cli.run(task_file(system_cli.folder / "tasks", "made", agent={"type": "none"}), env={})
+    assert outcome.code == 0, outcome.output
+    (run.path / "run.json").unlink()
+    rebuilt = system_cli("report", run.path, "--rebuild", env={})
+    assert rebuilt.code == 0, rebuilt.output
+    assert run.summary["end_time"] == run.result("made")["completed_at"]  # not the rebuild's time
+
+
+def test_the_release_regrades_the_sandbox_we_kept_and_we_read_what_it_wrote(
+    oracle: Path, system_cli: SystemCli
+) -> None:
+    task = task_file(system_cli.folder / "tasks", "made", agent={"type": "none"})
+    outcome = system_cli("run", task, "--runs-dir", "runs", env={})  # a relative runs folder, as coder_eval's
+    assert outcome.code == 0, outcome.output
+    run = only_run(system_cli.runs)
+    row = Path("runs") / run.path.name / "default" / "made" / "00"
+    assert run.result("made")["sandbox_path"] == str(row / "sandbox")  # as the run named it
+
+    env = release.oracle_environment(system_cli)
+    graded = subprocess.run(
+        [str(oracle), "evaluate", str(row), "--allow-recorded-commands", "--run-dir", "grading"],
+        cwd=system_cli.folder,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert graded.returncode == 0, graded.stdout + graded.stderr
+    assert f"Artifacts: {row / 'sandbox'}" in graded.stdout and "SUCCESS → SUCCESS" in graded.stdout
+    assert "base_task_id" not in run.result("made") and "passed" not in run.summary  # written in its form now
+
+    for verb in (("report",), ("report", "-f", "html"), ("report", "--rebuild"), ("compare",)):
+        done = system_cli(*verb[:1], run.path, *verb[1:], env={})
+        assert done.code == 0, (verb, done.output)
+    assert run.summary["passed"] is True and run.summary["tasks_succeeded"] == 1
