@@ -589,7 +589,9 @@ def _resolve_file(
         result.left_out(left_out, 1)
     for under, task, agent, expansions in expanded:
         repeats = _repeats(under.variant, layers, spec)
-        warnings = file.blamed([w for w in [_trials_warning(task, doc, repeats)] if w], under)
+        warnings = file.blamed(
+            [*_criterion_warnings(task, doc), *filter(None, [_trials_warning(task, doc, repeats)])], under
+        )
         result.warnings.extend(w for w in [*warnings, *file.warnings] if w not in result.warnings)
         for row, update in expansions:
             result.row_tasks.append(
@@ -819,6 +821,16 @@ def _trials_warning(task: Task, doc: Document, repeats: tuple[int, str]) -> Prob
     loc: Loc = ("simulation", "n_trials")
     why = f"warning: the dialog runs its {_trials(task)} trials, not {by} ({count}): n_trials takes precedence"
     return Problem(str(doc.path), doc.line_of(loc), dotted(loc), why)
+
+
+def _criterion_warnings(task: Task, doc: Document) -> list[Problem]:
+    """Each criterion's ``load_warnings``, at its field's line."""
+    found = []
+    for index, criterion in enumerate(task.success_criteria):
+        for name, why in criterion.load_warnings():
+            loc: Loc = ("success_criteria", index, name)
+            found.append(Problem(str(doc.path), doc.line_of(loc), dotted(loc), f"warning: {why}"))
+    return found
 
 
 def _collect(step: Callable[[], T]) -> tuple[T | None, list[Problem]]:

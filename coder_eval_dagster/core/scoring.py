@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from .check_context import CheckContext
 from .criteria import REGISTRY, CriterionBase, Outcome
-from .criteria.outcome import scrub
+from .criteria.outcome import meets, scrub
 from .models.results import CriterionResult, TokenUsage
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ def criterion_result(index: int, criterion: CriterionBase, outcome: Outcome, ref
         type=criterion.type,
         description=criterion.description,
         score=score,
-        passed=outcome.error is None and score >= criterion.pass_threshold,
+        passed=outcome.error is None and meets(score, criterion.pass_threshold),
         gating=criterion.gating,
         weight=criterion.weight,
         pass_threshold=criterion.pass_threshold,
@@ -139,4 +139,4 @@ def armed_gate(results: list[CriterionResult], threshold: float) -> bool:
     """An early-stopped run's verdict: the armed criteria's weighted pass share reaches the threshold."""
     deciding = gated(results)
     total = sum(r.weight for r in deciding)
-    return total > 0 and sum(r.weight for r in deciding if r.passed) / total >= threshold
+    return total > 0 and meets(sum(r.weight for r in deciding if r.passed) / total, threshold)

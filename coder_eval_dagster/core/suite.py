@@ -18,7 +18,6 @@ denominator is 0.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import Counter, defaultdict
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .criteria.classification_match import NONE_LABEL
+from .criteria.outcome import meets
 from .models.criterion import Classification, CriterionBase
 from .models.results import EvaluationResult
 from .resolution import RowTask
@@ -93,12 +93,6 @@ def _exact_score_metrics(scores: list[float], rows: int) -> dict[str, float]:
         "completion_rate": len(scores) / rows,
     }
     return metrics
-
-
-def meets(value: float, minimum: float) -> bool:
-    """A metric passes at or above its minimum, judged on its exact value (rounded, 0.48989795 passed a minimum of
-    0.48989799); a sum's last-bit error (0.7 as 0.6999999999999999) is not a miss."""
-    return value >= minimum or math.isclose(value, minimum, rel_tol=1e-12, abs_tol=1e-12)
 
 
 def shown(value: float) -> float:

@@ -14,7 +14,7 @@ from coder_eval_dagster.core.resolution import resolve
 from coder_eval_dagster.core.run_spec import RunSpec
 from coder_eval_dagster.core.suite import suite_entries
 
-from ..support.helpers import agentless_task, criterion, evaluate_replay, evaluate_task, task_with, write
+from ..support.helpers import agentless_task, criterion, evaluate_replay, evaluate_task, task_with, write, write_task
 
 
 def _agentless(tmp_path: Path, criteria: list[dict[str, Any]], **task: Any) -> EvaluationResult:
@@ -42,7 +42,7 @@ def test_glob_paths_in_file_criteria(tmp_path: Path) -> None:
         {**criterion("file_exists", path="logs/*.log"), "description": "several exist"},
         {**criterion("file_contains", path="out/report-*.txt", includes=["total"]), "description": "content"},
         {**criterion("file_contains", path="logs/*.log", includes=["x"]), "description": "ambiguous"},
-        {**criterion("file_check", path="none/*.txt"), "description": "no match"},
+        {**criterion("file_check", path="none/*.txt", includes=["x"]), "description": "no match"},
         {**criterion("file_contains", path="lit[1].txt", includes=["literal"]), "description": "literal wins"},
         {**criterion("file_exists", path="**/report.json"), "description": "ignored folder"},
         {**criterion("file_exists", path="node_modules/*/report.json"), "description": "spelled out"},
@@ -66,10 +66,10 @@ def test_glob_paths_in_file_criteria(tmp_path: Path) -> None:
 
 
 def test_a_glob_cannot_leave_the_sandbox(tmp_path: Path) -> None:
-    write(tmp_path / "secret.txt", "s")
-    result = _agentless(tmp_path, [criterion("file_exists", path="../*.txt"), criterion("file_check", path="/etc/*")])
-    assert [c.score for c in result.criteria] == [0.0, 0.0]
-    assert "leaves the sandbox" in str(result.criteria[1].error)
+    checks = [criterion("file_exists", path="../*.txt"), criterion("file_check", path="/etc/*")]
+    task = write_task(tmp_path, agentless_task(success_criteria=checks))
+    problems = resolve(RunSpec(task_paths=[str(task)])).problems
+    assert [p.field for p in problems] == ["success_criteria.0.path", "success_criteria.1.path"]
 
 
 # ----------------------------------------------------------------------------- import_check

@@ -8,15 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
 from coder_eval_dagster.core.check_context import CheckContext
 from coder_eval_dagster.core.criteria import Criterion
+from coder_eval_dagster.core.criteria.file_exists import FileExists
 from coder_eval_dagster.core.models.results import ToolCallRecord, TurnRecord
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
 from coder_eval_dagster.core.run_context import RunContext
 from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
-from coder_eval_dagster.core.scoring import all_passed, score_criteria, weighted_score
+from coder_eval_dagster.core.scoring import all_passed, criterion_result, run_check, score_criteria, weighted_score
 
 from ..support.helpers import check_criterion
 
@@ -57,9 +58,13 @@ def test_file_exists(sandbox):
 
 
 def test_path_leaving_the_sandbox_is_refused(sandbox):
+    """At load; and by grading too (a criterion built unvalidated; a link, which only grading sees)."""
     (sandbox.root.parent / "secret.txt").write_text("s")
-    result = check_criterion({"type": "file_exists", "path": "../secret.txt"}, ctx(sandbox))
-    assert result.score == 0.0 and "leaves the sandbox" in result.error
+    with pytest.raises(ValidationError, match="stays inside it"):
+        check_criterion({"type": "file_exists", "path": "../secret.txt"}, ctx(sandbox))
+    unvalidated = FileExists.model_construct(type="file_exists", description="d", path="../secret.txt")
+    result = criterion_result(0, unvalidated, run_check(unvalidated, ctx(sandbox)), None)
+    assert result.score == 0.0 and "leaves the sandbox" in str(result.error)
     link = sandbox.root / "link"
     link.symlink_to(sandbox.root.parent / "secret.txt")
     assert (
@@ -540,8 +545,8 @@ def test_a_path_starting_with_two_slashes_is_the_hosts_and_refused(sandbox):
         {"type": "file_contains", "path": "//etc/passwd", "includes": ["root"]},
         {"type": "file_exists", "path": "//etc/hostname"},
     ):
-        result = check_criterion(spec, ctx(sandbox))
-        assert not result.passed, (spec, result)
+        with pytest.raises(ValidationError, match="not absolute"):
+            check_criterion(spec, ctx(sandbox))
 
 
 def test_reference_comparison_never_reads_a_staged_file_planted_as_a_link_out_or_a_fifo(sandbox, tmp_path):

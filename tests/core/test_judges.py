@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from coder_eval_dagster.core import routing
 from coder_eval_dagster.core.check_context import CheckContext
@@ -232,9 +233,11 @@ def test_files_that_leave_the_sandbox_are_refused(tmp_path, api):
     fake = api(Script([], verdict=GOOD))
     write(tmp_path / "outside.txt", "host secret")
     turns = [{"calls": [{"tool": "Bash", "command": f"ln -s {tmp_path / 'outside.txt'} link.txt"}], "text": "ok"}]
-    result = judged(tmp_path, llm(files=["../../../../outside.txt"]), llm(files=["link.txt"]), turns=turns)
-    assert all(c.score == 0.0 and "leaves the sandbox" in c.error for c in result.criteria)
+    (linked,) = judged(tmp_path, llm(files=["link.txt"]), turns=turns).criteria
+    assert linked.score == 0.0 and "leaves the sandbox" in str(linked.error)
     assert fake.script.requests == []
+    with pytest.raises(ValidationError, match="stays inside it"):  # a path out of it is refused at load
+        LlmJudge.model_validate(llm(files=["../../../../outside.txt"]))
 
 
 def test_long_dialog_and_transcript_are_capped(tmp_path, api):

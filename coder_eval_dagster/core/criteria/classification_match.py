@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from ..files import truncation_note
+from ..models.base import SandboxPath
 from ..models.criterion import Classification
 from .outcome import Outcome
 from .registry import checks
@@ -20,7 +21,7 @@ OTHER_LABEL = "(other)"
 
 class ClassificationMatch(Classification):
     type: Literal["classification_match"]
-    path: str = Field(min_length=1)
+    path: SandboxPath
     expected_label: str
     allowed_labels: list[str] = Field(min_length=1)
     case_sensitive: bool = False

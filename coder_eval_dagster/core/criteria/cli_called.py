@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, model_validator
 
 from ..argv_match import matches
-from ..files import truncation_note
-from ..models.base import rule_error
+from ..files import CRITERION_READ_CAP, truncation_note
+from ..models.base import SandboxPath, rule_error
 from ..models.cli_match import ArgvPattern
 from ..models.criterion import CriterionBase
 from ..models.sandbox import RECORD_CLI_LOG
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 class CliCalled(CriterionBase, ArgvPattern):
     type: Literal["cli_called"]
-    log: str = Field(default=RECORD_CLI_LOG, min_length=1)  # where the record_cli shims write
+    log: SandboxPath = RECORD_CLI_LOG  # where the record_cli shims write
     tool: str | None = None
     min_count: int = Field(default=1, ge=0)
     max_count: int | None = Field(default=None, ge=0)
@@ -68,4 +68,15 @@ def check(criterion: CliCalled, ctx: CheckContext) -> Outcome:
     passed = len(matched) >= criterion.min_count and (high is None or len(matched) <= high)
     details = {"records": len(records), "matches": len(matched), "matched_argv": matched[:20]}
     details |= truncation_note(criterion.log, truncated)
+    if passed and truncated and high is not None:
+        return Outcome(0.0, details, error=unproven_bound(criterion.log, high))
     return Outcome(1.0 if passed else 0.0, details)
+
+
+def unproven_bound(log: str, high: int) -> str:
+    """Why a log read only in part cannot pass a max_count: its unread part might hold the very calls the bound
+    forbids (as an exclude over a file read in part is not passed either)."""
+    return (
+        f"{log} is larger than {CRITERION_READ_CAP} bytes and was read only in part: the rest could hold "
+        f"matching calls, so max_count {high} is not proven"
+    )

@@ -22,6 +22,13 @@ class CommandsEfficiency(CriterionBase):
 
 @checks(CommandsEfficiency)
 def check(criterion: CommandsEfficiency, ctx: CheckContext) -> Outcome:
+    """expected / max(actual, expected); 0 with no tool call, as coder_eval scores it and as task.json's own figure
+    is. No agent run at all (``evaluate``) has nothing to count: an error, as skill_triggered's."""
+    if not ctx.trajectory:
+        return Outcome(0.0, error="no agent turn records: commands_efficiency needs a real agent run")
     actual = len(ctx.calls)
-    score = criterion.expected_commands / max(actual, criterion.expected_commands)
-    return Outcome(score, {"expected_commands": criterion.expected_commands, "actual_commands": actual})
+    expected = criterion.expected_commands
+    details = {"expected_commands": expected, "actual_commands": actual}
+    if actual == 0:
+        return Outcome(0.0, details | {"note": "no tool call recorded"})
+    return Outcome(expected / max(actual, expected), details)

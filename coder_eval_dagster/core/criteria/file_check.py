@@ -8,6 +8,7 @@ from pydantic import Field
 
 from ..files import truncation_note
 from .file_contains import FileContains, string_scores
+from .file_exists import existence
 from .file_matches_regex import RegexSpec
 from .outcome import Outcome, fraction, mean
 from .registry import checks
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class FileCheck(FileContains):
-    """file_contains plus regex patterns; a missing file scores 0."""
+    """file_contains plus regex patterns; a missing file scores 0; with no sub-check, file_exists."""
 
     type: Literal["file_check"]  # type: ignore[assignment]  # file_contains's fields, under its own tag
     patterns: list[RegexSpec] = Field(default_factory=list)
@@ -25,10 +26,14 @@ class FileCheck(FileContains):
 
 @checks(FileCheck)
 def check(criterion: FileCheck, ctx: CheckContext) -> Outcome:
+    if not (criterion.includes or criterion.excludes or criterion.patterns):
+        return existence(criterion.path, ctx)  # the guide: "equivalent to file_exists"
     try:
         path, resolved = ctx.resolve_file(criterion.path)
     except FileNotFoundError as exc:
         return Outcome(0.0, {"exists": False}, error=str(exc))
+    if ctx.path(path).is_dir():
+        return Outcome(0.0, {"exists": True}, error=f"{path} is a folder: its content cannot be checked")
     if not ctx.path(path).is_file():
         return Outcome(0.0, {"exists": False}, error=f"file not found: {criterion.path}")
     content, truncated = ctx.read_text(path)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from ..files import truncation_note
+from ..models.base import SandboxPath
 from ..models.criterion import CriterionBase
 from .outcome import Outcome, fraction, mean
 from .registry import checks
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 class FileContains(CriterionBase):
     type: Literal["file_contains"]
-    path: str = Field(min_length=1)
+    path: SandboxPath
     includes: list[str] = Field(default_factory=list)
     excludes: list[str] = Field(default_factory=list)
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field
-
+from ..models.base import SandboxPath
 from ..models.criterion import CriterionBase
 from .outcome import Outcome
 from .registry import checks
@@ -16,13 +15,18 @@ if TYPE_CHECKING:
 
 class FileExists(CriterionBase):
     type: Literal["file_exists"]
-    path: str = Field(min_length=1)
+    path: SandboxPath
 
 
 @checks(FileExists)
 def check(criterion: FileExists, ctx: CheckContext) -> Outcome:
-    found = ctx.matching_files(criterion.path)
-    if found == [criterion.path]:
-        exists = ctx.path(criterion.path).exists()
-        return Outcome(1.0 if exists else 0.0, {"path": criterion.path, "exists": exists})
-    return Outcome(1.0 if found else 0.0, {"path": criterion.path, "exists": bool(found), "resolved": found[:10]})
+    return existence(criterion.path, ctx)
+
+
+def existence(path: str, ctx: CheckContext) -> Outcome:
+    """1 when ``path`` exists (a folder too), or, for a glob, when any file matches it."""
+    found = ctx.matching_files(path)
+    if found == [path]:
+        exists = ctx.path(path).exists()
+        return Outcome(1.0 if exists else 0.0, {"path": path, "exists": exists})
+    return Outcome(1.0 if found else 0.0, {"path": path, "exists": bool(found), "resolved": found[:10]})

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from ..files import truncation_note
-from ..models.base import StrictModel, check_regex, rule_error
+from ..models.base import SandboxPath, StrictModel, check_regex, check_regex_flags, rule_error
 from ..models.criterion import CriterionBase
 from .outcome import Outcome
 from .registry import checks
@@ -22,7 +22,7 @@ class RegexSpec(StrictModel):
 
     pattern: str
     must_match: bool = True
-    flags: int = Field(default=0, ge=0)
+    flags: Annotated[int, Field(ge=0), AfterValidator(check_regex_flags)] = 0
 
     @model_validator(mode="after")
     def _compiles(self) -> RegexSpec:
@@ -46,7 +46,7 @@ class RegexSpec(StrictModel):
 
 class FileMatchesRegex(CriterionBase, RegexSpec):
     type: Literal["file_matches_regex"]
-    path: str = Field(min_length=1)
+    path: SandboxPath
 
 
 @checks(FileMatchesRegex)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
+from ..models.base import SandboxPath
 from ..models.criterion import CriterionBase
 from .outcome import Outcome
 from .registry import checks
@@ -30,7 +31,7 @@ print(json.dumps([name for name in sys.argv[1:] if found(name)]))
 
 class ImportCheck(CriterionBase):
     type: Literal["import_check"]
-    path: str = Field(min_length=1)
+    path: SandboxPath
     timeout: float = Field(default=30, gt=0)
 
 

@@ -11,7 +11,7 @@ from jmespath.exceptions import JMESPathError
 from pydantic import Field, field_validator, model_validator
 
 from ..files import truncation_note
-from ..models.base import StrictModel, check_regex, rule_error
+from ..models.base import SandboxPath, StrictModel, check_regex, rule_error
 from ..models.criterion import CriterionBase
 from .outcome import Outcome, fraction, mean
 from .registry import checks
@@ -82,8 +82,8 @@ def _json_type(name: Any) -> tuple[type, ...]:
 
 class JsonCheck(CriterionBase):
     type: Literal["json_check"]
-    path: str = Field(min_length=1)
-    json_schema: str | None = None
+    path: SandboxPath
+    json_schema: SandboxPath | None = None
     assertions: list[Assertion] = Field(default_factory=list)
 
 

@@ -2,18 +2,38 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
+from ..models.base import in_reference_folder, in_sandbox, is_absolute
 from ..models.criterion import CriterionBase, names_reference_dir
+from .judging import REFERENCE_DIR_PREFIXES, TASK_DIR_PREFIX
+
+
+def in_its_folder(entry: str) -> str:
+    """A ``files`` entry stays in the folder it names: the sandbox, or the reference folder after
+    ``$REFERENCE_DIR/``. After ``$TASK_DIR/`` the guide allows ``..`` (a rubric a task family shares), not a
+    rooted path."""
+    reference = next((p for p in REFERENCE_DIR_PREFIXES if entry.startswith(p)), None)
+    if reference is not None:
+        in_reference_folder(entry[len(reference) :])
+    elif entry.startswith(TASK_DIR_PREFIX):
+        if is_absolute(entry[len(TASK_DIR_PREFIX) :]):
+            raise ValueError(f"must be relative to the task file's folder after {TASK_DIR_PREFIX}, not absolute")
+    else:
+        in_sandbox(entry)
+    return entry
+
+
+JudgeFile = Annotated[str, AfterValidator(in_its_folder)]
 
 
 class JudgeBase(CriterionBase):
     calls_model: ClassVar[bool] = True
 
     prompt: str = Field(min_length=1)
-    files: list[str] = Field(default_factory=list)
+    files: list[JudgeFile] = Field(default_factory=list)
     include_reference: bool = False
     include_agent_output: bool = False
     include_tool_calls: bool = False

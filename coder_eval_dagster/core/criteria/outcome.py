@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
@@ -28,6 +29,12 @@ def fraction(passed: int, total: int) -> float:
 
 def mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else 1.0
+
+
+def meets(value: float, minimum: float) -> bool:
+    """A score or metric passes at or above its minimum, judged on its exact value (rounded, 0.48989795 passed a
+    minimum of 0.48989799); a sum's last-bit error (0.7 as 0.6999999999999999) is not a miss."""
+    return value >= minimum or math.isclose(value, minimum, rel_tol=1e-12, abs_tol=1e-12)
 
 
 _V = TypeVar("_V")

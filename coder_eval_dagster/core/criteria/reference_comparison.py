@@ -7,9 +7,10 @@ import difflib
 import re
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from ..files import read_text_beneath, truncation_note
+from ..models.base import ReferencePath, SandboxPath
 from ..models.criterion import CriterionBase
 from .outcome import Outcome
 from .registry import checks
@@ -21,16 +22,28 @@ if TYPE_CHECKING:
 class ReferenceComparison(CriterionBase):
     needs_agent: ClassVar[bool] = True
     type: Literal["reference_comparison"]
-    agent_file: str = Field(min_length=1)
+    agent_file: SandboxPath
     comparison_method: Literal["ast", "token", "complexity"] = "ast"
     similarity_threshold: float = Field(default=0.8, ge=0.0, le=1.0)
-    reference_file: str | None = Field(default=None, min_length=1)
+    reference_file: ReferencePath | None = None
+    _overridden: float | None = PrivateAttr(default=None)  # an explicit pass_threshold the override set aside
 
     @model_validator(mode="after")
     def _passes_at_similarity_threshold(self) -> ReferenceComparison:
         """As coder_eval does: the domain field wins, so every result, its error paths included, records it."""
+        if "pass_threshold" in self.model_fields_set and self.pass_threshold != self.similarity_threshold:
+            self._overridden = self.pass_threshold
         self.pass_threshold = self.similarity_threshold
         return self
+
+    def load_warnings(self) -> list[tuple[str, str]]:
+        if self._overridden is None:
+            return []
+        why = (
+            f"pass_threshold {self._overridden:g} is ignored: reference_comparison passes at its "
+            f"similarity_threshold ({self.similarity_threshold:g}), as coder_eval does; set that instead"
+        )
+        return [("pass_threshold", why)]
 
     def reads_reference_dir(self) -> bool:
         return self.reference_file is not None

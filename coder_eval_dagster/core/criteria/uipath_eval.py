@@ -27,7 +27,7 @@ from pydantic.alias_generators import to_camel
 from ..files import CRITERION_READ_CAP
 from ..models.base import did_you_mean
 from ..models.criterion import CriterionBase
-from .outcome import Outcome
+from .outcome import Outcome, meets
 from .registry import checks
 
 if TYPE_CHECKING:
@@ -186,7 +186,7 @@ def check(criterion: UipathEval, ctx: CheckContext) -> Outcome:
     if error:
         return Outcome(0.0, details, error=error)
     verdicts = {
-        name: {"minimum": minimum, "value": metrics[name].value, "passed": metrics[name].value >= minimum}
+        name: {"minimum": minimum, "value": metrics[name].value, "passed": meets(metrics[name].value, minimum)}
         for name, minimum in criterion.thresholds.items()
     }
     details["thresholds"] = verdicts

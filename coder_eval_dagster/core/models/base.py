@@ -7,7 +7,15 @@ import re
 from collections.abc import Iterable
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError, ValidationInfo, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    StringConstraints,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 # Task, row, variant and experiment ids become directory names (and Dagster
@@ -74,8 +82,30 @@ class RejectsMovedLimits(StrictModel):
         return data
 
 
+# The ``re`` flags a text pattern may take: IGNORECASE 2, LOCALE 4 (``re`` refuses it on text), MULTILINE 8, DOTALL 16,
+# UNICODE 32, VERBOSE 64, ASCII 256. Not DEBUG (128: it prints the compiled pattern on stdout, into validate's
+# output) nor the deprecated TEMPLATE (1); any other bit has no meaning (and one past a C int crashed the loader).
+REGEX_FLAGS = int(re.IGNORECASE | re.LOCALE | re.MULTILINE | re.DOTALL | re.UNICODE | re.VERBOSE | re.ASCII)
+
+
+def check_regex_flags(flags: int) -> int:
+    """Refuse at load flags ``re`` has no use for here, or refuses together (ASCII with UNICODE)."""
+    if flags & ~(REGEX_FLAGS | int(re.DEBUG)):
+        raise ValueError(
+            f"{flags} is not a sum of re flags (2 IGNORECASE, 8 MULTILINE, 16 DOTALL, 32 UNICODE, 64 VERBOSE, "
+            "256 ASCII)"
+        )
+    if flags & re.DEBUG:
+        raise ValueError("re.DEBUG (128) is refused: it prints the pattern's parse tree on stdout")
+    try:
+        re.compile("", flags)
+    except ValueError as exc:  # re.error is a ValueError too
+        raise ValueError(f"invalid re flags {flags}: {exc}") from None
+    return flags
+
+
 def check_regex(pattern: str | None, flags: int = 0) -> str | None:
-    """Compile at load time so a broken pattern is an error, not a silent 0."""
+    """Compile at load time so a broken pattern is an error, not a silent 0 (``flags`` already checked)."""
     if pattern is not None:
         try:
             re.compile(pattern, flags)
@@ -84,18 +114,46 @@ def check_regex(pattern: str | None, flags: int = 0) -> str | None:
     return pattern
 
 
-def is_inside(relative: str) -> bool:
-    """True when a relative path cannot leave the directory it is joined to."""
-    if relative.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", relative):
+def is_absolute(path: str) -> bool:
+    """Rooted on any system (``/x``, ``\\x``, ``C:x``): joined to a folder, it ignores the folder."""
+    return path.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", path) is not None
+
+
+def is_inside(relative: str, glob: bool = False) -> bool:
+    """True when a relative path cannot leave the directory it is joined to. With ``glob``, a ``**`` segment may
+    stand for no folder at all, so it is not counted as one (``**/..`` is the parent)."""
+    if is_absolute(relative):
         return False
     depth = 0
     for part in re.split(r"[/\\]+", relative):
-        if part in ("", "."):
+        if part in ("", ".") or (glob and part == "**"):
             continue
         depth += -1 if part == ".." else 1
         if depth < 0:
             return False
     return True
+
+
+def check_inside(value: str, base: str, glob: bool = False) -> str:
+    """Refuse at load a path that is absolute or climbs out of ``base`` with ``..``: it could only fail at grading.
+    A ``${row.x}`` one waits for its row's value (each row's criteria are validated again, filled in); grading
+    still refuses a path that leaves through a link."""
+    if "${row." not in value and not is_inside(value, glob):
+        raise ValueError(f"must be a path relative to {base} that stays inside it (not absolute, no '..' out of it)")
+    return value
+
+
+def in_sandbox(value: str) -> str:
+    return check_inside(value, "the sandbox", glob=True)
+
+
+def in_reference_folder(value: str) -> str:
+    return check_inside(value, "the reference folder")
+
+
+# A path a criterion reads in the sandbox (it may be a glob), or in the task's reference folder.
+SandboxPath = Annotated[str, StringConstraints(min_length=1), AfterValidator(in_sandbox)]
+ReferencePath = Annotated[str, StringConstraints(min_length=1), AfterValidator(in_reference_folder)]
 
 
 def is_partial(info: ValidationInfo) -> bool:

@@ -9,11 +9,11 @@ pattern that grades the call.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from .base import StrictModel, check_regex, rule_error
+from .base import StrictModel, check_regex, check_regex_flags, rule_error
 
 PREDICATES = ("equals", "contains", "matches_regex", "any_of", "present", "absent")
 
@@ -37,10 +37,10 @@ class FlagPredicate(StrictModel):
     equals: str | None = None
     contains: str | None = None
     matches_regex: str | None = None
-    any_of: list[str] | None = None
+    any_of: list[str] | None = Field(default=None, min_length=1)  # empty matches nothing: a guard would pass
     present: Literal[True] | None = None
     absent: Literal[True] | None = None
-    flags: int | None = Field(default=None, ge=0)
+    flags: Annotated[int, Field(ge=0), AfterValidator(check_regex_flags)] | None = None
     aliases: list[str] = Field(default_factory=list)
 
     @model_validator(mode="before")

@@ -86,6 +86,10 @@ class CriterionBase(StrictModel):
         """True when the criterion reads the task's reference folder (``$REFERENCE_DIR``)."""
         return False
 
+    def load_warnings(self) -> list[tuple[str, str]]:
+        """(field, why) for what is valid but will not act as written: said at load, never refused."""
+        return []
+
     def reads_task_dir(self) -> bool:
         """True when the criterion's command reads the task file's folder (``$TASK_DIR``): it is staged then."""
         return False
