@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 import time
@@ -352,10 +351,7 @@ def _launch(
         finally:
             context.close()  # telemetry: what the run buffered goes out before the summary is printed
             # Its database connections closed: on SQLite the last one out folds the write-ahead log into the
-            # database and removes it (the process ends without closing anything, program.exit_now). A
-            # connection held only by garbage in a cycle is closed by the collector first (it runs seldom:
-            # startup.YOUNG_COLLECTION_THRESHOLD).
-            gc.collect()
+            # database and removes it (the process ends without closing anything, program.exit_now).
             instance.dispose()
     if context.interrupt.is_set():
         print(f"coder-eval: interrupted; what finished is in {run_dir}", file=sys.stderr)
