@@ -323,6 +323,8 @@ def record_dialog(evaluation: Evaluation, dialog: Dialog) -> None:
     """The dialog, its outcome and the simulator's spend into the result."""
     result = evaluation.result
     result.simulation = dialog.info(evaluation.replicate)
+    result.simulator_token_usage = TokenUsage.summed(dialog.simulator_usages)
+    result.criteria_check_token_usage = TokenUsage.summed(dialog.check_usages)
     result.max_turns_exhausted = result.max_turns_exhausted or dialog.agent_turns_spent
     result.dialog = list(dialog.messages)  # a copy: a simulator call cut off by a timeout may still return late
     result.warnings.extend(dialog.warnings)

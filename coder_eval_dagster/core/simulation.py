@@ -336,6 +336,4 @@ class Dialog:
             simulator_output_tokens=sum(usage.output_tokens for usage in self.simulator_usages),
             simulator_failures=self.simulator_failures,
             simulator_model=self.user.model,
-            simulator_token_usage=TokenUsage.summed(self.simulator_usages),
-            criteria_check_token_usage=TokenUsage.summed(self.check_usages),
         )

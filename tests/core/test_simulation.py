@@ -237,9 +237,9 @@ def test_trials_results_tables_and_report(tmp_path: Path) -> None:
     assert trials == ["00", "01", "02"]  # n_trials, not the experiment's repeats
     third = json.loads((run_dir / "v/dialog/02/task.json").read_text())
     # ours beside the schema's: the simulated user's four token counts and their cost (it spent none here)
-    ours = third["simulation"].pop("simulator_token_usage")
+    ours = third["simulator_token_usage"]  # beside the block: coder_eval's model forbids any other key in it
     assert (ours["input_tokens"], ours["output_tokens"], ours["total_cost_usd"]) == (0, 0, None), ours
-    assert third["simulation"].pop("criteria_check_token_usage") is None  # ours too: no per-turn check here
+    assert third["criteria_check_token_usage"] is None  # ours too: no per-turn check here
     assert third["simulation"] == {  # coder_eval's SimulationTelemetry, field for field
         "n_trials": 3,
         "replicate_index": 2,
@@ -328,7 +328,7 @@ def test_the_per_turn_check_runs_the_trajectory_criteria_and_the_judges_and_coun
     per_turn, final = fake.script.requests  # exchange 1 failed on command_executed: no judge call
     assert "b.txt" in tool_calls_block(per_turn["messages"][0]["content"])
     assert "a.txt" not in tool_calls_block(final["messages"][0]["content"])
-    check = result.simulation.criteria_check_token_usage
+    check = result.criteria_check_token_usage
     assert check is not None and result.judge_token_usage == TokenUsage.summed([result.criteria[0].token_usage, check])
 
 
@@ -346,3 +346,20 @@ def test_a_gating_criterion_not_checkable_per_turn_keeps_the_dialog_from_ending_
         check_criteria="every_turn",
     )
     assert [m.criteria_passed for m in failing.dialog if m.role == "agent"] == [False, None, None]
+
+
+def test_a_dialog_s_task_json_written_with_its_spend_inside_the_block_reads_as_before() -> None:
+    """Earlier versions wrote the simulated user's and the per-turn judges' usage inside ``simulation``."""
+    usage = {"uncached_input_tokens": 10, "output_tokens": 5, "total_cost_usd": 0.5}
+    block = {"n_trials": 1, "replicate_index": 0, "stop_reason": "max_turns", "total_turns": 1}
+    data = {"run_id": "r", "task_id": "t", "base_task_id": "t", "variant_id": "default", "replicate": 0}
+    earlier = {
+        **data,
+        "agent_type": "none",
+        "simulation": {**block, "simulator_token_usage": usage, "criteria_check_token_usage": usage},
+    }
+    result = EvaluationResult.model_validate_json(json.dumps(earlier))
+    assert result.simulator_token_usage == result.criteria_check_token_usage == TokenUsage.model_validate(usage)
+    judges = result.judge_token_usage  # the per-turn checks count in the judges' spend
+    assert judges is not None and (judges.uncached_input_tokens, judges.total_cost_usd) == (10, 0.5)
+    assert "simulator_token_usage" not in json.loads(result.model_dump_json())["simulation"]

@@ -138,3 +138,22 @@ def test_evaluate_grades_the_directory_and_the_release_reads_its_task_json(
         timeout=300,
     )
     assert validated.returncode == 0, validated.stderr
+
+
+def test_the_release_reads_a_dialog_s_task_json(oracle: Path, system_cli: SystemCli) -> None:
+    """Its ``simulation`` block takes no key but its own (extra forbidden): ours sit beside it in task.json (inside,
+    the release skipped every dialog evaluation as malformed)."""
+    shutil.copytree(ROOT / "tasks" / "replay_dialog", system_cli.folder / "replay_dialog")
+    outcome = system_cli("run", system_cli.folder / "replay_dialog", "--runs-dir", system_cli.runs, env={})
+    assert outcome.code == 0, outcome.output
+    (task_json,) = (system_cli.runs / "latest").resolve().glob("default/*/00/task.json")
+    assert "simulator_token_usage" in json.loads(task_json.read_text())
+    env = oracle_environment(system_cli)
+    validated = subprocess.run(
+        [str(oracle.parent / "python"), "-c", VALIDATE, "coder_eval.models.EvaluationResult", str(task_json)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert validated.returncode == 0, validated.stderr

@@ -29,6 +29,7 @@ from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field
 
 # Every schema-named record: written under the schema's names, read under those or the attribute names.
 SCHEMA_NAMES = ConfigDict(validate_by_name=True, validate_by_alias=True, serialize_by_alias=True)
+SPEND_IN_DIALOG = ("simulator_token_usage", "criteria_check_token_usage")  # earlier versions wrote them in simulation
 
 
 def written_as(name: str, *earlier: str, **field: Any) -> Any:
@@ -409,8 +410,6 @@ class SimulationInfo(BaseModel):
     simulator_failures: int = 0
     turns: int = written_as("total_turns", default=0)
     simulator_model: str | None = None
-    simulator_token_usage: TokenUsage | None = None  # ours: the four token counts and the priced cost
-    criteria_check_token_usage: TokenUsage | None = None  # the judges' calls in the per-turn criteria checks
 
 
 class CommandStats(BaseModel):
@@ -539,6 +538,10 @@ class EvaluationResult(BaseModel):
     environment_info: dict[str, Any] = Field(default_factory=dict)  # judge_transport: anthropic | bedrock | none
     refused_connections: list[RefusedConnection] = Field(default_factory=list)  # by the egress policy
     simulation: SimulationInfo | None = None  # a simulated dialog's outcome; None: a single-shot run
+    # Ours, beside the dialog's block (coder_eval's takes no other key): the simulated user's four token counts
+    # and priced cost, and the judges' calls in the dialog's per-turn criteria checks.
+    simulator_token_usage: TokenUsage | None = None
+    criteria_check_token_usage: TokenUsage | None = None
     dialog: list[DialogMessage] = Field(default_factory=list)
     # The preserved sandbox as the run named its folder (relative when it was), as coder_eval records it: where its
     # `evaluate <NN folder>` re-grades. None: no sandbox was kept.
@@ -563,11 +566,15 @@ class EvaluationResult(BaseModel):
             }
         simulation = data.get("simulation")
         if isinstance(simulation, dict) and "simulator_input_tokens" in data:
-            data["simulation"] = {
+            data["simulation"] = simulation = {
                 **simulation,
                 "simulator_input_tokens": data["simulator_input_tokens"],
                 "simulator_output_tokens": data.get("simulator_output_tokens", 0),
             }
+        if isinstance(simulation, dict) and any(key in simulation for key in SPEND_IN_DIALOG):
+            data["simulation"] = {k: v for k, v in simulation.items() if k not in SPEND_IN_DIALOG}
+            for key in SPEND_IN_DIALOG:
+                data.setdefault(key, simulation.get(key))
         if "base_task_id" not in data and isinstance(data.get("task_id"), str):
             data = _coder_eval_result(data)
         return data
@@ -683,12 +690,8 @@ class EvaluationResult(BaseModel):
         """The judges' tokens and cost, summed over the criteria and a dialog's per-turn checks (None: no judge
         ran)."""
         usages = [c.token_usage for c in self.criteria if c.token_usage is not None]
-        per_turn = self.simulation.criteria_check_token_usage if self.simulation else None
+        per_turn = self.criteria_check_token_usage
         return TokenUsage.summed(usages + ([per_turn] if per_turn else []))
-
-    @property
-    def simulator_token_usage(self) -> TokenUsage | None:
-        return self.simulation.simulator_token_usage if self.simulation else None
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
