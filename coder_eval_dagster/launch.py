@@ -334,23 +334,31 @@ def execute(
 
 
 def failure_messages(result: dg.ExecuteInProcessResult) -> list[str]:
-    messages = []
-    for event in result.all_events:
-        if event.is_step_failure and event.step_failure_data.error:  # (the data of a failure is always there)
-            messages.append(f"{event.step_key}: {raised(event.step_failure_data.error)}")
-    return messages
+    return [f"{step_key}: {raised(error)}" for step_key, error in _step_errors(result)]
 
 
 def interrupted(result: dg.ExecuteInProcessResult) -> bool:
     """Whether a step failed because the run was interrupted: Dagster's own SIGINT handler raises in whichever
     step runs (the summary's too), where only the evaluations' steps raise the run's interrupt."""
+    return any(
+        cause.cls_name in ("DagsterExecutionInterruptedError", "KeyboardInterrupt")
+        for _, error in _step_errors(result)
+        for cause in _causes(error)
+    )
+
+
+def _step_errors(result: dg.ExecuteInProcessResult) -> Iterator[tuple[str | None, SerializableErrorInfo]]:
+    """Each failed step's key and error (the data of a failure is always there)."""
     for event in result.all_events:
-        error = event.step_failure_data.error if event.is_step_failure else None
-        while error is not None:
-            if error.cls_name in ("DagsterExecutionInterruptedError", "KeyboardInterrupt"):
-                return True
-            error = error.cause
-    return False
+        if event.is_step_failure and event.step_failure_data.error:
+            yield event.step_key, event.step_failure_data.error
+
+
+def _causes(error: SerializableErrorInfo | None) -> Iterator[SerializableErrorInfo]:
+    """The error and the chain of its causes."""
+    while error is not None:
+        yield error
+        error = error.cause
 
 
 def raised(error: SerializableErrorInfo) -> str:
