@@ -229,7 +229,8 @@ def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: P
     if missing or not (run_dir / RUN_FILE).is_file():
         print(f"coder-eval rescore: {incomplete(opened, missing)}", file=sys.stderr)
         return exit_codes.USAGE
-    resolution, kept = resnapshot(opened)  # the criteria as the task files say now: rescoring is how rubrics iterate
+    present = evaluated(run_dir)
+    resolution, kept = resnapshot(opened, present)  # the criteria as the task files say now: how rubrics iterate
     if resolution.problems:
         raise InvalidInput(resolution.problems)
     if kept:
@@ -239,7 +240,6 @@ def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: P
             f"criteria the run had: {shown}",
             file=sys.stderr,
         )
-    present = evaluated(run_dir)
     row_tasks = [rt for rt in opened.snapshot.row_tasks if f"{rt.variant_id}/{rt.task_id}" in present]
     if not row_tasks:
         print(f"coder-eval rescore: {run_dir} has no evaluation to rescore", file=sys.stderr)

@@ -148,15 +148,15 @@ def open_run(
     return run
 
 
-def resnapshot(run: OpenRun) -> tuple[Resolution, list[RowTask]]:
+def resnapshot(run: OpenRun, present: set[str]) -> tuple[Resolution, list[RowTask]]:
     """Resolve the run's spec again (a rescore applies the task files as they are now) and keep it, with the
-    row-tasks it kept as the run had them (:func:`gone_from_files`). An invalid file a folder run left out is
-    left out again, as the run did."""
+    row-tasks it kept as the run had them (:func:`gone_from_files`; ``present``: :func:`evaluated`). An invalid
+    file a folder run left out is left out again, as the run did."""
     resolution = resolve(run.plan.spec)
     resolution.skip_invalid_folder_files()
     kept: list[RowTask] = []
     if not resolution.problems:
-        kept = gone_from_files(run, resolution)
+        kept = gone_from_files(run, resolution, present)
         resolution.row_tasks.extend(kept)
         run.snapshot = Snapshot.of(resolution)
         write_atomically(run.folder / SNAPSHOT_FILE, pickle.dumps(run.snapshot, protocol=pickle.HIGHEST_PROTOCOL))
@@ -168,12 +168,11 @@ def evaluated(run_dir: Path) -> set[str]:
     return {path.parent.parent.relative_to(run_dir).as_posix() for path in evaluation_files(run_dir, CHECKPOINT_FILE)}
 
 
-def gone_from_files(run: OpenRun, resolution: Resolution) -> list[RowTask]:
+def gone_from_files(run: OpenRun, resolution: Resolution, present: set[str]) -> list[RowTask]:
     """The run's evaluated row-tasks the files no longer resolve to (a dataset row, a task or a variant removed
     since): a rescore scores them as the run resolved them, so that its evaluations, run.json, tables and suite
     metrics stay one set."""
     resolved = {(rt.variant_id, rt.task_id) for rt in resolution.row_tasks}
-    present = evaluated(run.folder)
     return [
         rt
         for rt in run.snapshot.row_tasks
