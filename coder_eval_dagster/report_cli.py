@@ -25,18 +25,16 @@ from .cli_options import given_path
 from .core.layout import (
     JUNIT_FILE,
     REPORT_FILE,
-    RESULT_FILE,
     RUN_FILE,
     RUN_MD,
     SUITE_FILE,
-    evaluation_files,
-    load_result,
     load_summary,
     read_record,
+    run_results,
     write_atomically,
 )
 from .core.models.report import RunSummary, SuiteRollup, TaskRow, last_end
-from .core.models.results import EvaluationResult, instant
+from .core.models.results import instant
 from .core.problems import InvalidInput
 
 FORMATS = ("md", "html", "junit")
@@ -160,12 +158,6 @@ def rebuild_from_results(run_dir: Path) -> int:
     return exit_codes.OK
 
 
-def run_results(run_dir: Path) -> dict[Path, EvaluationResult]:
-    """Every task.json of the run folder by path, with what coder_eval's leave to the folders (``located``; its
-    ``evaluate`` of a row writes its form into a run of ours too)."""
-    return {path: load_result(path).located(run_dir, path) for path in evaluation_files(run_dir, RESULT_FILE)}
-
-
 def suite_gates(run_dir: Path) -> list[dict[str, Any]]:
     """The suite thresholds of the run's ``<variant>/<suite_id>/suite.json`` files, as run.json ``suite`` entries."""
     paths = sorted(run_dir.glob(f"*/*/{SUITE_FILE}"))
@@ -196,18 +188,16 @@ def render_html(run_dir: Path) -> int:
     from .core.reports.run_viewer import write_run_viewer
     from .core.reports.task_html import render_task_html
 
-    paths = evaluation_files(run_dir, RESULT_FILE)
-    if not paths:
+    found = run_results(run_dir)
+    if not found:
         return _fail(f"no task.json files found under {run_dir}")
-    results = []
-    for path in paths:
-        result = load_result(path).located(run_dir, path)
+    for path, result in found.items():
         write_atomically(path.parent / REPORT_FILE, render_task_html(result, path.parent))
-        results.append(result)
+    results = list(found.values())
     ordered = load_summary(run_dir).variants if (run_dir / RUN_FILE).is_file() else []
     variants = list(dict.fromkeys([*ordered, *(result.variant_id for result in results)]))
     viewer = write_run_viewer(run_dir, results, variants)
-    print(f"[OK] Rendered {len(paths)} {REPORT_FILE} file(s) under {run_dir}, and the run viewer {viewer}")
+    print(f"[OK] Rendered {len(results)} {REPORT_FILE} file(s) under {run_dir}, and the run viewer {viewer}")
     return exit_codes.OK
 
 

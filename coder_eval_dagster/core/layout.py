@@ -35,7 +35,7 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
@@ -208,6 +208,15 @@ def read_record(path: Path, model: type[Record]) -> Record:
 def load_result(path: Path) -> EvaluationResult:
     """A task.json (or run_state.json), as written now or before the report schema."""
     return read_record(path, EvaluationResult)
+
+
+def run_results(
+    run_dir: Path, written: Callable[[Path], EvaluationResult | None] = lambda _: None
+) -> dict[Path, EvaluationResult]:
+    """Every task.json of the run folder by path: one this process wrote (``written``) from memory, one read from
+    its file with what coder_eval's form leaves to the folders (``EvaluationResult.located``)."""
+    paths = evaluation_files(run_dir, RESULT_FILE)
+    return {path: written(path) or load_result(path).located(run_dir, path) for path in paths}
 
 
 def load_summary(run_dir: Path) -> RunSummary:

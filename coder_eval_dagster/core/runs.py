@@ -24,15 +24,14 @@ from .layout import (
     FIRST_REPLICATE,
     OPEN_LOCK_FILE,
     PLAN_FILE,
-    RESULT_FILE,
     RUN_FILE,
     SNAPSHOT_FILE,
     evaluation_files,
-    load_result,
     load_summary,
     point_latest,
     read_record,
     replicates,
+    run_results,
     write_atomically,
 )
 from .models.experiment import Sequential
@@ -277,7 +276,7 @@ def preload_tables() -> None:
 
 def collect_results(run_dir: Path, written: Written = lambda _: None) -> list[EvaluationResult]:
     """Every task.json of the run; those ``written`` knows (this process wrote them) are not read back."""
-    return [written(path) or load_result(path) for path in evaluation_files(run_dir, RESULT_FILE)]
+    return list(run_results(run_dir, written).values())
 
 
 @dataclass

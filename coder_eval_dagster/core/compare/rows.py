@@ -25,13 +25,11 @@ import yaml
 from ..layout import (
     EXPERIMENT_FILE,
     PLAN_FILE,
-    RESULT_FILE,
     RUN_FILE,
     TABLES_DIR,
-    evaluation_files,
-    load_result,
     read_json,
     report_path,
+    run_results,
 )
 from ..models.results import EARLIER_STATUSES, EvaluationResult
 from ..tables import task_result_row, variant_order
@@ -210,8 +208,7 @@ def load_run(run_dir: Path) -> RunRows:
         file = pq.ParquetFile(parquet)
         source = file.read(columns=[*COLUMNS, *([BATCH] if BATCH in file.schema_arrow.names else [])])
     elif run_dir.is_dir():
-        # a run coder_eval wrote leaves its run and replicate to the folders
-        source = result_records([load_result(p).located(run_dir, p) for p in evaluation_files(run_dir, RESULT_FILE)])
+        source = result_records(list(run_results(run_dir).values()))
     else:
         raise CompareError(f"{run_dir}: no such run folder")
     if len(source) == 0:
