@@ -10,9 +10,17 @@ that grades the call matches it. A pattern is the plain dict that
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 Flags = dict[str, list[Any]]  # flag name -> its values (None for a switch)
+Search = Callable[[str, str, int], bool]  # (pattern, text, re flags): whether the pattern occurs
+
+
+def re_search(pattern: str, text: str, flags: int) -> bool:
+    """The shims' search; the criterion passes one with a deadline (``core.patterns``), which the sandbox's copy
+    cannot import."""
+    return re.search(pattern, text, flags) is not None
 
 
 def parse_argv(argv: list[str], takes_value: set[str]) -> tuple[list[str], Flags]:
@@ -40,7 +48,7 @@ def parse_argv(argv: list[str], takes_value: set[str]) -> tuple[list[str], Flags
     return positionals, flags
 
 
-def _holds(predicate: dict[str, Any], flags: Flags) -> bool:
+def _holds(predicate: dict[str, Any], flags: Flags, search: Search) -> bool:
     names = predicate["names"]
     present = any(name in flags for name in names)
     kind, expected = predicate["predicate"], predicate["value"]
@@ -54,7 +62,7 @@ def _holds(predicate: dict[str, Any], flags: Flags) -> bool:
     if kind == "contains":
         return any(expected in v for v in values)
     if kind == "matches_regex":
-        return any(re.search(expected, v, predicate["regex_flags"]) for v in values)
+        return any(search(expected, v, predicate["regex_flags"]) for v in values)
     return any(v in expected for v in values)  # any_of
 
 
@@ -66,7 +74,7 @@ def _after_verb(spec: dict[str, Any], positionals: list[str]) -> list[str] | Non
     return None
 
 
-def matches(spec: dict[str, Any], argv: list[str]) -> bool:
+def matches(spec: dict[str, Any], argv: list[str], search: Search = re_search) -> bool:
     """Does this invocation match the pattern (verb, positionals, flag predicates)?"""
     positionals, flags = parse_argv(argv, set(spec["takes_value"]))
     for ignored in spec["ignore_flags"]:
@@ -77,4 +85,4 @@ def matches(spec: dict[str, Any], argv: list[str]) -> bool:
     wanted = spec["positional"]
     if (rest != wanted) if spec["exact_positional"] else (rest[: len(wanted)] != wanted):
         return False
-    return all(_holds(predicate, flags) for predicate in spec["flags"])
+    return all(_holds(predicate, flags, search) for predicate in spec["flags"])

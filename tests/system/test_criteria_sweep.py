@@ -68,3 +68,24 @@ def test_evaluate_grades_the_sweeps_cases(tmp_path: Path, system_cli: SystemCli)
     assert (folder["score"], folder["passed"]) == (1.0, True)
     assert efficiency["score"] == 0.0 and "no agent turn records" in efficiency["error"]
     assert edge["score"] == pytest.approx(0.4) and edge["passed"] is True
+
+
+def test_a_pattern_that_backtracks_without_bound_fails_its_criterion_and_the_others_are_graded(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """An agent can write the file a task author's pattern is run over: ``(a|aa)+c`` over 60 a's would take
+    longer than the universe has; ``re`` cannot be stopped, so the scoring step (and the run) hung."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "out.txt").write_text("a" * 60 + "\nHELLO world\ncafé\n")
+    criteria = [
+        criterion("file_matches_regex", path="out.txt", pattern="(a|aa)+c"),
+        criterion("file_matches_regex", path="out.txt", pattern=r"^hello\s+WORLD$", flags=2 | 8),  # IGNORECASE|M
+        criterion("file_matches_regex", path="out.txt", pattern=r"^caf\w$", flags=256 | 8, must_match=False),  # ASCII
+    ]
+    task = write_task(tmp_path, agentless_task(success_criteria=criteria))
+    outcome = system_cli("evaluate", task, workspace, "--run-dir", tmp_path / "ev", env={}, timeout=120)
+    assert outcome.code == 1 and "Traceback" not in outcome.output, outcome.output
+    hung, flagged, ascii_word = json.loads((tmp_path / "ev/task.json").read_text())["success_criteria_results"]
+    assert hung["score"] == 0.0 and "did not finish within 10 s" in hung["error"], hung
+    assert (flagged["score"], ascii_word["score"]) == (1.0, 1.0), (flagged, ascii_word)

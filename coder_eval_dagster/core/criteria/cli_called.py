@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
+from .. import patterns
 from ..argv_match import matches
 from ..files import CRITERION_READ_CAP, truncation_note
 from ..models.base import SandboxPath, rule_error
@@ -63,7 +64,8 @@ def check(criterion: CliCalled, ctx: CheckContext) -> Outcome:
     records, truncated = read_log(ctx, criterion.log)
     spec = criterion.spec()
     tool = criterion.tool
-    matched = [r["argv"] for r in records if (tool is None or r.get("tool") == tool) and matches(spec, r["argv"])]
+    called = [r for r in records if tool is None or r.get("tool") == tool]
+    matched = [r["argv"] for r in called if matches(spec, r["argv"], patterns.search)]
     high = criterion.max_count
     passed = len(matched) >= criterion.min_count and (high is None or len(matched) <= high)
     details = {"records": len(records), "matches": len(matched), "matched_argv": matched[:20]}

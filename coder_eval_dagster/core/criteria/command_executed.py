@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
+from .. import patterns
 from ..models.base import check_regex, rule_error
 from ..models.criterion import LiveObservable
 from .outcome import Outcome
@@ -92,9 +93,10 @@ def counts(criterion: CommandExecuted, call: ToolCallRecord) -> bool:
     if criterion.require_success and call.status != "success":
         return False
     texts = haystacks(call)
-    if criterion.command_pattern is not None and not any(re.search(criterion.command_pattern, t) for t in texts):
+    if criterion.command_pattern is not None and not any(patterns.search(criterion.command_pattern, t) for t in texts):
         return False
-    return not (criterion.exclude_pattern is not None and any(re.search(criterion.exclude_pattern, t) for t in texts))
+    excluded = criterion.exclude_pattern
+    return not (excluded is not None and any(patterns.search(excluded, t) for t in texts))
 
 
 def score_for(criterion: CommandExecuted, matched: int) -> float:

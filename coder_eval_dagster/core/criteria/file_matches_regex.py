@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
+from .. import patterns
 from ..files import truncation_note
 from ..models.base import SandboxPath, StrictModel, check_regex, check_regex_flags, rule_error
 from ..models.criterion import CriterionBase
@@ -33,7 +33,7 @@ class RegexSpec(StrictModel):
         return self
 
     def found_in(self, content: str) -> bool:
-        return re.search(self.pattern, content, self.flags) is not None
+        return patterns.search(self.pattern, content, self.flags)
 
     def verdict(self, found: bool, whole: bool) -> bool:
         """Whether the rule holds; a must-not-match rule cannot hold over a file read only in part (``whole``

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import TYPE_CHECKING, Any, Literal
 
 import jmespath
 from jmespath.exceptions import JMESPathError
 from pydantic import Field, field_validator, model_validator
 
+from .. import patterns
 from ..files import truncation_note
 from ..models.base import SandboxPath, StrictModel, check_regex, rule_error
 from ..models.criterion import CriterionBase
@@ -114,7 +114,7 @@ def _compare(operator: str, value: Any, expected: Any) -> bool:
             return _is_type(value, expected)
         case "regex":
             pattern = check_regex(str(expected))  # a row's value may fill it: compiled only now
-            return isinstance(value, str) and re.search(str(pattern), value) is not None
+            return isinstance(value, str) and patterns.search(str(pattern), value)
         case "exists":
             return value is not None
     raise ValueError(f"unknown operator {operator}")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 import shlex
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
+from .. import patterns
 from ..models.base import check_regex, rule_error
 from ..models.criterion import REFERENCE_DIR, TASK_DIR, CriterionBase, names_reference_dir
 from .outcome import Outcome
@@ -51,7 +51,7 @@ def _stdout_matches(criterion: RunCommand, stdout: str) -> bool:
         return stdout.strip() == expected.strip()
     if criterion.stdout_match == "contains":
         return expected in stdout
-    return re.search(expected, stdout) is not None
+    return patterns.search(expected, stdout)
 
 
 def _score_line(stdout: str) -> tuple[float | None, list[str]]:
