@@ -10,6 +10,7 @@ dot-name and renamed, so a reader never sees one half-written.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 from collections.abc import Sequence
@@ -21,11 +22,12 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
-from .layout import partition_folder, replacing
+from .layout import partition_folder, replacing, write_atomically
 from .models.results import EvaluationResult
 from .suite import SuiteEntry
 
 VARIANTS_KEY = b"coder_eval.variants"  # a table file's metadata: the run's variant order, as JSON
+CHECKED = ".schema-checked.json"  # in each table's folder: the files the last upgrade pass found complete
 COMMON = [
     ("run_id", pa.string()),
     ("run_ts", pa.timestamp("ms", tz="UTC")),
@@ -293,15 +295,42 @@ def add_missing_columns(table_dir: Path, schema: pa.Schema) -> int:
 
     Readers take a folder's columns from one file: pandas from the first it finds (it hides what that file
     lacks), DuckDB's default form from the first too (it fails on a later file that lacks one, a struct's
-    field as well). Every file's footer is read at each write (about 0.2 ms a file); one that lacks something
-    is rewritten once, atomically, its rows and its other columns unchanged.
+    field as well). A file that lacks something is rewritten once, atomically, its rows and its other columns
+    unchanged. The footers are read only of files the last pass did not see as they are now (``CHECKED``: a
+    year of nightly runs is thousands of files, 0.2 ms a footer at each write); a file an earlier release
+    wrote or replaced since is new to it, as is every file once the schema changes.
     """
+    stamp = table_dir / CHECKED
+    fingerprint = hashlib.sha256(str(schema).encode()).hexdigest()[:16]
+    seen = _checked_before(stamp, fingerprint)
+    checked: dict[str, list[int]] = {}
     rewritten = 0
     for path in sorted(table_dir.glob("*/*.parquet")):
-        if _lacks_some(path, schema):
+        name = path.relative_to(table_dir).as_posix()
+        if seen.get(name) != _identity(path) and _lacks_some(path, schema):
             _widen(path, schema)
             rewritten += 1
+        checked[name] = _identity(path)
+    write_atomically(stamp, json.dumps({"schema": fingerprint, "files": checked}))
     return rewritten
+
+
+def _identity(path: Path) -> list[int]:
+    """What tells a file apart from the one that had its name before (a rewrite, a replacement)."""
+    status = path.stat()
+    return [status.st_size, status.st_mtime_ns, status.st_ino]
+
+
+def _checked_before(stamp: Path, fingerprint: str) -> dict[str, list[int]]:
+    """The files the last pass found complete under the same schema (none when it was another, or unreadable)."""
+    try:
+        document = json.loads(stamp.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(document, dict) or document.get("schema") != fingerprint:
+        return {}
+    files = document.get("files")
+    return files if isinstance(files, dict) else {}
 
 
 def _lacks_some(path: Path, schema: pa.Schema) -> bool:

@@ -16,6 +16,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from coder_eval_dagster.core.models.report import TaskRow
 from coder_eval_dagster.core.models.results import EvaluationResult, TokenUsage
@@ -124,6 +125,30 @@ def test_only_files_lacking_something_are_rewritten_and_a_newer_release_keeps_it
     assert {path: path.stat().st_mtime_ns for path in (current, newer)} == untouched
     assert pq.read_schema(older).names == SCHEMAS["task_results"].names
     assert pq.read_schema(newer).names[-1] == "later"
+
+
+def test_a_pass_reads_only_the_footers_of_files_new_to_the_last_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "task_results"
+    for index in range(3):
+        write_table(tmp_path, "task_results", *run(index), [row(index)])
+    footers: list[str] = []
+    read_schema = pq.read_schema
+    monkeypatch.setattr(pq, "read_schema", lambda path, *a, **k: footers.append(Path(path).name) or read_schema(path))
+
+    assert add_missing_columns(folder, SCHEMAS["task_results"]) == 0
+    assert footers == []  # every file as the last pass (the third write's) left it
+    replaced = write_table(tmp_path, "task_results", *run(0), [row(0), row(1)])  # a rescore's, with its pass
+    assert footers == [replaced.name]
+    footers.clear()
+    older = write_earlier(tmp_path, "task_results", 3)  # an earlier release's file, written since
+    assert add_missing_columns(folder, SCHEMAS["task_results"]) == 1
+    assert footers == [older.name]
+    assert pq.read_schema(older).names == SCHEMAS["task_results"].names
+    footers.clear()
+    widened = SCHEMAS["task_results"].append(pa.field("later", pa.string()))  # the next release's schema
+    assert add_missing_columns(folder, widened) == 4 and len(footers) == 4
 
 
 def test_an_agentless_task_has_the_agent_tokens_of_run_json_null(tmp_path: Path) -> None:
