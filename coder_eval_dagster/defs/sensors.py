@@ -77,7 +77,7 @@ class Cursor:
     description="Registers row-tasks and variants from the task files and runs the ones that are new or changed.",
 )
 def task_files_sensor(context: dg.SensorEvaluationContext, settings: CoderEvalSettings) -> dg.SensorResult:
-    current, complete = _current_fingerprints(settings.run_spec(), context.log)
+    current, complete = current_fingerprints(settings.run_spec(), context.log)
     previous = Cursor.parse(context.cursor)
     changed = [key for key, digest in current.items() if previous.fingerprints.get(key) != digest]
     # with a file skipped, deleted and unreadable look alike: retire nothing, forget nothing
@@ -103,7 +103,7 @@ def _run_requests(cursor: Cursor, changed: list[str], tasks: list[str], variants
     )
 
 
-def _current_fingerprints(spec: RunSpec, log: Logger) -> tuple[dict[str, str], bool]:
+def current_fingerprints(spec: RunSpec, log: Logger) -> tuple[dict[str, str], bool]:
     """{"task|variant" key: fingerprint} of what the files define now, and whether every file was read.
 
     A file that does not validate or whose resolution crashes is logged (one

@@ -23,6 +23,7 @@ from ..support.helpers import criterion, task_with, write_task
 
 AGENTLESS = {"agent": {"type": "none"}, "initial_prompt": None, "sandbox": {"python": None}}
 NIGHT = datetime(2026, 12, 3, 2, tzinfo=UTC)
+RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
 
 def test_partitions_per_run_is_read_from_the_environment() -> None:
@@ -100,7 +101,7 @@ def test_chunked_tick_shares_one_folder_and_summarizes_once(tmp_path: Path, monk
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("task", [f"many/r{i}" for i in range(5)])
         instance.add_dynamic_partitions("variant", ["default"])
-        requests = nightly_suite(dg.build_schedule_context(instance=instance, scheduled_execution_time=NIGHT))
+        requests = nightly_suite(_night(instance, settings))
         assert [r.run_key for r in requests] == [f"nightly-2026-12-03-chunk-{i}" for i in range(3)]
         assert all(r.asset_selection == CHUNK_ASSETS for r in requests)
         assert len({r.tags[RUN_FOLDER_TAG] for r in requests}) == 1
@@ -122,11 +123,36 @@ def test_chunked_tick_shares_one_folder_and_summarizes_once(tmp_path: Path, monk
 
 
 def test_unchunked_tick_is_one_run_of_the_whole_graph(tmp_path: Path) -> None:
+    settings = _project(tmp_path)
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions("task", ["a", "b"])
+        instance.add_dynamic_partitions("task", ["many/r0", "many/r1"])
         instance.add_dynamic_partitions("variant", ["default"])
-        (request,) = nightly_suite(dg.build_schedule_context(instance=instance, scheduled_execution_time=NIGHT))
+        (request,) = nightly_suite(_night(instance, settings))
     assert request.asset_selection is None and RUN_FOLDER_TAG not in request.tags
+
+
+def test_the_night_leaves_out_registered_keys_no_served_file_defines(tmp_path: Path) -> None:
+    """A `coder-eval run` of a file outside the served folder registers its keys too; planned, a chunk of them
+    failed every night and the night never got its summary."""
+    settings = _project(tmp_path)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("task", ["many/r0", "elsewhere", "many/r1", "many/r2"])
+        instance.add_dynamic_partitions("variant", ["default", "gone"])
+        requests = nightly_suite(_night(instance, settings))
+        assert [(r.tags[RANGE_START], r.tags[RANGE_END]) for r in requests] == [
+            ("many/r0|default", "many/r0|default"),
+            ("many/r1|default", "many/r2|default"),
+        ]
+        instance.delete_dynamic_partition("task", "many/r0")
+        instance.delete_dynamic_partition("task", "many/r1")
+        instance.delete_dynamic_partition("task", "many/r2")
+        assert isinstance(nightly_suite(_night(instance, settings)), dg.SkipReason)
+
+
+def _night(instance: dg.DagsterInstance, settings: CoderEvalSettings) -> dg.ScheduleEvaluationContext:
+    return dg.build_schedule_context(
+        instance=instance, scheduled_execution_time=NIGHT, resources={"settings": settings}
+    )
 
 
 def test_sqlite_is_refused_when_runs_launch_in_containers(tmp_path: Path) -> None:

@@ -252,13 +252,17 @@ def test_sensor_and_schedule_under_the_daemon(tmp_path: Path) -> None:
         assert operator.change(alpha.unlink) == []
         assert operator.tasks_registered() == ["beta/r2", "beta/r3"]
 
-        # the cron tick: a run over the registered row-tasks (beta/r2 is registered throughout)
+        # a key no served file defines (a `coder-eval run` of a file elsewhere registers its keys too)
+        operator.instance.add_dynamic_partitions("task", ["elsewhere"])
+
+        # the cron tick: a run over the registered row-tasks the files define (beta/r2 registered throughout)
         until_night = (nightly - datetime.now(UTC)).total_seconds()
         (night,) = operator.runs_of(
             dg.RunsFilter(tags={"coder_eval/trigger": "nightly"}), 1, until_night + RUN_TIMEOUT_S
         )
         assert night.tags["coder_eval/night"] == nightly.strftime("%Y-%m-%d")
-        assert "beta/r2|default" in operator.materialized(night)
+        assert night.tags["dagster/asset_partition_range_end"] == "beta/r3|default"
+        assert operator.materialized(night) == ["beta/r2|default", "beta/r3|default"]
 
         for name in ("task_files_sensor", "summary_after_chunks", "nightly_suite"):
             failed = [tick.error for tick in operator.ticks(name) if tick.status.value == "FAILURE"]
