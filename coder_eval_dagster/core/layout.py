@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .models.report import RunSummary
+from .models.report import RunSummary, TaskRow
 from .models.results import EvaluationResult
 from .problems import DOCUMENT, InvalidInput, Problem, problems_from_validation
 
@@ -75,6 +75,7 @@ CONTAINER_FILE = "container.json"
 DOCKER_IO_DIR = "docker-io"
 ATIF_FILE = "trajectory.atif.json"
 NAMESPACE_FILE = ".processes.pid"  # "<unshare pid> <its PID namespace for children>"
+ARTIFACTS_DIR = "artifacts"  # coder_eval's preserved sandbox: <NN>/artifacts/<task_id>/
 
 # The runs folder.
 LATEST_LINK = "latest"
@@ -90,6 +91,7 @@ def partition_folder(day: date) -> str:
 
 # <variant>/<task_id>/<NN>/sandbox: an evaluation folder is 3 levels below its run (4 for a dataset row).
 SANDBOX_DEPTH = 3
+SANDBOX_DIRS = frozenset({SANDBOX_DIR, ARTIFACTS_DIR})  # an evaluation's preserved sandbox: ours, coder_eval's
 
 
 # Replicates count from 0, as coder_eval's do (folder 00). Run folders written before counted from 1: their
@@ -161,10 +163,11 @@ def evaluation_files(run_dir: Path, name: str) -> list[Path]:
     """Every evaluation's ``name`` file (task.json, run_state.json) in a run folder, sorted by path.
 
     What ``sorted(run_dir.glob(f"*/**/{name}"))`` found, without walking the
-    preserved sandboxes (a template's or a venv's files, by the thousand per
-    evaluation) and without taking a file a sandbox holds under that name for
-    an evaluation's result. The folders above an evaluation folder are
-    variant, task and row ids: none is a ``sandbox`` from the third level on.
+    preserved sandboxes, ours (``sandbox``) or coder_eval's (``artifacts``): a
+    template's or a venv's files, by the thousand per evaluation, and maybe a
+    file of the agent's under that name, never an evaluation's result. The
+    folders above an evaluation folder are variant, task and row ids: none is
+    a sandbox from the third level on.
     """
     found: list[str] = []
 
@@ -173,7 +176,7 @@ def evaluation_files(run_dir: Path, name: str) -> list[Path]:
             with os.scandir(folder) as entries:
                 for entry in entries:
                     if entry.is_dir(follow_symlinks=False):
-                        if not (depth >= SANDBOX_DEPTH and entry.name == SANDBOX_DIR):
+                        if not (depth >= SANDBOX_DEPTH and entry.name in SANDBOX_DIRS):
                             visit(entry.path, depth + 1)
                     elif depth >= 1 and entry.name == name:
                         found.append(entry.path)
@@ -205,23 +208,54 @@ def read_record(path: Path, model: type[Record]) -> Record:
         raise InvalidInput(problems_from_validation(exc, data, str(path), lambda _: None, model=model)) from None
 
 
-def load_result(path: Path) -> EvaluationResult:
-    """A task.json (or run_state.json), as written now or before the report schema."""
-    return read_record(path, EvaluationResult)
+def load_result(path: Path, run_dir: Path | None = None) -> EvaluationResult:
+    """A task.json (or run_state.json), as written now, before the report schema or by coder_eval, with what its
+    form leaves to the folders (``EvaluationResult.located``) taken from them: ``run_dir``'s, else those its ids
+    name above it (a rescore or a resume reads one that the release's ``evaluate`` rewrote in our run)."""
+    result = read_record(path, EvaluationResult)
+    return result.located(run_dir or holding_run(path, result), path)
+
+
+def holding_run(path: Path, result: EvaluationResult) -> Path:
+    """The run folder of an evaluation's file: the one above ``<variant>/<task_id>/<NN>/`` when the folders are
+    named so, else the folder holding the file (another layout: the release's ``evaluate --run-dir``)."""
+    above = path.absolute().parents  # NN, the task's folders (a row's two), the variant's, the run's
+    names = [*reversed(result.task_id.split("/")), result.variant_id]
+    if len(above) > len(names) + 1 and all(above[i + 1].name == name for i, name in enumerate(names)):
+        return above[len(names) + 1]
+    return path.parent
 
 
 def run_results(
     run_dir: Path, written: Callable[[Path], EvaluationResult | None] = lambda _: None
 ) -> dict[Path, EvaluationResult]:
     """Every task.json of the run folder by path: one this process wrote (``written``) from memory, one read from
-    its file with what coder_eval's form leaves to the folders (``EvaluationResult.located``)."""
+    its file (``load_result``)."""
     paths = evaluation_files(run_dir, RESULT_FILE)
-    return {path: written(path) or load_result(path).located(run_dir, path) for path in paths}
+    return {path: written(path) or load_result(path, run_dir) for path in paths}
 
 
 def load_summary(run_dir: Path) -> RunSummary:
-    """A run's run.json, as written now or before the report schema."""
-    return read_record(run_dir / RUN_FILE, RunSummary)
+    """A run's run.json, as written now, before the report schema or by coder_eval (its rows ``completed``)."""
+    summary = read_record(run_dir / RUN_FILE, RunSummary)
+    rows = [completed(run_dir, row) for row in summary.task_results]
+    if all(new is row for new, row in zip(rows, summary.task_results, strict=True)):
+        return summary
+    return summary.model_copy(update={"task_results": rows})
+
+
+def completed(run_dir: Path, row: TaskRow) -> TaskRow:
+    """A row coder_eval wrote (ours always have ``criteria``) with what it leaves out (the criteria, the judges'
+    usage...) taken from its evaluation's task.json, as a rebuild would; as it is when that file cannot be read."""
+    if "criteria" in row.model_fields_set:
+        return row
+    path = evaluation_folder(run_dir, row.variant_id, row.task_id, row.replicate_index) / RESULT_FILE
+    try:
+        full = TaskRow.of(load_result(path, run_dir))
+    except (OSError, InvalidInput):
+        return row
+    missing = TaskRow.model_fields.keys() - row.model_fields_set
+    return row.model_copy(update={name: getattr(full, name) for name in missing})
 
 
 def write_atomically(path: Path, data: bytes | str) -> None:

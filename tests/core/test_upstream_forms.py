@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from coder_eval_dagster.core.layout import load_result, load_summary, read_record
+from coder_eval_dagster.core.layout import evaluation_files, load_result, load_summary, read_record, run_results
 from coder_eval_dagster.core.models.report import RunSummary, SuiteRollup, TaskRow
 from coder_eval_dagster.core.models.results import EvaluationResult
 
@@ -59,3 +59,71 @@ def test_its_run_json_has_the_verdict_its_exit_code_gave() -> None:
     assert judged.passed is False  # its suite gate was not met: coder_eval exited 1
     assert [(t["metric"], t["minimum"], t["value"]) for t in judged.suite[0]["thresholds"]] == [("count", 5.0, 2.0)]
     assert RunSummary.model_validate_json(judged.model_dump_json()).passed is False
+
+
+# A run of its claude-code agent and an llm_judge, against a scripted Messages API (the fixture's README): its agent
+# also wrote a task.json of its own, preserved in the evaluation's artifacts/.
+AGENT_RUN = RUN.parent / "2026-12-05_19-53-04"
+MADE = AGENT_RUN / "default/made/00/task.json"
+
+
+def test_its_agent_s_tool_calls_are_the_turns_they_were_made_in() -> None:
+    result = load_result(MADE)
+    assert [(turn.index, turn.text, turn.input_tokens) for turn in result.trajectory] == [
+        (1, None, 100),
+        (2, None, 140),
+        (3, "done", 160),
+    ]
+    calls = [(c.turn, c.seq, c.tool, c.parameters, c.status) for turn in result.trajectory for c in turn.calls]
+    assert calls == [
+        (1, 1, "Bash", {"command": 'echo hi > out.txt; echo \'{"made_by": "the agent"}\' > task.json'}, "success"),
+        (2, 1, "Read", {"file_path": "out.txt"}, "success"),
+    ]
+    assert result.trajectory[1].calls[0].output == "1\thi\n2\t"
+    assert (result.actual_commands, result.command_stats.commands_by_tool) == (2, {"Bash": 1, "Read": 1})
+    again = EvaluationResult.model_validate_json(result.model_dump_json())  # what we write of it reads back
+    assert again.trajectory == result.trajectory
+
+
+def test_its_judge_s_usage_is_counted_in_the_evaluation_s_spend() -> None:
+    theirs = json.loads((AGENT_RUN / "run.json").read_text())["task_results"][0]
+    result = load_result(MADE)
+    judge = result.criteria[1]
+    assert (judge.type, judge.result_kind, judge.details_text) == (
+        "llm_judge",
+        "judge",
+        "score=1.000\nrationale: out.txt says hi",
+    )
+    assert judge.token_usage is not None
+    assert (judge.token_usage.uncached_input_tokens, judge.token_usage.output_tokens) == (100, 20)
+    assert (result.judge_cost_usd, result.total_cost_usd) == (theirs["judge_cost_usd"], theirs["total_cost_usd"])
+    row = TaskRow.of(result)
+    assert (row.judge_cost_usd, row.judge_input_tokens, row.judge_output_tokens) == (0.0002, 100, 20)
+    again = EvaluationResult.model_validate_json(result.model_dump_json())
+    assert again.criteria == result.criteria and again.judge_cost_usd == 0.0002
+
+
+def test_its_run_json_rows_take_what_they_leave_out_from_its_task_json_files() -> None:
+    rows = {(row.task_id, row.replicate_index): row for row in load_summary(RUN).task_results}
+    assert [(c.type, c.passed, c.gating) for c in rows[("hello", 1)].criteria] == [
+        ("file_exists", True, True),
+        ("file_contains", False, False),
+    ]
+    assert [(c.index, c.passed) for c in rows[("sums/r1", 0)].criteria] == [(0, True)]
+    assert (rows[("sums/r1", 0)].base_task_id, rows[("sums/r1", 0)].row_id) == ("sums", "r1")
+    (made,) = load_summary(AGENT_RUN).task_results
+    assert [c.type for c in made.criteria] == ["file_exists", "llm_judge"]
+    assert made.judge_token_usage is not None and made.judge_token_usage.total_cost_usd == 0.0002
+    assert made.judge_cost_usd == 0.0002 and made.actual_commands == 2  # its own, as it wrote them
+
+
+def test_load_result_places_its_task_json_in_its_folders() -> None:
+    result = load_result(RUN / "default/sums/r1/01/task.json")
+    assert (result.run_id, result.task_id, result.replicate) == (RUN.name, "sums/r1", 1)
+    assert (load_result(RUN / "default/hello/01/task.json").replicate, load_result(MADE).run_id) == (1, AGENT_RUN.name)
+
+
+def test_its_artifacts_are_not_walked_for_results() -> None:
+    assert (AGENT_RUN / "default/made/00/artifacts/made/task.json").is_file()  # the agent's own file
+    assert evaluation_files(AGENT_RUN, "task.json") == [MADE]
+    assert list(run_results(AGENT_RUN)) == [MADE]

@@ -156,3 +156,66 @@ def test_the_release_regrades_the_sandbox_we_kept_and_we_read_what_it_wrote(
         done = system_cli(*verb[:1], run.path, *verb[1:], env={})
         assert done.code == 0, (verb, done.output)
     assert run.summary["passed"] is True and run.summary["tasks_succeeded"] == 1
+
+
+AGENT_RUN = "2026-12-05_19-53-04"  # its claude-code agent and an llm_judge against a scripted API (the README)
+
+
+def test_report_shows_its_agent_s_calls_and_counts_its_judge_s_cost(system_cli: SystemCli, upstream: Path) -> None:
+    run = upstream.parent / AGENT_RUN
+    theirs = json.loads((run / "run.json").read_text())["task_results"][0]
+    html = system_cli("report", run, "-f", "html", env={})
+    assert html.code == 0, html.output
+    assert "Rendered 1 task.html file(s)" in html.out  # not the task.json its agent wrote in the artifacts/
+    page = (run / "default/made/00/task.html").read_text()
+    assert "3 turn(s)" in page and "<code>Bash</code>" in page and "<code>Read</code>" in page, page
+    assert "judges $0.0002" in page
+
+    shown = system_cli("report", run, env={})  # from its run.json
+    assert shown.code == 0, shown.output
+    assert "| 00 | SUCCESS | 1.000 | 2/2 |" in shown.out and "| $0.0002 (reported) |" in shown.out
+
+    rebuilt = system_cli("report", run, "--rebuild", env={})  # from its task.json, as its own --rebuild counts
+    assert rebuilt.code == 0, rebuilt.output
+    (row,) = json.loads((run / "run.json").read_text())["task_results"]
+    for name in ("judge_cost_usd", "agent_cost_usd", "total_cost_usd", "actual_commands"):
+        assert row[name] == pytest.approx(theirs[name]), name
+
+
+def test_report_counts_the_criteria_of_its_run_json_rows_from_its_task_json(
+    system_cli: SystemCli, upstream: Path
+) -> None:
+    shown = system_cli("report", upstream, env={})
+    assert shown.code == 0, shown.output
+    assert "| [hello](default/hello/01/task.html) | 01 | SUCCESS | 1.000 | 1/1 |" in shown.out  # its gating one
+    assert "| [sums/r1](default/sums/r1/00/task.html) | 00 | SUCCESS | 1.000 | 1/1 |" in shown.out
+    assert "0/0" not in shown.out
+
+
+def test_rescore_keeps_the_run_and_replicate_of_a_task_json_the_release_wrote(
+    oracle: Path, system_cli: SystemCli
+) -> None:
+    task = task_file(system_cli.folder / "tasks", "made", agent={"type": "none"})
+    outcome = system_cli("run", task, "--repeats", "2", "--runs-dir", "runs", env={})
+    assert outcome.code == 0, outcome.output
+    run = only_run(system_cli.runs)
+    row = Path("runs") / run.path.name / "default" / "made" / "01"
+    graded = subprocess.run(
+        [str(oracle), "evaluate", str(row), "--allow-recorded-commands", "--run-dir", "grading"],
+        cwd=system_cli.folder,
+        capture_output=True,
+        text=True,
+        env=release.oracle_environment(system_cli),
+        timeout=300,
+    )
+    assert graded.returncode == 0, graded.stdout + graded.stderr
+    assert {"run_id", "replicate_index"}.isdisjoint(run.result("made", replicate="01"))  # its form: in its folders
+
+    rescored = system_cli("rescore", run.path, env={})
+    assert rescored.code == 0, rescored.output
+    result = run.result("made", replicate="01")
+    assert (result["run_id"], result["replicate_index"]) == (run.path.name, 1)
+    assert sorted((r["task_id"], r["replicate_index"]) for r in run.summary["task_results"]) == [
+        ("made", 0),
+        ("made", 1),
+    ]

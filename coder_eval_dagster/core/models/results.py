@@ -13,7 +13,9 @@ Our own fields (``passed``, criterion ``inputs``, ``trajectory``...) stay
 beside the schema's; coder_eval's readers ignore them. A task.json coder_eval
 wrote reads too: what it leaves out is derived as it derives it (the verdicts
 from the status and the scores, the dataset row from the resolved task; the
-run and replicate from the folders, ``EvaluationResult.located``).
+run and replicate from the folders, ``EvaluationResult.located``), and what it
+records in its own form is read into ours (the agent's calls from its
+iterations' ``commands``, a judge's spend from its ``token_usage``).
 """
 
 from __future__ import annotations
@@ -268,13 +270,72 @@ class Iteration(BaseModel):
 
 
 def trajectory_of(iterations: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The model turns, each with its calls, from iterations as written (the inverse of ``Iteration``)."""
-    turns = []
+    """The model turns, each with its calls, from iterations as written (the inverse of ``Iteration``) or as
+    coder_eval writes them (no ``turns``: ``_coder_eval_turns``)."""
+    turns: list[dict[str, Any]] = []
     for iteration in iterations:
         calls = iteration.get("commands") or []
+        if "turns" not in iteration:
+            turns.extend(_coder_eval_turns(iteration, len(turns)))
         for turn in iteration.get("turns") or []:
             turns.append({**turn, "calls": [call for call in calls if call.get("turn") == turn.get("index")]})
     return turns
+
+
+def _coder_eval_turns(iteration: dict[str, Any], before: int) -> list[dict[str, Any]]:
+    """A coder_eval iteration's model turns, numbered on from ``before``: one per assistant message (its text and
+    usage) or per ``assistant_turn_index`` its calls name (from 0 in the iteration; none: the first), each with
+    those calls."""
+    calls = [call for call in iteration.get("commands") or [] if isinstance(call, dict)]
+    said = [m for m in iteration.get("messages") or [] if isinstance(m, dict) and m.get("role") == "assistant"]
+    made_in = [call.get("assistant_turn_index") or 0 for call in calls]
+    count = max(len(said), iteration.get("assistant_turn_count") or 0, *(at + 1 for at in made_in))
+    turns = []
+    for at in range(count):
+        own = [call for call, made in zip(calls, made_in, strict=True) if made == at]
+        turns.append(
+            {
+                "index": before + at + 1,
+                **(_message_turn(said[at]) if at < len(said) else {}),
+                "calls": [_coder_eval_call(call, before + at + 1, seq) for seq, call in enumerate(own, start=1)],
+            }
+        )
+    return turns
+
+
+def _message_turn(message: dict[str, Any]) -> dict[str, Any]:
+    """A coder_eval assistant message's text and tokens, as our turn's."""
+    blocks = [b for b in message.get("content_blocks") or [] if isinstance(b, dict) and b.get("block_type") == "text"]
+    return {
+        "text": "\n".join(b.get("text") or "" for b in blocks) or None,
+        "input_tokens": message.get("input_tokens") or 0,
+        "output_tokens": message.get("output_tokens") or 0,
+        "cache_read_input_tokens": message.get("cache_read_tokens") or 0,
+        "cache_creation_input_tokens": message.get("cache_creation_tokens") or 0,
+    }
+
+
+def _coder_eval_call(call: dict[str, Any], turn: int, seq: int) -> dict[str, Any]:
+    """A coder_eval ``CommandTelemetry`` as our call: its turn and place in it; a pending one's status unknown."""
+    status, duration = call.get("result_status") or "unknown", call.get("duration_ms") or 0.0
+    return {**call, "turn": turn, "sequence_number": seq, "result_status": status, "duration_ms": duration}
+
+
+JUDGE_USAGE = "judge_usage"  # a judge's spend in its criterion's evidence (criteria/judging.py judge_usage)
+
+
+def _judge_usage(usage: dict[str, Any]) -> dict[str, Any]:
+    """coder_eval's judge ``token_usage`` as our ``judge_usage``: its uncached prompt is our ``input_tokens`` (a file
+    from before its split has only ``input_tokens``), its cost the one its run recorded."""
+    cost = usage.get("total_cost_usd")
+    return {
+        "input_tokens": usage.get("uncached_input_tokens", usage.get("input_tokens", 0)),
+        "output_tokens": usage.get("output_tokens", 0),
+        "cache_read_input_tokens": usage.get("cache_read_input_tokens", 0),
+        "cache_creation_input_tokens": usage.get("cache_creation_input_tokens", 0),
+        "cost_usd": cost,
+        "cost_source": None if cost is None else "reported",
+    }
 
 
 class CriterionResult(BaseModel):
@@ -312,6 +373,8 @@ class CriterionResult(BaseModel):
         data = dict(data)
         if isinstance(data.get("details"), str) and not data.get("evidence"):
             data["evidence"] = {cls.TEXT: data.pop("details")}
+        if "passed" not in data and isinstance(data.get("token_usage"), dict):  # a judge's: its spend is ours
+            data["evidence"] = {**(data.get("evidence") or {}), JUDGE_USAGE: _judge_usage(data["token_usage"])}
         if "passed" not in data and isinstance(data.get("score"), int | float):
             data = {"pass_threshold": 0.9, "gating": True, **data}
             data["passed"] = data["score"] >= data["pass_threshold"]
@@ -321,7 +384,7 @@ class CriterionResult(BaseModel):
     def judge_usage(self) -> dict[str, Any] | None:
         """A judge's spend (tokens, cost, seconds); None for the other criteria. A reused verdict's is the original
         call's: what the verdict cost when it was made."""
-        return self.details.get("judge_usage")
+        return self.details.get(JUDGE_USAGE)
 
     @property
     def reused(self) -> bool:
@@ -334,7 +397,7 @@ class CriterionResult(BaseModel):
         """The evidence as one string, ``key: value; ...`` (the schema's ``details``); empty values left out. Text that
         coder_eval wrote stays as it is."""
         written = self.details.get(self.TEXT)
-        if isinstance(written, str) and len(self.details) == 1:
+        if isinstance(written, str) and self.details.keys() <= {self.TEXT, JUDGE_USAGE}:
             return written
         parts = []
         for key, value in self.details.items():
