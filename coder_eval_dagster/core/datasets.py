@@ -18,6 +18,7 @@ from .yamlio import MAX_DEPTH, Document
 
 CLI_SAMPLE_SEED = 0  # --sample is always reproducible
 COMMAND_KEY = "command"  # pre_run/post_run, run_command criteria and replayed Bash calls: a shell command
+SHELL_TOOL = "Bash"  # the replayed tool whose ``command`` the shell runs
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,8 @@ def _row_text(value: Any) -> str:
 def substitute(value: Any, row: Row, unknown: set[str], *, typed: bool = False, command: bool = False) -> Any:
     """Replace ``${row.<field>}`` in every string leaf; collect unknown fields.
 
-    A string under a ``command`` key is a shell command: each value goes in
+    A shell command (``command``; in a mapping, the ``command`` of a
+    ``run_command`` criterion or of a replayed Bash call): each value goes in
     quoted for where the shell reads it (bare, in "...", in '...', in
     ``$(...)`` or backticks, in a here-document), so a row's text stays data
     (``x; rm -rf ~`` or ``$(...)`` never runs) and reads as coder_eval's
@@ -205,9 +207,19 @@ def substitute(value: Any, row: Row, unknown: set[str], *, typed: bool = False, 
     """
     if isinstance(value, str):
         return _substitute_text(value, row, unknown, typed and not command, command)
+    return _substitute_tree(value, row, unknown, typed, runs_command=False)
+
+
+def _substitute_tree(value: Any, row: Row, unknown: set[str], typed: bool, runs_command: bool) -> Any:
+    """``substitute`` of a mapping or list: a ``command`` is a shell command only where it is one (``runs_command``,
+    or a ``run_command`` criterion, a replayed Bash call), not a ``cli_called`` flag or a JSON value named so."""
     if isinstance(value, dict):
+        shell = runs_command or value.get("type") == "run_command" or value.get("tool") == SHELL_TOOL
+        atif_bash = value.get("function_name") == SHELL_TOOL  # its command is in its ``arguments``
         return {
-            key: substitute(item, row, unknown, typed=typed, command=key == COMMAND_KEY and isinstance(item, str))
+            key: substitute(item, row, unknown, typed=typed, command=shell and key == COMMAND_KEY)
+            if isinstance(item, str)
+            else _substitute_tree(item, row, unknown, typed, runs_command=atif_bash and key == "arguments")
             for key, item in value.items()
         }
     if isinstance(value, list):

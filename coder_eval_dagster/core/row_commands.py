@@ -189,7 +189,7 @@ class Shell:
             return end
         word = _WORD.match(text, index)
         name = word.group() if word else ""
-        if name == "[[" and _ARITH_TEST.search(text, index):
+        if name == "[[" and _ARITH_TEST.search(text, index, _test_end(text, index)):
             self._plain.append("[[ ]] with an arithmetic test (its operands are read as arithmetic)")
             self._test_depth = len(self._plain)
         elif name == "]]" and self._test_depth and self._test_depth == len(self._plain):
@@ -370,8 +370,16 @@ class Shell:
         return _line_end(text, body_end) + 1 if heredoc.closed else body_end
 
 
+def _test_end(text: str, index: int) -> int:
+    """Where the ``[[`` at ``index`` ends (its first ``]]``; the text's end when it has none)."""
+    end = text.find("]]", index + 2)
+    return len(text) if end < 0 else end
+
+
 def quoted(value: str, slot: Slot) -> str:
     """``value`` as data where ``slot`` stands: quoted for its context, then escaped for each enclosing backtick."""
+    if "\0" in value:
+        raise Unsafe("it holds a NUL character, which no shell command can carry")
     context, *backticks = slot.layers
     if context == "bare":
         text = shlex.quote(value)

@@ -61,7 +61,7 @@ TRICKY = [
 
 def filled(command: str, value: str) -> str:
     """``command`` with ``value`` for ``${row.v}``, as a task load fills it in (row r1, rows.jsonl line 3)."""
-    result: str = substitute({"command": command}, Row("r1", {"v": value}, "rows.jsonl:3"), set())["command"]
+    result: str = substitute(command, Row("r1", {"v": value}, "rows.jsonl:3"), set(), command=True)
     return result
 
 

@@ -1,0 +1,72 @@
+"""Row values through the installed ``coder-eval``: shell-quoted only where a shell runs them, and refused at load
+where no shell command can carry them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ..support.helpers import write
+from .conftest import SystemCli, task_file
+
+pytestmark = pytest.mark.slow
+
+CALLS = '{"tool": "uip", "argv": ["run", "--command=deploy prod"]}'
+
+
+def test_a_flag_or_value_named_command_is_not_shell_quoted(tmp_path: Path, system_cli: SystemCli) -> None:
+    """Only a run_command's, a hook's and a replayed Bash call's ``command`` is shell: a cli_called flag named
+    ``command`` compared the row's text with quotes around it and scored 0."""
+    write(tmp_path / "tasks/rows.jsonl", json.dumps({"id": "r1", "c": "deploy prod"}) + "\n")
+    task_file(
+        tmp_path / "tasks",
+        "flags",
+        agent={"type": "none"},
+        dataset={"paths": ["rows.jsonl"]},
+        pre_run=[{"command": f"printf '%s\\n' '{CALLS}' > calls.jsonl"}],
+        success_criteria=[
+            {
+                "type": "cli_called",
+                "log": "calls.jsonl",
+                "tool": "uip",
+                "verb": "run",
+                "flags": {"command": "${row.c}"},
+                "description": "flag",
+            },
+            {"type": "run_command", "command": 'test "$(echo ${row.c})" = "deploy prod"', "description": "shell"},
+        ],
+    )
+    outcome, run = system_cli.run(tmp_path / "tasks", env={})
+    assert outcome.code == 0, outcome.output
+    (result,) = run.summary["task_results"]
+    assert result["success"] is True, result
+
+
+@pytest.mark.parametrize(
+    ("command", "value", "refused"),
+    [
+        # an -eq later on, outside the [[ ]]: the test itself holds no arithmetic, its operand is ordinary data
+        ("[[ -n ${row.x} ]] && [ 1 -eq 1 ]", "hello world", None),
+        ("printf '%s' ${row.x} > x.txt", "a\u0000b", "it holds a NUL character"),
+    ],
+)
+def test_a_value_is_refused_at_load_exactly_where_no_quoting_keeps_it_data(
+    tmp_path: Path, system_cli: SystemCli, command: str, value: str, refused: str | None
+) -> None:
+    write(tmp_path / "tasks/rows.jsonl", "\n" + json.dumps({"id": "r1", "x": value}) + "\n")
+    task = task_file(
+        tmp_path / "tasks",
+        "values",
+        agent={"type": "none"},
+        dataset={"paths": ["rows.jsonl"]},
+        pre_run=[{"command": command}],
+    )
+    validated = system_cli("validate", task, env={})
+    if refused is None:
+        assert validated.code == 0, validated.output
+    else:
+        assert validated.code == 1 and "Traceback" not in validated.output, validated.output
+        assert validated.output.startswith(f"{tmp_path / 'tasks/rows.jsonl'}:2: x: row 'r1': "), validated.output
+        assert refused in validated.output
