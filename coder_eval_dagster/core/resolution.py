@@ -394,14 +394,17 @@ def _append_sources(merged: dict[str, Any], sources: list[Any]) -> None:
 # ----------------------------------------------------------------------------- resolution
 
 
-def resolve(spec: RunSpec, base_layer: bool = True, experiment_tasks: bool = True) -> Resolution:
+def resolve(
+    spec: RunSpec, base_layer: bool = True, experiment_tasks: bool = True, started_in: Path = Path()
+) -> Resolution:
     """Resolve everything the spec selects; problems are collected, not raised. ``base_layer`` False leaves
     ``experiments/default.yaml`` out (grading a directory resolves no experiment, as coder_eval's does not);
-    ``experiment_tasks`` False leaves out the tasks the experiment names (validating one file under it)."""
+    ``experiment_tasks`` False leaves out the tasks the experiment names (validating one file under it);
+    ``started_in``: the folder whose base layer applies (a rescore's: where its run was started)."""
     result = Resolution()
     try:
         overrides = _overrides(spec)
-        layers = _experiment_layers(spec, base_layer)
+        layers = _experiment_layers(spec, started_in / BASE_LAYER if base_layer else None)
         result.prices = _price_file(spec, layers)
     except InvalidInput as exc:
         result.problems.extend(exc.problems)
@@ -465,14 +468,14 @@ def _plan_batches(result: Resolution) -> None:
     result.left_out(BEYOND_MAX_ROWS, len(plan.beyond_max_rows))
 
 
-def _experiment_layers(spec: RunSpec, base_layer: bool) -> list[LoadedExperiment]:
-    """The base layer (``experiments/default.yaml`` here, when there is one and ``base_layer``), then the ``-e``
-    experiment.
+def _experiment_layers(spec: RunSpec, base_layer: Path | None) -> list[LoadedExperiment]:
+    """The base layer (``base_layer``: ``experiments/default.yaml`` of the run's folder, when there is one), then
+    the ``-e`` experiment.
 
     The last one's variants and repeats are the run's: the base layer's own,
     when no experiment is given; under one, only its ``defaults`` apply.
     """
-    layers = [load_experiment(BASE_LAYER)] if base_layer and BASE_LAYER.is_file() else []
+    layers = [load_experiment(base_layer)] if base_layer is not None and base_layer.is_file() else []
     if spec.experiment is not None:
         path = Path(spec.experiment)
         if not path.exists():
@@ -480,7 +483,7 @@ def _experiment_layers(spec: RunSpec, base_layer: bool) -> list[LoadedExperiment
             raise InvalidInput(
                 [Problem(spec.experiment, None, DOCUMENT, f"no such experiment file (nor {looked} or .yml)")]
             )
-        if not layers or path.resolve() != BASE_LAYER.resolve():
+        if not layers or base_layer is None or path.resolve() != base_layer.resolve():
             layers.append(load_experiment(path))
     return layers
 

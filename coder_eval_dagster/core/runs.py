@@ -6,7 +6,7 @@ import importlib
 import logging
 import pickle
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -68,6 +68,9 @@ class RunPlan(BaseModel):
     # Made by a Dagster launch (a backfill, a schedule or sensor tick), not the CLI: its runs evaluate the partitions
     # they were given, a selection of the snapshot's row-tasks, and several processes share the folder.
     launched: bool = False
+    # Where the run was started: the spec's relative paths and the base layer are read from there by a rescore
+    # started elsewhere (None in plans written before).
+    started_in: str | None = None
 
 
 @dataclass
@@ -139,6 +142,7 @@ def open_run(
         dagster_run_id=dagster_run_id,
         first_replicate=FIRST_REPLICATE,
         launched=launched,
+        started_in=str(Path.cwd()),
     )
     run = OpenRun(folder, plan, Snapshot.of(resolution))
     write_atomically(folder / SNAPSHOT_FILE, pickle.dumps(run.snapshot, protocol=pickle.HIGHEST_PROTOCOL))
@@ -150,8 +154,17 @@ def open_run(
 def resnapshot(run: OpenRun, present: set[str]) -> tuple[Resolution, list[RowTask]]:
     """Resolve the run's spec again (a rescore applies the task files as they are now) and keep it, with the
     row-tasks it kept as the run had them (:func:`gone_from_files`; ``present``: :func:`evaluated`). An invalid
-    file a folder run left out is left out again, as the run did."""
-    resolution = resolve(run.plan.spec)
+    file a folder run left out is left out again, as the run did; a task path gone since defines nothing now.
+    Relative paths are read from the folder the run was started in, wherever the rescore is."""
+    started_in = Path(run.plan.started_in or ".")
+    spec = run.plan.spec.model_copy(
+        update={
+            "task_paths": [str(path) for path in _anchored(run.plan.spec.task_paths, started_in) if path.exists()],
+            "experiment": next(iter(_anchored([run.plan.spec.experiment], started_in)), None),
+            "prices": next(iter(_anchored([run.plan.spec.prices], started_in)), None),
+        }
+    )
+    resolution = resolve(spec, started_in=started_in) if spec.selects_anything else Resolution()
     resolution.skip_invalid_folder_files()
     kept: list[RowTask] = []
     if not resolution.problems:
@@ -160,6 +173,11 @@ def resnapshot(run: OpenRun, present: set[str]) -> tuple[Resolution, list[RowTas
         run.snapshot = Snapshot.of(resolution)
         write_atomically(run.folder / SNAPSHOT_FILE, pickle.dumps(run.snapshot, protocol=pickle.HIGHEST_PROTOCOL))
     return resolution, kept
+
+
+def _anchored(paths: Sequence[str | None], folder: Path) -> list[Path]:
+    """``paths`` (None left out) as read from ``folder``."""
+    return [folder / path for path in paths if path is not None]
 
 
 def evaluated(run_dir: Path) -> set[str]:

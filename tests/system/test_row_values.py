@@ -70,3 +70,23 @@ def test_a_value_is_refused_at_load_exactly_where_no_quoting_keeps_it_data(
         assert validated.code == 1 and "Traceback" not in validated.output, validated.output
         assert validated.output.startswith(f"{tmp_path / 'tasks/rows.jsonl'}:2: x: row 'r1': "), validated.output
         assert refused in validated.output
+
+
+def test_a_rescore_reads_the_runs_paths_from_where_it_was_started(tmp_path: Path, system_cli: SystemCli) -> None:
+    """The plan keeps the task paths as given (``tasks``) and the base layer is the run folder's
+    experiments/default.yaml: a rescore from another folder found no ``tasks`` (exit 2), and one whose task folder
+    was moved away since could not rescore at all."""
+    task_file(tmp_path / "tasks", "t", agent={"type": "none"})
+    write(tmp_path / "experiments/default.yaml", "experiment_id: base\nvariants:\n  - variant_id: base\n")
+    outcome, run = system_cli.run(Path("tasks"), env={})
+    assert outcome.code == 0 and [t["variant_id"] for t in run.summary["task_results"]] == ["base"], outcome.output
+    elsewhere = SystemCli(tmp_path / "elsewhere")
+    elsewhere.folder.mkdir()
+    elsewhere.home = system_cli.home
+
+    rescored = elsewhere("rescore", run.path, env={})
+    assert rescored.code == 0 and "no longer in the task files" not in rescored.err, rescored.output
+    (tmp_path / "tasks").rename(tmp_path / "moved")
+    rescored = elsewhere("rescore", run.path, env={})
+    assert rescored.code == 0, rescored.output
+    assert "1 evaluated row-task(s) no longer in the task files, scored with the criteria the run had" in rescored.err
