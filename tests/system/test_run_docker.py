@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ..support.fake_anthropic import Script, Turn
-from ..support.helpers import write_task
+from ..support.helpers import write, write_task
 from .conftest import (
     ENV_PROBE,
     SystemCli,
@@ -21,6 +21,7 @@ from .conftest import (
     new_key,
     no_key_anywhere,
     probe_ran,
+    task_file,
 )
 
 pytestmark = pytest.mark.slow
@@ -106,3 +107,38 @@ def test_a_process_left_in_the_container_cannot_feed_a_host_file_or_a_fifo_to_a_
     (criterion,) = result["success_criteria_results"]
     assert not criterion["passed"] and "was replaced" in criterion["error"], criterion
     assert "HOST-ONLY-CONTENT" not in json.dumps(run.result("swap"))
+
+
+# exits 1 when a `sleep` of the commands' user runs (the image has no pgrep; the keeper's sleep is nobody's)
+LEFT_SLEEPING = (
+    'for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = sleep ] && [ "$(stat -c %u $p)" = "$(id -u)" ] '
+    "&& exit 1; done; exit 0"
+)
+
+
+def test_the_container_outlives_the_end_of_the_stages_processes(
+    tmp_path: Path, system_cli: SystemCli, docker_image: str
+) -> None:
+    """Before scoring a task that stages its reference folder, every process its stages left is ended
+    (``kill -KILL -1`` as the commands' user). That killed the container's keep-alive too: the container stopped,
+    the next command ran in a new one (its /tmp empty), and a copy staged just before the stop was lost with it
+    (the reference folder gone for the first criterion, under load)."""
+    write(tmp_path / "tasks/ref/expected.txt", "42\n")
+    sandbox = {"driver": "docker", "python": None, "image": docker_image}
+    criteria = [
+        {"type": "run_command", "command": 'cat "$REFERENCE_DIR/expected.txt"', "description": "reference"},
+        {"type": "run_command", "command": "test -f /tmp/left-by-pre-run", "description": "same container"},
+        {"type": "run_command", "command": LEFT_SLEEPING, "description": "what the stages left is ended"},
+    ]
+    task = task_file(
+        tmp_path / "tasks",
+        "keeper",
+        agent={"type": "none"},
+        sandbox=sandbox,
+        reference={"directory": "ref"},
+        pre_run=[{"command": "touch /tmp/left-by-pre-run; (sleep 300 &)"}],
+        success_criteria=criteria,
+    )
+    outcome, run = system_cli.run(task, env={})
+    result = run.result("keeper")
+    assert outcome.code == 0, [(c["description"], c["score"], c["details"]) for c in result["success_criteria_results"]]

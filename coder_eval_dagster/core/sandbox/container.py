@@ -29,6 +29,7 @@ from ..layout import CONTAINER_FILE, DOCKER_IO_DIR
 from ..models.sandbox import SandboxConfig
 from .engine import (
     LABEL,
+    LABEL_FOLDER,
     LABEL_OWNER,
     EngineError,
     client,
@@ -44,6 +45,9 @@ from .process import Interrupt
 
 log = logging.getLogger(__name__)
 IMAGE_UID = 1000  # the image's `sandbox` user
+# Who keeps the container up (its init and `sleep infinity`): not the commands' user, so that `end_processes`'
+# `kill -KILL -1` (as that user) ends what the stages left and not the container (nobody, no root either).
+KEEPER_USER = "65534:65534"
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 CONTAINER_CA_BUNDLE = "/etc/coder-eval/ca-certificates.crt"
 _OOM_COUNTER = re.compile(r"^oom_kill (\d+)$", re.MULTILINE)
@@ -146,7 +150,7 @@ class Container:
 
     @property
     def user(self) -> str:
-        """Who runs in it: the image's user when the harness is root, else the harness's own."""
+        """Who runs its commands: the image's user when the harness is root, else the harness's own."""
         uid = IMAGE_UID if os.geteuid() == 0 else os.geteuid()
         gid = IMAGE_UID if os.geteuid() == 0 else os.getegid()
         return f"{uid}:{gid}"
@@ -226,7 +230,7 @@ class Container:
             self.image,
             ["sleep", "infinity"],
             init=True,  # reaps orphans: zombies would count against the pids limit
-            user=self.user,
+            user=KEEPER_USER,  # every command runs as ``self.user``, which cannot signal it (no capabilities)
             working_dir=str(SANDBOX_PATH),
             network_mode=network if isinstance(network, str) else "bridge" if self.forwarded is None else "none",
             cap_drop=["ALL"],
@@ -246,7 +250,7 @@ class Container:
 
     def _labels(self) -> dict[str, str]:
         named = {f"{LABEL}.{key}": value for key, value in self.labels.items()}
-        return {LABEL: "sandbox", LABEL_OWNER: owner_label(), "coder-eval.folder": str(self.folder), **named}
+        return {LABEL: "sandbox", LABEL_OWNER: owner_label(), LABEL_FOLDER: str(self.folder), **named}
 
     def _limits(self) -> dict[str, Any]:
         """``sandbox.limits`` as engine settings: memory without extra swap, CPUs, pids."""

@@ -80,7 +80,9 @@ class DockerSandbox(TempdirSandbox):
             self.interrupt,
             forwarded,
         )
-        self._egress: socket.socket | None = None  # this process's listener on the container's egress socket
+        # this process's listener on the egress socket of the container it names (a container that replaces it
+        # has an I/O folder, and so a socket, of its own)
+        self._egress: tuple[str, socket.socket] | None = None
 
     def environment(self) -> dict[str, str]:
         """What every command in the container sees: nothing of the host's environment."""
@@ -122,14 +124,20 @@ class DockerSandbox(TempdirSandbox):
                 raise TemplateError(f"creating the sandbox venv failed: {(done.error or done.stderr).strip()[-800:]}")
 
     def end_processes(self) -> None:
-        """Every process of the container but its init (``kill -1`` spares init and the caller)."""
+        """Every process of the commands' user in the container (``kill -1`` spares the caller; the container's
+        keeper runs as another user), then the network forwarder, one of them, again."""
         self.run_unlimited("kill -KILL -1 2>/dev/null; true", REMOVE_TIMEOUT_S)
+        if self.container.forwarded is not None:
+            self.container.forward(self.container.forwarded)
 
     def close(self) -> None:
-        if self._egress is not None:
-            acceptor().stop(self._egress)
-            self._egress = None
+        self._stop_egress()
         self.container.close()
+
+    def _stop_egress(self) -> None:
+        if self._egress is not None:
+            acceptor().stop(self._egress[1])
+            self._egress = None
 
     @contextlib.contextmanager
     def shared(self, folder: Path) -> Iterator[Path]:
@@ -142,11 +150,15 @@ class DockerSandbox(TempdirSandbox):
         finally:
             self.run_unlimited(f"rm -rf {shlex.quote(str(seen))}", REMOVE_TIMEOUT_S)
 
-    def _serve_egress(self) -> None:
-        """Listen on the container's egress socket from this process (once; any process of the harness may run
-        one of the evaluation's stages, and the container's forwarder connects to whoever listens now)."""
-        if self.container.forwarded is None or self._egress is not None or self.gate is None:
+    def _serve_egress(self, container: str) -> None:
+        """Listen on the egress socket of ``container`` from this process (once per container: any process of the
+        harness may run one of the evaluation's stages, and the container's forwarder connects to whoever listens
+        now; a container that replaced the one served, swept or stopped meanwhile, is served again)."""
+        if self.container.forwarded is None or self.gate is None:
             return
+        if self._egress is not None and self._egress[0] == container:
+            return
+        self._stop_egress()
         path = self.container.egress_socket
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         # Bound and opened to the container's user in a folder of the evaluation's that the container cannot
@@ -163,7 +175,7 @@ class DockerSandbox(TempdirSandbox):
             shutil.rmtree(private, ignore_errors=True)
         listener.listen(64)
         acceptor().serve(listener, functools.partial(serve_forwarded, gate=self.gate))
-        self._egress = listener
+        self._egress = (container, listener)
 
     # ----------------------------------------------------------------- agents
 
@@ -189,7 +201,7 @@ class DockerSandbox(TempdirSandbox):
         container started: the harness's telemetry endpoint)."""
         self.container.copy_in(home)
         if self.container.forwarded is not None and self.gate is not None:
-            self._serve_egress()
+            self._serve_egress(self.container.id())
             model = [shared_proxy().port()] if self.gate.model else []
             self.container.forward([*model, *self.gate.loopback_ports()])
         launcher = home / "docker" / Path(cli).name
@@ -213,7 +225,7 @@ class DockerSandbox(TempdirSandbox):
         refused = len(self.gate.refused) if self.gate is not None else 0
         try:
             container = self.container.id()
-            self._serve_egress()
+            self._serve_egress(container)
             done = self._exec(container, command, timeout, start)
             done.stderr += refusal_notes(self.gate, refused)
             return done

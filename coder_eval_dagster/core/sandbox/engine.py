@@ -14,8 +14,11 @@ import re
 import threading
 from collections.abc import Iterable
 from importlib.metadata import version
+from pathlib import Path, PurePath
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+
+from ..run_lock import in_use
 
 if TYPE_CHECKING:
     from docker import DockerClient
@@ -31,6 +34,7 @@ LABEL_RUN, LABEL_TASK, LABEL_VARIANT, LABEL_REPLICATE = (
     "coder-eval.replicate",
 )
 LABEL_OWNER = "coder-eval.owner"  # "<host>:<pid>:<process start ticks>" of the process that created it
+LABEL_FOLDER = "coder-eval.folder"  # the evaluation's folder: <run folder>/<variant>/<task>/<NN>
 _swept = threading.Event()
 
 
@@ -140,6 +144,10 @@ def _orphaned(owner: str) -> bool:
     pid, _, ticks = rest.partition(":")
     if host != os.uname().nodename or not pid.isdigit():
         return False  # another machine's container: not ours to judge
+    if _own_container_id():
+        # A run container (host network: the host's name) sees its own PID namespace, not the host's: the host
+        # process that owns it would look gone, and a CLI run beside a deployment lost containers mid-evaluation.
+        return False
     return _start_ticks(int(pid)) != ticks
 
 
@@ -151,14 +159,29 @@ def container_running(container_id: str) -> bool:
         return False
 
 
+def _run_going_on(labels: dict[str, str]) -> bool:
+    """Whether a live process holds the work lock of the container's run folder: a resumed run's evaluations
+    reuse the containers of the process it resumes (gone, yet they are no orphans), or replace them themselves."""
+    folder, variant, task = labels.get(LABEL_FOLDER), labels.get(LABEL_VARIANT), labels.get(LABEL_TASK)
+    if not (folder and variant and task):
+        return False  # a sandbox of no run's
+    parents, depth = Path(folder).parents, len(PurePath(variant, task).parts)  # a task id may hold a "/"
+    try:
+        return depth < len(parents) and in_use(parents[depth])
+    except OSError:
+        return False  # cannot tell: its creator being gone decides, as for any other
+
+
 def sweep_orphans() -> list[str]:
-    """Remove the sandbox containers whose creating process is gone (a killed run); once per process."""
+    """Remove the sandbox containers whose creating process is gone (a killed run) and whose run no live process
+    resumed; once per process."""
     if _swept.is_set():
         return []
     _swept.set()
     removed = []
     for container in labelled_containers(LABEL):
-        if _orphaned(container["Labels"].get(LABEL_OWNER, "")):
+        labels = container["Labels"]
+        if _orphaned(labels.get(LABEL_OWNER, "")) and not _run_going_on(labels):
             remove_container(container["Id"])
             removed.append(container["Id"])
     return removed
