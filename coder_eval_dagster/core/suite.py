@@ -100,6 +100,13 @@ def shown(value: float) -> float:
     return round(value, 6)
 
 
+def judged(value: float) -> float:
+    """A threshold's value as run.json and the tables keep it: to the 12 decimals its verdict is judged at
+    (``meets``), so that comparing it with its minimum reads its verdict (to 6, 0.0816497 was kept as 0.08165,
+    which a minimum of 0.08165 is not above, and the threshold was not met)."""
+    return round(value, 12)
+
+
 def _result_of(result: EvaluationResult, index: int) -> tuple[float | None, str]:
     """The criterion's score on this row (None: it never ran) and its observed label."""
     for criterion in result.criteria:
@@ -136,7 +143,10 @@ def suite_entries(row_tasks: list[RowTask], results: list[EvaluationResult]) -> 
                 matrix[expected][observed] = count
         thresholds = [
             Threshold(
-                metric=m, minimum=minimum, value=shown(metrics.get(m, 0.0)), passed=meets(metrics.get(m, 0.0), minimum)
+                metric=m,
+                minimum=minimum,
+                value=judged(metrics.get(m, 0.0)),
+                passed=meets(metrics.get(m, 0.0), minimum),
             )
             for m, minimum in criterion.suite_thresholds.items()
         ]

@@ -83,11 +83,11 @@ def sequential_not_run(report: RunSummary) -> str | None:
 
 def threshold_figures(threshold: dict[str, Any]) -> tuple[str, str]:
     """A suite threshold's value and minimum as every report shows them: the minimum as written, the value to 3
-    to 6 decimals, as many as it takes to read the verdict from the two (0.4 and 0.40000001: NOT met)."""
+    to 12 decimals, as many as it takes to read the verdict from the two (0.4 and 0.40000001: NOT met)."""
     value, minimum, passed = threshold["value"], threshold["minimum"], threshold["passed"]
     shown = next(
-        (text for digits in range(3, 7) if (float(text := f"{value:.{digits}f}") >= minimum) == passed),
-        f"{value:.6f}",
+        (text for digits in range(3, 13) if (float(text := f"{value:.{digits}f}") >= minimum) == passed),
+        f"{value:.12f}",
     )
     return shown.rstrip("0").rstrip("."), f"{minimum:.10g}"
 
