@@ -313,7 +313,7 @@ def _launch(
     junit: Path | None = None,
 ) -> int:
     from .defs.resources import CoderEvalSettings, RunOptionsConfig, RunSpecConfig
-    from .launch import execute, failure_messages, interrupted
+    from .launch import execute, failure_messages, interrupted, refused_inputs
 
     run_dir = opened.folder
     settings = CoderEvalSettings(
@@ -330,6 +330,7 @@ def _launch(
     batches = [row_tasks] if rescore else in_batches(opened, row_tasks)
     results: list[EvaluationResult] = [] if len(batches) == 1 else batch_results(opened, opened.snapshot.row_tasks)
     failures: list[str] = []
+    refused: list[str] = []
     with bar:
         try:
             for batch in batches:
@@ -340,7 +341,7 @@ def _launch(
                 task_ids = list(dict.fromkeys(rt.task_id for rt in batch))
                 variant_ids = list(dict.fromkeys(rt.variant_id for rt in batch))
                 result = execute(instance, settings, context, task_ids, variant_ids, dagster_run_id, rescore)
-                failures = failure_messages(result)
+                failures, refused = failure_messages(result), refused_inputs(result)
                 if interrupted(result):
                     context.interrupt.raise_now()
                 if failures or context.interrupt.is_set():
@@ -356,6 +357,9 @@ def _launch(
     if context.interrupt.is_set():
         print(f"coder-eval: interrupted; what finished is in {run_dir}", file=sys.stderr)
         return exit_codes.INTERRUPTED
+    if refused:  # a file of the run that a step found damaged: the input is wrong, not the run
+        print(*refused, sep="\n", file=sys.stderr)
+        return exit_codes.USAGE
     if failures or not (run_dir / RUN_FILE).is_file():
         print("coder-eval: the run did not complete:", *failures, sep="\n  ", file=sys.stderr)
         return exit_codes.FAILED

@@ -23,6 +23,7 @@ import dagster as dg
 import sqlalchemy.exc
 
 from .core.fingerprints import fingerprints, resolution_digest
+from .core.problems import InvalidInput
 from .core.resolution import Resolution, RowTask
 from .core.run_context import RunContext
 from .core.run_lock import exclusively
@@ -335,6 +336,17 @@ def execute(
 
 def failure_messages(result: dg.ExecuteInProcessResult) -> list[str]:
     return [f"{step_key}: {raised(error)}" for step_key, error in _step_errors(result)]
+
+
+def refused_inputs(result: dg.ExecuteInProcessResult) -> list[str]:
+    """What the failed steps refused as invalid input (a task.json that is no longer JSON, for a rescore), as the
+    CLI prints a refusal: the file and why, without the error's class."""
+    return [
+        cause.message.partition(": ")[2].strip()
+        for _, error in _step_errors(result)
+        for cause in _causes(error)
+        if cause.cls_name == InvalidInput.__name__
+    ]
 
 
 def interrupted(result: dg.ExecuteInProcessResult) -> bool:

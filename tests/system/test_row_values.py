@@ -90,3 +90,17 @@ def test_a_rescore_reads_the_runs_paths_from_where_it_was_started(tmp_path: Path
     rescored = elsewhere("rescore", run.path, env={})
     assert rescored.code == 0, rescored.output
     assert "1 evaluated row-task(s) no longer in the task files, scored with the criteria the run had" in rescored.err
+
+
+def test_a_rescore_refuses_a_damaged_task_json_as_bad_input(tmp_path: Path, system_cli: SystemCli) -> None:
+    """Found by the scoring step, a task.json cut short failed the rescore as a run that did not complete (exit 1,
+    with the error's class name); report and compare refuse it with exit 2, as bad input."""
+    task = task_file(tmp_path / "tasks", "cut", agent={"type": "none"})
+    outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 0, outcome.output
+    result = run.evaluation("cut") / "task.json"
+    result.write_text(result.read_text()[:300])
+    rescored = system_cli("rescore", run.path, env={})
+    assert rescored.code == 2 and "Traceback" not in rescored.output, rescored.output
+    assert rescored.err.startswith("not JSON") and str(result) in rescored.err, rescored.err
+    assert "InvalidInput" not in rescored.err
