@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pandas as pd
@@ -101,7 +102,7 @@ def test_chunked_tick_shares_one_folder_and_summarizes_once(tmp_path: Path, monk
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("task", [f"many/r{i}" for i in range(5)])
         instance.add_dynamic_partitions("variant", ["default"])
-        requests = nightly_suite(_night(instance, settings))
+        requests = _night(instance, settings)
         assert [r.run_key for r in requests] == [f"nightly-2026-12-03-chunk-{i}" for i in range(3)]
         assert all(r.asset_selection == CHUNK_ASSETS for r in requests)
         assert len({r.tags[RUN_FOLDER_TAG] for r in requests}) == 1
@@ -127,7 +128,7 @@ def test_unchunked_tick_is_one_run_of_the_whole_graph(tmp_path: Path) -> None:
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("task", ["many/r0", "many/r1"])
         instance.add_dynamic_partitions("variant", ["default"])
-        (request,) = nightly_suite(_night(instance, settings))
+        (request,) = _night(instance, settings)
     assert request.asset_selection is None and RUN_FOLDER_TAG not in request.tags
 
 
@@ -138,7 +139,7 @@ def test_the_night_leaves_out_registered_keys_no_served_file_defines(tmp_path: P
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("task", ["many/r0", "elsewhere", "many/r1", "many/r2"])
         instance.add_dynamic_partitions("variant", ["default", "gone"])
-        requests = nightly_suite(_night(instance, settings))
+        requests = _night(instance, settings)
         assert [(r.tags[RANGE_START], r.tags[RANGE_END]) for r in requests] == [
             ("many/r0|default", "many/r0|default"),
             ("many/r1|default", "many/r2|default"),
@@ -146,13 +147,16 @@ def test_the_night_leaves_out_registered_keys_no_served_file_defines(tmp_path: P
         instance.delete_dynamic_partition("task", "many/r0")
         instance.delete_dynamic_partition("task", "many/r1")
         instance.delete_dynamic_partition("task", "many/r2")
-        assert isinstance(nightly_suite(_night(instance, settings)), dg.SkipReason)
+        assert isinstance(_night(instance, settings), dg.SkipReason)
 
 
-def _night(instance: dg.DagsterInstance, settings: CoderEvalSettings) -> dg.ScheduleEvaluationContext:
-    return dg.build_schedule_context(
+def _night(instance: dg.DagsterInstance, settings: CoderEvalSettings) -> Any:
+    """The nightly tick's answer, its context closed after: left open, its instance stays Dagster's current state
+    storage, and the next definitions loaded in this process fail on it once it is gone."""
+    with dg.build_schedule_context(
         instance=instance, scheduled_execution_time=NIGHT, resources={"settings": settings}
-    )
+    ) as context:
+        return nightly_suite(context)
 
 
 def test_sqlite_is_refused_when_runs_launch_in_containers(tmp_path: Path) -> None:

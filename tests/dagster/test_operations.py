@@ -219,14 +219,18 @@ def test_invalid_file_is_logged_and_skipped(tmp_path, instance, capfd):
 
 def test_nightly_schedule_runs_everything_in_one_run(tmp_path, instance):
     settings = project(tmp_path)
-    night = dg.build_schedule_context(
-        instance=instance,
-        scheduled_execution_time=datetime(2026, 12, 3, 2, tzinfo=UTC),
-        resources={"settings": settings},
-    )
-    assert isinstance(nightly_suite(night), dg.SkipReason)
+
+    def night():  # its context closed after, as the daemon closes it (left open, it outlives the instance)
+        with dg.build_schedule_context(
+            instance=instance,
+            scheduled_execution_time=datetime(2026, 12, 3, 2, tzinfo=UTC),
+            resources={"settings": settings},
+        ) as context:
+            return nightly_suite(context)
+
+    assert isinstance(night(), dg.SkipReason)
     sensor_tick(instance, settings, None)
-    (request,) = nightly_suite(night)
+    (request,) = night()
     assert request.run_key == "nightly-2026-12-03" and request.tags["coder_eval/night"] == "2026-12-03"
     assert run_requests(instance, settings, [request]) == ["alpha", "beta/r1", "beta/r2"]
     assert nightly_suite.cron_schedule == "0 2 * * *" and nightly_suite.execution_timezone == "UTC"
