@@ -689,6 +689,7 @@ class _TaskFile:
     _expansions: dict[tuple[str | None, str | None], tuple[list[Expansion], list[Problem]]] = field(
         default_factory=dict
     )
+    _said: set[Problem] = field(default_factory=set)  # ``problems`` as a set
 
     def variants(self) -> list[_UnderVariant]:
         """The task laid under each variant of the run (the one ``default`` without an experiment)."""
@@ -740,16 +741,21 @@ class _TaskFile:
         return problem not in self._base_problems
 
     @functools.cached_property
-    def _base_problems(self) -> list[Problem]:
+    def _base_problems(self) -> set[Problem]:
         """The task's own problems under no variant (computed only when a variant's problem may be one of them)."""
-        return _collect(functools.partial(_validate_task, self.doc, self.base, self.overrides, self._first_row))[1]
+        return set(_collect(functools.partial(_validate_task, self.doc, self.base, self.overrides, self._first_row))[1])
 
     @property
     def _first_row(self) -> Row | None:
         return self.rows[0] if self.rows else None
 
     def _add(self, found: list[Problem]) -> None:
-        self.problems.extend(problem for problem in found if problem not in self.problems)
+        """Each problem once (a row's problem, said for every variant, is one); a set: a file with thousands of
+        problems was checked against them all, one by one, for each."""
+        for problem in found:
+            if problem not in self._said:
+                self._said.add(problem)
+                self.problems.append(problem)
 
 
 def _agent_files(task: Task, doc: Document) -> tuple[AgentConfig, list[Problem]]:

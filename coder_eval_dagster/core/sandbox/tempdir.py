@@ -36,6 +36,7 @@ from .templates import TemplateError, apply_sources, inside_sandbox
 
 VENV_TIMEOUT_S = 600
 NODE_TIMEOUT_S = 300
+LONGEST_COMMAND_S = 7 * 24 * 3600.0  # no command in a sandbox waits longer, whatever its timeout says
 UV_CACHE_PATH = Path("/tmp/coder-eval-uv-cache")  # the run's package cache, as setup's uv sees it (setup only)
 HOST_PATH = re.compile(r"(?<![\w.~-])/[\w.@+-]+(?:/[\w.@+-]+)*")
 
@@ -159,9 +160,10 @@ class TempdirSandbox:
                     raise TemplateError(f"creating the sandbox venv failed: {why}")
 
     def command_timeout(self, requested: float) -> float:
-        """``sandbox.limits.timeout`` caps every command run in the sandbox."""
+        """``sandbox.limits.timeout`` caps every command run in the sandbox, and a week any (a criterion's
+        ``timeout: 1e300`` is valid, and overflowed the clock of the wait: the criterion crashed)."""
         limit = self.config.limits.timeout
-        return min(requested, limit) if limit else requested
+        return min(requested, limit or requested, LONGEST_COMMAND_S)
 
     def model_proxy_host(self) -> str:
         """Where an agent CLI started here reaches the model proxy: its own loopback (a confined network gets a
