@@ -689,7 +689,10 @@ class _TaskFile:
     _expansions: dict[tuple[str | None, str | None], tuple[list[Expansion], list[Problem]]] = field(
         default_factory=dict
     )
-    _said: set[Problem] = field(default_factory=set)  # ``problems`` as a set
+    _said: set[Problem] = field(init=False)  # ``problems`` as a set
+
+    def __post_init__(self) -> None:
+        self._said = set(self.problems)
 
     def variants(self) -> list[_UnderVariant]:
         """The task laid under each variant of the run (the one ``default`` without an experiment)."""
