@@ -75,6 +75,36 @@ def load_document(path: Path) -> Document:
     return parse_document(path, text)
 
 
+TAB_HINT = "a tab cannot indent YAML: indent with spaces"
+# What a parser's message means for the one who wrote the file (its problem text -> a hint).
+_SYNTAX_HINTS = {
+    "mapping values are not allowed": 'a value that contains ": " must be quoted, e.g. description: "a: b"',
+    "tab character": TAB_HINT,
+    "found unknown escape character": (
+        "inside double quotes a backslash starts an escape: write \"\\\\d\", or use single quotes: '\\d'"
+    ),
+}
+
+
+def _syntax_problem(path: Path, text: str, exc: yaml.MarkedYAMLError) -> Problem:
+    """A syntax error where it was made: a quote or a bracket never closed is reported where it opens (the parser
+    notices at the end of the file), with what the parser was reading there and a hint for the common mistakes."""
+    mark, context = exc.problem_mark or exc.context_mark, exc.context_mark
+    opened = context is not None and exc.context is not None and ("quoted" in exc.context or "flow" in exc.context)
+    at = context if opened and context is not None else mark
+    line = at.line + 1 if at else 1
+    message = "YAML syntax error" + (f" (line {mark.line + 1}, column {mark.column + 1})" if mark else "")
+    message += f": {exc.problem}"
+    if opened and context is not None:
+        message += f", {exc.context} that starts at line {context.line + 1}, column {context.column + 1}"
+        if mark is not None and mark.line > context.line:
+            message += " (a quote or bracket never closed?)"
+    hints = [hint for text, hint in _SYNTAX_HINTS.items() if exc.problem and text in exc.problem]
+    if mark is not None and text[mark.index : mark.index + 1] == "\t" and not hints:
+        hints.append(TAB_HINT)
+    return Problem(str(path), line, DOCUMENT, message + "".join(f"; {hint}" for hint in hints))
+
+
 def parse_document(path: Path, text: str) -> Document:
     """Parse YAML text; a document that is invalid, an alias bomb or too deep is one located problem."""
     try:
@@ -83,14 +113,7 @@ def parse_document(path: Path, text: str) -> Document:
             _check_expansion(node, str(path))
         data = yaml.load(text, Loader=_Loader) if node is not None else None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else 1
-        where = f" (line {line}, column {mark.column + 1})" if mark else ""
-        hint = ""
-        if exc.problem and "mapping values are not allowed" in exc.problem:
-            hint = '; a value that contains ": " must be quoted, e.g. description: "a: b"'
-        message = f"YAML syntax error{where}: {exc.problem}{hint}"
-        raise InvalidInput([Problem(str(path), line, DOCUMENT, message)]) from None
+        raise InvalidInput([_syntax_problem(path, text, exc)]) from None
     except (yaml.YAMLError, RecursionError) as exc:
         raise InvalidInput([Problem(str(path), 1, DOCUMENT, f"YAML error: {exc}")]) from None
     doc = Document(path, data)

@@ -238,7 +238,7 @@ def test_sensor_and_schedule_under_the_daemon(tmp_path: Path) -> None:
 
         (new_row,) = operator.change(broken_and_new_row)
         assert operator.materialized(new_row) == ["beta/r3|default"]
-        assert operator.logged(f"skipped: {operator.tasks / 'broken.yaml'}:3: (document): YAML syntax error")
+        assert operator.logged(f"skipped: {operator.tasks / 'broken.yaml'}:2: (document): YAML syntax error")
 
         # the broken file removed and a row deleted: the row's key is retired, nothing runs
         def fixed_and_row_deleted() -> None:

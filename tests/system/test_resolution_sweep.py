@@ -59,3 +59,27 @@ def test_repeats_apply_to_a_replayed_dialog(tmp_path: Path, system_cli: SystemCl
     outcome, run = system_cli.run(tmp_path / "replay_dialog/task.yaml", "--repeats", "2", env={})
     assert outcome.code == 0, outcome.output
     assert sorted(task["replicate_index"] for task in run.summary["task_results"]) == [0, 1]
+
+
+YAML_MISTAKES = {
+    # a quote never closed: the parser notices at the end of the file; said where the quote opens
+    'task_id: t\ndescription: "d\nagent: {type: none}\n': (
+        ":2: (document): YAML syntax error (line 4, column 1): found unexpected end of stream, while scanning a "
+        "quoted scalar that starts at line 2, column 14 (a quote or bracket never closed?)"
+    ),
+    "task_id: t\nsandbox:\n\tpython: null\n": ":3: (document): YAML syntax error (line 3, column 1): ",
+    'task_id: t\ndescription: "\\d+"\n': (
+        ":2: (document): YAML syntax error (line 2, column 15): found unknown escape character, while parsing a "
+        "quoted scalar that starts at line 2, column 14; inside double quotes a backslash starts an escape: "
+        "write \"\\\\d\", or use single quotes: '\\d'"
+    ),
+}
+
+
+@pytest.mark.parametrize("text", YAML_MISTAKES, ids=["unclosed quote", "tab", "escape"])
+def test_a_yaml_mistake_is_said_where_it_was_made_with_a_hint(tmp_path: Path, system_cli: SystemCli, text: str) -> None:
+    task = write(tmp_path / "t.yaml", text)
+    validated = system_cli("validate", task, env={})
+    assert validated.code == 1 and validated.err.startswith(f"{task}{YAML_MISTAKES[text]}"), validated.err
+    if "\t" in text:
+        assert validated.err.rstrip().endswith("; a tab cannot indent YAML: indent with spaces"), validated.err
