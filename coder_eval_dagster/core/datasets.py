@@ -12,7 +12,7 @@ from typing import Any
 from .files import MAX_DATASET_BYTES, UnreadableFile, read_input_text, regular_file_problem
 from .models.base import MAX_ID_LENGTH, id_problem
 from .models.dataset import Dataset
-from .problems import InvalidInput, Problem
+from .problems import InvalidInput, Problem, not_utf8
 from .row_commands import PLACEHOLDER, Shell, Slot, Unsafe, quoted
 from .yamlio import MAX_DEPTH, Document
 
@@ -52,7 +52,7 @@ def _read_jsonl(path: Path, field: str) -> list[tuple[dict[str, Any], str]]:
     try:
         text = read_input_text(path, MAX_DATASET_BYTES)
     except UnicodeDecodeError as exc:
-        raise InvalidInput([_not_utf8(path, field, exc)]) from None
+        raise InvalidInput([not_utf8(path, field, exc, "cannot read dataset")]) from None
     except (OSError, UnreadableFile) as exc:
         raise InvalidInput([Problem(str(path), 1, field, f"cannot read dataset: {exc}")]) from None
     rows, problems, first = [], [], 0
@@ -67,16 +67,6 @@ def _read_jsonl(path: Path, field: str) -> list[tuple[dict[str, Any], str]]:
     if problems:
         raise InvalidInput(_capped(problems, first))
     return rows
-
-
-def _not_utf8(path: Path, field: str, exc: UnicodeDecodeError) -> Problem:
-    """The line and column of the first byte that is not UTF-8 (the decoder reports a whole-file offset)."""
-    data = exc.object
-    line_start = data.rfind(b"\n", 0, exc.start) + 1
-    line = data.count(b"\n", 0, exc.start) + 1
-    byte = data[exc.start : exc.start + 1].hex()
-    why = f"cannot read dataset: byte 0x{byte} at column {exc.start - line_start + 1} is not UTF-8 ({exc.reason})"
-    return Problem(str(path), line, field, why)
 
 
 def _parse_row(line: str) -> dict[str, Any] | str:

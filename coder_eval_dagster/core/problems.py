@@ -184,3 +184,14 @@ def _split_field(field: str) -> list[str | int]:
 
 def _unique(problems: list[Problem]) -> list[Problem]:
     return list(dict.fromkeys(problems))  # the first of each, in order
+
+
+def not_utf8(path: object, field: str, exc: UnicodeDecodeError, what: str) -> Problem:
+    """``what``, at the line and column of the first byte that is not UTF-8 (the decoder gives a whole-file
+    offset)."""
+    data = exc.object
+    line_start = data.rfind(b"\n", 0, exc.start) + 1
+    line = data.count(b"\n", 0, exc.start) + 1
+    byte = data[exc.start : exc.start + 1].hex()
+    why = f"{what}: byte 0x{byte} at column {exc.start - line_start + 1} is not UTF-8 ({exc.reason})"
+    return Problem(str(path), line, field, why)

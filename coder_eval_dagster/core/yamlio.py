@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import yaml
 
 from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text
-from .problems import DOCUMENT, InvalidInput, Loc, Problem
+from .problems import DOCUMENT, InvalidInput, Loc, Problem, not_utf8
 
 if TYPE_CHECKING:
     _Base = yaml.SafeLoader  # the C loader below has the same interface
@@ -69,7 +69,9 @@ def load_document(path: Path) -> Document:
     """Parse one YAML file; syntax errors and duplicate keys become problems."""
     try:
         text = read_input_text(path, MAX_DOCUMENT_BYTES)
-    except (OSError, UnicodeDecodeError, UnreadableFile) as exc:
+    except UnicodeDecodeError as exc:
+        raise InvalidInput([not_utf8(path, DOCUMENT, exc, "cannot read file (save it as UTF-8)")]) from None
+    except (OSError, UnreadableFile) as exc:
         message = str(exc) if isinstance(exc, UnreadableFile) else f"cannot read file: {exc}"
         raise InvalidInput([Problem(str(path), 1, DOCUMENT, message)]) from None
     return parse_document(path, text)
@@ -114,6 +116,12 @@ def parse_document(path: Path, text: str) -> Document:
         data = yaml.load(text, Loader=_Loader) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         raise InvalidInput([_syntax_problem(path, text, exc)]) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML refuses (a NUL, a control character)
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - text.rfind("\n", 0, exc.position)
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        why = f"YAML error: the character U+{code:04X} at column {column} is not allowed in YAML"
+        raise InvalidInput([Problem(str(path), line, DOCUMENT, why)]) from None
     except (yaml.YAMLError, RecursionError) as exc:
         raise InvalidInput([Problem(str(path), 1, DOCUMENT, f"YAML error: {exc}")]) from None
     doc = Document(path, data)

@@ -83,3 +83,27 @@ def test_a_yaml_mistake_is_said_where_it_was_made_with_a_hint(tmp_path: Path, sy
     assert validated.code == 1 and validated.err.startswith(f"{task}{YAML_MISTAKES[text]}"), validated.err
     if "\t" in text:
         assert validated.err.rstrip().endswith("; a tab cannot indent YAML: indent with spaces"), validated.err
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        (
+            b"task_id: t\ndescription: caf\xe9\n",
+            ":2: (document): cannot read file (save it as UTF-8): byte 0xe9 at column 17",
+        ),
+        (
+            b'task_id: t\ndescription: "a\x00b"\n',
+            ":2: (document): YAML error: the character U+0000 at column 16 is not",
+        ),
+    ],
+    ids=["latin-1 byte", "NUL"],
+)
+def test_a_byte_yaml_cannot_hold_is_said_at_its_line(
+    tmp_path: Path, system_cli: SystemCli, data: bytes, said: str
+) -> None:
+    """Both were reported at line 1, as an offset into the whole file."""
+    task = tmp_path / "t.yaml"
+    task.write_bytes(data)
+    validated = system_cli("validate", task, env={})
+    assert validated.code == 1 and validated.err.startswith(f"{task}{said}"), validated.err
