@@ -150,6 +150,9 @@ def discover(paths: list[Path]) -> tuple[list[Path], list[Problem]]:
     return files, problems
 
 
+DATASET_SUFFIXES = (".jsonl", ".csv")  # named on the command line: a dataset's, never a task's
+
+
 def _discover(paths: list[Path]) -> tuple[list[Path], list[Problem], set[Path]]:
     """``discover``, and which of the files were found in a folder rather than named."""
     files: list[Path] = []
@@ -160,6 +163,9 @@ def _discover(paths: list[Path]) -> tuple[list[Path], list[Problem], set[Path]]:
             listed = [_real_file(found) for found in _yaml_files(path)]
             files.extend(listed)
             in_folders.update(p.resolve() for p in listed)
+        elif path.suffix.lower() in DATASET_SUFFIXES and path.is_file():
+            why = "a dataset file, not a task: give the task file that names it (its rows are checked with it)"
+            problems.append(Problem(str(path), None, DOCUMENT, why))
         elif path.is_file():
             files.append(_real_file(path))
         else:

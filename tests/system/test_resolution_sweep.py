@@ -107,3 +107,14 @@ def test_a_byte_yaml_cannot_hold_is_said_at_its_line(
     task.write_bytes(data)
     validated = system_cli("validate", task, env={})
     assert validated.code == 1 and validated.err.startswith(f"{task}{said}"), validated.err
+
+
+def test_a_dataset_file_named_to_validate_is_said_to_be_one(system_cli: SystemCli) -> None:
+    """It was parsed as a task file: a YAML syntax error at its line 2."""
+    dataset = REPO / "datasets/arithmetic.jsonl"
+    validated = system_cli("validate", dataset, env={})
+    assert validated.code == 1, validated.output
+    assert (
+        validated.err
+        == f"a dataset file, not a task: give the task file that names it (its rows are checked with it): {dataset}\n"
+    )
