@@ -168,9 +168,22 @@ def problems_from_validation(
             message = f"unknown type {tag!r}{did_you_mean(tag, _quoted(expected))}; expected one of {expected}"
         elif error["type"] == "literal_error":
             message += did_you_mean(str(error.get("input")), _quoted(str(error["ctx"].get("expected", ""))))
+        elif error["type"] in ("model_type", "model_attributes_type", "dict_type"):  # not the model's class name
+            message = f"expected a mapping (key: value lines, or {{key: value}}), got {_shown(error.get('input'))}"
+        elif error["type"] == "union_tag_not_found":  # the block has no ``type``: said of its ``type``
+            loc, message = (*loc, str(error["ctx"].get("discriminator", "type")).strip("'")), "Field required"
         full = prefix + loc
         problems.append(Problem(path, line_of(full), dotted(full), message))
     return _unique(problems)
+
+
+def _shown(value: Any) -> str:
+    """A value the user wrote where a mapping belongs, named by its YAML kind."""
+    kind = {str: "the text", bool: "the boolean", int: "the number", float: "the number", list: "a list"}
+    if value is None:
+        return "nothing (null)"
+    text = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    return f"{kind.get(type(value), type(value).__name__)} {text}"
 
 
 def _quoted(text: str) -> list[str]:

@@ -118,3 +118,20 @@ def test_a_dataset_file_named_to_validate_is_said_to_be_one(system_cli: SystemCl
         validated.err
         == f"a dataset file, not a task: give the task file that names it (its rows are checked with it): {dataset}\n"
     )
+
+
+def test_a_block_of_the_wrong_shape_is_said_in_the_files_terms(tmp_path: Path, system_cli: SystemCli) -> None:
+    """Pydantic's own words named the model's class ("a valid dictionary or instance of AgentConfig") and a
+    criterion with no type "Unable to extract tag using discriminator 'type'"."""
+    task = write(
+        tmp_path / "t.yaml",
+        "task_id: t1\ndescription: d\nagent: [none]\nsandbox: {python: null}\npre_run: [ls]\n"
+        "success_criteria:\n  - {path: a, description: x}\n",
+    )
+    validated = system_cli("validate", task, env={})
+    assert validated.code == 1, validated.output
+    assert validated.err.splitlines() == [
+        f"{task}:3: agent: expected a mapping (key: value lines, or {{key: value}}), got a list ['none']",
+        f"{task}:7: success_criteria.0.type: Field required",
+        f"{task}:5: pre_run.0: expected a mapping (key: value lines, or {{key: value}}), got the text 'ls'",
+    ]
