@@ -276,9 +276,18 @@ def load_trajectory(path: Path, row: dict[str, Any] | None = None) -> Trajectory
         unknown: set[str] = set()
         data = substitute(data, Row("", row, ""), unknown)
         if unknown:
-            fields = ", ".join(sorted(unknown))
-            raise InvalidInput([Problem(str(path), None, DOCUMENT, f"unknown row field(s) {fields} in ${{row.…}}")])
+            raise InvalidInput(_unknown_in_trajectory(doc, unknown, sorted(row)))
     return replay_trajectory(data, str(path), doc.line_of)
+
+
+def _unknown_in_trajectory(doc: Document, unknown: set[str], fields: list[str]) -> list[Problem]:
+    """Where a trajectory names a row field the rows do not have (each placeholder, at its line and field)."""
+    return [
+        Problem(str(doc.path), doc.line_of(loc), dotted(loc), f"unknown row field {name}{did_you_mean(name, fields)}")
+        for loc, text in _placeholder_leaves(doc.data, ())
+        for name in dict.fromkeys(match.group(1) for match in PLACEHOLDER.finditer(text))
+        if name in unknown
+    ]
 
 
 def _holds_placeholders(path: Path) -> bool:

@@ -135,3 +135,20 @@ def test_a_block_of_the_wrong_shape_is_said_in_the_files_terms(tmp_path: Path, s
         f"{task}:7: success_criteria.0.type: Field required",
         f"{task}:5: pre_run.0: expected a mapping (key: value lines, or {{key: value}}), got the text 'ls'",
     ]
+
+
+def test_a_trajectorys_unknown_row_field_is_said_at_its_line(tmp_path: Path, system_cli: SystemCli) -> None:
+    """It was one line with neither line nor field: ``unknown row field(s) fiel in ${row.…}: tr.yaml``."""
+    write(tmp_path / "tr.yaml", 'turns:\n  - calls:\n      - {tool: Write, path: "${row.fiel}", content: hi}\n')
+    task = _agentless(
+        tmp_path,
+        "rd",
+        initial_prompt="p",
+        agent={"type": "replay", "trajectory": "tr.yaml"},
+        dataset={"rows": [{"id": "a", "file": "x.txt"}]},
+    )
+    validated = system_cli("validate", task, env={})
+    assert validated.code == 1, validated.output
+    assert f"{tmp_path / 'tr.yaml'}:3: turns.0.calls.0.path: unknown row field fiel (did you mean `file`?)" in (
+        validated.err
+    )
