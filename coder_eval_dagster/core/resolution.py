@@ -1028,12 +1028,26 @@ def _validate_task(
     if first_row is not None:
         criteria = merged.get("success_criteria")
         if isinstance(criteria, list):
-            data = {**merged, "success_criteria": [_row_criterion(c, first_row, set())[0] for c in criteria]}
+            data = {**merged, "success_criteria": _first_row_criteria(doc, criteria, first_row)}
     task = _task_model(doc, data, overrides, {"base_dir": str(doc.path.parent)})
     if task.agent.resolved_type == "replay" and task.agent.trajectory:
         trajectory = load_trajectory(doc.path.parent / task.agent.trajectory, first_row.values if first_row else None)
         _check_replayed_opening(task, trajectory, doc)
     return task
+
+
+def _first_row_criteria(doc: Document, criteria: list[Any], row: Row) -> list[Any]:
+    """The criteria as the first row fills them in; a field it does not have is the problem said (left in a typed
+    field, ``timeout: "${row.zz}"``, it read as "not a valid number")."""
+    filled, problems = [], []
+    for index, raw in enumerate(criteria):
+        unknown: set[str] = set()
+        filled.append(_row_criterion(raw, row, unknown)[0])
+        if unknown:
+            problems.append(_unknown_field_problem(doc, ("success_criteria", index), row, unknown))
+    if problems:
+        raise InvalidInput(problems)
+    return filled
 
 
 def _task_model(doc: Document, data: dict[str, Any], overrides: list[tuple[Loc, Any]], context: dict[str, str]) -> Task:

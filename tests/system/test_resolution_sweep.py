@@ -152,3 +152,13 @@ def test_a_trajectorys_unknown_row_field_is_said_at_its_line(tmp_path: Path, sys
     assert f"{tmp_path / 'tr.yaml'}:3: turns.0.calls.0.path: unknown row field fiel (did you mean `file`?)" in (
         validated.err
     )
+
+
+def test_an_unknown_row_field_in_a_typed_field_is_said_as_such(tmp_path: Path, system_cli: SystemCli) -> None:
+    """Left in ``timeout: "${row.zz}"``, the placeholder was said as "Input should be a valid number"."""
+    criterion = {"type": "run_command", "command": "true", "timeout": "${row.zz}", "description": "x"}
+    task = _agentless(tmp_path, "typed", dataset={"rows": [{"id": "a", "a": 1}]}, success_criteria=[criterion])
+    validated = system_cli("validate", task, env={})
+    assert validated.code == 1, validated.output
+    assert "success_criteria.0: unknown row field(s) zz in ${row.…} (row 'a' at" in validated.err, validated.err
+    assert "valid number" not in validated.err
