@@ -312,7 +312,9 @@ def parse_override(text: str) -> tuple[Loc, Any]:
     try:
         parsed = load_yaml_text(value) if value.strip() else ""
     except yaml.YAMLError as exc:
-        raise InvalidInput([Problem("-D", 1, key, f"value is not valid YAML: {exc}")]) from None
+        why = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        message = f"value {value!r} is not valid YAML ({why}); quote it to pass it as text: -D '{key}=\"...\"'"
+        raise InvalidInput([Problem("-D", 1, key, message)]) from None
     return tuple(int(p) if p.isdigit() else p for p in parts), parsed
 
 
@@ -595,7 +597,7 @@ def _resolve_file(
         result.skipped.append(SkippedTask(str(path), str(skip)))
         return
     except InvalidInput as exc:  # said once: what stands on the rows is not checked without them
-        rows, problems = None, list(exc.problems)
+        rows, problems = None, [_mark_override(problem, overrides) for problem in exc.problems]
     file = _TaskFile(doc, overrides, layers, base, rows, unread=bool(problems), problems=problems)
     tasks = [valid for under in file.variants() if (valid := file.validated(under)) is not None]
     left_out = _tags_left_out(tasks[0][1], spec) if tasks else None

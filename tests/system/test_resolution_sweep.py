@@ -162,3 +162,16 @@ def test_an_unknown_row_field_in_a_typed_field_is_said_as_such(tmp_path: Path, s
     assert validated.code == 1, validated.output
     assert "success_criteria.0: unknown row field(s) zz in ${row.…} (row 'a' at" in validated.err, validated.err
     assert "valid number" not in validated.err
+
+
+def test_a_problem_a_d_override_causes_is_said_once_and_blamed_on_it(tmp_path: Path, system_cli: SystemCli) -> None:
+    """A dataset path set by -D that is not there was said twice (once without the -D); a value that is no YAML
+    was PyYAML's own text, ``in "<unicode string>", line 1, column 1``."""
+    write(tmp_path / "rows.jsonl", '{"id": "r1"}\n')
+    task = _agentless(tmp_path, "ds", dataset={"paths": ["rows.jsonl"]})
+    missing = system_cli("run", task, "--runs-dir", system_cli.runs, "-D", "dataset.paths=[nope.jsonl]", env={})
+    assert missing.code == 2 and missing.err.count("file not found: nope.jsonl") == 1, missing.err
+    assert "(value set by -D dataset.paths)" in missing.err
+    broken = system_cli("run", task, "--runs-dir", system_cli.runs, "-D", "run_limits.task_timeout=[1,2", env={})
+    assert broken.code == 2 and "<unicode string>" not in broken.err, broken.err
+    assert broken.err.startswith("-D:1: run_limits.task_timeout: value '[1,2' is not valid YAML ("), broken.err
