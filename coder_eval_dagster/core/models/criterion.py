@@ -74,7 +74,7 @@ class CriterionBase(StrictModel):
             if minimum < 0 or (minimum > 1 and not unbounded):
                 raise rule_error(
                     f"suite_thresholds.{metric}",
-                    f"a {metric} minimum must be {'>= 0' if unbounded else 'within [0, 1]'}",
+                    f"the {metric} minimum must be {'>= 0' if unbounded else 'within [0, 1]'}",
                 )
         return self
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from pydantic import ConfigDict, Field, model_validator
@@ -26,6 +27,12 @@ class TurnUsage(StrictModel):
     cost_usd: float | None = Field(default=None, ge=0)
 
 
+def _misspelt(name: str, given: list[str]) -> str:
+    """`` (is `x` it, misspelt?)`` for the given parameter closest to the one missing, or nothing."""
+    close = difflib.get_close_matches(name, given, n=1, cutoff=0.6)
+    return f" (is `{close[0]}` it, misspelt?)" if close else ""
+
+
 class ToolCall(StrictModel):
     """One recorded tool call; its parameters are the keys beside ``tool``."""
 
@@ -36,7 +43,7 @@ class ToolCall(StrictModel):
     def _required_parameters(self) -> ToolCall:
         for name in REQUIRED_PARAMETERS.get(self.tool, ()):
             if name not in self.parameters:
-                raise rule_error(name, f"a {self.tool} call needs {name!r}")
+                raise rule_error(name, f"a {self.tool} call needs {name!r}{_misspelt(name, list(self.parameters))}")
         return self
 
     @property
