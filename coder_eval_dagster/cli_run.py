@@ -312,6 +312,7 @@ def _launch(
     fresh_id: bool = False,
     junit: Path | None = None,
 ) -> int:
+    from .core.sandbox.container import remove_own_containers
     from .defs.resources import CoderEvalSettings, RunOptionsConfig, RunSpecConfig
     from .launch import execute, failure_messages, interrupted, refused_inputs
 
@@ -350,6 +351,7 @@ def _launch(
                     ran = {rt.task_id for rt in batch}
                     results = [r for r in results if r.task_id not in ran] + batch_results(opened, batch)
         finally:
+            remove_own_containers()  # this run is this process: none of its sandboxes outlives it, a crash neither
             context.close()  # telemetry: what the run buffered goes out before the summary is printed
             # Its database connections closed: on SQLite the last one out folds the write-ahead log into the
             # database and removes it (the process ends without closing anything, program.exit_now).

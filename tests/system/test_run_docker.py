@@ -114,31 +114,39 @@ LEFT_SLEEPING = (
     'for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = sleep ] && [ "$(stat -c %u $p)" = "$(id -u)" ] '
     "&& exit 1; done; exit 0"
 )
+# a stage's python code left in /tmp, the commands' HOME, that every later `python3` would run
+PLANT_USERCUSTOMIZE = (
+    "site=$(python3 -c 'import site; print(site.getusersitepackages())') && mkdir -p \"$site\" && "
+    'echo \'print("PWNED")\' > "$site/usercustomize.py" && test "$(python3 -c \'print(1)\')" != 1'
+)
 
 
-def test_the_container_outlives_the_end_of_the_stages_processes(
+def test_criteria_of_a_staged_task_run_in_a_new_container_on_the_same_sandbox(
     tmp_path: Path, system_cli: SystemCli, docker_image: str
 ) -> None:
-    """Before scoring a task that stages its reference folder, every process its stages left is ended
-    (``kill -KILL -1`` as the commands' user). That killed the container's keep-alive too: the container stopped,
-    the next command ran in a new one (its /tmp empty), and a copy staged just before the stop was lost with it
-    (the reference folder gone for the first criterion, under load)."""
+    """Before scoring a task that stages its reference folder (or $TASK_DIR), what its stages left must be gone:
+    a ``kill -KILL -1`` inside could be starved of its fork by a process holding every pid, and /tmp kept a
+    ``usercustomize`` that ran inside the criteria's python (a red team forged a checker and read the reference
+    both ways). A new container on the same sandbox folder starts clean; the reference is copied into it (once
+    it was copied into the old container just before it stopped: lost, under load)."""
     write(tmp_path / "tasks/ref/expected.txt", "42\n")
     sandbox = {"driver": "docker", "python": None, "image": docker_image}
     criteria = [
         {"type": "run_command", "command": 'cat "$REFERENCE_DIR/expected.txt"', "description": "reference"},
-        {"type": "run_command", "command": "test -f /tmp/left-by-pre-run", "description": "same container"},
+        {"type": "run_command", "command": "test -f kept.txt && test ! -e /tmp/left", "description": "new container"},
         {"type": "run_command", "command": LEFT_SLEEPING, "description": "what the stages left is ended"},
+        {"type": "run_command", "command": "test \"$(python3 -c 'print(1)')\" = 1", "description": "clean python"},
     ]
     task = task_file(
         tmp_path / "tasks",
-        "keeper",
+        "fresh",
         agent={"type": "none"},
         sandbox=sandbox,
         reference={"directory": "ref"},
-        pre_run=[{"command": "touch /tmp/left-by-pre-run; (sleep 300 &)"}],
+        pre_run=[{"command": f"touch kept.txt /tmp/left; (sleep 300 &); {PLANT_USERCUSTOMIZE}"}],
         success_criteria=criteria,
     )
     outcome, run = system_cli.run(task, env={})
-    result = run.result("keeper")
+    result = run.result("fresh")
     assert outcome.code == 0, [(c["description"], c["score"], c["details"]) for c in result["success_criteria_results"]]
+

@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import tarfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ IMAGE_UID = 1000  # the image's `sandbox` user
 # Who keeps the container up (its init and `sleep infinity`): not the commands' user, so that `end_processes`'
 # `kill -KILL -1` (as that user) ends what the stages left and not the container (nobody, no root either).
 KEEPER_USER = "65534:65534"
+_started_here = threading.Event()  # this process started a sandbox container (else: no engine call at its end)
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 CONTAINER_CA_BUNDLE = "/etc/coder-eval/ca-certificates.crt"
 _OOM_COUNTER = re.compile(r"^oom_kill (\d+)$", re.MULTILINE)
@@ -210,6 +212,7 @@ class Container:
             return None
 
     def _start(self) -> str:
+        _started_here.set()
         sweep_orphans()
         require_image(self.image)
         self.sandbox.mkdir(parents=True, exist_ok=True)
@@ -293,13 +296,15 @@ def _chown_tree(top: Path, uid: int) -> None:
             os.lchown(os.path.join(folder, name), uid, uid)
 
 
-def remove_own_containers(interrupt: Interrupt) -> None:
-    """At the exit of an interrupted run: remove every sandbox container this process created and did not close.
+def remove_own_containers(interrupt: Interrupt | None = None) -> None:
+    """Remove every sandbox container this process created and did not close: at the exit of an interrupted run,
+    and (``interrupt`` None) at the end of a CLI run, which is this one process (one whose step failed left
+    its evaluations' containers running until the next docker run swept them).
 
-    Only when interrupted: a process that runs one stage of a run (a Dagster step) leaves its
+    Else not: a process that runs one stage of a run (a Dagster step) leaves its
     containers to the evaluations' later stages, which may run in another process.
     """
-    if not interrupt.is_set():
+    if not _started_here.is_set() or (interrupt is not None and not interrupt.is_set()):
         return
     with contextlib.suppress(Exception):
         for container in labelled_containers(f"{LABEL_OWNER}={owner_label()}"):

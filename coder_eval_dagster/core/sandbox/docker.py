@@ -124,11 +124,14 @@ class DockerSandbox(TempdirSandbox):
                 raise TemplateError(f"creating the sandbox venv failed: {(done.error or done.stderr).strip()[-800:]}")
 
     def end_processes(self) -> None:
-        """Every process of the commands' user in the container (``kill -1`` spares the caller; the container's
-        keeper runs as another user), then the network forwarder, one of them, again."""
-        self.run_unlimited("kill -KILL -1 2>/dev/null; true", REMOVE_TIMEOUT_S)
-        if self.container.forwarded is not None:
-            self.container.forward(self.container.forwarded)
+        """What follows runs in a new container on the same sandbox folder, without the package cache: what the
+        earlier stages left ends with the old one. A ``kill -1`` inside could be starved of the fork it needs (a
+        process holding every pid of ``max_pids``) and left /tmp, the commands' HOME, whose files ran inside the
+        criteria's ``python3`` (a ``usercustomize``); the shared cache carried a criterion's staged folders to
+        later evaluations."""
+        self._stop_egress()
+        self.container.close()
+        self.container.uv_cache = None
 
     def close(self) -> None:
         self._stop_egress()

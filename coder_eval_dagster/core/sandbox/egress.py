@@ -28,11 +28,13 @@ an attempt is not recorded.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
 import selectors
 import socket
 import threading
+import time
 import urllib.request
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -50,6 +52,7 @@ HEAD_LIMIT = 64 * 1024
 HEAD_TIMEOUT_S = 30.0
 CONNECT_TIMEOUT_S = 30.0
 CHUNK = 65536
+MAX_OPEN = 128  # connections served at once on one listener (an evaluation's): each holds a thread and 2 descriptors
 # The package index, for the setup phase (uv and pip read these; the default is PyPI).
 INDEX_VARIABLES = (
     *("UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_EXTRA_INDEX_URL", "UV_INDEX"),
@@ -186,7 +189,7 @@ class Acceptor:
     def serve(self, listener: socket.socket, handle: Handler) -> None:
         listener.setblocking(False)
         with self.lock:
-            self.selector.register(listener, selectors.EVENT_READ, handle)
+            self.selector.register(listener, selectors.EVENT_READ, (handle, threading.BoundedSemaphore(MAX_OPEN)))
             if self.thread is None:
                 self.thread = threading.Thread(target=self._run, name="coder-eval-egress", daemon=True)
                 self.thread.start()
@@ -205,15 +208,32 @@ class Acceptor:
                     continue
                 try:
                     connection, _ = key.fileobj.accept()  # type: ignore[union-attr]
-                except OSError:  # gone meanwhile, or stopped
+                except OSError as exc:  # gone meanwhile, or stopped; out of descriptors: not a busy loop
+                    if exc.errno == errno.EMFILE:
+                        time.sleep(0.05)
                     continue
-                connection.setblocking(True)
-                threading.Thread(target=_serve, args=(key.data, connection), daemon=True).start()
+                self._start(connection, *key.data)
+
+    def _start(self, connection: socket.socket, handle: Handler, open_ones: threading.BoundedSemaphore) -> None:
+        """Serve the connection on a thread of its own, unless its listener has ``MAX_OPEN`` already: an agent
+        holding thousands open spent the harness's file descriptors and threads, and failed the whole run."""
+        if not open_ones.acquire(blocking=False):
+            connection.close()
+            return
+        connection.setblocking(True)
+        try:
+            threading.Thread(target=_serve, args=(handle, connection, open_ones), daemon=True).start()
+        except RuntimeError:  # no thread to be had
+            connection.close()
+            open_ones.release()
 
 
-def _serve(handle: Handler, connection: socket.socket) -> None:
-    with connection, contextlib.suppress(OSError):
-        handle(connection)
+def _serve(handle: Handler, connection: socket.socket, open_ones: threading.BoundedSemaphore) -> None:
+    try:
+        with connection, contextlib.suppress(OSError):
+            handle(connection)
+    finally:
+        open_ones.release()
 
 
 @functools.cache

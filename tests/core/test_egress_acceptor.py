@@ -1,0 +1,53 @@
+"""The harness's acceptor of sandbox connections (the docker driver's egress socket): an agent that opens
+thousands and holds them cannot take a thread and a descriptor of the harness for each."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+
+from coder_eval_dagster.core.sandbox.egress import MAX_OPEN, Acceptor
+
+
+def test_a_listener_serves_at_most_max_open_connections_at_once(tmp_path: Path) -> None:
+    release, served = threading.Event(), []
+    lock = threading.Lock()
+
+    def hold(connection: socket.socket) -> None:  # a client that sends nothing: the handler waits on it
+        with lock:
+            served.append(connection)
+        release.wait(30)
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(tmp_path / "egress.sock"))
+    listener.listen(64)
+    acceptor = Acceptor()
+    acceptor.serve(listener, hold)
+    clients = []
+    try:
+        for _ in range(MAX_OPEN + 40):
+            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            client.connect(str(tmp_path / "egress.sock"))  # blocking: waits while the backlog is full
+            client.settimeout(5)
+            clients.append(client)
+        deadline = time.monotonic() + 10
+        while len(served) < MAX_OPEN and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)  # the acceptor goes on with the rest
+        assert len(served) == MAX_OPEN
+        assert clients[-1].recv(1) == b""  # one beyond the cap: closed at once
+        release.set()
+        late = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        late.connect(str(tmp_path / "egress.sock"))
+        clients.append(late)
+        deadline = time.monotonic() + 10
+        while len(served) < MAX_OPEN + 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(served) == MAX_OPEN + 1  # the served ones done, a new one is served again
+    finally:
+        release.set()
+        acceptor.stop(listener)
+        for client in clients:
+            client.close()
