@@ -175,3 +175,18 @@ def test_a_problem_a_d_override_causes_is_said_once_and_blamed_on_it(tmp_path: P
     broken = system_cli("run", task, "--runs-dir", system_cli.runs, "-D", "run_limits.task_timeout=[1,2", env={})
     assert broken.code == 2 and "<unicode string>" not in broken.err, broken.err
     assert broken.err.startswith("-D:1: run_limits.task_timeout: value '[1,2' is not valid YAML ("), broken.err
+
+
+def test_a_nul_in_a_command_or_a_path_is_refused_at_load(tmp_path: Path, system_cli: SystemCli) -> None:
+    """Accepted, it ended every row as ERROR at run time (`embedded null byte`)."""
+    task = write(
+        tmp_path / "t.yaml",
+        'task_id: t1\ndescription: d\nagent: {type: none}\nsandbox: {python: null}\npre_run: [{command: "echo \\0"}]\n'
+        'success_criteria:\n  - {type: file_exists, path: "a\\0b", description: x}\n',
+    )
+    validated = system_cli("validate", task, env={})
+    assert validated.code == 1, validated.output
+    assert sorted(validated.err.splitlines()) == [
+        f"{task}:5: pre_run.0.command: holds a NUL character, which no command can carry",
+        f"{task}:7: success_criteria.0.path: holds a NUL character, which no file name can",
+    ]

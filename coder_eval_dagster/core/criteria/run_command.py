@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, model_validator
 
 from .. import patterns
-from ..models.base import check_regex, rule_error
+from ..models.base import ShellCommand, check_regex, rule_error
 from ..models.criterion import REFERENCE_DIR, TASK_DIR, CriterionBase, names_reference_dir
 from .outcome import Outcome
 from .registry import checks
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 class RunCommand(CriterionBase):
     type: Literal["run_command"]
-    command: str = Field(min_length=1)
+    command: ShellCommand
     timeout: float = Field(default=30, gt=0)
     expected_exit_code: int = 0
     expected_stdout: str | None = None

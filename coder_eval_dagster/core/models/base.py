@@ -138,9 +138,21 @@ def check_inside(value: str, base: str, glob: bool = False) -> str:
     """Refuse at load a path that is absolute or climbs out of ``base`` with ``..``: it could only fail at grading.
     A ``${row.x}`` one waits for its row's value (each row's criteria are validated again, filled in); grading
     still refuses a path that leaves through a link."""
+    if "\0" in value:
+        raise ValueError("holds a NUL character, which no file name can")
     if "${row." not in value and not is_inside(value, glob):
         raise ValueError(f"must be a path relative to {base} that stays inside it (not absolute, no '..' out of it)")
     return value
+
+
+def no_nul(value: str) -> str:
+    """A shell command with a NUL could not be started: said at load, not as an ERROR of every row."""
+    if "\0" in value:
+        raise ValueError("holds a NUL character, which no command can carry")
+    return value
+
+
+ShellCommand = Annotated[str, StringConstraints(min_length=1), AfterValidator(no_nul)]
 
 
 def in_sandbox(value: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from .base import StrictModel
+from .base import ShellCommand, StrictModel
 
 
 class HookCommand(StrictModel):
@@ -14,6 +14,6 @@ class HookCommand(StrictModel):
     accepted and recorded, but post_run never changes the verdict.
     """
 
-    command: str = Field(min_length=1)
+    command: ShellCommand
     timeout: float = Field(default=30, ge=1, le=300)
     fail_on_error: bool = True
