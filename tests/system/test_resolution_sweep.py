@@ -123,18 +123,25 @@ def test_a_dataset_file_named_to_validate_is_said_to_be_one(system_cli: SystemCl
 def test_a_block_of_the_wrong_shape_is_said_in_the_files_terms(tmp_path: Path, system_cli: SystemCli) -> None:
     """Pydantic's own words named the model's class ("a valid dictionary or instance of AgentConfig") and a
     criterion with no type "Unable to extract tag using discriminator 'type'"."""
-    task = write(
-        tmp_path / "t.yaml",
+    task, lines = _refused(
+        tmp_path,
+        system_cli,
         "task_id: t1\ndescription: d\nagent: [none]\nsandbox: {python: null}\npre_run: [ls]\n"
         "success_criteria:\n  - {path: a, description: x}\n",
     )
+    assert lines == [
+        f"{task}:3: agent: expected a mapping (key: value lines, or {{key: value}}), got a list ['none']",
+        f"{task}:5: pre_run.0: expected a mapping (key: value lines, or {{key: value}}), got the text 'ls'",
+        f"{task}:7: success_criteria.0.type: Field required",
+    ]
+
+
+def _refused(tmp_path: Path, system_cli: SystemCli, text: str) -> tuple[Path, list[str]]:
+    """``validate`` of a task file holding ``text``: the file, and the lines it was refused with, sorted."""
+    task = write(tmp_path / "t.yaml", text)
     validated = system_cli("validate", task, env={})
     assert validated.code == 1, validated.output
-    assert validated.err.splitlines() == [
-        f"{task}:3: agent: expected a mapping (key: value lines, or {{key: value}}), got a list ['none']",
-        f"{task}:7: success_criteria.0.type: Field required",
-        f"{task}:5: pre_run.0: expected a mapping (key: value lines, or {{key: value}}), got the text 'ls'",
-    ]
+    return task, sorted(validated.err.splitlines())
 
 
 def test_a_trajectorys_unknown_row_field_is_said_at_its_line(tmp_path: Path, system_cli: SystemCli) -> None:
@@ -179,14 +186,13 @@ def test_a_problem_a_d_override_causes_is_said_once_and_blamed_on_it(tmp_path: P
 
 def test_a_nul_in_a_command_or_a_path_is_refused_at_load(tmp_path: Path, system_cli: SystemCli) -> None:
     """Accepted, it ended every row as ERROR at run time (`embedded null byte`)."""
-    task = write(
-        tmp_path / "t.yaml",
+    task, lines = _refused(
+        tmp_path,
+        system_cli,
         'task_id: t1\ndescription: d\nagent: {type: none}\nsandbox: {python: null}\npre_run: [{command: "echo \\0"}]\n'
         'success_criteria:\n  - {type: file_exists, path: "a\\0b", description: x}\n',
     )
-    validated = system_cli("validate", task, env={})
-    assert validated.code == 1, validated.output
-    assert sorted(validated.err.splitlines()) == [
+    assert lines == [
         f"{task}:5: pre_run.0.command: holds a NUL character, which no command can carry",
         f"{task}:7: success_criteria.0.path: holds a NUL character, which no file name can",
     ]
