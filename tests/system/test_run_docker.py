@@ -149,4 +149,3 @@ def test_criteria_of_a_staged_task_run_in_a_new_container_on_the_same_sandbox(
     outcome, run = system_cli.run(task, env={})
     result = run.result("fresh")
     assert outcome.code == 0, [(c["description"], c["score"], c["details"]) for c in result["success_criteria_results"]]
-
