@@ -73,14 +73,32 @@ def _parse_row(line: str) -> dict[str, Any] | str:
     """A line's JSON object, or why it is not one (a value nested too deep would break the run's pickling)."""
     too_deep = f"row refused: it nests deeper than {MAX_DEPTH} levels"
     try:
-        values = json.loads(line)
+        values = json.loads(line, object_pairs_hook=_object)
     except json.JSONDecodeError as exc:
         return f"invalid JSON: {exc.msg}"
+    except _DuplicateKey as exc:
+        return f"the key {exc.args[0]!r} is given twice in one object (which one counts would be a guess)"
     except RecursionError:  # deeper than the parser goes
         return too_deep
     if not isinstance(values, dict):
         return "each line must be a JSON object"
     return values if _depth(values) <= MAX_DEPTH else too_deep
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refused with a key given twice (``{"id": "r1", "id": "r2"}`` was silently row r2)."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return found
 
 
 def _depth(value: Any) -> int:

@@ -196,3 +196,14 @@ def test_a_nul_in_a_command_or_a_path_is_refused_at_load(tmp_path: Path, system_
         f"{task}:5: pre_run.0.command: holds a NUL character, which no command can carry",
         f"{task}:7: success_criteria.0.path: holds a NUL character, which no file name can",
     ]
+
+
+def test_a_jsonl_row_with_a_key_given_twice_is_refused_at_its_line(tmp_path: Path, system_cli: SystemCli) -> None:
+    """``{"id": "r1", "id": "r2"}`` was silently row r2 (the YAML files' duplicate keys were already refused)."""
+    write(tmp_path / "rows.jsonl", '{"id": "r0"}\n{"id": "r1", "id": "r2"}\n')
+    task = _agentless(tmp_path, "dup", dataset={"paths": ["rows.jsonl"]})
+    validated = system_cli("validate", task, env={})
+    assert validated.code == 1, validated.output
+    assert validated.err.startswith(f"{tmp_path / 'rows.jsonl'}:2: dataset.paths.0: the key 'id' is given twice"), (
+        validated.err
+    )
