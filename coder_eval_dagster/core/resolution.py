@@ -212,7 +212,7 @@ def _real_file(path: Path) -> Path:
     relative paths (dataset, templates, prompt files) are relative to the real file's folder, where they live.
     Named from the current folder when it is under it."""
     real = Path(os.path.realpath(path))
-    if real == Path(os.path.abspath(path)):
+    if real == Path(os.path.abspath(path)) or not real.exists():  # a broken link is named as written
         return path
     return real.relative_to(Path.cwd()) if real.is_relative_to(Path.cwd()) else real
 

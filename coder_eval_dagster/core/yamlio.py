@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,6 +74,8 @@ def load_document(path: Path) -> Document:
         raise InvalidInput([not_utf8(path, DOCUMENT, exc, "cannot read file (save it as UTF-8)")]) from None
     except (OSError, UnreadableFile) as exc:
         message = str(exc) if isinstance(exc, UnreadableFile) else f"cannot read file: {exc}"
+        if path.is_symlink() and not path.exists():
+            message = f"a broken link, to {os.readlink(path)}"
         raise InvalidInput([Problem(str(path), 1, DOCUMENT, message)]) from None
     return parse_document(path, text)
 

@@ -207,3 +207,15 @@ def test_a_jsonl_row_with_a_key_given_twice_is_refused_at_its_line(tmp_path: Pat
     assert validated.err.startswith(f"{tmp_path / 'rows.jsonl'}:2: dataset.paths.0: the key 'id' is given twice"), (
         validated.err
     )
+
+
+def test_a_broken_link_in_a_folder_is_named_as_written(tmp_path: Path, system_cli: SystemCli) -> None:
+    """It was named by its target (``/nonexistent:1: (document): cannot read file: ...``)."""
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks/dangling.yaml").symlink_to(tmp_path / "nonexistent.yaml")
+    validated = system_cli("validate", tmp_path / "tasks", env={})
+    assert validated.code == 1, validated.output
+    assert (
+        validated.err
+        == f"{tmp_path / 'tasks/dangling.yaml'}:1: (document): a broken link, to {tmp_path}/nonexistent.yaml\n"
+    )
