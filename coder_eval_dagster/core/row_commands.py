@@ -189,7 +189,9 @@ class Shell:
             return end
         word = _WORD.match(text, index)
         name = word.group() if word else ""
-        if name == "[[" and _ARITH_TEST.search(text, index, _test_end(text, index)):
+        # to the text's end, not its first "]]": one in quotes ("]]") would hide a later -eq (a false refusal of an
+        # -eq after the test is the price)
+        if name == "[[" and _ARITH_TEST.search(text, index):
             self._plain.append("[[ ]] with an arithmetic test (its operands are read as arithmetic)")
             self._test_depth = len(self._plain)
         elif name == "]]" and self._test_depth and self._test_depth == len(self._plain):
@@ -368,12 +370,6 @@ class Shell:
         elif self._expanding(start, body_end, "heredoc") > body_end:
             self._lost = self._lost or "a substitution that runs past its here-document's end"
         return _line_end(text, body_end) + 1 if heredoc.closed else body_end
-
-
-def _test_end(text: str, index: int) -> int:
-    """Where the ``[[`` at ``index`` ends (its first ``]]``; the text's end when it has none)."""
-    end = text.find("]]", index + 2)
-    return len(text) if end < 0 else end
 
 
 def quoted(value: str, slot: Slot) -> str:

@@ -47,8 +47,10 @@ def test_a_flag_or_value_named_command_is_not_shell_quoted(tmp_path: Path, syste
 @pytest.mark.parametrize(
     ("command", "value", "refused"),
     [
-        # an -eq later on, outside the [[ ]]: the test itself holds no arithmetic, its operand is ordinary data
-        ("[[ -n ${row.x} ]] && [ 1 -eq 1 ]", "hello world", None),
+        # a "]]" in quotes does not end the test: the -eq after it reads the value as arithmetic, where a[$(cmd)]
+        # runs cmd, quoted or not
+        ('[[ "]]" != x && ${row.x} -eq 1 ]]', "a[$(touch PWNED)]", "with an arithmetic test"),
+        ("printf '%s' ${row.x} > x.txt", "hello world", None),
         ("printf '%s' ${row.x} > x.txt", "a\u0000b", "it holds a NUL character"),
     ],
 )
