@@ -396,7 +396,7 @@ def test_a_container_made_from_inside_a_run_container_belongs_to_that_container(
     assert not host.startswith(engine.CONTAINER_OWNER) and not engine._orphaned(host)  # this process, on the host
 
 
-def test_the_end_of_a_cli_run_removes_the_containers_it_left(tmp_path: Path) -> None:
+def test_the_end_of_a_cli_run_removes_the_containers_it_left(tmp_path: Path, docker_image: str) -> None:
     """A run whose step failed left its evaluations' containers (and what ran in them) until the next docker run
     swept them: the CLI's run is one process, so at its end it removes what that process started."""
     from coder_eval_dagster.core.sandbox.container import remove_own_containers
@@ -405,7 +405,16 @@ def test_the_end_of_a_cli_run_removes_the_containers_it_left(tmp_path: Path) -> 
     sandbox = open_sandbox(tmp_path / "ev" / "sandbox", SandboxConfig.model_validate(docker_sandbox()))
     sandbox.create(tmp_path)
     assert sandbox.run("true", timeout=10).ok and len(containers_under(tmp_path)) == 1
-    remove_own_containers(Interrupt())  # a step process's exit, not interrupted: its containers stay for later steps
-    assert len(containers_under(tmp_path)) == 1
-    remove_own_containers()
-    assert not containers_under(tmp_path)
+    # another run's container with the same owner label (inside a container every process has that container's)
+    other = engine.client().containers.create(
+        docker_image,
+        ["sleep", "60"],
+        labels={engine.LABEL: "sandbox", engine.LABEL_OWNER: engine.owner_label(), engine.LABEL_FOLDER: str(tmp_path)},
+    )
+    try:
+        remove_own_containers(Interrupt())  # a step process's exit, not interrupted: they stay for later steps
+        assert len(containers_under(tmp_path)) == 2
+        remove_own_containers()
+        assert containers_under(tmp_path) == [other.id]
+    finally:
+        other.remove(force=True)

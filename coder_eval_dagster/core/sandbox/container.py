@@ -35,7 +35,6 @@ from .engine import (
     EngineError,
     client,
     container_running,
-    labelled_containers,
     owner_label,
     remove_container,
     require_image,
@@ -49,7 +48,8 @@ IMAGE_UID = 1000  # the image's `sandbox` user
 # Who keeps the container up (its init and `sleep infinity`): not the commands' user, so that `end_processes`'
 # `kill -KILL -1` (as that user) ends what the stages left and not the container (nobody, no root either).
 KEEPER_USER = "65534:65534"
-_started_here = threading.Event()  # this process started a sandbox container (else: no engine call at its end)
+_mine: set[str] = set()  # the sandbox containers this process started and has not closed
+_mine_lock = threading.Lock()
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 CONTAINER_CA_BUNDLE = "/etc/coder-eval/ca-certificates.crt"
 _OOM_COUNTER = re.compile(r"^oom_kill (\d+)$", re.MULTILINE)
@@ -174,6 +174,8 @@ class Container:
         """
         state = self._state()
         if state:
+            with _mine_lock:
+                _mine.discard(state["id"])
             try:
                 remove_container(state["id"])
             except Exception as exc:
@@ -212,7 +214,6 @@ class Container:
             return None
 
     def _start(self) -> str:
-        _started_here.set()
         sweep_orphans()
         require_image(self.image)
         self.sandbox.mkdir(parents=True, exist_ok=True)
@@ -243,6 +244,8 @@ class Container:
             **self._limits(),
         )
         _register_for_exit(self.interrupt)
+        with _mine_lock:
+            _mine.add(str(container.id))
         (self.folder / CONTAINER_FILE).write_text(
             json.dumps({"id": container.id, "image": self.image}), encoding="utf-8"
         )
@@ -304,11 +307,14 @@ def remove_own_containers(interrupt: Interrupt | None = None) -> None:
     Else not: a process that runs one stage of a run (a Dagster step) leaves its
     containers to the evaluations' later stages, which may run in another process.
     """
-    if not _started_here.is_set() or (interrupt is not None and not interrupt.is_set()):
+    if interrupt is not None and not interrupt.is_set():
         return
-    with contextlib.suppress(Exception):
-        for container in labelled_containers(f"{LABEL_OWNER}={owner_label()}"):
-            remove_container(container["Id"])
+    with _mine_lock:
+        started = list(_mine)
+        _mine.clear()
+    for container_id in started:  # by id: in a container every process has its owner label (another run's too)
+        with contextlib.suppress(Exception):
+            remove_container(container_id)
 
 
 @functools.cache
