@@ -35,7 +35,7 @@ from .core.routing import resolve_route, routing_line
 from .core.run_context import ROUTED_AGENT_TYPES, RunContext, uses_model_route
 from .core.run_lock import working_on
 from .core.run_spec import RunOptions, RunSpec
-from .core.runs import OpenRun, evaluated, is_run_folder, load_run, new_run_dir, open_run, resnapshot
+from .core.runs import OpenRun, evaluated, gone_paths, is_run_folder, load_run, new_run_dir, open_run, resnapshot
 from .core.sandbox.tempdir import prewarm_namespaces
 from .core.sequential_run import batch_results, in_batches, may_start
 
@@ -237,7 +237,7 @@ def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: P
         shown = ", ".join(f"{rt.variant_id}/{rt.task_id}" for rt in kept[:5]) + (" ..." if len(kept) > 5 else "")
         print(
             f"coder-eval rescore: {len(kept)} evaluated row-task(s) no longer in the task files, scored with the "
-            f"criteria the run had: {shown}",
+            f"criteria the run had: {shown}{gone_paths(opened)}",
             file=sys.stderr,
         )
     row_tasks = [rt for rt in opened.snapshot.row_tasks if f"{rt.variant_id}/{rt.task_id}" in present]

@@ -156,10 +156,11 @@ def resnapshot(run: OpenRun, present: set[str]) -> tuple[Resolution, list[RowTas
     row-tasks it kept as the run had them (:func:`gone_from_files`; ``present``: :func:`evaluated`). An invalid
     file a folder run left out is left out again, as the run did; a task path gone since defines nothing now.
     Relative paths are read from the folder the run was started in, wherever the rescore is."""
-    started_in = Path(run.plan.started_in or ".")
+    started_in = _started_in(run.plan)
+    paths = _anchored(run.plan.spec.task_paths, started_in)
     spec = run.plan.spec.model_copy(
         update={
-            "task_paths": [str(path) for path in _anchored(run.plan.spec.task_paths, started_in) if path.exists()],
+            "task_paths": [str(path) for path in paths if path.exists()],
             "experiment": next(iter(_anchored([run.plan.spec.experiment], started_in)), None),
             "prices": next(iter(_anchored([run.plan.spec.prices], started_in)), None),
         }
@@ -173,6 +174,19 @@ def resnapshot(run: OpenRun, present: set[str]) -> tuple[Resolution, list[RowTas
         run.snapshot = Snapshot.of(resolution)
         write_atomically(run.folder / SNAPSHOT_FILE, pickle.dumps(run.snapshot, protocol=pickle.HIGHEST_PROTOCOL))
     return resolution, kept
+
+
+def gone_paths(run: OpenRun) -> str:
+    """`` (gone since the run: tasks/x.yaml)``: the task paths the run named that are not there now, or nothing."""
+    gone = [str(path) for path in _anchored(run.plan.spec.task_paths, _started_in(run.plan)) if not path.exists()]
+    return f" (gone since the run: {', '.join(gone)})" if gone else ""
+
+
+def _started_in(plan: RunPlan) -> Path:
+    """The folder the run was started in, when this machine has it (a run folder copied from another machine, or
+    rescored from another checkout, reads from the current folder, as runs written before it was kept)."""
+    folder = Path(plan.started_in or ".")
+    return folder if folder.is_dir() else Path()
 
 
 def _anchored(paths: Sequence[str | None], folder: Path) -> list[Path]:

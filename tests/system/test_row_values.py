@@ -88,10 +88,16 @@ def test_a_rescore_reads_the_runs_paths_from_where_it_was_started(tmp_path: Path
 
     rescored = elsewhere("rescore", run.path, env={})
     assert rescored.code == 0 and "no longer in the task files" not in rescored.err, rescored.output
+    # a run folder from another machine (or checkout): its folder is not here; read from the current one
+    plan = json.loads((run.path / "run_plan.json").read_text())
+    (run.path / "run_plan.json").write_text(json.dumps(plan | {"started_in": "/no/such/checkout"}))
+    rescored = system_cli("rescore", run.path, env={})
+    assert rescored.code == 0 and "no longer in the task files" not in rescored.err, rescored.output
     (tmp_path / "tasks").rename(tmp_path / "moved")
     rescored = elsewhere("rescore", run.path, env={})
     assert rescored.code == 0, rescored.output
     assert "1 evaluated row-task(s) no longer in the task files, scored with the criteria the run had" in rescored.err
+    assert rescored.err.count("(gone since the run: ") == 1 and "tasks)" in rescored.err, rescored.err
 
 
 def test_a_rescore_refuses_a_damaged_task_json_as_bad_input(tmp_path: Path, system_cli: SystemCli) -> None:
