@@ -247,7 +247,7 @@ def suite_rows(run_id: str, run_ts: datetime, entries: list[SuiteEntry]) -> list
                     "criterion_index": entry.criterion_index,
                     "criterion_type": entry.criterion_type,
                     "metric": metric,
-                    "value": value,
+                    "value": threshold.value if threshold else value,  # gated: to the decimals it is judged at
                     "minimum": threshold.minimum if threshold else None,
                     "passed": threshold.passed if threshold else None,
                 }

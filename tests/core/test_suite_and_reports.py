@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from coder_eval_dagster.core.layout import evaluation_files
@@ -113,7 +114,10 @@ def test_a_suite_threshold_is_judged_on_the_metric_s_exact_value(tmp_path: Path,
     summary = json.loads((tmp_path / "runs" / "latest" / "run.json").read_text(encoding="utf-8"))
     ((threshold,),) = [entry["thresholds"] for entry in summary["suite"]]
     assert (threshold["value"], threshold["passed"]) == (0.489897948557, code == 0)
-    assert (threshold["value"] >= threshold["minimum"]) == threshold["passed"]  # as an analyst reads the tables
+    assert (threshold["value"] >= threshold["minimum"]) == threshold["passed"]
+    table = pd.read_parquet(tmp_path / "runs/tables/suite_metrics")
+    (gated,) = table[table["minimum"].notna()].itertuples()  # as an analyst reads the table
+    assert (gated.value, gated.passed, gated.value >= gated.minimum) == (0.489897948557, code == 0, code == 0)
     # the figures shown say the verdict: 0.490 (or 0.489898) >= 0.48989799 would read as met
     line = "std 0.4898979 >= 0.48989799: NOT met" if code else "std 0.49 >= 0.48989794: met"
     assert line in (tmp_path / "runs" / "latest" / "run.md").read_text(encoding="utf-8")
