@@ -120,8 +120,9 @@ def parse_document(path: Path, text: str) -> Document:
     except yaml.MarkedYAMLError as exc:
         raise InvalidInput([_syntax_problem(path, text, exc)]) from None
     except yaml.reader.ReaderError as exc:  # a character YAML refuses (a NUL, a control character)
-        line = text.count("\n", 0, exc.position) + 1
-        column = exc.position - text.rfind("\n", 0, exc.position)
+        data = text.encode()  # libyaml's position counts bytes of the UTF-8 text
+        line = data.count(b"\n", 0, exc.position) + 1
+        column = len(data[data.rfind(b"\n", 0, exc.position) + 1 : exc.position].decode(errors="replace")) + 1
         code = exc.character if isinstance(exc.character, int) else ord(exc.character)
         why = f"YAML error: the character U+{code:04X} at column {column} is not allowed in YAML"
         raise InvalidInput([Problem(str(path), line, DOCUMENT, why)]) from None

@@ -96,8 +96,12 @@ def test_a_yaml_mistake_is_said_where_it_was_made_with_a_hint(tmp_path: Path, sy
             b'task_id: t\ndescription: "a\x00b"\n',
             ":2: (document): YAML error: the character U+0000 at column 16 is not",
         ),
+        (  # libyaml counts bytes: after two 3-byte characters it was said 4 columns too far
+            'task_id: t\ndescription: "\u6f22\u5b57"\nnote: "x\x07"\n'.encode(),
+            ":3: (document): YAML error: the character U+0007 at column 9 is not",
+        ),
     ],
-    ids=["latin-1 byte", "NUL"],
+    ids=["latin-1 byte", "NUL", "after non-ASCII text"],
 )
 def test_a_byte_yaml_cannot_hold_is_said_at_its_line(
     tmp_path: Path, system_cli: SystemCli, data: bytes, said: str
