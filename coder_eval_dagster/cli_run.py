@@ -360,7 +360,8 @@ def _launch(
         print(f"coder-eval: interrupted; what finished is in {run_dir}", file=sys.stderr)
         return exit_codes.INTERRUPTED
     if refused:  # a file of the run that a step found damaged: the input is wrong, not the run
-        print(*refused, sep="\n", file=sys.stderr)
+        others = [failure for failure in failures if not any(line in failure for line in refused)]
+        print(*refused, *(f"coder-eval: also: {failure}" for failure in others), sep="\n", file=sys.stderr)
         return exit_codes.USAGE
     if failures or not (run_dir / RUN_FILE).is_file():
         print("coder-eval: the run did not complete:", *failures, sep="\n  ", file=sys.stderr)

@@ -252,7 +252,7 @@ def completed(run_dir: Path, row: TaskRow) -> TaskRow:
     path = evaluation_folder(run_dir, row.variant_id, row.task_id, row.replicate_index) / RESULT_FILE
     try:
         full = TaskRow.of(load_result(path, run_dir))
-    except (OSError, InvalidInput):
+    except (OSError, ValueError, InvalidInput):  # ValueError: bytes that are not UTF-8
         return row
     missing = TaskRow.model_fields.keys() - row.model_fields_set
     return row.model_copy(update={name: getattr(full, name) for name in missing})

@@ -306,12 +306,14 @@ def add_missing_columns(table_dir: Path, schema: pa.Schema) -> int:
     checked: dict[str, list[int]] = {}
     rewritten = 0
     for path in sorted(table_dir.glob("*/*.parquet")):
-        name = path.relative_to(table_dir).as_posix()
-        if seen.get(name) != _identity(path) and _lacks_some(path, schema):
+        name, identity = path.relative_to(table_dir).as_posix(), _identity(path)  # taken before the footer is read
+        if seen.get(name) != identity and _lacks_some(path, schema):
             _widen(path, schema)
             rewritten += 1
-        checked[name] = _identity(path)
-    write_atomically(stamp, json.dumps({"schema": fingerprint, "files": checked}))
+            identity = _identity(path)
+        checked[name] = identity
+    with contextlib.suppress(OSError):  # only a cache of the check: without it the next write reads every footer
+        write_atomically(stamp, json.dumps({"schema": fingerprint, "files": checked}))
     return rewritten
 
 
