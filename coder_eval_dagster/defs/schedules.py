@@ -47,5 +47,5 @@ def _served_pairs(
     pairs = [(task, variant) for task, _, variant in (key.partition("|") for key in defined)]
     served = [(task, variant) for task, variant in pairs if task in registered_tasks and variant in registered_variants]
     if left_out := len(tasks) * len(variants) - len(served):
-        context.log.info(f"{left_out} registered row-task x variant key(s) no served task file defines: left out")
+        context.log.warning(f"{left_out} registered row-task x variant key(s) no served task file defines: left out")
     return served
