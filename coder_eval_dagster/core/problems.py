@@ -203,8 +203,12 @@ def not_utf8(path: object, field: str, exc: UnicodeDecodeError, what: str) -> Pr
     """``what``, at the line and column of the first byte that is not UTF-8 (the decoder gives a whole-file
     offset)."""
     data = exc.object
-    line_start = data.rfind(b"\n", 0, exc.start) + 1
-    line = data.count(b"\n", 0, exc.start) + 1
+    line, before = line_at(data, exc.start)
     byte = data[exc.start : exc.start + 1].hex()
-    why = f"{what}: byte 0x{byte} at column {exc.start - line_start + 1} is not UTF-8 ({exc.reason})"
+    why = f"{what}: byte 0x{byte} at column {len(before) + 1} is not UTF-8 ({exc.reason})"
     return Problem(str(path), line, field, why)
+
+
+def line_at(data: bytes, offset: int) -> tuple[int, bytes]:
+    """The line (from 1) of the byte at ``offset`` in a file's bytes, and what its line holds before it."""
+    return data.count(b"\n", 0, offset) + 1, data[data.rfind(b"\n", 0, offset) + 1 : offset]

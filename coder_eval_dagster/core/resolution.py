@@ -602,8 +602,8 @@ def _resolve_file(
     tasks = [valid for under in file.variants() if (valid := file.validated(under)) is not None]
     left_out = _tags_left_out(tasks[0][1], spec) if tasks else None
     expanded = [(under, task, *file.expanded(under, task)) for under, task in tasks] if left_out is None else []
-    if file.problems:
-        raise InvalidInput(file.problems)
+    if file.problems:  # each once, in order: deduplicated here, not searched at each add (quadratic)
+        raise InvalidInput(list(dict.fromkeys(file.problems)))
     _check_unique_id(tasks[0][1].task_id, path, doc, seen_ids)
     if left_out is not None:
         result.left_out(left_out, 1)
@@ -706,10 +706,6 @@ class _TaskFile:
     _expansions: dict[tuple[str | None, str | None], tuple[list[Expansion], list[Problem]]] = field(
         default_factory=dict
     )
-    _said: set[Problem] = field(init=False)  # ``problems`` as a set
-
-    def __post_init__(self) -> None:
-        self._said = set(self.problems)
 
     def variants(self) -> list[_UnderVariant]:
         """The task laid under each variant of the run (the one ``default`` without an experiment)."""
@@ -770,12 +766,7 @@ class _TaskFile:
         return self.rows[0] if self.rows else None
 
     def _add(self, found: list[Problem]) -> None:
-        """Each problem once (a row's problem, said for every variant, is one); a set: a file with thousands of
-        problems was checked against them all, one by one, for each."""
-        for problem in found:
-            if problem not in self._said:
-                self._said.add(problem)
-                self.problems.append(problem)
+        self.problems.extend(found)  # said once (a row's problem comes once per variant): ``_resolve_file``
 
 
 def _agent_files(task: Task, doc: Document) -> tuple[AgentConfig, list[Problem]]:

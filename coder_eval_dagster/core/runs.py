@@ -6,7 +6,7 @@ import importlib
 import logging
 import pickle
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -156,13 +156,12 @@ def resnapshot(run: OpenRun, present: set[str]) -> tuple[Resolution, list[RowTas
     row-tasks it kept as the run had them (:func:`gone_from_files`; ``present``: :func:`evaluated`). An invalid
     file a folder run left out is left out again, as the run did; a task path gone since defines nothing now.
     Relative paths are read from the folder the run was started in, wherever the rescore is."""
-    started_in = _started_in(run.plan)
-    paths = _anchored(run.plan.spec.task_paths, started_in)
-    spec = run.plan.spec.model_copy(
+    started_in, spec = _started_in(run.plan), run.plan.spec
+    spec = spec.model_copy(
         update={
-            "task_paths": [str(path) for path in paths if path.exists()],
-            "experiment": next(iter(_anchored([run.plan.spec.experiment], started_in)), None),
-            "prices": next(iter(_anchored([run.plan.spec.prices], started_in)), None),
+            "task_paths": [str(path) for path in _task_paths(run.plan) if path.exists()],
+            "experiment": None if spec.experiment is None else str(started_in / spec.experiment),
+            "prices": None if spec.prices is None else str(started_in / spec.prices),
         }
     )
     resolution = resolve(spec, started_in=started_in) if spec.selects_anything else Resolution()
@@ -178,7 +177,7 @@ def resnapshot(run: OpenRun, present: set[str]) -> tuple[Resolution, list[RowTas
 
 def gone_paths(run: OpenRun) -> str:
     """`` (gone since the run: tasks/x.yaml)``: the task paths the run named that are not there now, or nothing."""
-    gone = [str(path) for path in _anchored(run.plan.spec.task_paths, _started_in(run.plan)) if not path.exists()]
+    gone = [str(path) for path in _task_paths(run.plan) if not path.exists()]
     return f" (gone since the run: {', '.join(gone)})" if gone else ""
 
 
@@ -189,9 +188,9 @@ def _started_in(plan: RunPlan) -> Path:
     return folder if folder.is_dir() else Path()
 
 
-def _anchored(paths: Sequence[str | None], folder: Path) -> list[Path]:
-    """``paths`` (None left out) as read from ``folder``."""
-    return [folder / path for path in paths if path is not None]
+def _task_paths(plan: RunPlan) -> list[Path]:
+    """The task files and folders the run named, as read from where it was started."""
+    return [_started_in(plan) / path for path in plan.spec.task_paths]
 
 
 def evaluated(run_dir: Path) -> set[str]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import yaml
 
 from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text
-from .problems import DOCUMENT, InvalidInput, Loc, Problem, not_utf8
+from .problems import DOCUMENT, InvalidInput, Loc, Problem, line_at, not_utf8
 
 if TYPE_CHECKING:
     _Base = yaml.SafeLoader  # the C loader below has the same interface
@@ -94,15 +94,16 @@ _SYNTAX_HINTS = {
 def _syntax_problem(path: Path, text: str, exc: yaml.MarkedYAMLError) -> Problem:
     """A syntax error where it was made: a quote or a bracket never closed is reported where it opens (the parser
     notices at the end of the file), with what the parser was reading there and a hint for the common mistakes."""
-    mark, context = exc.problem_mark or exc.context_mark, exc.context_mark
-    opened = context is not None and exc.context is not None and ("quoted" in exc.context or "flow" in exc.context)
-    at = context if opened and context is not None else mark
+    mark = exc.problem_mark or exc.context_mark
+    reading = exc.context or ""
+    opened = exc.context_mark if "quoted" in reading or "flow" in reading else None  # where the quote or [ opened
+    at = opened or mark
     line = at.line + 1 if at else 1
     message = "YAML syntax error" + (f" (line {mark.line + 1}, column {mark.column + 1})" if mark else "")
     message += f": {exc.problem}"
-    if opened and context is not None:
-        message += f", {exc.context} that starts at line {context.line + 1}, column {context.column + 1}"
-        if mark is not None and mark.line > context.line:
+    if opened is not None:
+        message += f", {reading} that starts at line {opened.line + 1}, column {opened.column + 1}"
+        if mark is not None and mark.line > opened.line:
             message += " (a quote or bracket never closed?)"
     hints = [hint for text, hint in _SYNTAX_HINTS.items() if exc.problem and text in exc.problem]
     if mark is not None and text[mark.index : mark.index + 1] == "\t" and not hints:
@@ -120,9 +121,8 @@ def parse_document(path: Path, text: str) -> Document:
     except yaml.MarkedYAMLError as exc:
         raise InvalidInput([_syntax_problem(path, text, exc)]) from None
     except yaml.reader.ReaderError as exc:  # a character YAML refuses (a NUL, a control character)
-        data = text.encode()  # libyaml's position counts bytes of the UTF-8 text
-        line = data.count(b"\n", 0, exc.position) + 1
-        column = len(data[data.rfind(b"\n", 0, exc.position) + 1 : exc.position].decode(errors="replace")) + 1
+        line, before = line_at(text.encode(), exc.position)  # libyaml's position counts bytes of the UTF-8 text
+        column = len(before.decode(errors="replace")) + 1
         code = exc.character if isinstance(exc.character, int) else ord(exc.character)
         why = f"YAML error: the character U+{code:04X} at column {column} is not allowed in YAML"
         raise InvalidInput([Problem(str(path), line, DOCUMENT, why)]) from None

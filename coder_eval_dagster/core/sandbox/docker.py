@@ -129,8 +129,7 @@ class DockerSandbox(TempdirSandbox):
         process holding every pid of ``max_pids``) and left /tmp, the commands' HOME, whose files ran inside the
         criteria's ``python3`` (a ``usercustomize``); the shared cache carried a criterion's staged folders to
         later evaluations."""
-        self._stop_egress()
-        self.container.close()
+        self.close()
         self.container.uv_cache = None
 
     def close(self) -> None:
