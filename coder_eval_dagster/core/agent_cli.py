@@ -64,6 +64,16 @@ def agent_home(prefix: str) -> Iterator[Path]:
         yield home
     finally:
         shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(launchers(home), ignore_errors=True)
+
+
+def launchers(home: Path) -> Path:
+    """Where the scripts this machine runs to start an agent CLI live: beside its HOME, never in it. The agent
+    writes to its HOME, and a script there would be the agent's to rewrite before the harness's next start
+    of it (a dialog's next exchange) ran it on this machine, outside every confinement."""
+    folder = home.with_name(f"{home.name}.launch")
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
 
 
 def bypass_proxies(env: dict[str, str], base_url: str | None) -> None:
@@ -96,7 +106,7 @@ def write_wrapper(home: Path, cli: str, names: list[str], launcher: list[str]) -
     """A launcher that drops every variable but the named ones, then execs the CLI through ``launcher``
     (into the evaluation's process namespace)."""
     keep = " ".join(f'${{{name}+"{name}=${name}"}}' for name in sorted(set(names)))
-    wrapper = home / Path(cli).name
+    wrapper = launchers(home) / Path(cli).name
     wrapper.write_text(f'#!/bin/sh\nexec {shlex.join(launcher)} env -i {keep} "{cli}" "$@"\n', encoding="utf-8")
     wrapper.chmod(stat.S_IRWXU)
     return wrapper

@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from ..agent_cli import launchers
 from ..model_proxy import shared_proxy
 from ..models.results import CommandRun
 from ..models.sandbox import NetworkPolicy, SandboxConfig
@@ -206,7 +207,7 @@ class DockerSandbox(TempdirSandbox):
             self._serve_egress(self.container.id())
             model = [shared_proxy().port()] if self.gate.model else []
             self.container.forward([*model, *self.gate.loopback_ports()])
-        launcher = home / "docker" / Path(cli).name
+        launcher = launchers(home) / "docker" / Path(cli).name  # (the wrapper of it is beside "docker")
         launcher.parent.mkdir(exist_ok=True)
         container, user = self.container.id(), self.container.user
         spec = {"container": container, "user": user, "docker_host": os.environ.get("DOCKER_HOST")}
