@@ -30,7 +30,8 @@ from ..models.results import TokenUsage, message_usage
 from ..sandbox import containment
 from ..sandbox.egress import LOOPBACK, model_only
 from ..sandbox.holder import SANDBOX_PATH
-from ..sandbox.templates import TemplateError, copy_template_dir, effective_ignore_patterns
+from ..sandbox.snapshot import copy_live_sandbox
+from ..sandbox.templates import TemplateError, effective_ignore_patterns
 from .judge_base import JudgeBase
 from .judging import (
     CALL_PREVIEW_CHARS,
@@ -246,8 +247,8 @@ def judge_workspace(ctx: CheckContext, config: AgentConfig) -> Iterator[Path]:
     try:
         workspace = scratch / "workspace"
         try:
-            copy_template_dir(ctx.sandbox.root, workspace, ".", effective_ignore_patterns(config.ignore_patterns))
-        except (TemplateError, OSError) as exc:
+            copy_live_sandbox(ctx.sandbox.root, workspace, effective_ignore_patterns(config.ignore_patterns))
+        except OSError as exc:
             raise TemplateError(f"the judge agent's copy of the sandbox failed: {exc}") from None
         yield workspace
     finally:

@@ -77,7 +77,7 @@ def copy_template_dir(
         for name in dirs:
             if name in linked:
                 continue
-            if in_ignored or _ignored_entry(base, name, patterns):
+            if in_ignored or ignored_entry(base, name, patterns):
                 if not include:
                     continue  # nothing can be re-included below it: not walked
                 ignored_folders.add(base / name)
@@ -86,14 +86,14 @@ def copy_template_dir(
         if not in_ignored or _included(base, include):
             inside_sandbox(sandbox, Path(mount_point) / base).mkdir(parents=True, exist_ok=True)
         for name in sorted([*files, *linked]):
-            if (in_ignored or _ignored_entry(base, name, patterns)) and not _included(base / name, include):
+            if (in_ignored or ignored_entry(base, name, patterns)) and not _included(base / name, include):
                 continue
             if in_ignored:  # re-included inside an ignored folder: its folders were not made
                 inside_sandbox(sandbox, Path(mount_point) / base).mkdir(parents=True, exist_ok=True)
             _copy_entry(here / name, sandbox, Path(mount_point) / base / name)
 
 
-def _ignored_entry(base: Path, name: str, patterns: list[str]) -> bool:
+def ignored_entry(base: Path, name: str, patterns: list[str]) -> bool:
     return _ignored(str(base / name) if str(base) != "." else name, name, patterns)
 
 

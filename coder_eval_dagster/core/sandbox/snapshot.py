@@ -1,0 +1,87 @@
+"""A copy of a sandbox whose processes may still be changing it (the agent judge's workspace).
+
+A process left running in the sandbox sees the copy start (a file's access
+time moves) and can swap a folder it already listed for a link to anywhere on
+this machine; a copy by paths would follow that link and read the host as the
+harness's user. This copy walks by descriptors, each name opened in its
+folder's descriptor without following a link, so what is swapped in meanwhile
+is copied as what it is (a link stays a link) and nothing outside is read.
+Iterative, not recursive: the agent decides how deep its folders go.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import stat
+from pathlib import Path, PurePosixPath
+
+from .templates import ignored_entry
+
+MAX_DEPTH = 256  # folders deeper than this are left out: a descriptor is held open per level
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_SWAPPED = (errno.ELOOP, errno.ENOTDIR, errno.ENOENT, errno.ENXIO)  # gone or changed since it was listed
+
+
+def copy_live_sandbox(source: Path, target: Path, patterns: list[str]) -> None:
+    """Copy the folder ``source`` to ``target`` (made), leaving out ignored names, devices, FIFOs and sockets."""
+    target.mkdir(parents=True, exist_ok=True)
+    folders: list[tuple[int, Path, PurePosixPath, list[str]]] = []  # the walk's open folders, deepest last
+    try:
+        _enter(folders, os.open(source, _FOLDER), target, PurePosixPath("."))
+        while folders:
+            fd, into, base, names = folders[-1]
+            if not names:
+                os.close(folders.pop()[0])
+                continue
+            name = names.pop()
+            if not ignored_entry(Path(base), name, patterns):
+                _copy_entry(folders, fd, name, into / name, base / name)
+    finally:
+        for fd, *_ in folders:
+            os.close(fd)
+
+
+def _enter(folders: list[tuple[int, Path, PurePosixPath, list[str]]], fd: int, into: Path, base: PurePosixPath) -> None:
+    try:
+        with os.scandir(fd) as entries:
+            names = sorted((entry.name for entry in entries), reverse=True)
+    except OSError:
+        os.close(fd)
+        raise
+    folders.append((fd, into, base, names))
+
+
+def _copy_entry(
+    folders: list[tuple[int, Path, PurePosixPath, list[str]]], parent: int, name: str, to: Path, relative: PurePosixPath
+) -> None:
+    """One name of an open folder: a link as a link, a folder entered (made in the copy), a regular file copied."""
+    try:
+        info = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        if stat.S_ISLNK(info.st_mode):
+            os.symlink(os.readlink(name, dir_fd=parent), to)
+        elif stat.S_ISDIR(info.st_mode) and len(folders) <= MAX_DEPTH:
+            child = os.open(name, _FOLDER, dir_fd=parent)
+            to.mkdir()
+            _enter(folders, child, to, relative)
+        elif stat.S_ISREG(info.st_mode):
+            _copy_file(os.open(name, _FILE, dir_fd=parent), to)
+    except OSError as exc:
+        if exc.errno not in _SWAPPED:
+            raise
+
+
+def _copy_file(fd: int, to: Path) -> None:
+    """The regular file open at ``fd`` (anything else, swapped in after its look, is left out) to ``to``."""
+    with os.fdopen(fd, "rb") as source:
+        info = os.fstat(source.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return
+        with open(to, "xb") as copy:
+            shutil.copyfileobj(source, copy)
+    with contextlib.suppress(OSError):
+        os.chmod(to, stat.S_IMODE(info.st_mode))
+        os.utime(to, ns=(info.st_atime_ns, info.st_mtime_ns))
