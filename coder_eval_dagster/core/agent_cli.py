@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
 from .routing import RouteError
+from .trees import remove_tree
 
 if TYPE_CHECKING:
     from .routing import ApiRoute
@@ -63,7 +64,7 @@ def agent_home(prefix: str) -> Iterator[Path]:
     try:
         yield home
     finally:
-        shutil.rmtree(home, ignore_errors=True)
+        remove_tree(home, ignore_errors=True)
         shutil.rmtree(launchers(home), ignore_errors=True)
 
 

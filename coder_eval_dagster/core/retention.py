@@ -8,7 +8,6 @@ only to folders that are still there, and the ``latest`` link is kept.
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 from .compare.index import write_index
 from .layout import LATEST_LINK, PLAN_FILE, read_record
 from .runs import RunPlan, is_run_folder, started
+from .trees import remove_tree, walk
 
 
 @dataclass
@@ -45,7 +45,7 @@ def remove_run_folders(runs_dir: Path, folders: list[Path]) -> Pruned:
     """Remove the folders (their preserved sandboxes included) and write the runs index again."""
     freed = sum(_size(folder) for folder in folders)
     for folder in folders:
-        shutil.rmtree(folder)
+        remove_tree(folder)
     if runs_dir.is_dir():
         write_index(runs_dir)
     return Pruned(folders, freed)
@@ -53,7 +53,7 @@ def remove_run_folders(runs_dir: Path, folders: list[Path]) -> Pruned:
 
 def _size(folder: Path) -> int:
     total = 0
-    for root, _dirs, files in os.walk(folder):
+    for root, _dirs, files in walk(folder):
         for name in files:
             path = os.path.join(root, name)
             if not os.path.islink(path):

@@ -209,3 +209,30 @@ def test_a_pruned_experiment_run_is_compared_against_its_first_variant(tmp_path:
     after = coder_eval("compare", run_dir, home=home)
     assert "alpha vs zeta" in before.stdout, before.stdout + before.stderr
     assert after.stdout == before.stdout, after.stdout + after.stderr
+
+
+def test_a_sandbox_with_folders_deeper_than_pythons_recursion_is_pruned(tmp_path: Path) -> None:
+    """How deep a sandbox's folders go is the agent's choice; a prune of its run measured and removed them by
+    recursion (RecursionError, nothing pruned)."""
+    deep = "python3 -c \"import os\nfor _ in range(1500): os.mkdir('a'); os.chdir('a')\""
+    task = write_task(
+        tmp_path / "tasks",
+        task_with(
+            agent={"type": "none"},
+            initial_prompt=None,
+            sandbox={"python": None},
+            pre_run=[{"command": deep}],
+            success_criteria=[criterion("file_exists", path="a")],
+        ),
+    )
+    home, runs = tmp_path / "home", tmp_path / "runs"
+    for _ in range(2):
+        done = coder_eval("run", task, "--runs-dir", runs, home=home)
+        assert done.returncode == 0, done.stdout + done.stderr
+    first, second = run_folders(runs)
+
+    pruned = coder_eval("prune", "--keep-days", "0", "--runs-dir", runs, home=home)
+
+    assert pruned.returncode == 0, pruned.stdout + pruned.stderr
+    assert not first.exists() and second.exists()
+    subprocess.run(["rm", "-rf", str(runs)], check=True, timeout=120)  # (pytest's own removal recurses)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import tempfile
 import time
 from collections import deque
@@ -32,6 +31,7 @@ from ..sandbox.egress import LOOPBACK, model_only
 from ..sandbox.holder import SANDBOX_PATH
 from ..sandbox.snapshot import copy_live_sandbox
 from ..sandbox.templates import TemplateError, effective_ignore_patterns
+from ..trees import remove_tree
 from .judge_base import JudgeBase
 from .judging import (
     CALL_PREVIEW_CHARS,
@@ -253,7 +253,7 @@ def judge_workspace(ctx: CheckContext, config: AgentConfig) -> Iterator[Path]:
         yield workspace
     finally:
         containment.release(scratch)
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_tree(scratch, ignore_errors=True)
 
 
 def run_agent(run: JudgeRun, criterion: AgentJudge, ctx: CheckContext, config: AgentConfig, workspace: Path) -> None:

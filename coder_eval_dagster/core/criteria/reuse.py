@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..files import open_regular, opened_regular
+from ..trees import walk
 from .outcome import Outcome
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ def tree_hash(folder: Path) -> str:
     """The content of a folder as ``sha256:<hex>``: every entry's relative path and kind, a file's bytes, a link's
     target (never followed), in a fixed order."""
     sha = hashlib.sha256()
-    for current, dirs, files in os.walk(folder):
+    for current, dirs, files in walk(folder):
         here = Path(current)
         dirs.sort()
         for name in sorted([*dirs, *files]):

@@ -27,6 +27,7 @@ from ..files import CRITERION_READ_CAP, read_text_beneath
 from ..models.results import CommandRun
 from ..models.sandbox import SandboxConfig
 from ..secrets import sandbox_environment
+from ..trees import remove_tree
 from . import containment
 from .egress import LOOPBACK, Gate, Refusal, gate_for, proxy_environment, refusal_notes
 from .holder import SANDBOX_PATH, HolderError, shown
@@ -110,7 +111,7 @@ class TempdirSandbox:
         """Lay out the folder: template sources in order, then the venv, the node packages and the CLI shims."""
         self.root.parent.mkdir(parents=True, exist_ok=True)
         if self.root.exists():
-            shutil.rmtree(self.root)
+            remove_tree(self.root)
         sources = self.config.template_sources
         if not (sources and sources[0].type == "repo"):
             self.root.mkdir()
