@@ -43,6 +43,7 @@ from .secrets import redact
 
 PREFIX = "/g/"
 LOOPBACK = "127.0.0.1"
+MAX_BODY_BYTES = 32 * 1024 * 1024  # a model request's body: the Messages API's own limit
 CONNECT_TIMEOUT_S = 60.0  # also the longest silence between two chunks of a streamed answer
 # Not forwarded in either direction: they describe one connection, not the request (RFC 9110, 7.6.1).
 HOP_BY_HOP = frozenset(
@@ -192,33 +193,36 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._forward()
 
-    def _body(self) -> bytes:
-        """The request body, as a length or in chunks (a streaming client sends no length)."""
+    def _body(self) -> bytes | None:
+        """The request body, as a length or in chunks (a streaming client sends no length); None past
+        MAX_BODY_BYTES, which is not read (the agent sends it: unbounded, it would fill the harness's memory)."""
         if "chunked" not in self.headers.get("Transfer-Encoding", "").lower():
-            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        parts = []
-        while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+            length = int(self.headers.get("Content-Length") or 0)
+            return self.rfile.read(length) if 0 <= length <= MAX_BODY_BYTES else None
+        parts, total = [], 0
+        while size := int(self.rfile.readline(64).split(b";")[0].strip() or b"0", 16):
+            total += size
+            if size < 0 or total > MAX_BODY_BYTES:
+                return None
             parts.append(self.rfile.read(size))
-            self.rfile.readline()
-        while self.rfile.readline() not in (b"\r\n", b"\n", b""):  # trailers
+            self.rfile.readline(64)
+        while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):  # trailers
             pass
         return b"".join(parts)
 
     def _forward(self) -> None:
-        body = self._body()
-        grant_id, _, rest = self.path[len(PREFIX) :].partition("/") if self.path.startswith(PREFIX) else ("", "", "")
-        found = None
-        for header in ("x-api-key", "authorization"):
-            found = found or self.proxy.lookup(grant_id, self.headers.get(header))
-        if found is None:
-            self._error(403, "no valid grant for this request")
+        """Refused before its body is read (the connection is then closed, the body left unread): a request without
+        a live grant, one its grant does not let through, one past MAX_BODY_BYTES."""
+        admitted = self._admitted()
+        if admitted is None:
             return
-        upstream, admit = found
-        if not upstream.allows(self.command, rest):
-            self._error(403, f"not a model call: {self.command} /{urllib.parse.urlsplit(rest).path} is not forwarded")
-            return
-        if admit is not None and not admit():
-            self._error(403, "the harness has stopped this agent: no further model request")
+        upstream, rest = admitted
+        try:
+            body = self._body()
+        except ValueError:  # a chunk size that is no number
+            body = None
+        if body is None:
+            self._error(413, f"the request body is malformed or over {MAX_BODY_BYTES} bytes: not forwarded")
             return
         request = urllib.request.Request(
             upstream.base_url.rstrip("/") + "/" + rest,
@@ -235,6 +239,24 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with response:
             self._relay(response)
+
+    def _admitted(self) -> tuple[Upstream, str] | None:
+        """The upstream of a request its grant lets through now and the path there, else None (refusal sent)."""
+        grant_id, _, rest = self.path[len(PREFIX) :].partition("/") if self.path.startswith(PREFIX) else ("", "", "")
+        found = None
+        for header in ("x-api-key", "authorization"):
+            found = found or self.proxy.lookup(grant_id, self.headers.get(header))
+        if found is None:
+            self._error(403, "no valid grant for this request")
+            return None
+        upstream, admit = found
+        if not upstream.allows(self.command, rest):
+            self._error(403, f"not a model call: {self.command} /{urllib.parse.urlsplit(rest).path} is not forwarded")
+            return None
+        if admit is not None and not admit():
+            self._error(403, "the harness has stopped this agent: no further model request")
+            return None
+        return upstream, rest
 
     def _headers_for(self, upstream: Upstream) -> dict[str, str]:
         headers = {
@@ -259,8 +281,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
 
     def _error(self, status: int, message: str) -> None:
+        """A refusal, after which the connection is closed: the request's body may be left unread."""
         body = json.dumps({"type": "error", "error": {"type": "proxy_error", "message": message}}).encode()
+        self.close_connection = True
         self.send_response(status)
+        self.send_header("Connection", "close")
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
 
+from coder_eval_dagster.core import model_proxy
 from coder_eval_dagster.core.model_proxy import BEDROCK_API, MESSAGES_API, OPENAI_API, ModelProxy, Upstream
+from coder_eval_dagster.core.sandbox.egress import LOOPBACK
 
 from ..support.fake_anthropic import FakeAnthropic, Script, Turn
 
@@ -137,3 +140,39 @@ def test_a_grant_forwards_model_calls_only(proxy: ModelProxy) -> None:
 def test_each_api_s_model_calls(calls: tuple[str, ...], path: str, allowed: bool) -> None:
     assert Upstream("http://x", "authorization", "Bearer k", calls).allows("POST", path) is allowed
     assert not Upstream("http://x", "authorization", "Bearer k", calls).allows("GET", path)
+
+
+def raw_exchange(port: int, head: bytes, body_chunks: int = 0, chunk: bytes = b"") -> bytes:
+    """What the proxy answers a hand-made request: its head, then up to ``body_chunks`` chunks (stopped, not
+    failed, when the proxy closes first); the answer's first bytes."""
+    import socket
+
+    with socket.create_connection((LOOPBACK, port), timeout=30) as connection:
+        connection.sendall(head)
+        try:
+            for _ in range(body_chunks):
+                connection.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            connection.sendall(b"0\r\n\r\n")
+        except OSError:  # the proxy answered and closed: the rest was not read
+            pass
+        return connection.recv(4096)
+
+
+def test_a_request_it_refuses_or_one_too_large_is_answered_before_its_body_is_read(
+    proxy: ModelProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent chooses a request's body: one without a grant was read whole into the harness's memory before
+    its 403 (a 1.5 GB chunked body took the harness to 3 GB); any body past the cap is refused unread."""
+    monkeypatch.setattr(model_proxy, "MAX_BODY_BYTES", 1024 * 1024)
+    script = Script([Turn(text="ok")])
+    with FakeAnthropic(script) as url, proxy.granted(Upstream(url, "x-api-key", KEY, MESSAGES_API)) as grant:
+        where = urllib.parse.urlsplit(grant.base_url)
+        port, path = where.port or 0, where.path.lstrip("/")
+        declared = b"POST /%s/v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: %s\r\nContent-Length: %d\r\n\r\n"
+        no_grant = raw_exchange(port, declared % (b"g/nothing", b"wrong", 1 << 40))
+        too_long = raw_exchange(port, declared % (path.encode(), grant.token.encode(), 1 << 40))
+        chunked = b"POST /%s/v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: %s\r\nTransfer-Encoding: chunked\r\n\r\n"
+        too_many = raw_exchange(port, chunked % (path.encode(), grant.token.encode()), 64, b"A" * 65536)
+    assert no_grant.startswith(b"HTTP/1.1 403")
+    assert too_long.startswith(b"HTTP/1.1 413") and too_many.startswith(b"HTTP/1.1 413")
+    assert script.paths == []
