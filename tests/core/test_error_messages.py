@@ -167,7 +167,7 @@ def test_a_mistyped_sdk_option_says_what_was_expected_and_what_was_given(tmp_pat
         "max_thinking_tokens: abc": "'max_thinking_tokens': expected a valid integer, unable to parse string as an "
         "integer; given 'abc' (str)",
         "fallback_model: [1]": "'fallback_model': expected a valid string; given [1] (list)",
-        "add_dirs: [a, {b: 1}]": "'add_dirs'[1]: expected a valid string; given {'b': 1} (dict)",
+        "betas: [context-1m-2025-08-07, 1]": "'betas'[1]: expected 'context-1m-2025-08-07'; given 1 (int)",
     }
     for option, message in expected.items():
         result = run_cli("validate", claude_task(tmp_path, f"sdk_options: {{{option}}}"))

@@ -132,6 +132,13 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
         "managed by coder-eval",
     ),
     (
+        "sdk-options-flags-managed",  # a CLI flag set directly would be a way around permission_mode and model
+        task_with(agent={"sdk_options": {"fallback_model": "m"}}),
+        task_with(agent={"sdk_options": {"extra_args": {"permission-mode": "bypassPermissions"}}}),
+        "agent.sdk_options",
+        "managed by coder-eval",
+    ),
+    (
         "sdk-options-typed",
         task_with(agent={"sdk_options": {"effort": "low"}}),
         task_with(agent={"sdk_options": {"effort": "ludicrous"}}),

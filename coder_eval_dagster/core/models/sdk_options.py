@@ -49,6 +49,14 @@ FRAMEWORK_MANAGED = frozenset(
         "session_store",
         "session_store_flush",
         "permission_prompt_tool_name",
+        # ways around the keys above (as coder_eval refuses them): a CLI flag set directly (`--permission-mode`,
+        # `--model`), subagents with their own tools and model, the CLI's own sandbox and skills, more folders
+        "extra_args",
+        "agents",
+        "sandbox",
+        "skills",
+        "add_dirs",
+        "task_budget",
     }
 )
 
