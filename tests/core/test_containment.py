@@ -118,6 +118,16 @@ def test_a_clean_namespace_serves_the_next_evaluation_and_a_dirty_one_never(tmp_
     seen = second.run("ls /tmp; ls /sandbox; mount -t tmpfs none /tmp", timeout=10)
     assert (second.root.parent / NAMESPACE_FILE).read_text() == pid_file  # the same namespace, now the second's
     assert "left-behind" not in seen.stdout and "first-was-here" not in seen.stdout  # a fresh /tmp, its own sandbox
+    # an empty /tmp or /dev/shm carries no message either: its times and extended attributes are new too
+    leave = "import os\nfor d in ('/tmp', '/dev/shm'): os.setxattr(d, 'user.note', b'from second'); os.utime(d, (1, 2))"
+    assert second.run(f'python3 -c "{leave}"', timeout=10).ok
+    release(second.root.parent)
+    after = _sandbox(tmp_path / "after")
+    look = "import os\nfor d in ('/tmp', '/dev/shm'): print(os.listxattr(d), os.stat(d).st_mtime > 2)"
+    assert after.run(f'python3 -c "{look}"', timeout=10).stdout == "[] True\n[] True\n"
+    assert (after.root.parent / NAMESPACE_FILE).read_text() == pid_file
+    release(after.root.parent)
+    second = _sandbox(tmp_path / "second-again")
     assert seen.exit_code != 0 and "permission denied" in seen.stderr  # root in there cannot mount
     marker = f"300.{uuid.uuid4().int % 10**9}"
     assert second.run(f"setsid sleep {marker} &", timeout=10).ok
