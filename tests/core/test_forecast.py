@@ -248,4 +248,4 @@ def test_the_budget_warning_names_the_forecast_only_when_it_exceeds_the_budget(t
 
     assert budget_warning(result, 2.0) is None
     warning = budget_warning(result, 1.5)
-    assert warning is not None and "$2.00" in warning and "$1.50" in warning and "limits" in warning
+    assert warning is not None and "$2.0000" in warning and "$1.5" in warning and "limits" in warning

@@ -161,7 +161,7 @@ def test_a_run_whose_forecast_exceeds_its_budget_says_so_at_start(tmp_path: Path
     # no history: each of the three evaluations counts at its max_usd
     bounded = system_cli("run", task, *runs, "--max-usd", "1.0", env={})
     assert (
-        "warning: the forecast of this run is $1.50 (p90 $1.50; 3 evaluation(s) counted at their limits), over its budget of $1.00"
+        "warning: the forecast of this run is $1.5000 (p90 $1.5000; 3 evaluation(s) counted at their limits), over its budget of $1"
         in bounded.err
     ), bounded.output
     assert bounded.code == 0, bounded.output  # a warning, not a stop: the run spent $0.03
@@ -169,5 +169,10 @@ def test_a_run_whose_forecast_exceeds_its_budget_says_so_at_start(tmp_path: Path
     within = system_cli("run", task, *runs, "--max-usd", "0.5", env={})
     assert within.code == 0 and "forecast" not in within.err, within.output
     over = system_cli("run", task, *runs, "--max-usd", "0.02", env={})
-    assert "warning: the forecast of this run is $0.03 (p90 $0.03), over its budget of $0.02" in over.err, over.output
+    assert "warning: the forecast of this run is $0.0300 (p90 $0.0300), over its budget of $0.02" in over.err, (
+        over.output
+    )
+    # a budget under a cent is said as given, the forecast to the hundredth of a cent (both read "$0.00" before)
+    tiny = system_cli("run", task, *runs, "--max-usd", "0.001", env={})
+    assert "forecast of this run is $0.0300 (p90 $0.0300), over its budget of $0.001:" in tiny.err, tiny.output
     assert over.code == 1 and "budget spent" in over.out, over.output  # the budget itself stops the third evaluation

@@ -18,6 +18,7 @@ from ..routing import Backend
 from .bounds import bound
 from .figures import Figures, Forecast, RowForecast, Totals
 from .history import Key, Observed, observed
+from .render import usd
 
 __all__ = ["Figures", "Forecast", "RowForecast", "Totals", "budget_warning", "forecast"]
 
@@ -67,7 +68,7 @@ def budget_warning(result: Forecast, max_usd: float) -> str | None:
     floor = "at least " if not total.usd_complete else ""
     bounded = f"; {total.without_history} evaluation(s) counted at their limits" if total.without_history else ""
     return (
-        f"warning: the forecast of this run is {floor}${total.usd:.2f} (p90 ${total.usd_p90:.2f}{bounded}), over its "
-        f"budget of ${max_usd:.2f}: it will stop starting evaluations when the budget is spent "
+        f"warning: the forecast of this run is {floor}{usd(total.usd)} (p90 {usd(total.usd_p90)}{bounded}), over its "
+        f"budget of ${max_usd:g}: it will stop starting evaluations when the budget is spent "
         "(coder-eval run ... --estimate shows the forecast)"
     )
