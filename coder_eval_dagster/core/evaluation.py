@@ -415,7 +415,9 @@ def decide(result: EvaluationResult, task: Task) -> None:
             if result.stopped_early
             else all_passed(result.criteria)
         )
-        result.final_status = "SUCCESS" if passed else "FAILURE"
+        # a failure after the last allowed turn is filed apart, as coder_eval files it (still among the failed)
+        failed = "MAX_TURNS_EXHAUSTED" if result.max_turns_exhausted else "FAILURE"
+        result.final_status = "SUCCESS" if passed else failed
     result.success = result.final_status == "SUCCESS"
     expected = result.expected_turns
     result.within_expected_turns = (

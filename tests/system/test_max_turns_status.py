@@ -1,0 +1,30 @@
+"""An evaluation that failed after spending run_limits.max_turns is MAX_TURNS_EXHAUSTED, as coder_eval files it
+(the contract's "newer values where a feature produces them"); it counts among the failed."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import SystemCli, replay_task_file
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_failure_after_the_last_allowed_turn_is_max_turns_exhausted(system_cli: SystemCli) -> None:
+    turns = [{"calls": [{"tool": "Bash", "command": f"echo {i} >> log.txt"}]} for i in range(4)]
+    out_file = [{"type": "file_exists", "path": "out.txt", "description": "out.txt exists"}]
+    folder = system_cli.folder / "tasks"
+    replay_task_file(folder, "spent", turns, run_limits={"max_turns": 2}, success_criteria=out_file)
+    log = [{"type": "file_exists", "path": "log.txt", "description": "log.txt exists"}]
+    replay_task_file(folder, "passed", turns, run_limits={"max_turns": 2}, success_criteria=log)
+    replay_task_file(folder, "failed", turns, success_criteria=out_file)
+
+    outcome, run = system_cli.run(folder, env={})
+
+    assert outcome.code == 1, outcome.output
+    statuses = {row["task_id"]: row["status"] for row in run.summary["task_results"]}
+    assert statuses == {"spent": "MAX_TURNS_EXHAUSTED", "passed": "SUCCESS", "failed": "FAILURE"}
+    spent = run.result("spent")
+    assert (spent["final_status"], spent["max_turns_exhausted"]) == ("MAX_TURNS_EXHAUSTED", True)
+    assert run.result("passed")["max_turns_exhausted"] is True  # spent its turns, and passed all the same
+    assert (run.summary["tasks_succeeded"], run.summary["tasks_failed"], run.summary["tasks_error"]) == (1, 2, 0)
