@@ -416,7 +416,7 @@ def decide(result: EvaluationResult, task: Task) -> None:
             else all_passed(result.criteria)
         )
         # a failure after the last allowed turn is filed apart, as coder_eval files it (still among the failed)
-        failed = "MAX_TURNS_EXHAUSTED" if result.max_turns_exhausted else "FAILURE"
+        failed: FinalStatus = "MAX_TURNS_EXHAUSTED" if result.max_turns_exhausted else "FAILURE"
         result.final_status = "SUCCESS" if passed else failed
     result.success = result.final_status == "SUCCESS"
     expected = result.expected_turns
