@@ -193,7 +193,11 @@ def uses_model_route(row_tasks: Iterable[RowTask]) -> bool:
         task = row_task.task
         agent = task.agent.resolved_type
         simulated = task.simulated and agent != "replay"
-        if agent in ROUTED_AGENT_TYPES or simulated or any(c.calls_model for c in task.success_criteria):
+        if (
+            agent in ROUTED_AGENT_TYPES
+            or simulated
+            or any(c.calls_model and getattr(c, "enabled", True) for c in task.success_criteria)
+        ):
             return True
     return False
 

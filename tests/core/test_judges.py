@@ -20,11 +20,21 @@ from pydantic import ValidationError
 
 from coder_eval_dagster.core import routing
 from coder_eval_dagster.core.check_context import CheckContext
-from coder_eval_dagster.core.criteria.judging import FILE_NOT_FOUND, file_hashes, read_judge_file
+from coder_eval_dagster.core.criteria import llm_judge
+from coder_eval_dagster.core.criteria.agent_judge import AgentJudge
+from coder_eval_dagster.core.criteria.file_exists import FileExists
+from coder_eval_dagster.core.criteria.judging import (
+    FILE_NOT_FOUND,
+    file_hashes,
+    read_judge_file,
+    render_prompt,
+    verdict_score,
+)
 from coder_eval_dagster.core.criteria.llm_judge import LlmJudge
 from coder_eval_dagster.core.criteria.reference_comparison import ReferenceComparison
 from coder_eval_dagster.core.criteria.reference_comparison import check as compare
-from coder_eval_dagster.core.models.results import EvaluationResult
+from coder_eval_dagster.core.criteria.reuse import reused
+from coder_eval_dagster.core.models.results import CriterionResult, EvaluationResult
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
 from coder_eval_dagster.core.run_context import RunContext
 from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
@@ -196,7 +206,9 @@ def test_a_folder_reference_quoted_or_shown_in_files_is_scrubbed_from_everything
         ({"rationale": "no score"}, "has no score"),
         ({"score": "high", "rationale": "r"}, "'high' is not a number"),
         ({"score": "nan", "rationale": "r"}, "is not finite"),
-        ({"score": 1.5, "rationale": "r"}, "outside [0, 1]"),
+        ({"score": "-inf", "rationale": "r"}, "is not finite"),
+        ({"score": True, "rationale": "r"}, "True is not a number"),
+        ({"score": None, "rationale": "r"}, "None is not a number"),
     ],
 )
 def test_bad_verdicts_score_zero_with_an_error(tmp_path, api, verdict, error):
@@ -208,6 +220,77 @@ def test_bad_verdicts_score_zero_with_an_error(tmp_path, api, verdict, error):
     assert transcript["error"] == judge.error and transcript["score"] == 0.0
     if isinstance(verdict, str):
         assert transcript["verdict"] == verdict  # the judge's prose is kept for the author to read
+
+
+@pytest.mark.parametrize(("given", "score"), [(1.5, 1.0), (-0.2, 0.0), ("1.7", 1.0), (1e308, 1.0)])
+def test_a_verdict_score_outside_0_1_is_clamped_as_coder_eval_does(
+    tmp_path: Path, api: Any, given: object, score: float
+) -> None:
+    """coder_eval's JudgeVerdict clamps the score (a bool, NaN, inf or no number stays an error, above)."""
+    api(Script([], verdict={"score": given, "rationale": "r"}))
+    (judge,) = judged(tmp_path, llm(pass_threshold=0.0 if score == 0.0 else 1.0)).criteria
+    assert (judge.score, judge.error, judge.passed) == (score, None, True)
+    assert verdict_score({"score": given}) == score  # the one scoring both judges take their verdict through
+    transcript = yaml.safe_load((folder(tmp_path) / "judge-0.yaml").read_text())
+    assert transcript["score"] == score and json.loads(transcript["verdict"])["score"] == given  # the raw one kept
+
+
+def test_a_judge_without_pass_threshold_passes_at_0_7_as_coder_evals(tmp_path: Path, api: Any) -> None:
+    """coder_eval's judges default to 0.7 (a continuous score rarely reaches 1.0), not the other criteria's 0.9."""
+    assert LlmJudge.model_validate(llm()).pass_threshold == 0.7
+    assert AgentJudge.model_validate(criterion("agent_judge", prompt="p")).pass_threshold == 0.7
+    assert FileExists.model_validate(criterion("file_exists", path="a")).pass_threshold == 0.9  # the others keep 0.9
+    assert LlmJudge.model_validate(llm(pass_threshold=0.95)).pass_threshold == 0.95
+    for bad in (-0.1, 1.1):  # the common field's bounds
+        with pytest.raises(ValidationError, match="pass_threshold"):
+            LlmJudge.model_validate(llm(pass_threshold=bad))
+    api(Script([], verdict=GOOD))  # 0.8
+    result = judged(tmp_path, llm())
+    (judge,) = result.criteria
+    assert (judge.score, judge.pass_threshold, judge.passed, result.final_status) == (0.8, 0.7, True, "SUCCESS")
+    api(Script([], verdict={"score": 0.6, "rationale": "weak"}))
+    (judge,) = judged(tmp_path / "weak", llm()).criteria
+    assert (judge.score, judge.passed) == (0.6, False)
+
+
+def test_a_disabled_judge_scores_1_and_reads_reuses_and_calls_nothing(
+    tmp_path: Path, api: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``enabled: false``, as coder_eval: score 1.0, details ``(skipped: enabled=false)``, no model call. Without a
+    key (checked before any call), with a ``files`` link out of the sandbox (refused when read), with a stored
+    verdict to reuse: none of these is reached."""
+    fake = api(Script([], verdict=GOOD))
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    write(tmp_path / "outside.txt", "host secret")
+    turns = [{"calls": [{"tool": "Bash", "command": f"ln -s {tmp_path / 'outside.txt'} link.txt"}], "text": "ok"}]
+    specs = [llm(enabled=False, files=["link.txt"]), criterion("agent_judge", prompt="grade", enabled=False)]
+    result = judged(tmp_path, *specs, turns=turns)
+    assert [(c.score, c.passed, c.error) for c in result.criteria] == [(1.0, True, None)] * 2
+    assert [c.details_text for c in result.criteria] == ["(skipped: enabled=false)"] * 2
+    assert [c.inputs["enabled"] for c in result.criteria] == [False, False]
+    assert fake.script.requests == [] and result.final_status == "SUCCESS"
+    assert not list(folder(tmp_path).glob("judge-*.yaml"))  # no transcript: there was no judge
+    assert LlmJudge.model_validate(llm()).enabled is True
+    # a stored verdict of the very same call (enabled is no part of it) is not returned either
+    ctx = judge_context(tmp_path / "ctx")
+    disabled = LlmJudge.model_validate(llm(enabled=False))
+    key = llm_judge.verdict_key(disabled, ctx, render_prompt(disabled, ctx, llm_judge.CLOSING)[0])
+    usage = {"input_tokens": 1, "output_tokens": 1, "cost_usd": 0.0, "cost_source": "priced"}
+    stored = CriterionResult(
+        index=0,
+        type="llm_judge",
+        description="d",
+        score=0.2,
+        passed=False,
+        gating=True,
+        weight=1.0,
+        pass_threshold=0.7,
+        details={"rationale": "stored", "judge_usage": usage, **key.evidence()},
+    )
+    ctx.verdicts = {0: stored}
+    assert reused(disabled, ctx, key) is not None  # what an enabled judge would have returned
+    outcome = llm_judge.check(disabled, ctx)
+    assert (outcome.score, outcome.details, outcome.error) == (1.0, {"text": "(skipped: enabled=false)"}, None)
 
 
 def test_api_error_scores_zero_and_429_is_retried(tmp_path, api):
@@ -348,6 +431,13 @@ def test_agent_judge_bad_verdicts(tmp_path, api, final, error):
     api(Script([Turn(text=final)]))
     (judge,) = agent_judged(tmp_path).criteria
     assert judge.score == 0.0 and error in judge.error
+
+
+@pytest.mark.slow
+def test_an_agent_judges_score_outside_0_1_is_clamped(tmp_path: Path, api: Any) -> None:
+    api(Script([Turn(text='{"score": 1.25, "rationale": "generous"}')]))
+    (judge,) = agent_judged(tmp_path).criteria
+    assert (judge.score, judge.error, judge.passed, judge.details["rationale"]) == (1.0, None, True, "generous")
 
 
 @pytest.mark.slow

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from genai_prices import Usage, calc_price
@@ -142,3 +143,51 @@ def test_a_folder_reference_the_judges_echo_reaches_no_artifact(
     artifacts = [evaluation / name for name in ("task.json", "judge-0.yaml", "judge-1.yaml", "task.html")]
     artifacts.append(run.path / "run.json")
     assert not [path.name for path in artifacts if "REFERENCE-FILE-3e8d" in path.read_text(encoding="utf-8")]
+
+
+def test_judges_as_coder_evals_a_0_7_default_threshold_and_enabled_false_which_calls_nothing(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic: Any
+) -> None:
+    """A coder_eval task passes here unchanged: its judge without ``pass_threshold`` passes at 0.8 (the judges'
+    default is 0.7, not 0.9), and a judge with ``enabled: false`` scores 1.0 with no request made."""
+    fake = scripted_anthropic(Script([], verdict={"score": 0.8, "rationale": "mostly right"}))
+    judges = [
+        {"type": "llm_judge", "description": "graded", "prompt": "Grade."},
+        {"type": "llm_judge", "description": "off", "prompt": "Grade.", "enabled": False},
+        {"type": "agent_judge", "description": "off too", "prompt": "Grade.", "enabled": False},
+    ]
+    task = replay_task_file(tmp_path / "tasks", "defaults", [{"text": "done"}], success_criteria=judges)
+    outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
+
+    assert outcome.code == 0, outcome.output
+    assert len(fake.script.requests) == 1 and fake.script.requests[0]["tool_choice"]["name"] == "submit_verdict"
+    result = run.result("defaults")
+    assert result["final_status"] == "SUCCESS", result["success_criteria_results"]
+    criteria = result["success_criteria_results"]
+    assert [(c["score"], c["passed"], c["pass_threshold"], c["error"]) for c in criteria] == [
+        (0.8, True, 0.7, None),
+        (1.0, True, 0.7, None),
+        (1.0, True, 0.7, None),
+    ]
+    assert [c["details"] for c in criteria[1:]] == ["(skipped: enabled=false)"] * 2
+    assert sorted(path.name for path in run.evaluation("defaults").glob("judge-*.yaml")) == ["judge-0.yaml"]
+
+
+def test_a_verdict_score_outside_0_1_is_clamped_for_both_judges(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic: Any
+) -> None:
+    """As coder_eval: 1.5 scores 1.0 and -0.2 scores 0.0, no error (a score that is no number stays one)."""
+    fake = scripted_anthropic(
+        Script([Turn(text='{"score": -0.2, "rationale": "nothing works"}')], verdict={"score": 1.5, "rationale": "ok"})
+    )
+    judges = [
+        {"type": "llm_judge", "description": "llm", "prompt": "Grade."},
+        {"type": "agent_judge", "description": "agent", "prompt": "Grade.", "max_turns": 3},
+    ]
+    task = replay_task_file(tmp_path / "tasks", "clamped", [{"text": "done"}], success_criteria=judges)
+    outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
+
+    assert outcome.code == 1, outcome.output  # the agent judge's 0.0 fails the task; no error made it
+    criteria = run.result("clamped")["success_criteria_results"]
+    assert [(c["score"], c["passed"], c["error"]) for c in criteria] == [(1.0, True, None), (0.0, False, None)]
+    assert run.result("clamped")["final_status"] == "FAILURE"

@@ -41,6 +41,7 @@ from .judging import (
     file_hashes,
     judge_usage,
     render_prompt,
+    skipped,
     truncated,
 )
 from .outcome import Outcome
@@ -314,6 +315,8 @@ def verdict_key(
 @checks(AgentJudge)
 def check(criterion: AgentJudge, ctx: CheckContext) -> Outcome:
     """The stored verdict when prompt, settings, files and the sandbox copy are all unchanged, else a judge agent."""
+    if not criterion.enabled:  # before anything is read, reused or called
+        return skipped()
     route = ctx.run.route
     prompt, notes = render_prompt(criterion, ctx, CLOSING)
     config = judge_config(criterion.agent, ctx.agent_ignore_patterns)

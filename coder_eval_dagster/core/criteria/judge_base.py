@@ -32,6 +32,10 @@ JudgeFile = Annotated[str, AfterValidator(in_its_folder)]
 class JudgeBase(CriterionBase):
     calls_model: ClassVar[bool] = True
 
+    # coder_eval's judges pass at 0.7, not the 0.9 of the other criteria: a judge's score is continuous and rarely 1.0.
+    pass_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
+    # false: the judge is not run (nothing read, no model called) and scores 1.0, as coder_eval's (judging.skipped).
+    enabled: bool = True
     prompt: str = Field(min_length=1)
     files: list[JudgeFile] = Field(default_factory=list)
     include_reference: bool = False

@@ -19,7 +19,7 @@ import yaml
 
 from ..files import CRITERION_READ_CAP, open_beneath, open_regular, read_opened_text
 from ..layout import judge_transcript, write_atomically
-from ..models.results import TokenUsage
+from ..models.results import CriterionResult, TokenUsage
 from .outcome import Outcome, scrub
 from .reuse import VerdictKey, file_hash
 
@@ -32,6 +32,7 @@ DEFAULT_JUDGE_MODEL = "anthropic.claude-sonnet-4-6"  # vendor-prefixed: translat
 TASK_DIR_PREFIX = "$TASK_DIR/"
 REFERENCE_DIR_PREFIXES = ("$REFERENCE_DIR/", "${REFERENCE_DIR}/")
 FILE_NOT_FOUND = "<file not found>"
+SKIPPED = "(skipped: enabled=false)"  # a disabled judge's details, coder_eval's words
 
 TRANSCRIPT_SHARES = (0.6, 0.3, 0.1)  # the verdict (and tool calls), the prompt, the system prompt
 CALL_PREVIEW_CHARS = 300
@@ -44,7 +45,7 @@ DIALOG_GUARD = (
 
 
 class VerdictError(ValueError):
-    """The judge's verdict cannot be scored (missing, malformed or out-of-range score)."""
+    """The judge's verdict cannot be scored (a missing, non-numeric or non-finite score)."""
 
 
 # ----------------------------------------------------------------------------- prompt
@@ -168,8 +169,14 @@ def render_prompt(criterion: JudgeBase, ctx: CheckContext, closing: str) -> tupl
 # ----------------------------------------------------------------------------- verdict, spend
 
 
+def skipped() -> Outcome:
+    """A judge with ``enabled: false``, as coder_eval scores it: 1.0, its details this one text, nothing called."""
+    return Outcome(1.0, {CriterionResult.TEXT: SKIPPED})
+
+
 def verdict_score(verdict: object) -> float:
-    """The verdict's score as a float in [0, 1]; a VerdictError says what is wrong with it."""
+    """The verdict's score as a float, clamped to [0, 1] as coder_eval does (1.5 scores 1.0, -0.2 scores 0.0); a
+    VerdictError says what is wrong with one that is no score (missing, a bool, not a number, NaN or infinite)."""
     if not isinstance(verdict, dict) or "score" not in verdict:
         raise VerdictError("the verdict has no score")
     raw = verdict["score"]
@@ -181,9 +188,7 @@ def verdict_score(verdict: object) -> float:
         raise VerdictError(f"the verdict's score {raw!r} is not a number") from None
     if not math.isfinite(score):
         raise VerdictError(f"the verdict's score {raw!r} is not finite")
-    if not 0.0 <= score <= 1.0:
-        raise VerdictError(f"the verdict's score {score} is outside [0, 1]")
-    return score
+    return max(0.0, min(1.0, score))
 
 
 def judge_usage(usage: TokenUsage, duration_s: float, retries: int = 0) -> dict[str, Any]:

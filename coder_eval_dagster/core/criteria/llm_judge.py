@@ -24,6 +24,7 @@ from .judging import (
     file_hashes,
     judge_usage,
     render_prompt,
+    skipped,
 )
 from .outcome import Outcome
 from .registry import checks
@@ -136,6 +137,8 @@ def verdict_key(criterion: LlmJudge, ctx: CheckContext, prompt: str) -> VerdictK
 @checks(LlmJudge)
 def check(criterion: LlmJudge, ctx: CheckContext) -> Outcome:
     """The stored verdict when the call would be byte-identical to its (no key needed then), else a model call."""
+    if not criterion.enabled:  # before anything is read, reused or called
+        return skipped()
     route = ctx.run.route
     prompt, notes = render_prompt(criterion, ctx, CLOSING)
     key = verdict_key(criterion, ctx, prompt)
