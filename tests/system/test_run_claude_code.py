@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,7 +94,7 @@ def test_a_budget_binds_after_the_turn_that_spends_it(
     result = run.result("capped")
     assert result["final_status"] == status, (result["error_message"], fake.script.paths)
     assert len(fake.script.agent_requests()) == 2, fake.script.paths
-    assert agent_usage(result)[2] > 0.0105  # cut off before Claude Code reported it: a floor, at the run's prices
+    assert agent_usage(result)[2] > 0.0105  # as Claude Code reported it after the stop (else at the run's prices)
 
 
 def test_an_api_error_names_the_model_proxy_as_coder_evals_not_as_the_users_gateway(
@@ -153,3 +154,114 @@ def test_an_agentless_task_records_no_model_used_whatever_model_it_names(tmp_pat
     assert outcome.code == 0, outcome.output
     assert run.result("agentless")["model_used"] is None
     assert table_models(system_cli) == (None, "foo")
+
+
+def _calls(result: dict[str, Any]) -> list[dict[str, Any]]:
+    return [call for iteration in result["iterations"] for call in iteration["commands"]]
+
+
+def test_a_budget_stop_keeps_the_usage_the_server_streamed_for_the_turn_it_cut(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    """The breach is found in the second turn's PreToolUse, before its message_delta reached the loop: the turn
+    recorded message_start's placeholder (1 output token), and the cost Claude Code reports after the interrupt was
+    never read. The rest of the answer is read up to its result before the run settles."""
+    from tests.support.fake_anthropic import Script, Turn
+
+    turns = [Turn(tools=[("Bash", {"command": f"echo {i}"})], input_tokens=600, output_tokens=500) for i in range(4)]
+    fake = scripted_anthropic(Script([*turns, Turn(text="done")]))
+    task = claude_code_task(tmp_path / "tasks", "cut", run_limits={"max_total_tokens": 1500})
+    outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
+
+    result = run.result("cut")
+    assert result["final_status"] == "TOKEN_BUDGET_EXCEEDED", (result["error_message"], outcome.err[-2000:])
+    served = len(fake.script.agent_requests())
+    assert served == 2, fake.script.paths
+    tokens_in, tokens_out, cost = agent_usage(result)
+    assert [turn["output_tokens"] for turn in result["iterations"][0]["turns"]] == [500] * served
+    assert (tokens_in, tokens_out) == (600 * served, 500 * served) == (1200, 1000)
+    assert result["total_token_usage"]["cost_source"] == "reported" and cost, result["total_token_usage"]
+
+
+def test_a_failed_tool_call_keeps_its_error_text(tmp_path: Path, system_cli: SystemCli, scripted_anthropic) -> None:
+    """PostToolUseFailure carries the tool's error in ``error`` (no ``tool_response``): the call was recorded as an
+    error with no text at all."""
+    from tests.support.fake_anthropic import Script, Turn
+
+    fake = scripted_anthropic(
+        Script(
+            [
+                Turn(tools=[("Bash", {"command": "echo SWEEP-STDERR-TEXT >&2; exit 3"})]),
+                Turn(tools=[("Read", {"file_path": "/nonexistent/file.txt"})]),
+                Turn(text="done"),
+            ]
+        )
+    )
+    task = claude_code_task(tmp_path / "tasks", "failing_tools")
+    outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
+
+    bash, read = _calls(run.result("failing_tools"))
+    assert (bash["tool_name"], bash["result_status"]) == ("Bash", "error"), outcome.output
+    assert "SWEEP-STDERR-TEXT" in (bash["result_summary"] or ""), bash
+    assert (read["tool_name"], read["result_status"]) == ("Read", "error")
+    assert "does not exist" in (read["result_summary"] or ""), read
+
+
+def _tool_result_sent(requests: list[dict[str, Any]], tool_use_id: str) -> str:
+    """The text of the tool result the CLI sent back to the model for ``tool_use_id``."""
+    for body in requests:
+        for message in body.get("messages", []):
+            for block in message.get("content") if isinstance(message.get("content"), list) else []:
+                if block.get("type") == "tool_result" and block.get("tool_use_id") == tool_use_id:
+                    content = block.get("content")
+                    if isinstance(content, list):
+                        content = "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
+                    return str(content)
+    raise AssertionError(f"no tool result for {tool_use_id} was sent")
+
+
+@pytest.mark.parametrize(
+    "refusal", [{"permission_mode": "plan"}, {"disallowed_tools": ["Bash"]}], ids=["plan", "disallowed_tools"]
+)
+def test_a_refused_tool_call_keeps_the_refusal_text(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic, refusal: dict[str, Any]
+) -> None:
+    """A call Claude Code refuses reaches no hook: its tool result (is_error) is the only place the refusal is
+    said, and the call was recorded as an error with no text."""
+    from tests.support.fake_anthropic import Script, Turn
+
+    fake = scripted_anthropic(Script([Turn(tools=[("Bash", {"command": "echo x > out.txt"})]), Turn(text="ok")]))
+    agent = {"type": "claude-code", "model": "claude-test", "permission_mode": "bypassPermissions", **refusal}
+    task = claude_code_task(tmp_path / "tasks", "refused", agent=agent)
+    outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
+
+    (call,) = _calls(run.result("refused"))
+    refused = _tool_result_sent(fake.script.agent_requests(), "toolu_0_0")
+    assert refused.strip(), fake.script.requests
+    assert (call["tool_name"], call["result_status"]) == ("Bash", "error"), outcome.output
+    assert refused[:200] in (call["result_summary"] or ""), (refused, call)
+    assert not (run.evaluation("refused") / "sandbox/out.txt").exists()
+
+
+@pytest.mark.parametrize("status", [429, 500])
+def test_an_api_error_is_no_final_reply_and_its_summary_says_it_failed(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic, status: int
+) -> None:
+    """Claude Code answers a failed request with a made-up assistant message ("API Error: ...") and an is_error
+    result: that was recorded as a successful final reply (result_summary is_error false, has_final_reply true)."""
+    from tests.support.fake_anthropic import Script, Turn
+
+    fake = scripted_anthropic(Script([Turn(text="never")], status=status))
+    task = claude_code_task(tmp_path / "tasks", "api_error")
+    env = {**anthropic_environment(fake.url, new_key()), "CLAUDE_CODE_MAX_RETRIES": "0"}
+    outcome, run = system_cli.run(task, env=env)
+
+    result = run.result("api_error")
+    assert result["final_status"] == "ERROR", outcome.output
+    summary = result["iterations"][0]["result_summary"]
+    assert summary is not None and summary["is_error"] is True, summary
+    assert summary.get("terminal_reason") == "api_error" or summary["subtype"] != "success", summary
+    assert summary["result"].startswith("API Error"), summary
+    assert result["iterations"][0]["agent_output"] == ""
+    (row,) = run.summary["task_results"]
+    assert (row["has_final_reply"], row["visible_turns"]) == (False, 0), row

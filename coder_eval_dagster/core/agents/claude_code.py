@@ -26,7 +26,13 @@ watcher runs in the PostToolUse hook and ends the loop with
 completed turn, in the tool hooks (a turn over a cap is the last: no model
 request follows it); Claude Code reports the cost at the end of each
 exchange, so until then a turn's cost is its tokens at the run's prices
-(none when the model has no price: ``max_usd`` is then checked at the end). A simulated dialog continues the
+(none when the model has no price: ``max_usd`` is then checked at the end). After a stop (a breach, an early
+stop, the tool-call cap) the CLI is interrupted and the rest of its answer is still read, up to its result
+and for at most ``DRAIN_S``: the cut turn's last usage (its ``message_delta``) and the reported cost come
+there. A failed or refused tool call keeps its error text as its output (the PostToolUseFailure hook's
+``error``; a refused call, which reaches no hook, its is_error tool result). Each exchange's ResultMessage
+is kept on its last turn as the schema's ``result_summary`` (an API error is ``is_error`` there, and the
+CLI's made-up "API Error: ..." message is no reply of the model's). A simulated dialog continues the
 same client (one CLI session) with each user message, so the agent keeps
 its context; the SDK reports the cost cumulatively, each exchange gets the
 difference.
@@ -34,12 +40,14 @@ difference.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import copy
 import json
 import shutil
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +81,7 @@ if TYPE_CHECKING:  # the SDK is imported on first use (start-up stays light)
 
 OUTPUT_CHARS = 2000
 STDERR_LINES = 20
+DRAIN_S = 30.0  # after a stop: how long the rest of the answer (its last usage, the reported cost) is waited for
 SYNTHETIC_MODEL = "<synthetic>"  # what Claude Code names as the model of a message it made up (an API error's)
 
 
@@ -181,9 +190,11 @@ class Session:
         if isinstance(response, dict) and response.get("interrupted"):
             status = "error"
         call.status = status
+        if response is None:  # PostToolUseFailure: the tool's error text (a command's stderr, a missing file) instead
+            response = data.get("error")
         if response is not None:
             text = response if isinstance(response, str) else json.dumps(response, default=str)
-            call.output = redact(text[:OUTPUT_CHARS])
+            call.output = _capped(text)
         return call
 
     # ----------------------------------------------------------------- messages
@@ -239,6 +250,7 @@ class Session:
         over a cap."""
         from claude_agent_sdk import TextBlock, ToolUseBlock
 
+        made_up = message.model == SYNTHETIC_MODEL or bool(getattr(message, "error", None))
         if message.model and message.model != SYNTHETIC_MODEL:
             self.output.model = message.model
         key = getattr(message, "message_id", None) or self.streaming or f"anon-{len(self.turn_of)}"
@@ -247,18 +259,25 @@ class Session:
         for block in message.content:
             if isinstance(block, ToolUseBlock) and block.id not in self.call_of:
                 self._new_call(block.id, block.name, block.input, turn)
-            elif isinstance(block, TextBlock) and block.text.strip():
+            elif isinstance(block, TextBlock) and block.text.strip() and not made_up:
+                # the CLI's own message in place of a reply ("API Error: ..."): no reply of the model's, it is
+                # in the result's summary (on_result) and the error message
                 turn.text = (turn.text + "\n" if turn.text else "") + block.text
         return breach
 
     def on_user(self, message: UserMessage) -> None:
-        """Tool results: an is_error result marks its call failed."""
+        """Tool results: an is_error result marks its call failed, and its text is the call's output when no hook
+        gave one (a call Claude Code refused, under permission_mode plan or disallowed_tools, reaches no hook)."""
         from claude_agent_sdk import ToolResultBlock
 
         content = message.content if isinstance(message.content, list) else []
         for block in content:
             if isinstance(block, ToolResultBlock) and block.is_error and block.tool_use_id in self.call_of:
-                self.call_of[block.tool_use_id].status = "error"
+                call = self.call_of[block.tool_use_id]
+                call.status = "error"
+                text = _result_text(block.content)
+                if call.output is None and text:
+                    call.output = _capped(text)
 
     def _over_a_cap(self) -> Breach | None:
         """Whether the turns so far put a budget over its cap: asked before a tool runs (the turn's usage may not
@@ -277,6 +296,9 @@ class Session:
         return self.breached
 
     def on_result(self, message: ResultMessage) -> None:
+        """The exchange's end: its cost (cumulative), and the CLI's summary of it on its last turn."""
+        if self.output.turns:
+            self.output.turns[-1].result_summary = result_summary(message)
         cost = getattr(message, "total_cost_usd", None)
         if self.output.turns and isinstance(cost, (int, float)):
             for turn in self.output.turns[self.cost_covered :]:  # the exchange's turns: its cost is on the last
@@ -292,6 +314,35 @@ class Session:
         for turn in self.output.turns[self.cost_covered :]:  # cut off before Claude Code reported their cost
             self.input.price(turn, self.output.model)  # at the run's prices: the agent's cost is a floor, not empty
         return self.output.conclude(self.budget, breach, self.stop_requested, self.input.limits.max_turns)
+
+
+def _capped(text: str) -> str:
+    """Tool output as the result records it: the first OUTPUT_CHARS characters, secrets redacted."""
+    return redact(text[:OUTPUT_CHARS])
+
+
+def _result_text(content: str | list[dict[str, Any]] | None) -> str:
+    """A tool result's text: a string, or the text parts of a list of content blocks."""
+    if isinstance(content, str):
+        return content
+    parts = [part.get("text") for part in content or []]
+    return "\n".join(part for part in parts if isinstance(part, str))
+
+
+def result_summary(message: ResultMessage) -> dict[str, Any]:
+    """The CLI's ResultMessage as the schema's ``result_summary`` (and its ``terminal_reason``: an API error is
+    ``is_error`` with subtype ``success``, and ``terminal_reason`` ``api_error``)."""
+    subtype, stop, text = (getattr(message, name, None) for name in ("subtype", "stop_reason", "result"))
+    summary: dict[str, Any] = {
+        "is_error": bool(getattr(message, "is_error", False)),
+        "subtype": subtype if isinstance(subtype, str) else "unknown",
+        "stop_reason": stop if isinstance(stop, str) else None,
+        "result": redact(text) if isinstance(text, str) else None,
+    }
+    terminal = getattr(message, "terminal_reason", None)
+    if isinstance(terminal, str):
+        summary["terminal_reason"] = terminal
+    return summary
 
 
 def system_prompt(config: AgentConfig) -> str | SystemPromptPreset:
@@ -376,30 +427,48 @@ def build_options(agent_input: AgentInput, session: Session, home: Path, route: 
     )
 
 
+def _take(session: Session, message: Any) -> Breach | None:
+    """Feed one message of the CLI's to the session; a budget breach's status when a turn completes over a cap."""
+    from claude_agent_sdk import AssistantMessage, ResultMessage, StreamEvent, SystemMessage, UserMessage
+
+    if isinstance(message, StreamEvent):
+        return session.on_stream(message.event)
+    if isinstance(message, AssistantMessage):
+        return session.on_assistant(message)
+    if isinstance(message, UserMessage):
+        session.on_user(message)
+    elif isinstance(message, SystemMessage):
+        session.on_system(message)
+    elif isinstance(message, ResultMessage):
+        session.on_result(message)
+    return None
+
+
+async def _rest(replies: AsyncIterator[Any], session: Session) -> None:
+    """The rest of an interrupted answer, up to its result: the cut turn's last usage (its message_delta) and the
+    cost Claude Code reports at the end."""
+    async for message in replies:
+        _take(session, message)
+
+
 async def _exchange(client: ClaudeSDKClient, session: Session, prompt: str) -> Breach | None:
     """One user message and the agent's whole answer to it; a budget breach's status, if any."""
-    from claude_agent_sdk import AssistantMessage, ResultMessage, StreamEvent, SystemMessage, UserMessage
+    from claude_agent_sdk import ResultMessage
 
     breach: Breach | None = None
     await client.query(prompt)
-    async for message in client.receive_response():
-        if isinstance(message, StreamEvent):
-            breach = session.on_stream(message.event) or breach
-        elif isinstance(message, AssistantMessage):
-            breach = session.on_assistant(message) or breach
+    replies = client.receive_response()
+    async for message in replies:
+        breach = _take(session, message) or breach
         if breach or session.halted:  # a budget breach, or a stop the CLI did not honour yet
             await client.interrupt()
+            # read on to the result, for no longer than DRAIN_S: a CLI that never answers ends the wait, not the run
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(_rest(replies, session), DRAIN_S)
             break
-        if isinstance(message, UserMessage):
-            session.on_user(message)
-        elif isinstance(message, SystemMessage):
-            session.on_system(message)
-        elif isinstance(message, ResultMessage):
-            session.on_result(message)
-            # (a stop requested before this message broke the loop above; no hook runs in between)
-            if message.is_error and message.subtype != "error_max_turns":
-                detail = message.result or ", ".join(getattr(message, "errors", None) or []) or message.subtype
-                raise RuntimeError(f"the agent ended with an error: {detail}")
+        if isinstance(message, ResultMessage) and message.is_error and message.subtype != "error_max_turns":
+            detail = message.result or ", ".join(getattr(message, "errors", None) or []) or message.subtype
+            raise RuntimeError(f"the agent ended with an error: {detail}")
     return breach or session.settle()
 
 
@@ -435,4 +504,12 @@ async def run(agent_input: AgentInput) -> AgentOutput:
             output.stop_reason = "error"
             upstream = agent_input.run.route.base_url or "the model API"
             output.error = named_in(session.failure(exc), route.base_url, upstream)
+            last = output.turns[-1] if output.turns else None
+            if last is not None and not (last.result_summary or {}).get("is_error"):  # the CLI gave no result
+                last.result_summary = {
+                    "is_error": True,
+                    "subtype": "error_during_execution",
+                    "stop_reason": None,
+                    "result": output.error,
+                }
             return output

@@ -225,6 +225,9 @@ class TurnRecord(BaseModel):
     cost_source: CostSource | None = None
     started_at: float | None = None  # epoch seconds: the round trip's start and end, when the agent reports them
     ended_at: float | None = None
+    # How the agent said the exchange this turn ended came out (claude-code: its CLI's ResultMessage, as the schema's
+    # result_summary: is_error, subtype, stop_reason, result); None: the agent reports none, or not on this turn.
+    result_summary: dict[str, Any] | None = None
 
     @property
     def spent(self) -> bool:
@@ -670,6 +673,10 @@ class EvaluationResult(BaseModel):
         if not self.trajectory:
             return []
         texts = [t.text for t in self.trajectory if t.text]
+        summary = self.trajectory[-1].result_summary  # the agent's own word on how the run's last exchange ended
+        if summary is None and texts:
+            summary = {"is_error": False, "subtype": "success", "stop_reason": None, "result": texts[-1]}
+        failed = bool(summary and summary.get("is_error"))  # no final reply (has_final_reply), whatever text came
         commands = [
             call if call.timestamp else call.model_copy(update={"timestamp": _iso(call.started_at) or self.started_at})
             for turn in self.trajectory
@@ -679,7 +686,7 @@ class EvaluationResult(BaseModel):
             Iteration(
                 iteration=1,
                 user_input=self.prompt or "",
-                agent_output=texts[-1] if texts else "",
+                agent_output=texts[-1] if texts and not failed else "",
                 commands=commands,
                 timestamp=self.started_at,
                 duration_seconds=self.stage_durations.get("agent", 0.0),
@@ -688,10 +695,11 @@ class EvaluationResult(BaseModel):
                 assistant_turn_count=len(self.trajectory),
                 num_turns=len(self.trajectory),
                 max_turns_exhausted=self.max_turns_exhausted,
-                result_summary={"is_error": False, "subtype": "success", "stop_reason": None, "result": texts[-1]}
-                if texts
-                else None,
-                turns=[turn.model_dump(exclude={"calls"}) for turn in self.trajectory],
+                result_summary=summary,
+                turns=[
+                    turn.model_dump(exclude={"calls"} if turn.result_summary else {"calls", "result_summary"})
+                    for turn in self.trajectory
+                ],
             )
         ]
 
