@@ -184,7 +184,8 @@ def test_the_clis_own_requests_go_through_the_egress_proxy_and_are_refused_there
     fake = api(
         Script([Turn(tools=[("WebFetch", {"url": "https://example.com/", "prompt": "what is it"})]), Turn(text="done")])
     )
-    result = evaluate_claude_code(tmp_path, [criterion("file_exists", path=".")])
+    agent = {**CLAUDE, "allowed_tools": ["WebFetch"]}  # (not among the default tools)
+    result = evaluate_claude_code(tmp_path, [criterion("file_exists", path=".")], agent=agent)
     assert result.final_status == "SUCCESS", (result.error, result.criteria)
     assert [(c.tool, c.status) for t in result.trajectory for c in t.calls] == [("WebFetch", "error")]
     assert result.refused_connections and {r.phase for r in result.refused_connections} == {"agent"}

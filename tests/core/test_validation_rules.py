@@ -139,6 +139,27 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
         "managed by coder-eval",
     ),
     (
+        "context-window-range",  # coder_eval's: claude-code's auto-compact window, 100,000 to 1,000,000 tokens
+        task_with(agent={"context_window": 200_000}),
+        task_with(agent={"context_window": 50_000}),
+        "agent.context_window",
+        "out of range for claude-code: 100,000 to 1,000,000 tokens",
+    ),
+    (
+        "context-window-type",
+        task_with(agent={"type": "codex", "context_window": 50_000}),
+        task_with(agent={"type": "replay", "trajectory": "t.yaml", "context_window": 200_000}),
+        "agent.context_window",
+        "applied by the claude-code and codex agents only, not replay",
+    ),
+    (
+        "context-window-settings",
+        task_with(agent={"context_window": 200_000, "claude_settings": {"env": {}}}),
+        task_with(agent={"context_window": 200_000, "claude_settings": {"autoCompactWindow": 300_000}}),
+        "agent.context_window",
+        "set only one",
+    ),
+    (
         "sdk-options-typed",
         task_with(agent={"sdk_options": {"effort": "low"}}),
         task_with(agent={"sdk_options": {"effort": "ludicrous"}}),

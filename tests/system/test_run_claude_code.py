@@ -129,22 +129,30 @@ def test_allowed_tools_are_the_only_tools_offered_so_a_tool_left_out_never_runs(
     assert not (run.evaluation("tools") / "sandbox/by_bash.txt").exists()
 
 
-def test_model_used_is_the_model_the_agent_ran_with_in_task_json_and_the_table(
+def test_an_agent_naming_no_model_or_tools_gets_coder_evals_defaults_and_its_context_window(
     tmp_path: Path, system_cli: SystemCli, scripted_anthropic
 ) -> None:
-    """No agent.model: Claude Code asks for its default, and that is the model used (it was null); the configured
-    model stays beside it in the table, the forecast's key."""
+    """No agent.model, no allowed_tools: coder_eval's default experiment's model and tools, as its users ran them
+    (the CLI's own default model and tool set were asked for, without Glob and Grep); the model used is the one
+    the agent ran with, the configured one beside it in the table. context_window reaches the CLI as its
+    auto-compact window."""
     from tests.support.fake_anthropic import Script, Turn
 
-    fake = scripted_anthropic(Script([Turn(tools=[("Bash", {"command": "echo hi > out.txt"})]), Turn(text="done")]))
-    agent = {"type": "claude-code", "permission_mode": "bypassPermissions"}
+    probe = "echo $CLAUDE_CODE_AUTO_COMPACT_WINDOW > out.txt"
+    fake = scripted_anthropic(Script([Turn(tools=[("Bash", {"command": probe})]), Turn(text="done")]))
+    agent = {"type": "claude-code", "permission_mode": "bypassPermissions", "context_window": 200_000}
     task = claude_code_task(tmp_path / "tasks", "default_model", agent=agent)
     outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
 
-    (model,) = {body["model"] for body in fake.script.agent_requests()}
+    requests = fake.script.agent_requests()
+    assert {body["model"] for body in requests} == {"claude-sonnet-4-6"}, outcome.output
+    offered = {tool["name"] for tool in requests[0]["tools"]}
+    assert {"Bash", "Read", "Write", "Edit", "Glob", "Grep"} <= offered and "WebFetch" not in offered, offered
     result = run.result("default_model")
-    assert (result["model_used"], result["iterations"][0]["model_used"]) == (model, model), outcome.output
-    assert table_models(system_cli) == (model, None)
+    assert result["task_config"]["resolved"]["agent"]["model"] == "claude-sonnet-4-6"
+    assert (result["model_used"], result["iterations"][0]["model_used"]) == ("claude-sonnet-4-6",) * 2
+    assert table_models(system_cli) == ("claude-sonnet-4-6", "claude-sonnet-4-6")
+    assert (run.evaluation("default_model") / "sandbox/out.txt").read_text() == "200000\n"
 
 
 def test_an_agentless_task_records_no_model_used_whatever_model_it_names(tmp_path: Path, system_cli: SystemCli) -> None:

@@ -25,6 +25,9 @@ pytestmark = pytest.mark.slow
 pytest.importorskip("openai_codex", reason="the codex extra is not installed")
 
 
+WINDOW_PROBE = 'grep model_context_window "$CODEX_HOME/config.toml" > window.txt'
+
+
 def codex_task(folder: Path, task_id: str, model: str | None, **fields: object) -> Path:
     data = {
         "task_id": task_id,
@@ -45,7 +48,12 @@ def test_a_codex_task_succeeds_with_usage_and_its_commands_never_see_the_key(
     fake = scripted_responses(
         ResponsesScript(
             [
-                Step(commands=["echo hi > out.txt"], input_tokens=200, cached_tokens=50, output_tokens=30),
+                Step(
+                    commands=[f"echo hi > out.txt; {WINDOW_PROBE}"],
+                    input_tokens=200,
+                    cached_tokens=50,
+                    output_tokens=30,
+                ),
                 Step(commands=[ENV_PROBE], input_tokens=300, cached_tokens=100, output_tokens=20),
                 Step(text="Done: created out.txt", input_tokens=400, cached_tokens=200, output_tokens=10),
             ]
@@ -53,7 +61,7 @@ def test_a_codex_task_succeeds_with_usage_and_its_commands_never_see_the_key(
     )
     task = codex_task(tmp_path / "tasks", "codex", "gpt-fake")
     env = {"CODEX_API_KEY": key, "CODEX_BASE_URL": fake.url, **proxied_through(fake.url)}
-    outcome, run = system_cli.run(task, env=env)
+    outcome, run = system_cli.run(task, "-D", "agent.context_window=200000", env=env)
 
     assert outcome.code == 0, outcome.output
     assert fake.script.paths == ["/v1/responses"] * 3  # the three steps, nothing else (no CONNECT through the proxy)
@@ -72,6 +80,8 @@ def test_a_codex_task_succeeds_with_usage_and_its_commands_never_see_the_key(
     assert outcome.err.count("no price known for model 'gpt-fake'") == 1, outcome.err
     assert "spend [default]: agent unknown" in outcome.out
     probe_ran(run.evaluation("codex") / "sandbox")
+    # coder_eval's context_window reaches codex as its model_context_window
+    assert (run.evaluation("codex") / "sandbox" / "window.txt").read_text() == "model_context_window = 200000\n"
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)
 
 

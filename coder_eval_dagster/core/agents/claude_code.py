@@ -384,6 +384,8 @@ def build_options(agent_input: AgentInput, session: Session, home: Path, route: 
 
     config, limits = agent_input.config, agent_input.limits
     env = cli_environment(agent_environment(agent_input.sandbox), home, route)
+    if config.context_window is not None:  # (outranks every settings scope; the host's own never reaches the CLI)
+        env["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = str(config.context_window)
     telemetry = agent_input.run.telemetry.cli_environment(agent_input.trace_id)
     if "OTEL_EXPORTER_OTLP_ENDPOINT" in telemetry:  # the CLI's own telemetry: let it through the network policy
         agent_input.sandbox.grant(telemetry["OTEL_EXPORTER_OTLP_ENDPOINT"])

@@ -29,6 +29,7 @@ from typing import Any
 from ..agent_cli import PASSED_THROUGH, agent_home, base_environment, bypass_proxies, write_wrapper
 from ..limits import Breach, BudgetTracker
 from ..model_proxy import OPENAI_API, Grant, Upstream
+from ..models.agent import AgentConfig
 from ..models.results import ToolCallRecord, TurnRecord
 from ..sandbox.mocks import agent_environment
 from ..secrets import redact
@@ -74,10 +75,15 @@ def _environment(agent_input: AgentInput, home: Path, grant: Grant) -> dict[str,
     return env
 
 
-def _write_config(home: Path, model: str | None, base_url: str) -> None:
+def _write_config(home: Path, config: AgentConfig, base_url: str) -> None:
+    """Its config.toml: the model, a context window (Codex compacts at 90% of it), the grant as its provider."""
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True)
-    model_line = f'model = "{model}"' if model else ""
+    lines = [
+        f'model = "{config.model}"' if config.model else "",
+        f"model_context_window = {config.context_window}" if config.context_window is not None else "",
+    ]
+    model_line = "\n".join(line for line in lines if line)
     (codex_home / "config.toml").write_text(CONFIG_TOML.format(model=model_line, base_url=base_url), encoding="utf-8")
 
 
@@ -227,7 +233,7 @@ async def run(agent_input: AgentInput) -> AgentOutput:
         try:
             host = agent_input.sandbox.model_proxy_host()
             with agent_input.run.grant(upstream(agent_input), host) as grant:
-                _write_config(home, agent_input.config.model, grant.base_url)
+                _write_config(home, agent_input.config, grant.base_url)
                 conversation = _converse(agent_input, session, home, grant)
                 await asyncio.wait_for(conversation, timeout=agent_input.conversation_limit())
             return session.finish()

@@ -32,6 +32,13 @@ CLAUDE_CODE_ONLY = (
     "plugins",
 )
 OPENCODE_ONLY = ("variant", "pure")
+# What a claude-code agent gets where no layer names it: coder_eval's default experiment's (its packaged
+# default_experiment.yaml), so that its users' tasks run the model and offer the tools they did there.
+CLAUDE_CODE_DEFAULT_MODEL = "claude-sonnet-4-6"
+CLAUDE_CODE_DEFAULT_TOOLS = ("Bash", "Read", "Write", "Edit", "Glob", "Grep", "Skill")
+# context_window's range per agent type that applies it (coder_eval's): claude-code's auto-compact window, codex's
+# model_context_window; None: no upper bound
+CONTEXT_WINDOWS: dict[str, tuple[int, int | None]] = {"claude-code": (100_000, 1_000_000), "codex": (32_768, None)}
 BY_TYPE_REFUSAL = (
     "not supported: coder_eval's later per-agent defaults block (not in its release); "
     "write the fields in agent itself, a variant per agent type"
@@ -68,6 +75,7 @@ class AgentConfig(RejectsMovedLimits):
     thinking_level: ThinkingLevel | None = None
     variant: str | None = Field(default=None, min_length=1)  # opencode's --variant (a provider's reasoning effort)
     pure: bool = True  # opencode without external plugins (its --pure): the only way it runs here
+    context_window: int | None = Field(default=None, gt=0)  # tokens the agent works within (see CONTEXT_WINDOWS)
 
     @model_validator(mode="before")
     @classmethod
@@ -132,8 +140,35 @@ class AgentConfig(RejectsMovedLimits):
                 f"read by the {' and '.join(THINKING_TYPES)} agents only, not {kind}"
                 + (" (claude-code: sdk_options: {effort: ...})" if kind == "claude-code" else ""),
             )
+        self._check_context_window(kind)
         if kind == "replay" and not self.trajectory:
             raise rule_error("trajectory", "type replay requires a trajectory file")
         if self.trajectory is not None and kind != "replay":
             raise rule_error("trajectory", f"only allowed with type replay, not {kind}")
         return self
+
+    def with_claude_code_defaults(self) -> AgentConfig:
+        """A claude-code agent with coder_eval's default model and tools where no layer set them (a task's own
+        agent, not a judge's: its defaults are the judge's)."""
+        if self.resolved_type != "claude-code":
+            return self
+        update: dict[str, Any] = {}
+        if self.model is None:
+            update["model"] = CLAUDE_CODE_DEFAULT_MODEL
+        if self.allowed_tools is None and "tools" not in self.sdk_options:
+            update["allowed_tools"] = list(CLAUDE_CODE_DEFAULT_TOOLS)
+        return self.model_copy(update=update) if update else self
+
+    def _check_context_window(self, kind: str) -> None:
+        """In the range of an agent type that applies it; not beside the settings key it would silently outrank."""
+        if self.context_window is None:
+            return
+        if kind not in CONTEXT_WINDOWS:
+            applying = " and ".join(CONTEXT_WINDOWS)
+            raise rule_error("context_window", f"applied by the {applying} agents only, not {kind}")
+        low, high = CONTEXT_WINDOWS[kind]
+        if self.context_window < low or (high is not None and self.context_window > high):
+            within = f"{low:,} to {high:,}" if high is not None else f"at least {low:,}"
+            raise rule_error("context_window", f"{self.context_window:,} is out of range for {kind}: {within} tokens")
+        if isinstance(self.claude_settings, dict) and "autoCompactWindow" in self.claude_settings:
+            raise rule_error("context_window", "claude_settings.autoCompactWindow sets the same window: set only one")

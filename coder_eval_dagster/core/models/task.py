@@ -103,6 +103,7 @@ class Task(RejectsMovedLimits):
         if is_partial(info):
             return self
         self._apply_checker_context()
+        self.agent = self.agent.with_claude_code_defaults()
         self._check_something_gates()
         self._check_prompt()
         self._check_agentless_contract()
