@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -176,3 +177,28 @@ def test_a_run_whose_forecast_exceeds_its_budget_says_so_at_start(tmp_path: Path
     tiny = system_cli("run", task, *runs, "--max-usd", "0.001", env={})
     assert "forecast of this run is $0.0300 (p90 $0.0300), over its budget of $0.001:" in tiny.err, tiny.output
     assert over.code == 1 and "budget spent" in over.out, over.output  # the budget itself stops the third evaluation
+
+
+def test_a_judge_nobody_priced_makes_the_evaluations_cost_a_floor_everywhere(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    """An llm_judge on a model without a price: its tokens have no cost, so the evaluation's is a floor in task.json's
+    row, the table and the forecast from that history (cost_complete looked at the agent's tokens only)."""
+    fake = scripted_anthropic(Script([], verdict={"score": 1.0, "rationale": "ok"}))
+    judges = [
+        criterion("file_exists", path="a.txt"),
+        criterion("llm_judge", prompt="1.0 if a.txt says done", model="claude-made-up-9"),
+    ]
+    task = replayed_task(tmp_path / "tasks", "t", 0.01, success_criteria=judges)
+    env = anthropic_environment(fake.url, new_key())
+    outcome, run = system_cli.run(task, env=env)
+    assert outcome.code == 0, outcome.output
+
+    (row,) = run.summary["task_results"]
+    assert row["cost_complete"] is False and run.summary["tasks_cost_incomplete"] == 1
+    table = pd.read_parquet(system_cli.runs / "tables" / "task_results")
+    assert table["cost_complete"].tolist() == [False]
+    forecast = system_cli("run", task, "--estimate", "--runs-dir", system_cli.runs, env=env)
+    assert forecast.code == 0, forecast.output
+    total = table_lines(forecast.out)["total"]
+    assert (total[4], total[6], total[7]) == ("≥$0.0100", "$0.0100", "≥$0.0000"), forecast.out  # judges: unknown

@@ -40,6 +40,13 @@ _COSTS = {
     "judges_usd": ("judge_cost_usd", "judge_tokens"),
     "simulator_usd": ("simulator_cost_usd", "simulator_tokens"),
 }
+# A row whose costs are a floor (cost_complete false) though the agent's is whole: a judge's or the simulated user's
+# tokens went unpriced, and their cost there is a partial sum; as a part, unknown (which of the two, the row does
+# not say: both are, where they spent tokens).
+_NOT_THE_AGENT = (
+    "NOT coalesce(cost_complete, true) AND coalesce(cost_source, '') <> 'unknown' AND final_status <> 'TIMEOUT'"
+)
+_FLOOR = {"judges_usd": _NOT_THE_AGENT, "simulator_usd": _NOT_THE_AGENT}
 PARTS = [*_COSTS, *_TOKENS, DURATION]
 
 
@@ -89,14 +96,15 @@ def _query(folder: Path) -> str:
     source = "'" + f"{folder.as_posix()}/**/*.parquet".replace("'", "''") + "'"
     tokens = ", ".join(f"{sql} AS {name}" for name, sql in _TOKENS.items())
     costs = ", ".join(
-        f"CASE WHEN {used} = 0 THEN coalesce({column}, 0) ELSE {column} END AS {name}"
+        f"CASE WHEN {used} = 0 THEN coalesce({column}, 0) WHEN {_FLOOR.get(name, 'false')} THEN NULL ELSE {column} END"
+        f" AS {name}"
         for name, (column, used) in _COSTS.items()
     )
     statistics = [f"median({part})" for part in PARTS] + [f"quantile_cont({part}, {P90})" for part in PARTS]
     return f"""
 WITH picked AS (
     SELECT t.variant_id, t.task_id, t.agent_type, t.agent_model, t.run_id, t.duration_s, t.cost_usd, t.judge_cost_usd,
-           t.simulator_cost_usd, {tokens},
+           t.simulator_cost_usd, t.cost_complete, t.cost_source, t.final_status, {tokens},
            row_number() OVER (
                PARTITION BY t.variant_id, t.task_id, t.agent_type, t.agent_model ORDER BY t.run_ts DESC
            ) AS recency

@@ -144,6 +144,15 @@ def message_usage(usage: Any) -> TokenUsage:
     )
 
 
+def _priced(usage: TokenUsage | None) -> bool:
+    """No tokens, or a cost for every one of them."""
+    if usage is None or not usage.spent:
+        return True
+    if usage.cost_source is None:  # written before costs said their source
+        return usage.total_cost_usd is not None
+    return usage.cost_source != "unknown"
+
+
 def combined_source(sources: list[CostSource | None]) -> CostSource | None:
     """One source for a sum: ``unknown`` if any part has no cost, else the parts' one source, else ``mixed``."""
     if not sources:
@@ -800,15 +809,13 @@ class EvaluationResult(BaseModel):
 
     @property
     def cost_complete(self) -> bool:
-        """False when the costs are a floor: the agent spent tokens without a cost, or was cut off by a timeout."""
+        """False when the costs are a floor: the agent, a judge or the simulated user spent tokens without a cost,
+        or the agent was cut off by a timeout."""
         if self.final_status == "TIMEOUT":
             return False
-        usage = self.total_token_usage
-        if usage is None or not usage.spent:
-            return True
-        if usage.cost_source is None:  # written before costs said their source
-            return usage.total_cost_usd is not None
-        return usage.cost_source != "unknown"
+        return all(
+            _priced(usage) for usage in (self.total_token_usage, self.judge_token_usage, self.simulator_token_usage)
+        )
 
     @property
     def simulator_input_tokens(self) -> int:
