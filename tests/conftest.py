@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from .support.docker_engine import ensure_engine_and_image, stop_engine_if_started
 from .support.fake_anthropic import FakeAnthropic, scripted_api_environment
 from .support.fake_http import serving
+
+
+@pytest.fixture(autouse=True, scope="session")
+def own_dagster_home(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A test that runs the CLI in this process without naming an instance gets one of the session's, not the
+    default (``.dagster`` of the folder pytest runs in: the repository)."""
+    os.environ.setdefault("DAGSTER_HOME", str(tmp_path_factory.mktemp("dagster_home")))
 
 
 @pytest.fixture
