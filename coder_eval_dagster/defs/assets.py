@@ -163,7 +163,7 @@ def resolved_metadata(row_task: RowTask) -> dict[str, Any]:
     """A resolved_tasks partition's metadata (a run's, or `coder-eval register`'s record): the file that
     defines it. The partition key names the task and variant; the rest of the resolution is in the run
     folder's snapshot and each task.json, not in every event (docs/operations.md, "What Dagster keeps")."""
-    return {"source": dg.MetadataValue.path(str(row_task.source))}
+    return {"source": dg.MetadataValue.path(str(Path(row_task.source).absolute()))}
 
 
 @dg.asset(

@@ -60,6 +60,8 @@ class CoderEvalSettings(dg.ConfigurableResource):  # type: ignore[type-arg]  # s
             return run.run_folder(given, lambda: load_run(given))
         refuse_sqlite_across_containers(context.instance)
         folder = Path(self.run_options().runs_dir) / launched_run_name(context)
+        if not context.run.tags.get(RUN_DIR_TAG):  # where it writes, for `prune` wherever and with whatever settings
+            context.instance.add_run_tags(context.run.run_id, {RUN_DIR_TAG: str(folder.absolute())})
         return run.run_folder(folder, lambda: open_once(folder, lambda: self._create(context)))
 
     def _create(self, context: dg.AssetExecutionContext) -> OpenRun:

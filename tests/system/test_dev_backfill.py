@@ -8,6 +8,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
 from ..support.dagster_services import BACKFILL_STATUS, DagsterServices, free_port, launch_backfill
@@ -101,3 +102,7 @@ def test_a_backfill_launched_from_the_ui_runs_claude_code_with_the_key_of_dev_al
     assert (tokens_in, tokens_out) == (1200, 80) and cost > 0
     probe_ran(run.evaluation("ui") / "sandbox")
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=log.read_text(errors="replace"))
+    # the launched run names its folder, as a CLI run does: `prune` finds it wherever and with whatever settings
+    with dg.DagsterInstance.from_config(str(system_cli.home)) as instance:
+        (launched,) = [r for r in instance.get_runs() if r.tags.get("dagster/backfill")]
+        assert launched.tags.get("coder_eval/run") == str(run.path.absolute())

@@ -22,13 +22,14 @@ pytestmark = pytest.mark.slow
 CLI = Path(sys.executable).parent / "coder-eval"
 
 
-def coder_eval(*args: str | Path, home: Path) -> subprocess.CompletedProcess[str]:
+def coder_eval(*args: str | Path, home: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(CLI), *map(str, args)],
         env={**os.environ, "DAGSTER_HOME": str(home)},
         capture_output=True,
         text=True,
         timeout=300,
+        cwd=cwd,
     )
 
 
@@ -87,6 +88,27 @@ def test_prune_removes_old_runs_from_the_instance_and_the_folder_and_keeps_the_t
 
     refused = coder_eval("prune", "--keep-days", "-1", "--runs-dir", runs, home=home)
     assert refused.returncode == 2 and "must be at least 0" in refused.stderr
+
+
+def test_a_prune_from_another_folder_removes_the_dagster_runs_of_a_run_started_with_a_relative_runs_dir(
+    tmp_path: Path,
+) -> None:
+    """A run started as `--runs-dir runs` named its folder so in Dagster: a prune from elsewhere (cron) removed the
+    folder and kept its Dagster runs for good."""
+    task, home, _ = agentless_project(tmp_path / "project")
+    for _ in range(2):
+        done = coder_eval("run", task, "--runs-dir", "runs", home=home, cwd=tmp_path / "project")
+        assert done.returncode == 0, done.stderr
+    runs = tmp_path / "project" / "runs"
+    first, second = run_folders(runs)
+    started = json.loads((second / "run_plan.json").read_text())["started_at"]
+
+    done = coder_eval("prune", "--before", started, "--runs-dir", runs, home=home, cwd=tmp_path)
+
+    assert done.returncode == 0 and "pruned 1 run folder(s)" in done.stdout, done.stdout + done.stderr
+    assert "and 1 Dagster run(s)" in done.stdout, done.stdout
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert [r.tags.get("coder_eval/run") for r in instance.get_runs()] == [str(second)]
 
 
 def test_a_dagster_run_whose_folder_stays_is_kept(tmp_path: Path) -> None:
