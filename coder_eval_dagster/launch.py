@@ -10,7 +10,6 @@ end, which keeps their materialization history).
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -39,6 +38,7 @@ from .defs.names import (
     HOST_TAG,
     JOB_NAME,
     MODE_TAG,
+    PID_NAMESPACE_TAG,
     PID_TAG,
     RESCORED_ASSETS,
     RESOLVED_TASKS,
@@ -46,7 +46,7 @@ from .defs.names import (
     TASK_DEFINITIONS,
 )
 from .defs.partitions import TASK_DIMENSION, VARIANT_DIMENSION, encode_id, partition_key, row_task_partitions
-from .defs.resources import CoderEvalSettings
+from .defs.resources import CoderEvalSettings, process_tags
 from .storage import HOME_DATABASES, INSTANCE_YAML, copy_template
 
 if TYPE_CHECKING:
@@ -123,13 +123,18 @@ def warn_storage_elsewhere(home: Path) -> None:
 
 
 def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
-    """Mark the CLI runs of this machine left STARTED by a process that died (kill -9, power loss) as failed."""
+    """Mark the runs of this machine left STARTED by a process that died (kill -9, power loss) as failed: a CLI
+    run's process, a launched run's worker (`coder-eval dev` killed). Only where that process's pid means the
+    same process as here: a run in a container on the host's network names this machine too."""
+    ours = process_tags()
     started = instance.get_runs(
-        filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED], tags={HOST_TAG: socket.gethostname()})
+        filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED], tags={HOST_TAG: ours[HOST_TAG]})
     )
-    orphaned = [run for run in started if not process_alive(int(run.tags.get(PID_TAG, "0") or 0))]
+    namespace = ours[PID_NAMESPACE_TAG]
+    here = [run for run in started if run.tags.get(PID_NAMESPACE_TAG, namespace) == namespace]
+    orphaned = [run for run in here if not process_alive(int(run.tags.get(PID_TAG, "0") or 0))]
     for run in orphaned:
-        instance.report_run_failed(run, "the coder-eval process running it died; finish it with --resume")
+        instance.report_run_failed(run, "the process running it died (a CLI run: finish it with --resume)")
     return [run.run_id for run in orphaned]
 
 
@@ -310,8 +315,7 @@ def execute(
     tags = {
         RUN_DIR_TAG: settings.run_dir or "",
         MODE_TAG: "rescore" if rescore else "run",
-        PID_TAG: str(os.getpid()),
-        HOST_TAG: socket.gethostname(),
+        **process_tags(),
     }
     tags |= range_tags(instance, task_ids, variant_ids)
     selection = RESCORED_ASSETS if rescore else [a.key for a in ASSETS]

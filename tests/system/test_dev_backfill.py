@@ -106,3 +106,5 @@ def test_a_backfill_launched_from_the_ui_runs_claude_code_with_the_key_of_dev_al
     with dg.DagsterInstance.from_config(str(system_cli.home)) as instance:
         (launched,) = [r for r in instance.get_runs() if r.tags.get("dagster/backfill")]
         assert launched.tags.get("coder_eval/run") == str(run.path.absolute())
+        # and the process that ran it, so that a later one marks it failed had it died (fail_orphaned_runs)
+        assert {"coder_eval/pid", "coder_eval/host", "coder_eval/pid_namespace"} <= set(launched.tags)
