@@ -221,6 +221,7 @@ def add_missing(instance: dg.DagsterInstance, dimension: str, keys: list[str]) -
 DATA_VERSION_TAG = "dagster/data_version"
 DATA_VERSION_IS_USER_PROVIDED_TAG = "dagster/data_version_is_user_provided"
 RECORDED_BY = "coder-eval register"
+REGISTERED_DESCRIPTION = f"Resolved by {RECORDED_BY}, outside any run."
 
 
 def record_resolution(instance: dg.DagsterInstance, resolution: Resolution, spec: RunSpec) -> int:
@@ -236,7 +237,7 @@ def record_resolution(instance: dg.DagsterInstance, resolution: Resolution, spec
     """
     prints = fingerprints(resolution.row_tasks)
     version = resolution_digest(prints)
-    unchanged = latest_data_version(instance, TASK_DEFINITIONS) == version
+    unchanged = last_registered_version(instance) == version
     row_tasks = never_materialized(instance, resolution.row_tasks) if unchanged else resolution.row_tasks
     events = [] if unchanged else [_definitions_event(resolution, spec, version)]
     events += [_resolved_event(rt, prints[(rt.task_id, rt.variant_id)]) for rt in row_tasks]
@@ -244,10 +245,17 @@ def record_resolution(instance: dg.DagsterInstance, resolution: Resolution, spec
     return len(row_tasks)
 
 
-def latest_data_version(instance: dg.DagsterInstance, key: dg.AssetKey) -> str | None:
-    event = instance.get_latest_materialization_event(key)
-    materialization = event.asset_materialization if event else None
-    return (materialization.tags or {}).get(DATA_VERSION_TAG) if materialization else None
+REGISTERED_LOOKBACK = 1000  # task_definitions events searched for register's last (a run records one each)
+
+
+def last_registered_version(instance: dg.DagsterInstance) -> str | None:
+    """The files' digest `register` last recorded: not the latest task_definitions event's, which a run of another
+    selection (one task file of the folder) may have written with its own."""
+    for record in instance.fetch_materializations(TASK_DEFINITIONS, limit=REGISTERED_LOOKBACK).records:
+        materialization = record.asset_materialization
+        if materialization is not None and (materialization.description or "").startswith(REGISTERED_DESCRIPTION):
+            return (materialization.tags or {}).get(DATA_VERSION_TAG)
+    return None
 
 
 def never_materialized(instance: dg.DagsterInstance, row_tasks: list[RowTask]) -> list[RowTask]:
@@ -265,7 +273,7 @@ def _definitions_event(resolution: Resolution, spec: RunSpec, version: str) -> d
     experiment = resolution.experiment.model.experiment_id if resolution.experiment else ""
     return dg.AssetMaterialization(
         TASK_DEFINITIONS,
-        description=f"Resolved by {RECORDED_BY}, outside any run.",
+        description=REGISTERED_DESCRIPTION,
         metadata={
             "row_tasks": len(resolution.row_tasks),
             "skipped": len(resolution.skipped),
@@ -282,7 +290,7 @@ def _resolved_event(row_task: RowTask, fingerprint: str) -> dg.AssetMaterializat
     key = partition_key(row_task.task_id, row_task.variant_id)
     return dg.AssetMaterialization(
         RESOLVED_TASKS,
-        description=f"Resolved by {RECORDED_BY}, outside any run.",
+        description=REGISTERED_DESCRIPTION,
         partition=key,
         metadata={**resolved_metadata(row_task), "recorded_by": RECORDED_BY},
         # the dimension tags a run puts on a multi-partition materialization

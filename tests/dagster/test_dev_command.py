@@ -108,10 +108,15 @@ def test_register_records_what_changed_and_keeps_a_runs_materializations(
     assert register() == "1 resolved_tasks partition(s) recorded as materialized"
     assert run_cli("run", task, "--runs-dir", tmp_path / "runs").code == 0  # a real run after register
     assert register() == "0 resolved_tasks partition(s) recorded as materialized"  # the run's events stay latest
+    # a run of another selection (one file of a folder) records its own files' digest: the folder is unchanged all
+    # the same, and registering it again records nothing (it recorded every partition again)
+    other = write_task(tmp_path / "more", {**passing, "task_id": "other"})
+    assert run_cli("run", other, "--runs-dir", tmp_path / "runs").code == 0
+    assert register() == "0 resolved_tasks partition(s) recorded as materialized"
     with dg.DagsterInstance.from_config(str(tmp_path / "home")) as instance:
-        assert len(instance.get_runs()) == 1
-        latest = instance.fetch_materializations(dg.AssetKey("resolved_tasks"), limit=3).records
-        assert [r.run_id != "" for r in latest] == [True, False, False]  # the run's, the two registers'
+        assert len(instance.get_runs()) == 2
+        latest = instance.fetch_materializations(dg.AssetKey("resolved_tasks"), limit=4).records[1:]
+        assert [r.run_id != "" for r in latest] == [True, False, False]  # (other's,) the run's, the two registers'
         assert latest[2].asset_materialization.tags["dagster/data_version"] == before  # type: ignore[union-attr]
         assert latest[1].asset_materialization.tags["dagster/data_version"] != before  # type: ignore[union-attr]
 
