@@ -79,20 +79,29 @@ PARTITIONED: _Partitioned = {
 }
 
 
+UNDEFINED = {"status": "UNDEFINED: no longer defined by the task files (nothing ran)"}
+
+
 def _selected(context: dg.AssetExecutionContext, run: OpenRun) -> list[RowTask]:
-    """The snapshot's row-tasks of this step's partitions; a run none of whose partitions resolve fails."""
+    """The snapshot's row-tasks of this step's partitions. An undefined partition is a warning, and its
+    materialization says so (a ranged step materializes every partition of its range). A run none of whose
+    partitions resolve fails when that looks like the code location's settings (no row-task at all, or an
+    experiment's variant where none is loaded); else its partitions are stale keys (a row, a variant, a file
+    removed): the run goes on, so that its backfill's other chunks still get their summary."""
     index = {(rt.task_id, rt.variant_id): rt for rt in run.snapshot.row_tasks}
     wanted = [ids_of(key) for key in context.partition_keys]
     found = [index[w] for w in wanted if w in index]
-    for task_id, variant_id in (w for w in wanted if w not in index):
+    undefined = [w for w in wanted if w not in index]
+    for task_id, variant_id in undefined:
         context.log.warning(f"{task_id} [{variant_id}] is no longer defined by the task files{_why(run, variant_id)}")
-    if wanted and not found:
+    if wanted and not found and (not index or _why(run, wanted[0][1])):
         spec = run.plan.spec
         raise dg.Failure(
             description=f"none of the run's {len(wanted)} partition(s) is defined by the task files "
             f"(task paths: {', '.join(spec.task_paths) or 'none'}; experiment: {spec.experiment or 'none'})"
             + _why(run, wanted[0][1])
         )
+    add_partition_metadata(context, {partition_key(*w): UNDEFINED for w in undefined})
     return found
 
 

@@ -14,6 +14,7 @@ from coder_eval_dagster.core import resolution
 from coder_eval_dagster.core.criteria import Outcome, checks, unregister
 from coder_eval_dagster.core.models.criterion import Classification
 from coder_eval_dagster.definitions import JOB_NAME, build_definitions
+from coder_eval_dagster.defs.partitions import partition_key
 from coder_eval_dagster.defs.resources import CoderEvalSettings, RunOptionsConfig, RunSpecConfig
 
 from ..support.dagster_services import apply_partition_requests, sensor_tick
@@ -117,6 +118,29 @@ def test_a_launched_run_whose_partitions_resolve_to_nothing_fails_naming_the_cau
     failure = next(e for e in outcome.all_events if e.is_step_failure)
     message = failure.step_failure_data.error.message  # type: ignore[union-attr]
     assert "none of the run's 1 partition(s)" in message and "CODER_EVAL_EXPERIMENT" in message
+
+
+def test_a_chunk_of_stale_keys_goes_on_and_says_its_partitions_are_undefined(tmp_path: Path) -> None:
+    """A backfill of every registered key may hold a chunk of keys the files no longer define (a removed row):
+    that chunk failed, and with it the backfill's summary of its other chunks. It materializes them as
+    UNDEFINED instead."""
+    write_task(tmp_path / "tasks", task_with(task_id="a", **PASSING))
+    gone = write_task(tmp_path / "tasks", task_with(task_id="gone", **PASSING), "gone.yaml")
+    settings = CoderEvalSettings(
+        spec=RunSpecConfig(task_paths=[str(tmp_path / "tasks")]),
+        options=RunOptionsConfig(runs_dir=str(tmp_path / "runs")),
+    )
+    with dg.instance_for_test() as instance:
+        result = sensor_tick(instance, settings, None)
+        apply_partition_requests(instance, result)
+        gone.unlink()
+        job = build_definitions(settings).resolve_job_def(JOB_NAME)
+        key = str(partition_key("gone", "default"))
+        outcome = job.execute_in_process(instance=instance, partition_key=key, raise_on_error=False)
+        assert outcome.success
+        event = instance.get_latest_materialization_event(dg.AssetKey("criteria_scores"))
+        assert event is not None and event.asset_materialization is not None
+        assert str(event.asset_materialization.metadata["status"].value).startswith("UNDEFINED")
 
 
 def test_an_empty_selection_exits_2_saying_what_was_left_out(tmp_path: Path, home: Path) -> None:
