@@ -33,6 +33,7 @@ from .budget import RunBudget, evaluation_key
 from .check_context import CheckContext
 from .criteria.reuse import stored_verdicts
 from .early_stop import Watcher
+from .error_categories import error_details
 from .layout import (
     CHECKPOINT_FILE,
     PREVIOUS_RESULT_FILE,
@@ -136,10 +137,12 @@ class Evaluation:
         """
         return self.result.error is not None and self.result.final_status == "ERROR"
 
-    def fail(self, status: FinalStatus, reason: str) -> None:
+    def fail(self, status: FinalStatus, reason: str, where: str | None = None) -> None:
+        """End the evaluation ``status`` for ``reason``, at the stage ``where`` (its error category's source)."""
         self.result.final_status = status
         self.result.success = False
         self.result.error = redact(reason)
+        self.result.error_details = error_details(status, self.result.error, where)
 
 
 def new_evaluation(
@@ -187,7 +190,7 @@ def guarded(stage_name: str) -> Callable[[StageStep], GuardedStep]:
                 stage(evaluation)
             except Exception as exc:
                 log.warning("%s failed for %s:\n%s", stage_name, evaluation.row_task.task_id, traceback.format_exc())
-                evaluation.fail("ERROR", f"{stage_name} failed: {type(exc).__name__}: {exc}")
+                evaluation.fail("ERROR", f"{stage_name} failed: {type(exc).__name__}: {exc}", stage_name)
             return evaluation
 
         run.__name__ = stage.__name__
@@ -206,7 +209,7 @@ def setup_sandbox(evaluation: Evaluation) -> None:
     try:
         evaluation.sandbox.create(evaluation.row_task.task_dir)
     except (TemplateError, EngineError) as exc:
-        evaluation.fail("ERROR", f"sandbox setup failed: {exc}")
+        evaluation.fail("ERROR", f"sandbox setup failed: {exc}", "sandbox setup")
         return
     evaluation.sandbox_ready = True
 
@@ -223,7 +226,7 @@ def run_hooks(evaluation: Evaluation, commands: list[HookCommand], abort_on_fail
                 HookRun(command=c.command, fail_on_error=c.fail_on_error, skipped=True) for c in commands[index + 1 :]
             )
             why = done.error or f"exit code {done.exit_code}"
-            evaluation.fail("ERROR", f"pre_run command {index + 1} failed ({why}): {command.command}")
+            evaluation.fail("ERROR", f"pre_run command {index + 1} failed ({why}): {command.command}", "pre_run")
             break
     return runs
 
@@ -276,7 +279,7 @@ def open_dialog(evaluation: Evaluation, dialog: Dialog) -> str | None:
         evaluation.result.prompt = dialog.open()
     except DialogNotOpened as exc:
         record_dialog(evaluation, dialog)
-        evaluation.fail("ERROR", str(exc))
+        evaluation.fail("ERROR", str(exc), "agent")
         return None
     return evaluation.result.prompt
 
@@ -345,7 +348,7 @@ def record_agent_output(evaluation: Evaluation, output: AgentOutput) -> None:
     result.early_stop_reason = output.early_stop_reason
     result.turns_remaining_at_stop = output.turns_remaining_at_stop
     if output.stop_reason == "error":
-        evaluation.fail("ERROR", output.error or "the agent failed")
+        evaluation.fail("ERROR", output.error or "the agent failed", "agent")
     elif output.final_status is not None:
         result.final_status = output.final_status
         result.error = output.error
@@ -419,6 +422,8 @@ def decide(result: EvaluationResult, task: Task) -> None:
         failed: FinalStatus = "MAX_TURNS_EXHAUSTED" if result.max_turns_exhausted else "FAILURE"
         result.final_status = "SUCCESS" if passed else failed
     result.success = result.final_status == "SUCCESS"
+    if result.error_details is None:  # a timeout or a budget the agent ran into (an ERROR said its own)
+        result.error_details = error_details(result.final_status, result.error, "agent")
     expected = result.expected_turns
     result.within_expected_turns = (
         None if expected is None else result.success and within_expected_turns(result.visible_turns, expected)

@@ -28,3 +28,26 @@ def test_a_failure_after_the_last_allowed_turn_is_max_turns_exhausted(system_cli
     assert (spent["final_status"], spent["max_turns_exhausted"]) == ("MAX_TURNS_EXHAUSTED", True)
     assert run.result("passed")["max_turns_exhausted"] is True  # spent its turns, and passed all the same
     assert (run.summary["tasks_succeeded"], run.summary["tasks_failed"], run.summary["tasks_error"]) == (1, 2, 0)
+
+
+def test_an_evaluation_that_ended_before_its_verdict_names_coder_evals_error_category(system_cli: SystemCli) -> None:
+    """task.json's error_details and the row's error_category, as coder_eval files them: where it stopped, and
+    why (its dashboards filter on them); none for an evaluation that reached its verdict."""
+    folder = system_cli.folder / "tasks"
+    turns = [{"usage": {"input_tokens": 900, "output_tokens": 200}, "calls": [{"tool": "Bash", "command": "true"}]}] * 3
+    log = [{"type": "file_exists", "path": "log.txt", "description": "log.txt exists"}]
+    replay_task_file(folder, "budget", turns, run_limits={"max_total_tokens": 1500}, success_criteria=log)
+    replay_task_file(folder, "hook", turns, pre_run=[{"command": "exit 3"}], success_criteria=log)
+    replay_task_file(folder, "verdict", turns, success_criteria=log)
+
+    outcome, run = system_cli.run(folder, env={})
+
+    rows = {row["task_id"]: row for row in run.summary["task_results"]}
+    categories = {task_id: (row["status"], row["error_category"]) for task_id, row in rows.items()}
+    assert categories == {
+        "budget": ("TOKEN_BUDGET_EXCEEDED", "budget_exceeded"),
+        "hook": ("ERROR", "sandbox_setup_error"),
+        "verdict": ("FAILURE", None),
+    }, outcome.output
+    assert run.result("hook")["error_details"] == {"error_category": "sandbox_setup_error", "component": "sandbox"}
+    assert run.result("verdict")["error_details"] is None

@@ -273,3 +273,7 @@ def test_an_api_error_is_no_final_reply_and_its_summary_says_it_failed(
     assert result["iterations"][0]["agent_output"] == ""
     (row,) = run.summary["task_results"]
     assert (row["has_final_reply"], row["visible_turns"]) == (False, 0), row
+    # coder_eval's error category, in task.json and the row (its dashboards filter on it)
+    category = {429: "agent_rate_limit", 500: "agent_api_error"}[status]
+    assert result["error_details"] == {"error_category": category, "component": "agent"}, result["error_message"]
+    assert row["error_category"] == category

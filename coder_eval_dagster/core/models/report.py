@@ -200,6 +200,7 @@ class TaskRow(BaseModel):
             judge_cost_usd=result.judge_cost_usd,
             simulator_cost_usd=result.simulator_cost_usd,
             error_message=result.error,
+            error_category=(result.error_details or {}).get("error_category"),
             expected_commands=result.expected_commands,
             actual_commands=result.actual_commands,
             commands_efficiency=result.commands_efficiency,

@@ -583,6 +583,8 @@ class EvaluationResult(BaseModel):
     success: bool = False
     weighted_score: float = 0.0
     error: str | None = written_as("error_message", default=None)
+    # coder_eval's: {error_category, component} of an evaluation that ended for a reason other than its criteria
+    error_details: dict[str, Any] | None = None
     started_at: str = ""
     finished_at: str | None = written_as("completed_at", default=None)
     trace_id: str | None = None  # the evaluation's OpenTelemetry trace (when telemetry exports)
