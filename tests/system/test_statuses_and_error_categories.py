@@ -1,5 +1,6 @@
-"""An evaluation that failed after spending run_limits.max_turns is MAX_TURNS_EXHAUSTED, as coder_eval files it
-(the contract's "newer values where a feature produces them"); it counts among the failed."""
+"""Statuses and error categories as coder_eval files them: a failure after spending run_limits.max_turns is
+MAX_TURNS_EXHAUSTED (the contract's "newer values where a feature produces them"), among the failed; an evaluation
+that ended before its verdict names its error_category."""
 
 from __future__ import annotations
 
