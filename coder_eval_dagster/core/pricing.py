@@ -72,8 +72,11 @@ class PriceBook:
         self.unknown: set[str] = set()
         self._lock = threading.Lock()
 
-    def cost(self, model: str | None, usage: TokenUsage, backend: Backend | None = None) -> float | None:
-        """The USD cost of ``usage`` on ``model``, or ``None`` when nobody prices the model."""
+    def cost(
+        self, model: str | None, usage: TokenUsage, backend: Backend | None = None, warn: bool = True
+    ) -> float | None:
+        """The USD cost of ``usage`` on ``model``, or ``None`` when nobody prices the model (said once, unless
+        ``warn`` is false: an estimate that the agent's own reported cost replaces)."""
         if not usage.spent:
             return 0.0
         if not model:
@@ -89,7 +92,8 @@ class PriceBook:
                 return _library_cost(named, usage, provider)
             except LookupError:
                 continue
-        self._warn_once(model)
+        if warn:
+            self._warn_once(model)
         return None
 
     def context_window(self, model: str | None, backend: Backend | None = None) -> int | None:

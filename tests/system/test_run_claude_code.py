@@ -43,6 +43,7 @@ def test_a_claude_code_task_succeeds_with_usage_and_cost_and_its_tools_never_see
     tokens_in, tokens_out, cost = agent_usage(result)
     assert (tokens_in, tokens_out) == (1200, 80) and cost > 0
     assert result["total_token_usage"]["cost_source"] == "reported"  # Claude Code's own figure, never re-priced
+    assert "no price known" not in outcome.err  # (nobody prices claude-test, and no cost was left empty)
     assert {t["cost_source"] for t in result["iterations"][0]["turns"]} == {"reported"}
     (row,) = run.summary["task_results"]
     assert (row["status"], row["input_tokens"], row["agent_cost_usd"]) == ("SUCCESS", 1200, cost)

@@ -93,7 +93,7 @@ class Session:
         self.output = AgentOutput()
         model, prices = agent_input.config.model, agent_input.run.prices
         self.budget = BudgetTracker(
-            agent_input.limits, estimate=lambda turn: prices.cost(self.output.model or model, turn.usage)
+            agent_input.limits, estimate=lambda turn: prices.cost(self.output.model or model, turn.usage, warn=False)
         )
         self.breached: Breach | None = None  # a budget over its cap: no further tool call, no further turn
         self.turn_of: dict[str, TurnRecord] = {}  # assistant message id -> turn
