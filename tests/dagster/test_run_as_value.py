@@ -98,17 +98,19 @@ def test_launched_runs_record_the_experiment_id_like_the_cli(tmp_path: Path) -> 
     assert document["options"]["experiment"] == str(experiment)
 
 
+def folder_settings(folder: Path, runs: str, experiment: Path | None = None) -> CoderEvalSettings:
+    """A code location serving ``folder``'s tasks (with ``experiment``), its runs in ``folder / runs``."""
+    return CoderEvalSettings(
+        spec=RunSpecConfig(task_paths=[str(folder / "tasks")], experiment=str(experiment) if experiment else None),
+        options=RunOptionsConfig(runs_dir=str(folder / runs)),
+    )
+
+
 def test_a_launched_run_whose_partitions_resolve_to_nothing_fails_naming_the_cause(tmp_path: Path) -> None:
     write_task(tmp_path / "tasks", task_with(task_id="a", **AGENTLESS))
     experiment = write(tmp_path / "exp.yaml", "experiment_id: e\nvariants:\n  - variant_id: hinted\n")
-    with_experiment = CoderEvalSettings(
-        spec=RunSpecConfig(task_paths=[str(tmp_path / "tasks")], experiment=str(experiment)),
-        options=RunOptionsConfig(runs_dir=str(tmp_path / "runs")),
-    )
-    without = CoderEvalSettings(
-        spec=RunSpecConfig(task_paths=[str(tmp_path / "tasks")]),
-        options=RunOptionsConfig(runs_dir=str(tmp_path / "r2")),
-    )
+    with_experiment = folder_settings(tmp_path, "runs", experiment)
+    without = folder_settings(tmp_path, "r2")
     with dg.instance_for_test() as instance:
         result = sensor_tick(instance, with_experiment, None)
         apply_partition_requests(instance, result)
@@ -126,10 +128,7 @@ def test_a_chunk_of_stale_keys_goes_on_and_says_its_partitions_are_undefined(tmp
     UNDEFINED instead."""
     write_task(tmp_path / "tasks", task_with(task_id="a", **PASSING))
     gone = write_task(tmp_path / "tasks", task_with(task_id="gone", **PASSING), "gone.yaml")
-    settings = CoderEvalSettings(
-        spec=RunSpecConfig(task_paths=[str(tmp_path / "tasks")]),
-        options=RunOptionsConfig(runs_dir=str(tmp_path / "runs")),
-    )
+    settings = folder_settings(tmp_path, "runs")
     with dg.instance_for_test() as instance:
         result = sensor_tick(instance, settings, None)
         apply_partition_requests(instance, result)

@@ -11,6 +11,7 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pandas as pd
@@ -38,8 +39,8 @@ def size(folder: Path) -> int:
     return sum(path.stat().st_size for path in folder.rglob("*.db") if path.is_file())
 
 
-def agentless_project(folder: Path) -> tuple[Path, Path, Path]:
-    """A one-row agentless task, and where its instance and runs go."""
+def agentless_project(folder: Path, **fields: Any) -> tuple[Path, Path, Path]:
+    """A one-row agentless task (with ``fields`` over it), and where its instance and runs go."""
     task = write_task(
         folder / "tasks",
         task_with(
@@ -47,6 +48,7 @@ def agentless_project(folder: Path) -> tuple[Path, Path, Path]:
             initial_prompt=None,
             sandbox={"python": None},
             success_criteria=[criterion("run_command", command="true")],
+            **fields,
         ),
     )
     return task, folder / "home", folder / "runs"
@@ -237,17 +239,7 @@ def test_a_sandbox_with_folders_deeper_than_pythons_recursion_is_pruned(tmp_path
     """How deep a sandbox's folders go is the agent's choice; a prune of its run measured and removed them by
     recursion (RecursionError, nothing pruned)."""
     deep = "python3 -c \"import os\nfor _ in range(1500): os.mkdir('a'); os.chdir('a')\""
-    task = write_task(
-        tmp_path / "tasks",
-        task_with(
-            agent={"type": "none"},
-            initial_prompt=None,
-            sandbox={"python": None},
-            pre_run=[{"command": deep}],
-            success_criteria=[criterion("file_exists", path="a")],
-        ),
-    )
-    home, runs = tmp_path / "home", tmp_path / "runs"
+    task, home, runs = agentless_project(tmp_path, pre_run=[{"command": deep}])
     for _ in range(2):
         done = coder_eval("run", task, "--runs-dir", runs, home=home)
         assert done.returncode == 0, done.stdout + done.stderr
