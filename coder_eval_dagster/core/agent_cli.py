@@ -15,6 +15,7 @@ import os
 import shlex
 import shutil
 import stat
+import sys
 import tempfile
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
+from . import stdio_relay
 from .routing import RouteError
 from .trees import remove_tree
 
@@ -104,11 +106,13 @@ def base_environment(sandbox_env: dict[str, str], home: Path, names: tuple[str, 
 
 
 def write_wrapper(home: Path, cli: str, names: list[str], launcher: list[str]) -> Path:
-    """A launcher that drops every variable but the named ones, then execs the CLI through ``launcher``
-    (into the evaluation's process namespace)."""
+    """A launcher that drops every variable but the named ones, then starts the CLI through ``launcher`` (into
+    the evaluation's process namespace), its stdin and stdout relayed through sockets (``stdio_relay``: what the
+    harness reads of the CLI, the CLI's own tools cannot write)."""
     keep = " ".join(f'${{{name}+"{name}=${name}"}}' for name in sorted(set(names)))
+    relay = shlex.join([sys.executable, "-I", stdio_relay.__file__, *launcher])
     wrapper = launchers(home) / Path(cli).name
-    wrapper.write_text(f'#!/bin/sh\nexec {shlex.join(launcher)} env -i {keep} "{cli}" "$@"\n', encoding="utf-8")
+    wrapper.write_text(f'#!/bin/sh\nexec {relay} env -i {keep} "{cli}" "$@"\n', encoding="utf-8")
     wrapper.chmod(stat.S_IRWXU)
     return wrapper
 

@@ -1,0 +1,65 @@
+"""Run a command whose stdin and stdout are sockets, relayed to this process's own pipes.
+
+An agent CLI's tools run as its user, in its namespaces: a pipe the CLI reads or
+writes, any of them could open through ``/proc/<cli>/fd/0`` or ``/1`` and feed
+forged messages to the harness (tool calls that never ran, usage, a result, an
+agent judge's verdict). A socket cannot be opened that way (ENXIO): the CLI gets
+one end of a socket pair for each, and this process, on this machine outside
+the namespaces, copies between them and the pipes its caller (the agent SDK)
+holds. Run as a file (``python -I stdio_relay.py COMMAND...``): it imports
+nothing of the package, to start in milliseconds.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+
+CHUNK = 65536
+
+
+def main(command: list[str]) -> int:
+    into, their_in = socket.socketpair()
+    out_of, their_out = socket.socketpair()
+    child = subprocess.Popen(command, stdin=their_in.fileno(), stdout=their_out.fileno())
+    their_in.close()
+    their_out.close()
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # the caller ending the CLI ends it
+        signal.signal(signum, lambda number, _frame: child.send_signal(number))
+    threading.Thread(target=_to_child, args=(into,), daemon=True).start()
+    _from_child(out_of)
+    return child.wait()  # (stdout closes as this process exits: a caller seeing its end finds it ended, not killable)
+
+
+def _to_child(into: socket.socket) -> None:
+    """This process's stdin into the CLI's, then its end (the SDK closing the CLI's input)."""
+    try:
+        while chunk := os.read(0, CHUNK):
+            into.sendall(chunk)
+        into.shutdown(socket.SHUT_WR)
+    except OSError:  # the CLI is gone
+        pass
+
+
+def _from_child(out_of: socket.socket) -> None:
+    """The CLI's stdout onto this process's, until the CLI closes it."""
+    try:
+        while chunk := out_of.recv(CHUNK):
+            _write_all(chunk)
+    except OSError:  # the reader is gone
+        pass
+
+
+def _write_all(data: bytes) -> None:
+    """All of ``data`` to stdout (a write a signal interrupts may write part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(1, view) :]
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
