@@ -48,6 +48,7 @@ PASSED_THROUGH = (
 
 
 AGENT_HOMES = "/tmp"
+LAUNCH_FOLDER = "launch"
 
 
 PROXIES = frozenset(name for name in PASSED_THROUGH if "proxy" in name.lower())
@@ -60,23 +61,23 @@ def passed_through(names: tuple[str, ...]) -> dict[str, str]:
 @contextmanager
 def agent_home(prefix: str) -> Iterator[Path]:
     """A fresh HOME (with its TMPDIR) for one agent run, removed afterwards; under /tmp, where a confined
-    sandbox shows it at the same path (in its private /tmp)."""
-    home = Path(tempfile.mkdtemp(prefix=prefix, dir=AGENT_HOMES))
-    (home / "tmp").mkdir()
+    sandbox shows it at the same path (in its private /tmp). It is ``home`` in a private folder (``mkdtemp``:
+    0700, a name nobody could have made first) beside ``launch`` (``launchers``), which the sandbox never sees."""
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir=AGENT_HOMES))
+    home = root / "home"
+    (home / "tmp").mkdir(parents=True)
+    (root / LAUNCH_FOLDER).mkdir(mode=0o700)
     try:
         yield home
     finally:
-        remove_tree(home, ignore_errors=True)
-        shutil.rmtree(launchers(home), ignore_errors=True)
+        remove_tree(root, ignore_errors=True)
 
 
 def launchers(home: Path) -> Path:
-    """Where the scripts this machine runs to start an agent CLI live: beside its HOME, never in it. The agent
-    writes to its HOME, and a script there would be the agent's to rewrite before the harness's next start
-    of it (a dialog's next exchange) ran it on this machine, outside every confinement."""
-    folder = home.with_name(f"{home.name}.launch")
-    folder.mkdir(mode=0o700, exist_ok=True)
-    return folder
+    """Where the scripts this machine runs to start an agent CLI live: beside its HOME (``agent_home``), never
+    in it. The agent writes to its HOME, and a script there would be the agent's to rewrite before the
+    harness's next start of it (a dialog's next exchange) ran it on this machine, outside every confinement."""
+    return home.parent / LAUNCH_FOLDER
 
 
 def bypass_proxies(env: dict[str, str], base_url: str | None) -> None:
