@@ -39,6 +39,7 @@ from .defs.names import (
     JOB_NAME,
     MODE_TAG,
     PID_NAMESPACE_TAG,
+    PID_RUN_TAG,
     PID_TAG,
     RESCORED_ASSETS,
     RESOLVED_TASKS,
@@ -126,12 +127,17 @@ def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
     """Mark the runs of this machine left STARTED by a process that died (kill -9, power loss) as failed: a CLI
     run's process, a launched run's worker (`coder-eval dev` killed). Only where that process's pid means the
     same process as here: a run in a container on the host's network names this machine too."""
-    ours = process_tags()
+    ours = process_tags("")
     started = instance.get_runs(
         filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED], tags={HOST_TAG: ours[HOST_TAG]})
     )
     namespace = ours[PID_NAMESPACE_TAG]
-    here = [run for run in started if run.tags.get(PID_NAMESPACE_TAG, namespace) == namespace]
+    here = [
+        run
+        for run in started
+        if run.tags.get(PID_NAMESPACE_TAG, namespace) == namespace
+        and run.tags.get(PID_RUN_TAG, run.run_id) == run.run_id  # not a re-execution's copy of its parent's
+    ]
     orphaned = [run for run in here if not process_alive(int(run.tags.get(PID_TAG, "0") or 0))]
     for run in orphaned:
         instance.report_run_failed(run, "the process running it died (a CLI run: finish it with --resume)")
@@ -323,7 +329,7 @@ def execute(
     tags = {
         RUN_DIR_TAG: settings.run_dir or "",
         MODE_TAG: "rescore" if rescore else "run",
-        **process_tags(),
+        **process_tags(run_id),
     }
     tags |= range_tags(instance, task_ids, variant_ids)
     selection = RESCORED_ASSETS if rescore else [a.key for a in ASSETS]

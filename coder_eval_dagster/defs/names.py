@@ -23,6 +23,7 @@ RUN_DIR_TAG = "coder_eval/run"  # a CLI run's folder
 MODE_TAG = "coder_eval/mode"  # run or rescore
 PID_TAG = "coder_eval/pid"  # the CLI process running it (a run it left STARTED when it died is failed)
 HOST_TAG = "coder_eval/host"
+PID_RUN_TAG = "coder_eval/pid_run"  # the run PID_TAG was written for: a re-execution copies its parent's tags
 PID_NAMESPACE_TAG = "coder_eval/pid_namespace"  # where PID_TAG is a pid: a container on the host's network has its name
 RUN_FOLDER_TAG = "coder_eval/run_folder"  # the folder the chunk runs of one schedule or sensor tick share
 CHUNK_TAG = "coder_eval/chunk"  # this chunk's index within its tick

@@ -16,7 +16,7 @@ from ..core.resolution import resolve
 from ..core.run_context import RunContext
 from ..core.run_spec import RunOptions, RunSpec
 from ..core.runs import OpenRun, load_run, open_once, open_run
-from .names import BACKFILL_TAG, HOST_TAG, PID_NAMESPACE_TAG, PID_TAG, RUN_DIR_TAG, RUN_FOLDER_TAG
+from .names import BACKFILL_TAG, HOST_TAG, PID_NAMESPACE_TAG, PID_RUN_TAG, PID_TAG, RUN_DIR_TAG, RUN_FOLDER_TAG
 
 
 def as_config(model: type[BaseModel]) -> type[dg.Config]:
@@ -61,9 +61,12 @@ class CoderEvalSettings(dg.ConfigurableResource):  # type: ignore[type-arg]  # s
             return run.run_folder(given, lambda: load_run(given))
         refuse_sqlite_across_containers(context.instance)
         folder = Path(self.run_options().runs_dir) / launched_run_name(context)
-        if not context.run.tags.get(RUN_DIR_TAG):  # where it writes, for `prune` wherever and with whatever settings,
-            # and the process (the run worker: one per run, in process) a later one tells dead by (fail_orphaned_runs)
-            context.instance.add_run_tags(context.run.run_id, {RUN_DIR_TAG: str(folder.absolute()), **process_tags()})
+        # where it writes, for `prune` wherever and with whatever settings, and the process (the run worker: one
+        # per run, in process) a later one tells dead by (fail_orphaned_runs); a re-execution comes with its
+        # parent's, which name another folder, process and run
+        tags = {RUN_DIR_TAG: str(folder.absolute()), **process_tags(context.run.run_id)}
+        if any(context.run.tags.get(name) != value for name, value in tags.items()):
+            context.instance.add_run_tags(context.run.run_id, tags)
         return run.run_folder(folder, lambda: open_once(folder, lambda: self._create(context)))
 
     def _create(self, context: dg.AssetExecutionContext) -> OpenRun:
@@ -92,13 +95,19 @@ def launched_run_context(init_context: dg.InitResourceContext) -> Iterator[RunCo
         context.close()
 
 
-def process_tags() -> dict[str, str]:
-    """The tags naming the process that runs a run, so that a later process on this machine can tell it died."""
+def process_tags(run_id: str) -> dict[str, str]:
+    """The tags naming the process that runs the run ``run_id``, so that a later process on this machine can
+    tell it died."""
     try:
         namespace = os.readlink("/proc/self/ns/pid")
     except OSError:
         namespace = ""
-    return {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname(), PID_NAMESPACE_TAG: namespace}
+    return {
+        PID_TAG: str(os.getpid()),
+        HOST_TAG: socket.gethostname(),
+        PID_NAMESPACE_TAG: namespace,
+        PID_RUN_TAG: run_id,
+    }
 
 
 def launched_run_name(context: dg.AssetExecutionContext) -> str:

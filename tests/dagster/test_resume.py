@@ -131,3 +131,31 @@ def test_retry_errors_reruns_only_the_errors_and_junit_reports_them(
     }
     results = pd.read_parquet(tmp_path / "runs" / "tables" / "task_results")
     assert sorted(results["task_id"]) == ["failing", "flaky", "steady"]
+
+
+def test_only_a_run_whose_own_process_died_is_marked_failed() -> None:
+    """A run names the process running it; a re-execution from the UI starts with its parent's tags, the
+    parent's dead worker among them: it was marked failed while its own worker ran."""
+    from coder_eval_dagster.defs.resources import process_tags
+    from coder_eval_dagster.launch import fail_orphaned_runs
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    with dg.instance_for_test() as instance:
+
+        def started(run_id: str, pid: int, pid_run: str | None) -> None:
+            tags = {**process_tags(run_id), "coder_eval/pid": str(pid)}
+            if pid_run is None:  # written before a run's process named its run
+                del tags["coder_eval/pid_run"]
+            else:
+                tags["coder_eval/pid_run"] = pid_run
+            run = dg.DagsterRun(job_name="evaluate", run_id=run_id, status=dg.DagsterRunStatus.STARTED, tags=tags)
+            instance.add_run(run)
+
+        started("died", dead.pid, "died")
+        started("re-executed", dead.pid, "died")  # its parent's tags, copied
+        started("alive", os.getpid(), "alive")
+        started("earlier", dead.pid, None)
+        assert sorted(fail_orphaned_runs(instance)) == ["died", "earlier"]
+        statuses = {run.run_id: run.status for run in instance.get_runs()}
+    assert statuses["re-executed"] == statuses["alive"] == dg.DagsterRunStatus.STARTED
