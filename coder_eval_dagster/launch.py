@@ -243,7 +243,7 @@ def record_resolution(instance: dg.DagsterInstance, resolution: Resolution, spec
     """
     prints = fingerprints(resolution.row_tasks)
     version = resolution_digest(prints)
-    unchanged = last_registered_version(instance) == version
+    unchanged = version in recorded_versions(instance)
     row_tasks = never_materialized(instance, resolution.row_tasks) if unchanged else resolution.row_tasks
     events = [] if unchanged else [_definitions_event(resolution, spec, version)]
     events += [_resolved_event(rt, prints[(rt.task_id, rt.variant_id)]) for rt in row_tasks]
@@ -254,14 +254,14 @@ def record_resolution(instance: dg.DagsterInstance, resolution: Resolution, spec
 REGISTERED_LOOKBACK = 1000  # task_definitions events searched for register's last (a run records one each)
 
 
-def last_registered_version(instance: dg.DagsterInstance) -> str | None:
-    """The files' digest `register` last recorded: not the latest task_definitions event's, which a run of another
-    selection (one task file of the folder) may have written with its own."""
-    for record in instance.fetch_materializations(TASK_DEFINITIONS, limit=REGISTERED_LOOKBACK).records:
-        materialization = record.asset_materialization
-        if materialization is not None and (materialization.description or "").startswith(REGISTERED_DESCRIPTION):
-            return (materialization.tags or {}).get(DATA_VERSION_TAG)
-    return None
+def recorded_versions(instance: dg.DagsterInstance) -> set[str | None]:
+    """The files' digests the graph now stands for: the latest task_definitions event's (a run's or a
+    register's), and the one `register` last recorded (a run of another selection, one task file of the folder,
+    writes its own digest after it)."""
+    records = instance.fetch_materializations(TASK_DEFINITIONS, limit=REGISTERED_LOOKBACK).records
+    materializations = [record.asset_materialization for record in records if record.asset_materialization]
+    registered = [m for m in materializations if (m.description or "").startswith(REGISTERED_DESCRIPTION)]
+    return {(m.tags or {}).get(DATA_VERSION_TAG) for m in [*materializations[:1], *registered[:1]]}
 
 
 def never_materialized(instance: dg.DagsterInstance, row_tasks: list[RowTask]) -> list[RowTask]:
