@@ -30,6 +30,7 @@ import re
 import secrets
 import socket
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -44,6 +45,7 @@ from .secrets import redact
 PREFIX = "/g/"
 LOOPBACK = "127.0.0.1"
 MAX_BODY_BYTES = 32 * 1024 * 1024  # a model request's body: the Messages API's own limit
+LINGER_S, LINGER_BYTES = 5.0, 64 * 1024 * 1024  # what of a refused request's body is read and dropped, at most
 CONNECT_TIMEOUT_S = 60.0  # also the longest silence between two chunks of a streamed answer
 # Not forwarded in either direction: they describe one connection, not the request (RFC 9110, 7.6.1).
 HOP_BY_HOP = frozenset(
@@ -222,7 +224,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:  # a chunk size that is no number
             body = None
         if body is None:
-            self._error(413, f"the request body is malformed or over {MAX_BODY_BYTES} bytes: not forwarded")
+            self._refuse(413, f"the request body is malformed or over {MAX_BODY_BYTES} bytes: not forwarded")
             return
         request = urllib.request.Request(
             upstream.base_url.rstrip("/") + "/" + rest,
@@ -247,14 +249,14 @@ class _Handler(BaseHTTPRequestHandler):
         for header in ("x-api-key", "authorization"):
             found = found or self.proxy.lookup(grant_id, self.headers.get(header))
         if found is None:
-            self._error(403, "no valid grant for this request")
+            self._refuse(403, "no valid grant for this request")
             return None
         upstream, admit = found
         if not upstream.allows(self.command, rest):
-            self._error(403, f"not a model call: {self.command} /{urllib.parse.urlsplit(rest).path} is not forwarded")
+            self._refuse(403, f"not a model call: {self.command} /{urllib.parse.urlsplit(rest).path} is not forwarded")
             return None
         if admit is not None and not admit():
-            self._error(403, "the harness has stopped this agent: no further model request")
+            self._refuse(403, "the harness has stopped this agent: no further model request")
             return None
         return upstream, rest
 
@@ -279,6 +281,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
             self.wfile.flush()
         self.wfile.write(b"0\r\n\r\n")
+
+    def _refuse(self, status: int, message: str) -> None:
+        """The refusal of a request whose body is left unread, then the body read and dropped (bounded in bytes and
+        time) before the connection closes: closed at once, a client still sending got a broken pipe, not this."""
+        self._error(status, message)
+        self.wfile.flush()
+        try:
+            self.connection.shutdown(socket.SHUT_WR)
+            self.connection.settimeout(LINGER_S)
+            deadline, dropped = time.monotonic() + LINGER_S, 0
+            while dropped < LINGER_BYTES and time.monotonic() < deadline and (chunk := self.rfile.read1(STREAM_CHUNK)):
+                dropped += len(chunk)
+        except OSError:  # the client is gone, or took too long: closed as it is
+            pass
 
     def _error(self, status: int, message: str) -> None:
         """A refusal, after which the connection is closed: the request's body may be left unread."""

@@ -176,3 +176,14 @@ def test_a_request_it_refuses_or_one_too_large_is_answered_before_its_body_is_re
     assert no_grant.startswith(b"HTTP/1.1 403")
     assert too_long.startswith(b"HTTP/1.1 413") and too_many.startswith(b"HTTP/1.1 413")
     assert script.paths == []
+
+
+def test_a_client_still_sending_a_refused_requests_body_gets_the_refusal_not_a_broken_pipe(proxy: ModelProxy) -> None:
+    """Refused before its body is read, the request's connection was closed under a client still sending it (a
+    4 MB Messages body): the client saw EPIPE, a retriable error, not why it was refused."""
+    big = {**MESSAGE, "messages": [{"role": "user", "content": "x" * 4_000_000}]}
+    upstream = Upstream("http://127.0.0.1:9", "x-api-key", KEY, MESSAGES_API)  # (nothing refused goes there)
+    with proxy.granted(upstream, admit=lambda: False) as grant:
+        statuses = [post(f"{grant.base_url}/v1/messages", {"x-api-key": grant.token}, big)[0] for _ in range(10)]
+        wrong = [post(f"{grant.base_url}/v1/messages", {"x-api-key": "wrong"}, big)[0] for _ in range(10)]
+    assert statuses == [403] * 10 and wrong == [403] * 10
