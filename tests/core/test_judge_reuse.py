@@ -57,7 +57,7 @@ def agent_key(ctx: CheckContext, **fields: Any) -> VerdictKey:
     criterion = parsed("agent_judge", **fields)
     config = agent_judge.judge_config(criterion.agent)
     prompt, _ = render_prompt(criterion, ctx, agent_judge.CLOSING)
-    with agent_judge.judge_workspace(ctx, config) as workspace:
+    with agent_judge.judge_workspace(ctx, config) as (workspace, _):
         return agent_judge.verdict_key(criterion, config, "claude-sonnet-4-6", prompt, ctx, workspace)
 
 

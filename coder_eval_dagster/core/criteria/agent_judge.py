@@ -29,7 +29,7 @@ from ..models.results import TokenUsage, message_usage
 from ..sandbox import containment
 from ..sandbox.egress import LOOPBACK, model_only
 from ..sandbox.holder import SANDBOX_PATH
-from ..sandbox.snapshot import copy_live_sandbox
+from ..sandbox.snapshot import MAX_DEPTH, copy_live_sandbox
 from ..sandbox.templates import TemplateError, effective_ignore_patterns
 from ..trees import remove_tree
 from .judge_base import JudgeBase
@@ -241,17 +241,19 @@ async def converse(options: Any, prompt: str, transcript: Transcript) -> None:
 
 
 @contextmanager
-def judge_workspace(ctx: CheckContext, config: AgentConfig) -> Iterator[Path]:
+def judge_workspace(ctx: CheckContext, config: AgentConfig) -> Iterator[tuple[Path, list[str]]]:
     """A throw-away copy of the final sandbox (without the ignored and the floor's names) for the judge agent to
-    inspect, so that the preserved sandbox is never touched; it and all it started are gone afterwards."""
+    inspect, so that the preserved sandbox is never touched, and what of it the copy left out to be said; it and
+    all it started are gone afterwards."""
     scratch = Path(tempfile.mkdtemp(prefix="sub_agent_"))
     try:
         workspace = scratch / "workspace"
         try:
-            copy_live_sandbox(ctx.sandbox.root, workspace, effective_ignore_patterns(config.ignore_patterns))
+            too_deep = copy_live_sandbox(ctx.sandbox.root, workspace, effective_ignore_patterns(config.ignore_patterns))
         except OSError as exc:
             raise TemplateError(f"the judge agent's copy of the sandbox failed: {exc}") from None
-        yield workspace
+        notes = [f"folders past {MAX_DEPTH} levels are not in the judge's copy: {', '.join(too_deep[:3])}"]
+        yield workspace, notes if too_deep else []
     finally:
         containment.release(scratch)
         remove_tree(scratch, ignore_errors=True)
@@ -321,7 +323,7 @@ def check(criterion: AgentJudge, ctx: CheckContext) -> Outcome:
     prompt, notes = render_prompt(criterion, ctx, CLOSING)
     config = judge_config(criterion.agent, ctx.agent_ignore_patterns)
     model = route.model_id(config.model or DEFAULT_JUDGE_MODEL)
-    with judge_workspace(ctx, config) as workspace:
+    with judge_workspace(ctx, config) as (workspace, left_out):
         key = verdict_key(criterion, config, model, prompt, ctx, workspace)
         stored = reused(criterion, ctx, key)
         if stored is not None:
@@ -329,6 +331,6 @@ def check(criterion: AgentJudge, ctx: CheckContext) -> Outcome:
         missing = route.missing_credentials()
         if missing:  # fail fast at dispatch, without starting the CLI
             return Outcome(0.0, error=missing)
-        run = JudgeRun(model, SYSTEM_PROMPT, prompt, notes, key=key)
+        run = JudgeRun(model, SYSTEM_PROMPT, prompt, notes + left_out, key=key)
         run_agent(run, criterion, ctx, config, workspace)
     return run.outcome(criterion, ctx)

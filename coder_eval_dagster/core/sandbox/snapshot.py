@@ -26,10 +26,12 @@ _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _SWAPPED = (errno.ELOOP, errno.ENOTDIR, errno.ENOENT, errno.ENXIO)  # gone or changed since it was listed
 
 
-def copy_live_sandbox(source: Path, target: Path, patterns: list[str]) -> None:
-    """Copy the folder ``source`` to ``target`` (made), leaving out ignored names, devices, FIFOs and sockets."""
+def copy_live_sandbox(source: Path, target: Path, patterns: list[str]) -> list[str]:
+    """Copy the folder ``source`` to ``target`` (made), leaving out ignored names, devices, FIFOs and sockets; the
+    folders left out for their depth (past MAX_DEPTH), to be said."""
     target.mkdir(parents=True, exist_ok=True)
     folders: list[tuple[int, Path, PurePosixPath, list[str]]] = []  # the walk's open folders, deepest last
+    too_deep: list[str] = []
     try:
         _enter(folders, os.open(source, _FOLDER), target, PurePosixPath("."))
         while folders:
@@ -39,10 +41,11 @@ def copy_live_sandbox(source: Path, target: Path, patterns: list[str]) -> None:
                 continue
             name = names.pop()
             if not ignored_entry(Path(base), name, patterns):
-                _copy_entry(folders, fd, name, into / name, base / name)
+                _copy_entry(folders, fd, name, into / name, base / name, too_deep)
     finally:
         for fd, *_ in folders:
             os.close(fd)
+    return too_deep
 
 
 def _enter(folders: list[tuple[int, Path, PurePosixPath, list[str]]], fd: int, into: Path, base: PurePosixPath) -> None:
@@ -56,14 +59,21 @@ def _enter(folders: list[tuple[int, Path, PurePosixPath, list[str]]], fd: int, i
 
 
 def _copy_entry(
-    folders: list[tuple[int, Path, PurePosixPath, list[str]]], parent: int, name: str, to: Path, relative: PurePosixPath
+    folders: list[tuple[int, Path, PurePosixPath, list[str]]],
+    parent: int,
+    name: str,
+    to: Path,
+    relative: PurePosixPath,
+    too_deep: list[str],
 ) -> None:
     """One name of an open folder: a link as a link, a folder entered (made in the copy), a regular file copied."""
     try:
         info = os.stat(name, dir_fd=parent, follow_symlinks=False)
         if stat.S_ISLNK(info.st_mode):
             os.symlink(os.readlink(name, dir_fd=parent), to)
-        elif stat.S_ISDIR(info.st_mode) and len(folders) <= MAX_DEPTH:
+        elif stat.S_ISDIR(info.st_mode) and len(folders) > MAX_DEPTH:
+            too_deep.append(str(relative))
+        elif stat.S_ISDIR(info.st_mode):
             child = os.open(name, _FOLDER, dir_fd=parent)
             to.mkdir()
             _enter(folders, child, to, relative)
