@@ -108,6 +108,23 @@ def test_an_agents_background_processes_last_until_its_evaluation_ends(tmp_path:
     assert not _alive(marker)  # and the end of the evaluation ended it
 
 
+# Kernel keyring calls as a command makes them (python3 -c '...': its strings in double quotes).
+KEYCTL_PRELUDE = (
+    "import ctypes, os; L = ctypes.c_long; c = ctypes.CDLL(None); c.syscall.restype = L; "
+    'K = {"x86_64": 250, "aarch64": 219}[os.uname().machine]; A = {"x86_64": 248, "aarch64": 217}[os.uname().machine]; '
+    "rings = [c.syscall(K, L(22), L(-1), L(-2)), -4]; "  # the persistent keyring (linked here), the user keyring
+)
+KEYS_LEFT = (
+    KEYCTL_PRELUDE
+    + '[c.syscall(A, b"user", b"note", b"from-an-evaluation", ctypes.c_size_t(18), L(r)) for r in rings]; '
+    'c.syscall(K, L(5), L(-4), L(0x0B0B0B0B)); print("left")'  # KEYCTL_SETPERM: no write on the user keyring
+)
+KEYS_FOUND = (
+    KEYCTL_PRELUDE + 'found = [c.syscall(K, L(10), L(r), b"user", b"note", L(0)) for r in rings]; '  # KEYCTL_SEARCH
+    'print("found", sum(f >= 0 for f in found))'
+)
+
+
 def test_a_clean_namespace_serves_the_next_evaluation_and_a_dirty_one_never(tmp_path: Path) -> None:
     """Reuse only when nothing is left running; what one evaluation saw of the namespace, the next does not."""
     first = _sandbox(tmp_path / "first")
@@ -126,7 +143,12 @@ def test_a_clean_namespace_serves_the_next_evaluation_and_a_dirty_one_never(tmp_
     look = "import os\nfor d in ('/tmp', '/dev/shm'): print(os.listxattr(d), os.stat(d).st_mtime > 2)"
     assert after.run(f'python3 -c "{look}"', timeout=10).stdout == "[] True\n[] True\n"
     assert (after.root.parent / NAMESPACE_FILE).read_text() == pid_file
+    # nor its kernel keyrings: a key in the persistent keyring, and one in a user keyring it made read-only
+    assert after.run(f"python3 -c '{KEYS_LEFT}'", timeout=10).stdout == "left\n"
     release(after.root.parent)
+    keys = _sandbox(tmp_path / "keys")
+    assert keys.run(f"python3 -c '{KEYS_FOUND}'", timeout=10).stdout == "found 0\n"
+    release(keys.root.parent)
     second = _sandbox(tmp_path / "second-again")
     assert seen.exit_code != 0 and "permission denied" in seen.stderr  # root in there cannot mount
     marker = f"300.{uuid.uuid4().int % 10**9}"

@@ -366,6 +366,11 @@ def _recycle(namespace: _Namespace, processes: int | None = None) -> None:
     namespace.commands, namespace.agent, namespace.mounts, namespace.gate = 0, False, 0, None
     _stop_listeners(namespace)
     if namespace.starter.poll() is None and (namespace.processes() if processes is None else processes) == 1:
+        try:
+            namespace.holder.ask("scrub")  # the keys it left: a keyring it locked cannot be, and it is not kept
+        except HolderError:
+            _end(namespace)
+            return
         with _lock:
             if len(_spare[namespace.network]) < SPARE_MAX:
                 _spare[namespace.network].append(namespace)

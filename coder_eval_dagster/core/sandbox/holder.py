@@ -184,9 +184,13 @@ def lock_proc():
             show("/dev/null", NEW + path, ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV)
 
 def clear_keys():
-    # the user keyrings of this namespace's root, which commands run as: the last evaluation's keys go
-    for ring in (-4, -5):  # KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING
-        libc.syscall(KEYCTL, 7, ring)  # KEYCTL_CLEAR
+    # the keyrings of this namespace's root, which commands run as: its user, user-session and persistent ones.
+    # An evaluation may have taken its write permission on one away: given back first (this process is their
+    # owner); a keyring that cannot be cleared fails the scrub, and the namespace is not kept for another.
+    persistent = libc.syscall(KEYCTL, 22, ctypes.c_long(-1), ctypes.c_long(-2))  # KEYCTL_GET_PERSISTENT
+    for ring in (-4, -5) + ((persistent,) if persistent >= 0 else ()):  # KEY_SPEC_USER_KEYRING, _SESSION_
+        libc.syscall(KEYCTL, 5, ctypes.c_long(ring), ctypes.c_long(0x3F3F0000))  # KEYCTL_SETPERM: owner, all
+        ok(libc.syscall(KEYCTL, 7, ctypes.c_long(ring)), "clear keyring %d" % ring)  # KEYCTL_CLEAR
 
 def clear_ipc():
     # what the last evaluation left in this namespace's IPC: SysV objects and POSIX message queues
@@ -218,6 +222,9 @@ def bind_soon(listener, port):
             time.sleep(0.01)
 
 def handle(words):
+    if words[0] == b"scrub":  # an evaluation let it go: what it left in the kernel's keyrings goes
+        clear_keys()
+        return b"", []
     if words[0] == b"count":
         return str(sum(name.isdigit() for name in os.listdir("/proc"))).encode(), []  # its own /proc
     if words[0] == b"claim":  # an evaluation takes the namespace: the last one's sandbox and /tmp go, its own comes
@@ -226,8 +233,7 @@ def handle(words):
         for path in ("/tmp", "/dev/shm"):  # (always: an empty one still carries its owner, times, extended attributes)
             ok(libc.umount2(path.encode(), 2), "umount " + path)
         fresh_tmp("")
-        clear_ipc()
-        clear_keys()
+        clear_ipc()  # (its keyrings were scrubbed when the last evaluation let it go)
         show(words[1].decode(), "/sandbox", ATTR_NOSUID | ATTR_NODEV)
         return b"", []
     if words[0] == b"bind":  # a host folder under /tmp for a while: an agent's home, its tools, the package cache
