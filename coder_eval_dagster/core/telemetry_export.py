@@ -62,7 +62,7 @@ class _Spans:
     rows' 6,000 spans 0.27 s of the harness's CPU); built whole it is ~10 us.
     """
 
-    def __init__(self, resource: Resource, processor: BatchSpanProcessor):
+    def __init__(self, resource: Resource, processor: BatchSpanProcessor | None):
         self.resource, self.processor = resource, processor
         self.scope = InstrumentationScope(SCOPE)
 
@@ -81,6 +81,8 @@ class _Spans:
         links: Sequence[Link] = (),
     ) -> None:
         """The span ``ids`` (trace, span), child of span ``parent`` of the same trace (None: a root)."""
+        if self.processor is None:  # traces go nowhere
+            return
         trace_id, span_id = ids
         span = ReadableSpan(
             name,
@@ -97,6 +99,11 @@ class _Spans:
             instrumentation_scope=self.scope,
         )
         self.processor.on_end(span)
+
+
+def exports(environ: Mapping[str, str], signal: str) -> bool:
+    """Whether an OTLP endpoint is named for ``signal`` (TRACES, LOGS, METRICS): its own, or the one for all."""
+    return bool(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or environ.get(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT"))
 
 
 def _new_id() -> int:
@@ -116,12 +123,19 @@ class OtlpTelemetry(Telemetry):
         self.environ = environ
         self.capture = environ.get(CAPTURE_CONTENT, "").lower() == "true"
         resource = Resource.create({"service.name": environ.get("OTEL_SERVICE_NAME") or "coder-eval"})
-        self.spans = _Spans(resource, BatchSpanProcessor(OTLPSpanExporter()))
+        # each signal only where an endpoint is named for it (Phoenix takes traces alone): one named for no one
+        # went to the SDK's default, localhost:4318, and a run waited ~15 s at its end for each refused export
+        self.spans = _Spans(resource, BatchSpanProcessor(OTLPSpanExporter()) if exports(environ, "TRACES") else None)
         self.logger_provider = LoggerProvider(resource=resource)
-        self.logger_provider.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter()))
+        if exports(environ, "LOGS"):
+            self.logger_provider.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter()))
         self.logger = self.logger_provider.get_logger(SCOPE)
-        reader = PeriodicExportingMetricReader(OTLPMetricExporter(), export_interval_millis=METRIC_EXPORT_INTERVAL_MS)
-        self.meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
+        readers = (
+            [PeriodicExportingMetricReader(OTLPMetricExporter(), export_interval_millis=METRIC_EXPORT_INTERVAL_MS)]
+            if exports(environ, "METRICS")
+            else []
+        )
+        self.meter_provider = MeterProvider(resource=resource, metric_readers=readers)
         meter = self.meter_provider.get_meter(SCOPE)
         self.evaluations = meter.create_counter("coder_eval.evaluations", "{evaluation}", "Evaluations by status")
         self.duration = meter.create_histogram("coder_eval.evaluation.duration", "s", "An evaluation's duration")
@@ -192,6 +206,7 @@ class OtlpTelemetry(Telemetry):
                     call_start,
                     call_end,
                     _present(call_attributes),
+                    status=Status(StatusCode.ERROR, "the tool call failed") if call.status == "error" else None,
                 )
             cursor = turn_end
         self._simulated_user(evaluation, trace_id, invoke)
@@ -330,7 +345,8 @@ class OtlpTelemetry(Telemetry):
 
     def shutdown(self) -> None:
         """Send what is buffered (the run's end): spans, events, then the last metrics."""
-        self.spans.processor.shutdown()  # type: ignore[no-untyped-call]
+        if self.spans.processor is not None:
+            self.spans.processor.shutdown()  # type: ignore[no-untyped-call]
         for provider in (self.logger_provider, self.meter_provider):
             provider.shutdown()
 

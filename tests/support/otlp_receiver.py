@@ -30,6 +30,7 @@ class Received:
     events: list[dict[str, Any]] = field(default_factory=list)  # one per log record: name, attributes, trace id
     metrics: set[str] = field(default_factory=set)
     span_names: list[str] = field(default_factory=list)
+    span_statuses: list[tuple[str, int]] = field(default_factory=list)  # (name, status code: 2 is ERROR)
     deferred: bool = False
     kept: list[tuple[str, bytes]] = field(default_factory=list)
 
@@ -46,6 +47,7 @@ class Received:
             for resource_spans in traces.resource_spans:
                 for scope_spans in resource_spans.scope_spans:
                     self.span_names.extend(span.name for span in scope_spans.spans)
+                    self.span_statuses.extend((span.name, span.status.code) for span in scope_spans.spans)
 
     def decode_kept(self) -> None:
         kept, self.kept = self.kept, []
