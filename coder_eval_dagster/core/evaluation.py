@@ -20,7 +20,7 @@ import asyncio
 import logging
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
@@ -29,6 +29,7 @@ from typing import Literal
 
 from .agents import runner
 from .agents.base import AgentInput, AgentOutput
+from .agents.registry import AGENT_MODULES
 from .budget import RunBudget, evaluation_key
 from .check_context import CheckContext
 from .criteria.reuse import stored_verdicts
@@ -44,8 +45,9 @@ from .layout import (
     load_result,
     write_atomically,
 )
-from .limits import soft_budget_warnings, within_expected_turns
+from .limits import BudgetTracker, soft_budget_warnings, within_expected_turns
 from .models.commands import HookCommand
+from .models.limits import RunLimits
 from .models.results import (
     CriterionResult,
     DialogMessage,
@@ -66,6 +68,7 @@ from .run_context import RunContext
 from .sandbox import Sandbox, TemplateError, open_sandbox
 from .sandbox.containment import release, release_if_idle
 from .sandbox.engine import EngineError
+from .sandbox.process import Interrupt
 from .scoring import TurnCheck, all_passed, armed_gate, criteria_pass_now, score_criteria, weighted_score
 from .secrets import redact
 from .simulation import Dialog, DialogNotOpened, simulated_user
@@ -265,11 +268,55 @@ def run_agent(evaluation: Evaluation) -> None:
         run=evaluation.context,
         trace_id=evaluation.result.trace_id,
     )
-    output = asyncio.run(agent(agent_input))
+    output = asyncio.run(supervised(agent(agent_input), task.run_limits, evaluation.context.interrupt))
+    if kind not in AGENT_MODULES:  # a package's agent type: held to the limits the built-ins keep themselves
+        output = checked_limits(output, task.run_limits)
     record_agent_output(evaluation, output)
     if dialog is not None:
         dialog.finish(output)
         record_dialog(evaluation, dialog)
+
+
+AGENT_GRACE_S = 30.0  # past run_limits.task_timeout, the harness stops an agent that did not stop itself
+SUPERVISION_S = 0.2  # how often it looks
+
+
+async def supervised(conversation: Awaitable[AgentOutput], limits: RunLimits, interrupt: Interrupt) -> AgentOutput:
+    """The agent's whole conversation, cancelled by the harness when the agent does not stop itself: the run
+    interrupted, or past its task_timeout (and a grace). The built-in agents stop first; an agent type a
+    package adds may not (one that ignored its limits held its run, and Ctrl-C, for good)."""
+    running = asyncio.ensure_future(conversation)
+    deadline = None if limits.task_timeout is None else time.monotonic() + limits.task_timeout + AGENT_GRACE_S
+    while not running.done():
+        await asyncio.wait({running}, timeout=SUPERVISION_S)
+        if running.done():
+            break
+        timed_out = deadline is not None and time.monotonic() > deadline
+        if interrupt.is_set() or timed_out:
+            running.cancel()
+            await asyncio.wait({running}, timeout=AGENT_GRACE_S)  # its own clean-up, bounded
+            if interrupt.is_set():
+                return AgentOutput(stop_reason="error", error="the run was interrupted")
+            limit = f"run_limits.task_timeout ({limits.task_timeout:g} s)"
+            why = f"the agent did not stop at {limit}: coder-eval stopped it"
+            return AgentOutput(stop_reason="task_timeout", final_status="TIMEOUT", error=why)
+    return running.result()
+
+
+def checked_limits(output: AgentOutput, limits: RunLimits) -> AgentOutput:
+    """An agent's output held against the turn and budget caps it should have kept: one past them is recorded as
+    the run limits say, with a warning that the agent did not stop itself."""
+    turns = len(output.turns)
+    if limits.max_turns is not None and turns > limits.max_turns and output.stop_reason != "max_turns":
+        output.stop_reason = "max_turns"
+        output.warnings.append(f"the agent took {turns} turns, past run_limits.max_turns ({limits.max_turns})")
+    if output.final_status is None:
+        budget = BudgetTracker(limits)
+        breach = next((b for b in map(budget.add, output.turns) if b is not None), None)
+        if breach is not None:
+            output.final_status, output.error = breach, "run_limits budget exceeded"
+            output.warnings.append("the agent ran past its run_limits budget without stopping itself")
+    return output
 
 
 def open_dialog(evaluation: Evaluation, dialog: Dialog) -> str | None:

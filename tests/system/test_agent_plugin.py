@@ -7,9 +7,12 @@ finds it only through the entry-point groups.
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -44,7 +47,11 @@ def plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def echo_task(folder: Path, agent_type: str = "echo") -> Path:
-    data = {
+    return write_task(folder, echo_task_data(agent_type), f"{agent_type}.yaml")
+
+
+def echo_task_data(agent_type: str) -> dict[str, object]:
+    return {
         "task_id": "echo",
         "description": "an agent and a criterion of a plugin",
         "initial_prompt": "hello plugin",
@@ -55,7 +62,6 @@ def echo_task(folder: Path, agent_type: str = "echo") -> Path:
             criterion("command_executed", tool_name="Bash", command_pattern="printf"),
         ],
     }
-    return write_task(folder, data, f"{agent_type}.yaml")
 
 
 def test_a_plugin_agent_runs_through_the_cli_with_its_criterion(
@@ -87,7 +93,28 @@ def test_an_unknown_type_is_refused_in_one_line_naming_it_the_installed_types_an
     typo = system_cli("validate", echo_task(tmp_path / "a", "ech"), env={"PYTHONPATH": str(plugin_path)})
     assert typo.code != 0 and len(typo.err.strip().splitlines()) == 1, typo.output
     assert "unknown agent type 'ech' (did you mean `echo`?): installed are claude-code, codex, opencode" in typo.err
-    assert f"replay, none, echo; packages add more through the entry-point group {GROUP}" in typo.err
+    assert f"replay, none, chatty, echo, stuck; packages add more through the entry-point group {GROUP}" in typo.err
     # without the package its type is unknown too: the entry point is what made it known
     missing = system_cli("validate", echo_task(tmp_path / "b"), env={})
     assert missing.code != 0 and "unknown agent type 'echo'" in missing.err and GROUP in missing.err, missing.output
+
+
+def test_a_plugin_agent_that_keeps_none_of_its_limits_is_held_to_them(
+    tmp_path: Path, system_cli: SystemCli, plugin_path: Path
+) -> None:
+    """The limits are an agent's duties; one a package adds may ignore them: its turns past max_turns and its
+    tokens past the budget are recorded as such (they were a plain FAILURE), and an interrupt stops it (the first
+    Ctrl-C did nothing while it waited)."""
+    env = {"PYTHONPATH": str(plugin_path)}
+    limits = {"max_turns": 3, "max_total_tokens": 1000}
+    chatty = {**echo_task_data("chatty"), "run_limits": limits}
+    outcome, run = system_cli.run(write_task(tmp_path / "chatty", chatty, "chatty.yaml"), env=env)
+    result = run.result("echo")
+    assert (result["final_status"], result["max_turns_exhausted"]) == ("TOKEN_BUDGET_EXCEEDED", True), outcome.output
+    assert any("max_turns (3)" in warning for warning in result["warnings"]), result["warnings"]
+
+    stuck = write_task(tmp_path / "stuck", echo_task_data("stuck"), "stuck.yaml")
+    process = system_cli.start("run", stuck, "--runs-dir", tmp_path / "runs", env=env, stdout=subprocess.DEVNULL)
+    time.sleep(4)
+    os.killpg(process.pid, signal.SIGINT)
+    assert process.wait(timeout=30) == 130

@@ -37,3 +37,23 @@ class EchoAgent:
         output, budget = AgentOutput(turns=[turn]), BudgetTracker(agent_input.limits)
         stop = agent_input.watcher.observe(call) if agent_input.watcher else None
         return output.conclude(budget, budget.add(turn), stop, agent_input.limits.max_turns)
+
+
+class StuckAgent:
+    """Keeps none of its duties: waits for ever (the harness must stop it at an interrupt or its task_timeout)."""
+
+    async def run(self, agent_input: AgentInput) -> AgentOutput:
+        await asyncio.sleep(3600)
+        return AgentOutput()
+
+
+class ChattyAgent:
+    """Keeps none of its duties: 30 turns of 10,000 tokens each, whatever run_limits say."""
+
+    async def run(self, agent_input: AgentInput) -> AgentOutput:
+        turns = []
+        for index in range(1, 31):
+            turn = TurnRecord(index=index, calls=[], text=f"turn {index}", output_tokens=10_000)
+            turn.input_tokens = 10_000
+            turns.append(turn)
+        return AgentOutput(turns=turns, final_text="turn 30")
