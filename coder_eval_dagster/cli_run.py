@@ -320,7 +320,7 @@ def _launch(
     settings = CoderEvalSettings(
         spec=RunSpecConfig(**opened.plan.spec.model_dump()),
         options=RunOptionsConfig(**options.model_dump()),
-        run_dir=str(run_dir.absolute()),  # (its tag and metadata name it wherever they are read from)
+        run_dir=str(run_dir),
         rescore=rescore,
     )
     if uses_model_route(row_tasks):  # a run that calls no model has no route to show

@@ -327,7 +327,7 @@ def execute(
 ) -> dg.ExecuteInProcessResult:
     """One in-process run of the graph (or, to rescore, of criteria_scores and suite_metrics)."""
     tags = {
-        RUN_DIR_TAG: settings.run_dir or "",
+        RUN_DIR_TAG: str(Path(settings.run_dir).absolute()) if settings.run_dir else "",  # (read from anywhere)
         MODE_TAG: "rescore" if rescore else "run",
         **process_tags(run_id),
     }

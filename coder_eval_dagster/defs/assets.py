@@ -147,7 +147,7 @@ def task_definitions(
             "variants": len({rt.variant_id for rt in snapshot.row_tasks}),
             "task_paths": ", ".join(spec.task_paths),
             "experiment": run.plan.experiment or "",
-            "run_dir": dg.MetadataValue.path(str(run.folder)),
+            "run_dir": dg.MetadataValue.path(str(run.folder.absolute())),
         },
         data_version=dg.DataVersion(digest),
     )
@@ -281,7 +281,7 @@ def _report_metadata(group: list[Evaluation]) -> dict[str, Any]:
         "status": ", ".join(r.final_status for r in results),
         "score": dg.MetadataValue.float(sum(r.weighted_score for r in results) / len(results)),
         "duration_s": dg.MetadataValue.float(sum(r.duration_s for r in results)),
-        "report": dg.MetadataValue.path(str(group[0].folder / REPORT_FILE)),
+        "report": dg.MetadataValue.path(str((group[0].folder / REPORT_FILE).absolute())),
         **({"trace_id": ", ".join(r.trace_id for r in results if r.trace_id)} if results[0].trace_id else {}),
     }
 
@@ -338,9 +338,9 @@ def suite_metrics(
         metadata={
             "passed": summary.passed,
             "run_id": run.plan.run_id,
-            "run_dir": dg.MetadataValue.path(str(run.folder)),
-            "run_md": dg.MetadataValue.path(str(run.folder / RUN_MD)),
-            "viewer": dg.MetadataValue.path(str(run.folder / RUN_VIEWER)),
+            "run_dir": dg.MetadataValue.path(str(run.folder.absolute())),
+            "run_md": dg.MetadataValue.path(str((run.folder / RUN_MD).absolute())),
+            "viewer": dg.MetadataValue.path(str((run.folder / RUN_VIEWER).absolute())),
             "tasks": len(summary.results),
             **suite_float_metadata(summary.results),
         },
@@ -426,8 +426,8 @@ def variant_comparison(
         metadata={
             "comparison": dg.MetadataValue.md(table),
             **{key: dg.MetadataValue.float(value) for key, value in rates.items()},
-            "run_dir": dg.MetadataValue.path(str(run_dir)),
-            **({"page": dg.MetadataValue.path(str(page))} if page.is_file() else {}),
+            "run_dir": dg.MetadataValue.path(str(run_dir.absolute())),
+            **({"page": dg.MetadataValue.path(str(page.absolute()))} if page.is_file() else {}),
         },
         check_results=[_check_result(verdict.passed, check_metadata)],
     )
