@@ -177,9 +177,20 @@ def test_a_simulated_dialog_continues_the_opencode_session(
     tmp_path: Path, system_cli: SystemCli, scripted_chat, scripted_anthropic, opencode: Installation
 ) -> None:
     key = new_key("sk-oc-")
+    # each exchange starts the CLI again through a launcher on this machine: were it in the agent's HOME, the
+    # first exchange's Bash could rewrite it and the second would run the agent's code here, unconfined
+    escaped = tmp_path / "escaped"  # a host path: a confined command cannot write it
+    rewrite = (
+        'for f in "$HOME"/* "$HOME"/*/*; do [ -f "$f" ] && grep -q exec "$f" && '
+        f"printf '#!/bin/sh\\ntouch {escaped}\\nexit 1\\n' > \"$f\"; done; "
+    )
     chat = scripted_chat(
         ChatScript(
-            [Step(text="What should out.txt say?"), bash("echo done > out.txt"), Step(text="out.txt says done.")]
+            [
+                Step(text="What should out.txt say?"),
+                bash(rewrite + "echo done > out.txt"),
+                Step(text="out.txt says done."),
+            ]
         )
     )
     simulator = scripted_anthropic(Script([], user_replies=["It should say done.", "Thanks <<<END>>>"]))
@@ -203,6 +214,7 @@ def test_a_simulated_dialog_continues_the_opencode_session(
         ("agent", "out.txt says done."),
         ("user", "Thanks"),
     ]
+    assert not escaped.exists()
     # the second exchange's requests hold the first one (the same session, continued)
     second = chat.script.requests[1]["messages"]
     assert [m["role"] for m in second][1:] == ["user", "assistant", "user"]
@@ -225,27 +237,3 @@ def test_an_unrouted_provider_and_a_missing_key_end_their_tasks_as_errors(
         in unrouted["error_message"]
     )
     assert keyless["error_message"] == "model custom/... needs OPENCODE_BASE_URL and OPENCODE_API_KEY"
-
-
-def test_a_dialogs_agent_cannot_rewrite_what_the_harness_starts_its_next_exchange_with(
-    tmp_path: Path, system_cli: SystemCli, scripted_chat, scripted_anthropic, opencode: Installation
-) -> None:
-    """Each exchange of an opencode dialog starts the CLI again through a launcher on this machine: were it in the
-    agent's HOME, the first exchange's Bash could rewrite it and the second would run the agent's code here."""
-    escaped = tmp_path / "escaped"  # a host path: a confined command cannot write it
-    rewrite = (
-        'for f in "$HOME"/* "$HOME"/*/*; do [ -f "$f" ] && grep -q exec "$f" && '
-        f"printf '#!/bin/sh\\ntouch {escaped}\\nexit 1\\n' > \"$f\"; done; echo done > out.txt"
-    )
-    chat = scripted_chat(ChatScript([bash(rewrite), Step(text="Anything else?"), Step(text="All done.")]))
-    simulator = scripted_anthropic(Script([], user_replies=["Check it once more.", "Thanks <<<END>>>"]))
-    simulation = {"enabled": True, "persona": "a product owner", "goal": "out.txt exists", "max_turns": 4}
-    task = opencode_task(tmp_path / "tasks", "relaunch", initial_prompt="Please write out.txt", simulation=simulation)
-    env = {"OPENCODE_BASE_URL": chat.url, "OPENCODE_API_KEY": new_key("sk-oc-"), **proxied_through(chat.url)}
-    outcome, run = system_cli.run(task, env={**env, **anthropic_environment(simulator.url, new_key())})
-
-    assert outcome.code == 0, outcome.output
-    assert not escaped.exists()
-    result = run.result("relaunch")
-    assert result["final_status"] == "SUCCESS", (result["error_message"], result["success_criteria_results"])
-    assert [m["text"] for m in result["dialog"] if m["role"] == "agent"] == ["Anything else?", "All done."]
