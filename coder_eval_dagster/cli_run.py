@@ -223,6 +223,19 @@ def rescore(run_dir: Path, options: RunOptions, junit: Path | None = None) -> in
         return _rescore(opened, options, context, junit)
 
 
+def _warn_post_run(row_tasks: list[RowTask]) -> None:
+    """A task's post_run ran after its criteria, on the sandbox they graded: a rescore grades what post_run left
+    (a cleanup's `rm -rf` included), so its verdict may differ where the run's did not."""
+    tasks = list(dict.fromkeys(rt.base_task_id for rt in row_tasks if rt.task.post_run))
+    if tasks:
+        shown = ", ".join(tasks[:5]) + (" ..." if len(tasks) > 5 else "")
+        print(
+            f"coder-eval rescore: warning: the post_run commands of {shown} ran after the run's criteria; the "
+            "rescore grades the sandbox as post_run left it",
+            file=sys.stderr,
+        )
+
+
 def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: Path | None) -> int:
     run_dir = opened.folder
     missing = unfinished(opened)
@@ -244,6 +257,7 @@ def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: P
     if not row_tasks:
         print(f"coder-eval rescore: {run_dir} has no evaluation to rescore", file=sys.stderr)
         return exit_codes.USAGE
+    _warn_post_run(row_tasks)
     _prewarm(row_tasks, options)
     return _launch(_open_instance(), opened, row_tasks, options, context, rescore=True, junit=junit)
 

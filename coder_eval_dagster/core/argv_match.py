@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-Flags = dict[str, list[Any]]  # flag name -> its values (None for a switch)
+Flags = dict[str, list[str]]  # flag name -> its values ("" for a switch, as coder_eval records one)
 Search = Callable[[str, str, int], bool]  # (pattern, text, re flags): whether the pattern occurs
 
 
@@ -24,7 +24,10 @@ def re_search(pattern: str, text: str, flags: int) -> bool:
 
 
 def parse_argv(argv: list[str], takes_value: set[str]) -> tuple[list[str], Flags]:
-    """The positionals and the flags of an argv; only a declared flag takes the next token as its value."""
+    """The positionals and the flags of an argv; only a declared flag takes the next token as its value.
+
+    A switch's value is ``""``, so is a declared flag's that ends the argv (``models set --model``): coder_eval
+    records both so, and a value predicate sees it (``equals: ""`` matches it)."""
     positionals: list[str] = []
     flags: Flags = {}
     index, options_done = 0, False
@@ -44,7 +47,7 @@ def parse_argv(argv: list[str], takes_value: set[str]) -> tuple[list[str], Flags
             flags.setdefault(name, []).append(argv[index])
             index += 1
         else:
-            flags.setdefault(name, []).append(None)
+            flags.setdefault(name, []).append("")
     return positionals, flags
 
 
@@ -56,7 +59,7 @@ def _holds(predicate: dict[str, Any], flags: Flags, search: Search) -> bool:
         return present
     if kind == "absent":
         return not present
-    values = [v for name in names for v in flags.get(name, []) if v is not None]
+    values = [v for name in names for v in flags.get(name, [])]
     if kind == "equals":
         return expected in values
     if kind == "contains":

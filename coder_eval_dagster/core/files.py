@@ -188,7 +188,8 @@ def read_input_text(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> str:
 def read_text_capped(
     path: Path, cap: int = CRITERION_READ_CAP, name: str | None = None, follow: bool = True
 ) -> tuple[str, bool]:
-    """The first ``cap`` bytes of a regular file as text, and whether the file was longer.
+    """The first ``cap`` bytes of a regular file as text (newlines as text mode reads them), and whether the file
+    was longer.
 
     FileNotFoundError (naming ``name``, the path the user wrote) when there is no
     regular file there, so criteria report a missing file and a device alike.
@@ -225,15 +226,26 @@ def opened_regular(opened: Callable[[], int], shown: str) -> int:
         raise FileNotFoundError(f"not a regular file: {shown} (a link put there after it was resolved)") from None
 
 
+def universal_newlines(text: str) -> str:
+    """``text`` as Python's text mode reads it (``open(path)``, ``subprocess.run(text=True)``: universal newlines):
+    each ``\\r\\n`` and each lone ``\\r`` becomes ``\\n``. What coder_eval's criteria see of a file or of a
+    ``run_command``'s output, so a pattern's ``$``, an include spanning lines and an exact stdout match a file with
+    Windows or old-Mac line endings there and here alike."""
+    if "\r" not in text:
+        return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def read_opened_text(opened: Callable[[], int], cap: int, shown: str) -> tuple[str, bool]:
-    """The first ``cap`` bytes of the regular file ``opened`` opens, as text, and whether it was longer."""
+    """The first ``cap`` bytes of the regular file ``opened`` opens, as text (newlines translated as text mode
+    does: :func:`universal_newlines`), and whether it was longer."""
     fd = opened_regular(opened, shown)
     try:
         data = read_capped_fd(fd, cap)
     finally:
         os.close(fd)
     truncated = len(data) > cap
-    return data[:cap].decode("utf-8", errors="replace"), truncated
+    return universal_newlines(data[:cap].decode("utf-8", errors="replace")), truncated
 
 
 def truncation_note(name: str, truncated: bool, cap: int = CRITERION_READ_CAP) -> dict[str, str]:

@@ -15,7 +15,6 @@ import functools
 import json
 import os
 import re
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,10 +26,10 @@ from pydantic import TypeAdapter, ValidationError
 from .atif import is_atif, replay_trajectory
 from .criteria import criterion_union, on_change
 from .datasets import CLI_SAMPLE_SEED, Row, load_rows, sample_rows, split_rows, substitute
-from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text
+from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text, regular_file_problem
 from .layout import CHECKPOINT_FILE, INDEX_PAGE, PLAN_FILE, RESULT_FILE, SANDBOX_DIR, TABLES_DIR
 from .models.agent import AgentConfig
-from .models.base import MOVED_TO_RUN_LIMITS, did_you_mean
+from .models.base import MOVED_TO_RUN_LIMITS, RejectsMovedLimits, did_you_mean
 from .models.commands import HookCommand
 from .models.dataset import Dataset
 from .models.experiment import Experiment, Variant
@@ -80,6 +79,7 @@ class RowTask:
 class LoadedExperiment:
     doc: Document
     model: Experiment
+    sandbox_steps: bool = True  # its defaults' pre_run, post_run and template_sources apply (see _experiment_layers)
 
     @property
     def task_paths(self) -> list[Path]:
@@ -87,7 +87,16 @@ class LoadedExperiment:
 
     @property
     def defaults(self) -> dict[str, Any]:
-        return dict(self.doc.data.get("defaults") or {})
+        defaults = dict(self.doc.data.get("defaults") or {})
+        if self.sandbox_steps:
+            return defaults
+        defaults = {k: v for k, v in defaults.items() if k not in SANDBOX_STEPS}
+        if isinstance(defaults.get("sandbox"), dict):  # template sources written inside its sandbox block too
+            defaults["sandbox"] = {k: v for k, v in defaults["sandbox"].items() if k != "template_sources"}
+        return defaults
+
+
+SANDBOX_STEPS = ("pre_run", "post_run", "template_sources")  # an experiment's defaults that shape the sandbox
 
 
 @dataclass(frozen=True)
@@ -97,6 +106,7 @@ class SkippedTask:
     path: str
     reason: str
     invalid: bool = False  # an invalid task file found in a folder: the run goes on without it, and fails
+    task_id: str | None = None  # when the file was read (a task marked skip: true)
 
     @classmethod
     def of(cls, entry: SkippedTask | str) -> SkippedTask:
@@ -118,23 +128,32 @@ class Resolution:
     found_in_folders: set[str] = field(default_factory=set)  # task files reached through a folder argument
     problems_of: dict[str, list[Problem]] = field(default_factory=dict)  # a folder file's; in problems till left out
     prices: dict[str, ModelPrice] = field(default_factory=dict)  # the user's price file (--prices, the experiment's)
+    _said: set[Problem] = field(default_factory=set, repr=False)  # what add_problems said
+    _said_elsewhere: set[Problem] = field(default_factory=set, repr=False)  # ... for other than a folder's task file
 
     def left_out(self, reason: str, count: int) -> None:
         if count:
             self.filtered[reason] = self.filtered.get(reason, 0) + count
 
+    def add_problems(self, problems: list[Problem], found_in_folder: str | None = None) -> None:
+        """``problems``, each said once: several task files share one in the experiment file (a variant's or the
+        defaults' value) or in a file they all name. ``found_in_folder``: the task file they are all of, found in a
+        folder (the run may go on without it)."""
+        if found_in_folder is not None:
+            self.problems_of[found_in_folder] = problems
+        else:
+            self._said_elsewhere.update(problems)
+        for problem in problems:
+            if problem not in self._said:
+                self._said.add(problem)
+                self.problems.append(problem)
+
     def skip_invalid_folder_files(self) -> None:
         """A run over folders goes on without a task file found there that does not validate: its problems (those
         of a dataset or trajectory it names, and of its variants, included) become one ``skipped_tasks`` entry (the
-        run then fails). Problems of files named directly stay."""
-        pending = Counter(problem for found in self.problems_of.values() for problem in found)
-        kept: list[Problem] = []
-        for problem in self.problems:
-            if pending[problem]:
-                pending[problem] -= 1
-            else:
-                kept.append(problem)
-        self.problems = kept
+        run then fails). Problems of files named directly stay (one a named file shares with it too)."""
+        left_out = {problem for found in self.problems_of.values() for problem in found} - self._said_elsewhere
+        self.problems = [problem for problem in self.problems if problem not in left_out]
         self.skipped.extend(
             SkippedTask(path, "; ".join(map(str, found)), invalid=True) for path, found in self.problems_of.items()
         )
@@ -240,30 +259,79 @@ BASE_LAYER = EXPERIMENTS_DIR / "default.yaml"  # under every task of a run, when
 
 
 def load_experiment(path: Path) -> LoadedExperiment:
+    """An experiment file, its fields checked and the files it names found (relative to it): a problem of its own is
+    said once, at its line, before any task is laid under it."""
     doc = load_document(path)
     _require_mapping(doc)
     try:
         model = Experiment.model_validate(doc.data, context={"partial": True})
     except ValidationError as exc:
         raise InvalidInput(problems_from_validation(exc, doc.data, str(path), doc.line_of, model=Experiment)) from None
-    _absolutize_paths(doc.data, doc.path.parent)
+    problems = _absolutize_paths(doc.data, doc.path.parent)
+    if problems:
+        raise InvalidInput([Problem(str(path), doc.line_of(loc), dotted(loc), why) for loc, why in problems])
     return LoadedExperiment(doc, model)
 
 
-def _absolutize_paths(raw: dict[str, Any], base: Path) -> None:
-    """Files an experiment names (template dirs, prompt files) are relative to the experiment file."""
-    blocks = [raw.get("defaults") or {}, *(raw.get("variants") or [])]
-    for block in blocks:
-        sources = list(block.get("template_sources") or []) + list(
-            (block.get("sandbox") or {}).get("template_sources") or []
+RELATIVE_TO_EXPERIMENT = "(relative to the experiment file)"
+TASK_RELATIVE = "(relative to the task YAML)"  # a file the task's folder holds: said with the task it is met in
+
+
+def _absolutize_paths(raw: dict[str, Any], base: Path) -> list[tuple[Loc, str]]:
+    """Files an experiment names (template dirs, a local repo, prompt files) are relative to the experiment file:
+    made absolute in ``raw``, so that no task's folder is searched for them. Returns where one
+    is missing or unreadable, and why."""
+    blocks: list[tuple[Loc, Any]] = [(("defaults",), raw.get("defaults"))]
+    blocks += [(("variants", index), variant) for index, variant in enumerate(raw.get("variants") or [])]
+    named: list[tuple[Loc, dict[str, Any], str, str]] = []  # (where, holder, key, file / folder / repo)
+    for where, block in blocks:
+        if not isinstance(block, dict):
+            continue
+        for at, holder in ((where, block), ((*where, "sandbox"), _mapping(block.get("sandbox")))):
+            for index, source in enumerate(holder.get("template_sources") or []):
+                loc: Loc = (*at, "template_sources", index)
+                if isinstance(source, dict) and source.get("type") == "template_dir":
+                    named.append(((*loc, "path"), source, "path", "folder"))
+                elif isinstance(source, dict) and source.get("type") == "repo" and _local_repo(source.get("url")):
+                    named.append(((*loc, "url"), source, "url", "repo"))
+        named.append(((*where, "initial_prompt_file"), block, "initial_prompt_file", "file"))
+        # (an experiment's agent.trajectory and claude_settings stay the task's: CONTRACT 5 reads a trajectory
+        # beside each task, so that one variant replays each task's own recorded session)
+        named.append(
+            ((*where, "agent", "system_prompt_file"), _mapping(block.get("agent")), "system_prompt_file", "file")
         )
-        named = [
-            (source, "path") for source in sources if isinstance(source, dict) and source.get("type") == "template_dir"
-        ]
-        named += [(block, "initial_prompt_file"), (block.get("agent") or {}, "system_prompt_file")]
-        for holder, key in named:
-            if isinstance(holder.get(key), str):
-                holder[key] = str((base / holder[key]).resolve())
+    problems: list[tuple[Loc, str]] = []
+    for loc, holder, key, kind in named:
+        if isinstance(holder.get(key), str):
+            written = os.path.expandvars(holder[key]) if kind == "folder" else holder[key]  # $VAR: set (validated)
+            path = (base / written).resolve()
+            holder[key] = str(path)
+            why = _named_file_problem(path, kind)
+            if why is not None:
+                problems.append((loc, f"{why} {RELATIVE_TO_EXPERIMENT}"))
+    return problems
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _local_repo(url: Any) -> bool:
+    """A repo source's relative local path (not a URL, ``host:path`` or absolute path): ``repo_location``'s rule."""
+    return isinstance(url, str) and "://" not in url and not re.match(r"^[^/]+:", url) and not Path(url).is_absolute()
+
+
+def _named_file_problem(path: Path, kind: str) -> str | None:
+    """Why a file (folder, local repo) an experiment names cannot be used (None: it can); what a prompt, trajectory
+    or settings file holds is read with each task (a problem there is said once)."""
+    if not path.exists():
+        return f"{'file' if kind == 'file' else 'folder'} not found: {path}"
+    if kind == "folder" and not path.is_dir():
+        return f"not a folder: {path}"
+    if kind == "file":
+        why = regular_file_problem(path, MAX_DOCUMENT_BYTES)
+        return None if why is None or str(path) in why else f"{why} ({path})"
+    return None
 
 
 def load_trajectory(path: Path, row: dict[str, Any] | None = None) -> Trajectory:
@@ -365,6 +433,20 @@ def _with_driver(block: dict[str, Any], driver: Any) -> dict[str, Any]:
 OVERLAY_ONLY = ("repeats", "driver", "prompt_mutations")  # read by resolution, never merged into the task
 
 
+NULL_IS_UNSET = ("agent", "run_limits")  # blocks coder_eval reads as not set when they hold nothing
+
+
+def without_empty_blocks(task_raw: dict[str, Any]) -> dict[str, Any]:
+    """The task without the blocks written with no value (``agent:`` whose lines are all commented out): coder_eval
+    reads ``agent``, ``run_limits`` and ``sandbox.template_sources`` so as not set, which leaves them to the
+    experiment's defaults, where a null would have replaced those."""
+    raw = {k: v for k, v in task_raw.items() if not (k in NULL_IS_UNSET and v is None)}
+    sandbox = raw.get("sandbox")
+    if isinstance(sandbox, dict) and "template_sources" in sandbox and sandbox["template_sources"] is None:
+        raw["sandbox"] = {k: v for k, v in sandbox.items() if k != "template_sources"}
+    return raw
+
+
 def layer(
     task_raw: dict[str, Any],
     defaults: list[dict[str, Any]],
@@ -372,6 +454,7 @@ def layer(
     overrides: list[tuple[Loc, Any]],
 ) -> dict[str, Any]:
     """The merged raw task dict for one variant; ``defaults`` are the experiments' defaults, the base layer first."""
+    task_raw = without_empty_blocks(task_raw)
     under: dict[str, Any] = {}
     pre: list[Any] = []
     post: list[Any] = []
@@ -424,24 +507,23 @@ def resolve(
         layers = _experiment_layers(spec, started_in / BASE_LAYER if base_layer else None)
         result.prices = _price_file(spec, layers)
     except InvalidInput as exc:
-        result.problems.extend(exc.problems)
+        result.add_problems(exc.problems)
         return result
     result.experiment = layers[-1] if layers else None
     own: list[Path] = []
     if result.experiment and spec.experiment and experiment_tasks:
         own, missing = _experiment_tasks(result.experiment)
-        result.problems.extend(missing)
+        result.add_problems(missing)
     files, problems, in_folders = _discover(own + [Path(p) for p in spec.task_paths])
-    result.problems.extend(problems)
+    result.add_problems(problems)
     result.found_in_folders = {str(path) for path in in_folders}
     seen_ids: dict[str, Path] = {}
     for path in files:
         try:
             _resolve_file(path, spec, overrides, layers, result, seen_ids)
         except InvalidInput as exc:  # a problem found resolving a file is that file's, wherever it lies
-            result.problems.extend(exc.problems)
-            if str(path) in result.found_in_folders:
-                result.problems_of[str(path)] = exc.problems
+            in_folder = str(path) if str(path) in result.found_in_folders else None
+            result.add_problems(exc.problems, in_folder)
     _select(result, spec)
     _plan_batches(result)
     return result
@@ -490,7 +572,10 @@ def _experiment_layers(spec: RunSpec, base_layer: Path | None) -> list[LoadedExp
     the ``-e`` experiment.
 
     The last one's variants and repeats are the run's: the base layer's own,
-    when no experiment is given; under one, only its ``defaults`` apply.
+    when no experiment is given; under one, only its ``defaults`` apply, and
+    of those not its pre_run, post_run and template_sources: coder_eval takes
+    those from the run's experiment only (its packaged default's cleanup
+    does not run under ``-e``).
     """
     layers = [load_experiment(base_layer)] if base_layer is not None and base_layer.is_file() else []
     if spec.experiment is not None:
@@ -501,6 +586,7 @@ def _experiment_layers(spec: RunSpec, base_layer: Path | None) -> list[LoadedExp
                 [Problem(spec.experiment, None, DOCUMENT, f"no such experiment file (nor {looked} or .yml)")]
             )
         if not layers or base_layer is None or path.resolve() != base_layer.resolve():
+            layers = [replace(layer, sandbox_steps=False) for layer in layers]
             layers.append(load_experiment(path))
     return layers
 
@@ -567,6 +653,9 @@ def _unknown_override(loc: Loc) -> Problem | None:
         fields = {name for model in models for name in model.model_fields}
         if part not in fields:
             key = ".".join(map(str, loc[: position + 1]))
+            if part in MOVED_TO_RUN_LIMITS and any(issubclass(model, RejectsMovedLimits) for model in models):
+                moved = MOVED_TO_RUN_LIMITS[str(part)]  # the message a file gets for the same key
+                return Problem("-D", None, key, f"no longer supported here; it lives under {moved} (-D {moved}=...)")
             return Problem("-D", None, key, f"no such field in the task format{did_you_mean(str(part), fields)}")
     return None
 
@@ -677,7 +766,7 @@ def _quarantine(
         raise InvalidInput(problems)
     if model is not None:
         _check_unique_id(model.task_id, path, doc, seen_ids)
-    result.skipped.append(SkippedTask(str(path), SKIP_TRUE))
+    result.skipped.append(SkippedTask(str(path), SKIP_TRUE, task_id=model.task_id if model is not None else None))
 
 
 @dataclass(frozen=True)
@@ -746,11 +835,77 @@ class _TaskFile:
     def blamed(
         self, problems: list[Problem], under: _UnderVariant, caused: Callable[[Problem], bool] | None = None
     ) -> list[Problem]:
-        """``_blame_variant`` of each problem (none without an experiment)."""
-        if not under.raw or not self.layers:
+        """``_blame_variant`` of each problem, then ``_blame_defaults`` of one still the task's (none without an
+        experiment)."""
+        if not self.layers:
             return problems
         experiment = self.layers[-1].doc
-        return [_blame_variant(p, under.raw, under.index, under.merged, experiment, caused) for p in problems]
+        if under.raw:
+            problems = [_blame_variant(p, under.raw, under.index, under.merged, experiment, caused) for p in problems]
+        return [self._blame_defaults(p) if p.path == str(self.doc.path) else p for p in problems]
+
+    def _blame_defaults(self, problem: Problem) -> Problem:
+        """A problem in a value an experiment's ``defaults`` laid under the task (the task, a variant and the command
+        line left it so) is the experiment file's, at that line of its defaults, naming the task it is met in."""
+        parts = problem.field.split(".")
+        own = self._own_pre_run(parts)
+        if own is not None:  # the task's own entry, numbered in its file (the layers' come before it in the run)
+            return Problem(problem.path, self.doc.line_of(own), dotted(own), problem.message)
+        origin = None if _set_by_override(parts, self.overrides) else self._set_by_defaults(parts)
+        if origin is None:
+            return problem
+        experiment, loc, before = origin
+        where: Loc = ("defaults", *loc)
+        message = problem.message.replace(TASK_RELATIVE, f"(relative to the task YAML {problem.path})")
+        if message == REPO_FIRST:
+            message = _after_the_tasks(False, problem.path, before)
+        else:
+            message += f" (under the task {problem.path})"
+        return Problem(str(experiment.path), experiment.line_of(where), dotted(where), message)
+
+    def _own_pre_run(self, parts: list[str]) -> Loc | None:
+        """Where in the task file a run's ``pre_run`` entry ``parts`` is, when it is the task's own and the layers'
+        entries come before it (None: another field, or a layer's entry)."""
+        if parts[0] != "pre_run" or len(parts) < 2 or not parts[1].isdigit():
+            return None
+        before = sum(len(experiment.defaults.get("pre_run") or []) for experiment in self.layers)
+        at = int(parts[1]) - before
+        return ("pre_run", at, *parts[2:]) if before and at >= 0 else None
+
+    def _set_by_defaults(self, parts: list[str]) -> tuple[Document, Loc, int] | None:
+        """The experiment layer whose ``defaults`` set the task's field ``parts`` (None: the task's own, or no layer
+        sets it): its file, the field's place in its defaults, and (a template source) how many sources come
+        before it."""
+        index = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else None
+        if parts[:2] == ["sandbox", "template_sources"] and index is not None:
+            counts = [len(experiment.defaults.get("template_sources") or []) for experiment in self.layers]
+            sources = (self.base.get("sandbox") or {}).get("template_sources") or []
+            start = len(sources) - sum(counts)  # the defaults' come after the task's own, in layer order
+            for experiment, count in zip(self.layers, counts, strict=True):
+                if start <= index < start + count:
+                    return experiment.doc, ("template_sources", index - start, *parts[3:]), start
+                start += count
+        elif parts[0] in ("pre_run", "post_run") and len(parts) > 1 and parts[1].isdigit():
+            hooks: list[tuple[Document | None, list[Any]]] = [
+                (experiment.doc, experiment.defaults.get(parts[0]) or []) for experiment in self.layers
+            ]
+            if parts[0] == "post_run":  # the task's own first, then the last layer's ... the first's
+                hooks = [(None, self.doc.data.get("post_run") or []), *reversed(hooks)]
+            at = int(parts[1])
+            for doc, listed in hooks:
+                if at < len(listed):
+                    return None if doc is None else (doc, (parts[0], at, *parts[2:]), 0)
+                at -= len(listed)
+            return None  # (pre_run: the task's own, after every layer's)
+        if len(_deepest(parts, self.doc.data)) == len(parts):
+            return None  # the task sets the very field
+        for experiment in reversed(self.layers):  # the last layer's defaults win
+            defaults = experiment.defaults
+            if parts == ["sandbox", "driver"] and defaults.get("driver"):
+                return experiment.doc, ("driver",), 0
+            if parts[0] in DEFAULTS_BLOCKS and len(loc := _deepest(parts, defaults)) == len(parts):
+                return experiment.doc, loc, 0
+        return None
 
     def _caused_by_variant(self, problem: Problem) -> bool:
         """Not one of the task's own problems: the variant's values bring it about."""
@@ -1140,7 +1295,9 @@ def _blame_variant(
     on the way to that field, else at the variant."""
     parts = problem.field.split(".")
     loc = _set_by_variant(parts, raw, merged)
-    message = problem.message.replace("(relative to the task YAML)", "(relative to the experiment file)")
+    message = problem.message.replace(TASK_RELATIVE, f"(relative to the task YAML {problem.path})")
+    if message == REPO_FIRST and loc is not None and loc[0] == "template_sources":
+        message = _after_the_tasks(True, problem.path, int(parts[2]) - int(loc[1]))
     if loc is None:
         if caused is None or not caused(problem):
             return problem
@@ -1151,6 +1308,20 @@ def _blame_variant(
 
 
 VARIANT_BLOCKS = ("agent", "sandbox", "run_limits", "simulation", "checker_context")  # merged over the task's
+DEFAULTS_BLOCKS = (*VARIANT_BLOCKS, "pre_run", "post_run")  # laid under the task's (the hooks: around the task's)
+REPO_FIRST = "a repo source must be first in the list"  # models/sandbox.py check_repo_first's
+
+
+def _after_the_tasks(variant: bool, task: str, before: int) -> str:
+    """Why a repo source an experiment adds is not first: its sources come after the task's (and the defaults')."""
+    whose, after = ("a variant's", "the task's own, then the defaults'") if variant else ("the defaults'", "the task's")
+    sources = f"{before} source{'s' if before != 1 else ''}"
+    return f"{REPO_FIRST}, and {whose} template_sources come after {after}: under the task {task}, after {sources}"
+
+
+def _set_by_override(parts: list[str], overrides: list[tuple[Loc, Any]]) -> bool:
+    """Whether the command line (``-D``, ``--type``...) set the field ``parts``, or a block holding it."""
+    return any(parts[: len(loc)] == [str(step) for step in loc] for loc, _ in overrides)
 
 
 def _set_by_variant(parts: list[str], raw: dict[str, Any], merged: dict[str, Any]) -> Loc | None:

@@ -29,6 +29,7 @@ from .layout import (
     evaluation_files,
     load_summary,
     point_latest,
+    read_json,
     read_record,
     replicates,
     run_results,
@@ -38,7 +39,7 @@ from .models.experiment import Sequential
 from .models.prices import ModelPrice
 from .models.report import RunSummary, TaskRow
 from .models.report import SkippedTask as ReportedSkip
-from .models.results import EvaluationResult
+from .models.results import EvaluationResult, instant
 from .problems import DOCUMENT, InvalidInput, Problem
 from .reports.run_summary import run_passed
 from .resolution import Resolution, RowTask, SkippedTask, resolve
@@ -340,6 +341,18 @@ def write_run_reports(run: OpenRun, summary: Summary) -> None:
     write_reports(run.folder, summary.report, summary.results, summary.suite, run.plan.experiment_description)
 
 
+def end_of_run(run_dir: Path, results: list[EvaluationResult]) -> str:
+    """Now, unless the run's run.json ended after every evaluation did: a resume that ran nothing new (or any
+    summary written again) keeps the run's end, and so its duration."""
+    now = utc_now()
+    try:
+        ended = read_json(run_dir / RUN_FILE).get("end_time") if (run_dir / RUN_FILE).is_file() else None
+        last = max((instant(result.ended_at) for result in results), default=None)
+        return ended if isinstance(ended, str) and last is not None and last <= instant(ended) else now
+    except (InvalidInput, AttributeError, ValueError):  # a run.json damaged or not ours: the summary is new
+        return now
+
+
 def run_summary(
     run: OpenRun, max_parallel: int, end_time: str | None = None, written: Written = lambda _: None
 ) -> Summary:
@@ -367,8 +380,11 @@ def run_summary(
     report = RunSummary(
         run_id=plan.run_id,
         start_time=plan.started_at,
-        end_time=end_time or utc_now(),
-        skipped_tasks=[ReportedSkip(path=entry.path, reason=entry.reason) for entry in skipped],
+        end_time=end_time or end_of_run(run_dir, results),
+        skipped_tasks=[
+            ReportedSkip(path=entry.path, reason=entry.reason, task_id=getattr(entry, "task_id", None))
+            for entry in skipped  # (an entry of a snapshot pickled before it had task_id: the class's default)
+        ],
         max_parallel=max_parallel,
         task_results=[TaskRow.of(r) for r in sorted(results, key=lambda r: (r.variant_id, r.task_id, r.replicate))],
         framework_version=framework_version(),

@@ -39,7 +39,7 @@ def criterion_result(index: int, criterion: CriterionBase, outcome: Outcome, ref
         type=criterion.type,
         description=criterion.description,
         score=score,
-        passed=outcome.error is None and meets(score, criterion.pass_threshold),
+        passed=meets(score, criterion.pass_threshold),  # the guide's rule, errors included (coder_eval's too)
         gating=criterion.gating,
         weight=criterion.weight,
         pass_threshold=criterion.pass_threshold,

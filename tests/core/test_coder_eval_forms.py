@@ -364,8 +364,12 @@ def test_experiment_by_name_and_the_base_layer(tmp_path: Path, monkeypatch: pyte
     assert (alone.variant_id, alone.replicates, alone.task.agent.model) == ("base", 2, "base-model")
     (under,) = resolve(RunSpec(task_paths=[task], experiment="exp")).row_tasks  # under -e: its defaults only
     assert (under.variant_id, under.replicates, under.task.agent.model) == ("named", 2, "base-model")
-    assert [h.command for h in under.task.pre_run] == ["base", "named", "task"]
-    assert [h.command for h in under.task.post_run] == ["task", "named", "base"]
+    # the sandbox steps come from the run's experiment only, as coder_eval takes them (its default's cleanup
+    # does not run under -e); without -e the base layer's are the run's
+    assert [h.command for h in under.task.pre_run] == ["named", "task"]
+    assert [h.command for h in under.task.post_run] == ["task", "named"]
+    assert [h.command for h in alone.task.pre_run] == ["base", "task"]
+    assert [h.command for h in alone.task.post_run] == ["task", "base"]
     missing = resolve(RunSpec(task_paths=[task], experiment="nowhere"))
     assert [str(p) for p in missing.problems] == [
         "no such experiment file (nor experiments/nowhere.yaml or .yml): nowhere"
@@ -419,3 +423,32 @@ def test_coder_eval_agent_fields_of_the_release_additional_ignore_patterns_varia
     impure = task_with(agent={"type": "opencode", "model": "custom/m", "pure": False})
     (loaded_plugins,) = _problems(tmp_path, impure, "b.yaml")
     assert "agent.pure: opencode always runs without external plugins here" in loaded_plugins
+
+
+def test_blocks_written_with_no_value_are_not_set(tmp_path: Path) -> None:
+    """coder_eval reads `agent:`, `run_limits:` and `sandbox.template_sources:` holding nothing (their lines all
+    commented out) as not set: the experiment's defaults fill them, where a null replaced them (and was refused)."""
+    task = write(
+        tmp_path / "tasks/t.yaml",
+        """
+        task_id: t
+        description: d
+        agent:
+          # type: claude-code
+        run_limits:
+          # max_turns: 20
+        sandbox:
+          python: null
+          template_sources:
+        pre_run: [{command: "echo x > x"}]
+        success_criteria: [{type: file_exists, path: x, description: x}]
+        """,
+    )
+    experiment = _experiment(
+        tmp_path, "  - variant_id: v\n", "defaults:\n  agent: {type: none}\n  run_limits: {task_timeout: 60}\n"
+    )
+    result = resolve(RunSpec(task_paths=[str(task)], experiment=str(experiment)))
+    assert result.problems == []
+    (row_task,) = result.row_tasks
+    assert (row_task.task.agent.type, row_task.task.run_limits.task_timeout) == ("none", 60)
+    assert row_task.task.sandbox.template_sources == []

@@ -163,12 +163,59 @@ def test_a_claude_settings_file_is_checked_at_load(tmp_path: Path) -> None:
 
 def test_a_mistyped_sdk_option_says_what_was_expected_and_what_was_given(tmp_path: Path) -> None:
     expected = {
-        "effort: 7": "'effort': expected 'low', 'medium', 'high', 'xhigh' or 'max'; given 7 (int)",
-        "max_thinking_tokens: abc": "'max_thinking_tokens': expected a valid integer, unable to parse string as an "
+        "effort: 7": "effort: expected 'low', 'medium', 'high', 'xhigh' or 'max'; given 7 (int)",
+        "max_thinking_tokens: abc": "max_thinking_tokens: expected a valid integer, unable to parse string as an "
         "integer; given 'abc' (str)",
-        "fallback_model: [1]": "'fallback_model': expected a valid string; given [1] (list)",
-        "betas: [context-1m-2025-08-07, 1]": "'betas'[1]: expected 'context-1m-2025-08-07'; given 1 (int)",
+        "fallback_model: [1]": "fallback_model: expected a valid string; given [1] (list)",
+        "betas: [context-1m-2025-08-07, 1]": "betas.1: expected 'context-1m-2025-08-07'; given 1 (int)",
     }
     for option, message in expected.items():
         result = run_cli("validate", claude_task(tmp_path, f"sdk_options: {{{option}}}"))
-        assert result.code == 1 and result.err == f"{tmp_path / 't.yaml'}:5: agent.sdk_options: {message}\n"
+        assert result.code == 1 and result.err == f"{tmp_path / 't.yaml'}:5: agent.sdk_options.{message}\n"
+
+
+def test_a_mistyped_sdk_option_is_pointed_at_its_own_line(tmp_path: Path) -> None:
+    """The CONTRACT's `<path>:<line>: <dotted.field.path>`: the key's line, not the `sdk_options:` line."""
+    task = write(
+        tmp_path / "t.yaml",
+        """
+        task_id: t
+        description: d
+        initial_prompt: p
+        agent:
+          type: claude-code
+          sdk_options:
+            effort: high
+            max_thinking_tokens: lots
+        success_criteria: [{type: run_command, command: "true", description: d}]
+        """,
+    )
+    result = run_cli("validate", task)
+    assert result.code == 1 and result.err.startswith(
+        f"{task}:9: agent.sdk_options.max_thinking_tokens: expected a valid integer"
+    )
+
+
+def test_every_broken_rule_between_fields_is_said_at_once(tmp_path: Path) -> None:
+    """CONTRACT's "one error per problem": a type: none task with a prompt and two trajectory criteria said all three
+    (it said the prompt, then after a fix the first criterion, then the next)."""
+    task = write(
+        tmp_path / "t.yaml",
+        """\
+        task_id: t
+        description: d
+        initial_prompt: p
+        agent: {type: none}
+        success_criteria:
+          - {type: file_exists, path: a, description: a}
+          - {type: command_executed, command_pattern: pytest, description: b}
+          - {type: commands_efficiency, expected_commands: 3, description: c}
+        """,
+    )
+    result = run_cli("validate", task)
+    assert result.code == 1
+    assert [line.split(": ", 2)[1] for line in result.err.splitlines()] == [
+        "initial_prompt",
+        "success_criteria.1.type",
+        "success_criteria.2.type",
+    ], result.err

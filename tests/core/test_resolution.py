@@ -249,7 +249,7 @@ def test_skip_and_include_skipped(tmp_path: Path) -> None:
     write_task(tmp_path, task_with(task_id="live"), "l.yaml")
     result = resolve(_spec(paths=[tmp_path]))
     assert [rt.task_id for rt in result.row_tasks] == ["live"]
-    assert result.skipped == [SkippedTask(str(tmp_path / "p.yaml"), SKIP_TRUE)]
+    assert result.skipped == [SkippedTask(str(tmp_path / "p.yaml"), SKIP_TRUE, task_id="parked")]
     listed = run_cli("list", tmp_path)
     assert listed.out == "default live\n" and f"skipped {tmp_path / 'p.yaml'}: skip: true" in listed.err
     included = resolve(_spec(paths=[tmp_path], include_skipped=True))

@@ -26,7 +26,7 @@ def _dataset_task(folder: Path, name: str, dataset: dict[str, Any], **changes: A
 def test_a_skipped_task_never_reads_its_dataset(tmp_path: Path) -> None:
     task = _dataset_task(tmp_path, "parked", {"paths": ["missing.jsonl"]}, skip=True)
     result = resolve(RunSpec(task_paths=[str(task)]))
-    assert (result.problems, result.skipped) == ([], [SkippedTask(str(task), SKIP_TRUE)])
+    assert (result.problems, result.skipped) == ([], [SkippedTask(str(task), SKIP_TRUE, task_id="parked")])
     included = resolve(RunSpec(task_paths=[str(task)], include_skipped=True))
     assert [p.field for p in included.problems] == ["dataset.paths.0"]
 

@@ -49,13 +49,13 @@ def test_repo_clone_at_pinned_commit_then_other_sources(tmp_path: Path) -> None:
             template_sources=[
                 {"type": "repo", "url": url, "commit": first},
                 {"type": "template_dir", "path": "tpl"},
-                {"type": "starter_files", "files": [{"path": "app.py", "content": "VERSION = 3\n"}]},
+                {"type": "starter_files", "files": [{"path": "repo/app.py", "content": "VERSION = 3\n"}]},
             ],
         )
         box.create(tmp_path / "task")
         assert (box.root / "extra.txt").read_text() == "from template"
-        assert (box.root / "app.py").read_text() == "VERSION = 3\n"  # last wins
-        assert git("rev-parse", "HEAD", cwd=box.root) == first
+        assert (box.root / "repo/app.py").read_text() == "VERSION = 3\n"  # last wins
+        assert git("rev-parse", "HEAD", cwd=box.root / "repo") == first
 
 
 def test_a_relative_repo_path_is_the_task_folders_wherever_the_command_runs(tmp_path: Path) -> None:
@@ -66,7 +66,7 @@ def test_a_relative_repo_path_is_the_task_folders_wherever_the_command_runs(tmp_
     git("commit", "-qm", "one", cwd=repo)
     box = sandbox(tmp_path, template_sources=[{"type": "repo", "url": "origin"}])
     box.create(tmp_path / "task")  # from this process's folder, which holds no "origin"
-    assert (box.root / "app.py").read_text() == "VERSION = 1\n"
+    assert (box.root / "repo/app.py").read_text() == "VERSION = 1\n"
 
 
 def test_repo_clone_failure_is_a_template_error(tmp_path: Path) -> None:

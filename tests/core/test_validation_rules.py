@@ -38,6 +38,14 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
     ("extra-top-level", task_with(), task_with(bogus=1), "bogus", "unknown field"),
     ("task-id-required", task_with(), task_with(task_id=None), "task_id", "required"),
     ("task-id-safe", task_with(task_id="ok.id-1"), task_with(task_id="a/b"), "task_id", "pattern"),
+    # a file the run folder writes beside the id's folder: the run ended IsADirectoryError when it wrote it
+    (
+        "task-id-not-a-run-file",
+        task_with(task_id="variant.jsonl"),
+        task_with(task_id="variant.json"),
+        "task_id",
+        "a file the run folder writes",
+    ),
     ("description-required", task_with(), task_with(description=None), "description", "required"),
     ("criteria-at-least-one", task_with(), task_with(success_criteria=[]), "success_criteria", "at least 1"),
     ("tags-kebab", task_with(tags=["pure-python"]), task_with(tags=["Pure_Python"]), "tags.0", "pattern"),
@@ -83,25 +91,32 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
     ("top-max-turns-moved", task_with(), task_with(max_turns=3), "max_turns", "run_limits.max_turns"),
     ("top-task-timeout-moved", task_with(), task_with(task_timeout=60), "task_timeout", "run_limits.task_timeout"),
     (
-        "system-prompt-claude-code-only",
-        task_with(agent={"type": "claude-code", "system_prompt": "Be terse."}),
+        "system-prompt-claude-code-and-codex-only",
+        task_with(agent={"type": "codex", "system_prompt": "Be terse."}),  # codex's developer instructions
         agentless(agent={"type": "none", "system_prompt": "Be terse."}),
         "agent.system_prompt",
-        "only allowed with type claude-code, not none",
+        "only allowed with type claude-code or codex, not none",
     ),
     (
-        "system-prompt-file-claude-code-only",
-        task_with(agent={"system_prompt_file": "prompt.md"}),
+        "system-prompt-file-claude-code-and-codex-only",
         task_with(agent={"type": "codex", "system_prompt_file": "prompt.md"}),
+        task_with(agent={"type": "opencode", "model": "custom/m", "system_prompt_file": "prompt.md"}),
         "agent.system_prompt_file",
-        "only allowed with type claude-code, not codex",
+        "only allowed with type claude-code or codex, not opencode",
     ),
     (
         "system-prompt-not-for-replay",
         task_with(agent={"type": "replay", "trajectory": "traj.yaml"}),
         task_with(agent={"type": "replay", "trajectory": "traj.yaml", "system_prompt": "Be terse."}),
         "agent.system_prompt",
-        "only allowed with type claude-code, not replay",
+        "only allowed with type claude-code or codex, not replay",
+    ),
+    (
+        "plugins-empty-on-any-type",  # coder_eval's bare A/B variant (plugins: []) over a codex task
+        task_with(agent={"type": "codex", "plugins": []}),
+        task_with(agent={"type": "codex", "plugins": [{"type": "local", "path": "plug"}]}),
+        "agent.plugins",
+        "only allowed with type claude-code, not codex",
     ),
     (
         "allowed-tools-or-sdk-tools",
@@ -114,28 +129,28 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
         "sdk-options-known",
         task_with(agent={"sdk_options": {"effort": "high"}}),
         task_with(agent={"sdk_options": {"warp_speed": 9}}),
-        "agent.sdk_options",
+        "agent.sdk_options.warp_speed",
         "not a ClaudeAgentOptions field",
     ),
     (
         "sdk-options-managed",
         task_with(agent={"sdk_options": {"max_thinking_tokens": 1000}}),
         task_with(agent={"sdk_options": {"permission_mode": "plan"}}),
-        "agent.sdk_options",
+        "agent.sdk_options.permission_mode",
         "managed by coder-eval",
     ),
     (
         "sdk-options-cwd-managed",
         task_with(agent={"sdk_options": {"fallback_model": "m"}}),
         task_with(agent={"sdk_options": {"cwd": "/"}}),
-        "agent.sdk_options",
+        "agent.sdk_options.cwd",
         "managed by coder-eval",
     ),
     (
         "sdk-options-flags-managed",  # a CLI flag set directly would be a way around permission_mode and model
         task_with(agent={"sdk_options": {"fallback_model": "m"}}),
         task_with(agent={"sdk_options": {"extra_args": {"permission-mode": "bypassPermissions"}}}),
-        "agent.sdk_options",
+        "agent.sdk_options.extra_args",
         "managed by coder-eval",
     ),
     (
@@ -163,8 +178,8 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
         "sdk-options-typed",
         task_with(agent={"sdk_options": {"effort": "low"}}),
         task_with(agent={"sdk_options": {"effort": "ludicrous"}}),
-        "agent.sdk_options",
-        "effort",
+        "agent.sdk_options.effort",
+        "expected 'low'",
     ),
     (
         "sdk-options-claude-only",
@@ -783,6 +798,13 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
         task_with(dataset={"rows": [{"id": "a b"}]}),
         "dataset.id_field",
         "must match",
+    ),
+    (
+        "dataset-id-not-a-run-file",
+        task_with(dataset={"rows": [{"id": "suite"}]}),
+        task_with(dataset={"rows": [{"id": "suite.json"}]}),
+        "dataset.id_field",
+        "a file the run folder writes",
     ),
     (
         "dataset-unknown-row-field",

@@ -128,7 +128,7 @@ def test_experiment_run_through_dagster_and_rescore(project: Path) -> None:
         {
             "path": "experiments/../tasks/parked.yaml",
             "reason": "skip: true (--include-skipped runs it)",
-            "task_id": None,
+            "task_id": "parked",
         }
     ]
     assert document["experiment"] == "ab" and document["passed"] is False

@@ -39,7 +39,10 @@ def installed() -> Path:
         if not command.exists():
             uv = Path(sys.executable).parent / "uv"
             python = Path(sys.base_prefix) / "bin" / "python3"
-            subprocess.run([str(uv), "venv", "-q", "-p", str(python), str(HOME / "venv")], check=True, timeout=120)
+            # --clear: an install an earlier session was stopped in the middle of leaves a venv without phoenix
+            subprocess.run(
+                [str(uv), "venv", "-q", "--clear", "-p", str(python), str(HOME / "venv")], check=True, timeout=120
+            )
             subprocess.run(
                 [str(uv), "pip", "install", "-q", "--python", str(HOME / "venv" / "bin" / "python"), PHOENIX],
                 check=True,

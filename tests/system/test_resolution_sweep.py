@@ -31,7 +31,7 @@ def test_a_parked_task_is_skipped_without_reading_its_dataset(tmp_path: Path, sy
     outcome, run = system_cli.run(tmp_path / "tasks", env={})
     assert outcome.code == 0, outcome.output
     (skipped,) = run.summary["skipped_tasks"]
-    assert (skipped["path"], skipped["reason"]) == (str(parked), SKIP_TRUE)
+    assert (skipped["path"], skipped["reason"], skipped["task_id"]) == (str(parked), SKIP_TRUE, "parked")
     assert [task["task_id"] for task in run.summary["task_results"]] == ["ok"] and run.summary["passed"] is True
     validated = system_cli("validate", tmp_path / "tasks", env={})
     assert validated.code == 0 and f"OK {parked}" in validated.output, validated.output

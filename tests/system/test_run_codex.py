@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -59,12 +60,21 @@ def test_a_codex_task_succeeds_with_usage_and_its_commands_never_see_the_key(
             ]
         )
     )
-    task = codex_task(tmp_path / "tasks", "codex", "gpt-fake")
+    # coder_eval's codex agent passes system_prompt as developer instructions (a quote and a newline stay text)
+    prompt_text = 'Always answer in "French".\nmodel = "other"'
+    task = codex_task(
+        tmp_path / "tasks",
+        "codex",
+        "gpt-fake",
+        agent={"type": "codex", "model": "gpt-fake", "system_prompt": prompt_text},
+    )
     env = {"CODEX_API_KEY": key, "CODEX_BASE_URL": fake.url, **proxied_through(fake.url)}
     outcome, run = system_cli.run(task, "-D", "agent.context_window=200000", env=env)
 
     assert outcome.code == 0, outcome.output
     assert fake.script.paths == ["/v1/responses"] * 3  # the three steps, nothing else (no CONNECT through the proxy)
+    assert all(json.dumps(prompt_text)[1:-1] in json.dumps(body) for body in fake.script.requests)
+    assert {body.get("model") for body in fake.script.requests} == {"gpt-fake"}
     assert carried(key, fake.script.headers)  # the key itself reached the API (and, below, nothing else)
     result = run.result("codex")
     assert result["final_status"] == "SUCCESS", (result["error_message"], result["success_criteria_results"])

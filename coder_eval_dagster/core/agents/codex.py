@@ -21,6 +21,7 @@ A simulated dialog continues the same thread with each user message.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from pathlib import Path
@@ -75,13 +76,22 @@ def _environment(agent_input: AgentInput, home: Path, grant: Grant) -> dict[str,
     return env
 
 
+def toml_string(text: str) -> str:
+    """``text`` as a TOML basic string: JSON's escapes of quotes, backslashes and control characters are TOML's too;
+    other characters stay literal (JSON's ASCII escape of an emoji is a surrogate pair, which TOML refuses)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
 def _write_config(home: Path, config: AgentConfig, base_url: str) -> None:
-    """Its config.toml: the model, a context window (Codex compacts at 90% of it), the grant as its provider."""
+    """Its config.toml: the model, a context window (Codex compacts at 90% of it), the task's system prompt as
+    developer instructions on top of Codex's own (as coder_eval's codex agent passes it), the grant as its
+    provider. A model id or a prompt holding a quote or a newline stays one value (``toml_string``)."""
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True)
     lines = [
-        f'model = "{config.model}"' if config.model else "",
+        f"model = {toml_string(config.model)}" if config.model else "",
         f"model_context_window = {config.context_window}" if config.context_window is not None else "",
+        f"developer_instructions = {toml_string(config.system_prompt)}" if config.system_prompt is not None else "",
     ]
     model_line = "\n".join(line for line in lines if line)
     (codex_home / "config.toml").write_text(CONFIG_TOML.format(model=model_line, base_url=base_url), encoding="utf-8")

@@ -204,11 +204,23 @@ class Replay:
                 return False
         return not self.timed_out(started)
 
+    def refusal(self, call: ToolCall) -> str | None:
+        """Why the agent's tool lists keep it from making ``call`` (None: it may), as a live agent's CLI refuses a
+        tool it was not given: the recorded call fails and nothing runs."""
+        config = self.input.config
+        if call.tool in config.disallowed_tools:  # a rule such as Bash(rm:*) denies some calls: not judged here
+            return f"{call.tool} is not available: agent.disallowed_tools names it"
+        offered = {rule.split("(", 1)[0] for rule in config.allowed_tools or []}  # Bash(git:*) offers Bash
+        if config.allowed_tools is not None and call.tool not in offered:
+            return f"{call.tool} is not available: agent.allowed_tools does not name it"
+        return None
+
     def record_call(self, turn: int, seq: int, call: ToolCall, turn_started: float) -> ToolCallRecord:
         left = self.time_left(turn_started)
         timeout = left if left is not None else DEFAULT_CALL_TIMEOUT_S
         start, wall = time.perf_counter(), time.time()
-        status, output = play_call(call, self.input.sandbox, timeout)
+        refused = self.refusal(call)
+        status, output = ("error", refused) if refused else play_call(call, self.input.sandbox, timeout)
         duration = round((time.perf_counter() - start) * 1000, 1)
         return ToolCallRecord(
             turn=turn,

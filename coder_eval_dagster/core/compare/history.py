@@ -8,6 +8,7 @@ word (a test checks it), so an analyst can paste them into a DuckDB shell.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,8 @@ def view_statement(tables_dir: Path, table: str, days: int | None, task_glob: st
     source = _literal(f"{tables_dir.as_posix()}/{table}/**/*.parquet")
     filters = []
     if days is not None:
-        filters.append(f"run_date > current_date - INTERVAL {int(days)} DAY")
+        today = datetime.now(UTC).date()  # run_date is the UTC day; DuckDB's current_date is the local one
+        filters.append(f"run_date > DATE '{today.isoformat()}' - INTERVAL {int(days)} DAY")
     if task_glob:
         filters.append(f"task_id GLOB {_literal(task_glob)}")
     where = f" WHERE {' AND '.join(filters)}" if filters else ""

@@ -21,6 +21,12 @@ if TYPE_CHECKING:
     from ..check_context import CheckContext
 
 
+NEVER_FAILS = (
+    "cli_called with min_count: 0 and no max_count can never fail. Set max_count: 0 for a negative guard, "
+    "or raise min_count for a positive assertion."
+)
+
+
 class CliCalled(CriterionBase, ArgvPattern):
     type: Literal["cli_called"]
     log: SandboxPath = RECORD_CLI_LOG  # where the record_cli shims write
@@ -30,6 +36,8 @@ class CliCalled(CriterionBase, ArgvPattern):
 
     @model_validator(mode="after")
     def _counts(self) -> CliCalled:
+        if self.min_count == 0 and self.max_count is None:  # every log passes it (coder_eval refuses it too)
+            raise rule_error("min_count", NEVER_FAILS)
         if self.max_count is not None and self.max_count < self.min_count:
             raise rule_error("max_count", f"must be >= min_count ({self.min_count})")
         return self

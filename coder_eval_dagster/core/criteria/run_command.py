@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 from .. import patterns
 from ..models.base import ShellCommand, check_regex, rule_error
 from ..models.criterion import REFERENCE_DIR, TASK_DIR, CriterionBase, names_reference_dir
+from ..sandbox.process import as_text_mode
 from .outcome import Outcome
 from .registry import checks
 
@@ -77,7 +78,7 @@ def with_staged_folders(command: str, ctx: CheckContext) -> str:
 def check(criterion: RunCommand, ctx: CheckContext) -> Outcome:
     if criterion.reads_task_dir() and ctx.task_dir_refused is not None:
         return Outcome(0.0, {}, error=ctx.task_dir_refused)
-    run = ctx.sandbox.run(with_staged_folders(criterion.command, ctx), criterion.timeout)
+    run = as_text_mode(ctx.sandbox.run(with_staged_folders(criterion.command, ctx), criterion.timeout))  # coder_eval's
     details: dict[str, Any] = {"exit_code": run.exit_code, "stdout": run.stdout[-4000:], "stderr": run.stderr[-4000:]}
     if run.oom_killed:
         details["oom_killed"] = True

@@ -25,12 +25,13 @@ THINKING_TYPES = ("antigravity", "pi")
 CLAUDE_CODE_ONLY = (
     "sdk_options",
     "claude_settings",
-    "system_prompt",
-    "system_prompt_file",
     "system_prompt_mode",
     "setting_sources",
     "plugins",
 )
+# The agent types a system prompt reaches: claude-code's is appended to its own, codex's is its developer
+# instructions (coder_eval's codex agent's), both on top of the agent's base prompt.
+SYSTEM_PROMPT_TYPES = ("claude-code", "codex")
 OPENCODE_ONLY = ("variant", "pure")
 # What a claude-code agent gets where no layer names it: coder_eval's default experiment's (its packaged
 # default_experiment.yaml), so that its users' tasks run the model and offer the tools they did there.
@@ -108,8 +109,11 @@ class AgentConfig(RejectsMovedLimits):
         return value if value is None or value.strip() else None
 
     def is_set(self, name: str) -> bool:
-        """The field holds something other than its default (an empty ``sdk_options: {}`` sets nothing)."""
-        return bool(getattr(self, name) != type(self).model_fields[name].get_default(call_default_factory=True))
+        """The field holds something other than its default, and not an empty list or mapping: ``sdk_options: {}``
+        and ``plugins: []`` (coder_eval's bare A/B variant, over any agent type) ask for nothing."""
+        value = getattr(self, name)
+        empty = isinstance(value, list | dict) and not value
+        return not empty and bool(value != type(self).model_fields[name].get_default(call_default_factory=True))
 
     @property
     def resolved_type(self) -> str:
@@ -125,6 +129,9 @@ class AgentConfig(RejectsMovedLimits):
         for name in CLAUDE_CODE_ONLY:
             if self.is_set(name) and kind != "claude-code":
                 raise rule_error(name, f"only allowed with type claude-code, not {kind}")
+        for name in ("system_prompt", "system_prompt_file"):
+            if self.is_set(name) and kind not in SYSTEM_PROMPT_TYPES:
+                raise rule_error(name, f"only allowed with type {' or '.join(SYSTEM_PROMPT_TYPES)}, not {kind}")
         for name in OPENCODE_ONLY:
             if self.is_set(name) and kind != "opencode":
                 raise rule_error(name, f"only allowed with type opencode, not {kind}")

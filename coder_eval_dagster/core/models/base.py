@@ -25,7 +25,42 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 SAFE_ID = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
 SAFE_ID_RE = re.compile(SAFE_ID)
 MAX_ID_LENGTH = 100
-SafeId = Annotated[str, StringConstraints(pattern=SAFE_ID, max_length=MAX_ID_LENGTH)]
+# The files a run writes beside the folders ids name (layout.py: a run's, a variant's and a suite's folder): an
+# id spelling one would take its place, and the run would end when it writes that file.
+RUN_FOLDER_FILES = frozenset(
+    {
+        "run_plan.json",
+        "snapshot.pickle",
+        "spend.jsonl",
+        "run.json",
+        "run.md",
+        "index.html",
+        "experiment.json",
+        "experiment.md",
+        "comparison.html",
+        "junit.xml",
+        "variant.json",
+        "variant.md",
+        "suite.json",
+    }
+)
+RUN_FOLDER_FILE_RE = re.compile(r"comparison-vs-.*\.html")
+
+
+def reserved_name_problem(value: str) -> str | None:
+    if value in RUN_FOLDER_FILES or RUN_FOLDER_FILE_RE.fullmatch(value):
+        return "names a file the run folder writes beside the id's own folder; choose another id"
+    return None
+
+
+def not_a_run_file(value: str) -> str:
+    problem = reserved_name_problem(value)
+    if problem:
+        raise PydanticCustomError("reserved_id", problem)
+    return value
+
+
+SafeId = Annotated[str, StringConstraints(pattern=SAFE_ID, max_length=MAX_ID_LENGTH), AfterValidator(not_a_run_file)]
 
 
 def id_problem(value: str) -> str | None:
@@ -34,7 +69,7 @@ def id_problem(value: str) -> str | None:
         return f"is {len(value)} characters long; ids are at most {MAX_ID_LENGTH} (they become directory names)"
     if not SAFE_ID_RE.match(value):
         return f"must match {SAFE_ID} (it becomes a directory name)"
-    return None
+    return reserved_name_problem(value)
 
 
 class StrictModel(BaseModel):

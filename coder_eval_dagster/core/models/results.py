@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from datetime import UTC, datetime, timedelta
-from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -416,7 +415,7 @@ class CriterionResult(BaseModel):
             if value is None or value == "" or value == [] or value == {}:
                 continue
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-            parts.append(f"{key}: {text[: self.DETAIL_CHARS]}")
+            parts.append(f"{key}: {text[: self.DETAIL_CHARS] + '…' if len(text) > self.DETAIL_CHARS else text}")
         return "; ".join(parts) or None
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
@@ -504,12 +503,18 @@ class CommandStats(BaseModel):
     SLOWEST: ClassVar[int] = 5
 
     @classmethod
-    def of(cls, calls: list[ToolCallRecord]) -> CommandStats:
+    def of(cls, turns: list[TurnRecord]) -> CommandStats:
+        """coder_eval's statistics: its most common sequence is of three calls within one turn, ``A → B → C``."""
+        calls = [call for turn in turns for call in turn.calls]
         statuses = Counter(call.status for call in calls)
         decided = statuses["success"] + statuses["error"]
         total_ms = sum(call.duration_ms for call in calls)
         slowest = sorted(calls, key=lambda c: c.duration_ms, reverse=True)[: cls.SLOWEST]
-        pairs = Counter(f"{a.tool} -> {b.tool}" for a, b in pairwise(calls))
+        sequences = Counter(
+            " → ".join(call.tool for call in turn.calls[i : i + 3])
+            for turn in turns
+            for i in range(len(turn.calls) - 2)
+        )
         return cls(
             total_commands=len(calls),
             commands_by_tool=dict(Counter(call.tool for call in calls)),
@@ -523,7 +528,7 @@ class CommandStats(BaseModel):
             failed_commands=statuses["error"],
             unknown_commands=statuses["unknown"],
             success_rate=round(statuses["success"] / decided, 4) if decided else 0.0,
-            most_common_sequence=pairs.most_common(1)[0][0] if pairs else None,
+            most_common_sequence=sequences.most_common(1)[0][0] if sequences else None,
         )
 
 
@@ -726,8 +731,9 @@ class EvaluationResult(BaseModel):
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
-    def actual_commands(self) -> int:
-        return sum(len(turn.calls) for turn in self.trajectory)
+    def actual_commands(self) -> int | None:
+        """The agent's tool calls; None when no agent ran (coder_eval records it only then)."""
+        return sum(len(turn.calls) for turn in self.trajectory) if self.trajectory else None
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
@@ -743,12 +749,14 @@ class EvaluationResult(BaseModel):
         expected = self.expected_commands
         if expected is None:
             return None
-        return expected / max(self.actual_commands, expected) if self.actual_commands else 0.0
+        actual = self.actual_commands or 0
+        return expected / max(actual, expected) if actual else 0.0
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
-    def command_stats(self) -> CommandStats:
-        return CommandStats.of([call for turn in self.trajectory for call in turn.calls])
+    def command_stats(self) -> CommandStats | None:
+        """None when no agent ran, as coder_eval leaves it."""
+        return CommandStats.of(self.trajectory) if self.trajectory else None
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property

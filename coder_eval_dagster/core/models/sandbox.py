@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Annotated, Any, Literal
 
@@ -167,18 +168,46 @@ class DockerConfig(StrictModel):
         return {key: value for key, value in data.items() if key not in UNSUPPORTED_DOCKER_KEYS}
 
 
+REPO_FOLDER = "repo"  # where a repo source is cloned, in the sandbox (coder_eval's place)
+ENV_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")  # coder_eval's $VAR / ${VAR}
+
+
 class RepoSource(StrictModel):
+    """A git clone into ``repo/`` of the sandbox, checked out at ``commit`` (a branch, a tag or a commit) when
+    given."""
+
     type: Literal["repo"]
     url: str = Field(min_length=1)
     commit: str | None = None
 
+    @field_validator("commit")
+    @classmethod
+    def _not_an_option(cls, value: str | None) -> str | None:
+        if value is not None and value.startswith("-"):
+            raise ValueError(f"must name a branch, tag or commit, not an option: {value!r}")
+        return value
+
+
+def expand_environment(path: str) -> str:
+    """``$VAR`` and ``${VAR}`` in ``path`` from the environment, as coder_eval expands a template folder; a variable
+    that is not set is refused (the folder would otherwise be looked for under a literal ``$VAR``)."""
+    named = dict.fromkeys(match.group(1) or match.group(2) for match in ENV_VARIABLE.finditer(path))
+    unset = [f"${name}" for name in named if name not in os.environ]
+    if len(unset) == 1:
+        raise ValueError(f"environment variable {unset[0]} is not set ({path!r} names it): set it before loading")
+    if unset:
+        raise ValueError(f"environment variables {', '.join(unset)} are not set ({path!r} names them): set them first")
+    return os.path.expandvars(path)
+
 
 class TemplateDirSource(StrictModel):
     type: Literal["template_dir"]
-    path: str = Field(min_length=1)
+    path: str = Field(min_length=1)  # $VAR / ${VAR} taken from the environment when the task is read
     mount_point: str = "."
     # coder_eval's: template-relative globs copied even when an ignore pattern would skip them.
     include_patterns: list[str] = Field(default_factory=list)
+
+    _expanded = field_validator("path")(expand_environment)
 
     @field_validator("mount_point")
     @classmethod
@@ -209,6 +238,9 @@ class StarterFile(StrictModel):
     def _stays_inside(cls, value: str) -> str:
         if not is_inside(value) or value.strip("./") == "":
             raise ValueError("must be a relative file path that stays inside the sandbox")
+        named = [part for part in re.split(r"[/\\]+", value) if part not in ("", ".")]
+        if not named or named[-1] == "..":  # `a/..` is the folder holding a: nothing a file can be written to
+            raise ValueError(f"must name a file, not a folder: {value!r} ends in '..'")
         return value
 
 
@@ -221,7 +253,8 @@ TemplateSource = Annotated[RepoSource | TemplateDirSource | StarterFilesSource, 
 
 
 def check_repo_first(sources: list[TemplateSource]) -> None:
-    """A repo clone replaces the folder, so it can only be the first source."""
+    """A repo clone (into ``repo/``) comes before every other source, as coder_eval requires: the folder git clones
+    into must be empty."""
     for index, source in enumerate(sources):
         if isinstance(source, RepoSource) and index != 0:
             raise rule_error(f"template_sources.{index}", "a repo source must be first in the list")

@@ -12,6 +12,9 @@ import typing
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
+from pydantic_core import PydanticCustomError
+
+from .base import rule_error
 
 INPUT_SHOULD_BE = "Input should be "  # how pydantic words a type's expectation
 SHOWN_CHARS = 80  # of a mistyped value, in the message
@@ -78,41 +81,42 @@ def _adapter(name: str) -> TypeAdapter[Any] | None:
 
 
 def check_sdk_options(options: dict[str, Any]) -> None:
-    """Raise ValueError naming the first key that is unknown, managed or mistyped."""
+    """Raise a rule error at the first key that is unknown, managed or mistyped (the error names the key, and
+    within a list or mapping value the item, so that it points at that key's line)."""
     known = _option_types()
     for key, value in options.items():
         if key in FRAMEWORK_MANAGED:
-            raise ValueError(f"{key!r} is managed by coder-eval and cannot be set through sdk_options")
+            raise rule_error(key, "managed by coder-eval and cannot be set through sdk_options")
         if key not in known:
-            raise ValueError(f"{key!r} is not a ClaudeAgentOptions field of the installed claude-agent-sdk")
+            raise rule_error(key, "not a ClaudeAgentOptions field of the installed claude-agent-sdk")
         adapter = _adapter(key)
         if adapter is not None:
             try:
                 adapter.validate_python(value)
             except ValidationError as exc:
-                raise ValueError(_mistyped(key, value, exc)) from None
+                raise _mistyped(key, value, exc) from None
 
 
-def _mistyped(key: str, value: object, exc: ValidationError) -> str:
+def _mistyped(key: str, value: object, exc: ValidationError) -> PydanticCustomError:
     """What the option's value should be and what it is (pydantic's first error, in words, without its link),
-    and where inside a list or mapping value."""
+    at the item of a list or mapping value it is about."""
     error = exc.errors(include_url=False)[0]
     where = _inside(value, error["loc"])
     message = error["msg"]
     expected = "expected " + message.removeprefix(INPUT_SHOULD_BE) if message.startswith(INPUT_SHOULD_BE) else message
     given = error["input"]
     shown = repr(given) if len(repr(given)) <= SHOWN_CHARS else repr(given)[:SHOWN_CHARS] + "..."
-    return f"{key!r}{where}: {expected}; given {shown} ({type(given).__name__})"
+    return rule_error(".".join([key, *map(str, where)]), f"{expected}; given {shown} ({type(given).__name__})")
 
 
-def _inside(value: object, location: tuple[int | str, ...]) -> str:
-    """The leading parts of an error's ``location`` that index ``value`` (``[0]``, ``['a']``), as Python writes
-    them; the rest name the branches of a union (``'str'``, ``'lax-or-strict[...]'``), which the user never wrote."""
-    shown = ""
+def _inside(value: object, location: tuple[int | str, ...]) -> list[int | str]:
+    """The leading parts of an error's ``location`` that index ``value``; the rest name the branches of a union
+    (``'str'``, ``'lax-or-strict[...]'``), which the user never wrote."""
+    parts: list[int | str] = []
     for part in location:
         item = isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value)
         if not (item or (isinstance(value, dict) and part in value)):
             break
         value = value[part]  # type: ignore[index]
-        shown += f"[{part!r}]"
-    return shown
+        parts.append(part)
+    return parts

@@ -39,6 +39,9 @@ def _tag(value: str) -> str:
 Tag = Annotated[str, AfterValidator(_tag)]
 
 
+Problem = tuple[str, str]  # (field below the task, why): a broken rule between fields
+
+
 class Reference(StrictModel):
     """A reference solution: a file relative to the task YAML, inline code, or a folder relative to the task YAML."""
 
@@ -100,20 +103,24 @@ class Task(RejectsMovedLimits):
 
     @model_validator(mode="after")
     def _combination_rules(self, info: ValidationInfo) -> Task:
+        """Every rule between fields, each broken one reported (one error per problem, not one per attempt)."""
         if is_partial(info):
             return self
         self._apply_checker_context()
         self.agent = self.agent.with_claude_code_defaults()
-        self._check_something_gates()
-        self._check_prompt()
-        self._check_agentless_contract()
-        self._check_reference_consumers()
-        self._check_suite_thresholds()
-        if self.armed and self.run_limits.stop_early_gate_threshold <= 0.0:
-            raise rule_error(
-                "run_limits.stop_early_gate_threshold", "must be > 0.0 on a task with armed (stop_early) criteria"
-            )
-        self._check_files_exist(info)
+        problems = [
+            *self._gating_problems(),
+            *self._prompt_problems(),
+            *self._agentless_problems(),
+            *self._reference_problems(),
+            *self._suite_threshold_problems(),
+            *self._gate_threshold_problems(),
+            *self._missing_files(info),
+        ]
+        if len(problems) == 1:
+            raise rule_error(*problems[0])
+        if problems:
+            raise rule_errors(type(self).__name__, problems)
         return self
 
     def _apply_checker_context(self) -> None:
@@ -132,68 +139,86 @@ class Task(RejectsMovedLimits):
         for index in unset:
             criteria[index] = criteria[index].model_copy(update={"model": model})  # set: task.json names it
 
-    def _check_something_gates(self) -> None:
+    def _gating_problems(self) -> list[Problem]:
         """Informational (weight 0) criteria neither score nor gate: with only those, any run would pass."""
-        if not any(criterion.gating for criterion in self.success_criteria):
-            raise rule_error(
+        if any(criterion.gating for criterion in self.success_criteria):
+            return []
+        return [
+            (
                 "success_criteria",
                 "every criterion has weight 0: nothing decides the task's success; give one a weight > 0",
             )
+        ]
 
-    def _check_prompt(self) -> None:
+    def _prompt_problems(self) -> list[Problem]:
         """A prompt opens the agent's conversation, unless the simulated user opens it (or no agent reads one)."""
         if self.initial_prompt is not None and self.initial_prompt_file is not None:
-            raise rule_error("initial_prompt_file", "set initial_prompt or initial_prompt_file, not both")
+            return [("initial_prompt_file", "set initial_prompt or initial_prompt_file, not both")]
         kind = self.agent.resolved_type
         if kind in ("none", "replay") or self.simulated or self.initial_prompt is not None:
-            return
+            return []
         if self.initial_prompt_file is None:
-            raise rule_error(
-                "initial_prompt",
-                f"required for agent type {kind} (or initial_prompt_file, or an enabled simulation to open the dialog)",
+            why = (
+                f"required for agent type {kind} (or initial_prompt_file, or an enabled simulation to open the dialog)"
             )
+            return [("initial_prompt", why)]
+        return []
 
-    def _check_agentless_contract(self) -> None:
+    def _agentless_problems(self) -> list[Problem]:
         if self.agent.resolved_type != "none":
-            return
-        for name in ("initial_prompt", "initial_prompt_file"):
-            if getattr(self, name) is not None:
-                raise rule_error(name, "a type: none task has no agent to read a prompt")
+            return []
+        problems = [
+            (name, "a type: none task has no agent to read a prompt")
+            for name in ("initial_prompt", "initial_prompt_file")
+            if getattr(self, name) is not None
+        ]
         if self.simulated:
-            raise rule_error("simulation.enabled", "a type: none task cannot run a simulated dialog")
-        for index, criterion in enumerate(self.success_criteria):
-            if criterion.needs_agent:
-                raise rule_error(
-                    f"success_criteria.{index}.type",
-                    f"{criterion.type} inspects the agent trajectory; not allowed with agent type none",
-                )
+            problems.append(("simulation.enabled", "a type: none task cannot run a simulated dialog"))
+        problems += [
+            (
+                f"success_criteria.{index}.type",
+                f"{c.type} inspects the agent trajectory; not allowed with agent type none",
+            )
+            for index, c in enumerate(self.success_criteria)
+            if c.needs_agent
+        ]
+        return problems
 
-    def _check_reference_consumers(self) -> None:
+    def _reference_problems(self) -> list[Problem]:
         """A criterion reading the reference needs one; one reading its folder ($REFERENCE_DIR) needs a folder."""
         directory = self.reference is not None and self.reference.directory is not None
+        problems: list[Problem] = []
         for index, criterion in enumerate(self.success_criteria):
             if criterion.type == "reference_comparison" and self.reference is None:
-                raise rule_error(f"success_criteria.{index}", "reference_comparison requires a reference block")
+                problems.append((f"success_criteria.{index}", "reference_comparison requires a reference block"))
             if criterion.reads_reference_dir() and not directory:
-                raise rule_error(
-                    f"success_criteria.{index}",
-                    f"reads the reference folder (${REFERENCE_DIR}, reference_file): needs reference: {{directory}}",
-                )
+                why = f"reads the reference folder (${REFERENCE_DIR}, reference_file): needs reference: {{directory}}"
+                problems.append((f"success_criteria.{index}", why))
             if criterion.type == "reference_comparison" and directory and not criterion.reads_reference_dir():
-                raise rule_error(
-                    f"success_criteria.{index}.reference_file",
-                    "required: which file of the reference folder to compare",
-                )
-
-    def _check_suite_thresholds(self) -> None:
-        if self.dataset is None:
-            for index, criterion in enumerate(self.success_criteria):
-                if criterion.suite_thresholds:
-                    raise rule_error(
-                        f"success_criteria.{index}.suite_thresholds", "gate a dataset's rows: this task has no dataset"
+                problems.append(
+                    (
+                        f"success_criteria.{index}.reference_file",
+                        "required: which file of the reference folder to compare",
                     )
+                )
+        return problems
 
-    def _check_files_exist(self, info: ValidationInfo) -> None:
+    def _suite_threshold_problems(self) -> list[Problem]:
+        if self.dataset is not None:
+            return []
+        return [
+            (f"success_criteria.{index}.suite_thresholds", "gate a dataset's rows: this task has no dataset")
+            for index, criterion in enumerate(self.success_criteria)
+            if criterion.suite_thresholds
+        ]
+
+    def _gate_threshold_problems(self) -> list[Problem]:
+        if self.armed and self.run_limits.stop_early_gate_threshold <= 0.0:
+            field = "run_limits.stop_early_gate_threshold"
+            return [(field, "must be > 0.0 on a task with armed (stop_early) criteria")]
+        return []
+
+    def _missing_files(self, info: ValidationInfo) -> list[Problem]:
         reference, settings = self.reference, self.agent.claude_settings  # a mapping, or a settings file
         checks: list[tuple[str, str | None, bool, int]] = [
             ("initial_prompt_file", self.initial_prompt_file, False, MAX_DOCUMENT_BYTES),
@@ -208,15 +233,11 @@ class Task(RejectsMovedLimits):
                 checks.append((f"sandbox.template_sources.{index}.path", source.path, True, 0))
         for index, path in enumerate(self.dataset.paths or [] if self.dataset else []):
             checks.append((f"dataset.paths.{index}", path, False, MAX_DATASET_BYTES))
-        missing = [
+        return [
             (field, p)
             for field, relative, folder, limit in checks
             if (p := _file_problem(info, relative, folder, limit))
         ]
-        if len(missing) == 1:
-            raise rule_error(*missing[0])
-        if missing:  # every missing file at once, not one per attempt
-            raise rule_errors(type(self).__name__, missing)
 
     @property
     def armed(self) -> bool:

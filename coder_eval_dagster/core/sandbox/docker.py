@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import ipaddress
 import json
 import os
 import shlex
@@ -28,6 +29,7 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from ..agent_cli import launchers
 from ..model_proxy import shared_proxy
@@ -49,6 +51,22 @@ CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 KILL_GRACE_S = 5.0  # past its timeout, a command still running takes the container with it
 OOM_EXIT = 137
 REMOVE_TIMEOUT_S = 60  # a shared folder's copy, after the criteria
+
+
+def _is_ipv6(config: Mapping[str, Any]) -> bool:
+    return ":" in str(config.get("Subnet") or config.get("Gateway") or "")
+
+
+def bridge_gateway(attrs: Mapping[str, Any]) -> str:
+    """The bridge network's gateway: as its IPAM config names it, else the first address of its subnet, which the
+    engine gives the gateway when it names none (Docker 20.10's default bridge lists only its subnet)."""
+    configs = sorted((attrs.get("IPAM") or {}).get("Config") or [], key=_is_ipv6)  # IPv4 first: the proxy's URL
+    for config in configs:
+        if config.get("Gateway"):
+            return str(config["Gateway"]).split("/")[0]
+        if config.get("Subnet"):
+            return str(next(ipaddress.ip_network(config["Subnet"], strict=False).hosts()))
+    raise EngineError(f"the docker bridge network names no gateway nor subnet: {configs}")
 
 
 class DockerSandbox(TempdirSandbox):
@@ -196,7 +214,7 @@ class DockerSandbox(TempdirSandbox):
         network = self.config.network
         if network != "bridge" and not (isinstance(network, NetworkPolicy) and network.open):
             return LOOPBACK
-        return str(client().networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"])
+        return bridge_gateway(client().networks.get("bridge").attrs)
 
     def agent_command(self, home: Path, cli: str) -> str:
         """A launcher running ``cli`` in the container (see docker_attach), with ``home`` copied in at its path

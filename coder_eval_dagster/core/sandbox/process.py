@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import cast
 
-from ..files import UnreadableFile, open_regular
+from ..files import UnreadableFile, open_regular, universal_newlines
 from ..models.results import CommandRun
 from ..secrets import redact
 from .containment import release_all
@@ -51,6 +51,17 @@ class HeadTail:
             return (head + tail).decode("utf-8", errors="replace")
         marker = f"\n[... {omitted} bytes omitted: output capped at {OUTPUT_CAP_BYTES // 1024} KB ...]\n"
         return head.decode("utf-8", errors="ignore") + marker + tail.decode("utf-8", errors="ignore")
+
+
+def as_text_mode(run: CommandRun) -> CommandRun:
+    """``run`` with its output as a criterion reads a command's (coder_eval's ``Sandbox.run_command`` is
+    ``subprocess.run(text=True)``: universal newlines, each ``\\r\\n`` and lone ``\\r`` a ``\\n``). Only for what a
+    criterion checks (``run_command``'s stdout and stderr): a pre_run or post_run command's recorded output and an
+    agent's own commands keep their bytes, as coder_eval keeps them."""
+    stdout, stderr = universal_newlines(run.stdout), universal_newlines(run.stderr)
+    if stdout is run.stdout and stderr is run.stderr:
+        return run
+    return run.model_copy(update={"stdout": stdout, "stderr": stderr})
 
 
 class ReplacedCapture(OSError):

@@ -113,8 +113,7 @@ class TempdirSandbox:
         if self.root.exists():
             remove_tree(self.root)
         sources = self.config.template_sources
-        if not (sources and sources[0].type == "repo"):
-            self.root.mkdir()
+        self.root.mkdir()
         git_env = sandbox_environment({"GIT_CEILING_DIRECTORIES": str(self.root.parent)})  # a clone: on this machine
         apply_sources(sources, self.root, task_dir, self.config.ignore_patterns, git_env)
         if self.venv is not None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from ..models.sandbox import RepoSource, StarterFilesSource, TemplateDirSource, TemplateSource
+from ..models.sandbox import REPO_FOLDER, RepoSource, StarterFilesSource, TemplateDirSource, TemplateSource
 
 GIT_TIMEOUT_S = 300
 _DEFAULTS_FILE = Path(__file__).parent.parent.parent / "resources" / "default_ignore_patterns.yaml"
@@ -25,7 +25,10 @@ class TemplateError(Exception):
 
 @functools.cache
 def default_ignore_patterns() -> tuple[str, ...]:
-    return tuple(yaml.safe_load(_DEFAULTS_FILE.read_text(encoding="utf-8")))
+    """coder_eval's defaults (its file as it is: lists by category, read in order as one list)."""
+    data = yaml.safe_load(_DEFAULTS_FILE.read_text(encoding="utf-8"))
+    lists = [entries for entries in data.values() if isinstance(entries, list)] if isinstance(data, dict) else [data]
+    return tuple(dict.fromkeys(str(pattern) for entries in lists for pattern in entries))
 
 
 def effective_ignore_patterns(overrides: list[str]) -> list[str]:
@@ -146,21 +149,32 @@ def repo_location(url: str, task_dir: Path) -> str:
 
 
 def clone_repo(source: RepoSource, destination: Path, env: dict[str, str], task_dir: Path) -> None:
-    """Clone a repository (URL, local path or file:// URL) at its pinned commit."""
-    commands = [["git", "clone", "--quiet", repo_location(source.url, task_dir), str(destination)]]
-    if source.commit:
-        commands.append(["git", "-C", str(destination), "checkout", "--quiet", "--detach", source.commit])
-    for command in commands:
-        run_setup_step(command, env, GIT_TIMEOUT_S, " ".join(command[:3]))
+    """Clone a repository (URL, local path or file:// URL) into ``destination``, checked out at its ``commit``.
+
+    As coder_eval: ``git clone -- URL`` (a URL beginning with ``-`` is a
+    path, never an option) then ``git checkout COMMIT``, which takes a commit,
+    a tag, or a branch the clone has only as ``origin/<branch>`` (made a local
+    branch tracking it). The trailing ``--`` reads ``COMMIT`` as a revision
+    only, never as a file of the clone.
+    """
+    commit = source.commit
+    if commit and commit.startswith("-"):  # refused when the task is read; never handed to git as an option
+        raise TemplateError(f"repo commit {commit!r} is not a branch, tag or commit")
+    clone = ["git", "clone", "--quiet", "--", repo_location(source.url, task_dir), str(destination)]
+    run_setup_step(clone, env, GIT_TIMEOUT_S, "git clone")
+    if commit:
+        checkout = ["git", "-C", str(destination), "checkout", "--quiet", commit, "--"]
+        run_setup_step(checkout, env, GIT_TIMEOUT_S, f"git checkout {commit}")
 
 
 def apply_sources(
     sources: list[TemplateSource], sandbox: Path, task_dir: Path, ignore: list[str], env: dict[str, str]
 ) -> None:
     patterns = effective_ignore_patterns(ignore)
+    sandbox.mkdir(parents=True, exist_ok=True)
     for source in sources:
-        if isinstance(source, RepoSource):
-            clone_repo(source, sandbox, env, task_dir)
+        if isinstance(source, RepoSource):  # the first source (check_repo_first): nothing is in repo/ yet
+            clone_repo(source, inside_sandbox(sandbox, REPO_FOLDER), env, task_dir)
         elif isinstance(source, TemplateDirSource):
             copy_template_dir(task_dir / source.path, sandbox, source.mount_point, patterns, source.include_patterns)
         elif isinstance(source, StarterFilesSource):

@@ -1,0 +1,95 @@
+"""What a run records where the guide and coder_eval 0.12.16 say how, through the installed CLI.
+
+A replayed call of a tool the agent was not given is refused (a live agent's
+CLI refuses it); command statistics are coder_eval's (none without an agent,
+the most common three calls within one turn); a criterion whose check failed
+passes at ``pass_threshold: 0`` (the guide's rule); a resume that ran nothing
+keeps the run's end; a rescore says that post_run left the sandbox it grades;
+``history --days`` counts UTC days (the tables' ``run_date``) in any zone.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from .conftest import SystemCli, replay_task_file, task_file
+
+EDITS = {"calls": [{"tool": "Read", "path": "x.txt"}, {"tool": "Edit", "path": "x.txt", "old": "x", "new": "y"}]}
+TURNS = [
+    {"calls": [{"tool": "Write", "path": "x.txt", "content": "x"}, {"tool": "Bash", "command": "touch ran.txt"}]},
+    *[EDITS] * 4,  # Read, Edit, Read, Edit...: three calls across turns, never counted as a sequence
+    *[{"calls": [{"tool": "Write", "path": n, "content": n}] * 2 + [{"tool": "Read", "path": n}]} for n in "ef"],
+]
+
+
+def _tasks(folder: Path) -> None:
+    replay_task_file(
+        folder,
+        "tools",
+        TURNS,
+        agent={
+            "type": "replay",
+            "trajectory": "tools.traj.yaml",
+            "allowed_tools": ["Write", "Read", "Bash"],
+            "disallowed_tools": ["Bash"],
+        },
+        success_criteria=[{"type": "file_exists", "path": "x.txt", "description": "written"}],
+    )
+    task_file(
+        folder,
+        "cleaned",
+        agent={"type": "none"},
+        pre_run=[{"command": "echo a > a.txt && echo k > kept.txt"}],
+        post_run=[{"command": "rm kept.txt"}],
+        success_criteria=[
+            {"type": "file_exists", "path": "kept.txt", "description": "kept before post_run"},
+            {"type": "file_contains", "path": "nope.txt", "includes": ["x"], "pass_threshold": 0, "description": "r"},
+        ],
+    )
+
+
+def _history_days(cli: SystemCli, zone: str) -> list[str]:
+    outcome = cli("history", cli.runs, "--days", "1", "--format", "json", env={"TZ": zone})
+    assert outcome.code == 0, outcome.output
+    return sorted({row["run_date"][:10] for row in json.loads(outcome.out)["pass_rate_per_day"]})
+
+
+def test_a_run_records_tools_statistics_thresholds_and_times_as_coder_eval(system_cli: SystemCli) -> None:
+    _tasks(system_cli.folder / "tasks")
+    outcome, run = system_cli.run(system_cli.folder / "tasks", env={})
+    assert outcome.code == 0, outcome.output
+
+    tools = run.result("tools")
+    calls = [(c["tool_name"], c["result_status"]) for it in tools["iterations"] for c in it["commands"]][:4]
+    assert calls == [("Write", "success"), ("Bash", "error"), ("Read", "success"), ("Edit", "error")]
+    assert not (run.evaluation("tools") / "sandbox" / "ran.txt").exists()  # refused: nothing ran
+    assert (run.evaluation("tools") / "sandbox" / "x.txt").read_text() == "x"  # the Edit never ran either
+    assert tools["command_stats"]["most_common_sequence"] == "Write → Write → Read"  # within a turn, never across
+
+    cleaned = run.result("cleaned")
+    assert cleaned["final_status"] == "SUCCESS"  # the erroring check at threshold 0 passes, as the guide says
+    assert [c["passed"] for c in cleaned["success_criteria_results"]] == [True, True]
+    assert cleaned["success_criteria_results"][1]["error"]
+    assert cleaned["command_stats"] is None and cleaned["actual_commands"] is None  # no agent ran
+    (row,) = [r for r in run.summary["task_results"] if r["task_id"] == "cleaned"]
+    assert row["actual_commands"] is None
+
+    ended = run.summary["end_time"], run.summary["total_duration_seconds"]
+    resumed = system_cli("run", "--resume", run.path, env={})
+    assert resumed.code == 0, resumed.output
+    assert (run.summary["end_time"], run.summary["total_duration_seconds"]) == ended  # nothing ran: same end
+
+    rescored = system_cli("rescore", run.path, env={})
+    assert "the post_run commands of cleaned ran after the run's criteria" in rescored.err, rescored.output
+    assert run.result("cleaned")["final_status"] == "FAILURE"  # kept.txt is as post_run left it: gone
+
+    today = datetime.now(UTC).date()
+    (table,) = system_cli.runs.glob("tables/task_results/run_date=*/*.parquet")
+    yesterday = table.parent.with_name(f"run_date={today - timedelta(days=1)}")
+    yesterday.mkdir()
+    shutil.copy(table, yesterday / "earlier.parquet")  # a run of the UTC day before
+    for zone in ("Pacific/Kiritimati", "Pacific/Pago_Pago"):  # UTC+14 and UTC-11: another local day at any hour
+        assert _history_days(system_cli, zone) == [today.isoformat()], zone
