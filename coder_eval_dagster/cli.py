@@ -119,7 +119,7 @@ def _not_a_task(path: Path) -> bool:
 def cmd_validate(args: argparse.Namespace) -> int:
     """``validate`` (and coder_eval's ``plan``): each file on its own; under ``-e`` each task under its variants."""
     experiment = RunSpec(experiment=args.experiment).experiment if args.experiment else None
-    paths: list[Path] = list(args.paths) or _default_tasks(args.command, experiment is not None)
+    paths = expand_patterns(args.paths) or _default_tasks(args.command, experiment, required=experiment is None)
     if experiment is not None:  # coder_eval's plan loads the experiment first and stops when it cannot
         verdict = _file_problems(Path(experiment))
         found = verdict.problems
@@ -157,15 +157,60 @@ def cmd_validate(args: argparse.Namespace) -> int:
 DEFAULT_TASKS = Path("tasks")  # coder_eval's `run` and `plan` with no paths: every task under tasks/
 
 
-def _default_tasks(command: str, has_experiment: bool) -> list[Path]:
-    """No paths given: ``tasks/`` in the current folder when there is one, as coder_eval; else a usage error
-    (none with ``-e``: the experiment's own ``tasks`` then)."""
-    if has_experiment:
+def _default_tasks(command: str, experiment: str | None, required: bool = True) -> list[Path]:
+    """No paths given: ``tasks/`` in the current folder when there is one, as coder_eval (with ``-e`` too, unless
+    the experiment names its own ``tasks``); else a usage error (``required`` False: none)."""
+    if experiment is not None and _names_tasks(experiment):
         return []
     if DEFAULT_TASKS.is_dir():
         print(f"coder-eval {command}: no paths given: {DEFAULT_TASKS}/", file=sys.stderr)
         return [DEFAULT_TASKS]
+    if not required:
+        return []
+    if experiment is not None:
+        raise UsageError(f"give task paths: {experiment} names no tasks and there is no {DEFAULT_TASKS}/ folder here")
     raise UsageError(f"give task paths or -e EXPERIMENT (no {DEFAULT_TASKS}/ folder here)")
+
+
+def _names_tasks(experiment: str) -> bool:
+    """Whether the experiment names its own tasks; one that cannot be read counts as naming them: its problems
+    are said where it is resolved."""
+    try:
+        return bool(load_experiment(Path(experiment)).model.tasks)
+    except (InvalidInput, OSError, ValueError):
+        return True
+
+
+def _with_default_tasks(spec: RunSpec, command: str) -> RunSpec:
+    """An experiment given with no paths and no ``tasks`` of its own: the tasks under ``tasks/``, as coder_eval."""
+    if spec.task_paths or spec.experiment is None:
+        return spec
+    return spec.model_copy(update={"task_paths": [str(path) for path in _default_tasks(command, spec.experiment)]})
+
+
+GLOB_CHARACTERS = frozenset("*?[")
+
+
+def expand_patterns(paths: Sequence[Path]) -> list[Path]:
+    """Task arguments as coder_eval's ``expand_task_files`` takes them: one that is no path but holds ``*``, ``?``
+    or ``[`` is a glob pattern (``**`` recursive, as quoted in a CI job), its matches sorted; a pattern that matches
+    nothing is a usage error naming it."""
+    expanded: list[Path] = []
+    for path in paths:
+        text = str(path)
+        if path.exists() or not GLOB_CHARACTERS & set(text):
+            expanded.append(path)
+            continue
+        anchor = Path(path.anchor) if path.is_absolute() else Path()
+        pattern = str(path.relative_to(path.anchor)) if path.is_absolute() else text
+        try:
+            matches = sorted(anchor.glob(pattern))
+        except ValueError as exc:  # an invalid pattern (`a**b`)
+            raise UsageError(f"task pattern {text!r}: {exc}") from None
+        if not matches:
+            raise UsageError(f"no task file matches the pattern {text!r} (from {Path.cwd()})")
+        expanded.extend(matches)
+    return expanded
 
 
 def _print_limit_warnings(path: Path) -> None:
@@ -188,7 +233,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not spec.selects_anything:
         print("coder-eval list: give task paths or -e EXPERIMENT", file=sys.stderr)
         return exit_codes.USAGE
-    result = resolve(spec)
+    result = resolve(_with_default_tasks(spec, "list"))
     result.skip_invalid_folder_files()
     _print_problems(result.warnings)
     if result.problems:
@@ -230,15 +275,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     if options.estimate_format != "table" and not options.estimate:
         print("coder-eval run: --format is the format of --estimate's forecast; add --estimate", file=sys.stderr)
         return exit_codes.USAGE
-    if again is None and not spec.selects_anything:  # coder_eval's `run` with no paths: tasks/
-        spec = spec.model_copy(update={"task_paths": [str(path) for path in _default_tasks("run", False)]})
+    if again is None and not spec.task_paths:  # coder_eval's `run` with no paths: tasks/ (under -e too)
+        spec = spec.model_copy(update={"task_paths": [str(path) for path in _default_tasks("run", spec.experiment)]})
     if options.estimate:
         return _estimate(spec, options, again)
     if again is not None:
-        if spec.selects_anything:
+        ignored = _selection_flags(spec)
+        if ignored:
+            flag = "--resume" if args.resume is not None else "--retry-errors"
             print(
-                "coder-eval run: --resume / --retry-errors take a run folder, not task paths "
-                "(the run folder keeps its own selection)",
+                f"coder-eval run: {flag} takes a run folder, not task paths or selection options (the run folder "
+                f"keeps its own selection: its tasks, experiment, overrides, repeats): drop {', '.join(ignored)}",
                 file=sys.stderr,
             )
             return exit_codes.USAGE
@@ -249,6 +296,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not _environment_ok(Path(options.runs_dir), args.junit):
         return exit_codes.USAGE
     return run(spec, options, junit=args.junit)
+
+
+def _selection_flags(spec: RunSpec) -> list[str]:
+    """The selection options given (task paths, ``-e``, ``-D``, ``--repeats``...): a resume has its run's own."""
+    given_fields = [
+        name
+        for name, info in RunSpec.model_fields.items()
+        if getattr(spec, name) != info.get_default(call_default_factory=True)
+    ]
+    return [(flags_of(RunSpec, name) or ["task paths"])[0] for name in given_fields]
 
 
 # `--resume` with no folder: coder_eval's spelling, `--run-dir RUN_DIR --resume`
@@ -294,7 +351,7 @@ def cmd_register(args: argparse.Namespace) -> int:
     if not spec.selects_anything:
         print("coder-eval register: give task paths or -e EXPERIMENT", file=sys.stderr)
         return exit_codes.USAGE
-    return register(spec)
+    return register(_with_default_tasks(spec, "register"))
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
@@ -439,8 +496,11 @@ Model = TypeVar("Model", bound=BaseModel)
 
 def parsed(model: type[Model], args: argparse.Namespace) -> Model:
     """``model`` from the parsed arguments; a value it refuses is a usage error naming the flag."""
+    values = model_values(model, args)
+    if "task_paths" in values:  # quoted glob patterns, as coder_eval takes them
+        values["task_paths"] = [str(path) for path in expand_patterns([Path(p) for p in values["task_paths"]])]
     try:
-        return model(**model_values(model, args))
+        return model(**values)
     except ValidationError as exc:
         error = exc.errors()[0]
         name = str(error["loc"][0]) if error["loc"] else ""
@@ -448,9 +508,71 @@ def parsed(model: type[Model], args: argparse.Namespace) -> Model:
         raise UsageError(f"argument {'/'.join(flags_of(model, name)) or name}: {message}") from None
 
 
+# The commands that call models: they read ./.env first, as coder_eval's config does (its docs: "Set these in .env").
+DOTENV_COMMANDS = frozenset({"run", "rescore", "evaluate", "dev"})
+DOTENV = Path(".env")
+# What is taken from .env: the credentials and the model-route and telemetry settings, which no sandbox command
+# sees (core/secrets.py), and API_BACKEND; any other variable is left out (said on stderr): .env files hold an
+# application's settings too, and a sandbox command sees the environment.
+DOTENV_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_", "OTEL_")
+DOTENV_NAMES = frozenset({"API_BACKEND"})
+LOG_LEVEL_OF_DOTENV = "CODER_EVAL_DOTENV_LOG_LEVEL"  # .env's LOG_LEVEL, for -v; no sandbox is given LOG_LEVEL
+
+
+def _taken_from_dotenv(name: str) -> bool:
+    return credentials.is_secret_name(name) or name.startswith(DOTENV_PREFIXES) or name in DOTENV_NAMES
+
+
+def read_dotenv(command: str | None) -> str | None:
+    """``./.env`` into the environment for a command that calls models; why not, when it cannot be read.
+
+    Its values win over the environment's, as coder_eval's ``load_dotenv(override=True)`` (a variable it replaces
+    is named on stderr, never its value). Read before the credentials are handed over and taken out of the
+    environment (``credentials.reexec_without_credentials``): a key from .env then travels as an exported one does,
+    and the re-executed image (which receives them) does not read it again.
+    """
+    if command not in DOTENV_COMMANDS or credentials.HANDOVER_FD in os.environ or not DOTENV.is_file():
+        return None
+    from dotenv import dotenv_values
+
+    try:
+        read = dotenv_values(DOTENV, encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"coder-eval: cannot read {DOTENV.absolute()}: {exc}"
+    values = {name: value for name, value in read.items() if value is not None}
+    if values.get("LOG_LEVEL"):
+        os.environ.setdefault(LOG_LEVEL_OF_DOTENV, values["LOG_LEVEL"])  # through the re-exec, not to a sandbox
+    taken = {name: value for name, value in values.items() if _taken_from_dotenv(name)}
+    left = sorted(name for name in values if name != "LOG_LEVEL" and name not in taken)
+    replaced = sorted(name for name, value in taken.items() if os.environ.get(name, value) != value)
+    os.environ.update(taken)
+    if replaced:
+        print(f"coder-eval: {DOTENV} sets {', '.join(replaced)} over the environment's", file=sys.stderr)
+    if left:
+        print(
+            f"coder-eval: {DOTENV}: not read: {', '.join(left)} (only credentials, model-route settings and LOG_LEVEL "
+            "are taken from it; export the others)",
+            file=sys.stderr,
+        )
+    return None
+
+
+def _verbose(args: argparse.Namespace, dotenv_level: str | None) -> bool:
+    """``-v``, or coder_eval's ``LOG_LEVEL=DEBUG`` (in .env, else exported) for a command that takes ``-v``."""
+    if not hasattr(args, "verbose"):
+        return False
+    level = dotenv_level or os.environ.get("LOG_LEVEL", "")
+    return bool(args.verbose) or level.strip().upper() == "DEBUG"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:  # the program itself, not a caller in-process: no credential stays in /proc/<pid>/environ
+        unreadable = read_dotenv(next(iter(sys.argv[1:2]), None))
+        if unreadable:
+            print(unreadable, file=sys.stderr)
+            return exit_codes.USAGE
         credentials.reexec_without_credentials()
+    dotenv_level = os.environ.pop(LOG_LEVEL_OF_DOTENV, None)  # out of the environment before anything is started
     # Dagster marks backfill_policy as beta; the notice is for library authors, not for our users.
     warnings.filterwarnings("ignore", message=r".*is currently in beta.*")
     words = list(sys.argv[1:] if argv is None else argv)
@@ -464,7 +586,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
-        configure_logging(getattr(args, "verbose", False), getattr(args, "log_file", None))
+        configure_logging(_verbose(args, dotenv_level), getattr(args, "log_file", None))
         return handler(args)
     except InvalidInput as exc:
         _print_problems(exc.problems)

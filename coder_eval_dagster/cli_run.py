@@ -242,6 +242,12 @@ def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: P
     if missing or not (run_dir / RUN_FILE).is_file():
         print(f"coder-eval rescore: {incomplete(opened, missing)}", file=sys.stderr)
         return exit_codes.USAGE
+    try:  # a damaged run.json is said before any evaluation is scored again (and its task.json rewritten)
+        load_summary(run_dir)
+    except InvalidInput as exc:
+        more = f" (and {len(exc.problems) - 1} more)" if len(exc.problems) > 1 else ""
+        print(f"coder-eval rescore: {exc.problems[0]}{more}", file=sys.stderr)
+        return exit_codes.USAGE
     present = evaluated(run_dir)
     resolution, kept = resnapshot(opened, present)  # the criteria as the task files say now: how rubrics iterate
     if resolution.problems:
@@ -267,6 +273,10 @@ def register(spec: RunSpec) -> int:
     resolution = resolve(spec)
     if resolution.problems:
         raise InvalidInput(resolution.problems)
+    if not resolution.row_tasks:  # as `run` over the same selection
+        print_skipped(resolution)
+        print(f"coder-eval register: no row-tasks selected{_left_out(resolution)}", file=sys.stderr)
+        return exit_codes.USAGE
     from .launch import record_resolution, register_partitions
 
     with _open_instance() as instance:  # closed when done: SQLite folds its write-ahead log in (see _launch)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from . import exit_codes
+from .cli_options import given_path
 from .core.layout import COMPARISON_PAGE, HISTORY_PAGE, comparison_against
 
 FORMATS = ("table", "md", "json", "html")
@@ -22,8 +23,10 @@ def add_commands(subparsers: argparse._SubParsersAction[Parser]) -> None:
     compare = subparsers.add_parser(
         "compare", help="paired statistics: every variant against a baseline, or two runs row by row"
     )
-    compare.add_argument("run_dir", type=Path, help="a run folder")
-    compare.add_argument("other_run_dir", type=Path, nargs="?", help="a later run folder to compare with the first")
+    compare.add_argument("run_dir", type=given_path, help="a run folder")
+    compare.add_argument(
+        "other_run_dir", type=given_path, nargs="?", help="a later run folder to compare with the first"
+    )
     compare.add_argument(
         "--baseline",
         metavar="VARIANT",
@@ -33,7 +36,7 @@ def add_commands(subparsers: argparse._SubParsersAction[Parser]) -> None:
     _output_arguments(compare)
     compare.set_defaults(handler=cmd_compare)
     history = subparsers.add_parser("history", help="pass rate per day, failing criteria and flaky rows across runs")
-    history.add_argument("runs_dir", type=Path, help="the runs folder (with its tables/)")
+    history.add_argument("runs_dir", type=given_path, help="the runs folder (with its tables/)")
     history.add_argument("--days", type=_positive, metavar="N", help="only the last N days (today included)")
     history.add_argument("--task", metavar="GLOB", help="only row-tasks whose task_id matches GLOB")
     _output_arguments(history)
@@ -48,7 +51,7 @@ def _positive(text: str) -> int:
 
 def _output_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
-    parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE (html: PNGs beside it)")
+    parser.add_argument("-o", "--output", type=given_path, metavar="FILE", help="write to FILE (html: PNGs beside it)")
 
 
 def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:

@@ -9,21 +9,26 @@ timestamped folder under ``--runs-dir``), flat: task.json, task.html, sandbox/.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from . import exit_codes
-from .cli_options import logging_arguments, refuse
+from .cli_options import given_path, logging_arguments, refuse
 from .core.models.results import EvaluationResult
 from .core.reports.run_summary import terminal_text
 
 
 def add_commands(subparsers: Any) -> None:
     evaluate = subparsers.add_parser("evaluate", help="grade a directory against a task's criteria, no agent")
-    evaluate.add_argument("task", type=Path, metavar="TASK", help="the task file")
-    evaluate.add_argument("directory", type=Path, metavar="DIR", help="the directory to grade (copied, never changed)")
-    evaluate.add_argument("--run-dir", type=Path, metavar="DIR", help="where task.json goes (default: a new folder)")
-    evaluate.add_argument("--runs-dir", type=Path, default=Path("runs"), metavar="DIR", help="default runs/")
+    evaluate.add_argument("task", type=given_path, metavar="TASK", help="the task file")
+    evaluate.add_argument(
+        "directory", type=given_path, metavar="DIR", help="the directory to grade (copied, never changed)"
+    )
+    evaluate.add_argument(
+        "--run-dir", type=given_path, metavar="DIR", help="where task.json goes (default: a new folder)"
+    )
+    evaluate.add_argument("--runs-dir", type=given_path, default=Path("runs"), metavar="DIR", help="default runs/")
     evaluate.add_argument(
         "--copy",
         action="store_true",
@@ -39,10 +44,15 @@ def add_commands(subparsers: Any) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .core.evaluate_directory import evaluate_directory, grading_task
+    from .core.evaluate_directory import evaluate_directory, grading_task, preserved_sandbox
     from .core.runs import new_run_dir
 
-    row_task = grading_task(args.task, args.directory)  # invalid input leaves no run folder behind
+    directory: Path = args.directory
+    sandbox = preserved_sandbox(directory)
+    if sandbox is not None:  # a run's evaluation folder: its preserved sandbox is the work, as coder_eval re-grades it
+        print(f"note: {directory} is an evaluation folder: grading its preserved sandbox {sandbox}", file=sys.stderr)
+        directory = sandbox
+    row_task = grading_task(args.task, directory)  # invalid input leaves no run folder behind
     folder = args.run_dir or new_run_dir(args.runs_dir)
     result = evaluate_directory(row_task, folder)
     return report(result, folder)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TypeVar
 
 from . import exit_codes
+from .cli_options import given_path
 
 FORMATS = ("atif",)  # Harbor's Agent Trajectory Interchange Format (core/atif.py)
 
@@ -32,11 +32,11 @@ Parser = TypeVar("Parser", bound=argparse.ArgumentParser)  # the CLI's own parse
 
 def add_commands(subparsers: argparse._SubParsersAction[Parser]) -> None:
     export = subparsers.add_parser("export", help="write each evaluation's trajectory in an interchange format")
-    export.add_argument("run_dir", type=Path, help="a run folder")
+    export.add_argument("run_dir", type=given_path, help="a run folder")
     export.add_argument("--format", choices=FORMATS, required=True, help="atif: Harbor's ATIF-v1.7 JSON")
     export.add_argument(
         "--out",
-        type=Path,
+        type=given_path,
         metavar="DIR",
         help="write under DIR as <variant>/<task_id>/<NN>/trajectory.atif.json (default: in the run folder, "
         "beside each task.json)",

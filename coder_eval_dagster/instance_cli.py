@@ -11,8 +11,12 @@ default home, ``.dagster`` (a test keeps it equal to ``storage.INSTANCE_YAML``).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TypeVar
+
+from . import exit_codes
+from .cli_options import given_path
 
 REPOSITORY_HOME = ".dagster"  # the home the top-level dagster.yaml is written for (relative to the repository)
 
@@ -28,6 +32,9 @@ def cmd_instance_init(args: argparse.Namespace) -> int:
     from .launch import write_instance_defaults
 
     home = _home(args)
+    if home.exists() and not home.is_dir():
+        print(f"coder-eval instance init: {home} is not a folder (a Dagster home is one)", file=sys.stderr)
+        return exit_codes.USAGE
     written = write_instance_defaults(home)
     print(f"{'wrote' if written else 'kept, already there'}: {home / 'dagster.yaml'}")
     return 0
@@ -37,6 +44,10 @@ def cmd_instance_unpack(args: argparse.Namespace) -> int:
     from .event_bodies import unpack_home
 
     home = _home(args)
+    if not home.is_dir():
+        what = "is not a folder" if home.exists() else "no such folder"
+        print(f"coder-eval instance unpack: {home}: {what} (the Dagster home to unpack)", file=sys.stderr)
+        return exit_codes.USAGE
     print(f"unpacked {unpack_home(home)} event bodies in {home}: Dagster's own SQLite event storage reads them now")
     return 0
 
@@ -50,10 +61,14 @@ def add_commands(subparsers: argparse._SubParsersAction[Parser]) -> None:
     init = commands.add_parser(
         "init", help="write coder-eval's dagster.yaml (and empty databases) into HOME unless it has a dagster.yaml"
     )
-    init.add_argument("home", nargs="?", type=Path, help="the Dagster home (default: $DAGSTER_HOME, else ./.dagster)")
+    init.add_argument(
+        "home", nargs="?", type=given_path, help="the Dagster home (default: $DAGSTER_HOME, else ./.dagster)"
+    )
     init.set_defaults(handler=cmd_instance_init)
     unpack = commands.add_parser(
         "unpack", help="rewrite HOME's packed event bodies as text, before pointing it at Dagster's own SQLite storage"
     )
-    unpack.add_argument("home", nargs="?", type=Path, help="the Dagster home (default: $DAGSTER_HOME, else ./.dagster)")
+    unpack.add_argument(
+        "home", nargs="?", type=given_path, help="the Dagster home (default: $DAGSTER_HOME, else ./.dagster)"
+    )
     unpack.set_defaults(handler=cmd_instance_unpack)

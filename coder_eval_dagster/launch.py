@@ -385,10 +385,15 @@ def _step_errors(result: dg.ExecuteInProcessResult) -> Iterator[tuple[str | None
 
 
 def _causes(error: SerializableErrorInfo | None) -> Iterator[SerializableErrorInfo]:
-    """The error and the chain of its causes."""
-    while error is not None:
-        yield error
-        error = error.cause
+    """The error and every error behind it: its causes (``raise ... from``) and its contexts (raised while another
+    was handled: an interrupt that lands while a lock is taken again surfaces as ``RuntimeError: release unlocked
+    lock``, the interrupt only its context)."""
+    pending = [error]
+    while pending:
+        current = pending.pop()
+        if current is not None:
+            yield current
+            pending += [current.context, current.cause]
 
 
 def raised(error: SerializableErrorInfo) -> str:

@@ -11,11 +11,13 @@ is written again; the newest run (``latest``) stays.
 from __future__ import annotations
 
 import argparse
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from . import exit_codes
+from .cli_options import given_path
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -26,6 +28,10 @@ def cmd_prune(args: argparse.Namespace) -> int:
     from .launch import local_instance
     from .storage import FastSqliteEventLogStorage
 
+    if not args.runs_dir.is_dir():  # a mistyped --runs-dir would prune nothing, and say it did
+        what = "is not a folder" if args.runs_dir.exists() else "no such folder"
+        print(f"coder-eval prune: --runs-dir {args.runs_dir}: {what} (the runs folder to prune)", file=sys.stderr)
+        return exit_codes.USAGE
     before: datetime = args.before or datetime.now(UTC) - timedelta(days=args.keep_days)
     with local_instance() as instance:
         unfinished = unfinished_folders(instance)
@@ -139,6 +145,8 @@ def add_commands(subparsers: argparse._SubParsersAction[Parser]) -> None:
     when = prune.add_mutually_exclusive_group(required=True)
     when.add_argument("--keep-days", type=_days, metavar="N", help="keep the runs of the last N days")
     when.add_argument("--before", type=_utc_time, metavar="TIME", help="prune the runs started before TIME (ISO)")
-    prune.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run folders are (default runs/)")
+    prune.add_argument(
+        "--runs-dir", type=given_path, default=Path("runs"), help="where run folders are (default runs/)"
+    )
     prune.add_argument("--dry-run", action="store_true", help="say what would be pruned, prune nothing")
     prune.set_defaults(handler=cmd_prune)

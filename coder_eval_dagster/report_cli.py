@@ -60,6 +60,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     run_dir: Path = args.run_dir
     if not run_dir.is_dir():
         return _fail(f"{run_dir}: no such run folder")
+    from .core.compare.rows import not_one_run
+
+    if why := not_one_run(run_dir):  # a runs folder's runs read as one, or run.json written into a variant's folder
+        return _fail(why)
     if args.rebuild:
         if args.format or args.output:
             return _fail("--rebuild rewrites the run's files: it takes no -f or -o")

@@ -10,11 +10,12 @@ and ``sandbox/``, under the variant ``evaluate``; no run.json, no tables.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
 from .evaluation import evaluate, new_evaluation
-from .layout import FIRST_REPLICATE
+from .layout import ARTIFACTS_DIR, FIRST_REPLICATE, RESULT_FILE, SANDBOX_DIR
 from .models.results import EvaluationResult
 from .models.sandbox import TemplateDirSource, TemplateSource
 from .problems import DOCUMENT, InvalidInput, Problem
@@ -48,6 +49,28 @@ def grading_task(task_file: Path, directory: Path) -> RowTask:
         }
     )
     return replace(row_task, task=agentless, variant_id=VARIANT, replicates=1)
+
+
+def preserved_sandbox(directory: Path) -> Path | None:
+    """The folder to grade when ``directory`` is an evaluation folder (its task.json beside its preserved sandbox):
+    ours, ``sandbox/``; coder_eval's, ``artifacts/<task_id>/``. coder_eval re-grades a run's replicate folder so
+    (``coder-eval evaluate tasks/x.yaml ./r/default/x/00``); copied whole, its files would be a level too deep."""
+    if not (directory / RESULT_FILE).is_file():
+        return None
+    if (directory / SANDBOX_DIR).is_dir():
+        return directory / SANDBOX_DIR
+    artifacts = directory / ARTIFACTS_DIR
+    if not artifacts.is_dir():
+        return None
+    try:
+        recorded = json.loads((directory / RESULT_FILE).read_text(encoding="utf-8"))
+    except (ValueError, OSError):
+        recorded = None
+    task_id = recorded.get("task_id") if isinstance(recorded, dict) else None
+    if isinstance(task_id, str) and task_id and (artifacts / task_id).is_dir():
+        return artifacts / task_id
+    inside = [path for path in artifacts.iterdir() if path.is_dir()]
+    return inside[0] if len(inside) == 1 else None
 
 
 def with_directory(sources: list[TemplateSource], directory: Path) -> list[TemplateSource]:

@@ -46,6 +46,7 @@ from .layout import (
     write_atomically,
 )
 from .limits import BudgetTracker, soft_budget_warnings, within_expected_turns
+from .models.agent import AgentConfig
 from .models.commands import HookCommand
 from .models.limits import RunLimits
 from .models.results import (
@@ -191,8 +192,8 @@ def guarded(stage_name: str) -> Callable[[StageStep], GuardedStep]:
         def run(evaluation: Evaluation) -> Evaluation:
             try:
                 stage(evaluation)
-            except Exception as exc:
-                log.warning("%s failed for %s:\n%s", stage_name, evaluation.row_task.task_id, traceback.format_exc())
+            except Exception as exc:  # the result says why; the traceback is for -v (a user's terminal shows none)
+                log.debug("%s failed for %s:\n%s", stage_name, evaluation.row_task.task_id, traceback.format_exc())
                 evaluation.fail("ERROR", f"{stage_name} failed: {type(exc).__name__}: {exc}", stage_name)
             return evaluation
 
@@ -241,6 +242,14 @@ def run_pre_run(evaluation: Evaluation) -> None:
     evaluation.result.pre_run_results = run_hooks(evaluation, evaluation.task.pre_run, abort_on_failure=True)
 
 
+def system_prompt_semantics(agent: AgentConfig) -> str:
+    """coder_eval's run marker: ``replace`` when the task's prompt is the agent's whole system prompt, else ``append``
+    (the agent's own prompt with the task's on top, or alone); a reader takes a result without it for an older
+    regime's, not comparable."""
+    replaced = agent.system_prompt_mode == "replace" and agent.system_prompt is not None
+    return "replace" if replaced else "append"
+
+
 @guarded("agent")
 def run_agent(evaluation: Evaluation) -> None:
     """The agent loop (a simulated dialog when enabled). Agentless tasks (``type: none``) run no agent."""
@@ -250,6 +259,7 @@ def run_agent(evaluation: Evaluation) -> None:
     agent = runner(kind)
     assert agent is not None
     task = evaluation.task
+    evaluation.result.environment_info["system_prompt_semantics"] = system_prompt_semantics(task.agent)
     dialog = start_dialog(evaluation) if task.simulated else None
     prompt = task.initial_prompt
     if dialog is not None:

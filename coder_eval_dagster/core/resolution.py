@@ -179,7 +179,11 @@ def _discover(paths: list[Path]) -> tuple[list[Path], list[Problem], set[Path]]:
     in_folders: set[Path] = set()
     for path in paths:
         if path.is_dir():
-            listed = [_real_file(found) for found in _yaml_files(path)]
+            found_files, unreadable = _yaml_files(path)
+            listed = [_real_file(found) for found in found_files]
+            problems += [
+                Problem(folder, None, DOCUMENT, "cannot read folder: permission denied") for folder in unreadable
+            ]
             files.extend(listed)
             in_folders.update(p.resolve() for p in listed)
         elif path.suffix.lower() in DATASET_SUFFIXES and path.is_file():
@@ -196,13 +200,15 @@ def _discover(paths: list[Path]) -> tuple[list[Path], list[Problem], set[Path]]:
     return unique, problems, {p for p in unique if p.resolve() in in_folders - named}
 
 
-def _yaml_files(folder: Path) -> list[Path]:
-    """The ``*.yaml`` and ``*.yml`` files under ``folder``, sorted. Linked folders are followed (each real folder
-    once: a link back up is no loop); hidden files and folders (``.venv``, ``.dagster``) and what runs left
-    (``_run_output``) are passed over."""
+def _yaml_files(folder: Path) -> tuple[list[Path], list[str]]:
+    """The ``*.yaml`` and ``*.yml`` files under ``folder``, sorted, and the folders under it that could not be read
+    (each a problem, as an unreadable file is). Linked folders are followed (each real folder once: a link back up
+    is no loop); hidden files and folders (``.venv``, ``.dagster``) and what runs left (``_run_output``) are passed
+    over."""
     found: list[Path] = []
     seen: set[str] = set()
-    for top, folders, names in os.walk(folder, followlinks=True):
+    unreadable: list[str] = []
+    for top, folders, names in os.walk(folder, followlinks=True, onerror=lambda e: unreadable.append(str(e.filename))):
         seen.add(os.path.realpath(top))
         folders[:] = [
             name
@@ -212,18 +218,22 @@ def _yaml_files(folder: Path) -> list[Path]:
             and not _run_output(Path(top, name))
         ]
         found += [Path(top, name) for name in names if name.endswith((".yaml", ".yml")) and not name.startswith(".")]
-    return sorted(found)
+    return sorted(found), unreadable
 
 
 def _run_output(folder: Path) -> bool:
     """A run folder (its plan), an evaluation folder (its result or checkpoint beside its sandbox; ``evaluate``'s
     too) or a runs folder (its tables and index): a ``runs/`` inside a task folder holds sandboxes whose YAML files
-    an evaluation wrote, never the user's tasks."""
-    if (folder / PLAN_FILE).is_file():
-        return True
-    if (folder / SANDBOX_DIR).is_dir() and any((folder / name).is_file() for name in (RESULT_FILE, CHECKPOINT_FILE)):
-        return True
-    return (folder / TABLES_DIR).is_dir() and (folder / INDEX_PAGE).is_file()
+    an evaluation wrote, never the user's tasks. A folder this process may not read is none of them: the walk says
+    it cannot enter it (Path's checks raise there, Python 3.11)."""
+    try:
+        if (folder / PLAN_FILE).is_file():
+            return True
+        if (folder / SANDBOX_DIR).is_dir() and any((folder / n).is_file() for n in (RESULT_FILE, CHECKPOINT_FILE)):
+            return True
+        return (folder / TABLES_DIR).is_dir() and (folder / INDEX_PAGE).is_file()
+    except PermissionError:
+        return False
 
 
 def _real_file(path: Path) -> Path:

@@ -114,28 +114,6 @@ def test_a_variants_trajectory_missing_beside_a_task_is_said_at_its_line_naming_
     assert lines[0].endswith("tasks/t.yaml)") and lines[1].endswith("tasks/u.yaml)")  # which task's folder
 
 
-def test_a_problem_the_defaults_cause_is_said_at_their_line(tmp_path: Path) -> None:
-    write_task(tmp_path / "re", agentless_task(task_id="steady"), "steady.yaml")
-    write(tmp_path / "ex/tA.yaml", yaml.safe_dump({"turns": [{"calls": WRITES_X}]}))
-    experiment = write(
-        tmp_path / "ex/exp2.yaml",
-        """\
-        experiment_id: merge2
-        tasks: [../re/steady.yaml]
-        defaults:
-          agent:
-            trajectory: tA.yaml
-        variants: [{variant_id: plain}]
-        """,
-    )
-    done = run_cli("validate", experiment)
-    assert done.code == 1
-    assert done.err.splitlines() == [
-        f"{experiment}:5: defaults.agent.trajectory: only allowed with type replay, not none "
-        f"(under the task {tmp_path / 'ex/../re/steady.yaml'})"
-    ]
-
-
 def test_a_defaults_hook_is_blamed_on_the_defaults_not_the_task(tmp_path: Path) -> None:
     task = write_task(tmp_path / "t", agentless_task(pre_run=[{"command": "echo own"}]))
     experiment = write(
@@ -247,33 +225,34 @@ def test_a_remote_or_absolute_repo_url_is_left_as_written(tmp_path: Path, url: s
 STARTER = [{"type": "starter_files", "files": [{"path": "a.txt", "content": "a"}]}]
 
 
-def test_a_repo_a_variant_adds_after_a_tasks_sources_says_why(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("layer", "line", "field", "why"),
+    [
+        (
+            "variants:\n  - variant_id: a\n    template_sources: [{type: repo, url: repo}]\n",
+            4,
+            "variants.0.template_sources.0",
+            "a variant's template_sources come after the task's own, then the defaults'",
+        ),
+        (
+            "defaults:\n  template_sources: [{type: repo, url: repo}]\nvariants: [{variant_id: a}]\n",
+            3,
+            "defaults.template_sources.0",
+            "the defaults' template_sources come after the task's",
+        ),
+    ],
+)
+def test_a_repo_an_experiment_adds_after_a_tasks_sources_says_why(
+    tmp_path: Path, layer: str, line: int, field: str, why: str
+) -> None:
     _git_repo(tmp_path / "e/repo", "r\n")
     task = write_task(tmp_path / "t", agentless_task(sandbox={"python": None, "template_sources": STARTER}))
-    experiment = write(
-        tmp_path / "e/exp.yaml",
-        "experiment_id: e4\nvariants:\n  - variant_id: a\n    template_sources: [{type: repo, url: repo}]\n",
-    )
+    experiment = write(tmp_path / "e/exp.yaml", f"experiment_id: e4\n{layer}")
     done = run_cli("validate", task, "-e", experiment)
     assert done.code == 1
     assert done.err.splitlines() == [
-        f"{experiment}:4: variants.0.template_sources.0: a repo source must be first in the list, and a variant's "
-        f"template_sources come after the task's own, then the defaults': under the task {task}, after 1 source"
-    ]
-
-
-def test_a_repo_the_defaults_add_after_a_tasks_sources_says_why(tmp_path: Path) -> None:
-    _git_repo(tmp_path / "e/repo", "r\n")
-    task = write_task(tmp_path / "t", agentless_task(sandbox={"python": None, "template_sources": STARTER}))
-    experiment = write(
-        tmp_path / "e/exp.yaml",
-        "experiment_id: e4\ndefaults:\n  template_sources: [{type: repo, url: repo}]\nvariants: [{variant_id: a}]\n",
-    )
-    done = run_cli("validate", task, "-e", experiment)
-    assert done.code == 1
-    assert done.err.splitlines() == [
-        f"{experiment}:3: defaults.template_sources.0: a repo source must be first in the list, and the defaults' "
-        f"template_sources come after the task's: under the task {task}, after 1 source"
+        f"{experiment}:{line}: {field}: a repo source must be first in the list, and {why}: under the task {task}, "
+        "after 1 source"
     ]
 
 

@@ -100,5 +100,19 @@ def test_an_interrupt_in_a_step_without_commands_counts_as_an_interrupt() -> Non
     def failed() -> None:
         failing()
 
+    @dg.op
+    def lock_taken_again() -> None:
+        """The interrupt lands while a lock is handled: the step raises another error, the interrupt its context."""
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        finally:
+            raise RuntimeError("release unlocked lock")
+
+    @dg.job
+    def ctrl_c_in_a_lock() -> None:
+        lock_taken_again()
+
     assert interrupted(ctrl_c.execute_in_process(raise_on_error=False))
+    assert interrupted(ctrl_c_in_a_lock.execute_in_process(raise_on_error=False))  # exit 130, not 1
     assert not interrupted(failed.execute_in_process(raise_on_error=False))

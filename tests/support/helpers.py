@@ -29,9 +29,13 @@ class CliResult:
 
 
 def run_cli(*args: str | Path) -> CliResult:
+    """The CLI in this process; an argument refused by the parser exits (2) as the console script does."""
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
-        code = main([str(a) for a in args])
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else 1
     return CliResult(code, out.getvalue(), err.getvalue())
 
 

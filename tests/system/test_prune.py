@@ -209,6 +209,7 @@ def test_a_copied_home_says_it_uses_the_original_instance(tmp_path: Path) -> Non
     under DAGSTER_HOME): a copied or moved home opens the original's databases, and each command says so."""
     home = tmp_path / "home"
     assert coder_eval("instance", "init", home, home=home).returncode == 0
+    (tmp_path / "runs").mkdir()  # a runs folder that is not there is refused (a mistyped one would prune nothing)
     fresh = coder_eval("prune", "--keep-days", "0", "--runs-dir", tmp_path / "runs", home=home)
     assert fresh.returncode == 0 and fresh.stderr == ""
     copy = tmp_path / "copy"

@@ -68,6 +68,7 @@ def test_a_run_records_tools_statistics_thresholds_and_times_as_coder_eval(syste
     assert not (run.evaluation("tools") / "sandbox" / "ran.txt").exists()  # refused: nothing ran
     assert (run.evaluation("tools") / "sandbox" / "x.txt").read_text() == "x"  # the Edit never ran either
     assert tools["command_stats"]["most_common_sequence"] == "Write → Write → Read"  # within a turn, never across
+    assert tools["environment_info"]["system_prompt_semantics"] == "append"  # coder_eval's marker of the regime
 
     cleaned = run.result("cleaned")
     assert cleaned["final_status"] == "SUCCESS"  # the erroring check at threshold 0 passes, as the guide says

@@ -27,7 +27,10 @@ def test_both_judges_pass_with_their_usage_recorded_and_the_judge_agent_never_se
     key = new_key()
     fake = scripted_anthropic(
         Script(
-            [Turn(tools=[("Bash", {"command": JUDGE_PROBE})]), Turn(text='{"score": 1.0, "rationale": "prints hi"}')],
+            [
+                Turn(tools=[("Bash", {"command": JUDGE_PROBE})]),
+                Turn(text='{"score": 1.0, "rationale": "prints hi", "findings": ["runs", "prints hi"]}'),
+            ],
             verdict={"score": 0.9, "rationale": "prints hi"},
         )
     )
@@ -81,6 +84,11 @@ def test_both_judges_pass_with_their_usage_recorded_and_the_judge_agent_never_se
     tokens_in, _, cost = agent_usage(result)
     assert (tokens_in, cost) == (0, None)  # the replayed agent called no model
     assert "probe ran:" in (run.evaluation("judged") / "judge-1.yaml").read_text()
+    # coder_eval's judge fields: the transcript beside task.json, the findings a verdict gave (none asked for)
+    assert [(c["transcript_path"], c["findings"]) for c in criteria] == [
+        ("judge-0.yaml", []),
+        ("judge-1.yaml", ["runs", "prints hi"]),
+    ]
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)
 
 

@@ -12,6 +12,7 @@ compares a few rows with an earlier run does not import pandas (issue 25).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -24,14 +25,18 @@ import yaml
 
 from ..layout import (
     EXPERIMENT_FILE,
+    INDEX_PAGE,
+    LATEST_LINK,
     PLAN_FILE,
     RUN_FILE,
+    SANDBOX_DIRS,
     TABLES_DIR,
     read_json,
     report_path,
     run_results,
 )
 from ..models.results import EARLIER_STATUSES, EvaluationResult
+from ..problems import DOCUMENT, InvalidInput, Problem, _shown
 from ..tables import task_result_row, variant_order
 
 if TYPE_CHECKING:
@@ -165,41 +170,64 @@ def _parquet_file(run_dir: Path) -> Path | None:
     return found[0] if found else None
 
 
-def _run_document(run_dir: Path) -> dict[str, Any]:
-    """run.json as plain JSON (empty without one): read once for the variant order and the sequential settings."""
-    run_file = run_dir / RUN_FILE
-    document: dict[str, Any] = read_json(run_file) if run_file.is_file() else {}
+def _mapping(path: Path, shown: Path) -> dict[str, Any]:
+    """A run folder's JSON file that must hold a mapping (run.json, experiment.json, run_plan.json); one that does
+    not is an ``InvalidInput`` naming it (``shown``: as the user named it), as ``report`` says it."""
+    document = read_json(path)
+    if not isinstance(document, dict):
+        why = f"expected a mapping (key: value lines, or {{key: value}}), got {_shown(document)}"
+        raise InvalidInput([Problem(str(shown), None, DOCUMENT, why)])
     return document
 
 
-def _variant_order(run_dir: Path, document: dict[str, Any], present: Iterable[str], parquet: Path | None) -> list[str]:
+def _run_document(run_dir: Path, shown: Path | None = None) -> dict[str, Any]:
+    """run.json as plain JSON (empty without one): read once for the variant order and the sequential settings."""
+    run_file = run_dir / RUN_FILE
+    return _mapping(run_file, (shown or run_dir) / RUN_FILE) if run_file.is_file() else {}
+
+
+def _variant_order(
+    run_dir: Path, document: dict[str, Any], present: Iterable[str], parquet: Path | None, shown: Path | None = None
+) -> list[str]:
     """run.json's variant order (the experiment's), else experiment.json's (coder_eval's run.json has none), else its
     table file's (a pruned run), else the experiment file's, else sorted."""
     present = set(present)
-    declared: list[str | None] = document.get("variants") or []  # a variant may lack its variant_id
+    shown = shown or run_dir
+    declared: list[str | None] = _names(document.get("variants"))  # a variant may lack its variant_id
     experiment_file = run_dir / EXPERIMENT_FILE
     if not declared and experiment_file.is_file():
-        declared = read_json(experiment_file).get("variant_ids") or []
+        declared = _names(_mapping(experiment_file, shown / EXPERIMENT_FILE).get("variant_ids"))
     if not declared and parquet is not None:
         declared = [*variant_order(parquet)]
     plan_file = run_dir / PLAN_FILE
     if not declared and plan_file.is_file():
-        experiment = read_json(plan_file).get("options", {}).get("experiment")
-        if experiment and Path(experiment).is_file():
-            variants = (yaml.safe_load(Path(experiment).read_text(encoding="utf-8")) or {}).get("variants") or []
-            declared = [v.get("variant_id") for v in variants if isinstance(v, dict)]
-    ordered = [v for v in declared if v is not None and v in present]
+        options = _mapping(plan_file, shown / PLAN_FILE).get("options")
+        experiment = options.get("experiment") if isinstance(options, dict) else None
+        if isinstance(experiment, str) and experiment and Path(experiment).is_file():
+            loaded = yaml.safe_load(Path(experiment).read_text(encoding="utf-8"))
+            variants = loaded.get("variants") if isinstance(loaded, dict) else None
+            declared = [v.get("variant_id") for v in variants or [] if isinstance(v, dict)]
+    ordered = [v for v in declared if isinstance(v, str) and v in present]
     return ordered + sorted(present - set(ordered))
+
+
+def _names(value: Any) -> list[str | None]:
+    """A list of variant ids as a run's file holds it; anything else (damaged) as none."""
+    return [item if isinstance(item, str) else None for item in value] if isinstance(value, list) else []
 
 
 def _sequential_settings(document: dict[str, Any]) -> SequentialSettings:
     """The alpha and margin the run decided with, so that compare redraws the run's own sequence."""
-    sequential = document.get("sequential") or {}
+    sequential = document.get("sequential")
+    sequential = sequential if isinstance(sequential, dict) else {}
     return SequentialSettings(sequential.get("alpha", SequentialSettings.alpha), sequential.get("margin"))
 
 
 def load_run(run_dir: Path) -> RunRows:
     """Every evaluation of the run ``run_dir`` (a run folder, or the name its tables know it by)."""
+    shown = run_dir
+    if run_dir.is_dir() and (why := not_one_run(run_dir)):
+        raise CompareError(why)
     run_dir = run_dir.resolve()
     parquet = _parquet_file(run_dir)
     source: pa.Table | Records
@@ -213,6 +241,49 @@ def load_run(run_dir: Path) -> RunRows:
         raise CompareError(f"{run_dir}: no such run folder")
     if len(source) == 0:
         raise CompareError(f"{run_dir}: no evaluations (neither a task_results Parquet file nor task.json files)")
-    document = _run_document(run_dir)
-    variants = _variant_order(run_dir, document, _column(source, "variant_id"), parquet)
+    document = _run_document(run_dir, shown)
+    variants = _variant_order(run_dir, document, _column(source, "variant_id"), parquet, shown)
     return RunRows(run_dir, run_dir.name, variants, source, _sequential_settings(document))
+
+
+RUN_MARKS = (PLAN_FILE, RUN_FILE)  # a run folder holds one: ours its plan (and run.json once summarized), coder_eval's
+SKIPPED_WHEN_LOOKING = frozenset({*SANDBOX_DIRS, "node_modules", "__pycache__"})
+
+
+def not_one_run(folder: Path) -> str | None:
+    """Why the folder ``report`` or ``compare`` was given is not one run's, though it may hold evaluations: a folder
+    inside a run (one above it holds run_plan.json or run.json), or a runs folder (tables/ beside index.html, a
+    ``latest`` link) or any folder holding run folders below it, whose runs would be read as one. None: a run folder,
+    ours or coder_eval's, or a folder of evaluations that is neither (read as one run)."""
+    if any((folder / name).is_file() for name in RUN_MARKS):
+        return None
+    for above in folder.absolute().parents:
+        if any((above / name).is_file() for name in RUN_MARKS):
+            run = _shown_path(above, folder)
+            return f"{folder} is a folder inside the run folder {run}: name the run folder ({run})"
+    inner = _first_run_below(folder)
+    if inner is not None:
+        return f"{folder} holds run folders ({_shown_path(inner, folder)}...), not one run: name one run folder"
+    if ((folder / TABLES_DIR).is_dir() and (folder / INDEX_PAGE).is_file()) or (folder / LATEST_LINK).is_symlink():
+        return f"{folder} is a runs folder, not a run folder: name one run folder in it"
+    return None
+
+
+def _first_run_below(folder: Path) -> Path | None:
+    """The first folder below ``folder`` that holds a run's marks (run_plan.json or run.json), if any; hidden
+    folders, preserved sandboxes and links are passed over."""
+    for top, folders, names in os.walk(folder):
+        if top != str(folder) and any(name in names for name in RUN_MARKS):
+            return Path(top)
+        folders[:] = sorted(name for name in folders if not name.startswith(".") and name not in SKIPPED_WHEN_LOOKING)
+    return None
+
+
+def _shown_path(path: Path, given: Path) -> Path:
+    """A folder near the one the user ``given``, named as that one was: absolute, or from the current folder when
+    it is under it."""
+    absolute = path.absolute()
+    if given.is_absolute():
+        return absolute
+    here = Path.cwd()
+    return absolute.relative_to(here) if absolute.is_relative_to(here) and absolute != here else absolute

@@ -249,6 +249,7 @@ class JudgeRun:
     usage: dict[str, Any] = field(default_factory=lambda: judge_usage(TokenUsage(), 0.0))
     score: float = 0.0
     rationale: str | None = None
+    findings: list[str] = field(default_factory=list)
     error: str | None = None
     key: VerdictKey | None = None  # the call's hashes, kept in the evidence for a later scoring to reuse it
 
@@ -258,12 +259,16 @@ class JudgeRun:
             verdict = read()
             self.score = verdict_score(verdict)
             self.rationale = str(verdict.get("rationale") or "")
+            findings = verdict.get("findings")  # coder_eval's verdicts list them; ours may (not asked for)
+            self.findings = [str(item) for item in findings] if isinstance(findings, list) else []
         except VerdictError as exc:
             self.error = str(exc)
 
     def outcome(self, criterion: JudgeBase, ctx: CheckContext) -> Outcome:
         """The criterion's outcome (0.0 on any error), with the transcript written when asked."""
         details: dict[str, Any] = {"model": self.model, "rationale": self.rationale, "judge_usage": self.usage}
+        if self.findings:
+            details["findings"] = self.findings
         if self.notes:
             details["degraded"] = self.notes
         if self.key is not None:

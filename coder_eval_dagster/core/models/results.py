@@ -427,6 +427,24 @@ class CriterionResult(BaseModel):
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
+    def transcript_path(self) -> str | None:
+        """A judge's transcript file, beside task.json (coder_eval's ``transcript_path``); None for other criteria
+        and a judge that wrote none."""
+        name = self.details.get("transcript")
+        return name if self.result_kind == "judge" and isinstance(name, str) else None
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def findings(self) -> list[str] | None:
+        """A judge's findings (coder_eval's judge results carry the list): those its verdict gave, else none; None
+        for other criteria."""
+        if self.result_kind != "judge":
+            return None
+        given = self.details.get("findings")
+        return [str(item) for item in given] if isinstance(given, list) else []
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
     def evaluation_status(self) -> Literal["evaluated"]:
         """Every stored result was checked (the schema's ``not_evaluated`` is for checks that never ran)."""
         return "evaluated"
