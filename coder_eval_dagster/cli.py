@@ -182,8 +182,9 @@ def _names_tasks(experiment: str) -> bool:
 
 
 def _with_default_tasks(spec: RunSpec, command: str) -> RunSpec:
-    """An experiment given with no paths and no ``tasks`` of its own: the tasks under ``tasks/``, as coder_eval."""
-    if spec.task_paths or spec.experiment is None:
+    """No paths, and no experiment naming its own ``tasks``: the tasks under ``tasks/``, as ``run`` takes them
+    (coder_eval's); neither paths nor a ``tasks/`` folder: a usage error."""
+    if spec.task_paths:
         return spec
     return spec.model_copy(update={"task_paths": [str(path) for path in _default_tasks(command, spec.experiment)]})
 
@@ -229,11 +230,7 @@ def _print_limit_warnings(path: Path) -> None:
 def cmd_list(args: argparse.Namespace) -> int:
     from .cli_run import print_skipped
 
-    spec = parsed(RunSpec, args)
-    if not spec.selects_anything:
-        print("coder-eval list: give task paths or -e EXPERIMENT", file=sys.stderr)
-        return exit_codes.USAGE
-    result = resolve(_with_default_tasks(spec, "list"))
+    result = resolve(_with_default_tasks(parsed(RunSpec, args), "list"))
     result.skip_invalid_folder_files()
     _print_problems(result.warnings)
     if result.problems:
@@ -347,11 +344,7 @@ def _estimate(spec: RunSpec, options: RunOptions, again: Path | None) -> int:
 def cmd_register(args: argparse.Namespace) -> int:
     from .cli_run import register
 
-    spec = parsed(RunSpec, args)
-    if not spec.selects_anything:
-        print("coder-eval register: give task paths or -e EXPERIMENT", file=sys.stderr)
-        return exit_codes.USAGE
-    return register(_with_default_tasks(spec, "register"))
+    return register(_with_default_tasks(parsed(RunSpec, args), "register"))
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:

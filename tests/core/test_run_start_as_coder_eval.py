@@ -12,7 +12,7 @@ from coder_eval_dagster.cli import LOG_LEVEL_OF_DOTENV, UsageError, _selection_f
 from coder_eval_dagster.core.credentials import HANDOVER_FD
 from coder_eval_dagster.core.run_spec import RunSpec
 
-from ..support.helpers import write
+from ..support.helpers import agentless_task, run_cli, write, write_task
 
 
 def test_a_pattern_is_expanded_recursively_and_sorted_a_path_is_kept(tmp_path: Path, monkeypatch) -> None:
@@ -74,3 +74,14 @@ def test_the_selection_options_a_resume_would_ignore() -> None:
     assert _selection_flags(RunSpec()) == []
     spec = RunSpec(task_paths=["t"], experiment="x.yaml", overrides=["a=1"], repeats=3, tags=["x"])
     assert _selection_flags(spec) == ["task paths", "-e", "-D", "--repeats", "--tags"]
+
+
+def test_list_and_register_with_no_paths_take_tasks_as_run_does(tmp_path: Path, monkeypatch) -> None:
+    """coder_eval's commands with no paths read tasks/ of the current folder: `list` and `register` as `run` does;
+    with no tasks/ folder either, one usage line (exit 2)."""
+    monkeypatch.chdir(tmp_path)
+    assert run_cli("list").code == run_cli("register").code == 2
+    write_task(tmp_path / "tasks", agentless_task(task_id="first"), "first.yaml")
+    listed = run_cli("list")
+    assert (listed.code, listed.out) == (0, "default first\n"), listed.err
+    assert "no paths given: tasks/" in listed.err
