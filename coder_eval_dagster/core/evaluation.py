@@ -646,9 +646,10 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
             result.stage_durations[stage.name] = round(time.perf_counter() - started, 3)
         if stage.timed:
             telemetry.stage(evaluation, stage.name, started_ns, time.time_ns())
-        evaluation.context.emit(
-            "stage", stage=stage.name, task_id=evaluation.row_task.task_id, status=result.final_status
-        )
+        if not evaluation.context.interrupt.is_set():  # a stage an interrupt cut short is not done
+            evaluation.context.emit(
+                "stage", stage=stage.name, task_id=evaluation.row_task.task_id, status=result.final_status
+            )
     if phase == "sandbox" and not evaluation.context.interrupt.is_set():  # cut short: no checkpoint, redone whole
         result.phases_done.append(phase)
         save_state(evaluation)  # the checkpoint: a resumed run keeps this evaluation's sandbox phase
