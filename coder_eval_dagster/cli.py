@@ -35,6 +35,7 @@ from .core.resolution import NOT_A_TASK, Resolution, discover, kind_of, load_exp
 from .core.routing import RouteError
 from .core.run_lock import RunFolderBusy
 from .core.run_spec import RunOptions, RunSpec
+from .core.secrets import MODEL_ROUTE_PREFIXES
 from .core.yamlio import Document, load_document
 from .deploy_cli import add_commands as add_deploy_commands
 from .evaluate_cli import add_commands as add_evaluate_commands
@@ -272,8 +273,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if options.estimate_format != "table" and not options.estimate:
         print("coder-eval run: --format is the format of --estimate's forecast; add --estimate", file=sys.stderr)
         return exit_codes.USAGE
-    if again is None and not spec.task_paths:  # coder_eval's `run` with no paths: tasks/ (under -e too)
-        spec = spec.model_copy(update={"task_paths": [str(path) for path in _default_tasks("run", spec.experiment)]})
+    if again is None:  # coder_eval's `run` with no paths: tasks/ (under -e too)
+        spec = _with_default_tasks(spec, "run")
     if options.estimate:
         return _estimate(spec, options, again)
     if again is not None:
@@ -505,15 +506,14 @@ def parsed(model: type[Model], args: argparse.Namespace) -> Model:
 DOTENV_COMMANDS = frozenset({"run", "rescore", "evaluate", "dev"})
 DOTENV = Path(".env")
 # What is taken from .env: the credentials and the model-route and telemetry settings, which no sandbox command
-# sees (core/secrets.py), and API_BACKEND; any other variable is left out (said on stderr): .env files hold an
-# application's settings too, and a sandbox command sees the environment.
-DOTENV_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_", "OTEL_")
+# sees (secrets.MODEL_ROUTE_PREFIXES), and API_BACKEND; any other variable is left out (said on stderr): .env files
+# hold an application's settings too, and a sandbox command sees the environment.
 DOTENV_NAMES = frozenset({"API_BACKEND"})
 LOG_LEVEL_OF_DOTENV = "CODER_EVAL_DOTENV_LOG_LEVEL"  # .env's LOG_LEVEL, for -v; no sandbox is given LOG_LEVEL
 
 
 def _taken_from_dotenv(name: str) -> bool:
-    return credentials.is_secret_name(name) or name.startswith(DOTENV_PREFIXES) or name in DOTENV_NAMES
+    return credentials.is_secret_name(name) or name.startswith(MODEL_ROUTE_PREFIXES) or name in DOTENV_NAMES
 
 
 def read_dotenv(command: str | None) -> str | None:

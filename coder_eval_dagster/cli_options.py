@@ -101,6 +101,13 @@ def given_path(text: str) -> Path:
     return Path(given(text))
 
 
+def folder_problem(path: Path) -> str | None:
+    """Why ``path`` is no folder to work on (None: it is one): a mistyped one would be worked on as empty."""
+    if path.is_dir():
+        return None
+    return "is not a folder" if path.exists() else "no such folder"
+
+
 def _without_none(annotation: Any) -> Any:
     """``X | None`` -> ``X``."""
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from . import exit_codes
-from .cli_options import given_path
+from .cli_options import folder_problem, given_path
 
 REPOSITORY_HOME = ".dagster"  # the home the top-level dagster.yaml is written for (relative to the repository)
 
@@ -44,8 +44,7 @@ def cmd_instance_unpack(args: argparse.Namespace) -> int:
     from .event_bodies import unpack_home
 
     home = _home(args)
-    if not home.is_dir():
-        what = "is not a folder" if home.exists() else "no such folder"
+    if what := folder_problem(home):
         print(f"coder-eval instance unpack: {home}: {what} (the Dagster home to unpack)", file=sys.stderr)
         return exit_codes.USAGE
     print(f"unpacked {unpack_home(home)} event bodies in {home}: Dagster's own SQLite event storage reads them now")

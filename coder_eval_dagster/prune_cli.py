@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from . import exit_codes
-from .cli_options import given_path
+from .cli_options import folder_problem, given_path
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -28,8 +28,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     from .launch import local_instance
     from .storage import FastSqliteEventLogStorage
 
-    if not args.runs_dir.is_dir():  # a mistyped --runs-dir would prune nothing, and say it did
-        what = "is not a folder" if args.runs_dir.exists() else "no such folder"
+    if what := folder_problem(args.runs_dir):  # a mistyped --runs-dir would prune nothing, and say it did
         print(f"coder-eval prune: --runs-dir {args.runs_dir}: {what} (the runs folder to prune)", file=sys.stderr)
         return exit_codes.USAGE
     before: datetime = args.before or datetime.now(UTC) - timedelta(days=args.keep_days)

@@ -84,6 +84,11 @@ HISTORY_PAGE = "history.html"
 TABLES_DIR = "tables"
 
 
+def is_runs_folder(folder: Path) -> bool:
+    """A runs folder: its tables beside its runs index."""
+    return (folder / TABLES_DIR).is_dir() and (folder / INDEX_PAGE).is_file()
+
+
 def partition_folder(day: date) -> str:
     """A table's folder of the runs started on ``day`` (UTC): a hive partition, ``run_date`` a column to readers."""
     return f"run_date={day.isoformat()}"

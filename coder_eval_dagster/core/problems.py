@@ -169,12 +169,17 @@ def problems_from_validation(
         elif error["type"] == "literal_error":
             message += did_you_mean(str(error.get("input")), _quoted(str(error["ctx"].get("expected", ""))))
         elif error["type"] in ("model_type", "model_attributes_type", "dict_type"):  # not the model's class name
-            message = f"expected a mapping (key: value lines, or {{key: value}}), got {_shown(error.get('input'))}"
+            message = not_a_mapping(error.get("input"))
         elif error["type"] == "union_tag_not_found":  # the block has no ``type``: said of its ``type``
             loc, message = (*loc, str(error["ctx"].get("discriminator", "type")).strip("'")), "Field required"
         full = prefix + loc
         problems.append(Problem(path, line_of(full), dotted(full), message))
     return _unique(problems)
+
+
+def not_a_mapping(value: Any) -> str:
+    """What is wrong with ``value`` where a mapping belongs (a block of a task file, a run folder's JSON file)."""
+    return f"expected a mapping (key: value lines, or {{key: value}}), got {_shown(value)}"
 
 
 def _shown(value: Any) -> str:

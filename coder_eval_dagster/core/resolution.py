@@ -27,13 +27,14 @@ from .atif import is_atif, replay_trajectory
 from .criteria import criterion_union, on_change
 from .datasets import CLI_SAMPLE_SEED, Row, load_rows, sample_rows, split_rows, substitute
 from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text, regular_file_problem
-from .layout import CHECKPOINT_FILE, INDEX_PAGE, PLAN_FILE, RESULT_FILE, SANDBOX_DIR, TABLES_DIR
+from .layout import CHECKPOINT_FILE, PLAN_FILE, RESULT_FILE, SANDBOX_DIR, is_runs_folder
 from .models.agent import AgentConfig
 from .models.base import MOVED_TO_RUN_LIMITS, RejectsMovedLimits, did_you_mean
 from .models.commands import HookCommand
 from .models.dataset import Dataset
 from .models.experiment import Experiment, Variant
 from .models.prices import ModelPrice
+from .models.sandbox import REPO_FIRST, is_relative_local_path
 from .models.task import Task
 from .models.trajectory import Trajectory
 from .pricing import load_price_file
@@ -231,7 +232,7 @@ def _run_output(folder: Path) -> bool:
             return True
         if (folder / SANDBOX_DIR).is_dir() and any((folder / n).is_file() for n in (RESULT_FILE, CHECKPOINT_FILE)):
             return True
-        return (folder / TABLES_DIR).is_dir() and (folder / INDEX_PAGE).is_file()
+        return is_runs_folder(folder)
     except PermissionError:
         return False
 
@@ -302,7 +303,7 @@ def _absolutize_paths(raw: dict[str, Any], base: Path) -> list[tuple[Loc, str]]:
                 loc: Loc = (*at, "template_sources", index)
                 if isinstance(source, dict) and source.get("type") == "template_dir":
                     named.append(((*loc, "path"), source, "path", "folder"))
-                elif isinstance(source, dict) and source.get("type") == "repo" and _local_repo(source.get("url")):
+                elif isinstance(source, dict) and source.get("type") == "repo" and _is_local(source.get("url")):
                     named.append(((*loc, "url"), source, "url", "repo"))
         named.append(((*where, "initial_prompt_file"), block, "initial_prompt_file", "file"))
         # (an experiment's agent.trajectory and claude_settings stay the task's: CONTRACT 5 reads a trajectory
@@ -326,9 +327,8 @@ def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _local_repo(url: Any) -> bool:
-    """A repo source's relative local path (not a URL, ``host:path`` or absolute path): ``repo_location``'s rule."""
-    return isinstance(url, str) and "://" not in url and not re.match(r"^[^/]+:", url) and not Path(url).is_absolute()
+def _is_local(url: Any) -> bool:
+    return isinstance(url, str) and is_relative_local_path(url)
 
 
 def _named_file_problem(path: Path, kind: str) -> str | None:
@@ -1319,7 +1319,6 @@ def _blame_variant(
 
 VARIANT_BLOCKS = ("agent", "sandbox", "run_limits", "simulation", "checker_context")  # merged over the task's
 DEFAULTS_BLOCKS = (*VARIANT_BLOCKS, "pre_run", "post_run")  # laid under the task's (the hooks: around the task's)
-REPO_FIRST = "a repo source must be first in the list"  # models/sandbox.py check_repo_first's
 
 
 def _after_the_tasks(variant: bool, task: str, before: int) -> str:

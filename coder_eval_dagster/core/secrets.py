@@ -11,7 +11,7 @@ from .credentials import is_secret_name
 
 # Variables a sandboxed command never sees: the harness's credentials, its model-route settings and its telemetry
 # settings (OTEL_EXPORTER_OTLP_HEADERS often carries a backend's key).
-_MODEL_ROUTE_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_", "OTEL_")
+MODEL_ROUTE_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_", "OTEL_")
 MIN_SECRET_LENGTH = 8
 REDACTED = "***"
 
@@ -36,7 +36,7 @@ def _read_environment() -> tuple[list[str], dict[str, str]]:
     before = dict(data) if isinstance(data, dict) else None  # taken first: a change while reading is read next time
     items = list(os.environ.items())
     found = [v for k, v in items if is_secret_name(k)]
-    clean = {k: v for k, v in items if not is_secret_name(k) and not k.startswith(_MODEL_ROUTE_PREFIXES)}
+    clean = {k: v for k, v in items if not is_secret_name(k) and not k.startswith(MODEL_ROUTE_PREFIXES)}
     if before is not None:
         _last_read = (before, found, clean)
     return found, clean

@@ -902,3 +902,27 @@ def test_rule(tmp_path: Path, valid: dict[str, Any], invalid: dict[str, Any], fi
 def test_rule_ids_are_unique() -> None:
     ids = [r[0] for r in RULES]
     assert len(ids) == len(set(ids))
+
+
+def test_the_reserved_ids_are_every_file_the_run_folder_writes_beside_an_ids_folder() -> None:
+    """models/base.py names them again (the format imports nothing above it): the two lists stay one."""
+    from coder_eval_dagster.core import layout
+    from coder_eval_dagster.core.models.base import RUN_FOLDER_FILE_RE, RUN_FOLDER_FILES
+
+    beside_ids = {
+        layout.PLAN_FILE,
+        layout.SNAPSHOT_FILE,
+        layout.SPEND_LEDGER,
+        layout.RUN_FILE,
+        layout.RUN_MD,
+        layout.RUN_VIEWER,
+        layout.EXPERIMENT_FILE,
+        layout.EXPERIMENT_MD,
+        layout.COMPARISON_PAGE,
+        layout.JUNIT_FILE,
+        layout.VARIANT_FILE,
+        layout.VARIANT_MD,
+        layout.SUITE_FILE,
+    }
+    assert beside_ids == RUN_FOLDER_FILES
+    assert RUN_FOLDER_FILE_RE.fullmatch(layout.comparison_against("2026-12-06T01-00-00Z"))

@@ -25,18 +25,18 @@ import yaml
 
 from ..layout import (
     EXPERIMENT_FILE,
-    INDEX_PAGE,
     LATEST_LINK,
     PLAN_FILE,
     RUN_FILE,
     SANDBOX_DIRS,
     TABLES_DIR,
+    is_runs_folder,
     read_json,
     report_path,
     run_results,
 )
 from ..models.results import EARLIER_STATUSES, EvaluationResult
-from ..problems import DOCUMENT, InvalidInput, Problem, _shown
+from ..problems import DOCUMENT, InvalidInput, Problem, not_a_mapping
 from ..tables import task_result_row, variant_order
 
 if TYPE_CHECKING:
@@ -175,8 +175,7 @@ def _mapping(path: Path, shown: Path) -> dict[str, Any]:
     not is an ``InvalidInput`` naming it (``shown``: as the user named it), as ``report`` says it."""
     document = read_json(path)
     if not isinstance(document, dict):
-        why = f"expected a mapping (key: value lines, or {{key: value}}), got {_shown(document)}"
-        raise InvalidInput([Problem(str(shown), None, DOCUMENT, why)])
+        raise InvalidInput([Problem(str(shown), None, DOCUMENT, not_a_mapping(document))])
     return document
 
 
@@ -264,7 +263,7 @@ def not_one_run(folder: Path) -> str | None:
     inner = _first_run_below(folder)
     if inner is not None:
         return f"{folder} holds run folders ({_shown_path(inner, folder)}...), not one run: name one run folder"
-    if ((folder / TABLES_DIR).is_dir() and (folder / INDEX_PAGE).is_file()) or (folder / LATEST_LINK).is_symlink():
+    if is_runs_folder(folder) or (folder / LATEST_LINK).is_symlink():
         return f"{folder} is a runs folder, not a run folder: name one run folder in it"
     return None
 

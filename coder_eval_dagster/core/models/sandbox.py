@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
@@ -169,6 +170,7 @@ class DockerConfig(StrictModel):
 
 
 REPO_FOLDER = "repo"  # where a repo source is cloned, in the sandbox (coder_eval's place)
+REPO_FIRST = "a repo source must be first in the list"
 ENV_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")  # coder_eval's $VAR / ${VAR}
 
 
@@ -186,6 +188,13 @@ class RepoSource(StrictModel):
         if value is not None and value.startswith("-"):
             raise ValueError(f"must name a branch, tag or commit, not an option: {value!r}")
         return value
+
+
+def is_relative_local_path(url: str) -> bool:
+    """A repo source's ``url`` that is a relative local path: not a URL (``scheme://``), a ``host:path`` or an
+    absolute path, which git reads as written. Such a path is relative to the file naming it."""
+    remote = "://" in url or re.match(r"^[^/]+:", url) is not None
+    return not remote and not Path(url).is_absolute()
 
 
 def expand_environment(path: str) -> str:
@@ -257,7 +266,7 @@ def check_repo_first(sources: list[TemplateSource]) -> None:
     into must be empty."""
     for index, source in enumerate(sources):
         if isinstance(source, RepoSource) and index != 0:
-            raise rule_error(f"template_sources.{index}", "a repo source must be first in the list")
+            raise rule_error(f"template_sources.{index}", REPO_FIRST)
 
 
 class SandboxLimits(StrictModel):

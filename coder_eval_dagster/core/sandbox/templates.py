@@ -5,7 +5,6 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
-import re
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -13,7 +12,14 @@ from pathlib import Path
 
 import yaml
 
-from ..models.sandbox import REPO_FOLDER, RepoSource, StarterFilesSource, TemplateDirSource, TemplateSource
+from ..models.sandbox import (
+    REPO_FOLDER,
+    RepoSource,
+    StarterFilesSource,
+    TemplateDirSource,
+    TemplateSource,
+    is_relative_local_path,
+)
 
 GIT_TIMEOUT_S = 300
 _DEFAULTS_FILE = Path(__file__).parent.parent.parent / "resources" / "default_ignore_patterns.yaml"
@@ -142,8 +148,7 @@ def run_setup_step(command: list[str], env: dict[str, str], timeout: float, what
 def repo_location(url: str, task_dir: Path) -> str:
     """A relative local path is relative to the task YAML, as a template_dir is, when it is there; else as given
     (relative to the current folder, as git reads it). A URL or ``host:path`` is as given."""
-    remote = "://" in url or re.match(r"^[^/]+:", url) is not None
-    if remote or Path(url).is_absolute() or not (task_dir / url).exists():
+    if not is_relative_local_path(url) or not (task_dir / url).exists():
         return url
     return str(task_dir / url)
 
@@ -171,7 +176,6 @@ def apply_sources(
     sources: list[TemplateSource], sandbox: Path, task_dir: Path, ignore: list[str], env: dict[str, str]
 ) -> None:
     patterns = effective_ignore_patterns(ignore)
-    sandbox.mkdir(parents=True, exist_ok=True)
     for source in sources:
         if isinstance(source, RepoSource):  # the first source (check_repo_first): nothing is in repo/ yet
             clone_repo(source, inside_sandbox(sandbox, REPO_FOLDER), env, task_dir)
