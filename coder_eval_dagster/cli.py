@@ -53,8 +53,14 @@ class _Parser(argparse.ArgumentParser):
         self.exit(exit_codes.USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def _print_problems(problems: Sequence[Problem]) -> None:
-    sys.stderr.write("".join(f"{p}\n" for p in problems))
+def _print_problems(problems: Sequence[Problem], said: set[str] | None = None) -> None:
+    """Each problem on its line; with ``said``, one already said by this command is not said again (a folder named
+    both as a path and by an experiment file among the paths)."""
+    lines = list(dict.fromkeys(f"{p}\n" for p in problems))
+    if said is not None:
+        lines = [line for line in lines if line not in said]
+        said.update(lines)
+    sys.stderr.write("".join(lines))
 
 
 # ----------------------------------------------------------------------------- validate
@@ -120,18 +126,19 @@ def _not_a_task(path: Path) -> bool:
 def cmd_validate(args: argparse.Namespace) -> int:
     """``validate`` (and coder_eval's ``plan``): each file on its own; under ``-e`` each task under its variants."""
     experiment = RunSpec(experiment=args.experiment).experiment if args.experiment else None
+    said: set[str] = set()
     paths = expand_patterns(args.paths) or _default_tasks(args.command, experiment, required=experiment is None)
     if experiment is not None:  # coder_eval's plan loads the experiment first and stops when it cannot
         verdict = _file_problems(Path(experiment))
         found = verdict.problems
-        _print_problems([*verdict.warnings, *found])
+        _print_problems([*verdict.warnings, *found], said)
         if found:
             return exit_codes.FAILED
         if not paths:
             print(f"OK {experiment}")
             return exit_codes.OK
     files, problems = discover(paths)
-    _print_problems(problems)
+    _print_problems(problems, said)
     if not files and not problems:  # an empty folder: nothing invalid, but say that nothing was checked
         print(
             f"coder-eval {args.command}: no task files (*.yaml, *.yml) in {' '.join(map(str, paths))}", file=sys.stderr
@@ -145,10 +152,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
             continue
         verdict = _file_problems(path, experiment)
         found = verdict.problems or _duplicate_id(path, verdict.task_ids, seen)
-        _print_problems(verdict.warnings)
+        _print_problems(verdict.warnings, said)
         if found:
             invalid = True
-            _print_problems(found)
+            _print_problems(found, said)
         else:
             _print_limit_warnings(path)
             print(f"OK {path}")

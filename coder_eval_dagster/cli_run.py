@@ -29,7 +29,7 @@ from .core.models.results import EvaluationResult
 from .core.problems import InvalidInput
 from .core.reports.junit import write_junit
 from .core.reports.notes import threshold_figures
-from .core.reports.run_summary import counts_line, judges_usd, terminal_text, total_usd, usd, why_not_passed
+from .core.reports.run_summary import agent_usd, counts_line, judges_usd, terminal_text, total_usd, usd, why_not_passed
 from .core.resolution import Resolution, RowTask, resolve
 from .core.routing import resolve_route, routing_line
 from .core.run_context import ROUTED_AGENT_TYPES, RunContext, uses_model_route
@@ -303,9 +303,11 @@ def dev(extra: list[str]) -> int:
 
     from .launch import local_home
 
+    dagster = shutil.which("dagster") or str(Path(sys.executable).parent / "dagster")
+    if "--help" in extra:  # help only: no instance made for it (dagster dev's -h is its --host)
+        os.execv(dagster, [dagster, "dev", "--help"])  # no return
     home = local_home()
     _open_instance().dispose()  # writes coder-eval's dagster.yaml there when the folder has none
-    dagster = shutil.which("dagster") or str(Path(sys.executable).parent / "dagster")
     print(f"coder-eval dev: DAGSTER_HOME={home}", file=sys.stderr)
     environment = {**os.environ, **Credentials.of_process().by_name, "DAGSTER_HOME": str(home)}
     os.execvpe(dagster, [dagster, "dev", "-m", "coder_eval_dagster.definitions", *extra], environment)  # no return
@@ -442,7 +444,7 @@ def print_summary(report: RunSummary, run_dir: Path) -> None:
             console.print(f"{label} {value}: {mark}", highlight=False)
     for variant, spend in report.spend_by_variant.items():
         if spend.total_cost_usd is not None or spend.agent is not None:
-            line = f"spend [{variant}]: agent {usd(spend.agent)}, judges {judges_usd(spend)}, "
+            line = f"spend [{variant}]: agent {agent_usd(spend)}, judges {judges_usd(spend)}, "
             line += f"simulated user {usd(spend.simulator)}; total {total_usd(spend)}"
             console.print(escape(line), highlight=False, soft_wrap=True)
     print_statistics(console, report)

@@ -23,7 +23,7 @@ def add_commands(subparsers: Any) -> None:
     evaluate = subparsers.add_parser("evaluate", help="grade a directory against a task's criteria, no agent")
     evaluate.add_argument("task", type=given_path, metavar="TASK", help="the task file")
     evaluate.add_argument(
-        "directory", type=given_path, metavar="DIR", help="the directory to grade (copied, never changed)"
+        "directory", type=given_path, nargs="?", metavar="DIR", help="the directory to grade (copied, never changed)"
     )
     evaluate.add_argument(
         "--run-dir", type=given_path, metavar="DIR", help="where task.json goes (default: a new folder)"
@@ -47,6 +47,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .core.evaluate_directory import evaluate_directory, grading_task, preserved_sandbox
     from .core.runs import new_run_dir
 
+    if args.directory is None:  # coder_eval's one-argument form re-grades a finished run
+        from .cli import UsageError
+
+        raise UsageError(f"give TASK and DIR; to grade a finished run again: coder-eval rescore {args.task}")
     directory: Path = args.directory
     sandbox = preserved_sandbox(directory)
     if sandbox is not None:  # a run's evaluation folder: its preserved sandbox is the work, as coder_eval re-grades it

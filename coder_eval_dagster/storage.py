@@ -16,25 +16,25 @@ with one statement per table instead of Dagster's statements per event. That
 path re-does what ``SqliteEventLogStorage.store_event`` does with Dagster's
 private pieces of it, from this pinned Dagster (1.13.27): ``_event_to_row``,
 ``_tags_for_asset_event``, ``_store_asset_event`` and the ``event_logs`` and
-``asset_event_tags`` tables. tests/test_event_storage.py fails when its rows
+``asset_event_tags`` tables. tests/dagster/test_event_storage.py fails when its rows
 or what Dagster reads back differ from the stock storage storing one event at a time.
 
 Event bodies are stored packed (event_bodies.py: zlib over a preset
 dictionary, ~2 KB of JSON to ~0.2 KB); every read goes through the
 ``event_logs.event`` column object of Dagster's schema, whose type here
 unpacks them, and leaves text (what Dagster's own storages wrote) alone.
-tests/test_event_storage.py reads both back through Dagster's APIs.
+tests/dagster/test_event_storage.py reads both back through Dagster's APIs.
 
 New databases are copies of pre-migrated empty ones shipped in
 ``instance_template/`` (made by ``python -m coder_eval_dagster.storage``
 from this pinned Dagster, 1.13.27): creating and stamping a schema costs
 about a second for a fresh instance and a tenth of one for every run's
-shard. tests/test_instance_template.py fails when the templates no longer
+shard. tests/dagster/test_instance_template.py fails when the templates no longer
 match what this Dagster creates. The run and schedule storages open a
 database that carries its schema version without Dagster's check of it
 (``check_alembic_revision`` loads all ~90 migration scripts, ~40 ms per
 instance opened, only to learn that a version is there); a new or unstamped
-one takes Dagster's own path (tests/test_instance_template.py).
+one takes Dagster's own path (tests/dagster/test_instance_template.py).
 """
 
 from __future__ import annotations

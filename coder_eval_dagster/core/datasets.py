@@ -157,14 +157,15 @@ def _with_ids(raw: list[tuple[dict[str, Any], str]], id_field: str, doc: Documen
 def sample_rows(rows: list[Row], per_stratum: int | None, field: str, seed: int | None) -> list[Row]:
     """Keep up to ``per_stratum`` rows of each stratum, in their original order.
 
-    A stratum is the field's value as text, as coder_eval keys it: rows without the field, with null or with
-    ``""`` form one stratum (where an activation dataset's negatives collect).
+    A stratum is coder_eval's key, ``str(row.get(field, ""))``: rows without the field and rows with ``""`` form
+    one stratum (where an activation dataset's negatives collect); null is a stratum of its own (``"None"``), so
+    a seed draws the rows coder_eval draws.
     """
     if per_stratum is None:
         return rows
     strata: dict[str, list[int]] = {}
     for index, row in enumerate(rows):
-        strata.setdefault(_row_text(row.values.get(field)), []).append(index)
+        strata.setdefault(str(row.values.get(field, "")), []).append(index)
     rng = random.Random(seed)
     keep: set[int] = set()
     for indices in strata.values():

@@ -468,7 +468,7 @@ def decide(result: EvaluationResult, task: Task) -> None:
     armed = {i for i, c in enumerate(task.success_criteria) if getattr(c, "stop_early", None) is not None}
     for criterion in result.criteria:
         criterion.advisory = result.stopped_early and criterion.index not in armed
-    result.weighted_score = round(weighted_score(result.criteria), 6) if result.criteria else 0.0
+    result.weighted_score = weighted_score(result.criteria) if result.criteria else 0.0
     if result.error is None:
         passed = (
             armed_gate(result.criteria, task.run_limits.stop_early_gate_threshold)

@@ -591,14 +591,18 @@ def _experiment_layers(spec: RunSpec, base_layer: Path | None) -> list[LoadedExp
     if spec.experiment is not None:
         path = Path(spec.experiment)
         if not path.exists():
-            looked = EXPERIMENTS_DIR / f"{spec.experiment}.yaml"
-            raise InvalidInput(
-                [Problem(spec.experiment, None, DOCUMENT, f"no such experiment file (nor {looked} or .yml)")]
-            )
+            raise InvalidInput([Problem(spec.experiment, None, DOCUMENT, _no_experiment(spec.experiment))])
         if not layers or base_layer is None or path.resolve() != base_layer.resolve():
             layers = [replace(layer, sandbox_steps=False) for layer in layers]
             layers.append(load_experiment(path))
     return layers
+
+
+def _no_experiment(given: str) -> str:
+    """What was looked for: a path as given, a name also as ``experiments/NAME.yaml`` (or ``.yml``)."""
+    if "/" in given or given.endswith((".yaml", ".yml")):
+        return "no such experiment file"
+    return f"no such experiment file (nor {EXPERIMENTS_DIR / given}.yaml or .yml)"
 
 
 def _price_file(spec: RunSpec, layers: list[LoadedExperiment]) -> dict[str, ModelPrice]:
@@ -613,16 +617,23 @@ def _price_file(spec: RunSpec, layers: list[LoadedExperiment]) -> dict[str, Mode
 
 
 def _select(result: Resolution, spec: RunSpec) -> None:
-    """``--task`` globs, then ``--limit`` (the first N row-tasks, in resolution order)."""
+    """``--task`` globs, then ``--limit`` (the first N row-tasks, in resolution order, each under every variant).
+
+    A RowTask is one row-task under one variant: the counts and the limit are of row-tasks (task ids)."""
     if spec.task_patterns:
         kept = [rt for rt in result.row_tasks if any(fnmatch.fnmatchcase(rt.task_id, p) for p in spec.task_patterns)]
-        result.left_out(
-            "row-tasks not matching --task " + " ".join(spec.task_patterns), len(result.row_tasks) - len(kept)
-        )
+        left = _row_task_ids(result.row_tasks) - _row_task_ids(kept)
+        result.left_out("row-tasks not matching --task " + " ".join(spec.task_patterns), len(left))
         result.row_tasks = kept
     if spec.limit is not None:
-        result.left_out(f"row-tasks beyond --limit {spec.limit}", max(0, len(result.row_tasks) - spec.limit))
-        result.row_tasks = result.row_tasks[: spec.limit]
+        ids = list(dict.fromkeys(rt.task_id for rt in result.row_tasks))
+        result.left_out(f"row-tasks beyond --limit {spec.limit}", max(0, len(ids) - spec.limit))
+        first = set(ids[: spec.limit])
+        result.row_tasks = [rt for rt in result.row_tasks if rt.task_id in first]
+
+
+def _row_task_ids(row_tasks: list[RowTask]) -> set[str]:
+    return {rt.task_id for rt in row_tasks}
 
 
 def _overrides(spec: RunSpec) -> list[tuple[Loc, Any]]:

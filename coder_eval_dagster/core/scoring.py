@@ -17,6 +17,7 @@ from .check_context import CheckContext
 from .criteria import REGISTRY, CriterionBase, Outcome
 from .criteria.outcome import meets, scrub
 from .models.results import CriterionResult, TokenUsage
+from .sandbox.holder import SandboxUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +26,8 @@ def run_check(criterion: CriterionBase, ctx: CheckContext) -> Outcome:
     """A check that crashes, or reads outside the sandbox, scores 0 with its error."""
     try:
         return REGISTRY[criterion.type].check(criterion, ctx)
+    except SandboxUnavailable:  # not the criterion's failure: the evaluation's ERROR
+        raise
     except (FileNotFoundError, PermissionError, ValueError, OSError) as exc:
         return Outcome(0.0, error=str(exc))
     except Exception as exc:  # a bug in a check must not stop the other criteria

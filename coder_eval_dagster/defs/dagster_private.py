@@ -1,7 +1,7 @@
 """Every use of Dagster's private internals, in one place (pinned: dagster 1.13.27).
 
 Each exists for a measured gain or has no public equivalent; each is guarded
-by the end-to-end tests (tests/test_end_to_end.py, tests/test_operations.py),
+by the end-to-end tests (tests/dagster/test_end_to_end.py, tests/dagster/test_operations.py),
 which fail if the internals move.
 """
 

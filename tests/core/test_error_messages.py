@@ -219,3 +219,22 @@ def test_every_broken_rule_between_fields_is_said_at_once(tmp_path: Path) -> Non
         "success_criteria.1.type",
         "success_criteria.2.type",
     ], result.err
+
+
+def test_a_problem_is_said_once_when_a_folder_is_named_twice(tmp_path: Path) -> None:
+    """CONTRACT 2's one error per problem: a folder named as a path and by an experiment file among the paths."""
+    write(
+        tmp_path / "tasks" / "d.yaml",
+        "task_id: d\ndescription: d\nagent: {type: none}\n"
+        "success_criteria:\n  - {type: file_exists, pathx: a, description: x}\n",
+    )
+    experiment = write(
+        tmp_path / "e.yaml", f"experiment_id: e\ntasks: [{tmp_path / 'tasks'}]\nvariants: [{{variant_id: a}}]\n"
+    )
+    result = run_cli("validate", tmp_path / "tasks", experiment)
+    assert result.code == 1
+    assert sorted(result.err.splitlines()) == [
+        f"{tmp_path / 'tasks' / 'd.yaml'}:5: success_criteria.0.path: Field required",
+        f"{tmp_path / 'tasks' / 'd.yaml'}:5: success_criteria.0.pathx: unknown field (not part of the format) "
+        "(did you mean `path`?)",
+    ]

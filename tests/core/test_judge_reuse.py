@@ -20,9 +20,9 @@ from coder_eval_dagster.core.criteria.reuse import VerdictKey, reused, stored_ve
 from coder_eval_dagster.core.evaluation import new_evaluation, remember_verdicts
 from coder_eval_dagster.core.layout import PREVIOUS_RESULT_FILE
 from coder_eval_dagster.core.models.report import Spend, TaskRow
-from coder_eval_dagster.core.models.results import CriterionResult, EvaluationResult, TurnRecord
+from coder_eval_dagster.core.models.results import CriterionResult, EvaluationResult, TokenUsage, TurnRecord
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
-from coder_eval_dagster.core.reports.run_summary import judges_usd
+from coder_eval_dagster.core.reports.run_summary import agent_usd, judges_usd
 from coder_eval_dagster.core.resolution import resolve
 from coder_eval_dagster.core.run_context import RunContext
 from coder_eval_dagster.core.run_spec import RunSpec
@@ -237,3 +237,16 @@ def test_remember_verdicts_from_the_rescored_result_or_the_set_aside_one(tmp_pat
     evaluation.result.criteria = []
     write(evaluation.folder / PREVIOUS_RESULT_FILE, "{not json")
     assert remember_verdicts(evaluation, reuse=True).verdicts == {}  # unreadable: no reuse, no failure
+
+
+def test_an_agent_cut_short_by_a_timeout_makes_the_spend_a_floor() -> None:
+    """A TIMEOUT row's cost is a floor (its ``cost_complete`` is false): so are the run's spend and its line."""
+    usage = TokenUsage(uncached_input_tokens=10, output_tokens=5, total_cost_usd=0.08, cost_source="reported")
+    rows = [
+        TaskRow.of(evaluation_result(final_status=status, total_token_usage=usage)) for status in ("TIMEOUT", "SUCCESS")
+    ]
+    spend = Spend.of(rows)
+    assert (spend.agents_cut_short, spend.cost_complete) == (1, False) and not rows[0].cost_complete
+    assert agent_usd(spend) == "≥ $0.1600 (reported) (1 cut short by a timeout)"
+    whole = Spend.of(rows[1:])
+    assert whole.cost_complete and agent_usd(whole) == "$0.0800 (reported)"

@@ -43,6 +43,9 @@ def test_an_experiment_not_found_is_named_where_it_was_looked_for(tmp_path: Path
     done = installed_cli(tmp_path, "run", ROOT / "tasks", "-e", "nosuch", "--estimate")
     assert done.returncode == 2
     assert done.stderr == "no such experiment file (nor experiments/nosuch.yaml or .yml): nosuch\n"
+    as_path = installed_cli(tmp_path, "run", ROOT / "tasks", "-e", "experiments/nosuch.yaml", "--estimate")
+    assert as_path.returncode == 2
+    assert as_path.stderr == "no such experiment file: experiments/nosuch.yaml\n"  # no experiments/experiments/...
 
 
 def test_a_resume_given_task_paths_says_it_takes_none(tmp_path: Path) -> None:
@@ -126,4 +129,14 @@ def test_a_failure_in_decide_or_finish_is_that_evaluations_error(
         "decide failed: ZeroDivisionError: a scoring bug"
         if stage == "decide"
         else "finish failed: OSError: [Errno 28] No space left on device"
+    )
+
+
+def test_evaluate_with_one_argument_points_to_rescore(tmp_path: Path) -> None:
+    """coder_eval's ``evaluate RUN_DIR`` re-grades a run; here that is ``rescore``, said in one line."""
+    done = installed_cli(tmp_path, "evaluate", "runs/latest")
+    assert done.returncode == 2
+    assert done.stderr == (
+        "coder-eval evaluate: give TASK and DIR; to grade a finished run again: coder-eval rescore runs/latest "
+        "(see coder-eval evaluate --help)\n"
     )

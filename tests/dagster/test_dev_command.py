@@ -129,3 +129,18 @@ def _latest(instance: dg.DagsterInstance, asset: str) -> dg.AssetMaterialization
     event = instance.get_latest_materialization_event(dg.AssetKey(asset))
     assert event is not None and event.asset_materialization is not None
     return event.asset_materialization
+
+
+def test_dev_help_makes_no_instance(tmp_path: Path) -> None:
+    """``coder-eval dev --help`` with no DAGSTER_HOME left ``./.dagster`` behind just to print dagster dev's help."""
+    environment = {name: value for name, value in os.environ.items() if name != "DAGSTER_HOME"}
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "coder-eval"), "dev", "--help"],
+        env=environment,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and "Usage: dagster dev" in done.stdout
+    assert list(tmp_path.iterdir()) == []

@@ -46,6 +46,15 @@ def test_a_cli_run_resolves_its_task_files_once(tmp_path: Path, home: Path, monk
     assert len(calls) == 1
 
 
+def test_the_weighted_score_keeps_full_precision(tmp_path: Path, home: Path) -> None:
+    """coder_eval stores 2/3 as 0.6666666666666666; a rounded 0.666667 moved every average built on it."""
+    checks = [criterion("run_command", command=command) for command in ("true", "true", "false")]
+    write_task(tmp_path / "tasks", task_with(task_id="thirds", **{**AGENTLESS, "success_criteria": checks}))
+    assert run_cli("run", tmp_path / "tasks", "--runs-dir", tmp_path / "runs").code == 1
+    result = json.loads((_only_run(tmp_path / "runs") / "default" / "thirds" / "00" / "task.json").read_text())
+    assert result["weighted_score"] == 2 / 3
+
+
 def test_a_file_edited_during_the_run_does_not_change_what_it_evaluates(tmp_path: Path, home: Path) -> None:
     tasks = tmp_path / "tasks"
     later = write_task(
@@ -285,6 +294,23 @@ def test_limit_task_globs_model_and_version(tmp_path: Path) -> None:
     assert row_task.task.agent.model == "claude-opus-4-7"  # --model is -D agent.model
     version = run_cli_version()
     assert version.startswith("coder-eval ") and version.split()[1][0].isdigit()
+
+
+def test_limit_and_task_globs_count_row_tasks_under_every_variant(tmp_path: Path) -> None:
+    """``--limit N`` keeps the first N row-tasks, each under every variant: an A/B run still has its arms."""
+    rows = [{"id": f"r{i}"} for i in range(3)]
+    task = write_task(tmp_path, task_with(task_id="t", dataset={"rows": rows}, **PASSING))
+    experiment = write(
+        tmp_path / "ab.yaml",
+        f"experiment_id: ab\ntasks: [{task.name}]\nvariants: [{{variant_id: v1}}, {{variant_id: v2}}]\n",
+    )
+    limited = run_cli("list", "-e", experiment, "--limit", "2")
+    assert limited.out.split() == ["v1", "t/r0", "v1", "t/r1", "v2", "t/r0", "v2", "t/r1"]
+    from coder_eval_dagster.core.run_spec import RunSpec
+
+    resolved = resolution.resolve(RunSpec(experiment=str(experiment), limit=1, task_patterns=["t/r[01]"]))
+    assert resolved.filtered == {"row-tasks not matching --task t/r[01]": 1, "row-tasks beyond --limit 1": 1}
+    assert [(rt.variant_id, rt.task_id) for rt in resolved.row_tasks] == [("v1", "t/r0"), ("v2", "t/r0")]
 
 
 def run_cli_version() -> str:

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from ..layout import COMPARISON_PAGE, INDEX_PAGE, INDEX_ROW, RUN_FILE, RUN_VIEWER, report_path, write_atomically
 from ..models.report import RunSummary, TaskRow
-from ..reports.run_summary import judges_usd, total_usd, usd
+from ..reports.run_summary import agent_usd, judges_usd, total_usd, usd
 from .webpage import html_page, relative_to
 
 
@@ -35,7 +35,7 @@ def _spend(report: RunSummary) -> str:
         if spend.agent is None and spend.judges is None and spend.simulator is None:
             continue
         parts.append(
-            f"{variant}: {total_usd(spend)} (agent {usd(spend.agent)}, judges {judges_usd(spend)}, "
+            f"{variant}: {total_usd(spend)} (agent {agent_usd(spend)}, judges {judges_usd(spend)}, "
             f"simulated user {usd(spend.simulator)})"
         )
     return "; ".join(parts) or "–"

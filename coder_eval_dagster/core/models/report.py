@@ -456,6 +456,7 @@ class Spend(BaseModel):
     judges: TokenUsage | None = None
     simulator: TokenUsage | None = None
     judge_verdicts_reused: int = 0  # verdicts taken from an earlier scoring: no call made, nothing in ``judges``
+    agents_cut_short: int = 0  # TIMEOUT evaluations: their agent stopped before reporting all it spent (a floor)
 
     @classmethod
     def of(cls, rows: list[TaskRow]) -> Spend:
@@ -464,6 +465,7 @@ class Spend(BaseModel):
             judges=TokenUsage.summed([row.judge_token_usage for row in rows if row.judge_token_usage]),
             simulator=TokenUsage.summed([row.simulator_token_usage for row in rows if row.simulator_token_usage]),
             judge_verdicts_reused=sum(criterion.reused for row in rows for criterion in row.criteria),
+            agents_cut_short=sum(row.status == "TIMEOUT" for row in rows),
         )
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
@@ -475,9 +477,9 @@ class Spend(BaseModel):
     @property
     def cost_complete(self) -> bool:
         """False when some of the tokens have no cost (a part's sum is ``unknown`` even when others' costs are
-        known): the total is then a floor."""
+        known), or an agent was cut short: the total is then a floor (as each row's ``cost_complete``)."""
         parts = (self.agent, self.judges, self.simulator)
-        return all(usage.priced_whole for usage in parts if usage and usage.spent)
+        return not self.agents_cut_short and all(usage.priced_whole for usage in parts if usage and usage.spent)
 
 
 def last_end(results: Iterable[EvaluationResult]) -> str:

@@ -203,6 +203,14 @@ def total_usd(spend: Spend) -> str:
     return f"{'' if spend.cost_complete else '≥ '}${spend.total_cost_usd:.4f}"
 
 
+def agent_usd(spend: Spend) -> str:
+    """The agents' cost; a floor (``≥``) when a timeout cut some short before they reported all they spent."""
+    shown = usd(spend.agent)
+    if not spend.agents_cut_short or shown in ("–", "unknown"):
+        return shown
+    return f"{'' if shown.startswith('≥') else '≥ '}{shown} ({spend.agents_cut_short} cut short by a timeout)"
+
+
 def judges_usd(spend: Spend) -> str:
     """The judges' cost, and how many verdicts were reused from an earlier scoring (called and paid for then, not
     now: they are not in the cost)."""

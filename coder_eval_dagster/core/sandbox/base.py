@@ -37,7 +37,8 @@ class Sandbox(Protocol):
 
     def run(self, command: str, timeout: float) -> CommandRun:
         """One shell command in the sandbox (capped by ``sandbox.limits.timeout``), its whole group killed at the
-        timeout; a failure to run it is the result's ``error``, never an exception."""
+        timeout; a failure to run it is the result's ``error``, never an exception, except ``holder.SandboxUnavailable``
+        (the sandbox itself is gone: the evaluation's ERROR)."""
         ...
 
     def environment(self) -> dict[str, str]:

@@ -56,7 +56,7 @@ from ..layout import NAMESPACE_FILE
 from ..model_proxy import shared_proxy
 from . import egress
 from .egress import Gate, Handler
-from .holder import SANDBOX_PATH, Holder, HolderError, holder_argv
+from .holder import SANDBOX_PATH, Holder, HolderError, SandboxUnavailable, holder_argv
 from .pidwait import wait_for
 from .spawner import Spawner
 
@@ -81,7 +81,7 @@ NO_TRACING = ["setpriv", "--bounding-set", "-sys_ptrace,-sys_admin,-net_admin", 
 SPARE_MAX = 16
 
 
-class ContainmentError(RuntimeError):
+class ContainmentError(SandboxUnavailable):
     """The namespace could not be created (no unshare, or not allowed here), or could not show the sandbox."""
 
 

@@ -60,7 +60,9 @@ SYSTEM = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "
 # Shown where they are only when the harness runs as root: a file only its owner may read is a secret then.
 SCANNED_FOR_SECRETS = ("/etc",)
 # Never shown whole, whatever PATH says (homes, other evaluations' files, services' sockets and data).
-NEVER_WHOLE = ("/home", "/root", "/tmp", "/var", "/run", "/srv", "/mnt", "/media")
+NEVER_WHOLE = ("/home", "/root", "/tmp", "/dev/shm", "/var", "/run", "/srv", "/mnt", "/media")
+# Made anew in every sandbox: a PATH folder under them is not the host's there (one under /dev/shm is shown).
+MADE_ANEW = ("/dev/", "/proc/")
 # The sandbox's own places: what a command names there is not the host's.
 OWN_PLACES = (str(SANDBOX_PATH), "/tmp", "/dev", "/proc", "/var/tmp")
 
@@ -130,6 +132,7 @@ def show(path, target, attrs):
     attach(tree, target, attrs)
 
 TMP_FOLDERS = ("/tmp", "/dev/shm")
+TMP_PREFIXES = tuple(folder + "/" for folder in TMP_FOLDERS)  # shown after the fresh tmpfs, not hidden by it
 as_made = {}  # each one's state as last mounted: kept while no evaluation changed it
 
 def as_left(path):
@@ -142,13 +145,13 @@ def as_left(path):
 def fresh_tmp(at):
     mount("tmpfs", at + "/tmp", "tmpfs", NOSUID | NODEV, "mode=1777")
     mount("tmpfs", at + "/dev/shm", "tmpfs", NOSUID | NODEV, "mode=1777")
-    for path in under_tmp:  # the harness's own Python, when it lives under /tmp
+    for path in under_tmp:  # the harness's own Python or a PATH folder, when it lives under /tmp or /dev/shm
         show(path, at + path, ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV)
 
 def build(ops):
     mount("tmpfs", NEW, "tmpfs", NOSUID | NODEV, "mode=0755")
     for op, path, extra in ops:
-        if op == "ro" and not path.startswith("/tmp/"):
+        if op == "ro" and not path.startswith(TMP_PREFIXES):
             show(path, NEW + path, ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV)
         elif op == "link":
             os.makedirs(os.path.dirname(NEW + path), exist_ok=True)
@@ -273,7 +276,7 @@ while args:
     arity = 3 if args[0] == "link" else 2
     ops.append((args[0], args[1], args[2] if arity == 3 else None))
     args = args[arity:]
-under_tmp = [path for op, path, _ in ops if op == "ro" and path.startswith("/tmp/")]
+under_tmp = [path for op, path, _ in ops if op == "ro" and path.startswith(TMP_PREFIXES)]
 control = socket.socket(fileno=os.dup(0))
 os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
 try:
@@ -307,7 +310,12 @@ while True:
 """
 
 
-class HolderError(RuntimeError):
+class SandboxUnavailable(RuntimeError):
+    """The sandbox's namespaces could not be built or entered: the machine failed, so the evaluation is an ERROR
+    (a criterion's command that could not start for this reason does not score 0)."""
+
+
+class HolderError(SandboxUnavailable):
     """The namespace's first process refused a request, or is gone."""
 
 
@@ -403,7 +411,8 @@ def _toolchain() -> list[str]:
     found = {os.path.realpath(path) for path in found if os.path.isdir(path)}
     private = [os.path.realpath(os.path.expanduser("~")), *NEVER_WHOLE]
     # never one of these or a folder holding one (a PATH entry such as "/" or "~"); a folder inside them may be
-    return [path for path in found if not any((p + "/").startswith(path.rstrip("/") + "/") for p in private)]
+    found = {path for path in found if not any((p + "/").startswith(path.rstrip("/") + "/") for p in private)}
+    return [path for path in found if not path.startswith(MADE_ANEW) or path.startswith("/dev/shm/")]
 
 
 def _owner_only(top: str) -> list[str]:

@@ -30,7 +30,7 @@ from ..secrets import sandbox_environment
 from ..trees import remove_tree
 from . import containment
 from .egress import LOOPBACK, Gate, Refusal, gate_for, proxy_environment, refusal_notes
-from .holder import SANDBOX_PATH, HolderError, shown
+from .holder import SANDBOX_PATH, shown
 from .mocks import install_mocks
 from .process import Interrupt, run_shell
 from .templates import TemplateError, apply_sources, inside_sandbox
@@ -201,11 +201,8 @@ class TempdirSandbox:
         """One command in the evaluation's namespaces, not capped by ``sandbox.limits.timeout`` (setup's, the
         harness's own); what the policies refused it is said in its stderr."""
         refused = len(self.gate.refused) if self.gate is not None else 0
-        try:
-            with containment.command_launcher(self.root.parent, self.root, self.gate) as launcher:
-                done = run_shell(command, self.workdir, timeout, self.interrupt, self.environment(), launcher)
-        except (containment.ContainmentError, HolderError) as exc:
-            return CommandRun(command=command, error=f"could not start: {exc}")
+        with containment.command_launcher(self.root.parent, self.root, self.gate) as launcher:
+            done = run_shell(command, self.workdir, timeout, self.interrupt, self.environment(), launcher)
         done.stderr += refusal_notes(self.gate, refused)
         if done.exit_code not in (0, None):
             hidden = sorted(path for path in set(HOST_PATH.findall(done.stderr)) if _hidden(path))
