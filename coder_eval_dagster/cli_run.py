@@ -14,10 +14,12 @@ from . import exit_codes
 from .core.credentials import Credentials
 from .core.layout import (
     CHECKPOINT_FILE,
+    PLAN_FILE,
     PREVIOUS_RESULT_FILE,
     RESULT_FILE,
     RUN_FILE,
     RUN_VIEWER,
+    SNAPSHOT_FILE,
     evaluation_files,
     evaluation_folder,
     load_result,
@@ -35,7 +37,18 @@ from .core.routing import resolve_route, routing_line
 from .core.run_context import ROUTED_AGENT_TYPES, RunContext, uses_model_route
 from .core.run_lock import working_on
 from .core.run_spec import RunOptions, RunSpec
-from .core.runs import OpenRun, evaluated, gone_paths, is_run_folder, load_run, new_run_dir, open_run, resnapshot
+from .core.runs import (
+    OpenRun,
+    evaluated,
+    gone_paths,
+    is_run_folder,
+    keep_snapshot,
+    load_run,
+    new_run_dir,
+    open_run,
+    resnapshot,
+    without_sandbox,
+)
 from .core.sandbox.tempdir import prewarm_namespaces
 from .core.sequential_run import batch_results, in_batches, may_start
 
@@ -135,7 +148,8 @@ def _run_folder(command: str, run_dir: Path) -> OpenRun | None:
     """The run folder named; through a link (``runs/latest``), the folder it points to: its name is the run's id
     in the reports, and a later process must find it again."""
     if not is_run_folder(run_dir):
-        print(f"coder-eval {command}: {run_dir} is not a run folder (no run_plan.json)", file=sys.stderr)
+        lacking = next(name for name in (PLAN_FILE, SNAPSHOT_FILE) if not (run_dir / name).is_file())
+        print(f"coder-eval {command}: {run_dir} is not a run folder (no {lacking})", file=sys.stderr)
         return None
     return load_run(run_dir.resolve() if run_dir.is_symlink() else run_dir)
 
@@ -239,8 +253,14 @@ def _warn_post_run(row_tasks: list[RowTask]) -> None:
 def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: Path | None) -> int:
     run_dir = opened.folder
     missing = unfinished(opened)
-    if missing or not (run_dir / RUN_FILE).is_file():
+    if missing:
         print(f"coder-eval rescore: {incomplete(opened, missing)}", file=sys.stderr)
+        return exit_codes.USAGE
+    if not (run_dir / RUN_FILE).is_file():
+        rebuild = f"coder-eval report {run_dir} --rebuild"
+        print(
+            f"coder-eval rescore: {run_dir / RUN_FILE} is not there: rebuild it first with {rebuild}", file=sys.stderr
+        )
         return exit_codes.USAGE
     try:  # a damaged run.json is said before any evaluation is scored again (and its task.json rewritten)
         load_summary(run_dir)
@@ -252,6 +272,15 @@ def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: P
     resolution, kept = resnapshot(opened, present)  # the criteria as the task files say now: how rubrics iterate
     if resolution.problems:
         raise InvalidInput(resolution.problems)
+    gone = without_sandbox(run_dir, present)
+    if gone:
+        shown = ", ".join(str(folder.relative_to(run_dir)) for folder in gone[:5]) + (" ..." if len(gone) > 5 else "")
+        print(
+            f"coder-eval rescore: {len(gone)} evaluation(s) of {run_dir} have no preserved sandbox to grade (removed "
+            f"since the run): {shown}; nothing was scored again",
+            file=sys.stderr,
+        )
+        return exit_codes.USAGE
     if kept:
         shown = ", ".join(f"{rt.variant_id}/{rt.task_id}" for rt in kept[:5]) + (" ..." if len(kept) > 5 else "")
         print(
@@ -259,10 +288,11 @@ def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: P
             f"criteria the run had: {shown}{gone_paths(opened)}",
             file=sys.stderr,
         )
-    row_tasks = [rt for rt in opened.snapshot.row_tasks if f"{rt.variant_id}/{rt.task_id}" in present]
+    row_tasks = resolution.row_tasks  # the evaluated ones only
     if not row_tasks:
         print(f"coder-eval rescore: {run_dir} has no evaluation to rescore", file=sys.stderr)
         return exit_codes.USAGE
+    keep_snapshot(opened, resolution)
     _warn_post_run(row_tasks)
     _prewarm(row_tasks, options)
     return _launch(_open_instance(), opened, row_tasks, options, context, rescore=True, junit=junit)

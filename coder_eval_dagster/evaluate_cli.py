@@ -56,7 +56,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if sandbox is not None:  # a run's evaluation folder: its preserved sandbox is the work, as coder_eval re-grades it
         print(f"note: {directory} is an evaluation folder: grading its preserved sandbox {sandbox}", file=sys.stderr)
         directory = sandbox
-    row_task = grading_task(args.task, directory)  # invalid input leaves no run folder behind
+    row_task = grading_task(args.task, directory, None if args.run_dir else args.runs_dir)  # leaves no run folder
     folder = args.run_dir or new_run_dir(args.runs_dir)
     result = evaluate_directory(row_task, folder)
     return report(result, folder)

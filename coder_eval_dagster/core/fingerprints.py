@@ -29,7 +29,7 @@ def folder_digest(folder: Path) -> str:
             dirs.sort()
             for name in sorted(files):
                 path = Path(root) / name
-                digest.update(str(path.relative_to(folder)).encode() + b"\0")
+                digest.update(os.fsencode(path.relative_to(folder)) + b"\0")  # a name's bytes, UTF-8 or not
                 _hash_content(digest, path)
     return digest.hexdigest()
 

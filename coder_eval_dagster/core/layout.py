@@ -199,13 +199,16 @@ def read_json(path: Path) -> Any:
     """A JSON file of a run folder; one that is not JSON is an ``InvalidInput`` naming it."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as bad:
+    except ValueError as bad:  # UnicodeDecodeError too
         raise InvalidInput([Problem(str(path), None, DOCUMENT, f"not JSON ({bad})")]) from None
 
 
 def read_record(path: Path, model: type[Record]) -> Record:
     """A report file read into its model; one that is not is an ``InvalidInput`` naming the file and the field."""
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as bad:
+        raise InvalidInput([Problem(str(path), None, DOCUMENT, f"not JSON ({bad})")]) from None
     try:
         return model.model_validate_json(text)
     except ValidationError as exc:

@@ -24,7 +24,9 @@ from .layout import (
     FIRST_REPLICATE,
     OPEN_LOCK_FILE,
     PLAN_FILE,
+    RESULT_FILE,
     RUN_FILE,
+    SANDBOX_DIR,
     SNAPSHOT_FILE,
     evaluation_files,
     load_summary,
@@ -153,10 +155,11 @@ def open_run(
 
 
 def resnapshot(run: OpenRun, present: set[str]) -> tuple[Resolution, list[RowTask]]:
-    """Resolve the run's spec again (a rescore applies the task files as they are now) and keep it, with the
-    row-tasks it kept as the run had them (:func:`gone_from_files`; ``present``: :func:`evaluated`). An invalid
-    file a folder run left out is left out again, as the run did; a task path gone since defines nothing now.
-    Relative paths are read from the folder the run was started in, wherever the rescore is."""
+    """Resolve the run's spec again (a rescore applies the task files as they are now), with the row-tasks it
+    kept as the run had them (:func:`gone_from_files`; ``present``: :func:`evaluated`). Only the run's evaluated
+    row-tasks stay, and what the run left out stays left out as it recorded it: a task fixed since is not part
+    of this run (``run`` it anew). A task path gone since defines nothing now. Relative paths are read from the
+    folder the run was started in, wherever the rescore is. The run keeps it: :func:`keep_snapshot`."""
     started_in, spec = _started_in(run.plan), run.plan.spec
     spec = spec.model_copy(
         update={
@@ -170,10 +173,31 @@ def resnapshot(run: OpenRun, present: set[str]) -> tuple[Resolution, list[RowTas
     kept: list[RowTask] = []
     if not resolution.problems:
         kept = gone_from_files(run, resolution, present)
-        resolution.row_tasks.extend(kept)
-        run.snapshot = Snapshot.of(resolution)
-        write_atomically(run.folder / SNAPSHOT_FILE, pickle.dumps(run.snapshot, protocol=pickle.HIGHEST_PROTOCOL))
+        resolution.row_tasks = [
+            rt for rt in [*resolution.row_tasks, *kept] if f"{rt.variant_id}/{rt.task_id}" in present
+        ]
+        resolution.skipped = list(run.snapshot.skipped)
     return resolution, kept
+
+
+def keep_snapshot(run: OpenRun, resolution: Resolution) -> None:
+    """The rescore's resolution as the run's snapshot, once nothing refuses the rescore."""
+    run.snapshot = Snapshot.of(resolution)
+    write_atomically(run.folder / SNAPSHOT_FILE, pickle.dumps(run.snapshot, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def without_sandbox(run_dir: Path, present: set[str]) -> list[Path]:
+    """The evaluation folders of ``present`` row-tasks whose preserved sandbox is gone (cleaned up since the run),
+    an ERROR apart (it keeps its result; it may never have had one): a rescore would grade an empty folder."""
+    missing = []
+    for path in evaluation_files(run_dir, RESULT_FILE):
+        folder = path.parent
+        if folder.parent.relative_to(run_dir).as_posix() not in present or (folder / SANDBOX_DIR).is_dir():
+            continue
+        recorded = read_json(path)
+        if not isinstance(recorded, dict) or recorded.get("final_status") != "ERROR":
+            missing.append(folder)
+    return missing
 
 
 def gone_paths(run: OpenRun) -> str:

@@ -175,6 +175,14 @@ def test_damaged_run_files_are_named_in_one_line_and_rebuild_mends_run_json(
     assert compared.code == 2 and "not JSON" in compared.err and str(folder / "run.json") in compared.err
     rebuilt = system_cli("report", folder, "--rebuild", env={})
     assert rebuilt.code == 0 and run.summary["task_results"][0]["status"] == "SUCCESS", rebuilt.output
+    whole = (folder / "run.json").read_bytes()
+    (folder / "run.json").write_bytes(whole + b"\xff")  # a byte that is not UTF-8: bad input, not a bug (exit 3)
+    for args in (("report", folder), ("rescore", folder)):
+        refused = system_cli(*args, env={})
+        assert refused.code == 2 and "not JSON" in refused.err and str(folder / "run.json") in refused.err, (
+            refused.output
+        )
+    (folder / "run.json").write_bytes(whole)
 
     plan = (folder / "run_plan.json").read_text()
     (folder / "run_plan.json").write_text("{")

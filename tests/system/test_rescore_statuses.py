@@ -152,3 +152,46 @@ def test_rescore_through_the_latest_link_names_the_run_not_the_link(tmp_path: Pa
     assert rescored.returncode == 0, rescored.stdout + rescored.stderr
     page = (run_dir / "comparison.html").read_text()
     assert f"Comparison of {run_dir.name}" in page and "Comparison of latest" not in page
+
+
+GOOD = """
+task_id: good
+description: d
+agent: {type: none}
+sandbox: {python: null}
+pre_run: [{command: "echo hi > out.txt"}]
+success_criteria: [{type: file_exists, path: out.txt, description: out.txt}]
+"""
+
+
+def test_rescore_scores_the_run_as_it_was(tmp_path: Path) -> None:
+    """A task the run left out (invalid then, fixed since) stays out of the rescore, and stays recorded as left
+    out: the verdict flipped to PASSED and `report --rebuild` then called the run incomplete. An evaluation whose
+    preserved sandbox is gone is refused before anything is scored: it turned SUCCESS into FAILURE silently."""
+    write(tmp_path / "tasks/good.yaml", GOOD)
+    write(
+        tmp_path / "tasks/other.yaml",
+        GOOD.replace("task_id: good", "task_id: other").replace("out.txt}", "out.txt, weight: -1}"),
+    )
+    ran = _coder_eval(tmp_path, "run", "tasks", "--runs-dir", str(tmp_path / "runs"))
+    assert ran.returncode == 1 and "1 skipped" in ran.stdout, ran.stdout + ran.stderr
+    write(tmp_path / "tasks/other.yaml", GOOD.replace("task_id: good", "task_id: other"))  # fixed since
+    run_dir = tmp_path / "runs" / "latest"
+    rescored = _coder_eval(tmp_path, "rescore", str(run_dir))
+    assert rescored.returncode == 1, rescored.stdout + rescored.stderr
+    summary = json.loads((run_dir / "run.json").read_text())
+    assert (summary["passed"], summary["tasks_run"]) == (False, 1)
+    assert [skipped["path"] for skipped in summary["skipped_tasks"]] == ["tasks/other.yaml"]
+    assert _coder_eval(tmp_path, "report", str(run_dir), "--rebuild").returncode == 0
+    summary_text = (run_dir / "run.json").read_text()
+    (run_dir / "run.json").unlink()
+    no_summary = _coder_eval(tmp_path, "rescore", str(run_dir))
+    assert no_summary.returncode == 2 and "rebuild it first with coder-eval report" in no_summary.stderr
+    (run_dir / "run.json").write_text(summary_text)
+
+    result = run_dir / "default" / "good" / "00" / "task.json"
+    before = result.read_text()
+    subprocess.run(["rm", "-rf", str(result.parent / "sandbox")], check=True, timeout=60)
+    refused = _coder_eval(tmp_path, "rescore", str(run_dir))
+    assert refused.returncode == 2 and "have no preserved sandbox to grade" in refused.stderr, refused.stderr
+    assert "default/good/00" in refused.stderr and result.read_text() == before

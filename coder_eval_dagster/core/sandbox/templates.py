@@ -72,11 +72,14 @@ def copy_template_dir(
     of them (``fnmatchcase``, so ``*`` crosses ``/``: ``dist/*`` is all of
     ``dist``). Links in the template are copied as links, never followed; a
     link already in the sandbox is replaced, not written through; files that
-    are neither (devices, FIFOs) are refused.
+    are neither (devices, FIFOs) are refused. The sandbox itself, when it lies
+    in ``source`` (``evaluate TASK .`` writes its run under ``./runs``), is not
+    copied into itself.
     """
     if not source.is_dir():
         raise TemplateError(f"template_dir not found: {source}")
     ignored_folders: set[Path] = set()  # ignored, yet walked: an include pattern may name something inside
+    itself = os.path.realpath(sandbox)
     for folder, dirs, files in os.walk(source):
         here = Path(folder)
         base = here.relative_to(source)
@@ -84,7 +87,7 @@ def copy_template_dir(
         linked = [d for d in dirs if (here / d).is_symlink()]  # a link to a folder: copied as a link
         kept = []
         for name in dirs:
-            if name in linked:
+            if name in linked or _is_the_sandbox(here / name, itself):
                 continue
             if in_ignored or ignored_entry(base, name, patterns):
                 if not include:
@@ -100,6 +103,10 @@ def copy_template_dir(
             if in_ignored:  # re-included inside an ignored folder: its folders were not made
                 inside_sandbox(sandbox, Path(mount_point) / base).mkdir(parents=True, exist_ok=True)
             _copy_entry(here / name, sandbox, Path(mount_point) / base / name)
+
+
+def _is_the_sandbox(folder: Path, itself: str) -> bool:
+    return folder.name == os.path.basename(itself) and os.path.realpath(folder) == itself
 
 
 def ignored_entry(base: Path, name: str, patterns: list[str]) -> bool:
