@@ -238,3 +238,36 @@ def test_a_problem_is_said_once_when_a_folder_is_named_twice(tmp_path: Path) -> 
         f"{tmp_path / 'tasks' / 'd.yaml'}:5: success_criteria.0.pathx: unknown field (not part of the format) "
         "(did you mean `path`?)",
     ]
+
+
+def test_a_variant_simulation_field_is_named_at_its_line(tmp_path: Path) -> None:
+    write(
+        tmp_path / "t.yaml",
+        "task_id: t\ndescription: d\nagent: {type: none}\nsuccess_criteria: [{type: file_exists, path: a, description: x}]\n",
+    )
+    experiment = (
+        "experiment_id: e\ntasks: [t.yaml]\nvariants:\n  - variant_id: a\n    simulation:\n      {key}: {value}\n"
+    )
+    for key, value, message in (
+        ("n_trials", 0, "Input should be greater than or equal to 1"),
+        ("n_trial", 2, "unknown simulation field"),
+    ):
+        path = write(tmp_path / "e.yaml", experiment.format(key=key, value=value))
+        result = run_cli("validate", path)
+        assert result.code == 1 and result.err == f"{path}:6: variants.0.simulation.{key}: {message}\n", result.err
+
+
+def test_every_suite_threshold_problem_is_said_at_once(tmp_path: Path) -> None:
+    """CONTRACT 2's one error per problem: four broken thresholds took four rounds of validate."""
+    path = write(
+        tmp_path / "st.yaml",
+        "task_id: st\ndescription: d\nagent: {type: none}\ndataset: {rows: [{id: a, expected_skill: x}]}\n"
+        "success_criteria:\n  - type: skill_triggered\n    skill_name: x\n"
+        '    expected_skill: "${row.expected_skill}"\n    description: x\n'
+        "    suite_thresholds: {accuracy: 1.5, recall.yes: -1, f1.maybe: 0.5, bogus: 1}\n",
+    )
+    result = run_cli("validate", path)
+    fields = [line.split(": ")[1] for line in result.err.splitlines()]
+    assert result.code == 1 and fields == [
+        f"success_criteria.0.suite_thresholds.{metric}" for metric in ("accuracy", "recall.yes", "f1.maybe", "bogus")
+    ], result.err

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_args
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
-from .base import StrictModel, rule_error
+from .base import StrictModel, rule_error, rule_errors
 
 if TYPE_CHECKING:
     from .results import ToolCallRecord
@@ -67,15 +68,24 @@ class CriterionBase(StrictModel):
     def _thresholds_are_metrics(self) -> CriterionBase:
         if self.suite_thresholds and self.weight == 0:
             raise rule_error("suite_thresholds", "a weight: 0 (informational) criterion cannot gate the suite")
+        problems: list[tuple[str, str]] = []  # every threshold's, at once
         for metric, minimum in self.suite_thresholds.items():
             if metric not in SCORE_METRICS:
-                self.check_metric(metric)
+                try:
+                    self.check_metric(metric)
+                except PydanticCustomError as refused:
+                    problems.append((str(refused.context["field"]), str(refused.context["message"])))  # type: ignore[index]
+                    continue
             unbounded = metric in UNBOUNDED_METRICS
             if minimum < 0 or (minimum > 1 and not unbounded):
-                raise rule_error(
-                    f"suite_thresholds.{metric}",
-                    f"the {metric} minimum must be {'>= 0' if unbounded else 'within [0, 1]'}",
+                problems.append(
+                    (
+                        f"suite_thresholds.{metric}",
+                        f"the {metric} minimum must be {'>= 0' if unbounded else 'within [0, 1]'}",
+                    )
                 )
+        if problems:
+            raise rule_errors("suite_thresholds", problems)
         return self
 
     def check_metric(self, metric: str) -> None:

@@ -25,12 +25,12 @@ def _known_simulation_keys(value: dict[str, Any] | None) -> dict[str, Any] | Non
     for key, item in (value or {}).items():
         field = Simulation.model_fields.get(key)
         if field is None:
-            raise ValueError(f"unknown simulation field {key!r}")
+            raise rule_error(key, "unknown simulation field")
         try:
             bounded: Any = Annotated[field.annotation, field]  # its type and its bounds (a runtime-built form)
             TypeAdapter(bounded).validate_python(item)
         except ValidationError as exc:
-            raise ValueError(f"{key}: {exc.errors()[0]['msg']}") from None
+            raise rule_error(key, exc.errors()[0]["msg"]) from None
     return value
 
 
