@@ -71,7 +71,7 @@ from .sandbox.containment import release, release_if_idle
 from .sandbox.engine import EngineError
 from .sandbox.process import Interrupt
 from .scoring import TurnCheck, all_passed, armed_gate, criteria_pass_now, score_criteria, weighted_score
-from .secrets import redact
+from .secrets import redact, redact_structure, secret_values
 from .simulation import Dialog, DialogNotOpened, simulated_user
 from .valid_utf8 import valid_json
 
@@ -386,7 +386,9 @@ def record_dialog(evaluation: Evaluation, dialog: Dialog) -> None:
     result.simulator_token_usage = TokenUsage.summed(dialog.simulator_usages)
     result.criteria_check_token_usage = TokenUsage.summed(dialog.check_usages)
     result.max_turns_exhausted = result.max_turns_exhausted or dialog.agent_turns_spent
-    result.dialog = list(dialog.messages)  # a copy: a simulator call cut off by a timeout may still return late
+    result.dialog = [  # a copy: a simulator call cut off by a timeout may still return late
+        message.model_copy(update={"text": redact(message.text)}) for message in dialog.messages
+    ]
     result.warnings.extend(dialog.warnings)
 
 
@@ -394,7 +396,7 @@ def record_agent_output(evaluation: Evaluation, output: AgentOutput) -> None:
     """Telemetry, usage and the stop into the result."""
     result = evaluation.result
     result.model = output.model or result.model  # the model that answered; the configured one if none was named
-    result.trajectory = output.turns
+    result.trajectory = redacted_turns(output.turns)
     result.turns = len(output.turns)
     result.visible_turns = output.visible_turns
     result.total_token_usage = TokenUsage.of_turns(output.turns)
@@ -409,6 +411,21 @@ def record_agent_output(evaluation: Evaluation, output: AgentOutput) -> None:
     elif output.final_status is not None:
         result.final_status = output.final_status
         result.error = output.error
+
+
+def redacted_turns(turns: list[TurnRecord]) -> list[TurnRecord]:
+    """The agent's turns with every credential value replaced (a model may echo a key into its text or a tool's
+    input; commands' output is redacted where it is read)."""
+    values = secret_values()
+    if not values:
+        return turns
+    for turn in turns:
+        turn.text = redact(turn.text, values) if turn.text else turn.text
+        turn.result_summary = redact_structure(turn.result_summary, values)
+        for call in turn.calls:
+            call.parameters = redact_structure(call.parameters, values)
+            call.output = redact(call.output, values) if call.output else call.output
+    return turns
 
 
 def save_state(evaluation: Evaluation) -> Evaluation:
@@ -632,6 +649,8 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
     for stage in STAGES:
         if phase not in stage.phases:
             continue
+        if phase != "sandbox" and evaluation.context.interrupt.is_set():
+            return evaluation  # scoring cut short: no verdict written (its commands were stopped); a resume redoes it
         started, started_ns = time.perf_counter(), time.time_ns()
         if stage.name == "finish":
             _stamp_durations(result, phase, began)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import functools
 import os
+from typing import Any
 
 from . import credentials
 from .credentials import is_secret_name
@@ -66,6 +67,17 @@ def redact(text: str, values: list[str] | None = None) -> str:
             if form in text:
                 text = text.replace(form, REDACTED)
     return text
+
+
+def redact_structure(value: Any, values: list[str]) -> Any:
+    """``value`` (JSON-like: a tool call's input) with every string in it redacted."""
+    if isinstance(value, str):
+        return redact(value, values)
+    if isinstance(value, list):
+        return [redact_structure(item, values) for item in value]
+    if isinstance(value, dict):
+        return {key: redact_structure(item, values) for key, item in value.items()}
+    return value
 
 
 def sandbox_environment(extra: dict[str, str] | None = None) -> dict[str, str]:

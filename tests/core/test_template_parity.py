@@ -23,8 +23,14 @@ from pydantic import ValidationError
 
 from coder_eval_dagster.core.models.sandbox import RepoSource, SandboxConfig, StarterFile
 from coder_eval_dagster.core.sandbox import TemplateError
+from coder_eval_dagster.core.sandbox.process import Interrupt
 from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
-from coder_eval_dagster.core.sandbox.templates import _DEFAULTS_FILE, clone_repo, default_ignore_patterns
+from coder_eval_dagster.core.sandbox.templates import (
+    _DEFAULTS_FILE,
+    clone_repo,
+    default_ignore_patterns,
+    run_setup_step,
+)
 
 from ..support.helpers import run_cli, task_with, write, write_task
 
@@ -142,7 +148,7 @@ def test_a_commit_beginning_with_a_dash_is_refused(tmp_path: Path) -> None:
     origin_with_branch(origin)
     built = RepoSource.model_construct(type="repo", url=str(origin), commit="-b")  # past the model, all the same
     with pytest.raises(TemplateError, match="not a branch, tag or commit"):
-        clone_repo(built, tmp_path / "clone", dict(os.environ), tmp_path)
+        clone_repo(built, tmp_path / "clone", dict(os.environ), tmp_path, Interrupt())
 
 
 def test_validate_names_the_file_line_and_field_of_a_dashed_commit(tmp_path: Path) -> None:
@@ -243,3 +249,38 @@ def test_validate_names_the_file_line_and_field_of_a_folder_starter_path(tmp_pat
     assert result.code == 1
     pattern = rf"^{re.escape(str(path))}:\d+: sandbox\.template_sources\.0\.files\.1\.path: must name a file"
     assert re.search(pattern, result.err, re.MULTILINE), result.err
+
+
+def test_a_clone_that_hangs_is_stopped_with_its_whole_group(tmp_path: Path) -> None:
+    """A remote that never answers: at the timeout git's remote helpers went on as orphans (ppid 1) for minutes; and
+    the run's interrupt did not stop the clone."""
+    import socket
+    import threading
+    import time
+
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    accepted: list[socket.socket] = []
+    threading.Thread(target=lambda: accepted.extend(iter(lambda: server.accept()[0], None)), daemon=True).start()
+    url = f"http://127.0.0.1:{port}/hangs.git"
+    environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+
+    def helpers_left() -> list[str]:
+        found = subprocess.run(["pgrep", "-f", url], capture_output=True, text=True, timeout=10).stdout.split()
+        return found
+
+    try:
+        started = time.monotonic()
+        with pytest.raises(TemplateError, match="timed out"):
+            run_setup_step(["git", "clone", "--", url, str(tmp_path / "a")], environment, 2, "git clone", Interrupt())
+        assert time.monotonic() - started < 10 and helpers_left() == []
+        interrupt = Interrupt()
+        threading.Timer(1, interrupt.raise_now).start()
+        started = time.monotonic()
+        with pytest.raises(TemplateError, match="git clone failed"):
+            run_setup_step(["git", "clone", "--", url, str(tmp_path / "b")], environment, 60, "git clone", interrupt)
+        assert time.monotonic() - started < 10 and helpers_left() == []
+    finally:
+        server.close()
+        for connection in accepted:
+            connection.close()

@@ -77,6 +77,35 @@ def test_resume_redoes_what_an_interrupt_cut_short_or_never_started(tmp_path: Pa
     assert [(row["task_id"], row["status"]) for row in rows] == [(f"slow/{i}", "SUCCESS") for i in "abc"]
 
 
+def test_an_interrupt_while_scoring_writes_no_verdict_and_resume_scores_again(tmp_path: Path) -> None:
+    """Ctrl-C while a criterion's command runs: it was stopped, so no FAILURE is saved (a resume kept it)."""
+    task = write(
+        tmp_path / "scoring.yaml",
+        """
+        task_id: scoring
+        description: a slow check
+        agent: {type: none}
+        sandbox: {python: null}
+        success_criteria:
+          - {type: run_command, command: "echo started > started.txt; sleep 3; echo ok", expected_stdout: ok, description: slow}
+        """,
+    )
+    process = _coder_eval(tmp_path, "run", task, "--runs-dir", tmp_path / "runs")
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob("runs/*/default/scoring/00/sandbox/started.txt")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    (run_dir,) = (tmp_path / "runs").glob("2*")
+    assert not (run_dir / "default" / "scoring" / "00" / "task.json").exists()
+    resumed = _coder_eval(tmp_path, "run", "--resume", run_dir)
+    out, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, out + err
+    rows = json.loads((run_dir / "run.json").read_text())["task_results"]
+    assert [(row["task_id"], row["status"]) for row in rows] == [("scoring", "SUCCESS")]
+
+
 def test_an_interrupt_in_a_step_without_commands_counts_as_an_interrupt() -> None:
     """Ctrl-C while the summary's steps run: Dagster's handler fails the step, and the CLI exits 130 for it
     (`launch.interrupted`), not 1 as for a failed run."""

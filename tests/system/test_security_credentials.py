@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ..support.helpers import write, write_replay_task
 
@@ -153,3 +154,29 @@ def test_no_credential_is_reachable_or_recorded_in_any_form(tmp_path: Path) -> N
         if form in text
     ]
     assert leaked == []
+
+
+def test_a_key_a_model_echoes_into_its_text_or_a_tool_input_is_not_recorded(tmp_path: Path) -> None:
+    """A model may write a key into its answer or a command (the proxy hands it the real one upstream): those were
+    stored as written in task.json, task.html and the commands table while the command's output said ***."""
+    key = f"sk-ant-test-{secrets.token_hex(12)}"
+    turn = {"text": f"the key might be {key}", "calls": [{"tool": "Bash", "command": f"echo {key} | wc -c > n.txt"}]}
+    write(tmp_path / "traj.yaml", yaml.safe_dump({"turns": [turn]}))
+    task = write(
+        tmp_path / "echo.yaml",
+        "task_id: echo\ndescription: d\ninitial_prompt: p\nsandbox: {python: null}\n"
+        "agent: {type: replay, trajectory: traj.yaml}\n"
+        "success_criteria: [{type: file_exists, path: n.txt, description: n}]\n",
+    )
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "coder-eval"), "run", str(task), "--runs-dir", str(tmp_path / "runs")],
+        env={**os.environ, "ANTHROPIC_API_KEY": key, "DAGSTER_HOME": str(tmp_path / "home")},
+        capture_output=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, (done.stdout + done.stderr).decode()
+    (run_dir,) = (tmp_path / "runs").glob("2*")
+    haystacks = {str(path): path.read_bytes() for path in _files(run_dir)}
+    haystacks["tables"] = _tables_text(tmp_path / "runs" / "tables")
+    assert [where for where, text in haystacks.items() if key.encode() in text] == []
+    assert b"the key might be ***" in (run_dir / "default" / "echo" / "00" / "task.json").read_bytes()

@@ -219,6 +219,41 @@ def kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+def run_group(
+    argv: list[str], timeout: float, env: dict[str, str] | None = None, interrupt: Interrupt | None = None
+) -> subprocess.CompletedProcess[str]:
+    """A host-side helper (git, an image build step) in a process group of its own, as ``subprocess.run`` with
+    text output: at its timeout the whole group is killed (a git clone's remote helpers outlived a plain kill)
+    and ``TimeoutExpired`` raised; the run's ``interrupt`` stops it at once (exit -9)."""
+
+    def begin() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+
+    process = interrupt.start(begin) if interrupt is not None else begin()
+    if process is None:
+        return subprocess.CompletedProcess(argv, -signal.SIGKILL, "", INTERRUPTED_ERROR)
+    assert isinstance(process, subprocess.Popen)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(process.pid)
+        process.communicate()
+        raise
+    finally:
+        if interrupt is not None:
+            interrupt.finished(process.pid)
+    return subprocess.CompletedProcess(
+        argv, process.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+    )
+
+
 def run_shell(
     command: str,
     cwd: Path,

@@ -115,7 +115,7 @@ class TempdirSandbox:
         sources = self.config.template_sources
         self.root.mkdir()
         git_env = sandbox_environment({"GIT_CEILING_DIRECTORIES": str(self.root.parent)})  # a clone: on this machine
-        apply_sources(sources, self.root, task_dir, self.config.ignore_patterns, git_env)
+        apply_sources(sources, self.root, task_dir, self.config.ignore_patterns, git_env, self.interrupt)
         if self.venv is not None:
             inside_sandbox(self.root, self.venv.name)  # a template's `.venv` link must not take the venv out
             self._make_venv()

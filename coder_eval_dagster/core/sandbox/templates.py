@@ -20,6 +20,7 @@ from ..models.sandbox import (
     TemplateSource,
     is_relative_local_path,
 )
+from .process import Interrupt, run_group
 
 GIT_TIMEOUT_S = 300
 _DEFAULTS_FILE = Path(__file__).parent.parent.parent / "resources" / "default_ignore_patterns.yaml"
@@ -142,10 +143,11 @@ def write_starter_file(sandbox: Path, relative: str, content: str) -> None:
     target.write_text(content, encoding="utf-8")
 
 
-def run_setup_step(command: list[str], env: dict[str, str], timeout: float, what: str) -> None:
-    """One sandbox-setup subprocess; any failure is a TemplateError naming ``what``."""
+def run_setup_step(command: list[str], env: dict[str, str], timeout: float, what: str, interrupt: Interrupt) -> None:
+    """One sandbox-setup subprocess (its whole group stopped at its timeout or the run's interrupt); any failure is
+    a TemplateError naming ``what``."""
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+        done = run_group(command, timeout, env, interrupt)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise TemplateError(f"{what} failed: {exc}") from None
     if done.returncode != 0:
@@ -160,7 +162,9 @@ def repo_location(url: str, task_dir: Path) -> str:
     return str(task_dir / url)
 
 
-def clone_repo(source: RepoSource, destination: Path, env: dict[str, str], task_dir: Path) -> None:
+def clone_repo(
+    source: RepoSource, destination: Path, env: dict[str, str], task_dir: Path, interrupt: Interrupt
+) -> None:
     """Clone a repository (URL, local path or file:// URL) into ``destination``, checked out at its ``commit``.
 
     As coder_eval: ``git clone -- URL`` (a URL beginning with ``-`` is a
@@ -173,19 +177,24 @@ def clone_repo(source: RepoSource, destination: Path, env: dict[str, str], task_
     if commit and commit.startswith("-"):  # refused when the task is read; never handed to git as an option
         raise TemplateError(f"repo commit {commit!r} is not a branch, tag or commit")
     clone = ["git", "clone", "--quiet", "--", repo_location(source.url, task_dir), str(destination)]
-    run_setup_step(clone, env, GIT_TIMEOUT_S, "git clone")
+    run_setup_step(clone, env, GIT_TIMEOUT_S, "git clone", interrupt)
     if commit:
         checkout = ["git", "-C", str(destination), "checkout", "--quiet", commit, "--"]
-        run_setup_step(checkout, env, GIT_TIMEOUT_S, f"git checkout {commit}")
+        run_setup_step(checkout, env, GIT_TIMEOUT_S, f"git checkout {commit}", interrupt)
 
 
 def apply_sources(
-    sources: list[TemplateSource], sandbox: Path, task_dir: Path, ignore: list[str], env: dict[str, str]
+    sources: list[TemplateSource],
+    sandbox: Path,
+    task_dir: Path,
+    ignore: list[str],
+    env: dict[str, str],
+    interrupt: Interrupt,
 ) -> None:
     patterns = effective_ignore_patterns(ignore)
     for source in sources:
         if isinstance(source, RepoSource):  # the first source (check_repo_first): nothing is in repo/ yet
-            clone_repo(source, inside_sandbox(sandbox, REPO_FOLDER), env, task_dir)
+            clone_repo(source, inside_sandbox(sandbox, REPO_FOLDER), env, task_dir, interrupt)
         elif isinstance(source, TemplateDirSource):
             copy_template_dir(task_dir / source.path, sandbox, source.mount_point, patterns, source.include_patterns)
         elif isinstance(source, StarterFilesSource):

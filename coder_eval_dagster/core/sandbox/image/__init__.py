@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..engine import EngineError, client, sdk
+from ..process import run_group
 from ..tempdir import uv_binary
 
 DOCKERFILE = Path(__file__).with_name("Dockerfile")
@@ -132,7 +133,7 @@ def host_debian_mirror() -> str:
 def run_build_step(command: list[str], timeout: float, what: str) -> None:
     """One host-side step of an offline image build; its failure or timeout is one EngineError line."""
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        done = run_group(command, timeout)
     except subprocess.TimeoutExpired:
         raise EngineError(f"{what} did not finish within {timeout:g} s") from None
     if done.returncode != 0:
