@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from . import credentials
-from .credentials import is_secret_name
+from .credentials import is_secret
 
 # Variables a sandboxed command never sees: the harness's credentials, its model-route settings and its telemetry
 # settings (OTEL_EXPORTER_OTLP_HEADERS often carries a backend's key).
@@ -36,8 +36,8 @@ def _read_environment() -> tuple[list[str], dict[str, str]]:
         return last[1], last[2]
     before = dict(data) if isinstance(data, dict) else None  # taken first: a change while reading is read next time
     items = list(os.environ.items())
-    found = [v for k, v in items if is_secret_name(k)]
-    clean = {k: v for k, v in items if not is_secret_name(k) and not k.startswith(MODEL_ROUTE_PREFIXES)}
+    found = [v for k, v in items if is_secret(k, v)]
+    clean = {k: v for k, v in items if not is_secret(k, v) and not k.startswith(MODEL_ROUTE_PREFIXES)}
     if before is not None:
         _last_read = (before, found, clean)
     return found, clean
@@ -48,7 +48,7 @@ def secret_values(environ: dict[str, str] | None = None) -> list[str]:
     if environ is None:
         found = _read_environment()[0] + credentials.handed_over_values()
     else:
-        found = [v for k, v in environ.items() if is_secret_name(k)]
+        found = [v for k, v in environ.items() if is_secret(k, v)]
     values = {v for v in found if len(v) >= MIN_SECRET_LENGTH}
     return sorted(values, key=len, reverse=True)
 

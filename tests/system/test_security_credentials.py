@@ -180,3 +180,36 @@ def test_a_key_a_model_echoes_into_its_text_or_a_tool_input_is_not_recorded(tmp_
     haystacks["tables"] = _tables_text(tmp_path / "runs" / "tables")
     assert [where for where, text in haystacks.items() if key.encode() in text] == []
     assert b"the key might be ***" in (run_dir / "default" / "echo" / "00" / "task.json").read_bytes()
+
+
+def test_secrets_under_other_names_stay_out_of_sandbox_commands(tmp_path: Path) -> None:
+    """Names beside KEY/TOKEN/SECRET (DB_PASS, MYSQL_PWD, NPM_CONFIG__AUTH, SENTRY_DSN, GH_PAT) and URLs holding a
+    password reached every command under the default driver, and so the reports; settings such as
+    GIT_AUTHOR_NAME still do."""
+    planted = {
+        "DATABASE_URL": f"postgres://app:{secrets.token_hex(8)}@db/x",
+        "PIP_INDEX_URL": f"https://u:{secrets.token_hex(8)}@pypi.corp/simple",
+        "MYSQL_PWD": secrets.token_hex(8),
+        "DB_PASS": secrets.token_hex(8),
+        "NPM_CONFIG__AUTH": secrets.token_hex(8),
+        "SENTRY_DSN": f"https://{secrets.token_hex(8)}@o1.ingest.sentry.io/1",
+        "GH_PAT": secrets.token_hex(8),
+    }
+    task = write(
+        tmp_path / "envs.yaml",
+        "task_id: envs\ndescription: d\nagent: {type: none}\nsandbox: {python: null}\n"
+        'pre_run: [{command: "env > env.txt"}]\n'
+        "success_criteria: [{type: file_contains, path: env.txt, includes: [GIT_AUTHOR_NAME=someone], description: e}]\n",
+    )
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "coder-eval"), "run", str(task), "--runs-dir", str(tmp_path / "runs")],
+        env={**os.environ, **planted, "GIT_AUTHOR_NAME": "someone", "DAGSTER_HOME": str(tmp_path / "home")},
+        capture_output=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, (done.stdout + done.stderr).decode()
+    (run_dir,) = (tmp_path / "runs").glob("2*")
+    seen = (run_dir / "default" / "envs" / "00" / "sandbox" / "env.txt").read_text()
+    assert [name for name in planted if f"{name}=" in seen] == []
+    records = b"".join(path.read_bytes() for path in _files(run_dir))
+    assert [name for name, value in planted.items() if value.encode() in records] == []
