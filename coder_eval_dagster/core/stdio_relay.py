@@ -25,14 +25,23 @@ CHUNK = 65536
 def main(command: list[str]) -> int:
     into, their_in = socket.socketpair()
     out_of, their_out = socket.socketpair()
-    child = subprocess.Popen(command, stdin=their_in.fileno(), stdout=their_out.fileno())
+    # A group of its own, signalled whole: ``nsenter --pid`` forks the CLI and dies of a signal without passing
+    # it on, so a signal to it alone left the CLI running until its namespace ended.
+    child = subprocess.Popen(command, stdin=their_in.fileno(), stdout=their_out.fileno(), start_new_session=True)
     their_in.close()
     their_out.close()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # the caller ending the CLI ends it
-        signal.signal(signum, lambda number, _frame: child.send_signal(number))
+        signal.signal(signum, lambda number, _frame: _signal_group(child.pid, number))
     threading.Thread(target=_to_child, args=(into,), daemon=True).start()
     _from_child(out_of)
     return child.wait()  # (stdout closes as this process exits: a caller seeing its end finds it ended, not killable)
+
+
+def _signal_group(pgid: int, number: int) -> None:
+    try:
+        os.killpg(pgid, number)
+    except ProcessLookupError:  # already gone
+        pass
 
 
 def _to_child(into: socket.socket) -> None:

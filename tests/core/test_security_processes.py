@@ -101,3 +101,31 @@ def test_no_process_survives_kill_9_of_the_cli(tmp_path: Path) -> None:
     process.kill()
     process.communicate(timeout=30)
     assert _wait_until_gone(marker, 5) == []
+
+
+def test_the_relay_ends_the_cli_behind_a_forking_launcher() -> None:
+    """The agent CLI starts behind ``nsenter --pid``, which forks it and dies of a signal without passing it on: the
+    SDK's SIGTERM to the relay left the CLI (and its tool calls) running until the namespace ended."""
+    from coder_eval_dagster.core import stdio_relay
+
+    marker = f"300.{uuid.uuid4().int % 10**9}"
+    # (as the CLI is not, a namespace's first process ignores SIGTERM: the CLI's stand-in runs under a shell)
+    forking = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "sh", "-c", f"sleep {marker}; true"]
+    relay = subprocess.Popen(
+        [sys.executable, "-I", stdio_relay.__file__, *forking], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 10
+    while not _running(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _running(marker)
+    relay.send_signal(signal.SIGTERM)
+    relay.communicate(timeout=10)
+    deadline = time.monotonic() + 5
+    while _running(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(marker)
+
+
+def _running(marker: str) -> bool:
+    found = subprocess.run(["pgrep", "-f", f"^sleep {marker}"], capture_output=True, text=True, timeout=10)
+    return bool(found.stdout.split())
