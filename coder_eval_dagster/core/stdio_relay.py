@@ -12,6 +12,7 @@ nothing of the package, to start in milliseconds.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -38,10 +39,8 @@ def main(command: list[str]) -> int:
 
 
 def _signal_group(pgid: int, number: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):  # already gone
         os.killpg(pgid, number)
-    except ProcessLookupError:  # already gone
-        pass
 
 
 def _to_child(into: socket.socket) -> None:

@@ -60,7 +60,9 @@ class Document:
     def line_of(self, loc: Loc) -> int:
         """The line of the deepest prefix of ``loc`` present in this file (else 1)."""
         for end in range(len(loc), 0, -1):
-            line = self.lines.get(tuple(loc[:end]))
+            prefix = tuple(loc[:end])
+            # a key that is not text (``2: x``) is its text here, its value in the loaded data
+            line = self.lines.get(prefix) or self.lines.get((*prefix[:-1], str(prefix[-1])))
             if line is not None:
                 return line
         return 1

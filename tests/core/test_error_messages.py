@@ -271,3 +271,16 @@ def test_every_suite_threshold_problem_is_said_at_once(tmp_path: Path) -> None:
     assert result.code == 1 and fields == [
         f"success_criteria.0.suite_thresholds.{metric}" for metric in ("accuracy", "recall.yes", "f1.maybe", "bogus")
     ], result.err
+
+
+def test_a_key_that_is_not_text_is_named_at_its_line(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "k.yaml",
+        "task_id: k\ndescription: d\nagent: {type: none}\nrun_limits:\n  max_turns: 3\n  2: x\n"
+        "success_criteria: [{type: file_exists, path: a, description: x}]\n1: x\n",
+    )
+    result = run_cli("validate", path)
+    assert result.code == 1 and result.err.splitlines() == [
+        f"{path}:6: run_limits.2: Keys should be strings",
+        f"{path}:8: 1: Keys should be strings",
+    ], result.err
