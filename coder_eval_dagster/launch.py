@@ -38,6 +38,7 @@ from .defs.names import (
     HOST_TAG,
     JOB_NAME,
     MODE_TAG,
+    PARTITIONS_TAG,
     PID_NAMESPACE_TAG,
     PID_RUN_TAG,
     PID_TAG,
@@ -46,7 +47,14 @@ from .defs.names import (
     RUN_DIR_TAG,
     TASK_DEFINITIONS,
 )
-from .defs.partitions import TASK_DIMENSION, VARIANT_DIMENSION, encode_id, partition_key, row_task_partitions
+from .defs.partitions import (
+    TASK_DIMENSION,
+    VARIANT_DIMENSION,
+    encode_id,
+    keys_digest,
+    partition_key,
+    row_task_partitions,
+)
 from .defs.resources import CoderEvalSettings, process_tags
 from .storage import HOME_DATABASES, INSTANCE_YAML, copy_template
 
@@ -332,6 +340,7 @@ def execute(
         **process_tags(run_id),
     }
     tags |= range_tags(instance, task_ids, variant_ids)
+    tags[PARTITIONS_TAG] = keys_digest((task, variant) for task in task_ids for variant in variant_ids)
     selection = RESCORED_ASSETS if rescore else [a.key for a in ASSETS]
     # Hand each asset's per-partition events to the storage as one batch
     # (FastSqliteEventLogStorage stores a batch in one transaction).
@@ -401,4 +410,6 @@ def raised(error: SerializableErrorInfo) -> str:
     an error whose own message only names the op, and ends with a colon."""
     while error.cls_name == "DagsterExecutionStepExecutionError" and error.cause is not None:
         error = error.cause
-    return error.message.strip()
+    message = error.message.strip()
+    failure = f"{dg.Failure.__module__}.{dg.Failure.__name__}: "  # a step's own refusal: its description says it all
+    return message.removeprefix(failure) if error.cls_name == dg.Failure.__name__ else message

@@ -42,8 +42,8 @@ from ..core.runs import OpenRun, in_parallel, plan_evaluations, preload_tables, 
 from ..core.sandbox.engine import default_docker_image
 from ..core.scoring import kept_for_rescore
 from .dagster_private import add_partition_metadata
-from .names import AGENT_POOL, GROUP, SUITE_METRICS, VARIANT_COMPARISON
-from .partitions import ids_of, partition_key, row_task_partitions
+from .names import AGENT_POOL, GROUP, PARTITIONS_TAG, SUITE_METRICS, VARIANT_COMPARISON
+from .partitions import ids_of, keys_digest, partition_key, row_task_partitions
 from .resources import CoderEvalSettings
 
 if TYPE_CHECKING:
@@ -90,6 +90,13 @@ def _selected(context: dg.AssetExecutionContext, run: OpenRun) -> list[RowTask]:
     removed): the run goes on, so that its backfill's other chunks still get their summary."""
     index = {(rt.task_id, rt.variant_id): rt for rt in run.snapshot.row_tasks}
     wanted = [ids_of(key) for key in context.partition_keys]
+    expected = context.run.tags.get(PARTITIONS_TAG)
+    if expected is not None and keys_digest(wanted) != expected:
+        raise dg.Failure(
+            description="another run on this Dagster instance rearranged the partition keys this run covers while "
+            f"it ran, so this step's range holds other row-tasks; finish the run with: coder-eval run --resume "
+            f"{run.folder}"
+        )
     found = [index[w] for w in wanted if w in index]
     undefined = [w for w in wanted if w not in index]
     for task_id, variant_id in undefined:

@@ -21,6 +21,9 @@ RESCORED_ASSETS = [CRITERIA_SCORES, SUITE_METRICS, VARIANT_COMPARISON]
 BACKFILL_TAG = "dagster/backfill"  # the backfill a run belongs to
 RUN_DIR_TAG = "coder_eval/run"  # a CLI run's folder
 MODE_TAG = "coder_eval/mode"  # run or rescore
+# A CLI run's partitions, as a digest: its steps resolve its range when they start, and another run on the instance
+# may have moved keys meanwhile (launch.contiguous_block); a step whose range holds other keys fails.
+PARTITIONS_TAG = "coder_eval/partitions"
 PID_TAG = "coder_eval/pid"  # the CLI process running it (a run it left STARTED when it died is failed)
 HOST_TAG = "coder_eval/host"
 PID_RUN_TAG = "coder_eval/pid_run"  # the run PID_TAG was written for: a re-execution copies its parent's tags

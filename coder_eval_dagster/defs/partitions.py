@@ -10,6 +10,7 @@ a row becomes ``%2E``). A multi-partition key reads ``<task>|<variant>``.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import urllib.parse
 from collections.abc import Iterable
@@ -50,6 +51,12 @@ def ids_of(key: str | dg.MultiPartitionKey) -> tuple[str, str]:
         key = row_task_partitions.get_partition_key_from_str(key)
     dims = key.keys_by_dimension
     return decode_id(dims[TASK_DIMENSION]), decode_id(dims[VARIANT_DIMENSION])
+
+
+def keys_digest(pairs: Iterable[tuple[str, str]]) -> str:
+    """(task_id, variant_id) pairs as one short digest, whatever their order."""
+    text = "\n".join(sorted(f"{encode_id(task)}|{encode_id(variant)}" for task, variant in pairs))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 class Rectangle(NamedTuple):

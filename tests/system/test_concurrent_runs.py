@@ -1,0 +1,50 @@
+"""Two ``coder-eval run`` at once on one Dagster instance, with different selections of the same row-tasks.
+
+The later run makes its keys one contiguous block by moving them to the end of the instance's partition list;
+the earlier run's next step then resolved its range to other keys (or none), scored nothing, and said PASSED,
+exit 0. A step whose range no longer holds its run's row-tasks fails now, and ``--resume`` finishes the run.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from ..support.helpers import write
+from .conftest import CLI, SystemCli
+
+pytestmark = pytest.mark.slow
+
+FOUR_ROWS = """
+task_id: ds
+description: four rows
+agent: {type: none}
+sandbox: {python: null}
+dataset: {rows: [{id: a}, {id: b}, {id: c}, {id: d}]}
+pre_run: [{command: "echo started > started.txt; sleep 3"}]
+success_criteria: [{type: run_command, command: "echo ok", expected_stdout: ok, description: ok}]
+"""
+
+
+def test_a_run_whose_keys_another_run_moved_fails_and_resumes(tmp_path: Path, system_cli: SystemCli) -> None:
+    task = write(tmp_path / "ds.yaml", FOUR_ROWS)
+    whole = system_cli.start("run", task, "--runs-dir", system_cli.runs, env={})
+    deadline = time.monotonic() + 60
+    while not list(system_cli.runs.glob("*/default/ds/*/00/sandbox/started.txt")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    subset = system_cli("run", task, "--task", "ds/a", "--task", "ds/c", "--runs-dir", tmp_path / "other", env={})
+    assert subset.code == 0, subset.output
+    out, err = whole.communicate(timeout=120)
+    assert whole.returncode == 1, (out + err).decode()
+    assert "rearranged the partition keys" in err.decode() and "dagster._core" not in err.decode()
+    (run_dir,) = [path for path in system_cli.runs.glob("2*") if path.is_dir()]
+    resumed = subprocess.run(
+        [str(CLI), "run", "--resume", str(run_dir)], env=system_cli.environment({}), capture_output=True, timeout=120
+    )
+    assert resumed.returncode == 0, (resumed.stdout + resumed.stderr).decode()
+    rows = json.loads((run_dir / "run.json").read_text())["task_results"]
+    assert sorted(row["task_id"] for row in rows if row["status"] == "SUCCESS") == [f"ds/{i}" for i in "abcd"]
