@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 import uuid
 from dataclasses import replace
@@ -532,6 +533,7 @@ class StageProgress:
         self.lines = {"finish": "scored"} if rescore else dict(PROGRESS_LINES)
         self.done = dict.fromkeys(self.lines, 0)
         self.logged_at = dict.fromkeys(self.lines, 0.0)
+        self.lock = threading.Lock()  # called from the evaluations' threads: one count, one whole line at a time
         self.progress: Any = None
         if self.console.is_terminal:
             from rich.progress import (
@@ -560,15 +562,16 @@ class StageProgress:
         stage = info.get("stage")
         if event != "stage" or stage not in self.lines:
             return
-        self.done[stage] += 1
-        if self.progress is not None:
-            self.progress.advance(self.bars[stage])
-            return
-        now = time.monotonic()
-        if self.done[stage] == self.total or now - self.logged_at[stage] >= LOG_EVERY_S:
-            self.logged_at[stage] = now
-            elapsed = now - self.started
-            print(f"{self.lines[stage]}: {self.done[stage]}/{self.total} ({elapsed:.0f} s)", file=sys.stderr)
+        with self.lock:
+            self.done[stage] += 1
+            if self.progress is not None:
+                self.progress.advance(self.bars[stage])
+                return
+            now = time.monotonic()
+            if self.done[stage] == self.total or now - self.logged_at[stage] >= LOG_EVERY_S:
+                self.logged_at[stage] = now
+                elapsed = now - self.started
+                print(f"{self.lines[stage]}: {self.done[stage]}/{self.total} ({elapsed:.0f} s)", file=sys.stderr)
 
     def __enter__(self) -> StageProgress:
         if self.progress is not None:

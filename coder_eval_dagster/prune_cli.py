@@ -36,7 +36,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
         unfinished = unfinished_folders(instance)
         old = old_run_folders(args.runs_dir, before)
         folders = [folder for folder in old if not still_going(folder, unfinished)]
-        runs = old_runs(instance, before, args.runs_dir, kept_folders(args.runs_dir, folders))
+        runs = old_runs(instance, before, args.runs_dir, kept_folders(args.runs_dir, folders), folders)
         if args.dry_run:
             print(f"would prune {len(folders)} run folder(s) and {len(runs)} Dagster run(s) started before {before}")
             print("".join(f"  {folder}\n" for folder in folders), end="")
@@ -87,19 +87,27 @@ def kept_folders(runs_dir: Path, pruned: list[Path]) -> set[str]:
     return {p.name for p in runs_dir.iterdir() if p.is_dir() and p.name not in gone} if runs_dir.is_dir() else set()
 
 
-def old_runs(instance: dg.DagsterInstance, before: datetime, runs_dir: Path, kept: set[str]) -> list[str]:
-    """The ids of this runs dir's runs created before ``before`` that have ended, but those whose folder stays: a
-    folder is judged by its run's start, its Dagster runs by their creation, and a backfill's runs are created
-    before its folder starts; the two go together. The runs of another runs dir on the same instance stay."""
+def old_runs(
+    instance: dg.DagsterInstance, before: datetime, runs_dir: Path, kept: set[str], pruned: list[Path]
+) -> list[str]:
+    """The ids of this runs dir's ended runs whose folder does not stay: those created before ``before`` (a folder
+    is judged by its run's start, its Dagster runs by their creation, and a backfill's runs are created before its
+    folder starts; the two go together), and every run of a folder pruned now (a later resume, retry or rescore of
+    it). The runs of another runs dir on the same instance stay."""
     import dagster as dg
 
     from .defs.resources import run_folder_of
 
     ended = [dg.DagsterRunStatus(status) for status in ENDED]
-    records = instance.get_run_records(filters=dg.RunsFilter(created_before=before, statuses=ended))
-    here = runs_dir.resolve()
-    folders = {record.dagster_run.run_id: run_folder_of(instance, record.dagster_run) for record in records}
-    return [run_id for run_id, folder in folders.items() if folder.parent.resolve() == here and folder.name not in kept]
+    records = instance.get_run_records(filters=dg.RunsFilter(statuses=ended))
+    here, now_pruned = runs_dir.resolve(), {folder.name for folder in pruned}
+    return [
+        record.dagster_run.run_id
+        for record in records
+        if (folder := run_folder_of(instance, record.dagster_run)).parent.resolve() == here
+        and folder.name not in kept
+        and (record.create_timestamp < before or folder.name in now_pruned)
+    ]
 
 
 def delete_check_executions(instance: dg.DagsterInstance, run_ids: list[str]) -> None:

@@ -94,12 +94,15 @@ def _no_summary(run_dir: Path) -> str:
 
 def rebuild(run_dir: Path) -> int:
     from .cli_run import incomplete, unfinished
+    from .core.run_lock import in_use
     from .core.runs import is_run_folder, load_run, report_run
 
     if not is_run_folder(run_dir):  # no plan: a folder coder_eval wrote
         return rebuild_from_results(run_dir)
     run = load_run(run_dir)
     missing = unfinished(run)
+    if missing and in_use(run_dir):  # its resume would be refused: it is going
+        return _fail(f"{run_dir} is still being run by another process ({len(missing)} evaluation(s) to go)")
     if missing:  # a verdict over the evaluations that happened to finish would pass a run that never ended
         return _fail(incomplete(run, missing))
     results = run_results(run_dir)

@@ -10,6 +10,7 @@ dot-name and renamed, so a reader never sees one half-written.
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import io
 import json
@@ -281,6 +282,8 @@ def write_tables(
         for table, rows in tables.items():
             folder = tables_dir / table / partition_folder(run_ts.date())
             folder.mkdir(parents=True, exist_ok=True)
+            for stale in folder.glob(f".{glob.escape(run_id)}.parquet.*.tmp"):  # a killed writer's (one writes a run)
+                stale.unlink(missing_ok=True)
             targets.append(folder / f"{run_id}.parquet")
             temporary = renames.enter_context(replacing(targets[-1]))
             pq.write_table(arrow_table(rows, SCHEMAS[table]).replace_schema_metadata(metadata), temporary)

@@ -127,9 +127,13 @@ def test_a_dagster_run_whose_folder_stays_is_kept(tmp_path: Path) -> None:
     assert coder_eval("run", task, "--runs-dir", runs, home=home).returncode == 0
     (folder,) = run_folders(runs)
     later = datetime.now(UTC) + timedelta(minutes=1)
+    earlier = datetime.now(UTC) - timedelta(minutes=1)
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        assert old_runs(instance, later, runs, kept={folder.name}) == []
-        assert len(old_runs(instance, later, runs, kept=set())) == 1
+        assert old_runs(instance, later, runs, kept={folder.name}, pruned=[]) == []
+        assert len(old_runs(instance, later, runs, kept=set(), pruned=[folder])) == 1
+        # a run of a folder pruned now goes with it, whenever it was created (a later resume, retry or rescore)
+        assert len(old_runs(instance, earlier, runs, kept=set(), pruned=[folder])) == 1
+        assert old_runs(instance, earlier, runs, kept=set(), pruned=[]) == []
 
 
 def test_a_run_still_going_keeps_its_folder_and_its_dagster_run(tmp_path: Path) -> None:

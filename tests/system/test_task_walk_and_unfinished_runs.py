@@ -111,3 +111,11 @@ def test_report_rebuild_refuses_a_run_that_never_finished(tmp_path: Path, system
     assert not (run.path / "run.json").exists()
     shown = system_cli("report", run.path, env={})
     assert shown.code == 2 and shown.err == f"coder-eval report: no run.json: {hint} {run.path}\n", shown.output
+
+    from coder_eval_dagster.core.run_lock import working_on
+
+    with working_on(run.path):  # its run is going in another process: a resume would be refused, wait for it
+        going = system_cli("report", run.path, "--rebuild", env={})
+    assert going.code == 2 and going.err == (
+        f"coder-eval report: {run.path} is still being run by another process (1 evaluation(s) to go)\n"
+    ), going.output
