@@ -323,7 +323,8 @@ def suite_metrics(
     run_context.telemetry.run_end(run.plan.run_id, run.plan.started_at, summary.results, summary.passed)
     thresholds = [t for entry in summary.suite for t in entry.thresholds]
     succeeded = sum(r.success for r in summary.results)
-    share = succeeded / len(summary.results) if summary.results else 1.0
+    share = succeeded / len(summary.results) if summary.results else 0.0
+    invalid = sum(entry.invalid for entry in run.snapshot.skipped)  # a task file left out fails the run
     checks = [
         dg.AssetCheckResult(
             check_name="suite_thresholds",
@@ -337,8 +338,13 @@ def suite_metrics(
         ),
         dg.AssetCheckResult(
             check_name="all_tasks_succeeded",
-            passed=succeeded == len(summary.results),
-            metadata={"share": dg.MetadataValue.float(share), "passed": succeeded, "total": len(summary.results)},
+            passed=bool(summary.results) and succeeded == len(summary.results) and not invalid,
+            metadata={
+                "share": dg.MetadataValue.float(share),
+                "passed": succeeded,
+                "total": len(summary.results),
+                "invalid_task_files": invalid,
+            },
         ),
     ]
     return dg.MaterializeResult(

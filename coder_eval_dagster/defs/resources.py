@@ -71,8 +71,11 @@ class CoderEvalSettings(dg.ConfigurableResource):  # type: ignore[type-arg]  # s
 
     def _create(self, context: dg.AssetExecutionContext) -> OpenRun:
         resolution = resolve(self.run_spec())
+        resolution.skip_invalid_folder_files()  # as the CLI's run: recorded in skipped_tasks, and the run fails
         for problem in resolution.problems[:50]:
             context.log.warning(f"skipped: {problem}")
+        for skipped in resolution.skipped[:50]:
+            context.log.warning(f"skipped: {skipped.path}: {skipped.reason}")
         folder = Path(self.run_options().runs_dir) / launched_run_name(context)
         return open_run(folder, self.run_spec(), context.run.run_id, resolution, launched=True)
 

@@ -151,6 +151,26 @@ def test_a_chunk_of_stale_keys_goes_on_and_says_its_partitions_are_undefined(tmp
         assert str(event.asset_materialization.metadata["status"].value).startswith("UNDEFINED")
 
 
+def test_a_launched_run_over_a_folder_with_an_invalid_task_file_fails_as_the_cli_run_does(tmp_path: Path) -> None:
+    """A backfill, tick or sensor run left the invalid file out of skipped_tasks and passed; the CLI fails it."""
+    write_task(tmp_path / "tasks", task_with(task_id="a", **PASSING))
+    broken = write_task(tmp_path / "tasks", task_with(task_id="broken", **PASSING), "broken.yaml")
+    settings = folder_settings(tmp_path, "runs")
+    with dg.instance_for_test() as instance:
+        apply_partition_requests(instance, sensor_tick(instance, settings, None))
+        broken.write_text(broken.read_text() + "bogus_field: 1\n")
+        job = build_definitions(settings).resolve_job_def(JOB_NAME)
+        outcome = job.execute_in_process(instance=instance, partition_key=str(partition_key("a", "default")))
+        assert outcome.success
+        check = instance.event_log_storage.get_latest_asset_check_execution_by_key(
+            [dg.AssetCheckKey(dg.AssetKey("suite_metrics"), "all_tasks_succeeded")]
+        )
+    document = json.loads((_only_run(tmp_path / "runs") / "run.json").read_text())
+    assert document["passed"] is False and [s["path"] for s in document["skipped_tasks"]] == [str(broken)]
+    (execution,) = check.values()
+    assert execution.evaluation is not None and not execution.evaluation.passed
+
+
 def test_an_empty_selection_exits_2_saying_what_was_left_out(tmp_path: Path, home: Path) -> None:
     write_task(tmp_path / "tasks", task_with(task_id="a", tags=["smoke"], **AGENTLESS))
     result = run_cli("run", tmp_path / "tasks", "--tags", "nosuchtag", "--runs-dir", tmp_path / "runs")
