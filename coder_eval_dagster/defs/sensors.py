@@ -27,7 +27,7 @@ from ..core.fingerprints import fingerprints
 from ..core.resolution import Resolution, RowTask, discover, resolve
 from ..core.run_spec import RunSpec
 from .jobs import EVALUATE_JOB, sensor_status, tick_requests
-from .names import CHUNK_TAG, CHUNKS_TAG, JOB_NAME, RUN_FOLDER_TAG, SUMMARY_ASSETS, TRIGGER_TAG
+from .names import CHUNK_TAG, CHUNKS_TAG, CRITERIA_SCORES, JOB_NAME, RUN_FOLDER_TAG, SUMMARY_ASSETS, TRIGGER_TAG
 from .partitions import (
     TASK_DIMENSION,
     VARIANT_DIMENSION,
@@ -79,7 +79,11 @@ class Cursor:
 def task_files_sensor(context: dg.SensorEvaluationContext, settings: CoderEvalSettings) -> dg.SensorResult:
     current, complete = current_fingerprints(settings.run_spec(), context.log)
     previous = Cursor.parse(context.cursor)
-    changed = [key for key, digest in current.items() if previous.fingerprints.get(key) != digest]
+    if context.cursor:
+        changed = [key for key, digest in current.items() if previous.fingerprints.get(key) != digest]
+    else:  # turned on (or reset): what the instance has evaluated already is the baseline, not a change
+        evaluated = context.instance.get_materialized_partitions(CRITERIA_SCORES)
+        changed = [key for key in current if key not in evaluated]
     # with a file skipped, deleted and unreadable look alike: retire nothing, forget nothing
     kept = {} if complete else {k: v for k, v in previous.fingerprints.items() if k not in current}
     cursor = Cursor({**kept, **current}, previous.requests + bool(changed))

@@ -123,6 +123,13 @@ def test_sensor_registers_runs_and_reruns_only_what_changed(tmp_path, instance):
     settings = elsewhere(settings, tmp_path / "runs4")
     assert run_requests(instance, settings, added.run_requests) == ["beta/r3"]
 
+    # turned on again (no cursor): what the instance evaluated is the baseline, only a never-evaluated key runs
+    beta["dataset"]["rows"] = [{"id": "r2"}, {"id": "r3"}, {"id": "r4"}]
+    (tmp_path / "tasks/beta.yaml").write_text(yaml.safe_dump(beta))
+    turned_on = sensor_tick(instance, settings, None)
+    settings = elsewhere(settings, tmp_path / "runs5")
+    assert run_requests(instance, settings, turned_on.run_requests) == ["beta/r4"]
+
 
 def test_the_sensor_interval_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert minimum_interval_s() == 30 == task_files_sensor.minimum_interval_seconds
