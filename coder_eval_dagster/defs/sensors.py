@@ -27,7 +27,16 @@ from ..core.fingerprints import fingerprints
 from ..core.resolution import Resolution, RowTask, discover, resolve
 from ..core.run_spec import RunSpec
 from .jobs import EVALUATE_JOB, sensor_status, tick_requests
-from .names import CHUNK_TAG, CHUNKS_TAG, CRITERIA_SCORES, JOB_NAME, RUN_FOLDER_TAG, SUMMARY_ASSETS, TRIGGER_TAG
+from .names import (
+    CHUNK_TAG,
+    CHUNKS_TAG,
+    CRITERIA_SCORES,
+    JOB_NAME,
+    NIGHT_TAG,
+    RUN_FOLDER_TAG,
+    SUMMARY_ASSETS,
+    TRIGGER_TAG,
+)
 from .partitions import (
     TASK_DIMENSION,
     VARIANT_DIMENSION,
@@ -230,4 +239,8 @@ def summary_after_chunks(context: dg.RunStatusSensorContext) -> dg.RunRequest | 
     if len(done) < expected:
         context.log.info(f"{len(done)} of {expected} chunk runs of {folder} succeeded")
         return None
-    return dg.RunRequest(run_key=f"summary-{folder}", asset_selection=SUMMARY_ASSETS, tags={RUN_FOLDER_TAG: folder})
+    # the tick's own tags too (trigger, night): filtering runs by them finds the night's summary and its checks
+    kept = {name: tags[name] for name in (TRIGGER_TAG, NIGHT_TAG) if name in tags}
+    return dg.RunRequest(
+        run_key=f"summary-{folder}", asset_selection=SUMMARY_ASSETS, tags={RUN_FOLDER_TAG: folder, **kept}
+    )

@@ -117,6 +117,8 @@ def test_chunked_tick_shares_one_folder_and_summarizes_once(tmp_path: Path, monk
         assert isinstance(summary, dg.RunRequest) and summary.asset_selection == SUMMARY_ASSETS
         _execute(instance, settings, summary)
         assert CHUNK_TAG not in summary.tags
+        # the night's tags too: filtering runs by the night finds its summary and checks
+        assert (summary.tags["coder_eval/trigger"], summary.tags["coder_eval/night"]) == ("nightly", "2026-12-03")
     document = json.loads((folder / "run.json").read_text())
     assert sorted(t["task_id"] for t in document["task_results"]) == [f"many/r{i}" for i in range(5)]
     results = pd.read_parquet(Path(settings.run_options().runs_dir) / "tables" / "task_results")
