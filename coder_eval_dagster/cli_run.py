@@ -168,11 +168,17 @@ def unfinished(opened: OpenRun) -> list[Path]:
 
 def incomplete(opened: OpenRun, missing: list[Path]) -> str:
     """Why a run that never finished (killed, interrupted, a retry cut short) is refused where a command needs its
-    every evaluation (rescore, --retry-errors, report --rebuild), and how to finish it."""
-    return (
-        f"{opened.folder} is incomplete ({len(missing)} evaluation(s) never finished); "
-        f"finish it first with: coder-eval run --resume {opened.folder}"
-    )
+    every evaluation (rescore, --retry-errors, report --rebuild), and how to finish it: a Dagster launch's folder
+    (a backfill, a tick) is finished in Dagster, which --resume refuses."""
+    said = f"{opened.folder} is incomplete ({len(missing)} evaluation(s) never finished); finish it first"
+    if opened.plan.launched:
+        from .defs.names import RUN_FOLDER_TAG  # (Dagster: imported only to say this)
+
+        return (
+            f"{said} in Dagster: re-execute its failed runs from the UI, then materialize suite_metrics with the tag "
+            f"{RUN_FOLDER_TAG}={opened.folder.name}"
+        )
+    return f"{said} with: coder-eval run --resume {opened.folder}"
 
 
 def resume(run_dir: Path, options: RunOptions, retry_errors: bool, junit: Path | None = None) -> int:

@@ -170,6 +170,12 @@ def test_a_launched_run_over_a_folder_with_an_invalid_task_file_fails_as_the_cli
     (execution,) = check.values()
     assert execution.evaluation is not None and not execution.evaluation.passed
 
+    folder = _only_run(tmp_path / "runs")  # a launch's folder cut short is finished in Dagster, not by --resume
+    (folder / "default" / "a" / "00" / "task.json").unlink()
+    refused = run_cli("report", folder, "--rebuild")
+    assert refused.code == 2 and "finish it first in Dagster: re-execute its failed runs" in refused.err, refused.err
+    assert f"coder_eval/run_folder={folder.name}" in refused.err
+
 
 def test_an_empty_selection_exits_2_saying_what_was_left_out(tmp_path: Path, home: Path) -> None:
     write_task(tmp_path / "tasks", task_with(task_id="a", tags=["smoke"], **AGENTLESS))
