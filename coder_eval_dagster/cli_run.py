@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -158,12 +159,24 @@ def _run_folder(command: str, run_dir: Path) -> OpenRun | None:
 def unfinished(opened: OpenRun) -> list[Path]:
     """Evaluation folders of the run's snapshot without a final task.json; of a launched run's (a backfill, a
     tick), only those its runs started: the rest of its snapshot's row-tasks were never selected."""
+    never = recorded_not_run(opened.folder)
     folders = (
         evaluation_folder(opened.folder, rt.variant_id, rt.task_id, replicate)
         for rt in opened.snapshot.row_tasks
         for replicate in opened.replicates(rt)
+        if (rt.variant_id, rt.task_id, replicate) not in never
     )
     return [f for f in folders if not (f / RESULT_FILE).is_file() and (f.is_dir() or not opened.plan.launched)]
+
+
+def recorded_not_run(run_dir: Path) -> set[tuple[str, str, int]]:
+    """The evaluations run.json says never started on purpose (the budget spent, a sequential A/B decided): not
+    unfinished, nothing to resume."""
+    try:
+        recorded = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8")).get("not_run") or []
+        return {(entry["variant_id"], entry["task_id"], int(entry["replicate"])) for entry in recorded}
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return set()
 
 
 def incomplete(opened: OpenRun, missing: list[Path]) -> str:

@@ -47,10 +47,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .core.evaluate_directory import evaluate_directory, grading_task, preserved_sandbox
     from .core.runs import new_run_dir
 
-    if args.directory is None:  # coder_eval's one-argument form re-grades a finished run
+    if args.directory is None:  # coder_eval's one-argument form, a run folder, re-grades it: rescore here
         from .cli import UsageError
 
-        raise UsageError(f"give TASK and DIR; to grade a finished run again: coder-eval rescore {args.task}")
+        again = f"; to grade a finished run again: coder-eval rescore {args.task}" if args.task.is_dir() else ""
+        raise UsageError(f"the following arguments are required: DIR{again}")
     directory: Path = args.directory
     sandbox = preserved_sandbox(directory)
     if sandbox is not None:  # a run's evaluation folder: its preserved sandbox is the work, as coder_eval re-grades it

@@ -25,13 +25,7 @@ from dataclasses import dataclass, field
 
 HANDOVER_FD = "CODER_EVAL_CREDENTIALS_FD"
 # What counts as a credential: any variable so named (the model keys, cloud and forge tokens, passwords).
-# A credential's name: one of the words anywhere, or a short word between underscores (DB_PASS, MYSQL_PWD,
-# NPM_CONFIG__AUTH, SENTRY_DSN, GH_PAT; never PWD itself, PATH or GIT_AUTHOR_NAME).
-_SECRET_NAME = re.compile(
-    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|COOKIE|(^|_)(PASS|AUTH|DSN|PAT)($|_)|_PWD($|_)", re.IGNORECASE
-)
-# A value holding a URL with a password in it (postgres://app:pw@db/x, https://u:pw@pypi.corp/simple).
-_URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/@\s:]*:[^/@\s]+@", re.IGNORECASE)
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
 _handed_over: dict[str, str] = {}  # filled once, at start-up, from the re-exec's pipe
 
 
@@ -39,11 +33,6 @@ _handed_over: dict[str, str] = {}  # filled once, at start-up, from the re-exec'
 def is_secret_name(name: str) -> bool:
     """Asked for every variable of every command's environment: the names repeat, the answer is kept."""
     return bool(_SECRET_NAME.search(name))
-
-
-def is_secret(name: str, value: str) -> bool:
-    """A credential by its name, or by a password in a URL it holds (DATABASE_URL, PIP_INDEX_URL...)."""
-    return is_secret_name(name) or ("://" in value and _URL_PASSWORD.search(value) is not None)
 
 
 @dataclass(frozen=True)
@@ -74,7 +63,7 @@ def handed_over_values() -> list[str]:
 
 
 def _in_environment() -> dict[str, str]:
-    return {name: value for name, value in os.environ.items() if is_secret(name, value)}
+    return {name: value for name, value in os.environ.items() if is_secret_name(name)}
 
 
 def receive() -> None:

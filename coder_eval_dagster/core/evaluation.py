@@ -32,6 +32,7 @@ from .agents.base import AgentInput, AgentOutput
 from .agents.registry import AGENT_MODULES
 from .budget import RunBudget, evaluation_key
 from .check_context import CheckContext
+from .criteria.outcome import scrub
 from .criteria.reuse import stored_verdicts
 from .early_stop import Watcher
 from .error_categories import error_details
@@ -71,7 +72,7 @@ from .sandbox.containment import release, release_if_idle
 from .sandbox.engine import EngineError
 from .sandbox.process import Interrupt
 from .scoring import TurnCheck, all_passed, armed_gate, criteria_pass_now, score_criteria, weighted_score
-from .secrets import redact, redact_structure, secret_values
+from .secrets import redact, secret_values
 from .simulation import Dialog, DialogNotOpened, simulated_user
 from .valid_utf8 import valid_json
 
@@ -421,9 +422,10 @@ def redacted_turns(turns: list[TurnRecord]) -> list[TurnRecord]:
         return turns
     for turn in turns:
         turn.text = redact(turn.text, values) if turn.text else turn.text
-        turn.result_summary = redact_structure(turn.result_summary, values)
+        if turn.result_summary is not None:
+            turn.result_summary = scrub(turn.result_summary, None)  # (every string in it: scrub redacts)
         for call in turn.calls:
-            call.parameters = redact_structure(call.parameters, values)
+            call.parameters = scrub(call.parameters, None)
             call.output = redact(call.output, values) if call.output else call.output
     return turns
 

@@ -5,16 +5,33 @@ from __future__ import annotations
 import base64
 import functools
 import os
-from typing import Any
+import re
 
 from . import credentials
-from .credentials import is_secret
+from .credentials import is_secret_name
 
 # Variables a sandboxed command never sees: the harness's credentials, its model-route settings and its telemetry
 # settings (OTEL_EXPORTER_OTLP_HEADERS often carries a backend's key).
 MODEL_ROUTE_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_", "OTEL_")
 MIN_SECRET_LENGTH = 8
 REDACTED = "***"
+# Beyond the credentials' names (credentials.is_secret_name, which the harness hands over to itself): what else
+# a sandbox command never sees, and what is redacted. A short word ending a name (DB_PASS, MYSQL_PWD,
+# NPM_CONFIG__AUTH, SENTRY_DSN, GH_PAT; not SSH_AUTH_SOCK or PASS_THROUGH), a cookie, and a URL holding a password
+# (DATABASE_URL=postgres://app:pw@db/x, an authenticated proxy). The harness's own helpers on this machine keep
+# them (host_environment: a clone through that proxy), and the venv's making its package index (setup_environment).
+_HIDDEN_NAME = re.compile(r"_(PASS|PWD|AUTH|DSN|PAT)$|(^|_)COOKIES?($|_)", re.IGNORECASE)
+_URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#@\s:]*:[^/?#@\s]+@", re.IGNORECASE)
+PACKAGE_INDEX_PREFIXES = ("UV_", "PIP_", "NPM_CONFIG_")  # the venv's and node packages' index settings
+
+
+def hidden_from_sandbox(name: str, value: str) -> bool:
+    """A credential by its name, by a name or a URL password that says it is one."""
+    return (
+        is_secret_name(name)
+        or _HIDDEN_NAME.search(name) is not None
+        or ("://" in value and _URL_PASSWORD.search(value) is not None)
+    )
 
 
 # os.environ as last read: a copy of its bytes, then its secret-named values and what a sandbox may see of it.
@@ -36,8 +53,8 @@ def _read_environment() -> tuple[list[str], dict[str, str]]:
         return last[1], last[2]
     before = dict(data) if isinstance(data, dict) else None  # taken first: a change while reading is read next time
     items = list(os.environ.items())
-    found = [v for k, v in items if is_secret(k, v)]
-    clean = {k: v for k, v in items if not is_secret(k, v) and not k.startswith(MODEL_ROUTE_PREFIXES)}
+    found = [v for k, v in items if hidden_from_sandbox(k, v)]
+    clean = {k: v for k, v in items if not hidden_from_sandbox(k, v) and not k.startswith(MODEL_ROUTE_PREFIXES)}
     if before is not None:
         _last_read = (before, found, clean)
     return found, clean
@@ -48,7 +65,7 @@ def secret_values(environ: dict[str, str] | None = None) -> list[str]:
     if environ is None:
         found = _read_environment()[0] + credentials.handed_over_values()
     else:
-        found = [v for k, v in environ.items() if is_secret(k, v)]
+        found = [v for k, v in environ.items() if hidden_from_sandbox(k, v)]
     values = {v for v in found if len(v) >= MIN_SECRET_LENGTH}
     return sorted(values, key=len, reverse=True)
 
@@ -69,19 +86,24 @@ def redact(text: str, values: list[str] | None = None) -> str:
     return text
 
 
-def redact_structure(value: Any, values: list[str]) -> Any:
-    """``value`` (JSON-like: a tool call's input) with every string in it redacted."""
-    if isinstance(value, str):
-        return redact(value, values)
-    if isinstance(value, list):
-        return [redact_structure(item, values) for item in value]
-    if isinstance(value, dict):
-        return {key: redact_structure(item, values) for key, item in value.items()}
-    return value
-
-
 def sandbox_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The caller's environment minus credentials and model-route settings."""
     env = dict(_read_environment()[1])
     env.update(extra or {})
     return env
+
+
+def host_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """For a helper the harness runs on this machine (a git clone): its environment without the credentials'
+    names and the model-route settings, an authenticated proxy and SSH agent kept."""
+    env = {k: v for k, v in os.environ.items() if not is_secret_name(k) and not k.startswith(MODEL_ROUTE_PREFIXES)}
+    env.update(extra or {})
+    return env
+
+
+def setup_environment() -> dict[str, str]:
+    """The package index settings the sandbox's setup steps need (a private index's URL with its password): the
+    venv's making falls back to the public index without them, where a package of the same name may wait."""
+    return {
+        k: v for k, v in os.environ.items() if k.upper().startswith(PACKAGE_INDEX_PREFIXES) and not is_secret_name(k)
+    }

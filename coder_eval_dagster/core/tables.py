@@ -14,6 +14,7 @@ import glob
 import hashlib
 import io
 import json
+import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -282,14 +283,29 @@ def write_tables(
         for table, rows in tables.items():
             folder = tables_dir / table / partition_folder(run_ts.date())
             folder.mkdir(parents=True, exist_ok=True)
-            for stale in folder.glob(f".{glob.escape(run_id)}.parquet.*.tmp"):  # a killed writer's (one writes a run)
-                stale.unlink(missing_ok=True)
+            for stale in folder.glob(f".{glob.escape(run_id)}.parquet.*.tmp"):
+                if not _writer_alive(stale):  # a killed writer's; a live one's (widening the file) is its own
+                    stale.unlink(missing_ok=True)
             targets.append(folder / f"{run_id}.parquet")
             temporary = renames.enter_context(replacing(targets[-1]))
             pq.write_table(arrow_table(rows, SCHEMAS[table]).replace_schema_metadata(metadata), temporary)
     for table in tables:
         add_missing_columns(tables_dir / table, SCHEMAS[table])
     return targets
+
+
+def _writer_alive(temporary: Path) -> bool:
+    """Whether the process named in a hidden file's name (``.<run>.parquet.<pid>-<thread>.tmp``) still runs."""
+    pid = temporary.name.rsplit(".", 2)[-2].partition("-")[0]
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def add_missing_columns(table_dir: Path, schema: pa.Schema) -> int:

@@ -218,6 +218,22 @@ def test_engine_down_is_one_clear_error_line(tmp_path: Path, monkeypatch: pytest
     assert "\n" not in result.error and "DOCKER_HOST" in result.error and "no Docker engine answers" in result.error
 
 
+def test_a_command_with_the_engine_down_is_the_sandbox_unavailable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rescore's criteria with no engine: each scored 0 (a FAILURE charged to the model); it is the machine's."""
+    from coder_eval_dagster.core.sandbox.holder import SandboxUnavailable
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    engine.client.cache_clear()
+    try:
+        sandbox = open_sandbox(tmp_path / "ev" / "sandbox", SandboxConfig.model_validate(docker_sandbox()))
+        with pytest.raises(SandboxUnavailable, match="no Docker engine answers"):
+            sandbox.run("true", timeout=10)
+    finally:
+        engine.client.cache_clear()
+
+
 def test_sandbox_build_with_the_engine_down_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     engine.client.cache_clear()

@@ -180,12 +180,19 @@ def test_a_damaged_file_in_the_folder_neither_stops_the_write_nor_the_upgrade(tm
 def test_a_killed_writers_hidden_file_goes_when_the_run_is_written_again(tmp_path: Path) -> None:
     """kill -9 during the tables' write left ``.<run>.parquet.<pid>-<thread>.tmp`` for good (the resume's write
     replaced the table file beside it)."""
+    import os
+    import subprocess
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
     run_id, run_ts = run(0)
     folder = tmp_path / "task_results" / f"run_date={run_ts.date()}"
     folder.mkdir(parents=True)
-    stale = folder / f".{run_id}.parquet.4242-140127359527808.tmp"
+    stale = folder / f".{run_id}.parquet.{gone.pid}-140127359527808.tmp"
     stale.write_bytes(b"PAR1 cut short")
-    other = folder / ".another-run.parquet.4242-1.tmp"  # another run's: not this write's to remove
-    other.write_bytes(b"")
+    live = folder / f".{run_id}.parquet.{os.getpid()}-1.tmp"  # a live writer's (widening the file): its own
+    other = folder / f".another-run.parquet.{gone.pid}-1.tmp"  # another run's: not this write's to remove
+    for path in (live, other):
+        path.write_bytes(b"")
     write_table(tmp_path, "task_results", run_id, run_ts, [row(0)])
-    assert sorted(path.name for path in folder.iterdir()) == sorted([f"{run_id}.parquet", other.name])
+    assert sorted(path.name for path in folder.iterdir()) == sorted([f"{run_id}.parquet", live.name, other.name])

@@ -134,9 +134,14 @@ def test_a_failure_in_decide_or_finish_is_that_evaluations_error(
 
 def test_evaluate_with_one_argument_points_to_rescore(tmp_path: Path) -> None:
     """coder_eval's ``evaluate RUN_DIR`` re-grades a run; here that is ``rescore``, said in one line."""
+    (tmp_path / "runs" / "latest").mkdir(parents=True)
     done = installed_cli(tmp_path, "evaluate", "runs/latest")
     assert done.returncode == 2
     assert done.stderr == (
-        "coder-eval evaluate: give TASK and DIR; to grade a finished run again: coder-eval rescore runs/latest "
-        "(see coder-eval evaluate --help)\n"
+        "coder-eval evaluate: the following arguments are required: DIR; to grade a finished run again: "
+        "coder-eval rescore runs/latest (see coder-eval evaluate --help)\n"
+    )
+    forgotten = installed_cli(tmp_path, "evaluate", "task.yaml")  # a task file: DIR forgotten, nothing more
+    assert forgotten.stderr == (
+        "coder-eval evaluate: the following arguments are required: DIR (see coder-eval evaluate --help)\n"
     )

@@ -43,6 +43,9 @@ def test_a_cut_off_success_is_noted_everywhere_and_the_budget_fails_the_junit(
     )
     assert outcome.code == 1, outcome.output
     assert run.result("cut")["final_status"] == "SUCCESS" and run.summary["not_run_count"] == 2
+    # what the budget left unstarted is not unfinished: the run is rebuilt and rescored (both said "incomplete")
+    assert system_cli("report", run.path, "--rebuild", env={}).code == 0
+    assert "incomplete" not in system_cli("rescore", run.path, env={}).err
 
     notes = (run.path / "run.md").read_text().split("## Run-time Notes\n", 1)[1]
     assert f"> **WARNING:** [cut] [default] #00 {CUT}" in notes and f"#00 {OVER}" in notes

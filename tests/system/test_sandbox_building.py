@@ -72,13 +72,16 @@ def _executable(path: Path, text: str) -> str:
 
 def test_a_path_folder_under_dev_shm_is_shown(tmp_path: Path, system_cli: SystemCli) -> None:
     folder = Path(tempfile.mkdtemp(dir="/dev/shm", prefix="coder-eval-test-"))
+    var_tmp = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="coder-eval-test-"))  # the sandbox's /var/tmp is its /tmp
     try:
         tools = _executable(folder / "bin" / "shm-tool", "#!/bin/sh\necho from-shm\n")
-        outcome, run = system_cli.run(write(tmp_path / "tool.yaml", TOOL_TASK), env={"PATH": f"{tools}:{_path()}"})
+        path = f"{tools}:{var_tmp}:{_path()}"
+        outcome, run = system_cli.run(write(tmp_path / "tool.yaml", TOOL_TASK), env={"PATH": path})
         assert outcome.code == 0, outcome.output
         assert run.result("tool")["final_status"] == "SUCCESS"
     finally:
         shutil.rmtree(folder)
+        shutil.rmtree(var_tmp)
 
 
 def test_a_sandbox_that_cannot_be_built_is_an_error(tmp_path: Path, system_cli: SystemCli) -> None:

@@ -43,6 +43,7 @@ from .engine import (
     client,
     default_image,
 )
+from .holder import SandboxUnavailable
 from .process import INTERRUPTED_ERROR, Interrupt, ReplacedCapture, read_capped
 from .tempdir import VENV_TIMEOUT_S, TempdirSandbox, shared_path
 from .templates import TemplateError
@@ -169,7 +170,8 @@ class DockerSandbox(TempdirSandbox):
         try:
             yield seen
         finally:
-            self.run_unlimited(f"rm -rf {shlex.quote(str(seen))}", REMOVE_TIMEOUT_S)
+            with contextlib.suppress(SandboxUnavailable):  # the engine gone: so is the copy
+                self.run_unlimited(f"rm -rf {shlex.quote(str(seen))}", REMOVE_TIMEOUT_S)
 
     def _serve_egress(self, container: str) -> None:
         """Listen on the egress socket of ``container`` from this process (once per container: any process of the
@@ -238,8 +240,9 @@ class DockerSandbox(TempdirSandbox):
 
     # ----------------------------------------------------------------- commands
 
-    def run_unlimited(self, command: str, timeout: float) -> CommandRun:
-        """One shell command in the container, killed with its process group at ``timeout``."""
+    def run_unlimited(self, command: str, timeout: float, setup: bool = False) -> CommandRun:
+        """One shell command in the container, killed with its process group at ``timeout`` (the container's
+        minimal environment, a ``setup`` step's too: the image holds what its venv needs)."""
         if self.interrupt.is_set():
             return CommandRun(command=command, error=INTERRUPTED_ERROR)
         start = time.perf_counter()
@@ -250,8 +253,8 @@ class DockerSandbox(TempdirSandbox):
             done = self._exec(container, command, timeout, start)
             done.stderr += refusal_notes(self.gate, refused)
             return done
-        except EngineError as exc:
-            return CommandRun(command=command, error=str(exc), duration_s=round(time.perf_counter() - start, 3))
+        except EngineError as exc:  # no engine, no container: the machine's failure, the evaluation's ERROR
+            raise SandboxUnavailable(str(exc)) from None
         except Exception as exc:  # the engine refused the exec (container gone, pids limit at exec time)
             error = f"the docker engine failed: {type(exc).__name__}: {exc}"
             return CommandRun(command=command, error=redact(error), duration_s=round(time.perf_counter() - start, 3))

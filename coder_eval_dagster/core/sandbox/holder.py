@@ -60,9 +60,9 @@ SYSTEM = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "
 # Shown where they are only when the harness runs as root: a file only its owner may read is a secret then.
 SCANNED_FOR_SECRETS = ("/etc",)
 # Never shown whole, whatever PATH says (homes, other evaluations' files, services' sockets and data).
-NEVER_WHOLE = ("/home", "/root", "/tmp", "/dev/shm", "/var", "/run", "/srv", "/mnt", "/media")
+NEVER_WHOLE = ("/home", "/root", "/tmp", "/dev/shm", "/var", "/var/tmp", "/run", "/srv", "/mnt", "/media")
 # Made anew in every sandbox: a PATH folder under them is not the host's there (one under /dev/shm is shown).
-MADE_ANEW = ("/dev/", "/proc/")
+MADE_ANEW = ("/dev/", "/proc/", "/var/tmp/", str(SANDBOX_PATH) + "/")
 # The sandbox's own places: what a command names there is not the host's.
 OWN_PLACES = (str(SANDBOX_PATH), "/tmp", "/dev", "/proc", "/var/tmp")
 

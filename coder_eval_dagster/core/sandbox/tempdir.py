@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 from ..files import CRITERION_READ_CAP, read_text_beneath
 from ..models.results import CommandRun
 from ..models.sandbox import SandboxConfig
-from ..secrets import sandbox_environment
+from ..secrets import host_environment, sandbox_environment, setup_environment
 from ..trees import remove_tree
 from . import containment
 from .egress import LOOPBACK, Gate, Refusal, gate_for, proxy_environment, refusal_notes
@@ -114,7 +114,7 @@ class TempdirSandbox:
             remove_tree(self.root)
         sources = self.config.template_sources
         self.root.mkdir()
-        git_env = sandbox_environment({"GIT_CEILING_DIRECTORIES": str(self.root.parent)})  # a clone: on this machine
+        git_env = host_environment({"GIT_CEILING_DIRECTORIES": str(self.root.parent)})  # a clone: on this machine
         apply_sources(sources, self.root, task_dir, self.config.ignore_patterns, git_env, self.interrupt)
         if self.venv is not None:
             inside_sandbox(self.root, self.venv.name)  # a template's `.venv` link must not take the venv out
@@ -132,7 +132,7 @@ class TempdirSandbox:
             f"if command -v bun >/dev/null 2>&1; then bun add {names}; "
             f"else npm install --no-audit --no-fund {names}; fi"
         )
-        done = self.run_unlimited(command, NODE_TIMEOUT_S)
+        done = self.run_unlimited(command, NODE_TIMEOUT_S, setup=True)
         if not done.ok:
             raise TemplateError(f"installing node packages failed: {(done.error or done.stderr).strip()[-800:]}")
 
@@ -154,7 +154,7 @@ class TempdirSandbox:
         mounted = containment.mounted(self.root.parent, self.root, self.gate, cache, UV_CACHE_PATH) if cache else None
         with mounted or contextlib.nullcontext():
             for step in steps:
-                done = self.run_unlimited(step, VENV_TIMEOUT_S)
+                done = self.run_unlimited(step, VENV_TIMEOUT_S, setup=True)
                 if not done.ok:
                     why = (done.error or done.stderr).strip()[-800:]
                     raise TemplateError(f"creating the sandbox venv failed: {why}")
@@ -197,12 +197,14 @@ class TempdirSandbox:
     def run(self, command: str, timeout: float) -> CommandRun:
         return self.run_unlimited(command, self.command_timeout(timeout))
 
-    def run_unlimited(self, command: str, timeout: float) -> CommandRun:
+    def run_unlimited(self, command: str, timeout: float, setup: bool = False) -> CommandRun:
         """One command in the evaluation's namespaces, not capped by ``sandbox.limits.timeout`` (setup's, the
-        harness's own); what the policies refused it is said in its stderr."""
+        harness's own; a ``setup`` step also gets the package index settings); what the policies refused it is
+        said in its stderr."""
         refused = len(self.gate.refused) if self.gate is not None else 0
+        environment = self.environment() | (setup_environment() if setup else {})
         with containment.command_launcher(self.root.parent, self.root, self.gate) as launcher:
-            done = run_shell(command, self.workdir, timeout, self.interrupt, self.environment(), launcher)
+            done = run_shell(command, self.workdir, timeout, self.interrupt, environment, launcher)
         done.stderr += refusal_notes(self.gate, refused)
         if done.exit_code not in (0, None):
             hidden = sorted(path for path in set(HOST_PATH.findall(done.stderr)) if _hidden(path))
