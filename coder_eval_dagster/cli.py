@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from . import exit_codes
 from .agents_cli import add_commands as add_agent_commands
 from .cli_options import (
+    UsageError,
     add_model_arguments,
     configure_logging,
     flags_of,
@@ -486,10 +487,6 @@ def _junit_argument(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="also write a JUnit XML report (one testcase each)",
     )
-
-
-class UsageError(Exception):
-    """An option's value the model refused: one line, exit 2."""
 
 
 Model = TypeVar("Model", bound=BaseModel)

@@ -223,3 +223,7 @@ class _Refused(argparse.Action):
 def refuse(parser: argparse.ArgumentParser, *flags: str, why: str) -> None:
     """coder_eval's ``flags`` (with or without a value), refused in one line by ``why``; hidden from --help."""
     parser.add_argument(*flags, action=_Refused, why=why, nargs="?", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+
+class UsageError(Exception):
+    """An option's value the model refused, or a command given wrongly: one line, exit 2."""

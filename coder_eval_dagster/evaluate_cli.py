@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import exit_codes
-from .cli_options import given_path, logging_arguments, refuse
+from .cli_options import UsageError, given_path, logging_arguments, refuse
 from .core.models.results import EvaluationResult
 from .core.reports.run_summary import terminal_text
 
@@ -48,8 +48,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .core.runs import new_run_dir
 
     if args.directory is None:  # coder_eval's one-argument form, a run folder, re-grades it: rescore here
-        from .cli import UsageError
-
         again = f"; to grade a finished run again: coder-eval rescore {args.task}" if args.task.is_dir() else ""
         raise UsageError(f"the following arguments are required: DIR{again}")
     directory: Path = args.directory

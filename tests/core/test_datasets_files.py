@@ -60,11 +60,14 @@ def test_a_jsonl_file_with_one_bad_line_gets_no_format_hint(tmp_path: Path) -> N
     assert expected in result.err and "JSON Lines" not in result.err, result.err
 
 
-def test_rows_without_a_stratum_null_or_empty_share_one_stratum() -> None:
+def test_strata_are_keyed_as_coder_eval_keys_them() -> None:
+    """``str(row.get(field, ""))``: rows without the field and with ``""`` share a stratum, null is one of its own
+    ("None"; grouped with the others, a seed drew one row fewer than coder_eval 0.12.16 draws)."""
     values: list[dict[str, str | None]] = [{}, {"skill": None}, {"skill": ""}, {"skill": "pdf"}, {"skill": "pdf"}]
     rows = [Row(f"r{i}", {"id": f"r{i}", **v}, f"rows.jsonl:{i + 1}") for i, v in enumerate(values)]
     kept = sample_rows(rows, 1, "skill", seed=3)
-    assert len(kept) == 2 and sum(row.values.get("skill") == "pdf" for row in kept) == 1, kept
+    assert len(kept) == 3 and sum(row.values.get("skill") == "pdf" for row in kept) == 1, kept
+    assert sum(row.row_id in ("r0", "r2") for row in kept) == 1 and "r1" in [row.row_id for row in kept]
 
 
 def test_a_stratum_is_the_value_as_coder_eval_writes_it() -> None:

@@ -53,7 +53,7 @@ def test_a_variants_simulation_value_of_the_wrong_type_is_the_experiments_error(
     )
     done = run_cli("validate", experiment)
     assert done.code == 1
-    assert f"{experiment}:4: variants.0.simulation: enabled: Input should be a valid boolean" in done.err
+    assert f"{experiment}:4: variants.0.simulation.enabled: Input should be a valid boolean" in done.err
 
 
 @pytest.mark.parametrize("near", ["${row.}", "${rows.v}", "${ row.v }", "${row.v"])

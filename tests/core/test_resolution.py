@@ -237,14 +237,6 @@ def test_stratum_missing_field_is_one_stratum(tmp_path: Path) -> None:
     assert len(_resolve(paths=[tmp_path])) == 2
 
 
-def test_strata_are_keyed_as_coder_eval_keys_them(tmp_path: Path) -> None:
-    """``str(row.get(field, ""))``: a missing field and ``""`` share a stratum, null is its own (coder_eval 0.12.16
-    drew n0, n1 and n2 below; grouping null with the others drew one row fewer)."""
-    rows = [{"id": "n0"}, {"id": "n1", "expected_skill": None}, {"id": "n2", "expected_skill": ""}]
-    write_task(tmp_path, task_with(dataset={"rows": rows, "sample_per_stratum": 2, "sample_seed": 7}))
-    assert sorted(rt.row_id for rt in _resolve(paths=[tmp_path])) == ["n0", "n1", "n2"]
-
-
 def test_tags_filter_any_match(tmp_path: Path) -> None:
     write_task(tmp_path, task_with(task_id="a", tags=["smoke"]), "a.yaml")
     write_task(tmp_path, task_with(task_id="b", tags=["golden", "basic"]), "b.yaml")
@@ -302,7 +294,7 @@ def test_variant_cannot_change_the_dataset(tmp_path: Path) -> None:
         ("experiment_id: e\nvariants: []\n", "variants"),
         ("experiment_id: e\nvariants: [{variant_id: a}, {variant_id: a}]\n", "variants.1.variant_id"),
         ("experiment_id: e\nrepeats: 0\nvariants: [{variant_id: a}]\n", "repeats"),
-        ("experiment_id: e\nvariants: [{variant_id: a, simulation: {mood: x}}]\n", "variants.0.simulation"),
+        ("experiment_id: e\nvariants: [{variant_id: a, simulation: {mood: x}}]\n", "variants.0.simulation.mood"),
         (
             "experiment_id: e\ndefaults: {run_limits: {stop_early: true}}\nvariants: [{variant_id: a}]\n",
             "defaults.run_limits.stop_early",
