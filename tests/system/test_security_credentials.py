@@ -168,14 +168,7 @@ def test_a_key_a_model_echoes_into_its_text_or_a_tool_input_is_not_recorded(tmp_
         "agent: {type: replay, trajectory: traj.yaml}\n"
         "success_criteria: [{type: file_exists, path: n.txt, description: n}]\n",
     )
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "coder-eval"), "run", str(task), "--runs-dir", str(tmp_path / "runs")],
-        env={**os.environ, "ANTHROPIC_API_KEY": key, "DAGSTER_HOME": str(tmp_path / "home")},
-        capture_output=True,
-        timeout=180,
-    )
-    assert done.returncode == 0, (done.stdout + done.stderr).decode()
-    (run_dir,) = (tmp_path / "runs").glob("2*")
+    run_dir = _run_passing(tmp_path, task, {"ANTHROPIC_API_KEY": key})
     haystacks = {str(path): path.read_bytes() for path in _files(run_dir)}
     haystacks["tables"] = _tables_text(tmp_path / "runs" / "tables")
     assert [where for where, text in haystacks.items() if key.encode() in text] == []
@@ -201,15 +194,21 @@ def test_secrets_under_other_names_stay_out_of_sandbox_commands(tmp_path: Path) 
         'pre_run: [{command: "env > env.txt"}]\n'
         "success_criteria: [{type: file_contains, path: env.txt, includes: [GIT_AUTHOR_NAME=someone], description: e}]\n",
     )
+    run_dir = _run_passing(tmp_path, task, {**planted, "GIT_AUTHOR_NAME": "someone"})
+    seen = (run_dir / "default" / "envs" / "00" / "sandbox" / "env.txt").read_text()
+    assert [name for name in planted if f"{name}=" in seen] == []
+    records = b"".join(path.read_bytes() for path in _files(run_dir))
+    assert [name for name, value in planted.items() if value.encode() in records] == []
+
+
+def _run_passing(tmp_path: Path, task: Path, env: dict[str, str]) -> Path:
+    """``coder-eval run TASK`` with ``env`` laid over this environment; its run folder, once it passed."""
     done = subprocess.run(
         [str(Path(sys.executable).parent / "coder-eval"), "run", str(task), "--runs-dir", str(tmp_path / "runs")],
-        env={**os.environ, **planted, "GIT_AUTHOR_NAME": "someone", "DAGSTER_HOME": str(tmp_path / "home")},
+        env={**os.environ, **env, "DAGSTER_HOME": str(tmp_path / "home")},
         capture_output=True,
         timeout=180,
     )
     assert done.returncode == 0, (done.stdout + done.stderr).decode()
     (run_dir,) = (tmp_path / "runs").glob("2*")
-    seen = (run_dir / "default" / "envs" / "00" / "sandbox" / "env.txt").read_text()
-    assert [name for name in planted if f"{name}=" in seen] == []
-    records = b"".join(path.read_bytes() for path in _files(run_dir))
-    assert [name for name, value in planted.items() if value.encode() in records] == []
+    return run_dir
