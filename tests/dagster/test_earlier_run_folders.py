@@ -25,7 +25,9 @@ def earlier(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the earlier run folder, in its project (its plan names ``tasks`` relative to it)."""
     project = tmp_path / "project"
     shutil.copytree(FIXTURE, project)
-    (project / "results" / RUN_ID / "default/failing/01/sandbox").mkdir()  # empty, so git keeps none: as the run left it
+    (
+        project / "results" / RUN_ID / "default/failing/01/sandbox"
+    ).mkdir()  # empty, so git keeps none: as the run left it
     monkeypatch.chdir(project)
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     return project / "results" / RUN_ID
