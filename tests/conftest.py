@@ -10,6 +10,23 @@ from .support.docker_engine import ensure_engine_and_image, stop_engine_if_start
 from .support.fake_anthropic import FakeAnthropic, scripted_api_environment
 from .support.fake_http import serving
 
+# The longest tests (a cron tick waited for under a real daemon, backfills through a webserver, the Docker
+# deployment), first: xdist hands tests out in collection order, and one of these started last kept a worker busy
+# minutes after the other had finished (longest first evens the two workers' loads).
+LONGEST_FIRST = (
+    "tests/system/test_automation.py::test_sensor_and_schedule_under_the_daemon",
+    "tests/dagster/test_deploy_docker.py::",
+    "tests/dagster/test_webserver_backfill.py::",
+    "tests/system/test_dev_backfill.py::",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        return next((i for i, prefix in enumerate(LONGEST_FIRST) if item.nodeid.startswith(prefix)), len(LONGEST_FIRST))
+
+    items.sort(key=rank)  # stable: the rest keep their order
+
 
 @pytest.fixture(autouse=True, scope="session")
 def own_dagster_home(tmp_path_factory: pytest.TempPathFactory) -> None:
