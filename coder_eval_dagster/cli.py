@@ -598,6 +598,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"coder-eval: {exc}", file=sys.stderr)
         return exit_codes.USAGE
     except KeyboardInterrupt:
+        from .core.sandbox.containment import release_all
+
+        release_all()  # the namespaces this process started, and what runs in them, ended before it exits
         print("coder-eval: interrupted", file=sys.stderr)
         return exit_codes.INTERRUPTED
     except BrokenPipeError:  # `coder-eval schema | head`: the reader has all it wanted

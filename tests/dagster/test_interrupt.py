@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 from ..support.helpers import write
@@ -18,7 +19,7 @@ pytestmark = __import__("pytest").mark.slow
 CLI = Path(sys.executable).parent / "coder-eval"
 
 
-def _slow_task(folder: Path, seconds: int) -> Path:
+def _slow_task(folder: Path, seconds: int | str) -> Path:
     return write(
         folder / "slow.yaml",
         f"""
@@ -60,9 +61,11 @@ def _interrupt_once_started(tmp_path: Path, process: subprocess.Popen[str]) -> f
 
 
 def test_interrupt_kills_running_commands_and_exits_130(tmp_path: Path) -> None:
-    process = _coder_eval(tmp_path, "run", _slow_task(tmp_path, 57), "--runs-dir", tmp_path / "runs")
+    seconds = f"57.{uuid.uuid4().int % 10**9}"  # this test's own: other tests' commands sleep 57 s too
+    process = _coder_eval(tmp_path, "run", _slow_task(tmp_path, seconds), "--runs-dir", tmp_path / "runs")
     assert _interrupt_once_started(tmp_path, process) < 10  # not the 57 s of the running commands
-    leftover = subprocess.run(["pgrep", "-f", "sleep 57"], capture_output=True, text=True).stdout.split()
+    found = subprocess.run(["pgrep", "-f", f"sleep {seconds}"], capture_output=True, text=True, timeout=10)
+    leftover = found.stdout.split()
     assert leftover == []
 
 
