@@ -257,12 +257,17 @@ def rescore(run_dir: Path, options: RunOptions, junit: Path | None = None) -> in
         return _rescore(opened, options, context, junit)
 
 
+def _first_few(names: list[str]) -> str:
+    """The first five, and `` ...`` when there are more: a one-line message naming what it is about."""
+    return ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
+
+
 def _warn_post_run(row_tasks: list[RowTask]) -> None:
     """A task's post_run ran after its criteria, on the sandbox they graded: a rescore grades what post_run left
     (a cleanup's `rm -rf` included), so its verdict may differ where the run's did not."""
     tasks = list(dict.fromkeys(rt.base_task_id for rt in row_tasks if rt.task.post_run))
     if tasks:
-        shown = ", ".join(tasks[:5]) + (" ..." if len(tasks) > 5 else "")
+        shown = _first_few(tasks)
         print(
             f"coder-eval rescore: warning: the post_run commands of {shown} ran after the run's criteria; the "
             "rescore grades the sandbox as post_run left it",
@@ -294,7 +299,7 @@ def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: P
         raise InvalidInput(resolution.problems)
     gone = without_sandbox(run_dir, present)
     if gone:
-        shown = ", ".join(str(folder.relative_to(run_dir)) for folder in gone[:5]) + (" ..." if len(gone) > 5 else "")
+        shown = _first_few([str(folder.relative_to(run_dir)) for folder in gone])
         print(
             f"coder-eval rescore: {len(gone)} evaluation(s) of {run_dir} have no preserved sandbox to grade (removed "
             f"since the run): {shown}; nothing was scored again",
@@ -302,7 +307,7 @@ def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: P
         )
         return exit_codes.USAGE
     if kept:
-        shown = ", ".join(f"{rt.variant_id}/{rt.task_id}" for rt in kept[:5]) + (" ..." if len(kept) > 5 else "")
+        shown = _first_few([f"{rt.variant_id}/{rt.task_id}" for rt in kept])
         print(
             f"coder-eval rescore: {len(kept)} evaluated row-task(s) no longer in the task files, scored with the "
             f"criteria the run had: {shown}{gone_paths(opened)}",

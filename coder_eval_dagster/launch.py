@@ -25,7 +25,7 @@ from .core.fingerprints import fingerprints, resolution_digest
 from .core.problems import InvalidInput
 from .core.resolution import Resolution, RowTask
 from .core.run_context import RunContext
-from .core.run_lock import exclusively
+from .core.run_lock import exclusively, process_alive
 from .core.run_spec import RunSpec
 from .definitions import build_definitions
 from .defs.assets import ASSETS, resolved_metadata
@@ -150,18 +150,6 @@ def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
     for run in orphaned:
         instance.report_run_failed(run, "the process running it died (a CLI run: finish it with --resume)")
     return [run.run_id for run in orphaned]
-
-
-def process_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # In the instance home: the CLI processes using it take turns at reading and changing its dynamic keys.

@@ -68,3 +68,16 @@ def exclusively(lock_file: Path) -> Iterator[None]:
     with lock_file.open("a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         yield
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process of this machine still runs under ``pid`` (one of another user's counts)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

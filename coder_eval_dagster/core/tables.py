@@ -14,7 +14,6 @@ import glob
 import hashlib
 import io
 import json
-import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +25,7 @@ import pyarrow.parquet as pq
 
 from .layout import partition_folder, replacing, write_atomically
 from .models.results import EvaluationResult
+from .run_lock import process_alive
 from .suite import SuiteEntry
 
 VARIANTS_KEY = b"coder_eval.variants"  # a table file's metadata: the run's variant order, as JSON
@@ -297,15 +297,7 @@ def write_tables(
 def _writer_alive(temporary: Path) -> bool:
     """Whether the process named in a hidden file's name (``.<run>.parquet.<pid>-<thread>.tmp``) still runs."""
     pid = temporary.name.rsplit(".", 2)[-2].partition("-")[0]
-    if not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid.isdigit() and process_alive(int(pid))
 
 
 def add_missing_columns(table_dir: Path, schema: pa.Schema) -> int:
