@@ -255,7 +255,10 @@ def system_prompt_semantics(agent: AgentConfig) -> str:
 def run_agent(evaluation: Evaluation) -> None:
     """The agent loop (a simulated dialog when enabled). Agentless tasks (``type: none``) run no agent."""
     kind = evaluation.task.agent.resolved_type
-    if evaluation.ended or kind == "none":
+    if evaluation.ended:
+        return
+    evaluation.result.agent_ran = True
+    if kind == "none":
         return
     agent = runner(kind)
     assert agent is not None
@@ -567,7 +570,8 @@ def write_result(evaluation: Evaluation) -> None:
     from .reports.task_html import render_task_html
 
     end_processes(evaluation)
-    evaluation.result.finished_at = utc_now()
+    if evaluation.result.rescored_at is None or evaluation.result.finished_at is None:
+        evaluation.result.finished_at = utc_now()  # a rescore keeps when the evaluation itself ended
     evaluation.result.task_config = task_config(evaluation.row_task)
     evaluation.result.sandbox_path = kept_sandbox(evaluation.folder)
     evaluation.result, text = valid_json(evaluation.result, indent=2)

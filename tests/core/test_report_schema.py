@@ -138,7 +138,8 @@ def test_run_json_is_a_run_summary(run_dir: Path) -> None:
     assert (hello["total_turns"], hello["visible_turns"], hello["has_final_reply"]) == (2, 4, True)
     assert summary["agent_cost_usd"] == pytest.approx(0.007 * 4) and summary["eval_overhead_cost_usd"] is None
     agentless = next(row for row in summary["task_results"] if row["task_id"] == "pass")
-    assert (agentless["input_tokens"], agentless["iterations"], agentless["iteration_count"]) == (None, [], 0)
+    assert (agentless["input_tokens"], agentless["iteration_count"], agentless["actual_commands"]) == (None, 1, 0)
+    assert [iteration["command_count"] for iteration in agentless["iterations"]] == [0]  # coder_eval's one
 
 
 def test_task_json_is_an_evaluation_result(run_dir: Path) -> None:
@@ -158,7 +159,7 @@ def test_task_json_is_an_evaluation_result(run_dir: Path) -> None:
     )
     assert first["details"] == "path: nowhere.txt; exists: false" and first["evidence"]["exists"] is False
     assert (first["gating"], informational["gating"]) == (True, False)
-    assert failing["command_stats"] is None and failing["actual_commands"] is None  # no agent ran: coder_eval's null
+    assert failing["command_stats"]["total_commands"] == 0 and failing["actual_commands"] == 0  # agentless: zeros
     has(failing["task_config"], TASK_CONFIG)
     assert (
         failing["task_config"]["resolved"]["task_id"] == "fail"
@@ -315,3 +316,22 @@ def test_evaluate_refuses_what_it_cannot_grade(run_dir: Path, tmp_path: Path) ->
     )
     missing = run_cli("evaluate", tasks / "pass.yaml", tmp_path / "absent", "--run-dir", tmp_path / "ev")
     assert missing.code == 2 and "not a directory to grade" in missing.err
+
+
+def test_details_say_what_a_passing_check_found_missing() -> None:
+    """An empty list is evidence (nothing missing); only absent values are left out of the details text."""
+    from coder_eval_dagster.core.models.results import CriterionResult
+
+    found = {"missing_includes": [], "present_excludes": [], "resolved": None}
+    result = CriterionResult(
+        index=0,
+        type="file_contains",
+        description="d",
+        score=1.0,
+        passed=True,
+        gating=True,
+        weight=1.0,
+        pass_threshold=0.9,
+        details=found,
+    )
+    assert result.details_text == "missing_includes: []; present_excludes: []"

@@ -1,7 +1,7 @@
 """What a run records where the guide and coder_eval 0.12.16 say how, through the installed CLI.
 
 A replayed call of a tool the agent was not given is refused (a live agent's
-CLI refuses it); command statistics are coder_eval's (none without an agent,
+CLI refuses it); command statistics are coder_eval's (zeros for an agentless task,
 the most common three calls within one turn); a criterion whose check failed
 passes at ``pass_threshold: 0`` (the guide's rule); a resume that ran nothing
 keeps the run's end; a rescore says that post_run left the sandbox it grades;
@@ -74,9 +74,13 @@ def test_a_run_records_tools_statistics_thresholds_and_times_as_coder_eval(syste
     assert cleaned["final_status"] == "SUCCESS"  # the erroring check at threshold 0 passes, as the guide says
     assert [c["passed"] for c in cleaned["success_criteria_results"]] == [True, True]
     assert cleaned["success_criteria_results"][1]["error"]
-    assert cleaned["command_stats"] is None and cleaned["actual_commands"] is None  # no agent ran
+    # agentless: coder_eval 0.12.16 records the agent stage's one iteration, with no call, and zero statistics
+    assert (cleaned["iteration_count"], cleaned["actual_commands"]) == (1, 0)
+    assert [len(iteration["commands"]) for iteration in cleaned["iterations"]] == [0]
+    stats = cleaned["command_stats"]
+    assert (stats["total_commands"], stats["success_rate"], stats["avg_command_time_ms"]) == (0, 0.0, None)
     (row,) = [r for r in run.summary["task_results"] if r["task_id"] == "cleaned"]
-    assert row["actual_commands"] is None
+    assert (row["actual_commands"], row["iteration_count"], row["agent_wall_ms"]) == (0, 1, None)
 
     ended = run.summary["end_time"], run.summary["total_duration_seconds"]
     resumed = system_cli("run", "--resume", run.path, env={})

@@ -69,6 +69,9 @@ def test_rescore_reruns_the_criteria_of_a_stopped_evaluation_and_keeps_its_statu
     assert rescored.returncode == 1, rescored.stdout + rescored.stderr
     after = json.loads(result_file.read_text())
     assert after["final_status"] == status
+    # the evaluation's own time window is kept (docs/running.md, Durations); the rescore's is its own
+    assert (after["started_at"], after["completed_at"]) == (before["started_at"], before["completed_at"])
+    assert after["rescored_at"] > before["completed_at"]
     assert [(c["description"], c["score"]) for c in after["success_criteria_results"]] == [
         ("b.txt", 0.0),
         ("a.txt", 1.0),

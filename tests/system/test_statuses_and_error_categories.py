@@ -52,3 +52,7 @@ def test_an_evaluation_that_ended_before_its_verdict_names_coder_evals_error_cat
     }, outcome.output
     assert run.result("hook")["error_details"] == {"error_category": "sandbox_setup_error", "component": "sandbox"}
     assert run.result("verdict")["error_details"] is None
+    # the agent never started: coder_eval records no iteration and no command figures
+    hook = run.result("hook")
+    assert (hook["iteration_count"], hook["iterations"], hook["command_stats"]) == (0, [], None)
+    assert rows["hook"]["actual_commands"] is None and rows["verdict"]["actual_commands"] == 3

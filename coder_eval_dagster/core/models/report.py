@@ -184,7 +184,7 @@ class TaskRow(BaseModel):
             ]
             if iteration is not None
             else [],
-            agent_wall_ms=None if agent_s is None or iteration is None else round(agent_s * 1000, 1),
+            agent_wall_ms=None if agent_s is None or not result.trajectory else round(agent_s * 1000, 1),
             setup_ms=result.setup_ms,
             grading_ms=result.grading_ms,
             model_used=result.model,

@@ -405,14 +405,14 @@ class CriterionResult(BaseModel):
     @computed_field(alias="details")  # type: ignore[prop-decorator]  # mypy takes no decorator on a property
     @property
     def details_text(self) -> str | None:
-        """The evidence as one string, ``key: value; ...`` (the schema's ``details``); empty values left out. Text that
-        coder_eval wrote stays as it is."""
+        """The evidence as one string, ``key: value; ...`` (the schema's ``details``); None and "" left out, an empty
+        list kept (``missing_includes: []`` is what a pass found). Text that coder_eval wrote stays as it is."""
         written = self.details.get(self.TEXT)
         if isinstance(written, str) and self.details.keys() <= {self.TEXT, JUDGE_USAGE}:
             return written
         parts = []
         for key, value in self.details.items():
-            if value is None or value == "" or value == [] or value == {}:
+            if value is None or value == "":
                 continue
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
             parts.append(f"{key}: {text[: self.DETAIL_CHARS] + '…' if len(text) > self.DETAIL_CHARS else text}")
@@ -633,6 +633,9 @@ class EvaluationResult(BaseModel):
     pre_run_results: list[HookRun] = Field(default_factory=list)
     post_run_results: list[HookRun] = Field(default_factory=list)
     trajectory: list[TurnRecord] = Field(default_factory=list, exclude=True)  # written as ``iterations``
+    # The agent stage ran (an agentless task's too: coder_eval records its one iteration, with no call); False
+    # when the evaluation ended before it (a failed pre_run), where coder_eval records none.
+    agent_ran: bool = False
     prompt: str | None = Field(default=None, exclude=True)  # written as ``iterations[0].user_input``
     warnings: list[str] = Field(default_factory=list)
     environment_info: dict[str, Any] = Field(default_factory=dict)  # judge_transport: anthropic | bedrock | none
@@ -657,6 +660,7 @@ class EvaluationResult(BaseModel):
         data = dict(data)
         if "trajectory" not in data and isinstance(data.get("iterations"), list):
             data["trajectory"] = trajectory_of(data["iterations"])
+            data.setdefault("agent_ran", bool(data["iterations"]))
             data.setdefault("prompt", next((i.get("user_input") for i in data["iterations"]), None))
         if "total_token_usage" not in data and (data.get("input_tokens") or data.get("output_tokens")):
             data["total_token_usage"] = {
@@ -703,11 +707,12 @@ class EvaluationResult(BaseModel):
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
     def iterations(self) -> list[Iteration]:
-        """The agent's one iteration (none for an agentless task)."""
-        if not self.trajectory:
+        """The agent's one iteration (an agentless task's has no call); none when the agent stage never ran."""
+        if not self.agent_stage_ran:
             return []
         texts = [t.text for t in self.trajectory if t.text]
-        summary = self.trajectory[-1].result_summary  # the agent's own word on how the run's last exchange ended
+        # the agent's own word on how the run's last exchange ended
+        summary = self.trajectory[-1].result_summary if self.trajectory else None
         if summary is None and texts:
             summary = {"is_error": False, "subtype": "success", "stop_reason": None, "result": texts[-1]}
         failed = bool(summary and summary.get("is_error"))  # no final reply (has_final_reply), whatever text came
@@ -740,7 +745,13 @@ class EvaluationResult(BaseModel):
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
     def iteration_count(self) -> int:
-        return 1 if self.trajectory else 0
+        return 1 if self.agent_stage_ran else 0
+
+    @property
+    def agent_stage_ran(self) -> bool:
+        """What coder_eval records an iteration, the command figures and their statistics for (a result written
+        before ``agent_ran`` was recorded: an agent that made turns)."""
+        return self.agent_ran or bool(self.trajectory)
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
@@ -750,8 +761,8 @@ class EvaluationResult(BaseModel):
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
     def actual_commands(self) -> int | None:
-        """The agent's tool calls; None when no agent ran (coder_eval records it only then)."""
-        return sum(len(turn.calls) for turn in self.trajectory) if self.trajectory else None
+        """The agent's tool calls (0 for an agentless task); None when the agent stage never ran, as coder_eval."""
+        return sum(len(turn.calls) for turn in self.trajectory) if self.agent_stage_ran else None
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
@@ -773,8 +784,8 @@ class EvaluationResult(BaseModel):
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
     def command_stats(self) -> CommandStats | None:
-        """None when no agent ran, as coder_eval leaves it."""
-        return CommandStats.of(self.trajectory) if self.trajectory else None
+        """None when the agent stage never ran, as coder_eval leaves it (an agentless task's are zeros)."""
+        return CommandStats.of(self.trajectory) if self.agent_stage_ran else None
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
