@@ -30,7 +30,7 @@ ORDER BY run_date, variant_id;
 """
 
 FAILING_CRITERIA = """\
-SELECT base_task_id, criterion_index, any_value(description) AS description,
+SELECT base_task_id, criterion_index, min(description) FILTER (WHERE NOT passed) AS description,
        count(*) FILTER (WHERE NOT passed) AS failures,
        count(*) AS evaluated,
        avg((NOT passed)::INTEGER) AS failure_rate
