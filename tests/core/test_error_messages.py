@@ -64,15 +64,16 @@ def test_every_problem_of_a_file_in_one_pass(tmp_path: Path) -> None:
         description: d
         task_timeout: 100
         initial_prompt: hi
-        agent: {type: claude-code, max_turns: 5}
+        agent: {type: claude-code, max_turns: 5, bogus: 1}
         success_criteria: [{type: file_exists, path: a, description: d}]
         max_iterations: 2
         """,
     )
     lines = run_cli("validate", moved).err.strip().splitlines()
-    assert lines == [
+    assert lines == [  # a moved cap is said with the block's other problems, not instead of them
         f"{moved}:4: task_timeout: no longer supported here; it lives under run_limits.task_timeout",
         f"{moved}:6: agent.max_turns: no longer supported here; it lives under run_limits.max_turns",
+        f"{moved}:6: agent.bogus: unknown field (not part of the format)",
         f"{moved}:8: max_iterations: unknown field (not part of the format)",
     ]
 

@@ -722,7 +722,7 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
     ),
     (
         "cli-counts",
-        with_criteria({**CLI, "min_count": 0, "max_count": 0}),
+        with_criteria({**CLI, "verb": "x", "min_count": 0, "max_count": 0}),
         with_criteria({**CLI, "min_count": 3, "max_count": 1}),
         "success_criteria.0.max_count",
         "min_count",

@@ -26,6 +26,11 @@ NEVER_FAILS = (
     "or raise min_count for a positive assertion."
 )
 
+NO_FACET = (
+    "cli_called requires at least one of verb / verb_any_of / positional / flags / tool to match on "
+    "(or exact_positional: true): with none, every call in the log matches"
+)
+
 
 class CliCalled(CriterionBase, ArgvPattern):
     type: Literal["cli_called"]
@@ -40,6 +45,8 @@ class CliCalled(CriterionBase, ArgvPattern):
             raise rule_error("min_count", NEVER_FAILS)
         if self.max_count is not None and self.max_count < self.min_count:
             raise rule_error("max_count", f"must be >= min_count ({self.min_count})")
+        if not (self.verb or self.verb_any_of or self.positional or self.flags or self.tool or self.exact_positional):
+            raise rule_error("", NO_FACET)  # it would count every record of the log (coder_eval refuses it too)
         return self
 
 

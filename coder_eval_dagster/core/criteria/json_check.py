@@ -151,14 +151,18 @@ def _assertion_details(assertion: Assertion, passed: bool, actual: Any, error: s
 def schema_errors(schema: Any, data: Any) -> list[str]:
     """Messages of the data's schema violations; ``$ref`` resolves only inside the schema.
 
-    The schema may be written by the agent: an empty registry means no
+    The draft is the one the schema's ``$schema`` names (draft 3 to 2020-12), else 2020-12, as coder_eval's
+    ``jsonschema.validate`` picks it. The schema may be written by the agent: an empty registry means no
     reference reaches a host file (``file://``) or the network (``http://``).
     """
     import jsonschema  # here, not at import: a tenth of a second of every start-up otherwise
     from referencing import Registry
 
-    jsonschema.Draft202012Validator.check_schema(schema)
-    validator = jsonschema.Draft202012Validator(schema, registry=Registry())
+    cls: Any = jsonschema.Draft202012Validator
+    if isinstance(schema, dict) and isinstance(schema.get("$schema"), str):  # else 2020-12 says what is wrong
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
+    validator = cls(schema, registry=Registry())
     return [e.message for e in sorted(validator.iter_errors(data), key=str)]
 
 
@@ -182,7 +186,10 @@ def check(criterion: JsonCheck, ctx: CheckContext) -> Outcome:
     scores: list[float] = []
     details: dict[str, Any] = {**resolved, "valid_json": True}
     if criterion.json_schema:
-        schema = _load_json(ctx, criterion.json_schema)
+        schema_path, schema_resolved = ctx.resolve_file(criterion.json_schema)  # a glob, as `path` may be
+        if schema_resolved:
+            details["schema_resolved"] = schema_path
+        schema = _load_json(ctx, schema_path)
         try:
             errors = schema_errors(schema, data)
         except Exception as exc:
@@ -191,7 +198,7 @@ def check(criterion: JsonCheck, ctx: CheckContext) -> Outcome:
 
             if not isinstance(exc, Unresolvable | SchemaError):
                 raise
-            message = f"schema {criterion.json_schema}: {exc}"
+            message = f"schema {schema_path}: {exc}"
             if isinstance(exc, Unresolvable):
                 message += " (only references inside the schema are followed)"
             return Outcome(0.0, details, error=message)

@@ -14,9 +14,10 @@ from pydantic import (
     StringConstraints,
     ValidationError,
     ValidationInfo,
+    ValidatorFunctionWrapHandler,
     model_validator,
 )
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 # Task, row, variant and experiment ids become directory names (and Dagster
 # partition keys), so they keep to a safe alphabet that cannot spell ``.``,
@@ -103,18 +104,36 @@ MOVED_TO_RUN_LIMITS = {
 
 
 class RejectsMovedLimits(StrictModel):
-    """A block where run-time caps used to live: say where they live now."""
+    """A block where run-time caps used to live: say where they live now, with the block's other problems."""
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _reject_moved(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            moved = [(key, target) for key, target in MOVED_TO_RUN_LIMITS.items() if key in data]
-            if moved:
-                raise rule_errors(
-                    cls.__name__, [(key, f"no longer supported here; it lives under {target}") for key, target in moved]
-                )
-        return data
+    def _reject_moved(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        moved = [key for key in MOVED_TO_RUN_LIMITS if key in data] if isinstance(data, dict) else []
+        if not moved:
+            return handler(data)
+        problems = [
+            InitErrorDetails(
+                type=rule_error(key, f"no longer supported here; it lives under {MOVED_TO_RUN_LIMITS[key]}"),
+                loc=(),
+                input=None,
+            )
+            for key in moved
+        ]
+        try:
+            handler({key: value for key, value in data.items() if key not in moved})
+        except ValidationError as rest:
+            problems += [_raised_again(error) for error in rest.errors()]
+        raise ValidationError.from_exception_data(cls.__name__, problems)
+
+
+def _raised_again(error: ErrorDetails) -> InitErrorDetails:
+    """An error of a validation that failed, raised again beside others: its type, place, message and context kept
+    (the loader reads all four)."""
+    context = {**(error.get("ctx") or {}), "message": error["msg"]}
+    return InitErrorDetails(
+        type=PydanticCustomError(error["type"], "{message}", context), loc=error["loc"], input=error["input"]
+    )
 
 
 # The ``re`` flags a text pattern may take: IGNORECASE 2, LOCALE 4 (``re`` refuses it on text), MULTILINE 8, DOTALL 16,

@@ -75,10 +75,28 @@ class FlagPredicate(StrictModel):
         return next(name for name in PREDICATES if getattr(self, name) is not None)
 
 
+BLANK_VERB = (
+    "must not be blank: a blank verb is an empty prefix and matches every invocation (drop it to match any verb)"
+)
+
+
+def _no_flag_token(field: str, tokens: list[str]) -> None:
+    """Refuse a verb token the matcher reads as a flag (``--all``, ``-f``, ``--``): a verb is compared with the
+    non-flag arguments only, so such a verb could never match (and a ``max_count: 0`` guard on it always passes)."""
+    for token in tokens:
+        if token.startswith("-") and token != "-":
+            name = token.lstrip("-").split("=")[0] or "<name>"
+            raise rule_error(
+                field,
+                f"verb token {token!r} looks like a flag. A verb matches only the non-flag arguments, so a flag "
+                f"inside it can never match. Put it in flags: instead, e.g. flags: {{{name}: {{present: true}}}}",
+            )
+
+
 class ArgvPattern(StrictModel):
     """Verb (or alternative verbs), positionals and flag predicates, all ANDed; unmentioned flags are ignored."""
 
-    verb: str | list[str] = ""
+    verb: str | list[str] | None = None  # None: any verb; a blank one is refused (it would match every call)
     verb_any_of: list[str] | None = None
     positional: list[str] = Field(default_factory=list)
     exact_positional: bool = False
@@ -93,6 +111,8 @@ class ArgvPattern(StrictModel):
         """Each accepted verb as its tokens (one empty verb: any invocation)."""
         if self.verb_any_of is not None:
             return [spelling.split() for spelling in self.verb_any_of]
+        if self.verb is None:
+            return [[]]
         return [self.verb.split() if isinstance(self.verb, str) else list(self.verb)]
 
     @model_validator(mode="after")
@@ -117,13 +137,24 @@ class ArgvPattern(StrictModel):
         return self
 
     def _check_verbs(self) -> None:
-        """verb_any_of: instead of verb, never empty or blank, and no entry that another one already covers."""
+        """A verb is never blank nor holds a flag; verb_any_of: instead of verb, never empty or blank, and no entry
+        that another one already covers (as coder_eval refuses them: each would match what it does not say).
+
+        Run on each row's filled-in criterion too, so a ``${row.verb}`` a row leaves blank is refused for that row.
+        """
         if self.verb_any_of is None:
+            if self.verb is not None:
+                tokens = self.verbs[0]
+                if not tokens:
+                    raise rule_error("verb", BLANK_VERB)
+                _no_flag_token("verb", tokens)
             return
-        if self.verb:
+        if self.verb is not None:
             raise rule_error("verb_any_of", "set verb or verb_any_of, not both")
         if not self.verb_any_of or any(not spelling.split() for spelling in self.verb_any_of):
             raise rule_error("verb_any_of", "must list whole verbs, none of them blank (drop it to match any verb)")
+        for index, tokens in enumerate(self.verbs):
+            _no_flag_token(f"verb_any_of.{index}", tokens)
         for first, second in itertools.combinations(self.verbs, 2):
             shorter, longer = sorted((first, second), key=len)
             if longer[: len(shorter)] == shorter:

@@ -1,0 +1,101 @@
+"""json_check and cli_called through the installed ``coder-eval``, as coder_eval 0.12.16 reads the same task files.
+
+Checked against the released 0.12.16: the json_check task below scores 1 on both criteria there (a draft-04 schema
+validated as draft-04, a ``json_schema`` glob resolved to its one file); it scored 0 on both here. The cli_called
+forms below are refused there at load; here they loaded, and the guard passed on a log holding the very call.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ..support.helpers import write
+from .conftest import SystemCli
+
+pytestmark = pytest.mark.slow
+
+JSON_TASK = r"""
+task_id: schemas
+description: a draft-04 schema, named by a glob
+agent: {type: none}
+sandbox: {driver: tempdir, python: null}
+pre_run:
+  - command: |
+      mkdir -p schemas && printf '{"n": 5}' > data.json
+      printf '%s' '{"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+        "properties": {"n": {"type": "number", "maximum": 10, "exclusiveMaximum": true}}}' > schemas/v1.json
+success_criteria:
+  - {type: json_check, path: data.json, json_schema: schemas/v1.json, description: draft-04}
+  - {type: json_check, path: data.json, json_schema: "schemas/*.json", description: glob}
+"""
+
+GUARD_TASK = r"""
+task_id: guard
+description: a flag written into the verb
+agent: {type: none}
+sandbox: {driver: tempdir, python: null}
+pre_run:
+  - command: |
+      printf '%s\n' '{"tool": "uip", "argv": ["del", "--all"], "exit": 0}' > calls.jsonl
+success_criteria:
+  - type: cli_called
+    description: never deleted everything
+    log: calls.jsonl
+    verb: "del --all"
+    min_count: 0
+    max_count: 0
+"""
+
+REFUSED_TASK = """
+task_id: refused
+description: cli_called forms coder_eval refuses
+agent: {type: none}
+sandbox: {python: null}
+success_criteria:
+  - {type: cli_called, log: calls.jsonl, verb: "", positional: [x], description: blank}
+  - {type: cli_called, log: calls.jsonl, verb_any_of: [list, "rm -rf"], description: flag}
+  - {type: cli_called, log: calls.jsonl, description: nothing to match}
+"""
+
+
+def test_a_draft_04_schema_and_a_schema_glob_score_as_in_coder_eval(tmp_path: Path, system_cli: SystemCli) -> None:
+    task = write(tmp_path / "schemas.yaml", JSON_TASK)
+    outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 0, outcome.output
+    results = run.result("schemas")["success_criteria_results"]
+    assert [(r["description"], r["score"], r["error"]) for r in results] == [
+        ("draft-04", 1.0, None),
+        ("glob", 1.0, None),
+    ], results
+    assert "schema_resolved: schemas/v1.json" in results[1]["details"], results[1]
+
+
+def test_a_flag_in_a_guards_verb_is_refused_before_anything_runs(tmp_path: Path, system_cli: SystemCli) -> None:
+    task = write(tmp_path / "guard.yaml", GUARD_TASK)
+    outcome = system_cli("run", task, "--runs-dir", system_cli.runs, env={})
+    assert outcome.code == 2, outcome.output  # it ran and passed, on a log holding exactly that call
+    assert (
+        f"{task}:13: success_criteria.0.verb: verb token '--all' looks like a flag. A verb matches only the "
+        "non-flag arguments, so a flag inside it can never match. Put it in flags: instead, "
+        "e.g. flags: {all: {present: true}}"
+    ) in outcome.err, outcome.output
+    assert not system_cli.runs.exists()
+
+
+def test_cli_called_forms_coder_eval_refuses_are_refused_naming_file_line_field(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    task = write(tmp_path / "refused.yaml", REFUSED_TASK)
+    outcome = system_cli("validate", task, env={})
+    assert outcome.code == 1, outcome.output
+    assert (
+        f"{task}:7: success_criteria.0.verb: must not be blank: a blank verb is an empty prefix and matches every "
+        "invocation"
+    ) in outcome.err, outcome.output
+    assert f"{task}:8: success_criteria.1.verb_any_of.1: verb token '-rf' looks like a flag." in outcome.err
+    assert (
+        f"{task}:9: success_criteria.2: cli_called requires at least one of verb / verb_any_of / positional / "
+        "flags / tool to match on"
+    ) in outcome.err, outcome.output
