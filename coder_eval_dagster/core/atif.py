@@ -4,8 +4,12 @@ Out (``coder-eval export RUN_DIR --format atif``): the opening prompt and a
 dialog's user messages are user steps; each agent turn is an agent step with
 its text as the message, its tool calls (parameters as arguments; status
 and duration in the call's ``extra``), what each returned as the step's
-observation, and its usage as the step's metrics, where ``prompt_tokens``
-counts the whole prompt (cache reads and writes included) as ATIF defines.
+observation, the working folder the agent saw (``/sandbox``) as the step's
+``extra.cwd``, and its usage as the step's metrics, where ``prompt_tokens``
+counts the whole prompt (cache reads and writes included) as ATIF defines
+and ``extra.cost_source`` says where the cost came from (``reported`` with
+no ``cost_usd``: a turn whose cost the agent reported on a later turn, as
+Claude Code reports one figure per exchange, on its last turn).
 
 In (the replay agent, ``trajectory: FILE.json``): a file whose
 ``schema_version`` says ATIF plays as a replay trajectory: each agent step
@@ -14,7 +18,10 @@ is a turn, its tool calls the turn's calls (Claude Code's ``file_path``,
 ``new``; an absolute path inside the session's working folder becomes
 relative to the sandbox), user steps after the first agent step are a
 dialog's user messages; system steps, copied context and observations are
-not replayed (the calls run again and make their own).
+not replayed (the calls run again and make their own). A step's
+``metrics.extra.cost_source`` (``reported``, ``priced``), where an export
+wrote it, stays the turn's: the replay reports the usage and cost the run
+it came from did.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -31,6 +38,7 @@ from .models import atif
 from .models.results import EvaluationResult, ToolCallRecord, TurnRecord
 from .models.trajectory import ToolCall, Trajectory, TrajectoryTurn, TurnUsage
 from .problems import UNKNOWN_FIELD, InvalidInput, Loc, Problem, problems_from_validation
+from .sandbox.holder import SANDBOX_PATH
 from .transcript import UserMessage, conversation
 from .version import PACKAGE, framework_version
 
@@ -38,6 +46,8 @@ LineOf = Callable[[Loc], int]
 # Claude Code's parameter names -> the replay's, for the tools the replay really runs.
 REPLAY_NAMES = {"file_path": "path", "old_string": "old", "new_string": "new"}
 FILE_TOOLS = ("Read", "Write", "Edit")
+# Where every sandbox driver shows the sandbox to its commands and agents: the working folder an export records.
+WORKING_FOLDER = str(SANDBOX_PATH)
 
 
 def is_atif(data: Any) -> bool:
@@ -143,7 +153,18 @@ def _usage(metrics: atif.Metrics | None) -> TurnUsage | None:
         cache_read_input_tokens=read,
         cache_creation_input_tokens=written,
         cost_usd=metrics.cost_usd,
+        cost_source=_kept_source(metrics),
     )
+
+
+def _kept_source(metrics: atif.Metrics) -> Literal["reported", "priced"] | None:
+    """The cost source an export of ours recorded (``metrics.extra.cost_source``): ``reported`` (with a cost, or
+    none: a later turn's reported cost covers this one), ``priced`` beside a cost; None for anything else (no
+    source, ``unknown``: the replay prices the turn)."""
+    source = (metrics.extra or {}).get("cost_source")
+    if source == "reported":
+        return "reported"
+    return "priced" if source == "priced" and metrics.cost_usd is not None else None
 
 
 # ----------------------------------------------------------------------------- out: evaluation -> ATIF
@@ -158,7 +179,12 @@ def to_atif(result: EvaluationResult, prompt: str | None = None) -> atif.Traject
     steps = [_step(number, entry) for number, entry in enumerate([*opening, *entries], start=1)]
     return atif.Trajectory(
         session_id=f"{result.run_id}/{result.variant_id}/{result.task_id}/{replicate_name(result.replicate)}",
-        agent=atif.Agent(name=result.agent_type, version=framework_version(), model_name=result.model),
+        agent=atif.Agent(
+            name=result.agent_type,
+            version=framework_version(),
+            model_name=result.model,
+            extra={"cwds": [WORKING_FOLDER]},
+        ),
         steps=steps,
         final_metrics=_final_metrics(result.trajectory, len(steps)),
         extra={
@@ -183,6 +209,7 @@ def _step(number: int, entry: UserMessage | TurnRecord) -> atif.Step:
         tool_calls=[_tool_call(call) for call in entry.calls] or None,
         observation=atif.Observation(results=[_returned(call) for call in entry.calls]) if entry.calls else None,
         metrics=_metrics(entry),
+        extra={"cwd": WORKING_FOLDER},  # where the agent's absolute paths are (Harbor's producers record it so)
     )
 
 
@@ -203,13 +230,17 @@ def _metrics(turn: TurnRecord) -> atif.Metrics | None:
     counts = (turn.input_tokens, turn.output_tokens, turn.cache_read_input_tokens, turn.cache_creation_input_tokens)
     if not any(counts) and turn.cost_usd is None:
         return None
-    written = turn.cache_creation_input_tokens
+    extra: dict[str, Any] = {}
+    if turn.cache_creation_input_tokens:
+        extra["cache_creation_input_tokens"] = turn.cache_creation_input_tokens
+    if turn.cost_source is not None:  # reported with no cost_usd: the exchange's last turn reported this one's
+        extra["cost_source"] = turn.cost_source
     return atif.Metrics(
         prompt_tokens=_prompt_tokens(turn),
         completion_tokens=turn.output_tokens,
         cached_tokens=turn.cache_read_input_tokens,
         cost_usd=turn.cost_usd,
-        extra={"cache_creation_input_tokens": written} if written else None,
+        extra=extra or None,
     )
 
 

@@ -47,6 +47,7 @@ def test_the_rfc_example_replays_its_calls_and_usage() -> None:
         "cache_read_input_tokens": 200,
         "cache_creation_input_tokens": 0,
         "cost_usd": 0.00045,
+        "cost_source": None,  # the RFC's example says none: the figure is the session's own
     }
     assert last.calls == [] and last.text is not None and last.text.startswith("As of October 11, 2025")
 

@@ -22,7 +22,7 @@ from typing import Any
 from ..files import MiB, open_beneath, read_capped_fd, write_all
 from ..limits import COST_BUDGET_EXCEEDED, BudgetTracker
 from ..models.results import FinalStatus, ToolCallRecord, ToolCallStatus, TurnRecord
-from ..models.trajectory import ToolCall, Trajectory, TrajectoryTurn
+from ..models.trajectory import ToolCall, Trajectory, TrajectoryTurn, TurnUsage
 from ..resolution import load_trajectory
 from ..sandbox.base import Sandbox
 from ..sandbox.mocks import agent_command
@@ -46,8 +46,34 @@ EDIT_CAP = 64 * MiB  # what Edit reads of a file (a larger one is an error, not 
 
 
 def _open(sandbox: Sandbox, params: dict[str, Any], flags: int, make_parents: bool = False) -> int:
-    links_at = PurePosixPath(sandbox.workdir)
-    return open_beneath(sandbox.root, str(params["path"]), flags, links_at, make_parents)
+    links_at, path = PurePosixPath(sandbox.workdir), str(params["path"])
+    relative = beneath(path, links_at)
+    try:
+        return open_beneath(sandbox.root, relative, flags, links_at, make_parents)
+    except (OSError, ValueError) as exc:  # (UnreadableFile is a ValueError) named by the path the call gave
+        if relative != path:
+            _rename(exc, relative, path)
+        raise
+
+
+def _rename(exc: OSError | ValueError, relative: str, path: str) -> None:
+    """``exc`` about ``relative`` made to name ``path``, the same file as the call named it."""
+    if isinstance(exc, OSError) and exc.filename == relative:
+        exc.filename = path
+    elif len(exc.args) == 1 and isinstance(exc.args[0], str):
+        exc.args = (exc.args[0].replace(repr(relative), repr(path)).replace(f": {relative}", f": {path}"),)
+
+
+def beneath(path: str, workdir: PurePosixPath) -> str:
+    """A call's path relative to the sandbox: an absolute one inside the folder the sandbox's commands see as their
+    working folder (``/sandbox/app.py``, as Claude Code writes them) is the same file as one relative to it; any
+    other absolute path is left as given, and ``open_beneath`` refuses it (as a ``..`` above the sandbox)."""
+    if not path.startswith("/"):
+        return path
+    try:
+        return PurePosixPath(path).relative_to(workdir).as_posix()
+    except ValueError:
+        return path
 
 
 def _write(params: dict[str, Any], sandbox: Sandbox) -> tuple[ToolCallStatus, str | None]:
@@ -117,6 +143,9 @@ class Replay:
         self.trajectory = trajectory
         self.output = AgentOutput()
         self.budget = BudgetTracker(agent_input.limits)
+        # Turns whose cost the recording says a later turn reported (Claude Code's, exported to ATIF: one figure per
+        # exchange, on its last turn), that turn not played yet: priced at the end if it never is, as a live agent's.
+        self.awaiting_cost: list[TurnRecord] = []
 
     def time_left(self, turn_started: float) -> float | None:
         """Seconds until the turn or the task times out (None: no limit)."""
@@ -157,6 +186,9 @@ class Replay:
         return self.conclude()
 
     def conclude(self) -> AgentOutput:
+        for turn in self.awaiting_cost:  # cut off before the turn that reported their cost
+            turn.cost_source = None
+            self.input.price(turn)
         return self.output.conclude(self.budget, None, None, self.input.limits.max_turns)
 
     def play_turn(self, index: int, turn: TrajectoryTurn) -> bool:
@@ -171,10 +203,7 @@ class Replay:
         if finished:
             record.text = turn.text  # a turn cut short never reached its final words, as a live agent's would not
         if turn.usage is not None:
-            record = record.model_copy(update=turn.usage.model_dump())
-            if turn.usage.cost_usd is not None:
-                record.cost_source = "reported"  # the recorded session's own figure
-            self.input.price(record)
+            self.use(record, turn.usage)
         record.ended_at = time.time()
         self.output.open_turn(record)
         stopped = self.output.early_stop_reason or self.output.stop_reason == "max_tool_calls"
@@ -186,6 +215,22 @@ class Replay:
             self.stop(budget_stop_reason(breach), breach, f"run_limits {what} budget exceeded after turn {index}")
             return False
         return True
+
+    def use(self, record: TurnRecord, usage: TurnUsage) -> None:
+        """The recorded usage and cost on ``record``: a cost is the recorded session's own figure (``reported``, or
+        ``priced`` where the recording says its run priced it); a turn without one is priced at the run's prices,
+        unless the recording says a later turn reported it (``reported`` without a cost: Claude Code's one figure
+        per exchange, on its last turn)."""
+        for name, value in usage.model_dump().items():
+            setattr(record, name, value)
+        if record.cost_usd is not None:
+            record.cost_source = record.cost_source or "reported"
+            if record.cost_source == "reported":
+                self.awaiting_cost.clear()  # its figure covers the turns before it that had none
+        elif record.cost_source == "reported":
+            self.awaiting_cost.append(record)
+        else:
+            self.input.price(record)
 
     def play_calls(self, index: int, turn: TrajectoryTurn, record: TurnRecord, started: float) -> bool:
         """Play the turn's calls into ``record``; False when a time limit, the tool-call cap or the watcher cut the

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
@@ -25,6 +25,10 @@ class TurnUsage(StrictModel):
     cache_read_input_tokens: int = Field(default=0, ge=0)
     cache_creation_input_tokens: int = Field(default=0, ge=0)
     cost_usd: float | None = Field(default=None, ge=0)
+    # Where the recorded cost came from: ``reported`` (the agent's own figure; without cost_usd, a later turn's
+    # figure covers this one, as Claude Code reports one per exchange) or ``priced`` (the recording run priced it).
+    # None: a cost_usd is the recorded session's own figure, and a turn without one is priced at the run's prices.
+    cost_source: Literal["reported", "priced"] | None = None
 
 
 def _misspelt(name: str, given: list[str]) -> str:
