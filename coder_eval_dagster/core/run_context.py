@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as NotYet
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .budget import RunBudget
 from .credentials import Credentials
@@ -37,6 +40,12 @@ if TYPE_CHECKING:
 ProgressSink = Callable[[str, dict[str, Any]], None]
 # Agent types whose model calls go through the run's Anthropic route (codex has its own key and endpoint).
 ROUTED_AGENT_TYPES = frozenset({"claude-code"})
+POLL_S = 0.2  # how often a waiting model call looks at the run's interrupt
+Answer = TypeVar("Answer")
+
+
+class CallAbandoned(Exception):
+    """A model call the run stopped waiting for: interrupted, or no answer within its time, retries included."""
 
 
 def no_progress(event: str, info: dict[str, Any]) -> None:
@@ -113,6 +122,30 @@ class RunContext:
             if key not in self._clients:
                 self._clients[key] = self.route.new_client(max_retries, timeout)
             return self._clients[key]
+
+    def model_call(self, call: Callable[[], Answer], within_s: float) -> Answer:
+        """``call()`` (an anthropic SDK request, blocking, its retries inside) as the run waits for it: ended by
+        the run's interrupt, and after ``within_s`` over all its attempts. The SDK retries a request that timed
+        out as any other, so one stalled endpoint held a judge for four times its timeout, and Ctrl-C waited for
+        it. A call given up on ends in its own thread, unheard (the thread does not keep the process alive)."""
+        answer: Future[Answer] = Future()
+
+        def work() -> None:
+            try:
+                answer.set_result(call())
+            except BaseException as exc:  # (handed to the waiting thread, which raises it)
+                answer.set_exception(exc)
+
+        threading.Thread(target=work, name="model-call", daemon=True).start()
+        ends = time.monotonic() + within_s
+        while True:
+            try:
+                return answer.result(timeout=POLL_S)
+            except NotYet:
+                if self.interrupt.is_set():
+                    raise CallAbandoned("the run was interrupted") from None
+                if time.monotonic() >= ends:
+                    raise CallAbandoned(f"no answer within {within_s:g} s, its retries included") from None
 
     @contextmanager
     def agent_route(self, host: str) -> Iterator[ApiRoute]:

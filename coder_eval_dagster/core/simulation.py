@@ -139,7 +139,8 @@ class ModelUser:
         missing = self.run.route.missing_credentials()
         if missing:
             raise RuntimeError(missing)
-        message = self.run.model_client(MAX_RETRIES, CALL_TIMEOUT_S).messages.create(**self.request(dialog))
+        create, body = self.run.model_client(MAX_RETRIES, CALL_TIMEOUT_S).messages.create, self.request(dialog)
+        message = self.run.model_call(lambda: create(**body), CALL_TIMEOUT_S)
         text = "\n".join(block.text for block in message.content if getattr(block, "type", None) == "text")
         usage = self.run.prices.priced(self.model, message_usage(message.usage), self.run.route.backend)
         return Utterance(text, usage)

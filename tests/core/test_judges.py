@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from pydantic import ValidationError
 
 from coder_eval_dagster.core import routing
 from coder_eval_dagster.core.check_context import CheckContext
+from coder_eval_dagster.core.credentials import Credentials
 from coder_eval_dagster.core.criteria import llm_judge
 from coder_eval_dagster.core.criteria.agent_judge import AgentJudge
 from coder_eval_dagster.core.criteria.file_exists import FileExists
@@ -36,7 +38,7 @@ from coder_eval_dagster.core.criteria.reference_comparison import check as compa
 from coder_eval_dagster.core.criteria.reuse import reused
 from coder_eval_dagster.core.models.results import EvaluationResult
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
-from coder_eval_dagster.core.run_context import RunContext
+from coder_eval_dagster.core.run_context import CallAbandoned, RunContext
 from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
 
 from ..support.fake_anthropic import API_KEY, Script, Turn
@@ -608,3 +610,21 @@ def test_a_staged_reference_swapped_for_a_link_meanwhile_never_leaks(tmp_path: P
         swapper.kill()
         swapper.wait()
     assert seen and not any(seen)
+
+
+def test_a_model_call_is_given_up_past_its_time_or_at_the_runs_interrupt() -> None:
+    """The SDK retries a timed-out request as any other: the run bounds the whole call, and its interrupt ends the
+    wait at once; an answer or an error of the call's own comes back as it is."""
+    context = RunContext(routing.ApiRoute("direct", secret="k"), Credentials())
+    assert context.model_call(lambda: "verdict", 5) == "verdict"
+    with pytest.raises(ZeroDivisionError):
+        context.model_call(lambda: 1 / 0, 5)
+    started = time.monotonic()
+    with pytest.raises(CallAbandoned, match=r"no answer within 0\.5 s, its retries included"):
+        context.model_call(lambda: time.sleep(30), 0.5)
+    assert time.monotonic() - started < 2
+    threading.Timer(0.3, context.interrupt.raise_now).start()
+    started = time.monotonic()
+    with pytest.raises(CallAbandoned, match="interrupted"):
+        context.model_call(lambda: time.sleep(30), 300)
+    assert time.monotonic() - started < 2

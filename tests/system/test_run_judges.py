@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +13,16 @@ import pytest
 from genai_prices import Usage, calc_price
 
 from ..support.fake_anthropic import Script, Turn
-from .conftest import SystemCli, agent_usage, anthropic_environment, carried, new_key, no_key_anywhere, replay_task_file
+from .conftest import (
+    SystemCli,
+    agent_usage,
+    anthropic_environment,
+    carried,
+    new_key,
+    no_key_anywhere,
+    replay_task_file,
+    stop_group,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -199,3 +212,32 @@ def test_a_verdict_score_outside_0_1_is_clamped_for_both_judges(
     criteria = run.result("clamped")["success_criteria_results"]
     assert [(c["score"], c["passed"], c["error"]) for c in criteria] == [(1.0, True, None), (0.0, False, None)]
     assert run.result("clamped")["final_status"] == "FAILURE"
+
+
+def test_ctrl_c_ends_a_run_whose_judge_waits_on_a_stalled_model(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    """The judge's model call is waited for, not sat in: the first Ctrl-C ends the run (it waited for the call's
+    timeout, five minutes, and then its retries) and no verdict is written for the interrupted scoring."""
+    fake = scripted_anthropic(Script([], verdict={"score": 1.0, "rationale": "ok"}, latency_s=120))
+    task = replay_task_file(
+        tmp_path / "tasks",
+        "stalled",
+        [{"calls": [{"tool": "Write", "path": "a.txt", "content": "a"}], "text": "done"}],
+        success_criteria=[{"type": "llm_judge", "description": "llm", "prompt": "1.0 if a.txt exists."}],
+    )
+    env = anthropic_environment(fake.url, new_key())
+    process = system_cli.start("run", task, "--runs-dir", tmp_path / "runs", env=env, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not fake.script.requests and time.monotonic() < deadline:  # the judge's call is on its way
+            time.sleep(0.2)
+        assert fake.script.requests, "the judge never called the model"
+        interrupted = time.monotonic()
+        os.killpg(process.pid, signal.SIGINT)
+        assert process.wait(timeout=60) == 130
+        assert time.monotonic() - interrupted < 15
+    finally:
+        stop_group(process)
+    assert len(fake.script.requests) == 1  # no retry started after the interrupt
+    assert not list((tmp_path / "runs").glob("latest/default/stalled/00/task.json"))  # resumable, not a verdict

@@ -94,13 +94,16 @@ def call_model(run: JudgeRun, criterion: LlmJudge, context: RunContext) -> None:
     """The model call and its verdict into ``run`` (an API failure or a bad verdict sets its error)."""
     import anthropic
 
+    from ..run_context import CallAbandoned
+
     started = time.monotonic()
     body = request(criterion, context.route, run.prompt)
+    create = context.model_client(MAX_RETRIES, CALL_TIMEOUT_S).messages.with_raw_response.create
     try:
         with context.judges.slot():
-            raw = context.model_client(MAX_RETRIES, CALL_TIMEOUT_S).messages.with_raw_response.create(**body)
+            raw = context.model_call(lambda: create(**body), CALL_TIMEOUT_S)
             message = raw.parse()
-    except anthropic.APIError as exc:
+    except (anthropic.APIError, CallAbandoned, ValueError) as exc:  # ValueError: a 200 whose body is no message
         retried = MAX_RETRIES if _retryable(exc) else 0
         run.usage = judge_usage(TokenUsage(), time.monotonic() - started, retried)
         run.error = f"judge call failed: {type(exc).__name__}: {exc}"
