@@ -108,10 +108,11 @@ def judged(value: float) -> float:
 
 
 def _result_of(result: EvaluationResult, index: int) -> tuple[float | None, str]:
-    """The criterion's score on this row (None: it never ran) and its observed label."""
+    """The criterion's score on this row (None: it never ran, or its judge gave no answer) and its observed label."""
     for criterion in result.criteria:
         if criterion.index == index:
-            return criterion.score, criterion.observed_label or NONE_LABEL
+            score = criterion.score if criterion.evaluation_status == "evaluated" else None
+            return score, criterion.observed_label or NONE_LABEL
     return None, NONE_LABEL
 
 

@@ -241,3 +241,30 @@ def test_ctrl_c_ends_a_run_whose_judge_waits_on_a_stalled_model(
         stop_group(process)
     assert len(fake.script.requests) == 1  # no retry started after the interrupt
     assert not list((tmp_path / "runs").glob("latest/default/stalled/00/task.json"))  # resumable, not a verdict
+
+
+def test_a_judge_that_gave_no_answer_is_left_out_of_the_suite_metrics(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    """A judge outage on one row of four: the row's criterion scores 0 with the error (the guide's rule), but it was
+    not judged, so the suite's mean is over the three judged rows and its completion_rate falls to 0.75, as
+    coder_eval's does (its outage is an ERROR row): a completion gate catches an outage."""
+    fake = scripted_anthropic(Script([], verdict={"score": 1.0, "rationale": "ok"}, fail_first=4, fail_status=500))
+    judge = {"type": "llm_judge", "description": "llm", "prompt": "1.0 if a.txt exists."}
+    task = replay_task_file(
+        tmp_path / "tasks",
+        "judged",
+        [{"calls": [{"tool": "Write", "path": "a.txt", "content": "a"}], "text": "done"}],
+        dataset={"rows": [{"id": f"r{n}"} for n in range(4)]},
+        success_criteria=[judge | {"suite_thresholds": {"mean": 0.9, "completion_rate": 1.0}}],
+    )
+    env = anthropic_environment(fake.url, new_key())
+    outcome, run = system_cli.run(task, "--judge-concurrency", "1", env=env)
+
+    assert outcome.code == 1, outcome.output
+    rows = [run.result(f"judged/r{n}") for n in range(4)]
+    statuses = sorted(criterion["evaluation_status"] for row in rows for criterion in row["success_criteria_results"])
+    assert statuses == ["evaluated"] * 3 + ["not_evaluated"], outcome.output
+    (entry,) = run.summary["suite"]
+    assert (entry["metrics"]["mean"], entry["metrics"]["completion_rate"]) == (1.0, 0.75)
+    assert {t["metric"]: t["passed"] for t in entry["thresholds"]} == {"mean": True, "completion_rate": False}

@@ -273,9 +273,11 @@ def run_agent(run: JudgeRun, criterion: AgentJudge, ctx: CheckContext, config: A
             asyncio.run(within(converse(options, run.prompt, transcript), criterion.turn_timeout))
     except TimeoutError:
         run.error = f"the judge agent exceeded turn_timeout ({criterion.turn_timeout:g} s)"
+        run.unavailable = True
     except Exception as exc:  # the CLI missing or failing, an SDK error: this criterion scores 0
         said = "; ".join(line for line in transcript.stderr if line)
         run.error = f"the judge agent failed: {type(exc).__name__}: {exc}" + (f" (CLI stderr: {said})" if said else "")
+        run.unavailable = True
     record_result(run, transcript, time.monotonic() - started, ctx.run)
 
 
@@ -291,6 +293,7 @@ def record_result(run: JudgeRun, transcript: Transcript, seconds: float, context
         return
     if result is not None and result.is_error and result.subtype != "error_max_turns":
         run.error = f"the judge agent ended with an error: {result.result or result.subtype}"
+        run.unavailable = True  # (its model API failed: the CLI's own error result)
         return
     if result is not None and result.subtype == "error_max_turns" and not run.verdict.strip():
         run.error = "the judge agent used its max_turns before giving a verdict"  # (not "'' is no JSON verdict")

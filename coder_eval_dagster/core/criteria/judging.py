@@ -236,6 +236,9 @@ def write_transcript(
     return name
 
 
+UNAVAILABLE = "unavailable"  # the evidence key of a judge that gave no answer (see JudgeRun.unavailable)
+
+
 @dataclass
 class JudgeRun:
     """One judge call as it went: what it was shown, what it said, what it cost."""
@@ -251,6 +254,9 @@ class JudgeRun:
     rationale: str | None = None
     findings: list[str] = field(default_factory=list)
     error: str | None = None
+    # The judge gave no answer (its model call or agent failed): this row was not judged, so the suite metrics leave
+    # it out (``CriterionResult.evaluation_status``), as coder_eval leaves out the row its outage made an ERROR.
+    unavailable: bool = False
     key: VerdictKey | None = None  # the call's hashes, kept in the evidence for a later scoring to reuse it
 
     def take_verdict(self, read: Callable[[], dict[str, Any]]) -> None:
@@ -273,6 +279,8 @@ class JudgeRun:
             details["degraded"] = self.notes
         if self.key is not None:
             details.update(self.key.evidence())
+        if self.unavailable:
+            details[UNAVAILABLE] = True
         calls = f"Tool calls:\n{chr(10).join(self.tool_calls)}\n\nFinal message:\n" if self.tool_calls else ""
         score = self.score if self.error is None else 0.0
         record = {

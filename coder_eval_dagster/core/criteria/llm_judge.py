@@ -107,6 +107,7 @@ def call_model(run: JudgeRun, criterion: LlmJudge, context: RunContext) -> None:
         retried = MAX_RETRIES if _retryable(exc) else 0
         run.usage = judge_usage(TokenUsage(), time.monotonic() - started, retried)
         run.error = f"judge call failed: {type(exc).__name__}: {exc}"
+        run.unavailable = True
         return
     usage = context.prices.priced(run.model, message_usage(message.usage), context.route.backend)
     run.usage = judge_usage(usage, time.monotonic() - started, raw.retries_taken)

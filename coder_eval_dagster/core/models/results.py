@@ -445,9 +445,10 @@ class CriterionResult(BaseModel):
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
-    def evaluation_status(self) -> Literal["evaluated"]:
-        """Every stored result was checked (the schema's ``not_evaluated`` is for checks that never ran)."""
-        return "evaluated"
+    def evaluation_status(self) -> Literal["evaluated", "not_evaluated"]:
+        """``not_evaluated``: a judge that gave no answer (its model call or agent failed), whose 0 says nothing of
+        the row (the suite metrics leave it out); every other stored result was checked."""
+        return "not_evaluated" if self.details.get("unavailable") is True else "evaluated"
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property

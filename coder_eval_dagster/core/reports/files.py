@@ -157,8 +157,10 @@ def _failed_sample(run_dir: Path, row: EvaluationResult) -> FailedSample:
 
 
 def _aggregate(rows: list[EvaluationResult], index: int, entry: SuiteEntry | None) -> CriterionAggregate:
-    """One criterion over the rows (a row whose criteria never ran, an ERROR, is excluded)."""
-    found = [c for row in rows for c in row.criteria if c.index == index]
+    """One criterion over the rows (a row whose criteria never ran, an ERROR, or whose judge gave no answer, is
+    excluded)."""
+    ran = [c for row in rows for c in row.criteria if c.index == index]
+    found = [c for c in ran if c.evaluation_status == "evaluated"]
     scores = [c.score for c in found]
     # a criterion no row scored has its completion rate only: no mean of nothing
     metrics = (score_metrics(scores, len(rows)) if scores else {"completion_rate": 0.0}) | (
@@ -169,8 +171,8 @@ def _aggregate(rows: list[EvaluationResult], index: int, entry: SuiteEntry | Non
         for t in (entry.thresholds if entry else [])
     ]
     return CriterionAggregate(
-        criterion_type=found[0].type,
-        description=found[0].description,
+        criterion_type=ran[0].type,
+        description=ran[0].description,
         rows_total=len(rows),
         rows_excluded=len(rows) - len(found),
         metrics=metrics,
