@@ -160,8 +160,10 @@ def test_verdict_scored_with_a_forced_tool_call_and_every_opt_in_block(tmp_path,
     assert result.total_token_usage.input_tokens == 0  # ...and never counted as the agent's
     transcript = yaml.safe_load((folder(tmp_path) / "judge-0.yaml").read_text())
     assert judge.details["transcript"] == "judge-0.yaml" and transcript["truncated"] is False
-    assert json.loads(transcript["verdict"]) == GOOD and transcript["judge_usage"]["input_tokens"] == 100
-    assert "Grade main.py" in transcript["prompt"] and "submit_verdict" in transcript["system"]
+    # coder_eval's JudgeTranscript: the raw verdict, the rendered prompts, the usage (ours beside)
+    assert json.loads(transcript["raw_verdict"]) == GOOD and transcript["token_usage"]["uncached_input_tokens"] == 100
+    assert transcript["judge_usage"]["input_tokens"] == 100 and transcript["tool_calls"] == []
+    assert "Grade main.py" in transcript["judge_prompt"] and "submit_verdict" in transcript["judge_system_prompt"]
     persisted = (folder(tmp_path) / "task.json").read_text() + (folder(tmp_path) / "judge-0.yaml").read_text()
     assert "REFERENCE-SOLUTION-7f3a" not in persisted  # ...and scrubbed from everything persisted
     assert API_KEY not in persisted
@@ -197,7 +199,7 @@ def test_a_folder_reference_quoted_or_shown_in_files_is_scrubbed_from_everything
     assert judge.details["rationale"] == "it lacks [reference removed]"
     assert user_prompt(fake.script.requests[0]).count(FOLDER_LINE) == 2  # the reference and the file, shown
     transcript = yaml.safe_load((folder(tmp_path) / "judge-0.yaml").read_text())
-    assert "### $REFERENCE_DIR/solution.py\n[reference removed]" in transcript["prompt"]
+    assert "### $REFERENCE_DIR/solution.py\n[reference removed]" in transcript["judge_prompt"]
     persisted = [folder(tmp_path) / name for name in ("task.json", "judge-0.yaml", "task.html")]
     assert not [path.name for path in persisted if "REFERENCE-FILE-9c1b" in path.read_text()]
 
@@ -222,7 +224,7 @@ def test_bad_verdicts_score_zero_with_an_error(tmp_path, api, verdict, error):
     transcript = yaml.safe_load((folder(tmp_path) / "judge-0.yaml").read_text())
     assert transcript["error"] == judge.error and transcript["score"] == 0.0
     if isinstance(verdict, str):
-        assert transcript["verdict"] == verdict  # the judge's prose is kept for the author to read
+        assert transcript["raw_verdict"] == verdict  # the judge's prose is kept for the author to read
 
 
 @pytest.mark.parametrize(("given", "score"), [(1.5, 1.0), (-0.2, 0.0), ("1.7", 1.0), (1e308, 1.0)])
@@ -235,7 +237,7 @@ def test_a_verdict_score_outside_0_1_is_clamped_as_coder_eval_does(
     assert (judge.score, judge.error, judge.passed) == (score, None, True)
     assert verdict_score({"score": given}) == score  # the one scoring both judges take their verdict through
     transcript = yaml.safe_load((folder(tmp_path) / "judge-0.yaml").read_text())
-    assert transcript["score"] == score and json.loads(transcript["verdict"])["score"] == given  # the raw one kept
+    assert transcript["score"] == score and json.loads(transcript["raw_verdict"])["score"] == given  # the raw one kept
 
 
 def test_a_judge_without_pass_threshold_passes_at_0_7_as_coder_evals(tmp_path: Path, api: Any) -> None:
@@ -320,7 +322,11 @@ def test_long_dialog_and_transcript_are_capped(tmp_path, api):
     assert judge.details["degraded"] == ["dialog: 1 trailing message(s) dropped (max_dialog_chars=20)"]
     assert AGENT_TEXT not in user_prompt(fake.script.requests[0])
     transcript = yaml.safe_load((folder(tmp_path) / "judge-0.yaml").read_text())
-    assert transcript["truncated"] is True and len(transcript["prompt"]) == 30 and len(transcript["system"]) == 10
+    assert (
+        transcript["truncated"] is True
+        and len(transcript["judge_prompt"]) == 30
+        and len(transcript["judge_system_prompt"]) == 10
+    )
 
 
 def test_bedrock_route(tmp_path, api, monkeypatch):
@@ -399,8 +405,11 @@ def test_agent_judge_runs_read_only_in_a_copy(tmp_path, api, monkeypatch):
     assert {r["model"] for r in model_requests} == {"claude-haiku-4-5"}
     assert all(sorted(t["name"] for t in r["tools"]) == ["Bash", "Glob", "Grep", "Read"] for r in model_requests)
     transcript = yaml.safe_load((folder(tmp_path) / "judge-0.yaml").read_text())
-    listing = transcript["verdict"]
-    assert listing.startswith("Tool calls:\n- Bash:") and "-> /sandbox\n" in listing and "hi" in listing
+    (call,) = transcript["tool_calls"]  # coder_eval's JudgeTranscriptToolCall
+    assert (call["tool_name"], call["detail"], call["status"]) == ("Bash", command, "success")
+    assert call["result_preview"].startswith("/sandbox\n") and "hi" in call["result_preview"]
+    assert "prints hi" in transcript["raw_verdict"]
+    listing = yaml.safe_dump(transcript)
     assert ".claude" not in listing and ".mcp.json" not in listing and "_reference" not in listing
     assert "hook-ran" not in listing and "mcp-ran" not in listing  # ...and never run
     assert list(scratch.iterdir()) == []  # the copy is removed
@@ -525,7 +534,8 @@ def test_an_agent_judges_copy_leaves_out_the_tasks_agent_ignore_patterns(tmp_pat
     task_agent = {"type": "replay", "trajectory": "traj.yaml", "ignore_patterns": ["*.log"]}
     result = evaluate_replay(tmp_path, [{"calls": writes, "text": "done"}], agent=task_agent, success_criteria=[spec])
     assert result.criteria[0].error is None
-    listing = yaml.safe_load((folder(tmp_path) / "judge-0.yaml").read_text())["verdict"]
+    (call,) = yaml.safe_load((folder(tmp_path) / "judge-0.yaml").read_text())["tool_calls"]
+    listing = call["result_preview"]
     assert "main.py" in listing and "debug.log" not in listing and "scratch.tmp" not in listing
     assert (folder(tmp_path) / "sandbox/debug.log").exists()  # left out of the judge's copy only
 

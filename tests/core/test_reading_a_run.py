@@ -117,3 +117,19 @@ def test_long_inputs_and_results_are_cut_with_the_cut_said() -> None:
     assert "[cut here: 4,000 of 6," in page  # the input, cut by the page
     assert "at the agent's 2,000-character cap" in page  # the result, cut by the agent
     assert "looking" in page and "Turn 1" in page
+
+
+def test_a_transcript_in_coder_evals_form_shows_its_tool_calls(tmp_path: Path) -> None:
+    """judge-N.yaml as coder_eval's JudgeTranscript names it, an agent judge's calls one line each."""
+    record = {
+        "score": 0.9,
+        "raw_verdict": '{"score": 0.9, "rationale": "runs"}',
+        "tool_calls": [{"tool_name": "Bash", "detail": "python3 main.py", "status": "success", "result_preview": "hi"}],
+        "judge_prompt": "Run main.py.",
+        "judge_system_prompt": "You are a strict grader.",
+    }
+    (tmp_path / "judge-1.yaml").write_text(yaml.safe_dump(record), encoding="utf-8")
+    judged = criterion(1, True, type="agent_judge", details={"transcript": "judge-1.yaml", "rationale": "x"})
+    page = render_task_html(result(criterion(0, True), judged), tmp_path)
+    assert "- Bash: python3 main.py (success)\n  -&gt; hi" in page
+    assert "Run main.py." in page and "You are a strict grader." in page and "rationale" in page

@@ -142,11 +142,20 @@ def parse_verdict(text: str) -> dict[str, Any]:
     return (scored or found)[-1]
 
 
+def _target(arguments: dict[str, Any]) -> str:
+    """What a judge's tool call acted on (a Bash command, a file path, a pattern), else its arguments."""
+    for name in ("command", "file_path", "path", "pattern"):
+        if isinstance(arguments.get(name), str):
+            return str(arguments[name])
+    return json.dumps(arguments)
+
+
 class Transcript:
-    """The judge agent's messages as they come: tool-call lines, the final text, the result."""
+    """The judge agent's messages as they come: its tool calls (coder_eval's ``JudgeTranscriptToolCall``: tool,
+    target, status, what it returned), the final text, the result."""
 
     def __init__(self) -> None:
-        self.lines: list[str] = []
+        self.calls: dict[str, dict[str, str]] = {}  # tool_use_id -> the call, in the order made
         self.texts: list[str] = []
         self.result: Any = None
         self.stderr: deque[str] = deque(maxlen=STDERR_LINES)  # kept for a failure's reason, never printed
@@ -171,16 +180,27 @@ class Transcript:
                 self.turn_usage[key] = message.usage
             for block in message.content:
                 if isinstance(block, ToolUseBlock):
-                    self.lines.append(f"- {block.name}: {truncated(json.dumps(block.input), CALL_PREVIEW_CHARS)}")
+                    self.calls[block.id] = {
+                        "tool_name": block.name,
+                        "detail": truncated(_target(block.input), CALL_PREVIEW_CHARS),
+                        "status": "unknown",
+                        "result_preview": "",
+                    }
                 elif isinstance(block, TextBlock) and block.text.strip():
                     self.texts.append(block.text)
         elif isinstance(message, UserMessage) and isinstance(message.content, list):
             for block in message.content:
-                if isinstance(block, ToolResultBlock):
+                call = self.calls.get(block.tool_use_id) if isinstance(block, ToolResultBlock) else None
+                if isinstance(block, ToolResultBlock) and call is not None:
                     preview = block.content if isinstance(block.content, str) else json.dumps(block.content)
-                    self.lines.append(f"  -> {truncated(str(preview), CALL_PREVIEW_CHARS)}")
+                    call["status"] = "error" if block.is_error else "success"
+                    call["result_preview"] = truncated(str(preview), CALL_PREVIEW_CHARS)
         elif isinstance(message, ResultMessage):
             self.result = message
+
+    @property
+    def tool_calls(self) -> list[dict[str, str]]:
+        return list(self.calls.values())
 
     def usage(self) -> TokenUsage:
         """Claude Code's total when it reported one; cut off before (a turn_timeout), the sum of its turns."""
@@ -288,7 +308,7 @@ def record_result(run: JudgeRun, transcript: Transcript, seconds: float, context
     else:
         usage = context.prices.priced(run.model, usage, context.route.backend)
     run.usage = judge_usage(usage, seconds)
-    run.tool_calls, run.verdict = transcript.lines, transcript.final_text
+    run.tool_calls, run.verdict = transcript.tool_calls, transcript.final_text
     if run.error:
         return
     if result is not None and result.is_error and result.subtype != "error_max_turns":

@@ -19,7 +19,7 @@ import yaml
 
 from ..files import CRITERION_READ_CAP, open_beneath, open_regular, read_opened_text
 from ..layout import judge_transcript, write_atomically
-from ..models.results import CriterionResult, TokenUsage
+from ..models.results import CriterionResult, TokenUsage, judge_token_usage
 from .outcome import Outcome, scrub
 from .reuse import VerdictKey, file_hash
 
@@ -34,7 +34,7 @@ REFERENCE_DIR_PREFIXES = ("$REFERENCE_DIR/", "${REFERENCE_DIR}/")
 FILE_NOT_FOUND = "<file not found>"
 SKIPPED = "(skipped: enabled=false)"  # a disabled judge's details, coder_eval's words
 
-TRANSCRIPT_SHARES = (0.6, 0.3, 0.1)  # the verdict (and tool calls), the prompt, the system prompt
+TRANSCRIPT_SHARES = (0.6, 0.3, 0.1)  # the raw verdict, the prompt, the system prompt
 CALL_PREVIEW_CHARS = 300
 # USD per million input / output tokens, by model family (list prices); an unknown family has no cost.
 DIALOG_GUARD = (
@@ -248,7 +248,7 @@ class JudgeRun:
     prompt: str
     notes: list[str]
     verdict: str = ""  # the raw verdict (tool input or final message)
-    tool_calls: list[str] = field(default_factory=list)  # the agent judge's calls, one line each
+    tool_calls: list[dict[str, str]] = field(default_factory=list)  # the agent judge's (see agent_judge.Transcript)
     usage: dict[str, Any] = field(default_factory=lambda: judge_usage(TokenUsage(), 0.0))
     score: float = 0.0
     rationale: str | None = None
@@ -281,18 +281,20 @@ class JudgeRun:
             details.update(self.key.evidence())
         if self.unavailable:
             details[UNAVAILABLE] = True
-        calls = f"Tool calls:\n{chr(10).join(self.tool_calls)}\n\nFinal message:\n" if self.tool_calls else ""
         score = self.score if self.error is None else 0.0
-        record = {
+        record = {  # coder_eval's JudgeTranscript, ours beside it
             "criterion_index": ctx.index,
             "type": criterion.type,
             "model": self.model,
             "score": score,
             "error": self.error,
+            "tool_calls": self.tool_calls,
+            "token_usage": judge_token_usage(self.usage).model_dump(mode="json"),
+            "duration_seconds": self.usage.get("duration_s", 0.0),
             "judge_usage": self.usage,
             "degraded": self.notes,
         }
-        parts = {"verdict": calls + self.verdict, "prompt": self.prompt, "system": self.system}
+        parts = {"raw_verdict": self.verdict, "judge_prompt": self.prompt, "judge_system_prompt": self.system}
         name = write_transcript(criterion, ctx, record, parts)
         if name:
             details["transcript"] = name

@@ -458,16 +458,19 @@ class CriterionResult(BaseModel):
         usage = self.judge_usage
         if not usage:
             return None
-        if self.reused:
-            return TokenUsage(total_cost_usd=0.0)
-        return TokenUsage(
-            uncached_input_tokens=usage.get("input_tokens", 0),
-            output_tokens=usage.get("output_tokens", 0),
-            cache_creation_input_tokens=usage.get("cache_creation_input_tokens", 0),
-            cache_read_input_tokens=usage.get("cache_read_input_tokens", 0),
-            total_cost_usd=usage.get("cost_usd"),
-            cost_source=usage.get("cost_source"),
-        )
+        return TokenUsage(total_cost_usd=0.0) if self.reused else judge_token_usage(usage)
+
+
+def judge_token_usage(usage: dict[str, Any]) -> TokenUsage:
+    """A judge's spend (its ``judge_usage``) as the schema's token record."""
+    return TokenUsage(
+        uncached_input_tokens=usage.get("input_tokens", 0),
+        output_tokens=usage.get("output_tokens", 0),
+        cache_creation_input_tokens=usage.get("cache_creation_input_tokens", 0),
+        cache_read_input_tokens=usage.get("cache_read_input_tokens", 0),
+        total_cost_usd=usage.get("cost_usd"),
+        cost_source=usage.get("cost_source"),
+    )
 
 
 # How a simulated dialog ended (coder_eval's SimulationTelemetry.stop_reason).

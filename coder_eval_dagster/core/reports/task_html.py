@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from html import escape
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -63,7 +64,13 @@ def _criterion_row(criterion: CriterionResult) -> str:
     )
 
 
-JUDGE_PARTS = (("verdict", "the verdict"), ("prompt", "what the judge was shown"), ("system", "its instructions"))
+# coder_eval's JudgeTranscript names, and the names a transcript written before them used
+JUDGE_PARTS = (
+    ("raw_verdict", "verdict", "the verdict"),
+    ("tool_calls", "", "its tool calls"),
+    ("judge_prompt", "prompt", "what the judge was shown"),
+    ("judge_system_prompt", "system", "its instructions"),
+)
 
 
 def _judge_transcript(criterion: CriterionResult, folder: Path | None) -> str:
@@ -77,16 +84,27 @@ def _judge_transcript(criterion: CriterionResult, folder: Path | None) -> str:
         return f"<tr class='judge'><td></td><td colspan='8' class='fail'>{escape(name)}: {escape(str(exc))}</td></tr>"
     record = record if isinstance(record, dict) else {}
     parts = "".join(
-        f"<details{' open' if key == 'verdict' else ''}><summary>{label}</summary>"
-        f"<pre>{_capped(str(record[key]))}</pre></details>"
-        for key, label in JUDGE_PARTS
-        if record.get(key)
+        f"<details{' open' if key == 'raw_verdict' else ''}><summary>{label}</summary>"
+        f"<pre>{_capped(_part_text(record.get(key) or record.get(earlier)))}</pre></details>"
+        for key, earlier, label in JUDGE_PARTS
+        if record.get(key) or record.get(earlier)
     )
     cut = " · cut to max_transcript_chars" if record.get("truncated") else ""
     return (
         f"<tr class='judge'><td></td><td colspan='8'><details><summary>judge transcript ({escape(name)}) · model "
         f"{escape(str(record.get('model')))} · score {escape(str(record.get('score')))}{cut}</summary>{parts}"
         "</details></td></tr>"
+    )
+
+
+def _part_text(value: Any) -> str:
+    """A transcript part as text: an agent judge's tool calls one line each (tool, target, status, what came back)."""
+    if not isinstance(value, list):
+        return str(value)
+    calls = [call for call in value if isinstance(call, dict)]
+    return "\n".join(
+        f"- {call.get('tool_name')}: {call.get('detail')} ({call.get('status')})\n  -> {call.get('result_preview')}"
+        for call in calls
     )
 
 
