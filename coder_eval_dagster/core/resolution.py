@@ -32,7 +32,7 @@ from .models.agent import AgentConfig
 from .models.base import MOVED_TO_RUN_LIMITS, RejectsMovedLimits, did_you_mean
 from .models.commands import HookCommand
 from .models.dataset import Dataset
-from .models.experiment import Experiment, Variant
+from .models.experiment import Experiment, PromptMutation, Variant
 from .models.prices import ModelPrice
 from .models.sandbox import REPO_FIRST, is_relative_local_path
 from .models.task import Task
@@ -790,6 +790,9 @@ def _quarantine(
     result.skipped.append(SkippedTask(str(path), SKIP_TRUE, task_id=model.task_id if model is not None else None))
 
 
+Mutated = tuple[str, tuple[PromptMutation, ...]]
+
+
 @dataclass(frozen=True)
 class _UnderVariant:
     """A task file laid under one variant (``raw``: the variant as written; None without an experiment)."""
@@ -798,6 +801,9 @@ class _UnderVariant:
     variant: Variant
     raw: dict[str, Any] | None
     merged: dict[str, Any]
+    # The prompt before the experiment's mutations, and the mutations: each row's filled prompt takes them (so that
+    # a replace sees the row's text, as coder_eval applies them after the rows); None: no mutation applies.
+    mutated: Mutated | None = None
 
 
 @dataclass
@@ -813,7 +819,7 @@ class _TaskFile:
     unread: bool  # the dataset could not be read: what stands on its rows is not judged
     problems: list[Problem] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
-    _expansions: dict[tuple[str | None, str | None], tuple[list[Expansion], list[Problem]]] = field(
+    _expansions: dict[tuple[str | None, str | None, str], tuple[list[Expansion], list[Problem]]] = field(
         default_factory=dict
     )
 
@@ -828,7 +834,10 @@ class _TaskFile:
     def validated(self, under: _UnderVariant) -> tuple[_UnderVariant, Task] | None:
         """The task under the variant, or None (its problems added)."""
         merged = under.merged
-        found = _collect(functools.partial(_apply_prompt, merged, under.variant, under.index, self.layers, self.doc))[1]
+        mutated, found = _collect(
+            functools.partial(_apply_prompt, merged, under.variant, under.index, self.layers, self.doc)
+        )
+        under = replace(under, mutated=mutated)
         has_rows = self.rows is not None or self.unread
         found += _collect(functools.partial(_check_placeholders, [merged], self.doc, has_rows))[1]
         task, invalid = _collect(functools.partial(_validate_task, self.doc, merged, self.overrides, self._first_row))
@@ -842,9 +851,10 @@ class _TaskFile:
     def expanded(self, under: _UnderVariant, task: Task) -> tuple[AgentConfig, list[Expansion]]:
         """The agent block as it runs and the (row, filled-in fields) of the task under the variant; their problems
         and warnings added."""
-        prompt = (task.initial_prompt, task.initial_prompt_file)
+        prompt = (task.initial_prompt, task.initial_prompt_file, repr(under.mutated))
         if prompt not in self._expansions:  # by prompt: the variants that keep the task's share it
-            expansions, found = _collect(functools.partial(_expand_rows, task, self.base, self.rows, self.doc))
+            expand = functools.partial(_expand_rows, task, self.base, self.rows, self.doc, under.mutated)
+            expansions, found = _collect(expand)
             self._expansions[prompt] = (expansions or [], found)
         expansions, found = self._expansions[prompt]
         files, problems = _collect(functools.partial(_agent_files, task, self.doc))
@@ -956,8 +966,8 @@ def _agent_files(task: Task, doc: Document) -> tuple[AgentConfig, list[Problem]]
     update: dict[str, Any] = {}
     warnings: list[Problem] = []
     if agent.system_prompt_file is not None:
-        text = _read_file(doc, (*loc, "system_prompt_file"), agent.system_prompt_file)
-        update |= {"system_prompt": text if text.strip() else None, "system_prompt_file": None}
+        text = _prompt_file(doc, (*loc, "system_prompt_file"), agent.system_prompt_file)
+        update |= {"system_prompt": text or None, "system_prompt_file": None}
     if isinstance(agent.claude_settings, str):  # a settings file: its object, as a mapping in the task would be
         update["claude_settings"] = _settings_object(doc, (*loc, "claude_settings"), agent.claude_settings)
     if agent.plugins:
@@ -1078,8 +1088,9 @@ def _variants(experiment: LoadedExperiment | None) -> list[tuple[int, Variant, d
 
 def _apply_prompt(
     merged: dict[str, Any], variant: Variant, index: int, layers: list[LoadedExperiment], doc: Document
-) -> None:
-    """The variant's prompt in place of the task's, else the experiment's prompt mutations applied to it.
+) -> Mutated | None:
+    """The variant's prompt in place of the task's, else the experiment's prompt mutations applied to it; the
+    prompt before them and the mutations (None: none applied), which a dataset's rows take again once filled in.
 
     A variant prompt (inline, or a file relative to the experiment) skips every
     mutation; the mutations of ``defaults`` go first, the variant's after.
@@ -1088,23 +1099,25 @@ def _apply_prompt(
         prompt = variant.initial_prompt
         if variant.initial_prompt_file is not None:
             where = ("variants", index, "initial_prompt_file")
-            prompt = _read_file(layers[-1].doc, where, variant.initial_prompt_file)
+            prompt = _prompt_file(layers[-1].doc, where, variant.initial_prompt_file)
         merged["initial_prompt"] = prompt
         merged.pop("initial_prompt_file", None)
-        return
+        return None
     mutations = [m for experiment in layers for m in experiment.model.defaults.prompt_mutations]
     mutations += variant.prompt_mutations
     if not mutations:
-        return
-    prompt = merged.get("initial_prompt")
+        return None
+    before = merged.get("initial_prompt")
     if isinstance(merged.get("initial_prompt_file"), str):
-        prompt = _read_file(doc, ("initial_prompt_file",), merged["initial_prompt_file"])
-    if not isinstance(prompt, str):
-        return
+        before = _prompt_file(doc, ("initial_prompt_file",), merged["initial_prompt_file"])
+    if not isinstance(before, str):
+        return None
+    prompt = before
     for mutation in mutations:
         prompt = mutation.apply(prompt)
     merged["initial_prompt"] = prompt
     merged.pop("initial_prompt_file", None)
+    return before, tuple(mutations)
 
 
 def _check_unique_id(task_id: str, path: Path, doc: Document, seen: dict[str, Path]) -> None:
@@ -1288,6 +1301,12 @@ def _read_file(doc: Document, loc: Loc, relative: str) -> str:
         raise InvalidInput([problem]) from None
 
 
+def _prompt_file(doc: Document, loc: Loc, relative: str) -> str:
+    """A prompt file's text without its leading and trailing blank space, as coder_eval reads it (a file's last
+    newline would otherwise double a mutation's separator)."""
+    return _read_file(doc, loc, relative).strip()
+
+
 def _settings_object(doc: Document, loc: Loc, relative: str) -> dict[str, Any]:
     """A ``claude_settings`` file's JSON object, read in at load (relative to the task, bounded): a missing or
     malformed file is the task's problem, not a failure of the run that copies it into the agent's HOME."""
@@ -1389,11 +1408,13 @@ def _mark_override(problem: Problem, overrides: list[tuple[Loc, Any]]) -> Proble
 Expansion = tuple[Row | None, dict[str, Any]]  # a row and the task fields its values fill in
 
 
-def _expand_rows(task: Task, merged: dict[str, Any], rows: list[Row] | None, doc: Document) -> list[Expansion]:
+def _expand_rows(
+    task: Task, merged: dict[str, Any], rows: list[Row] | None, doc: Document, mutated: Mutated | None = None
+) -> list[Expansion]:
     """One (row, filled-in fields) per dataset row, or a single one without a dataset."""
     prompt = task.initial_prompt
     if task.initial_prompt_file is not None:
-        prompt = _read_file(doc, ("initial_prompt_file",), task.initial_prompt_file)
+        prompt = _prompt_file(doc, ("initial_prompt_file",), task.initial_prompt_file)
     if rows is None:
         return [(None, {"initial_prompt": prompt})]
     raw_criteria = merged["success_criteria"]
@@ -1402,7 +1423,8 @@ def _expand_rows(task: Task, merged: dict[str, Any], rows: list[Row] | None, doc
     problems: list[Problem] = []
     for row in rows:
         try:
-            update: dict[str, Any] = {"initial_prompt": _row_prompt(prompt, row, doc)}
+            filled = _row_prompt(prompt, row, doc) if mutated is None else _mutated_row_prompt(mutated, row, doc)
+            update: dict[str, Any] = {"initial_prompt": filled}
             update["success_criteria"] = _row_criteria(task, raw_criteria, templated, row, doc)
             for hooks in ("pre_run", "post_run"):
                 update[hooks] = _row_hooks(getattr(task, hooks), hooks, row, doc)
@@ -1430,6 +1452,19 @@ def _row_prompt(prompt: str | None, row: Row, doc: Document) -> str | None:
     if unknown:
         raise InvalidInput([_unknown_field_problem(doc, ("initial_prompt",), row, unknown)])
     return result
+
+
+def _mutated_row_prompt(mutated: Mutated, row: Row, doc: Document) -> str | None:
+    """The row's prompt, then the experiment's mutations (their own ``${row.x}`` filled too): a replace of the row's
+    text replaces it, as coder_eval mutates the filled prompt."""
+    before, mutations = mutated
+    prompt, unknown = _row_prompt(before, row, doc), set[str]()
+    for mutation in mutations:
+        filled = type(mutation).model_validate(substitute(mutation.model_dump(), row, unknown))
+        prompt = filled.apply(prompt or "")
+    if unknown:
+        raise InvalidInput([_unknown_field_problem(doc, ("initial_prompt",), row, unknown)])
+    return prompt
 
 
 def _row_hooks(hooks: list[HookCommand], name: str, row: Row, doc: Document) -> list[HookCommand]:

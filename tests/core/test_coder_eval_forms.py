@@ -77,7 +77,10 @@ def test_reference_directory_and_the_criteria_that_read_it(tmp_path: Path) -> No
 def test_system_prompt_inline_or_from_a_file_read_at_resolution(tmp_path: Path) -> None:
     write(tmp_path / "sp.md", "Be terse.\n")
     (row_task,) = _resolved(tmp_path, task_with(agent={"system_prompt_file": "sp.md"}))
-    assert (row_task.task.agent.system_prompt, row_task.task.agent.system_prompt_file) == ("Be terse.\n", None)
+    assert (row_task.task.agent.system_prompt, row_task.task.agent.system_prompt_file) == (
+        "Be terse.",
+        None,
+    )  # stripped, as coder_eval reads it
     (blank,) = _resolved(tmp_path, task_with(agent={"system_prompt": "  "}))
     assert blank.task.agent.system_prompt is None
     (both,) = _problems(tmp_path, task_with(agent={"system_prompt": "a", "system_prompt_file": "sp.md"}), "b.yaml")
@@ -304,16 +307,23 @@ def test_variant_prompts_and_prompt_mutations(tmp_path: Path) -> None:
     assert result.code == 1 and "variants.0.prompt_mutations: set one of initial_prompt" in result.err
 
 
-def test_mutations_apply_to_a_prompt_file_and_rows_fill_in_after(tmp_path: Path) -> None:
-    experiment = _experiment(
-        tmp_path, "  - variant_id: v\n    prompt_mutations: [{type: suffix, content: 'row ${row.id}'}]\n"
-    )
-    write(tmp_path / "tasks/prompt.md", "Do it.")
-    task = task_with(initial_prompt=None, initial_prompt_file="prompt.md", dataset={"rows": [{"id": "a"}, {"id": "b"}]})
-    rows = resolve(
+def test_mutations_apply_to_each_rows_filled_prompt_file(tmp_path: Path) -> None:
+    """As coder_eval: the prompt file's text without its blank ends, the row filled in, then the mutations (a
+    replace of what the row brought replaces it); a mutation's own ${row.x} is filled too (ours)."""
+    mutations = "[{type: replace, pattern: apple, replacement: pear}, {type: suffix, content: 'row ${row.id}'}]"
+    experiment = _experiment(tmp_path, f"  - variant_id: base\n  - variant_id: v\n    prompt_mutations: {mutations}\n")
+    write(tmp_path / "tasks/prompt.md", "\n  Eat ${row.fruit}.\n\n")
+    rows = [{"id": "a", "fruit": "apple"}, {"id": "b", "fruit": "plum"}]
+    task = task_with(initial_prompt=None, initial_prompt_file="prompt.md", dataset={"rows": rows})
+    resolved = resolve(
         RunSpec(task_paths=[str(write_task(tmp_path / "tasks", task))], experiment=str(experiment))
     ).row_tasks
-    assert [rt.task.initial_prompt for rt in rows] == ["Do it.\n\nrow a", "Do it.\n\nrow b"]
+    assert [rt.task.initial_prompt for rt in resolved] == [
+        "Eat apple.",
+        "Eat plum.",
+        "Eat pear.\n\nrow a",
+        "Eat plum.\n\nrow b",
+    ]
 
 
 def test_repeats_precedence_and_driver(tmp_path: Path) -> None:
