@@ -79,6 +79,7 @@ while True:
                 (os.POSIX_SPAWN_CLOSE, fds[1]),
             ],
             setsid=True,
+            setsigdef=(13, 25),  # SIGPIPE, SIGXFSZ: Python ignores them; a command gets them as a shell does
         )
     except OSError as exc:
         sock.send(b"error %s" % str(exc).encode())
