@@ -17,11 +17,16 @@ MIN_SECRET_LENGTH = 8
 REDACTED = "***"
 # Beyond the credentials' names (credentials.is_secret_name, which the harness hands over to itself): what else
 # a sandbox command never sees, and what is redacted. A short word ending a name (DB_PASS, MYSQL_PWD,
-# NPM_CONFIG__AUTH, SENTRY_DSN, GH_PAT; not SSH_AUTH_SOCK or PASS_THROUGH), a cookie, and a URL holding a password
-# (DATABASE_URL=postgres://app:pw@db/x, an authenticated proxy). The harness's own helpers on this machine keep
-# them (host_environment: a clone through that proxy), and the venv's making its package index (setup_environment).
-_HIDDEN_NAME = re.compile(r"_(PASS|PWD|AUTH|DSN|PAT)$|(^|_)COOKIES?($|_)", re.IGNORECASE)
+# NPM_CONFIG__AUTH, SENTRY_DSN, GH_PAT; not SSH_AUTH_SOCK or PASS_THROUGH), a cookie, a connection string or a
+# webhook (its URL is its secret), a URL holding a password (DATABASE_URL=postgres://app:pw@db/x, an authenticated
+# proxy), and a value holding a key under any name (Azure's AccountKey=...). The harness's own helpers on this
+# machine keep them (host_environment: a clone through that proxy), and the venv's making its package index
+# (setup_environment).
+_HIDDEN_NAME = re.compile(
+    r"_(PASS|PWD|AUTH|DSN|PAT)$|(^|_)(COOKIES?|CONNECTION_?STRING|CONN_?STR|WEBHOOK)($|_)", re.IGNORECASE
+)
 _URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#@\s:]*:[^/?#@\s]+@", re.IGNORECASE)
+_KEY_IN_VALUE = re.compile(r"(^|;)\s*(AccountKey|SharedAccessKey|SharedAccessSignature|InstrumentationKey)=", re.I)
 PACKAGE_INDEX_PREFIXES = ("UV_", "PIP_", "NPM_CONFIG_")  # the venv's and node packages' index settings
 
 
@@ -31,6 +36,7 @@ def hidden_from_sandbox(name: str, value: str) -> bool:
         is_secret_name(name)
         or _HIDDEN_NAME.search(name) is not None
         or ("://" in value and _URL_PASSWORD.search(value) is not None)
+        or ("=" in value and _KEY_IN_VALUE.search(value) is not None)
     )
 
 

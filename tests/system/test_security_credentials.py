@@ -176,9 +176,9 @@ def test_a_key_a_model_echoes_into_its_text_or_a_tool_input_is_not_recorded(tmp_
 
 
 def test_secrets_under_other_names_stay_out_of_sandbox_commands(tmp_path: Path) -> None:
-    """Names beside KEY/TOKEN/SECRET (DB_PASS, MYSQL_PWD, NPM_CONFIG__AUTH, SENTRY_DSN, GH_PAT) and URLs holding a
-    password reached every command under the default driver, and so the reports; settings such as
-    GIT_AUTHOR_NAME still do."""
+    """Names beside KEY/TOKEN/SECRET (DB_PASS, MYSQL_PWD, NPM_CONFIG__AUTH, SENTRY_DSN, GH_PAT, a connection string,
+    a webhook), URLs holding a password and values holding a key reached every command under the default driver,
+    and so the reports; settings such as GIT_AUTHOR_NAME still do."""
     planted = {
         "DATABASE_URL": f"postgres://app:{secrets.token_hex(8)}@db/x",
         "PIP_INDEX_URL": f"https://u:{secrets.token_hex(8)}@pypi.corp/simple",
@@ -187,6 +187,10 @@ def test_secrets_under_other_names_stay_out_of_sandbox_commands(tmp_path: Path) 
         "NPM_CONFIG__AUTH": secrets.token_hex(8),
         "SENTRY_DSN": f"https://{secrets.token_hex(8)}@o1.ingest.sentry.io/1",
         "GH_PAT": secrets.token_hex(8),
+        "AZURE_STORAGE_CONNECTION_STRING": f"DefaultEndpointsProtocol=https;AccountKey={secrets.token_hex(8)}",
+        "TELEMETRY_CONNECTION_STRING": f"InstrumentationKey={secrets.token_hex(8)};IngestionEndpoint=https://x/",
+        "SLACK_WEBHOOK_URL": f"https://hooks.slack.com/services/T0/B0/{secrets.token_hex(8)}",
+        "STORE": f"BlobEndpoint=https://a.blob.core.windows.net/;SharedAccessSignature=sv={secrets.token_hex(8)}",
     }
     task = write(
         tmp_path / "envs.yaml",
