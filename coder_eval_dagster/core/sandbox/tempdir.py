@@ -90,7 +90,15 @@ class TempdirSandbox:
             extra["PATH"] = f"{self.workdir / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
         if self.gate is not None:
             extra |= proxy_environment()
-        return sandbox_environment(extra)
+        return self.with_node(sandbox_environment(extra))
+
+    def with_node(self, env: dict[str, str]) -> dict[str, str]:
+        """Node as coder_eval sets it up for a sandbox's commands: the sandbox's ``node_modules/.bin`` first on PATH
+        (once there is one: ``node.env_packages``, or what a command installed), no NODE_PATH, and a sandbox-local
+        npm prefix (a global install stays in the sandbox)."""
+        if (self.root / "node_modules" / ".bin").is_dir():
+            env["PATH"] = f"{self.workdir / 'node_modules' / '.bin'}{os.pathsep}{env.get('PATH', '')}"
+        return env | {"NODE_PATH": "", "NPM_CONFIG_PREFIX": str(self.workdir / ".npm-prefix")}
 
     def set_phase(self, phase: str) -> None:
         """The evaluation's stage now (setup, pre_run, agent, score, post_run): the network policy follows it."""
