@@ -126,6 +126,10 @@ def test_python_env_packages_make_a_venv(tmp_path: Path) -> None:
     assert done.ok, done.stderr
     answer, prefix = done.stdout.split()
     assert answer == "42" and Path(prefix) == box.workdir / ".venv" and (box.root / ".venv").is_dir()
+    # as coder_eval makes it: the interpreter's own packages stay in reach (pip installs into the venv)
+    pip = box.run("python -m pip --version", timeout=60)
+    assert pip.ok and "pip" in pip.stdout, pip.stderr
+    assert "include-system-site-packages = true" in (box.root / ".venv/pyvenv.cfg").read_text()
 
 
 def test_commands_run_in_the_sandbox_without_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

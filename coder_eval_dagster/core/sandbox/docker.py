@@ -136,7 +136,7 @@ class DockerSandbox(TempdirSandbox):
         packages = self.config.python.env_packages if self.config.python else []
         venv, install = shlex.quote(str(self.workdir / ".venv")), shlex.join(packages)
         for step in (
-            f"uv venv --quiet --python python3 {venv}",
+            f"uv venv --quiet --system-site-packages --python python3 {venv}",
             f"uv pip install --quiet --python {venv}/bin/python {install}",
         ):
             done = self.run_unlimited(step, VENV_TIMEOUT_S)

@@ -146,16 +146,18 @@ class TempdirSandbox:
 
     def _make_venv(self) -> None:
         """The venv, made in the sandbox's namespaces like any command (a package's build runs confined, and
-        reaches the package index only), with the run's package cache shown for the while."""
+        reaches the package index only), with the run's package cache shown for the while. It sees the
+        interpreter's own packages (pip among them), as coder_eval makes it: a task's env_packages add to what the
+        machine provides, not take it away."""
         packages = shlex.join(self.config.python.env_packages if self.config.python else [])
         venv, uv, cache = self.workdir / ".venv", uv_binary(), self.cache_dir
         if uv:
             uv_cache = f"UV_CACHE_DIR={UV_CACHE_PATH} " if cache is not None else ""
             python = shlex.quote(sys.executable)
-            steps = [f"{uv_cache}{uv} venv --quiet --python {python} {venv}"]
+            steps = [f"{uv_cache}{uv} venv --quiet --system-site-packages --python {python} {venv}"]
             steps.append(f"{uv_cache}{uv} pip install --quiet --python {venv}/bin/python {packages}")
         else:
-            steps = [f"{shlex.quote(sys.executable)} -m venv {venv}"]
+            steps = [f"{shlex.quote(sys.executable)} -m venv --system-site-packages {venv}"]
             steps.append(f"{venv}/bin/python -m pip install --quiet {packages}")
         if cache is not None:
             cache.mkdir(parents=True, exist_ok=True)
