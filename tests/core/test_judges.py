@@ -143,6 +143,7 @@ def test_verdict_scored_with_a_forced_tool_call_and_every_opt_in_block(tmp_path,
     (judge,) = result.criteria
     assert (judge.score, judge.passed, judge.error) == (0.8, True, None)
     assert judge.details["rationale"] == "mostly right" and judge.details["model"] == "claude-sonnet-4-6"
+    assert judge.details["missing_files"] == ["missing.txt"]  # as coder_eval says it
     (request,) = fake.script.requests
     assert request["tool_choice"] == {"type": "tool", "name": "submit_verdict"}
     assert [tool["name"] for tool in request["tools"]] == ["submit_verdict"]
