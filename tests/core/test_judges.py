@@ -639,3 +639,8 @@ def test_a_model_call_is_given_up_past_its_time_or_at_the_runs_interrupt() -> No
     with pytest.raises(CallAbandoned, match="interrupted"):
         context.model_call(lambda: time.sleep(30), 300)
     assert time.monotonic() - started < 2
+
+
+def test_a_judge_model_of_null_is_the_default_model() -> None:
+    """coder_eval's judge model is optional: `model: null` (an experiment unsetting it) takes the default."""
+    assert LlmJudge.model_validate(llm(model=None)).model == LlmJudge.model_validate(llm()).model

@@ -12,7 +12,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ..models.results import TokenUsage, message_usage
 from ..routing import BEDROCK_ANTHROPIC_VERSION
@@ -62,9 +62,14 @@ TOOLS = [
 
 class LlmJudge(JudgeBase):
     type: Literal["llm_judge"]
-    model: str = Field(default=DEFAULT_JUDGE_MODEL, min_length=1)
+    model: str = Field(default=DEFAULT_JUDGE_MODEL, min_length=1)  # null: the default, as coder_eval takes it
     temperature: float = Field(default=0.0, ge=0.0, le=1.0)  # validated; the current Messages API takes none
     max_tokens: int = Field(default=2000, ge=1)
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _null_is_the_default(cls, value: Any) -> Any:
+        return DEFAULT_JUDGE_MODEL if value is None else value
 
 
 def request(criterion: LlmJudge, route: ApiRoute, prompt: str) -> dict[str, Any]:
