@@ -494,11 +494,12 @@ def print_summary(report: RunSummary, run_dir: Path) -> None:
     for entry in report.suite:
         for threshold in entry["thresholds"]:
             mark = "[green]met[/]" if threshold["passed"] else "[red]NOT met[/]"
-            label = escape(f"suite {entry['base_task_id']} [{entry['variant_id']}] {threshold['metric']}")
+            criterion = f"#{entry['criterion_index']} {entry['criterion_type']}"  # which criterion's metric
+            label = escape(f"suite {entry['base_task_id']} [{entry['variant_id']}] {criterion} {threshold['metric']}")
             value = " >= ".join(threshold_figures(threshold))
             console.print(f"{label} {value}: {mark}", highlight=False)
     for variant, spend in report.spend_by_variant.items():
-        if spend.total_cost_usd is not None or spend.agent is not None:
+        if spend.total_cost_usd is not None or any(u is not None for u in (spend.agent, spend.judges, spend.simulator)):
             line = f"spend [{variant}]: agent {agent_usd(spend)}, judges {judges_usd(spend)}, "
             line += f"simulated user {usd(spend.simulator)}; total {total_usd(spend)}"
             console.print(escape(line), highlight=False, soft_wrap=True)

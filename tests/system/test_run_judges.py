@@ -22,6 +22,7 @@ from .conftest import (
     no_key_anywhere,
     replay_task_file,
     stop_group,
+    task_file,
 )
 
 pytestmark = pytest.mark.slow
@@ -267,4 +268,18 @@ def test_a_judge_that_gave_no_answer_is_left_out_of_the_suite_metrics(
     assert statuses == ["evaluated"] * 3 + ["not_evaluated"], outcome.output
     (entry,) = run.summary["suite"]
     assert (entry["metrics"]["mean"], entry["metrics"]["completion_rate"]) == (1.0, 0.75)
+    assert "suite judged [default] #0 llm_judge completion_rate 0.75 >= 1: NOT met" in outcome.out  # whose metric
     assert {t["metric"]: t["passed"] for t in entry["thresholds"]} == {"mean": True, "completion_rate": False}
+
+
+def test_the_spend_line_says_a_judges_cost_is_unknown(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    """An agentless task's judge on a model nobody prices spent tokens of unknown cost: the line says so (it said
+    nothing at all)."""
+    fake = scripted_anthropic(Script([], verdict={"score": 1.0, "rationale": "ok"}))
+    judge = {"type": "llm_judge", "description": "llm", "prompt": "1.0 if a.txt exists.", "model": "claude-foo-9"}
+    task = task_file(tmp_path / "tasks", "unpriced", agent={"type": "none"}, success_criteria=[judge])
+    outcome, _ = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
+    assert outcome.code == 0, outcome.output
+    assert "spend [default]: agent –, judges unknown, simulated user –; total –" in outcome.out, outcome.out
