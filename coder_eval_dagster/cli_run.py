@@ -151,7 +151,13 @@ def _run_folder(command: str, run_dir: Path) -> OpenRun | None:
     in the reports, and a later process must find it again."""
     if not is_run_folder(run_dir):
         lacking = next(name for name in (PLAN_FILE, SNAPSHOT_FILE) if not (run_dir / name).is_file())
-        print(f"coder-eval {command}: {run_dir} is not a run folder (no {lacking})", file=sys.stderr)
+        hint = ""
+        if lacking == PLAN_FILE and (run_dir / RUN_FILE).is_file():  # a report without our plan: coder_eval's
+            hint = (
+                "; a run coder_eval wrote? it is read by report, compare and history, and an evaluation's kept "
+                "sandbox (its task.json's sandbox_path) is graded again with: coder-eval evaluate TASK SANDBOX"
+            )
+        print(f"coder-eval {command}: {run_dir} is not a run folder (no {lacking}){hint}", file=sys.stderr)
         return None
     return load_run(run_dir.resolve() if run_dir.is_symlink() else run_dir)
 

@@ -62,6 +62,10 @@ def test_report_renders_its_run_with_the_verdict_of_its_exit_code(system_cli: Sy
     # its details are text: kept as written
     assert "Includes: 0/1 found; Score: 0.00" in (upstream / "default/hello/00/task.html").read_text()
 
+    refused = system_cli("rescore", upstream, env={})  # no plan of ours to score it again under: said, and how
+    assert refused.code == 2 and "a run coder_eval wrote?" in refused.err, refused.output
+    assert "coder-eval evaluate TASK SANDBOX" in refused.err
+
 
 def test_rebuild_takes_its_task_json_files_and_keeps_its_window_and_suite_files(
     system_cli: SystemCli, upstream: Path
