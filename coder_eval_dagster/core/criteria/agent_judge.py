@@ -307,6 +307,8 @@ def record_result(run: JudgeRun, transcript: Transcript, seconds: float, context
         usage = usage.model_copy(update={"total_cost_usd": None, "cost_source": "unknown"})
     else:
         usage = context.prices.priced(run.model, usage, context.route.backend)
+    if result is None and usage.spent:  # cut off: its turns' usage as they began (output counted at 1): a floor
+        usage = usage.model_copy(update={"cost_source": "unknown"})
     run.usage = judge_usage(usage, seconds)
     run.tool_calls, run.verdict = transcript.tool_calls, transcript.final_text
     if run.error:
