@@ -13,6 +13,8 @@ from .credentials import is_secret_name
 # Variables a sandboxed command never sees: the harness's credentials, its model-route settings and its telemetry
 # settings (OTEL_EXPORTER_OTLP_HEADERS often carries a backend's key).
 MODEL_ROUTE_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_", "OTEL_")
+# The harness's own settings (its instance, its runs folder, its image): nothing a task's commands should read.
+HARNESS_PREFIXES = ("DAGSTER_", "CODER_EVAL_")
 MIN_SECRET_LENGTH = 8
 REDACTED = "***"
 # Beyond the credentials' names (credentials.is_secret_name, which the harness hands over to itself): what else
@@ -60,7 +62,11 @@ def _read_environment() -> tuple[list[str], dict[str, str]]:
     before = dict(data) if isinstance(data, dict) else None  # taken first: a change while reading is read next time
     items = list(os.environ.items())
     found = [v for k, v in items if hidden_from_sandbox(k, v)]
-    clean = {k: v for k, v in items if not hidden_from_sandbox(k, v) and not k.startswith(MODEL_ROUTE_PREFIXES)}
+    clean = {
+        k: v
+        for k, v in items
+        if not hidden_from_sandbox(k, v) and not k.startswith(MODEL_ROUTE_PREFIXES + HARNESS_PREFIXES)
+    }
     if before is not None:
         _last_read = (before, found, clean)
     return found, clean

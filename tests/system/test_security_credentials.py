@@ -201,6 +201,7 @@ def test_secrets_under_other_names_stay_out_of_sandbox_commands(tmp_path: Path) 
     run_dir = _run_passing(tmp_path, task, {**planted, "GIT_AUTHOR_NAME": "someone"})
     seen = (run_dir / "default" / "envs" / "00" / "sandbox" / "env.txt").read_text()
     assert [name for name in planted if f"{name}=" in seen] == []
+    assert "DAGSTER_HOME=" not in seen  # nor the harness's own settings
     records = b"".join(path.read_bytes() for path in _files(run_dir))
     assert [name for name, value in planted.items() if value.encode() in records] == []
 
