@@ -58,3 +58,15 @@ def test_the_node_packages_tools_are_on_the_criteria_path(system_cli: SystemCli)
     assert outcome.code == 0, outcome.output
     stdout = run.result("tooled")["success_criteria_results"][0]["evidence"]["stdout"]
     assert stdout.split() == ["pad-ok", "NODE_PATH=[]", "NPM_CONFIG_PREFIX=/sandbox/.npm-prefix"]
+
+
+def test_the_shell_numbers_a_criterions_lines_as_written(system_cli: SystemCli) -> None:
+    """The folders staged for a criterion ($TASK_DIR here) are exported on its first line: the shell's messages
+    name the author's line 1, not line 2, as coder_eval's do."""
+    folder = system_cli.folder / "tasks"
+    check = {"type": "run_command", "command": "test -d $TASK_DIR && no_such_tool_x", "description": "a"}
+    task_file(folder, "lines", agent={"type": "none"}, success_criteria=[check])
+    outcome, run = system_cli.run(folder, env={})
+    assert outcome.code == 1, outcome.output
+    stderr = run.result("lines")["success_criteria_results"][0]["evidence"]["stderr"]
+    assert stderr.strip() == "/bin/sh: 1: no_such_tool_x: not found", stderr

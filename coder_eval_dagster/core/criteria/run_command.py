@@ -68,9 +68,10 @@ def _score_line(stdout: str) -> tuple[float | None, list[str]]:
 
 def with_staged_folders(command: str, ctx: CheckContext) -> str:
     """The command with ``REFERENCE_DIR`` and ``TASK_DIR`` exported to it (where the command sees each folder), for
-    the folders staged for the criteria."""
+    the folders staged for the criteria; on its first line, so that the shell's messages number its lines as the
+    author wrote them (``/bin/sh: 1: ...``)."""
     staged = ((REFERENCE_DIR, ctx.reference_seen), (TASK_DIR, ctx.task_dir_seen))
-    exports = [f"export {name}={shlex.quote(str(seen))}\n" for name, seen in staged if seen is not None]
+    exports = [f"export {name}={shlex.quote(str(seen))}; " for name, seen in staged if seen is not None]
     return "".join(exports) + command
 
 
