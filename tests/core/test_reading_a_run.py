@@ -133,3 +133,10 @@ def test_a_transcript_in_coder_evals_form_shows_its_tool_calls(tmp_path: Path) -
     page = render_task_html(result(criterion(0, True), judged), tmp_path)
     assert "- Bash: python3 main.py (success)\n  -&gt; hi" in page
     assert "Run main.py." in page and "You are a strict grader." in page and "rationale" in page
+
+
+def test_details_say_what_a_passing_check_found_missing() -> None:
+    """An empty list is evidence (nothing missing); only absent values are left out of the details text."""
+    found = {"missing_includes": [], "present_excludes": [], "resolved": None}
+    passed = criterion(0, True, type="file_contains", details=found)
+    assert passed.details_text == "missing_includes: []; present_excludes: []"

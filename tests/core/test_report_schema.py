@@ -316,22 +316,3 @@ def test_evaluate_refuses_what_it_cannot_grade(run_dir: Path, tmp_path: Path) ->
     )
     missing = run_cli("evaluate", tasks / "pass.yaml", tmp_path / "absent", "--run-dir", tmp_path / "ev")
     assert missing.code == 2 and "not a directory to grade" in missing.err
-
-
-def test_details_say_what_a_passing_check_found_missing() -> None:
-    """An empty list is evidence (nothing missing); only absent values are left out of the details text."""
-    from coder_eval_dagster.core.models.results import CriterionResult
-
-    found = {"missing_includes": [], "present_excludes": [], "resolved": None}
-    result = CriterionResult(
-        index=0,
-        type="file_contains",
-        description="d",
-        score=1.0,
-        passed=True,
-        gating=True,
-        weight=1.0,
-        pass_threshold=0.9,
-        details=found,
-    )
-    assert result.details_text == "missing_includes: []; present_excludes: []"

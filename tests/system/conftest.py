@@ -179,6 +179,12 @@ class SystemCli:
         assert self.runs.is_dir(), outcome.output
         return outcome, only_run(self.runs)
 
+    def invalid(self, task: Path) -> CliOutcome:
+        """``coder-eval validate TASK`` of a file it must refuse (exit 1): what it said."""
+        outcome = self("validate", task, env={})
+        assert outcome.code == 1, outcome.output
+        return outcome
+
 
 @pytest.fixture
 def system_cli(tmp_path: Path) -> SystemCli:

@@ -88,8 +88,7 @@ def test_cli_called_forms_coder_eval_refuses_are_refused_naming_file_line_field(
     tmp_path: Path, system_cli: SystemCli
 ) -> None:
     task = write(tmp_path / "refused.yaml", REFUSED_TASK)
-    outcome = system_cli("validate", task, env={})
-    assert outcome.code == 1, outcome.output
+    outcome = system_cli.invalid(task)
     assert (
         f"{task}:7: success_criteria.0.verb: must not be blank: a blank verb is an empty prefix and matches every "
         "invocation"

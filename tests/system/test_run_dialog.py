@@ -141,8 +141,7 @@ def test_validate_refuses_a_task_whose_every_criterion_has_weight_0(tmp_path: Pa
             {"type": "run_command", "command": "false", "description": "fails", "weight": 0},
         ],
     )
-    outcome = system_cli("validate", task, env={})
-    assert outcome.code == 1, outcome.output
+    outcome = system_cli.invalid(task)
     line = next(n for n, text in enumerate(task.read_text().splitlines(), 1) if text.startswith("success_criteria:"))
     expected = f"{task}:{line}: success_criteria: every criterion has weight 0: nothing decides the task's success"
     assert expected in outcome.err, outcome.err

@@ -65,8 +65,7 @@ def test_crlf_and_cr_text_score_as_in_coder_eval(tmp_path: Path, system_cli: Sys
 
 def test_a_cli_called_that_can_never_fail_is_refused(tmp_path: Path, system_cli: SystemCli) -> None:
     task = write(tmp_path / "vacuous.yaml", NEVER_FAILS)
-    outcome = system_cli("validate", task, env={})
-    assert outcome.code == 1, outcome.output
+    outcome = system_cli.invalid(task)
     assert (
         f"{task}:11: success_criteria.0.min_count: cli_called with min_count: 0 and no max_count can never fail. "
         "Set max_count: 0 for a negative guard, or raise min_count for a positive assertion."
