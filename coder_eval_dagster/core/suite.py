@@ -24,7 +24,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .criteria.classification_match import NONE_LABEL
 from .criteria.outcome import meets
 from .models.criterion import Classification, CriterionBase
 from .models.results import EvaluationResult
@@ -107,13 +106,14 @@ def judged(value: float) -> float:
     return round(value, 12)
 
 
-def _result_of(result: EvaluationResult, index: int) -> tuple[float | None, str]:
-    """The criterion's score on this row (None: it never ran, or its judge gave no answer) and its observed label."""
+def _result_of(result: EvaluationResult, index: int) -> tuple[float | None, str | None]:
+    """The criterion's score on this row (None: it never ran, or its judge gave no answer) and its observed label
+    (None: no classification came of it, as coder_eval pairs only the rows with one)."""
     for criterion in result.criteria:
         if criterion.index == index:
             score = criterion.score if criterion.evaluation_status == "evaluated" else None
-            return score, criterion.observed_label or NONE_LABEL
-    return None, NONE_LABEL
+            return score, criterion.observed_label
+    return None, None
 
 
 def suite_entries(row_tasks: list[RowTask], results: list[EvaluationResult]) -> list[SuiteEntry]:
@@ -121,7 +121,7 @@ def suite_entries(row_tasks: list[RowTask], results: list[EvaluationResult]) -> 
     by_key: dict[tuple[str, str], list[EvaluationResult]] = {(r.variant_id, r.task_id): [] for r in results}
     for result in results:
         by_key[(result.variant_id, result.task_id)].append(result)
-    groups: dict[tuple[str, str, int], list[tuple[float | None, str, str]]] = defaultdict(list)
+    groups: dict[tuple[str, str, int], list[tuple[float | None, str | None, str]]] = defaultdict(list)
     specs: dict[tuple[str, str, int], CriterionBase] = {}
     for row_task in row_tasks:
         if row_task.row_id is None:
@@ -138,7 +138,7 @@ def suite_entries(row_tasks: list[RowTask], results: list[EvaluationResult]) -> 
         metrics = _exact_score_metrics([score for score, _, _ in observations if score is not None], len(observations))
         matrix: dict[str, dict[str, int]] = defaultdict(dict)
         if isinstance(criterion, Classification):
-            pairs = [(expected, observed) for _, observed, expected in observations]
+            pairs = [(expected, observed) for _, observed, expected in observations if observed is not None]
             metrics |= classification_metrics(pairs, criterion.label_space())
             for (expected, observed), count in sorted(Counter(pairs).items()):
                 matrix[expected][observed] = count

@@ -452,6 +452,12 @@ def test_skill_triggered(sandbox):
     assert (miss.score, miss.observed_label, miss.expected_label) == (1.0, "no", "no")
     no_telemetry = check_criterion(positive, ctx(sandbox, []))
     assert no_telemetry.score == 0.0 and "turn records" in no_telemetry.error
+    # coder_eval's path pattern: either separator, repeated; a longer name is another skill
+    for path, seen in (("cat skills//uipath-agents/SKILL.md", "yes"), (r"type skills\uipath-agents\x", "yes")):
+        call = {"tool": "Bash", "parameters": {"command": path}, "status": "success"}
+        assert check_criterion(positive, ctx(sandbox, [call])).observed_label == seen
+    longer = {"tool": "Read", "parameters": {"path": "skills/uipath-agents-v2/SKILL.md"}, "status": "success"}
+    assert check_criterion(positive, ctx(sandbox, [longer])).observed_label == "no"
 
 
 # --------------------------------------------------------------------------- classification_match

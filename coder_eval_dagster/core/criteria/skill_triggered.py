@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
@@ -46,7 +47,8 @@ class SkillTriggered(LiveObservable, Classification):
 
 
 def engaged(skill_name: str, call: ToolCallRecord) -> bool:
-    """A successful Skill call naming the skill (namespace stripped), or a successful read under skills/<name>/.
+    """A successful Skill call naming the skill (namespace stripped), or a successful call with a text parameter
+    under ``skills/<name>/`` (coder_eval's pattern: either separator, repeated: ``skills//x/``, ``skills\\x\\``).
 
     A call that failed (an unknown or refused skill, a missing file) did not
     bring the skill to the agent, so it does not count.
@@ -57,8 +59,8 @@ def engaged(skill_name: str, call: ToolCallRecord) -> bool:
         named = str(call.parameters.get("skill", "")).rsplit(":", 1)[-1]
         if named == skill_name:
             return True
-    marker = f"skills/{skill_name}/"
-    return any(marker in str(value) for value in call.parameters.values())
+    under = re.compile(rf"skills[\\/]+{re.escape(skill_name)}[\\/]+")
+    return any(isinstance(value, str) and under.search(value) for value in call.parameters.values())
 
 
 @checks(SkillTriggered)

@@ -1,0 +1,55 @@
+"""A dataset's classification metrics pair only the rows a classification came of, as coder_eval's aggregate does,
+through the installed CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import SystemCli, task_file
+
+pytestmark = pytest.mark.slow
+
+
+def test_rows_without_a_classification_are_left_out_of_the_pairs(system_cli: SystemCli) -> None:
+    """A row that ended as ERROR before its criteria ran, and one whose check could not be made (its glob matched
+    two files), are no (expected, (none)) pairs: they lower completion_rate and nothing else. They were counted as
+    observed (none), so a recall gate coder_eval passes failed here."""
+    folder = system_cli.folder / "tasks"
+    rows = [
+        {"id": "ra", "ans": "yes", "exp": "yes", "files": 1, "err": 0},
+        {"id": "rb", "ans": "no", "exp": "yes", "files": 1, "err": 0},
+        {"id": "rc", "ans": "no", "exp": "no", "files": 1, "err": 0},
+        {"id": "rd", "ans": "no", "exp": "no", "files": 1, "err": 1},  # ERROR: its pre_run fails
+        {"id": "re", "ans": "no", "exp": "no", "files": 2, "err": 0},  # two answer files: refusing to guess
+    ]
+    (folder / "rows.jsonl").parent.mkdir(parents=True, exist_ok=True)
+    (folder / "rows.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    writes = "test ${row.err} = 0 && for i in $(seq ${row.files}); do printf %s ${row.ans} > answer$i.txt; done"
+    classify = {
+        "type": "classification_match",
+        "description": "label matches",
+        "path": "answer*.txt",
+        "expected_label": "${row.exp}",
+        "allowed_labels": ["yes", "no"],
+        "suite_thresholds": {"recall.no": 1.0},
+    }
+    task_file(
+        folder,
+        "labels",
+        agent={"type": "none"},
+        dataset={"paths": ["rows.jsonl"]},
+        pre_run=[{"command": writes}],
+        success_criteria=[classify],
+    )
+    outcome, run = system_cli.run(folder, env={})
+    assert outcome.code == 1, outcome.output  # rb and re fail, rd is an ERROR; the gate itself is met
+    (entry,) = run.summary["suite"]
+    metrics = entry["metrics"]
+    assert (metrics["accuracy"], metrics["recall.no"], metrics["completion_rate"]) == (0.666667, 1.0, 0.8)
+    assert "precision.(none)" not in metrics and entry["confusion_matrix"] == {
+        "yes": {"yes": 1, "no": 1},
+        "no": {"no": 1},
+    }
+    assert [t["passed"] for t in entry["thresholds"]] == [True]
