@@ -615,13 +615,25 @@ def shared_variants(before: RunRows, after: RunRows, variant: str | None = None)
     return shared
 
 
+def run_names(before: RunRows, after: RunRows) -> tuple[str, str]:
+    """The two runs' names in labels and keys: their ids, told apart when the ids are the same (two runs folders'
+    runs started in the same second, or a copy of a run) by their runs folders, else by their order."""
+    if before.run_id != after.run_id:
+        return before.run_id, after.run_id
+    parents = before.run_dir.parent.name, after.run_dir.parent.name
+    if parents[0] != parents[1]:
+        return f"{parents[0]}/{before.run_id}", f"{parents[1]}/{after.run_id}"
+    return f"{before.run_id}#1", f"{after.run_id}#2"
+
+
 def compare_runs(before: RunRows, after: RunRows, variant: str | None = None) -> Comparison:
     """The same variants of two runs, paired by (task_id, variant_id): ``after`` against ``before``."""
     shared = shared_variants(before, after, variant)
-    pairs = [(_arm(before, v, f"{v}@{before.run_id}"), _arm(after, v, f"{v}@{after.run_id}")) for v in shared]
+    first, second = run_names(before, after)
+    pairs = [(_arm(before, v, f"{v}@{first}"), _arm(after, v, f"{v}@{second}")) for v in shared]
     arms = [arm for pair in pairs for arm in pair]
     return Comparison(
-        runs={before.run_id: str(before.run_dir), after.run_id: str(after.run_dir)},
+        runs={first: str(before.run_dir), second: str(after.run_dir)},
         arms=[arm_summary(arm) for arm in arms],
         pairs=[compare_pair(a, b) for a, b in pairs],
         flaky_rows=[row for arm in arms for row in arm_flaky_rows(arm)],

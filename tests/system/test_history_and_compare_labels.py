@@ -1,8 +1,10 @@
-"""`coder-eval history` names a failing criterion by a row that failed it, as a user runs it."""
+"""What `coder-eval history` and `compare` name things by, as a user runs them: a failing criterion by a row that
+failed it, two runs of the same id by their runs folders."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -35,3 +37,20 @@ def test_a_templated_criterion_is_named_as_a_failing_row_wrote_it(system_cli: Sy
     assert shown.code == 0, shown.output
     (failing,) = json.loads(shown.out)["failing_criteria"]
     assert (failing["description"], failing["failures"], failing["evaluated"]) == ("sum r3", 1, 3)
+
+
+def test_two_runs_of_the_same_id_are_two_arms(system_cli: SystemCli) -> None:
+    """Run ids are UTC seconds, unique within one runs folder only: two CI jobs' runs of the same second (or a run
+    and its copy) were merged, one run folder gone from `runs` and both arms labelled alike."""
+    folder = system_cli.folder / "tasks"
+    task_file(folder, "same", agent={"type": "none"})
+    outcome, run = system_cli.run(folder, env={})
+    assert outcome.code == 0, outcome.output
+    copy = system_cli.folder / "other" / run.path.name
+    shutil.copytree(run.path, copy)
+    shown = system_cli("compare", run.path, copy, "--format", "json", env={})
+    assert shown.code == 0, shown.output
+    compared = json.loads(shown.out)
+    names = [f"runs/{run.path.name}", f"other/{run.path.name}"]
+    assert list(compared["runs"]) == names and compared["runs"][names[1]] == str(copy)
+    assert [arm["label"] for arm in compared["arms"]] == [f"default@{name}" for name in names]
