@@ -154,7 +154,7 @@ def _run_folder(command: str, run_dir: Path) -> OpenRun | None:
         hint = ""
         if lacking == PLAN_FILE and (run_dir / RUN_FILE).is_file():  # a report without our plan: coder_eval's
             hint = (
-                "; a run coder_eval wrote? it is read by report, compare and history, and an evaluation's kept "
+                "; a run coder_eval wrote? it is read by report and compare, and an evaluation's kept "
                 "sandbox (its task.json's sandbox_path) is graded again with: coder-eval evaluate TASK SANDBOX"
             )
         print(f"coder-eval {command}: {run_dir} is not a run folder (no {lacking}){hint}", file=sys.stderr)

@@ -1,7 +1,7 @@
 """`coder-eval report RUN_DIR [--rebuild] [-f md|html|junit] [-o FILE]`: a run's reports again, as coder_eval's verb.
 
-``-f md`` (the default) renders run.md from run.json and prints it (``-o``:
-writes it there instead); ``-f html`` renders every task.html from its
+``-f md`` (the default) renders run.md's text from run.json and prints it
+(``-o``: writes it there instead), leaving the run folder as it is; ``-f html`` renders every task.html from its
 task.json, and the run viewer (index.html) over them; ``-f junit`` writes the JUnit file (``<RUN_DIR>/junit.xml`` or
 ``-o``). ``--rebuild`` rewrites run.json, run.md, experiment.json and the
 variant and suite files from the run's task.json files, keeping the run's
@@ -180,8 +180,7 @@ def read_summary(run_dir: Path) -> RunSummary:
 def render_md(run_dir: Path, output: Path | None) -> int:
     from .core.reports.run_summary import render_run_md
 
-    text = render_run_md(read_summary(run_dir))
-    write_atomically(run_dir / RUN_MD, text)
+    text = render_run_md(read_summary(run_dir))  # the run folder is only read: it may be another user's, or an artifact
     if output is None:
         sys.stdout.write(text)
     else:

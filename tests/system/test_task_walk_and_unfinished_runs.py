@@ -102,6 +102,9 @@ def test_report_rebuild_refuses_a_run_that_never_finished(tmp_path: Path, system
         task_file(tmp_path / "tasks", task_id, agent={"type": "none"})
     assert system_cli.run(tmp_path / "tasks", env={})[0].code == 0
     run = only_run(system_cli.runs)
+    (run.path / "run.md").unlink()
+    shown = system_cli("report", run.path, env={})  # the run folder is only read (a read-only artifact reports too)
+    assert shown.code == 0 and "2 evaluations" in shown.out and not (run.path / "run.md").exists(), shown.output
     (run.path / "run.json").unlink()
     (run.evaluation("two") / "task.json").unlink()  # killed before its scoring ended
     hint = f"{run.path} is incomplete (1 evaluation(s) never finished); finish it first with: coder-eval run --resume"
