@@ -31,8 +31,17 @@ from .compare_cli import add_commands as add_compare_commands
 from .core import credentials
 from .core.models.sandbox import unbound_limits
 from .core.preflight import check_environment, dagster_home
-from .core.problems import InvalidInput, Problem
-from .core.resolution import NOT_A_TASK, Resolution, discover, kind_of, load_experiment, load_trajectory, resolve
+from .core.problems import DOCUMENT, InvalidInput, Problem
+from .core.resolution import (
+    NOT_A_TASK,
+    Resolution,
+    discover,
+    kind_of,
+    load_experiment,
+    load_trajectory,
+    missing_experiment,
+    resolve,
+)
 from .core.routing import RouteError
 from .core.run_lock import RunFolderBusy
 from .core.run_spec import RunOptions, RunSpec
@@ -129,6 +138,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     experiment = RunSpec(experiment=args.experiment).experiment if args.experiment else None
     said: set[str] = set()
     paths = expand_patterns(args.paths) or _default_tasks(args.command, experiment, required=experiment is None)
+    if experiment is not None and not Path(experiment).exists():  # said as run says it
+        _print_problems([Problem(experiment, None, DOCUMENT, missing_experiment(args.experiment))], said)
+        return exit_codes.FAILED
     if experiment is not None:  # coder_eval's plan loads the experiment first and stops when it cannot
         verdict = _file_problems(Path(experiment))
         found = verdict.problems

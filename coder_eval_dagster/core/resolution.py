@@ -591,14 +591,14 @@ def _experiment_layers(spec: RunSpec, base_layer: Path | None) -> list[LoadedExp
     if spec.experiment is not None:
         path = Path(spec.experiment)
         if not path.exists():
-            raise InvalidInput([Problem(spec.experiment, None, DOCUMENT, _no_experiment(spec.experiment))])
+            raise InvalidInput([Problem(spec.experiment, None, DOCUMENT, missing_experiment(spec.experiment))])
         if not layers or base_layer is None or path.resolve() != base_layer.resolve():
             layers = [replace(layer, sandbox_steps=False) for layer in layers]
             layers.append(load_experiment(path))
     return layers
 
 
-def _no_experiment(given: str) -> str:
+def missing_experiment(given: str) -> str:
     """What was looked for: a path as given, a name also as ``experiments/NAME.yaml`` (or ``.yml``)."""
     if "/" in given or given.endswith((".yaml", ".yml")):
         return "no such experiment file"

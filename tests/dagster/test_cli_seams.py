@@ -46,6 +46,8 @@ def test_an_experiment_not_found_is_named_where_it_was_looked_for(tmp_path: Path
     as_path = installed_cli(tmp_path, "run", ROOT / "tasks", "-e", "experiments/nosuch.yaml", "--estimate")
     assert as_path.returncode == 2
     assert as_path.stderr == "no such experiment file: experiments/nosuch.yaml\n"  # no experiments/experiments/...
+    validated = installed_cli(tmp_path, "validate", "-e", "nosuch")  # said as run says it (exit 1: invalid input)
+    assert (validated.returncode, validated.stderr) == (1, done.stderr)
 
 
 def test_a_resume_given_task_paths_says_it_takes_none(tmp_path: Path) -> None:
