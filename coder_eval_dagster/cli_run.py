@@ -505,7 +505,8 @@ def print_summary(report: RunSummary, run_dir: Path) -> None:
             value = " >= ".join(threshold_figures(threshold))
             console.print(f"{label} {value}: {mark}", highlight=False)
     for variant, spend in report.spend_by_variant.items():
-        if spend.total_cost_usd is not None or any(u is not None for u in (spend.agent, spend.judges, spend.simulator)):
+        unknown = any(u is not None and u.spent for u in (spend.judges, spend.simulator))  # spent, at no known cost
+        if spend.total_cost_usd is not None or spend.agent is not None or unknown:
             line = f"spend [{variant}]: agent {agent_usd(spend)}, judges {judges_usd(spend)}, "
             line += f"simulated user {usd(spend.simulator)}; total {total_usd(spend)}"
             console.print(escape(line), highlight=False, soft_wrap=True)

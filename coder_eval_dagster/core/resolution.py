@@ -1459,8 +1459,14 @@ def _mutated_row_prompt(mutated: Mutated, row: Row, doc: Document) -> str | None
     text replaces it, as coder_eval mutates the filled prompt."""
     before, mutations = mutated
     prompt, unknown = _row_prompt(before, row, doc), set[str]()
-    for mutation in mutations:
-        filled = type(mutation).model_validate(substitute(mutation.model_dump(), row, unknown))
+    for number, mutation in enumerate(mutations):
+        try:
+            filled = type(mutation).model_validate(substitute(mutation.model_dump(), row, unknown))
+        except ValidationError as exc:  # a row's value made it invalid (a regex pattern that no longer compiles)
+            said = "; ".join(str(error.get("ctx", {}).get("message") or error["msg"]) for error in exc.errors())
+            why = f"prompt mutation {number + 1} with row {row.row_id!r} ({row.origin}): {said}"
+            problem = Problem(str(doc.path), doc.line_of(("initial_prompt",)), "initial_prompt", why)
+            raise InvalidInput([problem]) from None
         prompt = filled.apply(prompt or "")
     if unknown:
         raise InvalidInput([_unknown_field_problem(doc, ("initial_prompt",), row, unknown)])

@@ -326,6 +326,16 @@ def test_mutations_apply_to_each_rows_filled_prompt_file(tmp_path: Path) -> None
     ]
 
 
+def test_a_mutation_a_row_makes_invalid_is_that_rows_problem(tmp_path: Path) -> None:
+    """A regex pattern filled from a row that no longer compiles is said with the row, not an internal error."""
+    mutation = "[{type: replace, pattern: '${row.word}', replacement: X, regex: true}]"
+    experiment = _experiment(tmp_path, f"  - variant_id: v\n    prompt_mutations: {mutation}\n")
+    task = task_with(initial_prompt="Say ${row.word}", dataset={"rows": [{"id": "a", "word": "a(b"}]})
+    spec = RunSpec(task_paths=[str(write_task(tmp_path / "tasks", task))], experiment=str(experiment))
+    (problem,) = resolve(spec).problems
+    assert "prompt mutation 1 with row 'a'" in problem.message and "invalid regular expression" in problem.message
+
+
 def test_repeats_precedence_and_driver(tmp_path: Path) -> None:
     experiment = _experiment(
         tmp_path,

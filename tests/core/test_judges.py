@@ -304,6 +304,7 @@ def test_no_key_fails_at_dispatch_without_calling_out(tmp_path, api, monkeypatch
     result = judged(tmp_path, llm(), criterion("agent_judge", prompt="grade"))
     assert [(c.score, c.error) for c in result.criteria] == [(0.0, "ANTHROPIC_API_KEY is not set")] * 2
     assert fake.script.requests == [] and result.environment_info["judge_transport"] == "none"
+    assert {c.evaluation_status for c in result.criteria} == {"not_evaluated"}  # no answer: an outage, not a 0
 
 
 def test_files_that_leave_the_sandbox_are_refused(tmp_path, api):

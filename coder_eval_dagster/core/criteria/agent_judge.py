@@ -40,6 +40,7 @@ from .judging import (
     VerdictError,
     file_hashes,
     judge_usage,
+    no_credentials,
     render_prompt,
     skipped,
     truncated,
@@ -355,7 +356,7 @@ def check(criterion: AgentJudge, ctx: CheckContext) -> Outcome:
             return stored
         missing = route.missing_credentials()
         if missing:  # fail fast at dispatch, without starting the CLI
-            return Outcome(0.0, error=missing)
+            return no_credentials(missing)
         run = JudgeRun(model, SYSTEM_PROMPT, prompt, notes + left_out, key=key)
         run_agent(run, criterion, ctx, config, workspace)
     return run.outcome(criterion, ctx)

@@ -251,6 +251,11 @@ def write_transcript(
 UNAVAILABLE = "unavailable"  # the evidence key of a judge that gave no answer (see JudgeRun.unavailable)
 
 
+def no_credentials(missing: str) -> Outcome:
+    """A judge the run's route cannot call (no key): no answer, so not judged (an outage, as coder_eval's)."""
+    return Outcome(0.0, {UNAVAILABLE: True}, error=missing)
+
+
 @dataclass
 class JudgeRun:
     """One judge call as it went: what it was shown, what it said, what it cost."""

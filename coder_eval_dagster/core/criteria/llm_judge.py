@@ -23,6 +23,7 @@ from .judging import (
     VerdictError,
     file_hashes,
     judge_usage,
+    no_credentials,
     render_prompt,
     skipped,
 )
@@ -156,7 +157,7 @@ def check(criterion: LlmJudge, ctx: CheckContext) -> Outcome:
         return stored
     missing = route.missing_credentials()
     if missing:  # fail fast at dispatch, without calling out
-        return Outcome(0.0, error=missing)
+        return no_credentials(missing)
     run = JudgeRun(route.model_id(criterion.model), SYSTEM_PROMPT, prompt, notes, key=key)
     call_model(run, criterion, ctx.run)
     return run.outcome(criterion, ctx)
