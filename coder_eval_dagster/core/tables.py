@@ -108,6 +108,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("observed_label", pa.string()),
             ("judge_usage", JUDGE_USAGE),
             ("reused", pa.bool_()),  # a judge verdict reused from an earlier scoring (judge_usage: the original call's)
+            ("evaluation_status", pa.string()),  # not_evaluated: a judge that gave no answer (an outage, not a 0)
         ]
     ),
     "commands": pa.schema(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -271,6 +272,8 @@ def test_a_judge_that_gave_no_answer_is_left_out_of_the_suite_metrics(
     (entry,) = run.summary["suite"]
     assert (entry["metrics"]["mean"], entry["metrics"]["completion_rate"]) == (1.0, 0.75)
     assert "suite judged [default] #0 llm_judge completion_rate 0.75 >= 1: NOT met" in outcome.out  # whose metric
+    history = system_cli("history", system_cli.runs, "--format", "json", env={})  # the tables say it as well
+    assert history.code == 0 and json.loads(history.out)["failing_criteria"] == [], history.output
     assert {t["metric"]: t["passed"] for t in entry["thresholds"]} == {"mean": True, "completion_rate": False}
 
 

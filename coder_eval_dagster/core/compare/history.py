@@ -35,7 +35,7 @@ SELECT base_task_id, criterion_index, min(description) FILTER (WHERE NOT passed)
        count(*) AS evaluated,
        avg((NOT passed)::INTEGER) AS failure_rate
 FROM criteria_scores
-WHERE gating AND NOT advisory
+WHERE gating AND NOT advisory AND evaluation_status IS DISTINCT FROM 'not_evaluated'
 GROUP BY base_task_id, criterion_index
 HAVING failures > 0
 ORDER BY failures DESC, base_task_id, criterion_index
