@@ -69,6 +69,9 @@ QUESTIONS = {
     "flaky_rows": ("Flaky rows: replicates disagree, or the outcome flips between consecutive runs", FLAKY_ROWS),
 }
 VIEWED_TABLES = ("task_results", "criteria_scores")
+# Columns the questions read that tables written by an earlier coder-eval lack (a run rewrites its files with them,
+# null; a runs folder nobody ran in since has none): read as null there.
+LATER_COLUMNS = {"criteria_scores": {"evaluation_status": "VARCHAR"}}
 
 
 @dataclass
@@ -104,6 +107,16 @@ def view_statement(tables_dir: Path, table: str, days: int | None, task_glob: st
     return f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM read_parquet({source}, hive_partitioning = true){where};"
 
 
+def _with_later_columns(connection: Any, table: str) -> None:
+    """The view, with each column its files were written without added as null."""
+    present = {row[0] for row in connection.execute(f"DESCRIBE {table}").fetchall()}
+    missing = {name: kind for name, kind in LATER_COLUMNS.get(table, {}).items() if name not in present}
+    if missing:
+        added = ", ".join(f"NULL::{kind} AS {name}" for name, kind in missing.items())
+        connection.execute(f"ALTER VIEW {table} RENAME TO {table}_as_written")
+        connection.execute(f"CREATE VIEW {table} AS SELECT *, {added} FROM {table}_as_written")
+
+
 def history(runs_dir: Path, days: int | None = None, task_glob: str | None = None) -> History:
     """The three answers over every run under ``runs_dir`` (its ``tables/`` folder)."""
     tables_dir = runs_dir / TABLES_DIR
@@ -114,6 +127,7 @@ def history(runs_dir: Path, days: int | None = None, task_glob: str | None = Non
         try:
             for table in VIEWED_TABLES:
                 connection.execute(view_statement(tables_dir, table, days, task_glob))
+                _with_later_columns(connection, table)
             answers = {name: connection.execute(sql).df() for name, (_, sql) in QUESTIONS.items()}
         except duckdb.Error as exc:  # a damaged or foreign file among the tables: say which, not a traceback
             raise CompareError(f"{tables_dir}: a table file cannot be read: {str(exc).splitlines()[0]}") from None
