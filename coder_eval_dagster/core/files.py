@@ -76,12 +76,17 @@ def open_beneath(
     before it without following a link, so nothing the process changes meanwhile can make the walk leave ``root``:
     a link is read and its target walked the same way (an absolute one from ``root`` when it is under
     ``links_at``, where the process sees ``root``; any other absolute link, or a ``..`` above ``root``, leaves it:
-    PermissionError). The file itself is opened without following a link or waiting (O_NOFOLLOW, O_NONBLOCK): a
+    PermissionError). ``relative`` itself may be absolute under ``links_at`` (as the process names its files:
+    Claude Code's ``/sandbox/app.py``), walked from ``root`` as such a link is. The file itself is opened without
+    following a link or waiting (O_NOFOLLOW, O_NONBLOCK): a
     FIFO, a socket, a device or a folder is UnreadableFile, never opened for long. ``make_parents``: missing
     folders on the way are made (as ``mkdir -p``). ``root_name``: what the PermissionError calls ``root``."""
     leaves = PermissionError(f"path {relative!r} leaves {root_name}")
+    path = PurePosixPath(relative)
+    if path.is_absolute() and links_at is not None and path.is_relative_to(links_at):
+        path = path.relative_to(links_at)  # (`/sandbox/../x` is `../x`: above root, it leaves)
     folders = [os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)]  # the walk so far; [0] is root
-    parts, links = list(PurePosixPath(relative).parts), 0
+    parts, links = list(path.parts), 0
     try:
         while parts:
             part = parts.pop(0)

@@ -46,34 +46,10 @@ EDIT_CAP = 64 * MiB  # what Edit reads of a file (a larger one is an error, not 
 
 
 def _open(sandbox: Sandbox, params: dict[str, Any], flags: int, make_parents: bool = False) -> int:
-    links_at, path = PurePosixPath(sandbox.workdir), str(params["path"])
-    relative = beneath(path, links_at)
-    try:
-        return open_beneath(sandbox.root, relative, flags, links_at, make_parents)
-    except (OSError, ValueError) as exc:  # (UnreadableFile is a ValueError) named by the path the call gave
-        if relative != path:
-            _rename(exc, relative, path)
-        raise
-
-
-def _rename(exc: OSError | ValueError, relative: str, path: str) -> None:
-    """``exc`` about ``relative`` made to name ``path``, the same file as the call named it."""
-    if isinstance(exc, OSError) and exc.filename == relative:
-        exc.filename = path
-    elif len(exc.args) == 1 and isinstance(exc.args[0], str):
-        exc.args = (exc.args[0].replace(repr(relative), repr(path)).replace(f": {relative}", f": {path}"),)
-
-
-def beneath(path: str, workdir: PurePosixPath) -> str:
-    """A call's path relative to the sandbox: an absolute one inside the folder the sandbox's commands see as their
-    working folder (``/sandbox/app.py``, as Claude Code writes them) is the same file as one relative to it; any
-    other absolute path is left as given, and ``open_beneath`` refuses it (as a ``..`` above the sandbox)."""
-    if not path.startswith("/"):
-        return path
-    try:
-        return PurePosixPath(path).relative_to(workdir).as_posix()
-    except ValueError:
-        return path
+    """The call's file: relative to the sandbox, or absolute inside the folder its commands see as theirs
+    (``/sandbox/app.py``, as Claude Code writes them); any other path leaves the sandbox (PermissionError)."""
+    links_at = PurePosixPath(sandbox.workdir)
+    return open_beneath(sandbox.root, str(params["path"]), flags, links_at, make_parents)
 
 
 def _write(params: dict[str, Any], sandbox: Sandbox) -> tuple[ToolCallStatus, str | None]:
