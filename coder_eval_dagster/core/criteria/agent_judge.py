@@ -47,7 +47,7 @@ from .judging import (
 )
 from .outcome import Outcome
 from .registry import checks
-from .reuse import VerdictKey, input_hash, reused, tree_hash
+from .reuse import VerdictKey, reused, tree_hash
 
 if TYPE_CHECKING:
     from ..check_context import CheckContext
@@ -337,7 +337,7 @@ def verdict_key(
         "max_turns": criterion.max_turns,
         "turn_timeout": criterion.turn_timeout,
     }
-    return VerdictKey(input_hash(call, file_hashes(criterion, ctx)), tree_hash(workspace))
+    return VerdictKey.of(call, file_hashes(criterion, ctx), tree_hash(workspace))
 
 
 @checks(AgentJudge)

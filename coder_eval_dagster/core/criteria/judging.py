@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from ..files import CRITERION_READ_CAP, open_beneath, open_regular, opened_regular, read_opened_text
+from ..files import CRITERION_READ_CAP, open_beneath, open_regular, read_opened_text
 from ..layout import judge_transcript, write_atomically
 from ..models.results import CriterionResult, TokenUsage, judge_token_usage
 from .outcome import Outcome, scrub
@@ -89,18 +89,6 @@ def _open_confined(root: Path, relative: str, links_at: PurePosixPath | None, ro
         return open_beneath(root, relative, os.O_RDONLY, links_at, root_name=root_name)
     except PermissionError as exc:
         raise PermissionError(f"files: {exc}") from None
-
-
-def judge_file_found(entry: str, ctx: CheckContext) -> bool:
-    """Whether a ``files`` entry names a regular file (opened and closed: the judge was shown FILE_NOT_FOUND else)."""
-    opened = judge_file_opener(entry, ctx)
-    if opened is None:
-        return False
-    try:
-        os.close(opened_regular(opened, entry))
-    except (FileNotFoundError, PermissionError):
-        return False
-    return True
 
 
 def read_judge_file(entry: str, ctx: CheckContext, limit: int) -> str:
@@ -292,13 +280,12 @@ class JudgeRun:
         details: dict[str, Any] = {"model": self.model, "rationale": self.rationale, "judge_usage": self.usage}
         if self.findings:
             details["findings"] = self.findings
-        missing = [entry for entry in criterion.files if not judge_file_found(entry, ctx)]
-        if missing:  # shown to the judge as <file not found>: a misspelt entry is said (coder_eval's missing_files)
-            details["missing_files"] = missing
         if self.notes:
             details["degraded"] = self.notes
         if self.key is not None:
             details.update(self.key.evidence())
+            if self.key.missing_files:  # shown as <file not found>: a misspelt entry is said (coder_eval's)
+                details["missing_files"] = list(self.key.missing_files)
         if self.unavailable:
             details[UNAVAILABLE] = True
         score = self.score if self.error is None else 0.0

@@ -29,7 +29,7 @@ from .judging import (
 )
 from .outcome import Outcome
 from .registry import checks
-from .reuse import VerdictKey, input_hash, reused
+from .reuse import VerdictKey, reused
 
 if TYPE_CHECKING:
     from ..check_context import CheckContext
@@ -141,7 +141,7 @@ def verdict_key(criterion: LlmJudge, ctx: CheckContext, prompt: str) -> VerdictK
     """The call's hashes: the request as it would be sent (model id, system prompt, prompt, max_tokens, the verdict
     tool), the temperature (validated, though no longer sent) and each named file's bytes."""
     call = {**request(criterion, ctx.run.route, prompt), "temperature": criterion.temperature}
-    return VerdictKey(input_hash(call, file_hashes(criterion, ctx)))
+    return VerdictKey.of(call, file_hashes(criterion, ctx))
 
 
 @checks(LlmJudge)

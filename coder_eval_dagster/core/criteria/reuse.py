@@ -50,6 +50,15 @@ class VerdictKey:
 
     input_hash: str
     sandbox_hash: str | None = None  # agent_judge: the content of the sandbox copy it inspects
+    missing_files: tuple[str, ...] = ()  # the ``files`` entries that named no file (not part of the match)
+
+    @classmethod
+    def of(
+        cls, call: Mapping[str, Any], files: Mapping[str, str | None], sandbox_hash: str | None = None
+    ) -> VerdictKey:
+        """The key of a call and the hashes of the files it names (None: no such file)."""
+        missing = tuple(entry for entry, found in files.items() if found is None)
+        return cls(input_hash(call, files), sandbox_hash, missing)
 
     def evidence(self) -> dict[str, str]:
         """The hashes as the verdict's evidence keeps them (a later scoring compares against these)."""
