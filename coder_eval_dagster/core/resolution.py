@@ -790,7 +790,8 @@ def _quarantine(
     result.skipped.append(SkippedTask(str(path), SKIP_TRUE, task_id=model.task_id if model is not None else None))
 
 
-Mutated = tuple[str, tuple[PromptMutation, ...]]
+# The prompt before the experiment's mutations, the mutations, and which of them hold a ``${row.x}`` (filled per row).
+Mutated = tuple[str, tuple[PromptMutation, ...], tuple[bool, ...]]
 
 
 @dataclass(frozen=True)
@@ -1117,7 +1118,7 @@ def _apply_prompt(
         prompt = mutation.apply(prompt)
     merged["initial_prompt"] = prompt
     merged.pop("initial_prompt_file", None)
-    return before, tuple(mutations)
+    return before, tuple(mutations), tuple(PLACEHOLDER.search(m.model_dump_json()) is not None for m in mutations)
 
 
 def _check_unique_id(task_id: str, path: Path, doc: Document, seen: dict[str, Path]) -> None:
@@ -1457,9 +1458,12 @@ def _row_prompt(prompt: str | None, row: Row, doc: Document) -> str | None:
 def _mutated_row_prompt(mutated: Mutated, row: Row, doc: Document) -> str | None:
     """The row's prompt, then the experiment's mutations (their own ``${row.x}`` filled too): a replace of the row's
     text replaces it, as coder_eval mutates the filled prompt."""
-    before, mutations = mutated
+    before, mutations, templated = mutated
     prompt, unknown = _row_prompt(before, row, doc), set[str]()
     for number, mutation in enumerate(mutations):
+        if not templated[number]:  # nothing of the row's in it: as written
+            prompt = mutation.apply(prompt or "")
+            continue
         try:
             filled = type(mutation).model_validate(substitute(mutation.model_dump(), row, unknown))
         except ValidationError as exc:  # a row's value made it invalid (a regex pattern that no longer compiles)
