@@ -33,7 +33,8 @@ PACKAGE_INDEX_PREFIXES = ("UV_", "PIP_", "NPM_CONFIG_")  # the venv's and node p
 
 
 def hidden_from_sandbox(name: str, value: str) -> bool:
-    """A credential by its name, by a name or a URL password that says it is one."""
+    """A credential by its name, by a name that says it is one, or by a value holding a password (a URL's) or a
+    key (``AccountKey=...``)."""
     return (
         is_secret_name(name)
         or _HIDDEN_NAME.search(name) is not None
