@@ -16,7 +16,7 @@ from typing import Any
 from . import exit_codes
 from .cli_options import UsageError, given_path, logging_arguments, refuse
 from .core.models.results import EvaluationResult
-from .core.reports.run_summary import terminal_text
+from .core.reports.run_summary import one_line
 
 
 def add_commands(subparsers: Any) -> None:
@@ -64,16 +64,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def report(result: EvaluationResult, folder: Path) -> int:
     """Each criterion, the tally and the verdict, as coder_eval prints them; the exit code."""
     if result.final_status == "ERROR":
-        print(f"\n✗ Evaluation error: {terminal_text(result.error or '')}")
+        print(f"\n✗ Evaluation error: {one_line(result.error or '')}")
         return exit_codes.FAILED
     print("Criteria Results:\n")
     for criterion in result.criteria:
         mark = "○" if not criterion.gating else "✓" if criterion.passed else "✗"
         print(f"{mark} {criterion.type}\n  {criterion.description}\n  Score: {criterion.score:.2f}")
         if criterion.details_text:
-            print(f"  Details: {terminal_text(criterion.details_text)}")
+            print(f"  Details: {one_line(criterion.details_text)}")
         if criterion.error:
-            print(f"  Error: {terminal_text(criterion.error)}")
+            print(f"  Error: {one_line(criterion.error)}")
         print()
     gating = [c for c in result.criteria if c.gating]
     failed = sum(not c.passed for c in gating)
@@ -83,7 +83,7 @@ def report(result: EvaluationResult, folder: Path) -> int:
     print(f"\nRun directory: {folder}")
     if result.final_status != "SUCCESS":
         why = result.error or f"{failed} criterion/criteria failed."
-        print(f"\n{terminal_text(why)}")
+        print(f"\n{one_line(why)}")
         return exit_codes.FAILED
     print("\nAll criteria passed! ✓")
     return exit_codes.OK

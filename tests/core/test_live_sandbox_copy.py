@@ -49,9 +49,10 @@ def test_links_fifos_ignored_names_and_a_deep_tree(tmp_path: Path) -> None:
     (sandbox / "node_modules" / "x.js").write_text("x")
     make_deep_folders(sandbox, 1500)  # deeper than Python's recursion limit: the walk is iterative
     copy = tmp_path / "copy"
-    too_deep = copy_live_sandbox(sandbox, copy, ["node_modules"])
+    left = copy_live_sandbox(sandbox, copy, ["node_modules"])
 
-    assert too_deep == ["/".join(["a"] * (snapshot.MAX_DEPTH + 1))]  # said, for the judge's record
+    assert left.too_deep == ["/".join(["a"] * (snapshot.MAX_DEPTH + 1))]  # said, for the judge's record
+    assert left.too_large == []
     assert (copy / "main.py").read_text() == "print('hi')"
     assert (copy / "main.py").stat().st_mode & 0o777 == 0o751
     assert (copy / "etc").is_symlink() and not (copy / "etc").resolve().is_relative_to(copy)
@@ -61,6 +62,26 @@ def test_links_fifos_ignored_names_and_a_deep_tree(tmp_path: Path) -> None:
         depth += 1
     assert depth == snapshot.MAX_DEPTH
     subprocess.run(["rm", "-rf", str(sandbox), str(copy)], check=True, timeout=60)  # (pytest's removal recurses)
+
+
+def test_sparse_files_past_the_copy_bound_are_left_out_and_said(tmp_path: Path, monkeypatch) -> None:
+    """A sparse file costs the agent no disk; copied whole, a `truncate -s 1T` filled this machine's (an agent
+    judge's workspace is copied under /tmp). Files past the bound in all are left out and named."""
+    monkeypatch.setattr(snapshot, "MAX_COPY_BYTES", 10 << 20)
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    (sandbox / "a_small.txt").write_text("kept")
+    with open(sandbox / "b_sparse.bin", "wb") as sparse:
+        sparse.truncate(1 << 40)  # 1 TiB, no block used
+    (sandbox / "c_fits.bin").write_bytes(b"x" * (6 << 20))
+    (sandbox / "d_over.bin").write_bytes(b"y" * (6 << 20))  # 12 MiB with c: past the bound
+    copy = tmp_path / "copy"
+
+    left = copy_live_sandbox(sandbox, copy, [])
+
+    assert left.too_large == ["b_sparse.bin", "d_over.bin"]
+    assert sorted(p.name for p in copy.iterdir()) == ["a_small.txt", "c_fits.bin"]
+    assert (copy / "c_fits.bin").stat().st_size == 6 << 20
 
 
 def make_deep_folders(root: Path, depth: int) -> None:

@@ -29,7 +29,7 @@ from ..models.results import TokenUsage, message_usage
 from ..sandbox import containment
 from ..sandbox.egress import LOOPBACK, model_only
 from ..sandbox.holder import SANDBOX_PATH
-from ..sandbox.snapshot import MAX_DEPTH, copy_live_sandbox
+from ..sandbox.snapshot import MAX_COPY_BYTES, MAX_DEPTH, LeftOut, copy_live_sandbox
 from ..sandbox.templates import TemplateError, effective_ignore_patterns
 from ..trees import remove_tree
 from .judge_base import JudgeBase
@@ -270,14 +270,24 @@ def judge_workspace(ctx: CheckContext, config: AgentConfig) -> Iterator[tuple[Pa
     try:
         workspace = scratch / "workspace"
         try:
-            too_deep = copy_live_sandbox(ctx.sandbox.root, workspace, effective_ignore_patterns(config.ignore_patterns))
+            left = copy_live_sandbox(ctx.sandbox.root, workspace, effective_ignore_patterns(config.ignore_patterns))
         except OSError as exc:
             raise TemplateError(f"the judge agent's copy of the sandbox failed: {exc}") from None
-        notes = [f"folders past {MAX_DEPTH} levels are not in the judge's copy: {', '.join(too_deep[:3])}"]
-        yield workspace, notes if too_deep else []
+        yield workspace, left_out_notes(left)
     finally:
         containment.release(scratch)
         remove_tree(scratch, ignore_errors=True)
+
+
+def left_out_notes(left: LeftOut) -> list[str]:
+    """What the judge's record says its copy of the sandbox left out, naming the first three of each."""
+    notes = []
+    if left.too_deep:
+        notes.append(f"folders past {MAX_DEPTH} levels are not in the judge's copy: {', '.join(left.too_deep[:3])}")
+    if left.too_large:
+        gib = MAX_COPY_BYTES / (1 << 30)
+        notes.append(f"files past {gib:g} GiB in all are not in the judge's copy: {', '.join(left.too_large[:3])}")
+    return notes
 
 
 def run_agent(run: JudgeRun, criterion: AgentJudge, ctx: CheckContext, config: AgentConfig, workspace: Path) -> None:

@@ -55,8 +55,7 @@ def _by_variant(rows: list[TaskRow]) -> dict[str, list[TaskRow]]:
 def md_cell(text: str) -> str:
     """Text safe inside a Markdown table cell: on one line (a carriage return ended the row too), no HTML a viewer
     would render, no link of the text's own (an agent's output lands here)."""
-    flat = " ".join(terminal_text(text).replace("\r", "\n").splitlines())
-    escaped = html.escape(flat, quote=False)
+    escaped = html.escape(one_line(text), quote=False)
     return re.sub(r"([|\[\]])", r"\\\1", escaped)
 
 
@@ -67,6 +66,12 @@ def terminal_text(text: str) -> str:
     """Text shown on a terminal with its control characters written out (``\\x1b``): an evaluation's output could
     otherwise set the window title, write the clipboard (OSC 52) or clear the screen of whoever reads it."""
     return CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+
+
+def one_line(text: str) -> str:
+    """``terminal_text`` on one line: a file name or output holding a newline must not start a line of its own
+    (an agent could print a forged ``PASSED`` under the harness's own)."""
+    return " ".join(terminal_text(text).replace("\r", "\n").splitlines())
 
 
 def score_text(value: float | None) -> str:

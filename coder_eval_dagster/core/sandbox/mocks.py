@@ -14,14 +14,14 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import stat
 from pathlib import Path
 
 from .. import argv_match
+from ..files import UnreadableFile, open_beneath, write_all
 from ..models.sandbox import RECORD_CLI_DIR, RECORD_CLI_LOG, RecordedCli, SandboxConfig
 from .base import Sandbox
-from .templates import inside_sandbox
+from .templates import TemplateError, inside_sandbox
 
 SHIM = """#!/usr/bin/env python3
 # coder-eval record_cli shim: runs nothing; records the call and answers as the task says.
@@ -60,21 +60,55 @@ def _entry(recorded: RecordedCli) -> str:
 
 
 def install_mocks(root: Path, config: SandboxConfig) -> None:
-    """Write the shims (with the matcher and an empty log), and make the mock folders' files executable."""
+    """Write the shims (with the matcher and an empty log), and make the mock folders' files executable.
+
+    Every file is opened beneath the sandbox (``open_beneath``), never through a link out of it: the sandbox's
+    setup (a node package's install script, a template) has already run, and what it left or still changes
+    there must not turn the harness's writes, as its user, onto this machine's files.
+    """
     if config.record_cli:
-        folder = inside_sandbox(root, RECORD_CLI_DIR)
-        folder.mkdir(exist_ok=True)
-        shutil.copyfile(argv_match.__file__, folder / "argv_match.py")
-        inside_sandbox(root, RECORD_CLI_LOG).write_text("", encoding="utf-8")
+        _write_beneath(root, f"{RECORD_CLI_DIR}/argv_match.py", Path(argv_match.__file__).read_bytes(), 0o644)
+        _write_beneath(root, RECORD_CLI_LOG, b"", 0o644)
         for recorded in config.record_cli:
-            shim = inside_sandbox(root, f"{RECORD_CLI_DIR}/{recorded.tool}")
-            shim.write_text(SHIM.format(entry=repr(_entry(recorded))), encoding="utf-8")
-            shim.chmod(0o755)
+            shim = SHIM.format(entry=repr(_entry(recorded))).encode("utf-8")
+            _write_beneath(root, f"{RECORD_CLI_DIR}/{recorded.tool}", shim, 0o755)
     for relative in config.mock_path_dirs:
         folder = inside_sandbox(root, relative)
-        for path in folder.iterdir() if folder.is_dir() else []:
-            if path.is_file() and not path.is_symlink():
-                path.chmod(path.stat().st_mode | EXECUTABLE)
+        if not folder.is_dir():
+            continue
+        with os.scandir(folder) as entries:
+            names = [entry.name for entry in entries if entry.is_file(follow_symlinks=False)]
+        for name in names:
+            _make_executable(root, f"{relative}/{name}")
+
+
+def _write_beneath(root: Path, relative: str, data: bytes, mode: int) -> None:
+    """``data`` as the sandbox file ``relative`` with ``mode``; a TemplateError when a link takes it out, or when
+    the file there has another name (a hard link: its other name may be anywhere on its file system)."""
+    try:
+        fd = open_beneath(root, relative, os.O_WRONLY | os.O_CREAT, make_parents=True)
+    except (OSError, UnreadableFile) as exc:  # a link out of the sandbox, a folder or FIFO in the way
+        raise TemplateError(f"{relative}: {exc}; nothing was written there") from None
+    try:
+        if os.fstat(fd).st_nlink > 1:
+            raise TemplateError(f"{relative} is a hard link to another file; nothing was written there")
+        os.ftruncate(fd, 0)
+        write_all(fd, data)
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def _make_executable(root: Path, relative: str) -> None:
+    """A mock folder's regular file made executable; one that has become a link out, or no file, is left alone."""
+    try:
+        fd = open_beneath(root, relative, os.O_RDONLY)
+    except (OSError, UnreadableFile):
+        return
+    try:
+        os.fchmod(fd, os.fstat(fd).st_mode | EXECUTABLE)
+    finally:
+        os.close(fd)
 
 
 def agent_path_dirs(sandbox: Sandbox) -> list[str]:

@@ -1,0 +1,67 @@
+"""What a sandbox's setup or commands leave behind must not steer the harness: a link where it writes its own
+files, a file name that would start a line of its own on the user's terminal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..support.helpers import write_task
+from .conftest import SystemCli
+
+
+def test_a_link_left_where_the_shims_go_is_not_written_through(system_cli: SystemCli, tmp_path: Path) -> None:
+    """`record_cli` writes its matcher and shims after the sandbox's setup ran (templates, node packages' install
+    scripts): a link left there to a file of this machine had the harness, as its user, overwrite that file."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the host's own file\n")
+    template = tmp_path / "tpl"
+    template.mkdir()
+    (template / "argv_match.py").symlink_to(victim)
+    task = write_task(
+        tmp_path,
+        {
+            "task_id": "shims",
+            "description": "record_cli over a planted link",
+            "agent": {"type": "none"},
+            "sandbox": {
+                "python": None,
+                "template_sources": [{"type": "template_dir", "path": "tpl", "mount_point": "cli_mocks"}],
+                "record_cli": [{"tool": "mycli"}],
+            },
+            "success_criteria": [{"type": "file_exists", "path": "cli_mocks/mycli", "description": "shim"}],
+        },
+    )
+
+    outcome, run = system_cli.run(task, env={})
+
+    assert victim.read_text() == "the host's own file\n"
+    result = run.result("shims")
+    assert result["final_status"] == "ERROR", outcome.output
+    error = result["error_message"]
+    assert "cli_mocks/argv_match.py" in error and "nothing was written there" in error
+
+
+def test_a_file_name_with_a_newline_stays_on_its_failure_line(system_cli: SystemCli, tmp_path: Path) -> None:
+    """A criterion's error names sandbox files; a name holding a newline printed a line of the agent's choosing
+    (a forged `PASSED ...`) under the harness's own summary."""
+    task = write_task(
+        tmp_path,
+        {
+            "task_id": "names",
+            "description": "a name with a newline",
+            "agent": {"type": "none"},
+            "sandbox": {"python": None},
+            "pre_run": [{"command": "touch \"$(printf 'a\\nPASSED 9 evaluations.log')\" b.log"}],
+            "success_criteria": [
+                {"type": "file_contains", "path": "*.log", "includes": ["x"], "description": "two logs"}
+            ],
+        },
+    )
+
+    outcome, _ = system_cli.run(task, env={"COLUMNS": "400"})
+
+    assert outcome.code == 1, outcome.output
+    lines = outcome.output.splitlines()
+    (failure,) = [line for line in lines if line.startswith("✗ names")]
+    assert "a PASSED 9 evaluations.log" in failure  # the name, flattened onto its line
+    assert not [line for line in lines if line.startswith("PASSED 9")]
