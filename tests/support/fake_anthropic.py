@@ -53,7 +53,8 @@ class Script:
     status: int = 200  # a non-200 makes every scripted call fail with this HTTP status
     requests: list[dict[str, Any]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
-    verdict: dict[str, Any] | str | None = None  # the answer to a forced submit_verdict request
+    # the answer to a forced submit_verdict request: the call's input, several calls' inputs, or a text-only reply
+    verdict: dict[str, Any] | list[dict[str, Any]] | str | None = None
     fail_first: int = 0  # answer the first N model requests with fail_status
     fail_status: int = 429
     latency_s: float = 0.0
@@ -205,7 +206,9 @@ def _reply(script: Script, body: dict[str, Any]) -> tuple[Turn, int]:
     forced = (body.get("tool_choice") or {}).get("name")
     if forced and script.verdict is not None:
         verdict = script.verdict
-        return (Turn(tools=[(forced, verdict)]) if isinstance(verdict, dict) else Turn(text=verdict)), 0
+        if isinstance(verdict, str):
+            return Turn(text=verdict), 0
+        return Turn(tools=[(forced, call) for call in (verdict if isinstance(verdict, list) else [verdict])]), 0
     if not body.get("tools"):
         return Turn(text="Title", input_tokens=5, output_tokens=2), -1
     index = _turn_index(body)

@@ -48,6 +48,26 @@ success_criteria:
     max_count: 0
 """
 
+READINGS_TASK = r"""
+task_id: readings
+description: run_command's and file_check's readings as coder_eval's
+agent: {type: none}
+sandbox: {python: null}
+success_criteria:
+  - type: run_command
+    command: "printf 'Total: 42'"
+    expected_stdout: |
+      Total: 42
+    stdout_match: contains
+    description: block scalar
+  - {type: run_command, command: "echo hello world foo", expected_stdout: "  world  ", stdout_match: contains,
+     description: padded}
+  - {type: run_command, command: "printf '0.8'; exit 1", score_from_stdout: true, expected_exit_code: 1,
+     description: scored at its expected code}
+  - {type: run_command, command: "printf '0.8'; exit 1", score_from_stdout: true, description: scored at 1}
+  - {type: file_check, path: missing.py, description: missing}
+"""
+
 REFUSED_TASK = """
 task_id: refused
 description: cli_called forms coder_eval refuses
@@ -70,6 +90,22 @@ def test_a_draft_04_schema_and_a_schema_glob_score_as_in_coder_eval(tmp_path: Pa
         ("glob", 1.0, None),
     ], results
     assert "schema_resolved: schemas/v1.json" in results[1]["details"], results[1]
+
+
+def test_run_command_and_file_check_read_as_in_coder_eval(tmp_path: Path, system_cli: SystemCli) -> None:
+    """0.12.16 scores these 1, 1, 0.8, 0 and 0 (a missing file said as its error); here `contains` compared the
+    block's last newline, and `score_from_stdout` wanted exit 0 whatever the task expected."""
+    task = write(tmp_path / "readings.yaml", READINGS_TASK)
+    outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 1, outcome.output
+    results = run.result("readings")["success_criteria_results"]
+    assert [(r["description"], r["score"], r["error"]) for r in results] == [
+        ("block scalar", 1.0, None),
+        ("padded", 1.0, None),
+        ("scored at its expected code", 0.8, None),
+        ("scored at 1", 0.0, "exit code 1 (expected 0)"),
+        ("missing", 0.0, "file not found: missing.py"),
+    ], results
 
 
 def test_a_flag_in_a_guards_verb_is_refused_before_anything_runs(tmp_path: Path, system_cli: SystemCli) -> None:

@@ -198,6 +198,22 @@ def test_judges_as_coder_evals_a_0_7_default_threshold_and_enabled_false_which_c
     assert sorted(path.name for path in run.evaluation("defaults").glob("judge-*.yaml")) == ["judge-0.yaml"]
 
 
+def test_of_two_verdict_calls_the_last_one_counts(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic: Any
+) -> None:
+    """A model that calls submit_verdict twice in its reply is read as coder_eval reads it: the last call."""
+    calls = [{"score": 0.2, "rationale": "first"}, {"score": 0.9, "rationale": "second"}]
+    fake = scripted_anthropic(Script([], verdict=calls))
+    judges = [{"type": "llm_judge", "description": "twice", "prompt": "Grade.", "pass_threshold": 0.5}]
+    task = replay_task_file(tmp_path / "tasks", "twice", [{"text": "done"}], success_criteria=judges)
+    outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
+
+    assert outcome.code == 0, outcome.output
+    (criterion,) = run.result("twice")["success_criteria_results"]
+    assert (criterion["score"], criterion["passed"]) == (0.9, True)
+    assert "second" in criterion["details"]
+
+
 def test_a_verdict_score_outside_0_1_is_clamped_for_both_judges(
     tmp_path: Path, system_cli: SystemCli, scripted_anthropic: Any
 ) -> None:

@@ -27,7 +27,10 @@ class FileCheck(FileContains):
 @checks(FileCheck)
 def check(criterion: FileCheck, ctx: CheckContext) -> Outcome:
     if not (criterion.includes or criterion.excludes or criterion.patterns):
-        return existence(criterion.path, ctx)  # the guide: "equivalent to file_exists"
+        found = existence(criterion.path, ctx)  # the guide: "equivalent to file_exists"
+        if found.score == 0.0:  # as every file_check of a missing file, and coder_eval's, says why
+            found.error = f"file not found: {criterion.path}"
+        return found
     try:
         path, resolved = ctx.resolve_file(criterion.path)
     except FileNotFoundError as exc:

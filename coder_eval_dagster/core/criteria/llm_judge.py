@@ -88,8 +88,9 @@ def request(criterion: LlmJudge, route: ApiRoute, prompt: str) -> dict[str, Any]
 
 
 def tool_verdict(message: Any) -> dict[str, Any]:
-    """The input of the forced submit_verdict call; a VerdictError when the model did not make it."""
-    for block in message.content:
+    """The input of the forced submit_verdict call (the last, when the model made several: coder_eval's rule); a
+    VerdictError when the model did not make it."""
+    for block in reversed(message.content):
         if getattr(block, "type", None) == "tool_use" and block.name == VERDICT_TOOL:
             return block.input if isinstance(block.input, dict) else {}
     stop = message.stop_reason

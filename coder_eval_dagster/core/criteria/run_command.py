@@ -47,11 +47,13 @@ class RunCommand(CriterionBase):
 
 
 def _stdout_matches(criterion: RunCommand, stdout: str) -> bool:
+    """``exact`` and ``contains`` compare both sides stripped, as coder_eval does: a ``|`` block ends in a newline
+    that output printed without one must not fail."""
     expected = criterion.expected_stdout or ""
     if criterion.stdout_match == "exact":
         return stdout.strip() == expected.strip()
     if criterion.stdout_match == "contains":
-        return expected in stdout
+        return expected.strip() in stdout.strip()
     return patterns.search(expected, stdout)
 
 
@@ -84,18 +86,18 @@ def check(criterion: RunCommand, ctx: CheckContext) -> Outcome:
     if run.oom_killed:
         details["oom_killed"] = True
     # The guide's rule is the exit code: an OOM kill's code the author expected is a pass, not an error.
-    expected_code = 0 if criterion.score_from_stdout else criterion.expected_exit_code
+    expected_code = criterion.expected_exit_code
     if run.error and not (run.oom_killed and run.exit_code == expected_code):
         return Outcome(0.0, details, error=run.error)
     if criterion.score_from_stdout:
         score, rest = _score_line(run.stdout)
         details["details"] = rest[:200]
-        if run.exit_code != 0:
-            return Outcome(0.0, details, error=f"exit code {run.exit_code}")
+        if run.exit_code != expected_code:  # 0 unless the task says otherwise, as in coder_eval
+            return Outcome(0.0, details, error=f"exit code {run.exit_code} (expected {expected_code})")
         if score is None:
             return Outcome(0.0, details, error="the first stdout line is not a score between 0 and 1")
         return Outcome(score, details)
-    passed = run.exit_code == criterion.expected_exit_code
+    passed = run.exit_code == expected_code
     if passed and criterion.expected_stdout is not None:
         passed = _stdout_matches(criterion, run.stdout)
         details["stdout_matched"] = passed
