@@ -45,7 +45,7 @@ from .core.resolution import (
 from .core.routing import RouteError
 from .core.run_lock import RunFolderBusy
 from .core.run_spec import RunOptions, RunSpec
-from .core.secrets import MODEL_ROUTE_PREFIXES
+from .core.secrets import MODEL_ROUTE_PREFIXES, ROUTE_SETTINGS
 from .core.yamlio import Document, load_document
 from .deploy_cli import add_commands as add_deploy_commands
 from .evaluate_cli import add_commands as add_evaluate_commands
@@ -522,14 +522,13 @@ def parsed(model: type[Model], args: argparse.Namespace) -> Model:
 DOTENV_COMMANDS = frozenset({"run", "rescore", "evaluate", "dev"})
 DOTENV = Path(".env")
 # What is taken from .env: the credentials and the model-route and telemetry settings, which no sandbox command
-# sees (secrets.MODEL_ROUTE_PREFIXES), and API_BACKEND; any other variable is left out (said on stderr): .env files
-# hold an application's settings too, and a sandbox command sees the environment.
-DOTENV_NAMES = frozenset({"API_BACKEND"})
+# sees (secrets.MODEL_ROUTE_PREFIXES, secrets.ROUTE_SETTINGS); any other variable is left out (said on stderr): .env
+# files hold an application's settings too, and a sandbox command sees the environment.
 LOG_LEVEL_OF_DOTENV = "CODER_EVAL_DOTENV_LOG_LEVEL"  # .env's LOG_LEVEL, for -v; no sandbox is given LOG_LEVEL
 
 
 def _taken_from_dotenv(name: str) -> bool:
-    return credentials.is_secret_name(name) or name.startswith(MODEL_ROUTE_PREFIXES) or name in DOTENV_NAMES
+    return credentials.is_secret_name(name) or name.startswith(MODEL_ROUTE_PREFIXES) or name in ROUTE_SETTINGS
 
 
 def read_dotenv(command: str | None) -> str | None:

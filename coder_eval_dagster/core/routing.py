@@ -29,6 +29,8 @@ BEDROCK_ANTHROPIC_VERSION = "bedrock-2023-05-31"
 _VENDOR = "anthropic."
 # A Bedrock id: optional cross-region prefix (us./eu./apac./global.), the vendor, the model, optional -vN:M.
 _BEDROCK_ID = re.compile(r"^(?:(?:us|eu|apac|global)\.)?anthropic\.(?P<model>.+?)(?:-v\d+(?::\d+)?)?$")
+# A region's cross-region inference profile, by the region's prefix (coder_eval's `to_bedrock_inference_profile`).
+_REGION_PROFILES = (("eu-", "eu."), ("us-", "us."), ("ap-", "apac."))
 
 
 class RouteError(ValueError):
@@ -41,6 +43,7 @@ class ApiRoute:
     base_url: str | None = None
     region: str | None = None
     secret: str | None = field(default=None, repr=False)  # ANTHROPIC_API_KEY or AWS_BEARER_TOKEN_BEDROCK
+    small_model: str | None = None  # Bedrock: BEDROCK_SMALL_MODEL, else BEDROCK_MODEL: the CLI's small, fast model
 
     @property
     def credential_name(self) -> str:
@@ -63,7 +66,8 @@ class ApiRoute:
         return None if self.secret else f"{self.credential_name} is not set"
 
     def model_id(self, model: str) -> str:
-        return translate_model(model, self.backend)
+        """``model`` as this route's requests name it (on Bedrock, its region's inference profile)."""
+        return translate_model(model, self.backend, self.region)
 
     def cli_environment(self) -> dict[str, str]:
         """The variables that route the Claude Code CLI (credentials included: for its process only)."""
@@ -75,8 +79,11 @@ class ApiRoute:
                 env["ANTHROPIC_BASE_URL"] = self.base_url
             return env
         env = {"CLAUDE_CODE_USE_BEDROCK": "1", "AWS_BEARER_TOKEN_BEDROCK": self.secret, "AWS_REGION": str(self.region)}
+        env["CLAUDE_CODE_ATTRIBUTION_HEADER"] = "0"  # Bedrock refuses the CLI's billing header (400), as coder_eval
         if self.base_url:
             env["ANTHROPIC_BEDROCK_BASE_URL"] = self.base_url
+        if self.small_model:
+            env["ANTHROPIC_SMALL_FAST_MODEL"] = self.small_model
         return env
 
     def upstream(self) -> Upstream:
@@ -109,8 +116,9 @@ class ApiRoute:
         )
 
 
-def translate_model(model: str, backend: Backend) -> str:
-    """A model id as the backend names it: ``anthropic.claude-x`` on Bedrock, ``claude-x`` on the direct API.
+def translate_model(model: str, backend: Backend, region: str | None = None) -> str:
+    """A model id as the backend names it: ``anthropic.claude-x`` on Bedrock (``eu.anthropic.claude-x`` given the
+    region ``eu-north-1``), ``claude-x`` on the direct API.
 
     Ids of other vendors and ARNs pass unchanged; a Bedrock id given to the
     direct API loses its region prefix, vendor and version suffix.
@@ -120,9 +128,22 @@ def translate_model(model: str, backend: Backend) -> str:
     bedrock_id = _BEDROCK_ID.match(model)
     if backend == "direct":
         return bedrock_id.group("model") if bedrock_id else model
-    if bedrock_id or not model.startswith("claude"):
+    if not bedrock_id and not model.startswith("claude"):
         return model
-    return _VENDOR + model
+    qualified = model if bedrock_id else _VENDOR + model
+    return inference_profile(qualified, region) if region else qualified
+
+
+def inference_profile(model_id: str, region: str) -> str:
+    """A Bedrock ``anthropic.`` id as its region's cross-region inference profile (``eu.``, ``us.``, ``apac.``), as
+    coder_eval qualifies it: Bedrock serves the newer Claude models on demand only through one. An id naming its
+    profile already (``global.anthropic...``), and a region outside those three, are kept."""
+    if not model_id.startswith(_VENDOR):
+        return model_id
+    for area, prefix in _REGION_PROFILES:
+        if region.lower().startswith(area):
+            return prefix + model_id
+    return model_id
 
 
 def checked_backend(name: str) -> Backend:
@@ -146,11 +167,13 @@ def resolve_route(backend: str | None, credentials: Credentials, environ: Mappin
     if chosen == "direct":
         return ApiRoute("direct", setting("ANTHROPIC_BASE_URL"), secret=credentials.get("ANTHROPIC_API_KEY"))
     region = setting("AWS_REGION") or setting("AWS_DEFAULT_REGION") or DEFAULT_BEDROCK_REGION
+    small_model = setting("BEDROCK_SMALL_MODEL") or setting("BEDROCK_MODEL")  # as coder_eval's .env names them
     return ApiRoute(
         "bedrock",
         setting("ANTHROPIC_BEDROCK_BASE_URL"),
         region,
         secret=credentials.get("AWS_BEARER_TOKEN_BEDROCK"),
+        small_model=translate_model(small_model, "bedrock", region) if small_model else None,
     )
 
 

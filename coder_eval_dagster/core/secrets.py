@@ -12,7 +12,9 @@ from .credentials import is_secret_name
 
 # Variables a sandboxed command never sees: the harness's credentials, its model-route settings and its telemetry
 # settings (OTEL_EXPORTER_OTLP_HEADERS often carries a backend's key).
-MODEL_ROUTE_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_", "OTEL_")
+MODEL_ROUTE_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_", "BEDROCK_", "OTEL_")
+# Settings of the run's route and telemetry without a prefix of their own (coder_eval's names; .env may set them).
+ROUTE_SETTINGS = frozenset({"API_BACKEND", "TELEMETRY_ENABLED"})
 # The harness's own settings (its instance, its runs folder, its image): nothing a task's commands should read.
 HARNESS_PREFIXES = ("DAGSTER_", "CODER_EVAL_")
 MIN_SECRET_LENGTH = 8
@@ -66,7 +68,9 @@ def _read_environment() -> tuple[list[str], dict[str, str]]:
     clean = {
         k: v
         for k, v in items
-        if not hidden_from_sandbox(k, v) and not k.startswith(MODEL_ROUTE_PREFIXES + HARNESS_PREFIXES)
+        if not hidden_from_sandbox(k, v)
+        and not k.startswith(MODEL_ROUTE_PREFIXES + HARNESS_PREFIXES)
+        and k not in ROUTE_SETTINGS
     }
     if before is not None:
         _last_read = (before, found, clean)

@@ -45,7 +45,9 @@ CONTENT_CHARS = 4000
 
 
 def configured(environ: Mapping[str, str]) -> bool:
-    if environ.get("OTEL_SDK_DISABLED", "").lower() == "true":
+    """An OTLP endpoint is set, and neither OpenTelemetry's switch nor coder_eval's (TELEMETRY_ENABLED=false) is off."""
+    switched_off = environ.get("OTEL_SDK_DISABLED", "").lower() == "true"
+    if switched_off or environ.get("TELEMETRY_ENABLED", "").lower() == "false":
         return False
     return any(environ.get(name) for name in ENDPOINT_VARIABLES)
 

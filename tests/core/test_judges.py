@@ -103,6 +103,29 @@ def test_model_ids_are_translated_per_backend(model, direct, bedrock):
     assert routing.translate_model(model, "bedrock") == bedrock
 
 
+@pytest.mark.parametrize(
+    ("model", "region", "requested"),
+    [
+        ("claude-sonnet-4-6", "eu-north-1", "eu.anthropic.claude-sonnet-4-6"),
+        ("anthropic.claude-sonnet-4-6", "us-east-1", "us.anthropic.claude-sonnet-4-6"),
+        ("claude-haiku-4-5", "ap-southeast-2", "apac.anthropic.claude-haiku-4-5"),
+        ("us.anthropic.claude-sonnet-4-6", "eu-west-1", "us.anthropic.claude-sonnet-4-6"),  # a pinned profile
+        ("global.anthropic.claude-sonnet-4-6", "eu-west-1", "global.anthropic.claude-sonnet-4-6"),
+        ("claude-sonnet-4-6", "ca-central-1", "anthropic.claude-sonnet-4-6"),  # no profile of coder_eval's
+        (
+            "arn:aws:bedrock:us-east-1:1:inference-profile/x",
+            "us-east-1",
+            "arn:aws:bedrock:us-east-1:1:inference-profile/x",
+        ),
+        ("gpt-5", "eu-west-1", "gpt-5"),
+    ],
+)
+def test_a_bedrock_request_names_its_regions_inference_profile(model, region, requested):
+    """As coder_eval's `to_bedrock_inference_profile`: Bedrock serves the newer Claude models on demand only through
+    a cross-region profile, so a bare `anthropic.` id failed every call there."""
+    assert routing.ApiRoute("bedrock", region=region).model_id(model) == requested
+
+
 def test_route_from_environment_and_flag(monkeypatch):
     for name in ("API_BACKEND", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "AWS_BEARER_TOKEN_BEDROCK", "AWS_REGION"):
         monkeypatch.delenv(name, raising=False)
@@ -339,7 +362,7 @@ def test_bedrock_route(tmp_path, api, monkeypatch):
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
     result = judged(tmp_path, llm())
     assert result.criteria[0].score == 0.8 and result.environment_info["judge_transport"] == "bedrock"
-    assert fake.script.paths == ["/model/anthropic.claude-sonnet-4-6/invoke"]
+    assert fake.script.paths == ["/model/eu.anthropic.claude-sonnet-4-6/invoke"]
     assert fake.script.headers[0]["Authorization"] == "Bearer bedrock-token-0123456789"
     assert fake.script.requests[0]["anthropic_version"] == routing.BEDROCK_ANTHROPIC_VERSION
 
@@ -516,7 +539,7 @@ def test_agent_judge_on_bedrock(tmp_path, api, monkeypatch):
     (judge,) = agent_judged(tmp_path).criteria
     assert (judge.score, judge.error) == (0.7, None)
     streamed = [p for p in fake.script.paths if p.endswith("/invoke-with-response-stream")]
-    assert streamed and all(p == "/model/anthropic.claude-sonnet-4-6/invoke-with-response-stream" for p in streamed)
+    assert streamed and all(p == "/model/us.anthropic.claude-sonnet-4-6/invoke-with-response-stream" for p in streamed)
     assert not any(p.startswith("/v1/") for p in fake.script.paths)
 
 

@@ -19,8 +19,10 @@ from .conftest import (
 )
 
 pytestmark = pytest.mark.slow
-AGENT_PATH = "/model/anthropic.claude-test/invoke-with-response-stream"  # the CLI streams, the model id translated
-JUDGE_PATH = "/model/anthropic.claude-sonnet-4-6/invoke"  # the anthropic SDK's Bedrock client does not
+# the model ids translated to the region's inference profile (us-east-1: us.); the CLI streams, the anthropic SDK's
+# Bedrock client (the judge) does not
+AGENT_PATH = "/model/us.anthropic.claude-test/invoke-with-response-stream"
+JUDGE_PATH = "/model/us.anthropic.claude-sonnet-4-6/invoke"
 
 
 def test_claude_code_and_an_llm_judge_go_to_bedrock_and_its_tools_never_see_the_token(
@@ -51,3 +53,31 @@ def test_claude_code_and_an_llm_judge_go_to_bedrock_and_its_tools_never_see_the_
     assert result["judge_input_tokens"] > 0 and result["judge_cost_usd"] > 0
     probe_ran(run.evaluation("bedrock") / "sandbox")
     no_key_anywhere(token, system_cli.runs, system_cli.home, output=outcome.output)
+
+
+def test_model_ids_take_the_regions_inference_profile_and_dotenv_route_settings_are_read(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    """As coder_eval: every model id is its region's inference profile (eu-north-1: ``eu.``), which Bedrock needs to
+    serve the newer Claude models on demand; coder_eval's .env settings BEDROCK_MODEL and TELEMETRY_ENABLED are
+    taken, not said to be left out."""
+    token = new_key("bedrock-")
+    fake = scripted_anthropic(probing_session(verdict={"score": 0.9, "rationale": "out.txt is there"}))
+    judge = {"type": "llm_judge", "description": "judge", "prompt": "1.0 if out.txt exists"}
+    task = claude_code_task(
+        tmp_path / "tasks",
+        "profiles",
+        agent={"type": "claude-code", "permission_mode": "bypassPermissions"},  # coder_eval's default model
+        success_criteria=[{"type": "file_exists", "path": "out.txt", "description": "out.txt exists"}, judge],
+    )
+    (tmp_path / ".env").write_text("BEDROCK_MODEL=claude-haiku-4-5\nTELEMETRY_ENABLED=false\n")  # where it runs
+    env = {**bedrock_environment(fake.url, token), "AWS_REGION": "eu-north-1", "API_BACKEND": "bedrock"}
+    outcome, run = system_cli.run(task, env=env)
+
+    assert outcome.code == 0, outcome.output
+    assert "not read" not in outcome.err, outcome.err
+    paths = fake.script.paths
+    assert paths.count("/model/eu.anthropic.claude-sonnet-4-6/invoke-with-response-stream") == 3, paths
+    assert paths.count("/model/eu.anthropic.claude-sonnet-4-6/invoke") == 1, paths  # the judge
+    assert not [path for path in paths if path.startswith("/model/anthropic.")], paths
+    assert run.result("profiles")["final_status"] == "SUCCESS"

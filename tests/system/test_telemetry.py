@@ -170,3 +170,16 @@ def test_a_traces_only_endpoint_sends_traces_alone_and_the_run_does_not_wait(
     assert set(received.paths) == {"/v1/traces"}, received.paths
     assert "4318" not in outcome.err and "Failed to export" not in outcome.err, outcome.err
     assert [code for name, code in received.span_statuses if name == "execute_tool Bash"] == [2]  # ERROR
+
+
+def test_telemetry_enabled_false_in_dotenv_sends_nothing(tmp_path: Path, system_cli: SystemCli) -> None:
+    """coder_eval's docs have every user put TELEMETRY_ENABLED=false in .env: it was said to be left out, and an
+    endpoint in the environment exported all the same."""
+    checks = [criterion("file_exists", path=".")]
+    task = write_task(tmp_path / "tasks", agentless_task(task_id="quiet", success_criteria=checks))
+    (system_cli.folder / ".env").write_text("TELEMETRY_ENABLED=false\n")
+    received = Received()
+    with OtlpReceiver(received) as receiver_url:
+        outcome, _ = system_cli.run(task, env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver_url}, timeout=60)
+    assert outcome.code == 0, outcome.output
+    assert received.paths == [] and "not read" not in outcome.err, (received.paths, outcome.err)
