@@ -18,6 +18,7 @@ from .core.layout import (
     CHECKPOINT_FILE,
     PLAN_FILE,
     PREVIOUS_RESULT_FILE,
+    REPORT_FILE,
     RESULT_FILE,
     RUN_FILE,
     RUN_VIEWER,
@@ -33,7 +34,7 @@ from .core.models.results import EvaluationResult
 from .core.problems import InvalidInput
 from .core.reports.junit import write_junit
 from .core.reports.notes import threshold_figures
-from .core.reports.run_summary import agent_usd, counts_line, judges_usd, terminal_text, total_usd, usd, why_not_passed
+from .core.reports.run_summary import agent_usd, counts_line, judges_usd, one_line, total_usd, usd, why_not_passed
 from .core.resolution import Resolution, RowTask, resolve
 from .core.routing import resolve_route, routing_line
 from .core.run_context import ROUTED_AGENT_TYPES, RunContext, uses_model_route
@@ -236,6 +237,8 @@ def _resume(opened: OpenRun, options: RunOptions, context: RunContext, retry_err
             print(f"coder-eval run: no ERROR evaluation in {run_dir}", file=sys.stderr)
             return _report(run_dir, junit)
         row_tasks = [rt for rt in row_tasks if f"{rt.variant_id}/{rt.task_id}" in errored]
+    else:
+        _reset_deleted_results(run_dir)
     _prewarm(row_tasks, options)
     return _launch(_open_instance(), opened, row_tasks, options, context, fresh_id=True, junit=junit)
 
@@ -250,6 +253,17 @@ def _reset_errored(run_dir: Path) -> list[Path]:
             (path.parent / CHECKPOINT_FILE).unlink(missing_ok=True)
             folders.append(path.parent)
     return folders
+
+
+def _reset_deleted_results(run_dir: Path) -> None:
+    """Evaluations that finished (their task.html is there) and whose task.json the user deleted, to run again from
+    the start, as coder_eval's docs say ("delete a task's task.json to force a re-run"): their checkpoint would
+    otherwise keep the sandbox and the agent's work and only score it again. One cut short while scoring has
+    neither file, and resumes from its checkpoint."""
+    for path in evaluation_files(run_dir, REPORT_FILE):
+        if not (path.parent / RESULT_FILE).exists():
+            (path.parent / CHECKPOINT_FILE).unlink(missing_ok=True)
+            path.unlink()
 
 
 def rescore(run_dir: Path, options: RunOptions, junit: Path | None = None) -> int:
@@ -495,7 +509,7 @@ def print_summary(report: RunSummary, run_dir: Path) -> None:
         console.print(table)
     for row in failed[:MAX_TABLE_ROWS]:
         where = escape(f"{row.task_id} [{row.variant_id}] #{replicate_name(row.replicate_index)}")
-        why = escape(terminal_text(why_not_passed(row)))
+        why = escape(one_line(why_not_passed(row)))
         console.print(f"[red]✗[/] {where} {row.status}: {why}", highlight=False, soft_wrap=True)
     for entry in report.suite:
         for threshold in entry["thresholds"]:

@@ -228,3 +228,23 @@ def test_a_replay_stopped_mid_turn_gives_no_final_reply_and_soft_budgets_warn(
         "used 2 visible turns, over run_limits.expected_turns 1 (x1.5 = 1.5)",
         "used 2 tool calls, over run_limits.expected_tool_calls 1",
     ]
+
+
+def test_deleting_a_task_json_and_resuming_runs_that_evaluation_again(tmp_path: Path, system_cli: SystemCli) -> None:
+    """coder_eval's docs: "delete a task's task.json to force a re-run". The resume kept the checkpoint's sandbox and
+    agent work and only scored them again, so the old verdict came back; the other evaluation stays as it was."""
+    tasks = tmp_path / "tasks"
+    stamp = {"pre_run": [{"command": "date +%s%N > stamp.txt && echo a > a.txt"}]}
+    _agentless(tasks, "again", **stamp)
+    _agentless(tasks, "kept", **stamp)
+    outcome, run = system_cli.run(tasks, env={})
+    assert outcome.code == 0, outcome.output
+    before = {name: (run.evaluation(name) / "sandbox/stamp.txt").read_text() for name in ("again", "kept")}
+    (run.evaluation("again") / "task.json").unlink()
+
+    resumed = system_cli("run", "--resume", run.path, env={})
+
+    assert resumed.code == 0, resumed.output
+    after = {name: (run.evaluation(name) / "sandbox/stamp.txt").read_text() for name in ("again", "kept")}
+    assert after["again"] != before["again"] and after["kept"] == before["kept"]
+    assert run.result("again")["final_status"] == "SUCCESS"

@@ -83,6 +83,7 @@ OUTPUT_CHARS = 2000
 STDERR_LINES = 20
 DRAIN_S = 30.0  # after a stop: how long the rest of the answer (its last usage, the reported cost) is waited for
 SYNTHETIC_MODEL = "<synthetic>"  # what Claude Code names as the model of a message it made up (an API error's)
+SKILL_TOOL = "Skill"
 
 
 class Session:
@@ -356,13 +357,22 @@ def system_prompt(config: AgentConfig) -> str | SystemPromptPreset:
     return preset
 
 
+def approved_tools(config: AgentConfig) -> list[str]:
+    """``allowed_tools``, with ``Skill`` when the agent has plugins: their skills are reached through it alone, and a
+    coder_eval skill A/B whose task lists no ``Skill`` (its agent was offered every tool) compared nothing here."""
+    rules = list(config.allowed_tools or [])
+    if config.plugins and config.allowed_tools is not None and SKILL_TOOL not in rules:
+        rules.append(SKILL_TOOL)
+    return rules
+
+
 def offered_tools(config: AgentConfig) -> list[str] | None:
-    """The tools the CLI offers at all (its ``tools``): those ``allowed_tools`` names (a rule such as ``Bash(git:*)``
-    offers its tool), less those disallowed outright; None (Claude Code's own set) when it names none.
-    ``allowed_tools`` alone only pre-approves its tools: every other tool stayed offered, and ran."""
+    """The tools the CLI offers at all (its ``tools``): those ``approved_tools`` names (a rule such as ``Bash(git:*)``
+    offers its tool), less those disallowed outright; None (Claude Code's own set) when ``allowed_tools`` names
+    none. ``allowed_tools`` alone only pre-approves its tools: every other tool stayed offered, and ran."""
     if config.allowed_tools is None:
         return None
-    named = dict.fromkeys(rule.split("(", 1)[0].strip() for rule in config.allowed_tools)
+    named = dict.fromkeys(rule.split("(", 1)[0].strip() for rule in approved_tools(config))
     return [tool for tool in named if tool not in config.disallowed_tools]
 
 
@@ -403,7 +413,7 @@ def build_options(agent_input: AgentInput, session: Session, home: Path, route: 
     }
     return ClaudeAgentOptions(
         model=route.model_id(config.model) if config.model else None,
-        allowed_tools=list(config.allowed_tools or []),
+        allowed_tools=approved_tools(config),
         disallowed_tools=list(config.disallowed_tools),
         permission_mode=config.permission_mode,
         cwd=str(agent_input.sandbox.root),
