@@ -328,7 +328,7 @@ def checked_limits(output: AgentOutput, limits: RunLimits) -> AgentOutput:
         budget = BudgetTracker(limits)
         breach = next((b for b in map(budget.add, output.turns) if b is not None), None)
         if breach is not None:
-            output.final_status, output.error = breach, "run_limits budget exceeded"
+            output.final_status, output.error = breach, budget.breach_message(breach)
             output.warnings.append("the agent ran past its run_limits budget without stopping itself")
     return output
 
@@ -523,7 +523,7 @@ def early_stop_info(result: EvaluationResult, armed: set[int], threshold: float)
         deciding_criterion_type=deciding.type,
         deciding_criterion_description=deciding.description,
         armed_criteria=[f"{c.type}: {c.description}" for c in armed_results],
-        sdk_turn_index=max(len(result.trajectory) - 1, 0),
+        sdk_turn_index=len(result.trajectory),  # turns begun by the stop, as the schema counts them
         tool_call_index=max(calls, 1),
         elapsed_seconds=result.stage_durations.get("agent", 0.0),
         turns_remaining_at_stop=result.turns_remaining_at_stop,

@@ -51,6 +51,7 @@ class BudgetTracker:
     # cost at its end): max_usd binds after each turn, not after the exchange. None: no estimate.
     estimate: Callable[[TurnRecord], float | None] | None = None
     estimated_usd: float = 0.0  # the estimates of the turns since the last reported cost
+    breached: str = ""  # which cap a breach passed, and by how much (``max_input_tokens: 205 > 1``)
 
     def counted_input(self, turn: TurnRecord) -> int:
         counted = turn.input_tokens
@@ -71,16 +72,30 @@ class BudgetTracker:
         elif self.estimate is not None:
             self.estimated_usd += self.estimate(turn) or 0.0
         limits = self.limits
-        if limits.max_input_tokens is not None and self.input_tokens > limits.max_input_tokens:
-            return TOKEN_BUDGET_EXCEEDED
-        if limits.max_output_tokens is not None and self.output_tokens > limits.max_output_tokens:
-            return TOKEN_BUDGET_EXCEEDED
-        if limits.max_total_tokens is not None and self.input_tokens + self.output_tokens > limits.max_total_tokens:
-            return TOKEN_BUDGET_EXCEEDED
+        used = {
+            "max_input_tokens": self.input_tokens,
+            "max_output_tokens": self.output_tokens,
+            "max_total_tokens": self.input_tokens + self.output_tokens,
+        }
+        for name, tokens in used.items():
+            cap = getattr(limits, name)
+            if cap is not None and tokens > cap:
+                self.breached = f"{name}: {tokens} > {cap}"
+                return TOKEN_BUDGET_EXCEEDED
         known = self.cost_reported or self.estimated_usd > 0
         if limits.max_usd is not None and known and self.cost_usd + self.estimated_usd > limits.max_usd:
+            self.breached = f"max_usd: {self.cost_usd + self.estimated_usd:.6g} > {limits.max_usd:g}"
             return COST_BUDGET_EXCEEDED
         return None
+
+    def breach_message(self, breach: Breach) -> str:
+        """What a stop for ``breach`` says: the budget and which cap it passed, by how much (coder_eval's figures)."""
+        what = "cost" if breach == COST_BUDGET_EXCEEDED else "token"
+        return (
+            f"run_limits {what} budget exceeded ({self.breached})"
+            if self.breached
+            else f"run_limits {what} budget exceeded"
+        )
 
     def finish(self) -> None:
         """The one-shot warning when a cost cap could not be checked."""

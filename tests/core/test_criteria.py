@@ -444,10 +444,12 @@ def test_skill_triggered(sandbox):
         hit = check_criterion(positive, ctx(sandbox, calls))
         assert (hit.score, hit.observed_label, hit.expected_label) == (1.0, "yes", "yes")
         assert check_criterion(negative, ctx(sandbox, calls)).score == 0.0
-        # a call that failed (an unknown skill, a missing file) did not bring the skill to the agent
+        # a Skill call that failed (an unknown skill) brought nothing; a read that failed (a skill folder that is
+        # not there) is the agent reaching for the skill, as the guide and coder_eval count it
         for status in ("error", "unknown"):
             failed = [{**call, "status": status} for call in calls]
-            assert check_criterion(positive, ctx(sandbox, failed)).observed_label == "no"
+            reached = "yes" if calls == [read_call] else "no"
+            assert check_criterion(positive, ctx(sandbox, failed)).observed_label == reached
     miss = check_criterion(negative, ctx(sandbox, [bash("ls")]))
     assert (miss.score, miss.observed_label, miss.expected_label) == (1.0, "no", "no")
     no_telemetry = check_criterion(positive, ctx(sandbox, []))

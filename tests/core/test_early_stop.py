@@ -50,6 +50,7 @@ def test_distractor_misfire_fail_stops(tmp_path):
     assert result.stopped_early and result.early_stop_reason == "criterion_failed"
     assert steps(result) == 2 and result.final_status == "FAILURE"
     assert result.turns_remaining_at_stop == 28
+    assert result.early_stop is not None and result.early_stop.sdk_turn_index == 2  # coder_eval's: 30 - 28, a count
     unarmed = result.criteria[1]
     assert unarmed.advisory and not unarmed.passed  # never had the chance: advisory, not gating
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ..support.helpers import write
-from .conftest import SystemCli
+from .conftest import SystemCli, replay_task_file
 
 pytestmark = pytest.mark.slow
 
@@ -134,3 +134,17 @@ def test_cli_called_forms_coder_eval_refuses_are_refused_naming_file_line_field(
         f"{task}:9: success_criteria.2: cli_called requires at least one of verb / verb_any_of / positional / "
         "flags / tool to match on"
     ) in outcome.err, outcome.output
+
+
+def test_a_failed_read_under_a_skill_folder_is_engagement_as_in_coder_eval(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """coder_eval's probe `early_stop_contract_any_engagement.yaml`: an `ls skills/beta/` that fails (no such folder)
+    is the agent reaching for the skill. 0.12.16 and the guide count it; here it was `observed: no`, a FAILURE."""
+    turns = [{"calls": [{"tool": "Bash", "command": "ls skills/beta/"}]}, {"text": "done"}]
+    checks = [{"type": "skill_triggered", "skill_name": "beta", "expected_skill": "beta", "description": "beta"}]
+    task = replay_task_file(tmp_path / "tasks", "probe", turns, success_criteria=checks)
+    outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 0, outcome.output
+    (result,) = run.result("probe")["success_criteria_results"]
+    assert (result["score"], result["observed_label"]) == (1.0, "yes"), result

@@ -74,16 +74,23 @@ def test_a_claude_code_task_that_runs_out_of_time_is_a_timeout_with_nothing_on_s
 
 
 @pytest.mark.parametrize(
-    ("limits", "status"),
-    [({"max_usd": 0.02}, "COST_BUDGET_EXCEEDED"), ({"max_total_tokens": 2500}, "TOKEN_BUDGET_EXCEEDED")],
+    ("limits", "status", "said"),
+    [
+        ({"max_usd": 0.02}, "COST_BUDGET_EXCEEDED", "run_limits cost budget exceeded (max_usd: 0.021 > 0.02)"),
+        (
+            {"max_total_tokens": 2500},
+            "TOKEN_BUDGET_EXCEEDED",
+            "run_limits token budget exceeded (max_total_tokens: 3000 > 2500)",
+        ),
+    ],
     ids=["max_usd", "max_total_tokens"],
 )
 def test_a_budget_binds_after_the_turn_that_spends_it(
-    tmp_path: Path, system_cli: SystemCli, scripted_anthropic, limits: dict, status: str
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic, limits: dict, status: str, said: str
 ) -> None:
     """The guide: caps are checked after each completed turn. Each turn here spends 1,500 tokens, $0.0105 at
     claude-sonnet-4-5's prices (Claude Code reports its cost only when the exchange ends): the second turn goes
-    over both caps, so no third model request is made."""
+    over both caps, so no third model request is made. The error names the cap and the figures, as coder_eval's."""
     from tests.support.fake_anthropic import Script, Turn
 
     turns = [
@@ -97,6 +104,7 @@ def test_a_budget_binds_after_the_turn_that_spends_it(
     assert outcome.code == 1, outcome.output
     result = run.result("capped")
     assert result["final_status"] == status, (result["error_message"], fake.script.paths)
+    assert result["error_message"] == said
     assert len(fake.script.agent_requests()) == 2, fake.script.paths
     assert agent_usage(result)[2] > 0.0105  # as Claude Code reported it after the stop (else at the run's prices)
 

@@ -152,9 +152,8 @@ class AgentOutput:
     ) -> AgentOutput:
         """The common end of every agent: a budget breach, the no-cost warning, an early stop, the final text."""
         if breach and self.final_status is None:
-            what = "cost" if breach == COST_BUDGET_EXCEEDED else "token"
             self.stop_reason = budget_stop_reason(breach)
-            self.final_status, self.error = breach, f"run_limits {what} budget exceeded"
+            self.final_status, self.error = breach, budget.breach_message(breach)
         if self.turns and self.turns[-1].ended_at is None:
             self.turns[-1].ended_at = time.time()
         budget.finish()

@@ -20,7 +20,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from ..files import MiB, open_beneath, read_capped_fd, write_all
-from ..limits import COST_BUDGET_EXCEEDED, BudgetTracker
+from ..limits import BudgetTracker
 from ..models.results import FinalStatus, ToolCallRecord, ToolCallStatus, TurnRecord
 from ..models.trajectory import ToolCall, Trajectory, TrajectoryTurn, TurnUsage
 from ..resolution import load_trajectory
@@ -187,8 +187,7 @@ class Replay:
             return False
         breach = self.budget.add(record)
         if breach:
-            what = "cost" if breach == COST_BUDGET_EXCEEDED else "token"
-            self.stop(budget_stop_reason(breach), breach, f"run_limits {what} budget exceeded after turn {index}")
+            self.stop(budget_stop_reason(breach), breach, f"{self.budget.breach_message(breach)} after turn {index}")
             return False
         return True
 

@@ -47,18 +47,16 @@ class SkillTriggered(LiveObservable, Classification):
 
 
 def engaged(skill_name: str, call: ToolCallRecord) -> bool:
-    """A successful Skill call naming the skill (namespace stripped), or a successful call with a text parameter
-    under ``skills/<name>/`` (coder_eval's pattern: either separator, repeated: ``skills//x/``, ``skills\\x\\``).
+    """A successful Skill call naming the skill (namespace stripped), or a call with a text parameter under
+    ``skills/<name>/`` (coder_eval's pattern: either separator, repeated: ``skills//x/``, ``skills\\x\\``).
 
-    A call that failed (an unknown or refused skill, a missing file) did not
-    bring the skill to the agent, so it does not count.
+    A Skill call that failed (an unknown skill, one the variant did not offer) brought nothing to the agent, so it
+    does not count. A read of the skill's files counts whether it succeeded or not, as the guide reads it ("a
+    command that reads the skill's files off disk") and coder_eval counts it: an ``ls`` of a skill folder that is
+    not there is the agent reaching for the skill, which coder_eval's own probe tasks rely on.
     """
-    if call.status != "success":
-        return False
-    if call.tool == "Skill":
-        named = str(call.parameters.get("skill", "")).rsplit(":", 1)[-1]
-        if named == skill_name:
-            return True
+    if call.tool == "Skill" and str(call.parameters.get("skill", "")).rsplit(":", 1)[-1] == skill_name:
+        return call.status == "success"
     under = re.compile(rf"skills[\\/]+{re.escape(skill_name)}[\\/]+")
     return any(isinstance(value, str) and under.search(value) for value in call.parameters.values())
 

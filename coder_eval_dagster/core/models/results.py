@@ -565,7 +565,8 @@ class EarlyStopInfo(BaseModel):
     deciding_criterion_type: str
     deciding_criterion_description: str
     armed_criteria: list[str] = Field(default_factory=list)  # "type: description"
-    sdk_turn_index: int  # the model turn of the deciding call, from 0
+    # the model turns begun by the stop (coder_eval counts TurnStartEvents): max_turns minus turns_remaining_at_stop
+    sdk_turn_index: int
     tool_call_index: int  # the deciding call, from 1
     elapsed_seconds: float
     turns_remaining_at_stop: int | None = None
