@@ -48,8 +48,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .core.runs import new_run_dir
 
     if args.directory is None:  # coder_eval's one-argument form, a run folder, re-grades it: rescore here
-        again = f"; to grade a finished run again: coder-eval rescore {args.task}" if args.task.is_dir() else ""
-        raise UsageError(f"the following arguments are required: DIR{again}")
+        raise UsageError(f"the following arguments are required: DIR{_regrade_hint(args.task)}")
     directory: Path = args.directory
     sandbox = preserved_sandbox(directory)
     if sandbox is not None:  # a run's evaluation folder: its preserved sandbox is the work, as coder_eval re-grades it
@@ -59,6 +58,22 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     folder = args.run_dir or new_run_dir(args.runs_dir)
     result = evaluate_directory(row_task, folder)
     return report(result, folder)
+
+
+def _regrade_hint(given: Path) -> str:
+    """What grades ``given`` again here when coder_eval's one-argument form named a folder: ``rescore`` of the run
+    folder, the one above when ``given`` is one of its evaluation folders (``RUN/<variant>/<task>/<NN>``)."""
+    from .core.runs import is_run_folder
+
+    if not given.is_dir():
+        return ""
+    run = next((folder for folder in given.absolute().parents if is_run_folder(folder)), None)
+    if run is None:
+        return f"; to grade a finished run again: coder-eval rescore {given}"
+    return (
+        f"; to grade a finished run again: coder-eval rescore {run}; to grade this evaluation's sandbox with a "
+        f"task file: coder-eval evaluate TASK {given}"
+    )
 
 
 def report(result: EvaluationResult, folder: Path) -> int:

@@ -44,7 +44,13 @@ def add_commands(subparsers: Any) -> None:
     report = subparsers.add_parser("report", help="render a run's reports again (--rebuild: run.json from task.json)")
     report.add_argument("run_dir", type=given_path, metavar="RUN_DIR")
     report.add_argument("-f", "--format", choices=FORMATS, default=None, help="md (default), html or junit")
-    report.add_argument("-o", "--output", type=given_path, metavar="FILE", help="write the md or junit report here")
+    report.add_argument(
+        "-o",
+        "--output",
+        type=given_path,
+        metavar="FILE",
+        help="write the md or junit report here (html: the report of a run of one evaluation)",
+    )
     report.add_argument(
         "--rebuild", action="store_true", help="rewrite run.json and the other report files from the task.json files"
     )
@@ -69,9 +75,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             return _fail("--rebuild rewrites the run's files: it takes no -f or -o")
         return rebuild(run_dir)
     if args.format == "html":
-        if args.output:
-            return _fail("-o applies to -f md and -f junit; -f html writes each task.html in its folder")
-        return render_html(run_dir)
+        return render_html(run_dir) if args.output is None else render_one_html(run_dir, args.output)
     if not (run_dir / RUN_FILE).is_file():
         return _fail(_no_summary(run_dir))
     if args.format == "junit":
@@ -204,6 +208,21 @@ def render_html(run_dir: Path) -> int:
     variants = list(dict.fromkeys([*ordered, *(result.variant_id for result in results)]))
     viewer = write_run_viewer(run_dir, results, variants)
     print(f"[OK] Rendered {len(results)} {REPORT_FILE} file(s) under {run_dir}, and the run viewer {viewer}")
+    return exit_codes.OK
+
+
+def render_one_html(run_dir: Path, output: Path) -> int:
+    """The one evaluation's report at ``output``, as coder_eval writes ``-f html -o FILE`` when exactly one task is
+    found; each task.html stays where it is."""
+    from .core.reports.task_html import render_task_html
+
+    found = run_results(run_dir)
+    if len(found) != 1:
+        return _fail(f"-f html -o FILE writes the report of a run of one evaluation; {run_dir} has {len(found)}")
+    (path, result) = next(iter(found.items()))
+    output.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(output, render_task_html(result, path.parent))
+    print(f"[OK] Wrote {output}")
     return exit_codes.OK
 
 

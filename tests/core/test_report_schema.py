@@ -286,7 +286,7 @@ def test_report_renders_md_junit_and_html(copy: Path, tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["--rebuild", "-f", "md"], "--rebuild rewrites the run's files: it takes no -f or -o"),
-        (["-f", "html", "-o", "x.html"], "-o applies to -f md and -f junit"),
+        (["-f", "html", "-o", "x.html"], "-f html -o FILE writes the report of a run of one evaluation; "),
     ],
 )
 def test_report_usage_errors_are_one_line(copy: Path, args: list[str], message: str) -> None:

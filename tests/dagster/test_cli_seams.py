@@ -14,7 +14,7 @@ import pytest
 from coder_eval_dagster import cli
 from coder_eval_dagster.core import evaluation
 
-from ..support.helpers import run_cli, run_folders, task_with, write_task
+from ..support.helpers import run_cli, run_folders, task_with, write, write_task
 
 ROOT = Path(__file__).parent.parent.parent
 AGENTLESS = {"agent": {"type": "none"}, "initial_prompt": None, "sandbox": {"python": None}}
@@ -142,6 +142,16 @@ def test_evaluate_with_one_argument_points_to_rescore(tmp_path: Path) -> None:
     assert done.stderr == (
         "coder-eval evaluate: the following arguments are required: DIR; to grade a finished run again: "
         "coder-eval rescore runs/latest (see coder-eval evaluate --help)\n"
+    )
+    run = tmp_path / "runs" / "r1"
+    for name in ("run_plan.json", "snapshot.pickle"):
+        write(run / name, "{}")
+    (run / "default" / "t" / "00").mkdir(parents=True)
+    inside = installed_cli(tmp_path, "evaluate", "runs/r1/default/t/00")  # an evaluation folder: its run is named
+    assert inside.stderr == (
+        "coder-eval evaluate: the following arguments are required: DIR; to grade a finished run again: coder-eval "
+        f"rescore {run}; to grade this evaluation's sandbox with a task file: coder-eval evaluate TASK "
+        "runs/r1/default/t/00 (see coder-eval evaluate --help)\n"
     )
     forgotten = installed_cli(tmp_path, "evaluate", "task.yaml")  # a task file: DIR forgotten, nothing more
     assert forgotten.stderr == (

@@ -248,3 +248,13 @@ def test_deleting_a_task_json_and_resuming_runs_that_evaluation_again(tmp_path: 
     after = {name: (run.evaluation(name) / "sandbox/stamp.txt").read_text() for name in ("again", "kept")}
     assert after["again"] != before["again"] and after["kept"] == before["kept"]
     assert run.result("again")["final_status"] == "SUCCESS"
+
+
+def test_report_html_to_a_file_writes_the_one_evaluations_report(tmp_path: Path, system_cli: SystemCli) -> None:
+    """coder_eval's docs: `report RUN -f html -o FILE` writes to FILE "when exactly one task is found"; refused here."""
+    outcome, run = system_cli.run(_agentless(tmp_path / "tasks", "one"), env={})
+    assert outcome.code == 0, outcome.output
+    written = system_cli("report", run.path, "-f", "html", "-o", tmp_path / "out" / "one.html", env={})
+    assert written.code == 0 and "[OK] Wrote" in written.out, written.output
+    page = (tmp_path / "out" / "one.html").read_text()
+    assert "<!DOCTYPE html>" in page and "one" in page
