@@ -44,6 +44,7 @@ from .layout import (
     SANDBOX_DIR,
     evaluation_folder,
     load_result,
+    replicate_name,
     write_atomically,
 )
 from .limits import BudgetTracker, soft_budget_warnings, within_expected_turns
@@ -51,6 +52,7 @@ from .models.agent import AgentConfig
 from .models.commands import HookCommand
 from .models.limits import RunLimits
 from .models.results import (
+    CommandRun,
     CriterionResult,
     DialogMessage,
     EarlyStopInfo,
@@ -142,11 +144,17 @@ class Evaluation:
         """
         return self.result.error is not None and self.result.final_status == "ERROR"
 
+    @property
+    def name(self) -> str:
+        """How the log names the evaluation: ``variant/task_id#NN``."""
+        return f"{self.row_task.variant_id}/{self.row_task.task_id}#{replicate_name(self.replicate)}"
+
     def fail(self, status: FinalStatus, reason: str, where: str | None = None) -> None:
         """End the evaluation ``status`` for ``reason``, at the stage ``where`` (its error category's source)."""
         self.result.final_status = status
         self.result.success = False
         self.result.error = redact(reason)
+        log.info("%s: %s: %s", self.name, status, self.result.error)
         self.result.error_details = error_details(status, self.result.error, where)
 
 
@@ -219,14 +227,17 @@ def setup_sandbox(evaluation: Evaluation) -> None:
     evaluation.sandbox_ready = True
 
 
-def run_hooks(evaluation: Evaluation, commands: list[HookCommand], abort_on_failure: bool) -> list[HookRun]:
-    """Run commands in order; with ``abort_on_failure``, a failing required one skips the rest."""
+def run_hooks(
+    evaluation: Evaluation, commands: list[HookCommand], kind: Literal["pre_run", "post_run"]
+) -> list[HookRun]:
+    """Run commands in order; in ``pre_run``, a failing required one skips the rest and ends the evaluation."""
     runs: list[HookRun] = []
     sandbox = evaluation.sandbox
     for index, command in enumerate(commands):
         done = sandbox.run(command.command, command.timeout)
+        log_command(evaluation, f"{kind} command {index + 1}", done)
         runs.append(HookRun(**done.model_dump(), fail_on_error=command.fail_on_error))
-        if abort_on_failure and command.fail_on_error and not done.ok:
+        if kind == "pre_run" and command.fail_on_error and not done.ok:
             runs.extend(
                 HookRun(command=c.command, fail_on_error=c.fail_on_error, skipped=True) for c in commands[index + 1 :]
             )
@@ -236,11 +247,21 @@ def run_hooks(evaluation: Evaluation, commands: list[HookCommand], abort_on_fail
     return runs
 
 
+def log_command(evaluation: Evaluation, what: str, done: CommandRun) -> None:
+    """A command's end in the log (``-v``, ``--log-file``: coder_eval's task log), its stderr when it failed."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    ended = done.error or f"exit code {done.exit_code}"
+    log.info("%s: %s: %s (%.2f s): %s", evaluation.name, what, ended, done.duration_s, done.command)
+    if not done.ok and done.stderr.strip():
+        log.info("%s: %s stderr: %s", evaluation.name, what, done.stderr.strip()[-2000:])
+
+
 @guarded("pre_run")
 def run_pre_run(evaluation: Evaluation) -> None:
     if evaluation.ended or not evaluation.task.pre_run:
         return
-    evaluation.result.pre_run_results = run_hooks(evaluation, evaluation.task.pre_run, abort_on_failure=True)
+    evaluation.result.pre_run_results = run_hooks(evaluation, evaluation.task.pre_run, "pre_run")
 
 
 def system_prompt_semantics(agent: AgentConfig) -> str:
@@ -535,7 +556,7 @@ def early_stop_info(result: EvaluationResult, armed: set[int], threshold: float)
 def run_post_run(evaluation: Evaluation) -> None:
     """Informational commands after the criteria; they never change the verdict."""
     if evaluation.sandbox_ready and evaluation.task.post_run:
-        evaluation.result.post_run_results = run_hooks(evaluation, evaluation.task.post_run, abort_on_failure=False)
+        evaluation.result.post_run_results = run_hooks(evaluation, evaluation.task.post_run, "post_run")
 
 
 def end_processes(evaluation: Evaluation) -> None:
@@ -634,6 +655,21 @@ def record_refusals(evaluation: Evaluation) -> None:
     evaluation.result.refused_connections += [RefusedConnection(**vars(refusal)) for refusal in refused]
 
 
+def log_stage(evaluation: Evaluation, stage: str, seconds: float) -> None:
+    """Each stage's end at DEBUG (``-v``); the agent's and the verdict at INFO (``--log-file``)."""
+    if not log.isEnabledFor(logging.DEBUG if stage not in ("agent", "finish") else logging.INFO):
+        return
+    result = evaluation.result
+    log.debug("%s: %s done in %.2f s", evaluation.name, stage, seconds)
+    if stage == "agent" and result.agent_ran and evaluation.task.agent.resolved_type != "none":
+        calls = sum(len(turn.calls) for turn in result.trajectory)
+        capped = ", at max_turns" if result.max_turns_exhausted else ""
+        log.info("%s: agent ended after %d turn(s), %d tool call(s)%s", evaluation.name, result.turns, calls, capped)
+    elif stage == "finish":
+        criteria = "".join(f"; {c.type} {c.score:.2f}" for c in result.criteria)
+        log.info("%s: %s, score %.3f%s", evaluation.name, result.final_status, result.weighted_score, criteria)
+
+
 def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
     """The phase's stages in order, each timed.
 
@@ -665,6 +701,7 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
         if stage.name in NETWORK_PHASES:
             evaluation.sandbox.set_phase(stage.name)  # the network policy follows the stage
         stage.run(evaluation)
+        log_stage(evaluation, stage.name, time.perf_counter() - started)
         if stage.name in NETWORK_PHASES:
             record_refusals(evaluation)
         if stage.timed and phase != "rescore":

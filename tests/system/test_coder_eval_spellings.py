@@ -122,3 +122,22 @@ def test_validate_under_an_experiment_that_names_its_tasks(tmp_path: Path, syste
     assert (alone.code, alone.out, alone.err) == (0, "OK e.yaml\n", ""), alone.output
     listed = system_cli("validate", "tasks", "-e", "e.yaml", env={})
     assert listed.code == 0 and listed.out == "OK tasks/alpha.yaml\nOK tasks/beta.yaml\n", listed.output
+
+
+def test_the_log_file_records_what_each_evaluation_did(tmp_path: Path, system_cli: SystemCli) -> None:
+    """coder_eval's docs send users to -v and --log-file for what its task.log held: each command, a failing one's
+    stderr, and the verdict. The log had one line, that logging was configured."""
+    task_file(tmp_path / "tasks", "err", agent={"type": "none"}, pre_run=[{"command": "echo boom >&2; exit 3"}])
+    task_file(tmp_path / "tasks", "fine", agent={"type": "none"})
+    outcome = system_cli("run", "--runs-dir", system_cli.runs, "tasks", "--log-file", "run.log", env={})
+    assert outcome.code == 1, outcome.output
+    assert "pre_run command" not in outcome.err  # --log-file alone leaves the console as it was
+    log = (tmp_path / "run.log").read_text()
+    for line in (
+        "default/err#00: pre_run command 1: exit code 3",
+        "default/err#00: pre_run command 1 stderr: boom",
+        "default/err#00: ERROR: pre_run command 1 failed (exit code 3): echo boom >&2; exit 3",
+        "default/fine#00: pre_run command 1: exit code 0",
+        "default/fine#00: SUCCESS, score 1.000; file_exists 1.00",
+    ):
+        assert line in log, log
