@@ -209,7 +209,7 @@ def test_the_simulated_user_takes_the_runs_route(api, monkeypatch) -> None:
     monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "bedrock-token-0123456789")
     monkeypatch.setenv("ANTHROPIC_BEDROCK_BASE_URL", fake.url)
     ModelUser(settings, "claude-sonnet-4-6", RunContext.create()).next_message(dialog)
-    assert fake.script.paths == ["/v1/messages", "/model/anthropic.claude-sonnet-4-6/invoke"]
+    assert fake.script.paths == ["/v1/messages", "/model/us.anthropic.claude-sonnet-4-6/invoke"]
     assert fake.script.requests[0]["model"] == "claude-sonnet-4-6"
     assert fake.script.requests[1]["anthropic_version"] == BEDROCK_ANTHROPIC_VERSION
     monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK")
