@@ -276,6 +276,7 @@ def system_prompt_semantics(agent: AgentConfig) -> str:
 def run_agent(evaluation: Evaluation) -> None:
     """The agent loop (a simulated dialog when enabled). Agentless tasks (``type: none``) run no agent."""
     kind = evaluation.task.agent.resolved_type
+    evaluation.result.environment_info.setdefault("system_prompt_semantics", "unknown")  # as coder_eval: no prompt
     if evaluation.ended:
         return
     evaluation.result.agent_ran = True
@@ -614,8 +615,11 @@ def task_config(row_task: RowTask) -> TaskConfig:
     task = row_task.task
     inline = task.reference is not None and task.reference.code is not None
     readable = row_task.source.is_file() and not inline
+    resolved = task.model_dump(mode="json", exclude={"reference": {"code"}} if inline else None)
+    if row_task.row_id is not None:  # a dataset's row, as coder_eval records it: its ids, the dataset consumed
+        resolved.update(task_id=row_task.task_id, row_id=row_task.row_id, suite_id=row_task.base_task_id, dataset=None)
     return TaskConfig(
-        resolved=task.model_dump(mode="json", exclude={"reference": {"code"}} if inline else None),
+        resolved=resolved,
         source_yaml=row_task.source.read_text(encoding="utf-8") if readable else "",
         source_file=str(row_task.source),
     )

@@ -2,7 +2,7 @@
 
 A replayed call of a tool the agent was not given is refused (a live agent's
 CLI refuses it); command statistics are coder_eval's (zeros for an agentless task,
-the most common three calls within one turn); a criterion whose check failed
+the most common three calls in a row of the run's one iteration, coder_eval's turn); a criterion whose check failed
 passes at ``pass_threshold: 0`` (the guide's rule); a resume that ran nothing
 keeps the run's end; a rescore says that post_run left the sandbox it grades;
 ``history --days`` counts UTC days (the tables' ``run_date``) in any zone.
@@ -20,7 +20,7 @@ from .conftest import SystemCli, replay_task_file, task_file
 EDITS = {"calls": [{"tool": "Read", "path": "x.txt"}, {"tool": "Edit", "path": "x.txt", "old": "x", "new": "y"}]}
 TURNS = [
     {"calls": [{"tool": "Write", "path": "x.txt", "content": "x"}, {"tool": "Bash", "command": "touch ran.txt"}]},
-    *[EDITS] * 4,  # Read, Edit, Read, Edit...: three calls across turns, never counted as a sequence
+    *[EDITS] * 4,  # Read, Edit, Read, Edit...: three calls in a row across model turns, counted as coder_eval does
     *[{"calls": [{"tool": "Write", "path": n, "content": n}] * 2 + [{"tool": "Read", "path": n}]} for n in "ef"],
 ]
 
@@ -67,7 +67,7 @@ def test_a_run_records_tools_statistics_thresholds_and_times_as_coder_eval(syste
     assert calls == [("Write", "success"), ("Bash", "error"), ("Read", "success"), ("Edit", "error")]
     assert not (run.evaluation("tools") / "sandbox" / "ran.txt").exists()  # refused: nothing ran
     assert (run.evaluation("tools") / "sandbox" / "x.txt").read_text() == "x"  # the Edit never ran either
-    assert tools["command_stats"]["most_common_sequence"] == "Write → Write → Read"  # within a turn, never across
+    assert tools["command_stats"]["most_common_sequence"] == "Read → Edit → Read"  # in the iteration, across turns
     assert tools["environment_info"]["system_prompt_semantics"] == "append"  # coder_eval's marker of the regime
 
     cleaned = run.result("cleaned")

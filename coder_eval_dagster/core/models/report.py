@@ -178,8 +178,8 @@ class TaskRow(BaseModel):
                     "duration_seconds": iteration.duration_seconds,
                     "command_count": len(iteration.commands),
                     "assistant_turn_count": iteration.assistant_turn_count,
-                    "crashed": False,
-                    "crash_reason": None,
+                    "crashed": iteration.crashed,
+                    "crash_reason": iteration.crash_reason,
                 }
             ]
             if iteration is not None

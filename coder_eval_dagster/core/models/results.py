@@ -198,7 +198,11 @@ class ToolCallRecord(BaseModel):
     model_config = SCHEMA_NAMES
 
     turn: int  # our TurnRecord.index (from 1)
-    seq: int = written_as("sequence_number")
+    seq: int = Field(validation_alias=AliasChoices("seq", "sequence_number"))  # in its turn, from 1 (ours; earlier
+    # files wrote it as sequence_number)
+    # the schema's sequence_number: the call's place in its iteration, from 0; set when the iteration is written,
+    # never read back (``seq`` and ``turn`` place the call)
+    position: int | None = Field(default=None, serialization_alias="sequence_number", validation_alias="position")
     tool: str = written_as("tool_name")
     parameters: dict[str, Any] = Field(default_factory=dict)
     status: ToolCallStatus = written_as("result_status", default="unknown")
@@ -211,6 +215,47 @@ class ToolCallRecord(BaseModel):
     @property
     def tool_id(self) -> str:
         return f"call-{self.turn}-{self.seq}"
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def error_message(self) -> str | None:
+        """The schema's: a failed call's error (its output), else None."""
+        return (self.output or "failed") if self.status == "error" else None
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def result_data(self) -> dict[str, Any] | list[Any] | None:
+        """The schema's: the output parsed as a JSON object or array, else None."""
+        text = (self.output or "").strip()
+        if not text.startswith(("{", "[")):
+            return None
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            return None
+        return parsed if isinstance(parsed, dict | list) else None
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def result_tokens(self) -> int:
+        """The schema's approximate size of the result (4 characters a token, rounded up; 0 with none)."""
+        return -(-len(self.output or "") // 4)
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def execution_started_at(self) -> str | None:
+        return _iso(self.started_at)
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def generation_completed_at(self) -> str | None:
+        """When the model had asked for the call: the schema's ``timestamp``, the call's start as we record it."""
+        return _iso(self.started_at)
+
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
+    @property
+    def execution_completed_at(self) -> str | None:
+        return _iso(self.started_at + self.duration_ms / 1000) if self.started_at is not None else None
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
@@ -274,10 +319,19 @@ class Iteration(BaseModel):
     token_usage: TokenUsage | None
     model_used: str | None
     assistant_turn_count: int
-    num_turns: int
+    num_turns: int | None  # the agent's model turns; None for an agentless task's, as coder_eval writes it
     max_turns_exhausted: bool
     result_summary: dict[str, Any] | None  # the final reply, as the schema records it (``has_final_reply``)
     turns: list[dict[str, Any]]
+    crashed: bool = False  # the agent failed mid-run (an ERROR of its stage): what came before is real work
+    crash_reason: str | None = None
+    # the schema's, which no agent here fills: its provider's retried errors and per-call costs, and its harness's
+    # own timings (the stages' times are in stage_durations)
+    provider_errors: list[dict[str, Any]] = Field(default_factory=list)
+    provider_call_costs: list[dict[str, Any]] = Field(default_factory=list)
+    harness_startup_ms: float | None = None
+    harness_teardown_ms: float | None = None
+    tool_union_ms: float | None = None
 
 
 def trajectory_of(iterations: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -526,17 +580,14 @@ class CommandStats(BaseModel):
 
     @classmethod
     def of(cls, turns: list[TurnRecord]) -> CommandStats:
-        """coder_eval's statistics: its most common sequence is of three calls within one turn, ``A → B → C``."""
+        """coder_eval's statistics: its most common sequence is of three calls in a row in the run's one iteration
+        (coder_eval's turn, not a model turn: one rarely makes three calls), ``A → B → C``."""
         calls = [call for turn in turns for call in turn.calls]
         statuses = Counter(call.status for call in calls)
         decided = statuses["success"] + statuses["error"]
         total_ms = sum(call.duration_ms for call in calls)
         slowest = sorted(calls, key=lambda c: c.duration_ms, reverse=True)[: cls.SLOWEST]
-        sequences = Counter(
-            " → ".join(call.tool for call in turn.calls[i : i + 3])
-            for turn in turns
-            for i in range(len(turn.calls) - 2)
-        )
+        sequences = Counter(" → ".join(call.tool for call in calls[i : i + 3]) for i in range(len(calls) - 2))
         return cls(
             total_commands=len(calls),
             commands_by_tool=dict(Counter(call.tool for call in calls)),
@@ -721,11 +772,14 @@ class EvaluationResult(BaseModel):
         if summary is None and texts:
             summary = {"is_error": False, "subtype": "success", "stop_reason": None, "result": texts[-1]}
         failed = bool(summary and summary.get("is_error"))  # no final reply (has_final_reply), whatever text came
+        calls = [call for turn in self.trajectory for call in turn.calls]
         commands = [
-            call if call.timestamp else call.model_copy(update={"timestamp": _iso(call.started_at) or self.started_at})
-            for turn in self.trajectory
-            for call in turn.calls
+            call.model_copy(
+                update={"position": position, "timestamp": call.timestamp or _iso(call.started_at) or self.started_at}
+            )
+            for position, call in enumerate(calls)
         ]
+        crashed = self.final_status == "ERROR" and (self.error_details or {}).get("component") == "agent"
         return [
             Iteration(
                 iteration=1,
@@ -737,13 +791,15 @@ class EvaluationResult(BaseModel):
                 token_usage=self.total_token_usage,
                 model_used=self.model,
                 assistant_turn_count=len(self.trajectory),
-                num_turns=len(self.trajectory),
+                num_turns=len(self.trajectory) if self.agent_type != "none" else None,
                 max_turns_exhausted=self.max_turns_exhausted,
                 result_summary=summary,
                 turns=[
                     turn.model_dump(exclude={"calls"} if turn.result_summary else {"calls", "result_summary"})
                     for turn in self.trajectory
                 ],
+                crashed=crashed,
+                crash_reason=self.error if crashed else None,
             )
         ]
 
@@ -760,8 +816,9 @@ class EvaluationResult(BaseModel):
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
-    def total_assistant_turns(self) -> int:
-        return self.turns
+    def total_assistant_turns(self) -> int | None:
+        """The agent's model turns; None when its stage never ran (an ERROR before it), as coder_eval writes it."""
+        return self.turns if self.agent_stage_ran else None
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
     @property
