@@ -183,7 +183,13 @@ def test_a_row_task_without_history_is_flagged_and_bounded_by_max_usd(tmp_path: 
             "max_total_tokens 1,000",
         ),
         ({"max_total_tokens": 1000}, None, "leaves cached tokens out"),
-        ({}, None, "no max_usd, max_turns or token cap"),
+        ({}, None, "no max_usd, max_turns, max_tool_calls or token cap"),
+        # every model turn but the last makes a call: max_tool_calls + 1 turns
+        (
+            {"max_tool_calls": 20},
+            21 * SONNET_4_5_WINDOW * 10e-6,
+            "max_tool_calls 20: turns 21 x the 200,000-token window",
+        ),
     ],
 )
 def test_the_agent_is_bounded_by_the_tightest_limit_that_covers_it(

@@ -6,7 +6,9 @@ Each payer is bounded by the tightest limit that covers it, or left unknown:
   (``max_total_tokens``, or ``max_input_tokens`` + ``max_output_tokens``,
   with ``count_cached_input`` and ``count_cache_creation`` on: otherwise
   cache reads and writes are outside it); ``max_turns`` turns of at most the
-  model's context window each. Tokens are priced at the model's dearest rate.
+  model's context window each, or ``max_tool_calls`` + 1 (a dialog: + its
+  exchanges) such turns, since every turn but an exchange's last makes a call.
+  Tokens are priced at the model's dearest rate.
 - an ``llm_judge``: one call whose prompt is at most its instructions, its
   capped files, output, tool calls and dialog, and the reference (a token per
   character at most), and whose answer is at most ``max_tokens``.
@@ -92,7 +94,11 @@ def agent_bound(task: Task, prices: PriceBook, backend: Backend) -> Part:
     found += token_cap(limits, prices, model, backend)
     if limits.max_turns is not None:
         found.append(turns_bound(prices, model, backend, limits.max_turns, "max_turns"))
-    return tightest(found, "no max_usd, max_turns or token cap")
+    if limits.max_tool_calls is not None:  # every model turn but an exchange's last makes a call
+        exchanges = task.simulation.max_turns if task.simulated and task.simulation else 1
+        turns = limits.max_tool_calls + exchanges
+        found.append(turns_bound(prices, model, backend, turns, f"max_tool_calls {limits.max_tool_calls}: turns"))
+    return tightest(found, "no max_usd, max_turns, max_tool_calls or token cap")
 
 
 def token_cap(limits: RunLimits, prices: PriceBook, model: str | None, backend: Backend) -> list[Part]:
