@@ -38,7 +38,16 @@ from .models.sandbox import REPO_FIRST, is_relative_local_path
 from .models.task import Task
 from .models.trajectory import Trajectory
 from .pricing import load_price_file
-from .problems import DOCUMENT, InvalidInput, Loc, Problem, block_models, dotted, problems_from_validation
+from .problems import (
+    DOCUMENT,
+    UNKNOWN_FIELD,
+    InvalidInput,
+    Loc,
+    Problem,
+    block_models,
+    dotted,
+    problems_from_validation,
+)
 from .row_commands import PLACEHOLDER
 from .run_spec import EXPERIMENTS_DIR, RunSpec
 from .yamlio import Document, load_document, load_yaml_text
@@ -985,12 +994,30 @@ def _agent_files(task: Task, doc: Document) -> tuple[AgentConfig, list[Problem]]
 
 
 def _stands_on_rows(problem: Problem, merged: dict[str, Any]) -> bool:
-    """A problem in a criterion holding ``${row.x}``: it cannot be judged without the dataset's rows."""
+    """A problem in a criterion's value that holds ``${row.x}`` (or in a criterion whose type is one): it cannot be
+    judged without the dataset's rows. A missing or unknown field can: no row's value supplies or removes a key."""
     criteria = merged.get("success_criteria")
-    if not isinstance(criteria, list) or not problem.field.startswith("success_criteria."):
+    parts = problem.field.split(".")
+    if not isinstance(criteria, list) or parts[0] != "success_criteria" or len(parts) < 2 or not parts[1].isdigit():
         return False
-    index = problem.field.split(".")[1]
-    return index.isdigit() and int(index) < len(criteria) and "${row." in repr(criteria[int(index)])
+    if int(parts[1]) >= len(criteria) or problem.message.startswith(UNKNOWN_FIELD):
+        return False
+    criterion = criteria[int(parts[1])]
+    if not isinstance(criterion, dict) or "${row." in repr(criterion.get("type")):
+        return "${row." in repr(criterion)
+    return "${row." in repr(_named_value(criterion, parts[2:]))
+
+
+def _named_value(value: Any, keys: list[str]) -> Any:
+    """What a problem's dotted field names under ``value`` (None where nothing is: a missing field)."""
+    for key in keys:
+        if isinstance(value, dict):
+            value = value.get(key)
+        elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
+            value = value[int(key)]
+        else:
+            return None
+    return value
 
 
 def _tags_left_out(task: Task, spec: RunSpec) -> str | None:

@@ -258,3 +258,23 @@ def test_report_html_to_a_file_writes_the_one_evaluations_report(tmp_path: Path,
     assert written.code == 0 and "[OK] Wrote" in written.out, written.output
     page = (tmp_path / "out" / "one.html").read_text()
     assert "<!DOCTYPE html>" in page and "one" in page
+
+
+def test_an_old_dataset_task_has_all_its_problems_said_at_once(tmp_path: Path, system_cli: SystemCli) -> None:
+    """coder_eval's triggering.yaml, as it was: its dataset block's fields and its criterion's were said in two rounds
+    (a criterion holding ${row.x} was not judged while the dataset could not be read, even for a missing field)."""
+    write(tmp_path / "rows.jsonl", '{"id": "a", "prompt": "p", "skill": "x"}\n')
+    task = write(
+        tmp_path / "trig.yaml",
+        "task_id: trig\ndescription: d\ninitial_prompt: '${row.prompt}'\n"
+        "dataset:\n  path: rows.jsonl\n"
+        "success_criteria:\n  - type: skill_triggered\n    description: s\n    expected: '${row.skill}'\n",
+    )
+    said = system_cli.invalid(task).err
+    for problem in (
+        ":5: dataset.path: unknown field",
+        ":7: success_criteria.0.skill_name: Field required",
+        ":7: success_criteria.0.expected_skill: Field required",
+        ":9: success_criteria.0.expected: unknown field",
+    ):
+        assert problem in said, said
