@@ -311,9 +311,31 @@ def cmd_run(args: argparse.Namespace) -> int:
             return exit_codes.USAGE
         options = options.model_copy(update={"runs_dir": str(again.parent)})
         return resume(again, options, retry_errors=args.retry_errors is not None, junit=args.junit)
+    folder = _named_run(args.run_dir, options.runs_dir)
+    if folder is not None:
+        options = options.model_copy(update={"runs_dir": str(folder.parent)})
     if not _environment_ok(Path(options.runs_dir), args.junit):
         return exit_codes.USAGE
-    return run(spec, options, junit=args.junit)
+    return run(spec, options, junit=args.junit, folder=folder)
+
+
+def _named_run(run_dir: Path | None, runs_dir: str) -> Path | None:
+    """coder_eval's ``run --run-dir DIR`` (its GitHub Action's form): DIR is the new run's folder, made in the runs
+    folder DIR's parent (its tables and ``latest`` there); refused when it holds anything (``--resume`` finishes a
+    run), or with a ``--runs-dir`` elsewhere."""
+    if run_dir is None:
+        return None
+    if runs_dir != RunOptions.model_fields["runs_dir"].default and Path(runs_dir) != run_dir.parent:
+        raise UsageError(
+            f"argument --run-dir: the run's folder {run_dir} is made in the runs folder {run_dir.parent}, not "
+            f"{runs_dir}: give --run-dir or --runs-dir"
+        )
+    if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+        raise UsageError(
+            f"argument --run-dir: {run_dir} already exists: a new run needs a new folder (--resume {run_dir} "
+            "finishes the run in it)"
+        )
+    return run_dir
 
 
 def _selection_flags(spec: RunSpec) -> list[str]:
@@ -332,7 +354,7 @@ _RESUME_IN_RUN_DIR = Path("--run-dir")
 
 def _run_folder_to_continue(args: argparse.Namespace) -> Path | None:
     """The run folder ``--resume`` / ``--retry-errors`` continue; coder_eval's ``--run-dir R --resume`` is
-    ``--resume R``. A new run's folder is always made under ``--runs-dir`` here."""
+    ``--resume R`` (``--run-dir`` alone names a new run's folder: ``_named_run``)."""
     if args.resume is _RESUME_IN_RUN_DIR:
         if args.run_dir is None:
             raise UsageError("argument --resume: give the run folder: --resume RUN_DIR (or --run-dir RUN_DIR --resume)")
@@ -342,11 +364,6 @@ def _run_folder_to_continue(args: argparse.Namespace) -> Path | None:
             f"argument --resume: a resume takes no task paths (the run folder keeps its own selection): give "
             f"--run-dir {args.run_dir} --resume, or --resume {args.run_dir}, alone ({args.resume} was read as "
             "--resume's folder)"
-        )
-    if args.run_dir is not None:
-        raise UsageError(
-            "argument --run-dir: a new run's folder is made here under --runs-dir DIR (DIR/<timestamp>, "
-            "DIR/latest links to it); give --runs-dir DIR, or --resume RUN_DIR to continue a run"
         )
     again: Path | None = args.resume or args.retry_errors
     return again
@@ -435,7 +452,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="re-run only the ERROR evaluations of a run, in its folder",
     )
     running.add_argument(
-        "--run-dir", type=given_path, metavar="RUN_DIR", help="with --resume: the run folder to finish"
+        "--run-dir",
+        type=given_path,
+        metavar="RUN_DIR",
+        help="a new run's folder (its runs folder is its parent); with --resume: the run folder to finish",
     )
     logging_arguments(running, log_file=True)
     refuse(

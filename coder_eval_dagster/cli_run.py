@@ -63,7 +63,8 @@ def run_context(options: RunOptions) -> RunContext:
     return RunContext.create(options.backend, options.judge_concurrency)
 
 
-def run(spec: RunSpec, options: RunOptions, junit: Path | None = None) -> int:
+def run(spec: RunSpec, options: RunOptions, junit: Path | None = None, folder: Path | None = None) -> int:
+    """A new run, in ``folder`` (made) or a new folder of ``options.runs_dir``."""
     context = run_context(options)
     resolution = selected(spec)
     if resolution is None:
@@ -74,7 +75,10 @@ def run(spec: RunSpec, options: RunOptions, junit: Path | None = None) -> int:
         return exit_codes.USAGE
     _prewarm(resolution.row_tasks, options)
     instance = _open_instance()
-    folder = new_run_dir(Path(options.runs_dir))
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)  # (empty: _named_run checked)
+    else:
+        folder = new_run_dir(Path(options.runs_dir))
     with working_on(folder):
         opened = open_run(folder, spec, str(uuid.uuid4()), resolution)
         warn_over_budget(resolution, opened.max_usd, options, context)

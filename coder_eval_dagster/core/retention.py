@@ -8,6 +8,7 @@ only to folders that are still there, and the ``latest`` link is kept.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -56,6 +57,7 @@ def _size(folder: Path) -> int:
     for root, _dirs, files in walk(folder):
         for name in files:
             path = os.path.join(root, name)
-            if not os.path.islink(path):
-                total += os.path.getsize(path)
+            info = os.lstat(path)
+            if not stat.S_ISLNK(info.st_mode):
+                total += info.st_blocks * 512  # the disk it takes (a sparse file's size is not freed space)
     return total

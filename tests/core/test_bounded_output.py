@@ -11,6 +11,7 @@ import pytest
 from coder_eval_dagster.core.agents import replay
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
 from coder_eval_dagster.core.sandbox.containment import release
+from coder_eval_dagster.core.sandbox.process import OUTPUT_CAP_BYTES, read_capped
 from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
 
 from ..support.helpers import criterion, evaluate_replay
@@ -51,3 +52,26 @@ def test_a_replayed_bash_call_without_limits_gets_the_default_time_limit(
     (call,) = result.trajectory[0].calls
     assert call.status == "error" and "timed out after 1 s" in (call.output or "")
     assert time.monotonic() - started < 10
+
+
+def test_a_sparse_petabyte_is_read_at_its_head_and_tail_at_once(tmp_path: Path) -> None:
+    """A process left in the container made a command's capture file a sparse petabyte: reading it through took the
+    run a day and a half, past its task_timeout and SIGTERM."""
+    out = tmp_path / "x.out"
+    with open(out, "wb") as capture:
+        capture.write(b"start\n")
+        capture.truncate(2**50)
+        capture.seek(2**50 - 4)
+        capture.write(b"end\n")
+    started = time.monotonic()
+    text = read_capped(out)
+    assert time.monotonic() - started < 1
+    assert text.startswith("start\n") and text.endswith("end\n")
+    assert f"[... {2**50 - OUTPUT_CAP_BYTES} bytes omitted" in text
+
+
+def test_output_within_the_cap_is_read_whole(tmp_path: Path) -> None:
+    out = tmp_path / "x.out"
+    out.write_bytes(b"a" * OUTPUT_CAP_BYTES)
+    assert read_capped(out) == "a" * OUTPUT_CAP_BYTES
+    assert read_capped(tmp_path / "none.out") == ""

@@ -33,3 +33,9 @@ def test_limits_under_docker_bind_and_only_max_disk_mb_is_warned(tmp_path: Path)
 def test_image_and_network_are_checked(tmp_path: Path) -> None:
     code, err = _validate(tmp_path, {"driver": "docker", "python": None, "network": "overlay"})
     assert code == 1 and "sandbox.network" in err
+
+
+def test_max_disk_mb_is_said_to_bind_under_neither_driver(tmp_path: Path) -> None:
+    """The guide: "Reserved; not enforced by either driver". Under tempdir the warning told to use driver: docker."""
+    code, err = _validate(tmp_path, {"driver": "tempdir", "python": None, "limits": {"max_disk_mb": 10}})
+    assert code == 0 and "max_disk_mb is not enforced by either driver" in err and "use driver" not in err

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -87,7 +88,7 @@ REFUSED = [
     (("run", "tasks", "--preservation-mode", "NONE"), "argument --preservation-mode: not supported", "prune"),
     (("run", "tasks", "-b", "litellm"), "argument -b/--backend: 'litellm'", "-b direct with ANTHROPIC_BASE_URL"),
     (("run", "tasks", "--repeats", "100"), "argument --repeats: must be at most 99", "00-99"),
-    (("run", "tasks", "--run-dir", "mine"), "argument --run-dir:", "--resume RUN_DIR"),
+    (("run", "tasks", "--run-dir", "tasks"), "argument --run-dir: tasks already exists", "--resume tasks"),
     (("run", "tasks", "--run-dir", "mine", "--resume"), "not task paths", "keeps its own selection"),
     (("execute", "tasks", "-T", "none"), "coder-eval execute: not supported", "coder-eval rescore RUN_DIR"),
     (("evaluate", "--in-place", "t.yaml", "dir"), "argument --in-place: not supported", "--copy"),
@@ -141,3 +142,19 @@ def test_the_log_file_records_what_each_evaluation_did(tmp_path: Path, system_cl
         "default/fine#00: SUCCESS, score 1.000; file_exists 1.00",
     ):
         assert line in log, log
+
+
+def test_run_dir_names_a_new_runs_folder_as_coder_evals_github_action_runs_it(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """coder_eval's action.yml runs `run --run-dir runs/ci --junit-xml runs/ci/junit.xml`: refused here, it now
+    makes the run in runs/ci, its runs folder runs/ (the tables and latest there)."""
+    _project(tmp_path)
+    junit = Path("runs/ci/junit.xml")
+    outcome = system_cli("run", "tasks", "-T", "none", "--run-dir", "runs/ci", "--junit-xml", junit, env={})
+    assert outcome.code == 0, outcome.output
+    run = tmp_path / "runs" / "ci"
+    assert json.loads((run / "run.json").read_text())["run_id"] == "ci"
+    assert (tmp_path / "runs" / "latest").resolve() == run.resolve()
+    assert list((tmp_path / "runs" / "tables").glob("task_results/*/*.parquet"))
+    assert "<testsuite" in (tmp_path / junit).read_text()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -58,8 +59,9 @@ DEEP = "python3 -c \"import os\nfor _ in range(1500): os.mkdir('a'); os.chdir('a
 
 
 def test_prune_removes_old_runs_from_the_instance_and_the_folder_and_keeps_the_tables(tmp_path: Path) -> None:
-    """Their sandboxes too, however deep the agent made their folders (pruned by recursion: RecursionError)."""
-    task, home, runs = agentless_project(tmp_path, pre_run=[{"command": DEEP}])
+    """Their sandboxes too, however deep the agent made their folders (pruned by recursion: RecursionError); a
+    sparse terabyte the agent left counts as the disk it took, not its size."""
+    task, home, runs = agentless_project(tmp_path, pre_run=[{"command": DEEP}, {"command": "truncate -s 1T sparse"}])
     for _ in range(2):
         assert coder_eval("run", task, "--runs-dir", runs, home=home).returncode == 0
     first, second = run_folders(runs)
@@ -77,6 +79,8 @@ def test_prune_removes_old_runs_from_the_instance_and_the_folder_and_keeps_the_t
     done = coder_eval("prune", "--before", second_started, "--runs-dir", runs, home=home)
     assert done.returncode == 0, done.stderr
     assert "pruned 1 run folder(s)" in done.stdout and "and 1 Dagster run(s)" in done.stdout
+    freed = re.search(r"\(([\d.]+) MiB\)", done.stdout)
+    assert freed is not None and float(freed.group(1)) < 100, done.stdout  # (said 1048576.x MiB)
     assert not first.exists() and second.is_dir()
     with dg.DagsterInstance.from_config(str(home)) as instance:
         left = instance.get_runs()

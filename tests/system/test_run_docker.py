@@ -149,3 +149,34 @@ def test_criteria_of_a_staged_task_run_in_a_new_container_on_the_same_sandbox(
     outcome, run = system_cli.run(task, env={})
     result = run.result("fresh")
     assert outcome.code == 0, [(c["description"], c["score"], c["details"]) for c in result["success_criteria_results"]]
+
+
+def test_an_image_with_its_own_entrypoint_and_a_petabyte_of_output_still_run(
+    tmp_path: Path, system_cli: SystemCli, docker_image: str
+) -> None:
+    """The container's keeper is pinned as the entrypoint: an image's own ENTRYPOINT took `sleep infinity` as its
+    arguments and exited, and the first command failed as the engine's error. A command's sparse petabyte of output
+    is read at its head and tail: it was read through, and held the run (past SIGTERM) for a day and a half."""
+    import io
+
+    import docker
+
+    image = f"{docker_image}-entrypoint-test"
+    dockerfile = f'FROM {docker_image}\nENTRYPOINT ["python3", "-c", "import sys; print(sys.argv)"]\n'
+    docker.from_env(timeout=60).images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=image, rm=True)
+    huge = "python3 -c \"import os; os.write(1, b'start\\n'); os.ftruncate(1, 2**50)\""
+    task = {
+        "task_id": "entry",
+        "description": "an image's entrypoint, a sparse output",
+        "agent": {"type": "none"},
+        "sandbox": {"driver": "docker", "python": None, "image": image, "network": "none"},
+        "pre_run": [{"command": huge, "timeout": 20}],
+        "success_criteria": [
+            {"type": "run_command", "command": "echo hi", "expected_stdout": "hi", "description": "d"}
+        ],
+    }
+    outcome, run = system_cli.run(write_task(tmp_path / "tasks", task), env={}, timeout=120)
+    result = run.result("entry")
+    assert result["final_status"] == "SUCCESS", (result["error_message"], outcome.output)
+    (pre_run,) = result["pre_run_results"]
+    assert pre_run["stdout"].startswith("start\n") and "bytes omitted: output capped at" in pre_run["stdout"]

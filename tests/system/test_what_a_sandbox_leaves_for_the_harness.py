@@ -65,3 +65,22 @@ def test_a_file_name_with_a_newline_stays_on_its_failure_line(system_cli: System
     (failure,) = [line for line in lines if line.startswith("✗ names")]
     assert "a PASSED 9 evaluations.log" in failure  # the name, flattened onto its line
     assert not [line for line in lines if line.startswith("PASSED 9")]
+
+
+def test_a_fifo_where_a_file_is_checked_is_said_to_be_no_file(system_cli: SystemCli, tmp_path: Path) -> None:
+    """file_check said `file not found` of a FIFO that is there; json_check said `not a regular file`."""
+    task = write_task(
+        tmp_path,
+        {
+            "task_id": "fifo",
+            "description": "a FIFO",
+            "agent": {"type": "none"},
+            "sandbox": {"python": None},
+            "pre_run": [{"command": "mkfifo pipe"}],
+            "success_criteria": [{"type": "file_check", "path": "pipe", "includes": ["x"], "description": "p"}],
+        },
+    )
+    outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 1, outcome.output
+    (criterion,) = run.result("fifo")["success_criteria_results"]
+    assert criterion["error"] == "not a regular file: pipe", criterion

@@ -38,6 +38,8 @@ def check(criterion: FileCheck, ctx: CheckContext) -> Outcome:
     if ctx.path(path).is_dir():
         return Outcome(0.0, {"exists": True}, error=f"{path} is a folder: its content cannot be checked")
     if not ctx.path(path).is_file():
+        if ctx.path(path).exists():  # a FIFO, a socket, a device: there, and not a file to read
+            return Outcome(0.0, {"exists": True}, error=f"not a regular file: {path}")
         return Outcome(0.0, {"exists": False}, error=f"file not found: {criterion.path}")
     content, truncated = ctx.read_text(path)
     scores, details = string_scores(content, criterion.includes, criterion.excludes, whole=not truncated)

@@ -352,8 +352,8 @@ def unbound_limits(sandbox: dict[str, Any]) -> list[tuple[str, str]]:
     for name in [*CONFINING_LIMITS, "max_disk_mb"]:
         if limits.get(name) is None:
             continue
-        if driver != "docker":
+        if name == "max_disk_mb":  # reserved, as the guide's table says
+            found.append((name, "max_disk_mb is not enforced by either driver"))
+        elif driver != "docker":
             found.append((name, f"{name} does not bind under driver {driver}: use driver: docker"))
-        elif name == "max_disk_mb":
-            found.append((name, "max_disk_mb is not enforced by the docker driver"))
     return found

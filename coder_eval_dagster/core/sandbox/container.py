@@ -232,7 +232,8 @@ class Container:
         network = self.config.network
         container = client().containers.create(
             self.image,
-            ["sleep", "infinity"],
+            [],
+            entrypoint=["sleep", "infinity"],  # pinned, not the image's: one of its own would take it as arguments
             init=True,  # reaps orphans: zombies would count against the pids limit
             user=KEEPER_USER,  # every command runs as ``self.user``, which cannot signal it (no capabilities)
             working_dir=str(SANDBOX_PATH),

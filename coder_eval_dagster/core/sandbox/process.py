@@ -81,11 +81,24 @@ def read_capped(path: Path) -> str:
         raise ReplacedCapture(f"{path.name} was replaced by something that is not a file") from None
     except OSError as exc:  # ELOOP: a symbolic link
         raise ReplacedCapture(f"{path.name} was replaced ({exc.strerror})") from None
+    try:
+        return _head_and_tail(fd).render()
+    finally:
+        os.close(fd)
+
+
+def _head_and_tail(fd: int) -> HeadTail:
+    """The first and last halves of the cap of the file open at ``fd``, read where they are: a process left in the
+    container could grow the file (a sparse petabyte) faster than it could be read through."""
     kept = HeadTail()
-    with os.fdopen(fd, "rb") as handle:
-        while chunk := handle.read(65536):
-            kept.keep(chunk)
-    return kept.render()
+    size = os.fstat(fd).st_size
+    if size <= 2 * kept.half:
+        kept.keep(os.pread(fd, size, 0))
+        return kept
+    kept.keep(os.pread(fd, kept.half, 0))
+    kept.keep(os.pread(fd, kept.half, size - kept.half))
+    kept.total = size  # what lies between, counted
+    return kept
 
 
 class _Drain(threading.Thread):
