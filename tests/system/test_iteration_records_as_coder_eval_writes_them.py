@@ -57,6 +57,9 @@ def test_an_agents_iteration_and_calls_carry_the_schemas_keys(
     assert [call["error_message"] is None for call in calls] == [True, True, False]
     assert all(isinstance(call["result_tokens"], int) for call in calls)
     assert result["command_stats"]["most_common_sequence"] == "Bash → Write → Bash"  # was null: within a turn
+    assert iteration["tool_union_ms"] > 0  # coder_eval's tool bucket, read as run.json's tool_ms
+    (row,) = run.summary["task_results"]
+    assert row["tool_ms"] == iteration["tool_union_ms"]
 
 
 def test_an_agent_that_failed_is_a_crashed_iteration(

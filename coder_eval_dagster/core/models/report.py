@@ -185,6 +185,7 @@ class TaskRow(BaseModel):
             if iteration is not None
             else [],
             agent_wall_ms=None if agent_s is None or not result.trajectory else round(agent_s * 1000, 1),
+            tool_ms=iteration.tool_union_ms if iteration is not None else None,  # coder_eval's tool bucket
             setup_ms=result.setup_ms,
             grading_ms=result.grading_ms,
             model_used=result.model,

@@ -326,12 +326,12 @@ class Iteration(BaseModel):
     crashed: bool = False  # the agent failed mid-run (an ERROR of its stage): what came before is real work
     crash_reason: str | None = None
     # the schema's, which no agent here fills: its provider's retried errors and per-call costs, and its harness's
-    # own timings (the stages' times are in stage_durations)
+    # own start and end (the stages' times are in stage_durations)
     provider_errors: list[dict[str, Any]] = Field(default_factory=list)
     provider_call_costs: list[dict[str, Any]] = Field(default_factory=list)
     harness_startup_ms: float | None = None
     harness_teardown_ms: float | None = None
-    tool_union_ms: float | None = None
+    tool_union_ms: float | None = None  # the wall time at least one call ran (None: no call's start is known)
 
 
 def trajectory_of(iterations: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -780,6 +780,7 @@ class EvaluationResult(BaseModel):
             for position, call in enumerate(calls)
         ]
         crashed = self.final_status == "ERROR" and (self.error_details or {}).get("component") == "agent"
+        spans = sorted((c.started_at, c.started_at + c.duration_ms / 1000) for c in calls if c.started_at is not None)
         return [
             Iteration(
                 iteration=1,
@@ -800,6 +801,7 @@ class EvaluationResult(BaseModel):
                 ],
                 crashed=crashed,
                 crash_reason=self.error if crashed else None,
+                tool_union_ms=round(union_seconds(spans) * 1000, 1) if spans else None,
             )
         ]
 
@@ -979,6 +981,15 @@ def _later(text: str, seconds: float) -> str:
     if moment.tzinfo is None:
         return moment.isoformat()
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def union_seconds(spans: list[tuple[float, float]]) -> float:
+    """The seconds at least one of the (start, end) spans, sorted by start, was running."""
+    total, reach = 0.0, float("-inf")
+    for start, end in spans:
+        total += max(0.0, end - max(start, reach))
+        reach = max(reach, end)
+    return total
 
 
 def _iso(epoch_s: float | None) -> str | None:
