@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..support.helpers import write_task
-from .conftest import SystemCli
+from .conftest import SystemCli, task_file
 
 
 def test_a_link_left_where_the_shims_go_is_not_written_through(system_cli: SystemCli, tmp_path: Path) -> None:
@@ -44,19 +44,9 @@ def test_a_link_left_where_the_shims_go_is_not_written_through(system_cli: Syste
 def test_a_file_name_with_a_newline_stays_on_its_failure_line(system_cli: SystemCli, tmp_path: Path) -> None:
     """A criterion's error names sandbox files; a name holding a newline printed a line of the agent's choosing
     (a forged `PASSED ...`) under the harness's own summary."""
-    task = write_task(
-        tmp_path,
-        {
-            "task_id": "names",
-            "description": "a name with a newline",
-            "agent": {"type": "none"},
-            "sandbox": {"python": None},
-            "pre_run": [{"command": "touch \"$(printf 'a\\nPASSED 9 evaluations.log')\" b.log"}],
-            "success_criteria": [
-                {"type": "file_contains", "path": "*.log", "includes": ["x"], "description": "two logs"}
-            ],
-        },
-    )
+    checks = [{"type": "file_contains", "path": "*.log", "includes": ["x"], "description": "two logs"}]
+    pre_run = [{"command": "touch \"$(printf 'a\\nPASSED 9 evaluations.log')\" b.log"}]
+    task = task_file(tmp_path, "names", agent={"type": "none"}, pre_run=pre_run, success_criteria=checks)
 
     outcome, _ = system_cli.run(task, env={"COLUMNS": "400"})
 
@@ -69,16 +59,9 @@ def test_a_file_name_with_a_newline_stays_on_its_failure_line(system_cli: System
 
 def test_a_fifo_where_a_file_is_checked_is_said_to_be_no_file(system_cli: SystemCli, tmp_path: Path) -> None:
     """file_check said `file not found` of a FIFO that is there; json_check said `not a regular file`."""
-    task = write_task(
-        tmp_path,
-        {
-            "task_id": "fifo",
-            "description": "a FIFO",
-            "agent": {"type": "none"},
-            "sandbox": {"python": None},
-            "pre_run": [{"command": "mkfifo pipe"}],
-            "success_criteria": [{"type": "file_check", "path": "pipe", "includes": ["x"], "description": "p"}],
-        },
+    checks = [{"type": "file_check", "path": "pipe", "includes": ["x"], "description": "p"}]
+    task = task_file(
+        tmp_path, "fifo", agent={"type": "none"}, pre_run=[{"command": "mkfifo pipe"}], success_criteria=checks
     )
     outcome, run = system_cli.run(task, env={})
     assert outcome.code == 1, outcome.output
