@@ -29,6 +29,7 @@ from .cli_options import (
 )
 from .compare_cli import add_commands as add_compare_commands
 from .core import credentials
+from .core.layout import LATEST_LINK, TABLES_DIR
 from .core.models.sandbox import unbound_limits
 from .core.preflight import check_environment, dagster_home
 from .core.problems import DOCUMENT, InvalidInput, Problem
@@ -321,13 +322,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _named_run(run_dir: Path | None, runs_dir: str) -> Path | None:
     """coder_eval's ``run --run-dir DIR`` (its GitHub Action's form): DIR is the new run's folder, made in the runs
-    folder DIR's parent (its tables and ``latest`` there); refused when it holds anything (``--resume`` finishes a
-    run), or with a ``--runs-dir`` elsewhere."""
+    folder DIR's parent (its tables and ``latest`` there). Refused: a DIR that holds anything (``--resume``
+    finishes a run), one named as the runs folder's own entries (``tables``, ``latest``) or with no name (``.``),
+    one inside a run folder, and a ``--runs-dir`` elsewhere."""
     if run_dir is None:
         return None
-    if runs_dir != RunOptions.model_fields["runs_dir"].default and Path(runs_dir) != run_dir.parent:
+    folder = Path(os.path.abspath(run_dir))
+    if folder.name in ("", TABLES_DIR, LATEST_LINK) or run_dir.name in ("", ".", ".."):
+        raise UsageError(f"argument --run-dir: {run_dir} names no new run folder: give RUNS_FOLDER/NAME")
+    if runs_dir != RunOptions.model_fields["runs_dir"].default and Path(runs_dir).resolve() != folder.parent.resolve():
         raise UsageError(
-            f"argument --run-dir: the run's folder {run_dir} is made in the runs folder {run_dir.parent}, not "
+            f"argument --run-dir: the run's folder {run_dir} is made in the runs folder {folder.parent}, not "
             f"{runs_dir}: give --run-dir or --runs-dir"
         )
     if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
@@ -335,6 +340,11 @@ def _named_run(run_dir: Path | None, runs_dir: str) -> Path | None:
             f"argument --run-dir: {run_dir} already exists: a new run needs a new folder (--resume {run_dir} "
             "finishes the run in it)"
         )
+    from .core.runs import is_run_folder
+
+    inside = next((above for above in folder.parents if is_run_folder(above)), None)
+    if inside is not None:
+        raise UsageError(f"argument --run-dir: {run_dir} is inside the run folder {inside}: give a folder of its own")
     return run_dir
 
 

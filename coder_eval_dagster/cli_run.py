@@ -34,7 +34,8 @@ from .core.models.results import EvaluationResult
 from .core.problems import InvalidInput
 from .core.reports.junit import write_junit
 from .core.reports.notes import threshold_figures
-from .core.reports.run_summary import agent_usd, counts_line, judges_usd, one_line, total_usd, usd, why_not_passed
+from .core.reports.run_summary import agent_usd, counts_line, judges_usd, total_usd, usd, why_not_passed
+from .core.reports.shown_text import one_line
 from .core.resolution import Resolution, RowTask, resolve
 from .core.routing import resolve_route, routing_line
 from .core.run_context import ROUTED_AGENT_TYPES, RunContext, uses_model_route

@@ -16,7 +16,7 @@ from typing import Any
 from . import exit_codes
 from .cli_options import UsageError, given_path, logging_arguments, refuse
 from .core.models.results import EvaluationResult
-from .core.reports.run_summary import one_line
+from .core.reports.shown_text import one_line
 
 
 def add_commands(subparsers: Any) -> None:

@@ -25,9 +25,11 @@ from .cli_options import given_path
 from .core.layout import (
     JUNIT_FILE,
     REPORT_FILE,
+    RESULT_FILE,
     RUN_FILE,
     RUN_MD,
     SUITE_FILE,
+    load_result,
     load_summary,
     read_record,
     run_results,
@@ -68,6 +70,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         return _fail(f"{run_dir}: no such run folder")
     from .core.compare.rows import not_one_run
 
+    if args.format == "html" and args.output is not None and (run_dir / RESULT_FILE).is_file():
+        return render_one_html(run_dir, args.output)  # an evaluation's folder: its report, as coder_eval writes it
     if why := not_one_run(run_dir):  # a runs folder's runs read as one, or run.json written into a variant's folder
         return _fail(why)
     if args.rebuild:
@@ -212,11 +216,12 @@ def render_html(run_dir: Path) -> int:
 
 
 def render_one_html(run_dir: Path, output: Path) -> int:
-    """The one evaluation's report at ``output``, as coder_eval writes ``-f html -o FILE`` when exactly one task is
-    found; each task.html stays where it is."""
+    """The one evaluation's report at ``output`` (``run_dir`` an evaluation's folder, or a run of one), as coder_eval
+    writes ``-f html -o FILE`` when exactly one task is found; each task.html stays where it is."""
     from .core.reports.task_html import render_task_html
 
-    found = run_results(run_dir)
+    one = run_dir / RESULT_FILE
+    found = {one: load_result(one)} if one.is_file() else run_results(run_dir)
     if len(found) != 1:
         return _fail(f"-f html -o FILE writes the report of a run of one evaluation; {run_dir} has {len(found)}")
     (path, result) = next(iter(found.items()))

@@ -67,6 +67,7 @@ from .models.results import (
 from .models.task import Task
 from .problems import InvalidInput
 from .reference import reference_text, staged_reference, staged_task_dir, stages_folders
+from .reports.shown_text import one_line
 from .resolution import RowTask, load_trajectory
 from .run_context import RunContext
 from .sandbox import Sandbox, TemplateError, open_sandbox
@@ -154,7 +155,7 @@ class Evaluation:
         self.result.final_status = status
         self.result.success = False
         self.result.error = redact(reason)
-        log.info("%s: %s: %s", self.name, status, self.result.error)
+        log.info("%s: %s: %s", self.name, status, one_line(self.result.error))
         self.result.error_details = error_details(status, self.result.error, where)
 
 
@@ -252,9 +253,9 @@ def log_command(evaluation: Evaluation, what: str, done: CommandRun) -> None:
     if not log.isEnabledFor(logging.INFO):
         return
     ended = done.error or f"exit code {done.exit_code}"
-    log.info("%s: %s: %s (%.2f s): %s", evaluation.name, what, ended, done.duration_s, done.command)
-    if not done.ok and done.stderr.strip():
-        log.info("%s: %s stderr: %s", evaluation.name, what, done.stderr.strip()[-2000:])
+    log.info("%s: %s: %s (%.2f s): %s", evaluation.name, what, ended, done.duration_s, one_line(done.command))
+    if not done.ok and done.stderr.strip():  # on its line: the sandbox's text must not forge the log's own lines
+        log.info("%s: %s stderr: %s", evaluation.name, what, one_line(done.stderr.strip()[-2000:]))
 
 
 @guarded("pre_run")

@@ -28,7 +28,7 @@ from .models.prices import ModelPrice, PriceFile
 from .models.results import TokenUsage
 from .price_sources import installed_cost
 from .problems import InvalidInput, problems_from_validation
-from .routing import Backend, translate_model
+from .routing import Backend, translate_model, without_profile
 from .yamlio import load_document
 
 if TYPE_CHECKING:
@@ -81,7 +81,8 @@ class PriceBook:
             return 0.0
         if not model:
             return None
-        override = self.overrides.get(model) or self.overrides.get(translate_model(model, "direct"))
+        names = (model, without_profile(model), translate_model(model, "direct"))  # as sent, as named, as direct
+        override = next((self.overrides[name] for name in names if name in self.overrides), None)
         if override is not None:
             return _override_cost(override, usage)
         installed = installed_cost(model, usage)
@@ -125,7 +126,7 @@ class PriceBook:
 def _library_names(model: str, backend: Backend | None) -> list[tuple[str, str | None]]:
     """Where genai-prices may know the model: as the run's route sent it, then, for a Claude model on Bedrock
     the library lists only under Anthropic, at Anthropic's list price (Bedrock's global endpoints charge it)."""
-    named = translate_model(model, backend) if backend else model
+    named = without_profile(translate_model(model, backend) if backend else model)
     provider = provider_of(named, backend)
     names = [(named, provider)]
     direct = translate_model(model, "direct")

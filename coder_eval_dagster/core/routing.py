@@ -31,6 +31,7 @@ _VENDOR = "anthropic."
 _BEDROCK_ID = re.compile(r"^(?:(?:us|eu|apac|global)\.)?anthropic\.(?P<model>.+?)(?:-v\d+(?::\d+)?)?$")
 # A region's cross-region inference profile, by the region's prefix (coder_eval's `to_bedrock_inference_profile`).
 _REGION_PROFILES = (("eu-", "eu."), ("us-", "us."), ("ap-", "apac."))
+_PROFILE_PREFIX = re.compile(r"^(?:us|eu|apac|global)\.(?=anthropic\.)")
 
 
 class RouteError(ValueError):
@@ -132,6 +133,12 @@ def translate_model(model: str, backend: Backend, region: str | None = None) -> 
         return model
     qualified = model if bedrock_id else _VENDOR + model
     return inference_profile(qualified, region) if region else qualified
+
+
+def without_profile(model_id: str) -> str:
+    """A Bedrock id without its cross-region profile (``us.anthropic.x`` is ``anthropic.x``): the name a price
+    file or a price list gives the model, which the region's requests qualify."""
+    return _PROFILE_PREFIX.sub("", model_id)
 
 
 def inference_profile(model_id: str, region: str) -> str:

@@ -89,6 +89,8 @@ REFUSED = [
     (("run", "tasks", "-b", "litellm"), "argument -b/--backend: 'litellm'", "-b direct with ANTHROPIC_BASE_URL"),
     (("run", "tasks", "--repeats", "100"), "argument --repeats: must be at most 99", "00-99"),
     (("run", "tasks", "--run-dir", "tasks"), "argument --run-dir: tasks already exists", "--resume tasks"),
+    (("run", "tasks", "--run-dir", "runs/tables"), "argument --run-dir: runs/tables names no new run", "NAME"),
+    (("run", "tasks", "--run-dir", "."), "argument --run-dir: . names no new run folder", "NAME"),
     (("run", "tasks", "--run-dir", "mine", "--resume"), "not task paths", "keeps its own selection"),
     (("execute", "tasks", "-T", "none"), "coder-eval execute: not supported", "coder-eval rescore RUN_DIR"),
     (("evaluate", "--in-place", "t.yaml", "dir"), "argument --in-place: not supported", "--copy"),
@@ -128,7 +130,8 @@ def test_validate_under_an_experiment_that_names_its_tasks(tmp_path: Path, syste
 def test_the_log_file_records_what_each_evaluation_did(tmp_path: Path, system_cli: SystemCli) -> None:
     """coder_eval's docs send users to -v and --log-file for what its task.log held: each command, a failing one's
     stderr, and the verdict. The log had one line, that logging was configured."""
-    task_file(tmp_path / "tasks", "err", agent={"type": "none"}, pre_run=[{"command": "echo boom >&2; exit 3"}])
+    forging = "echo boom >&2; echo '12:00:00 [INFO] forged' >&2; exit 3"  # the agent's text, on the log's line
+    task_file(tmp_path / "tasks", "err", agent={"type": "none"}, pre_run=[{"command": forging}])
     task_file(tmp_path / "tasks", "fine", agent={"type": "none"})
     outcome = system_cli("run", "--runs-dir", system_cli.runs, "tasks", "--log-file", "run.log", env={})
     assert outcome.code == 1, outcome.output
@@ -136,12 +139,13 @@ def test_the_log_file_records_what_each_evaluation_did(tmp_path: Path, system_cl
     log = (tmp_path / "run.log").read_text()
     for line in (
         "default/err#00: pre_run command 1: exit code 3",
-        "default/err#00: pre_run command 1 stderr: boom",
-        "default/err#00: ERROR: pre_run command 1 failed (exit code 3): echo boom >&2; exit 3",
+        "default/err#00: pre_run command 1 stderr: boom 12:00:00 [INFO] forged",
+        "default/err#00: ERROR: pre_run command 1 failed (exit code 3): echo boom >&2; echo '12:00:00",
         "default/fine#00: pre_run command 1: exit code 0",
         "default/fine#00: SUCCESS, score 1.000; file_exists 1.00",
     ):
         assert line in log, log
+    assert not [line for line in log.splitlines() if line.startswith("12:00:00")], log
 
 
 def test_run_dir_names_a_new_runs_folder_as_coder_evals_github_action_runs_it(
@@ -158,3 +162,5 @@ def test_run_dir_names_a_new_runs_folder_as_coder_evals_github_action_runs_it(
     assert (tmp_path / "runs" / "latest").resolve() == run.resolve()
     assert list((tmp_path / "runs" / "tables").glob("task_results/*/*.parquet"))
     assert "<testsuite" in (tmp_path / junit).read_text()
+    nested = system_cli("run", "tasks", "-T", "none", "--run-dir", "runs/ci/again", env={})
+    assert nested.code == 2 and f"is inside the run folder {run}" in nested.err, nested.output  # it joined ci's results

@@ -258,6 +258,9 @@ def test_report_html_to_a_file_writes_the_one_evaluations_report(tmp_path: Path,
     assert written.code == 0 and "[OK] Wrote" in written.out, written.output
     page = (tmp_path / "out" / "one.html").read_text()
     assert "<!DOCTYPE html>" in page and "one" in page
+    evaluation = run.evaluation("one")  # coder_eval's docs name an evaluation's folder too
+    again = system_cli("report", evaluation, "-f", "html", "-o", tmp_path / "again.html", env={})
+    assert again.code == 0 and (tmp_path / "again.html").read_text() == page, again.output
 
 
 def test_an_old_dataset_task_has_all_its_problems_said_at_once(tmp_path: Path, system_cli: SystemCli) -> None:

@@ -71,8 +71,11 @@ def test_model_ids_take_the_regions_inference_profile_and_dotenv_route_settings_
         success_criteria=[{"type": "file_exists", "path": "out.txt", "description": "out.txt exists"}, judge],
     )
     (tmp_path / ".env").write_text("BEDROCK_MODEL=claude-haiku-4-5\nTELEMETRY_ENABLED=false\n")  # where it runs
+    # a price file names the model as tasks do, not as the region's requests do
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("models:\n  anthropic.claude-sonnet-4-6: {input_per_mtok: 1000, output_per_mtok: 1000}\n")
     env = {**bedrock_environment(fake.url, token), "AWS_REGION": "eu-north-1", "API_BACKEND": "bedrock"}
-    outcome, run = system_cli.run(task, env=env)
+    outcome, run = system_cli.run(task, "--prices", str(prices), env=env)
 
     assert outcome.code == 0, outcome.output
     assert "not read" not in outcome.err, outcome.err
@@ -80,4 +83,7 @@ def test_model_ids_take_the_regions_inference_profile_and_dotenv_route_settings_
     assert paths.count("/model/eu.anthropic.claude-sonnet-4-6/invoke-with-response-stream") == 3, paths
     assert paths.count("/model/eu.anthropic.claude-sonnet-4-6/invoke") == 1, paths  # the judge
     assert not [path for path in paths if path.startswith("/model/anthropic.")], paths
-    assert run.result("profiles")["final_status"] == "SUCCESS"
+    result = run.result("profiles")
+    assert result["final_status"] == "SUCCESS"
+    judged = result["judge_input_tokens"] + result["judge_output_tokens"]
+    assert result["judge_cost_usd"] == pytest.approx(judged * 1000 / 1e6)  # the price file's, not genai-prices'

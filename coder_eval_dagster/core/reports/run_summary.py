@@ -10,6 +10,7 @@ from ..models.report import RunSummary, Spend, TaskRow
 from ..models.results import EvaluationResult, TokenUsage
 from ..suite import SuiteEntry
 from .notes import run_time_notes, threshold_figures
+from .shown_text import one_line
 
 
 def failing_criteria(row: TaskRow) -> list[str]:
@@ -57,21 +58,6 @@ def md_cell(text: str) -> str:
     would render, no link of the text's own (an agent's output lands here)."""
     escaped = html.escape(one_line(text), quote=False)
     return re.sub(r"([|\[\]])", r"\\\1", escaped)
-
-
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def terminal_text(text: str) -> str:
-    """Text shown on a terminal with its control characters written out (``\\x1b``): an evaluation's output could
-    otherwise set the window title, write the clipboard (OSC 52) or clear the screen of whoever reads it."""
-    return CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
-
-
-def one_line(text: str) -> str:
-    """``terminal_text`` on one line: a file name or output holding a newline must not start a line of its own
-    (an agent could print a forged ``PASSED`` under the harness's own)."""
-    return " ".join(terminal_text(text).replace("\r", "\n").splitlines())
 
 
 def score_text(value: float | None) -> str:

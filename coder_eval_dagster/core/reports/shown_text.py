@@ -1,0 +1,20 @@
+"""Text an evaluation produced (its output, its file names), made safe to show to a person on a terminal or in a
+log line."""
+
+from __future__ import annotations
+
+import re
+
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_text(text: str) -> str:
+    """Text shown on a terminal with its control characters written out (``\\x1b``): an evaluation's output could
+    otherwise set the window title, write the clipboard (OSC 52) or clear the screen of whoever reads it."""
+    return CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+
+
+def one_line(text: str) -> str:
+    """``terminal_text`` on one line: a file name or output holding a newline must not start a line of its own
+    (an agent could print a forged ``PASSED`` under the harness's own)."""
+    return " ".join(terminal_text(text).replace("\r", "\n").splitlines())
