@@ -148,3 +148,44 @@ def test_a_failed_read_under_a_skill_folder_is_engagement_as_in_coder_eval(
     assert outcome.code == 0, outcome.output
     (result,) = run.result("probe")["success_criteria_results"]
     assert (result["score"], result["observed_label"]) == (1.0, "yes"), result
+
+
+def _functions(count: int, body: str) -> str:
+    return "".join(
+        f"def f{i}(x):\n    y = x + {i}\n    {body}\n    return [y for _ in range(3)]\n\n" for i in range(count)
+    )
+
+
+def test_reference_comparison_reads_as_in_coder_eval(tmp_path: Path, system_cli: SystemCli) -> None:
+    """`ast` over a reference of 200+ nodes took difflib's autojunk off (0.29 where coder_eval says 0.05 on its
+    pair); an `agent_file` glob naming one file was "file not found"; a missing or empty `reference_file`, the
+    task's mistake, was the agent's FAILURE."""
+    import ast
+    import difflib
+
+    agent_code, reference = _functions(20, "if y: y -= 1"), _functions(22, "while y: y -= 1")
+    write(tmp_path / "tpl" / "agent_v2.py", agent_code)
+    write(tmp_path / "refdir" / "ref.py", reference)
+    checks = [
+        {"type": "reference_comparison", "agent_file": "agent_*.py", "reference_file": "ref.py", "description": "a"}
+    ]
+    sandbox = {"python": None, "template_sources": [{"type": "template_dir", "path": "tpl"}]}
+    changes = {"sandbox": sandbox, "reference": {"directory": "refdir"}, "success_criteria": checks}
+    task = replay_task_file(tmp_path, "ref", [{"text": "done"}], **changes)
+    outcome, run = system_cli.run(task, env={})
+
+    shapes = [[type(n).__name__ for n in ast.walk(ast.parse(code))] for code in (agent_code, reference)]
+    expected = difflib.SequenceMatcher(None, *shapes).ratio()  # coder_eval's ast_similarity
+    assert expected != difflib.SequenceMatcher(None, *shapes, autojunk=False).ratio()
+    (result,) = run.result("ref")["success_criteria_results"]
+    assert (result["score"], result["error"]) == (pytest.approx(expected), None), (result, outcome.output)
+
+    write(tmp_path / "refdir" / "empty.py", "")
+    for name, says in (("nothere.py", "file not found: refdir/nothere.py"), ("empty.py", "empty: refdir/empty.py")):
+        broken = replay_task_file(
+            tmp_path,
+            f"ref_{name[:5]}",
+            [{"text": "done"}],
+            **{**changes, "success_criteria": [{**checks[0], "reference_file": name}]},
+        )
+        assert f"success_criteria.0.reference_file: {says}" in system_cli.invalid(broken).err

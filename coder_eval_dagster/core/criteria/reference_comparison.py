@@ -69,7 +69,7 @@ _BRANCHES = (
 def _ratio(a: list[str], b: list[str]) -> float:
     if not a and not b:
         return 1.0
-    return difflib.SequenceMatcher(a=a, b=b, autojunk=False).ratio()
+    return difflib.SequenceMatcher(a=a, b=b).ratio()  # difflib's autojunk, as coder_eval: its thresholds fit it
 
 
 def _ast_shape(code: str) -> list[str]:
@@ -113,12 +113,16 @@ def check(criterion: ReferenceComparison, ctx: CheckContext) -> Outcome:
     reference = _reference(criterion, ctx)
     if reference is None:
         return Outcome(0.0, error="the task has no reference")
-    agent_code, truncated = ctx.read_text(criterion.agent_file)
-    note = truncation_note(criterion.agent_file, truncated)
+    try:
+        path, resolved = ctx.resolve_file(criterion.agent_file)  # a glob naming one file, as coder_eval's
+    except FileNotFoundError as exc:
+        return Outcome(0.0, {"method": criterion.comparison_method}, error=str(exc))
+    agent_code, truncated = ctx.read_text(path)
+    note = resolved | truncation_note(path, truncated)
     try:
         score = similarity(criterion.comparison_method, agent_code, reference)
     except SyntaxError as exc:
-        which = "the reference" if _parses(agent_code) else criterion.agent_file
+        which = "the reference" if _parses(agent_code) else path
         error = f"cannot parse {which} as Python: {exc.msg} (line {exc.lineno})"
         return Outcome(0.0, {"method": criterion.comparison_method, **note}, error=error)
     details = {"method": criterion.comparison_method, "similarity": round(score, 4), **note}

@@ -233,10 +233,30 @@ class Task(RejectsMovedLimits):
                 checks.append((f"sandbox.template_sources.{index}.path", source.path, True, 0))
         for index, path in enumerate(self.dataset.paths or [] if self.dataset else []):
             checks.append((f"dataset.paths.{index}", path, False, MAX_DATASET_BYTES))
-        return [
+        compared = self._compared_reference_files()
+        checks += [(field, relative, False, MAX_DOCUMENT_BYTES) for field, relative in compared]
+        found = [
             (field, p)
             for field, relative, folder, limit in checks
             if (p := _file_problem(info, relative, folder, limit))
+        ]
+        base = (info.context or {}).get("base_dir")
+        return found + [
+            (field, f"empty: {relative} holds no code to compare with")
+            for field, relative in compared
+            if base and (Path(base) / relative).is_file() and (Path(base) / relative).stat().st_size == 0
+        ]
+
+    def _compared_reference_files(self) -> list[tuple[str, str]]:
+        """Each reference_comparison's file of the reference folder, task-relative: known at load, a missing or
+        empty one is the task's mistake, not the agent's (coder_eval ends such an evaluation as an ERROR)."""
+        folder = self.reference.directory if self.reference else None
+        return [
+            (f"success_criteria.{index}.reference_file", f"{folder}/{file}")
+            for index, criterion in enumerate(self.success_criteria)
+            if folder
+            and criterion.type == "reference_comparison"
+            and (file := getattr(criterion, "reference_file", None))
         ]
 
     @property
