@@ -168,3 +168,24 @@ def test_no_uipath_in_the_sandbox_venv_names_env_packages(tmp_path: Path, python
     box.root.mkdir()
     result = _check(box, {"category": 0.5})
     assert result.error == MISSING_CLI and "sandbox.python.env_packages" in MISSING_CLI
+
+
+def test_evaluator_ids_and_the_macro_average_are_metrics_as_coder_eval_names_them() -> None:
+    """coder_eval keys its thresholds by `evaluatorId` and `*` (the mean of the evaluators' means): such a task
+    scored 0 here with "no metric"."""
+    run = {"evaluationName": "a", "evaluationRunResults": []}
+    items = [
+        {
+            **run,
+            "evaluationRunResults": [
+                {"evaluatorName": "ExactMatch", "evaluatorId": "ev-123", "result": {"score": 1.0}},
+                {"evaluatorName": "Similarity", "evaluatorId": "ev-456", "result": {"score": score}},
+            ],
+        }
+        for score in (0.25, 0.75)
+    ]
+    output = {"evaluationSetName": "s", "evaluationSetResults": items}
+    metrics = {name: m.value for name, m in eval_metrics(parse_output(json.dumps(output))).items()}
+    assert metrics == {"ExactMatch": 1.0, "Similarity": 0.5, "ev-123": 1.0, "ev-456": 0.5, "*": 0.75}
+    recorded = eval_metrics(parse_output(RECORDED))  # the CLI's ids are the evaluators' names: no second entry
+    assert recorded["*"].value == pytest.approx((3 / 4 + (3 + 5 / 9) / 4 + 3 / 4) / 3)

@@ -7,7 +7,8 @@ and the dataset-level results of the classification aggregators
 threshold can name (docs/task-format.md, ``uipath_eval``):
 
 - ``<evaluator>``: the mean of that evaluator's per-item scores (line-by-line
-  sub-results left out);
+  sub-results left out), named by its name or, as coder_eval names it, its id;
+- ``*``: the mean of the evaluators' means (coder_eval's macro average);
 - ``<evaluator>::<type>``: a dataset result's score, its key as the CLI writes it
   (a confusion matrix has no scalar score and gives none);
 - ``<evaluator>::<type>.<group>.<rate>``: the rates a classification result
@@ -61,6 +62,7 @@ class EvalResult(_Camel):
 
 class EvalRunResult(_Camel):
     evaluator_name: str
+    evaluator_id: str | None = None
     result: EvalResult
     is_line_result: bool = False
 
@@ -85,16 +87,26 @@ class Metric:
 
 
 def evaluator_means(output: EvalOutput) -> dict[str, Metric]:
-    """Each evaluator's mean score over the set's items (what the CLI's console shows as Average)."""
-    scores: dict[str, list[float]] = {}
+    """Each evaluator's mean score over the set's items (what the CLI's console shows as Average), under its name
+    and, as coder_eval keys them, its id; and ``*``, coder_eval's macro average: the mean of those means."""
+    by_name: dict[str, list[float]] = {}
+    by_id: dict[str, list[float]] = {}
     for item in output.evaluation_set_results:
         for run in item.evaluation_run_results:
             if not run.is_line_result:
-                scores.setdefault(run.evaluator_name, []).append(run.result.score)
-    return {
-        name: Metric(sum(values) / len(values), f"mean of evaluator {name!r} over {len(values)} item results")
-        for name, values in scores.items()
-    }
+                by_name.setdefault(run.evaluator_name, []).append(run.result.score)
+                if run.evaluator_id:
+                    by_id.setdefault(run.evaluator_id, []).append(run.result.score)
+    metrics: dict[str, Metric] = {}
+    for kind, grouped in (("evaluator", by_name), ("evaluator id", by_id)):
+        for name, values in grouped.items():  # an id that is also a name (the CLI's usual ids) keeps the name's
+            metrics.setdefault(
+                name, Metric(sum(values) / len(values), f"mean of {kind} {name!r} over {len(values)} item results")
+            )
+    means = [sum(values) / len(values) for values in (by_id or by_name).values()]
+    if means:
+        metrics["*"] = Metric(sum(means) / len(means), f"mean of the {len(means)} evaluators' means (macro)")
+    return metrics
 
 
 def dataset_metrics(key: str, result: EvalResult) -> dict[str, Metric]:
