@@ -94,7 +94,7 @@ def test_unknown_threshold_keys_list_the_metrics_with_did_you_mean() -> None:
     error = unknown_thresholds({"category::fscor": 0.5, "category": 0.5, "f1": 0.5}, metrics)
     assert error is not None
     assert error.startswith("no metric `category::fscor` (did you mean `category::fscore`?); no metric `f1`.")
-    assert "The run produced: `category`, `category::fscore`, " in error and "`output`" in error
+    assert "The run produced: `*`, `category`, `category::fscore`, " in error and "`output`" in error
     assert unknown_thresholds({"category": 0.5}, metrics) is None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -252,7 +253,7 @@ class Task(RejectsMovedLimits):
         empty one is the task's mistake, not the agent's (coder_eval ends such an evaluation as an ERROR)."""
         folder = self.reference.directory if self.reference else None
         return [
-            (f"success_criteria.{index}.reference_file", f"{folder}/{file}")
+            (f"success_criteria.{index}.reference_file", posixpath.normpath(f"{folder}/{file}"))  # (sub/.. walked)
             for index, criterion in enumerate(self.success_criteria)
             if folder
             and criterion.type == "reference_comparison"
