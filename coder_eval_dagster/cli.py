@@ -340,9 +340,9 @@ def _named_run(run_dir: Path | None, runs_dir: str) -> Path | None:
             f"argument --run-dir: {run_dir} already exists: a new run needs a new folder (--resume {run_dir} "
             "finishes the run in it)"
         )
-    from .core.runs import is_run_folder
+    from .core.runs import run_folder_above
 
-    inside = next((above for above in folder.parents if is_run_folder(above)), None)
+    inside = run_folder_above(folder)
     if inside is not None:
         raise UsageError(f"argument --run-dir: {run_dir} is inside the run folder {inside}: give a folder of its own")
     return run_dir

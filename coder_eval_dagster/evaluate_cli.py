@@ -63,11 +63,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def _regrade_hint(given: Path) -> str:
     """What grades ``given`` again here when coder_eval's one-argument form named a folder: ``rescore`` of the run
     folder, the one above when ``given`` is one of its evaluation folders (``RUN/<variant>/<task>/<NN>``)."""
-    from .core.runs import is_run_folder
+    from .core.runs import run_folder_above
 
     if not given.is_dir():
         return ""
-    run = next((folder for folder in given.absolute().parents if is_run_folder(folder)), None)
+    run = run_folder_above(given)
     if run is None:
         return f"; to grade a finished run again: coder-eval rescore {given}"
     return (

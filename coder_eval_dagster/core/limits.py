@@ -51,7 +51,7 @@ class BudgetTracker:
     # cost at its end): max_usd binds after each turn, not after the exchange. None: no estimate.
     estimate: Callable[[TurnRecord], float | None] | None = None
     estimated_usd: float = 0.0  # the estimates of the turns since the last reported cost
-    breached: str = ""  # which cap a breach passed, and by how much (``max_input_tokens: 205 > 1``)
+    breached: str = ""  # which cap the breach ``add`` returned passed, and by how much (``max_input_tokens: 205 > 1``)
 
     def counted_input(self, turn: TurnRecord) -> int:
         counted = turn.input_tokens
@@ -91,11 +91,7 @@ class BudgetTracker:
     def breach_message(self, breach: Breach) -> str:
         """What a stop for ``breach`` says: the budget and which cap it passed, by how much (coder_eval's figures)."""
         what = "cost" if breach == COST_BUDGET_EXCEEDED else "token"
-        return (
-            f"run_limits {what} budget exceeded ({self.breached})"
-            if self.breached
-            else f"run_limits {what} budget exceeded"
-        )
+        return f"run_limits {what} budget exceeded ({self.breached})"
 
     def finish(self) -> None:
         """The one-shot warning when a cost cap could not be checked."""

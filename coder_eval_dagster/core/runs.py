@@ -264,6 +264,11 @@ def is_run_folder(folder: Path) -> bool:
     return (folder / PLAN_FILE).is_file() and (folder / SNAPSHOT_FILE).is_file()
 
 
+def run_folder_above(path: Path) -> Path | None:
+    """The run folder (ours) that holds ``path`` somewhere below it, or None."""
+    return next((folder for folder in path.absolute().parents if is_run_folder(folder)), None)
+
+
 def new_run_dir(runs_dir: Path, now: datetime | None = None) -> Path:
     """``<runs-dir>/<UTC timestamp>``, with ``-2``, ``-3``... on a collision."""
     stamp = (now or datetime.now(UTC)).strftime(TIMESTAMP)

@@ -97,16 +97,20 @@ def evaluator_means(output: EvalOutput) -> dict[str, Metric]:
                 by_name.setdefault(run.evaluator_name, []).append(run.result.score)
                 if run.evaluator_id:
                     by_id.setdefault(run.evaluator_id, []).append(run.result.score)
-    metrics: dict[str, Metric] = {}
-    for kind, grouped in (("evaluator", by_name), ("evaluator id", by_id)):
-        for name, values in grouped.items():  # an id that is also a name (the CLI's usual ids) keeps the name's
-            metrics.setdefault(
-                name, Metric(sum(values) / len(values), f"mean of {kind} {name!r} over {len(values)} item results")
-            )
-    means = [sum(values) / len(values) for values in (by_id or by_name).values()]
+    named = _means(by_name, "evaluator")
+    ided = _means(by_id, "evaluator id")
+    metrics = {**ided, **named}  # an id that is also a name (the CLI's usual ids) keeps the name's entry
+    means = [metric.value for metric in (ided or named).values()]
     if means:
         metrics["*"] = Metric(sum(means) / len(means), f"mean of the {len(means)} evaluators' means (macro)")
     return metrics
+
+
+def _means(grouped: dict[str, list[float]], kind: str) -> dict[str, Metric]:
+    return {
+        name: Metric(sum(values) / len(values), f"mean of {kind} {name!r} over {len(values)} item results")
+        for name, values in grouped.items()
+    }
 
 
 def dataset_metrics(key: str, result: EvalResult) -> dict[str, Metric]:

@@ -81,6 +81,18 @@ def _file_problem(info: ValidationInfo, relative: str | None, folder: bool, limi
     return regular_file_problem(path, limit)
 
 
+def _code_problem(info: ValidationInfo, relative: str) -> str | None:
+    """Why a reference file cannot be compared with: ``_file_problem``'s reasons, or it is empty."""
+    problem = _file_problem(info, relative, False, MAX_DOCUMENT_BYTES)
+    if (
+        problem is None
+        and (base := (info.context or {}).get("base_dir"))
+        and not (Path(base) / relative).stat().st_size
+    ):
+        return f"empty: {relative} holds no code to compare with"
+    return problem
+
+
 class Task(RejectsMovedLimits):
     task_id: SafeId
     description: str = Field(min_length=1)
@@ -234,18 +246,13 @@ class Task(RejectsMovedLimits):
                 checks.append((f"sandbox.template_sources.{index}.path", source.path, True, 0))
         for index, path in enumerate(self.dataset.paths or [] if self.dataset else []):
             checks.append((f"dataset.paths.{index}", path, False, MAX_DATASET_BYTES))
-        compared = self._compared_reference_files()
-        checks += [(field, relative, False, MAX_DOCUMENT_BYTES) for field, relative in compared]
         found = [
             (field, p)
             for field, relative, folder, limit in checks
             if (p := _file_problem(info, relative, folder, limit))
         ]
-        base = (info.context or {}).get("base_dir")
         return found + [
-            (field, f"empty: {relative} holds no code to compare with")
-            for field, relative in compared
-            if base and (Path(base) / relative).is_file() and (Path(base) / relative).stat().st_size == 0
+            (field, p) for field, relative in self._compared_reference_files() if (p := _code_problem(info, relative))
         ]
 
     def _compared_reference_files(self) -> list[tuple[str, str]]:
