@@ -41,6 +41,7 @@ from .core.resolution import (
     load_experiment,
     load_trajectory,
     missing_experiment,
+    real_path,
     resolve,
 )
 from .core.routing import RouteError
@@ -158,10 +159,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
             f"coder-eval {args.command}: no task files (*.yaml, *.yml) in {' '.join(map(str, paths))}", file=sys.stderr
         )
     invalid = bool(problems)
-    named = {path.resolve() for path in paths}
+    named = {real_path(path) for path in paths}
     seen: dict[str, Path] = {}
     for path in files:
-        if path.resolve() not in named and _not_a_task(path):
+        if real_path(path) not in named and _not_a_task(path):
             print(f"note: skipped, {NOT_A_TASK}: {path}", file=sys.stderr)
             continue
         verdict = _file_problems(path, experiment)
@@ -330,7 +331,8 @@ def _named_run(run_dir: Path | None, runs_dir: str) -> Path | None:
     folder = Path(os.path.abspath(run_dir))
     if folder.name in ("", TABLES_DIR, LATEST_LINK) or run_dir.name in ("", ".", ".."):
         raise UsageError(f"argument --run-dir: {run_dir} names no new run folder: give RUNS_FOLDER/NAME")
-    if runs_dir != RunOptions.model_fields["runs_dir"].default and Path(runs_dir).resolve() != folder.parent.resolve():
+    elsewhere = real_path(Path(runs_dir)) != real_path(folder.parent)
+    if runs_dir != RunOptions.model_fields["runs_dir"].default and elsewhere:
         raise UsageError(
             f"argument --run-dir: the run's folder {run_dir} is made in the runs folder {folder.parent}, not "
             f"{runs_dir}: give --run-dir or --runs-dir"
@@ -340,7 +342,7 @@ def _named_run(run_dir: Path | None, runs_dir: str) -> Path | None:
             f"argument --run-dir: {run_dir} already exists: a new run needs a new folder (--resume {run_dir} "
             "finishes the run in it)"
         )
-    from .core.runs import run_folder_above
+    from .core.layout import run_folder_above
 
     inside = run_folder_above(folder)
     if inside is not None:

@@ -85,13 +85,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from .core.compare.render import render_json, render_markdown, render_table
     from .core.compare.rows import load_run
 
+    page = args.output or _default_page(args.run_dir, args.other_run_dir) if args.format == "html" else None
     first = load_run(args.run_dir)
     if args.other_run_dir is None:
         comparison = compare_variants(first, args.baseline)
     else:
         comparison = compare_runs(first, load_run(args.other_run_dir), args.baseline)
-    if args.format == "html":
-        page = args.output or _default_page(args.run_dir, args.other_run_dir)
+    if page is not None:
         print(write_comparison_page(comparison, page)[0])
         return exit_codes.OK
     folder = args.output.parent if args.output else None
@@ -105,10 +105,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _default_page(run_dir: Path, other_run_dir: Path | None) -> Path:
-    """Without -o, the page goes into the (later) run's folder."""
-    if other_run_dir is None:
-        return run_dir / COMPARISON_PAGE
-    return other_run_dir / comparison_against(run_dir.resolve().name)
+    """Without -o, the page goes into the (later) run's folder, when that folder is still there: written into a
+    pruned run's place, it would make a folder that looks like a run and that no prune removes."""
+    from .core.compare.rows import CompareError
+
+    folder = run_dir if other_run_dir is None else other_run_dir
+    if not folder.is_dir():
+        raise CompareError(f"{folder} is not there (pruned?) to hold the page: give -o FILE")
+    return folder / (COMPARISON_PAGE if other_run_dir is None else comparison_against(run_dir.resolve().name))
 
 
 @_guarded

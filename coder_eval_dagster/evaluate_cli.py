@@ -16,7 +16,7 @@ from typing import Any
 from . import exit_codes
 from .cli_options import UsageError, given_path, logging_arguments, refuse
 from .core.models.results import EvaluationResult
-from .core.reports.shown_text import one_line
+from .core.reports.shown_text import criterion_score, one_line
 
 
 def add_commands(subparsers: Any) -> None:
@@ -45,6 +45,7 @@ def add_commands(subparsers: Any) -> None:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .core.evaluate_directory import evaluate_directory, grading_task, preserved_sandbox
+    from .core.preflight import inside_run_problem
     from .core.runs import new_run_dir
 
     if args.directory is None:  # coder_eval's one-argument form, a run folder, re-grades it: rescore here
@@ -54,6 +55,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if sandbox is not None:  # a run's evaluation folder: its preserved sandbox is the work, as coder_eval re-grades it
         print(f"note: {directory} is an evaluation folder: grading its preserved sandbox {sandbox}", file=sys.stderr)
         directory = sandbox
+    problem = inside_run_problem(*((args.run_dir, "--run-dir") if args.run_dir else (args.runs_dir, "--runs-dir")))
+    if problem is not None:  # a run's folder is refused; an earlier `evaluate --run-dir` is written over (coder_eval)
+        raise UsageError(problem)
     row_task = grading_task(args.task, directory, None if args.run_dir else args.runs_dir)  # leaves no run folder
     folder = args.run_dir or new_run_dir(args.runs_dir)
     result = evaluate_directory(row_task, folder)
@@ -63,7 +67,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def _regrade_hint(given: Path) -> str:
     """What grades ``given`` again here when coder_eval's one-argument form named a folder: ``rescore`` of the run
     folder, the one above when ``given`` is one of its evaluation folders (``RUN/<variant>/<task>/<NN>``)."""
-    from .core.runs import run_folder_above
+    from .core.layout import run_folder_above
 
     if not given.is_dir():
         return ""
@@ -84,7 +88,7 @@ def report(result: EvaluationResult, folder: Path) -> int:
     print("Criteria Results:\n")
     for criterion in result.criteria:
         mark = "○" if not criterion.gating else "✓" if criterion.passed else "✗"
-        print(f"{mark} {criterion.type}\n  {criterion.description}\n  Score: {criterion.score:.2f}")
+        print(f"{mark} {criterion.type}\n  {criterion.description}\n  Score: {criterion_score(criterion)}")
         if criterion.details_text:
             print(f"  Details: {one_line(criterion.details_text)}")
         if criterion.error:

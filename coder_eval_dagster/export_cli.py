@@ -13,9 +13,8 @@ FORMATS = ("atif",)  # Harbor's Agent Trajectory Interchange Format (core/atif.p
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .core.layout import ATIF_FILE
+    from .core.layout import ATIF_FILE, is_run_folder
     from .core.run_export import export_atif
-    from .core.runs import is_run_folder
 
     if not is_run_folder(args.run_dir):
         print(f"coder-eval export: {args.run_dir} is not a run folder (no run_plan.json)", file=sys.stderr)

@@ -91,7 +91,8 @@ def _no_summary(run_dir: Path) -> str:
     """A run folder without run.json: ``--rebuild`` writes it when every evaluation finished, else the run is to be
     finished first (a rebuild then refuses)."""
     from .cli_run import incomplete, unfinished
-    from .core.runs import is_run_folder, load_run
+    from .core.layout import is_run_folder
+    from .core.runs import load_run
 
     run = load_run(run_dir) if is_run_folder(run_dir) else None
     missing = unfinished(run) if run else []
@@ -102,8 +103,9 @@ def _no_summary(run_dir: Path) -> str:
 
 def rebuild(run_dir: Path) -> int:
     from .cli_run import incomplete, unfinished
+    from .core.layout import is_run_folder
     from .core.run_lock import in_use
-    from .core.runs import is_run_folder, load_run, report_run
+    from .core.runs import load_run, report_run
 
     if not is_run_folder(run_dir):  # no plan: a folder coder_eval wrote
         return rebuild_from_results(run_dir)

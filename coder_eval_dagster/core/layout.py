@@ -89,6 +89,15 @@ def is_runs_folder(folder: Path) -> bool:
     return (folder / TABLES_DIR).is_dir() and (folder / INDEX_PAGE).is_file()
 
 
+def is_run_folder(folder: Path) -> bool:
+    return (folder / PLAN_FILE).is_file() and (folder / SNAPSHOT_FILE).is_file()
+
+
+def run_folder_above(path: Path) -> Path | None:
+    """The run folder (ours) that holds ``path`` somewhere below it, or None."""
+    return next((folder for folder in path.absolute().parents if is_run_folder(folder)), None)
+
+
 def partition_folder(day: date) -> str:
     """A table's folder of the runs started on ``day`` (UTC): a hive partition, ``run_date`` a column to readers."""
     return f"run_date={day.isoformat()}"

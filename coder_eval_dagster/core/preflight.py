@@ -13,7 +13,7 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .layout import TABLES_DIR, partition_folder
+from .layout import TABLES_DIR, is_run_folder, partition_folder, run_folder_above
 
 NAME_MAX = 255  # bytes in one path component (ext4, xfs, btrfs, tmpfs)
 PATH_MAX = 4096  # bytes in a whole path (Linux)
@@ -40,6 +40,7 @@ def check_environment(runs_dir: Path, dagster_home: Path, junit: Path | None = N
     if problems:
         return problems
     checks = (
+        inside_run_problem(runs_dir, "--runs-dir"),
         folder_problem(runs_dir, "--runs-dir", "give a writable folder with --runs-dir"),
         folder_problem(dagster_home, "DAGSTER_HOME", "point DAGSTER_HOME at a writable folder"),
         tables_problem(runs_dir),
@@ -58,6 +59,16 @@ def path_problem(path: Path, what: str) -> str | None:
         room = PATH_MAX - RESERVED_PATH_BYTES
         return f"{what} {_short(path)}: the path is {len(full)} bytes long; use one of at most {room} bytes"
     return None
+
+
+def inside_run_problem(folder: Path, what: str) -> str | None:
+    """A folder that is a run folder or lies in one (``--runs-dir runs/latest``): what is written there would
+    overwrite that run's viewer and be counted in its results."""
+    real = Path(os.path.realpath(folder))  # through ``latest``; a link loop stays a path, not an error
+    run = real if is_run_folder(real) else run_folder_above(real)
+    if run is None:
+        return None
+    return f"{what} {_short(folder)} is the run folder {_short(run)} or inside it; give a folder of its own"
 
 
 def folder_problem(folder: Path, what: str, fix: str) -> str | None:
@@ -95,7 +106,7 @@ def tables_problem(runs_dir: Path) -> str | None:
     fix = f"make {_short(tables)} a writable folder, or use another --runs-dir"
     if not tables.is_dir():
         return f"the tables folder {_short(tables)} is not a folder; {fix}"
-    table_folders = sorted(p for p in tables.iterdir() if p.is_dir())
+    table_folders = sorted(p for p in tables.iterdir() if not p.name.startswith("."))
     today = [folder / partition_folder(datetime.now(UTC).date()) for folder in table_folders]
     for folder in [tables, *table_folders, *(p for p in today if p.exists())]:
         try:

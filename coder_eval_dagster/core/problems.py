@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import types
 import typing
 from dataclasses import dataclass
 from typing import Any
@@ -60,13 +61,24 @@ def block_models(annotation: Any, data: Any, loc: Loc) -> list[type[BaseModel]]:
 
 
 def _nested_path(models: list[type[BaseModel]], name: str) -> str | None:
-    """``python.env_packages``: where below this block a field of that very name lives (one or two levels)."""
+    """``python.env_packages``: where below this block a field of that very name lives (one or two levels). Not in
+    a list's items: ``success_criteria.timeout`` would name no field (an item's is ``success_criteria.0.timeout``),
+    and a top-level ``timeout`` is no criterion's."""
     for model in models:
         for field, info in model.model_fields.items():
+            if _is_list(info.annotation):
+                continue
             for inner in models_in(info.annotation):
                 if name in inner.model_fields:
                     return f"{field}.{name}"
     return None
+
+
+def _is_list(annotation: Any) -> bool:
+    """``list[X]`` or ``list[X] | None``."""
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    options = typing.get_args(annotation) if union else (annotation,)
+    return any(typing.get_origin(option) is list for option in options)
 
 
 UNKNOWN_FIELD = "unknown field (not part of the format)"  # then the hint

@@ -195,7 +195,7 @@ def _discover(paths: list[Path]) -> tuple[list[Path], list[Problem], set[Path]]:
                 Problem(folder, None, DOCUMENT, "cannot read folder: permission denied") for folder in unreadable
             ]
             files.extend(listed)
-            in_folders.update(p.resolve() for p in listed)
+            in_folders.update(real_path(p) for p in listed)
         elif path.suffix.lower() in DATASET_SUFFIXES and path.is_file():
             why = "a dataset file, not a task: give the task file that names it (its rows are checked with it)"
             problems.append(Problem(str(path), None, DOCUMENT, why))
@@ -204,10 +204,10 @@ def _discover(paths: list[Path]) -> tuple[list[Path], list[Problem], set[Path]]:
         else:
             why = "not a regular file or folder" if path.exists() else "no such file or directory"
             problems.append(Problem(str(path), None, DOCUMENT, why))
-    named = {path.resolve() for path in paths if path.is_file()}
+    named = {real_path(path) for path in paths if path.is_file()}
     # one file reached through two spellings (tasks/x.yaml, experiments/../tasks/x.yaml) is read once
-    unique = list({path.resolve(): path for path in reversed(files)}.values())[::-1]
-    return unique, problems, {p for p in unique if p.resolve() in in_folders - named}
+    unique = list({real_path(path): path for path in reversed(files)}.values())[::-1]
+    return unique, problems, {p for p in unique if real_path(p) in in_folders - named}
 
 
 def _yaml_files(folder: Path) -> tuple[list[Path], list[str]]:
@@ -244,6 +244,12 @@ def _run_output(folder: Path) -> bool:
         return is_runs_folder(folder)
     except PermissionError:
         return False
+
+
+def real_path(path: Path) -> Path:
+    """``path`` through its links, as ``Path.resolve`` gives it, except that a link loop is a path (whose reading
+    then fails as a file's does), not Python 3.11's ``RuntimeError``."""
+    return Path(os.path.realpath(path))
 
 
 def _real_file(path: Path) -> Path:
@@ -324,7 +330,7 @@ def _absolutize_paths(raw: dict[str, Any], base: Path) -> list[tuple[Loc, str]]:
     for loc, holder, key, kind in named:
         if isinstance(holder.get(key), str):
             written = os.path.expandvars(holder[key]) if kind == "folder" else holder[key]  # $VAR: set (validated)
-            path = (base / written).resolve()
+            path = real_path(base / written)
             holder[key] = str(path)
             why = _named_file_problem(path, kind)
             if why is not None:
@@ -391,13 +397,14 @@ def _require_mapping(doc: Document) -> None:
 
 
 def parse_override(text: str) -> tuple[Loc, Any]:
-    """``key.path=value`` with the value read as YAML (``30`` is an int, ``false`` a bool)."""
+    """``key.path=value`` with the value read as YAML (``30`` is an int, ``false`` a bool, nothing null: coder_eval's
+    ``-D run_limits.max_turns=`` clears the cap)."""
     key, sep, value = text.partition("=")
     parts = [p for p in key.strip().split(".")]
     if not sep or not key.strip() or any(not p for p in parts):
         raise InvalidInput([Problem("-D", 1, key.strip() or DOCUMENT, f"expected key.path=value, got {text!r}")])
     try:
-        parsed = load_yaml_text(value) if value.strip() else ""
+        parsed = load_yaml_text(value) if value.strip() else None
     except yaml.YAMLError as exc:
         why = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         message = f"value {value!r} is not valid YAML ({why}); quote it to pass it as text: -D '{key}=\"...\"'"
@@ -565,7 +572,7 @@ def _experiment_tasks(experiment: LoadedExperiment) -> tuple[list[Path], list[Pr
 
 def _normalized(path: Path) -> Path:
     """``path`` without its ``..`` and links, from the current folder when it is under it."""
-    real = path.resolve()
+    real = real_path(path)
     return real.relative_to(Path.cwd()) if real.is_relative_to(Path.cwd()) else real
 
 
@@ -601,7 +608,7 @@ def _experiment_layers(spec: RunSpec, base_layer: Path | None) -> list[LoadedExp
         path = Path(spec.experiment)
         if not path.exists():
             raise InvalidInput([Problem(spec.experiment, None, DOCUMENT, missing_experiment(spec.experiment))])
-        if not layers or base_layer is None or path.resolve() != base_layer.resolve():
+        if not layers or base_layer is None or real_path(path) != real_path(base_layer):
             layers = [replace(layer, sandbox_steps=False) for layer in layers]
             layers.append(load_experiment(path))
     return layers

@@ -14,8 +14,8 @@ from datetime import datetime
 from pathlib import Path
 
 from .compare.index import write_index
-from .layout import LATEST_LINK, PLAN_FILE, read_record
-from .runs import RunPlan, is_run_folder, started
+from .layout import LATEST_LINK, PLAN_FILE, is_run_folder, read_record
+from .runs import RunPlan, started
 from .trees import remove_tree, walk
 
 

@@ -29,6 +29,7 @@ from .layout import (
     SANDBOX_DIR,
     SNAPSHOT_FILE,
     evaluation_files,
+    is_run_folder,
     load_summary,
     point_latest,
     read_json,
@@ -258,15 +259,6 @@ def open_once(folder: Path, create: Callable[[], OpenRun]) -> OpenRun:
     folder.mkdir(parents=True, exist_ok=True)
     with exclusively(folder / OPEN_LOCK_FILE):
         return load_run(folder) if is_run_folder(folder) else create()
-
-
-def is_run_folder(folder: Path) -> bool:
-    return (folder / PLAN_FILE).is_file() and (folder / SNAPSHOT_FILE).is_file()
-
-
-def run_folder_above(path: Path) -> Path | None:
-    """The run folder (ours) that holds ``path`` somewhere below it, or None."""
-    return next((folder for folder in path.absolute().parents if is_run_folder(folder)), None)
 
 
 def new_run_dir(runs_dir: Path, now: datetime | None = None) -> Path:

@@ -27,6 +27,7 @@ def test_did_you_mean_suggests_from_the_right_block_and_never_the_rejected_name(
         dataset: {path: rows.jsonl}
         success_criteria:
           - {type: file_exists, path: a, description: d, includes: [x]}
+        timeout: 60
         """,
     )
     errors = _errors(task)
@@ -38,6 +39,8 @@ def test_did_you_mean_suggests_from_the_right_block_and_never_the_rejected_name(
     # `includes` belongs to file_contains, not to this file_exists: no suggestion from another block
     assert f"{task}:8: success_criteria.0.includes: unknown field (not part of the format)" in errors
     assert not any("did you mean `env_packages`" in e or "did you mean `path`?" in e for e in errors)
+    # a criterion's `timeout` is no place for a task's: `success_criteria.timeout` names no field
+    assert f"{task}:9: timeout: unknown field (not part of the format)" in errors
 
 
 def test_every_removed_field_of_a_block_is_reported(tmp_path: Path) -> None:

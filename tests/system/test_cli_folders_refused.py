@@ -115,3 +115,49 @@ def test_evaluate_over_a_runs_evaluation_folder_grades_its_preserved_sandbox(sys
     assert theirs.code == 0, theirs.output
     assert str(made / "artifacts" / "made") in theirs.err
     assert json.loads((folder / "graded-upstream" / "task.json").read_text())["final_status"] == "SUCCESS"
+
+
+def test_a_runs_folder_or_result_folder_in_an_earlier_run_is_refused_before_anything_runs(
+    system_cli: SystemCli,
+) -> None:
+    """``--runs-dir runs/latest`` (or a sandbox in it), ``evaluate --run-dir`` onto a run's evaluation folder: the
+    earlier run's viewer, results and sandbox would be written over or merged into. A tables folder whose table is
+    a file is refused before the run too, not after its work."""
+    first, second = two_runs(system_cli)
+    runs, folder = system_cli.runs, system_cli.folder
+    task = folder / "tasks" / "t.yaml"
+    evaluation = second / "default" / "t" / "00"
+    before = {p: p.read_bytes() for p in second.rglob("*") if p.is_file()}
+    for runs_dir in (runs / "latest", evaluation / "sandbox"):
+        outcome = system_cli("run", task, "--runs-dir", runs_dir, env={})
+        refused(outcome.code, outcome.err, f"--runs-dir {runs_dir}", f"the run folder {second}")
+    for run_dir in (evaluation, second):
+        graded = system_cli("evaluate", task, evaluation / "sandbox", "--run-dir", run_dir, env={})
+        refused(graded.code, graded.err, f"--run-dir {run_dir}", f"the run folder {second}")
+    graded = system_cli("evaluate", task, evaluation / "sandbox", "--runs-dir", runs / "latest", env={})
+    refused(graded.code, graded.err, "--runs-dir")
+    assert {p: p.read_bytes() for p in second.rglob("*") if p.is_file()} == before
+    # coder_eval writes an earlier `evaluate --run-dir` over: so does this one.
+    for _ in range(2):
+        again = system_cli("evaluate", task, evaluation / "sandbox", "--run-dir", folder / "graded", env={})
+        assert again.code == 0, again.output
+
+    (runs / "tables" / "commands").rename(folder / "commands-table")
+    (runs / "tables" / "commands").write_text("")
+    outcome = system_cli("run", task, "--runs-dir", runs, env={})
+    refused(outcome.code, outcome.err, "tables/commands", "Not a directory")
+    made = [p for p in runs.iterdir() if (p / "run_plan.json").is_file() and not p.is_symlink()]
+    assert sorted(made) == [first, second]  # nothing ran
+
+
+def test_a_task_file_in_a_link_loop_is_a_line_not_an_internal_error(system_cli: SystemCli) -> None:
+    tasks = system_cli.folder / "tasks"
+    task_file(tasks, "t", agent=NO_AGENT)
+    (tasks / "loop1.yaml").symlink_to("loop2.yaml")
+    (tasks / "loop2.yaml").symlink_to("loop1.yaml")
+    for command in ("validate", "run"):
+        where = ("--runs-dir", system_cli.runs) if command == "run" else ()
+        outcome = system_cli(command, tasks, *where, env={})
+        assert outcome.code in (1, 2), outcome.output
+        assert "internal error" not in outcome.err and "Traceback" not in outcome.err, outcome.err
+        assert "loop1.yaml" in outcome.output

@@ -247,3 +247,9 @@ def test_a_pruned_experiment_run_is_compared_against_its_first_variant(tmp_path:
     after = coder_eval("compare", run_dir, home=home)
     assert "alpha vs zeta" in before.stdout, before.stdout + before.stderr
     assert after.stdout == before.stdout, after.stdout + after.stderr
+    # its page wants a folder to go in: the pruned run's place is not remade (no prune would remove it)
+    paged = coder_eval("compare", run_dir, "--format", "html", home=home)
+    assert paged.returncode == 2 and "give -o FILE" in paged.stderr, paged.stderr
+    assert not run_dir.exists()
+    to_file = coder_eval("compare", run_dir, "--format", "html", "-o", tmp_path / "ab.html", home=home)
+    assert to_file.returncode == 0 and (tmp_path / "ab.html").is_file(), to_file.stderr
