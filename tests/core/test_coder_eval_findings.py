@@ -112,3 +112,12 @@ def test_validate_of_a_folder_notes_a_yaml_that_is_not_a_task(tmp_path: Path) ->
     assert folder.err == f"note: skipped, not a task file (no task_id): {metadata}\n"
     named = run_cli("validate", metadata)  # named on its own, it is judged as a task file
     assert named.code == 1 and "task_id: Field required" in named.err
+
+
+def test_an_empty_override_value_clears_the_field_as_coder_evals_does() -> None:
+    """coder_eval reads ``-D run_limits.max_turns=`` with ``yaml.safe_load('')``: None, the cap cleared."""
+    from coder_eval_dagster.core.resolution import parse_override
+
+    assert parse_override("run_limits.max_turns=") == (("run_limits", "max_turns"), None)
+    assert parse_override("agent.model= ") == (("agent", "model"), None)
+    assert parse_override("tags=[]") == (("tags",), [])
