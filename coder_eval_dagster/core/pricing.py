@@ -81,8 +81,7 @@ class PriceBook:
             return 0.0
         if not model:
             return None
-        names = (model, without_profile(model), translate_model(model, "direct"))  # as sent, as named, as direct
-        override = next((self.overrides[name] for name in names if name in self.overrides), None)
+        override = self._override(model)
         if override is not None:
             return _override_cost(override, usage)
         installed = installed_cost(model, usage)
@@ -97,6 +96,16 @@ class PriceBook:
             self._warn_once(model)
         return None
 
+    def _override(self, model: str | None) -> ModelPrice | None:
+        """The run's price file's price for ``model``: as sent, as named, as the direct API names it."""
+        names = (model, without_profile(model), translate_model(model, "direct")) if model else ()
+        return next((self.overrides[name] for name in names if name in self.overrides), None)
+
+    def wins_over_reported(self, model: str | None) -> bool:
+        """Whether the run's price file prices ``model``: the user's price then replaces a CLI's reported cost (Claude
+        Code prices a model it does not know, a gateway's, at its default model's list price)."""
+        return self._override(model) is not None
+
     def context_window(self, model: str | None, backend: Backend | None = None) -> int | None:
         """The model's context window in tokens, as genai-prices lists it; None when it does not know the model
         (a price file or a price source gives prices, not windows). The forecast bounds a turn's tokens with it."""
@@ -109,8 +118,9 @@ class PriceBook:
         return None
 
     def priced(self, model: str | None, usage: TokenUsage, backend: Backend | None = None) -> TokenUsage:
-        """``usage`` with its cost: a reported cost is kept, never overwritten; else tokens x prices, or unknown."""
-        if usage.cost_source == "reported" and usage.total_cost_usd is not None:
+        """``usage`` with its cost: a reported cost is kept unless the price file prices the model; else tokens x
+        prices, or unknown."""
+        if usage.cost_source == "reported" and usage.total_cost_usd is not None and not self.wins_over_reported(model):
             return usage
         cost = self.cost(model, usage, backend)
         return usage.model_copy(update={"total_cost_usd": cost, "cost_source": "unknown" if cost is None else "priced"})

@@ -320,10 +320,12 @@ class Dialog:
         )
 
     def finish(self, output: AgentOutput) -> None:
-        """After the agent returned: an exchange it cut short (a run_limits stop or an error) ends the dialog."""
+        """After the agent returned: an exchange it cut short (a run_limits stop or an error) ends the dialog. An
+        agent that failed before it said anything gave no reply: none is recorded (a reply without text is one)."""
         if self.stop_reason is not None:
             return
-        if len(output.turns) > self.seen:
+        failed_silent = output.stop_reason == "error" and not any(t.text for t in output.turns[self.seen :])
+        if len(output.turns) > self.seen and not failed_silent:
             self._record_agent(output)
         self.stop_reason = "error" if output.stop_reason == "error" else "run_limit_exceeded"
 

@@ -408,6 +408,20 @@ def agent_judged(tmp_path: Path, **fields: Any) -> EvaluationResult:
     return judged(tmp_path, spec, turns=[{"calls": calls, "text": "done"}])
 
 
+def test_an_agent_judge_is_offered_write_tools_only_when_its_block_names_them() -> None:
+    """As coder_eval lays the judge's block over its defaults: a named Write is offered (in the throw-away copy)."""
+    from coder_eval_dagster.core.criteria.agent_judge import judge_config, offered_tools
+
+    def offered(agent: dict[str, Any] | None) -> list[str]:
+        spec = AgentJudge.model_validate(criterion("agent_judge", prompt="p", **({"agent": agent} if agent else {})))
+        return offered_tools(judge_config(spec.agent))
+
+    assert offered(None) == ["Bash", "Read", "Glob", "Grep"]
+    assert offered({"model": "anthropic.claude-haiku-4-5"}) == ["Bash", "Read", "Glob", "Grep"]
+    assert offered({"allowed_tools": ["Bash", "Read", "Write"]}) == ["Bash", "Read", "Write"]
+    assert offered({"allowed_tools": ["Read", "Edit"], "disallowed_tools": ["Edit"]}) == ["Read"]
+
+
 @pytest.mark.slow
 def test_agent_judge_runs_read_only_in_a_copy(tmp_path, api, monkeypatch):
     """In a copy shown at /sandbox (a hook or MCP server it held would have left a file there by its first tool

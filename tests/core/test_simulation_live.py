@@ -125,6 +125,20 @@ def test_a_failing_simulator_ends_the_dialog_and_the_task_is_scored(tmp_path, ap
     assert len(fake.script.simulator_requests()) == 4  # the SDK's bounded retries
 
 
+def test_an_agent_that_fails_in_an_exchange_gave_no_reply(tmp_path, api, monkeypatch):
+    """Exchange 2's model call fails: the dialog ends in error, and no empty agent reply is made up for it."""
+    monkeypatch.setenv("CLAUDE_CODE_MAX_RETRIES", "0")
+    api(Script(list(EXCHANGES), user_replies=["It should say done."], fail_from_turn=2, fail_status=400))
+    result = dialog(tmp_path, CLAUDE, [criterion("file_exists", path="notes.txt")])
+    assert result.final_status == "ERROR" and result.simulation.stop_reason == "error"
+    roles = [(message.role, message.text) for message in result.dialog]
+    assert roles == [
+        ("user", "Start the file please"),
+        ("agent", "Started. What should out.txt say?"),
+        ("user", "It should say done."),
+    ]
+
+
 def test_run_limits_apply_across_the_whole_dialog(tmp_path, api):
     api(Script(list(EXCHANGES), user_replies=["It should say done.", "And?"]))
     result = evaluate_task(

@@ -14,8 +14,10 @@ come as one JSON message when it does not (the anthropic SDK's create()).
 
 For the judges: a request that forces ``submit_verdict`` gets the scripted
 ``verdict`` (a dict: the tool call's input; a string: a text-only reply);
+``cut_streams`` drops the connection of the first N streamed agent replies after their message_start;
 ``fail_first`` answers the first N model requests with ``fail_status`` (429
-then success); ``latency_s`` delays every reply; Bedrock's
+then success); ``fail_from_turn`` answers every agent request from that scripted turn on with
+``fail_status`` (an agent that fails mid-dialog); ``latency_s`` delays every reply; Bedrock's
 ``/model/<id>/invoke`` is answered like ``/v1/messages``, and
 ``/model/<id>/invoke-with-response-stream`` with the same events in AWS
 event-stream frames (what the Claude Code CLI reads on Bedrock).
@@ -26,6 +28,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import socket
 import struct
 import threading
 import time
@@ -57,6 +60,8 @@ class Script:
     verdict: dict[str, Any] | list[dict[str, Any]] | str | None = None
     fail_first: int = 0  # answer the first N model requests with fail_status
     fail_status: int = 429
+    fail_from_turn: int | None = None  # agent requests from this scripted turn on fail with fail_status
+    cut_streams: int = 0  # the first N streamed agent replies end after their message_start
     latency_s: float = 0.0
     headers: list[dict[str, str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -84,6 +89,13 @@ class Script:
         with self.lock:
             if self.fail_first > 0:
                 self.fail_first -= 1
+                return True
+            return False
+
+    def take_cut(self) -> bool:
+        with self.lock:
+            if self.cut_streams > 0:
+                self.cut_streams -= 1
                 return True
             return False
 
@@ -219,6 +231,8 @@ def _failure(script: Script, body: dict[str, Any]) -> int | None:
     """The scripted failure status of this request, if it fails."""
     if is_simulator(body):
         return script.simulator_status if script.simulator_status != 200 else None
+    if script.fail_from_turn is not None and body.get("tools") and _turn_index(body) >= script.fail_from_turn:
+        return script.fail_status
     if script.take_failure():
         return script.fail_status if script.status == 200 else script.status
     return script.status if body.get("tools") and script.status != 200 else None
@@ -240,11 +254,24 @@ class _Handler(RecordingHandler):
         script.requests.append(body)
         script.headers.append(dict(self.headers))
         script.enter()
+        self.cut_at: int | None = None
         try:
             reply = self.answer(script, body, bedrock)
         finally:
             script.leave()  # before the reply goes out: a client that got it may send its next request at once
-        self.send(*reply)
+        if self.cut_at is None:
+            self.send(*reply)
+            return
+        status, stream, content_type = reply
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(stream)))
+        self.end_headers()
+        self.wfile.write(stream[: self.cut_at])
+        self.wfile.flush()
+        time.sleep(0.5)  # the client reads the message_start before the connection drops
+        self.close_connection = True
+        self.connection.shutdown(socket.SHUT_RDWR)
 
     def answer(self, script: Script, body: dict[str, Any], bedrock: bool) -> tuple[int, bytes, str]:
         time.sleep(script.latency_s)
@@ -258,8 +285,15 @@ class _Handler(RecordingHandler):
             return 200, _event_stream(_events(turn, model, index)), "application/vnd.amazon.eventstream"
         if not body.get("stream"):
             return 200, json.dumps(_message(turn, model, index)).encode(), "application/json"
-        stream = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in _events(turn, model, index))
-        return 200, stream.encode(), "text/event-stream"
+        events = _events(turn, model, index)
+        if body.get("tools") and script.take_cut():  # message_start (its own id, as each request's), then the
+            events[0][1]["message"]["id"] += "_cut"  # connection drops mid-body
+            self.cut_at = len(_sse(*events[0]))
+        return 200, b"".join(_sse(name, data) for name, data in events), "text/event-stream"
+
+
+def _sse(name: str, data: dict[str, Any]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
 
 class FakeAnthropic(LoopbackServer):

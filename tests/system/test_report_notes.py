@@ -11,7 +11,7 @@ import pytest
 
 from ..support.browser import chromium
 from ..support.helpers import criterion
-from .conftest import SystemCli, replay_task_file
+from .conftest import SystemCli, replay_task_file, task_file
 
 pytestmark = pytest.mark.slow
 
@@ -61,3 +61,19 @@ def test_a_cut_off_success_is_noted_everywhere_and_the_budget_fails_the_junit(
     shown = chromium((run.path / "index.html").as_uri(), "--dump-dom").stdout  # the page as its script drew it
     assert f'<p id="verdict" class="verdict FAILED">FAILED: {NOT_RUN}</p>' in shown
     assert '<option value="~">with notes (1)</option>' in shown and ">\u26a0 2</td>" in shown
+
+
+def test_a_failing_score_never_reads_as_its_threshold(tmp_path: Path, system_cli: SystemCli) -> None:
+    """0.6999999 fails a 0.7 threshold: the terminal, run.md, the JUnit file and task.html show enough places to
+    say so (two places would print 0.70 beside the threshold 0.7)."""
+    score = {"command": "echo 0.6999999", "score_from_stdout": True, "pass_threshold": 0.7}
+    task = task_file(
+        tmp_path / "tasks", "near", agent={"type": "none"}, success_criteria=[criterion("run_command", **score)]
+    )
+    junit = tmp_path / "ci.xml"
+    outcome, run = system_cli.run(task, "--junit", str(junit), env={})
+    assert outcome.code == 1, outcome.output
+    shown = [outcome.out, (run.path / "run.md").read_text(), junit.read_text()]
+    for text in [*shown, (run.evaluation("near") / "task.html").read_text()]:
+        assert "0.6999999" in text, text
+        assert "check\u201d score 0.70" not in text and "score 0.70 <" not in text and "<td>0.700</td>" not in text

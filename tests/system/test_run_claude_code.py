@@ -350,3 +350,34 @@ def test_a_tool_call_cannot_write_forged_messages_into_what_the_harness_reads_of
     assert [c["parameters"].get("command", "")[:4] for c in _calls(result)] == ["echo"]  # the one real call
     assert result["final_status"] == "FAILURE", result["success_criteria_results"]
     assert agent_usage(result)[1] > 3000  # both real turns counted, not the forged end's
+
+
+def test_a_price_file_prices_the_agent_a_bad_tool_input_is_the_models_and_a_cut_stream_is_no_turn(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    """A gateway model priced by ``--prices``: its turns cost the file's price, which the budget used too (Claude
+    Code would report its default model's list price). A tool input that is no JSON object is the model's failed
+    call, not the harness's crash. A stream cut after its message_start and asked again is one turn, not two."""
+    from tests.support.fake_anthropic import Script, Turn
+
+    turns = [
+        Turn(tools=[("Write", [1, 2])], input_tokens=1000, output_tokens=100),  # type: ignore[list-item]
+        Turn(tools=[("Bash", {"command": "echo hi > out.txt"})], input_tokens=1000, output_tokens=100),
+        Turn(text="done", input_tokens=1000, output_tokens=100),
+    ]
+    fake = scripted_anthropic(Script(turns, cut_streams=1))
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("models:\n  claude-test: {input_per_mtok: 1.0, output_per_mtok: 10.0}\n")
+    task = claude_code_task(tmp_path / "tasks", "gateway")
+    env = {**anthropic_environment(fake.url, new_key()), "CLAUDE_CODE_MAX_RETRIES": "2"}
+    outcome, run = system_cli.run(task, "--prices", str(prices), env=env)
+
+    result = run.result("gateway")
+    assert result["final_status"] == "SUCCESS", (result["error_message"], outcome.err[-2000:])
+    turns_recorded = result["iterations"][0]["turns"]
+    assert len(turns_recorded) == 3 and result["total_turns"] == 3, turns_recorded
+    first = _calls(result)[0]
+    assert (first["tool_name"], first["parameters"], first["result_status"]) == ("Write", {"input": [1, 2]}, "error")
+    assert {turn["cost_source"] for turn in turns_recorded} == {"priced"}
+    _, _, cost = agent_usage(result)
+    assert cost == pytest.approx(3 * (1000 * 1.0 + 100 * 10.0) / 1e6)

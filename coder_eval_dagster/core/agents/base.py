@@ -108,10 +108,12 @@ class AgentInput:
 
     def price(self, turn: TurnRecord, model: str | None = None) -> None:
         """Cost a turn the agent reported none for at the run's prices (``model``: default, the task's agent.model);
-        a turn with a reported cost keeps it. Before the budget sees the turn, so that ``max_usd`` binds."""
-        if turn.cost_source == "reported":
+        a turn with a reported cost keeps it unless the run's price file prices the model. Before the budget sees
+        the turn, so that ``max_usd`` binds."""
+        model = model or self.config.model
+        if turn.cost_source == "reported" and not self.run.prices.wins_over_reported(model):
             return
-        usage = self.run.prices.priced(model or self.config.model, turn.usage)
+        usage = self.run.prices.priced(model, turn.usage)
         turn.cost_usd, turn.cost_source = usage.total_cost_usd, usage.cost_source
 
     def seconds_left(self) -> float | None:

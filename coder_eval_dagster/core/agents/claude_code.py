@@ -103,6 +103,7 @@ class Session:
         self.stop_requested: str | None = None  # the early-stop watcher's reason
         self.calls_started = 0  # tool calls let through (run_limits.max_tool_calls)
         self.streaming: str | None = None  # the assistant message id being streamed
+        self.answered: set[str] = set()  # the message ids an assistant message came for (a cut stream has none)
         self.budgeted = 0  # turns already added to the budget
         self.cost_reported = 0.0  # the session's cumulative cost so far (the SDK reports it cumulatively)
         self.cost_covered = 0  # the turns the reported cost covers (an exchange's cost comes at its end)
@@ -205,8 +206,10 @@ class Session:
             self.output.open_turn(TurnRecord(index=1))
         return self.output.turns[-1]
 
-    def _new_call(self, tool_use_id: str, tool: str, parameters: dict[str, Any], turn: TurnRecord) -> ToolCallRecord:
-        call = ToolCallRecord(turn=turn.index, seq=len(turn.calls) + 1, tool=tool, parameters=dict(parameters))
+    def _new_call(self, tool_use_id: str, tool: str, parameters: object, turn: TurnRecord) -> ToolCallRecord:
+        """A call as the model made it; an input that is no JSON object (the CLI refuses the call) is kept whole."""
+        given = dict(parameters) if isinstance(parameters, Mapping) else {"input": parameters}
+        call = ToolCallRecord(turn=turn.index, seq=len(turn.calls) + 1, tool=tool, parameters=given)
         turn.calls.append(call)
         self.call_of[tool_use_id] = call
         return call
@@ -221,6 +224,14 @@ class Session:
         self.turn_of[key] = turn
         return turn, breach
 
+    def _adopt_cut_stream(self, key: str) -> None:
+        """A new message while the one streamed got no assistant message: its stream was cut and the CLI asked
+        again; the retry is the same turn (its usage the larger of the two), not one more."""
+        cut = self.streaming
+        if key not in self.turn_of and cut is not None and cut in self.turn_of and cut not in self.answered:
+            self.turn_of[key] = self.turn_of[cut]
+            self.answered.add(cut)  # the retry answers for it
+
     @staticmethod
     def _add_usage(turn: TurnRecord, usage: dict[str, Any] | None) -> None:
         for name in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
@@ -232,8 +243,10 @@ class Session:
         """Usage as the API streams it: message_start (input) and message_delta (final output)."""
         if event.get("type") == "message_start":
             message = event.get("message") or {}
-            self.streaming = str(message.get("id") or f"anon-{len(self.turn_of)}")
-            turn, breach = self._turn(self.streaming)
+            key = str(message.get("id") or f"anon-{len(self.turn_of)}")
+            self._adopt_cut_stream(key)
+            self.streaming = key
+            turn, breach = self._turn(key)
             self._add_usage(turn, message.get("usage"))
             return breach
         if event.get("type") == "message_delta" and self.streaming:
@@ -255,6 +268,8 @@ class Session:
         if message.model and message.model != SYNTHETIC_MODEL:
             self.output.model = message.model
         key = getattr(message, "message_id", None) or self.streaming or f"anon-{len(self.turn_of)}"
+        self._adopt_cut_stream(key)
+        self.answered.add(key)
         turn, breach = self._turn(key)
         self._add_usage(turn, getattr(message, "usage", None))
         for block in message.content:
@@ -312,7 +327,7 @@ class Session:
     def finish(self, breach: Breach | None) -> AgentOutput:
         if breach is None and self.output.final_status is None:
             breach = self.settle()  # the last turn, with the cost reported at the end
-        for turn in self.output.turns[self.cost_covered :]:  # cut off before Claude Code reported their cost
+        for turn in self.output.turns:  # cut off before Claude Code reported their cost, or priced by the price file
             self.input.price(turn, self.output.model)  # at the run's prices: the agent's cost is a floor, not empty
         return self.output.conclude(self.budget, breach, self.stop_requested, self.input.limits.max_turns)
 

@@ -5,7 +5,9 @@ agent's isolation (allow-listed environment, temporary HOME,
 ``setting_sources=[]``), in a throw-away copy of the final sandbox, so the
 preserved sandbox is never touched. A security floor applies whatever the
 task says: ``.claude``, ``.mcp.json`` and ``_reference`` are never copied
-(no planted hook or MCP server can load) and Write/Edit are never offered.
+(no planted hook or MCP server can load). Write/Edit are offered only when the
+judge's ``allowed_tools`` names them, as coder_eval lays the block over its
+defaults: what they change is the throw-away copy (Bash could write it anyway).
 """
 
 from __future__ import annotations
@@ -64,7 +66,6 @@ HARDENED = AgentConfig(
     model=DEFAULT_JUDGE_MODEL,
     permission_mode="bypassPermissions",  # the toolset itself is restricted (tools=), and it runs in a copy
     allowed_tools=JUDGE_TOOLS,
-    disallowed_tools=WRITE_TOOLS,
 )
 SYSTEM_PROMPT = (
     "You are a grader. Inspect the work in the current directory with your tools and grade it against the "
@@ -116,10 +117,15 @@ def judge_config(agent: AgentConfig | None, task_ignores: Sequence[str] = ()) ->
     config = HARDENED.model_copy(update=given)
     return config.model_copy(
         update={
-            "disallowed_tools": list(dict.fromkeys([*config.disallowed_tools, *WRITE_TOOLS])),
+            "disallowed_tools": list(dict.fromkeys([*config.disallowed_tools, *_unasked(WRITE_TOOLS, config)])),
             "ignore_patterns": [*task_ignores, *config.ignore_patterns, *FLOOR_IGNORES],
         }
     )
+
+
+def _unasked(tools: list[str], config: AgentConfig) -> list[str]:
+    """The ``tools`` the judge's ``allowed_tools`` does not name (the defaults name none of the write tools)."""
+    return [tool for tool in tools if tool not in (config.allowed_tools or [])]
 
 
 def offered_tools(config: AgentConfig) -> list[str]:

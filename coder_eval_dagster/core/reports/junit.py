@@ -26,6 +26,7 @@ from ..layout import replicate_name, write_atomically
 from ..models.report import RunSummary, SkippedTask, TaskRow
 from ..models.results import CriterionResult
 from .notes import budget_not_run, run_time_notes, sequential_not_run, threshold_figures, verdict_reasons
+from .shown_text import criterion_score
 
 GATES = "suite-gates"
 # ElementTree writes control characters as they are, which is not XML 1.0: they are dropped (an agent's output)
@@ -39,7 +40,8 @@ def _safe(text: str) -> str:
 def _criterion_line(criterion: CriterionResult) -> str:
     if criterion.passed:
         return f"[PASS] {criterion.type}: {criterion.description}"
-    line = f"[FAIL] {criterion.type}: score {criterion.score:.2f} < threshold {criterion.pass_threshold:g} \u2014 "
+    threshold = f"{criterion.pass_threshold:g}"
+    line = f"[FAIL] {criterion.type}: score {criterion_score(criterion)} < threshold {threshold} \u2014 "
     return (
         line
         + criterion.description

@@ -10,13 +10,13 @@ from ..models.report import RunSummary, Spend, TaskRow
 from ..models.results import EvaluationResult, TokenUsage
 from ..suite import SuiteEntry
 from .notes import run_time_notes, threshold_figures
-from .shown_text import one_line
+from .shown_text import criterion_score, one_line
 
 
 def failing_criteria(row: TaskRow) -> list[str]:
     """The gating criteria that failed: type, description, score and error."""
     return [
-        f"{c.type} \u201c{c.description}\u201d score {c.score:.2f}" + (f": {c.error}" if c.error else "")
+        f"{c.type} \u201c{c.description}\u201d score {criterion_score(c)}" + (f": {c.error}" if c.error else "")
         for c in row.criteria
         if c.gating and not c.passed and not c.advisory
     ]

@@ -30,6 +30,7 @@ from ..layout import (
 from ..models.report import RunSummary
 from ..models.results import CriterionResult, EvaluationResult
 from .notes import run_time_notes, verdict_line
+from .shown_text import criterion_score
 
 TEMPLATE = "run_viewer.html"  # the page, its style and its script, beside this module
 WHY_CHARS = 300  # the reason shown for a row; task.html has the whole of it
@@ -83,7 +84,7 @@ def _why(result: EvaluationResult, failing: CriterionResult | None) -> str | Non
     if failing is not None:
         rationale = failing.details.get("rationale")
         reason = failing.error or (rationale if isinstance(rationale, str) and rationale else None)
-        reason = reason or f"score {failing.score:.2f} < {failing.pass_threshold:g}"
+        reason = reason or f"score {criterion_score(failing)} < {failing.pass_threshold:g}"
     reason = reason or result.error
     if not reason:
         return None

@@ -4,6 +4,7 @@ log line."""
 from __future__ import annotations
 
 import re
+from typing import Protocol
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -18,3 +19,19 @@ def one_line(text: str) -> str:
     """``terminal_text`` on one line: a file name or output holding a newline must not start a line of its own
     (an agent could print a forged ``PASSED`` under the harness's own)."""
     return " ".join(terminal_text(text).replace("\r", "\n").splitlines())
+
+
+class Graded(Protocol):
+    score: float
+    passed: bool
+    pass_threshold: float
+
+
+def criterion_score(criterion: Graded, digits: int = 2) -> str:
+    """A criterion's score to ``digits`` places, with as many more as a failing score needs not to read as its
+    threshold or above (0.6999999 failing 0.7 shows as 0.6999999, not 0.70)."""
+    places = digits
+    while not criterion.passed and float(f"{criterion.score:.{places}f}") >= criterion.pass_threshold and places < 15:
+        places += 1
+    text = f"{criterion.score:.{places}f}"
+    return text if places == digits else text.rstrip("0")

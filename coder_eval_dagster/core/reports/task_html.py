@@ -15,6 +15,7 @@ from ..models.results import CriterionResult, EvaluationResult, HookRun, ToolCal
 from ..transcript import UserMessage, conversation
 from .notes import run_time_notes
 from .run_summary import usd
+from .shown_text import criterion_score
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2rem;max-width:70rem;color:#222}
@@ -59,7 +60,7 @@ def _criterion_row(criterion: CriterionResult) -> str:
     return (
         f"<tr><td>{_mark(criterion)}</td><td>{criterion.index}</td><td>{escape(criterion.type)}</td>"
         f"<td>{escape(criterion.description)} {''.join(notes)}{error}</td><td>{_inputs(criterion)}</td>"
-        f"<td>{criterion.score:.3f}</td><td>{criterion.pass_threshold:g}</td><td>{criterion.weight:g}</td>"
+        f"<td>{criterion_score(criterion, 3)}</td><td>{criterion.pass_threshold:g}</td><td>{criterion.weight:g}</td>"
         f"<td><details open><summary>result</summary><pre>{details}</pre></details></td></tr>"
     )
 
