@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from .files import CRITERION_READ_CAP
 from .models.results import CriterionResult, ToolCallRecord, TurnRecord
+from .sandbox.glob import GLOB_CHARACTERS, sandbox_glob
 from .sandbox.templates import effective_ignore_patterns
 
 if TYPE_CHECKING:
@@ -17,7 +18,6 @@ if TYPE_CHECKING:
     from .sandbox.base import Sandbox
 
 DialogMessage = tuple[str, str]  # (role: "user" | "agent", text)
-GLOB_CHARACTERS = "*?["
 MATCHES_SHOWN = 10
 
 
@@ -56,22 +56,16 @@ class CheckContext:
         ``.venv``...) that the pattern does not spell out."""
         if self.path(pattern).exists() or not any(c in pattern for c in GLOB_CHARACTERS):
             return [pattern]
-        root = self.sandbox.root.resolve()
+        if PurePosixPath(pattern).is_absolute():
+            raise PermissionError(f"path {pattern!r} leaves the sandbox")
         spelled = set(PurePosixPath(pattern).parts)
         ignored = effective_ignore_patterns(self.sandbox.config.ignore_patterns)
-        try:
-            candidates = sorted(root.glob(pattern))
-        except (NotImplementedError, ValueError):  # an absolute pattern
-            raise PermissionError(f"path {pattern!r} leaves the sandbox") from None
-        found = []
-        for match in candidates:
-            relative = match.relative_to(root)
-            if not match.is_file() or not match.resolve().is_relative_to(root):
-                continue
-            if any(part not in spelled and _ignored(part, ignored) for part in relative.parts[:-1]):
-                continue
-            found.append(relative.as_posix())
-        return found
+        return [
+            match
+            for match in sandbox_glob(self.path, pattern)
+            if self.path(match).is_file()
+            and not any(part not in spelled and _ignored(part, ignored) for part in match.split("/")[:-1])
+        ]
 
     def resolve_file(self, pattern: str) -> tuple[str, dict[str, str]]:
         """The one file a content check reads, and the details entry naming it when a glob found it.

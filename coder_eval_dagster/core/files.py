@@ -9,6 +9,7 @@ replay agent's Write, Edit and Read, which the harness carries out itself).
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import functools
@@ -250,7 +251,19 @@ def read_opened_text(opened: Callable[[], int], cap: int, shown: str) -> tuple[s
     finally:
         os.close(fd)
     truncated = len(data) > cap
-    return universal_newlines(data[:cap].decode("utf-8", errors="replace")), truncated
+    return universal_newlines(decoded(data[:cap])), truncated
+
+
+UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def decoded(data: bytes) -> str:
+    """A file's bytes as text: UTF-8 (an invalid byte U+FFFD), or UTF-16 when a byte-order mark opens it (what
+    Windows PowerShell writes by default). Read as UTF-8, UTF-16 text is NUL bytes between its letters: an
+    ``excludes`` or a ``must_match: false`` would pass a file holding the very text it forbids."""
+    if data.startswith(UTF16_BOMS):
+        return data.decode("utf-16", errors="replace")
+    return data.decode("utf-8", errors="replace")
 
 
 def truncation_note(name: str, truncated: bool, cap: int = CRITERION_READ_CAP) -> dict[str, str]:

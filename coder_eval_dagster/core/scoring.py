@@ -128,10 +128,11 @@ def weighted_score(results: list[CriterionResult]) -> float:
     """Over every gating criterion, the advisory ones of an early-stopped run included: the guide computes it
     "regardless, for quality assessment"; only the verdict rests on the armed ones (``armed_gate``)."""
     scored = [r for r in results if r.gating]
-    total = sum(r.weight for r in scored)
-    if total == 0:
+    largest = max((r.weight for r in scored), default=0.0)
+    if largest == 0:
         return 1.0 if all(r.passed for r in scored) else 0.0
-    return sum(r.score * r.weight for r in scored) / total
+    weights = [r.weight / largest for r in scored]  # scaled first: two weights of 1e308 must not sum to inf
+    return sum(r.score * w for r, w in zip(scored, weights, strict=True)) / sum(weights)
 
 
 def all_passed(results: list[CriterionResult]) -> bool:

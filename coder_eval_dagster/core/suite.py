@@ -4,7 +4,8 @@ Per (base task, variant, criterion), every replicate of every row being one
 observation: the scores' ``count``, ``mean``, ``median``, ``std`` (of the
 population), ``min`` and ``max`` over the rows the criterion scored, and
 ``completion_rate``, the share of rows it scored (a row that ended as ERROR
-before its criteria ran lowers it). With no row scored, the statistics are 0.
+before its criteria ran lowers it, and a classification's row whose check
+failed before it read a label). With no row scored, the statistics are 0.
 
 A classification criterion adds accuracy; precision, recall and F1 per
 label; macro, weighted and micro F1; the confusion matrix. There a row whose
@@ -135,7 +136,11 @@ def suite_entries(row_tasks: list[RowTask], results: list[EvaluationResult]) -> 
     entries = []
     for key, observations in groups.items():
         criterion = specs[key]
-        metrics = _exact_score_metrics([score for score, _, _ in observations if score is not None], len(observations))
+        # a classification's row is scored when a label came of it: one whose check failed (a link out, two
+        # matching files) has a 0 but no label, and lowers completion_rate as a row that never ran does
+        labelled = not isinstance(criterion, Classification)
+        scores = [score for score, observed, _ in observations if score is not None and (labelled or observed)]
+        metrics = _exact_score_metrics(scores, len(observations))
         matrix: dict[str, dict[str, int]] = defaultdict(dict)
         if isinstance(criterion, Classification):
             pairs = [(expected, observed) for _, observed, expected in observations if observed is not None]

@@ -234,6 +234,56 @@ def test_run_command_score_from_stdout(sandbox):
     assert check_criterion({**spec, "command": "echo 1.5"}, ctx(sandbox)).score == 0.0
 
 
+def test_a_run_commands_stdout_past_the_cap_is_said_to_be_matched_in_part(sandbox):
+    middle = "python3 -c \"print('x' * 60000); print('NEEDLE'); print('x' * 60000)\""
+    spec = {"type": "run_command", "command": middle, "expected_stdout": "NEEDLE", "stdout_match": "contains"}
+    result = check_criterion(spec, ctx(sandbox))
+    assert result.score == 0.0 and "first and last half were matched" in result.details["stdout_capped"]
+    short = check_criterion({**spec, "command": "echo NEEDLE"}, ctx(sandbox))
+    assert short.score == 1.0 and "stdout_capped" not in short.details
+
+
+def test_a_glob_follows_links_as_the_sandbox_sees_them_and_walks_any_depth(sandbox):
+    """``ln -s "$PWD/sub" link`` points at /sandbox/sub, nowhere on this machine: a glob through it matched
+    nothing while the literal path was found; a deep tree's ``**`` was a RecursionError."""
+    put(sandbox, "sub/a.txt", "MARK\n")
+    (sandbox.root / "link").symlink_to("/sandbox/sub")
+    (sandbox.root / "alink.txt").symlink_to("/sandbox/sub/a.txt")
+    (sandbox.root / "out").symlink_to(sandbox.root.parent)
+    (sandbox.root / "l1").symlink_to("l2")
+    (sandbox.root / "l2").symlink_to("l1")
+    context = ctx(sandbox)
+    assert context.matching_files("link/*.txt") == ["link/a.txt"]
+    assert context.matching_files("alink*") == ["alink.txt"]
+    assert context.matching_files("**/a.txt") == ["sub/a.txt"]  # ** does not descend into linked folders
+    assert context.matching_files("l*") == []  # a loop names no file
+    with pytest.raises(PermissionError, match="leaves the sandbox"):
+        context.matching_files("out/*")
+    contains = {"type": "file_contains", "path": "link/*.txt", "includes": ["MARK"]}
+    assert check_criterion(contains, context).score == 1.0
+    looped = check_criterion({"type": "file_exists", "path": "l1"}, context)
+    assert looped.score == 0.0 and "loop of links" in (looped.error or "")
+    levels = [sandbox.root.joinpath(*["d"] * level) for level in range(1, 1101)]
+    for folder in levels:  # one at a time: pathlib's mkdir(parents=True) and rmtree recurse as deep
+        folder.mkdir()
+    try:
+        (levels[-1] / "deep.txt").write_text("x")
+        assert context.matching_files("**/deep.txt") == ["/".join(["d"] * 1100 + ["deep.txt"])]
+    finally:
+        (levels[-1] / "deep.txt").unlink(missing_ok=True)
+        for folder in reversed(levels):
+            folder.rmdir()
+
+
+def test_a_utf16_file_is_read_as_its_text_so_a_forbidden_word_is_seen(sandbox):
+    (sandbox.root / "config.txt").write_bytes("api_key = SECRET\n".encode("utf-16"))  # with its byte-order mark
+    excludes = {"type": "file_contains", "path": "config.txt", "includes": ["api"], "excludes": ["SECRET"]}
+    seen = check_criterion(excludes, ctx(sandbox))
+    assert seen.details["present_excludes"] == ["SECRET"] and seen.details["missing_includes"] == []
+    negative = {"type": "file_matches_regex", "path": "config.txt", "pattern": "SECRET", "must_match": False}
+    assert check_criterion(negative, ctx(sandbox)).score == 0.0
+
+
 def test_run_command_timeout_kills_the_process_group(sandbox):
     spec = {"type": "run_command", "command": "sleep 30 & sleep 30", "timeout": 0.5}
     result = check_criterion(spec, ctx(sandbox))

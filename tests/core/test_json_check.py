@@ -99,3 +99,29 @@ def test_a_failing_assertion_fails_alone(context: CheckContext, bad: Assertion, 
     assert [entry["passed"] for entry in entries] == [True, False, True]
     assert fragment in entries[1]["error"]
     assert "error" not in entries[0] and "error" not in entries[2]
+
+
+def test_a_schema_pattern_that_backtracks_without_bound_stops_at_the_deadline(
+    context: CheckContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The schema may be the agent's: ``(a|aa)+c`` over 60 characters would run for days under ``re``."""
+    from coder_eval_dagster.core import patterns
+
+    search = patterns.search
+    monkeypatch.setattr(patterns, "search", lambda p, text: search(p, text, seconds=0.5))
+    box = context.sandbox.root
+    (box / "d.json").write_text(json.dumps({"s": "a" * 60, "k": {"bb": 1}}))
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": "(a|aa)+c"}}}
+    (box / "slow.json").write_text(json.dumps(schema))
+    fine = {"properties": {"s": {"pattern": "^a+$"}}, "patternProperties": {"^k$": {"required": ["aa"]}}}
+    (box / "fine.json").write_text(json.dumps(fine))
+
+    def graded(schema_file: str) -> Any:
+        spec = {"type": "json_check", "description": "d", "path": "d.json", "json_schema": schema_file}
+        parsed = TypeAdapter(Criterion).validate_python(spec)
+        return criterion_result(0, parsed, run_check(parsed, context), None)
+
+    slow = graded("slow.json")
+    assert slow.score == 0.0 and "did not finish within 0.5 s" in (slow.error or str(slow.details)), slow
+    checked = graded("fine.json")  # a pattern that matches passes; patternProperties still apply
+    assert checked.score == 0.0 and "'aa' is a required property" in json.dumps(checked.details), checked

@@ -87,6 +87,24 @@ def test_cli_called_reads_a_crlf_log(sandbox: TempdirSandbox) -> None:
     assert result.score == 1.0, (result.error, result.details)
 
 
+def test_cli_called_reads_a_log_whose_strings_hold_raw_line_separators(sandbox: TempdirSandbox) -> None:
+    """JSON Lines written with ``ensure_ascii=False`` (or node's JSON.stringify) keep U+2028 and U+0085 raw."""
+    records = [json.dumps({"argv": ["ixp", "note", f"a{mark}b"]}, ensure_ascii=False) for mark in ("\u2028", "\x85")]
+    (sandbox.root / "calls.jsonl").write_text("\n".join(records) + "\n", encoding="utf-8")
+    spec = {"type": "cli_called", "log": "calls.jsonl", "verb": "ixp note", "min_count": 2, "max_count": 2}
+    result = check_criterion(spec, ctx(sandbox))
+    assert result.score == 1.0, (result.error, result.details)
+
+
+def test_weights_as_large_as_a_float_holds_still_average(sandbox: TempdirSandbox) -> None:
+    from coder_eval_dagster.core.scoring import weighted_score
+
+    (sandbox.root / "a.txt").write_text("x")
+    specs = [{"type": "file_exists", "path": name, "weight": 1e308} for name in ("a.txt", "a.txt", "b.txt")]
+    results = [check_criterion(spec, ctx(sandbox)) for spec in specs]
+    assert weighted_score(results) == pytest.approx(2 / 3)
+
+
 def test_run_command_output_is_read_in_text_mode(sandbox: TempdirSandbox) -> None:
     """``printf 'a\\r\\nb\\r\\n'`` matches ``expected_stdout: "a\\nb"`` exactly, as with coder_eval's text=True.
 

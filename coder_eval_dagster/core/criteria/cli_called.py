@@ -53,10 +53,11 @@ class CliCalled(CriterionBase, ArgvPattern):
 def read_log(ctx: CheckContext, relative: str) -> tuple[list[dict[str, Any]], bool]:
     """Every record of the log, and whether it was cut at the read cap; an unusable line fails the check.
 
-    A log cut at the cap loses its last, partial line.
+    A log cut at the cap loses its last, partial line. Lines end at ``\n`` only: JSON keeps U+2028 or U+0085
+    raw in a string (``ensure_ascii=False``, node's ``JSON.stringify``), where ``splitlines`` would cut it.
     """
     text, truncated = ctx.read_text(relative)
-    lines = text.splitlines()[:-1] if truncated else text.splitlines()
+    lines = text.split("\n")[:-1] if truncated else text.split("\n")
     records = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():

@@ -162,8 +162,30 @@ def schema_errors(schema: Any, data: Any) -> list[str]:
     if isinstance(schema, dict) and isinstance(schema.get("$schema"), str):  # else 2020-12 says what is wrong
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
-    validator = cls(schema, registry=Registry())
+    validator = _with_deadlines(cls)(schema, registry=Registry())
     return [e.message for e in sorted(validator.iter_errors(data), key=str)]
+
+
+def _with_deadlines(cls: Any) -> Any:
+    """``cls`` with its ``pattern`` and ``patternProperties`` searched under the criteria's deadline
+    (``patterns.search``): the schema may be the agent's, and ``re`` cannot be stopped (``^(a+)+$`` over 40
+    characters runs for a day)."""
+    import jsonschema
+
+    def pattern(validator: Any, wanted: str, instance: Any, schema: Any) -> Any:
+        if validator.is_type(instance, "string") and not patterns.search(wanted, instance):
+            yield jsonschema.ValidationError(f"{instance!r} does not match {wanted!r}")
+
+    def pattern_properties(validator: Any, properties: dict[str, Any], instance: Any, schema: Any) -> Any:
+        if not validator.is_type(instance, "object"):
+            return
+        for wanted, subschema in properties.items():
+            for key, value in instance.items():
+                if patterns.search(wanted, key):
+                    yield from validator.descend(value, subschema, path=key, schema_path=wanted)
+
+    keywords = {"pattern": pattern, "patternProperties": pattern_properties}
+    return jsonschema.validators.extend(cls, keywords)  # type: ignore[no-untyped-call]
 
 
 def _load_json(ctx: CheckContext, relative: str) -> Any:

@@ -123,7 +123,8 @@ def check(criterion: ReferenceComparison, ctx: CheckContext) -> Outcome:
         score = similarity(criterion.comparison_method, agent_code, reference)
     except SyntaxError as exc:
         which = "the reference" if _parses(agent_code) else path
-        error = f"cannot parse {which} as Python: {exc.msg} (line {exc.lineno})"
+        where = f" (line {exc.lineno})" if exc.lineno is not None else ""
+        error = f"cannot parse {which} as Python: {exc.msg}{where}"
         return Outcome(0.0, {"method": criterion.comparison_method, **note}, error=error)
     details = {"method": criterion.comparison_method, "similarity": round(score, 4), **note}
     return Outcome(score, details)

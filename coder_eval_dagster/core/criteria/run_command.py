@@ -10,7 +10,7 @@ from pydantic import Field, model_validator
 from .. import patterns
 from ..models.base import ShellCommand, check_regex, rule_error
 from ..models.criterion import REFERENCE_DIR, TASK_DIR, CriterionBase, names_reference_dir
-from ..sandbox.process import as_text_mode
+from ..sandbox.process import CAPPED_MARK, OUTPUT_CAP_BYTES, as_text_mode
 from .outcome import Outcome
 from .registry import checks
 
@@ -101,4 +101,6 @@ def check(criterion: RunCommand, ctx: CheckContext) -> Outcome:
     if passed and criterion.expected_stdout is not None:
         passed = _stdout_matches(criterion, run.stdout)
         details["stdout_matched"] = passed
+        if CAPPED_MARK in run.stdout:
+            details["stdout_capped"] = f"over {OUTPUT_CAP_BYTES // 1024} KB: its first and last half were matched"
     return Outcome(1.0 if passed else 0.0, details)

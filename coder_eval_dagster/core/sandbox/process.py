@@ -21,6 +21,7 @@ from .pidwait import readable_within, wait_for
 from .spawner import Spawned, Spawner, SpawnError
 
 OUTPUT_CAP_BYTES = 100 * 1024  # per stream: the first and the last half are kept
+CAPPED_MARK = f"bytes omitted: output capped at {OUTPUT_CAP_BYTES // 1024} KB"  # in the middle of capped output
 # Once the shell has exited, how long its output may still take to arrive (a
 # background daemon holds the pipe open: it is read on, and dropped, until it ends).
 DRAIN_GRACE_S = 0.2
@@ -49,7 +50,7 @@ class HeadTail:
         head, tail = bytes(self.head), bytes(self.tail)
         if omitted <= 0:
             return (head + tail).decode("utf-8", errors="replace")
-        marker = f"\n[... {omitted} bytes omitted: output capped at {OUTPUT_CAP_BYTES // 1024} KB ...]\n"
+        marker = f"\n[... {omitted} {CAPPED_MARK} ...]\n"
         return head.decode("utf-8", errors="ignore") + marker + tail.decode("utf-8", errors="ignore")
 
 

@@ -12,6 +12,7 @@ what ``sandbox.network`` allows, phase by phase (``egress``).
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import os
 import re
@@ -257,7 +258,9 @@ def resolve_inside(root: Path, relative: str) -> Path:
             continue
         links += 1
         target = Path(os.readlink(candidate))
-        if links > MAX_LINKS or (target.is_absolute() and not target.is_relative_to(SANDBOX_PATH)):
+        if links > MAX_LINKS:  # a loop of links names no file, as the kernel's ELOOP says to a command
+            raise FileNotFoundError(errno.ELOOP, "a loop of links (too many levels of symbolic links)", relative)
+        if target.is_absolute() and not target.is_relative_to(SANDBOX_PATH):
             raise leaves
         if target.is_absolute():
             current, target = root, target.relative_to(SANDBOX_PATH)
