@@ -437,7 +437,8 @@ def _set_path(data: dict[str, Any], loc: Loc, value: Any) -> None:
     settable = (isinstance(target, list) and isinstance(last, int) and last < len(target)) or isinstance(target, dict)
     if not settable:
         raise InvalidInput([Problem("-D", 1, ".".join(map(str, loc)), "path does not exist in the task")])
-    target[last] = value
+    current = target.get(last) if isinstance(target, dict) else target[last]
+    target[last] = deep_merge(current, value)  # a mapping merges per key: -D 'run_limits={turn_timeout: 12}'
 
 
 def _merge_layer(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

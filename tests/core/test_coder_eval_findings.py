@@ -121,3 +121,15 @@ def test_an_empty_override_value_clears_the_field_as_coder_evals_does() -> None:
     assert parse_override("run_limits.max_turns=") == (("run_limits", "max_turns"), None)
     assert parse_override("agent.model= ") == (("agent", "model"), None)
     assert parse_override("tags=[]") == (("tags",), [])
+
+
+def test_a_mapping_override_merges_per_key_as_the_docs_say(tmp_path: Path) -> None:
+    """``-D 'run_limits={turn_timeout: 12}'`` dropped the task's other caps (task_timeout) without a word."""
+    from coder_eval_dagster.core.resolution import resolve
+    from coder_eval_dagster.core.run_spec import RunSpec
+
+    task = write_task(tmp_path, task_with(run_limits={"task_timeout": 50, "max_turns": 7}))
+    spec = RunSpec(task_paths=[str(task)], overrides=["run_limits={turn_timeout: 12}", "run_limits.max_turns=3"])
+    (row_task,) = resolve(spec).row_tasks
+    limits = row_task.task.run_limits
+    assert (limits.task_timeout, limits.turn_timeout, limits.max_turns) == (50, 12, 3)

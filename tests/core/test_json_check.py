@@ -116,11 +116,22 @@ def test_a_schema_pattern_that_backtracks_without_bound_stops_at_the_deadline(
     fine = {"properties": {"s": {"pattern": "^a+$"}}, "patternProperties": {"^k$": {"required": ["aa"]}}}
     (box / "fine.json").write_text(json.dumps(fine))
 
-    def graded(schema_file: str) -> Any:
-        spec = {"type": "json_check", "description": "d", "path": "d.json", "json_schema": schema_file}
+    def graded(schema_file: str, data_file: str = "d.json") -> Any:
+        spec = {"type": "json_check", "description": "d", "path": data_file, "json_schema": schema_file}
         parsed = TypeAdapter(Criterion).validate_python(spec)
         return criterion_result(0, parsed, run_check(parsed, context), None)
 
+    # additionalProperties matches the property names too: under re, ^(a+)+$ over 32 characters and a "!" takes
+    # minutes (the regex package sees at once that it cannot match)
+    beside = {"patternProperties": {"^(a+)+$": {}}, "additionalProperties": False}
+    (box / "beside.json").write_text(json.dumps(beside))
+    (box / "keyed.json").write_text(json.dumps({"a" * 32 + "!": 1}))
+    keyed = graded("beside.json", "keyed.json")
+    assert keyed.score == 0.0 and "does not match any of the regexes" in json.dumps(keyed.details), keyed
+    both = {**beside, "unevaluatedProperties": False}
+    (box / "both.json").write_text(json.dumps(both))
+    refused = graded("both.json", "keyed.json")
+    assert refused.score == 0.0 and "unevaluatedProperties with patternProperties" in (refused.error or ""), refused
     slow = graded("slow.json")
     assert slow.score == 0.0 and "did not finish within 0.5 s" in (slow.error or str(slow.details)), slow
     checked = graded("fine.json")  # a pattern that matches passes; patternProperties still apply

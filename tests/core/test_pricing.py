@@ -107,6 +107,32 @@ def test_a_reported_cost_is_kept_and_a_priced_one_says_so():
     assert book.cost("claude-test", TokenUsage()) == 0.0  # nothing spent costs nothing, priced or not
 
 
+def test_a_price_file_price_wins_over_a_reported_cost_and_a_replay_is_priced_by_it(tmp_path):
+    """A gateway model's reported figure is its CLI's guess (Claude Code's default model's list price); the user's
+    price file says what it costs: in the book, and for a replayed trajectory's recorded cost_usd."""
+    from coder_eval_dagster.core.models.prices import ModelPrice
+    from coder_eval_dagster.core.run_context import RunContext
+
+    from ..support.helpers import evaluate_replay
+
+    book = PriceBook({"gw-model": ModelPrice(input_per_mtok=5, output_per_mtok=5)})
+    reported = TokenUsage(uncached_input_tokens=1_000_000, total_cost_usd=0.004, cost_source="reported")
+    assert book.wins_over_reported("gw-model") and not book.wins_over_reported("claude-sonnet-4-5")
+    assert (book.priced("gw-model", reported).total_cost_usd, book.priced("gw-model", reported).cost_source) == (
+        5.0,
+        "priced",
+    )
+    assert book.priced("claude-sonnet-4-5", reported) == reported
+    context = RunContext.create()
+    context.prices = book
+    turns = [{"usage": {"input_tokens": 1_000_000, "output_tokens": 0, "cost_usd": 0.004}, "text": "done"}]
+    agent = {"type": "replay", "trajectory": "traj.yaml", "model": "gw-model"}
+    criteria = [{"type": "file_exists", "path": "x", "description": "d"}]
+    result = evaluate_replay(tmp_path, turns, context, agent=agent, success_criteria=criteria)
+    (turn,) = result.trajectory
+    assert (turn.cost_usd, turn.cost_source) == (5.0, "priced")
+
+
 def test_an_installed_price_source_is_asked_after_the_price_file_and_before_the_library(tmp_path, monkeypatch):
     monkeypatch.setattr(price_sources, "_sources", [])
     asked = []

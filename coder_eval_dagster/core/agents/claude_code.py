@@ -316,6 +316,8 @@ class Session:
         if self.output.turns:
             self.output.turns[-1].result_summary = result_summary(message)
         cost = getattr(message, "total_cost_usd", None)
+        if self.input.run.prices.wins_over_reported(self.output.model or self.input.config.model):
+            cost = None  # the price file's price wins: the turns keep their estimates, for the budget too
         if self.output.turns and isinstance(cost, (int, float)):
             for turn in self.output.turns[self.cost_covered :]:  # the exchange's turns: its cost is on the last
                 turn.cost_source = "reported"

@@ -193,12 +193,15 @@ class Replay:
 
     def use(self, record: TurnRecord, usage: TurnUsage) -> None:
         """The recorded usage and cost on ``record``: a cost is the recorded session's own figure (``reported``, or
-        ``priced`` where the recording says its run priced it); a turn without one is priced at the run's prices,
+        ``priced`` where the recording says its run priced it), unless the run's price file prices the model; a turn
+        without one is priced at the run's prices,
         unless the recording says a later turn reported it (``reported`` without a cost: Claude Code's one figure
         per exchange, on its last turn)."""
         for name, value in usage.model_dump().items():
             setattr(record, name, value)
-        if record.cost_usd is not None:
+        if self.input.run.prices.wins_over_reported(self.input.config.model):  # the price file's price wins
+            self.input.price(record)
+        elif record.cost_usd is not None:
             record.cost_source = record.cost_source or "reported"
             if record.cost_source == "reported":
                 self.awaiting_cost.clear()  # its figure covers the turns before it that had none

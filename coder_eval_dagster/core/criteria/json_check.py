@@ -162,15 +162,52 @@ def schema_errors(schema: Any, data: Any) -> list[str]:
     if isinstance(schema, dict) and isinstance(schema.get("$schema"), str):  # else 2020-12 says what is wrong
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
+    if {"unevaluatedProperties", "patternProperties"} <= _keywords_in(schema):
+        raise ValueError(
+            "the schema combines unevaluatedProperties with patternProperties, whose property names jsonschema "
+            "would match with no deadline (the schema may be the agent's): not checked"
+        )
     validator = _with_deadlines(cls)(schema, registry=Registry())
     return [e.message for e in sorted(validator.iter_errors(data), key=str)]
 
 
+def _keywords_in(schema: Any) -> set[str]:
+    """Every key of every mapping in the schema, walked with a stack."""
+    found: set[str] = set()
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            found.update(key for key in node if isinstance(key, str))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
+
+
 def _with_deadlines(cls: Any) -> Any:
-    """``cls`` with its ``pattern`` and ``patternProperties`` searched under the criteria's deadline
-    (``patterns.search``): the schema may be the agent's, and ``re`` cannot be stopped (``^(a+)+$`` over 40
-    characters runs for a day)."""
+    """``cls`` with the keywords that search the schema's regular expressions (``pattern``, ``patternProperties``,
+    ``additionalProperties`` beside them) searching under the criteria's deadline (``patterns.search``): the schema
+    may be the agent's, and ``re`` cannot be stopped (``(a|aa)+c`` over 60 characters runs for days)."""
     import jsonschema
+
+    def additional_properties(validator: Any, allowed: Any, instance: Any, schema: Any) -> Any:
+        if not validator.is_type(instance, "object"):
+            return
+        named, wanted = schema.get("properties", {}), list(schema.get("patternProperties", {}))
+        extras = [key for key in instance if key not in named and not any(patterns.search(p, key) for p in wanted)]
+        if validator.is_type(allowed, "object"):
+            for extra in extras:
+                yield from validator.descend(instance[extra], allowed, path=extra)
+        elif not allowed and extras:  # jsonschema's own messages
+            shown = ", ".join(repr(extra) for extra in sorted(extras, key=str))
+            if wanted:
+                verb = "does" if len(extras) == 1 else "do"
+                listed = ", ".join(repr(p) for p in sorted(wanted))
+                yield jsonschema.ValidationError(f"{shown} {verb} not match any of the regexes: {listed}")
+            else:
+                verb = "was" if len(extras) == 1 else "were"
+                yield jsonschema.ValidationError(f"Additional properties are not allowed ({shown} {verb} unexpected)")
 
     def pattern(validator: Any, wanted: str, instance: Any, schema: Any) -> Any:
         if validator.is_type(instance, "string") and not patterns.search(wanted, instance):
@@ -184,7 +221,11 @@ def _with_deadlines(cls: Any) -> Any:
                 if patterns.search(wanted, key):
                     yield from validator.descend(value, subschema, path=key, schema_path=wanted)
 
-    keywords = {"pattern": pattern, "patternProperties": pattern_properties}
+    keywords = {
+        "pattern": pattern,
+        "patternProperties": pattern_properties,
+        "additionalProperties": additional_properties,
+    }
     return jsonschema.validators.extend(cls, keywords)  # type: ignore[no-untyped-call]
 
 
