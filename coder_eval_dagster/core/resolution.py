@@ -1146,8 +1146,12 @@ def _apply_prompt(
     before = merged.get("initial_prompt")
     if isinstance(merged.get("initial_prompt_file"), str):
         before = _prompt_file(doc, ("initial_prompt_file",), merged["initial_prompt_file"])
-    if not isinstance(before, str):
-        return None
+    if not isinstance(before, str):  # the mutations would do nothing, and both arms would run the same task
+        own = bool(variant.prompt_mutations)
+        mutated_at: Loc = ("variants", index, "prompt_mutations") if own else ("defaults", "prompt_mutations")
+        owner = layers[-1] if own else next(x for x in layers if x.model.defaults.prompt_mutations)
+        why = f"task {merged.get('task_id')!r} ({doc.path}) has no initial_prompt to mutate (coder_eval refuses it too)"
+        raise InvalidInput([Problem(str(owner.doc.path), owner.doc.line_of(mutated_at), dotted(mutated_at), why)])
     prompt = before
     for mutation in mutations:
         prompt = mutation.apply(prompt)

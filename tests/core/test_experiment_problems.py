@@ -87,3 +87,21 @@ def test_every_missing_file_of_a_task_is_named_at_once(tmp_path: Path) -> None:
     assert done.code == 1
     for field in ("reference.file", "sandbox.template_sources.0.path", "dataset.paths.0"):
         assert f": {field}: " in done.err, done.err
+
+
+@pytest.mark.parametrize("at", ["variant", "defaults"])
+def test_mutations_of_a_task_without_a_prompt_are_refused_where_they_are_written(tmp_path: Path, at: str) -> None:
+    """They would do nothing, and the A/B would compare one task with itself (coder_eval refuses it too)."""
+    task = write_task(tmp_path / "t", agentless_task())
+    mutations = "prompt_mutations: [{type: suffix, content: SUF}]"
+    body = (
+        f"experiment_id: mut\nvariants:\n  - variant_id: m1\n    {mutations}\n"
+        if at == "variant"
+        else f"experiment_id: mut\ndefaults:\n  {mutations}\nvariants:\n  - variant_id: m1\n"
+    )
+    experiment = write(tmp_path / "e/mut.yaml", body)
+    done = run_cli("run", task, "-e", experiment, "--runs-dir", tmp_path / "runs")
+    field = "variants.0.prompt_mutations" if at == "variant" else "defaults.prompt_mutations"
+    line = 4 if at == "variant" else 3
+    assert done.code == 2 and done.err.startswith(f"{experiment}:{line}: {field}: task "), done.err
+    assert "has no initial_prompt to mutate" in done.err and not (tmp_path / "runs").exists()
