@@ -195,7 +195,8 @@ def incomplete(opened: OpenRun, missing: list[Path]) -> str:
     """Why a run that never finished (killed, interrupted, a retry cut short) is refused where a command needs its
     every evaluation (rescore, --retry-errors, report --rebuild), and how to finish it: a Dagster launch's folder
     (a backfill, a tick) is finished in Dagster, which --resume refuses."""
-    said = f"{opened.folder} is incomplete ({len(missing)} evaluation(s) never finished); finish it first"
+    why = f"{len(missing)} evaluation(s) never finished" if missing else "its run.json and table rows were not written"
+    said = f"{opened.folder} is incomplete ({why}); finish it first"
     if opened.plan.launched:
         from .defs.names import RUN_FOLDER_TAG  # (Dagster: imported only to say this)
 
@@ -306,11 +307,8 @@ def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: P
     if missing:
         print(f"coder-eval rescore: {incomplete(opened, missing)}", file=sys.stderr)
         return exit_codes.USAGE
-    if not (run_dir / RUN_FILE).is_file():
-        rebuild = f"coder-eval report {run_dir} --rebuild"
-        print(
-            f"coder-eval rescore: {run_dir / RUN_FILE} is not there: rebuild it first with {rebuild}", file=sys.stderr
-        )
+    if not (run_dir / RUN_FILE).is_file():  # stopped before its summary: --resume writes it and the tables
+        print(f"coder-eval rescore: {incomplete(opened, [])}", file=sys.stderr)
         return exit_codes.USAGE
     try:  # a damaged run.json is said before any evaluation is scored again (and its task.json rewritten)
         load_summary(run_dir)

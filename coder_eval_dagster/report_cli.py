@@ -103,9 +103,9 @@ def _no_summary(run_dir: Path) -> str:
 
 def rebuild(run_dir: Path) -> int:
     from .cli_run import incomplete, unfinished
-    from .core.layout import is_run_folder
+    from .core.layout import TABLES_DIR, is_run_folder
     from .core.run_lock import in_use
-    from .core.runs import load_run, report_run
+    from .core.runs import load_run, summarize
 
     if not is_run_folder(run_dir):  # no plan: a folder coder_eval wrote
         return rebuild_from_results(run_dir)
@@ -119,11 +119,12 @@ def rebuild(run_dir: Path) -> int:
     if not results:
         return _fail(f"no finalized task.json files found under {run_dir}")
     earlier = _earlier_summary(run_dir)
-    summary = report_run(
+    summary = summarize(  # the run's table rows too: a run stopped before its summary had none
         run,
+        run_dir.parent / TABLES_DIR,
         earlier.max_parallel if earlier else 1,
-        earlier.end_time if earlier else last_end(results.values()),
-        results.get,
+        written=results.get,
+        end_time=earlier.end_time if earlier else last_end(results.values()),
     )
     _aggregated(run_dir, summary.report)
     return exit_codes.OK

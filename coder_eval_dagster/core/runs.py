@@ -345,16 +345,6 @@ class Summary:
         return self.report.passed
 
 
-def report_run(
-    run: OpenRun, max_parallel: int, end_time: str | None = None, written: Written = lambda _: None
-) -> Summary:
-    """Suite metrics, the comparison page and the report files (the run viewer among them), from the run's task.json
-    files (those ``written`` holds already read)."""
-    summary = run_summary(run, max_parallel, end_time, written)
-    write_run_reports(run, summary)
-    return summary
-
-
 def write_run_reports(run: OpenRun, summary: Summary) -> None:
     """The report files (the run viewer among them) and run.json, last."""
     from .reports.files import write_reports
@@ -465,7 +455,12 @@ def run_statistics(run: OpenRun, results: list[EvaluationResult]) -> dict[str, A
 
 
 def summarize(
-    run: OpenRun, tables_dir: Path, max_parallel: int = 1, rescored: bool = False, written: Written = lambda _: None
+    run: OpenRun,
+    tables_dir: Path,
+    max_parallel: int = 1,
+    rescored: bool = False,
+    written: Written = lambda _: None,
+    end_time: str | None = None,
 ) -> Summary:
     """The run's Parquet files, then its report files and run.json, then the runs index. A rescore keeps the
     run's end time (its own time is each evaluation's ``rescored_at``): the run took as long as it did.
@@ -477,7 +472,8 @@ def summarize(
     from .tables import suite_rows, task_rows, write_tables  # pyarrow: see preload_tables
 
     earlier = run.folder / RUN_FILE
-    end_time = load_summary(run.folder).end_time if rescored and earlier.is_file() else None
+    if rescored and earlier.is_file():
+        end_time = load_summary(run.folder).end_time
     summary = run_summary(run, max_parallel, end_time, written)
     run_id = run.plan.run_id
     run_ts = started(run.plan)

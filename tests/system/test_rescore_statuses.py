@@ -188,8 +188,17 @@ def test_rescore_scores_the_run_as_it_was(tmp_path: Path) -> None:
     assert _coder_eval(tmp_path, "report", str(run_dir), "--rebuild").returncode == 0
     summary_text = (run_dir / "run.json").read_text()
     (run_dir / "run.json").unlink()
-    no_summary = _coder_eval(tmp_path, "rescore", str(run_dir))
-    assert no_summary.returncode == 2 and "rebuild it first with coder-eval report" in no_summary.stderr
+    no_summary = _coder_eval(tmp_path, "rescore", str(run_dir))  # stopped before its summary: --resume finishes it
+    assert no_summary.returncode == 2, no_summary.stderr
+    assert "its run.json and table rows were not written" in no_summary.stderr and "--resume" in no_summary.stderr
+    # a rebuild of such a run writes its table rows too (it left the run read as finished but not in the tables)
+    tables = tmp_path / "runs" / "tables"
+    mine = sorted(tables.glob(f"*/*/{run_dir.resolve().name}.parquet"))
+    assert len(mine) >= 4
+    for table_file in mine:
+        table_file.unlink()
+    assert _coder_eval(tmp_path, "report", str(run_dir), "--rebuild").returncode == 0
+    assert sorted(tables.glob(f"*/*/{run_dir.resolve().name}.parquet")) == mine
     (run_dir / "run.json").write_text(summary_text)
 
     result = run_dir / "default" / "good" / "00" / "task.json"
