@@ -85,19 +85,13 @@ class Script:
         with self.lock:
             self.in_flight -= 1
 
-    def take_failure(self) -> bool:
+    def take(self, counter: str) -> bool:
+        """One of the scripted mishaps ``counter`` counts (``fail_first``, ``cut_streams``), while any are left."""
         with self.lock:
-            if self.fail_first > 0:
-                self.fail_first -= 1
-                return True
-            return False
-
-    def take_cut(self) -> bool:
-        with self.lock:
-            if self.cut_streams > 0:
-                self.cut_streams -= 1
-                return True
-            return False
+            left = getattr(self, counter)
+            if left > 0:
+                setattr(self, counter, left - 1)
+            return left > 0
 
 
 def is_simulator(body: dict[str, Any]) -> bool:
@@ -233,7 +227,7 @@ def _failure(script: Script, body: dict[str, Any]) -> int | None:
         return script.simulator_status if script.simulator_status != 200 else None
     if script.fail_from_turn is not None and body.get("tools") and _turn_index(body) >= script.fail_from_turn:
         return script.fail_status
-    if script.take_failure():
+    if script.take("fail_first"):
         return script.fail_status if script.status == 200 else script.status
     return script.status if body.get("tools") and script.status != 200 else None
 
@@ -286,7 +280,7 @@ class _Handler(RecordingHandler):
         if not body.get("stream"):
             return 200, json.dumps(_message(turn, model, index)).encode(), "application/json"
         events = _events(turn, model, index)
-        if body.get("tools") and script.take_cut():  # message_start (its own id, as each request's), then the
+        if body.get("tools") and script.take("cut_streams"):  # message_start (its own id, as each request's), then the
             events[0][1]["message"]["id"] += "_cut"  # connection drops mid-body
             self.cut_at = len(_sse(*events[0]))
         return 200, b"".join(_sse(name, data) for name, data in events), "text/event-stream"
