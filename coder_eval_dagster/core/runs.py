@@ -332,6 +332,13 @@ def collect_results(run_dir: Path, written: Written = lambda _: None) -> list[Ev
     return list(run_results(run_dir, written).values())
 
 
+def in_plan_order(results: list[EvaluationResult], row_tasks: list[RowTask]) -> list[EvaluationResult]:
+    """The results as the run planned them (a dataset's rows in file order, each row's replicates together), as
+    coder_eval lists a suite's rows: its first row labels a criterion's aggregate, not the first id in sort order."""
+    order = {(row_task.variant_id, row_task.task_id): index for index, row_task in enumerate(row_tasks)}
+    return sorted(results, key=lambda r: (order.get((r.variant_id, r.task_id), len(order)), r.task_id, r.replicate))
+
+
 @dataclass
 class Summary:
     """What summarizing a run found: its run.json, its evaluations and its suite metrics."""
@@ -376,7 +383,7 @@ def run_summary(
     from .version import framework_version
 
     run_dir, plan = run.folder, run.plan
-    results = collect_results(run_dir, written)
+    results = in_plan_order(collect_results(run_dir, written), run.snapshot.row_tasks)
     suite = suite_entries(run.snapshot.row_tasks, results)
     variants = list(dict.fromkeys(rt.variant_id for rt in run.snapshot.row_tasks))
     skipped = [SkippedTask.of(entry) for entry in run.snapshot.skipped]

@@ -112,3 +112,19 @@ def test_a_rescore_refuses_a_damaged_task_json_as_bad_input(tmp_path: Path, syst
     assert rescored.code == 2 and "Traceback" not in rescored.output, rescored.output
     assert rescored.err.startswith("not JSON") and str(result) in rescored.err, rescored.err
     assert "InvalidInput" not in rescored.err
+
+
+def test_a_suites_rows_are_in_dataset_order(tmp_path: Path, system_cli: SystemCli) -> None:
+    """coder_eval lists a suite's rows as its dataset does: its first row labels a criterion's aggregate (it was the
+    first id in sort order, "007" before "1", here a row whose value is blank)."""
+    rows = [{"id": "1", "answer": "x,y"}, {"id": "007", "answer": ""}, {"id": "r4", "answer": "z"}]
+    write(tmp_path / "tasks/rows.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
+    check = {"type": "run_command", "description": "nonempty ${row.answer}", "command": 'test -n "${row.answer}"'}
+    task_file(
+        tmp_path / "tasks", "ds", agent={"type": "none"}, dataset={"paths": ["rows.jsonl"]}, success_criteria=[check]
+    )
+    outcome, run = system_cli.run(tmp_path / "tasks", env={})
+    assert outcome.code == 1, outcome.output
+    suite = json.loads((run.path / "default" / "ds" / "suite.json").read_text())
+    assert suite["criterion_aggregates"][0]["description"] == "nonempty x,y"
+    assert [sample["task_id"] for sample in suite["failed_samples"]] == ["ds/007"]

@@ -87,9 +87,10 @@ def write_reports(
 
 
 def suite_rollups(run_dir: Path, results: list[EvaluationResult], suite: list[SuiteEntry]) -> list[SuiteRollup]:
-    """One roll-up per dataset-backed task and variant: every replicate of every row is a row."""
+    """One roll-up per dataset-backed task and variant: every replicate of every row is a row, in the order
+    ``results`` give them (the plan's: ``runs.in_plan_order``)."""
     groups: dict[tuple[str, str], list[EvaluationResult]] = {}
-    for result in sorted(results, key=lambda r: (r.task_id, r.replicate)):
+    for result in results:
         if result.row_id is not None:
             groups.setdefault((result.base_task_id, result.variant_id), []).append(result)
     entries = {(e.base_task_id, e.variant_id, e.criterion_index): e for e in suite}
