@@ -59,6 +59,7 @@ def test_report_renders_its_run_with_the_verdict_of_its_exit_code(system_cli: Sy
     assert "Rendered 4 task.html file(s)" in html.out
     viewer = (upstream / "index.html").read_text()
     assert all(f"default/{task}/{replicate:02d}/task.html" in viewer for task, replicate in EVALUATIONS)
+    assert 'class="verdict FAILED"' in viewer and "count 2 &lt; 5" in viewer  # its suite gate, as the md says
     # its details are text: kept as written
     assert "Includes: 0/1 found; Score: 0.00" in (upstream / "default/hello/00/task.html").read_text()
 
