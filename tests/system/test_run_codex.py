@@ -141,3 +141,26 @@ def test_a_codex_task_naming_no_model_records_the_model_codex_ran_with(
     (model,) = {body["model"] for body in fake.script.requests}
     assert run.result("default_model")["model_used"] == model, outcome.output
     assert table_models(system_cli) == (model, None)
+
+
+def test_codex_stops_at_max_turns_and_a_budget_spent_by_its_last_turn_is_no_error(
+    tmp_path: Path, system_cli: SystemCli, scripted_responses
+) -> None:
+    """max_turns was never read for codex (a coder_eval task's cap ran unbounded); a budget breached by the final
+    text turn interrupted a turn already over, and Codex's refusal ended the run as an ERROR."""
+    steps = [Step(commands=[f"echo {n} >> out.txt"]) for n in range(4)] + [Step(text="Done")]
+    fake = scripted_responses(ResponsesScript(steps))
+    env = {"CODEX_API_KEY": new_key("sk-proj-"), "CODEX_BASE_URL": fake.url, **proxied_through(fake.url)}
+    capped = codex_task(tmp_path / "tasks", "capped", "gpt-5-codex", run_limits={"max_turns": 2})
+    outcome, run = system_cli.run(capped, env=env)
+    result = run.result("capped")
+    assert result["final_status"] == "SUCCESS" and result["max_turns_exhausted"], (result["error_message"], outcome.err)
+    assert (run.evaluation("capped") / "sandbox/out.txt").read_text().split() == ["0", "1"]
+
+    last = scripted_responses(ResponsesScript([Step(text="Hi.", output_tokens=100)]))
+    env = {"CODEX_API_KEY": new_key("sk-proj-"), "CODEX_BASE_URL": last.url, **proxied_through(last.url)}
+    spent = codex_task(tmp_path / "tasks2", "spent", "gpt-5-codex", run_limits={"max_output_tokens": 50})
+    runs = tmp_path / "runs2"
+    outcome = system_cli("run", spent, "--runs-dir", runs, env=env)
+    result = json.loads((runs / "latest/default/spent/00/task.json").read_text())
+    assert result["final_status"] == "TOKEN_BUDGET_EXCEEDED", (result["error_message"], outcome.err)

@@ -128,6 +128,9 @@ class CodexSession:
         self.input.price(turn, self.model)  # Codex reports no cost: its tokens at the run's prices
         self.closed = True
         self.breach = self.breach or self.budget.add(turn)
+        max_turns = self.input.limits.max_turns
+        if max_turns is not None and len(self.output.turns) >= max_turns and turn.calls and not self.halted:
+            self.output.stop_reason = "max_turns"  # its calls' results would go back to the model
 
     def on_item(self, item: Any, completed: bool) -> ToolCallRecord | None:
         kind = getattr(item, "type", None)
@@ -178,8 +181,9 @@ class CodexSession:
 
     @property
     def halted(self) -> bool:
-        """An early stop, a budget breach or the tool-call cap: the turn is interrupted, no exchange follows."""
-        return bool(self.stop_reason or self.breach or self.output.stop_reason == "max_tool_calls")
+        """An early stop, a budget breach, the tool-call cap or max_turns: the turn is interrupted, no exchange
+        follows."""
+        return bool(self.stop_reason or self.breach or self.output.stop_reason in ("max_tool_calls", "max_turns"))
 
     def finish(self) -> AgentOutput:
         self.output.model = self.model
@@ -207,11 +211,22 @@ async def _exchange(thread: Any, agent_input: AgentInput, session: CodexSession,
         elif name == "TurnCompletedNotification":
             status = getattr(payload.turn.status, "value", payload.turn.status)
             if status == "failed" and not session.stop_reason and not session.breach:
-                raise RuntimeError(f"codex turn failed: {payload.turn.error}")
+                error = payload.turn.error
+                raise RuntimeError(f"codex turn failed: {getattr(error, 'message', None) or error}")
             break
         if session.halted:
-            await turn.interrupt()
+            await _interrupt(turn)
             break
+
+
+async def _interrupt(turn: Any) -> None:
+    """Interrupt the turn; one that had just ended (its last usage update breached a budget) has nothing to
+    interrupt, which Codex answers with an error that is no failure of the run."""
+    try:
+        await turn.interrupt()
+    except Exception as exc:
+        if "no active turn" not in str(exc):
+            raise
 
 
 async def _converse(agent_input: AgentInput, session: CodexSession, home: Path, grant: Grant) -> None:
