@@ -14,7 +14,7 @@ import gc
 import os
 import shlex
 import shutil
-import stat
+import subprocess
 import sys
 import tempfile
 from collections.abc import Awaitable, Iterator
@@ -113,8 +113,16 @@ def write_wrapper(home: Path, cli: str, names: list[str], launcher: list[str]) -
     keep = " ".join(f'${{{name}+"{name}=${name}"}}' for name in sorted(set(names)))
     relay = shlex.join([sys.executable, "-I", stdio_relay.__file__, *launcher])
     wrapper = launchers(home) / Path(cli).name
-    wrapper.write_text(f'#!/bin/sh\nexec {relay} env -i {keep} "{cli}" "$@"\n', encoding="utf-8")
-    wrapper.chmod(stat.S_IRWXU)
+    script = f'#!/bin/sh\nexec {relay} env -i {keep} "{cli}" "$@"\n'
+    # Written by a child process, never through a descriptor of this one: a command another evaluation's thread
+    # forks meanwhile would hold that descriptor until its exec, and starting the launcher then fails with
+    # "Text file busy" (ETXTBSY; an evaluation in six at -j 6 was an ERROR).
+    subprocess.run(
+        ["/bin/sh", "-c", 'umask 077 && cat > "$1" && chmod 700 "$1"', "sh", str(wrapper)],
+        input=script.encode(),
+        check=True,
+        timeout=30,
+    )
     return wrapper
 
 
