@@ -458,6 +458,7 @@ class Spend(BaseModel):
     simulator: TokenUsage | None = None
     judge_verdicts_reused: int = 0  # verdicts taken from an earlier scoring: no call made, nothing in ``judges``
     agents_cut_short: int = 0  # TIMEOUT evaluations: their agent stopped before reporting all it spent (a floor)
+    rows_cost_incomplete: int = 0  # rows whose cost is a floor for any reason (a cut turn never costed too)
 
     @classmethod
     def of(cls, rows: list[TaskRow]) -> Spend:
@@ -467,6 +468,7 @@ class Spend(BaseModel):
             simulator=TokenUsage.summed([row.simulator_token_usage for row in rows if row.simulator_token_usage]),
             judge_verdicts_reused=sum(criterion.reused for row in rows for criterion in row.criteria),
             agents_cut_short=sum(row.status == "TIMEOUT" for row in rows),
+            rows_cost_incomplete=sum(not row.cost_complete for row in rows),
         )
 
     @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator on a property; pydantic's way
@@ -480,7 +482,8 @@ class Spend(BaseModel):
         """False when some of the tokens have no cost (a part's sum is ``unknown`` even when others' costs are
         known), or an agent was cut short: the total is then a floor (as each row's ``cost_complete``)."""
         parts = (self.agent, self.judges, self.simulator)
-        return not self.agents_cut_short and all(usage.priced_whole for usage in parts if usage and usage.spent)
+        cut = self.agents_cut_short or self.rows_cost_incomplete
+        return not cut and all(usage.priced_whole for usage in parts if usage and usage.spent)
 
 
 def last_end(results: Iterable[EvaluationResult]) -> str:
