@@ -35,7 +35,7 @@ from .core.models.results import EvaluationResult
 from .core.problems import InvalidInput
 from .core.reports.junit import write_junit
 from .core.reports.notes import threshold_figures
-from .core.reports.run_summary import agent_usd, counts_line, judges_usd, total_usd, usd, why_not_passed
+from .core.reports.run_summary import agent_usd, counts_line, gated, judges_usd, total_usd, usd, why_not_passed
 from .core.reports.shown_text import one_line
 from .core.resolution import Resolution, RowTask, resolve
 from .core.routing import resolve_route, routing_line
@@ -497,7 +497,7 @@ def print_summary(report: RunSummary, run_dir: Path) -> None:
     for column in ("variant", "task", "#", "status", "score", "criteria", "seconds"):
         table.add_column(column, justify="right" if column in ("#", "score", "seconds") else "left")
     for row in shown:
-        gating = [c for c in row.criteria if c.gating]
+        gating = gated(row)
         style = "green" if row.success else "red"
         table.add_row(
             escape(row.variant_id),

@@ -77,3 +77,32 @@ def test_a_failing_score_never_reads_as_its_threshold(tmp_path: Path, system_cli
     for text in [*shown, (run.evaluation("near") / "task.html").read_text()]:
         assert "0.6999999" in text, text
         assert "check\u201d score 0.70" not in text and "score 0.70 <" not in text and "<td>0.700</td>" not in text
+
+
+def test_a_multi_line_commands_failure_and_an_early_stops_advisory_criteria_read_right(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """The why of a failing multi-line pre_run named only its first line (a line that did not fail); an early
+    stop's advisory criteria counted in "criteria passed", so a passing run read 1/2 (task.html: 1/1)."""
+    failing = task_file(
+        tmp_path / "tasks", "ml_err", agent={"type": "none"}, pre_run=[{"command": "echo first\nexit 4\n"}]
+    )
+    calls = [{"tool": "Bash", "command": "echo one"}, {"tool": "Bash", "command": "echo three"}]
+    armed = criterion("command_executed", command_pattern="echo one", stop_early={"on_pass": "stop"})
+    stopped = replay_task_file(
+        tmp_path / "tasks",
+        "stopped",
+        [{"calls": calls, "text": "done"}],
+        success_criteria=[armed, criterion("command_executed", command_pattern="echo three")],
+    )
+    junit = tmp_path / "ci.xml"
+    outcome, run = system_cli.run(tmp_path / "tasks", "--junit", str(junit), env={})
+    assert outcome.code == 1, outcome.output
+    assert "(exit code 4): echo first exit 4" in outcome.out, outcome.out
+    md = (run.path / "run.md").read_text()
+    assert "echo first exit 4" in md and 'message="pre_run command 1 failed (exit code 4): echo first exit 4' in (
+        junit.read_text()
+    )
+    row = next(line for line in md.splitlines() if line.startswith("|") and "stopped" in line)
+    assert run.result("stopped")["final_status"] == "SUCCESS" and "| 1/1 |" in row, row
+    assert stopped.exists() and failing.exists()

@@ -26,7 +26,7 @@ from ..layout import replicate_name, write_atomically
 from ..models.report import RunSummary, SkippedTask, TaskRow
 from ..models.results import CriterionResult
 from .notes import budget_not_run, run_time_notes, sequential_not_run, threshold_figures, verdict_reasons
-from .shown_text import criterion_score
+from .shown_text import criterion_score, one_line
 
 GATES = "suite-gates"
 # ElementTree writes control characters as they are, which is not XML 1.0: they are dropped (an agent's output)
@@ -70,7 +70,7 @@ def _testcase(suite: ET.Element, row: TaskRow) -> None:
             if value is not None:
                 ET.SubElement(element, "property", name=name, value=_safe(str(value)))
     if row.category == "error":
-        message = (row.error_message or row.status).splitlines()[0]
+        message = one_line(row.error_message or row.status)
         error = ET.SubElement(case, "error", type=row.status, message=_safe(message))
         error.text = _safe(row.error_message or "")
     elif not row.success:

@@ -7,7 +7,7 @@ import re
 
 from ..layout import RUN_VIEWER, replicate_name, report_path
 from ..models.report import RunSummary, Spend, TaskRow
-from ..models.results import EvaluationResult, TokenUsage
+from ..models.results import CriterionResult, EvaluationResult, TokenUsage
 from ..suite import SuiteEntry
 from .notes import run_time_notes, threshold_figures
 from .shown_text import criterion_score, one_line
@@ -23,10 +23,16 @@ def failing_criteria(row: TaskRow) -> list[str]:
 
 
 def why_not_passed(row: TaskRow) -> str:
-    """One line: the error, or the gating criteria that failed (type, description, score)."""
+    """One line: the error (a multi-line command's whole text, on one line), or the gating criteria that failed
+    (type, description, score)."""
     if row.error_message:
-        return row.error_message.splitlines()[0]
+        return one_line(row.error_message)
     return "; ".join(failing_criteria(row))
+
+
+def gated(row: TaskRow) -> list[CriterionResult]:
+    """The criteria its verdict rests on: gating, and not advisory (an early stop's unarmed ones are)."""
+    return [c for c in row.criteria if c.gating and not c.advisory]
 
 
 def run_passed(results: list[EvaluationResult], suite: list[SuiteEntry]) -> bool:
@@ -97,7 +103,7 @@ def render_run_md(report: RunSummary) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for row in report.task_results:
-        gating = [c for c in row.criteria if c.gating]
+        gating = gated(row)
         number = replicate_name(row.replicate_index)
         why = "" if row.success else why_not_passed(row)
         link = report_path(row.variant_id, row.task_id, row.replicate_index)
@@ -155,7 +161,7 @@ def _spend_lines(report: RunSummary) -> list[str]:
             else "–"
         )
         lines.append(
-            f"| {md_cell(variant)} | {tokens} | {usd(agent)} | {judges_usd(spend)} | {usd(spend.simulator)} "
+            f"| {md_cell(variant)} | {tokens} | {agent_usd(spend)} | {judges_usd(spend)} | {usd(spend.simulator)} "
             f"| {total_usd(spend)} |"
         )
     return lines
