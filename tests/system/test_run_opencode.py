@@ -158,8 +158,13 @@ def test_early_stop_and_max_turns_stop_the_cli(tmp_path: Path, system_cli: Syste
     tasks = tmp_path / "tasks"
     opencode_task(tasks, "guarded", success_criteria=[guard], run_limits={"max_turns": 10})
     opencode_task(tasks, "capped", run_limits={"max_turns": 2})
+    opencode_task(tasks, "called", run_limits={"max_turns": 10, "max_tool_calls": 2})  # it was never read
     env = {"OPENCODE_BASE_URL": fake.url, "OPENCODE_API_KEY": new_key(), **proxied_through(fake.url)}
     outcome, run = system_cli.run(tasks, env=env)
+    called = run.result("called")
+    assert called["final_status"] == "SUCCESS" and len(calls_of(called)) == 2, (called["error_message"], outcome.out)
+    assert "run_limits.max_tool_calls (2) reached: the agent was stopped there" in called["warnings"]
+    assert not (run.evaluation("called") / "sandbox/late.txt").exists()
 
     guarded, capped = run.result("guarded"), run.result("capped")
     assert guarded["stopped_early"] and guarded["early_stop_reason"] == "criterion_failed", outcome.output

@@ -363,7 +363,7 @@ class OpencodeSession:
 
     @property
     def stopping(self) -> bool:
-        return bool(self.stop_reason or self.breach or self.output.stop_reason == "max_turns")
+        return bool(self.stop_reason or self.breach or self.output.stop_reason in ("max_turns", "max_tool_calls"))
 
     def on_line(self, line: bytes) -> None:
         try:
@@ -418,6 +418,10 @@ class OpencodeSession:
         watcher = self.input.watcher
         reason = watcher.observe(call) if watcher else None
         self.stop_reason = self.stop_reason or reason
+        # opencode reports a call once it ran, so none can be refused: at the cap, no model request follows (the
+        # call past it is never asked for) and the CLI is stopped
+        if self.input.calls_exhausted(sum(len(t.calls) for t in self.output.turns)):
+            self.output.stop_at_tool_cap(self.input.limits.max_tool_calls)
 
     def _finish_turn(self, part: dict[str, Any]) -> None:
         """A model round trip's usage and cost; then the budgets and max_turns."""
