@@ -160,7 +160,9 @@ def test_early_stop_and_max_turns_stop_the_cli(tmp_path: Path, system_cli: Syste
     opencode_task(tasks, "capped", run_limits={"max_turns": 2})
     opencode_task(tasks, "called", run_limits={"max_turns": 10, "max_tool_calls": 2})  # it was never read
     env = {"OPENCODE_BASE_URL": fake.url, "OPENCODE_API_KEY": new_key(), **proxied_through(fake.url)}
-    outcome, run = system_cli.run(tasks, env=env)
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("models:\n  custom/qwen-test: {input_per_mtok: 1.0, output_per_mtok: 2.0}\n")
+    outcome, run = system_cli.run(tasks, "--prices", str(prices), env=env)
     called = run.result("called")
     assert called["final_status"] == "SUCCESS" and len(calls_of(called)) == 2, (called["error_message"], outcome.out)
     assert "run_limits.max_tool_calls (2) reached: the agent was stopped there" in called["warnings"]
@@ -168,6 +170,9 @@ def test_early_stop_and_max_turns_stop_the_cli(tmp_path: Path, system_cli: Syste
 
     guarded, capped = run.result("guarded"), run.result("capped")
     assert guarded["stopped_early"] and guarded["early_stop_reason"] == "criterion_failed", outcome.output
+    # the CLI was stopped before the deciding turn's usage came: that billed round trip has no cost, a floor
+    rows = {row["task_id"]: row for row in run.summary["task_results"]}
+    assert rows["guarded"]["cost_complete"] is False and rows["capped"]["cost_complete"] is True
     assert guarded["final_status"] == "FAILURE" and guarded["turns_remaining_at_stop"] == 8
     assert calls_of(guarded)[-1][2] == "git push --force"
     # max_turns: two round trips, the second one's call run, no third one; the run is scored as it stands

@@ -195,6 +195,7 @@ async def _exchange(thread: Any, agent_input: AgentInput, session: CodexSession,
     from openai_codex import Sandbox
 
     turn = await thread.turn(prompt, sandbox=Sandbox.full_access)
+    interrupted = False
     async for event in turn.stream():
         payload = event.payload
         name = type(payload).__name__
@@ -210,13 +211,13 @@ async def _exchange(thread: Any, agent_input: AgentInput, session: CodexSession,
                 session.output.stop_at_tool_cap(agent_input.limits.max_tool_calls)
         elif name == "TurnCompletedNotification":
             status = getattr(payload.turn.status, "value", payload.turn.status)
-            if status == "failed" and not session.stop_reason and not session.breach:
+            if status == "failed" and not session.halted:
                 error = payload.turn.error
                 raise RuntimeError(f"codex turn failed: {getattr(error, 'message', None) or error}")
             break
-        if session.halted:
+        if session.halted and not interrupted:  # the rest is read to the turn's end: the cut call, its usage
+            interrupted = True
             await _interrupt(turn)
-            break
 
 
 async def _interrupt(turn: Any) -> None:
