@@ -166,6 +166,13 @@ class AgentOutput:
         self.final_text = texts[-1] if texts else None
         return self
 
+    def uncosted_are_unknown(self) -> None:
+        """Turns whose usage never came (the CLI stopped mid round trip, a round trip the API billed): their cost is
+        ``unknown``, not 0, so the run's cost says it is a floor (``cost_complete``)."""
+        for turn in self.turns:
+            if turn.cost_source is None:
+                turn.cost_source = "unknown"
+
     def stop_at_tool_cap(self, cap: int | None) -> None:
         """``run_limits.max_tool_calls`` reached: the agent stops here, and the result's warnings say so."""
         if self.stop_reason != "max_tool_calls":

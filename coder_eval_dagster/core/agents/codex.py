@@ -187,6 +187,7 @@ class CodexSession:
 
     def finish(self) -> AgentOutput:
         self.output.model = self.model
+        self.output.uncosted_are_unknown()
         return self.output.conclude(self.budget, self.breach, self.stop_reason, self.input.limits.max_turns)
 
 

@@ -455,6 +455,7 @@ class OpencodeSession:
         return self.error or redact(f"opencode exited with code {code}" + (f" (stderr: {said})" if said else ""))
 
     def finish(self) -> AgentOutput:
+        self.output.uncosted_are_unknown()
         return self.output.conclude(self.budget, self.breach, self.stop_reason, self.input.limits.max_turns)
 
 

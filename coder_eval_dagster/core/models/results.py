@@ -915,7 +915,7 @@ class EvaluationResult(BaseModel):
         """False when the costs are a floor: the agent, a judge or the simulated user spent tokens without a cost,
         or the agent was cut off by a timeout or before a turn's usage came (an early stop interrupting a round
         trip the API billed: that turn was never costed)."""
-        if self.final_status == "TIMEOUT" or any(turn.cost_source is None for turn in self.trajectory):
+        if self.final_status == "TIMEOUT" or any(turn.cost_source == "unknown" for turn in self.trajectory):
             return False
         return all(
             _priced(usage) for usage in (self.total_token_usage, self.judge_token_usage, self.simulator_token_usage)
