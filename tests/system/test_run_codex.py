@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from genai_prices import Usage, calc_price
@@ -143,16 +144,20 @@ def test_a_codex_task_naming_no_model_records_the_model_codex_ran_with(
     assert table_models(system_cli) == (model, None)
 
 
+def four_echoes(tmp_path: Path, system_cli: SystemCli, scripted_responses: Any, limits: dict[str, int]) -> Any:
+    """The ``capped`` task under ``limits``, run against four turns of one ``echo N >> out.txt`` each, then text."""
+    steps = [Step(commands=[f"echo {n} >> out.txt"]) for n in range(4)] + [Step(text="Done")]
+    fake = scripted_responses(ResponsesScript(steps))
+    env = {"CODEX_API_KEY": new_key("sk-proj-"), "CODEX_BASE_URL": fake.url, **proxied_through(fake.url)}
+    return system_cli.run(codex_task(tmp_path / "tasks", "capped", "gpt-5-codex", run_limits=limits), env=env)
+
+
 def test_codex_stops_at_max_turns_and_a_budget_spent_by_its_last_turn_is_no_error(
     tmp_path: Path, system_cli: SystemCli, scripted_responses
 ) -> None:
     """max_turns was never read for codex (a coder_eval task's cap ran unbounded); a budget breached by the final
     text turn interrupted a turn already over, and Codex's refusal ended the run as an ERROR."""
-    steps = [Step(commands=[f"echo {n} >> out.txt"]) for n in range(4)] + [Step(text="Done")]
-    fake = scripted_responses(ResponsesScript(steps))
-    env = {"CODEX_API_KEY": new_key("sk-proj-"), "CODEX_BASE_URL": fake.url, **proxied_through(fake.url)}
-    capped = codex_task(tmp_path / "tasks", "capped", "gpt-5-codex", run_limits={"max_turns": 2})
-    outcome, run = system_cli.run(capped, env=env)
+    outcome, run = four_echoes(tmp_path, system_cli, scripted_responses, {"max_turns": 2})
     result = run.result("capped")
     assert result["final_status"] == "SUCCESS" and result["max_turns_exhausted"], (result["error_message"], outcome.err)
     assert (run.evaluation("capped") / "sandbox/out.txt").read_text().split() == ["0", "1"]
@@ -171,11 +176,7 @@ def test_the_call_that_passes_max_tool_calls_is_recorded_as_it_ran(
 ) -> None:
     """Codex cannot refuse a call: it is interrupted as the call past the cap starts. The stream was left there, so
     a command that ran anyway was missing from the trajectory, and its turn's usage too."""
-    steps = [Step(commands=[f"echo {n} >> out.txt"]) for n in range(4)] + [Step(text="Done")]
-    fake = scripted_responses(ResponsesScript(steps))
-    env = {"CODEX_API_KEY": new_key("sk-proj-"), "CODEX_BASE_URL": fake.url, **proxied_through(fake.url)}
-    task = codex_task(tmp_path / "tasks", "capped", "gpt-5-codex", run_limits={"max_tool_calls": 2})
-    outcome, run = system_cli.run(task, env=env)
+    outcome, run = four_echoes(tmp_path, system_cli, scripted_responses, {"max_tool_calls": 2})
     result = run.result("capped")
     assert "run_limits.max_tool_calls (2) reached: the agent was stopped there" in result["warnings"], outcome.out
     ran = (run.evaluation("capped") / "sandbox/out.txt").read_text().split()
