@@ -29,6 +29,7 @@ from .cli_options import (
 )
 from .compare_cli import add_commands as add_compare_commands
 from .core import credentials
+from .core.files import real_path
 from .core.layout import LATEST_LINK, TABLES_DIR
 from .core.models.sandbox import unbound_limits
 from .core.preflight import check_environment, dagster_home
@@ -41,7 +42,6 @@ from .core.resolution import (
     load_experiment,
     load_trajectory,
     missing_experiment,
-    real_path,
     resolve,
 )
 from .core.routing import RouteError

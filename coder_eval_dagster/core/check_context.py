@@ -62,8 +62,8 @@ class CheckContext:
         ignored = effective_ignore_patterns(self.sandbox.config.ignore_patterns)
         return [
             match
-            for match in sandbox_glob(self.path, pattern)
-            if self.path(match).is_file()
+            for match, real in sandbox_glob(self.path, pattern)
+            if real.is_file()
             and not any(part not in spelled and _ignored(part, ignored) for part in match.split("/")[:-1])
         ]
 

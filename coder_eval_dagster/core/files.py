@@ -254,6 +254,12 @@ def read_opened_text(opened: Callable[[], int], cap: int, shown: str) -> tuple[s
     return universal_newlines(decoded(data[:cap])), truncated
 
 
+def real_path(path: Path) -> Path:
+    """``path`` through its links, as ``Path.resolve`` gives it, except that a link loop is a path (whose reading
+    then fails as a file's does), not Python 3.11's ``RuntimeError``."""
+    return Path(os.path.realpath(path))
+
+
 UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
 

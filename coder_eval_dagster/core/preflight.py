@@ -13,6 +13,7 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .files import real_path
 from .layout import TABLES_DIR, is_run_folder, partition_folder, run_folder_above
 
 NAME_MAX = 255  # bytes in one path component (ext4, xfs, btrfs, tmpfs)
@@ -64,7 +65,7 @@ def path_problem(path: Path, what: str) -> str | None:
 def inside_run_problem(folder: Path, what: str) -> str | None:
     """A folder that is a run folder or lies in one (``--runs-dir runs/latest``): what is written there would
     overwrite that run's viewer and be counted in its results."""
-    real = Path(os.path.realpath(folder))  # through ``latest``; a link loop stays a path, not an error
+    real = real_path(folder)  # through ``latest``
     run = real if is_run_folder(real) else run_folder_above(real)
     if run is None:
         return None

@@ -26,7 +26,7 @@ from pydantic import TypeAdapter, ValidationError
 from .atif import is_atif, replay_trajectory
 from .criteria import criterion_union, on_change
 from .datasets import CLI_SAMPLE_SEED, Row, load_rows, sample_rows, split_rows, substitute
-from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text, regular_file_problem
+from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text, real_path, regular_file_problem
 from .layout import CHECKPOINT_FILE, PLAN_FILE, RESULT_FILE, SANDBOX_DIR, is_runs_folder
 from .models.agent import AgentConfig
 from .models.base import MOVED_TO_RUN_LIMITS, RejectsMovedLimits, did_you_mean
@@ -244,12 +244,6 @@ def _run_output(folder: Path) -> bool:
         return is_runs_folder(folder)
     except PermissionError:
         return False
-
-
-def real_path(path: Path) -> Path:
-    """``path`` through its links, as ``Path.resolve`` gives it, except that a link loop is a path (whose reading
-    then fails as a file's does), not Python 3.11's ``RuntimeError``."""
-    return Path(os.path.realpath(path))
 
 
 def _real_file(path: Path) -> Path:

@@ -26,8 +26,8 @@ Resolve = Callable[[str], Path]  # a sandbox-relative path -> where it is on thi
 Found = tuple[str, Path]  # a sandbox-relative path and where it is on this machine
 
 
-def sandbox_glob(resolve: Resolve, pattern: str) -> list[str]:
-    """The sandbox-relative paths (files and folders) that ``pattern`` matches, sorted."""
+def sandbox_glob(resolve: Resolve, pattern: str) -> list[Found]:
+    """The sandbox-relative paths (files and folders) that ``pattern`` matches, sorted, each with where it is."""
     try:
         found: list[Found] = [("", resolve("."))]
     except (OSError, ValueError):
@@ -35,33 +35,34 @@ def sandbox_glob(resolve: Resolve, pattern: str) -> list[str]:
     for part in PurePosixPath(pattern).parts:
         if part == "**":
             found = [below for base in found for below in _folders_below(base)]
-        elif any(c in part for c in GLOB_CHARACTERS):
-            matches = re.compile(fnmatch.translate(part)).fullmatch
-            found = [child for base in found for child in _children(resolve, base, matches)]
         elif part != ".":
-            found = [child for base in found for child in _children(resolve, base, part.__eq__)]
+            found = [child for base in found for name in _named(base, part) for child in _child(resolve, base, name)]
         found = list(dict(found).items())
-    return sorted(path for path, _ in found if path)
+    return sorted((path, real) for path, real in found if path)
 
 
-def _children(resolve: Resolve, base: Found, wanted: Callable[[str], object]) -> Iterator[Found]:
-    """The entries of ``base`` whose names are ``wanted``; a link is followed as the sandbox sees it."""
-    folder, real = base
+def _named(base: Found, part: str) -> list[str]:
+    """The names in ``base`` that a pattern's part names: itself when it holds no wildcard (no listing needed),
+    never ``..`` (no folder lists it)."""
+    if not any(c in part for c in GLOB_CHARACTERS):
+        return [part] if part != ".." else []
+    matches = re.compile(fnmatch.translate(part)).fullmatch
     try:
-        names = os.listdir(real)
+        return [name for name in os.listdir(base[1]) if matches(name)]
     except OSError:  # not a folder, gone
-        return
-    for name in names:
-        if not wanted(name):
-            continue
-        path, child = _joined(folder, name), real / name
-        if child.is_symlink():
-            try:
-                child = resolve(path)
-            except (OSError, ValueError):  # out of the sandbox, a loop of links
-                continue
-        if child.exists():
-            yield path, child
+        return []
+
+
+def _child(resolve: Resolve, base: Found, name: str) -> list[Found]:
+    """``name`` in ``base``, when it is there; a link is followed as the sandbox sees it (never out of it)."""
+    folder, real = base
+    path, child = _joined(folder, name), real / name
+    if child.is_symlink():
+        try:
+            child = resolve(path)
+        except (OSError, ValueError):  # out of the sandbox, a loop of links
+            return []
+    return [(path, child)] if child.exists() else []
 
 
 def _folders_below(base: Found) -> Iterator[Found]:
