@@ -106,3 +106,21 @@ def test_a_multi_line_commands_failure_and_an_early_stops_advisory_criteria_read
     row = next(line for line in md.splitlines() if line.startswith("|") and "stopped" in line)
     assert run.result("stopped")["final_status"] == "SUCCESS" and "| 1/1 |" in row, row
     assert stopped.exists() and failing.exists()
+
+
+def test_a_price_file_prices_a_replayed_trajectorys_recorded_cost(tmp_path: Path, system_cli: SystemCli) -> None:
+    """A recorded turn's cost_usd is the recording's figure unless the run's price file prices the model."""
+    usage = {"input_tokens": 1_000_000, "output_tokens": 0, "cost_usd": 0.004}
+    task = replay_task_file(
+        tmp_path / "tasks",
+        "gateway",
+        [{"usage": usage, "text": "done"}],
+        agent={"type": "replay", "trajectory": "gateway.traj.yaml", "model": "my-gw-model"},
+        success_criteria=[criterion("file_exists", path="nothing.txt")],
+    )
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("models:\n  my-gw-model: {input_per_mtok: 5, output_per_mtok: 5}\n")
+    outcome, run = system_cli.run(task, "--prices", str(prices), env={})
+    (turn,) = run.result("gateway")["iterations"][0]["turns"]
+    assert (turn["cost_usd"], turn["cost_source"]) == (5.0, "priced"), outcome.output
+    assert "agent $5.0000 (priced)" in outcome.out, outcome.out
