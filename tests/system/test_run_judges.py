@@ -304,3 +304,20 @@ def test_the_spend_line_says_a_judges_cost_is_unknown(
     outcome, _ = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
     assert outcome.code == 0, outcome.output
     assert "spend [default]: agent –, judges unknown, simulated user –; total –" in outcome.out, outcome.out
+
+
+def test_an_agent_judge_is_offered_the_write_tools_its_block_names(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    """As coder_eval lays the judge's block over its defaults (Write was silently dropped); the defaults offer none."""
+    fake = scripted_anthropic(Script([Turn(text='{"score": 1.0, "rationale": "fine"}')] * 2))
+    named = {"allowed_tools": ["Bash", "Read", "Write"]}
+    judges = [
+        {"type": "agent_judge", "description": "writer", "prompt": "Grade.", "max_turns": 3, "agent": named},
+        {"type": "agent_judge", "description": "default", "prompt": "Grade.", "max_turns": 3},
+    ]
+    task = replay_task_file(tmp_path / "tasks", "judged", [{"text": "done"}], success_criteria=judges)
+    outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
+    assert outcome.code == 0 and run.result("judged")["final_status"] == "SUCCESS", outcome.output
+    offered = sorted(sorted(tool["name"] for tool in body["tools"]) for body in fake.script.agent_requests())
+    assert offered == [["Bash", "Glob", "Grep", "Read"], ["Bash", "Read", "Write"]], offered
