@@ -176,3 +176,28 @@ def test_a_replayed_dialog_stops_on_criteria_pass_only_when_the_trajectory_crite
     assert result["final_status"] == "SUCCESS", result["success_criteria_results"]
     assert (result["simulation"]["total_turns"], result["simulation"]["stop_reason"]) == (3, "criteria_passed")
     assert [m["criteria_passed"] for m in result["dialog"] if m["role"] == "agent"] == [False, False, True]
+
+
+def test_an_agent_that_fails_in_an_exchange_leaves_no_made_up_reply(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    """Exchange 2's model call fails: the dialog ends in error, and no "(the assistant replied with no text)" reply
+    is recorded for it, in task.json or the dialog_turns table."""
+    fake = scripted_anthropic(
+        Script(
+            [Turn(text="What should out.txt say?"), Turn(text="never")],
+            user_replies=["It should say done."],
+            fail_from_turn=1,
+            fail_status=400,
+        )
+    )
+    simulation = {"enabled": True, "persona": "a product owner", "goal": "out.txt says done", "max_turns": 4}
+    task = claude_code_task(tmp_path / "tasks", "dialog", initial_prompt="Please write out.txt", simulation=simulation)
+    outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
+    result = run.result("dialog")
+    assert result["final_status"] == "ERROR" and result["simulation"]["stop_reason"] == "error", outcome.output
+    assert [(m["role"], m["text"]) for m in result["dialog"]] == [
+        ("user", "Please write out.txt"),
+        ("agent", "What should out.txt say?"),
+        ("user", "It should say done."),
+    ]
