@@ -21,7 +21,7 @@ from ..support.docker_engine import ensure_engine_and_image
 from ..support.helpers import criterion, task_with, write_task
 from ..support.postgres_server import running_postgres
 
-# One worker runs both tests (make test: --dist loadgroup): they share one code image build and one
+# One worker runs the module (make test: --dist loadgroup): its tests share one code image build and one
 # PostgreSQL, and two deployments launching run containers at once on two cores overran their deadlines.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("docker-deployment")]
 ROWS = 40
@@ -105,29 +105,13 @@ def _assert_each_evaluation_once(root: Path, instance: dg.DagsterInstance, runs:
     assert sorted(results["task_id"]) == KEYS and results["success"].all()
 
 
-def test_backfill_spreads_over_run_containers(
+def test_a_backfill_spreads_over_run_containers_and_retries_a_killed_one(
     tmp_path: Path,
     postgres_url: str,
     code_image: str,
 ) -> None:
-    with deployment(tmp_path, postgres_url, code_image, []) as (services, instance):
-        backfill_id = launch_backfill(services, BACKFILLED)
-        backfill = wait_for_backfill(services, backfill_id, timeout=420)
-        runs = _backfill_runs(instance, tmp_path, backfill_id, backfill)
-        failed = [r for r in runs if r.status != dg.DagsterRunStatus.SUCCESS]
-        assert not failed, "\n".join(_failures(instance, failed))[:5000]
-        assert len(_selecting(runs, "criteria_scores")) == ROWS // PER_RUN
-        assert len(_selecting(runs, "suite_metrics")) == 1 and len(runs) == ROWS // PER_RUN + 1
-        containers = {r.tags.get("docker/container_id") for r in runs}
-        assert None not in containers and len(containers) == len(runs)  # each run in its own container
-        _assert_each_evaluation_once(tmp_path, instance, runs)
-
-
-def test_a_killed_chunk_run_is_retried(
-    tmp_path: Path,
-    postgres_url: str,
-    code_image: str,
-) -> None:
+    """One deployment for both (each costs minutes on two cores): the chunks, each in a container of its own, and
+    the chunk whose container is killed mid-run retried by Dagster, every evaluation counted once."""
     import docker
 
     slow = [{"command": "sleep 6"}]  # every evaluation: a chunk is still running when its container is killed
@@ -140,6 +124,12 @@ def test_a_killed_chunk_run_is_retried(
         retries = [r for r in runs if r.tags.get("dagster/parent_run_id") == victim.run_id]
         assert instance.get_run_by_id(victim.run_id).status == dg.DagsterRunStatus.FAILURE  # type: ignore[union-attr]
         assert [r.status for r in retries] == [dg.DagsterRunStatus.SUCCESS]
+        failed = [r for r in runs if r.status != dg.DagsterRunStatus.SUCCESS and r.run_id != victim.run_id]
+        assert not failed, "\n".join(_failures(instance, failed))[:5000]
+        assert len(_selecting(runs, "criteria_scores")) == ROWS // PER_RUN + 1  # the chunks and the retry
+        assert len(_selecting(runs, "suite_metrics")) == 1 and len(runs) == ROWS // PER_RUN + 2
+        containers = {r.tags.get("docker/container_id") for r in runs}
+        assert None not in containers and len(containers) == len(runs)  # each run in its own container
         _assert_each_evaluation_once(tmp_path, instance, runs)
 
 

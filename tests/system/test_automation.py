@@ -33,6 +33,7 @@ BIN = Path(sys.executable).parent
 T = TypeVar("T")
 AGENTLESS = {"agent": {"type": "none"}, "initial_prompt": None, "sandbox": {"python": None}}
 TICK_TIMEOUT_S, RUN_TIMEOUT_S = 60, 180
+NIGHTLY_AFTER_S = 90  # dev's start and the first run, with room for a loaded machine
 
 
 class Operator:
@@ -191,8 +192,15 @@ def rows(*entries: dict[str, str]) -> Callable[[dict[str, Any]], None]:
 R1, R2, R3 = {"id": "r1"}, {"id": "r2", "note": "edited"}, {"id": "r3"}
 
 
+def next_minute_after(seconds: float) -> datetime:
+    """The first minute boundary at least ``seconds`` from now (a cron tick falls on one)."""
+    return (datetime.now(UTC) + timedelta(seconds=seconds + 59)).replace(second=0, microsecond=0)
+
+
 def test_sensor_and_schedule_under_the_daemon(tmp_path: Path) -> None:
-    nightly = datetime.now(UTC) + timedelta(minutes=4)  # one cron tick, 3 to 4 minutes from now
+    # the cron tick once the first run is in (a few seconds' work; 15 s on a quiet machine), before any edit:
+    # waiting for it after the edits left the daemon idle for minutes
+    nightly = next_minute_after(NIGHTLY_AFTER_S)
     operator = Operator(tmp_path, f"{nightly.minute} {nightly.hour} * * *")
     assert operator.init_home() == f"wrote: {tmp_path / 'home/dagster.yaml'}\n"
     project(operator.tasks)
@@ -206,12 +214,25 @@ def test_sensor_and_schedule_under_the_daemon(tmp_path: Path) -> None:
         assert operator.tasks_registered() == ["alpha", "beta/r1", "beta/r2"]
         assert operator.materialized(first) == ["alpha|default", "beta/r1|default", "beta/r2|default"]
 
+        # a key no served file defines (a `coder-eval run` of a file elsewhere registers its keys too)
+        operator.instance.add_dynamic_partitions("task", ["elsewhere"])
+
+        # the cron tick: a run over the registered row-tasks the files define
+        until_night = (nightly - datetime.now(UTC)).total_seconds()
+        assert until_night > 0, "the first run ended after the cron tick: raise NIGHTLY_AFTER_S"
+        (night,) = operator.runs_of(
+            dg.RunsFilter(tags={"coder_eval/trigger": "nightly"}), 1, until_night + RUN_TIMEOUT_S
+        )
+        assert night.tags["coder_eval/night"] == nightly.strftime("%Y-%m-%d")
+        assert night.tags["dagster/asset_partition_range_end"] == "beta/r2|default"
+        assert operator.materialized(night) == ["alpha|default", "beta/r1|default", "beta/r2|default"]
+
         # an edit (one criterion's text): a run of that row-task only, where its key is
         clock = time.monotonic()
         (edited,) = operator.change(edit_yaml(alpha, describe("edited")))
         print(f"edit to its run's success: {time.monotonic() - clock:.1f} s")
         assert operator.materialized(edited) == ["alpha|default"]
-        assert operator.tasks_registered() == ["alpha", "beta/r1", "beta/r2"]
+        assert operator.tasks_registered() == ["alpha", "beta/r1", "beta/r2", "elsewhere"]
 
         # the revert: the first tick's fingerprint again, and a run again (a new run key)
         (reverted,) = operator.change(edit_yaml(alpha, describe("a run_command check")))
@@ -246,23 +267,11 @@ def test_sensor_and_schedule_under_the_daemon(tmp_path: Path) -> None:
             edit_yaml(beta, rows(R2, R3))()
 
         assert operator.change(fixed_and_row_deleted) == []
-        assert operator.tasks_registered() == ["alpha", "beta/r2", "beta/r3"]
+        assert operator.tasks_registered() == ["alpha", "beta/r2", "elsewhere", "beta/r3"]
 
         # a deleted file: its partitions are retired
         assert operator.change(alpha.unlink) == []
-        assert operator.tasks_registered() == ["beta/r2", "beta/r3"]
-
-        # a key no served file defines (a `coder-eval run` of a file elsewhere registers its keys too)
-        operator.instance.add_dynamic_partitions("task", ["elsewhere"])
-
-        # the cron tick: a run over the registered row-tasks the files define (beta/r2 registered throughout)
-        until_night = (nightly - datetime.now(UTC)).total_seconds()
-        (night,) = operator.runs_of(
-            dg.RunsFilter(tags={"coder_eval/trigger": "nightly"}), 1, until_night + RUN_TIMEOUT_S
-        )
-        assert night.tags["coder_eval/night"] == nightly.strftime("%Y-%m-%d")
-        assert night.tags["dagster/asset_partition_range_end"] == "beta/r3|default"
-        assert operator.materialized(night) == ["beta/r2|default", "beta/r3|default"]
+        assert operator.tasks_registered() == ["beta/r2", "elsewhere", "beta/r3"]  # only its own keys retired
 
         for name in ("task_files_sensor", "summary_after_chunks", "nightly_suite"):
             failed = [tick.error for tick in operator.ticks(name) if tick.status.value == "FAILURE"]
