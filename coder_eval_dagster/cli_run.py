@@ -57,6 +57,7 @@ from .core.sandbox.tempdir import prewarm_namespaces
 from .core.sequential_run import batch_results, in_batches, may_start
 
 MAX_TABLE_ROWS = 40
+LOG_WIDTH = 400  # columns of a CI log's lines: wide enough for a 100-character id in each id column
 
 
 def run_context(options: RunOptions) -> RunContext:
@@ -482,14 +483,24 @@ def _report(run_dir: Path, junit: Path | None = None) -> int:
     return exit_codes.OK if report.passed else exit_codes.FAILED
 
 
+def terminal(stderr: bool = False) -> Any:
+    """Rich's console, as wide as the terminal; in a CI log (no terminal, no COLUMNS) no line is wrapped at rich's
+    80 columns, where a suite gate's verdict went to a line of its own and a grep for it found nothing."""
+    from rich.console import Console
+
+    console = Console(stderr=stderr)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = LOG_WIDTH
+    return console
+
+
 def print_summary(report: RunSummary, run_dir: Path) -> None:
     """A table of the evaluations (those that did not pass, when there are many), why each failed, the suite
     thresholds and the verdict."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    console = Console()
+    console = terminal()
     rows = report.task_results
     failed = [row for row in rows if not row.success]
     shown = rows if len(rows) <= MAX_TABLE_ROWS else failed[:MAX_TABLE_ROWS]
@@ -575,10 +586,8 @@ class StageProgress:
     """
 
     def __init__(self, total: int, rescore: bool):
-        from rich.console import Console
-
         self.total = total
-        self.console = Console(stderr=True)
+        self.console = terminal(stderr=True)
         self.lines = {"finish": "scored"} if rescore else dict(PROGRESS_LINES)
         self.done = dict.fromkeys(self.lines, 0)
         self.logged_at = dict.fromkeys(self.lines, 0.0)

@@ -73,9 +73,9 @@ def _emit(text: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
     else:
-        from .core.layout import write_atomically
+        from .core.layout import write_output
 
-        write_atomically(output, text)
+        write_output(output, text)
 
 
 @_guarded
@@ -85,6 +85,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from .core.compare.render import render_json, render_markdown, render_table
     from .core.compare.rows import load_run
 
+    for run_dir in (args.run_dir, args.other_run_dir):
+        _refuse_unfinished(run_dir)
     page = args.output or _default_page(args.run_dir, args.other_run_dir) if args.format == "html" else None
     first = load_run(args.run_dir)
     if args.other_run_dir is None:
@@ -102,6 +104,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
     }
     _emit(renderers[args.format](), args.output)
     return exit_codes.OK
+
+
+def _refuse_unfinished(run_dir: Path | None) -> None:
+    """A run cut short (killed, interrupted) before its summary, as `report` refuses it: its comparison would read
+    as the run's result over the evaluations that happened to finish."""
+    from .cli_run import incomplete, unfinished
+    from .core.compare.rows import CompareError
+    from .core.layout import RUN_FILE, is_run_folder
+    from .core.runs import load_run
+
+    if run_dir is None or not run_dir.is_dir() or not is_run_folder(run_dir) or (run_dir / RUN_FILE).is_file():
+        return
+    run = load_run(run_dir)
+    missing = unfinished(run)
+    if missing:
+        raise CompareError(incomplete(run, missing))
 
 
 def _default_page(run_dir: Path, other_run_dir: Path | None) -> Path:

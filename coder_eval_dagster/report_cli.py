@@ -34,6 +34,7 @@ from .core.layout import (
     read_record,
     run_results,
     write_atomically,
+    write_output,
 )
 from .core.models.report import RunSummary, SuiteRollup, TaskRow, last_end
 from .core.models.results import instant
@@ -195,7 +196,7 @@ def render_md(run_dir: Path, output: Path | None) -> int:
     if output is None:
         sys.stdout.write(text)
     else:
-        write_atomically(output, text)
+        write_output(output, text)
         print(f"[OK] Markdown report written to {output}")
     return exit_codes.OK
 
@@ -229,7 +230,7 @@ def render_one_html(run_dir: Path, output: Path) -> int:
         return _fail(f"-f html -o FILE writes the report of a run of one evaluation; {run_dir} has {len(found)}")
     (path, result) = next(iter(found.items()))
     output.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(output, render_task_html(result, path.parent))
+    write_output(output, render_task_html(result, path.parent))
     print(f"[OK] Wrote {output}")
     return exit_codes.OK
 

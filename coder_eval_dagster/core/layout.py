@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -282,6 +283,23 @@ def write_atomically(path: Path, data: bytes | str) -> None:
             temporary.write_text(data, encoding="utf-8")
         else:
             temporary.write_bytes(data)
+
+
+def write_output(path: Path, data: bytes | str) -> None:
+    """A file the user named (`-o`, `--junit`): written through a link, as coder_eval's `write_text` does (the
+    link replaced by a file left `-o /dev/stdout` a regular file in /dev); a device or a pipe written as it is."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:  # not there yet, or a link to nothing yet: made
+        mode = stat.S_IFREG
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):  # a folder: refused by the rename, naming it
+        write_atomically(Path(os.path.realpath(path)), data)
+    elif isinstance(data, str):
+        with path.open("w", encoding="utf-8") as stream:
+            stream.write(data)
+    else:
+        with path.open("wb") as stream:
+            stream.write(data)
 
 
 @contextmanager

@@ -404,3 +404,10 @@ def _json_value(value: Any) -> str:
     if isinstance(value, datetime):
         return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     raise TypeError(f"not a table value: {value!r}")
+
+
+def duckdb_source(table_folder: Path) -> str:
+    """The SQL literal DuckDB's ``read_parquet`` takes for every file of a table: the folder's own `[`, `*`
+    and `?` escaped, or a runs folder named `g[1]` matches no file."""
+    pattern = f"{glob.escape(table_folder.as_posix())}/**/*.parquet"
+    return "'" + pattern.replace("'", "''") + "'"

@@ -63,6 +63,13 @@ def test_task_html_lists_the_warnings_escaped() -> None:
     assert "Run-time notes" not in render_task_html(evaluation("quiet"))
 
 
+def test_task_html_badges_only_turns_over_the_expected_ones_not_a_failure_within_them() -> None:
+    over = evaluation(expected_turns=2, visible_turns=4, within_expected_turns=False)
+    failed_within = evaluation(success=False, expected_turns=10, visible_turns=3, within_expected_turns=False)
+    assert "over expected turns" in render_task_html(over)
+    assert "over expected turns" not in render_task_html(failed_within)
+
+
 def test_the_viewer_row_carries_its_notes_and_the_page_the_verdict() -> None:
     data = viewer_data("r", [noted(), evaluation("quiet")], ["default"])
     notes = [[data["strings"][i] for i in row[FIELDS.index("notes")]] for row in data["rows"]]

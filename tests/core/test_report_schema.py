@@ -316,3 +316,22 @@ def test_evaluate_refuses_what_it_cannot_grade(run_dir: Path, tmp_path: Path) ->
     )
     missing = run_cli("evaluate", tasks / "pass.yaml", tmp_path / "absent", "--run-dir", tmp_path / "ev")
     assert missing.code == 2 and "not a directory to grade" in missing.err
+
+
+def test_two_means_apart_only_by_their_last_bit_are_a_tie() -> None:
+    """0.88 as the mean of two replicates and of three (0.88 and 0.8799999999999999) is one score: experiment.md
+    named a best variant between them."""
+    from coder_eval_dagster.core.models.report import TaskSummary, VariantResult
+
+    def scored(variant: str, score: float) -> VariantResult:
+        return VariantResult(
+            variant_id=variant, task_id="t", weighted_score=score, final_status="SUCCESS", duration_seconds=1.0
+        )
+
+    last_bit = TaskSummary(
+        task_id="t", variant_results=[scored("base", (0.9 + 0.86) / 2), scored("hint", (0.7 + 1.0 + 0.94) / 3)]
+    )
+    assert last_bit.variant_results[0].weighted_score != last_bit.variant_results[1].weighted_score
+    assert (last_bit.is_tie, last_bit.best_variant) == (True, "hint")  # the larger id, as coder_eval breaks a tie
+    apart = TaskSummary(task_id="t", variant_results=[scored("base", 0.9), scored("hint", 0.88)])
+    assert (apart.is_tie, apart.best_variant) == (False, "base")

@@ -925,4 +925,8 @@ def test_the_reserved_ids_are_every_file_the_run_folder_writes_beside_an_ids_fol
         layout.SUITE_FILE,
     }
     assert beside_ids == RUN_FOLDER_FILES
-    assert RUN_FOLDER_FILE_RE.fullmatch(layout.comparison_against("2026-12-06T01-00-00Z"))
+    for page in (Path(layout.COMPARISON_PAGE), Path(layout.comparison_against("2026-12-06T01-00-00Z"))):
+        assert RUN_FOLDER_FILE_RE.fullmatch(page.name)
+        for figure in ("success_rate", "forest_1", "cost_success"):  # save_pngs: `<page stem>.<figure>.png`
+            assert RUN_FOLDER_FILE_RE.fullmatch(f"{page.stem}.{figure}.png")
+    assert not RUN_FOLDER_FILE_RE.fullmatch("comparison.png")

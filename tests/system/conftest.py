@@ -37,7 +37,8 @@ from ..support.helpers import write, write_task
 CLI = Path(sys.executable).parent / "coder-eval"
 # Never inherited from the test process: a developer's own keys and model routes, instance and code location settings.
 _NOT_INHERITED = re.compile(
-    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|^(ANTHROPIC_|CLAUDE|OPENAI_|CODEX_|AWS_|API_BACKEND$|DAGSTER_|CODER_EVAL_)",
+    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|^(ANTHROPIC_|CLAUDE|OPENAI_|CODEX_|AWS_|API_BACKEND$|DAGSTER_|CODER_EVAL_)"
+    r"|^(COLUMNS|LINES)$",  # the size of the terminal the tests were started from: a test's command has none
     re.IGNORECASE,
 )
 # What an agent's Bash tool runs to read every credential it can: its environment, its parent's (the agent CLI's)

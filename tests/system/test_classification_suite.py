@@ -55,3 +55,24 @@ def test_rows_without_a_classification_are_left_out_of_the_pairs(system_cli: Sys
         "no": {"no": 1},
     }
     assert [t["passed"] for t in entry["thresholds"]] == [True]
+
+
+def test_a_ci_log_keeps_each_suite_gate_and_each_id_on_one_line(system_cli: SystemCli) -> None:
+    """Without a terminal, rich wrapped at 80 columns: a gate's verdict went to a line of its own (a CI grep for
+    it found nothing) and the table cut long ids short."""
+    folder = system_cli.folder / "tasks"
+    long_id = "a_task_id_long_enough_to_need_more_than_eighty_columns_on_its_line_" + "x" * 20
+    check = {"type": "run_command", "description": "the row's check", "command": "test ${row.id} = r1"}
+    rows = {"rows": [{"id": "r1"}, {"id": "r2"}]}
+    task_file(
+        folder,
+        long_id,
+        agent={"type": "none"},
+        dataset=rows,
+        success_criteria=[check | {"suite_thresholds": {"mean": 1.0}}],
+    )
+    outcome, _ = system_cli.run(folder, env={})  # no COLUMNS: the command's output is a pipe, as in CI
+    assert outcome.code == 1, outcome.output
+    lines = outcome.out.splitlines()
+    assert f"suite {long_id} [default] #0 run_command mean 0.5 >= 1: NOT met" in lines, outcome.out
+    assert any(f"{long_id}/r2" in line and "FAILURE" in line for line in lines), outcome.out

@@ -54,3 +54,21 @@ def test_two_runs_of_the_same_id_are_two_arms(system_cli: SystemCli) -> None:
     names = [f"runs/{run.path.name}", f"other/{run.path.name}"]
     assert list(compared["runs"]) == names and compared["runs"][names[1]] == str(copy)
     assert [arm["label"] for arm in compared["arms"]] == [f"default@{name}" for name in names]
+
+
+def test_history_and_the_forecast_read_the_tables_of_a_runs_folder_named_with_glob_characters(
+    system_cli: SystemCli,
+) -> None:
+    """DuckDB reads a table through a glob: a runs folder under `g[1]*?` matched no file, so `history` failed
+    and the forecast saw no history at all."""
+    folder = system_cli.folder / "tasks"
+    task = task_file(folder, "plain", agent={"type": "none"})
+    system_cli.runs = system_cli.folder / "g[1]*?" / "runs"
+    assert system_cli.run(task, env={})[0].code == 0
+
+    shown = system_cli("history", system_cli.runs, "--format", "json", env={})
+    assert shown.code == 0, shown.output
+    assert json.loads(shown.out)["pass_rate_per_day"][0]["evaluations"] == 1
+    forecast = system_cli("run", task, "--runs-dir", system_cli.runs, "--estimate", env={})
+    assert forecast.code == 0, forecast.output
+    assert "history: 1 earlier evaluation(s) of 1 row-task(s)" in forecast.output

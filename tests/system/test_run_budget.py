@@ -58,6 +58,17 @@ def test_max_usd_stops_new_evaluations_and_a_resume_keeps_the_budget(tmp_path, s
     assert run.summary["budget"]["spent_usd"] == 1.5 and run.summary["not_run_count"] == ROWS - 3
 
 
+def test_a_budget_spent_by_the_last_evaluation_leaves_a_passing_run_that_run_md_does_not_call_failed(
+    tmp_path, system_cli: SystemCli
+) -> None:
+    outcome, run = system_cli.run(costly_replay(tmp_path / "tasks"), "--max-usd", "2.9", "-j", "1", env={})
+    assert outcome.code == 0, outcome.output  # $3.00 >= $2.90 only once every evaluation had started
+    assert run.summary["passed"] and run.summary["budget"]["exhausted"] and run.summary["not_run"] == []
+    said = (run.path / "run.md").read_text()
+    assert "Budget spent: $3.0000 of $2.9: 0 evaluations not run (every evaluation had started)." in said
+    assert "the run fails" not in said
+
+
 def test_an_experiment_budget_applies_and_the_option_wins(tmp_path, system_cli: SystemCli) -> None:
     task = costly_replay(tmp_path / "tasks")
     exp = write(

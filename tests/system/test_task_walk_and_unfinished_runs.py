@@ -114,6 +114,8 @@ def test_report_rebuild_refuses_a_run_that_never_finished(tmp_path: Path, system
     assert not (run.path / "run.json").exists()
     shown = system_cli("report", run.path, env={})
     assert shown.code == 2 and shown.err == f"coder-eval report: no run.json: {hint} {run.path}\n", shown.output
+    compared = system_cli("compare", run.path, env={})  # as report: no verdict over the evaluations that finished
+    assert compared.code == 2 and compared.err == f"coder-eval compare: {hint} {run.path}\n", compared.output
 
     from coder_eval_dagster.core.run_lock import working_on
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..layout import COMPARISON_PAGE, write_atomically
+from ..layout import COMPARISON_PAGE, write_output
 from ..models.results import EvaluationResult
 from .analysis import Comparison, compare_variants
 from .figures import Drawing, comparison_figures, save_pngs
@@ -15,7 +15,7 @@ from .rows import RunRows, result_records
 def write_page(path: Path, text: str, drawings: list[Drawing]) -> list[Path]:
     """The page and each figure as ``<page stem>.<figure>.png`` beside it."""
     pngs = save_pngs(drawings, path.parent, f"{path.stem}.")
-    write_atomically(path, text)
+    write_output(path, text)
     return [path, *pngs.values()]
 
 

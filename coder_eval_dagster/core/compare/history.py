@@ -16,6 +16,7 @@ import duckdb
 import pandas as pd
 
 from ..layout import TABLES_DIR
+from ..tables import duckdb_source
 from .render import Block, Table
 from .rows import CompareError
 
@@ -96,7 +97,7 @@ def _literal(text: str) -> str:
 
 def view_statement(tables_dir: Path, table: str, days: int | None, task_glob: str | None) -> str:
     """The view an analyst's query reads: one table's files, optionally the last ``days`` days and some tasks."""
-    source = _literal(f"{tables_dir.as_posix()}/{table}/**/*.parquet")
+    source = duckdb_source(tables_dir / table)
     filters = []
     if days is not None:
         today = datetime.now(UTC).date()  # run_date is the UTC day; DuckDB's current_date is the local one

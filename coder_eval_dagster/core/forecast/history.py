@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from ..tables import duckdb_source
 from .figures import DURATION, Figures
 
 HISTORY_DEPTH = 20
@@ -93,7 +94,7 @@ def _observed(count: int, statistics: tuple[float | None, ...]) -> Observed:
 
 def _query(folder: Path) -> str:
     """One line per wanted row-task with history: its key, count, runs, the median of each part, then each p90."""
-    source = "'" + f"{folder.as_posix()}/**/*.parquet".replace("'", "''") + "'"
+    source = duckdb_source(folder)
     tokens = ", ".join(f"{sql} AS {name}" for name, sql in _TOKENS.items())
     costs = ", ".join(
         f"CASE WHEN {used} = 0 THEN coalesce({column}, 0) WHEN {_FLOOR.get(name, 'false')} THEN NULL ELSE {column} END"

@@ -45,7 +45,8 @@ RUN_FOLDER_FILES = frozenset(
         "suite.json",
     }
 )
-RUN_FOLDER_FILE_RE = re.compile(r"comparison-vs-.*\.html")
+# A comparison page and its figures, `<page stem>.<figure>.png` (core/compare/comparison_files.py).
+RUN_FOLDER_FILE_RE = re.compile(r"comparison(-vs-.*)?(\.html|\..+\.png)")
 
 
 def reserved_name_problem(value: str) -> str | None:

@@ -22,7 +22,7 @@ from itertools import groupby
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
-from ..layout import replicate_name, write_atomically
+from ..layout import replicate_name, write_output
 from ..models.report import RunSummary, SkippedTask, TaskRow
 from ..models.results import CriterionResult
 from .notes import budget_not_run, run_time_notes, sequential_not_run, threshold_figures, verdict_reasons
@@ -196,4 +196,4 @@ def junit_xml(report: RunSummary) -> str:
 
 def write_junit(report: RunSummary, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(path, junit_xml(report))
+    write_output(path, junit_xml(report))

@@ -176,7 +176,7 @@ def _statistics_lines(report: RunSummary) -> list[str]:
         lines += [
             "",
             f"Budget spent: ${budget['spent_usd']:.4f} of ${budget['max_usd']:g}: {left} evaluations not run "
-            "(`not_run` in run.json); the run fails.",
+            + ("(`not_run` in run.json); the run fails." if left else "(every evaluation had started)."),
         ]
     flaky = report.flaky_gate
     if flaky is not None:
