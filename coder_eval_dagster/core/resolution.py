@@ -743,7 +743,7 @@ def _resolve_file(
                     row.values if row else None,
                     under.variant.variant_id,
                     _replicates(task, repeats[0]),
-                    task.model_copy(update={"initial_prompt_file": None, "agent": agent, **update}),
+                    task.model_copy(update={"initial_prompt_file": None, "agent": _row_agent(agent, row), **update}),
                     path,
                 )
             )
@@ -1192,6 +1192,7 @@ def _check_placeholders(layered: list[dict[str, Any]], doc: Document, has_rows: 
 # What was meant as a placeholder but is not one (`${row.}`, `${rows.x}`, `${ row.x }`, `${row.x` unclosed):
 # left as text it reaches a file check or the shell verbatim. (`${row}` alone is a shell variable, and left so.)
 NEAR_PLACEHOLDER = re.compile(r"\$\{\s*rows?\s*\.")
+ROW_PLACEHOLDER = "${row."  # a field holding one is filled per row
 
 
 def _malformed_placeholder(text: str) -> str | None:
@@ -1205,7 +1206,8 @@ def _malformed_placeholder(text: str) -> str | None:
 
 NO_DATASET = "${row.…} needs a dataset: this task has none"
 NOT_SUBSTITUTED = (
-    "${row.…} is not substituted here; only initial_prompt, success_criteria and pre_run/post_run commands are"
+    "${row.…} is not substituted here; only initial_prompt, success_criteria, pre_run/post_run commands and "
+    "agent.trajectory are"
 )
 
 
@@ -1213,7 +1215,7 @@ def _substituted_here(loc: Loc) -> bool:
     match loc:
         case ("initial_prompt",) | ("success_criteria", *_):
             return True
-        case ("pre_run" | "post_run", int(), "command"):
+        case ("pre_run" | "post_run", int(), "command") | ("agent", "trajectory"):
             return True
     return False
 
@@ -1246,10 +1248,19 @@ def _validate_task(
         if isinstance(criteria, list):
             data = {**merged, "success_criteria": _first_row_criteria(doc, criteria, first_row)}
     task = _task_model(doc, data, overrides, {"base_dir": str(doc.path.parent)})
-    if task.agent.resolved_type == "replay" and task.agent.trajectory:
-        trajectory = load_trajectory(doc.path.parent / task.agent.trajectory, first_row.values if first_row else None)
+    replayed = _row_agent(task.agent, first_row).trajectory if task.agent.resolved_type == "replay" else None
+    if replayed and (first_row or ROW_PLACEHOLDER not in replayed):  # a file per row: read with the first row
+        trajectory = load_trajectory(doc.path.parent / replayed, first_row.values if first_row else None)
         _check_replayed_opening(task, trajectory, doc)
     return task
+
+
+def _row_agent(agent: AgentConfig, row: Row | None) -> AgentConfig:
+    """The agent as ``row`` runs it: a replayed trajectory's file may be named by the row (`rec/${row.id}.json`, as
+    `coder-eval export` writes a dataset run's, one file per row); its fields were checked at load."""
+    if row is None or not agent.trajectory or ROW_PLACEHOLDER not in agent.trajectory:
+        return agent
+    return agent.model_copy(update={"trajectory": substitute(agent.trajectory, row, set())})
 
 
 def _first_row_criteria(doc: Document, criteria: list[Any], row: Row) -> list[Any]:
@@ -1312,17 +1323,32 @@ def _check_replayed_opening(task: Task, trajectory: Trajectory, doc: Document) -
 
 
 def _check_trajectory_fields(task: Task, doc: Document, rows: list[Row] | None) -> None:
-    """Every ``${row.x}`` of a replay trajectory must name a field of every row."""
+    """Every ``${row.x}`` of a replay trajectory, in its file's name or in the file, must name a field of every
+    row; a file named by the row must be there for each row."""
     if not rows or task.agent.resolved_type != "replay" or not task.agent.trajectory:
         return
-    names = set(PLACEHOLDER.findall(_read_file(doc, ("agent", "trajectory"), task.agent.trajectory)))
-    problems = [
-        _unknown_field_problem(doc, ("agent", "trajectory"), row, names - set(row.values))
-        for row in rows
-        if names - set(row.values)
-    ]
+    loc, named = ("agent", "trajectory"), task.agent.trajectory
+    if ROW_PLACEHOLDER not in named:
+        names = set(PLACEHOLDER.findall(_read_file(doc, loc, named)))
+        problems = [
+            _unknown_field_problem(doc, loc, row, names - set(row.values)) for row in rows if names - set(row.values)
+        ]
+    else:
+        problems = [problem for row in rows for problem in _row_trajectory_problems(doc, loc, named, row)]
     if problems:
         raise InvalidInput(problems)
+
+
+def _row_trajectory_problems(doc: Document, loc: Loc, named: str, row: Row) -> list[Problem]:
+    """The problems of the trajectory file ``row`` names: a field it lacks, in the name or the file; the file."""
+    unknown: set[str] = set()
+    relative = substitute(named, row, unknown)
+    if not unknown:
+        try:
+            unknown = set(PLACEHOLDER.findall(_read_file(doc, loc, relative))) - set(row.values)
+        except InvalidInput as exc:
+            return [replace(p, message=f"{p.message} (row {row.row_id!r} at {row.origin})") for p in exc.problems]
+    return [_unknown_field_problem(doc, loc, row, unknown)] if unknown else []
 
 
 def _read_file(doc: Document, loc: Loc, relative: str) -> str:

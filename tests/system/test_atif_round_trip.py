@@ -135,3 +135,29 @@ def test_a_recorded_claude_code_session_replays(system_cli: SystemCli) -> None:
     done, run = system_cli.run(task, env={})
     assert done.code == 0, done.output
     assert (run.evaluation("hello") / "sandbox" / "hello.txt").read_text() == "Hello, world!\n"
+
+
+def test_a_dataset_runs_exports_replay_one_file_per_row(system_cli: SystemCli) -> None:
+    """`export` writes a dataset run's trajectories one file per row: a task replays them with the row's id in the
+    file's name (`trajectory: .../${row.id}/00/trajectory.atif.json`), each row its own, and a row whose file is
+    missing is refused at load, naming the field and the row."""
+    tasks = system_cli.folder / "tasks"
+    answers = [{"tool": "Write", "path": "answer.txt", "content": "${row.answer}"}]
+    rows = {"rows": [{"id": "r1", "answer": "yes"}, {"id": "r2", "answer": "no"}]}
+    says_yes = [{"type": "file_contains", "path": "answer.txt", "includes": ["yes"], "description": "says yes"}]
+    task = replay_task_file(tasks, "labels", [{"calls": answers}], dataset=rows, success_criteria=says_yes)
+    first, run = system_cli.run(task, env={})
+    assert first.code == 1, first.output  # r2 says no
+    exported = system_cli("export", run.path, "--format", "atif", "--out", system_cli.folder / "atif", env={})
+    assert exported.code == 0 and "wrote 2 ATIF trajectories" in exported.out, exported.output
+
+    per_row = system_cli.folder / "atif" / "default" / "labels" / "${row.id}" / "00" / "trajectory.atif.json"
+    second = replayed_from(system_cli, task, per_row)
+    for row in ("labels/r1", "labels/r2"):
+        assert outcome(second, row) == outcome(run, row)
+    assert (second.evaluation("labels/r2") / "sandbox" / "answer.txt").read_text() == "no"
+
+    shutil.rmtree(system_cli.folder / "atif" / "default" / "labels" / "r2")
+    refused = system_cli.invalid(tasks / "labels.from-atif.yaml")
+    (said,) = [line for line in refused.err.splitlines() if "agent.trajectory" in line]  # r1's file is there
+    assert "agent.trajectory: cannot read" in said and "(row 'r2' at" in said, refused.output

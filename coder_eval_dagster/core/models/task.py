@@ -237,7 +237,7 @@ class Task(RejectsMovedLimits):
             ("initial_prompt_file", self.initial_prompt_file, False, MAX_DOCUMENT_BYTES),
             ("reference.file", reference.file if reference else None, False, MAX_DOCUMENT_BYTES),
             ("reference.directory", reference.directory if reference else None, True, 0),
-            ("agent.trajectory", self.agent.trajectory, False, MAX_DOCUMENT_BYTES),
+            ("agent.trajectory", self._one_trajectory_file(), False, MAX_DOCUMENT_BYTES),
             ("agent.system_prompt_file", self.agent.system_prompt_file, False, MAX_DOCUMENT_BYTES),
             ("agent.claude_settings", settings if isinstance(settings, str) else None, False, MAX_DOCUMENT_BYTES),
         ]
@@ -254,6 +254,11 @@ class Task(RejectsMovedLimits):
         return found + [
             (field, p) for field, relative in self._compared_reference_files() if (p := _code_problem(info, relative))
         ]
+
+    def _one_trajectory_file(self) -> str | None:
+        """The replayed file, when one file serves every row; one named by the row is checked per row (resolution)."""
+        named = self.agent.trajectory
+        return None if named is None or "${row." in named else named
 
     def _compared_reference_files(self) -> list[tuple[str, str]]:
         """Each reference_comparison's file of the reference folder, task-relative: known at load, a missing or
