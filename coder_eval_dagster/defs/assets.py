@@ -43,7 +43,7 @@ from ..core.sandbox.engine import default_docker_image
 from ..core.scoring import kept_for_rescore
 from .dagster_private import add_partition_metadata
 from .names import AGENT_POOL, GROUP, PARTITIONS_TAG, SUITE_METRICS, VARIANT_COMPARISON
-from .partitions import ids_of, keys_digest, partition_key, row_task_partitions
+from .partitions import encode_id, ids_of, keys_digest, partition_key, row_task_partitions
 from .resources import CoderEvalSettings
 
 if TYPE_CHECKING:
@@ -178,8 +178,13 @@ def resolved_tasks(
 def resolved_metadata(row_task: RowTask) -> dict[str, Any]:
     """A resolved_tasks partition's metadata (a run's, or `coder-eval register`'s record): the file that
     defines it. The partition key names the task and variant; the rest of the resolution is in the run
-    folder's snapshot and each task.json, not in every event (docs/operations.md, "What Dagster keeps")."""
-    return {"source": dg.MetadataValue.path(str(Path(row_task.source).absolute()))}
+    folder's snapshot and each task.json, not in every event (docs/operations.md, "What Dagster keeps"); an id
+    the key escapes (`a...b` is `a..%2Eb`) is kept as written."""
+    metadata: dict[str, Any] = {"source": dg.MetadataValue.path(str(Path(row_task.source).absolute()))}
+    for name, identifier in (("task_id", row_task.task_id), ("variant_id", row_task.variant_id)):
+        if encode_id(identifier) != identifier:
+            metadata[name] = identifier
+    return metadata
 
 
 @dg.asset(
