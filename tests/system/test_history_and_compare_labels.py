@@ -72,3 +72,22 @@ def test_history_and_the_forecast_read_the_tables_of_a_runs_folder_named_with_gl
     forecast = system_cli("run", task, "--runs-dir", system_cli.runs, "--estimate", env={})
     assert forecast.code == 0, forecast.output
     assert "history: 1 earlier evaluation(s) of 1 row-task(s)" in forecast.output
+
+
+def test_a_compare_figure_keeps_a_long_task_id_whole(system_cli: SystemCli) -> None:
+    """A 100-character id (the longest allowed) collapsed the forest plot's axes: matplotlib warned on the
+    user's terminal and cut every label short, so rows could not be told apart."""
+    folder = system_cli.folder / "tasks"
+    for task_id in ("alpha", "L" * 100):
+        task_file(folder, task_id, agent={"type": "none"})
+    first, earlier = system_cli.run(folder, env={})
+    system_cli.runs = system_cli.folder / "again"
+    second, later = system_cli.run(folder, env={})
+    assert first.code == second.code == 0, first.output + second.output
+    page = system_cli.folder / "cmp.html"
+    compared = system_cli("compare", earlier.path, later.path, "--format", "html", "-o", page, env={})
+    assert compared.code == 0 and "Warning" not in compared.err, compared.output
+    from PIL import Image
+
+    with Image.open(page.with_name("cmp.forest_1.png")) as forest:
+        assert forest.width >= 100 * 8  # ~8 px a character at 100 dpi: the whole id beside the plot

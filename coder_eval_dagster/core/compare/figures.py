@@ -77,11 +77,17 @@ def success_rate_figure(arms: list[ArmSummary]) -> Drawing:
     return _drawing("success_rate", "Success rate per variant", figure)
 
 
+LABEL_INCHES_PER_CHAR = 0.08  # a tick label's character at the default 10 pt
+
+
 def forest_figure(pair: PairComparison, index: int) -> Drawing:
     """Per base task: the difference in success rate (other - baseline) with its paired bootstrap interval."""
     groups = sorted(pair.by_task, key=lambda g: -abs(g.difference or 0.0))[:FOREST_TASKS]
     groups.reverse()
-    figure = _new_figure(6.5, max(2.0, 0.3 * len(groups) + 1.2))
+    labels = [f"{g.key} (n={g.rows})" for g in groups]
+    # wide enough for the longest label beside a plot of ~3.5 in (a 100-character id collapsed the plot to nothing)
+    width = max(6.5, 3.5 + LABEL_INCHES_PER_CHAR * max(map(len, labels), default=0))
+    figure = _new_figure(width, max(2.0, 0.3 * len(groups) + 1.2))
     axes = figure.add_subplot()
     for y, group in enumerate(groups):
         if group.interval is not None:
@@ -89,7 +95,7 @@ def forest_figure(pair: PairComparison, index: int) -> Drawing:
         if group.difference is not None:  # None only for a group of no rows
             axes.plot([group.difference], [y], "o", color="#e45756" if group.difference < 0 else "#54a24b")
     axes.axvline(0, color="#999999", linewidth=1)
-    axes.set_yticks(range(len(groups)), [f"{g.key} (n={g.rows})" for g in groups])
+    axes.set_yticks(range(len(groups)), labels)
     axes.set_xlim(-1.05, 1.05)
     axes.set_xlabel(f"difference in success rate: {pair.other} - {pair.baseline}")
     return _drawing(f"forest_{index}", f"Per-task difference: {pair.other} vs {pair.baseline}", figure)
