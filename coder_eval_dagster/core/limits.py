@@ -17,7 +17,7 @@ EXPECTED_TURNS_SLACK = 1.5  # visible turns a task may use per expected turn and
 
 
 def within_expected_turns(visible_turns: int, expected_turns: int) -> bool:
-    """The guide's measure: within 1.5x expected_turns (the report's badge and headline share)."""
+    """The guide's measure: within 1.5x expected_turns (the headline share)."""
     return visible_turns <= EXPECTED_TURNS_SLACK * expected_turns
 
 

@@ -64,9 +64,10 @@ def test_task_html_lists_the_warnings_escaped() -> None:
 
 
 def test_task_html_badges_only_turns_over_the_expected_ones_not_a_failure_within_them() -> None:
-    over = evaluation(expected_turns=2, visible_turns=4, within_expected_turns=False)
+    over = evaluation(expected_turns=4, visible_turns=5, within_expected_turns=True)  # within 1.5x, but over
     failed_within = evaluation(success=False, expected_turns=10, visible_turns=3, within_expected_turns=False)
-    assert "over expected turns" in render_task_html(over)
+    page = render_task_html(over)
+    assert "over expected turns" in page and "expected_turns exceeded: 5/4" in page  # the badge as its note
     assert "over expected turns" not in render_task_html(failed_within)
 
 

@@ -11,7 +11,6 @@ from typing import Any
 import yaml
 
 from ..layout import judge_transcript
-from ..limits import within_expected_turns
 from ..models.results import CriterionResult, EvaluationResult, HookRun, ToolCallRecord, TurnRecord
 from ..transcript import UserMessage, conversation
 from .notes import run_time_notes
@@ -245,8 +244,8 @@ def render_task_html(result: EvaluationResult, folder: Path | None = None) -> st
     badges = [f'<span class="badge {result.final_status}">{result.final_status}</span>']
     if result.stopped_early:
         badges.append(f'<span class="badge early">stopped early ({escape(result.early_stop_reason or "")})</span>')
-    expected = result.expected_turns  # within_expected_turns is also False for a failure: not what this badge says
-    if expected is not None and not within_expected_turns(result.visible_turns, expected):
+    expected = result.expected_turns  # as its run-time note (within_expected_turns is also False for a failure)
+    if expected is not None and result.visible_turns > expected:
         badges.append('<span class="badge early">over expected turns</span>')
     if result.warnings:
         badges.append(f'<span class="badge early">{len(result.warnings)} warning(s)</span>')
