@@ -70,7 +70,9 @@ def score_text(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
-def render_run_md(report: RunSummary) -> str:
+def render_run_md(report: RunSummary, viewer: str | None = RUN_VIEWER) -> str:
+    """The run's Markdown report; ``viewer``: the run viewer's path from where the text is read (None: it has none,
+    a folder coder_eval wrote)."""
     lines = [f"# Run {report.run_id}", ""]
     verdict = "PASSED" if report.passed else "FAILED"
     experiment = report.experiment or "none"
@@ -81,7 +83,8 @@ def render_run_md(report: RunSummary) -> str:
         f"Tasks: {counts_line(report)}; pass rate {rate}.",
         "",
     ]
-    lines += [f"Every evaluation, sortable and filterable: [run viewer]({RUN_VIEWER}).", ""]
+    if viewer is not None:
+        lines += [f"Every evaluation, sortable and filterable: [run viewer]({viewer}).", ""]
     share = report.within_expected_turns_share
     if share is not None:
         lines += [f"Within expected turns: {share:.0%} of budgeted tasks.", ""]
