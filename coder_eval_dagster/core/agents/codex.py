@@ -100,12 +100,17 @@ def _write_config(home: Path, config: AgentConfig, base_url: str) -> None:
 TOOL_ITEMS = ("commandExecution", "fileChange", "mcpToolCall")  # the items that are tool calls
 
 
+def _completed(item: Any) -> bool:
+    return bool(getattr(item.status, "value", item.status) == "completed")
+
+
 class CodexSession:
     def __init__(self, agent_input: AgentInput):
         self.input = agent_input
         self.output = AgentOutput()
         self.budget = BudgetTracker(agent_input.limits)
         self.started: dict[str, float] = {}
+        self.unfinished: dict[str, tuple[Any, TurnRecord]] = {}  # tool items begun and not completed, in their turn
         self.stop_reason: str | None = None
         self.breach: Breach | None = None
         self.closed = False  # the last turn got its usage update
@@ -138,25 +143,40 @@ class CodexSession:
             self.started[item.id] = time.perf_counter()
             if kind in TOOL_ITEMS:
                 self.calls_started += 1
+                self.unfinished[item.id] = (item, self.turn())
             return None
+        self.unfinished.pop(item.id, None)
+        return self._tool_call(item, ran_to_its_end=True)
+
+    def record_unfinished(self) -> None:
+        """The turn ended: a call it interrupted (past max_tool_calls, an early stop) with no completion is
+        recorded as it started, an error (its outcome unknown), not lost."""
+        for item, turn in self.unfinished.values():
+            self._tool_call(item, ran_to_its_end=False, turn=turn)
+        self.unfinished.clear()
+
+    def _tool_call(self, item: Any, ran_to_its_end: bool, turn: TurnRecord | None = None) -> ToolCallRecord | None:
+        """The call ``item`` in ``turn`` (the open one unless given); an agent message's text."""
+        kind = getattr(item, "type", None)
         if kind == "agentMessage":
             turn = self.turn()
             turn.text = (turn.text + "\n" if turn.text else "") + item.text
             return None
         if kind == "commandExecution":
-            ok = item.exit_code == 0 and getattr(item.status, "value", item.status) == "completed"
-            return self._call("Bash", {"command": item.command}, ok, item, item.aggregated_output)
+            ok = ran_to_its_end and _completed(item) and item.exit_code == 0
+            return self._call("Bash", {"command": item.command}, ok, item, item.aggregated_output, turn)
         if kind == "fileChange":
-            ok = getattr(item.status, "value", item.status) == "completed"
-            return self._call("Edit", {"paths": [c.path for c in item.changes]}, ok, item, None)
+            ok = ran_to_its_end and _completed(item)
+            return self._call("Edit", {"paths": [c.path for c in item.changes or []]}, ok, item, None, turn)
         if kind == "mcpToolCall":
-            return self._call(
-                f"{item.server}/{item.tool}", {"arguments": item.arguments}, item.error is None, item, None
-            )
+            ok = ran_to_its_end and item.error is None
+            return self._call(f"{item.server}/{item.tool}", {"arguments": item.arguments}, ok, item, None, turn)
         return None
 
-    def _call(self, tool: str, parameters: dict[str, Any], ok: bool, item: Any, output: str | None) -> ToolCallRecord:
-        turn = self.turn()
+    def _call(
+        self, tool: str, parameters: dict[str, Any], ok: bool, item: Any, output: str | None, turn: TurnRecord | None
+    ) -> ToolCallRecord:
+        turn = turn if turn is not None else self.turn()
         started = self.started.pop(item.id, None)
         measured = getattr(item, "duration_ms", None)
         duration = (
@@ -219,6 +239,7 @@ async def _exchange(thread: Any, agent_input: AgentInput, session: CodexSession,
         if session.halted and not interrupted:  # the rest is read to the turn's end: the cut call, its usage
             interrupted = True
             await _interrupt(turn)
+    session.record_unfinished()
 
 
 async def _interrupt(turn: Any) -> None:
