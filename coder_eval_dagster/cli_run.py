@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
@@ -30,7 +31,7 @@ from .core.layout import (
     load_summary,
     replicate_name,
 )
-from .core.models.report import RunSummary
+from .core.models.report import RunSummary, TaskRow
 from .core.models.results import EvaluationResult
 from .core.problems import InvalidInput
 from .core.reports.junit import write_junit
@@ -483,13 +484,25 @@ def _report(run_dir: Path, junit: Path | None = None) -> int:
     return exit_codes.OK if report.passed else exit_codes.FAILED
 
 
+def across_variants(rows: list[TaskRow], most: int) -> list[TaskRow]:
+    """At most ``most`` of ``rows``, taken from each variant in turn (an A/B's terminal shows both arms), each
+    variant's in the run's order."""
+    by_variant: dict[str, list[TaskRow]] = {}
+    for row in rows:
+        by_variant.setdefault(row.variant_id, []).append(row)
+    taken = [row for turn in itertools.zip_longest(*by_variant.values()) for row in turn if row is not None][:most]
+    kept = {id(row) for row in taken}
+    return [row for row in rows if id(row) in kept]
+
+
 def terminal(stderr: bool = False) -> Any:
     """Rich's console, as wide as the terminal; in a CI log (no terminal, no COLUMNS) no line is wrapped at rich's
     80 columns, where a suite gate's verdict went to a line of its own and a grep for it found nothing."""
     from rich.console import Console
 
     console = Console(stderr=stderr)
-    if not console.is_terminal and "COLUMNS" not in os.environ:
+    stream = sys.stderr if stderr else sys.stdout
+    if not stream.isatty() and "COLUMNS" not in os.environ:  # not console.is_terminal: FORCE_COLOR sets that
         console.width = LOG_WIDTH
     return console
 
@@ -503,7 +516,8 @@ def print_summary(report: RunSummary, run_dir: Path) -> None:
     console = terminal()
     rows = report.task_results
     failed = [row for row in rows if not row.success]
-    shown = rows if len(rows) <= MAX_TABLE_ROWS else failed[:MAX_TABLE_ROWS]
+    listed = across_variants(failed, MAX_TABLE_ROWS)
+    shown = rows if len(rows) <= MAX_TABLE_ROWS else listed
     table = Table(title=f"run {report.run_id}" + ("" if shown is rows else " (not passed only)"))
     for column in ("variant", "task", "#", "status", "score", "criteria", "seconds"):
         table.add_column(column, justify="right" if column in ("#", "score", "seconds") else "left")
@@ -521,10 +535,13 @@ def print_summary(report: RunSummary, run_dir: Path) -> None:
         )
     if shown:
         console.print(table)
-    for row in failed[:MAX_TABLE_ROWS]:
+    for row in listed:
         where = escape(f"{row.task_id} [{row.variant_id}] #{replicate_name(row.replicate_index)}")
         why = escape(one_line(why_not_passed(row)))
         console.print(f"[red]✗[/] {where} {row.status}: {why}", highlight=False, soft_wrap=True)
+    if len(failed) > len(listed):
+        more = f"… and {len(failed) - len(listed)} more that did not pass: run.md and the run viewer list them all"
+        console.print(more, highlight=False, soft_wrap=True)
     for entry in report.suite:
         for threshold in entry["thresholds"]:
             mark = "[green]met[/]" if threshold["passed"] else "[red]NOT met[/]"

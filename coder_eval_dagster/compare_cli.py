@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from . import exit_codes
 from .cli_options import given_path
-from .core.layout import COMPARISON_PAGE, HISTORY_PAGE, comparison_against
+from .core.layout import COMPARISON_PAGE, HISTORY_PAGE, comparison_against, is_special_file, real_folder
 
 FORMATS = ("table", "md", "json", "html")
 
@@ -87,7 +87,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     for run_dir in (args.run_dir, args.other_run_dir):
         _refuse_unfinished(run_dir)
-    page = args.output or _default_page(args.run_dir, args.other_run_dir) if args.format == "html" else None
+    page = _html_page(args.output) or _default_page(args.run_dir, args.other_run_dir) if args.format == "html" else None
     first = load_run(args.run_dir)
     if args.other_run_dir is None:
         comparison = compare_variants(first, args.baseline)
@@ -96,7 +96,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if page is not None:
         print(write_comparison_page(comparison, page)[0])
         return exit_codes.OK
-    folder = args.output.parent if args.output else None
+    folder = real_folder(args.output) if args.output else None
     renderers = {
         "table": lambda: render_table(comparison),
         "md": lambda: render_markdown(comparison, folder),
@@ -104,6 +104,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     }
     _emit(renderers[args.format](), args.output)
     return exit_codes.OK
+
+
+def _html_page(output: Path | None) -> Path | None:
+    """-o FILE of an HTML page, which writes its figures beside it: a file, not a device or a pipe."""
+    from .core.compare.rows import CompareError
+
+    if output is not None and is_special_file(output):
+        raise CompareError(f"{output}: an HTML page writes its figures (PNG files) beside it; give a file")
+    return output
 
 
 def _refuse_unfinished(run_dir: Path | None) -> None:
@@ -144,9 +153,9 @@ def cmd_history(args: argparse.Namespace) -> int:
 
     result = history(args.runs_dir, args.days, args.task)
     if args.format == "html":
-        page = args.output or args.runs_dir / HISTORY_PAGE
+        page = _html_page(args.output) or args.runs_dir / HISTORY_PAGE
         drawings = [pass_rate_over_time_figure(pass_rate_series(result))]
-        print(write_page(page, html_of(history_blocks(result), drawings, page.parent), drawings)[0])
+        print(write_page(page, html_of(history_blocks(result), drawings, real_folder(page)), drawings)[0])
         return exit_codes.OK
     renderers = {
         "table": lambda: text_of(history_blocks(result)),

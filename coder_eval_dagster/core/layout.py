@@ -286,20 +286,31 @@ def write_atomically(path: Path, data: bytes | str) -> None:
 
 
 def write_output(path: Path, data: bytes | str) -> None:
-    """A file the user named (`-o`, `--junit`): written through a link, as coder_eval's `write_text` does (the
-    link replaced by a file left `-o /dev/stdout` a regular file in /dev); a device or a pipe written as it is."""
-    try:
-        mode = path.stat().st_mode
-    except OSError:  # not there yet, or a link to nothing yet: made
-        mode = stat.S_IFREG
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):  # a folder: refused by the rename, naming it
-        write_atomically(Path(os.path.realpath(path)), data)
+    """A file the user named (`-o`, `--junit`): a new or regular one written whole or not at all; through a link,
+    or into a device or pipe, written in place, as coder_eval's `write_text` does (a link replaced by a file left
+    `-o /dev/stdout` a regular file in /dev, and a renamed target lost what a shell's `> log` wrote after it)."""
+    if not (path.is_symlink() or is_special_file(path)):
+        write_atomically(path, data)
     elif isinstance(data, str):
         with path.open("w", encoding="utf-8") as stream:
             stream.write(data)
     else:
         with path.open("wb") as stream:
             stream.write(data)
+
+
+def is_special_file(path: Path) -> bool:
+    """There, and neither a regular file nor a folder: a device, a pipe, a socket."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def real_folder(path: Path) -> Path:
+    """The folder a file the user named is really in (through links): where its relative links start."""
+    return Path(os.path.realpath(path)).parent
 
 
 @contextmanager

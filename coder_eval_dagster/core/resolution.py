@@ -1248,8 +1248,8 @@ def _validate_task(
         if isinstance(criteria, list):
             data = {**merged, "success_criteria": _first_row_criteria(doc, criteria, first_row)}
     task = _task_model(doc, data, overrides, {"base_dir": str(doc.path.parent)})
-    replayed = _row_agent(task.agent, first_row).trajectory if task.agent.resolved_type == "replay" else None
-    if replayed and (first_row or ROW_PLACEHOLDER not in replayed):  # a file per row: read with the first row
+    replayed = task.agent.trajectory if task.agent.resolved_type == "replay" else None
+    if replayed and ROW_PLACEHOLDER not in replayed:  # a file per row: each checked with its row (below)
         trajectory = load_trajectory(doc.path.parent / replayed, first_row.values if first_row else None)
         _check_replayed_opening(task, trajectory, doc)
     return task
@@ -1334,21 +1334,26 @@ def _check_trajectory_fields(task: Task, doc: Document, rows: list[Row] | None) 
             _unknown_field_problem(doc, loc, row, names - set(row.values)) for row in rows if names - set(row.values)
         ]
     else:
-        problems = [problem for row in rows for problem in _row_trajectory_problems(doc, loc, named, row)]
+        problems = [problem for row in rows for problem in _row_trajectory_problems(task, doc, named, row)]
     if problems:
         raise InvalidInput(problems)
 
 
-def _row_trajectory_problems(doc: Document, loc: Loc, named: str, row: Row) -> list[Problem]:
-    """The problems of the trajectory file ``row`` names: a field it lacks, in the name or the file; the file."""
+def _row_trajectory_problems(task: Task, doc: Document, named: str, row: Row) -> list[Problem]:
+    """The problems of the trajectory file ``row`` names, as a single file's are found at load: a field the row
+    lacks in the name; the file (missing, unreadable); what is in it (its own file and line)."""
+    loc: Loc = ("agent", "trajectory")
     unknown: set[str] = set()
     relative = substitute(named, row, unknown)
-    if not unknown:
-        try:
-            unknown = set(PLACEHOLDER.findall(_read_file(doc, loc, relative))) - set(row.values)
-        except InvalidInput as exc:
-            return [replace(p, message=f"{p.message} (row {row.row_id!r} at {row.origin})") for p in exc.problems]
-    return [_unknown_field_problem(doc, loc, row, unknown)] if unknown else []
+    if unknown:
+        return [_unknown_field_problem(doc, loc, row, unknown)]
+    try:
+        _read_file(doc, loc, relative)
+        _check_replayed_opening(task, load_trajectory(doc.path.parent / relative, row.values), doc)
+    except InvalidInput as exc:
+        said = f"(row {row.row_id!r} at {row.origin})"
+        return [replace(p, message=f"{p.message} {said}") if p.path == str(doc.path) else p for p in exc.problems]
+    return []
 
 
 def _read_file(doc: Document, loc: Loc, relative: str) -> str:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import pickle
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -171,6 +172,8 @@ def resnapshot(run: OpenRun, present: set[str]) -> tuple[Resolution, list[RowTas
     )
     resolution = resolve(spec, started_in=started_in) if spec.selects_anything else Resolution()
     resolution.skip_invalid_folder_files()
+    recorded = {(rt.variant_id, rt.task_id): rt.source for rt in run.snapshot.row_tasks}
+    resolution.row_tasks = [_named_as_the_run_named_it(rt, recorded, started_in) for rt in resolution.row_tasks]
     kept: list[RowTask] = []
     if not resolution.problems:
         kept = gone_from_files(run, resolution, present)
@@ -179,6 +182,15 @@ def resnapshot(run: OpenRun, present: set[str]) -> tuple[Resolution, list[RowTas
         ]
         resolution.skipped = list(run.snapshot.skipped)
     return resolution, kept
+
+
+def _named_as_the_run_named_it(row_task: RowTask, sources: dict[tuple[str, str], Path], started_in: Path) -> RowTask:
+    """A row-task's task file by the path the run recorded (`big.yaml`, from the folder it was started in), not the
+    absolute one a rescore reads it by: run.json's task_path stays what scripts keyed on."""
+    recorded = sources.get((row_task.variant_id, row_task.task_id))
+    if recorded is None or recorded.is_absolute() or not row_task.source.is_absolute():
+        return row_task
+    return replace(row_task, source=Path(os.path.relpath(row_task.source, started_in.absolute())))
 
 
 def keep_snapshot(run: OpenRun, resolution: Resolution) -> None:

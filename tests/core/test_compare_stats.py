@@ -127,3 +127,12 @@ def test_rows_needed_is_the_first_row_count_with_the_power() -> None:
 def test_the_power_table_of_the_running_guide_is_the_codes() -> None:
     guide = (Path(__file__).parent.parent.parent / "docs" / "running.md").read_text()
     assert power_table_markdown() in guide
+
+
+def test_a_score_differences_interval_is_shown_to_the_figures_of_its_estimate() -> None:
+    """A large run's narrow interval around a 0.025 score difference read [+0.0, +0.0]: no difference."""
+    from coder_eval_dagster.core.compare.interval import Interval
+    from coder_eval_dagster.core.compare.render import interval_text
+
+    assert interval_text(Interval(0.02138, 0.02946), 1.0, "") == "[+0.02138, +0.02946]"
+    assert interval_text(Interval(-0.0512, 0.031), 100.0) == "[-5.1, +3.1] pp"

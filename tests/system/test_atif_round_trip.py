@@ -157,7 +157,14 @@ def test_a_dataset_runs_exports_replay_one_file_per_row(system_cli: SystemCli) -
         assert outcome(second, row) == outcome(run, row)
     assert (second.evaluation("labels/r2") / "sandbox" / "answer.txt").read_text() == "no"
 
-    shutil.rmtree(system_cli.folder / "atif" / "default" / "labels" / "r2")
+    exported_rows = system_cli.folder / "atif" / "default" / "labels"
+    shutil.rmtree(exported_rows / "r1")  # the first row's: read before the others, said the same way
     refused = system_cli.invalid(tasks / "labels.from-atif.yaml")
-    (said,) = [line for line in refused.err.splitlines() if "agent.trajectory" in line]  # r1's file is there
-    assert "agent.trajectory: cannot read" in said and "(row 'r2' at" in said, refused.output
+    (said,) = refused.err.splitlines()  # r2's file is there
+    assert said.startswith(f"{tasks / 'labels.from-atif.yaml'}:"), refused.output
+    assert "agent.trajectory: cannot read" in said and "(row 'r1' at" in said, refused.output
+
+    (exported_rows / "r1" / "00").mkdir(parents=True)
+    (exported_rows / "r1" / "00" / "trajectory.atif.json").write_text("{}")  # neither ATIF nor ours: no turns
+    refused = system_cli.invalid(tasks / "labels.from-atif.yaml")
+    assert refused.err.startswith(str(exported_rows / "r1" / "00" / "trajectory.atif.json")), refused.output

@@ -4,6 +4,7 @@ through the installed CLI."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -71,8 +72,9 @@ def test_a_ci_log_keeps_each_suite_gate_and_each_id_on_one_line(system_cli: Syst
         dataset=rows,
         success_criteria=[check | {"suite_thresholds": {"mean": 1.0}}],
     )
-    outcome, _ = system_cli.run(folder, env={})  # no COLUMNS: the command's output is a pipe, as in CI
-    assert outcome.code == 1, outcome.output
-    lines = outcome.out.splitlines()
-    assert f"suite {long_id} [default] #0 run_command mean 0.5 >= 1: NOT met" in lines, outcome.out
-    assert any(f"{long_id}/r2" in line and "FAILURE" in line for line in lines), outcome.out
+    for colour in ({}, {"FORCE_COLOR": "1"}):  # CI services often force colour: rich then takes it for a terminal
+        outcome = system_cli("run", folder, "--runs-dir", system_cli.runs, env=colour)  # no COLUMNS, as in CI
+        assert outcome.code == 1, outcome.output
+        lines = re.sub(r"\x1b\[[0-9;]*m", "", outcome.out).splitlines()
+        assert f"suite {long_id} [default] #0 run_command mean 0.5 >= 1: NOT met" in lines, outcome.out
+        assert any(f"{long_id}/r2" in line and "FAILURE" in line for line in lines), outcome.out

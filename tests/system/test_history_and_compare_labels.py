@@ -91,3 +91,15 @@ def test_a_compare_figure_keeps_a_long_task_id_whole(system_cli: SystemCli) -> N
 
     with Image.open(page.with_name("cmp.forest_1.png")) as forest:
         assert forest.width >= 100 * 8  # ~8 px a character at 100 dpi: the whole id beside the plot
+
+
+def test_a_criterion_failed_by_several_rows_says_its_text_is_one_of_theirs(system_cli: SystemCli) -> None:
+    """Two rows failing a templated criterion were shown as one row's text failing twice."""
+    folder = system_cli.folder / "tasks"
+    rows = {"rows": [{"id": "r1"}, {"id": "r2"}, {"id": "r3"}]}
+    check = {"type": "run_command", "command": "test ${row.id} = r1", "description": "row ${row.id} is r1"}
+    task_file(folder, "rows", agent={"type": "none"}, dataset=rows, success_criteria=[check])
+    assert system_cli.run(folder, env={})[0].code == 1
+    shown = system_cli("history", system_cli.runs, "--format", "json", env={})
+    (failing,) = json.loads(shown.out)["failing_criteria"]
+    assert (failing["description"], failing["failures"]) == ("row r2 is r1 (one of 2 texts, as rows filled it)", 2)

@@ -35,3 +35,27 @@ def test_outputs_named_by_a_link_are_written_to_what_it_points_at(system_cli: Sy
     compared = system_cli("compare", run.path, "--format", "md", "-o", page_link, env={})
     assert compared.code == 0, compared.output
     assert page_link.is_symlink() and "default" in page.read_text()
+
+    far = folder / "far" / "away"
+    far.mkdir(parents=True)
+    os.symlink(far / "cmp.html", folder / "cmp.lnk")
+    shown = system_cli("compare", run.path, "--format", "html", "-o", folder / "cmp.lnk", env={})
+    assert shown.code == 0 and (far / "cmp.html").is_file(), shown.output
+    assert (far / "cmp.success_rate.png").is_file() and not list(folder.glob("*.png"))  # beside the page
+    refused = system_cli("compare", run.path, "--format", "html", "-o", "/dev/stdout", env={})
+    assert refused.code == 2 and "an HTML page writes its figures (PNG files) beside it" in refused.err
+
+
+def test_an_output_to_dev_stdout_redirected_to_a_file_keeps_what_the_command_says_after_it(
+    system_cli: SystemCli,
+) -> None:
+    """`--junit /dev/stdout > run.log`: the log's file replaced by a new one lost the summary printed after it."""
+    task = task_file(system_cli.folder / "tasks", "plain", agent={"type": "none"})
+    log = system_cli.folder / "run.log"
+    with log.open("wb") as stream:
+        command = system_cli.start(
+            "run", task, "--runs-dir", system_cli.runs, "--junit", "/dev/stdout", env={}, stdout=stream
+        )
+        assert command.wait(timeout=180) == 0
+    said = log.read_text()
+    assert said.index("<testsuites") < said.index("PASSED 1 evaluation"), said

@@ -124,3 +124,12 @@ def test_report_rebuild_refuses_a_run_that_never_finished(tmp_path: Path, system
     assert going.code == 2 and going.err == (
         f"coder-eval report: {run.path} is still being run by another process (1 evaluation(s) to go)\n"
     ), going.output
+
+
+def test_a_rescore_keeps_the_task_path_the_run_recorded(system_cli: SystemCli) -> None:
+    """A run started on `tasks/t.yaml` records that path; its rescore wrote the absolute one into every row."""
+    task_file(system_cli.folder / "tasks", "t", agent={"type": "none"})
+    outcome, run = system_cli.run(Path("tasks") / "t.yaml", env={})  # relative to the command's folder
+    assert outcome.code == 0 and run.summary["task_results"][0]["task_path"] == "tasks/t.yaml", outcome.output
+    assert system_cli("rescore", run.path, env={}).code == 0
+    assert run.summary["task_results"][0]["task_path"] == "tasks/t.yaml"

@@ -85,8 +85,11 @@ def forest_figure(pair: PairComparison, index: int) -> Drawing:
     groups = sorted(pair.by_task, key=lambda g: -abs(g.difference or 0.0))[:FOREST_TASKS]
     groups.reverse()
     labels = [f"{g.key} (n={g.rows})" for g in groups]
-    # wide enough for the longest label beside a plot of ~3.5 in (a 100-character id collapsed the plot to nothing)
-    width = max(6.5, 3.5 + LABEL_INCHES_PER_CHAR * max(map(len, labels), default=0))
+    axis_label = f"difference in success rate: {pair.other} - {pair.baseline}"
+    # wide enough for the longest label beside a plot of ~3.5 in (a 100-character id collapsed the plot to nothing),
+    # and for the axis's label naming both arms under it
+    longest = max(map(len, labels), default=0)
+    width = max(6.5, 3.5 + LABEL_INCHES_PER_CHAR * longest, 0.5 + LABEL_INCHES_PER_CHAR * len(axis_label))
     figure = _new_figure(width, max(2.0, 0.3 * len(groups) + 1.2))
     axes = figure.add_subplot()
     for y, group in enumerate(groups):
@@ -97,7 +100,7 @@ def forest_figure(pair: PairComparison, index: int) -> Drawing:
     axes.axvline(0, color="#999999", linewidth=1)
     axes.set_yticks(range(len(groups)), labels)
     axes.set_xlim(-1.05, 1.05)
-    axes.set_xlabel(f"difference in success rate: {pair.other} - {pair.baseline}")
+    axes.set_xlabel(axis_label)
     return _drawing(f"forest_{index}", f"Per-task difference: {pair.other} vs {pair.baseline}", figure)
 
 

@@ -31,7 +31,11 @@ ORDER BY run_date, variant_id;
 """
 
 FAILING_CRITERIA = """\
-SELECT base_task_id, criterion_index, min(description) FILTER (WHERE NOT passed) AS description,
+SELECT base_task_id, criterion_index,
+       min(description) FILTER (WHERE NOT passed) || CASE
+           WHEN count(DISTINCT description) FILTER (WHERE NOT passed) > 1
+           THEN ' (one of ' || count(DISTINCT description) FILTER (WHERE NOT passed) || ' texts, as rows filled it)'
+           ELSE '' END AS description,
        count(*) FILTER (WHERE NOT passed) AS failures,
        count(*) AS evaluated,
        avg((NOT passed)::INTEGER) AS failure_rate

@@ -56,9 +56,12 @@ def signed_points(value: float | None) -> str:
 
 
 def interval_text(interval: Interval | None, scale: float = 100.0, unit: str = " pp") -> str:
+    """Percentage points to a tenth; a score difference (``scale`` 1) to four figures, as its estimate is shown
+    (to a tenth, a 0.025 difference read [+0.0, +0.0])."""
     if interval is None:
         return "–"
-    return f"[{interval.low * scale:+.1f}, {interval.high * scale:+.1f}]{unit}"
+    shape = "+.1f" if scale == 100.0 else "+.4g"
+    return f"[{interval.low * scale:{shape}}, {interval.high * scale:{shape}}]{unit}"
 
 
 def rate_interval(interval: Interval | None) -> str:
