@@ -16,7 +16,6 @@ suite.json files cannot be recomputed from the task.json files alone).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -173,7 +172,7 @@ def rebuild_from_results(run_dir: Path) -> int:
         variants=list(dict.fromkeys([*(earlier.variants if earlier else []), *(row.variant_id for row in rows)])),
         passed=all(result.success for result in results),
     ).judged_with(suite_gates(run_dir))
-    write_atomically(run_dir / RUN_MD, render_run_md(report, _viewer_from(run_dir, run_dir)))
+    write_atomically(run_dir / RUN_MD, render_run_md(report, _viewer_of(run_dir)))
     write_json(run_dir / RUN_FILE, report)
     _aggregated(run_dir, report)
     return exit_codes.OK
@@ -191,18 +190,17 @@ def read_summary(run_dir: Path) -> RunSummary:
     return summary if summary.suite else summary.judged_with(suite_gates(run_dir))
 
 
-def _viewer_from(run_dir: Path, reader: Path) -> str | None:
-    """The run viewer's link from the folder the Markdown is read in (printed: the current one), when the run has
-    one."""
-    viewer = run_dir / RUN_VIEWER
-    return Path(os.path.relpath(viewer.absolute(), reader.absolute())).as_posix() if viewer.is_file() else None
+def _viewer_of(run_dir: Path) -> str | None:
+    """The run viewer's link, relative to the run folder as every link of run.md, when the run has one (a folder
+    coder_eval wrote has none)."""
+    return RUN_VIEWER if (run_dir / RUN_VIEWER).is_file() else None
 
 
 def render_md(run_dir: Path, output: Path | None) -> int:
     from .core.reports.run_summary import render_run_md
 
     # the run folder is only read: it may be another user's, or an artifact
-    text = render_run_md(read_summary(run_dir), _viewer_from(run_dir, Path.cwd() if output is None else output.parent))
+    text = render_run_md(read_summary(run_dir), _viewer_of(run_dir))
     if output is None:
         sys.stdout.write(text)
     else:
