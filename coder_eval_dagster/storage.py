@@ -112,6 +112,11 @@ compute_logs:
   class: NoOpComputeLogManager
 concurrency:
   pools: {{default_limit: 4}}
+# The file sensor ticks every 30 s and its cursor holds a fingerprint per row-task: keep a day of the ticks
+# that skip (Dagster keeps a week), the rest as Dagster does.
+retention:
+  sensor:
+    purge_after_days: {{skipped: 1}}
 telemetry: {{enabled: false}}
 """
 # What Dagster hands over in batches (execute_step: a step's per-partition asset events).
