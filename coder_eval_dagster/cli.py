@@ -38,6 +38,7 @@ from .core.resolution import (
     NOT_A_TASK,
     Resolution,
     discover,
+    experiment_names_tasks,
     kind_of,
     load_experiment,
     load_trajectory,
@@ -183,7 +184,7 @@ DEFAULT_TASKS = Path("tasks")  # coder_eval's `run` and `plan` with no paths: ev
 def _default_tasks(command: str, experiment: str | None, required: bool = True) -> list[Path]:
     """No paths given: ``tasks/`` in the current folder when there is one, as coder_eval (with ``-e`` too, unless
     the experiment names its own ``tasks``); else a usage error (``required`` False: none)."""
-    if experiment is not None and _names_tasks(experiment):
+    if experiment is not None and experiment_names_tasks(Path(experiment)):
         return []
     if DEFAULT_TASKS.is_dir():
         print(f"coder-eval {command}: no paths given: {DEFAULT_TASKS}/", file=sys.stderr)
@@ -193,15 +194,6 @@ def _default_tasks(command: str, experiment: str | None, required: bool = True) 
     if experiment is not None:
         raise UsageError(f"give task paths: {experiment} names no tasks and there is no {DEFAULT_TASKS}/ folder here")
     raise UsageError(f"give task paths or -e EXPERIMENT (no {DEFAULT_TASKS}/ folder here)")
-
-
-def _names_tasks(experiment: str) -> bool:
-    """Whether the experiment names its own tasks; one that cannot be read counts as naming them: its problems
-    are said where it is resolved."""
-    try:
-        return bool(load_experiment(Path(experiment)).model.tasks)
-    except (InvalidInput, OSError, ValueError):
-        return True
 
 
 def _with_default_tasks(spec: RunSpec, command: str) -> RunSpec:

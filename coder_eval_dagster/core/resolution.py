@@ -278,6 +278,15 @@ NOT_A_TASK = "not a task file (no task_id)"
 BASE_LAYER = EXPERIMENTS_DIR / "default.yaml"  # under every task of a run, when the current folder has one
 
 
+def experiment_names_tasks(path: Path) -> bool:
+    """Whether the experiment names its own ``tasks`` (then no ``tasks/`` folder is added to them, as coder_eval
+    takes it); one that cannot be read counts as naming them: its problems are said where it is resolved."""
+    try:
+        return bool(load_experiment(path).model.tasks)
+    except (InvalidInput, OSError, ValueError):
+        return True
+
+
 def load_experiment(path: Path) -> LoadedExperiment:
     """An experiment file, its fields checked and the files it names found (relative to it): a problem of its own is
     said once, at its line, before any task is laid under it."""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 from pydantic import BaseModel, Field, create_model
 
-from ..core.resolution import resolve
+from ..core.resolution import experiment_names_tasks, resolve
 from ..core.run_context import RunContext
 from ..core.run_spec import RunOptions, RunSpec
 from ..core.runs import OpenRun, load_run, open_once, open_run
@@ -162,12 +162,12 @@ def safe_folder_name(name: str) -> str:
 
 
 def default_settings() -> CoderEvalSettings:
-    """Settings of the code location, overridable with CODER_EVAL_* environment variables."""
-    paths = os.environ.get("CODER_EVAL_TASK_PATHS", "tasks")
-    spec = RunSpecConfig(
-        task_paths=[p for p in paths.split(os.pathsep) if p],
-        experiment=os.environ.get("CODER_EVAL_EXPERIMENT") or None,
-    )
+    """Settings of the code location, overridable with CODER_EVAL_* environment variables. Without
+    CODER_EVAL_TASK_PATHS, `tasks` as the CLI takes it: not beside an experiment that names its own tasks."""
+    experiment = os.environ.get("CODER_EVAL_EXPERIMENT") or None
+    default = "" if experiment is not None and experiment_names_tasks(Path(experiment)) else "tasks"
+    paths = os.environ.get("CODER_EVAL_TASK_PATHS", default)
+    spec = RunSpecConfig(task_paths=[p for p in paths.split(os.pathsep) if p], experiment=experiment)
     options = RunOptionsConfig(
         runs_dir=os.environ.get("CODER_EVAL_RUNS_DIR", "runs"),
         concurrency=int(os.environ.get("CODER_EVAL_CONCURRENCY", "0")),

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -52,3 +53,22 @@ def test_partition_key_ids() -> None:
     key = partition_key("shop/row.1", "with-hint")
     assert str(key) == "shop/row.1|with-hint"
     assert ids_of(str(key)) == ("shop/row.1", "with-hint") == ids_of(key)
+
+
+def test_the_code_location_takes_tasks_as_the_cli_does_beside_an_experiment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The UI and the file sensor added `./tasks` to an experiment's own `tasks:`, where `coder-eval run -e` and
+    `register -e` take only the experiment's (every task under tasks/ was run, and paid for, by the sensor)."""
+    from coder_eval_dagster.defs.resources import default_settings
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CODER_EVAL_TASK_PATHS", raising=False)
+    (tmp_path / "own.yaml").write_text("experiment_id: own\ntasks: [one.yaml]\nvariants: [{variant_id: a}]\n")
+    (tmp_path / "open.yaml").write_text("experiment_id: open\nvariants: [{variant_id: a}]\n")
+    expected = {"own.yaml": [], "open.yaml": ["tasks"]}
+    for experiment, paths in expected.items():
+        monkeypatch.setenv("CODER_EVAL_EXPERIMENT", experiment)
+        assert default_settings().spec.task_paths == paths
+    monkeypatch.setenv("CODER_EVAL_TASK_PATHS", "mine")  # named: as given
+    assert default_settings().spec.task_paths == ["mine"]
