@@ -381,7 +381,7 @@ def dev(extra: list[str]) -> int:
     import os
     import shutil
 
-    from .launch import local_home
+    from .launch import EVENT_BATCH_SIZE, local_home
 
     dagster = shutil.which("dagster") or str(Path(sys.executable).parent / "dagster")
     if "--help" in extra:  # help only: no instance made for it (dagster dev's -h is its --host)
@@ -390,6 +390,7 @@ def dev(extra: list[str]) -> int:
     _open_instance().dispose()  # writes coder-eval's dagster.yaml there when the folder has none
     print(f"coder-eval dev: DAGSTER_HOME={home}", file=sys.stderr)
     environment = {**os.environ, **Credentials.of_process().by_name, "DAGSTER_HOME": str(home)}
+    environment.setdefault("DAGSTER_EVENT_BATCH_SIZE", EVENT_BATCH_SIZE)  # its run workers store events as the CLI's
     os.execvpe(dagster, [dagster, "dev", "-m", "coder_eval_dagster.definitions", *extra], environment)  # no return
 
 

@@ -61,6 +61,8 @@ from .storage import HOME_DATABASES, INSTANCE_YAML, copy_template
 if TYPE_CHECKING:
     from dagster_shared.error import SerializableErrorInfo
 
+EVENT_BATCH_SIZE = "1000"  # a step's per-partition events handed to the storage at once (storage.py)
+
 
 def quiet_logs() -> dict[str, Any]:
     """Dagster's console logger for a CLI run: silent, since the CLI says in one line each what failed (a step's
@@ -332,7 +334,7 @@ def execute(
     selection = RESCORED_ASSETS if rescore else [a.key for a in ASSETS]
     # Hand each asset's per-partition events to the storage as one batch
     # (FastSqliteEventLogStorage stores a batch in one transaction).
-    os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", "1000")
+    os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", EVENT_BATCH_SIZE)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return (

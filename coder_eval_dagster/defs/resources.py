@@ -75,7 +75,8 @@ class CoderEvalSettings(dg.ConfigurableResource):  # type: ignore[type-arg]  # s
         for problem in resolution.problems[:50]:
             context.log.warning(f"skipped: {problem}")
         for skipped in resolution.skipped[:50]:
-            context.log.warning(f"skipped: {skipped.path}: {skipped.reason}")
+            said = skipped.reason if skipped.reason.startswith(skipped.path) else f"{skipped.path}: {skipped.reason}"
+            context.log.warning(f"skipped: {said}")
         folder = Path(self.run_options().runs_dir) / launched_run_name(context)
         return open_run(folder, self.run_spec(), context.run.run_id, resolution, launched=True)
 

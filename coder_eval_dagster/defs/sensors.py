@@ -86,7 +86,8 @@ class Cursor:
     description="Registers row-tasks and variants from the task files and runs the ones that are new or changed.",
 )
 def task_files_sensor(context: dg.SensorEvaluationContext, settings: CoderEvalSettings) -> dg.SensorResult:
-    current, complete = current_fingerprints(settings.run_spec(), context.log)
+    current, skipped = current_fingerprints(settings.run_spec(), context.log)
+    complete = not skipped
     previous = Cursor.parse(context.cursor)
     if context.cursor:
         changed = [key for key, digest in current.items() if previous.fingerprints.get(key) != digest]
@@ -101,7 +102,16 @@ def task_files_sensor(context: dg.SensorEvaluationContext, settings: CoderEvalSe
     runs = _run_requests(cursor, changed, tasks, variants) if changed else []
     if runs:
         context.log.info(f"{len(changed)} row-task x variant(s) changed or new: {len(runs)} run(s)")
-    return dg.SensorResult(run_requests=runs, dynamic_partitions_requests=partition_requests, cursor=cursor.dump())
+    # the tick history says why a file was left out (its log lines go to the daemon's output, not the UI)
+    reason = (
+        "; ".join(skipped[:3]) + (f"; and {len(skipped) - 3} more" if len(skipped) > 3 else "") if skipped else None
+    )
+    return dg.SensorResult(
+        run_requests=runs,
+        dynamic_partitions_requests=partition_requests,
+        cursor=cursor.dump(),
+        skip_reason=None if runs else reason,
+    )
 
 
 def _run_requests(cursor: Cursor, changed: list[str], tasks: list[str], variants: list[str]) -> list[dg.RunRequest]:
@@ -116,8 +126,9 @@ def _run_requests(cursor: Cursor, changed: list[str], tasks: list[str], variants
     )
 
 
-def current_fingerprints(spec: RunSpec, log: Logger) -> tuple[dict[str, str], bool]:
-    """{"task|variant" key: fingerprint} of what the files define now, and whether every file was read.
+def current_fingerprints(spec: RunSpec, log: Logger) -> tuple[dict[str, str], list[str]]:
+    """{"task|variant" key: fingerprint} of what the files define now, and what was skipped (nothing: every file
+    was read).
 
     A file that does not validate or whose resolution crashes is logged (one
     line naming the file and the cause) and left out.
@@ -128,12 +139,12 @@ def current_fingerprints(spec: RunSpec, log: Logger) -> tuple[dict[str, str], bo
         lambda sources: _fingerprints_from(resolution.row_tasks, sources),
     )
     crashed |= crashed_too
-    for problem in resolution.problems:
-        log.warning(f"skipped: {problem}")
-    for path, cause in crashed.items():
-        log.warning(f"skipped: {path}: resolution crashed: {cause}")
+    skipped = [f"skipped: {problem}" for problem in resolution.problems]
+    skipped += [f"skipped: {path}: resolution crashed: {cause}" for path, cause in crashed.items()]
+    for line in skipped:
+        log.warning(line)
     current = {f"{encode_id(t)}|{encode_id(v)}": digest for (t, v), digest in digests.items()}
-    return current, not (resolution.problems or crashed)
+    return current, skipped
 
 
 def _fingerprints_from(row_tasks: list[RowTask], sources: list[Path]) -> dict[tuple[str, str], str]:

@@ -31,7 +31,7 @@ def test_dev_serves_the_cli_instance_and_shows_a_cli_run(tmp_path: Path, monkeyp
     log = (tmp_path / "dev.log").open("wb")
     dev = subprocess.Popen(
         [str(Path(sys.executable).parent / "coder-eval"), "dev", "-h", "127.0.0.1", "-p", str(port)],
-        env={**os.environ, "DAGSTER_HOME": str(home), "CODER_EVAL_TASK_PATHS": str(ROOT / "tasks")},
+        env={**unbatched(), "DAGSTER_HOME": str(home), "CODER_EVAL_TASK_PATHS": str(ROOT / "tasks")},
         stdout=log,
         stderr=log,
         cwd=tmp_path,
@@ -42,6 +42,8 @@ def test_dev_serves_the_cli_instance_and_shows_a_cli_run(tmp_path: Path, monkeyp
         statuses = [r["status"] for r in runs["runsOrError"]["results"]]
         assert statuses == ["SUCCESS"]  # the CLI's run, on the same instance
         assert not list(tmp_path.glob(".tmp_dagster_home_*"))  # not a throwaway instance
+        # its run workers store a step's events in batches, as the CLI's runs do (docs/operations.md)
+        assert b"DAGSTER_EVENT_BATCH_SIZE=1000" in Path(f"/proc/{dev.pid}/environ").read_bytes().split(b"\0")
     finally:
         os.killpg(dev.pid, signal.SIGINT)  # as Ctrl-C in a terminal: dagster dev stops its children
         try:
@@ -49,6 +51,11 @@ def test_dev_serves_the_cli_instance_and_shows_a_cli_run(tmp_path: Path, monkeyp
         except subprocess.TimeoutExpired:
             os.killpg(dev.pid, signal.SIGKILL)
             dev.wait(timeout=10)
+
+
+def unbatched() -> dict[str, str]:
+    """This process's environment without the batch size an in-process CLI run set in it."""
+    return {name: value for name, value in os.environ.items() if name != "DAGSTER_EVENT_BATCH_SIZE"}
 
 
 def _graphql(port: int, query: str, deadline: float) -> dict:

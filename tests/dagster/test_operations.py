@@ -217,6 +217,8 @@ def test_invalid_file_is_logged_and_skipped(tmp_path, instance, capfd):
     result = sensor_tick(instance, settings, first.cursor)
     assert not result.run_requests and instance.get_dynamic_partitions("task") == ["alpha", "beta/r1", "beta/r2"]
     assert logged(capfd, f"skipped: {tmp_path / 'tasks/broken.yaml'}:2: (document): YAML syntax error")
+    # the UI's tick history names it too (the log lines go to the daemon's output only)
+    assert result.skip_message.startswith(f"skipped: {tmp_path / 'tasks/broken.yaml'}:2: (document): YAML syntax")
     # a known task's file breaks: it is skipped, not retired, and nothing runs
     (tmp_path / "tasks/alpha.yaml").write_text("task_id: alpha\ndescription: [oops\n")
     (tmp_path / "tasks/broken.yaml").unlink()
