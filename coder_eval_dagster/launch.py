@@ -282,7 +282,13 @@ def _definitions_event(resolution: Resolution, spec: RunSpec, version: str) -> d
             "row_tasks": len(resolution.row_tasks),
             "skipped": len(resolution.skipped),
             "variants": len({rt.variant_id for rt in resolution.row_tasks}),
-            "task_paths": ", ".join(spec.task_paths),
+            # the paths given, and those the experiment names (`register -e EXP` with no path: only those)
+            "task_paths": ", ".join(
+                [
+                    *spec.task_paths,
+                    *(str(p) for p in (resolution.experiment.task_paths if resolution.experiment else [])),
+                ]
+            ),
             "experiment": experiment,
             "recorded_by": RECORDED_BY,
         },

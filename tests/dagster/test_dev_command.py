@@ -93,6 +93,19 @@ def test_register_adds_partitions_without_running(tmp_path: Path, monkeypatch: p
         assert all(r.asset_materialization.tags["dagster/data_version"] for r in resolved)  # type: ignore[union-attr]
 
 
+def test_register_of_an_experiment_records_the_task_paths_it_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`register -e EXP` with no path: task_definitions said `task_paths` empty."""
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    smoke = ROOT / "tasks" / "agentless_smoke_test.yaml"
+    experiment = tmp_path / "exp.yaml"
+    experiment.write_text(f"experiment_id: e\ntasks: ['{smoke}']\nvariants: [{{variant_id: a}}]\n")
+    assert run_cli("register", "-e", experiment).code == 0
+    with dg.DagsterInstance.from_config(str(tmp_path / "home")) as instance:
+        assert _latest(instance, "task_definitions").metadata["task_paths"].value == str(smoke)
+
+
 def test_register_records_what_changed_and_keeps_a_runs_materializations(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
