@@ -398,6 +398,9 @@ def run_summary(
     results = in_plan_order(collect_results(run_dir, written), run.snapshot.row_tasks)
     suite = suite_entries(run.snapshot.row_tasks, results)
     variants = list(dict.fromkeys(rt.variant_id for rt in run.snapshot.row_tasks))
+    if plan.launched:  # a backfill or a tick selects keys of its snapshot: a variant it never ran is not in it
+        ran = {result.variant_id for result in results}
+        variants = [variant for variant in variants if variant in ran]
     skipped = [SkippedTask.of(entry) for entry in run.snapshot.skipped]
     statistics = run_statistics(run, results)
     budget = RunBudget(run.folder, run.max_usd)  # the ledger as every process of the run left it

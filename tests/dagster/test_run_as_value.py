@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -14,7 +15,8 @@ from coder_eval_dagster.core import resolution
 from coder_eval_dagster.core.criteria import Outcome, checks, unregister
 from coder_eval_dagster.core.models.criterion import Classification
 from coder_eval_dagster.definitions import JOB_NAME, build_definitions
-from coder_eval_dagster.defs.partitions import partition_key
+from coder_eval_dagster.defs.jobs import tick_requests
+from coder_eval_dagster.defs.partitions import partition_key, rectangles
 from coder_eval_dagster.defs.resources import CoderEvalSettings, RunOptionsConfig, RunSpecConfig
 
 from ..support.dagster_services import apply_partition_requests, sensor_tick
@@ -105,6 +107,22 @@ def test_launched_runs_record_the_experiment_id_like_the_cli(tmp_path: Path) -> 
     assert document["experiment"] == "exp-one"
     assert sorted(t["variant_id"] for t in document["task_results"]) == ["x", "y"]
     assert document["options"]["experiment"] == str(experiment)
+
+
+def test_a_launched_run_over_one_variant_reports_that_variant_alone(tmp_path: Path) -> None:
+    """A backfill of one variant's partitions: experiment.md listed the other as a variant of 0 tasks, and named
+    the variant that ran best of a task the other never ran."""
+    write_task(tmp_path / "tasks", task_with(task_id="a", **PASSING))
+    experiment = write(tmp_path / "exp.yaml", "experiment_id: e\nvariants:\n  - variant_id: x\n  - variant_id: y\n")
+    settings = folder_settings(tmp_path, "runs", experiment)
+    with dg.instance_for_test() as instance:
+        sensor_tick(instance, settings, None)  # registers a|x and a|y
+        (request,) = tick_requests("only-x", datetime.now(UTC), rectangles([("a", "x")], ["a"], ["x", "y"]), {})
+        job = build_definitions(settings).resolve_job_def(JOB_NAME)
+        assert job.execute_in_process(instance=instance, tags=request.tags, raise_on_error=False).success
+    run = _only_run(tmp_path / "runs")
+    assert json.loads((run / "run.json").read_text())["variants"] == ["x"]
+    assert not (run / "y").exists() and "[y]" not in (run / "experiment.md").read_text()
 
 
 def folder_settings(folder: Path, runs: str, experiment: Path | None = None) -> CoderEvalSettings:
