@@ -12,6 +12,7 @@ own evaluation, never failing the step.
 """
 
 import json
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -63,6 +64,10 @@ def backfill_policy(per_run: int | None) -> dg.BackfillPolicy:
 
 
 BACKFILL_POLICY = backfill_policy(partitions_per_run())
+# Dagster marks the assets' backfill_policy parameter beta, and says so each time this module loads: in every
+# run worker of `coder-eval dev` (the CLI filters it at start; a run worker starts from Dagster's own entry point).
+# The notice is for library authors, not for our users.
+warnings.filterwarnings("ignore", message=r"Parameter `backfill_policy` of function `asset` is currently in beta")
 
 
 # What the three partitioned assets share.
