@@ -262,3 +262,14 @@ def test_the_runs_index_follows_a_changed_run_json(tmp_path: Path) -> None:
     (run_dir / "run.json").write_text(json.dumps(document))
     os.utime(run_dir / "run.json", ns=(1, 1))  # a different modification time, whatever the clock's resolution
     assert "a: 1/1 (100%); b: 0/0" in write_index(tmp_path).read_text()
+
+
+def test_the_runs_index_lists_a_large_runs_failures_and_leaves_the_rest_to_its_viewer(tmp_path: Path) -> None:
+    """A 6,000-evaluation run made the index 637 KB, and it holds every run of the runs folder."""
+    from coder_eval_dagster.core.compare.index import write_index
+
+    rows = [evaluation("a", f"t{n:03d}", "FAILURE" if n % 10 == 0 else "SUCCESS") for n in range(300)]
+    write_run(tmp_path, DAY, rows)
+    page = write_index(tmp_path).read_text()
+    assert page.count("<li>") == 31 and page.count(" FAILURE</li>") == 30 and "SUCCESS</li>" not in page
+    assert "270 more: the run's viewer lists every evaluation" in page

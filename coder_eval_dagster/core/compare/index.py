@@ -41,6 +41,9 @@ def _spend(report: RunSummary) -> str:
     return "; ".join(parts) or "–"
 
 
+LISTED_REPORTS = 50  # a run's task reports in the index; past that, those that did not pass (the viewer has all)
+
+
 def _link(text: str, target: Path, href: Callable[[str], str]) -> str:
     return f'<a href="{html.escape(href(str(target)))}">{html.escape(text)}</a>'
 
@@ -58,7 +61,10 @@ def _index_row(run_dir: Path, report: RunSummary, href: Callable[[str], str]) ->
         links.insert(0, _link("viewer", run_dir / RUN_VIEWER, href))
     if (run_dir / COMPARISON_PAGE).is_file():
         links.append(_link("comparison", run_dir / COMPARISON_PAGE, href))
-    reports = "".join(_report_item(run_dir, row, href) for row in rows)
+    listed = rows if len(rows) <= LISTED_REPORTS else [row for row in rows if not row.success][:LISTED_REPORTS]
+    reports = "".join(_report_item(run_dir, row, href) for row in listed)
+    if len(listed) < len(rows):  # the index holds every run: a run of thousands would make it megabytes
+        reports += f"<li>{len(rows) - len(listed)} more: the run's viewer lists every evaluation</li>"
     details = f"<details><summary>task reports</summary><ul>{reports}</ul></details>" if reports else ""
     verdict = "PASSED" if report.passed else "FAILED"
     cells = [
