@@ -9,6 +9,7 @@ reachable without it, and no module global must be set before it works.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -244,4 +245,8 @@ def telemetry_for(environ: Mapping[str, str]) -> Telemetry:
         return Telemetry()
     from .telemetry_export import OtlpTelemetry
 
-    return OtlpTelemetry(environ)
+    try:
+        return OtlpTelemetry(environ)
+    except ValueError as exc:  # the SDK refuses an OTEL_BSP_* / OTEL_BLRP_* value: the evaluations go on
+        logging.getLogger(__name__).warning("telemetry off: an OTEL_* setting was refused: %s", exc)
+        return Telemetry()

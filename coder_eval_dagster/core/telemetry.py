@@ -37,7 +37,9 @@ if TYPE_CHECKING:
     from .evaluation import Evaluation
     from .models.results import EvaluationResult, ToolCallRecord, TurnRecord
 
-ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+ENDPOINT_VARIABLES = tuple(
+    f"OTEL_EXPORTER_OTLP_{signal}ENDPOINT" for signal in ("", "TRACES_", "LOGS_", "METRICS_")
+)  # any signal's
 CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 TASK_END = "CoderEval.Task.End"
 EVALUATION_RESULT = "gen_ai.evaluation.result"

@@ -7,6 +7,7 @@ library caller's own OpenTelemetry set-up is left alone.
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 
 SCOPE = "coder_eval_dagster"
 METRIC_EXPORT_INTERVAL_MS = 10_000
+SHUTDOWN_S = 5.0  # the most a run's end waits for a collector (docs/running.md, Telemetry)
 
 
 SAMPLED = TraceFlags(TraceFlags.SAMPLED)
@@ -101,6 +103,14 @@ class _Spans:
         self.processor.on_end(span)
 
 
+def _service_name(environ: Mapping[str, str]) -> dict[str, str]:
+    """``coder-eval`` unless the user named the service (OTEL_SERVICE_NAME, or service.name in
+    OTEL_RESOURCE_ATTRIBUTES: the SDK reads both, and an attribute given here would win over them)."""
+    if environ.get("OTEL_SERVICE_NAME"):
+        return {"service.name": environ["OTEL_SERVICE_NAME"]}
+    return {} if "service.name=" in environ.get("OTEL_RESOURCE_ATTRIBUTES", "") else {"service.name": "coder-eval"}
+
+
 def exports(environ: Mapping[str, str], signal: str) -> bool:
     """Whether an OTLP endpoint is named for ``signal`` (TRACES, LOGS, METRICS): its own, or the one for all."""
     return bool(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or environ.get(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT"))
@@ -122,11 +132,12 @@ class OtlpTelemetry(Telemetry):
     def __init__(self, environ: Mapping[str, str]):
         self.environ = environ
         self.capture = environ.get(CAPTURE_CONTENT, "").lower() == "true"
-        resource = Resource.create({"service.name": environ.get("OTEL_SERVICE_NAME") or "coder-eval"})
+        resource = Resource.create(_service_name(environ))
         # each signal only where an endpoint is named for it (Phoenix takes traces alone): one named for no one
         # went to the SDK's default, localhost:4318, and a run waited ~15 s at its end for each refused export
         self.spans = _Spans(resource, BatchSpanProcessor(OTLPSpanExporter()) if exports(environ, "TRACES") else None)
-        self.logger_provider = LoggerProvider(resource=resource)
+        # shut down by the run's end (bounded), not again by the interpreter's: see shutdown
+        self.logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
         if exports(environ, "LOGS"):
             self.logger_provider.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter()))
         self.logger = self.logger_provider.get_logger(SCOPE)
@@ -135,7 +146,7 @@ class OtlpTelemetry(Telemetry):
             if exports(environ, "METRICS")
             else []
         )
-        self.meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+        self.meter_provider = MeterProvider(resource=resource, metric_readers=readers, shutdown_on_exit=False)
         meter = self.meter_provider.get_meter(SCOPE)
         self.evaluations = meter.create_counter("coder_eval.evaluations", "{evaluation}", "Evaluations by status")
         self.duration = meter.create_histogram("coder_eval.evaluation.duration", "s", "An evaluation's duration")
@@ -343,12 +354,20 @@ class OtlpTelemetry(Telemetry):
             "OTEL_RESOURCE_ATTRIBUTES": f"coder_eval.trace_id={evaluation_trace_id or ''}",
         }
 
-    def shutdown(self) -> None:
-        """Send what is buffered (the run's end): spans, events, then the last metrics."""
+    def shutdown(self, within_s: float = SHUTDOWN_S) -> None:
+        """Send what is buffered (the run's end): spans, events and the last metrics at once, for ``within_s`` in
+        all. Each signal's exporter waits out its own timeout and retries, so a collector that hangs or refuses
+        held the run's end ~30 s, one signal after another; what is not sent by then is dropped (its threads end
+        with the process)."""
+        steps = [self.logger_provider.shutdown, self.meter_provider.shutdown]
         if self.spans.processor is not None:
-            self.spans.processor.shutdown()  # type: ignore[no-untyped-call]
-        for provider in (self.logger_provider, self.meter_provider):
-            provider.shutdown()
+            steps.insert(0, self.spans.processor.shutdown)
+        threads = [threading.Thread(target=step, name="telemetry-shutdown", daemon=True) for step in steps]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + within_s
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def evaluation_attributes(evaluation: Evaluation) -> dict[str, Any]:

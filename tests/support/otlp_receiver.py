@@ -31,6 +31,7 @@ class Received:
     metrics: set[str] = field(default_factory=set)
     span_names: list[str] = field(default_factory=list)
     span_statuses: list[tuple[str, int]] = field(default_factory=list)  # (name, status code: 2 is ERROR)
+    services: set[str] = field(default_factory=set)  # the service.name of each log record's resource
     deferred: bool = False
     kept: list[tuple[str, bytes]] = field(default_factory=list)
 
@@ -57,6 +58,8 @@ class Received:
     def _logs(self, body: bytes) -> None:
         request = ExportLogsServiceRequest.FromString(body)
         for resource in request.resource_logs:
+            attributes = {item.key: _value(item.value) for item in resource.resource.attributes}
+            self.services.add(attributes.get("service.name"))
             for scope in resource.scope_logs:
                 for record in scope.log_records:
                     self.events.append(

@@ -10,8 +10,10 @@ and metrics reach the same endpoint, tagged with the evaluation's trace.
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -183,3 +185,51 @@ def test_telemetry_enabled_false_in_dotenv_sends_nothing(tmp_path: Path, system_
         outcome, _ = system_cli.run(task, env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver_url}, timeout=60)
     assert outcome.code == 0, outcome.output
     assert received.paths == [] and "not read" not in outcome.err, (received.paths, outcome.err)
+
+
+def test_a_collector_that_never_answers_holds_the_runs_end_for_five_seconds_at_most(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """Each signal's exporter waited out its timeout and retries, one after another: ~31 s after the last verdict,
+    deaf to Ctrl-C. A refused OTEL_BSP_* setting stopped the run before it began (exit 3)."""
+    task = write_task(
+        tmp_path / "tasks", agentless_task(task_id="plain", success_criteria=[criterion("file_exists", path=".")])
+    )
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts (the kernel's backlog), never answers
+        endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        started = time.monotonic()
+        outcome = system_cli(
+            "run", task, "--runs-dir", tmp_path / "runs", env={"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
+        )
+        took = time.monotonic() - started
+    assert outcome.code == 0 and took < 15, (took, outcome.output)
+    refused = system_cli(
+        "run",
+        task,
+        "--runs-dir",
+        tmp_path / "runs",
+        env={"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_BSP_SCHEDULE_DELAY": "0"},
+    )
+    assert refused.code == 0, refused.output
+    assert "telemetry off: an OTEL_* setting was refused: schedule_delay_millis must be positive" in refused.err
+
+
+def test_a_logs_only_endpoint_exports_the_events_under_the_users_service_name(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """An endpoint named for logs (or metrics) alone exported nothing; service.name from OTEL_RESOURCE_ATTRIBUTES
+    was replaced by coder-eval."""
+    task = write_task(
+        tmp_path / "tasks", agentless_task(task_id="plain", success_criteria=[criterion("file_exists", path=".")])
+    )
+    received = Received()
+    with OtlpReceiver(received) as receiver_url:
+        env = {
+            "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": f"{receiver_url}/v1/logs",
+            "OTEL_RESOURCE_ATTRIBUTES": "service.name=team-evals",
+        }
+        outcome, _ = system_cli.run(task, env=env, timeout=60)
+    assert outcome.code == 0, outcome.output
+    assert set(received.paths) == {"/v1/logs"}, received.paths
+    assert [e["attributes"]["TaskId"] for e in received.events if e["name"] == "CoderEval.Task.End"] == ["plain"]
+    assert received.services == {"team-evals"}
