@@ -702,7 +702,8 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
         if stage.name == "finish":
             _stamp_durations(result, phase, began)
             result.phases_done.append(phase)
-            telemetry.evaluation_end(evaluation)  # the verdict is in: the trace's root span, with its events
+            if phase != "rescore":  # a rescore's score spans join the trace; its root (ids derived) is the run's
+                telemetry.evaluation_end(evaluation)  # the verdict is in: the trace's root span, with its events
         if stage.name in NETWORK_PHASES:
             evaluation.sandbox.set_phase(stage.name)  # the network policy follows the stage
         stage.run(evaluation)

@@ -330,7 +330,8 @@ def suite_metrics(
     options = settings.run_options()
     tables = Path(options.runs_dir) / TABLES_DIR
     summary = summarize(run, tables, options.workers, settings.rescore, run_context.written_result)
-    run_context.telemetry.run_end(run.plan.run_id, run.plan.started_at, summary.results, summary.passed)
+    if not settings.rescore:  # the run's span has derived ids: written once, by the run
+        run_context.telemetry.run_end(run.plan.run_id, run.plan.started_at, summary.results, summary.passed)
     thresholds = [t for entry in summary.suite for t in entry.thresholds]
     succeeded = sum(r.success for r in summary.results)
     share = succeeded / len(summary.results) if summary.results else 0.0

@@ -233,3 +233,25 @@ def test_a_logs_only_endpoint_exports_the_events_under_the_users_service_name(
     assert set(received.paths) == {"/v1/logs"}, received.paths
     assert [e["attributes"]["TaskId"] for e in received.events if e["name"] == "CoderEval.Task.End"] == ["plain"]
     assert received.services == {"team-evals"}
+
+
+def test_a_rescore_adds_its_score_spans_and_writes_no_root_or_count_again(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """A rescore wrote the evaluation's root span and the run's span again, with the same ids (a backend drops
+    or double-counts them), and counted the evaluation again."""
+    task = write_task(
+        tmp_path / "tasks", agentless_task(task_id="plain", success_criteria=[criterion("file_exists", path=".")])
+    )
+    first, again = Received(), Received()
+    with OtlpReceiver(first) as receiver_url:
+        outcome, run = system_cli.run(task, env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver_url}, timeout=60)
+    assert outcome.code == 0 and {"evaluate plain", f"run {run.path.name}"} <= set(first.span_names), outcome.output
+    with OtlpReceiver(again) as receiver_url:
+        rescored = system_cli("rescore", run.path, env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver_url})
+    assert rescored.code == 0, rescored.output
+    assert "score" in again.span_names and not [n for n in again.span_names if n.startswith(("evaluate ", "run "))]
+    assert (
+        not [e for e in again.events if e["name"] == "CoderEval.Task.End"]
+        and "coder_eval.evaluations" not in again.metrics
+    )
