@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import typing
 import warnings
@@ -611,7 +612,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if words[:1] == ["dev"]:  # everything after `dev` is dagster dev's own (-h, -p...)
         from .cli_run import dev
 
-        return dev(words[1:])
+        try:
+            return dev(words[1:])
+        except Exception as exc:
+            return _last_line_of_defence(exc)
     if words[:1] == ["execute"]:  # coder_eval's verb, refused in one line whatever its options
         print(EXECUTE_REFUSED, file=sys.stderr)
         return exit_codes.USAGE
@@ -647,14 +651,52 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f" {exc.filename}" if exc.filename else ""
         print(f"coder-eval: cannot use{where}: {exc.strerror or exc}; check that path", file=sys.stderr)
         return exit_codes.USAGE
-    except Exception as exc:  # the last line of defence: one line, never a traceback
-        if os.environ.get("CODER_EVAL_DEBUG"):
-            raise
+    except Exception as exc:
+        return _last_line_of_defence(exc)
+
+
+def _last_line_of_defence(exc: Exception) -> int:
+    """One line, never a traceback: the Dagster instance's storage that cannot be used (a database down, a wrong
+    password, a variable its dagster.yaml reads unset) is the user's to fix (exit 2); anything else is ours."""
+    if os.environ.get("CODER_EVAL_DEBUG"):
+        raise exc
+    storage = storage_problem(exc)
+    if storage is not None:
         print(
-            f"coder-eval: internal error: {type(exc).__name__}: {exc} (set CODER_EVAL_DEBUG=1 for details)",
+            f"coder-eval: the Dagster instance cannot be used: {storage} (check its dagster.yaml and its database; "
+            "a run this cut short goes on with: coder-eval run --resume RUN_DIR)",
             file=sys.stderr,
         )
-        return exit_codes.INTERNAL
+        return exit_codes.USAGE
+    print(
+        f"coder-eval: internal error: {type(exc).__name__}: {exc} (set CODER_EVAL_DEBUG=1 for details)",
+        file=sys.stderr,
+    )
+    return exit_codes.INTERNAL
+
+
+STORAGE_ERRORS = frozenset(
+    {"DagsterPostgresException", "OperationalError", "DagsterInvalidConfigError", "PostProcessingError"}
+)
+
+
+def storage_problem(exc: BaseException) -> str | None:
+    """What the instance's storage said, in one line, when ``exc`` (or what caused it) is a storage error: its
+    innermost cause says why (``password authentication failed``, ``Connection refused``, a variable not set)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    if not any(type(error).__name__ in STORAGE_ERRORS for error in chain):
+        return None
+    lines = [line for error in chain for line in str(error).splitlines() if line.strip()]
+    said = next((line for line in lines if STORAGE_CAUSES.search(line)), lines[-1] if lines else type(exc).__name__)
+    return re.sub(r"^[\w.]+(Error|Exception): ", "", " ".join(said.split()))
+
+
+# the line of a storage error that says why: the server's answer, the connection's, a variable the config reads
+STORAGE_CAUSES = re.compile(r"FATAL|refused|could not|environment variable|No module named|timeout|does not exist")
 
 
 if __name__ == "__main__":

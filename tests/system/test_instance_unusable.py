@@ -1,0 +1,33 @@
+"""A Dagster instance whose storage cannot be used (a PostgreSQL URL read from a variable that is not set, a
+server that refuses), through the installed CLI: one line naming why, exit 2, no traceback. It was an
+"internal error" (exit 3) spread over many lines, and `dev` printed a traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+from ..support.helpers import write
+from .conftest import SystemCli, task_file
+
+pytestmark = pytest.mark.slow
+WHY = "coder-eval: the Dagster instance cannot be used: "
+
+
+@pytest.mark.parametrize(
+    ("storage", "said"),
+    [
+        ("{env: CODER_EVAL_TEST_UNSET_URL}", 'the environment variable "CODER_EVAL_TEST_UNSET_URL" which is not set'),
+        ('"postgresql+psycopg2://coder:pw@127.0.0.1:1/evals"', "port 1 failed: Connection refused"),
+    ],
+    ids=["variable-unset", "server-refuses"],
+)
+def test_an_unusable_instance_is_one_line_naming_why(system_cli: SystemCli, storage: str, said: str) -> None:
+    write(system_cli.home / "dagster.yaml", f"storage:\n  postgres:\n    postgres_url: {storage}\n")
+    task = task_file(system_cli.folder / "tasks", "plain", agent={"type": "none"})
+    commands = [("run", task, "--runs-dir", system_cli.runs), ("dev", "-p", "1")]
+    for command in commands if "variable" in storage else commands[:1]:
+        outcome = system_cli(*command, env={})
+        assert outcome.code == 2, outcome.output
+        (line,) = [line for line in outcome.err.splitlines() if line.startswith("coder-eval:")]
+        assert line.startswith(WHY) and said in line, outcome.err
+        assert "Traceback" not in outcome.err and "internal error" not in outcome.err
