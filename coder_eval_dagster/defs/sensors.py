@@ -60,51 +60,23 @@ def minimum_interval_s() -> int:
     return int(raw)
 
 
-# The fingerprints live in the instance's key-value store, the cursor names them by digest: in the cursor
-# itself (Dagster stores it with every tick, the skipped ones too, and the UI shows it whole) they cost ~46 bytes
-# a row-task x variant a tick, 0.46 MB a tick at 10,000. `DagsterInstance.daemon_cursor_storage` (the run
-# storage's `kvs` table, dagster==1.13.x) is Dagster's own store for daemon state, not a documented API:
-# guarded by tests/dagster/test_operations.py::test_the_cursor_names_its_fingerprints_and_stays_small.
-STATE_KEY = "coder_eval/task_files_sensor/fingerprints"
-
-
 @dataclass(frozen=True)
 class Cursor:
     """What the sensor keeps between ticks: the fingerprint of each ``task|variant`` key, and how many ticks
-    requested runs (each tick's run keys carry that count: a reverted file is a new request, never a repeat).
-    ``known`` False: the fingerprints were lost (the first tick's baseline applies); ``stored``: read from the
-    instance's store, as they are there."""
+    requested runs (each tick's run keys carry that count: a reverted file is a new request, never a repeat)."""
 
     fingerprints: dict[str, str] = field(default_factory=dict)
     requests: int = 0
-    known: bool = True
-    stored: bool = False
-
-    @property
-    def state(self) -> str:
-        return hashlib.sha256(json.dumps(self.fingerprints, sort_keys=True).encode()).hexdigest()[:16]
 
     @classmethod
-    def load(cls, text: str | None, instance: dg.DagsterInstance) -> Cursor | None:
-        """The cursor a tick starts from; None: the sensor's first tick (turned on, or reset)."""
-        if not text:
-            return None
-        data = json.loads(text)
-        if "state" not in data:  # earlier forms: the fingerprints in the cursor (alone, at first)
-            return cls(data["fingerprints"], data["requests"]) if "fingerprints" in data else cls(data)
-        stored = instance.daemon_cursor_storage.get_cursor_values({STATE_KEY}).get(STATE_KEY)
-        kept = json.loads(stored) if stored else {}
-        if kept.get("state") != data["state"]:  # the tick that wrote them never committed its cursor
-            return cls({}, data["requests"], known=False)
-        return cls(kept["fingerprints"], data["requests"], stored=True)
+    def parse(cls, text: str | None) -> Cursor:
+        data = json.loads(text) if text else {}
+        if "fingerprints" not in data:  # the earlier form: the fingerprints alone
+            return cls(data)
+        return cls(data["fingerprints"], data["requests"])
 
-    def save(self, instance: dg.DagsterInstance, before: Cursor | None) -> str:
-        """The cursor to return, its fingerprints stored first (only when they changed)."""
-        state = self.state
-        if before is None or not before.stored or before.state != state:
-            document = json.dumps({"state": state, "fingerprints": self.fingerprints})
-            instance.daemon_cursor_storage.set_cursor_values({STATE_KEY: document})
-        return json.dumps({"state": state, "requests": self.requests})
+    def dump(self) -> str:
+        return json.dumps({"fingerprints": self.fingerprints, "requests": self.requests})
 
 
 @dg.sensor(
@@ -116,11 +88,10 @@ class Cursor:
 def task_files_sensor(context: dg.SensorEvaluationContext, settings: CoderEvalSettings) -> dg.SensorResult:
     current, skipped = current_fingerprints(settings.run_spec(), context.log)
     complete = not skipped
-    before = Cursor.load(context.cursor, context.instance)
-    previous = before or Cursor()
-    if before is not None and before.known:
+    previous = Cursor.parse(context.cursor)
+    if context.cursor:
         changed = [key for key, digest in current.items() if previous.fingerprints.get(key) != digest]
-    else:  # turned on, reset or its fingerprints lost: what the instance evaluated already is the baseline
+    else:  # turned on (or reset): what the instance has evaluated already is the baseline, not a change
         evaluated = context.instance.get_materialized_partitions(CRITERIA_SCORES)
         changed = [key for key in current if key not in evaluated]
     # with a file skipped, deleted and unreadable look alike: retire nothing, forget nothing
@@ -138,7 +109,7 @@ def task_files_sensor(context: dg.SensorEvaluationContext, settings: CoderEvalSe
     return dg.SensorResult(
         run_requests=runs,
         dynamic_partitions_requests=partition_requests,
-        cursor=cursor.save(context.instance, before),
+        cursor=cursor.dump(),
         skip_reason=None if runs else reason,
     )
 
