@@ -611,7 +611,7 @@ class StageProgress:
         self.logged_at = dict.fromkeys(self.lines, 0.0)
         self.lock = threading.Lock()  # called from the evaluations' threads: one count, one whole line at a time
         self.progress: Any = None
-        if self.console.is_terminal:
+        if self.console.is_terminal and sys.stderr.isatty():  # FORCE_COLOR (a CI's) makes rich take a log for one
             from rich.progress import (
                 BarColumn,
                 MofNCompleteColumn,

@@ -1361,7 +1361,7 @@ def _row_trajectory_problems(task: Task, doc: Document, named: str, row: Row) ->
         _check_replayed_opening(task, load_trajectory(doc.path.parent / relative, row.values), doc)
     except InvalidInput as exc:
         said = f"(row {row.row_id!r} at {row.origin})"
-        return [replace(p, message=f"{p.message} {said}") if p.path == str(doc.path) else p for p in exc.problems]
+        return [replace(p, message=f"{p.message} {said}") for p in exc.problems]
     return []
 
 

@@ -164,7 +164,8 @@ def test_a_dataset_runs_exports_replay_one_file_per_row(system_cli: SystemCli) -
     assert said.startswith(f"{tasks / 'labels.from-atif.yaml'}:"), refused.output
     assert "agent.trajectory: cannot read" in said and "(row 'r1' at" in said, refused.output
 
-    (exported_rows / "r1" / "00").mkdir(parents=True)
-    (exported_rows / "r1" / "00" / "trajectory.atif.json").write_text("{}")  # neither ATIF nor ours: no turns
+    shutil.copytree(exported_rows / "r2", exported_rows / "r1")  # r1 has a file again
+    (exported_rows / "r2" / "00" / "trajectory.atif.json").write_text("{}")  # neither ATIF nor ours: no turns
     refused = system_cli.invalid(tasks / "labels.from-atif.yaml")
-    assert refused.err.startswith(str(exported_rows / "r1" / "00" / "trajectory.atif.json")), refused.output
+    assert refused.err.startswith(str(exported_rows / "r2" / "00" / "trajectory.atif.json")), refused.output
+    assert "(row 'r2' at" in refused.err, refused.output

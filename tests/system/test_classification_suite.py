@@ -78,3 +78,4 @@ def test_a_ci_log_keeps_each_suite_gate_and_each_id_on_one_line(system_cli: Syst
         lines = re.sub(r"\x1b\[[0-9;]*m", "", outcome.out).splitlines()
         assert f"suite {long_id} [default] #0 run_command mean 0.5 >= 1: NOT met" in lines, outcome.out
         assert any(f"{long_id}/r2" in line and "FAILURE" in line for line in lines), outcome.out
+        assert "scored: 2/2" in outcome.err and "\x1b[?25l" not in outcome.err  # progress lines, no live bars
