@@ -110,7 +110,7 @@ def _html_page(output: Path | None) -> Path | None:
     """-o FILE of an HTML page, which writes its figures beside it: a file, not a device or a pipe."""
     from .core.compare.rows import CompareError
 
-    if output is not None and is_special_file(output):
+    if output is not None and (is_special_file(output) or output.is_dir()):
         raise CompareError(f"{output}: an HTML page writes its figures (PNG files) beside it; give a file")
     return output
 

@@ -42,8 +42,10 @@ def test_outputs_named_by_a_link_are_written_to_what_it_points_at(system_cli: Sy
     shown = system_cli("compare", run.path, "--format", "html", "-o", folder / "cmp.lnk", env={})
     assert shown.code == 0 and (far / "cmp.html").is_file(), shown.output
     assert (far / "cmp.success_rate.png").is_file() and not list(folder.glob("*.png"))  # beside the page
-    refused = system_cli("compare", run.path, "--format", "html", "-o", "/dev/stdout", env={})
-    assert refused.code == 2 and "an HTML page writes its figures (PNG files) beside it" in refused.err
+    for not_a_file in ("/dev/stdout", far):  # nothing written: the figures went beside a folder, then it failed
+        refused = system_cli("compare", run.path, "--format", "html", "-o", not_a_file, env={})
+        assert refused.code == 2 and "an HTML page writes its figures (PNG files) beside it" in refused.err
+    assert not list(far.parent.glob("away.*.png"))
 
 
 def test_an_output_to_dev_stdout_redirected_to_a_file_keeps_what_the_command_says_after_it(
