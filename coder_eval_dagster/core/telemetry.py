@@ -111,7 +111,7 @@ def content(text: object, capture: bool) -> str | None:
 def turn_attributes(turn: TurnRecord, model: str | None) -> dict[str, Any]:
     return {
         "gen_ai.operation.name": "chat",
-        "gen_ai.request.model": model or "",
+        **({"gen_ai.request.model": model} if model else {}),  # a replay without a model names none
         "gen_ai.usage.input_tokens": turn.input_tokens
         + turn.cache_read_input_tokens
         + turn.cache_creation_input_tokens,

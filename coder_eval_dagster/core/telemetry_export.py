@@ -180,7 +180,7 @@ class OtlpTelemetry(Telemetry):
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": agent.resolved_type,
-            "gen_ai.request.model": agent.model or "",
+            **({"gen_ai.request.model": agent.model} if agent.model else {}),
             "gen_ai.usage.input_tokens": agent_usage(result).input_tokens,
             "gen_ai.usage.output_tokens": agent_usage(result).output_tokens,
         }
@@ -376,7 +376,7 @@ def evaluation_attributes(evaluation: Evaluation) -> dict[str, Any]:
         {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": agent.resolved_type,
-            "gen_ai.request.model": agent.model,
+            "gen_ai.request.model": agent.model if agent.resolved_type != "none" else None,  # no model is asked
             "coder_eval.run_id": result.run_id,
             "coder_eval.task_id": result.task_id,
             "coder_eval.base_task_id": result.base_task_id,

@@ -31,6 +31,7 @@ class Received:
     metrics: set[str] = field(default_factory=set)
     span_names: list[str] = field(default_factory=list)
     span_statuses: list[tuple[str, int]] = field(default_factory=list)  # (name, status code: 2 is ERROR)
+    span_attributes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (name, attributes)
     services: set[str] = field(default_factory=set)  # the service.name of each log record's resource
     deferred: bool = False
     kept: list[tuple[str, bytes]] = field(default_factory=list)
@@ -49,6 +50,10 @@ class Received:
                 for scope_spans in resource_spans.scope_spans:
                     self.span_names.extend(span.name for span in scope_spans.spans)
                     self.span_statuses.extend((span.name, span.status.code) for span in scope_spans.spans)
+                    self.span_attributes.extend(
+                        (span.name, {item.key: _value(item.value) for item in span.attributes})
+                        for span in scope_spans.spans
+                    )
 
     def decode_kept(self) -> None:
         kept, self.kept = self.kept, []

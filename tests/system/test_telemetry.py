@@ -255,3 +255,26 @@ def test_a_rescore_adds_its_score_spans_and_writes_no_root_or_count_again(
         not [e for e in again.events if e["name"] == "CoderEval.Task.End"]
         and "coder_eval.evaluations" not in again.metrics
     )
+
+
+def test_a_span_names_a_model_only_where_one_was_asked_for(tmp_path: Path, system_cli: SystemCli) -> None:
+    """A replay without a model said `gen_ai.request.model: ''`, and an agentless evaluation under a variant
+    that sets a model named that model, though none was asked (task.json's model_used is null)."""
+    turns = [{"calls": [{"tool": "Bash", "command": "true"}], "text": "done"}]
+    replayed = replay_task_file(
+        tmp_path / "replay", "replayed", turns, success_criteria=[criterion("file_exists", path=".")]
+    )
+    plain = write_task(
+        tmp_path / "plain", agentless_task(task_id="plain", success_criteria=[criterion("file_exists", path=".")])
+    )
+    experiment = tmp_path / "exp.yaml"
+    experiment.write_text("experiment_id: e\nvariants:\n  - variant_id: v\n    agent: {model: claude-opus-4-1}\n")
+    received = Received()
+    with OtlpReceiver(received) as receiver_url:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver_url}
+        for command in (("run", replayed), ("run", plain, "-e", experiment)):
+            outcome = system_cli(*command, "--runs-dir", system_cli.runs, env=env)
+            assert outcome.code == 0, outcome.output
+    named = {name: attributes.get("gen_ai.request.model") for name, attributes in received.span_attributes}
+    assert {"evaluate plain", "evaluate replayed", "invoke_agent replay", "chat replay"} <= set(named), named
+    assert all(model is None for model in named.values()), named  # neither asked a model
