@@ -78,13 +78,18 @@ class _Spans:
         attributes: dict[str, Any],
         *,
         kind: SpanKind = SpanKind.INTERNAL,
-        status: Status | None = None,
+        failed: tuple[str, str] | None = None,
         events: Sequence[Event] = (),
         links: Sequence[Link] = (),
     ) -> None:
-        """The span ``ids`` (trace, span), child of span ``parent`` of the same trace (None: a root)."""
+        """The span ``ids`` (trace, span), child of span ``parent`` of the same trace (None: a root); ``failed``:
+        its error's type (``error.type``, as the GenAI conventions require of a failed operation) and description."""
         if self.processor is None:  # traces go nowhere
             return
+        status = None
+        if failed is not None:
+            status = Status(StatusCode.ERROR, failed[1])
+            attributes = {**attributes, "error.type": failed[0]}
         trace_id, span_id = ids
         span = ReadableSpan(
             name,
@@ -217,7 +222,7 @@ class OtlpTelemetry(Telemetry):
                     call_start,
                     call_end,
                     _present(call_attributes),
-                    status=Status(StatusCode.ERROR, "the tool call failed") if call.status == "error" else None,
+                    failed=("tool_error", "the tool call failed") if call.status == "error" else None,
                 )
             cursor = turn_end
         self._simulated_user(evaluation, trace_id, invoke)
@@ -272,7 +277,7 @@ class OtlpTelemetry(Telemetry):
                 end_ns,
                 _present(attributes),
                 kind=SpanKind.CLIENT,
-                status=Status(StatusCode.ERROR, criterion.error[:200]) if criterion.error else None,
+                failed=("judge_error", criterion.error[:200]) if criterion.error else None,
             )
             self.judge_calls.add(1, {"coder_eval.criterion.type": criterion.type, "error": criterion.error is not None})
             self.judge_retries.add(int(usage.get("retries") or 0), {"coder_eval.criterion.type": criterion.type})
@@ -304,7 +309,7 @@ class OtlpTelemetry(Telemetry):
             epoch_ns(result.started_at) or now,
             now,
             evaluation_attributes(evaluation),
-            status=Status(StatusCode.ERROR, result.error or result.final_status) if failed else None,
+            failed=(result.final_status, result.error or result.final_status) if failed else None,
             events=[
                 Event(TASK_END, end_attributes, now),
                 *(Event(EVALUATION_RESULT, event, now) for event in criteria),

@@ -172,6 +172,10 @@ def test_a_traces_only_endpoint_sends_traces_alone_and_the_run_does_not_wait(
     assert set(received.paths) == {"/v1/traces"}, received.paths
     assert "4318" not in outcome.err and "Failed to export" not in outcome.err, outcome.err
     assert [code for name, code in received.span_statuses if name == "execute_tool Bash"] == [2]  # ERROR
+    # with the error.type the GenAI conventions require of a failed operation
+    assert [a.get("error.type") for name, a in received.span_attributes if name == "execute_tool Bash"] == [
+        "tool_error"
+    ]
 
 
 def test_telemetry_enabled_false_in_dotenv_sends_nothing(tmp_path: Path, system_cli: SystemCli) -> None:
