@@ -678,6 +678,8 @@ def _last_line_of_defence(exc: Exception) -> int:
 STORAGE_ERRORS = frozenset(
     {"DagsterPostgresException", "OperationalError", "DagsterInvalidConfigError", "PostProcessingError"}
 )
+# the line of a storage error that says why: the server's answer, the connection's, a variable the config reads
+STORAGE_CAUSES = re.compile(r"FATAL|refused|could not|environment variable|No module named|timeout|does not exist")
 
 
 def storage_problem(exc: BaseException) -> str | None:
@@ -693,10 +695,6 @@ def storage_problem(exc: BaseException) -> str | None:
     lines = [line for error in chain for line in str(error).splitlines() if line.strip()]
     said = next((line for line in lines if STORAGE_CAUSES.search(line)), lines[-1] if lines else type(exc).__name__)
     return re.sub(r"^[\w.]+(Error|Exception): ", "", " ".join(said.split()))
-
-
-# the line of a storage error that says why: the server's answer, the connection's, a variable the config reads
-STORAGE_CAUSES = re.compile(r"FATAL|refused|could not|environment variable|No module named|timeout|does not exist")
 
 
 if __name__ == "__main__":

@@ -183,6 +183,16 @@ def unfinished(opened: OpenRun) -> list[Path]:
     return [f for f in folders if not (f / RESULT_FILE).is_file() and (f.is_dir() or not opened.plan.launched)]
 
 
+def unfinished_problem(run_dir: Path) -> str | None:
+    """Why the run in ``run_dir`` cannot be read as a result: evaluations it planned never finished (None: every
+    one did, or the folder is not a run of ours)."""
+    if not is_run_folder(run_dir):
+        return None
+    run = load_run(run_dir)
+    missing = unfinished(run)
+    return incomplete(run, missing) if missing else None
+
+
 def recorded_not_run(run_dir: Path) -> set[tuple[str, str, int]]:
     """The evaluations run.json says never started on purpose (the budget spent, a sequential A/B decided): not
     unfinished, nothing to resume."""
@@ -306,11 +316,8 @@ def _warn_post_run(row_tasks: list[RowTask]) -> None:
 def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: Path | None) -> int:
     run_dir = opened.folder
     missing = unfinished(opened)
-    if missing:
+    if missing or not (run_dir / RUN_FILE).is_file():  # or stopped before its summary: --resume writes it, and tables
         print(f"coder-eval rescore: {incomplete(opened, missing)}", file=sys.stderr)
-        return exit_codes.USAGE
-    if not (run_dir / RUN_FILE).is_file():  # stopped before its summary: --resume writes it and the tables
-        print(f"coder-eval rescore: {incomplete(opened, [])}", file=sys.stderr)
         return exit_codes.USAGE
     try:  # a damaged run.json is said before any evaluation is scored again (and its task.json rewritten)
         load_summary(run_dir)

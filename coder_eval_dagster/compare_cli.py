@@ -10,7 +10,8 @@ from typing import TypeVar
 
 from . import exit_codes
 from .cli_options import given_path
-from .core.layout import COMPARISON_PAGE, HISTORY_PAGE, comparison_against, is_special_file, real_folder
+from .core.files import real_path
+from .core.layout import COMPARISON_PAGE, HISTORY_PAGE, comparison_against, is_special_file
 
 FORMATS = ("table", "md", "json", "html")
 
@@ -96,7 +97,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if page is not None:
         print(write_comparison_page(comparison, page)[0])
         return exit_codes.OK
-    folder = real_folder(args.output) if args.output else None
+    folder = real_path(args.output).parent if args.output else None  # where its relative links start
     renderers = {
         "table": lambda: render_table(comparison),
         "md": lambda: render_markdown(comparison, folder),
@@ -118,17 +119,15 @@ def _html_page(output: Path | None) -> Path | None:
 def _refuse_unfinished(run_dir: Path | None) -> None:
     """A run cut short (killed, interrupted) before its summary, as `report` refuses it: its comparison would read
     as the run's result over the evaluations that happened to finish."""
-    from .cli_run import incomplete, unfinished
+    from .cli_run import unfinished_problem
     from .core.compare.rows import CompareError
-    from .core.layout import RUN_FILE, is_run_folder
-    from .core.runs import load_run
+    from .core.layout import RUN_FILE
 
-    if run_dir is None or not run_dir.is_dir() or not is_run_folder(run_dir) or (run_dir / RUN_FILE).is_file():
+    if run_dir is None or not run_dir.is_dir() or (run_dir / RUN_FILE).is_file():
         return
-    run = load_run(run_dir)
-    missing = unfinished(run)
-    if missing:
-        raise CompareError(incomplete(run, missing))
+    why = unfinished_problem(run_dir)
+    if why:
+        raise CompareError(why)
 
 
 def _default_page(run_dir: Path, other_run_dir: Path | None) -> Path:
@@ -155,7 +154,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.format == "html":
         page = _html_page(args.output) or args.runs_dir / HISTORY_PAGE
         drawings = [pass_rate_over_time_figure(pass_rate_series(result))]
-        print(write_page(page, html_of(history_blocks(result), drawings, real_folder(page)), drawings)[0])
+        print(write_page(page, html_of(history_blocks(result), drawings, real_path(page).parent), drawings)[0])
         return exit_codes.OK
     renderers = {
         "table": lambda: text_of(history_blocks(result)),

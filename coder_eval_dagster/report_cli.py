@@ -92,14 +92,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 def _no_summary(run_dir: Path) -> str:
     """A run folder without run.json: ``--rebuild`` writes it when every evaluation finished, else the run is to be
     finished first (a rebuild then refuses)."""
-    from .cli_run import incomplete, unfinished
-    from .core.layout import is_run_folder
-    from .core.runs import load_run
+    from .cli_run import unfinished_problem
 
-    run = load_run(run_dir) if is_run_folder(run_dir) else None
-    missing = unfinished(run) if run else []
-    if run and missing:
-        return f"no {RUN_FILE}: {incomplete(run, missing)}"
+    why = unfinished_problem(run_dir)
+    if why:
+        return f"no {RUN_FILE}: {why}"
     return f"{run_dir}: no {RUN_FILE} (coder-eval report {run_dir} --rebuild writes it from the task.json files)"
 
 

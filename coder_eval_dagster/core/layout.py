@@ -308,11 +308,6 @@ def is_special_file(path: Path) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
-def real_folder(path: Path) -> Path:
-    """The folder a file the user named is really in (through links): where its relative links start."""
-    return Path(os.path.realpath(path)).parent
-
-
 @contextmanager
 def replacing(path: Path) -> Iterator[Path]:
     """A name beside ``path``, private to this process and thread, renamed onto ``path`` when the block

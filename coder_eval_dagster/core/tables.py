@@ -409,5 +409,8 @@ def _json_value(value: Any) -> str:
 def duckdb_source(table_folder: Path) -> str:
     """The SQL literal DuckDB's ``read_parquet`` takes for every file of a table: the folder's own `[`, `*`
     and `?` escaped, or a runs folder named `g[1]` matches no file."""
-    pattern = f"{glob.escape(table_folder.as_posix())}/**/*.parquet"
-    return "'" + pattern.replace("'", "''") + "'"
+    return sql_literal(f"{glob.escape(table_folder.as_posix())}/**/*.parquet")
+
+
+def sql_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

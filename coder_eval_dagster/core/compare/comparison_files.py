@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
-from ..layout import COMPARISON_PAGE, real_folder, write_atomically, write_output
+from ..files import real_path
+from ..layout import COMPARISON_PAGE, write_atomically, write_output
 from ..models.results import EvaluationResult
 from .analysis import Comparison, compare_variants
 from .figures import Drawing, comparison_figures, save_pngs
@@ -19,7 +19,7 @@ Writer = Callable[[Path, str], None]
 def write_page(path: Path, text: str, drawings: list[Drawing], write: Writer = write_output) -> list[Path]:
     """The page and each figure as ``<page stem>.<figure>.png`` beside it (beside the file a link names);
     ``write``: how the page is written (the user's file, or the run's own)."""
-    real = Path(os.path.realpath(path))
+    real = real_path(path)
     pngs = save_pngs(drawings, real.parent, f"{real.stem}.")
     write(path, text)
     return [path, *pngs.values()]
@@ -27,7 +27,7 @@ def write_page(path: Path, text: str, drawings: list[Drawing], write: Writer = w
 
 def write_comparison_page(comparison: Comparison, path: Path, write: Writer = write_output) -> list[Path]:
     drawings = comparison_figures(comparison.arms, comparison.pairs)
-    return write_page(path, render_html(comparison, drawings, real_folder(path)), drawings, write)
+    return write_page(path, render_html(comparison, drawings, real_path(path).parent), drawings, write)
 
 
 def write_run_comparison(run_dir: Path, results: list[EvaluationResult], variants: list[str]) -> dict[str, str] | None:

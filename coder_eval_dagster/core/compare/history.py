@@ -16,7 +16,7 @@ import duckdb
 import pandas as pd
 
 from ..layout import TABLES_DIR
-from ..tables import duckdb_source
+from ..tables import duckdb_source, sql_literal
 from .render import Block, Table
 from .rows import CompareError
 
@@ -95,10 +95,6 @@ class History:
         return answers
 
 
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def view_statement(tables_dir: Path, table: str, days: int | None, task_glob: str | None) -> str:
     """The view an analyst's query reads: one table's files, optionally the last ``days`` days and some tasks."""
     source = duckdb_source(tables_dir / table)
@@ -107,7 +103,7 @@ def view_statement(tables_dir: Path, table: str, days: int | None, task_glob: st
         today = datetime.now(UTC).date()  # run_date is the UTC day; DuckDB's current_date is the local one
         filters.append(f"run_date > DATE '{today.isoformat()}' - INTERVAL {int(days)} DAY")
     if task_glob:
-        filters.append(f"task_id GLOB {_literal(task_glob)}")
+        filters.append(f"task_id GLOB {sql_literal(task_glob)}")
     where = f" WHERE {' AND '.join(filters)}" if filters else ""
     return f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM read_parquet({source}, hive_partitioning = true){where};"
 
