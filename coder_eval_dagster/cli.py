@@ -7,7 +7,6 @@ import os
 import re
 import sys
 import typing
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -606,8 +605,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return exit_codes.USAGE
         credentials.reexec_without_credentials()
     dotenv_level = os.environ.pop(LOG_LEVEL_OF_DOTENV, None)  # out of the environment before anything is started
-    # Dagster marks backfill_policy as beta; the notice is for library authors, not for our users.
-    warnings.filterwarnings("ignore", message=r".*is currently in beta.*")
     words = list(sys.argv[1:] if argv is None else argv)
     if words[:1] == ["dev"]:  # everything after `dev` is dagster dev's own (-h, -p...)
         from .cli_run import dev

@@ -37,7 +37,7 @@ from .core.problems import InvalidInput
 from .core.reports.junit import write_junit
 from .core.reports.notes import threshold_figures
 from .core.reports.run_summary import agent_usd, counts_line, gated, judges_usd, total_usd, usd, why_not_passed
-from .core.reports.shown_text import one_line
+from .core.reports.shown_text import one_line, skipped_file
 from .core.resolution import Resolution, RowTask, resolve
 from .core.routing import resolve_route, routing_line
 from .core.run_context import ROUTED_AGENT_TYPES, RunContext, uses_model_route
@@ -140,7 +140,7 @@ def _left_out(resolution: Resolution) -> str:
 def print_skipped(resolution: Resolution) -> None:
     """One line per task file left out (skip: true, no row in the split, invalid in a folder), with its reason."""
     for entry in resolution.skipped:
-        print(f"skipped {entry.path}: {entry.reason}", file=sys.stderr)
+        print(f"skipped {skipped_file(entry.path, entry.reason)}", file=sys.stderr)
 
 
 def missing_model_key(row_tasks: list[RowTask], context: RunContext) -> str | None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 from pydantic import BaseModel, Field, create_model
 
+from ..core.reports.shown_text import skipped_file
 from ..core.resolution import experiment_names_tasks, resolve
 from ..core.run_context import RunContext
 from ..core.run_spec import RunOptions, RunSpec
@@ -75,8 +76,7 @@ class CoderEvalSettings(dg.ConfigurableResource):  # type: ignore[type-arg]  # s
         for problem in resolution.problems[:50]:
             context.log.warning(f"skipped: {problem}")
         for skipped in resolution.skipped[:50]:
-            said = skipped.reason if skipped.reason.startswith(skipped.path) else f"{skipped.path}: {skipped.reason}"
-            context.log.warning(f"skipped: {said}")
+            context.log.warning(f"skipped: {skipped_file(skipped.path, skipped.reason)}")
         folder = Path(self.run_options().runs_dir) / launched_run_name(context)
         return open_run(folder, self.run_spec(), context.run.run_id, resolution, launched=True)
 

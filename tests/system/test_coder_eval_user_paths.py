@@ -33,6 +33,10 @@ def test_a_folder_run_skips_what_is_not_a_task_records_what_is_invalid_and_fails
     (skipped,) = run.summary["skipped_tasks"]
     assert skipped["path"] == str(tasks / "broken.yaml")
     assert "success_criteria.0.path: Field required" in skipped["reason"]
+    broken = str(tasks / "broken.yaml")
+    run_md = (run.path / "run.md").read_text(encoding="utf-8")
+    said = [line for line in outcome.err.splitlines() + run_md.splitlines() if broken in line]
+    assert len(said) == 2 and all(line.count(broken) == 1 for line in said), said  # the path once, its line after
     assert f"note: skipped, not a task file (no task_id): {tasks / 'reference_flows/a/metadata.yaml'}" in outcome.err
     assert run.summary["passed"] is False
 

@@ -10,7 +10,7 @@ from ..models.report import RunSummary, Spend, TaskRow
 from ..models.results import CriterionResult, EvaluationResult, TokenUsage
 from ..suite import SuiteEntry
 from .notes import run_time_notes, threshold_figures
-from .shown_text import criterion_score, one_line
+from .shown_text import criterion_score, one_line, skipped_file
 
 
 def failing_criteria(row: TaskRow) -> list[str]:
@@ -124,7 +124,7 @@ def render_run_md(report: RunSummary, viewer: str | None = RUN_VIEWER) -> str:
         lines += ["", "## Variant comparison", "", f"![success rate per variant]({figure})", ""]
         lines += [f"Paired statistics, flips and per-task differences: [{page}]({page})"]
     if report.skipped_tasks:
-        lines += ["", "Skipped:", *(f"- {s.path}: {s.reason}" for s in report.skipped_tasks)]
+        lines += ["", "Skipped:", *(f"- {skipped_file(s.path, s.reason)}" for s in report.skipped_tasks)]
     return "\n".join(lines) + "\n"
 
 

@@ -21,6 +21,12 @@ def one_line(text: str) -> str:
     return " ".join(terminal_text(text).replace("\r", "\n").splitlines())
 
 
+def skipped_file(path: str, reason: str) -> str:
+    """A skipped task file and why, its path said once: a problem in the file itself already starts with it
+    (``bad.yaml:5: ...``); one in a file it names (its dataset) does not."""
+    return reason if reason.startswith(f"{path}:") else f"{path}: {reason}"
+
+
 class Graded(Protocol):
     score: float
     passed: bool

@@ -27,7 +27,7 @@ from pathlib import Path, PurePosixPath
 from ..files import CRITERION_READ_CAP, read_text_beneath
 from ..models.results import CommandRun
 from ..models.sandbox import SandboxConfig
-from ..secrets import host_environment, sandbox_environment, setup_environment
+from ..secrets import sandbox_environment, setup_environment
 from ..trees import remove_tree
 from . import containment
 from .egress import LOOPBACK, Gate, Refusal, gate_for, proxy_environment, refusal_notes
@@ -97,7 +97,7 @@ class TempdirSandbox:
         """Node as coder_eval sets it up for a sandbox's commands: the sandbox's ``node_modules/.bin`` first on PATH
         (once there is one: ``node.env_packages``, or what a command installed), no NODE_PATH, and a sandbox-local
         npm prefix (a global install stays in the sandbox)."""
-        if (self.root / "node_modules" / ".bin").is_dir():
+        if os.path.isdir(os.path.join(self.root, "node_modules", ".bin")):  # asked per command: no Path made
             env["PATH"] = f"{self.workdir / 'node_modules' / '.bin'}{os.pathsep}{env.get('PATH', '')}"
         return env | {"NODE_PATH": "", "NPM_CONFIG_PREFIX": str(self.workdir / ".npm-prefix")}
 
@@ -123,8 +123,7 @@ class TempdirSandbox:
             remove_tree(self.root)
         sources = self.config.template_sources
         self.root.mkdir()
-        git_env = host_environment({"GIT_CEILING_DIRECTORIES": str(self.root.parent)})  # a clone: on this machine
-        apply_sources(sources, self.root, task_dir, self.config.ignore_patterns, git_env, self.interrupt)
+        apply_sources(sources, self.root, task_dir, self.config.ignore_patterns, self.interrupt)
         if self.venv is not None:
             inside_sandbox(self.root, self.venv.name)  # a template's `.venv` link must not take the venv out
             self._make_venv()

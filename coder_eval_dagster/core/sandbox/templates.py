@@ -20,6 +20,7 @@ from ..models.sandbox import (
     TemplateSource,
     is_relative_local_path,
 )
+from ..secrets import host_environment
 from .process import Interrupt, run_group
 
 GIT_TIMEOUT_S = 300
@@ -188,13 +189,13 @@ def apply_sources(
     sandbox: Path,
     task_dir: Path,
     ignore: list[str],
-    env: dict[str, str],
     interrupt: Interrupt,
 ) -> None:
     patterns = effective_ignore_patterns(ignore)
     for source in sources:
         if isinstance(source, RepoSource):  # the first source (check_repo_first): nothing is in repo/ yet
-            clone_repo(source, inside_sandbox(sandbox, REPO_FOLDER), env, task_dir, interrupt)
+            git_env = host_environment({"GIT_CEILING_DIRECTORIES": str(sandbox.parent)})  # a clone: on this machine
+            clone_repo(source, inside_sandbox(sandbox, REPO_FOLDER), git_env, task_dir, interrupt)
         elif isinstance(source, TemplateDirSource):
             copy_template_dir(task_dir / source.path, sandbox, source.mount_point, patterns, source.include_patterns)
         elif isinstance(source, StarterFilesSource):
