@@ -77,6 +77,7 @@ from .sandbox.process import Interrupt
 from .scoring import TurnCheck, all_passed, armed_gate, criteria_pass_now, score_criteria, weighted_score
 from .secrets import redact, secret_values
 from .simulation import Dialog, DialogNotOpened, simulated_user
+from .trees import drop_privileges
 from .valid_utf8 import valid_json
 
 log = logging.getLogger(__name__)
@@ -593,6 +594,7 @@ def write_result(evaluation: Evaluation) -> None:
     from .reports.task_html import render_task_html
 
     end_processes(evaluation)
+    drop_privileges(evaluation.folder / SANDBOX_DIR)  # nothing runs there now to set them again
     if evaluation.result.rescored_at is None or evaluation.result.finished_at is None:
         evaluation.result.finished_at = utc_now()  # a rescore keeps when the evaluation itself ended
     evaluation.result.task_config = task_config(evaluation.row_task)

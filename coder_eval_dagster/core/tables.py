@@ -389,6 +389,9 @@ def variant_order(path: Path) -> list[str]:
     return list(json.loads(metadata.get(VARIANTS_KEY, b"[]")))
 
 
+JSON_BLOCK_BYTES = 1 << 20  # pyarrow's default block
+
+
 def arrow_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     """Rows to Arrow through the C++ JSON reader.
 
@@ -398,9 +401,11 @@ def arrow_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     """
     if not rows:
         return pa.Table.from_batches([], schema=schema)
-    data = "".join(json.dumps(row, default=_json_value) + "\n" for row in rows).encode()
+    lines = [json.dumps(row, default=_json_value) + "\n" for row in rows]  # ASCII: a character is a byte
     options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
-    return pa_json.read_json(io.BytesIO(data), parse_options=options)
+    # The reader refuses a row longer than its block (1 MiB by default): an agent's large Write is one.
+    blocks = pa_json.ReadOptions(block_size=max(JSON_BLOCK_BYTES, max(map(len, lines))))
+    return pa_json.read_json(io.BytesIO("".join(lines).encode()), read_options=blocks, parse_options=options)
 
 
 def _json_value(value: Any) -> str:

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 REMOVE_TIMEOUT_S = 600
+PRIVILEGE_BITS = stat.S_ISUID | stat.S_ISGID
+CAPABILITIES_XATTR = "security.capability"
 
 
 def walk(top: Path) -> Iterator[tuple[str, list[str], list[str]]]:
@@ -44,3 +47,25 @@ def remove_tree(path: Path, ignore_errors: bool = False) -> None:
         )
         if done.returncode != 0 and not ignore_errors:
             raise OSError(f"could not remove {path}: {done.stderr.strip()[-400:]}") from None
+
+
+def drop_privileges(top: Path) -> None:
+    """No setuid or setgid bit, no file capability left on a file under ``top``.
+
+    An agent is root in its user namespace, which is the harness's user on
+    the host: its ``chmod u+s`` or ``setcap`` in the sandbox (where the mount
+    is nosuid) made a program that, run from the preserved sandbox on the
+    host, gave any local user the harness's (as root on CI: root).
+    """
+    for here, _dirs, files in walk(top):
+        for name in files:
+            path = os.path.join(here, name)
+            try:
+                mode = os.lstat(path).st_mode
+                if not stat.S_ISREG(mode):
+                    continue
+                if mode & PRIVILEGE_BITS:
+                    os.chmod(path, stat.S_IMODE(mode) & ~PRIVILEGE_BITS, follow_symlinks=False)
+                os.removexattr(path, CAPABILITIES_XATTR, follow_symlinks=False)
+            except OSError:  # ENODATA: no capability (the common case); gone meanwhile; a file system without xattrs
+                continue

@@ -48,13 +48,15 @@ def test_a_checker_beside_the_task_runs_for_each_row_of_its_dataset(tmp_path: Pa
     assert not list(system_cli.runs.rglob("task_dir"))  # each copy removed once its criteria ran
 
 
-def test_a_command_writing_into_task_dir_changes_only_the_copy(tmp_path: Path, system_cli: SystemCli) -> None:
+def test_a_command_cannot_write_into_task_dir(tmp_path: Path, system_cli: SystemCli) -> None:
+    """The copy is read-only to the criteria's commands (one running the agent's code must not rewrite the checker a
+    later one runs), and the task's folder is never written."""
     folder = tmp_path / "tasks/calc"
-    command = 'echo b > "$TASK_DIR/expected.txt" && echo new > ${TASK_DIR}/new.txt && grep -qx b $TASK_DIR/expected.txt'
+    command = '! (echo b > "$TASK_DIR/expected.txt") && ! (echo c > ${TASK_DIR}/new.txt) && grep -qx a $TASK_DIR/*.txt'
     task = _checked_task(folder, command)
     before = _tree(folder)
-    assert _statuses(system_cli, task) == {"checked": "SUCCESS"}  # the copy is writable...
-    assert _tree(folder) == before  # ...and only a copy
+    assert _statuses(system_cli, task) == {"checked": "SUCCESS"}  # both writes refused, the file as the task has it
+    assert _tree(folder) == before
 
 
 def test_task_dir_and_reference_dir_are_shown_at_once(tmp_path: Path, system_cli: SystemCli) -> None:

@@ -196,7 +196,9 @@ def command_launcher(folder: Path, sandbox: Path, gate: Gate | None) -> Iterator
 
 
 @contextlib.contextmanager
-def mounted(folder: Path, sandbox: Path, gate: Gate | None, source: Path, target: Path) -> Iterator[None]:
+def mounted(
+    folder: Path, sandbox: Path, gate: Gate | None, source: Path, target: Path, read_only: bool = False
+) -> Iterator[None]:
     """The host folder ``source`` at ``target`` (under /tmp) in the evaluation's namespace, for the block.
 
     The namespace is kept meanwhile, even with nothing running in it: a
@@ -206,7 +208,8 @@ def mounted(folder: Path, sandbox: Path, gate: Gate | None, source: Path, target
     with _lock:
         namespace.mounts += 1
     try:
-        namespace.holder.ask("bind", str(source.absolute()), str(target))  # the holder's working folder is not ours
+        mode = ["ro"] if read_only else []
+        namespace.holder.ask("bind", str(source.absolute()), str(target), *mode)  # (the holder's folder is not ours)
         yield
     finally:
         with _lock:

@@ -186,10 +186,12 @@ class TempdirSandbox:
 
     @contextlib.contextmanager
     def shared(self, folder: Path) -> Iterator[Path]:
-        """The host folder mounted in the evaluation's namespace, at a path of its private /tmp, for the block
-        (the host's own path is not in the sandbox's view, and would name the run, the variant and the row)."""
+        """The host folder mounted read-only in the evaluation's namespace, at a path of its private /tmp, for the
+        block (the host's own path is not in the sandbox's view, and would name the run, the variant and the row).
+        Read-only: a criterion's command runs the agent's code too (a hidden test imports it), and that code must
+        not rewrite the reference or the checker the next criterion reads."""
         seen = shared_path(folder)
-        with containment.mounted(self.root.parent, self.root, self.gate, folder, seen):
+        with containment.mounted(self.root.parent, self.root, self.gate, folder, seen, read_only=True):
             yield seen
 
     def end_processes(self) -> None:

@@ -1,0 +1,71 @@
+"""What an agent leaves behind, through the installed CLI: for the host (the preserved sandbox), for the run's
+records, and for the criteria that come after it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from tests.support.helpers import write
+
+from .conftest import SystemCli, replay_task_file, task_file
+
+# Marks a copy of `true` with CAP_SETUID, as `setcap cap_setuid+ep` does (a v2 capability set: effective, permitted).
+MARK_CAPABILITY = """import os, shutil, struct
+shutil.copy('/bin/true', 'capable')
+os.setxattr('capable', 'security.capability', struct.pack('<IIIII', 0x02000001, 1 << 7, 0, 0, 0))
+"""
+
+
+def test_a_large_write_and_privileged_files_leave_the_run_whole_and_the_host_safe(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """A Write of 1.8 MB (an agent's data fixture) is one row longer than the Parquet writer's JSON block: the run
+    lost run.json and the tables of every row. A setuid program or file capability the agent made in its sandbox
+    (mounted nosuid there) worked from the preserved sandbox on the host, as the harness's user."""
+    calls = [
+        {"tool": "Write", "path": "data.csv", "content": "a,b\n" * (450 * 1024)},
+        {"tool": "Write", "path": "mark.py", "content": MARK_CAPABILITY},
+        {"tool": "Bash", "command": "cp /bin/true setuid && chmod 6755 setuid && python3 mark.py && echo marked"},
+    ]
+    exists = [{"type": "file_exists", "path": "data.csv", "description": "the fixture"}]
+    replay_task_file(tmp_path / "tasks", "big", [{"calls": calls}], success_criteria=exists)
+    task_file(tmp_path / "tasks", "small", agent={"type": "none"})
+    outcome, run = system_cli.run(tmp_path / "tasks", env={}, timeout=180)
+    assert outcome.code == 0, outcome.output
+    assert sorted(row["status"] for row in run.summary["task_results"]) == ["SUCCESS", "SUCCESS"]
+    rows = pq.read_table(system_cli.runs / "tables" / "task_results").to_pylist()
+    assert sorted(row["task_id"] for row in rows) == ["big", "small"]
+    played = [c for it in run.result("big")["iterations"] for c in it["commands"]]
+    assert "marked" in (played[-1]["result_summary"] or ""), played[-1]  # the agent did make them
+    sandbox = run.evaluation("big") / "sandbox"
+    assert stat.S_IMODE((sandbox / "setuid").stat().st_mode) == 0o755
+    assert "security.capability" not in os.listxattr(sandbox / "capable")
+
+
+def test_a_criterion_running_the_agents_code_cannot_rewrite_what_the_next_criterion_reads(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """The staged reference and task folder are read-only to the criteria's commands: a hidden test importing the
+    agent's module ran its code, which replaced the reference solution (reference_comparison then scored the
+    agent's own copy 1.0) or the checker a later criterion ran."""
+    tasks = tmp_path / "tasks"
+    write(tasks / "ref" / "solution.py", "original\n")
+    write(tasks / "check.txt", "original\n")
+    tamper = "echo forged > $REFERENCE_DIR/solution.py; echo forged > $TASK_DIR/check.txt; true"
+    read = "grep -q original $REFERENCE_DIR/solution.py && grep -q original $TASK_DIR/check.txt"
+    criteria = [
+        {"type": "run_command", "command": tamper, "description": "runs the agent's code"},
+        {"type": "run_command", "command": read, "description": "reads what the task brought"},
+    ]
+    task_file(tasks, "staged", agent={"type": "none"}, reference={"directory": "ref"}, success_criteria=criteria)
+    outcome, run = system_cli.run(tasks, env={}, timeout=120)
+    assert outcome.code == 0, outcome.output
+    first, second = run.result("staged")["success_criteria_results"]
+    assert "Read-only file system" in str(first["evidence"]), first
+    assert second["passed"], second
+    assert (tasks / "ref" / "solution.py").read_text() == "original\n"
