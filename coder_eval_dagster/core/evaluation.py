@@ -264,6 +264,7 @@ def run_pre_run(evaluation: Evaluation) -> None:
     if evaluation.ended or not evaluation.task.pre_run:
         return
     evaluation.result.pre_run_results = run_hooks(evaluation, evaluation.task.pre_run, "pre_run")
+    evaluation.sandbox.mark_services()
 
 
 def system_prompt_semantics(agent: AgentConfig) -> str:
@@ -480,6 +481,8 @@ def score(evaluation: Evaluation) -> None:
     folder, sandbox = evaluation.folder, evaluation.sandbox
     if stages_folders(task):  # a process left from an earlier stage would see the copies (and could edit them)
         sandbox.end_processes()
+    else:  # an agent's daemon could trace the criteria's commands; pre_run's services stay for them
+        sandbox.end_agent_leftovers()
     with (
         staged_reference(task, task_dir, folder, sandbox) as reference,
         staged_task_dir(task, task_dir, folder, sandbox) as task_copy,

@@ -69,3 +69,40 @@ def test_a_criterion_running_the_agents_code_cannot_rewrite_what_the_next_criter
     assert "Read-only file system" in str(first["evidence"]), first
     assert second["passed"], second
     assert (tasks / "ref" / "solution.py").read_text() == "original\n"
+
+
+# Which of the two sleepers run now: pre_run's service (301) must, the agent's daemon (302) must not.
+SLEEPERS = """import os
+found = set()
+for pid in filter(str.isdigit, os.listdir('/proc')):
+    try:
+        argv = open(f'/proc/{pid}/cmdline', 'rb').read().split(b'\\0')
+    except OSError:
+        continue
+    found.update(argv[1].decode() for _ in [0] if argv[0] == b'sleep' and len(argv) > 1)
+print(' '.join(sorted(found)))
+"""
+
+
+def test_what_the_agent_left_running_ends_before_the_criteria_and_pre_runs_services_stay(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """A daemon the agent left (setsid, double fork) kept running into scoring, where it could trace a criterion's
+    command and force its exit code, or write into the pipe its output is read from. A service pre_run started
+    stays for the criteria, as the guide has it."""
+    calls = [
+        {"tool": "Write", "path": "sleepers.py", "content": SLEEPERS},
+        {"tool": "Bash", "command": "(setsid sleep 302 >/dev/null 2>&1 < /dev/null &) ; python3 sleepers.py"},
+    ]
+    check = {"type": "run_command", "command": "python3 sleepers.py", "expected_stdout": "301", "description": "ran"}
+    task = replay_task_file(
+        tmp_path / "tasks",
+        "leftovers",
+        [{"calls": calls}],
+        pre_run=[{"command": "sleep 301 >/dev/null 2>&1 &"}],
+        success_criteria=[check],
+    )
+    outcome, run = system_cli.run(task, env={}, timeout=120)
+    played = [c for it in run.result("leftovers")["iterations"] for c in it["commands"]]
+    assert "301 302" in (played[-1]["result_summary"] or ""), played[-1]  # both ran during the agent's turn
+    assert outcome.code == 0, outcome.output

@@ -90,6 +90,14 @@ class Sandbox(Protocol):
         """End every process an earlier stage left running in the sandbox (a pre_run service, an agent's daemon)."""
         ...
 
+    def mark_services(self) -> None:
+        """pre_run has ended: what runs now is the task's services (``end_agent_leftovers`` keeps them)."""
+        ...
+
+    def end_agent_leftovers(self) -> None:
+        """End what the agent's phase left running, before the criteria run; the task's services stay."""
+        ...
+
     def model_proxy_host(self) -> str:
         """The address at which an agent CLI started here reaches this machine (the model proxy)."""
         ...

@@ -280,6 +280,27 @@ def _end_if_idle(folder: Path, namespace: _Namespace) -> None:
     _recycle(namespace, processes)
 
 
+def mark_services(folder: Path) -> None:
+    """The end of pre_run: what runs in the evaluation's namespace now is the task's services, kept into scoring."""
+    _ask_held(folder, "mark")
+
+
+def end_agent_leftovers(folder: Path) -> None:
+    """The start of scoring: every process the agent's phase left running ends (a daemon could trace the criteria's
+    commands, or write into the pipe the harness reads their output from); pre_run's services and their children
+    stay."""
+    _ask_held(folder, "sweep")
+
+
+def _ask_held(folder: Path, request: str) -> None:
+    """A request to the namespace the evaluation holds now, if it holds one (none: nothing of its runs)."""
+    with _lock:
+        namespace = _namespaces.get(_key(folder))
+    if namespace is not None:
+        with contextlib.suppress(HolderError):  # the namespace ended meanwhile: so did its processes
+            namespace.holder.ask(request)
+
+
 def release_if_idle(folder: Path) -> None:
     """Between an evaluation's phases: end its namespace now if nothing is left running in it.
 

@@ -143,6 +143,12 @@ class DockerSandbox(TempdirSandbox):
             if not done.ok:
                 raise TemplateError(f"creating the sandbox venv failed: {(done.error or done.stderr).strip()[-800:]}")
 
+    def mark_services(self) -> None:
+        """Nothing to mark: the container's processes are not told apart (docs/running.md, docker's limits)."""
+
+    def end_agent_leftovers(self) -> None:
+        """A process the agent left keeps running into scoring in the same container (docs/running.md)."""
+
     def end_processes(self) -> None:
         """What follows runs in a new container on the same sandbox folder, without the package cache: what the
         earlier stages left ends with the old one. A ``kill -1`` inside could be starved of the fork it needs (a

@@ -78,6 +78,7 @@ KEYCTL = {"x86_64": 250, "aarch64": 219}[os.uname().machine]
 OPEN_TREE, MOVE_MOUNT, MOUNT_SETATTR = 428, 429, 442
 NEWNS, RDONLY, NOSUID, NODEV, NOEXEC, REMOUNT, BIND, REC, PRIVATE = 0x20000, 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
 ATTR_RDONLY, ATTR_NOSUID, ATTR_NODEV = 1, 2, 4
+SWEEP_ROUNDS = 200
 BIND_WAIT_S = 2.0
 # The kernel's knobs in /proc: read-only, and its secrets masked (as a container runtime does). Commands run as the
 # harness's user, root on CI, and a sysctl checks the writer's user, not its namespace: core_pattern written from
@@ -234,13 +235,53 @@ def bind_soon(listener, port):
                 raise
             time.sleep(0.01)
 
+services = set()  # the processes running when the evaluation's pre_run ended
+
+def others():
+    return [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) != os.getpid()]
+
+def parent(pid):
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as stat:
+            data = stat.read()
+        return int(data[data.rindex(b")") + 2:].split()[1])
+    except (OSError, ValueError):
+        return 0
+
+def of_services(pid):
+    # a service, or a process one started (its parent chain reaches one before the namespace's init)
+    for _ in range(4096):
+        if pid in services:
+            return True
+        if pid <= 1:
+            return False
+        pid = parent(pid)
+    return False
+
 def handle(words):
     if words[0] == b"scrub":  # an evaluation let it go: what it left in the kernel's keyrings goes
         clear_keys()
         return b"", []
     if words[0] == b"count":
         return str(sum(name.isdigit() for name in os.listdir("/proc"))).encode(), []  # its own /proc
+    if words[0] == b"mark":  # pre_run ended: what runs now is a service the task started, kept into scoring
+        services.clear()
+        services.update(others())
+        return b"", []
+    if words[0] == b"sweep":  # scoring starts: what the agent's phase left running goes, the services and theirs stay
+        for _ in range(SWEEP_ROUNDS):
+            left = [pid for pid in others() if not of_services(pid)]
+            if not left:
+                return b"", []
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.01)
+        raise OSError(errno.EAGAIN, "processes kept starting while they were ended")
     if words[0] == b"claim":  # an evaluation takes the namespace: the last one's sandbox and /tmp go, its own comes
+        services.clear()
         if os.path.ismount("/sandbox"):
             ok(libc.umount2(b"/sandbox", 2), "umount /sandbox")
         if any(as_left(path) != as_made.get(path) for path in TMP_FOLDERS):

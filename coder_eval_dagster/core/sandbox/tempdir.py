@@ -198,6 +198,12 @@ class TempdirSandbox:
         """The evaluation's namespace let go of (ended, with what runs in it); its next command takes a fresh one."""
         containment.release(self.root.parent)
 
+    def mark_services(self) -> None:
+        containment.mark_services(self.root.parent)
+
+    def end_agent_leftovers(self) -> None:
+        containment.end_agent_leftovers(self.root.parent)
+
     def close(self) -> None:
         """Nothing to release: the folder is the sandbox (the docker driver removes its container here)."""
 
