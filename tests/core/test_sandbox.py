@@ -130,6 +130,11 @@ def test_python_env_packages_make_a_venv(tmp_path: Path) -> None:
     pip = box.run("python -m pip --version", timeout=60)
     assert pip.ok and "pip" in pip.stdout, pip.stderr
     assert "include-system-site-packages = true" in (box.root / ".venv/pyvenv.cfg").read_text()
+    # the bare `pip` an agent types works on the venv (it was the interpreter's: a user install into the phase's /tmp)
+    for pip in ("pip", "pip3"):
+        gone = box.run(f"{pip} uninstall --yes localpkg && cd /tmp && python -c 'import localpkg'", timeout=60)
+        assert not gone.ok and "No module named 'localpkg'" in gone.stderr, (gone.stdout, gone.stderr)
+        box.run("python -m pip install --quiet --no-index --no-build-isolation ./localpkg", timeout=120)
 
 
 def test_commands_run_in_the_sandbox_without_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

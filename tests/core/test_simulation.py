@@ -275,7 +275,7 @@ def test_the_judge_sees_the_replayed_dialog_with_the_guard(tmp_path: Path, api) 
     assert result.final_status == "SUCCESS", result.criteria
     (request,) = fake.script.requests
     prompt = request["messages"][0]["content"]
-    assert "<<UNTRUSTED DATA: dialog." in prompt and "may invent premises" in prompt
+    assert "UNTRUSTED DATA" in prompt and ": dialog. It comes from" in prompt and "may invent premises" in prompt
     assert prompt.index("[user] Now b.txt please.") < prompt.index("[agent] Wrote b.txt.")
     assert "[agent] Wrote c.txt." in prompt and REFERENCE not in prompt
 
@@ -297,7 +297,7 @@ def test_every_stop_reason_is_documented(reason: str) -> None:
 
 
 def tool_calls_block(prompt: str) -> str:
-    return prompt[prompt.index("## Tool calls (latest turn)") : prompt.index("<<END UNTRUSTED DATA: tool calls>>")]
+    return prompt[prompt.index("## Tool calls (latest turn)") : prompt.index(": tool calls>>")]
 
 
 def test_a_judges_tool_calls_are_the_latest_exchanges_as_its_agent_output_is(tmp_path: Path, api) -> None:

@@ -83,7 +83,7 @@ def test_stop_token_continued_session_toolless_simulator_judge_and_hidden_refere
     assert REFERENCE not in everything_sent(script)
     (graded,) = [r for r in script.requests if r.get("tool_choice")]
     shown = graded["messages"][0]["content"]
-    assert "<<UNTRUSTED DATA: dialog." in shown and "may invent premises" in shown
+    assert "UNTRUSTED DATA" in shown and ": dialog. It comes from" in shown and "may invent premises" in shown
     assert shown.index("[user] It should say done.") < shown.index("[agent] out.txt says done.")
     assert "[user] Great, thanks" in shown
     assert (result.simulator_input_tokens, result.simulator_output_tokens) == (100, 20)

@@ -381,3 +381,21 @@ def test_a_price_file_prices_the_agent_a_bad_tool_input_is_the_models_and_a_cut_
     assert {turn["cost_source"] for turn in turns_recorded} == {"priced"}
     _, _, cost = agent_usage(result)
     assert cost == pytest.approx(3 * (1000 * 1.0 + 100 * 10.0) / 1e6)
+
+
+def test_the_agents_tools_see_the_callers_variables_that_pre_run_and_the_criteria_see(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    """A CLI the agent drives reads its settings from the environment (the guide's `uip`): pre_run and the criteria
+    saw the caller's MY_TOOL_URL, the agent's own tool calls did not (coder_eval's do). No key reaches them."""
+    from tests.support.fake_anthropic import Script, Turn
+
+    key = new_key()
+    fake = scripted_anthropic(Script([Turn(tools=[("Bash", {"command": "env > out.txt"})]), Turn(text="ok")]))
+    seen = criterion("file_contains", path="out.txt", includes=["MY_TOOL_URL=https://tool.invalid/x"])
+    task = claude_code_task(tmp_path / "tasks", "env", success_criteria=[seen])
+    env = {**anthropic_environment(fake.url, key), "MY_TOOL_URL": "https://tool.invalid/x"}
+    outcome, run = system_cli.run(task, env=env)
+    assert outcome.code == 0, outcome.output
+    shown = (run.evaluation("env") / "sandbox" / "out.txt").read_text()
+    assert key not in shown and "ANTHROPIC_API_KEY=sk" not in shown and "PWD=/sandbox" in shown

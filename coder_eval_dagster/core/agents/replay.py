@@ -14,6 +14,7 @@ replay ends there).
 from __future__ import annotations
 
 import os
+import shlex
 import time
 from collections.abc import Callable
 from pathlib import PurePosixPath
@@ -96,12 +97,32 @@ FILE_TOOLS: dict[str, Callable[[dict[str, Any], Sandbox], tuple[ToolCallStatus, 
 }
 
 
+# Said in a Bash call's output (its stderr) when the sandbox has no bash (a docker image without one) to run it.
+NO_BASH_NOTE = "[coder-eval: no bash in the sandbox: this Bash call ran under /bin/sh]"
+
+
+def in_bash(command: str) -> str:
+    """``command`` as a recorded Bash call runs: under bash, as Claude Code's Bash tool runs it (``set -o pipefail``,
+    ``[[ ]]``, ``{a,b}``, ``source``, ``<(...)``), where the sandbox's own ``/bin/sh`` (what ``sandbox.run`` starts,
+    with its timeout, process group, environment and capture) finds one on its PATH, before the shims and mock folders
+    go first (``agent_command``'s first lines then run in bash); else under that ``/bin/sh``, with ``NO_BASH_NOTE``.
+    Both ``exec``: the same process, and neither shell's variable below is exported to the command."""
+    return (
+        f"__coder_eval_command={shlex.quote(command)}\n"
+        "__coder_eval_bash=$(command -v bash)\n"
+        'case $__coder_eval_bash in /*) [ -x "$__coder_eval_bash" ] && exec "$__coder_eval_bash" -c '
+        '"$__coder_eval_command";; esac\n'
+        f"echo {shlex.quote(NO_BASH_NOTE)} >&2\n"
+        'exec /bin/sh -c "$__coder_eval_command"'
+    )
+
+
 def play_call(call: ToolCall, sandbox: Sandbox, timeout: float) -> tuple[ToolCallStatus, str | None]:
     """Do what the call says; (status, output)."""
     params = call.parameters
     try:
         if call.tool == "Bash":
-            done = sandbox.run(agent_command(str(params["command"]), sandbox), timeout)
+            done = sandbox.run(in_bash(agent_command(str(params["command"]), sandbox)), timeout)
             output = done.stdout + (done.stderr and f"\n{done.stderr}")
             return ("success" if done.ok else "error"), _clip(done.error or output)
         if call.tool in FILE_TOOLS:

@@ -45,7 +45,7 @@ from .engine import (
 )
 from .holder import SandboxUnavailable
 from .process import INTERRUPTED_ERROR, Interrupt, ReplacedCapture, read_capped
-from .tempdir import VENV_TIMEOUT_S, TempdirSandbox, shared_path
+from .tempdir import VENV_TIMEOUT_S, TempdirSandbox, pip_shims, shared_path
 from .templates import TemplateError
 
 CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -138,6 +138,7 @@ class DockerSandbox(TempdirSandbox):
         for step in (
             f"uv venv --quiet --system-site-packages --python python3 {venv}",
             f"uv pip install --quiet --python {venv}/bin/python {install}",
+            pip_shims(str(self.workdir / ".venv")),
         ):
             done = self.run_unlimited(step, VENV_TIMEOUT_S)
             if not done.ok:

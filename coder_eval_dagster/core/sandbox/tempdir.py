@@ -49,6 +49,15 @@ def shared_path(folder: Path) -> Path:
     return Path(f"/tmp/coder-eval-{folder.name}")
 
 
+def pip_shims(venv: str) -> str:
+    """The step giving a venv made without pip of its own a ``pip`` and ``pip3`` that install into it: the bare
+    ``pip`` agents and authors type ran the interpreter's, which installed into ``$HOME/.local`` (the phase's
+    ``/tmp``, gone before the criteria ran) or failed. coder_eval's venv has its own pip."""
+    shim = shlex.quote(f'#!/bin/sh\nexec {venv}/bin/python -m pip "$@"\n')
+    made = f"{{ printf {shim} > {venv}/bin/$name && chmod 755 {venv}/bin/$name; }}"
+    return f"for name in pip pip3; do [ -e {venv}/bin/$name ] || {made}; done"
+
+
 class TempdirSandbox:
     def __init__(
         self,
@@ -159,6 +168,7 @@ class TempdirSandbox:
         else:
             steps = [f"{shlex.quote(sys.executable)} -m venv --system-site-packages {venv}"]
             steps.append(f"{venv}/bin/python -m pip install --quiet {packages}")
+        steps.append(pip_shims(str(venv)))
         if cache is not None:
             cache.mkdir(parents=True, exist_ok=True)
         mounted = containment.mounted(self.root.parent, self.root, self.gate, cache, UV_CACHE_PATH) if cache else None
