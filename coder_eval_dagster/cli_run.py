@@ -349,7 +349,7 @@ def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: P
     if not row_tasks:
         print(f"coder-eval rescore: {run_dir} has no evaluation to rescore", file=sys.stderr)
         return exit_codes.USAGE
-    keep_snapshot(opened, resolution)
+    keep_snapshot(opened, resolution, present)
     _warn_post_run(row_tasks)
     _prewarm(row_tasks, options)
     return _launch(_open_instance(), opened, row_tasks, options, context, rescore=True, junit=junit)

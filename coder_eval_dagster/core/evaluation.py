@@ -620,13 +620,13 @@ def task_config(row_task: RowTask) -> TaskConfig:
     """The task as it ran, and its file; an inline reference solution is in neither (nothing persisted holds it)."""
     task = row_task.task
     inline = task.reference is not None and task.reference.code is not None
-    readable = row_task.source.is_file() and not inline
+    readable = row_task.task_file.is_file() and not inline
     resolved = task.model_dump(mode="json", exclude={"reference": {"code"}} if inline else None)
     if row_task.row_id is not None:  # a dataset's row, as coder_eval records it: its ids, the dataset consumed
         resolved.update(task_id=row_task.task_id, row_id=row_task.row_id, suite_id=row_task.base_task_id, dataset=None)
     return TaskConfig(
         resolved=resolved,
-        source_yaml=row_task.source.read_text(encoding="utf-8") if readable else "",
+        source_yaml=row_task.task_file.read_text(encoding="utf-8") if readable else "",
         source_file=str(row_task.source),
     )
 

@@ -79,10 +79,18 @@ class RowTask:
     task: Task
     source: Path
     batch: int | None = None  # a sequential A/B's batch (from 1); None: not one, or beyond its max_rows
+    # The folder a relative ``source`` is read from: the run's own when a resume or rescore is started elsewhere
+    # (``source`` stays as the run recorded it); None: the current folder.
+    read_from: Path | None = None
+
+    @property
+    def task_file(self) -> Path:
+        """The task file, where this process reads it."""
+        return self.source if self.read_from is None else self.read_from / self.source
 
     @property
     def task_dir(self) -> Path:
-        return self.source.parent
+        return self.task_file.parent
 
 
 @dataclass
@@ -874,11 +882,12 @@ class _TaskFile:
         and warnings added."""
         prompt = (task.initial_prompt, task.initial_prompt_file, repr(under.mutated))
         if prompt not in self._expansions:  # by prompt: the variants that keep the task's share it
-            expand = functools.partial(_expand_rows, task, self.base, self.rows, self.doc, under.mutated)
+            expand = functools.partial(_expand_rows, task, self.base, self.rows, self.doc, under.mutated, self.unread)
             expansions, found = _collect(expand)
             self._expansions[prompt] = (expansions or [], found)
         expansions, found = self._expansions[prompt]
-        files, problems = _collect(functools.partial(_agent_files, task, self.doc))
+        has_rows = self.rows is not None or self.unread
+        files, problems = _collect(functools.partial(_agent_files, task, self.doc, has_rows))
         self._add(self.blamed(found + problems, under))
         agent, warnings = files or (task.agent, [])
         self.warnings.extend(w for w in self.blamed(warnings, under) if w not in self.warnings)
@@ -976,9 +985,10 @@ class _TaskFile:
         self.problems.extend(found)  # said once (a row's problem comes once per variant): ``_resolve_file``
 
 
-def _agent_files(task: Task, doc: Document) -> tuple[AgentConfig, list[Problem]]:
-    """The agent block as it runs: its system prompt file read in, its plugin folders made absolute; and a warning
-    per plugin folder that is not there (yet: it may be made, or its variable set, before the run).
+def _agent_files(task: Task, doc: Document, has_rows: bool = False) -> tuple[AgentConfig, list[Problem]]:
+    """The agent block as it runs: its system prompt file read in (a ``${row.x}`` in it refused, as in an inline
+    system prompt), its plugin folders made absolute; and a warning per plugin folder that is not there (yet: it may
+    be made, or its variable set, before the run).
 
     A plugin path takes ``$VAR`` from the environment and is relative to the
     current folder (as in coder_eval).
@@ -988,6 +998,7 @@ def _agent_files(task: Task, doc: Document) -> tuple[AgentConfig, list[Problem]]
     warnings: list[Problem] = []
     if agent.system_prompt_file is not None:
         text = _prompt_file(doc, (*loc, "system_prompt_file"), agent.system_prompt_file)
+        _check_prompt_file(doc, (*loc, "system_prompt_file"), agent.system_prompt_file, text, has_rows)
         update |= {"system_prompt": text or None, "system_prompt_file": None}
     if isinstance(agent.claude_settings, str):  # a settings file: its object, as a mapping in the task would be
         update["claude_settings"] = _settings_object(doc, (*loc, "claude_settings"), agent.claude_settings)
@@ -1187,15 +1198,37 @@ def _check_placeholders(layered: list[dict[str, Any]], doc: Document, has_rows: 
     problems: dict[Problem, None] = {}
     for merged in layered:
         for loc, text in _placeholder_leaves(merged, ()):
-            where = (str(doc.path), doc.line_of(loc), dotted(loc))
-            if malformed := _malformed_placeholder(text):
-                problems[Problem(*where, f"{malformed} is not a placeholder; write ${{row.<field>}}")] = None
-            elif not has_rows:
-                problems[Problem(*where, NO_DATASET)] = None
-            elif not _substituted_here(loc):
-                problems[Problem(*where, NOT_SUBSTITUTED)] = None
+            if why := _placeholder_problem(loc, text, has_rows):
+                problems[Problem(str(doc.path), doc.line_of(loc), dotted(loc), why)] = None
     if problems:
         raise InvalidInput(list(problems))
+
+
+def _placeholder_problem(loc: Loc, text: str, has_rows: bool) -> str | None:
+    """What is wrong with the placeholders of ``text`` written in the field ``loc`` (None: nothing)."""
+    if malformed := _malformed_placeholder(text):
+        return f"{malformed} is not a placeholder; write ${{row.<field>}}"
+    if ROW_PLACEHOLDER not in text:
+        return None
+    if not has_rows:
+        return NO_DATASET
+    return None if _substituted_here(loc) else NOT_SUBSTITUTED
+
+
+# A prompt file's field, and the inline field whose text it holds (its placeholders are judged as that field's).
+PROMPT_FILE_FIELDS: dict[Loc, Loc] = {
+    ("initial_prompt_file",): ("initial_prompt",),
+    ("agent", "system_prompt_file"): ("agent", "system_prompt"),
+}
+
+
+def _check_prompt_file(doc: Document, loc: Loc, relative: str, text: str, has_rows: bool) -> None:
+    """The text of the prompt file ``relative`` (named at ``loc``) checked as its inline field's would be: a
+    placeholder without a dataset, or in a field not filled per row, would reach the agent verbatim. Said at the
+    ``*_file`` field's line, naming the file."""
+    if why := _placeholder_problem(PROMPT_FILE_FIELDS[loc], text, has_rows):
+        problem = Problem(str(doc.path), doc.line_of(loc), dotted(loc), f"{why} (in the file {relative})")
+        raise InvalidInput([problem])
 
 
 # What was meant as a placeholder but is not one (`${row.}`, `${rows.x}`, `${ row.x }`, `${row.x` unclosed):
@@ -1483,12 +1516,21 @@ Expansion = tuple[Row | None, dict[str, Any]]  # a row and the task fields its v
 
 
 def _expand_rows(
-    task: Task, merged: dict[str, Any], rows: list[Row] | None, doc: Document, mutated: Mutated | None = None
+    task: Task,
+    merged: dict[str, Any],
+    rows: list[Row] | None,
+    doc: Document,
+    mutated: Mutated | None = None,
+    unread: bool = False,
 ) -> list[Expansion]:
-    """One (row, filled-in fields) per dataset row, or a single one without a dataset."""
-    prompt = task.initial_prompt
+    """One (row, filled-in fields) per dataset row, or a single one without a dataset (``unread``: its dataset could
+    not be read, and what stands on the rows is not judged). A prompt file is read once, its placeholders checked
+    as an inline prompt's are."""
+    prompt, source = task.initial_prompt, None
     if task.initial_prompt_file is not None:
-        prompt = _prompt_file(doc, ("initial_prompt_file",), task.initial_prompt_file)
+        source = task.initial_prompt_file
+        prompt = _prompt_file(doc, ("initial_prompt_file",), source)
+        _check_prompt_file(doc, ("initial_prompt_file",), source, prompt, rows is not None or unread)
     if rows is None:
         return [(None, {"initial_prompt": prompt})]
     raw_criteria = merged["success_criteria"]
@@ -1497,7 +1539,9 @@ def _expand_rows(
     problems: list[Problem] = []
     for row in rows:
         try:
-            filled = _row_prompt(prompt, row, doc) if mutated is None else _mutated_row_prompt(mutated, row, doc)
+            filled = (
+                _row_prompt(prompt, row, doc, source) if mutated is None else _mutated_row_prompt(mutated, row, doc)
+            )
             update: dict[str, Any] = {"initial_prompt": filled}
             update["success_criteria"] = _row_criteria(task, raw_criteria, templated, row, doc)
             for hooks in ("pre_run", "post_run"):
@@ -1510,21 +1554,25 @@ def _expand_rows(
     return expansions
 
 
-def _unknown_field_problem(doc: Document, loc: Loc, row: Row, unknown: set[str]) -> Problem:
+def _unknown_field_problem(doc: Document, loc: Loc, row: Row, unknown: set[str], source: str | None = None) -> Problem:
+    """A placeholder written at ``loc`` (in the file ``source`` it names, if given) names a field ``row`` lacks."""
     names = ", ".join(sorted(unknown))
+    written = f" of the file {source}" if source is not None else ""
     return Problem(
         str(doc.path),
         doc.line_of(loc),
         ".".join(map(str, loc)),
-        f"unknown row field(s) {names} in ${{row.…}} (row {row.row_id!r} at {row.origin})",
+        f"unknown row field(s) {names} in ${{row.…}}{written} (row {row.row_id!r} at {row.origin})",
     )
 
 
-def _row_prompt(prompt: str | None, row: Row, doc: Document) -> str | None:
+def _row_prompt(prompt: str | None, row: Row, doc: Document, source: str | None = None) -> str | None:
+    """The prompt with the row's values; ``source``: the initial_prompt_file it was read from (None: inline)."""
     unknown: set[str] = set()
     result: str | None = substitute(prompt, row, unknown)  # untyped: text stays text
     if unknown:
-        raise InvalidInput([_unknown_field_problem(doc, ("initial_prompt",), row, unknown)])
+        loc: Loc = ("initial_prompt",) if source is None else ("initial_prompt_file",)
+        raise InvalidInput([_unknown_field_problem(doc, loc, row, unknown, source)])
     return result
 
 
@@ -1597,6 +1645,12 @@ def _row_criteria(task: Task, raw: list[Any], templated: list[int], row: Row, do
             found = problems_from_validation(exc, value, str(doc.path), doc.line_of, where, model=criterion_union())
             problems.extend(
                 Problem(p.path, p.line, p.field, f"{p.message} (row {row.row_id!r} at {row.origin})") for p in found
+            )
+    if not problems:  # the task's rules on its criteria as a whole, with this row's weights (`weight: ${row.w}`)
+        for named, why in task.model_copy(update={"success_criteria": criteria})._gating_problems():
+            loc: Loc = tuple(int(part) if part.isdigit() else part for part in named.split("."))
+            problems.append(
+                Problem(str(doc.path), doc.line_of(loc), named, f"{why} (row {row.row_id!r} at {row.origin})")
             )
     if problems:
         raise InvalidInput(problems)

@@ -190,12 +190,17 @@ def _named_as_the_run_named_it(row_task: RowTask, sources: dict[tuple[str, str],
     recorded = sources.get((row_task.variant_id, row_task.task_id))
     if recorded is None or recorded.is_absolute() or not row_task.source.is_absolute():
         return row_task
-    return replace(row_task, source=Path(os.path.relpath(row_task.source, started_in.absolute())))
+    relative = Path(os.path.relpath(row_task.source, started_in.absolute()))
+    return replace(row_task, source=relative, read_from=started_in.absolute())
 
 
-def keep_snapshot(run: OpenRun, resolution: Resolution) -> None:
-    """The rescore's resolution as the run's snapshot, once nothing refuses the rescore."""
+def keep_snapshot(run: OpenRun, resolution: Resolution, present: set[str]) -> None:
+    """The rescore's resolution as the run's snapshot, once nothing refuses the rescore; with the row-tasks the run
+    never started (its budget spent, its sequential A/B decided), still its ``not_run`` (they were dropped, and a
+    FAILED run for its budget rescored as PASSED)."""
+    unstarted = [rt for rt in run.snapshot.row_tasks if f"{rt.variant_id}/{rt.task_id}" not in present]
     run.snapshot = Snapshot.of(resolution)
+    run.snapshot.row_tasks = [*run.snapshot.row_tasks, *unstarted]
     write_atomically(run.folder / SNAPSHOT_FILE, pickle.dumps(run.snapshot, protocol=pickle.HIGHEST_PROTOCOL))
 
 
@@ -256,7 +261,16 @@ def load_run(folder: Path) -> OpenRun:
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError) as exc:
         why = f"not a snapshot this coder-eval wrote ({type(exc).__name__}: {exc}); the run cannot be resumed"
         raise InvalidInput([Problem(str(folder / SNAPSHOT_FILE), None, DOCUMENT, why)]) from None
-    return OpenRun(folder, plan, snapshot)
+    return OpenRun(folder, plan, _read_where_started(snapshot, plan))
+
+
+def _read_where_started(snapshot: Snapshot, plan: RunPlan) -> Snapshot:
+    """The row-tasks' relative task files (and what they name: a trajectory, a template folder) read from the folder
+    the run was started in: a resume or retry started elsewhere read them from the current one, and failed."""
+    started_in = _started_in(plan).absolute()
+    if started_in != Path.cwd():
+        snapshot.row_tasks = [replace(rt, read_from=started_in) for rt in snapshot.row_tasks]
+    return snapshot
 
 
 def open_once(folder: Path, create: Callable[[], OpenRun]) -> OpenRun:

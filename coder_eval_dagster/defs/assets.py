@@ -185,7 +185,7 @@ def resolved_metadata(row_task: RowTask) -> dict[str, Any]:
     defines it. The partition key names the task and variant; the rest of the resolution is in the run
     folder's snapshot and each task.json, not in every event (docs/operations.md, "What Dagster keeps"); an id
     the key escapes (`a...b` is `a..%2Eb`) is kept as written."""
-    metadata: dict[str, Any] = {"source": dg.MetadataValue.path(str(Path(row_task.source).absolute()))}
+    metadata: dict[str, Any] = {"source": dg.MetadataValue.path(str(row_task.task_file.absolute()))}
     for name, identifier in (("task_id", row_task.task_id), ("variant_id", row_task.variant_id)):
         if encode_id(identifier) != identifier:
             metadata[name] = identifier

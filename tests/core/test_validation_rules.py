@@ -68,6 +68,13 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
         "unknown agent type 'gpt'",
     ),
     (
+        "agent-model-not-blank",
+        task_with(agent={"model": "claude-sonnet-4-6"}),
+        task_with(agent={"model": ""}),
+        "agent.model",
+        "at least 1 character",
+    ),
+    (
         "permission-mode",
         task_with(agent={"permission_mode": "plan"}),
         task_with(agent={"permission_mode": "yolo"}),

@@ -3,6 +3,7 @@ or do not validate, a claude-code task with no key, ``-e NAME``, and the selecti
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 import yaml
 
 from ..support.helpers import write
-from .conftest import SystemCli, claude_code_task, only_run, task_file
+from .conftest import CLI, SystemCli, claude_code_task, only_run, task_file
 
 pytestmark = pytest.mark.slow
 
@@ -252,6 +253,47 @@ def test_deleting_a_task_json_and_resuming_runs_that_evaluation_again(tmp_path: 
     after = {name: (run.evaluation(name) / "sandbox/stamp.txt").read_text() for name in ("again", "kept")}
     assert after["again"] != before["again"] and after["kept"] == before["kept"]
     assert run.result("again")["final_status"] == "SUCCESS"
+
+
+def test_a_resume_started_in_another_folder_reads_the_tasks_from_where_the_run_started(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """`run tasks` then `run --resume` from elsewhere: the task's trajectory and template folder, relative to a task
+    file the run named relatively, were looked for from the current folder, and every redone evaluation was an ERROR.
+    """
+    tasks = tmp_path / "tasks"
+    write(tasks / "tpl" / "given.txt", "given\n")
+    write(
+        tasks / "replay.yaml",
+        yaml.safe_dump({"turns": [{"calls": [{"tool": "Bash", "command": "cp given.txt a.txt"}]}]}),
+    )
+    _agentless(
+        tasks,
+        "moved",
+        agent={"type": "replay", "trajectory": "replay.yaml"},
+        initial_prompt="p",
+        sandbox={"python": None, "template_sources": [{"type": "template_dir", "path": "tpl"}]},
+        pre_run=[],
+    )
+    outcome = system_cli("run", "tasks", "--runs-dir", "runs", env={})
+    assert outcome.code == 0, outcome.output
+    run = only_run(system_cli.runs)
+    (run.evaluation("moved") / "task.json").unlink()  # coder_eval's way to have it run again
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    resumed = subprocess.run(
+        [str(CLI), "run", "--resume", str(run.path)],
+        cwd=elsewhere,
+        env=system_cli.environment({}),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert run.result("moved")["final_status"] == "SUCCESS"
+    assert run.summary["task_results"][0]["task_path"] == "tasks/moved.yaml"  # as the run recorded it
 
 
 def test_report_html_to_a_file_writes_the_one_evaluations_report(tmp_path: Path, system_cli: SystemCli) -> None:

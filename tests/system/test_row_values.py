@@ -128,3 +128,41 @@ def test_a_suites_rows_are_in_dataset_order(tmp_path: Path, system_cli: SystemCl
     suite = json.loads((run.path / "default" / "ds" / "suite.json").read_text())
     assert suite["criterion_aggregates"][0]["description"] == "nonempty x,y"
     assert [sample["task_id"] for sample in suite["failed_samples"]] == ["ds/007"]
+
+
+def test_a_suite_whose_rows_all_errored_fails_its_gates_in_suite_json(tmp_path: Path, system_cli: SystemCli) -> None:
+    """Every row an ERROR: the run and run.json failed the suite's thresholds, but suite.json, built from the
+    criteria the rows ran (none), had no aggregate and said ``passed: true`` (coder_eval's says false)."""
+    gated = {"type": "file_exists", "path": "a.txt", "description": "w", "suite_thresholds": {"count": 2, "mean": 0.5}}
+    task = task_file(
+        tmp_path / "tasks",
+        "allerr",
+        agent={"type": "none"},
+        dataset={"rows": [{"id": "a"}, {"id": "b"}]},
+        pre_run=[{"command": "exit 1"}],
+        success_criteria=[gated],
+    )
+    outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 1, outcome.output
+    suite = json.loads((run.path / "default" / "allerr" / "suite.json").read_text())
+    (aggregate,) = suite["criterion_aggregates"]
+    assert [check["passed"] for check in aggregate["threshold_checks"]] == [False, False]
+    assert aggregate["criterion_type"] == "file_exists" and aggregate["error"]
+    assert suite["passed"] is False
+
+
+def test_criterion_stats_count_results_as_coder_eval_does(tmp_path: Path, system_cli: SystemCli) -> None:
+    """suite.json's ``criterion_stats[].rows_evaluated`` is coder_eval's count of results (two run_command criteria
+    over two rows: 4); ours counted rows (2), and a script written for its suite.json read another number."""
+    checks = [{"type": "run_command", "command": "true", "description": f"check {n}"} for n in (1, 2)]
+    task = task_file(
+        tmp_path / "tasks",
+        "two",
+        agent={"type": "none"},
+        dataset={"rows": [{"id": "a"}, {"id": "b"}]},
+        success_criteria=checks,
+    )
+    outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 0, outcome.output
+    suite = json.loads((run.path / "default" / "two" / "suite.json").read_text())
+    assert [(s["criterion_type"], s["rows_evaluated"]) for s in suite["criterion_stats"]] == [("run_command", 4)]

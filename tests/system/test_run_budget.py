@@ -57,6 +57,11 @@ def test_max_usd_stops_new_evaluations_and_a_resume_keeps_the_budget(tmp_path, s
     assert resumed.code == 1, resumed.output
     assert run.summary["budget"]["spent_usd"] == 1.5 and run.summary["not_run_count"] == ROWS - 3
 
+    # a rescore dropped the evaluations never started, and the run it failed for them passed
+    rescored = system_cli("rescore", run.path, env={})
+    assert rescored.code == 1, rescored.output
+    assert (run.summary["not_run_count"], run.summary["passed"]) == (ROWS - 3, False)
+
 
 def test_a_budget_spent_by_the_last_evaluation_leaves_a_passing_run_that_run_md_does_not_call_failed(
     tmp_path, system_cli: SystemCli

@@ -106,7 +106,9 @@ def _rollup(
 ) -> SuiteRollup:
     categories = [STATUS_CATEGORY[r.final_status] for r in rows]
     graded = [r.weighted_score for r, c in zip(rows, categories, strict=True) if c != "not_graded"]
-    indexes = list(dict.fromkeys(c.index for r in rows for c in r.criteria))
+    # the task's gated criteria too: one that no row ran (every row an ERROR) still fails its thresholds
+    gated = (index for suite, variant, index in entries if (suite, variant) == (suite_id, variant_id))
+    indexes = list(dict.fromkeys([*(c.index for r in rows for c in r.criteria), *gated]))
     return SuiteRollup(
         suite_id=suite_id,
         variant_id=variant_id,
@@ -125,16 +127,18 @@ def _rollup(
 
 
 def _criterion_stats(rows: list[EvaluationResult]) -> list[CriterionStats]:
-    by_type: dict[str, list[tuple[int, CriterionResult]]] = {}
-    for number, row in enumerate(rows):
+    """Per criterion type. ``rows_evaluated`` counts results, as coder_eval's release does (two criteria of a type
+    on a row are two), though its field's description says rows: scripts written for it read the number it writes."""
+    by_type: dict[str, list[CriterionResult]] = {}
+    for row in rows:
         for criterion in row.criteria:
-            by_type.setdefault(criterion.type, []).append((number, criterion))
+            by_type.setdefault(criterion.type, []).append(criterion)
     return [
         CriterionStats(
             criterion_type=kind,
-            rows_evaluated=len({number for number, _ in found}),
-            average_score=sum(c.score for _, c in found) / len(found),
-            error_count=sum(c.error is not None for _, c in found),
+            rows_evaluated=len(found),
+            average_score=sum(c.score for c in found) / len(found),
+            error_count=sum(c.error is not None for c in found),
         )
         for kind, found in sorted(by_type.items())
     ]
@@ -172,8 +176,9 @@ def _aggregate(rows: list[EvaluationResult], index: int, entry: SuiteEntry | Non
         for t in (entry.thresholds if entry else [])
     ]
     return CriterionAggregate(
-        criterion_type=ran[0].type,
-        description=ran[0].description,
+        criterion_type=ran[0].type if ran else entry.criterion_type if entry else "",
+        description=ran[0].description if ran else None,
+        error=None if ran else "no row ran this criterion (every row ended before its criteria were checked)",
         rows_total=len(rows),
         rows_excluded=len(rows) - len(found),
         metrics=metrics,
