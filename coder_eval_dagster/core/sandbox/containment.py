@@ -288,17 +288,23 @@ def mark_services(folder: Path) -> None:
 def end_agent_leftovers(folder: Path) -> None:
     """The start of scoring: every process the agent's phase left running ends (a daemon could trace the criteria's
     commands, or write into the pipe the harness reads their output from); pre_run's services and their children
-    stay."""
-    _ask_held(folder, "sweep")
+    stay. Processes that keep forking faster than they are ended end with the whole namespace, services too."""
+    if not _ask_held(folder, "sweep"):
+        release(folder)
 
 
-def _ask_held(folder: Path, request: str) -> None:
-    """A request to the namespace the evaluation holds now, if it holds one (none: nothing of its runs)."""
+def _ask_held(folder: Path, request: str) -> bool:
+    """A request to the namespace the evaluation holds now, if it holds one (none: nothing of its runs); False when
+    the holder refused it or is gone."""
     with _lock:
         namespace = _namespaces.get(_key(folder))
-    if namespace is not None:
-        with contextlib.suppress(HolderError):  # the namespace ended meanwhile: so did its processes
-            namespace.holder.ask(request)
+    if namespace is None:
+        return True
+    try:
+        namespace.holder.ask(request)
+    except HolderError:
+        return False
+    return True
 
 
 def release_if_idle(folder: Path) -> None:
