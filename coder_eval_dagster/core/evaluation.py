@@ -72,6 +72,7 @@ from .resolution import RowTask, load_trajectory
 from .run_context import RunContext
 from .sandbox import Sandbox, TemplateError, open_sandbox
 from .sandbox.containment import release, release_if_idle
+from .sandbox.egress import refused_in
 from .sandbox.engine import EngineError
 from .sandbox.process import Interrupt
 from .scoring import TurnCheck, all_passed, armed_gate, criteria_pass_now, score_criteria, weighted_score
@@ -244,7 +245,9 @@ def run_hooks(
                 HookRun(command=c.command, fail_on_error=c.fail_on_error, skipped=True) for c in commands[index + 1 :]
             )
             why = done.error or f"exit code {done.exit_code}"
-            evaluation.fail("ERROR", f"pre_run command {index + 1} failed ({why}): {command.command}", "pre_run")
+            refused = refused_in(done.stderr)  # a package install a coder_eval task makes, on a confined network
+            hint = f"; the network policy refused {', '.join(refused)} (sandbox.network.allow)" if refused else ""
+            evaluation.fail("ERROR", f"pre_run command {index + 1} failed ({why}): {command.command}{hint}", "pre_run")
             break
     return runs
 

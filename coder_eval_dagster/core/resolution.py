@@ -34,7 +34,7 @@ from .models.commands import HookCommand
 from .models.dataset import Dataset
 from .models.experiment import Experiment, PromptMutation, Variant
 from .models.prices import ModelPrice
-from .models.sandbox import REPO_FIRST, is_relative_local_path
+from .models.sandbox import REPO_FIRST, is_relative_local_path, unset_variables
 from .models.task import Task
 from .models.trajectory import Trajectory
 from .pricing import load_price_file
@@ -1008,7 +1008,9 @@ def _agent_files(task: Task, doc: Document, has_rows: bool = False) -> tuple[Age
             folder = Path(os.path.expandvars(plugin.path)).absolute()
             if not folder.is_dir():
                 where = (*loc, "plugins", index, "path")
-                why = f"warning: plugin folder not found: {folder} (relative to the current folder; $VARs expanded)"
+                unset = unset_variables(plugin.path)
+                how = f"{', '.join(unset)} not set" if unset else "$VARs expanded"
+                why = f"warning: plugin folder not found: {folder} (relative to the current folder; {how})"
                 warnings.append(Problem(str(doc.path), doc.line_of(where), dotted(where), why))
             plugins.append(plugin.model_copy(update={"path": str(folder)}))
         update["plugins"] = plugins

@@ -133,6 +133,7 @@ def test_plugin_paths_are_relative_to_the_current_folder(tmp_path: Path, monkeyp
     assert len(missing.row_tasks) == 1 and not missing.problems
     (warning,) = [str(w) for w in missing.warnings]
     assert f"agent.plugins.0.path: warning: plugin folder not found: {tmp_path / '$NO_VAR'}" in warning
+    assert warning.endswith("(relative to the current folder; $NO_VAR not set)")  # not "expanded": it was not
 
 
 @pytest.mark.parametrize("kind", ["antigravity", "pi", "delegate", "openhands"])

@@ -286,6 +286,7 @@ def test_node_packages_are_installed_into_the_sandbox(tmp_path: Path) -> None:
         agentless_task(success_criteria=[check], sandbox={"python": None, "node": {"env_packages": ["./nowhere"]}}),
     )
     assert broken.final_status == "ERROR" and "installing node packages failed" in broken.error
+    assert "A complete log of this run" not in broken.error  # its file is in the sandbox's /tmp, gone by now
 
 
 # ----------------------------------------------------------------------------- run_limits.max_tool_calls

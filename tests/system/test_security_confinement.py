@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from ..support.fake_anthropic import Script, Turn
-from .conftest import SystemCli, anthropic_environment, claude_code_task, new_key, replay_task_file
+from .conftest import SystemCli, anthropic_environment, claude_code_task, new_key, replay_task_file, task_file
 
 pytestmark = pytest.mark.slow
 
@@ -329,3 +329,22 @@ def test_commands_cannot_change_the_kernel_or_leave_state_for_the_next_evaluatio
             assert seen["key made"] == "True" and seen["key before"] == ("none" if stage == row else "found"), seen
             assert seen["nested user namespace"] == "refused", (stage, seen)
     assert _queues() == queues_before  # nothing was left on the host
+
+
+def test_a_pre_run_the_network_policy_refused_says_so_in_its_error(tmp_path: Path, system_cli: SystemCli) -> None:
+    """A coder_eval task's `pip install` in pre_run, on a confined network: the ERROR said only that the command
+    failed; why (a host the policy refused, said in the command's stderr) was in task.json alone."""
+    fetch = "python3 -c \"import urllib.request; urllib.request.urlopen('http://blocked.example/', timeout=10)\""
+    task = task_file(
+        tmp_path / "tasks",
+        "refused",
+        agent={"type": "none"},
+        pre_run=[{"command": fetch}],
+        sandbox={"python": None, "network": {"allow": ["pypi.org:443"]}},
+    )
+    outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 1, outcome.output
+    result = run.result("refused")
+    assert result["final_status"] == "ERROR"
+    assert result["error_message"].endswith("; the network policy refused blocked.example:80 (sandbox.network.allow)")
+    assert "the network policy refused blocked.example:80" in outcome.out

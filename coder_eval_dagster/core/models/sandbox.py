@@ -197,11 +197,16 @@ def is_relative_local_path(url: str) -> bool:
     return not remote and not Path(url).is_absolute()
 
 
+def unset_variables(path: str) -> list[str]:
+    """The ``$VAR`` / ``${VAR}`` that ``path`` names and the environment does not set, as ``$VAR``."""
+    named = dict.fromkeys(match.group(1) or match.group(2) for match in ENV_VARIABLE.finditer(path))
+    return [f"${name}" for name in named if name not in os.environ]
+
+
 def expand_environment(path: str) -> str:
     """``$VAR`` and ``${VAR}`` in ``path`` from the environment, as coder_eval expands a template folder; a variable
     that is not set is refused (the folder would otherwise be looked for under a literal ``$VAR``)."""
-    named = dict.fromkeys(match.group(1) or match.group(2) for match in ENV_VARIABLE.finditer(path))
-    unset = [f"${name}" for name in named if name not in os.environ]
+    unset = unset_variables(path)
     if len(unset) == 1:
         raise ValueError(f"environment variable {unset[0]} is not set ({path!r} names it): set it before loading")
     if unset:

@@ -31,6 +31,7 @@ import contextlib
 import errno
 import functools
 import os
+import re
 import selectors
 import socket
 import threading
@@ -161,6 +162,14 @@ def refusal_notes(gate: Gate | None, before: int) -> str:
     return "".join(
         f"[coder-eval: {r.host}:{r.port} refused by the sandbox's network policy ({r.phase})]\n" for r in refused
     )
+
+
+REFUSAL_NOTE = re.compile(r"\[coder-eval: (\S+) refused by the sandbox's network policy \(")
+
+
+def refused_in(stderr: str) -> list[str]:
+    """The ``host:port`` a command's stderr says the network policy refused it (``refusal_notes``), once each."""
+    return list(dict.fromkeys(REFUSAL_NOTE.findall(stderr)))
 
 
 def _canonical(host: str) -> str:

@@ -49,6 +49,9 @@ def shared_path(folder: Path) -> Path:
     return Path(f"/tmp/coder-eval-{folder.name}")
 
 
+NPM_LOG_LINE = re.compile(r"^npm error A complete log of this run can be found in: .*$\n?", re.MULTILINE)
+
+
 def pip_shims(venv: str) -> str:
     """The step giving a venv made without pip of its own a ``pip`` and ``pip3`` that install into it: the bare
     ``pip`` agents and authors type ran the interpreter's, which installed into ``$HOME/.local`` (the phase's
@@ -151,7 +154,9 @@ class TempdirSandbox:
         )
         done = self.run_unlimited(command, NODE_TIMEOUT_S, setup=True)
         if not done.ok:
-            raise TemplateError(f"installing node packages failed: {(done.error or done.stderr).strip()[-800:]}")
+            # npm's pointer to its log names the sandbox's private /tmp, gone with the phase: no file to open
+            said = NPM_LOG_LINE.sub("", done.error or done.stderr).strip()
+            raise TemplateError(f"installing node packages failed: {said[-800:]}")
 
     def _make_venv(self) -> None:
         """The venv, made in the sandbox's namespaces like any command (a package's build runs confined, and
