@@ -84,3 +84,15 @@ def test_compare_markdown_shows_the_same(system_cli: SystemCli, run_with_replica
     assert "**Flaky rows: replicates that disagree (5)**" in text and "| a | shop/3 | 1 | 2 |" in text
     assert "clustered 95 % CI" in text and "Clustered by base task (2 base tasks, 5 rows)" in text
     assert "from the clustered interval (some base task has more than one row)" in text
+
+
+def test_an_arm_whose_rows_all_errored_says_no_row_is_paired(system_cli: SystemCli, tmp_path: Path) -> None:
+    """A variant whose every row was an ERROR pairs no row with the baseline: the verdict said "every paired row
+    having the same difference" of the rows it did not have."""
+    rows = [evaluation("a", f"t{n}", "SUCCESS", 1) for n in range(3)]
+    rows += [evaluation("b", f"t{n}", "ERROR", 1) for n in range(3)]
+    run = write_run(tmp_path / "runs", datetime(2026, 12, 1, 3, 0, tzinfo=UTC), rows)
+    outcome = system_cli("compare", run, "--format", "md", env={})
+    assert outcome.code == 0, outcome.output
+    assert "no row is paired (each variant's rows ERROR or missing in the other)." in outcome.out
+    assert "every paired row having the same difference" not in outcome.out

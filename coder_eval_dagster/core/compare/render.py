@@ -293,10 +293,12 @@ def _verdict_note(pair: PairComparison) -> str:
     verdict, p = pair.verdict, p_value(pair.mcnemar_p)
     reading = verdict.reading.replace("_", " ")
     if verdict.interval is None:
-        return (
-            f"Verdict: {reading}, from McNemar's exact p = {p} alone (a winner needs p below 0.05): no interval "
-            "has any width, every paired row having the same difference."
+        why = (
+            "no row is paired (each variant's rows ERROR or missing in the other)"
+            if pair.rows == 0
+            else "no interval has any width, every paired row having the same difference"
         )
+        return f"Verdict: {reading}, from McNemar's exact p = {p} alone (a winner needs p below 0.05): {why}."
     source = f"{VERDICT_SOURCES[verdict.uses]} {interval_text(verdict.interval)}"
     return (
         f"Verdict: {reading}, from {source} and McNemar's exact p = {p}: a winner needs p below 0.05 and the "
