@@ -326,7 +326,7 @@ def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: P
         print(f"coder-eval rescore: {exc.problems[0]}{more}", file=sys.stderr)
         return exit_codes.USAGE
     present = evaluated(run_dir)
-    resolution, kept = resnapshot(opened, present)  # the criteria as the task files say now: how rubrics iterate
+    resolution, kept, now_invalid = resnapshot(opened, present)  # the criteria as the task files say now
     if resolution.problems:
         raise InvalidInput(resolution.problems)
     gone = without_sandbox(run_dir, present)
@@ -338,6 +338,8 @@ def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: P
             file=sys.stderr,
         )
         return exit_codes.USAGE
+    for entry in now_invalid:  # why a file's evaluations are "no longer in the task files" (below)
+        print(f"coder-eval rescore: not valid now: {skipped_file(entry.path, entry.reason)}", file=sys.stderr)
     if kept:
         shown = _first_few([f"{rt.variant_id}/{rt.task_id}" for rt in kept])
         print(

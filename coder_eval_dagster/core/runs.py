@@ -156,12 +156,13 @@ def open_run(
     return run
 
 
-def resnapshot(run: OpenRun, present: set[str]) -> tuple[Resolution, list[RowTask]]:
+def resnapshot(run: OpenRun, present: set[str]) -> tuple[Resolution, list[RowTask], list[SkippedTask]]:
     """Resolve the run's spec again (a rescore applies the task files as they are now), with the row-tasks it
     kept as the run had them (:func:`gone_from_files`; ``present``: :func:`evaluated`). Only the run's evaluated
     row-tasks stay, and what the run left out stays left out as it recorded it: a task fixed since is not part
     of this run (``run`` it anew). A task path gone since defines nothing now. Relative paths are read from the
-    folder the run was started in, wherever the rescore is. The run keeps it: :func:`keep_snapshot`."""
+    folder the run was started in, wherever the rescore is. The run keeps it: :func:`keep_snapshot`. Also the
+    task files the run read that do not validate now (their evaluations are among the kept ones)."""
     started_in, spec = _started_in(run.plan), run.plan.spec
     spec = spec.model_copy(
         update={
@@ -175,13 +176,14 @@ def resnapshot(run: OpenRun, present: set[str]) -> tuple[Resolution, list[RowTas
     recorded = {(rt.variant_id, rt.task_id): rt.source for rt in run.snapshot.row_tasks}
     resolution.row_tasks = [_named_as_the_run_named_it(rt, recorded, started_in) for rt in resolution.row_tasks]
     kept: list[RowTask] = []
+    now_invalid = [entry for entry in resolution.skipped if entry not in run.snapshot.skipped]
     if not resolution.problems:
         kept = gone_from_files(run, resolution, present)
         resolution.row_tasks = [
             rt for rt in [*resolution.row_tasks, *kept] if f"{rt.variant_id}/{rt.task_id}" in present
         ]
         resolution.skipped = list(run.snapshot.skipped)
-    return resolution, kept
+    return resolution, kept, now_invalid
 
 
 def _named_as_the_run_named_it(row_task: RowTask, sources: dict[tuple[str, str], Path], started_in: Path) -> RowTask:

@@ -167,6 +167,27 @@ success_criteria: [{type: file_exists, path: out.txt, description: out.txt}]
 """
 
 
+def test_a_rescore_says_why_a_task_file_no_longer_defines_its_evaluations(tmp_path: Path) -> None:
+    """A task file made invalid since the run (every weight 0): the rescore said its evaluations were "no longer in
+    the task files", and never why."""
+    write(tmp_path / "tasks/good.yaml", GOOD)
+    write(tmp_path / "tasks/other.yaml", GOOD.replace("task_id: good", "task_id: other"))
+    ran = _coder_eval(tmp_path, "run", "tasks", "--runs-dir", str(tmp_path / "runs"))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    write(
+        tmp_path / "tasks/other.yaml",
+        GOOD.replace("task_id: good", "task_id: other").replace("out.txt}", "out.txt, weight: 0}"),
+    )
+    rescored = _coder_eval(tmp_path, "rescore", str(tmp_path / "runs" / "latest"))
+    assert rescored.returncode == 0, rescored.stdout + rescored.stderr
+    said = rescored.stderr.splitlines()
+    assert any(
+        line.startswith("coder-eval rescore: not valid now: ") and "other.yaml:" in line and "weight 0" in line
+        for line in said
+    ), said
+    assert any("no longer in the task files" in line and "default/other" in line for line in said), said
+
+
 def test_rescore_scores_the_run_as_it_was(tmp_path: Path) -> None:
     """A task the run left out (invalid then, fixed since) stays out of the rescore, and stays recorded as left
     out: the verdict flipped to PASSED and `report --rebuild` then called the run incomplete. An evaluation whose
