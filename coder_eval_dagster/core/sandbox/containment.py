@@ -223,13 +223,26 @@ def _key(folder: Path) -> Path:
     return Path(os.path.abspath(folder))
 
 
+# What the kernel's ENOSPC / EPERM from unshare means for a user: the settings that refuse user namespaces.
+USER_NAMESPACES_REFUSED = (
+    "this user may not create user namespaces: see user.max_user_namespaces, kernel.unprivileged_userns_clone and, "
+    "on Ubuntu 23.10 and later, kernel.apparmor_restrict_unprivileged_userns (docs/running.md, Security model)"
+)
+
+
 def _prefix(namespace: _Namespace) -> list[str]:
     """``nsenter`` into the namespace, then ``setpriv`` (what it starts cannot trace the namespace's init, nor
-    change its mounts), then into ``/sandbox`` (``nsenter --wd`` opens its folder before entering)."""
+    change its mounts), then into ``/sandbox`` (``nsenter --wd`` opens its folder before entering).
+
+    ``--preserve-credentials``: the harness's user is the namespace's root already (``--map-root-user``), and
+    nsenter's own ``setgroups`` is refused in a namespace an unprivileged user made (its setgroups is ``deny``):
+    run as a non-root user, every command entered this way failed (the spawner's ``setns`` never called it).
+    """
     ns = f"/proc/{namespace.holder.pid}/ns"
     network = [f"--net={ns}/net"] if namespace.network else []
     return [
         "nsenter",
+        "--preserve-credentials",
         f"--user={ns}/user",
         f"--pid={ns}/pid",
         f"--mount={ns}/mnt",
@@ -350,6 +363,8 @@ def _start(network: bool) -> _Namespace:
         control.close()
         starter.kill()
         why = starter.stderr.read().decode(errors="replace").strip() if starter.wait() else "timed out"
+        if "unshare failed" in why and ("No space left" in why or "Operation not permitted" in why):
+            why += f" ({USER_NAMESPACES_REFUSED})"
         raise ContainmentError(f"cannot start a process namespace: {why or 'timed out'}")
     starter.stderr.close()
     control.settimeout(REPLY_TIMEOUT_S)

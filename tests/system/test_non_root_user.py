@@ -1,0 +1,54 @@
+"""The installed CLI run as an ordinary user, as a task author runs it on a laptop.
+
+The test runs as root: ``unshare --user --map-user=1000`` gives the CLI a user
+that is not root and holds no capability, whose files are the ones it owns
+(the venv included), as a non-root user's are. In a namespace such a user
+makes, setgroups is denied: nsenter's own call to it failed, and with it
+every command entered through nsenter (every agent CLI, ``evaluate``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .conftest import CLI, SystemCli, claude_code_task, probing_session, task_file
+
+pytestmark = pytest.mark.slow
+
+AS_A_USER = ["unshare", "--user", "--map-user=1000", "--map-group=1000", "--"]
+
+
+def _as_a_user(
+    system_cli: SystemCli, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*AS_A_USER, str(CLI), *args],
+        cwd=system_cli.folder,
+        env=system_cli.environment(env or {}),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def test_evaluate_and_a_claude_code_run_work_as_an_ordinary_user(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    echo = {"type": "run_command", "command": "id -u && echo ok", "expected_stdout": "0\nok", "description": "ran"}
+    task = task_file(tmp_path / "tasks", "one", agent={"type": "none"}, success_criteria=[echo])
+    graded = tmp_path / "graded"
+    graded.mkdir()
+    evaluated = _as_a_user(system_cli, "evaluate", str(task), str(graded), "--runs-dir", str(system_cli.runs))
+    assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
+    assert "All criteria passed" in evaluated.stdout
+
+    fake = scripted_anthropic(probing_session())
+    agent_task = claude_code_task(tmp_path / "agents", "claude")
+    key = "sk-ant-test-" + "x" * 24
+    env = {"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": fake.url, "CLAUDE_CODE_MAX_RETRIES": "0"}
+    ran = _as_a_user(system_cli, "run", str(agent_task), "--runs-dir", str(system_cli.runs), env=env)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "setgroups" not in ran.stdout + ran.stderr
