@@ -106,3 +106,48 @@ def test_what_the_agent_left_running_ends_before_the_criteria_and_pre_runs_servi
     played = [c for it in run.result("leftovers")["iterations"] for c in it["commands"]]
     assert "301 302" in (played[-1]["result_summary"] or ""), played[-1]  # both ran during the agent's turn
     assert outcome.code == 0, outcome.output
+
+
+# Kills pre_run's `sleep 301` and starts `sleep 302` under its PID (clone3's set_tid), as a daemon.
+TAKE_OVER = """import ctypes, os, signal, struct, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+service = next(int(p) for p in filter(str.isdigit, os.listdir('/proc'))
+               if open(f'/proc/{p}/cmdline', 'rb').read().split(b'\\0')[:2] == [b'sleep', b'301'])
+os.kill(service, signal.SIGKILL)
+wanted = (ctypes.c_int * 1)(service)
+for _ in range(100):
+    args = ctypes.create_string_buffer(struct.pack('11Q', 0, 0, 0, 0, signal.SIGCHLD, 0, 0, 0,
+                                                   ctypes.addressof(wanted), 1, 0))
+    pid = libc.syscall(435, args, 88)
+    if pid == 0:
+        os.setsid()
+        null = os.open('/dev/null', os.O_RDWR)
+        for fd in range(3):
+            os.dup2(null, fd)
+        os.execv('/bin/sleep', ['sleep', '302'])
+    if pid > 0:
+        break
+    time.sleep(0.01)
+print('took', pid)
+"""
+
+
+def test_a_daemon_cannot_pass_for_a_service_by_taking_its_pid(tmp_path: Path, system_cli: SystemCli) -> None:
+    """A process may pick its PID (clone3 with CAP_CHECKPOINT_RESTORE): the agent killed pre_run's service and
+    started its daemon under the service's PID, which the sweep kept, by its number, into the criteria."""
+    calls = [
+        {"tool": "Write", "path": "sleepers.py", "content": SLEEPERS},
+        {"tool": "Write", "path": "take.py", "content": TAKE_OVER},
+        {"tool": "Bash", "command": "python3 take.py; python3 sleepers.py"},
+    ]
+    check = {"type": "run_command", "command": "! python3 sleepers.py | grep -q 302", "description": "no daemon"}
+    task = replay_task_file(
+        tmp_path / "tasks",
+        "takeover",
+        [{"calls": calls}],
+        pre_run=[{"command": "sleep 301 >/dev/null 2>&1 &"}],
+        success_criteria=[check],
+    )
+    outcome, _ = system_cli.run(task, env={})
+    assert outcome.code == 0, outcome.output

@@ -235,27 +235,30 @@ def bind_soon(listener, port):
                 raise
             time.sleep(0.01)
 
-services = set()  # the processes running when the evaluation's pre_run ended
+services = set()  # (pid, start time) of the processes running when the evaluation's pre_run ended
 
 def others():
     return [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) != os.getpid()]
 
-def parent(pid):
+def identity(pid):
+    # (pid, its start time, its parent's pid): a PID alone may be taken again by another process (wrapped)
     try:
         with open("/proc/%d/stat" % pid, "rb") as stat:
             data = stat.read()
-        return int(data[data.rindex(b")") + 2:].split()[1])
-    except (OSError, ValueError):
-        return 0
+        fields = data[data.rindex(b")") + 2:].split()
+        return (pid, int(fields[19])), int(fields[1])
+    except (OSError, ValueError, IndexError):
+        return None, 0
 
 def of_services(pid):
     # a service, or a process one started (its parent chain reaches one before the namespace's init)
     for _ in range(4096):
-        if pid in services:
+        known, parent = identity(pid)
+        if known in services:
             return True
-        if pid <= 1:
+        if known is None or pid <= 1:
             return False
-        pid = parent(pid)
+        pid = parent
     return False
 
 def handle(words):
@@ -266,7 +269,7 @@ def handle(words):
         return str(sum(name.isdigit() for name in os.listdir("/proc"))).encode(), []  # its own /proc
     if words[0] == b"mark":  # pre_run ended: what runs now is a service the task started, kept into scoring
         services.clear()
-        services.update(others())
+        services.update(known for known, _ in map(identity, others()) if known is not None)
         return b"", []
     if words[0] == b"sweep":  # scoring starts: what the agent's phase left running goes, the services and theirs stay
         for _ in range(SWEEP_ROUNDS):

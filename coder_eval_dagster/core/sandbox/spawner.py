@@ -54,6 +54,7 @@ for fd, kind in (map(int, word.split(":")) for word in sys.argv[2:]):
 check(libc.prctl(24, 19, 0, 0, 0), "PR_CAPBSET_DROP CAP_SYS_PTRACE")  # for every command started
 check(libc.prctl(24, 21, 0, 0, 0), "PR_CAPBSET_DROP CAP_SYS_ADMIN")
 check(libc.prctl(24, 12, 0, 0, 0), "PR_CAPBSET_DROP CAP_NET_ADMIN")
+check(libc.prctl(24, 40, 0, 0, 0), "PR_CAPBSET_DROP CAP_CHECKPOINT_RESTORE")  # no PID of its choosing (clone3)
 check(libc.prctl(4, 0, 0, 0, 0), "PR_SET_DUMPABLE")  # after setns, which may set it again
 sock = _socket.socket(fileno=os.dup(0))
 os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
