@@ -91,12 +91,15 @@ def bypass_proxies(env: dict[str, str], base_url: str | None) -> None:
 
 
 def base_environment(sandbox_env: dict[str, str], home: Path, names: tuple[str, ...]) -> dict[str, str]:
-    """What every agent CLI gets: what a sandbox command gets (the caller's variables but the credentials and the
-    model-route settings: its tool calls see what pre_run and the criteria see, as in coder_eval, where a CLI an
-    agent drives reads its settings from the environment), with its own HOME and TMPDIR, the named pass-throughs.
-    Not ``PWD``: the SDK sets it to this machine's path of the sandbox, which names the run, variant and row."""
-    env = {name: value for name, value in sandbox_env.items() if name != "PWD"}
-    env |= {"HOME": str(home), "TMPDIR": str(home / "tmp"), "PATH": sandbox_env.get("PATH", os.defpath)}
+    """What every agent CLI gets: its own HOME and TMPDIR, the sandbox's PATH and venv, the named pass-throughs."""
+    env = {
+        "HOME": str(home),
+        "TMPDIR": str(home / "tmp"),
+        "PATH": sandbox_env.get("PATH", os.defpath),
+        "GIT_CEILING_DIRECTORIES": sandbox_env["GIT_CEILING_DIRECTORIES"],
+    }
+    if "VIRTUAL_ENV" in sandbox_env:
+        env["VIRTUAL_ENV"] = sandbox_env["VIRTUAL_ENV"]
     env.update(passed_through(names))
     # a confined sandbox's egress proxy wins over the caller's: the CLI's tools reach the network through it
     env.update({name: sandbox_env[name] for name in PROXIES if name in names and name in sandbox_env})

@@ -383,19 +383,21 @@ def test_a_price_file_prices_the_agent_a_bad_tool_input_is_the_models_and_a_cut_
     assert cost == pytest.approx(3 * (1000 * 1.0 + 100 * 10.0) / 1e6)
 
 
-def test_the_agents_tools_see_the_callers_variables_that_pre_run_and_the_criteria_see(
+def test_the_agents_tools_see_only_what_the_task_gives_them_of_the_environment(
     tmp_path: Path, system_cli: SystemCli, scripted_anthropic
 ) -> None:
-    """A CLI the agent drives reads its settings from the environment (the guide's `uip`): pre_run and the criteria
-    saw the caller's MY_TOOL_URL, the agent's own tool calls did not (coder_eval's do). No key reaches them."""
+    """The agent is the party under evaluation: a secret under a name no filter knows (GPG_PASSPHRASE) must not
+    reach its tool calls, nor any other variable of the caller's; what a CLI it drives needs, the task gives it
+    (``claude_settings.env``, docs/coming-from-coder-eval.md)."""
     from tests.support.fake_anthropic import Script, Turn
 
-    key = new_key()
     fake = scripted_anthropic(Script([Turn(tools=[("Bash", {"command": "env > out.txt"})]), Turn(text="ok")]))
-    seen = criterion("file_contains", path="out.txt", includes=["MY_TOOL_URL=https://tool.invalid/x"])
-    task = claude_code_task(tmp_path / "tasks", "env", success_criteria=[seen])
-    env = {**anthropic_environment(fake.url, key), "MY_TOOL_URL": "https://tool.invalid/x"}
-    outcome, run = system_cli.run(task, env=env)
+    agent = {"type": "claude-code", "model": "claude-test", "permission_mode": "bypassPermissions"}
+    agent["claude_settings"] = {"env": {"MY_TOOL_URL": "https://tool.invalid/given"}}
+    task = claude_code_task(tmp_path / "tasks", "env", agent=agent)
+    caller = {"GPG_PASSPHRASE": "gpg-pass-phrase-123", "MY_TOOL_URL": "https://tool.invalid/caller"}
+    outcome, run = system_cli.run(task, env={**anthropic_environment(fake.url, new_key()), **caller})
     assert outcome.code == 0, outcome.output
     shown = (run.evaluation("env") / "sandbox" / "out.txt").read_text()
-    assert key not in shown and "ANTHROPIC_API_KEY=sk" not in shown and "PWD=/sandbox" in shown
+    assert "MY_TOOL_URL=https://tool.invalid/given" in shown
+    assert "gpg-pass-phrase-123" not in shown and "tool.invalid/caller" not in shown
