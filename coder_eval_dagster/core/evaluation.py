@@ -17,7 +17,10 @@ run continues from: an evaluation cut short in that phase is redone whole):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import stat
 import time
 import traceback
 from collections.abc import Awaitable, Callable
@@ -601,6 +604,7 @@ def write_result(evaluation: Evaluation) -> None:
 
     end_processes(evaluation)
     drop_privileges(evaluation.folder / SANDBOX_DIR)  # nothing runs there now to set them again
+    open_like_its_run(evaluation.folder)
     if evaluation.result.rescored_at is None or evaluation.result.finished_at is None:
         evaluation.result.finished_at = utc_now()  # a rescore keeps when the evaluation itself ended
     evaluation.result.task_config = task_config(evaluation.row_task)
@@ -610,6 +614,13 @@ def write_result(evaluation: Evaluation) -> None:
     write_atomically(evaluation.folder / RESULT_FILE, text)
     evaluation.context.remember_result(evaluation.folder / RESULT_FILE, evaluation.result)
     write_atomically(evaluation.folder / REPORT_FILE, render_task_html(evaluation.result, evaluation.folder))
+
+
+def open_like_its_run(folder: Path) -> None:
+    """The evaluation's folder, private while its sandbox was made and used (``TempdirSandbox.create``), as readable
+    as the folder holding it now that nothing in it runs with the agent's privileges."""
+    with contextlib.suppress(OSError):  # (not there: an evaluation that never made its sandbox)
+        os.chmod(folder, stat.S_IMODE(folder.parent.stat().st_mode))
 
 
 def kept_sandbox(folder: Path) -> str | None:

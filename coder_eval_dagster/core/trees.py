@@ -7,6 +7,7 @@ RecursionError out of a prune, a sandbox's removal or a judge's cleanup.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -55,17 +56,43 @@ def drop_privileges(top: Path) -> None:
     An agent is root in its user namespace, which is the harness's user on
     the host: its ``chmod u+s`` or ``setcap`` in the sandbox (where the mount
     is nosuid) made a program that, run from the preserved sandbox on the
-    host, gave any local user the harness's (as root on CI: root).
+    host, gave any local user the harness's (as root on CI: root). A folder
+    the agent made unreadable (``chmod 311``) is made readable to walk it:
+    others could still reach a file in it by name.
     """
-    for here, _dirs, files in walk(top):
-        for name in files:
-            path = os.path.join(here, name)
+    stack = [os.fspath(top)]
+    while stack:
+        here = stack.pop()
+        for entry in _entries(here):
             try:
-                mode = os.lstat(path).st_mode
+                mode = entry.stat(follow_symlinks=False).st_mode
+                if stat.S_ISDIR(mode):
+                    stack.append(entry.path)
+                    continue
                 if not stat.S_ISREG(mode):
                     continue
                 if mode & PRIVILEGE_BITS:
-                    os.chmod(path, stat.S_IMODE(mode) & ~PRIVILEGE_BITS, follow_symlinks=False)
-                os.removexattr(path, CAPABILITIES_XATTR, follow_symlinks=False)
+                    os.chmod(entry.path, stat.S_IMODE(mode) & ~PRIVILEGE_BITS, follow_symlinks=False)
+                os.removexattr(entry.path, CAPABILITIES_XATTR, follow_symlinks=False)
             except OSError:  # ENODATA: no capability (the common case); gone meanwhile; a file system without xattrs
                 continue
+
+
+def _entries(folder: str) -> list[os.DirEntry[str]]:
+    """The folder's entries; its owner's read and search rights given back first if the listing needs them."""
+    try:
+        return _listing(folder)
+    except PermissionError:
+        with contextlib.suppress(OSError):
+            os.chmod(folder, stat.S_IMODE(os.lstat(folder).st_mode) | stat.S_IRWXU, follow_symlinks=False)
+    except OSError:
+        return []
+    try:
+        return _listing(folder)
+    except OSError:
+        return []
+
+
+def _listing(folder: str) -> list[os.DirEntry[str]]:
+    with os.scandir(folder) as entries:
+        return list(entries)

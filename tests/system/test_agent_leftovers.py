@@ -5,7 +5,10 @@ records, and for the criteria that come after it.
 from __future__ import annotations
 
 import os
+import signal
 import stat
+import subprocess
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -45,6 +48,30 @@ def test_a_large_write_and_privileged_files_leave_the_run_whole_and_the_host_saf
     sandbox = run.evaluation("big") / "sandbox"
     assert stat.S_IMODE((sandbox / "setuid").stat().st_mode) == 0o755
     assert "security.capability" not in os.listxattr(sandbox / "capable")
+    folder = run.evaluation("big")  # private while its sandbox was in use, then as readable as its run's
+    assert stat.S_IMODE(folder.stat().st_mode) == stat.S_IMODE(folder.parent.stat().st_mode) != 0o700
+
+
+def test_a_run_cut_short_leaves_the_agents_setuid_program_out_of_other_users_reach(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """Interrupted, the evaluation never reached the point where its sandbox's privileges are dropped: a setuid
+    program the agent made sat in a folder any user could reach. Its folder is its user's alone until then."""
+    calls = [
+        {"tool": "Bash", "command": "cp /bin/true setuid && chmod 4755 setuid && echo made"},
+        {"tool": "Bash", "command": "sleep 60"},
+    ]
+    exists = [{"type": "file_exists", "path": "setuid", "description": "made"}]
+    task = replay_task_file(tmp_path / "tasks", "cut", [{"calls": calls}], success_criteria=exists)
+    process = system_cli.start("run", task, "--runs-dir", system_cli.runs, env={}, stdout=subprocess.DEVNULL)
+    made = system_cli.runs / "latest/default/cut/00/sandbox/setuid"
+    deadline = time.monotonic() + 60
+    while not made.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGINT)
+    assert process.wait(timeout=60) == 130
+    assert made.exists(), "the agent's call never ran"
+    assert stat.S_IMODE(made.parent.parent.stat().st_mode) == 0o700
 
 
 def test_a_criterion_running_the_agents_code_cannot_rewrite_what_the_next_criterion_reads(

@@ -52,3 +52,23 @@ def test_evaluate_and_a_claude_code_run_work_as_an_ordinary_user(
     ran = _as_a_user(system_cli, "run", str(agent_task), "--runs-dir", str(system_cli.runs), env=env)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "setgroups" not in ran.stdout + ran.stderr
+
+
+def test_a_setuid_program_in_a_folder_the_agent_made_unreadable_loses_its_bit(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """Run as an ordinary user, the harness could not list a folder the agent had made search-only (`chmod 311`):
+    the setuid program in it kept its bit, and anyone could run it by name."""
+    from .conftest import replay_task_file
+
+    made = "mkdir hidden && cp /bin/true hidden/x && chmod 4755 hidden/x && chmod 311 hidden && echo made"
+    task = replay_task_file(
+        tmp_path / "tasks",
+        "hidden",
+        [{"calls": [{"tool": "Bash", "command": made}]}],
+        success_criteria=[{"type": "run_command", "command": "true", "description": "ran"}],
+    )
+    ran = _as_a_user(system_cli, "run", str(task), "--runs-dir", str(system_cli.runs))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    program = system_cli.runs / "latest/default/hidden/00/sandbox/hidden/x"
+    assert not program.stat().st_mode & 0o6000

@@ -129,8 +129,11 @@ class TempdirSandbox:
         return self.gate.take_refused() if self.gate is not None else []
 
     def create(self, task_dir: Path) -> None:
-        """Lay out the folder: template sources in order, then the venv, the node packages and the CLI shims."""
+        """Lay out the folder: template sources in order, then the venv, the node packages and the CLI shims. The
+        evaluation's folder is its user's alone meanwhile (``evaluation.write_result`` opens it once the sandbox
+        holds no setuid file): a run cut short leaves no program of the agent's for another user to run."""
         self.root.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.root.parent, 0o700)
         if self.root.exists():
             remove_tree(self.root)
         sources = self.config.template_sources
