@@ -488,7 +488,7 @@ def score(evaluation: Evaluation) -> None:
     if stages_folders(task):  # a process left from an earlier stage would see the copies (and could edit them)
         sandbox.end_processes()
     else:  # an agent's daemon could trace the criteria's commands; pre_run's services stay for them
-        sandbox.end_agent_leftovers()
+        sandbox.end_leftovers()
     with (
         staged_reference(task, task_dir, folder, sandbox) as reference,
         staged_task_dir(task, task_dir, folder, sandbox) as task_copy,
@@ -603,7 +603,7 @@ def write_result(evaluation: Evaluation) -> None:
     from .reports.task_html import render_task_html
 
     end_processes(evaluation)
-    drop_privileges(evaluation.folder / SANDBOX_DIR)  # nothing runs there now to set them again
+    keep_to_its_user(evaluation.folder / SANDBOX_DIR)  # nothing runs there now to open it again
     open_like_its_run(evaluation.folder)
     if evaluation.result.rescored_at is None or evaluation.result.finished_at is None:
         evaluation.result.finished_at = utc_now()  # a rescore keeps when the evaluation itself ended
@@ -614,6 +614,16 @@ def write_result(evaluation: Evaluation) -> None:
     write_atomically(evaluation.folder / RESULT_FILE, text)
     evaluation.context.remember_result(evaluation.folder / RESULT_FILE, evaluation.result)
     write_atomically(evaluation.folder / REPORT_FILE, render_task_html(evaluation.result, evaluation.folder))
+
+
+def keep_to_its_user(sandbox: Path) -> None:
+    """The preserved sandbox with no setuid or setgid bit, no file capability, and (where the harness's user owns
+    it: the tempdir driver's) private to that user: what the agent made there is its to run from the host, never
+    another user's, whatever the walk cannot reach (a path past PATH_MAX)."""
+    drop_privileges(sandbox)
+    with contextlib.suppress(OSError):  # (none kept: an evaluation that never made its sandbox)
+        if sandbox.lstat().st_uid == os.geteuid():
+            os.chmod(sandbox, 0o700, follow_symlinks=False)
 
 
 def open_like_its_run(folder: Path) -> None:

@@ -65,7 +65,11 @@ def criterion_inputs(criterion: CriterionBase) -> dict[str, object]:
 def score_criteria(
     criteria: list[CriterionBase], ctx: CheckContext, kept: Sequence[CriterionResult] = ()
 ) -> list[CriterionResult]:
-    """Check every criterion, except those with a ``kept`` result of the same index and type (a partial rescore)."""
+    """Check every criterion, except those with a ``kept`` result of the same index and type (a partial rescore).
+
+    After each check, what its commands left running ends (pre_run's services stay): a criterion runs the agent's
+    code too (a hidden test imports it), and a daemon that code left traced the next criterion's command to set
+    its exit code."""
     stored = {r.index: r for r in kept}
     results = []
     for index, criterion in enumerate(criteria):
@@ -74,6 +78,7 @@ def score_criteria(
             results.append(previous)
         else:
             outcome = run_check(criterion, replace(ctx, index=index))
+            ctx.sandbox.end_leftovers()
             results.append(criterion_result(index, criterion, outcome, ctx.reference))
     return results
 

@@ -29,7 +29,8 @@ def test_a_large_write_and_privileged_files_leave_the_run_whole_and_the_host_saf
 ) -> None:
     """A Write of 1.8 MB (an agent's data fixture) is one row longer than the Parquet writer's JSON block: the run
     lost run.json and the tables of every row. A setuid program or file capability the agent made in its sandbox
-    (mounted nosuid there) worked from the preserved sandbox on the host, as the harness's user."""
+    (mounted nosuid there) worked from the preserved sandbox on the host, as the harness's user; one past PATH_MAX,
+    out of the walk's reach, still did."""
     calls = [
         {"tool": "Write", "path": "data.csv", "content": "a,b\n" * (450 * 1024)},
         {"tool": "Write", "path": "mark.py", "content": MARK_CAPABILITY},
@@ -48,6 +49,7 @@ def test_a_large_write_and_privileged_files_leave_the_run_whole_and_the_host_saf
     sandbox = run.evaluation("big") / "sandbox"
     assert stat.S_IMODE((sandbox / "setuid").stat().st_mode) == 0o755
     assert "security.capability" not in os.listxattr(sandbox / "capable")
+    assert stat.S_IMODE(sandbox.stat().st_mode) == 0o700  # another user reaches nothing in it: a file too deep
     folder = run.evaluation("big")  # private while its sandbox was in use, then as readable as its run's
     assert stat.S_IMODE(folder.stat().st_mode) == stat.S_IMODE(folder.parent.stat().st_mode) != 0o700
 
@@ -176,5 +178,24 @@ def test_a_daemon_cannot_pass_for_a_service_by_taking_its_pid(tmp_path: Path, sy
         pre_run=[{"command": "sleep 301 >/dev/null 2>&1 &"}],
         success_criteria=[check],
     )
+    outcome, _ = system_cli.run(task, env={})
+    assert outcome.code == 0, outcome.output
+
+
+def test_what_a_criterions_command_left_running_ends_before_the_next_criterion(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """A criterion runs the agent's code too (a hidden test importing it): a daemon that code left kept running
+    into the next criterion, the staged checker included, and traced its command to set its exit code."""
+    calls = [{"tool": "Write", "path": "sleepers.py", "content": SLEEPERS}]
+    criteria = [
+        {
+            "type": "run_command",
+            "command": "(setsid sleep 302 >/dev/null 2>&1 < /dev/null &); true",
+            "description": "a",
+        },
+        {"type": "run_command", "command": "! python3 sleepers.py | grep -q 302", "description": "b"},
+    ]
+    task = replay_task_file(tmp_path / "tasks", "between", [{"calls": calls}], success_criteria=criteria)
     outcome, _ = system_cli.run(task, env={})
     assert outcome.code == 0, outcome.output

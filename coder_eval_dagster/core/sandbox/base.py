@@ -91,11 +91,11 @@ class Sandbox(Protocol):
         ...
 
     def mark_services(self) -> None:
-        """pre_run has ended: what runs now is the task's services (``end_agent_leftovers`` keeps them)."""
+        """pre_run has ended: what runs now is the task's services (``end_leftovers`` keeps them)."""
         ...
 
-    def end_agent_leftovers(self) -> None:
-        """End what the agent's phase left running, before the criteria run; the task's services stay."""
+    def end_leftovers(self) -> None:
+        """End what the agent's phase, or the criterion checked last, left running; the task's services stay."""
         ...
 
     def model_proxy_host(self) -> str:

@@ -300,10 +300,11 @@ def mark_services(folder: Path) -> None:
     _ask_held(folder, "mark")
 
 
-def end_agent_leftovers(folder: Path) -> None:
-    """The start of scoring: every process the agent's phase left running ends (a daemon could trace the criteria's
-    commands, or write into the pipe the harness reads their output from); pre_run's services and their children
-    stay. Processes that keep forking faster than they are ended end with the whole namespace, services too."""
+def end_leftovers(folder: Path) -> None:
+    """Before each criterion: every process the agent's phase, or the last criterion's command, left running ends
+    (a daemon could trace the next command, or write into the pipe the harness reads its output from); pre_run's
+    services and their children stay. Processes that keep forking faster than they are ended end with the whole
+    namespace, services too."""
     if not _ask_held(folder, "sweep"):
         release(folder)
 

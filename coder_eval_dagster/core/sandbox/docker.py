@@ -147,7 +147,7 @@ class DockerSandbox(TempdirSandbox):
     def mark_services(self) -> None:
         """Nothing to mark: the container's processes are not told apart (docs/running.md, docker's limits)."""
 
-    def end_agent_leftovers(self) -> None:
+    def end_leftovers(self) -> None:
         """A process the agent left keeps running into scoring in the same container (docs/running.md)."""
 
     def end_processes(self) -> None:

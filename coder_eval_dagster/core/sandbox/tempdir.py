@@ -219,8 +219,8 @@ class TempdirSandbox:
     def mark_services(self) -> None:
         containment.mark_services(self.root.parent)
 
-    def end_agent_leftovers(self) -> None:
-        containment.end_agent_leftovers(self.root.parent)
+    def end_leftovers(self) -> None:
+        containment.end_leftovers(self.root.parent)
 
     def close(self) -> None:
         """Nothing to release: the folder is the sandbox (the docker driver removes its container here)."""
