@@ -1206,9 +1206,10 @@ def _check_placeholders(layered: list[dict[str, Any]], doc: Document, has_rows: 
         raise InvalidInput(list(problems))
 
 
-def _placeholder_problem(loc: Loc, text: str, has_rows: bool) -> str | None:
-    """What is wrong with the placeholders of ``text`` written in the field ``loc`` (None: nothing)."""
-    if malformed := _malformed_placeholder(text):
+def _placeholder_problem(loc: Loc, text: str, has_rows: bool, near_misses: bool = True) -> str | None:
+    """What is wrong with the placeholders of ``text`` written in the field ``loc`` (None: nothing); a near-miss
+    (``${rows.x}``) only when ``near_misses``."""
+    if near_misses and (malformed := _malformed_placeholder(text)):
         return f"{malformed} is not a placeholder; write ${{row.<field>}}"
     if ROW_PLACEHOLDER not in text:
         return None
@@ -1227,8 +1228,9 @@ PROMPT_FILE_FIELDS: dict[Loc, Loc] = {
 def _check_prompt_file(doc: Document, loc: Loc, relative: str, text: str, has_rows: bool) -> None:
     """The text of the prompt file ``relative`` (named at ``loc``) checked as its inline field's would be: a
     placeholder without a dataset, or in a field not filled per row, would reach the agent verbatim. Said at the
-    ``*_file`` field's line, naming the file."""
-    if why := _placeholder_problem(PROMPT_FILE_FIELDS[loc], text, has_rows):
+    ``*_file`` field's line, naming the file. Near-misses stay text, as coder_eval passes them: a prompt file
+    holds code (a JavaScript template literal, ``${rows.length}``), which an inline prompt rarely does."""
+    if why := _placeholder_problem(PROMPT_FILE_FIELDS[loc], text, has_rows, near_misses=False):
         problem = Problem(str(doc.path), doc.line_of(loc), dotted(loc), f"{why} (in the file {relative})")
         raise InvalidInput([problem])
 

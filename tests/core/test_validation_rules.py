@@ -70,9 +70,9 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
     (
         "agent-model-not-blank",
         task_with(agent={"model": "claude-sonnet-4-6"}),
-        task_with(agent={"model": ""}),
+        task_with(agent={"model": " "}),
         "agent.model",
-        "at least 1 character",
+        "should match pattern",
     ),
     (
         "permission-mode",

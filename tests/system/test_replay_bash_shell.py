@@ -85,3 +85,19 @@ def test_without_bash_in_the_sandbox_a_replayed_bash_call_runs_under_sh_and_says
     assert note in calls[0]["result_summary"]
     assert note in calls[1]["result_summary"] and "pipefail" in calls[1]["result_summary"], calls[1]
     assert outcome.code == 0, outcome.output
+
+
+def test_a_long_recorded_command_full_of_quotes_runs(tmp_path: Path, system_cli: SystemCli) -> None:
+    """A file written through a heredoc (80 KB, 20,000 single quotes): quoted into the shell's script, each `'`
+    took five bytes, and the call failed with "Argument list too long" where the same pre_run command ran."""
+    heredoc = "cat > f.py <<'EOF'\n" + "print('x', 'y')\n" * 5000 + "EOF\nwc -l < f.py"
+    task = replay_task_file(
+        tmp_path / "tasks",
+        "long",
+        [{"calls": [{"tool": "Bash", "command": heredoc}]}],
+        success_criteria=[{"type": "file_exists", "path": "f.py", "description": "written"}],
+    )
+    outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 0, outcome.output
+    (call,) = calls_of(run.result("long"))
+    assert call["result_status"] == "success" and "5000" in (call["result_summary"] or ""), call

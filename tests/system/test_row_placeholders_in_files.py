@@ -50,6 +50,23 @@ def test_a_prompt_file_placeholder_without_a_dataset_is_refused(tmp_path: Path, 
     assert said.strip() == f"{task}:{line}: initial_prompt_file: {NO_DATASET} (in the file prompt.md)", said
 
 
+def test_code_in_a_prompt_file_that_looks_like_a_placeholder_stays_text(tmp_path: Path, system_cli: SystemCli) -> None:
+    """A JavaScript template literal in a prompt file (``${rows.length}``) was refused as a near-miss placeholder;
+    coder_eval passes it to the agent as written, and so do we (an inline prompt still refuses it)."""
+    write(tmp_path / "tasks/prompt.md", "Fix the table so it shows `${rows.length} rows` in the footer.\n")
+    task = replay_task_file(
+        tmp_path / "tasks",
+        "js",
+        [{"text": "done"}],
+        initial_prompt=None,
+        initial_prompt_file="prompt.md",
+        success_criteria=[{"type": "run_command", "command": "true", "description": "ran"}],
+    )
+    outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 0, outcome.output
+    assert "`${rows.length} rows`" in json.dumps(run.result("js"))  # the prompt as the agent was given it
+
+
 @pytest.mark.parametrize("dataset", [True, False], ids=["with-dataset", "without-dataset"])
 def test_a_system_prompt_file_placeholder_is_refused_as_the_inline_one_is(
     tmp_path: Path, system_cli: SystemCli, dataset: bool

@@ -14,6 +14,7 @@ replay ends there).
 from __future__ import annotations
 
 import os
+import secrets
 import shlex
 import time
 from collections.abc import Callable
@@ -106,9 +107,12 @@ def in_bash(command: str) -> str:
     ``[[ ]]``, ``{a,b}``, ``source``, ``<(...)``), where the sandbox's own ``/bin/sh`` (what ``sandbox.run`` starts,
     with its timeout, process group, environment and capture) finds one on its PATH, before the shims and mock folders
     go first (``agent_command``'s first lines then run in bash); else under that ``/bin/sh``, with ``NO_BASH_NOTE``.
-    Both ``exec``: the same process, and neither shell's variable below is exported to the command."""
+    Both ``exec``: the same process, and neither shell's variable below is exported to the command. The command
+    comes in a quoted here-document, as written (quoted, each ``'`` took five bytes: a long heredoc of the agent's
+    went past the kernel's 128 KiB for one argument); its end marker is random, so no command line matches it."""
+    end = f"CODER_EVAL_END_{secrets.token_hex(8)}"
     return (
-        f"__coder_eval_command={shlex.quote(command)}\n"
+        f"__coder_eval_command=$(cat <<'{end}'\n{command}\n{end}\n)\n"
         "__coder_eval_bash=$(command -v bash)\n"
         'case $__coder_eval_bash in /*) [ -x "$__coder_eval_bash" ] && exec "$__coder_eval_bash" -c '
         '"$__coder_eval_command";; esac\n'

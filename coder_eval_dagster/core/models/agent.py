@@ -60,7 +60,7 @@ class AgentConfig(RejectsMovedLimits):
     permission_mode: PermissionMode = "acceptEdits"
     allowed_tools: list[str] | None = None
     disallowed_tools: list[str] = Field(default_factory=list)
-    model: str | None = Field(default=None, min_length=1)  # "" ran the CLI's own default model, unnoticed
+    model: str | None = Field(default=None, pattern=r"\S")  # blank ran the CLI's own default model, unnoticed
     sdk_options: dict[str, Any] = Field(default_factory=dict)
     claude_settings: dict[str, Any] | str | None = None
     # coder_eval reads its later name too
