@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import sys
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from . import exit_codes
 from .agents_cli import add_commands as add_agent_commands
 from .cli_options import (
+    DatabaseRetries,
     UsageError,
     add_model_arguments,
     configure_logging,
@@ -605,6 +607,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return exit_codes.USAGE
         credentials.reexec_without_credentials()
     dotenv_level = os.environ.pop(LOG_LEVEL_OF_DOTENV, None)  # out of the environment before anything is started
+    logging.getLogger().addFilter(DatabaseRetries())
     words = list(sys.argv[1:] if argv is None else argv)
     if words[:1] == ["dev"]:  # everything after `dev` is dagster dev's own (-h, -p...)
         from .cli_run import dev
@@ -673,8 +676,16 @@ def _last_line_of_defence(exc: Exception) -> int:
 
 
 STORAGE_ERRORS = frozenset(
-    {"DagsterPostgresException", "OperationalError", "DagsterInvalidConfigError", "PostProcessingError"}
+    {
+        "DagsterPostgresException",
+        "OperationalError",
+        "DagsterInvalidConfigError",
+        "PostProcessingError",
+        "InstanceConfigInvalid",
+    }
 )
+# Dagster's own checks that fail on what a dagster.yaml says (not a mapping; a storage module that is not there)
+STORAGE_CHECKS = re.compile(r"dagster\.yaml|Couldn't import module")
 # the line of a storage error that says why: the server's answer, the connection's, a variable the config reads
 STORAGE_CAUSES = re.compile(r"FATAL|refused|could not|environment variable|No module named|timeout|does not exist")
 
@@ -686,12 +697,17 @@ def storage_problem(exc: BaseException) -> str | None:
     current: BaseException | None = exc
     while current is not None and current not in chain:
         chain.append(current)
-        current = current.__cause__ or current.__context__
-    if not any(type(error).__name__ in STORAGE_ERRORS for error in chain):
+        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
+    if not any(_is_storage_error(error) for error in chain):
         return None
     lines = [line for error in chain for line in str(error).splitlines() if line.strip()]
     said = next((line for line in lines if STORAGE_CAUSES.search(line)), lines[-1] if lines else type(exc).__name__)
     return re.sub(r"^[\w.]+(Error|Exception): ", "", " ".join(said.split()))
+
+
+def _is_storage_error(error: BaseException) -> bool:
+    kind = type(error).__name__
+    return kind in STORAGE_ERRORS or (kind == "CheckError" and STORAGE_CHECKS.search(str(error)) is not None)
 
 
 if __name__ == "__main__":

@@ -181,6 +181,27 @@ class RedactingFormatter(logging.Formatter):
         return redact(super().format(record))
 
 
+class DatabaseRetries(logging.Filter):
+    """dagster-postgres retries a refused connection for about 12 s, warning four lines on the root logger each
+    time: the first said on one line, the rest dropped (the run then ends with one line saying why)."""
+
+    RETRYING = "Retrying failed database connection"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.said = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith(self.RETRYING):
+            return True
+        if self.said:
+            return False
+        self.said = True
+        first = next((line for line in record.getMessage().splitlines() if line.strip()), "")
+        record.msg, record.args = f"{first}; retrying for a few seconds", ()
+        return True
+
+
 def configure_logging(verbose: bool, log_file: Path | None) -> None:
     """As coder_eval's ``setup_logging``: the package's log records at DEBUG with ``-v`` (else INFO), on stderr
     and, with ``--log-file``, in that file too. Without either flag nothing changes (warnings reach stderr)."""

@@ -101,13 +101,24 @@ def local_instance() -> dg.DagsterInstance:
 STORAGES = ("run_storage", "event_log_storage", "schedule_storage")
 
 
+class InstanceConfigInvalid(Exception):
+    """The instance's dagster.yaml cannot be read (one line naming the file and line: the CLI's exit 2)."""
+
+
 def storage_elsewhere(home: Path) -> Path | None:
     """A storage folder ``home``'s dagster.yaml names outside ``home``, if any (relative paths are Dagster's: from
     the current folder). Dagster's config cannot name a folder under the home (``{env: DAGSTER_HOME}`` is the home
     itself), so the file coder-eval writes holds absolute paths: a home copied or moved uses the original's."""
     import yaml
 
-    config = yaml.safe_load((home / "dagster.yaml").read_text(encoding="utf-8"))
+    path = home / "dagster.yaml"
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:  # the user's file: said at its line, as a task file's problem is
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InstanceConfigInvalid(f"{where}: YAML syntax error: {problem}") from None
     if not isinstance(config, dict):
         return None
     sections = [_mapping(_mapping(config.get(name)).get("config")) for name in STORAGES]

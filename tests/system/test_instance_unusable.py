@@ -31,3 +31,25 @@ def test_an_unusable_instance_is_one_line_naming_why(system_cli: SystemCli, stor
         (line,) = [line for line in outcome.err.splitlines() if line.startswith("coder-eval:")]
         assert line.startswith(WHY) and said in line, outcome.err
         assert "Traceback" not in outcome.err and "internal error" not in outcome.err
+        assert len(outcome.err.strip().splitlines()) <= 2, outcome.err  # dagster-postgres's retries: one line
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ("telemetry: {enabled: false\n", "dagster.yaml:2: YAML syntax error: expected ',' or '}'"),
+        ("- a\n", "dagster.yaml to parse to dictionary"),
+        ("run_storage: {module: nosuch.mod, class: X}\n", "No module named 'nosuch'"),
+    ],
+    ids=["yaml-syntax", "not-a-mapping", "no-such-module"],
+)
+def test_a_dagster_yaml_that_cannot_be_read_is_one_line_naming_it(
+    system_cli: SystemCli, content: str, said: str
+) -> None:
+    """A typo in the instance's dagster.yaml was an "internal error" (exit 3) that never named the file."""
+    write(system_cli.home / "dagster.yaml", content)
+    task = task_file(system_cli.folder / "tasks", "plain", agent={"type": "none"})
+    outcome = system_cli("run", task, "--runs-dir", system_cli.runs, env={})
+    assert outcome.code == 2, outcome.output
+    (line,) = [line for line in outcome.err.splitlines() if line.startswith("coder-eval:")]
+    assert line.startswith(WHY) and said in line, outcome.err
