@@ -35,7 +35,7 @@ from .models.dataset import Dataset
 from .models.experiment import Experiment, PromptMutation, Variant
 from .models.prices import ModelPrice
 from .models.sandbox import REPO_FIRST, is_relative_local_path, unset_variables
-from .models.task import Task
+from .models.task import Task, gating_problems
 from .models.trajectory import Trajectory
 from .pricing import load_price_file
 from .problems import (
@@ -1651,7 +1651,7 @@ def _row_criteria(task: Task, raw: list[Any], templated: list[int], row: Row, do
                 Problem(p.path, p.line, p.field, f"{p.message} (row {row.row_id!r} at {row.origin})") for p in found
             )
     if not problems:  # the task's rules on its criteria as a whole, with this row's weights (`weight: ${row.w}`)
-        for named, why in task.model_copy(update={"success_criteria": criteria})._gating_problems():
+        for named, why in gating_problems(criteria):
             loc: Loc = tuple(int(part) if part.isdigit() else part for part in named.split("."))
             problems.append(
                 Problem(str(doc.path), doc.line_of(loc), named, f"{why} (row {row.row_id!r} at {row.origin})")

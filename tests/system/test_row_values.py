@@ -147,7 +147,7 @@ def test_a_suite_whose_rows_all_errored_fails_its_gates_in_suite_json(tmp_path: 
     suite = json.loads((run.path / "default" / "allerr" / "suite.json").read_text())
     (aggregate,) = suite["criterion_aggregates"]
     assert [check["passed"] for check in aggregate["threshold_checks"]] == [False, False]
-    assert aggregate["criterion_type"] == "file_exists" and aggregate["error"]
+    assert (aggregate["criterion_type"], aggregate["description"]) == ("file_exists", "w") and aggregate["error"]
     assert suite["passed"] is False
 
 

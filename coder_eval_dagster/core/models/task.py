@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -93,6 +94,16 @@ def _code_problem(info: ValidationInfo, relative: str) -> str | None:
     return problem
 
 
+def gating_problems(criteria: Sequence[CriterionBase]) -> list[Problem]:
+    """Informational (weight 0) criteria neither score nor gate: with only those, any run would pass (a dataset
+    row's weights are checked too: ``weight: ${row.w}``)."""
+    if any(criterion.gating for criterion in criteria):
+        return []
+    return [
+        ("success_criteria", "every criterion has weight 0: nothing decides the task's success; give one a weight > 0")
+    ]
+
+
 class Task(RejectsMovedLimits):
     task_id: SafeId
     description: str = Field(min_length=1)
@@ -153,15 +164,7 @@ class Task(RejectsMovedLimits):
             criteria[index] = criteria[index].model_copy(update={"model": model})  # set: task.json names it
 
     def _gating_problems(self) -> list[Problem]:
-        """Informational (weight 0) criteria neither score nor gate: with only those, any run would pass."""
-        if any(criterion.gating for criterion in self.success_criteria):
-            return []
-        return [
-            (
-                "success_criteria",
-                "every criterion has weight 0: nothing decides the task's success; give one a weight > 0",
-            )
-        ]
+        return gating_problems(self.success_criteria)
 
     def _prompt_problems(self) -> list[Problem]:
         """A prompt opens the agent's conversation, unless the simulated user opens it (or no agent reads one)."""

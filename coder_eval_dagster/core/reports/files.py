@@ -177,7 +177,7 @@ def _aggregate(rows: list[EvaluationResult], index: int, entry: SuiteEntry | Non
     ]
     return CriterionAggregate(
         criterion_type=ran[0].type if ran else entry.criterion_type if entry else "",
-        description=ran[0].description if ran else None,
+        description=ran[0].description if ran else _written_description(rows, index),
         error=None if ran else "no row ran this criterion (every row ended before its criteria were checked)",
         rows_total=len(rows),
         rows_excluded=len(rows) - len(found),
@@ -185,6 +185,15 @@ def _aggregate(rows: list[EvaluationResult], index: int, entry: SuiteEntry | Non
         threshold_checks=checks,
         details=_classification_details(entry) if entry and entry.confusion_matrix else {},
     )
+
+
+def _written_description(rows: list[EvaluationResult], index: int) -> str | None:
+    """A criterion's description as the task wrote it (its rows never ran it: each one's task is recorded)."""
+    for row in rows:
+        written = row.task_config.resolved.get("success_criteria") if row.task_config else None
+        if isinstance(written, list) and index < len(written) and isinstance(written[index], dict):
+            return str(written[index].get("description") or "") or None
+    return None
 
 
 def _classification_details(entry: SuiteEntry) -> dict[str, Any]:
