@@ -20,7 +20,7 @@ import secrets
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -149,12 +149,18 @@ class SystemCli:
         return {**inherited, "DAGSTER_HOME": str(self.home), **env}
 
     def start(
-        self, *args: str | Path, env: Mapping[str, str], stdout: int | IO[Any] = subprocess.PIPE
+        self,
+        *args: str | Path,
+        env: Mapping[str, str],
+        stdout: int | IO[Any] = subprocess.PIPE,
+        cwd: Path | None = None,
+        prefix: Sequence[str] = (),
     ) -> subprocess.Popen[bytes]:
-        """The command in a session of its own (stop it with ``stop_group``); stderr goes where stdout goes."""
+        """The command in a session of its own (stop it with ``stop_group``); stderr goes where stdout goes. From
+        ``cwd`` (a user's other folder), under ``prefix`` (``unshare`` making its user an ordinary one)."""
         return subprocess.Popen(
-            [str(CLI), *map(str, args)],
-            cwd=self.folder,
+            [*prefix, str(CLI), *map(str, args)],
+            cwd=cwd or self.folder,
             env=self.environment(env),
             stdin=subprocess.DEVNULL,
             stdout=stdout,
@@ -162,8 +168,15 @@ class SystemCli:
             start_new_session=True,
         )
 
-    def __call__(self, *args: str | Path, env: Mapping[str, str], timeout: float = 180) -> CliOutcome:
-        process = self.start(*args, env=env)
+    def __call__(
+        self,
+        *args: str | Path,
+        env: Mapping[str, str],
+        timeout: float = 180,
+        cwd: Path | None = None,
+        prefix: Sequence[str] = (),
+    ) -> CliOutcome:
+        process = self.start(*args, env=env, cwd=cwd, prefix=prefix)
         try:
             out, err = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:

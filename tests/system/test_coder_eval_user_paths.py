@@ -3,7 +3,6 @@ or do not validate, a claude-code task with no key, ``-e NAME``, and the selecti
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,7 @@ import pytest
 import yaml
 
 from ..support.helpers import write
-from .conftest import CLI, SystemCli, claude_code_task, only_run, task_file
+from .conftest import SystemCli, claude_code_task, only_run, task_file
 
 pytestmark = pytest.mark.slow
 
@@ -282,16 +281,9 @@ def test_a_resume_started_in_another_folder_reads_the_tasks_from_where_the_run_s
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
 
-    resumed = subprocess.run(
-        [str(CLI), "run", "--resume", str(run.path)],
-        cwd=elsewhere,
-        env=system_cli.environment({}),
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    resumed = system_cli("run", "--resume", run.path, env={}, cwd=elsewhere)
 
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert resumed.code == 0, resumed.output
     assert run.result("moved")["final_status"] == "SUCCESS"
     assert run.summary["task_results"][0]["task_path"] == "tasks/moved.yaml"  # as the run recorded it
 

@@ -9,29 +9,15 @@ every command entered through nsenter (every agent CLI, ``evaluate``).
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from .conftest import CLI, SystemCli, claude_code_task, probing_session, task_file
+from .conftest import SystemCli, claude_code_task, probing_session, task_file
 
 pytestmark = pytest.mark.slow
 
 AS_A_USER = ["unshare", "--user", "--map-user=1000", "--map-group=1000", "--"]
-
-
-def _as_a_user(
-    system_cli: SystemCli, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*AS_A_USER, str(CLI), *args],
-        cwd=system_cli.folder,
-        env=system_cli.environment(env or {}),
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
 
 
 def test_evaluate_and_a_claude_code_run_work_as_an_ordinary_user(
@@ -41,17 +27,17 @@ def test_evaluate_and_a_claude_code_run_work_as_an_ordinary_user(
     task = task_file(tmp_path / "tasks", "one", agent={"type": "none"}, success_criteria=[echo])
     graded = tmp_path / "graded"
     graded.mkdir()
-    evaluated = _as_a_user(system_cli, "evaluate", str(task), str(graded), "--runs-dir", str(system_cli.runs))
-    assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
-    assert "All criteria passed" in evaluated.stdout
+    evaluated = system_cli("evaluate", task, graded, "--runs-dir", system_cli.runs, env={}, prefix=AS_A_USER)
+    assert evaluated.code == 0, evaluated.output
+    assert "All criteria passed" in evaluated.out
 
     fake = scripted_anthropic(probing_session())
     agent_task = claude_code_task(tmp_path / "agents", "claude")
     key = "sk-ant-test-" + "x" * 24
     env = {"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": fake.url, "CLAUDE_CODE_MAX_RETRIES": "0"}
-    ran = _as_a_user(system_cli, "run", str(agent_task), "--runs-dir", str(system_cli.runs), env=env)
-    assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert "setgroups" not in ran.stdout + ran.stderr
+    ran = system_cli("run", agent_task, "--runs-dir", system_cli.runs, env=env, prefix=AS_A_USER)
+    assert ran.code == 0, ran.output
+    assert "setgroups" not in ran.output
 
 
 def test_a_setuid_program_in_a_folder_the_agent_made_unreadable_loses_its_bit(
@@ -68,7 +54,7 @@ def test_a_setuid_program_in_a_folder_the_agent_made_unreadable_loses_its_bit(
         [{"calls": [{"tool": "Bash", "command": made}]}],
         success_criteria=[{"type": "run_command", "command": "true", "description": "ran"}],
     )
-    ran = _as_a_user(system_cli, "run", str(task), "--runs-dir", str(system_cli.runs))
-    assert ran.returncode == 0, ran.stdout + ran.stderr
+    ran = system_cli("run", task, "--runs-dir", system_cli.runs, env={}, prefix=AS_A_USER)
+    assert ran.code == 0, ran.output
     program = system_cli.runs / "latest/default/hidden/00/sandbox/hidden/x"
     assert not program.stat().st_mode & 0o6000

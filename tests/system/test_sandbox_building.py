@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
 
 from ..support.helpers import write
-from .conftest import CLI, SystemCli
+from .conftest import SystemCli
 
 pytestmark = pytest.mark.slow
 
@@ -117,15 +116,8 @@ def test_evaluate_the_current_folder_leaves_its_runs_out(tmp_path: Path, system_
     (project / "out.txt").write_text("hi")
     task = write(tmp_path / "good.yaml", GRADED)
     for _ in range(2):
-        done = subprocess.run(
-            [str(CLI), "evaluate", str(task), "."],
-            cwd=project,
-            env=system_cli.environment({}),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
+        done = system_cli("evaluate", task, ".", env={}, cwd=project, timeout=120)
+        assert done.code == 0, done.output
     sandboxes = sorted(project.glob("runs/*/sandbox"))
     assert len(sandboxes) == 2
     assert all(sorted(p.name for p in box.iterdir()) == ["out.txt", "runs"] for box in sandboxes)
