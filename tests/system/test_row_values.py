@@ -166,3 +166,20 @@ def test_criterion_stats_count_results_as_coder_eval_does(tmp_path: Path, system
     assert outcome.code == 0, outcome.output
     suite = json.loads((run.path / "default" / "two" / "suite.json").read_text())
     assert [(s["criterion_type"], s["rows_evaluated"]) for s in suite["criterion_stats"]] == [("run_command", 4)]
+
+
+def test_a_variant_whose_rows_all_errored_is_in_pass_at_k(tmp_path: Path, system_cli: SystemCli) -> None:
+    """run.json's pass_at_k and pass_hat_k left such a variant out: a reader indexing them by variant failed."""
+    task = task_file(tmp_path / "tasks", "ab", agent={"type": "none"}, dataset={"rows": [{"id": "a"}, {"id": "b"}]})
+    broken = {"python": {"env_packages": ["./nowhere"]}}  # its sandbox cannot be made: every row an ERROR
+    experiment = write(
+        tmp_path / "ab.yaml",
+        json.dumps(
+            {"experiment_id": "ab", "variants": [{"variant_id": "good"}, {"variant_id": "bad", "sandbox": broken}]}
+        ),
+    )
+    outcome, run = system_cli.run(task, "-e", str(experiment), env={})
+    assert outcome.code == 1, outcome.output
+    assert run.summary["pass_at_k"] == {"good": {"1": 1.0}, "bad": {}}
+    assert run.summary["pass_hat_k"] == {"good": {"1": 1.0}, "bad": {}}
+    assert "## Repeated trials" not in (run.path / "run.md").read_text()  # one replicate each: nothing to show

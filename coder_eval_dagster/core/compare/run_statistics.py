@@ -44,12 +44,17 @@ def replicate_summary(results: Iterable[EvaluationResult]) -> dict[str, Any]:
     Plain JSON values. pass@1 = pass^1 = the mean of the rows' success rates;
     a row counts at k only with at least k non-ERROR replicates.
     """
+    results = list(results)
     rows = row_replicates(results)
-    by_variant: dict[str, list[RowReplicates]] = {}
+    by_variant: dict[str, list[RowReplicates]] = {
+        variant: [] for variant in dict.fromkeys(r.variant_id for r in results)
+    }
     for row in rows:
-        by_variant.setdefault(row.variant_id, []).append(row)
-    figures = {
+        by_variant[row.variant_id].append(row)
+    figures = {  # a variant whose every row was an ERROR has no figure, but is there: a reader indexes by variant
         variant: pass_k_figures(np.array([r.passes for r in group]), np.array([r.replicates for r in group]))
+        if group
+        else []
         for variant, group in by_variant.items()
     }
     return {
@@ -196,7 +201,7 @@ def repeated_trials_lines(
     flaky: Sequence[Mapping[str, Any]],
 ) -> list[str]:
     """run.md's pass@k / pass^k table and flaky rows; nothing when no row was repeated (k = 1 only, no flaky row)."""
-    if all(list(figures) == ["1"] for figures in pass_at_k.values()) and not flaky:
+    if all(list(figures) in (["1"], []) for figures in pass_at_k.values()) and not flaky:
         return []
     lines = ["", "## Repeated trials", "", "| variant | k | pass@k | pass^k |", "|---|---|---|---|"]
     for variant, figures in pass_at_k.items():
