@@ -90,16 +90,25 @@ def bypass_proxies(env: dict[str, str], base_url: str | None) -> None:
         env[name] = ",".join(listed if host in listed else [*listed, host])
 
 
+# What a sandbox's environment() sets for its commands (tempdir.py, docker.py): the agent's tool calls work in
+# the same sandbox (an `npm install -g` into its `.npm-prefix`, the venv, the container's CA bundle and uv cache).
+SANDBOX_SETTINGS = (
+    "GIT_CEILING_DIRECTORIES",
+    "PYTHONDONTWRITEBYTECODE",
+    "VIRTUAL_ENV",
+    "NODE_PATH",
+    "NPM_CONFIG_PREFIX",
+    "UV_CACHE_DIR",
+    "SSL_CERT_FILE",
+    "PIP_CERT",
+)
+
+
 def base_environment(sandbox_env: dict[str, str], home: Path, names: tuple[str, ...]) -> dict[str, str]:
-    """What every agent CLI gets: its own HOME and TMPDIR, the sandbox's PATH and venv, the named pass-throughs."""
-    env = {
-        "HOME": str(home),
-        "TMPDIR": str(home / "tmp"),
-        "PATH": sandbox_env.get("PATH", os.defpath),
-        "GIT_CEILING_DIRECTORIES": sandbox_env["GIT_CEILING_DIRECTORIES"],
-    }
-    if "VIRTUAL_ENV" in sandbox_env:
-        env["VIRTUAL_ENV"] = sandbox_env["VIRTUAL_ENV"]
+    """What every agent CLI gets: its own HOME and TMPDIR, the sandbox's PATH and own settings, the named
+    pass-throughs; nothing else of the caller's environment."""
+    env = {name: sandbox_env[name] for name in SANDBOX_SETTINGS if name in sandbox_env}
+    env |= {"HOME": str(home), "TMPDIR": str(home / "tmp"), "PATH": sandbox_env.get("PATH", os.defpath)}
     env.update(passed_through(names))
     # a confined sandbox's egress proxy wins over the caller's: the CLI's tools reach the network through it
     env.update({name: sandbox_env[name] for name in PROXIES if name in names and name in sandbox_env})

@@ -628,9 +628,11 @@ def keep_to_its_user(sandbox: Path) -> None:
 
 def open_like_its_run(folder: Path) -> None:
     """The evaluation's folder, private while its sandbox was made and used (``TempdirSandbox.create``), as readable
-    as the folder holding it now that nothing in it runs with the agent's privileges."""
+    as the folder holding it now that nothing in it runs with the agent's privileges; never writable by others
+    (under /tmp that folder is 1777)."""
     with contextlib.suppress(OSError):  # (not there: an evaluation that never made its sandbox)
-        os.chmod(folder, stat.S_IMODE(folder.parent.stat().st_mode))
+        if stat.S_IMODE(folder.stat().st_mode) == 0o700:
+            os.chmod(folder, stat.S_IMODE(folder.parent.stat().st_mode) & 0o755)
 
 
 def kept_sandbox(folder: Path) -> str | None:

@@ -401,3 +401,5 @@ def test_the_agents_tools_see_only_what_the_task_gives_them_of_the_environment(
     shown = (run.evaluation("env") / "sandbox" / "out.txt").read_text()
     assert "MY_TOOL_URL=https://tool.invalid/given" in shown
     assert "gpg-pass-phrase-123" not in shown and "tool.invalid/caller" not in shown
+    # the sandbox's own settings, as its other commands get them: an `npm install -g` lands in the sandbox
+    assert "NPM_CONFIG_PREFIX=/sandbox/.npm-prefix" in shown and "PYTHONDONTWRITEBYTECODE=1" in shown

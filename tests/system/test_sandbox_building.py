@@ -122,3 +122,22 @@ def test_evaluate_the_current_folder_leaves_its_runs_out(tmp_path: Path, system_
     assert len(sandboxes) == 2
     assert all(sorted(p.name for p in box.iterdir()) == ["out.txt", "runs"] for box in sandboxes)
     assert all(not any((box / "runs").iterdir()) for box in sandboxes)  # no earlier grade, not itself
+
+
+def test_evaluate_leaves_the_folders_it_is_given_as_they_were(tmp_path: Path, system_cli: SystemCli) -> None:
+    """An evaluation's folder is private while it runs, then opened: a `--run-dir` under /tmp took /tmp's mode
+    (1777, writable by anyone), and one the user kept at 0750 was opened to 0755."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "out.txt").write_text("hi")
+    task = write(tmp_path / "good.yaml", GRADED)
+    public, kept = tmp_path / "public", tmp_path / "kept"
+    public.mkdir(mode=0o1777)
+    public.chmod(0o1777)
+    kept.mkdir()
+    kept.chmod(0o750)
+    for run_dir in (public / "out", kept):
+        done = system_cli("evaluate", task, project, "--run-dir", run_dir, env={})
+        assert done.code == 0, done.output
+    assert oct((public / "out").stat().st_mode & 0o7777) == oct(0o755)
+    assert oct(kept.stat().st_mode & 0o7777) == oct(0o750)

@@ -112,7 +112,8 @@ def in_bash(command: str) -> str:
     went past the kernel's 128 KiB for one argument); its end marker is random, so no command line matches it."""
     end = f"CODER_EVAL_END_{secrets.token_hex(8)}"
     return (
-        f"__coder_eval_command=$(cat <<'{end}'\n{command}\n{end}\n)\n"
+        f"__coder_eval_command=$(cat <<'{end}'\n{command}\n{end}\nprintf .)\n"  # `.`: $(...) keeps its newlines
+        "__coder_eval_command=${__coder_eval_command%.}\n"
         "__coder_eval_bash=$(command -v bash)\n"
         'case $__coder_eval_bash in /*) [ -x "$__coder_eval_bash" ] && exec "$__coder_eval_bash" -c '
         '"$__coder_eval_command";; esac\n'

@@ -76,9 +76,9 @@ SPAWNER_AFTER = 8
 # namespace's init or spawner, which keep the capabilities, nor mount, unmount or remount anything
 # (what it sees of the file system is the holder's to decide), nor change the namespace's network
 # (its addresses, routes and firewall would stay for the next evaluation to reuse it).
-# CAP_CHECKPOINT_RESTORE too: with it a process picks its own PID (clone3's set_tid), and could take a pre_run
-# service's PID, which the sweep before the criteria keeps.
-NO_TRACING = ["setpriv", "--bounding-set", "-sys_ptrace,-sys_admin,-net_admin,-checkpoint_restore", "--"]
+# CAP_CHECKPOINT_RESTORE too (by its number, 40: libcap-ng before 0.8, Ubuntu 22.04's, has no name for it): with
+# it a process picks its own PID (clone3's set_tid), and could take a pre_run service's PID, which the sweep keeps.
+NO_TRACING = ["setpriv", "--bounding-set", "-sys_ptrace,-sys_admin,-net_admin,-cap_40", "--"]
 # Idle namespaces kept for the next evaluations, of each kind (each is two processes and a socket).
 SPARE_MAX = 16
 

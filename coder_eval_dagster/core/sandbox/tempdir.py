@@ -132,8 +132,9 @@ class TempdirSandbox:
         """Lay out the folder: template sources in order, then the venv, the node packages and the CLI shims. The
         evaluation's folder is its user's alone meanwhile (``evaluation.write_result`` opens it once the sandbox
         holds no setuid file): a run cut short leaves no program of the agent's for another user to run."""
-        self.root.parent.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.root.parent, 0o700)
+        if not self.root.parent.exists():  # (a folder the user named, `evaluate --run-dir`, keeps its mode)
+            self.root.parent.parent.mkdir(parents=True, exist_ok=True)
+            self.root.parent.mkdir(mode=0o700, exist_ok=True)
         if self.root.exists():
             remove_tree(self.root)
         sources = self.config.template_sources
