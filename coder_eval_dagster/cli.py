@@ -684,6 +684,8 @@ STORAGE_ERRORS = frozenset(
         "InstanceConfigInvalid",
     }
 )
+# SQLAlchemy's drivers for a `postgresql://` URL that names none (psycopg, not installed; docs: +psycopg2)
+DATABASE_DRIVERS = frozenset({"psycopg", "asyncpg", "pg8000"})
 # Dagster's own checks that fail on what a dagster.yaml says (not a mapping; a storage module that is not there)
 STORAGE_CHECKS = re.compile(r"dagster\.yaml|Couldn't import module")
 # the line of a storage error that says why: the server's answer, the connection's, a variable the config reads
@@ -702,11 +704,15 @@ def storage_problem(exc: BaseException) -> str | None:
         return None
     lines = [line for error in chain for line in str(error).splitlines() if line.strip()]
     said = next((line for line in lines if STORAGE_CAUSES.search(line)), lines[-1] if lines else type(exc).__name__)
+    if any(isinstance(error, ModuleNotFoundError) and error.name in DATABASE_DRIVERS for error in chain):
+        said += " (a PostgreSQL URL names its driver: postgresql+psycopg2://...)"
     return re.sub(r"^[\w.]+(Error|Exception): ", "", " ".join(said.split()))
 
 
 def _is_storage_error(error: BaseException) -> bool:
     kind = type(error).__name__
+    if isinstance(error, ModuleNotFoundError) and error.name in DATABASE_DRIVERS:
+        return True
     return kind in STORAGE_ERRORS or (kind == "CheckError" and STORAGE_CHECKS.search(str(error)) is not None)
 
 

@@ -40,8 +40,12 @@ def test_an_unusable_instance_is_one_line_naming_why(system_cli: SystemCli, stor
         ("telemetry: {enabled: false\n", "dagster.yaml:2: YAML syntax error: expected ',' or '}'"),
         ("- a\n", "dagster.yaml to parse to dictionary"),
         ("run_storage: {module: nosuch.mod, class: X}\n", "No module named 'nosuch'"),
+        (
+            'storage: {postgres: {postgres_url: "postgresql://u:p@127.0.0.1:1/db"}}\n',
+            "No module named 'psycopg' (a PostgreSQL URL names its driver: postgresql+psycopg2://...)",
+        ),
     ],
-    ids=["yaml-syntax", "not-a-mapping", "no-such-module"],
+    ids=["yaml-syntax", "not-a-mapping", "no-such-module", "url-without-driver"],
 )
 def test_a_dagster_yaml_that_cannot_be_read_is_one_line_naming_it(
     system_cli: SystemCli, content: str, said: str
