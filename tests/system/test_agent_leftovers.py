@@ -199,3 +199,31 @@ def test_what_a_criterions_command_left_running_ends_before_the_next_criterion(
     task = replay_task_file(tmp_path / "tasks", "between", [{"calls": calls}], success_criteria=criteria)
     outcome, _ = system_cli.run(task, env={})
     assert outcome.code == 0, outcome.output
+
+
+# What the agent's code, run by a criterion, leaves for every later python3: a .pth in the user site-packages.
+PLANT_PTH = """import os, site
+folder = site.getusersitepackages()
+os.makedirs(folder, exist_ok=True)
+open(os.path.join(folder, 'zz.pth'), 'w').write("import sys; sys.stdout.write('hijacked ')\\n")
+"""
+
+
+def test_a_pth_left_in_the_criteria_home_does_not_run_in_the_next_criterions_python(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """HOME (/tmp) stays from one criterion to the next: a `.pth` the agent's code left in `~/.local` ran in the
+    next criterion's `python3`, a staged checker's included, and printed what it liked."""
+    calls = [{"tool": "Write", "path": "plant.py", "content": PLANT_PTH}]
+    criteria = [
+        {"type": "run_command", "command": "python3 plant.py", "description": "runs the agent's code"},
+        {
+            "type": "run_command",
+            "command": "python3 -c 'print(\"clean\")'",
+            "expected_stdout": "clean",
+            "description": "b",
+        },
+    ]
+    task = replay_task_file(tmp_path / "tasks", "pth", [{"calls": calls}], success_criteria=criteria)
+    outcome, _ = system_cli.run(task, env={})
+    assert outcome.code == 0, outcome.output

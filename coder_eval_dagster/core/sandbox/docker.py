@@ -122,7 +122,7 @@ class DockerSandbox(TempdirSandbox):
             env |= {"SSL_CERT_FILE": CONTAINER_CA_BUNDLE, "PIP_CERT": CONTAINER_CA_BUNDLE}
         if self.container.forwarded is not None:
             env |= proxy_environment()
-        return self.with_node(env)
+        return self.phase_settings(self.with_node(env))
 
     # ----------------------------------------------------------------- lifecycle
 

@@ -52,6 +52,9 @@ def shared_path(folder: Path) -> Path:
 NPM_LOG_LINE = re.compile(r"^npm error A complete log of this run can be found in: .*$\n?", re.MULTILINE)
 
 
+SCORING_STAGES = frozenset({"score", "post_run"})
+
+
 def pip_shims(venv: str) -> str:
     """The step giving a venv made without pip of its own a ``pip`` and ``pip3`` that install into it: the bare
     ``pip`` agents and authors type ran the interpreter's, which installed into ``$HOME/.local`` (the phase's
@@ -76,6 +79,7 @@ class TempdirSandbox:
         # the run's interrupt (from its run context); a sandbox standing alone (a test, a notebook) has its own
         self.interrupt = interrupt or Interrupt()
         self.gate: Gate | None = gate_for(config)  # None: the host's network (open)
+        self.phase = "setup"
 
     @property
     def venv(self) -> Path | None:
@@ -103,7 +107,7 @@ class TempdirSandbox:
             extra["PATH"] = f"{self.workdir / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
         if self.gate is not None:
             extra |= proxy_environment()
-        return self.with_node(sandbox_environment(extra))
+        return self.phase_settings(self.with_node(sandbox_environment(extra)))
 
     def with_node(self, env: dict[str, str]) -> dict[str, str]:
         """Node as coder_eval sets it up for a sandbox's commands: the sandbox's ``node_modules/.bin`` first on PATH
@@ -114,9 +118,17 @@ class TempdirSandbox:
         return env | {"NODE_PATH": "", "NPM_CONFIG_PREFIX": str(self.workdir / ".npm-prefix")}
 
     def set_phase(self, phase: str) -> None:
-        """The evaluation's stage now (setup, pre_run, agent, score, post_run): the network policy follows it."""
+        """The evaluation's stage now (setup, pre_run, agent, score, post_run): the network policy follows it, and
+        the commands' environment (``phase_settings``)."""
+        self.phase = phase
         if self.gate is not None:
             self.gate.phase = phase
+
+    def phase_settings(self, env: dict[str, str]) -> dict[str, str]:
+        """While the criteria run, no Python reads user site-packages: ``/tmp`` (their HOME) stays from one
+        criterion to the next (and from the agent's turns while a pre_run service runs), and a ``.pth`` the agent's
+        code left in ``~/.local`` ran in every later ``python3``."""
+        return env | {"PYTHONNOUSERSITE": "1"} if self.phase in SCORING_STAGES else env
 
     def grant(self, url: str) -> None:
         """Let the agent reach an endpoint the harness points it at (its telemetry's); an open network needs no
