@@ -46,6 +46,7 @@ from .layout import (
     RESULT_FILE,
     SANDBOX_DIR,
     evaluation_folder,
+    is_replicate_folder,
     load_result,
     replicate_name,
     write_atomically,
@@ -630,8 +631,8 @@ def open_like_its_run(folder: Path) -> None:
     """The evaluation's folder, private while its sandbox was made and used (``TempdirSandbox.create``), as readable
     as the folder holding it now that nothing in it runs with the agent's privileges; never writable by others
     (under /tmp that folder is 1777)."""
-    with contextlib.suppress(OSError):  # (not there: an evaluation that never made its sandbox)
-        if stat.S_IMODE(folder.stat().st_mode) == 0o700:
+    if is_replicate_folder(folder):  # (`evaluate --run-dir`'s folder is the user's, and keeps its mode)
+        with contextlib.suppress(OSError):  # (not there: an evaluation that never made its sandbox)
             os.chmod(folder, stat.S_IMODE(folder.parent.stat().st_mode) & 0o755)
 
 

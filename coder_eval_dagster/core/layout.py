@@ -119,6 +119,11 @@ def replicate_name(replicate: int) -> str:
     return f"{replicate:02d}"
 
 
+def is_replicate_folder(folder: Path) -> bool:
+    """A run's evaluation folder (``<NN>``), not a folder the user named for one (``evaluate --run-dir``)."""
+    return folder.name.isdigit()
+
+
 def replicates(count: int, first: int = FIRST_REPLICATE) -> range:
     """The replicate numbers of a row-task run ``count`` times."""
     return range(first, first + count)

@@ -227,3 +227,20 @@ def test_a_pth_left_in_the_criteria_home_does_not_run_in_the_next_criterions_pyt
     task = replay_task_file(tmp_path / "tasks", "pth", [{"calls": calls}], success_criteria=criteria)
     outcome, _ = system_cli.run(task, env={})
     assert outcome.code == 0, outcome.output
+
+
+def test_a_redone_evaluations_folder_is_private_again_while_it_runs(tmp_path: Path, system_cli: SystemCli) -> None:
+    """`--retry-errors` reuses an evaluation's folder, which its first attempt had opened: the redo's sandbox was
+    made and used (and, cut short, left) under a folder any user could reach."""
+    task = task_file(tmp_path / "tasks", "again", agent={"type": "none"}, pre_run=[{"command": "sleep 2; exit 1"}])
+    outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 1 and run.result("again")["final_status"] == "ERROR", outcome.output
+    folder = run.evaluation("again")
+    assert stat.S_IMODE(folder.stat().st_mode) == stat.S_IMODE(folder.parent.stat().st_mode)
+    redo = system_cli.start("run", "--retry-errors", run.path, env={}, stdout=subprocess.DEVNULL)
+    seen = set()
+    while redo.poll() is None:
+        seen.add(stat.S_IMODE(folder.stat().st_mode))
+        time.sleep(0.05)
+    assert 0o700 in seen, [oct(mode) for mode in seen]
+    assert stat.S_IMODE(folder.stat().st_mode) == stat.S_IMODE(folder.parent.stat().st_mode)

@@ -94,11 +94,12 @@ def test_a_long_recorded_command_full_of_quotes_runs(tmp_path: Path, system_cli:
     task = replay_task_file(
         tmp_path / "tasks",
         "long",
-        [{"calls": [{"tool": "Bash", "command": heredoc}, {"tool": "Bash", "command": "echo a \\\n"}]}],
+        [{"calls": [{"tool": "Bash", "command": c} for c in (heredoc, "echo a \\\n", "echo b \\")]}],
         success_criteria=[{"type": "file_exists", "path": "f.py", "description": "written"}],
     )
     outcome, run = system_cli.run(task, env={})
     assert outcome.code == 0, outcome.output
-    call, continued = calls_of(run.result("long"))
+    call, continued, literal = calls_of(run.result("long"))
     assert call["result_status"] == "success" and "5000" in (call["result_summary"] or ""), call
     assert (continued["result_summary"] or "").strip() == "a", continued  # a line continuation at the end, as bash
+    assert (literal["result_summary"] or "").strip() == "b \\", literal  # a last backslash alone is text

@@ -131,13 +131,16 @@ def test_evaluate_leaves_the_folders_it_is_given_as_they_were(tmp_path: Path, sy
     project.mkdir()
     (project / "out.txt").write_text("hi")
     task = write(tmp_path / "good.yaml", GRADED)
-    public, kept = tmp_path / "public", tmp_path / "kept"
-    public.mkdir(mode=0o1777)
+    public, kept, private = tmp_path / "public", tmp_path / "kept", tmp_path / "private"
+    public.mkdir()
     public.chmod(0o1777)
     kept.mkdir()
     kept.chmod(0o750)
-    for run_dir in (public / "out", kept):
+    private.mkdir()
+    private.chmod(0o700)
+    for run_dir in (public / "out", kept, private):
         done = system_cli("evaluate", task, project, "--run-dir", run_dir, env={})
         assert done.code == 0, done.output
     assert oct((public / "out").stat().st_mode & 0o7777) == oct(0o755)
     assert oct(kept.stat().st_mode & 0o7777) == oct(0o750)
+    assert oct(private.stat().st_mode & 0o7777) == oct(0o700)

@@ -113,7 +113,7 @@ def in_bash(command: str) -> str:
     end = f"CODER_EVAL_END_{secrets.token_hex(8)}"
     return (
         f"__coder_eval_command=$(cat <<'{end}'\n{command}\n{end}\nprintf .)\n"  # `.`: $(...) keeps its newlines
-        "__coder_eval_command=${__coder_eval_command%.}\n"
+        "__coder_eval_command=${__coder_eval_command%?.}\n"  # less the here-document's own last newline too
         "__coder_eval_bash=$(command -v bash)\n"
         'case $__coder_eval_bash in /*) [ -x "$__coder_eval_bash" ] && exec "$__coder_eval_bash" -c '
         '"$__coder_eval_command";; esac\n'

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 
 from ..files import CRITERION_READ_CAP, read_text_beneath
+from ..layout import is_replicate_folder
 from ..models.results import CommandRun
 from ..models.sandbox import SandboxConfig
 from ..secrets import sandbox_environment, setup_environment
@@ -144,9 +145,9 @@ class TempdirSandbox:
         """Lay out the folder: template sources in order, then the venv, the node packages and the CLI shims. The
         evaluation's folder is its user's alone meanwhile (``evaluation.write_result`` opens it once the sandbox
         holds no setuid file): a run cut short leaves no program of the agent's for another user to run."""
-        if not self.root.parent.exists():  # (a folder the user named, `evaluate --run-dir`, keeps its mode)
-            self.root.parent.parent.mkdir(parents=True, exist_ok=True)
-            self.root.parent.mkdir(mode=0o700, exist_ok=True)
+        self.root.parent.mkdir(parents=True, exist_ok=True)
+        if is_replicate_folder(self.root.parent):  # a run's <NN> (a redo's too); not `evaluate --run-dir`'s own
+            os.chmod(self.root.parent, 0o700)
         if self.root.exists():
             remove_tree(self.root)
         sources = self.config.template_sources
