@@ -34,6 +34,7 @@ from ..models.agent import AgentConfig
 from ..models.results import ToolCallRecord, TurnRecord
 from ..sandbox.mocks import agent_environment
 from ..secrets import redact
+from .admission import ModelRequests
 from .base import AgentInput, AgentOutput
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -116,6 +117,7 @@ class CodexSession:
         self.closed = False  # the last turn got its usage update
         self.calls_started = 0  # tool calls begun (run_limits.max_tool_calls)
         self.model = agent_input.config.model  # until the thread names its own (Codex's default, if none is set)
+        self.requests = ModelRequests(lambda: self.halted)  # the model proxy asks it before each request
 
     def turn(self) -> TurnRecord:
         """The open turn: items arrive before the usage update that closes their round trip."""
@@ -125,7 +127,14 @@ class CodexSession:
         return self.output.turns[-1]
 
     def on_usage(self, usage: Any) -> None:
-        """A model round trip finished: its usage closes the open turn, then the budgets are checked."""
+        """A model round trip finished: its usage closes the open turn, then the budgets are checked (the model
+        proxy's next request waits for this)."""
+        with self.requests.read:
+            self._close_turn(usage)
+            self.requests.reported += 1
+            self.requests.read.notify_all()
+
+    def _close_turn(self, usage: Any) -> None:
         turn, last = self.turn(), usage.last
         turn.output_tokens = last.output_tokens
         turn.cache_read_input_tokens = last.cached_input_tokens
@@ -280,7 +289,7 @@ async def run(agent_input: AgentInput) -> AgentOutput:
     with agent_home("coder-eval-codex-") as home:
         try:
             host = agent_input.sandbox.model_proxy_host()
-            with agent_input.run.grant(upstream(agent_input), host) as grant:
+            with agent_input.run.grant(upstream(agent_input), host, session.requests.admit) as grant:
                 _write_config(home, agent_input.config, grant.base_url)
                 conversation = _converse(agent_input, session, home, grant)
                 await asyncio.wait_for(conversation, timeout=agent_input.conversation_limit())

@@ -46,7 +46,6 @@ import os
 import shutil
 import signal
 import subprocess
-import threading
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -60,6 +59,7 @@ from ..models.agent import AgentConfig
 from ..models.results import ToolCallRecord, TurnRecord
 from ..run_lock import exclusively
 from ..secrets import redact
+from .admission import ModelRequests
 from .base import AgentInput, AgentOutput
 
 VERSION = "1.18.33"  # opencode-ai on the npm registry
@@ -72,7 +72,6 @@ OUTPUT_CHARS = 2000
 STDERR_LINES = 20
 STDERR_GRACE_S = 5.0  # how long the CLI's stderr is read after it exited
 EVENT_BYTES = 1 << 24  # the longest JSON line read (a call's input or output can be long)
-ADMIT_WAIT_S = 5.0  # how long a model request waits for the events of the turns before it (then goes on)
 CUSTOM = "custom"
 # opencode's tool names -> the names the other agents (and the criteria) use; any other name is kept.
 TOOL_NAMES = {
@@ -343,23 +342,7 @@ class OpencodeSession:
         self.breach: Breach | None = None
         self.error: str | None = None  # an error event's
         self.stderr: deque[str] = deque(maxlen=STDERR_LINES)
-        self.requests = 0  # the model requests admitted: one per turn
-        self.finished_turns = 0
-        self.events_read = threading.Condition()  # the proxy's thread waits on the reader's
-
-    def admit(self) -> bool:
-        """Whether the CLI's next model request may go (asked by the model proxy, on its thread).
-
-        The CLI writes a turn's events before it sends the next request; once
-        they are read (or after ADMIT_WAIT_S: a retried request is not a new
-        turn), a stop they caused refuses the request.
-        """
-        with self.events_read:
-            self.events_read.wait_for(lambda: self.finished_turns >= self.requests or self.stopping, ADMIT_WAIT_S)
-            if self.stopping:
-                return False
-            self.requests += 1
-            return True
+        self.requests = ModelRequests(lambda: self.stopping)  # the model proxy asks it before each request
 
     @property
     def stopping(self) -> bool:
@@ -371,9 +354,9 @@ class OpencodeSession:
         except ValueError:  # not an event (a warning on stdout)
             return
         if isinstance(event, dict):
-            with self.events_read:
+            with self.requests.read:
                 self.on_event(event)
-                self.events_read.notify_all()
+                self.requests.read.notify_all()
 
     def on_event(self, event: dict[str, Any]) -> None:
         self.session_id = self.session_id or event.get("sessionID")
@@ -426,7 +409,7 @@ class OpencodeSession:
     def _finish_turn(self, part: dict[str, Any]) -> None:
         """A model round trip's usage and cost; then the budgets and max_turns."""
         turn, tokens = self._turn(), part.get("tokens") or {}
-        self.finished_turns += 1
+        self.requests.reported += 1
         cache = tokens.get("cache") or {}
         turn.input_tokens = int(_number(tokens.get("input")))
         turn.output_tokens = int(_number(tokens.get("output")) + _number(tokens.get("reasoning")))
@@ -532,7 +515,7 @@ async def run(agent_input: AgentInput) -> AgentOutput:
             installation.check()
             provider, model = split_model(agent_input.config)
             host = agent_input.sandbox.model_proxy_host()
-            with agent_input.run.grant(upstream(agent_input, provider), host, session.admit) as grant:
+            with agent_input.run.grant(upstream(agent_input, provider), host, session.requests.admit) as grant:
                 installation.lay_config_folder(home)
                 write_config(home, agent_input.config, provider, model, grant)
                 conversation = _converse(agent_input, session, home, installation, grant)
