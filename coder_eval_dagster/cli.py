@@ -704,16 +704,20 @@ def storage_problem(exc: BaseException) -> str | None:
         return None
     lines = [line for error in chain for line in str(error).splitlines() if line.strip()]
     said = next((line for line in lines if STORAGE_CAUSES.search(line)), lines[-1] if lines else type(exc).__name__)
-    if any(isinstance(error, ModuleNotFoundError) and error.name in DATABASE_DRIVERS for error in chain):
+    if any(_missing_driver(error) for error in chain):
         said += " (a PostgreSQL URL names its driver: postgresql+psycopg2://...)"
     return re.sub(r"^[\w.]+(Error|Exception): ", "", " ".join(said.split()))
 
 
 def _is_storage_error(error: BaseException) -> bool:
     kind = type(error).__name__
-    if isinstance(error, ModuleNotFoundError) and error.name in DATABASE_DRIVERS:
+    if _missing_driver(error):
         return True
     return kind in STORAGE_ERRORS or (kind == "CheckError" and STORAGE_CHECKS.search(str(error)) is not None)
+
+
+def _missing_driver(error: BaseException) -> bool:
+    return isinstance(error, ModuleNotFoundError) and error.name in DATABASE_DRIVERS
 
 
 if __name__ == "__main__":

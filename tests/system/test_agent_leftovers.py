@@ -10,6 +10,7 @@ import stat
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 
@@ -113,6 +114,17 @@ print(' '.join(sorted(found)))
 """
 
 
+def _with_a_service(tmp_path: Path, task_id: str, calls: list[dict[str, Any]], check: dict[str, Any]) -> Path:
+    """A replay of ``calls`` whose pre_run leaves a service running (`sleep 301`), graded by ``check``."""
+    return replay_task_file(
+        tmp_path / "tasks",
+        task_id,
+        [{"calls": calls}],
+        pre_run=[{"command": "sleep 301 >/dev/null 2>&1 &"}],
+        success_criteria=[check],
+    )
+
+
 def test_what_the_agent_left_running_ends_before_the_criteria_and_pre_runs_services_stay(
     tmp_path: Path, system_cli: SystemCli
 ) -> None:
@@ -124,13 +136,7 @@ def test_what_the_agent_left_running_ends_before_the_criteria_and_pre_runs_servi
         {"tool": "Bash", "command": "(setsid sleep 302 >/dev/null 2>&1 < /dev/null &) ; python3 sleepers.py"},
     ]
     check = {"type": "run_command", "command": "python3 sleepers.py", "expected_stdout": "301", "description": "ran"}
-    task = replay_task_file(
-        tmp_path / "tasks",
-        "leftovers",
-        [{"calls": calls}],
-        pre_run=[{"command": "sleep 301 >/dev/null 2>&1 &"}],
-        success_criteria=[check],
-    )
+    task = _with_a_service(tmp_path, "leftovers", calls, check)
     outcome, run = system_cli.run(task, env={}, timeout=120)
     played = [c for it in run.result("leftovers")["iterations"] for c in it["commands"]]
     assert "301 302" in (played[-1]["result_summary"] or ""), played[-1]  # both ran during the agent's turn
@@ -171,13 +177,7 @@ def test_a_daemon_cannot_pass_for_a_service_by_taking_its_pid(tmp_path: Path, sy
         {"tool": "Bash", "command": "python3 take.py; python3 sleepers.py"},
     ]
     check = {"type": "run_command", "command": "! python3 sleepers.py | grep -q 302", "description": "no daemon"}
-    task = replay_task_file(
-        tmp_path / "tasks",
-        "takeover",
-        [{"calls": calls}],
-        pre_run=[{"command": "sleep 301 >/dev/null 2>&1 &"}],
-        success_criteria=[check],
-    )
+    task = _with_a_service(tmp_path, "takeover", calls, check)
     outcome, _ = system_cli.run(task, env={})
     assert outcome.code == 0, outcome.output
 

@@ -9,7 +9,8 @@ more turn through (and be paid for).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 ADMIT_WAIT_S = 5.0  # how long a request waits for the reports of the turns before it (a retry is no new turn)
 
@@ -22,6 +23,13 @@ class ModelRequests:
         self.admitted = 0
         self.reported = 0
         self.read = threading.Condition()  # held while a report is read; the proxy's thread waits on it
+
+    @contextmanager
+    def reporting(self) -> Iterator[None]:
+        """(On the reader's thread.) Read a report in the block: a request waiting for it is woken after."""
+        with self.read:
+            yield
+            self.read.notify_all()
 
     def admit(self) -> bool:
         """(On the proxy's thread.) Once the admitted requests' reports are read, a stop they caused refuses it."""

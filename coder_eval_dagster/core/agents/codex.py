@@ -129,10 +129,9 @@ class CodexSession:
     def on_usage(self, usage: Any) -> None:
         """A model round trip finished: its usage closes the open turn, then the budgets are checked (the model
         proxy's next request waits for this)."""
-        with self.requests.read:
+        with self.requests.reporting():
             self._close_turn(usage)
             self.requests.reported += 1
-            self.requests.read.notify_all()
 
     def _close_turn(self, usage: Any) -> None:
         turn, last = self.turn(), usage.last

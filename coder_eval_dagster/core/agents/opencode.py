@@ -354,9 +354,8 @@ class OpencodeSession:
         except ValueError:  # not an event (a warning on stdout)
             return
         if isinstance(event, dict):
-            with self.requests.read:
+            with self.requests.reporting():
                 self.on_event(event)
-                self.requests.read.notify_all()
 
     def on_event(self, event: dict[str, Any]) -> None:
         self.session_id = self.session_id or event.get("sessionID")

@@ -241,7 +241,7 @@ def others():
     return [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) != os.getpid()]
 
 def identity(pid):
-    # (pid, its start time, its parent's pid): a PID alone may be taken again by another process (wrapped)
+    # ((pid, its start time), its parent's pid): a PID alone may be taken again by another process (wrapped)
     try:
         with open("/proc/%d/stat" % pid, "rb") as stat:
             data = stat.read()
@@ -271,7 +271,7 @@ def handle(words):
         services.clear()
         services.update(known for known, _ in map(identity, others()) if known is not None)
         return b"", []
-    if words[0] == b"sweep":  # scoring starts: what the agent's phase left running goes, the services and theirs stay
+    if words[0] == b"sweep":  # before each criterion: what else was left running goes, the services and theirs stay
         for _ in range(SWEEP_ROUNDS):
             left = [pid for pid in others() if not of_services(pid)]
             if not left:
