@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the released coder-eval 0.12.16 (PyPI) as an oracle for our report files
 # (tests/system/test_coder_eval_oracle.py), in a venv of its own: the project never
-# depends on it. Idempotent: does nothing when the venv already holds 0.12.16.
+# depends on it. Idempotent: does nothing when the venv already holds 0.12.16. Safe to
+# run twice at once (two test workers): the second waits on a lock, then finds it there.
 #
 #   bash scripts/install-coder-eval-oracle.sh                # into .venv/coder-eval-oracle
 #   CODER_EVAL_ORACLE=/some/dir bash scripts/install-coder-eval-oracle.sh
@@ -25,12 +26,16 @@ if [[ -z "$PY" ]]; then
 fi
 
 export TELEMETRY_ENABLED=false
+mkdir -p "$(dirname "$DEST")"
+exec 9>"$DEST.lock"
+flock --timeout 900 9  # one install at a time: a second one's rm -rf pulled the venv from under the first's ensurepip
 if [[ -x "$DEST/bin/coder-eval" ]] && "$DEST/bin/python" -c \
      "import importlib.metadata as m, sys; sys.exit(m.version('coder-eval') != '$VERSION')" 2>/dev/null; then
   echo "coder-eval $VERSION already installed in $DEST" >&2
 else
   rm -rf "$DEST"
-  "$PY" -m venv "$DEST"
+  "$PY" -m venv --without-pip "$DEST"
+  "$DEST/bin/python" -m ensurepip --upgrade --default-pip >/dev/null  # its errors shown (venv hides them)
   # typer<0.25: coder-eval 0.12.16 passes an argument typer 0.25+ dropped.
   "$DEST/bin/pip" install --quiet --disable-pip-version-check "coder-eval==$VERSION" "typer<0.25"
 fi

@@ -23,6 +23,8 @@ import pytest
 from ..support.report_project import EVALUATIONS, FAILED, SUCCEEDED, write_project
 from .conftest import SystemCli
 
+pytestmark = pytest.mark.xdist_group("coder-eval-oracle")  # one worker: the install runs once
+
 ROOT = Path(__file__).parent.parent.parent
 INSTALL = ROOT / "scripts" / "install-coder-eval-oracle.sh"
 NO_PYTHON_313 = 3
