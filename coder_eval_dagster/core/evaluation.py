@@ -733,6 +733,8 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
         started, started_ns = time.perf_counter(), time.time_ns()
         if stage.name == "finish":
             _stamp_durations(result, phase, began)
+            if phase == "rescore":
+                _labelled_as_scored(result, evaluation.row_task.task)
             result.phases_done.append(phase)
             if phase != "rescore":  # a rescore's score spans join the trace; its root (ids derived) is the run's
                 telemetry.evaluation_end(evaluation)  # the verdict is in: the trace's root span, with its events
@@ -825,6 +827,14 @@ def _stamp_durations(result: EvaluationResult, phase: Phase, began: float) -> No
         result.rescore_duration_s = round(time.perf_counter() - began, 3)
     else:
         result.duration_s = round(sum(result.stage_durations.values()), 3)
+
+
+def _labelled_as_scored(result: EvaluationResult, task: Task) -> None:
+    """A rescore grades by the task file as it is now, and its task_config records that file: the description and
+    tags follow it, so that a table's tags and its criteria come from one definition. The prompt and the model
+    stay: they say what ran."""
+    result.description = task.description
+    result.tags = list(task.tags)
 
 
 def evaluate(evaluation: Evaluation) -> EvaluationResult:

@@ -103,3 +103,18 @@ def test_a_criterion_failed_by_several_rows_says_its_text_is_one_of_theirs(syste
     shown = system_cli("history", system_cli.runs, "--format", "json", env={})
     (failing,) = json.loads(shown.out)["failing_criteria"]
     assert (failing["description"], failing["failures"]) == ("row r2 is r1 (one of 2 texts, as rows filled it)", 2)
+
+
+def test_a_criterion_edited_between_runs_is_not_merged_with_the_one_before(system_cli: SystemCli) -> None:
+    """History grouped failures by the criterion's place in its task: after an edit, a criterion that no longer
+    exists and the one that replaced it were one line, named by the old text "as rows filled it" (no rows)."""
+    folder = system_cli.folder / "tasks"
+    exists = {"type": "file_exists", "path": "missing.txt", "description": "missing.txt exists"}
+    builds = {"type": "run_command", "command": "false", "description": "the build passes"}
+    renamed = {"type": "run_command", "command": "false", "description": "the build still passes"}
+    for criterion in (exists, builds, renamed):
+        task_file(folder, "changed", agent={"type": "none"}, success_criteria=[criterion])
+        assert system_cli("run", folder, "--runs-dir", system_cli.runs, env={}).code == 1
+    shown = system_cli("history", system_cli.runs, "--format", "json", env={})
+    failing = {(line["description"], line["failures"]) for line in json.loads(shown.out)["failing_criteria"]}
+    assert failing == {("missing.txt exists", 1), ("the build passes", 1), ("the build still passes", 1)}

@@ -228,3 +228,24 @@ def test_rescore_scores_the_run_as_it_was(tmp_path: Path) -> None:
     refused = _coder_eval(tmp_path, "rescore", str(run_dir))
     assert refused.returncode == 2 and "have no preserved sandbox to grade" in refused.stderr, refused.stderr
     assert "default/good/00" in refused.stderr and result.read_text() == before
+
+
+def test_a_rescore_labels_the_result_by_the_task_it_graded_by(tmp_path: Path) -> None:
+    """A rescore graded by the edited task file and recorded it in task_config, but kept the old tags and
+    description beside it: one task.json held two versions of the task, and the tables' tags disagreed with the
+    criteria they held."""
+    import pandas as pd
+
+    write(tmp_path / "traj.yaml", yaml.safe_dump({"turns": [{"calls": [WRITE_A]}]}))
+    _write_task(tmp_path, {}, ["a.txt"])
+    assert _coder_eval(tmp_path, "run", "task.yaml", "--runs-dir", str(tmp_path / "runs")).returncode == 0
+    task = yaml.safe_load((tmp_path / "task.yaml").read_text())
+    write(tmp_path / "task.yaml", yaml.safe_dump(task | {"description": "edited", "tags": ["new-tag"]}))
+    (run_json,) = (tmp_path / "runs").glob("*T*/run.json")
+    rescored = _coder_eval(tmp_path, "rescore", str(run_json.parent))
+    assert rescored.returncode == 0, rescored.stdout + rescored.stderr
+    result = json.loads((run_json.parent / "default/t/00/task.json").read_text())
+    assert (result["task_description"], result["tags"]) == ("edited", ["new-tag"])
+    assert json.loads(run_json.read_text())["task_results"][0]["tags"] == ["new-tag"]
+    table = pd.read_parquet(tmp_path / "runs" / "tables" / "task_results")
+    assert list(table["tags"].iloc[0]) == ["new-tag"]

@@ -41,7 +41,7 @@ SELECT base_task_id, criterion_index,
        avg((NOT passed)::INTEGER) AS failure_rate
 FROM criteria_scores
 WHERE gating AND NOT advisory AND evaluation_status IS DISTINCT FROM 'not_evaluated'
-GROUP BY base_task_id, criterion_index
+GROUP BY base_task_id, criterion_index, criterion_type, CASE WHEN row_id IS NULL THEN description END
 HAVING failures > 0
 ORDER BY failures DESC, base_task_id, criterion_index
 LIMIT 20;
