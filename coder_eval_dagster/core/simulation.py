@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .agents.base import AgentOutput
+from .criteria.judging import DEFAULT_JUDGE_MODEL
 from .models.results import DialogMessage, DialogStopReason, SimulationInfo, TokenUsage, TurnRecord, message_usage
 from .models.simulation import Simulation
 from .models.task import Task
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SIMULATOR_MODEL = "anthropic.claude-sonnet-4-6"  # vendor-prefixed: translated per backend
+DEFAULT_SIMULATOR_MODEL = DEFAULT_JUDGE_MODEL  # as coder_eval: the grading side's models move together
 MAX_RETRIES = 3  # the anthropic SDK's bounded retries (429/529/5xx/connection errors)
 CALL_TIMEOUT_S = 300.0
 MAX_TOKENS = 1024
@@ -173,11 +174,10 @@ def simulated_user(task: Task, recorded: list[str] | None, run: RunContext) -> S
 
 
 def simulator_model(task: Task) -> str:
-    """``simulation.model``, else the agent's model for claude-code, else the default."""
-    agent = task.agent
+    """``simulation.model``, else the default: never the agent's, or an A/B of agent models would also compare
+    two simulated users (coder_eval pins it the same way)."""
     settings = task.simulation
-    agents_model = agent.model if agent.resolved_type == "claude-code" else None
-    return (settings.model if settings else None) or agents_model or DEFAULT_SIMULATOR_MODEL
+    return (settings.model if settings else None) or DEFAULT_SIMULATOR_MODEL
 
 
 # ----------------------------------------------------------------------------- the loop

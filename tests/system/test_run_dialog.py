@@ -44,6 +44,8 @@ def test_a_simulated_dialog_reaches_the_api_is_recorded_and_succeeds(
 
     assert outcome.code == 0, outcome.output
     assert len(fake.script.simulator_requests()) == 2 and len(fake.script.agent_requests()) == 3
+    # the simulated user's own model, never the agent's (claude-test): an A/B of agent models keeps its user
+    assert {body["model"] for body in fake.script.simulator_requests()} == {"claude-sonnet-4-6"}
     assert fake.script.paths and all(path.startswith("/v1/messages") for path in fake.script.paths), fake.script.paths
     assert carried(key, fake.script.headers)
     result = run.result("dialog")
@@ -130,6 +132,15 @@ def test_a_simulated_user_that_cannot_open_the_dialog_ends_it_as_error_before_th
     assert result["final_status"] == "ERROR"
     assert "the simulated user could not open the dialog" in result["error_message"], result["error_message"]
     assert (result["simulation"]["stop_reason"], result["simulation"]["simulator_failures"]) == ("error", 1)
+
+
+def test_validate_refuses_a_blank_persona_or_goal(tmp_path: Path, system_cli: SystemCli) -> None:
+    """A blank persona or goal (a template's empty `${...}`) was accepted: the simulated user had no one to be."""
+    simulation = {"enabled": True, "persona": "  ", "goal": "out.txt says done"}
+    task = claude_code_task(tmp_path / "tasks", "blank", simulation=simulation)
+    outcome = system_cli.invalid(task)
+    line = next(n for n, text in enumerate(task.read_text().splitlines(), 1) if "persona:" in text)
+    assert f"{task}:{line}: simulation.persona:" in outcome.err, outcome.err
 
 
 def test_validate_refuses_a_task_whose_every_criterion_has_weight_0(tmp_path: Path, system_cli: SystemCli) -> None:

@@ -224,3 +224,23 @@ def test_rescore_keeps_the_run_and_replicate_of_a_task_json_the_release_wrote(
         ("made", 0),
         ("made", 1),
     ]
+
+
+def test_a_dialog_that_ran_out_of_agent_turns_in_its_run_reads(system_cli: SystemCli, upstream: Path) -> None:
+    """coder_eval 0.12.16 ends a dialog whose exchange spent run_limits.max_turns with `agent_max_turns`: a
+    task.json holding it was refused as malformed, and its evaluation was missing from the rebuilt run."""
+    written = upstream / "default/hello/00/task.json"
+    result = json.loads(written.read_text())
+    result["simulation"] = {
+        "n_trials": 1,
+        "replicate_index": 0,
+        "stop_reason": "agent_max_turns",
+        "total_turns": 2,
+        "simulator_input_tokens": 10,
+        "simulator_output_tokens": 5,
+        "simulator_failures": 0,
+        "simulator_model": "claude-sonnet-4-6",
+    }
+    written.write_text(json.dumps(result))
+    rebuilt = system_cli("report", upstream, "--rebuild", env={})
+    assert rebuilt.code == 0 and "Aggregated 4 task(s)" in rebuilt.out, rebuilt.output

@@ -528,7 +528,9 @@ def judge_token_usage(usage: dict[str, Any]) -> TokenUsage:
 
 
 # How a simulated dialog ended (coder_eval's SimulationTelemetry.stop_reason).
-DialogStopReason = Literal["stop_token", "criteria_passed", "max_turns", "budget", "error", "run_limit_exceeded"]
+DialogStopReason = Literal[
+    "stop_token", "criteria_passed", "max_turns", "budget", "error", "run_limit_exceeded", "agent_max_turns"
+]  # agent_max_turns: coder_eval 0.12.16's, for an exchange that spent run_limits.max_turns (its folders read here)
 EARLIER_DIALOG_STOPS = {"criteria_pass": "criteria_passed", "run_limits": "run_limit_exceeded"}
 
 

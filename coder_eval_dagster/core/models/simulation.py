@@ -11,8 +11,8 @@ from .base import StrictModel, rule_error
 
 class Simulation(StrictModel):
     enabled: bool = False
-    persona: str
-    goal: str
+    persona: str = Field(pattern=r"\S")  # blank: a simulated user with no one to be (coder_eval refuses it too)
+    goal: str = Field(pattern=r"\S")
     constraints: list[str] = Field(default_factory=list)
     max_turns: int = Field(default=8, ge=1, le=100)
     stop_token: str = Field(default="<<<END>>>", min_length=1)
