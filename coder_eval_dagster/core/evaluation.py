@@ -352,7 +352,7 @@ async def supervised(conversation: Awaitable[AgentOutput], limits: RunLimits, in
 def checked_limits(output: AgentOutput, limits: RunLimits) -> AgentOutput:
     """An agent's output held against the turn and budget caps it should have kept: one past them is recorded as
     the run limits say, with a warning that the agent did not stop itself."""
-    turns = len(output.turns)
+    turns = output.exchange_turns  # (a dialog's last exchange: each one is capped on its own)
     if limits.max_turns is not None and turns > limits.max_turns and output.stop_reason != "max_turns":
         output.stop_reason = "max_turns"
         output.warnings.append(f"the agent took {turns} turns, past run_limits.max_turns ({limits.max_turns})")

@@ -8,7 +8,7 @@ the agent calls ``Dialog.after_exchange`` (through ``AgentInput.dialog``),
 which records the exchange, applies the termination precedence and, only
 when nothing fired, asks the simulated user for its next message:
 
-    run_limits breach -> stop_on_criteria_pass -> max_turns -> max_total_tokens -> stop_token
+    run_limits breach -> stop_on_criteria_pass -> max_turns -> max_total_tokens -> agent_max_turns -> stop_token
 
 A run_limits breach (budget, timeout, early stop) ends the agent itself
 before it reports the exchange; ``finish`` then records what it left. The
@@ -53,6 +53,10 @@ OPENING_REQUEST = (
 )
 
 
+# How a dialog the agent ended itself ends, by the agent's stop reason (else a run_limits stop).
+AGENT_STOPS: dict[str, DialogStopReason] = {"error": "error", "max_turns": "agent_max_turns"}
+
+
 class DialogNotOpened(RuntimeError):
     """The simulated user did not give the opening message of a dialog whose task has no prompt."""
 
@@ -66,7 +70,7 @@ class Utterance:
 class SimulatedUser(Protocol):
     @property
     def model(self) -> str | None:
-        """The simulator's model; None: no model speaks (a replayed dialog's recorded user)."""
+        """The simulator's model as served; None: no model speaks (a replayed dialog's recorded user)."""
 
     def next_message(self, dialog: list[DialogMessage]) -> Utterance: ...
 
@@ -120,14 +124,19 @@ class ModelUser:
     """The simulated user as one tool-less model call per message, on the run's API route."""
 
     settings: Simulation
-    model: str
+    configured: str  # the task's (or the default) id, which the price table knows
     run: RunContext
     opens: bool = False  # it writes the dialog's opening message (the task has no prompt)
+
+    @property
+    def model(self) -> str:
+        """The id the route serves it as, recorded as coder_eval records it (``claude-sonnet-4-6`` directly)."""
+        return self.run.route.model_id(self.configured)
 
     def request(self, dialog: list[DialogMessage]) -> dict[str, Any]:
         route = self.run.route
         body: dict[str, Any] = {
-            "model": route.model_id(self.model),
+            "model": self.model,
             "max_tokens": MAX_TOKENS,
             "system": system_prompt(self.settings),
             "messages": simulator_messages(dialog, self.opens),
@@ -143,7 +152,7 @@ class ModelUser:
         create, body = self.run.model_client(MAX_RETRIES, CALL_TIMEOUT_S).messages.create, self.request(dialog)
         message = self.run.model_call(lambda: create(**body), CALL_TIMEOUT_S)
         text = "\n".join(block.text for block in message.content if getattr(block, "type", None) == "text")
-        usage = self.run.prices.priced(self.model, message_usage(message.usage), self.run.route.backend)
+        usage = self.run.prices.priced(self.configured, message_usage(message.usage), self.run.route.backend)
         return Utterance(text, usage)
 
 
@@ -196,10 +205,12 @@ class Dialog:
     user: SimulatedUser
     opening: str | None  # the task's prompt; None: the simulated user opens the dialog (``open``)
     check_criteria: Callable[[list[TurnRecord], list[DialogMessage]], TurnCheck]  # the per-turn check
-    agent_max_turns: int | None = None  # run_limits.max_turns: the agent's turns across the whole dialog
+    agent_max_turns: int | None = None  # run_limits.max_turns: the agent's turns in each exchange
     messages: list[DialogMessage] = field(default_factory=list)
     turns: int = 0  # completed exchanges
     seen: int = 0  # agent turns already assigned to an exchange
+    exchange_turns: int = 0  # the agent turns of the latest exchange
+    exchange_capped: bool = False  # the agent reported the latest exchange ended at its max_turns
     stop_reason: DialogStopReason | None = None
     simulator_usages: list[TokenUsage] = field(default_factory=list)  # one per simulator call
     simulator_failures: int = 0  # the simulated user's calls that raised (each ends the dialog)
@@ -235,6 +246,7 @@ class Dialog:
         """Record the completed exchange; the user's next message, or None when the dialog ends here."""
         self._record_agent(output)
         self.turns += 1
+        self.exchange_capped = output.stop_reason == "max_turns"
         reason = self._termination(output)
         if reason is None:
             return self._ask_user()
@@ -243,13 +255,14 @@ class Dialog:
 
     @property
     def agent_turns_spent(self) -> bool:
-        """The agent used all of run_limits.max_turns across the dialog (its max_turns_exhausted)."""
-        return self.agent_max_turns is not None and self.seen >= self.agent_max_turns
+        """The latest exchange ended at run_limits.max_turns (claude-code's CLI says so), or went past it (its
+        max_turns_exhausted): each exchange is capped on its own, as coder_eval caps each iteration."""
+        past = self.agent_max_turns is not None and self.exchange_turns > self.agent_max_turns
+        return self.exchange_capped or past
 
     def _termination(self, output: AgentOutput) -> DialogStopReason | None:
-        """The guide's precedence after an exchange (the stop token comes last, from the user's next message)."""
-        if self.agent_turns_spent:  # (the exchange's turns are recorded: ``seen`` counts them all)
-            return "run_limit_exceeded"
+        """The guide's precedence after an exchange, with coder_eval's agent_max_turns after the dialog's own
+        caps (the stop token comes last, from the user's next message)."""
         passed = self._check_criteria(output.turns)
         self.messages[-1].criteria_passed = passed
         if passed and self.settings.stop_on_criteria_pass:
@@ -259,6 +272,8 @@ class Dialog:
         budget = self.settings.max_total_tokens
         if budget is not None and self.simulator_tokens + _agent_tokens(output.turns) >= budget:
             return "budget"
+        if self.agent_turns_spent:
+            return "agent_max_turns"
         return None
 
     def _check_criteria(self, turns: list[TurnRecord]) -> bool | None:
@@ -312,6 +327,7 @@ class Dialog:
         """The agent's reply in the exchange: the text of its turns since the last one."""
         start, self.seen = self.seen, len(output.turns)
         turns = output.turns[start:]
+        self.exchange_turns = len(turns)
         text = "\n\n".join(t.text for t in turns if t.text) or NO_TEXT
         self.messages.append(
             DialogMessage(
@@ -327,7 +343,7 @@ class Dialog:
         failed_silent = output.stop_reason == "error" and not any(t.text for t in output.turns[self.seen :])
         if len(output.turns) > self.seen and not failed_silent:
             self._record_agent(output)
-        self.stop_reason = "error" if output.stop_reason == "error" else "run_limit_exceeded"
+        self.stop_reason = AGENT_STOPS.get(output.stop_reason, "run_limit_exceeded")
 
     def info(self, replicate: int) -> SimulationInfo:
         return SimulationInfo(

@@ -69,7 +69,7 @@ def agent_key(ctx: CheckContext, **fields: Any) -> VerdictKey:
     [
         {"prompt": "Grade main.py strictly."},
         {"model": "anthropic.claude-haiku-4-5"},
-        {"temperature": 0.5},  # validated, not sent: a setting all the same
+        {"temperature": 0.5},
         {"max_tokens": 500},
         {"include_tool_calls": True},
     ],

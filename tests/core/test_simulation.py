@@ -290,7 +290,7 @@ def test_shipped_offline_dialog_example(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "reason", ["stop_token", "criteria_passed", "max_turns", "budget", "error", "run_limit_exceeded"]
+    "reason", ["stop_token", "criteria_passed", "max_turns", "budget", "error", "run_limit_exceeded", "agent_max_turns"]
 )
 def test_every_stop_reason_is_documented(reason: str) -> None:
     assert f"`{reason}`" in (ROOT / "docs/task-format.md").read_text()

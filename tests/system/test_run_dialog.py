@@ -62,6 +62,7 @@ def test_a_simulated_dialog_reaches_the_api_is_recorded_and_succeeds(
     assert (tokens_in, tokens_out) == (1200, 60) and cost > 0
     simulation = result["simulation"]
     assert (simulation["simulator_input_tokens"], simulation["simulator_output_tokens"]) == (100, 20)
+    assert simulation["simulator_model"] == "claude-sonnet-4-6"  # as served, as coder_eval records it
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)
 
 
@@ -69,7 +70,7 @@ def test_a_failing_simulated_user_is_counted_and_a_dialog_out_of_agent_turns_say
     tmp_path: Path, system_cli: SystemCli, scripted_anthropic
 ) -> None:
     """simulation.simulator_failures counts the simulated user's calls that failed (it stayed 0); a dialog that ends
-    because the agent spent run_limits.max_turns reports max_turns_exhausted, as a single exchange does."""
+    because an exchange spent run_limits.max_turns ends as coder_eval's `agent_max_turns`, max_turns_exhausted."""
     fake = scripted_anthropic(Script([Turn(text="What should it say?")], simulator_status=500))
     simulation = {"enabled": True, "persona": "p", "goal": "g", "max_turns": 4}
     task = claude_code_task(tmp_path / "tasks", "failing", simulation=simulation)
@@ -87,8 +88,40 @@ def test_a_failing_simulated_user_is_counted_and_a_dialog_out_of_agent_turns_say
     task = claude_code_task(second.folder / "tasks", "spent", simulation=simulation, run_limits={"max_turns": 2})
     outcome, run = second.run(task, env=anthropic_environment(fake.url, new_key()))
     result = run.result("spent")
-    assert result["simulation"]["stop_reason"] == "run_limit_exceeded", (result["simulation"], outcome.output)
+    assert result["simulation"]["stop_reason"] == "agent_max_turns", (result["simulation"], outcome.output)
     assert result["max_turns_exhausted"] is True
+
+
+def test_run_limits_max_turns_caps_each_exchange_of_a_dialog(system_cli: SystemCli) -> None:
+    """The guide's max_turns caps the agent's turns per iteration, an exchange of a dialog, as coder_eval has it:
+    three exchanges of two turns under max_turns 3 all ran (the turns were counted across the dialog, and it ended
+    after the second as max_turns_exhausted); an exchange of three turns under 2 ends it as agent_max_turns."""
+    two = [{"calls": [{"tool": "Bash", "command": "echo $RANDOM >> log.txt"}]}, {"text": "done"}]
+    turns = [*two, {"user": "again"}, *two, {"user": "once more"}, *two]
+    simulation = {"enabled": True, "persona": "p", "goal": "g", "max_turns": 3}
+    check = [{"type": "run_command", "command": "test $(wc -l < log.txt) -ge 1", "description": "logged"}]
+    folder = system_cli.folder / "tasks"
+    replay_task_file(folder, "three", turns, simulation=simulation, run_limits={"max_turns": 3}, success_criteria=check)
+    long = [{"calls": [{"tool": "Bash", "command": f"echo {i} >> log.txt"}]} for i in range(3)]
+    replay_task_file(
+        folder,
+        "long",
+        [*two, {"user": "go"}, *long],
+        simulation=simulation,
+        run_limits={"max_turns": 2},
+        success_criteria=check,
+    )
+    outcome = system_cli("run", folder, "--runs-dir", system_cli.runs, env={})
+    assert outcome.code == 0, outcome.output
+    results = {
+        path.parent.parent.name: json.loads(path.read_text())
+        for path in system_cli.runs.glob("*T*/default/*/00/task.json")
+    }
+    three, long_one = results["three"], results["long"]
+    assert (three["simulation"]["stop_reason"], three["simulation"]["total_turns"]) == ("max_turns", 3)
+    assert three["max_turns_exhausted"] is False and three["final_status"] == "SUCCESS"
+    assert long_one["simulation"]["stop_reason"] == "agent_max_turns", long_one["simulation"]
+    assert long_one["max_turns_exhausted"] is True
 
 
 def test_a_dialog_without_a_prompt_is_opened_by_the_simulated_user_before_the_agent_starts(

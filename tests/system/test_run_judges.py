@@ -99,7 +99,7 @@ def test_both_judges_pass_with_their_usage_recorded_and_the_judge_agent_never_se
     tokens_in, _, cost = agent_usage(result)
     assert (tokens_in, cost) == (0, None)  # the replayed agent called no model
     assert "probe ran:" in (run.evaluation("judged") / "judge-1.yaml").read_text()
-    # coder_eval's judge fields: the transcript beside task.json, the findings a verdict gave (none asked for)
+    # coder_eval's judge fields: the transcript beside task.json, the findings a verdict gave
     assert [(c["transcript_path"], c["findings"]) for c in criteria] == [
         ("judge-0.yaml", []),
         ("judge-1.yaml", ["runs", "prints hi"]),

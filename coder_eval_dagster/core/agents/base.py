@@ -70,8 +70,12 @@ class AgentInput:
     trace_id: str | None = field(default=None, kw_only=True)  # the evaluation's trace (telemetry on)
 
     def next_message(self, output: AgentOutput) -> str | None:
-        """The user's next message after a completed exchange (None: the conversation is over)."""
-        return self.dialog(output) if self.dialog is not None else None
+        """The user's next message after a completed exchange (None: the conversation is over); the exchange it
+        opens starts counting its turns against run_limits.max_turns afresh."""
+        message = self.dialog(output) if self.dialog is not None else None
+        if message is not None:
+            output.exchange_start = len(output.turns)
+        return message
 
     async def converse(
         self, exchange: Callable[[str], Awaitable[T]], stop: Callable[[T], bool], output: AgentOutput
@@ -134,6 +138,12 @@ class AgentOutput:
     warnings: list[str] = field(default_factory=list)
     early_stop_reason: str | None = None
     turns_remaining_at_stop: int | None = None
+    exchange_start: int = 0  # the first turn of the current exchange (a dialog's; single-shot: the only one)
+
+    @property
+    def exchange_turns(self) -> int:
+        """The current exchange's turns: what run_limits.max_turns caps, as coder_eval caps each iteration."""
+        return len(self.turns) - self.exchange_start
 
     def early_stop(self, reason: str, turns_used: int, max_turns: int | None) -> None:
         self.stop_reason = "early_stop"
@@ -161,7 +171,7 @@ class AgentOutput:
         budget.finish()
         self.warnings.extend(budget.warnings)
         if stop:
-            self.early_stop(stop, len(self.turns), max_turns)
+            self.early_stop(stop, self.exchange_turns, max_turns)
         texts = [t.text for t in self.turns if t.text]
         self.final_text = texts[-1] if texts else None
         return self

@@ -142,7 +142,7 @@ class CodexSession:
         self.closed = True
         self.breach = self.breach or self.budget.add(turn)
         max_turns = self.input.limits.max_turns
-        if max_turns is not None and len(self.output.turns) >= max_turns and turn.calls and not self.halted:
+        if max_turns is not None and self.output.exchange_turns >= max_turns and turn.calls and not self.halted:
             self.output.stop_reason = "max_turns"  # its calls' results would go back to the model
 
     def on_item(self, item: Any, completed: bool) -> ToolCallRecord | None:

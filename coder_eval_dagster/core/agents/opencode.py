@@ -420,7 +420,7 @@ class OpencodeSession:
         self.input.price(turn)
         self.breach = self.breach or self.budget.add(turn)
         max_turns = self.input.limits.max_turns
-        if max_turns is not None and len(self.output.turns) >= max_turns and part.get("reason") == "tool-calls":
+        if max_turns is not None and self.output.exchange_turns >= max_turns and part.get("reason") == "tool-calls":
             self.output.stop_reason = "max_turns"  # another round trip would follow
 
     @staticmethod

@@ -196,7 +196,7 @@ class Replay:
     def play_turn(self, index: int, turn: TrajectoryTurn) -> bool:
         """Play one agent turn; False when a limit, a budget or the watcher ended the run."""
         limits = self.input.limits
-        if limits.max_turns is not None and index > limits.max_turns:
+        if limits.max_turns is not None and self.output.exchange_turns >= limits.max_turns:
             self.stop("max_turns", None, None)
             return False
         started = time.monotonic()
@@ -249,7 +249,7 @@ class Replay:
             watcher = self.input.watcher
             reason = watcher.observe(record.calls[-1]) if watcher else None
             if reason:
-                self.output.early_stop(reason, index, self.input.limits.max_turns)
+                self.output.early_stop(reason, self.output.exchange_turns + 1, self.input.limits.max_turns)
                 return False
         return not self.timed_out(started)
 

@@ -276,8 +276,7 @@ class JudgeRun:
             verdict = read()
             self.score = verdict_score(verdict)
             self.rationale = str(verdict.get("rationale") or "")
-            findings = verdict.get("findings")  # coder_eval's verdicts list them; ours may (not asked for)
-            self.findings = [str(item) for item in findings] if isinstance(findings, list) else []
+            self.findings = kept_findings(verdict.get("findings"))
         except VerdictError as exc:
             self.error = str(exc)
 
@@ -312,3 +311,10 @@ class JudgeRun:
         if name:
             details["transcript"] = name
         return Outcome(score, details, self.error)
+
+
+def kept_findings(findings: object) -> list[str]:
+    """A verdict's findings as coder_eval keeps them: each stripped, none blank; anything but a list is none."""
+    if not isinstance(findings, list):
+        return []
+    return [text for item in findings if item is not None and (text := str(item).strip())]
