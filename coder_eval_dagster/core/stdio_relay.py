@@ -21,6 +21,7 @@ import sys
 import threading
 
 CHUNK = 65536
+KILL_AFTER_S = 2.0  # a CLI still running this long after the signal that should end it is killed, with its tools
 
 
 def main(command: list[str]) -> int:
@@ -39,6 +40,15 @@ def main(command: list[str]) -> int:
 
 
 def _signal_group(pgid: int, number: int) -> None:
+    """The signal to the CLI's group, then SIGKILL if it is still there: a SIGKILL to this process, the caller's
+    last resort, cannot be passed on, and the CLI would outlive it (and go on acting in the sandbox)."""
+    _kill(pgid, number)
+    later = threading.Timer(KILL_AFTER_S, _kill, args=(pgid, signal.SIGKILL))
+    later.daemon = True  # (this process ends once the CLI has: nothing to kill then)
+    later.start()
+
+
+def _kill(pgid: int, number: int) -> None:
     with contextlib.suppress(ProcessLookupError):  # already gone
         os.killpg(pgid, number)
 

@@ -33,6 +33,7 @@ class Step:
     prompt_tokens: int = 200
     cached_tokens: int = 50
     completion_tokens: int = 30
+    delay_s: float = 0.0  # before its reply (a model slow to answer this one)
 
 
 @dataclass
@@ -131,9 +132,9 @@ class _Handler(RecordingHandler):
         if script.status != 200:
             self.send(script.status, b'{"error": {"message": "scripted failure"}}', "application/json")
             return
-        time.sleep(script.latency_s)
         index = step_index(body)
         step = script.steps[index] if index < len(script.steps) else Step(text="Done.")
+        time.sleep(script.latency_s + step.delay_s)
         self._reply(body, step, index, model)
 
     def _reply(self, body: dict[str, Any], step: Step, index: int, model: str) -> None:

@@ -92,7 +92,7 @@ class _Handler(RecordingHandler):
 
     def do_POST(self) -> None:
         body = self.read_json()
-        if not self.path.endswith("/responses"):
+        if not self.path.split("?")[0].endswith("/responses"):  # (Azure's api-version in the query)
             self.send(404, b"{}", "application/json")
             return
         self.script.requests.append(body)

@@ -184,3 +184,28 @@ def test_the_call_that_passes_max_tool_calls_is_recorded_as_it_ran(
     # the cut call ran (a fast echo) and is recorded: as it completed, or, interrupted first, as an error
     assert len(ran) == 3 and len(commands) == 3, (commands, ran)
     assert {turn["cost_source"] for turn in result["iterations"][0]["turns"]} == {"priced"}
+
+
+def test_coder_eval_s_codex_settings_are_applied_and_its_tool_lists_said_to_be_ignored(
+    tmp_path: Path, system_cli: SystemCli, scripted_responses
+) -> None:
+    """coder_eval's CODEX_MODEL (a task naming no model) and CODEX_API_VERSION (Azure) were read from its .env and
+    dropped: Codex's own default model ran, with no api-version. allowed_tools / disallowed_tools passed without a
+    word, though Codex offered its shell all the same."""
+    from coder_eval_dagster.core.agents.codex import TOOL_LISTS_IGNORED
+
+    fake = scripted_responses(ResponsesScript([Step(commands=["echo hi > out.txt"]), Step(text="Done")]))
+    task = codex_task(tmp_path / "tasks", "azure", None, agent={"type": "codex", "disallowed_tools": ["Bash"]})
+    env = {
+        "CODEX_API_KEY": new_key("sk-proj-"),
+        "CODEX_BASE_URL": fake.url,
+        "CODEX_MODEL": "my-deployment",
+        "CODEX_API_VERSION": "2025-04-01-preview",
+        **proxied_through(fake.url),
+    }
+    outcome, run = system_cli.run(task, env=env)
+    result = run.result("azure")
+    assert {body["model"] for body in fake.script.requests} == {"my-deployment"}, outcome.output
+    assert fake.script.paths and all("api-version=2025-04-01-preview" in path for path in fake.script.paths)
+    assert (result["model_used"], result["final_status"]) == ("my-deployment", "SUCCESS")
+    assert TOOL_LISTS_IGNORED in result["warnings"]

@@ -7,6 +7,7 @@ opencode`, once per machine (its cache folder), as a user installs it.
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +182,26 @@ def test_early_stop_and_max_turns_stop_the_cli(tmp_path: Path, system_cli: Syste
         assert result["total_turns"] == 2
     for task_id in ("guarded", "capped"):
         assert not (run.evaluation(task_id) / "sandbox/late.txt").exists()
+
+
+def test_a_timeout_stops_the_cli_and_what_it_would_do_next(
+    tmp_path: Path, system_cli: SystemCli, scripted_chat, opencode
+) -> None:
+    """At a timeout the harness killed the relay between it and the CLI, and the CLI ran on: its next request went
+    through, the model's late tool call ran in the sandbox and was graded (late.txt scored 1.0), the stage ran
+    until the model answered."""
+    late = Step(tools=[("bash", {"command": "touch late.txt", "description": "run it"})], delay_s=25)
+    fake = scripted_chat(ChatScript([bash("echo a > out.txt"), late, Step(text="Done.")]))
+    check = criterion("file_exists", path="late.txt")
+    task = opencode_task(tmp_path / "tasks", "slow", run_limits={"turn_timeout": 10}, success_criteria=[check])
+    env = {"OPENCODE_BASE_URL": fake.url, "OPENCODE_API_KEY": new_key(), **proxied_through(fake.url)}
+    outcome, run = system_cli.run(task, env=env)
+    result = run.result("slow")
+    assert result["final_status"] == "TIMEOUT", (result["error_message"], outcome.output)
+    assert result["stage_durations"]["agent"] < 18, result["stage_durations"]
+    time.sleep(12)  # past the model's late answer: nothing of the CLI is left to act on it
+    assert not (run.evaluation("slow") / "sandbox/late.txt").exists()
+    assert len(fake.script.requests) == 2, fake.script.requests
 
 
 def test_a_simulated_dialog_continues_the_opencode_session(

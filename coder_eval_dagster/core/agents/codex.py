@@ -38,6 +38,10 @@ from .admission import ModelRequests
 from .base import AgentInput, AgentOutput
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+TOOL_LISTS_IGNORED = (
+    "allowed_tools / disallowed_tools are not applied by the codex agent: Codex offers its own tools whatever they "
+    "say (coder_eval does not enforce them either)"
+)
 OUTPUT_CHARS = 2000
 
 CONFIG_TOML = """\
@@ -48,6 +52,7 @@ name = "coder-eval"
 base_url = "{base_url}"
 env_key = "CODEX_API_KEY"
 wire_api = "responses"
+{query}
 
 [analytics]
 enabled = false
@@ -67,6 +72,12 @@ def upstream(agent_input: AgentInput) -> Upstream:
     if not key:
         raise CodexRouteError("the codex agent needs CODEX_API_KEY (and optionally CODEX_BASE_URL)")
     return Upstream(os.environ.get("CODEX_BASE_URL") or DEFAULT_BASE_URL, "authorization", f"Bearer {key}", OPENAI_API)
+
+
+def codex_model(config: AgentConfig) -> str | None:
+    """The task's model, else coder_eval's CODEX_MODEL (its .env's fallback, an Azure deployment's name); None:
+    Codex's own default."""
+    return config.model or os.environ.get("CODEX_MODEL") or None
 
 
 def _environment(agent_input: AgentInput, home: Path, grant: Grant) -> dict[str, str]:
@@ -89,13 +100,17 @@ def _write_config(home: Path, config: AgentConfig, base_url: str) -> None:
     provider. A model id or a prompt holding a quote or a newline stays one value (``toml_string``)."""
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True)
+    model = codex_model(config)
     lines = [
-        f"model = {toml_string(config.model)}" if config.model else "",
+        f"model = {toml_string(model)}" if model else "",
         f"model_context_window = {config.context_window}" if config.context_window is not None else "",
         f"developer_instructions = {toml_string(config.system_prompt)}" if config.system_prompt is not None else "",
     ]
     model_line = "\n".join(line for line in lines if line)
-    (codex_home / "config.toml").write_text(CONFIG_TOML.format(model=model_line, base_url=base_url), encoding="utf-8")
+    version = os.environ.get("CODEX_API_VERSION")  # Azure's api-version, on every request (coder_eval's setting)
+    query = f'query_params = {{ "api-version" = {toml_string(version)} }}' if version else ""
+    text = CONFIG_TOML.format(model=model_line, base_url=base_url, query=query)
+    (codex_home / "config.toml").write_text(text, encoding="utf-8")
 
 
 TOOL_ITEMS = ("commandExecution", "fileChange", "mcpToolCall")  # the items that are tool calls
@@ -116,8 +131,10 @@ class CodexSession:
         self.breach: Breach | None = None
         self.closed = False  # the last turn got its usage update
         self.calls_started = 0  # tool calls begun (run_limits.max_tool_calls)
-        self.model = agent_input.config.model  # until the thread names its own (Codex's default, if none is set)
+        self.model = codex_model(agent_input.config)  # until the thread names its own (Codex's default, if none)
         self.requests = ModelRequests(lambda: self.halted)  # the model proxy asks it before each request
+        if agent_input.config.allowed_tools is not None or agent_input.config.disallowed_tools:
+            self.output.warnings.append(TOOL_LISTS_IGNORED)
 
     def turn(self) -> TurnRecord:
         """The open turn: items arrive before the usage update that closes their round trip."""

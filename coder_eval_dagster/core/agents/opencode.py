@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import stdio_relay
 from ..agent_cli import PASSED_THROUGH, agent_home, base_environment, bypass_proxies, write_wrapper
 from ..limits import Breach, BudgetTracker
 from ..model_proxy import MESSAGES_API, OPENAI_API, Grant, Upstream
@@ -342,7 +343,8 @@ class OpencodeSession:
         self.breach: Breach | None = None
         self.error: str | None = None  # an error event's
         self.stderr: deque[str] = deque(maxlen=STDERR_LINES)
-        self.requests = ModelRequests(lambda: self.stopping)  # the model proxy asks it before each request
+        self.cut_off = False  # its CLI was stopped (a limit, a timeout, an interrupt)
+        self.requests = ModelRequests(lambda: self.stopping or self.cut_off)  # the model proxy asks it first
 
     @property
     def stopping(self) -> bool:
@@ -479,8 +481,8 @@ async def _exchange(
                 break
     finally:
         if process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
+            session.cut_off = True  # no request of its is let through from now on
+            await _stop(process)
         code = await process.wait()
         with contextlib.suppress(TimeoutError):  # a process it left behind may hold the pipe: not waited for
             await asyncio.wait_for(stderr, STDERR_GRACE_S)
@@ -488,6 +490,18 @@ async def _exchange(
         return
     if code != 0 or session.error:
         raise RuntimeError(session.failure(code))
+
+
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    """SIGTERM to the relay, which passes it to the CLI's group and kills that group if it does not end
+    (``stdio_relay``): a SIGKILL would end the relay alone, and the CLI would run on, its late tool calls landing in
+    the sandbox after the limit that stopped it. The relay's own SIGKILL if it does not end either."""
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signum)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), stdio_relay.KILL_AFTER_S + 1)
+            return
 
 
 async def _converse(
