@@ -209,3 +209,19 @@ def test_coder_eval_s_codex_settings_are_applied_and_its_tool_lists_said_to_be_i
     assert fake.script.paths and all("api-version=2025-04-01-preview" in path for path in fake.script.paths)
     assert (result["model_used"], result["final_status"]) == ("my-deployment", "SUCCESS")
     assert TOOL_LISTS_IGNORED in result["warnings"]
+
+
+def test_a_refused_codex_request_names_where_it_went_and_what_codex_said_of_it(
+    tmp_path: Path, system_cli: SystemCli, scripted_responses
+) -> None:
+    """Codex's error named the model proxy's loopback address (gone with the run), and its error info (the kind,
+    the HTTP status) was dropped."""
+    fake = scripted_responses(ResponsesScript([Step(text="Done")], status=401))
+    task = codex_task(tmp_path / "tasks", "refused", "gpt-5-codex")
+    env = {"CODEX_API_KEY": new_key("sk-proj-"), "CODEX_BASE_URL": fake.url, **proxied_through(fake.url)}
+    outcome, run = system_cli.run(task, env=env)
+    result = run.result("refused")
+    assert result["final_status"] == "ERROR", outcome.output
+    assert f"coder-eval's model proxy to {fake.url}" in result["error_message"], result["error_message"]
+    assert "codexErrorInfo=" in result["error_message"], result["error_message"]
+    assert result["error_details"]["error_category"] == "agent_auth_error", result["error_details"]

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..agent_cli import PASSED_THROUGH, agent_home, base_environment, bypass_proxies, write_wrapper
 from ..limits import Breach, BudgetTracker
-from ..model_proxy import OPENAI_API, Grant, Upstream
+from ..model_proxy import OPENAI_API, Grant, Upstream, named_in
 from ..models.agent import AgentConfig
 from ..models.results import ToolCallRecord, TurnRecord
 from ..sandbox.mocks import agent_environment
@@ -133,6 +133,7 @@ class CodexSession:
         self.calls_started = 0  # tool calls begun (run_limits.max_tool_calls)
         self.model = codex_model(agent_input.config)  # until the thread names its own (Codex's default, if none)
         self.requests = ModelRequests(lambda: self.halted)  # the model proxy asks it before each request
+        self.proxied: tuple[str, str] | None = None  # the model proxy's address, and where it forwards to
         if agent_input.config.allowed_tools is not None or agent_input.config.disallowed_tools:
             self.output.warnings.append(TOOL_LISTS_IGNORED)
 
@@ -224,6 +225,10 @@ class CodexSession:
         turn.calls.append(call)
         return call
 
+    def named(self, message: str) -> str:
+        """An error naming the model proxy's address says where it forwarded to (``named_in``)."""
+        return named_in(message, *self.proxied) if self.proxied else message
+
     @property
     def halted(self) -> bool:
         """An early stop, a budget breach, the tool-call cap or max_turns: the turn is interrupted, no exchange
@@ -258,13 +263,23 @@ async def _exchange(thread: Any, agent_input: AgentInput, session: CodexSession,
         elif name == "TurnCompletedNotification":
             status = getattr(payload.turn.status, "value", payload.turn.status)
             if status == "failed" and not session.halted:
-                error = payload.turn.error
-                raise RuntimeError(f"codex turn failed: {getattr(error, 'message', None) or error}")
+                raise RuntimeError(f"codex turn failed: {turn_error(payload.turn.error)}")
             break
         if session.halted and not interrupted:  # the rest is read to the turn's end: the cut call, its usage
             interrupted = True
             await _interrupt(turn)
     session.record_unfinished()
+
+
+def turn_error(error: Any) -> str:
+    """Codex's message, with its error info as coder_eval appends it: the kind and the HTTP status (a 500 that
+    is only in the info is an API error, not the agent's crash)."""
+    message = getattr(error, "message", None) or str(error)
+    info = getattr(error, "codex_error_info", None)
+    if info is None:
+        return message
+    shown = info.model_dump(mode="json", by_alias=True) if hasattr(info, "model_dump") else info
+    return f"{message} (codexErrorInfo={json.dumps(shown)})"
 
 
 async def _interrupt(turn: Any) -> None:
@@ -305,7 +320,9 @@ async def run(agent_input: AgentInput) -> AgentOutput:
     with agent_home("coder-eval-codex-") as home:
         try:
             host = agent_input.sandbox.model_proxy_host()
-            with agent_input.run.grant(upstream(agent_input), host, session.requests.admit) as grant:
+            route = upstream(agent_input)
+            with agent_input.run.grant(route, host, session.requests.admit) as grant:
+                session.proxied = (grant.base_url, route.base_url)
                 _write_config(home, agent_input.config, grant.base_url)
                 conversation = _converse(agent_input, session, home, grant)
                 await asyncio.wait_for(conversation, timeout=agent_input.conversation_limit())
@@ -322,5 +339,5 @@ async def run(agent_input: AgentInput) -> AgentOutput:
             return output
         except Exception as exc:  # an SDK or API failure ends this task as ERROR, never the run
             output = session.finish()
-            output.stop_reason, output.error = "error", redact(f"{type(exc).__name__}: {exc}")
+            output.stop_reason, output.error = "error", redact(session.named(f"{type(exc).__name__}: {exc}"))
             return output
