@@ -123,6 +123,9 @@ class Evaluation:
 
     # An earlier scoring's judge verdicts its judges may reuse (remember_verdicts); empty: none, or --no-reuse.
     verdicts: dict[int, CriterionResult] = field(default_factory=dict)
+    # Under check_criteria: every_turn, the last exchange's judge verdicts: as coder_eval judges that exchange once,
+    # the final scoring reuses a verdict whose judge would be shown the same (``both`` judges again).
+    turn_verdicts: dict[int, CriterionResult] = field(default_factory=dict)
 
     @property
     def task(self) -> Task:
@@ -422,6 +425,8 @@ def record_dialog(evaluation: Evaluation, dialog: Dialog) -> None:
     result.simulator_token_usage = TokenUsage.summed(dialog.simulator_usages)
     result.criteria_check_token_usage = TokenUsage.summed(dialog.check_usages)
     result.max_turns_exhausted = result.max_turns_exhausted or dialog.agent_turns_spent
+    if dialog.settings.check_criteria == "every_turn":
+        evaluation.turn_verdicts = stored_verdicts(dialog.last_check)
     result.dialog = [  # a copy: a simulator call cut off by a timeout may still return late
         message.model_copy(update={"text": redact(message.text)}) for message in dialog.messages
     ]
@@ -809,6 +814,9 @@ def remember_verdicts(evaluation: Evaluation, reuse: bool) -> Evaluation:
     """
     if not reuse:
         evaluation.verdicts = {}
+        return evaluation
+    if evaluation.turn_verdicts:
+        evaluation.verdicts = evaluation.turn_verdicts
         return evaluation
     earlier = evaluation.result.criteria
     set_aside = evaluation.folder / PREVIOUS_RESULT_FILE

@@ -29,7 +29,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .agents.base import AgentOutput
 from .criteria.judging import DEFAULT_JUDGE_MODEL
-from .models.results import DialogMessage, DialogStopReason, SimulationInfo, TokenUsage, TurnRecord, message_usage
+from .models.results import (
+    CriterionResult,
+    DialogMessage,
+    DialogStopReason,
+    SimulationInfo,
+    TokenUsage,
+    TurnRecord,
+    message_usage,
+)
 from .models.simulation import Simulation
 from .models.task import Task
 from .routing import BEDROCK_ANTHROPIC_VERSION
@@ -215,6 +223,7 @@ class Dialog:
     simulator_usages: list[TokenUsage] = field(default_factory=list)  # one per simulator call
     simulator_failures: int = 0  # the simulated user's calls that raised (each ends the dialog)
     check_usages: list[TokenUsage] = field(default_factory=list)  # the judges' calls in the per-turn checks
+    last_check: list[CriterionResult] = field(default_factory=list)  # the latest exchange's per-turn check
     warnings: list[str] = field(default_factory=list)
 
     def open(self) -> str:
@@ -247,6 +256,7 @@ class Dialog:
         self._record_agent(output)
         self.turns += 1
         self.exchange_capped = output.stop_reason == "max_turns"
+        self.last_check = []
         reason = self._termination(output)
         if reason is None:
             return self._ask_user()
@@ -282,6 +292,7 @@ class Dialog:
             return None
         check = self.check_criteria(turns, self.messages)
         self.check_usages.extend(check.judge_usage)
+        self.last_check = check.results
         return check.passed
 
     def _hear_user(self) -> tuple[str, bool]:
@@ -340,6 +351,7 @@ class Dialog:
         agent that failed before it said anything gave no reply: none is recorded (a reply without text is one)."""
         if self.stop_reason is not None:
             return
+        self.last_check = []  # the exchange the agent cut short was not checked
         failed_silent = output.stop_reason == "error" and not any(t.text for t in output.turns[self.seen :])
         if len(output.turns) > self.seen and not failed_silent:
             self._record_agent(output)

@@ -69,6 +69,8 @@ class Script:
     max_in_flight: int = 0  # the most model requests the server held at once
     user_replies: list[str] = field(default_factory=list)  # the simulated user's messages, in order
     simulator_status: int = 200
+    verdicts: list[dict[str, Any]] = field(default_factory=list)  # forced submit_verdict inputs, one per request
+    judged: int = 0  # the forced requests answered from ``verdicts``
 
     def simulator_requests(self) -> list[dict[str, Any]]:
         return [body for body in self.requests if is_simulator(body)]
@@ -210,6 +212,10 @@ def _reply(script: Script, body: dict[str, Any]) -> tuple[Turn, int]:
         reply = script.user_replies[said] if said < len(script.user_replies) else "<<<END>>>"
         return Turn(text=reply, input_tokens=50, output_tokens=10), -2
     forced = (body.get("tool_choice") or {}).get("name")
+    if forced and script.verdicts:
+        with script.lock:
+            call, script.judged = script.verdicts[min(script.judged, len(script.verdicts) - 1)], script.judged + 1
+        return Turn(tools=[(forced, call)]), 0
     if forced and script.verdict is not None:
         verdict = script.verdict
         if isinstance(verdict, str):

@@ -245,3 +245,31 @@ def test_an_agent_that_fails_in_an_exchange_leaves_no_made_up_reply(
         ("agent", "What should out.txt say?"),
         ("user", "It should say done."),
     ]
+
+
+def test_every_turn_judges_the_last_exchange_once(system_cli: SystemCli, scripted_anthropic) -> None:
+    """Under check_criteria: every_turn the judge that passed the exchange the dialog stopped on was asked again
+    after the dialog, and its new answer failed the task: stopped as `criteria_passed`, scored FAILURE. coder_eval
+    judges that exchange once (`both` is the mode that judges again at the end)."""
+    fake = scripted_anthropic(Script([], verdicts=[{"score": score, "rationale": "r"} for score in (0.3, 0.9, 0.2)]))
+    turns = [{"text": "reply one"}, {"user": "u2"}, {"text": "reply two"}, {"user": "u3"}, {"text": "reply three"}]
+    simulation = {
+        "enabled": True,
+        "persona": "p",
+        "goal": "g",
+        "max_turns": 5,
+        "check_criteria": "every_turn",
+        "stop_on_criteria_pass": True,
+    }
+    judge = {"type": "llm_judge", "description": "judged", "prompt": "Grade the dialog.", "include_dialog": True}
+    task = replay_task_file(
+        system_cli.folder / "tasks", "judged", turns, simulation=simulation, success_criteria=[judge]
+    )
+    outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
+    result = run.result("judged")
+    assert (result["simulation"]["stop_reason"], result["final_status"]) == ("criteria_passed", "SUCCESS"), (
+        outcome.output
+    )
+    assert fake.script.judged == 2
+    (criterion,) = result["success_criteria_results"]
+    assert criterion["score"] == 0.9 and criterion["evidence"]["reused"] is True
