@@ -386,11 +386,18 @@ def refused_inputs(result: dg.ExecuteInProcessResult) -> list[str]:
 def interrupted(result: dg.ExecuteInProcessResult) -> bool:
     """Whether a step failed because the run was interrupted: Dagster's own SIGINT handler raises in whichever
     step runs (the summary's too), where only the evaluations' steps raise the run's interrupt."""
-    return any(
-        cause.cls_name in ("DagsterExecutionInterruptedError", "KeyboardInterrupt")
-        for _, error in _step_errors(result)
-        for cause in _causes(error)
-    )
+    return any(_is_interrupt(cause) for _, error in _step_errors(result) for cause in _causes(error))
+
+
+INTERRUPTS = ("DagsterExecutionInterruptedError", "KeyboardInterrupt")
+
+
+def _is_interrupt(cause: SerializableErrorInfo) -> bool:
+    """The interrupt itself, or pydantic's wrapping of one raised in a computed field while it wrote the summary
+    (``Error serializing to JSON: DagsterExecutionInterruptedError``: no cause kept)."""
+    if cause.cls_name in INTERRUPTS:
+        return True
+    return cause.cls_name == "PydanticSerializationError" and any(name in cause.message for name in INTERRUPTS)
 
 
 def _step_errors(result: dg.ExecuteInProcessResult) -> Iterator[tuple[str | None, SerializableErrorInfo]]:

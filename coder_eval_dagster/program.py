@@ -19,25 +19,41 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import signal
 import sys
 import threading
 
 from . import startup
+from .exit_codes import INTERRUPTED
 
 
 def main() -> None:
-    startup.pause_collection()
-    from .cli import main as run_command
+    signal.signal(signal.SIGTERM, _interrupt)  # a CI's cancel is a Ctrl-C, before and after Dagster's run as in it
+    try:
+        startup.pause_collection()
+        from .cli import main as run_command
 
-    code = run_command()
+        code = run_command()
+    except KeyboardInterrupt:  # while the command's modules load, before it handles one itself
+        print("coder-eval: interrupted", file=sys.stderr)
+        code = INTERRUPTED
     exit_now(code)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def exit_now(code: int) -> None:
-    """End the process once everything the command started has finished (see the module docstring)."""
-    # What the interpreter's own exit does first: wake idle pools, join non-daemon threads.
-    threading._shutdown()  # type: ignore[attr-defined]  # private to CPython, not in typeshed
-    atexit._run_exitfuncs()
+    """End the process once everything the command started has finished (see the module docstring); a Ctrl-C
+    while waiting for that ends it at once, in one line."""
+    try:
+        # What the interpreter's own exit does first: wake idle pools, join non-daemon threads.
+        threading._shutdown()  # type: ignore[attr-defined]  # private to CPython, not in typeshed
+        atexit._run_exitfuncs()
+    except KeyboardInterrupt:
+        print("coder-eval: interrupted", file=sys.stderr)
+        code = INTERRUPTED
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing left to say
             stream.flush()

@@ -330,9 +330,9 @@ def in_parallel(function: Callable[[T], T], items: list[T], workers: int, interr
         wait(futures, return_when=FIRST_EXCEPTION)
         return [future.result() for future in futures]
     except BaseException as exc:
+        pool.shutdown(wait=False, cancel_futures=True)  # first: a second Ctrl-C in what follows starts no more
         if not isinstance(exc, Exception):  # interrupted (Ctrl-C, a terminated run): stop the commands now
             interrupt.raise_now()
-        pool.shutdown(wait=True, cancel_futures=True)
         raise
     finally:
         pool.shutdown(wait=True)

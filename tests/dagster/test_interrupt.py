@@ -11,6 +11,8 @@ import time
 import uuid
 from pathlib import Path
 
+import pydantic
+
 from ..support.helpers import write
 
 pytestmark = __import__("pytest").mark.slow
@@ -146,6 +148,60 @@ def test_an_interrupt_in_a_step_without_commands_counts_as_an_interrupt() -> Non
     def ctrl_c_in_a_lock() -> None:
         lock_taken_again()
 
+    class Summary(pydantic.BaseModel):
+        @pydantic.computed_field  # type: ignore[prop-decorator]
+        @property
+        def total(self) -> int:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+            return 0
+
+    @dg.op
+    def written() -> None:
+        """The interrupt lands in a computed field while the summary is written: pydantic wraps it."""
+        Summary().model_dump_json()
+
+    @dg.job
+    def ctrl_c_while_writing() -> None:
+        written()
+
     assert interrupted(ctrl_c.execute_in_process(raise_on_error=False))
     assert interrupted(ctrl_c_in_a_lock.execute_in_process(raise_on_error=False))  # exit 130, not 1
+    assert interrupted(ctrl_c_while_writing.execute_in_process(raise_on_error=False))  # it was "did not complete"
     assert not interrupted(failed.execute_in_process(raise_on_error=False))
+
+
+def test_sigterm_before_the_run_and_a_second_ctrl_c_end_it_in_one_line_starting_nothing(tmp_path: Path) -> None:
+    """A CI's cancel (SIGTERM) while the command started killed it silently (exit 143, no word, a run folder left);
+    a second Ctrl-C soon after the first set up every queued evaluation (hundreds of sandboxes and namespaces)
+    before the process ended."""
+    process = _coder_eval(tmp_path, "run", _slow_task(tmp_path, 30), "--runs-dir", tmp_path / "early")
+    time.sleep(0.4)  # importing its modules
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=30)
+    assert (process.returncode, err.strip().splitlines()[-1:]) == (130, ["coder-eval: interrupted"]), err
+
+    rows = ", ".join(f"{{id: r{n}}}" for n in range(150))
+    many = write(
+        tmp_path / "many" / "many.yaml",
+        f"""
+        task_id: many
+        description: many
+        agent: {{type: none}}
+        sandbox: {{python: null}}
+        dataset: {{rows: [{rows}]}}
+        pre_run: [{{command: "echo started > started.txt; sleep 30", timeout: 120}}]
+        success_criteria: [{{type: run_command, command: "true", description: t}}]
+        """,
+    )
+    process = _coder_eval(tmp_path, "run", many, "--runs-dir", tmp_path / "runs", "-j", "4")
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob("runs/*/default/many/*/00/sandbox/started.txt")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and "Traceback" not in err, err
+    made = list(tmp_path.glob("runs/*T*/default/many/*/00/sandbox"))
+    assert len(made) <= 12, len(made)  # those running or starting at the interrupt, not the 150 queued
