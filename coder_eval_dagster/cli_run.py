@@ -20,6 +20,7 @@ from .core.layout import (
     PLAN_FILE,
     PREVIOUS_RESULT_FILE,
     REPORT_FILE,
+    RESCORING_FILE,
     RESULT_FILE,
     RUN_FILE,
     RUN_VIEWER,
@@ -184,13 +185,35 @@ def unfinished(opened: OpenRun) -> list[Path]:
 
 
 def unfinished_problem(run_dir: Path) -> str | None:
-    """Why the run in ``run_dir`` cannot be read as a result: evaluations it planned never finished (None: every
-    one did, or the folder is not a run of ours)."""
+    """Why the run in ``run_dir`` cannot be read as a result: evaluations it planned never finished, or a rescore
+    of it was cut short (None: every one did, or the folder is not a run of ours)."""
     if not is_run_folder(run_dir):
         return None
+    cut_short = rescore_cut_short(run_dir)
+    if cut_short:
+        return cut_short
     run = load_run(run_dir)
     missing = unfinished(run)
     return incomplete(run, missing) if missing else None
+
+
+def rescore_cut_short(run_dir: Path) -> str | None:
+    """Why a run whose rescore never finished (Ctrl-C, a kill) is refused where its results are read together:
+    some of its task.json files hold the new scoring, the others the old one."""
+    if not (run_dir / RESCORING_FILE).exists():
+        return None
+    return (
+        f"{run_dir} was being rescored and the rescore did not finish: its evaluations mix the two scorings; "
+        f"finish it with: coder-eval rescore {run_dir}"
+    )
+
+
+def _rescored_whole(run_dir: Path, started: int) -> bool:
+    """Whether the rescore that began at ``started`` (ns) wrote the run's summary: every evaluation scored again."""
+    try:
+        return (run_dir / RUN_FILE).stat().st_mtime_ns >= started
+    except OSError:
+        return False
 
 
 def recorded_not_run(run_dir: Path) -> set[tuple[str, str, int]]:
@@ -245,6 +268,10 @@ def resume(run_dir: Path, options: RunOptions, retry_errors: bool, junit: Path |
 def _resume(opened: OpenRun, options: RunOptions, context: RunContext, retry_errors: bool, junit: Path | None) -> int:
     run_dir = opened.folder
     row_tasks = opened.snapshot.row_tasks
+    cut_short = rescore_cut_short(run_dir)
+    if cut_short:
+        print(f"coder-eval run: {cut_short}", file=sys.stderr)
+        return exit_codes.USAGE
     if retry_errors:
         missing = unfinished(opened)
         if missing or not (run_dir / RUN_FILE).is_file():  # its ERROR results may be set aside by a retry cut short
@@ -354,7 +381,13 @@ def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: P
     keep_snapshot(opened, resolution, present)
     _warn_post_run(row_tasks)
     _prewarm(row_tasks, options)
-    return _launch(_open_instance(), opened, row_tasks, options, context, rescore=True, junit=junit)
+    marker = run_dir / RESCORING_FILE
+    marker.write_text("", encoding="utf-8")
+    started = marker.stat().st_mtime_ns
+    code = _launch(_open_instance(), opened, row_tasks, options, context, rescore=True, junit=junit)
+    if code != exit_codes.INTERRUPTED and _rescored_whole(run_dir, started):
+        marker.unlink(missing_ok=True)
+    return code
 
 
 def register(spec: RunSpec) -> int:

@@ -101,13 +101,16 @@ def _no_summary(run_dir: Path) -> str:
 
 
 def rebuild(run_dir: Path) -> int:
-    from .cli_run import incomplete, unfinished
+    from .cli_run import incomplete, rescore_cut_short, unfinished
     from .core.layout import TABLES_DIR, is_run_folder
     from .core.run_lock import in_use
     from .core.runs import load_run, summarize
 
     if not is_run_folder(run_dir):  # no plan: a folder coder_eval wrote
         return rebuild_from_results(run_dir)
+    cut_short = rescore_cut_short(run_dir)
+    if cut_short:
+        return _fail(cut_short)
     run = load_run(run_dir)
     missing = unfinished(run)
     if missing and in_use(run_dir):  # its resume would be refused: it is going

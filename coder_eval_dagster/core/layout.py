@@ -53,6 +53,7 @@ PLAN_FILE = "run_plan.json"
 SNAPSHOT_FILE = "snapshot.pickle"
 OPEN_LOCK_FILE = ".open.lock"  # serializes creating the plan and snapshot among concurrent chunk runs
 WORK_LOCK_FILE = ".run.lock"  # held by the CLI process running, resuming or rescoring the run (run_lock.py)
+RESCORING_FILE = ".rescoring"  # a rescore under way, or cut short: its task.json files then mix two scorings
 SPEND_LEDGER = "spend.jsonl"  # the run-wide budget's ledger: what each evaluation spent, and what did not run
 RUN_FILE = "run.json"
 RUN_MD = "run.md"

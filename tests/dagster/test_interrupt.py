@@ -205,3 +205,49 @@ def test_sigterm_before_the_run_and_a_second_ctrl_c_end_it_in_one_line_starting_
     assert process.returncode == 130 and "Traceback" not in err, err
     made = list(tmp_path.glob("runs/*T*/default/many/*/00/sandbox"))
     assert len(made) <= 12, len(made)  # those running or starting at the interrupt, not the 150 queued
+
+
+def test_a_rescore_cut_short_is_finished_by_a_rescore_not_read_as_a_mixture(tmp_path: Path) -> None:
+    """Ctrl-C in a rescore left some task.json files scored by the new criteria and the others by the old:
+    `run --resume` and `report --rebuild` summarised that mixture (neither the run nor its rescore) without a word."""
+    rows = ", ".join(f"{{id: r{n}}}" for n in range(12))
+    task = tmp_path / "tasks" / "rows.yaml"
+
+    def write_task(command: str) -> None:
+        write(
+            task,
+            f"""
+            task_id: rows
+            description: rows
+            agent: {{type: none}}
+            sandbox: {{python: null}}
+            dataset: {{rows: [{rows}]}}
+            success_criteria: [{{type: run_command, command: "{command}", description: t}}]
+            """,
+        )
+
+    write_task("true")
+    ran = _coder_eval(tmp_path, "run", task, "--runs-dir", tmp_path / "runs", "-j", "2")
+    assert ran.wait(timeout=120) == 0, ran.communicate()
+    (run_dir,) = (tmp_path / "runs").glob("2*")
+    write_task("touch rescored; sleep 1; false")
+    rescoring = _coder_eval(tmp_path, "rescore", run_dir, "-j", "2")
+    deadline = time.monotonic() + 60
+    while not list(run_dir.glob("default/rows/*/00/sandbox/rescored")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.5)
+    rescoring.send_signal(signal.SIGINT)
+    assert rescoring.wait(timeout=60) == 130
+
+    for command in (("run", "--resume", run_dir), ("report", run_dir, "--rebuild")):
+        refused = _coder_eval(tmp_path, *command)
+        _, err = refused.communicate(timeout=120)
+        assert refused.returncode == 2 and "the rescore did not finish" in err, err
+        assert f"coder-eval rescore {run_dir}" in err
+    finished = _coder_eval(tmp_path, "rescore", run_dir, "-j", "4")
+    out, err = finished.communicate(timeout=120)
+    assert finished.returncode == 1, out + err  # every row fails the new criterion
+    statuses = {row["status"] for row in json.loads((run_dir / "run.json").read_text())["task_results"]}
+    assert statuses == {"FAILURE"}
+    rebuilt = _coder_eval(tmp_path, "report", run_dir, "--rebuild")
+    assert rebuilt.wait(timeout=120) == 0, rebuilt.communicate()
