@@ -147,12 +147,22 @@ def print_skipped(resolution: Resolution) -> None:
 def missing_model_key(row_tasks: list[RowTask], context: RunContext) -> str | None:
     """Why the run cannot start its agents (an agent on the run's route, and the route has no key), before any
     sandbox is made."""
-    routed = sorted({rt.task_id for rt in row_tasks if rt.task.agent.resolved_type in ROUTED_AGENT_TYPES})
+    routed = _task_ids(row_tasks, ROUTED_AGENT_TYPES)
     missing = context.route.missing_credentials() if routed else None
-    if missing is None:
-        return None
-    shown = ", ".join(routed[:3]) + (f" and {len(routed) - 3} more" if len(routed) > 3 else "")
-    return f"{missing}: the claude-code agent of {shown} needs it (no sandbox was made)"
+    if missing is not None:
+        return f"{missing}: the claude-code agent of {_first_three(routed)} needs it (no sandbox was made)"
+    codex = _task_ids(row_tasks, {"codex"})
+    if codex and not context.credentials.get("CODEX_API_KEY"):
+        return f"CODEX_API_KEY is not set: the codex agent of {_first_three(codex)} needs it (no sandbox was made)"
+    return None
+
+
+def _task_ids(row_tasks: list[RowTask], agent_types: frozenset[str] | set[str]) -> list[str]:
+    return sorted({rt.task_id for rt in row_tasks if rt.task.agent.resolved_type in agent_types})
+
+
+def _first_three(task_ids: list[str]) -> str:
+    return ", ".join(task_ids[:3]) + (f" and {len(task_ids) - 3} more" if len(task_ids) > 3 else "")
 
 
 def _run_folder(command: str, run_dir: Path) -> OpenRun | None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ..support.helpers import write
+from ..support.helpers import write, write_task
 from .conftest import SystemCli, claude_code_task, only_run, task_file
 
 pytestmark = pytest.mark.slow
@@ -50,6 +50,19 @@ def test_a_claude_code_task_with_no_key_is_refused_before_any_sandbox(tmp_path: 
         "coder-eval run: ANTHROPIC_API_KEY is not set: the claude-code agent of needs-key needs it (no sandbox was made)"
     )
     assert not system_cli.runs.exists() or not any(system_cli.runs.rglob("sandbox"))
+
+    # codex too: each evaluation made its sandbox and ran its pre_run, then ended ERROR for the key
+    codex = {"task_id": "codex-key", "description": "d", "initial_prompt": "p", "agent": {"type": "codex"}}
+    write_task(
+        tmp_path / "codex",
+        codex | {"success_criteria": [{"type": "file_exists", "path": "a", "description": "a"}]},
+        "c.yaml",
+    )
+    outcome = system_cli("run", tmp_path / "codex", "--runs-dir", system_cli.runs, env={}, timeout=120)
+    assert outcome.code == 2, outcome.output
+    assert outcome.err.strip().splitlines()[-1] == (
+        "coder-eval run: CODEX_API_KEY is not set: the codex agent of codex-key needs it (no sandbox was made)"
+    )
 
 
 def test_experiment_by_name_and_the_selecting_options(tmp_path: Path, system_cli: SystemCli) -> None:
