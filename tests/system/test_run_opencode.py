@@ -112,6 +112,12 @@ def test_an_opencode_task_succeeds_through_a_tool_call_and_its_tools_never_see_t
     ]
     assert usage == [(200, 100, 40), (300, 100, 30), (300, 200, 10)]  # input is the uncached part
     assert trajectory_of(result["iterations"])[-1]["text"] == "Done: created out.txt"
+    # when each call and turn ran, as the other agents record them (all were null, tool_union_ms too)
+    turns = trajectory_of(result["iterations"])
+    assert all(t["started_at"] and t["ended_at"] for t in turns), turns
+    calls = [c for it in result["iterations"] for c in it["commands"]]
+    assert all(c["started_at"] and c["execution_started_at"] for c in calls), calls
+    assert result["iterations"][0]["tool_union_ms"] is not None
     assert agent_usage(result)[2] is None  # a custom model has no price: none is made up
     probe_ran(run.evaluation("opencode") / "sandbox")
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)

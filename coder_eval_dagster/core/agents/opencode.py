@@ -362,8 +362,8 @@ class OpencodeSession:
     def on_event(self, event: dict[str, Any]) -> None:
         self.session_id = self.session_id or event.get("sessionID")
         kind, part = event.get("type"), event.get("part") or {}
-        if kind == "step_start":
-            self.output.turns.append(TurnRecord(index=len(self.output.turns) + 1))
+        if kind == "step_start":  # stamped as it arrives: when the round trip began, the previous one ended
+            self.output.open_turn(TurnRecord(index=len(self.output.turns) + 1))
         elif kind == "tool_use":
             self._call(part)
         elif kind == "text" and str(part.get("text") or "").strip():
@@ -376,7 +376,7 @@ class OpencodeSession:
 
     def _turn(self) -> TurnRecord:
         if not self.output.turns:
-            self.output.turns.append(TurnRecord(index=1))
+            self.output.open_turn(TurnRecord(index=1))
         return self.output.turns[-1]
 
     def _call(self, part: dict[str, Any]) -> None:
@@ -389,7 +389,9 @@ class OpencodeSession:
         said = state.get("output") if ok else state.get("error")
         times = state.get("time") or {}
         turn = self._turn()
+        started = _number(times.get("start"))  # epoch milliseconds
         call = ToolCallRecord(
+            started_at=started / 1000 if started > 0 else None,
             turn=turn.index,
             seq=len(turn.calls) + 1,
             tool=TOOL_NAMES.get(tool, tool),
@@ -470,6 +472,7 @@ async def _exchange(
     )
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     stderr = asyncio.create_task(_keep_tail(process.stderr, session.stderr))
+    answered = False  # the CLI said all it had to (its stdout ended): the exchange is over, not cut short
     try:
         with contextlib.suppress(ConnectionError):  # it ended at once: its exit code and stderr say why
             process.stdin.write(prompt.encode())
@@ -479,9 +482,11 @@ async def _exchange(
             session.on_line(line)
             if session.stopping:
                 break
+        else:
+            answered = True
     finally:
         if process.returncode is None:
-            session.cut_off = True  # no request of its is let through from now on
+            session.cut_off = session.cut_off or not answered  # no request of a stopped CLI is let through
             await _stop(process)
         code = await process.wait()
         with contextlib.suppress(TimeoutError):  # a process it left behind may hold the pipe: not waited for
