@@ -133,6 +133,11 @@ def test_criteria_of_a_staged_task_run_in_a_new_container_on_the_same_sandbox(
     sandbox = {"driver": "docker", "python": None, "image": docker_image}
     criteria = [
         {"type": "run_command", "command": 'cat "$REFERENCE_DIR/expected.txt"', "description": "reference"},
+        {  # the agent's code a criterion runs cannot change what a later one compares with (it was the user's)
+            "type": "run_command",
+            "command": '! echo 41 > "$REFERENCE_DIR/expected.txt" && ! touch "$REFERENCE_DIR/x" && grep -qx 42 "$REFERENCE_DIR/expected.txt"',
+            "description": "read-only reference",
+        },
         {"type": "run_command", "command": "test -f kept.txt && test ! -e /tmp/left", "description": "new container"},
         {"type": "run_command", "command": LEFT_SLEEPING, "description": "what the stages left is ended"},
         {"type": "run_command", "command": "test \"$(python3 -c 'print(1)')\" = 1", "description": "clean python"},

@@ -183,18 +183,27 @@ class Container:
             (self.folder / CONTAINER_FILE).unlink(missing_ok=True)
         shutil.rmtree(self.io_dir, ignore_errors=True)
 
-    def copy_in(self, folder: Path, at: Path | None = None) -> None:
-        """Copy a host folder into the container at ``at`` (else the same path), owned by the container's user."""
-        uid, gid = (int(part) for part in self.user.split(":"))
+    def copy_in(self, folder: Path, at: Path | None = None, read_only: bool = False) -> None:
+        """Copy a host folder into the container at ``at`` (else the same path), owned by the container's user; or
+        (``read_only``) by root, unwritable to that user: what a criterion's command, the agent's code, reads and
+        must not change (the staged reference, the task's folder)."""
+        uid, gid = (0, 0) if read_only else tuple(int(part) for part in self.user.split(":"))
 
         def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
             info.uid, info.gid, info.uname, info.gname = uid, gid, "", ""
+            if read_only:
+                info.mode &= ~0o022
             return info
 
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as archive:
             archive.add(folder, arcname=str(at or folder).lstrip("/"), filter=owned)
         client().api.put_archive(self.id(), "/", buffer.getvalue())
+
+    def remove_as_root(self, path: Path) -> None:
+        """``rm -rf`` of a read-only copy (``copy_in``): the container's user cannot remove it."""
+        api = client().api
+        api.exec_start(api.exec_create(self.id(), ["rm", "-rf", "--", str(path)], user="0:0")["Id"])
 
     def oom_killed(self) -> bool:
         """Did its memory cgroup OOM-kill a process since the last check (the count is kept in container.json)?"""

@@ -51,7 +51,6 @@ from .templates import TemplateError
 CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 KILL_GRACE_S = 5.0  # past its timeout, a command still running takes the container with it
 OOM_EXIT = 137
-REMOVE_TIMEOUT_S = 60  # a shared folder's copy, after the criteria
 
 
 def _is_ipv6(config: Mapping[str, Any]) -> bool:
@@ -173,12 +172,12 @@ class DockerSandbox(TempdirSandbox):
         """A copy of the host folder in the container, where a tempdir sandbox's commands see it, removed after the
         block (the host's path would name the run, the variant and the row)."""
         seen = shared_path(folder)
-        self.container.copy_in(folder, seen)
+        self.container.copy_in(folder, seen, read_only=True)  # as tempdir mounts it: the agent's code runs here too
         try:
             yield seen
         finally:
-            with contextlib.suppress(SandboxUnavailable):  # the engine gone: so is the copy
-                self.run_unlimited(f"rm -rf {shlex.quote(str(seen))}", REMOVE_TIMEOUT_S)
+            with contextlib.suppress(Exception):  # the engine or the container gone: so is the copy
+                self.container.remove_as_root(seen)
 
     def _serve_egress(self, container: str) -> None:
         """Listen on the egress socket of ``container`` from this process (once per container: any process of the
