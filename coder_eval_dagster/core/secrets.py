@@ -21,13 +21,16 @@ MIN_SECRET_LENGTH = 8
 REDACTED = "***"
 # Beyond the credentials' names (credentials.is_secret_name, which the harness hands over to itself): what else
 # a sandbox command never sees, and what is redacted. A short word ending a name (DB_PASS, MYSQL_PWD,
-# NPM_CONFIG__AUTH, SENTRY_DSN, GH_PAT; not SSH_AUTH_SOCK or PASS_THROUGH), a cookie, a connection string or a
+# NPM_CONFIG__AUTH, SENTRY_DSN, GH_PAT; not SSH_AUTH_SOCK or PASS_THROUGH), a passphrase (GPG_PASSPHRASE), an
+# AUTH_ word inside a name (DOCKER_AUTH_CONFIG, GIT_AUTH_HEADER), a cookie, a connection string or a
 # webhook (its URL is its secret), a URL holding a password (DATABASE_URL=postgres://app:pw@db/x, an authenticated
 # proxy), and a value holding a key under any name (Azure's AccountKey=...). The harness's own helpers on this
 # machine keep them (host_environment: a clone through that proxy), and the venv's making its package index
 # (setup_environment).
 _HIDDEN_NAME = re.compile(
-    r"_(PASS|PWD|AUTH|DSN|PAT)$|(^|_)(COOKIES?|CONNECTION_?STRING|CONN_?STR|WEBHOOK)($|_)", re.IGNORECASE
+    r"_(PASS|PWD|AUTH|DSN|PAT)$|(^|_)(COOKIES?|CONNECTION_?STRING|CONN_?STR|WEBHOOK)($|_)|PASSPHRASE"
+    r"|(^|_)AUTH_(?!SOCK$)",
+    re.IGNORECASE,
 )
 _URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#@\s:]*:[^/?#@\s]+@", re.IGNORECASE)
 _KEY_IN_VALUE = re.compile(r"(^|;)\s*(AccountKey|SharedAccessKey|SharedAccessSignature|InstrumentationKey)=", re.I)
