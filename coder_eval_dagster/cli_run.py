@@ -226,6 +226,11 @@ def _rescored_whole(run_dir: Path, started: int) -> bool:
         return False
 
 
+def _rescored_any(run_dir: Path, started: int) -> bool:
+    """Whether a rescore that began at ``started`` (ns) wrote any evaluation's task.json."""
+    return any(path.stat().st_mtime_ns >= started for path in evaluation_files(run_dir, RESULT_FILE))
+
+
 def recorded_not_run(run_dir: Path) -> set[tuple[str, str, int]]:
     """The evaluations run.json says never started on purpose (the budget spent, a sequential A/B decided): not
     unfinished, nothing to resume."""
@@ -279,7 +284,7 @@ def _resume(opened: OpenRun, options: RunOptions, context: RunContext, retry_err
     run_dir = opened.folder
     row_tasks = opened.snapshot.row_tasks
     cut_short = rescore_cut_short(run_dir)
-    if cut_short:
+    if cut_short and not unfinished(opened):  # (one whose task.json is gone is finished first, then rescored)
         print(f"coder-eval run: {cut_short}", file=sys.stderr)
         return exit_codes.USAGE
     if retry_errors:
@@ -395,7 +400,8 @@ def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: P
     marker.write_text("", encoding="utf-8")
     started = marker.stat().st_mtime_ns
     code = _launch(_open_instance(), opened, row_tasks, options, context, rescore=True, junit=junit)
-    if code != exit_codes.INTERRUPTED and _rescored_whole(run_dir, started):
+    whole = code != exit_codes.INTERRUPTED and _rescored_whole(run_dir, started)
+    if whole or not _rescored_any(run_dir, started):  # done, or refused before any evaluation was scored again
         marker.unlink(missing_ok=True)
     return code
 

@@ -119,13 +119,13 @@ def _html_page(output: Path | None) -> Path | None:
 def _refuse_unfinished(run_dir: Path | None) -> None:
     """A run cut short (killed, interrupted) before its summary, as `report` refuses it: its comparison would read
     as the run's result over the evaluations that happened to finish."""
-    from .cli_run import unfinished_problem
+    from .cli_run import rescore_cut_short, unfinished_problem
     from .core.compare.rows import CompareError
     from .core.layout import RUN_FILE
 
-    if run_dir is None or not run_dir.is_dir() or (run_dir / RUN_FILE).is_file():
+    if run_dir is None or not run_dir.is_dir():
         return
-    why = unfinished_problem(run_dir)
+    why = rescore_cut_short(run_dir) if (run_dir / RUN_FILE).is_file() else unfinished_problem(run_dir)
     if why:
         raise CompareError(why)
 

@@ -351,6 +351,9 @@ class Dialog:
         agent that failed before it said anything gave no reply: none is recorded (a reply without text is one)."""
         if self.stop_reason is not None:
             return
+        if output.stop_reason == "max_turns" and len(output.turns) > self.seen:
+            self.after_exchange(output)  # ended at its cap, the exchange is whole: checked, then the precedence
+            return
         self.last_check = []  # the exchange the agent cut short was not checked
         failed_silent = output.stop_reason == "error" and not any(t.text for t in output.turns[self.seen :])
         if len(output.turns) > self.seen and not failed_silent:

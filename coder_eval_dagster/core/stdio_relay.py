@@ -32,16 +32,21 @@ def main(command: list[str]) -> int:
     child = subprocess.Popen(command, stdin=their_in.fileno(), stdout=their_out.fileno(), start_new_session=True)
     their_in.close()
     their_out.close()
+    stopped: list[int] = []
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # the caller ending the CLI ends it
-        signal.signal(signum, lambda number, _frame: _signal_group(child.pid, number))
+        signal.signal(signum, lambda number, _frame: _signal_group(child.pid, number, stopped))
     threading.Thread(target=_to_child, args=(into,), daemon=True).start()
     _from_child(out_of)
-    return child.wait()  # (stdout closes as this process exits: a caller seeing its end finds it ended, not killable)
+    code = child.wait()
+    if stopped:  # the CLI ended on the signal; a tool of its that ignored it would outlive this process
+        _kill(child.pid, signal.SIGKILL)
+    return code  # (stdout closes as this process exits: a caller seeing its end finds it ended, not killable)
 
 
-def _signal_group(pgid: int, number: int) -> None:
+def _signal_group(pgid: int, number: int, stopped: list[int]) -> None:
     """The signal to the CLI's group, then SIGKILL if it is still there: a SIGKILL to this process, the caller's
     last resort, cannot be passed on, and the CLI would outlive it (and go on acting in the sandbox)."""
+    stopped.append(number)
     _kill(pgid, number)
     later = threading.Timer(KILL_AFTER_S, _kill, args=(pgid, signal.SIGKILL))
     later.daemon = True  # (this process ends once the CLI has: nothing to kill then)

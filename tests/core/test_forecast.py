@@ -174,6 +174,12 @@ def test_a_row_task_without_history_is_flagged_and_bounded_by_max_usd(tmp_path: 
     [
         # max_turns turns of at most the model's window, at its dearest rate
         ({"max_turns": 3}, 3 * SONNET_4_5_WINDOW * 10e-6, "max_turns 3 x the 200,000-token window"),
+        # a dialog's exchanges each have max_turns
+        (
+            {"max_turns": 2, "dialog": 5},
+            10 * SONNET_4_5_WINDOW * 10e-6,
+            "max_turns 2 x 5 exchanges: turns 10 x the 200,000-token window",
+        ),
         # the tightest limit wins
         ({"max_turns": 3, "max_usd": 0.25}, 0.25, "max_usd 0.25"),
         # a token cap bounds the cost only when it counts the cached tokens too
@@ -195,7 +201,9 @@ def test_a_row_task_without_history_is_flagged_and_bounded_by_max_usd(tmp_path: 
 def test_the_agent_is_bounded_by_the_tightest_limit_that_covers_it(
     tmp_path: Path, limits: dict[str, Any], bound: float | None, named: str
 ) -> None:
-    task = claude_code_task(tmp_path / "tasks", "t", run_limits=limits)
+    dialog = limits.pop("dialog", None)
+    simulated = {"simulation": {"enabled": True, "persona": "p", "goal": "g", "max_turns": dialog}} if dialog else {}
+    task = claude_code_task(tmp_path / "tasks", "t", run_limits=limits, **simulated)
 
     (row,) = forecast(selection(task), tmp_path / "runs", workers=1, prices=PriceBook(PRICES)).rows
 

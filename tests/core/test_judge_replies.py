@@ -57,6 +57,7 @@ def forced(requests: list[dict[str, Any]]) -> dict[str, Any]:
         ('Ran the tests {quickly}.\n```json\n{"score": 0.9, "rationale": "prints hi"}\n```\nDone.', 0.9),
         ('{"score": 0.1, "rationale": "draft"}\nOn reflection:\n{"score": 0.7, "rationale": "final"}', 0.7),
         ('{"score": 1.25, "rationale": "generous"}', 1.0),
+        ('I read {the config}. {"score": 0.5, "rationale": "a } and a \\" in its text"}', 0.5),
     ],
 )
 def test_only_a_top_level_object_of_the_final_message_is_the_verdict(text: str, score: float) -> None:
@@ -71,6 +72,9 @@ def test_only_a_top_level_object_of_the_final_message_is_the_verdict(text: str, 
         ('{"checks": [{"score": 1.0}], "rationale": "forgot the score"}', "has no score"),
         ("It looks good to me.", "is not a JSON verdict"),
         ('{"score": "great"}', "is not a number"),
+        # an outer object that is not JSON (a trailing comma, a message cut off) holds its checks: none is the verdict
+        ('Checked.\n{"score": 0.2, "checks": [{"name": "lint", "score": 1.0},]}', "is not a JSON verdict"),
+        ('{"score": 0.2, "checks": [{"name": "lint", "score": 1.0}', "is not a JSON verdict"),
     ],
 )
 def test_a_verdict_with_no_top_level_score_is_an_error(text: str, error: str) -> None:

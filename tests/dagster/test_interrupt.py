@@ -239,7 +239,7 @@ def test_a_rescore_cut_short_is_finished_by_a_rescore_not_read_as_a_mixture(tmp_
     rescoring.send_signal(signal.SIGINT)
     assert rescoring.wait(timeout=60) == 130
 
-    for command in (("run", "--resume", run_dir), ("report", run_dir, "--rebuild")):
+    for command in (("run", "--resume", run_dir), ("report", run_dir, "--rebuild"), ("compare", run_dir)):
         refused = _coder_eval(tmp_path, *command)
         _, err = refused.communicate(timeout=120)
         assert refused.returncode == 2 and "the rescore did not finish" in err, err
@@ -251,3 +251,28 @@ def test_a_rescore_cut_short_is_finished_by_a_rescore_not_read_as_a_mixture(tmp_
     assert statuses == {"FAILURE"}
     rebuilt = _coder_eval(tmp_path, "report", run_dir, "--rebuild")
     assert rebuilt.wait(timeout=120) == 0, rebuilt.communicate()
+
+
+def test_a_rescore_refused_before_it_scored_anything_leaves_the_run_as_it_was(tmp_path: Path) -> None:
+    """A rescore refused inside its run (a damaged task.json) left the run marked as a rescore cut short: --resume
+    and report --rebuild then sent the user to rescore, which sent them back."""
+    task = write(
+        tmp_path / "tasks" / "two.yaml",
+        """
+        task_id: two
+        description: two rows
+        agent: {type: none}
+        sandbox: {python: null}
+        dataset: {rows: [{id: a}, {id: b}]}
+        success_criteria: [{type: run_command, command: "true", description: t}]
+        """,
+    )
+    ran = _coder_eval(tmp_path, "run", task, "--runs-dir", tmp_path / "runs")
+    assert ran.wait(timeout=120) == 0, ran.communicate()
+    (run_dir,) = (tmp_path / "runs").glob("2*")
+    (run_dir / "default/two/b/00/task.json").write_text('{"broken')
+    refused = _coder_eval(tmp_path, "rescore", run_dir)
+    _, err = refused.communicate(timeout=120)
+    assert refused.returncode == 2, err
+    assert not (run_dir / ".rescoring").exists()
+    assert sorted(path.name for path in run_dir.iterdir() if path.name.startswith(".rescor")) == []

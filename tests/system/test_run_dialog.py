@@ -173,7 +173,7 @@ def test_validate_refuses_a_blank_persona_or_goal(tmp_path: Path, system_cli: Sy
     task = claude_code_task(tmp_path / "tasks", "blank", simulation=simulation)
     outcome = system_cli.invalid(task)
     line = next(n for n, text in enumerate(task.read_text().splitlines(), 1) if "persona:" in text)
-    assert f"{task}:{line}: simulation.persona:" in outcome.err, outcome.err
+    assert f"{task}:{line}: simulation.persona: must not be blank" in outcome.err, outcome.err
 
 
 def test_validate_refuses_a_task_whose_every_criterion_has_weight_0(tmp_path: Path, system_cli: SystemCli) -> None:
@@ -273,3 +273,36 @@ def test_every_turn_judges_the_last_exchange_once(system_cli: SystemCli, scripte
     assert fake.script.judged == 2
     (criterion,) = result["success_criteria_results"]
     assert criterion["score"] == 0.9 and criterion["evidence"]["reused"] is True
+
+
+def test_an_exchange_ended_at_its_cap_is_checked_before_the_cap_ends_the_dialog(system_cli: SystemCli) -> None:
+    """A replayed (or codex, opencode) agent stopping itself at run_limits.max_turns skipped the per-turn check:
+    the exchange that met the criteria ended as agent_max_turns, where the guide's order (and claude-code) says
+    criteria_passed."""
+    turns = [
+        {"text": "reply one"},
+        {"user": "write a.txt"},
+        {"calls": [{"tool": "Bash", "command": "echo a > a.txt"}]},
+        *[{"calls": [{"tool": "Bash", "command": f"echo {n}"}]} for n in range(3)],
+    ]
+    simulation = {
+        "enabled": True,
+        "persona": "p",
+        "goal": "g",
+        "max_turns": 5,
+        "check_criteria": "every_turn",
+        "stop_on_criteria_pass": True,
+    }
+    check = [{"type": "file_exists", "path": "a.txt", "description": "a.txt written"}]
+    task = replay_task_file(
+        system_cli.folder / "tasks",
+        "capped",
+        turns,
+        simulation=simulation,
+        run_limits={"max_turns": 2},
+        success_criteria=check,
+    )
+    outcome, run = system_cli.run(task, env={})
+    result = run.result("capped")
+    assert result["simulation"]["stop_reason"] == "criteria_passed", (result["simulation"], outcome.output)
+    assert result["simulation"]["total_turns"] == 2 and result["final_status"] == "SUCCESS"

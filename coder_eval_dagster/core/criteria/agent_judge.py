@@ -136,20 +136,36 @@ def offered_tools(config: AgentConfig) -> list[str]:
 
 
 def top_level_objects(text: str) -> list[dict[str, Any]]:
-    """Every JSON object of ``text`` that no other holds, in order: a ``{`` inside an object already decoded is
-    never tried (a nested ``{"score": 1.0}`` of a check or a wrapper scored the verdict), nor one opening prose."""
-    decoder = json.JSONDecoder()
+    """Every JSON object of ``text`` that no other holds, in order: what is inside an outer ``{...}`` is never tried
+    on its own, whether the outer one decodes or not (a check's nested ``{"score": 1.0}`` scored the verdict when
+    the outer object had a trailing comma); a span that is not JSON (prose in braces) is skipped whole."""
     found: list[dict[str, Any]] = []
-    start = text.find("{")
-    while start != -1:
+    for start, end in top_level_spans(text):
         try:
-            value, end = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            start = text.find("{", start + 1)
+            value = json.loads(text[start:end])
+        except ValueError:
             continue
-        found.append(value)  # (a ``{`` decodes to a dict or fails)
-        start = text.find("{", end)
+        if isinstance(value, dict):
+            found.append(value)
     return found
+
+
+def top_level_spans(text: str) -> Iterator[tuple[int, int]]:
+    """Where each outermost balanced ``{...}`` of ``text`` begins and ends, braces in JSON strings not counted; an
+    object never closed (a message cut off) holds the rest of the text."""
+    depth, start, in_string, escaped = 0, 0, False, False
+    for index, char in enumerate(text):
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"' and depth:
+            in_string = True
+        elif char == "{":
+            start = index if depth == 0 else start
+            depth += 1
+        elif char == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                yield start, index + 1
 
 
 def parse_verdict(text: str) -> dict[str, Any]:

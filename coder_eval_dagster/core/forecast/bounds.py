@@ -92,10 +92,11 @@ def agent_bound(task: Task, prices: PriceBook, backend: Backend) -> Part:
     model = task.agent.model
     found = [Part(limits.max_usd, None, f"max_usd {limits.max_usd:g}")] if limits.max_usd else []
     found += token_cap(limits, prices, model, backend)
-    if limits.max_turns is not None:
-        found.append(turns_bound(prices, model, backend, limits.max_turns, "max_turns"))
+    exchanges = task.simulation.max_turns if task.simulated and task.simulation else 1
+    if limits.max_turns is not None:  # a cap on each exchange's turns
+        shown = "max_turns" if exchanges == 1 else f"max_turns {limits.max_turns} x {exchanges} exchanges: turns"
+        found.append(turns_bound(prices, model, backend, limits.max_turns * exchanges, shown))
     if limits.max_tool_calls is not None:  # every model turn but an exchange's last makes a call
-        exchanges = task.simulation.max_turns if task.simulated and task.simulation else 1
         turns = limits.max_tool_calls + exchanges
         found.append(turns_bound(prices, model, backend, turns, f"max_tool_calls {limits.max_tool_calls}: turns"))
     return tightest(found, "no max_usd, max_turns, max_tool_calls or token cap")

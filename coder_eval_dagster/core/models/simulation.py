@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from .base import StrictModel, rule_error
 
 
 class Simulation(StrictModel):
     enabled: bool = False
-    persona: str = Field(pattern=r"\S")  # blank: a simulated user with no one to be (coder_eval refuses it too)
-    goal: str = Field(pattern=r"\S")
+    persona: str  # not blank: a simulated user with no one to be (coder_eval refuses it too)
+    goal: str
     constraints: list[str] = Field(default_factory=list)
     max_turns: int = Field(default=8, ge=1, le=100)
     stop_token: str = Field(default="<<<END>>>", min_length=1)
@@ -22,6 +22,13 @@ class Simulation(StrictModel):
     check_criteria: Literal["end_of_dialog", "every_turn", "both"] = "end_of_dialog"
     model: str | None = Field(default=None, min_length=1)
     parallel_trials: int = Field(default=1, ge=1)  # accepted for coder_eval's files: trials already run in parallel
+
+    @field_validator("persona", "goal")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
 
     @model_validator(mode="after")
     def _criteria_pass_needs_per_turn_checks(self) -> Simulation:
