@@ -87,6 +87,7 @@ def open_beneath(
     if path.is_absolute() and links_at is not None and path.is_relative_to(links_at):
         path = path.relative_to(links_at)  # (`/sandbox/../x` is `../x`: above root, it leaves)
     folders = [os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)]  # the walk so far; [0] is root
+    owner = _made_for(folders[0]) if make_parents or flags & os.O_CREAT else None
     parts, links = list(path.parts), 0
     try:
         while parts:
@@ -100,8 +101,10 @@ def open_beneath(
                 continue
             try:
                 if not parts:
-                    return _regular(os.open(part, flags | _FILE_FLAGS, 0o666, dir_fd=folders[-1]), relative)
-                folders.append(_open_folder(part, folders[-1], make_parents))
+                    return _owned(
+                        _regular(os.open(part, flags | _FILE_FLAGS, 0o666, dir_fd=folders[-1]), relative), owner
+                    )
+                folders.append(_open_folder(part, folders[-1], make_parents, owner))
                 continue
             except OSError as exc:
                 if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
@@ -128,8 +131,9 @@ def open_beneath(
             os.close(fd)
 
 
-def _open_folder(name: str, parent: int, make: bool) -> int:
-    """An O_PATH descriptor of the folder ``name`` in ``parent``, never through a link (ENOTDIR then)."""
+def _open_folder(name: str, parent: int, make: bool, owner: tuple[int, int] | None = None) -> int:
+    """An O_PATH descriptor of the folder ``name`` in ``parent``, never through a link (ENOTDIR then); one it
+    makes is ``owner``'s."""
     try:
         return os.open(name, _DIRECTORY_FLAGS, dir_fd=parent)
     except FileNotFoundError:
@@ -137,7 +141,23 @@ def _open_folder(name: str, parent: int, make: bool) -> int:
             raise
     with contextlib.suppress(FileExistsError):  # made meanwhile: opened as any other
         os.mkdir(name, dir_fd=parent)
+        if owner is not None:  # (a link swapped in meanwhile is changed itself, never what it points to)
+            os.chown(name, *owner, dir_fd=parent, follow_symlinks=False)
     return os.open(name, _DIRECTORY_FLAGS, dir_fd=parent)
+
+
+def _made_for(root: int) -> tuple[int, int] | None:
+    """Who what the harness (root) makes in ``root`` on a confined process's behalf belongs to: the owner of
+    ``root`` when that is another user (a container's: a file the replay's Write made is then its own Bash's to
+    change); None when the harness's own user owns it."""
+    found = os.fstat(root)
+    return (found.st_uid, found.st_gid) if os.geteuid() == 0 and found.st_uid != 0 else None
+
+
+def _owned(fd: int, owner: tuple[int, int] | None) -> int:
+    if owner is not None:
+        os.fchown(fd, *owner)
+    return fd
 
 
 def _link_target(name: str, parent: int, refused: OSError, relative: str) -> PurePosixPath | None:

@@ -21,6 +21,7 @@ from .conftest import (
     new_key,
     no_key_anywhere,
     probe_ran,
+    replay_task_file,
     task_file,
 )
 
@@ -185,3 +186,25 @@ def test_an_image_with_its_own_entrypoint_and_a_petabyte_of_output_still_run(
     assert result["final_status"] == "SUCCESS", (result["error_message"], outcome.output)
     (pre_run,) = result["pre_run_results"]
     assert pre_run["stdout"].startswith("start\n") and "bytes omitted: output capped at" in pre_run["stdout"]
+
+
+def test_files_a_replay_writes_are_its_own_bashs_to_change(
+    tmp_path: Path, system_cli: SystemCli, docker_image: str
+) -> None:
+    """The replay's Write runs on the host (as root on CI): under docker the file and the folders it made were
+    root's, and the replay's own later Bash could not change them (Permission denied), where the recorded session,
+    one user, could."""
+    calls = [
+        {"tool": "Write", "path": "src dir/app.py", "content": "print('v1')\n"},
+        {"tool": "Bash", "command": "echo \"print('v2')\" >> 'src dir/app.py' && touch 'src dir/extra.py'"},
+    ]
+    check = {"type": "command_executed", "tool_name": "Bash", "command_pattern": "touch", "require_success": True}
+    task = replay_task_file(
+        tmp_path / "tasks",
+        "owned",
+        [{"calls": calls, "text": "done"}],
+        sandbox={"driver": "docker", "python": None, "image": docker_image},
+        success_criteria=[check | {"description": "the Bash call succeeded"}],
+    )
+    outcome, _ = system_cli.run(task, env={})
+    assert outcome.code == 0, outcome.output
