@@ -208,3 +208,32 @@ def test_files_a_replay_writes_are_its_own_bashs_to_change(
     )
     outcome, _ = system_cli.run(task, env={})
     assert outcome.code == 0, outcome.output
+
+
+def test_a_bare_pip_works_in_an_image_without_pip(tmp_path: Path, system_cli: SystemCli, docker_image: str) -> None:
+    """The venv's pip shim ran `python -m pip`, which an image without python3-pip has not: a bare `pip` in pre_run
+    failed (No module named pip) under docker and worked under tempdir; uv's pip stands in."""
+    import zipfile
+
+    wheel = tmp_path / "tasks" / "wheels" / "demo-0.1-py3-none-any.whl"
+    wheel.parent.mkdir(parents=True)
+    with zipfile.ZipFile(wheel, "w") as archive:  # the smallest wheel: installed offline from the sandbox
+        archive.writestr("demo/__init__.py", "")
+        archive.writestr("demo-0.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: demo\nVersion: 0.1\n")
+        archive.writestr("demo-0.1.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        archive.writestr("demo-0.1.dist-info/RECORD", "")
+    check = {"type": "run_command", "command": "pip list > pips.txt && pip3 list | grep -q demo", "description": "pip"}
+    task = task_file(
+        tmp_path / "tasks",
+        "bare",
+        agent={"type": "none"},
+        sandbox={
+            "driver": "docker",
+            "python": {"env_packages": ["/sandbox/wheels/demo-0.1-py3-none-any.whl"]},
+            "image": docker_image,
+            "template_sources": [{"type": "template_dir", "path": "wheels", "mount_point": "wheels"}],
+        },
+        success_criteria=[check],
+    )
+    outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 0, outcome.output + str(run.result("bare")["success_criteria_results"])

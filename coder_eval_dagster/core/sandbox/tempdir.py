@@ -59,8 +59,13 @@ SCORING_STAGES = frozenset({"score", "post_run"})
 def pip_shims(venv: str) -> str:
     """The step giving a venv made without pip of its own a ``pip`` and ``pip3`` that install into it: the bare
     ``pip`` agents and authors type ran the interpreter's, which installed into ``$HOME/.local`` (the phase's
-    ``/tmp``, gone before the criteria ran) or failed. coder_eval's venv has its own pip."""
-    shim = shlex.quote(f'#!/bin/sh\nexec {venv}/bin/python -m pip "$@"\n')
+    ``/tmp``, gone before the criteria ran) or failed. coder_eval's venv has its own pip. Where the interpreter
+    has no pip (a Debian image without python3-pip), uv's pip installs into the venv instead."""
+    python = f"{venv}/bin/python"
+    shim = shlex.quote(
+        f"#!/bin/sh\n{python} -c 'import pip' 2>/dev/null && exec {python} -m pip \"$@\"\n"
+        f'exec uv pip "$@" --python {python}\n'
+    )
     made = f"{{ printf {shim} > {venv}/bin/$name && chmod 755 {venv}/bin/$name; }}"
     return f"for name in pip pip3; do [ -e {venv}/bin/$name ] || {made}; done"
 
