@@ -628,6 +628,8 @@ def keep_to_its_user(sandbox: Path) -> None:
     another user's, whatever the walk cannot reach (a path past PATH_MAX)."""
     drop_privileges(sandbox)
     with contextlib.suppress(OSError):  # (none kept: an evaluation that never made its sandbox)
+        if os.geteuid() == 0 and sandbox.lstat().st_uid != 0:  # a container's user's: a host account may share its
+            os.chown(sandbox, 0, 0, follow_symlinks=False)  # uid (a rescore's container hands it back)
         if sandbox.lstat().st_uid == os.geteuid():
             os.chmod(sandbox, 0o700, follow_symlinks=False)
 

@@ -204,10 +204,17 @@ def test_files_a_replay_writes_are_its_own_bashs_to_change(
         "owned",
         [{"calls": calls, "text": "done"}],
         sandbox={"driver": "docker", "python": None, "image": docker_image},
-        success_criteria=[check | {"description": "the Bash call succeeded"}],
+        success_criteria=[
+            check | {"description": "the Bash call succeeded"},
+            {"type": "run_command", "command": "test -f 'src dir/extra.py'", "description": "seen in the container"},
+        ],
     )
-    outcome, _ = system_cli.run(task, env={})
+    outcome, run = system_cli.run(task, env={})
     assert outcome.code == 0, outcome.output
+    kept = (run.evaluation("owned") / "sandbox").stat()  # the container's user's no longer: the host's root's alone
+    assert (kept.st_uid, kept.st_mode & 0o777) == (0, 0o700)
+    rescored = system_cli("rescore", run.path, env={})  # a new container on it: handed to its user again
+    assert rescored.code == 0, rescored.output
 
 
 def test_a_bare_pip_works_in_an_image_without_pip(tmp_path: Path, system_cli: SystemCli, docker_image: str) -> None:

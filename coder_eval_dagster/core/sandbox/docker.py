@@ -44,7 +44,7 @@ from .engine import (
     default_image,
 )
 from .holder import SandboxUnavailable
-from .process import INTERRUPTED_ERROR, Interrupt, ReplacedCapture, read_capped
+from .process import INTERRUPTED_ERROR, Interrupt, ReplacedCapture, read_capped, timed_out_error
 from .tempdir import VENV_TIMEOUT_S, TempdirSandbox, pip_shims, shared_path
 from .templates import TemplateError
 
@@ -295,7 +295,7 @@ class DockerSandbox(TempdirSandbox):
         if replaced:
             result.error = replaced
         elif timed_out:
-            result.error = f"timed out after {timeout:g} s (process group killed in the container)"
+            result.error = timed_out_error(timeout)  # as under tempdir: a query on the text finds both
         elif stopped:
             result.error = "stopped: the run was interrupted (container removed)"
         elif exit_code == OOM_EXIT and self.container.oom_killed():

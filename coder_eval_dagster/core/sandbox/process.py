@@ -324,5 +324,10 @@ def run_shell(
         stderr=redact(err.render()),
         duration_s=round(time.perf_counter() - start, 3),
         timed_out=timed_out,
-        error=f"timed out after {timeout:g} s (process group killed)" if timed_out else None,
+        error=timed_out_error(timeout) if timed_out else None,
     )
+
+
+def timed_out_error(timeout: float) -> str:
+    """A command's error at its timeout, the same under every driver."""
+    return f"timed out after {timeout:g} s (process group killed)"
