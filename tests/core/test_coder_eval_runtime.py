@@ -332,5 +332,5 @@ def test_the_simulated_users_model_is_pinned_by_simulation_model() -> None:
         assert isinstance(user, ModelUser)
         return user.model
 
-    assert model_of(dialog) == "agent-model"
+    assert model_of(dialog) == "claude-sonnet-4-6"  # the judges' default as served, never the agent's model
     assert model_of({**dialog, "model": "claude-haiku-4-5"}) == "claude-haiku-4-5"

@@ -22,16 +22,23 @@ CLI = Path(sys.executable).parent / "coder-eval"
 
 
 def _slow_task(folder: Path, seconds: int | str) -> Path:
+    return _rows_task(folder / "slow.yaml", "slow", 3, "true", f"echo started > started.txt; sleep {seconds}")
+
+
+def _rows_task(path: Path, task_id: str, count: int, command: str, pre_run: str | None = None) -> Path:
+    """An agentless dataset task of ``count`` rows, each checked by ``command`` (after ``pre_run``, if given)."""
+    rows = ", ".join(f"{{id: r{n}}}" for n in range(count))
+    before = f'pre_run: [{{command: "{pre_run}", timeout: 120}}]' if pre_run else ""
     return write(
-        folder / "slow.yaml",
+        path,
         f"""
-        task_id: slow
-        description: slow
+        task_id: {task_id}
+        description: {task_id}
         agent: {{type: none}}
         sandbox: {{python: null}}
-        dataset: {{rows: [{{id: a}}, {{id: b}}, {{id: c}}]}}
-        pre_run: [{{command: "echo started > started.txt; sleep {seconds}", timeout: 120}}]
-        success_criteria: [{{type: run_command, command: "true", description: t}}]
+        dataset: {{rows: [{rows}]}}
+        {before}
+        success_criteria: [{{type: run_command, command: "{command}", description: t}}]
         """,
     )
 
@@ -79,7 +86,7 @@ def test_resume_redoes_what_an_interrupt_cut_short_or_never_started(tmp_path: Pa
     out, err = resumed.communicate(timeout=120)
     assert resumed.returncode == 0, out + err
     rows = json.loads((run_dir / "run.json").read_text())["task_results"]
-    assert [(row["task_id"], row["status"]) for row in rows] == [(f"slow/{i}", "SUCCESS") for i in "abc"]
+    assert [(row["task_id"], row["status"]) for row in rows] == [(f"slow/r{i}", "SUCCESS") for i in range(3)]
 
 
 def test_an_interrupt_while_scoring_writes_no_verdict_and_resume_scores_again(tmp_path: Path) -> None:
@@ -181,19 +188,7 @@ def test_sigterm_before_the_run_and_a_second_ctrl_c_end_it_in_one_line_starting_
     _, err = process.communicate(timeout=30)
     assert (process.returncode, err.strip().splitlines()[-1:]) == (130, ["coder-eval: interrupted"]), err
 
-    rows = ", ".join(f"{{id: r{n}}}" for n in range(150))
-    many = write(
-        tmp_path / "many" / "many.yaml",
-        f"""
-        task_id: many
-        description: many
-        agent: {{type: none}}
-        sandbox: {{python: null}}
-        dataset: {{rows: [{rows}]}}
-        pre_run: [{{command: "echo started > started.txt; sleep 30", timeout: 120}}]
-        success_criteria: [{{type: run_command, command: "true", description: t}}]
-        """,
-    )
+    many = _rows_task(tmp_path / "many" / "many.yaml", "many", 150, "true", "echo started > started.txt; sleep 30")
     process = _coder_eval(tmp_path, "run", many, "--runs-dir", tmp_path / "runs", "-j", "4")
     deadline = time.monotonic() + 60
     while not list(tmp_path.glob("runs/*/default/many/*/00/sandbox/started.txt")) and time.monotonic() < deadline:
@@ -210,27 +205,11 @@ def test_sigterm_before_the_run_and_a_second_ctrl_c_end_it_in_one_line_starting_
 def test_a_rescore_cut_short_is_finished_by_a_rescore_not_read_as_a_mixture(tmp_path: Path) -> None:
     """Ctrl-C in a rescore left some task.json files scored by the new criteria and the others by the old:
     `run --resume` and `report --rebuild` summarised that mixture (neither the run nor its rescore) without a word."""
-    rows = ", ".join(f"{{id: r{n}}}" for n in range(12))
-    task = tmp_path / "tasks" / "rows.yaml"
-
-    def write_task(command: str) -> None:
-        write(
-            task,
-            f"""
-            task_id: rows
-            description: rows
-            agent: {{type: none}}
-            sandbox: {{python: null}}
-            dataset: {{rows: [{rows}]}}
-            success_criteria: [{{type: run_command, command: "{command}", description: t}}]
-            """,
-        )
-
-    write_task("true")
+    task = _rows_task(tmp_path / "tasks" / "rows.yaml", "rows", 12, "true")
     ran = _coder_eval(tmp_path, "run", task, "--runs-dir", tmp_path / "runs", "-j", "2")
     assert ran.wait(timeout=120) == 0, ran.communicate()
     (run_dir,) = (tmp_path / "runs").glob("2*")
-    write_task("touch rescored; sleep 1; false")
+    _rows_task(task, "rows", 12, "touch rescored; sleep 1; false")
     rescoring = _coder_eval(tmp_path, "rescore", run_dir, "-j", "2")
     deadline = time.monotonic() + 60
     while not list(run_dir.glob("default/rows/*/00/sandbox/rescored")) and time.monotonic() < deadline:

@@ -247,23 +247,26 @@ def test_an_agent_that_fails_in_an_exchange_leaves_no_made_up_reply(
     ]
 
 
+# A dialog of up to five exchanges, checked after each, that ends once every criterion passes.
+UNTIL_PASSED = {
+    "enabled": True,
+    "persona": "p",
+    "goal": "g",
+    "max_turns": 5,
+    "check_criteria": "every_turn",
+    "stop_on_criteria_pass": True,
+}
+
+
 def test_every_turn_judges_the_last_exchange_once(system_cli: SystemCli, scripted_anthropic) -> None:
     """Under check_criteria: every_turn the judge that passed the exchange the dialog stopped on was asked again
     after the dialog, and its new answer failed the task: stopped as `criteria_passed`, scored FAILURE. coder_eval
     judges that exchange once (`both` is the mode that judges again at the end)."""
     fake = scripted_anthropic(Script([], verdicts=[{"score": score, "rationale": "r"} for score in (0.3, 0.9, 0.2)]))
     turns = [{"text": "reply one"}, {"user": "u2"}, {"text": "reply two"}, {"user": "u3"}, {"text": "reply three"}]
-    simulation = {
-        "enabled": True,
-        "persona": "p",
-        "goal": "g",
-        "max_turns": 5,
-        "check_criteria": "every_turn",
-        "stop_on_criteria_pass": True,
-    }
     judge = {"type": "llm_judge", "description": "judged", "prompt": "Grade the dialog.", "include_dialog": True}
     task = replay_task_file(
-        system_cli.folder / "tasks", "judged", turns, simulation=simulation, success_criteria=[judge]
+        system_cli.folder / "tasks", "judged", turns, simulation=UNTIL_PASSED, success_criteria=[judge]
     )
     outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
     result = run.result("judged")
@@ -285,20 +288,12 @@ def test_an_exchange_ended_at_its_cap_is_checked_before_the_cap_ends_the_dialog(
         {"calls": [{"tool": "Bash", "command": "echo a > a.txt"}]},
         *[{"calls": [{"tool": "Bash", "command": f"echo {n}"}]} for n in range(3)],
     ]
-    simulation = {
-        "enabled": True,
-        "persona": "p",
-        "goal": "g",
-        "max_turns": 5,
-        "check_criteria": "every_turn",
-        "stop_on_criteria_pass": True,
-    }
     check = [{"type": "file_exists", "path": "a.txt", "description": "a.txt written"}]
     task = replay_task_file(
         system_cli.folder / "tasks",
         "capped",
         turns,
-        simulation=simulation,
+        simulation=UNTIL_PASSED,
         run_limits={"max_turns": 2},
         success_criteria=check,
     )
