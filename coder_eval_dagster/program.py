@@ -35,13 +35,17 @@ def main() -> None:
 
         code = run_command()
     except KeyboardInterrupt:  # while the command's modules load, before it handles one itself
-        print("coder-eval: interrupted", file=sys.stderr)
-        code = INTERRUPTED
+        code = _interrupted()
     exit_now(code)
 
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
+
+
+def _interrupted() -> int:
+    print("coder-eval: interrupted", file=sys.stderr)
+    return INTERRUPTED
 
 
 def exit_now(code: int) -> None:
@@ -52,8 +56,7 @@ def exit_now(code: int) -> None:
         threading._shutdown()  # type: ignore[attr-defined]  # private to CPython, not in typeshed
         atexit._run_exitfuncs()
     except KeyboardInterrupt:
-        print("coder-eval: interrupted", file=sys.stderr)
-        code = INTERRUPTED
+        code = _interrupted()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing left to say
             stream.flush()

@@ -217,8 +217,9 @@ class Dialog:
     messages: list[DialogMessage] = field(default_factory=list)
     turns: int = 0  # completed exchanges
     seen: int = 0  # agent turns already assigned to an exchange
-    exchange_turns: int = 0  # the agent turns of the latest exchange
-    exchange_capped: bool = False  # the agent reported the latest exchange ended at its max_turns
+    # The latest exchange spent run_limits.max_turns (its max_turns_exhausted): each exchange is capped on its own,
+    # as coder_eval caps each iteration.
+    agent_turns_spent: bool = False
     stop_reason: DialogStopReason | None = None
     simulator_usages: list[TokenUsage] = field(default_factory=list)  # one per simulator call
     simulator_failures: int = 0  # the simulated user's calls that raised (each ends the dialog)
@@ -255,20 +256,13 @@ class Dialog:
         """Record the completed exchange; the user's next message, or None when the dialog ends here."""
         self._record_agent(output)
         self.turns += 1
-        self.exchange_capped = output.stop_reason == "max_turns"
-        self.last_check = []
+        cap = self.agent_max_turns  # (claude-code's CLI says it stopped there; another agent may go past it)
+        self.agent_turns_spent = output.stop_reason == "max_turns" or (cap is not None and output.exchange_turns > cap)
         reason = self._termination(output)
         if reason is None:
             return self._ask_user()
         self.stop_reason = reason
         return None
-
-    @property
-    def agent_turns_spent(self) -> bool:
-        """The latest exchange ended at run_limits.max_turns (claude-code's CLI says so), or went past it (its
-        max_turns_exhausted): each exchange is capped on its own, as coder_eval caps each iteration."""
-        past = self.agent_max_turns is not None and self.exchange_turns > self.agent_max_turns
-        return self.exchange_capped or past
 
     def _termination(self, output: AgentOutput) -> DialogStopReason | None:
         """The guide's precedence after an exchange, with coder_eval's agent_max_turns after the dialog's own
@@ -338,7 +332,6 @@ class Dialog:
         """The agent's reply in the exchange: the text of its turns since the last one."""
         start, self.seen = self.seen, len(output.turns)
         turns = output.turns[start:]
-        self.exchange_turns = len(turns)
         text = "\n\n".join(t.text for t in turns if t.text) or NO_TEXT
         self.messages.append(
             DialogMessage(
