@@ -470,6 +470,8 @@ def end_spare() -> None:
         spare = [namespace for kind in _spare.values() for namespace in kind]
         for kind in _spare.values():
             kind.clear()
+    for namespace in spare:  # every holder told first: the kernel tears their namespaces down side by side
+        namespace.holder.close()
     for namespace in spare:
         _end(namespace)
 
@@ -508,7 +510,7 @@ def release_all() -> None:
 
 def _end(namespace: _Namespace) -> None:
     """End the holder, and so everyone inside (a command the spawner waits on too), then the spawner."""
-    namespace.holder.close()  # the holder reads its end of file and exits
+    namespace.holder.close()  # the holder reads its end of file and exits (closing twice is a no-op)
     starter = namespace.starter
     if not wait_for(starter, END_TIMEOUT_S):  # unshare returns once the holder, and so everyone inside, is gone
         starter.kill()  # a process inside that will not die (uninterruptible sleep): do not wait for it forever
