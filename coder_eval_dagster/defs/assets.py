@@ -13,18 +13,21 @@ own evaluation, never failing the step.
 
 import json
 import warnings
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import dagster as dg
 
 from ..core.chunking import partitions_per_run
+from ..core.compare import NO_PREVIOUS_RUN
 from ..core.compare.suite_plots import suite_float_metadata
 from ..core.evaluation import Evaluation, Phase, remember_verdicts, restore_checkpoint, run_phase
 from ..core.fingerprints import resolution_digest
 from ..core.layout import (
     CHECKPOINT_FILE,
     COMPARISON_PAGE,
+    PLAN_FILE,
     REPORT_FILE,
     RESULT_FILE,
     RUN_FILE,
@@ -34,12 +37,14 @@ from ..core.layout import (
     TABLES_DIR,
     cache_dir,
     load_result,
+    read_record,
 )
+from ..core.problems import InvalidInput
 from ..core.resolution import RowTask
 from ..core.routing import routing_line
 from ..core.run_context import RunContext, uses_model_route
 from ..core.run_spec import RunOptions
-from ..core.runs import OpenRun, in_parallel, plan_evaluations, preload_tables, summarize
+from ..core.runs import OpenRun, RunPlan, in_parallel, plan_evaluations, preload_tables, started, summarize
 from ..core.sandbox.engine import default_docker_image
 from ..core.scoring import kept_for_rescore
 from .dagster_private import add_partition_metadata
@@ -396,12 +401,16 @@ def _earlier_run_dirs(instance: dg.DagsterInstance, current: Path) -> list[Path]
     return folders
 
 
-def previous_run(instance: dg.DagsterInstance, current: "RunRows") -> "RunRows | None":
-    """The latest earlier run of the same task set, if the instance knows one."""
+def previous_run(instance: dg.DagsterInstance, current: "RunRows", started_at: datetime) -> "RunRows | None":
+    """The run of the same task set that started last before this one (``started_at``), if the instance knows one.
+
+    By start, not by materialization: a rescore (or a resume) of an older run
+    materializes it again, after the runs that followed it.
+    """
     from ..core.compare.regression import same_task_set
     from ..core.compare.rows import CompareError, load_run
 
-    for folder in _earlier_run_dirs(instance, current.run_dir):
+    for folder in _started_before(_earlier_run_dirs(instance, current.run_dir), started_at):
         try:
             candidate = load_run(folder)
         except CompareError:  # a run folder since deleted or emptied
@@ -409,6 +418,17 @@ def previous_run(instance: dg.DagsterInstance, current: "RunRows") -> "RunRows |
         if same_task_set(candidate, current):
             return candidate
     return None
+
+
+def _started_before(folders: list[Path], moment: datetime) -> list[Path]:
+    """The run folders started before ``moment``, the latest first (those whose plan is gone or unreadable left out)."""
+    starts = {}
+    for folder in dict.fromkeys(folders):
+        try:
+            starts[folder] = started(read_record(folder / PLAN_FILE, RunPlan))
+        except (OSError, InvalidInput):
+            continue
+    return sorted((folder for folder, start in starts.items() if start < moment), key=starts.__getitem__, reverse=True)
 
 
 @dg.asset(
@@ -420,12 +440,13 @@ def previous_run(instance: dg.DagsterInstance, current: "RunRows") -> "RunRows |
 def variant_comparison(
     context: dg.AssetExecutionContext, settings: CoderEvalSettings, run_context: dg.ResourceParam[RunContext]
 ) -> Materialized:
-    run_dir = settings.open(context, run_context).folder
+    opened = settings.open(context, run_context)
+    run_dir = opened.folder
     if _single_variant(run_dir) and not _earlier_run_dirs(context.instance, run_dir):
         # Nothing to pair with: done without importing pandas and scipy (a second of every first run).
         return dg.MaterializeResult(
             metadata={"comparison": dg.MetadataValue.md("one variant and no earlier run: nothing to compare yet")},
-            check_results=[_check_result(True, {"previous_run": "none"})],
+            check_results=[_check_result(True, {"previous_run": NO_PREVIOUS_RUN})],
         )
     # Imported here: pandas and scipy would otherwise load with the code location, before every run.
     from ..core.compare.analysis import compare_variants
@@ -440,7 +461,7 @@ def variant_comparison(
             check_results=[_check_result(True, {"previous_run": "this run has no evaluations"})],
         )
     table, rates = comparison_metadata(compare_variants(current))
-    before = previous_run(context.instance, current)
+    before = previous_run(context.instance, current, started(opened.plan))
     verdict = regression_verdict(before, current)
     page = run_dir / COMPARISON_PAGE
     check_metadata = {

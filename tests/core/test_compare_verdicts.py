@@ -98,6 +98,19 @@ def test_two_tasks_whose_deviations_cancel_have_no_clustered_verdict(tmp_path: P
     )
 
 
+def test_deviations_that_cancel_only_up_to_rounding_have_no_clustered_verdict_either(tmp_path: Path) -> None:
+    """Two base tasks of 8 rows, 3 replicates: six rows 2/3 -> 1/3, one 0 -> 1, one 1 -> 1 in each. Both tasks'
+    mean difference is -1/8, so SE_clustered is 0 in exact arithmetic; in floating point the sums of thirds left
+    ~1e-17, an interval 1e-15 wide read as certain (baseline_better at McNemar p = 0.013)."""
+    a = {f"k{t}/r{i}": "SSF" if i < 6 else "FFF" if i == 6 else "SSS" for t in (1, 2) for i in range(8)}
+    b = {task_id: "SFF" if letters == "SSF" else "SSS" for task_id, letters in a.items()}
+    pair = pair_of(tmp_path, {"A": a, "B": b})
+    assert pair.mcnemar_p == pytest.approx(exact_p(12, 2)) == pytest.approx(0.012939453125)
+    assert pair.difference_clustered is not None and pair.difference_clustered.se_clustered == 0.0
+    assert pair.difference_interval is not None and pair.difference_interval.low < 0 < pair.difference_interval.high
+    assert (pair.verdict.uses, pair.verdict.reading) == ("bootstrap", "inconclusive")
+
+
 @pytest.mark.parametrize("rows", [2, 5, 6, 9])
 def test_rows_that_all_improved_alike_are_decided_by_the_exact_test_alone(tmp_path: Path, rows: int) -> None:
     """Every difference +1: the bootstrap interval is one point, not read; McNemar's p decides (p < 0.05 from 6 rows)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import NO_PREVIOUS_RUN
 from .analysis import Arm, Comparison, paired_flips, shared_variants
 from .render import markdown_table, summary_table
 from .rows import RunRows
@@ -43,7 +44,7 @@ def regression_verdict(previous: RunRows | None, current: RunRows) -> Regression
     rule) is ``baseline_better``.
     """
     if previous is None:
-        return RegressionVerdict(True, None, {"previous_run": "none of the same task set"})
+        return RegressionVerdict(True, None, {"previous_run": NO_PREVIOUS_RUN})
     pairs = {v: paired_flips(Arm(previous, v, v), Arm(current, v, v)) for v in shared_variants(previous, current)}
     details: dict[str, Any] = {"previous_run": previous.run_id}
     for variant, pair in pairs.items():

@@ -1,0 +1,62 @@
+"""The nightly regression check reads a run against the run before it, whatever was re-materialized since."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from ..support.helpers import run_folders, write
+
+pytestmark = pytest.mark.slow
+CLI = Path(sys.executable).parent / "coder-eval"
+TASK = """
+task_id: shop
+description: "a row passes while the dataset says so"
+agent: {type: none}
+sandbox: {python: null}
+dataset: {paths: ["rows.jsonl"]}
+success_criteria:
+  - {type: run_command, command: "test ${row.ok} = 1", description: "the row is ok"}
+"""
+CHECK = dg.AssetCheckKey(dg.AssetKey("variant_comparison"), "no_significant_regression")
+
+
+def _coder_eval(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
+    return subprocess.run([str(CLI), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _rows(tmp_path: Path, ok: int) -> None:
+    write(tmp_path / "rows.jsonl", "".join(json.dumps({"id": f"r{n}", "ok": ok}) + "\n" for n in range(8)))
+
+
+def _run(tmp_path: Path, ok: int) -> None:
+    _rows(tmp_path, ok)
+    _coder_eval(tmp_path, "run", "task.yaml", "--runs-dir", "runs")
+
+
+def _checks(tmp_path: Path) -> list[tuple[bool, str]]:
+    """Each check's outcome and the run it read as the previous one, oldest first."""
+    instance = dg.DagsterInstance.from_config(str(tmp_path / "home"))
+    records = instance.event_log_storage.get_asset_check_execution_history(CHECK, limit=10)
+    checks = [record.event.dagster_event.event_specific_data for record in reversed(records)]  # type: ignore[union-attr]
+    return [(check.passed, check.metadata["previous_run"].value) for check in checks]
+
+
+def test_a_rescored_older_run_is_not_the_previous_run_of_the_runs_after_it(tmp_path: Path) -> None:
+    write(tmp_path / "task.yaml", TASK)
+    _run(tmp_path, ok=1)
+    _run(tmp_path, ok=0)  # eight rows regressed: McNemar p = 1/128
+    first, second = run_folders(tmp_path / "runs")
+    _rows(tmp_path, ok=1)  # as the first run had them
+    rescored = _coder_eval(tmp_path, "rescore", str(first))  # the healthy run's check, and its materialization, again
+    assert rescored.returncode == 0, rescored.stderr
+    _run(tmp_path, ok=0)  # the same outcomes as the run before it: nothing regressed
+    none = "none of the same task set"
+    assert _checks(tmp_path) == [(True, none), (False, first.name), (True, none), (True, second.name)]
