@@ -348,3 +348,39 @@ def test_a_pre_run_the_network_policy_refused_says_so_in_its_error(tmp_path: Pat
     assert result["final_status"] == "ERROR"
     assert result["error_message"].endswith("; the network policy refused blocked.example:80 (sandbox.network.allow)")
     assert "the network policy refused blocked.example:80" in outcome.out
+
+
+def test_a_flood_of_refused_connections_is_recorded_once_each_and_bounded(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """A command asking the proxy for 300 distinct 30,000-character names (and one of them 50 times more): each
+    refusal had a task.json entry and a stderr line of its full name; a few seconds of that filled the harness's
+    memory and a 180 MB task.json."""
+    flood = (
+        'python3 -c "import os, socket\n'
+        "def ask(name):\n"
+        "    s = socket.create_connection(('127.0.0.1', int(os.environ['HTTP_PROXY'].rsplit(':', 1)[1])))\n"
+        "    s.sendall(f'CONNECT {name}:443 HTTP/1.1\\r\\n\\r\\n'.encode()); s.recv(100); s.close()\n"
+        "for i in range(300): ask(str(i) + 'a' * 30000)\n"
+        "for i in range(50): ask('again.example')\""
+    )
+    task = task_file(
+        tmp_path / "tasks",
+        "flood",
+        agent={"type": "none"},
+        pre_run=[{"command": flood}],
+        success_criteria=[{"type": "run_command", "command": "true", "description": "ran"}],
+        sandbox={"python": None, "network": {"allow": ["pypi.org:443"]}},
+    )
+    outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 0, outcome.output
+    result = run.result("flood")
+    refused = result["refused_connections"]
+    assert len(refused) == 100 and {r["phase"] for r in refused} == {"pre_run"}
+    assert max(len(r["host"]) for r in refused) == 253
+    (pre_run,) = result["pre_run_results"]
+    notes = [line for line in pre_run["stderr"].splitlines() if line.startswith("[coder-eval: ")]
+    assert len(notes) == 101 and notes[-1] == (
+        "[coder-eval: 250 more connection(s) refused by the sandbox's network policy, not listed]"
+    )
+    assert (run.evaluation("flood") / "task.json").stat().st_size < 200_000

@@ -252,7 +252,7 @@ class DockerSandbox(TempdirSandbox):
         if self.interrupt.is_set():
             return CommandRun(command=command, error=INTERRUPTED_ERROR)
         start = time.perf_counter()
-        refused = len(self.gate.refused) if self.gate is not None else 0
+        refused = self.gate.mark() if self.gate is not None else (0, 0)
         try:
             container = self.container.id()
             self._serve_egress(container)

@@ -73,6 +73,13 @@ class Refusal:
     phase: str
 
 
+# What an evaluation records of its refusals: each host, port and phase once, the first REFUSALS_KEPT of them, a
+# name cut to a DNS name's longest. A command that asked for 64 KiB names in a loop filled the harness's memory and
+# its task.json (180 MB in 9 s).
+REFUSALS_KEPT = 100
+HOST_KEPT = 253
+
+
 class Gate:
     """One evaluation's network policy as it runs: its phase, what it allows then, and what was refused."""
 
@@ -80,7 +87,9 @@ class Gate:
         self.allow, self.index, self.model = frozenset(allow), frozenset(index), model
         self.granted: frozenset[tuple[str, int]] = frozenset()  # the harness's own endpoints, for the agent phase
         self.phase = "setup"
-        self.refused: list[Refusal] = []
+        self.refused: list[Refusal] = []  # since the last take_refused
+        self.recorded: set[Refusal] = set()
+        self.unlisted = 0  # refusals past the first REFUSALS_KEPT distinct ones
         self.lock = threading.Lock()
 
     def permits(self, host: str, port: int) -> bool:
@@ -97,10 +106,21 @@ class Gate:
             self.granted |= {(_canonical(parsed.hostname), parsed.port or (443 if parsed.scheme == "https" else 80))}
 
     def refuse(self, host: str, port: int) -> Refusal:
-        refusal = Refusal(_canonical(host), port, self.phase)
+        refusal = Refusal(_canonical(host)[:HOST_KEPT], port, self.phase)
         with self.lock:
-            self.refused.append(refusal)
+            if refusal in self.recorded:
+                return refusal
+            if len(self.recorded) < REFUSALS_KEPT:
+                self.recorded.add(refusal)
+                self.refused.append(refusal)
+            else:
+                self.unlisted += 1
         return refusal
+
+    def mark(self) -> tuple[int, int]:
+        """Where the refusals stand, for ``refusal_notes`` after a command."""
+        with self.lock:
+            return len(self.refused), self.unlisted
 
     def take_refused(self) -> list[Refusal]:
         """The refusals recorded since the last call."""
@@ -156,12 +176,18 @@ def proxy_environment() -> dict[str, str]:
     return {**dict.fromkeys(PROXY_VARIABLES, proxy), "NO_PROXY": NO_PROXY, "no_proxy": NO_PROXY}
 
 
-def refusal_notes(gate: Gate | None, before: int) -> str:
-    """What a command's stderr gets said of the refusals since the gate had ``before``."""
-    refused = gate.refused[before:] if gate is not None else []
-    return "".join(
-        f"[coder-eval: {r.host}:{r.port} refused by the sandbox's network policy ({r.phase})]\n" for r in refused
-    )
+def refusal_notes(gate: Gate | None, mark: tuple[int, int]) -> str:
+    """What a command's stderr gets said of the refusals since the gate's ``mark``: each one recorded, and how many
+    more were not."""
+    if gate is None:
+        return ""
+    with gate.lock:
+        refused, unlisted = gate.refused[mark[0] :], gate.unlisted - mark[1]
+    notes = [f"[coder-eval: {r.host}:{r.port} refused by the sandbox's network policy ({r.phase})]\n" for r in refused]
+    if unlisted:
+        more = f"{unlisted} more connection(s) refused by the sandbox's network policy, not listed"
+        notes.append(f"[coder-eval: {more}]\n")
+    return "".join(notes)
 
 
 REFUSAL_NOTE = re.compile(r"\[coder-eval: (\S+) refused by the sandbox's network policy \(")

@@ -256,7 +256,7 @@ class TempdirSandbox:
         """One command in the evaluation's namespaces, not capped by ``sandbox.limits.timeout`` (setup's, the
         harness's own; a ``setup`` step also gets the package index settings); what the policies refused it is
         said in its stderr."""
-        refused = len(self.gate.refused) if self.gate is not None else 0
+        refused = self.gate.mark() if self.gate is not None else (0, 0)
         environment = self.environment() | (setup_environment() if setup else {})
         with containment.command_launcher(self.root.parent, self.root, self.gate) as launcher:
             done = run_shell(command, self.workdir, timeout, self.interrupt, environment, launcher)
