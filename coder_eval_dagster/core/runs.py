@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from . import safe_unpickle
 from .budget import NOT_RUN_BUDGET, RunBudget, evaluation_key
 from .evaluation import Evaluation, new_evaluation, utc_now
 from .fingerprints import fingerprints
@@ -259,7 +260,9 @@ def load_run(folder: Path) -> OpenRun:
     """A run folder's plan and snapshot (a run context keeps what its process read: ``RunContext.run_folder``)."""
     plan = read_record(folder / PLAN_FILE, RunPlan)
     try:
-        snapshot = pickle.loads((folder / SNAPSHOT_FILE).read_bytes())
+        snapshot = safe_unpickle.loads((folder / SNAPSHOT_FILE).read_bytes())
+        if not isinstance(snapshot, Snapshot):
+            raise TypeError(f"it holds a {type(snapshot).__name__}")
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError) as exc:
         why = f"not a snapshot this coder-eval wrote ({type(exc).__name__}: {exc}); the run cannot be resumed"
         raise InvalidInput([Problem(str(folder / SNAPSHOT_FILE), None, DOCUMENT, why)]) from None

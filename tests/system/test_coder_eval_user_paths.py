@@ -3,6 +3,8 @@ or do not validate, a claude-code task with no key, ``-e NAME``, and the selecti
 
 from __future__ import annotations
 
+import os
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,16 @@ from ..support.helpers import write, write_task
 from .conftest import SystemCli, claude_code_task, only_run, task_file
 
 pytestmark = pytest.mark.slow
+
+
+class _Planted:
+    """A pickle that runs a command when loaded (``os.system``): what a replaced snapshot could hold."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.system, (f"touch {self.marker}",))
 
 
 def _agentless(folder: Path, task_id: str, **changes: Any) -> Path:
@@ -211,6 +223,16 @@ def test_damaged_run_files_are_named_in_one_line_and_rebuild_mends_run_json(
     refused = system_cli("rescore", folder, env={})
     assert refused.code == 2 and "not a snapshot this coder-eval wrote" in refused.err, refused.output
     assert str(folder / "snapshot.pickle") in refused.err
+
+    for planted, said in (
+        (pickle.dumps(_Planted(tmp_path / "ran")), "it names posix.system, which no snapshot holds"),
+        (pickle.dumps(7), "it holds a int"),
+    ):
+        (folder / "snapshot.pickle").write_bytes(planted)  # a run folder handed around, its snapshot replaced
+        for args in (("rescore", folder), ("run", "--resume", folder), ("report", folder, "--rebuild")):
+            refused = system_cli(*args, env={})
+            assert refused.code == 2 and said in refused.err, (args, refused.output)
+        assert not (tmp_path / "ran").exists()  # what the pickle named never ran
 
     (next(system_cli.runs.glob("tables/task_results/*/*.parquet"))).write_bytes(b"not parquet")
     history = system_cli("history", system_cli.runs, env={})
