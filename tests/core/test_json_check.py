@@ -136,3 +136,41 @@ def test_a_schema_pattern_that_backtracks_without_bound_stops_at_the_deadline(
     assert slow.score == 0.0 and "did not finish within 0.5 s" in (slow.error or str(slow.details)), slow
     checked = graded("fine.json")  # a pattern that matches passes; patternProperties still apply
     assert checked.score == 0.0 and "'aa' is a required property" in json.dumps(checked.details), checked
+
+
+UNIQUE_CASES = [
+    [1, 1.0],
+    [1, True],
+    [0, False, None],
+    [{"a": 1, "b": 2}, {"b": 2, "a": 1}],
+    [[1, 2], [2, 1]],
+    [[1, [True]], [1.0, [True]]],
+    ["1", 1, {"x": "1"}, {"x": 1}],
+    [{"a": [1, {"b": None}]}, {"a": [1, {"b": None}]}],
+    [],
+]
+
+
+@pytest.mark.parametrize("items", UNIQUE_CASES)
+def test_unique_items_says_what_jsonschema_says(items: list[Any]) -> None:
+    """The linear check calls the same arrays non-unique as jsonschema's own (1 and 1.0 equal, true and 1 not)."""
+    import jsonschema
+
+    from coder_eval_dagster.core.criteria.json_check import schema_errors
+
+    schema = {"type": "array", "uniqueItems": True}
+    expected = [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(items)]
+    assert schema_errors(schema, items) == expected
+
+
+def test_unique_items_over_the_agents_objects_takes_one_pass() -> None:
+    """jsonschema compares every pair of items it cannot sort: 8,000 objects took 84 s, 30,000 would take days."""
+    import time
+
+    from coder_eval_dagster.core.criteria.json_check import schema_errors
+
+    items: list[Any] = [{"a": n} for n in range(30_000)]
+    started = time.monotonic()
+    assert schema_errors({"type": "array", "uniqueItems": True}, items) == []
+    assert len(schema_errors({"uniqueItems": True}, [*items, {"a": 29_999}])) == 1
+    assert time.monotonic() - started < 5

@@ -188,7 +188,8 @@ def _keywords_in(schema: Any) -> set[str]:
 def _with_deadlines(cls: Any) -> Any:
     """``cls`` with the keywords that search the schema's regular expressions (``pattern``, ``patternProperties``,
     ``additionalProperties`` beside them) searching under the criteria's deadline (``patterns.search``): the schema
-    may be the agent's, and ``re`` cannot be stopped (``(a|aa)+c`` over 60 characters runs for days)."""
+    may be the agent's, and ``re`` cannot be stopped (``(a|aa)+c`` over 60 characters runs for days); and
+    ``uniqueItems`` in linear time (the data may be the agent's)."""
     import jsonschema
 
     def additional_properties(validator: Any, allowed: Any, instance: Any, schema: Any) -> Any:
@@ -221,12 +222,43 @@ def _with_deadlines(cls: Any) -> Any:
                 if patterns.search(wanted, key):
                     yield from validator.descend(value, subschema, path=key, schema_path=wanted)
 
+    def unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> Any:
+        if unique and validator.is_type(instance, "array") and not _all_different(instance):
+            yield jsonschema.ValidationError(f"{instance!r} has non-unique elements")
+
     keywords = {
         "pattern": pattern,
         "patternProperties": pattern_properties,
         "additionalProperties": additional_properties,
+        "uniqueItems": unique_items,
     }
     return jsonschema.validators.extend(cls, keywords)  # type: ignore[no-untyped-call]
+
+
+def _all_different(items: list[Any]) -> bool:
+    """``uniqueItems`` in one pass: jsonschema compares every pair of items it cannot sort (objects; numbers beside
+    strings), and 8,000 of the agent's objects took 84 s, 30,000 days."""
+    seen: set[Any] = set()
+    for item in items:
+        key = _json_value(item)
+        if key in seen:
+            return False
+        seen.add(key)
+    return True
+
+
+def _json_value(value: Any) -> Any:
+    """A hashable value equal for items JSON Schema calls equal: 1 and 1.0 are, true and 1 are not; an object's
+    key order does not count, an array's does."""
+    if isinstance(value, bool) or value is None:
+        return ("literal", value)
+    if isinstance(value, int | float):
+        return ("number", value)
+    if isinstance(value, list):
+        return ("array", tuple(_json_value(item) for item in value))
+    if isinstance(value, dict):
+        return ("object", frozenset((key, _json_value(item)) for key, item in value.items()))
+    return ("string", value)
 
 
 def _load_json(ctx: CheckContext, relative: str) -> Any:
