@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import secrets
 import subprocess
 import threading
@@ -384,3 +385,33 @@ def test_a_flood_of_refused_connections_is_recorded_once_each_and_bounded(
         "[coder-eval: 250 more connection(s) refused by the sandbox's network policy, not listed]"
     )
     assert (run.evaluation("flood") / "task.json").stat().st_size < 200_000
+
+
+def test_a_folder_on_path_shows_neither_the_project_nor_a_runs_folder_inside_it(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """`PATH=$PATH:$PWD` (or a CI workspace on PATH) showed commands the project whole, read-only: its .env, its
+    references, every earlier evaluation under ./runs."""
+    project = system_cli.folder
+    (project / ".env").write_text("ANTHROPIC_API_KEY=sk-ant-planted-in-dotenv\n")
+    probe = f"cat {project}/.env; ls {project}/runs; test ! -e {project}/.env"
+    task = task_file(
+        project / "tasks",
+        "onpath",
+        agent={"type": "none"},
+        pre_run=[{"command": probe}],
+        success_criteria=[{"type": "run_command", "command": "true", "description": "ran"}],
+    )
+    on_path = {"PATH": f"{os.environ['PATH']}:{project}"}
+    outcome, run = system_cli.run(task, env=on_path)
+    assert outcome.code == 0, outcome.output  # the project is not shown: the probe sees no .env
+    assert "sk-ant-planted" not in json.dumps(run.result("onpath"))
+    elsewhere = tmp_path / "tools"  # a runs folder in another folder on PATH: refused, not shown
+    (elsewhere / "runs").mkdir(parents=True)
+    refused = system_cli(
+        "run", task, "--runs-dir", elsewhere / "runs", env={"PATH": f"{os.environ['PATH']}:{elsewhere}"}
+    )
+    assert refused.code == 1, refused.output
+    (result,) = (elsewhere / "runs").glob("*T*/default/onpath/00/task.json")
+    error = json.loads(result.read_text())["error_message"]
+    assert f"lies in {elsewhere}, which commands see read-only" in error, error

@@ -419,6 +419,7 @@ class View:
     shown: tuple[str, ...]  # host folders (and links) commands see where they are, read-only
     hidden: tuple[str, ...]  # under those, what shows empty
     operations: tuple[str, ...]  # the same, as the holder's arguments
+    toolchain: tuple[str, ...]  # of the shown folders, those shown for the harness's Python and PATH
 
 
 @functools.cache
@@ -429,7 +430,8 @@ def _view() -> View:
     """
     ops: list[str] = []
     shown: list[str] = []
-    for path in sorted(set(_system() + _toolchain())):
+    toolchain = _toolchain()
+    for path in sorted(set(_system() + toolchain)):
         if os.path.islink(path) and path in SYSTEM:
             ops += ["link", path, os.readlink(path)]
             shown.append(path)
@@ -438,7 +440,14 @@ def _view() -> View:
             shown.append(path)
     hidden = [path for top in SCANNED_FOR_SECRETS for path in _owner_only(top)] if os.geteuid() == 0 else []
     ops += [word for path in hidden for word in ("hide", path)]
-    return View(tuple(shown), tuple(hidden), tuple(ops))
+    return View(tuple(shown), tuple(hidden), tuple(ops), tuple(path for path in shown if path in toolchain))
+
+
+def shown_by_toolchain(path: Path) -> str | None:
+    """The folder on PATH (or of the harness's Python) that shows ``path`` to commands read-only, if one does: a
+    runs folder there would show them every evaluation's files."""
+    inside = str(path.resolve()) + "/"
+    return next((folder for folder in _view().toolchain if inside.startswith(folder.rstrip("/") + "/")), None)
 
 
 def _system() -> list[str]:
@@ -453,10 +462,18 @@ def _toolchain() -> list[str]:
         found.add(str(base.parent.parent))  # pyenv: its shims on PATH need it whole
     found.update(entry for entry in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(entry))
     found = {os.path.realpath(path) for path in found if os.path.isdir(path)}
-    private = [os.path.realpath(os.path.expanduser("~")), *NEVER_WHOLE]
-    # never one of these or a folder holding one (a PATH entry such as "/" or "~"); a folder inside them may be
+    private = [os.path.realpath(os.path.expanduser("~")), *NEVER_WHOLE, *_harness_places()]
+    # never one of these or a folder holding one (a PATH entry such as "/", "~" or the project's); a folder inside
+    # them may be
     found = {path for path in found if not any((p + "/").startswith(path.rstrip("/") + "/") for p in private)}
     return [path for path in found if not path.startswith(MADE_ANEW) or path.startswith("/dev/shm/")]
+
+
+def _harness_places() -> list[str]:
+    """Where the harness keeps what commands must not read: the folder it runs in (the project: task files,
+    references, a .env, ./runs), its Dagster home and the runs folder a launched run writes to."""
+    places = [os.getcwd(), os.environ.get("DAGSTER_HOME") or ".dagster", os.environ.get("CODER_EVAL_RUNS_DIR") or "."]
+    return [os.path.realpath(place) for place in places]
 
 
 def _owner_only(top: str) -> list[str]:

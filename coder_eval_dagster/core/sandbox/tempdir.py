@@ -32,7 +32,7 @@ from ..secrets import sandbox_environment, setup_environment
 from ..trees import remove_tree
 from . import containment
 from .egress import LOOPBACK, Gate, Refusal, gate_for, proxy_environment, refusal_notes
-from .holder import SANDBOX_PATH, shown
+from .holder import SANDBOX_PATH, SandboxUnavailable, shown, shown_by_toolchain
 from .mocks import install_mocks
 from .process import Interrupt, run_shell
 from .templates import TemplateError, apply_sources, inside_sandbox
@@ -151,6 +151,8 @@ class TempdirSandbox:
         evaluation's folder is its user's alone meanwhile (``evaluation.write_result`` opens it once the sandbox
         holds no setuid file): a run cut short leaves no program of the agent's for another user to run."""
         self.root.parent.mkdir(parents=True, exist_ok=True)
+        if self.config.driver == "tempdir":  # (a container sees none of the host)
+            refuse_a_shown_root(self.root)
         if is_replicate_folder(self.root.parent):  # a run's <NN> (a redo's too); not `evaluate --run-dir`'s own
             os.chmod(self.root.parent, 0o700)
         if self.root.exists():
@@ -310,6 +312,18 @@ def resolve_inside(root: Path, relative: str) -> Path:
             current, target = root, target.relative_to(SANDBOX_PATH)
         parts = [*target.parts, *parts]
     return current
+
+
+def refuse_a_shown_root(root: Path) -> None:
+    """A sandbox whose folder commands would see from outside too (its runs folder inside a folder on PATH) is not
+    made: they would read the run's other evaluations and whatever lies beside the runs folder."""
+    folder = shown_by_toolchain(root)
+    if folder is not None:
+        raise SandboxUnavailable(
+            f"the sandbox {root} lies in {folder}, which commands see read-only (a folder on PATH or of the "
+            "harness's Python): they would read every evaluation of the run; put the runs folder elsewhere "
+            f"(--runs-dir) or take {folder} off PATH"
+        )
 
 
 def prewarm_namespaces(configs: Iterable[SandboxConfig], workers: int) -> threading.Thread | None:
