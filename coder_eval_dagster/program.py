@@ -22,6 +22,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 from . import startup
 from .exit_codes import INTERRUPTED
@@ -48,12 +49,20 @@ def _interrupted() -> int:
     return INTERRUPTED
 
 
+INTERRUPTED_GRACE_S = 5.0  # how long an interrupted command waits for its threads before it ends anyway
+
+
 def exit_now(code: int) -> None:
     """End the process once everything the command started has finished (see the module docstring); a Ctrl-C
-    while waiting for that ends it at once, in one line."""
+    while waiting for that ends it at once, in one line. An interrupted command waits for its threads a little
+    only: one stuck in Python (a criterion's computation) would keep a CI's cancel waiting for good, though every
+    process the run started is already stopped and what finished is written."""
     try:
-        # What the interpreter's own exit does first: wake idle pools, join non-daemon threads.
-        threading._shutdown()  # type: ignore[attr-defined]  # private to CPython, not in typeshed
+        if code == INTERRUPTED:
+            _join_threads(INTERRUPTED_GRACE_S)
+        else:
+            # What the interpreter's own exit does first: wake idle pools, join non-daemon threads.
+            threading._shutdown()  # type: ignore[attr-defined]  # private to CPython, not in typeshed
         atexit._run_exitfuncs()
     except KeyboardInterrupt:
         code = _interrupted()
@@ -61,3 +70,11 @@ def exit_now(code: int) -> None:
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing left to say
             stream.flush()
     os._exit(code)
+
+
+def _join_threads(seconds: float) -> None:
+    """Wait for the process's other non-daemon threads, ``seconds`` at most in all."""
+    deadline = time.monotonic() + seconds
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))

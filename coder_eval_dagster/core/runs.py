@@ -8,7 +8,7 @@ import os
 import pickle
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -322,23 +322,32 @@ def plan_evaluations(
     ]
 
 
+STOPPED_THREADS_S = 5.0  # how long an interrupted step waits for its evaluations' threads
+
+
 def in_parallel(function: Callable[[T], T], items: list[T], workers: int, interrupt: Interrupt) -> list[T]:
     """Apply ``function`` to every item with up to ``workers`` threads, keeping order; an interruption
     (Ctrl-C, a terminated step) raises the run's ``interrupt``, which stops their commands at once."""
     pool = ThreadPoolExecutor(max_workers=max(1, min(workers, len(items))), thread_name_prefix="coder-eval")
+    futures: list[Future[T]] = []
     try:
         futures = [pool.submit(function, item) for item in items]
         # One wake-up for the batch (or its first failure), not one per item: waking for each result
         # cost this thread ~30 ms of CPU per 1,000 items, taken from the workers' GIL.
         wait(futures, return_when=FIRST_EXCEPTION)
         return [future.result() for future in futures]
-    except BaseException as exc:
+    except Exception:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    except BaseException:  # interrupted (Ctrl-C, a terminated run): stop the commands now
         pool.shutdown(wait=False, cancel_futures=True)  # first: a second Ctrl-C in what follows starts no more
-        if not isinstance(exc, Exception):  # interrupted (Ctrl-C, a terminated run): stop the commands now
-            interrupt.raise_now()
+        interrupt.raise_now()
+        # Their commands stopped, the threads end; one computing on in Python (a check) is left behind: the
+        # process ends without it (program.exit_now).
+        wait(futures, timeout=STOPPED_THREADS_S)
         raise
     finally:
-        pool.shutdown(wait=True)
+        pool.shutdown(wait=not interrupt.is_set())
 
 
 PRELOAD_AFTER_S = 0.3

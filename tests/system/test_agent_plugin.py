@@ -21,7 +21,7 @@ from uv import find_uv_bin
 from coder_eval_dagster.core.models.results import trajectory_of
 
 from ..support.helpers import criterion, write_task
-from .conftest import SystemCli
+from .conftest import SystemCli, stop_group
 
 pytestmark = pytest.mark.slow
 PLUGIN = Path(__file__).parents[1] / "support" / "agent_plugin"
@@ -118,3 +118,31 @@ def test_a_plugin_agent_that_keeps_none_of_its_limits_is_held_to_them(
     time.sleep(4)
     os.killpg(process.pid, signal.SIGINT)
     assert process.wait(timeout=30) == 130
+
+
+def test_one_sigterm_ends_a_run_whose_check_computes_on(
+    tmp_path: Path, system_cli: SystemCli, plugin_path: Path
+) -> None:
+    """A CI's cancel is one SIGTERM: a check busy in the harness's own thread (no command to stop) kept the process
+    waiting for it, whatever it took (a second signal ended it)."""
+    task = {
+        "task_id": "spinning",
+        "description": "a check that computes for ten minutes",
+        "agent": {"type": "none"},
+        "sandbox": {"python": None},
+        "success_criteria": [criterion("spins", seconds=600)],
+    }
+    env = {"PYTHONPATH": str(plugin_path)}
+    process = system_cli.start("run", write_task(tmp_path, task), "--runs-dir", tmp_path / "runs", env=env)
+    assert process.stderr is not None
+    try:
+        for line in process.stderr:  # the progress lines: the check runs once the sandbox stage is over
+            if line.startswith(b"sandboxes ready: 1/1"):
+                break
+        time.sleep(2)
+        os.killpg(process.pid, signal.SIGTERM)
+        started = time.monotonic()
+        assert process.wait(timeout=60) == 130
+        assert time.monotonic() - started < 20
+    finally:
+        stop_group(process)
