@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from .agents import runner
 from .agents.base import AgentInput, AgentOutput
@@ -52,7 +52,7 @@ from .layout import (
     write_atomically,
 )
 from .limits import BudgetTracker, soft_budget_warnings, within_expected_turns
-from .models.agent import AgentConfig
+from .models.agent import OPENCODE_ONLY, THINKING_TYPES, AgentConfig
 from .models.commands import HookCommand
 from .models.limits import RunLimits
 from .models.results import (
@@ -650,12 +650,34 @@ def kept_sandbox(folder: Path) -> str | None:
     return str(sandbox) if sandbox.is_dir() else None
 
 
+# What coder_eval's TaskDefinition (its release) refuses, left out of the recorded config: its `evaluate <NN folder>`
+# rebuilds the task from that config, and one it refuses it replaces by the task file, without the row's values.
+# The task's file (source_yaml) still says them.
+UNKNOWN_TO_CODER_EVAL: dict[str, Any] = {
+    "sandbox": {"image": True, "network": True},  # sandbox.image is in docker.image too
+    "run_limits": {"max_tool_calls", "expected_tool_calls"},
+    "success_criteria": {"__all__": {"exact_positional"}},
+    "post_run": {"__all__": {"fail_on_error"}},
+    "reference": {"file", "code"},  # its release takes a directory only
+    "dataset": {"split_field"},
+    "simulation": {"parallel_trials"},
+}
+# The agent fields coder_eval's config of some agent types knows (those of its BaseAgentConfig, every type's).
+AGENT_FIELD_TYPES: dict[str, tuple[str, ...]] = {
+    "sdk_options": ("claude-code", "delegate"),
+    **dict.fromkeys(("claude_settings", "system_prompt_mode", "setting_sources"), ("claude-code",)),
+    **dict.fromkeys(OPENCODE_ONLY, ("opencode",)),
+    "thinking_level": THINKING_TYPES,
+    "trajectory": (),
+}
+
+
 def task_config(row_task: RowTask) -> TaskConfig:
     """The task as it ran, and its file; an inline reference solution is in neither (nothing persisted holds it)."""
     task = row_task.task
     inline = task.reference is not None and task.reference.code is not None
     readable = row_task.task_file.is_file() and not inline
-    resolved = task.model_dump(mode="json", exclude={"reference": {"code"}} if inline else None)
+    resolved = recorded_task(task)
     if row_task.row_id is not None:  # a dataset's row, as coder_eval records it: its ids, the dataset consumed
         resolved.update(task_id=row_task.task_id, row_id=row_task.row_id, suite_id=row_task.base_task_id, dataset=None)
     return TaskConfig(
@@ -663,6 +685,24 @@ def task_config(row_task: RowTask) -> TaskConfig:
         source_yaml=row_task.task_file.read_text(encoding="utf-8") if readable else "",
         source_file=str(row_task.source),
     )
+
+
+def recorded_task(task: Task) -> dict[str, Any]:
+    """The task as coder_eval's TaskDefinition loads it: what its file and resolution set (coder_eval's defaults
+    fill the rest, as they do from the file), without what coder_eval does not know; the agent with its type."""
+    resolved = task.model_dump(mode="json", exclude_unset=True, exclude=UNKNOWN_TO_CODER_EVAL)
+    kind = task.agent.resolved_type
+    resolved["agent"] = {
+        name: value
+        for name, value in {**resolved.get("agent", {}), "type": kind}.items()
+        if kind in AGENT_FIELD_TYPES.get(name, (kind,))
+    }
+    docker = resolved.get("sandbox", {}).get("docker", {})
+    if isinstance(docker.get("network"), dict):  # a policy block is ours: coder_eval's is a docker network's name
+        del docker["network"]
+    if "reference" in resolved and not resolved["reference"]:  # a file or code: no directory to name
+        del resolved["reference"]
+    return resolved
 
 
 # ----------------------------------------------------------------------------- the sequence
