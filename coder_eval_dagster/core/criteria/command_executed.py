@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from typing import TYPE_CHECKING, Literal
@@ -57,34 +58,91 @@ class CommandExecuted(LiveObservable):
         return None
 
 
-_SHELL_WRAPPER = re.compile(r"^\s*(?:/\S*/)?(?:bash|sh|zsh)\s+-(?:l?c|cl)\s+(?P<body>.+)$", re.DOTALL)
-
-
 def command_text(call: ToolCallRecord) -> str:
-    """The text a pattern is matched against: a Bash command, else the parameter values."""
-    if "command" in call.parameters:
-        return str(call.parameters["command"])
-    return " ".join(str(v) for v in call.parameters.values())
+    """The text a pattern is matched against: a Bash call's command, else its parameters as JSON (coder_eval's)."""
+    return str(call.parameters["command"]) if is_shell_call(call) else json.dumps(call.parameters, default=str)
 
 
-def shell_normalized(command: str) -> str:
-    """Strip a ``bash/sh/zsh -lc "..."`` wrapper and resolve shell quoting."""
-    wrapped = _SHELL_WRAPPER.match(command)
-    if wrapped:
-        try:
-            parts = shlex.split(wrapped.group("body"))
-            command = parts[0] if len(parts) == 1 else wrapped.group("body")
-        except ValueError:
-            command = wrapped.group("body")
+def is_shell_call(call: ToolCallRecord) -> bool:
+    """A Bash call with a command to read; anything else is matched as its JSON parameters, never shell-parsed."""
+    command = call.parameters.get("command")
+    return call.tool == "Bash" and isinstance(command, str) and bool(command)
+
+
+def _joined_continuations(script: str) -> str:
+    """``script`` with each line continuation (a backslash-newline outside single quotes) removed, as bash does."""
+    out: list[str] = []
+    quote = ""  # the open quote character, if any
+    i = 0
+    while i < len(script):
+        char = script[i]
+        if char == "\\" and quote != "'" and i + 1 < len(script):
+            if script[i + 1] != "\n":
+                out.append(script[i : i + 2])
+            i += 2
+            continue
+        if char in "'\"" and quote in ("", char):
+            quote = "" if quote else char
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def _words(script: str) -> list[str] | None:
+    """The shell words of ``script`` (continuations joined, quoting resolved), or None when its quotes do not close."""
     try:
-        return " ".join(shlex.split(command))
+        return shlex.split(_joined_continuations(script))
     except ValueError:
-        return command
+        return None
+
+
+def _is_shell_program(word: str) -> bool:
+    """Any shell by its basename (``bash``, ``sh``, ``zsh``, ``dash``...), as coder_eval tells one."""
+    return word.rsplit("/", 1)[-1].endswith("sh")
+
+
+def _is_command_flag(word: str) -> bool:
+    """A short-option cluster that carries ``c`` (``-c``, ``-lc``, ``-ic``, ``-lic``): the script follows it."""
+    return len(word) >= 2 and word[0] == "-" and word[1] != "-" and word[1:].isalpha() and "c" in word[1:]
+
+
+def _unwrapped(words: list[str]) -> list[str] | None:
+    """The words of the script a ``bash -lc``/``bash -l -c``/``sh -ic`` wrapper runs, else ``words`` unchanged."""
+    if not _is_shell_program(words[0]):
+        return words
+    for index, word in enumerate(words[1:-1], start=1):
+        if _is_command_flag(word):
+            script = words[index + 1 :]
+            return _words(script[0]) if len(script) == 1 else script
+        if not word.startswith("-"):
+            break  # a script file, not a -c wrapper
+    return words
+
+
+def shell_normalized(command: str) -> str | None:
+    """The command as the shell reads it: wrapper stripped, continuations joined, quoting resolved; None if unparsable.
+
+    The guide's "shell-normalized form" (coder_eval's ``_normalize_shell``), with one difference a user can see:
+    coder_eval keeps a line continuation as a newline word, bash drops it, and so does this (``^git push`` matches
+    ``git \\<newline> push``).
+    """
+    words = _words(command)
+    if not words:
+        return None
+    unwrapped = _unwrapped(words)
+    return None if unwrapped is None else " ".join(unwrapped)
 
 
 def haystacks(call: ToolCallRecord) -> list[str]:
+    """The raw text and, for a Bash call, its shell-normalized form: a hit on either counts."""
     raw = command_text(call)
-    return [raw, shell_normalized(raw)] if call.tool == "Bash" else [raw]
+    normalized = shell_normalized(raw) if is_shell_call(call) else None
+    return [raw] if normalized is None or normalized == raw else [raw, normalized]
+
+
+def _found(pattern: str, text: str) -> bool:
+    """DOTALL, as coder_eval compiles both patterns: agents write multi-line bash, and ``foo.*--body`` must span it."""
+    return patterns.search(pattern, text, re.DOTALL)
 
 
 def counts(criterion: CommandExecuted, call: ToolCallRecord) -> bool:
@@ -93,10 +151,10 @@ def counts(criterion: CommandExecuted, call: ToolCallRecord) -> bool:
     if criterion.require_success and call.status != "success":
         return False
     texts = haystacks(call)
-    if criterion.command_pattern is not None and not any(patterns.search(criterion.command_pattern, t) for t in texts):
+    if criterion.command_pattern is not None and not any(_found(criterion.command_pattern, t) for t in texts):
         return False
     excluded = criterion.exclude_pattern
-    return not (excluded is not None and any(patterns.search(excluded, t) for t in texts))
+    return not (excluded is not None and any(_found(excluded, t) for t in texts))
 
 
 def score_for(criterion: CommandExecuted, matched: int) -> float:

@@ -1,0 +1,54 @@
+"""`command_executed` matches as the guide says and coder_eval 0.12.16 does, through the installed ``coder-eval``:
+both patterns are DOTALL (``gh pr create.*--body`` spans a backslash-continued command), the shell-normalized form
+strips any ``bash -l -c``/``bash -ic`` wrapper and joins line continuations as bash does, and a call other than Bash
+is matched as its parameters in JSON. The early stop counts calls the same way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ..support.helpers import criterion, write
+from .conftest import SystemCli, task_file
+
+pytestmark = pytest.mark.slow
+
+CONTINUED_PR = "echo gh pr create \\\n  --title fix \\\n  --body done"
+CALLS = [
+    {"tool": "Bash", "command": "bash -l -c 'printf one'"},
+    {"tool": "Bash", "command": "bash -ic 'printf two'"},
+    {"tool": "Bash", "command": "printf \\\n three"},
+    {"tool": "Write", "path": "main.py", "content": "def main():\n    return 1\n"},
+    {"tool": "Bash", "command": CONTINUED_PR},  # last: the guard's early stop plays nothing after it
+]
+
+
+def _ran(pattern: str, **fields: object) -> dict[str, object]:
+    return criterion("command_executed", command_pattern=pattern, **fields)
+
+
+def test_command_patterns_match_as_coder_eval_does(tmp_path: Path, system_cli: SystemCli) -> None:
+    write(tmp_path / "tasks/traj.yaml", yaml.safe_dump({"turns": [{"calls": CALLS, "text": "done"}]}))
+    expected = [
+        (_ran("^printf one"), 1.0),  # bash -l -c: the wrapper is stripped
+        (_ran("^printf two"), 1.0),  # bash -ic too
+        (_ran("^printf three"), 1.0),  # a line continuation disappears, as in bash
+        (_ran(r'"path": "main\.py"', tool_name="Write"), 1.0),  # a Write call's parameters as JSON
+        (_ran("def main.*return 1", tool_name="Write"), 1.0),
+        (_ran("printf", exclude_pattern="^printf t", min_count=1, max_count=1), 1.0),  # the exclusion sees them too
+        ({**_ran("gh pr create.*--body", min_count=0, max_count=0), "stop_early": {}}, 0.0),  # spans the lines
+    ]
+    task = task_file(
+        tmp_path / "tasks",
+        "matching",
+        agent={"type": "replay", "trajectory": "traj.yaml"},
+        initial_prompt="p",
+        success_criteria=[spec for spec, _ in expected],
+    )
+    outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 1, outcome.output
+    result = run.result("matching")
+    assert [c["score"] for c in result["success_criteria_results"]] == [score for _, score in expected]
+    assert result["stopped_early"] is True  # the guard's live count saw the continued command as forbidden
