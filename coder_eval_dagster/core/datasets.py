@@ -17,7 +17,7 @@ from .row_commands import PLACEHOLDER, Shell, Slot, Unsafe, quoted
 from .yamlio import MAX_DEPTH, Document
 
 CLI_SAMPLE_SEED = 0  # --sample is always reproducible
-COMMAND_KEY = "command"  # pre_run/post_run, run_command criteria and replayed Bash calls: a shell command
+COMMAND_KEY = "command"  # pre_run/post_run and replayed Bash calls: a shell command the row's values are quoted in
 SHELL_TOOL = "Bash"  # the replayed tool whose ``command`` the shell runs
 
 
@@ -204,13 +204,14 @@ def _row_text(value: Any) -> str:
 def substitute(value: Any, row: Row, unknown: set[str], *, typed: bool = False, command: bool = False) -> Any:
     """Replace ``${row.<field>}`` in every string leaf; collect unknown fields.
 
-    A shell command (``command``; in a mapping, the ``command`` of a
-    ``run_command`` criterion or of a replayed Bash call): each value goes in
-    quoted for where the shell reads it (bare, in "...", in '...', in
-    ``$(...)`` or backticks, in a here-document), so a row's text stays data
-    (``x; rm -rf ~`` or ``$(...)`` never runs) and reads as coder_eval's
-    plain substitution would for an ordinary value; a value no quoting keeps
-    data there is an InvalidInput naming the row. With
+    A shell command coder_eval does not fill (``command``: a pre_run/post_run
+    command; in a mapping, a replayed Bash call's): each value goes in quoted
+    for where the shell reads it (bare, in "...", in '...', in ``$(...)`` or
+    backticks, in a here-document), so a row's text stays data (``x; rm -rf
+    ~`` or ``$(...)`` never runs) and reads as plain substitution would for
+    an ordinary value; a value no quoting keeps data there is an InvalidInput
+    naming the row. A criterion's strings, a ``run_command``'s command too,
+    take the value as written, as coder_eval substitutes them. With
     ``typed``, a string that is exactly one placeholder becomes the row's
     value itself (``1`` stays an integer).
     """
@@ -220,10 +221,11 @@ def substitute(value: Any, row: Row, unknown: set[str], *, typed: bool = False, 
 
 
 def _substitute_tree(value: Any, row: Row, unknown: set[str], typed: bool, runs_command: bool) -> Any:
-    """``substitute`` of a mapping or list: a ``command`` is a shell command only where it is one (``runs_command``,
-    or a ``run_command`` criterion, a replayed Bash call), not a ``cli_called`` flag or a JSON value named so."""
+    """``substitute`` of a mapping or list: a ``command`` is quoted for the shell only in a replayed Bash call
+    (``runs_command``: an ATIF call's arguments), not in a criterion (coder_eval's plain substitution) nor in a
+    ``cli_called`` flag or a JSON value named so."""
     if isinstance(value, dict):
-        shell = runs_command or value.get("type") == "run_command" or value.get("tool") == SHELL_TOOL
+        shell = runs_command or value.get("tool") == SHELL_TOOL
         atif_bash = value.get("function_name") == SHELL_TOOL  # its command is in its ``arguments``
         return {
             key: substitute(item, row, unknown, typed=typed, command=shell and key == COMMAND_KEY)

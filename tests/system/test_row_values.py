@@ -1,5 +1,5 @@
-"""Row values through the installed ``coder-eval``: shell-quoted only where a shell runs them, and refused at load
-where no shell command can carry them."""
+"""Row values through the installed ``coder-eval``: shell-quoted only in the commands coder_eval does not fill
+(pre_run, post_run, replayed Bash calls), and refused at load where no such command can carry them."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ CALLS = '{"tool": "uip", "argv": ["run", "--command=deploy prod"]}'
 
 
 def test_a_flag_or_value_named_command_is_not_shell_quoted(tmp_path: Path, system_cli: SystemCli) -> None:
-    """Only a run_command's, a hook's and a replayed Bash call's ``command`` is shell: a cli_called flag named
-    ``command`` compared the row's text with quotes around it and scored 0."""
+    """Only a hook's and a replayed Bash call's ``command`` is shell-quoted (a run_command's takes the value as
+    written, as coder_eval's): a cli_called flag named ``command`` compared the row's text with quotes around it
+    and scored 0."""
     write(tmp_path / "tasks/rows.jsonl", json.dumps({"id": "r1", "c": "deploy prod"}) + "\n")
     task_file(
         tmp_path / "tasks",
