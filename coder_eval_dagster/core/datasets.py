@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -218,6 +219,18 @@ def substitute(value: Any, row: Row, unknown: set[str], *, typed: bool = False, 
     if isinstance(value, str):
         return _substitute_text(value, row, unknown, typed and not command, command)
     return _substitute_tree(value, row, unknown, typed, runs_command=False)
+
+
+def null_placeholders(value: Any, row: Row, at: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:
+    """Where in ``value`` a string is exactly one placeholder naming a null row value: typed substitution leaves
+    None there, which a field taking text must get as the text coder_eval writes, ``""``."""
+    if isinstance(value, str):
+        whole = PLACEHOLDER.fullmatch(value)
+        if whole and whole.group(1) in row.values and row.values[whole.group(1)] is None:
+            yield at
+    elif isinstance(value, (dict, list)):
+        for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+            yield from null_placeholders(item, row, (*at, key))
 
 
 def _substitute_tree(value: Any, row: Row, unknown: set[str], typed: bool, runs_command: bool) -> Any:

@@ -18,14 +18,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from types import UnionType
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 import yaml
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from .atif import is_atif, replay_trajectory
 from .criteria import criterion_union, on_change
-from .datasets import CLI_SAMPLE_SEED, Row, load_rows, sample_rows, split_rows, substitute
+from .datasets import CLI_SAMPLE_SEED, Row, load_rows, null_placeholders, sample_rows, split_rows, substitute
 from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text, real_path, regular_file_problem
 from .layout import CHECKPOINT_FILE, PLAN_FILE, RESULT_FILE, SANDBOX_DIR, is_runs_folder
 from .models.agent import AgentConfig
@@ -1620,15 +1621,63 @@ def _row_criterion(raw: Any, row: Row, unknown: set[str]) -> tuple[Any, Any | No
 
     A field that is exactly ``${row.x}`` keeps the value's type: ``expected:
     ${row.sq}`` with ``sq: 1`` compares as the integer 1. Where only text is
-    valid (a number in a string field), the text is used.
+    valid (a number in a string field), the text is used, and a null is
+    ``""`` there (``expected_stdout: ${row.z}`` is checked, not left unset).
     """
     typed = substitute(raw, row, unknown, typed=True)
     if unknown:
         return typed, None
     try:
-        return typed, criterion_adapter().validate_python(typed)
+        criterion = criterion_adapter().validate_python(typed)
     except ValidationError:
         return substitute(raw, row, set()), None
+    texts = [at for at in null_placeholders(raw, row) if _takes_only_text(type(criterion), at)]
+    if not texts:
+        return typed, criterion
+    for at in texts:
+        _put(typed, at, "")
+    try:
+        return typed, criterion_adapter().validate_python(typed)
+    except ValidationError:
+        return typed, None  # the caller validates it again and says why, naming the row
+
+
+def _put(tree: Any, at: tuple[str | int, ...], value: Any) -> None:
+    for step in at[:-1]:
+        tree = tree[step]
+    tree[at[-1]] = value
+
+
+def _takes_only_text(model: type[BaseModel], at: tuple[str | int, ...]) -> bool:
+    """Whether the field at ``at`` in ``model`` takes text and nothing else (``str`` or ``str | None``): there a null
+    row value is ``""``, as coder_eval writes it, not None, which an optional field reads as "not set"."""
+    annotation: Any = model
+    for step in at:
+        annotation = _field_inside(_one_type(annotation), step)
+    return _one_type(annotation) is str
+
+
+def _one_type(annotation: Any) -> Any:
+    """``annotation`` without ``Annotated`` and ``| None``; None when it is a union of several types."""
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) in (Union, UnionType):
+        kinds = [kind for kind in get_args(annotation) if kind is not type(None)]
+        return _one_type(kinds[0]) if len(kinds) == 1 else None
+    return annotation
+
+
+def _field_inside(annotation: Any, step: str | int) -> Any:
+    """The annotation of a model's field, a list's item or a mapping's value at ``step``; None when unknown."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel) and isinstance(step, str):
+        found = [f for name, f in annotation.model_fields.items() if step in (name, f.alias)]
+        return found[0].annotation if found else None
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is list and isinstance(step, int) and args:
+        return args[0]
+    if origin is dict and isinstance(step, str) and len(args) == 2:
+        return args[1]
+    return None
 
 
 def _row_criteria(task: Task, raw: list[Any], templated: list[int], row: Row, doc: Document) -> list[Any]:
