@@ -95,6 +95,15 @@ class Arm:
         return row_outcomes(self.valid)
 
     @cached_property
+    def pass_k_rows(self) -> list[RowOutcomes]:
+        """Every row of the arm, in task_id order: a row whose replicates all ended in ERROR has none, fewer than
+        any k, so it counts in ``rows_left_out`` (analysts.md) and in no figure."""
+        counted = {row.task_id for row in self.row_outcomes}
+        bases = {o.task_id: o.base_task_id for o in self.run.outcomes if o.variant_id == self.variant_id}
+        none = [RowOutcomes(task, base, 0, 0) for task, base in bases.items() if task not in counted]
+        return sorted(self.row_outcomes + none, key=lambda row: row.task_id)
+
+    @cached_property
     def evaluations(self) -> pd.DataFrame:
         """The arm's evaluations as a frame, for a pair (imports pandas)."""
         frame = self.run.evaluations
@@ -331,8 +340,8 @@ def arm_summary(arm: Arm) -> ArmSummary:
         success_clustered=mean_estimate(np.array([o.success for o in valid], dtype=float), clusters, RATE),
         score_clustered=mean_estimate(np.array(scores, dtype=float), clusters, RATE),
         max_replicates=max((row.evaluations for row in rows), default=0),
-        pass_k=_pass_k(rows, RESAMPLES),
-        pass_k_by_task=_by_base_task(rows),
+        pass_k=_pass_k(arm.pass_k_rows, RESAMPLES),
+        pass_k_by_task=_by_base_task(arm.pass_k_rows),
     )
 
 
