@@ -351,6 +351,14 @@ def test_a_pre_run_the_network_policy_refused_says_so_in_its_error(tmp_path: Pat
     assert "the network policy refused blocked.example:80" in outcome.out
 
 
+def _agentless_pre_run(folder: Path, task_id: str, command: str, **task: Any) -> Path:
+    """An agentless task whose pre_run is ``command`` and whose one criterion always passes."""
+    ran = [{"type": "run_command", "command": "true", "description": "ran"}]
+    return task_file(
+        folder / "tasks", task_id, agent={"type": "none"}, pre_run=[{"command": command}], success_criteria=ran, **task
+    )
+
+
 def test_a_flood_of_refused_connections_is_recorded_once_each_and_bounded(
     tmp_path: Path, system_cli: SystemCli
 ) -> None:
@@ -365,13 +373,8 @@ def test_a_flood_of_refused_connections_is_recorded_once_each_and_bounded(
         "for i in range(300): ask(str(i) + 'a' * 30000)\n"
         "for i in range(50): ask('again.example')\""
     )
-    task = task_file(
-        tmp_path / "tasks",
-        "flood",
-        agent={"type": "none"},
-        pre_run=[{"command": flood}],
-        success_criteria=[{"type": "run_command", "command": "true", "description": "ran"}],
-        sandbox={"python": None, "network": {"allow": ["pypi.org:443"]}},
+    task = _agentless_pre_run(
+        tmp_path, "flood", flood, sandbox={"python": None, "network": {"allow": ["pypi.org:443"]}}
     )
     outcome, run = system_cli.run(task, env={})
     assert outcome.code == 0, outcome.output
@@ -395,13 +398,7 @@ def test_a_folder_on_path_shows_neither_the_project_nor_a_runs_folder_inside_it(
     project = system_cli.folder
     (project / ".env").write_text("ANTHROPIC_API_KEY=sk-ant-planted-in-dotenv\n")
     probe = f"cat {project}/.env; ls {project}/runs; test ! -e {project}/.env"
-    task = task_file(
-        project / "tasks",
-        "onpath",
-        agent={"type": "none"},
-        pre_run=[{"command": probe}],
-        success_criteria=[{"type": "run_command", "command": "true", "description": "ran"}],
-    )
+    task = _agentless_pre_run(project, "onpath", probe)
     on_path = {"PATH": f"{os.environ['PATH']}:{project}"}
     outcome, run = system_cli.run(task, env=on_path)
     assert outcome.code == 0, outcome.output  # the project is not shown: the probe sees no .env
