@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from .base import StrictModel, rule_error
+from .limits import INT64_MAX
 
 # Parameters each replayed tool needs; any other tool is recorded as given.
 REQUIRED_PARAMETERS = {
@@ -19,11 +20,14 @@ REQUIRED_PARAMETERS = {
 }
 
 
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
 class TurnUsage(StrictModel):
-    input_tokens: int = Field(default=0, ge=0)
-    output_tokens: int = Field(default=0, ge=0)
-    cache_read_input_tokens: int = Field(default=0, ge=0)
-    cache_creation_input_tokens: int = Field(default=0, ge=0)
+    input_tokens: int = Field(default=0, ge=0, le=INT64_MAX)
+    output_tokens: int = Field(default=0, ge=0, le=INT64_MAX)
+    cache_read_input_tokens: int = Field(default=0, ge=0, le=INT64_MAX)
+    cache_creation_input_tokens: int = Field(default=0, ge=0, le=INT64_MAX)
     cost_usd: float | None = Field(default=None, ge=0)
     # Where the recorded cost came from: ``reported`` (the agent's own figure; without cost_usd, a later turn's
     # figure covers this one, as Claude Code reports one per exchange) or ``priced`` (the recording run priced it).
@@ -82,6 +86,14 @@ class Trajectory(StrictModel):
                 "turns",
                 "a user: message goes between agent turns (or first: the opening of a dialog whose task has no prompt)",
             )
+        return self
+
+    @model_validator(mode="after")
+    def _token_totals_fit(self) -> Trajectory:
+        """The replay's token totals go to the run's int64 table columns: a sum over them would fail the run's end."""
+        for name in TOKEN_FIELDS:
+            if sum(getattr(turn.usage, name) for turn in self.turns if turn.usage) > INT64_MAX:
+                raise rule_error("turns", f"the turns' {name} add up to more than the run's tables hold ({INT64_MAX})")
         return self
 
     @property
