@@ -678,6 +678,7 @@ def _last_line_of_defence(exc: Exception) -> int:
 STORAGE_ERRORS = frozenset(
     {
         "DagsterPostgresException",
+        "DatabaseError",  # SQLAlchemy's and sqlite3's: a file that is no database, or a damaged one
         "OperationalError",
         "DagsterInvalidConfigError",
         "PostProcessingError",
@@ -690,6 +691,8 @@ DATABASE_DRIVERS = frozenset({"psycopg", "asyncpg", "pg8000"})
 STORAGE_CHECKS = re.compile(r"dagster\.yaml|Couldn't import module")
 # the line of a storage error that says why: the server's answer, the connection's, a variable the config reads
 STORAGE_CAUSES = re.compile(r"FATAL|refused|could not|environment variable|No module named|timeout|does not exist")
+# SQLAlchemy's lines after its message: the statement, its parameters, a link to its docs
+STATEMENT_LINES = re.compile(r"^\s*(\[SQL: |\[parameters: |\(Background on this error)")
 
 
 def storage_problem(exc: BaseException) -> str | None:
@@ -702,11 +705,29 @@ def storage_problem(exc: BaseException) -> str | None:
         current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
     if not any(_is_storage_error(error) for error in chain):
         return None
-    lines = [line for error in chain for line in str(error).splitlines() if line.strip()]
+    lines = [
+        line for error in chain for line in str(error).splitlines() if line.strip() and not STATEMENT_LINES.match(line)
+    ]
     said = next((line for line in lines if STORAGE_CAUSES.search(line)), lines[-1] if lines else type(exc).__name__)
+    said = re.sub(r"^\(?[\w.]+(Error|Exception)\)?:? ", "", " ".join(said.split()))
     if any(_missing_driver(error) for error in chain):
         said += " (a PostgreSQL URL names its driver: postgresql+psycopg2://...)"
-    return re.sub(r"^[\w.]+(Error|Exception): ", "", " ".join(said.split()))
+    database = _sqlite_file(chain)
+    return f"{said}: {database}" if database else said
+
+
+def _sqlite_file(chain: list[BaseException]) -> str | None:
+    """The SQLite file the failing statement ran on (an engine in the traceback's frames), which the error itself
+    never names: which of the instance's databases is damaged."""
+    for error in chain:
+        frame = error.__traceback__
+        while frame is not None:
+            for value in frame.tb_frame.f_locals.values():
+                url = getattr(getattr(value, "engine", None), "url", None)
+                if url is not None and str(url.drivername).startswith("sqlite") and url.database:
+                    return str(url.database)
+            frame = frame.tb_next
+    return None
 
 
 def _is_storage_error(error: BaseException) -> bool:
