@@ -53,6 +53,7 @@ from .run_lock import exclusively
 from .run_spec import RunSpec
 from .sandbox.process import Interrupt
 from .suite import SuiteEntry, suite_entries, suite_json
+from .valid_utf8 import valid_utf8
 
 log = logging.getLogger(__name__)
 
@@ -442,10 +443,12 @@ def run_summary(
         run_id=plan.run_id,
         start_time=plan.started_at,
         end_time=end_time or end_of_run(run_dir, results),
-        skipped_tasks=[
-            ReportedSkip(path=entry.path, reason=entry.reason, task_id=getattr(entry, "task_id", None))
-            for entry in skipped  # (an entry of a snapshot pickled before it had task_id: the class's default)
-        ],
+        skipped_tasks=valid_utf8(  # a file name that is not UTF-8 (x\xfe.yaml) as its bytes' escapes
+            [
+                ReportedSkip(path=entry.path, reason=entry.reason, task_id=getattr(entry, "task_id", None))
+                for entry in skipped  # (an entry of a snapshot pickled before it had task_id: the class's default)
+            ]
+        ),
         max_parallel=max_parallel,
         task_results=[TaskRow.of(r) for r in sorted(results, key=lambda r: (r.variant_id, r.task_id, r.replicate))],
         framework_version=framework_version(),
