@@ -120,8 +120,18 @@ def _lower_bound(info: FieldInfo) -> int | None:
     return next((int(item.ge) for item in info.metadata if getattr(item, "ge", None) is not None), None)
 
 
-def _upper_bound(info: FieldInfo) -> int | None:
-    return next((int(item.le) for item in info.metadata if getattr(item, "le", None) is not None), None)
+# A count with no bound of its own is at most what Python takes as a size (an `islice` stop, a range's length):
+# over it, the run failed at its start with an internal error.
+LARGEST_COUNT = sys.maxsize
+
+
+def _upper_bound(info: FieldInfo) -> int:
+    return next((int(item.le) for item in info.metadata if getattr(item, "le", None) is not None), LARGEST_COUNT)
+
+
+# Days back from now (prune --keep-days, history --days): ~270 years, before any run; a cutoff further back would be
+# a date before year 1 (Python) or an interval over DuckDB's 32 bits of days.
+MAX_DAYS = 100_000
 
 
 def _whole_number(minimum: int | None, maximum: int | None = None, beyond: str | None = None) -> Callable[[str], int]:

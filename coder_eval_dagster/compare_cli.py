@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from . import exit_codes
-from .cli_options import given_path
+from .cli_options import MAX_DAYS, given_path
 from .core.files import real_path
 from .core.layout import COMPARISON_PAGE, HISTORY_PAGE, comparison_against, is_special_file
 
@@ -45,8 +45,8 @@ def add_commands(subparsers: argparse._SubParsersAction[Parser]) -> None:
 
 
 def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"a whole number of days, at least 1 (got {text!r})")
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_DAYS:
+        raise argparse.ArgumentTypeError(f"a whole number of days from 1 to {MAX_DAYS} (got {text!r})")
     return int(text)
 
 

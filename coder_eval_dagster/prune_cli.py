@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from . import exit_codes
-from .cli_options import folder_problem, given_path
+from .cli_options import MAX_DAYS, folder_problem, given_path
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -139,6 +139,8 @@ def _days(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number of days, got {text!r}") from None
     if days < 0:
         raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
+    if not days <= MAX_DAYS:  # nan and inf too: no cutoff date is that far back
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_DAYS} (days), got {text}")
     return days
 
 

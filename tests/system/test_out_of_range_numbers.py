@@ -51,3 +51,39 @@ def test_replayed_tokens_over_int64_are_refused_in_the_trajectory(
     assert "rep.traj.yaml:" in refused and said in refused
     outcome = system_cli("run", task, "--runs-dir", system_cli.runs, env={})
     assert outcome.code == 2 and said in outcome.err, outcome.output
+
+
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        (("prune", "--keep-days", "1000000"), "argument --keep-days: must be at most 100000 (days), got 1000000"),
+        (("prune", "--keep-days", "inf"), "argument --keep-days: must be at most 100000 (days), got inf"),
+        (("prune", "--keep-days", "nan"), "argument --keep-days: must be at most 100000 (days), got nan"),
+        (("prune", "--keep-days", "1e400"), "argument --keep-days: must be at most 100000 (days), got 1e400"),
+        (("history", "--days", "99999999999"), "argument --days: a whole number of days from 1 to 100000"),
+        (
+            ("run", "ok.yaml", "--concurrency", "99999999999999999999"),
+            "argument --concurrency/-j/--max-parallel: must be at most 9223372036854775807",
+        ),
+        (("run", "ok.yaml", "--limit", str(2**64)), "argument --limit: must be at most 9223372036854775807"),
+    ],
+    ids=[
+        "keep-days-million",
+        "keep-days-inf",
+        "keep-days-nan",
+        "keep-days-1e400",
+        "history-days",
+        "concurrency",
+        "limit",
+    ],
+)
+def test_an_option_out_of_range_is_a_usage_error_naming_it(
+    system_cli: SystemCli, command: tuple[str, ...], said: str
+) -> None:
+    system_cli.runs.mkdir()
+    task_file(system_cli.folder, "ok", agent={"type": "none"})
+    where = ("--runs-dir", system_cli.runs) if command[0] != "history" else ()
+    arguments = (*command[:1], system_cli.runs, *command[1:]) if command[0] == "history" else (*command, *where)
+    outcome = system_cli(*arguments, env={}, cwd=system_cli.folder)
+    assert outcome.code == 2 and said in outcome.err, outcome.output
+    assert "internal error" not in outcome.err
