@@ -32,7 +32,7 @@ from .cli_options import (
 from .compare_cli import add_commands as add_compare_commands
 from .core import credentials
 from .core.files import real_path
-from .core.layout import LATEST_LINK, TABLES_DIR
+from .core.layout import LATEST_LINK, TABLES_DIR, is_runs_folder
 from .core.models.sandbox import unbound_limits
 from .core.preflight import check_environment, dagster_home
 from .core.problems import DOCUMENT, InvalidInput, Problem
@@ -402,9 +402,20 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 
 def _environment_ok(runs_dir: Path, junit: Path | None) -> bool:
     """Where the run writes (its JUnit file too) must be usable before it starts; each problem is one line."""
-    problems = check_environment(runs_dir, dagster_home(), junit)
+    in_tables = _tables_folder_problem(runs_dir)
+    problems = [in_tables] if in_tables else check_environment(runs_dir, dagster_home(), junit)
     sys.stderr.write("".join(f"coder-eval: {problem}\n" for problem in problems))
     return not problems
+
+
+def _tables_folder_problem(runs_dir: Path) -> str | None:
+    """A runs folder's tables folder, or a folder inside it, given as a runs folder (``runs/tables/task_results``):
+    the run's folder would lie among a table's files, and every reader of that table (pandas, ``history``) fail."""
+    real = real_path(runs_dir)
+    for folder in (real, *real.parents):
+        if folder.name == TABLES_DIR and (is_runs_folder(folder.parent) or (folder.parent / LATEST_LINK).is_symlink()):
+            return f"--runs-dir {runs_dir} is the tables folder {folder} or inside it; give a folder of its own"
+    return None
 
 
 # ----------------------------------------------------------------------------- main
