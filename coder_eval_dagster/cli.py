@@ -245,7 +245,9 @@ def _print_limit_warnings(path: Path) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from .cli_run import print_skipped
+    """The row-tasks a run would execute, one a line; none is said on stderr with what was left out, as ``run``
+    says it (an empty listing, exit 0, read as a folder or filter that matched)."""
+    from .cli_run import _left_out, print_skipped
 
     result = resolve(_with_default_tasks(parsed(RunSpec, args), "list"))
     result.skip_invalid_folder_files()
@@ -255,6 +257,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         return exit_codes.FAILED
     sys.stdout.write("".join(f"{rt.variant_id} {rt.task_id}\n" for rt in result.row_tasks))
     print_skipped(result)
+    if not result.row_tasks:
+        print(f"coder-eval list: no row-tasks selected{_left_out(result)}", file=sys.stderr)
     return exit_codes.FAILED if any(entry.invalid for entry in result.skipped) else exit_codes.OK
 
 
@@ -294,7 +298,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if options.estimate:
         return _estimate(spec, options, again)
     if again is not None:
-        ignored = _selection_flags(spec)
+        ignored = [*_selection_flags(spec), *_runs_dir_elsewhere(options.runs_dir, again)]
         if ignored:
             flag = "--resume" if args.resume is not None else "--retry-errors"
             print(
@@ -303,6 +307,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return exit_codes.USAGE
+        _refuse_inside_a_run(again)
         if not _environment_ok(again.parent, args.junit):
             return exit_codes.USAGE
         options = options.model_copy(update={"runs_dir": str(again.parent)})
@@ -354,6 +359,16 @@ def _selection_flags(spec: RunSpec) -> list[str]:
     return [(flags_of(RunSpec, name) or ["task paths"])[0] for name in given_fields]
 
 
+def _runs_dir_elsewhere(runs_dir: str, run_folder: Path) -> list[str]:
+    """``--runs-dir`` given beside a run folder to continue, naming another runs folder than the run's own: the run
+    stays where it is (it was silently ignored)."""
+    if runs_dir == RunOptions.model_fields["runs_dir"].default or real_path(Path(runs_dir)) == real_path(
+        run_folder.parent
+    ):
+        return []
+    return ["--runs-dir"]
+
+
 # `--resume` with no folder: coder_eval's spelling, `--run-dir RUN_DIR --resume`
 _RESUME_IN_RUN_DIR = Path("--run-dir")
 
@@ -394,10 +409,22 @@ def cmd_register(args: argparse.Namespace) -> int:
 def cmd_rescore(args: argparse.Namespace) -> int:
     from .cli_run import rescore
 
+    _refuse_inside_a_run(args.run_dir)
     if not _environment_ok(args.run_dir.parent, args.junit):
         return exit_codes.USAGE
     options = parsed(RunOptions, args).model_copy(update={"runs_dir": str(args.run_dir.parent)})
     return rescore(args.run_dir, options, junit=args.junit)
+
+
+def _refuse_inside_a_run(run_dir: Path) -> None:
+    """A folder inside a run given as the run to continue (``rescore RUN/default``): name the run folder, as
+    ``report`` and ``compare`` do; its parent was checked as a --runs-dir the user never gave."""
+    from .core.layout import is_run_folder, run_folder_above
+
+    real = real_path(run_dir)  # through ``latest``
+    run = None if is_run_folder(real) else run_folder_above(real)
+    if run is not None:
+        raise UsageError(f"{run_dir} is a folder inside the run folder {run}: name the run folder ({run})")
 
 
 def _environment_ok(runs_dir: Path, junit: Path | None) -> bool:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from . import exit_codes
-from .cli_options import MAX_DAYS, given_path
+from .cli_options import MAX_DAYS, given, given_path
 from .core.files import real_path
 from .core.layout import COMPARISON_PAGE, HISTORY_PAGE, comparison_against, is_special_file
 
@@ -30,6 +30,7 @@ def add_commands(subparsers: argparse._SubParsersAction[Parser]) -> None:
     )
     compare.add_argument(
         "--baseline",
+        type=given,
         metavar="VARIANT",
         help="one run: the variant the others are compared with (default: the experiment's first); "
         "two runs: compare this variant only (default: every variant of both)",
@@ -39,7 +40,7 @@ def add_commands(subparsers: argparse._SubParsersAction[Parser]) -> None:
     history = subparsers.add_parser("history", help="pass rate per day, failing criteria and flaky rows across runs")
     history.add_argument("runs_dir", type=given_path, help="the runs folder (with its tables/)")
     history.add_argument("--days", type=_positive, metavar="N", help="only the last N days (today included)")
-    history.add_argument("--task", metavar="GLOB", help="only row-tasks whose task_id matches GLOB")
+    history.add_argument("--task", type=given, metavar="GLOB", help="only row-tasks whose task_id matches GLOB")
     _output_arguments(history)
     history.set_defaults(handler=cmd_history)
 
