@@ -509,6 +509,9 @@ def build_parser() -> argparse.ArgumentParser:
         why="no live stream of the agent's events here: the run shows its progress, and each evaluation's "
         "transcript is in its task.json and task.html (and in the Dagster UI: coder-eval dev)",
     )
+    for flag in HARBOR_AGENT_FLAGS:
+        refuse(running, flag, why=HARBOR_AGENT_WHY)
+    refuse(running, "--allow-host-grading", why=HOST_GRADING_WHY)
     refuse(
         running,
         "--preservation-mode",
@@ -553,6 +556,38 @@ EXECUTE_REFUSED = (
     "leaves its rows NOT_GRADED); use coder-eval run, and coder-eval rescore RUN_DIR to grade a run again "
     "without running the agent"
 )
+
+# coder_eval's Harbor integration (its `harbor` verb, `export TASK_FILES -o DIR`, a Harbor agent's `run` options):
+# not here, each refused in one line (docs/coming-from-coder-eval.md, Not supported).
+HARBOR_REFUSED = (
+    "coder-eval harbor: not supported: there is no Harbor integration here (no reward.json); a run's results are "
+    "its run.json, task.json files and Parquet tables, and coder-eval export RUN_DIR --format atif writes each "
+    "evaluation's trajectory in Harbor's ATIF"
+)
+HARBOR_EXPORT_REFUSED = (
+    "coder-eval export: not supported: exporting task files to Harbor task folders (coder_eval's export "
+    "TASK_FILES -o DIR --format harbor); export here takes a run folder: coder-eval export RUN_DIR --format atif "
+    "[--out DIR] writes each evaluation's trajectory in Harbor's ATIF"
+)
+HARBOR_EXPORT_OPTIONS = ("-o", "--output")  # coder_eval's export takes them; ours writes to --out
+HARBOR_AGENT_FLAGS = ("--workspace-dir", "--logging-dir", "--artifacts-dir")
+HARBOR_AGENT_WHY = (
+    "a Harbor agent's run in folders it names (coder_eval's --workspace-dir, --logging-dir, --artifacts-dir): "
+    "every evaluation runs in its own sandbox under the run folder (<NN>/sandbox/), its task.json beside it"
+)
+HOST_GRADING_WHY = (
+    "a driver: docker row is graded under its own driver, as its run was (on this host its files and tools could "
+    "score it differently)"
+)
+
+
+def _harbor_form(words: Sequence[str]) -> str | None:
+    """The one line refusing coder_eval's Harbor verb or its ``export TASK_FILES -o DIR`` form, or None."""
+    if words[:1] == ["harbor"]:
+        return HARBOR_REFUSED
+    if words[:1] == ["export"] and any(word.split("=")[0] in HARBOR_EXPORT_OPTIONS for word in words[1:]):
+        return HARBOR_EXPORT_REFUSED
+    return None
 
 
 def _junit_argument(parser: argparse.ArgumentParser) -> None:
@@ -656,6 +691,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _last_line_of_defence(exc)
     if words[:1] == ["execute"]:  # coder_eval's verb, refused in one line whatever its options
         print(EXECUTE_REFUSED, file=sys.stderr)
+        return exit_codes.USAGE
+    if harbor := _harbor_form(words):
+        print(harbor, file=sys.stderr)
         return exit_codes.USAGE
     args = build_parser().parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
