@@ -30,6 +30,7 @@ from .core.layout import (
     RUN_MD,
     RUN_VIEWER,
     SUITE_FILE,
+    experiment_named,
     load_result,
     load_summary,
     read_record,
@@ -169,6 +170,7 @@ def rebuild_from_results(run_dir: Path) -> int:
         task_results=rows,
         framework_version=framework_version(),
         environment_info=environment_info(),
+        experiment=earlier.experiment if earlier else experiment_named(run_dir),
         variants=list(dict.fromkeys([*(earlier.variants if earlier else []), *(row.variant_id for row in rows)])),
         passed=all(result.success for result in results),
     ).judged_with(suite_gates(run_dir))

@@ -260,12 +260,27 @@ def run_results(
 
 
 def load_summary(run_dir: Path) -> RunSummary:
-    """A run's run.json, as written now, before the report schema or by coder_eval (its rows ``completed``)."""
+    """A run's run.json, as written now, before the report schema or by coder_eval (its rows ``completed``, its
+    experiment the one its experiment.json names)."""
     summary = read_record(run_dir / RUN_FILE, RunSummary)
     rows = [completed(run_dir, row) for row in summary.task_results]
-    if all(new is row for new, row in zip(rows, summary.task_results, strict=True)):
-        return summary
-    return summary.model_copy(update={"task_results": rows})
+    update: dict[str, Any] = {}
+    if any(new is not row for new, row in zip(rows, summary.task_results, strict=True)):
+        update["task_results"] = rows
+    if summary.coder_eval_form and summary.experiment is None:  # coder_eval's names none: its experiment.json does
+        update["experiment"] = experiment_named(run_dir)
+    return summary.model_copy(update=update) if update else summary
+
+
+def experiment_named(run_dir: Path) -> str | None:
+    """The experiment id of the run's experiment.json (coder_eval's ``ExperimentResult``); None without one, or
+    when it cannot be read (the run's other records still report)."""
+    try:
+        data = read_json(run_dir / EXPERIMENT_FILE)
+    except (OSError, InvalidInput):
+        return None
+    found = data.get("experiment_id") if isinstance(data, dict) else None
+    return found if isinstance(found, str) else None
 
 
 def completed(run_dir: Path, row: TaskRow) -> TaskRow:

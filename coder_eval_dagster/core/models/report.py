@@ -206,6 +206,7 @@ class TaskRow(BaseModel):
             expected_commands=result.expected_commands,
             actual_commands=result.actual_commands,
             commands_efficiency=result.commands_efficiency,
+            agent_config=result.agent_config,
             max_turns_exhausted=result.max_turns_exhausted,
             expected_turns_overage=[result.visible_turns, result.expected_turns]
             if overage and result.expected_turns is not None
@@ -340,6 +341,8 @@ class RunSummary(Counts):
     not_run: list[dict[str, Any]] = Field(default_factory=list)
     not_run_count: int = 0
     budget: dict[str, Any] | None = None  # the run-wide budget: max_usd, spent_usd, exhausted
+    # Read from a run.json in coder_eval's form (no verdict): its experiment is its experiment.json's to name
+    coder_eval_form: bool = Field(default=False, exclude=True)
 
     @property
     def flaky_gate(self) -> dict[str, Any] | None:
@@ -370,6 +373,7 @@ class RunSummary(Counts):
             "variants": list(dict.fromkeys(row.get("variant_id") for row in rows)),
             **data,
             "passed": all(row.get("status") == "SUCCESS" for row in rows),
+            "coder_eval_form": True,
         }
 
     def judged_with(self, suite: list[dict[str, Any]]) -> RunSummary:

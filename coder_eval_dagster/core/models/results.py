@@ -708,6 +708,8 @@ class EvaluationResult(BaseModel):
     # `evaluate <NN folder>` re-grades. None: no sandbox was kept.
     sandbox_path: str | None = None
     task_config: TaskConfig | None = None
+    # coder_eval's task.json's agent block, for its run.json row (a rebuild's); ours records none (docs)
+    agent_config: dict[str, Any] | None = Field(default=None, exclude=True)
 
     @model_validator(mode="before")
     @classmethod
