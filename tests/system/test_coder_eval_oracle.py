@@ -62,6 +62,18 @@ def oracle_environment(system_cli: SystemCli) -> dict[str, str]:
     return system_cli.environment({"TELEMETRY_ENABLED": "false", "COLUMNS": "250", "TERM": "dumb"})
 
 
+def run_oracle(oracle: Path, system_cli: SystemCli, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    """The release's ``coder-eval ARGS`` in the test's folder, as a user beside ours runs it."""
+    return subprocess.run(
+        [str(oracle), *map(str, args)],
+        cwd=system_cli.folder,
+        capture_output=True,
+        text=True,
+        env=oracle_environment(system_cli),
+        timeout=300,
+    )
+
+
 def test_the_released_coder_eval_aggregates_our_run_as_its_own(oracle: Path, system_cli: SystemCli) -> None:
     experiment = write_project(system_cli.folder)
     outcome = system_cli("run", "-e", experiment, "--runs-dir", system_cli.runs, "-j", "2", env={}, timeout=600)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +32,8 @@ def test_report_and_rebuild_keep_the_experiment_and_agent_blocks_of_its_run(
     experiment = system_cli.folder / "experiments" / "ab.yaml"
     experiment.parent.mkdir()
     experiment.write_text("experiment_id: ab-test\nvariants:\n  - variant_id: base\n  - variant_id: other\n")
-    made = subprocess.run(
-        [str(oracle), "run", *map(str, tasks), "-e", str(experiment), "--run-dir", "oruns/r2"],
-        cwd=system_cli.folder,
-        capture_output=True,
-        text=True,
-        env=release.oracle_environment(system_cli),
-        timeout=300,
+    made = release.run_oracle(
+        oracle, system_cli, "run", *map(str, tasks), "-e", str(experiment), "--run-dir", "oruns/r2"
     )
     assert made.returncode == 0, made.stdout + made.stderr
     run_dir = system_cli.folder / "oruns" / "r2"

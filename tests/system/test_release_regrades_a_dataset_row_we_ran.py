@@ -43,14 +43,7 @@ def test_the_release_regrades_our_dataset_row_by_its_recorded_config(oracle: Pat
     run = only_run(system_cli.runs)
     row = Path("runs") / run.path.name / "default" / "ds" / "r1" / "00"
 
-    graded = subprocess.run(
-        [str(oracle), "evaluate", str(row), "--allow-recorded-commands"],
-        cwd=system_cli.folder,
-        capture_output=True,
-        text=True,
-        env=release.oracle_environment(system_cli),
-        timeout=300,
-    )
+    graded = release.run_oracle(oracle, system_cli, "evaluate", str(row), "--allow-recorded-commands")
     said = graded.stdout + graded.stderr
     assert graded.returncode == 0, said
     assert "does not validate" not in said and "falling back" not in said, said  # before: 15 validation errors

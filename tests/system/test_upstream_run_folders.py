@@ -205,13 +205,8 @@ def test_rescore_keeps_the_run_and_replicate_of_a_task_json_the_release_wrote(
     assert outcome.code == 0, outcome.output
     run = only_run(system_cli.runs)
     row = Path("runs") / run.path.name / "default" / "made" / "01"
-    graded = subprocess.run(
-        [str(oracle), "evaluate", str(row), "--allow-recorded-commands", "--run-dir", "grading"],
-        cwd=system_cli.folder,
-        capture_output=True,
-        text=True,
-        env=release.oracle_environment(system_cli),
-        timeout=300,
+    graded = release.run_oracle(
+        oracle, system_cli, "evaluate", row, "--allow-recorded-commands", "--run-dir", "grading"
     )
     assert graded.returncode == 0, graded.stdout + graded.stderr
     assert {"run_id", "replicate_index"}.isdisjoint(run.result("made", replicate="01"))  # its form: in its folders
