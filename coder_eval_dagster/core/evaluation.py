@@ -750,7 +750,7 @@ def log_stage(evaluation: Evaluation, stage: str, seconds: float) -> None:
         capped = ", at max_turns" if result.max_turns_exhausted else ""
         log.info("%s: agent ended after %d turn(s), %d tool call(s)%s", evaluation.name, result.turns, calls, capped)
     elif stage == "finish":
-        criteria = "".join(f"; {c.type} {c.score:.2f}" for c in result.criteria)
+        criteria = "".join(f"; {c.type} {c.score:.2f}{'' if c.gating else ' (informational)'}" for c in result.criteria)
         log.info("%s: %s, score %.3f%s", evaluation.name, result.final_status, result.weighted_score, criteria)
 
 

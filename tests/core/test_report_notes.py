@@ -136,3 +136,31 @@ def test_the_viewer_verdict_names_each_gate_that_failed() -> None:
         "FAILED: 1 of 2 evaluations did not pass; suite thresholds not met: ds [default] mean 0.667 &lt; 0.9; "
         "flaky rows 40.0% &gt; max_flaky_share 0.2</p>"
     ) in page
+
+
+def stopped() -> EvaluationResult:
+    """A TIMEOUT whose criterion failed because the agent was stopped, with a weight-0 criterion beside it."""
+    informational = CriterionResult(
+        index=1, type="run_command", description="style", gating=False, weight=0.0, pass_threshold=1.0, score=0.0
+    )
+    timed_out = evaluation(
+        "slow", success=False, final_status="TIMEOUT", error="run_limits.task_timeout of 30 s reached"
+    )
+    return timed_out.model_copy(update={"criteria": [*timed_out.criteria, informational]})
+
+
+def test_every_report_says_a_timeout_timed_out_and_labels_an_informational_criterion() -> None:
+    """run.md, the terminal and JUnit said why a TIMEOUT failed; the viewer showed its criterion's score instead.
+    JUnit left a weight-0 criterion out where coder_eval lists it as [INFO]."""
+    data = viewer_data("r", [stopped()], ["default"])
+    (row,) = data["rows"]
+    assert data["strings"][row[FIELDS.index("why")]] == "run_limits.task_timeout of 30 s reached"
+    failure = ET.fromstring(junit_xml(summary(stopped()))).findtext(".//testcase[@name='slow[00]']/failure") or ""
+    assert failure.splitlines()[-1] == "[INFO] run_command: score 0.00 \u2014 style"
+
+
+def test_an_early_stop_without_max_turns_claims_no_turns_avoided() -> None:
+    early = evaluation(stopped_early=True, early_stop_reason="criterion_passed", turns_remaining_at_stop=None)
+    assert "> **NOTE:** [cut] [default] #00 stopped early (criterion_passed)\n" in render_run_md(summary(early))
+    capped = early.model_copy(update={"turns_remaining_at_stop": 9})
+    assert "stopped early (criterion_passed); ≤ 9 turn(s) avoided" in render_run_md(summary(capped))

@@ -256,12 +256,12 @@ def test_the_runs_index_follows_a_changed_run_json(tmp_path: Path) -> None:
     from coder_eval_dagster.core.compare.index import write_index
 
     run_dir = write_run(tmp_path, DAY, [evaluation("a", "t1", "FAILURE"), evaluation("b", "t1", "ERROR")])
-    assert "a: 0/1 (0%); b: 0/0" in write_index(tmp_path).read_text()
+    assert "a: 0/1 (0%); b: 0/0 (1 ERROR excluded)" in write_index(tmp_path).read_text()
     document = json.loads((run_dir / "run.json").read_text())
     document["task_results"][0] |= {"status": "SUCCESS", "success": True}  # as a rescore would
     (run_dir / "run.json").write_text(json.dumps(document))
     os.utime(run_dir / "run.json", ns=(1, 1))  # a different modification time, whatever the clock's resolution
-    assert "a: 1/1 (100%); b: 0/0" in write_index(tmp_path).read_text()
+    assert "a: 1/1 (100%); b: 0/0 (1 ERROR excluded)" in write_index(tmp_path).read_text()
 
 
 def test_the_runs_index_lists_a_large_runs_failures_and_leaves_the_rest_to_its_viewer(tmp_path: Path) -> None:

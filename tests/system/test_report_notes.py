@@ -124,3 +124,15 @@ def test_a_price_file_prices_a_replayed_trajectorys_recorded_cost(tmp_path: Path
     (turn,) = run.result("gateway")["iterations"][0]["turns"]
     assert (turn["cost_usd"], turn["cost_source"]) == (5.0, "priced"), outcome.output
     assert "agent $5.0000 (priced)" in outcome.out, outcome.out
+
+
+def test_the_log_of_a_verdict_labels_an_informational_criterion(tmp_path: Path, system_cli: SystemCli) -> None:
+    """`-v` logged "run_command 0.00; run_command 0.00" for a gating and a weight-0 criterion alike."""
+    checks = [
+        criterion("run_command", command="exit 1", description="gating"),
+        {**criterion("run_command", command="exit 2", description="style"), "weight": 0},
+    ]
+    task = task_file(tmp_path / "tasks", "informed", agent={"type": "none"}, success_criteria=checks)
+    outcome, _ = system_cli.run(task, "-v", env={})
+    assert outcome.code == 1, outcome.output
+    assert "FAILURE, score 0.000; run_command 0.00; run_command 0.00 (informational)" in outcome.err, outcome.err

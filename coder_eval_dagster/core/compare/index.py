@@ -19,12 +19,17 @@ from .webpage import html_page, relative_to
 
 
 def _pass_rates(rows: list[TaskRow]) -> str:
-    """Pass rate per variant, ERROR evaluations excluded."""
+    """Pass rate per variant, ERROR evaluations excluded as in run.md and ``compare``, and said so: a run failing on
+    its ERRORs read 100 %."""
     rates = []
     for variant in sorted({row.variant_id for row in rows}):
-        valid = [row for row in rows if row.variant_id == variant and row.status != "ERROR"]
+        of_variant = [row for row in rows if row.variant_id == variant]
+        valid = [row for row in of_variant if row.status != "ERROR"]
         passed = sum(row.success for row in valid)
-        rates.append(f"{variant}: {passed}/{len(valid)}" + (f" ({passed / len(valid):.0%})" if valid else ""))
+        figures = [f"{passed / len(valid):.0%}"] if valid else []
+        if len(valid) < len(of_variant):
+            figures.append(f"{len(of_variant) - len(valid)} ERROR excluded")
+        rates.append(f"{variant}: {passed}/{len(valid)}" + (f" ({', '.join(figures)})" if figures else ""))
     return "; ".join(rates)
 
 

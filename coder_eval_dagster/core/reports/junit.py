@@ -3,7 +3,8 @@
 One testsuite per variant, one testcase per evaluation, named
 ``<task_id>[NN]`` with its task file's stem as its class. An evaluation that
 did not succeed is a ``<failure>`` (``message`` its status) listing every
-gating criterion as ``[PASS]``/``[FAIL]``; an ERROR is an ``<error>`` with its
+gating criterion as ``[PASS]``/``[FAIL]``, then each informational one
+(weight 0) as ``[INFO]``; an ERROR is an ``<error>`` with its
 message. Then, as coder_eval adds them: a ``skipped`` testsuite (a task file
 the run left out, as ``<skipped>``; ours adds a sequential A/B's stop) and a
 ``suite-gates`` testsuite (a testcase per dataset suite and variant with
@@ -49,6 +50,11 @@ def _criterion_line(criterion: CriterionResult) -> str:
     )
 
 
+def _informational_line(criterion: CriterionResult) -> str:
+    """A weight-0 criterion, labelled as coder_eval labels it: checked and shown, never the failure."""
+    return f"[INFO] {criterion.type}: score {criterion_score(criterion)} \u2014 {criterion.description}"
+
+
 def _testcase(suite: ET.Element, row: TaskRow) -> None:
     case = ET.SubElement(
         suite,
@@ -77,6 +83,7 @@ def _testcase(suite: ET.Element, row: TaskRow) -> None:
         failure = ET.SubElement(case, "failure", type=row.status, message=row.status)
         lines = [row.error_message] if row.error_message else []
         lines += [_criterion_line(c) for c in row.criteria if c.gating and not c.advisory]
+        lines += [_informational_line(c) for c in row.criteria if not c.gating]
         failure.text = _safe("\n".join(lines))
     notes = run_time_notes(row)
     if notes:  # a passing evaluation's too: stopped at max_tool_calls, over a soft budget (never a failure)

@@ -51,8 +51,9 @@ def run_time_notes(evaluation: Noted) -> list[Note]:
         notes.append(Note("WARNING", f"expected_turns exceeded: {evaluation.visible_turns}/{expected} (visible turns)"))
     notes += [Note("WARNING", warning) for warning in evaluation.warnings]
     if evaluation.stopped_early:
-        remaining = "?" if evaluation.turns_remaining_at_stop is None else evaluation.turns_remaining_at_stop
-        notes.append(Note("NOTE", f"stopped early ({evaluation.early_stop_reason}); ≤ {remaining} turn(s) avoided"))
+        remaining = evaluation.turns_remaining_at_stop  # none without run_limits.max_turns: no claim then
+        avoided = "" if remaining is None else f"; ≤ {remaining} turn(s) avoided"
+        notes.append(Note("NOTE", f"stopped early ({evaluation.early_stop_reason}){avoided}"))
     return notes
 
 

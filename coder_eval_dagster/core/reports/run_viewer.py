@@ -79,13 +79,13 @@ def first_failing(result: EvaluationResult) -> CriterionResult | None:
 
 
 def _why(result: EvaluationResult, failing: CriterionResult | None) -> str | None:
-    """Why the row did not pass, in one capped line: the criterion's error or rationale, else the evaluation's."""
-    reason = None
-    if failing is not None:
+    """Why the row did not pass, in one capped line: the evaluation's own error first, as run.md says it (a
+    timeout's or a budget's stop is why its criteria failed), else the criterion's error, rationale or score."""
+    reason = result.error
+    if not reason and failing is not None:
         rationale = failing.details.get("rationale")
         reason = failing.error or (rationale if isinstance(rationale, str) and rationale else None)
         reason = reason or f"score {criterion_score(failing)} < {failing.pass_threshold:g}"
-    reason = reason or result.error
     if not reason:
         return None
     line = " ".join(reason.split())
