@@ -23,6 +23,7 @@ import signal
 import sys
 import threading
 import time
+from typing import Any, TextIO
 
 from . import startup
 from .exit_codes import INTERRUPTED
@@ -30,6 +31,7 @@ from .exit_codes import INTERRUPTED
 
 def main() -> None:
     signal.signal(signal.SIGTERM, _interrupt)  # a CI's cancel is a Ctrl-C, before and after Dagster's run as in it
+    sys.stderr = _BestEffort(sys.stderr)  # type: ignore[assignment]  # a stream in all that is used of one
     try:
         startup.pause_collection()
         from .cli import main as run_command
@@ -38,6 +40,27 @@ def main() -> None:
     except KeyboardInterrupt:  # while the command's modules load, before it handles one itself
         code = _interrupted()
     exit_now(code)
+
+
+class _BestEffort:
+    """stderr, whose reader may go away (``2>&1 | head -1``): its lines are lost then, never the command's outcome. A
+    run's next progress line raised BrokenPipeError, which ended the run unfinished with exit 0."""
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            return len(text)
+
+    def flush(self) -> None:
+        with contextlib.suppress(BrokenPipeError):
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -4,6 +4,7 @@ left evaluations unstarted fails the JUnit file as it fails the run, and the vie
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -136,3 +137,26 @@ def test_the_log_of_a_verdict_labels_an_informational_criterion(tmp_path: Path, 
     outcome, _ = system_cli.run(task, "-v", env={})
     assert outcome.code == 1, outcome.output
     assert "FAILURE, score 0.000; run_command 0.00; run_command 0.00 (informational)" in outcome.err, outcome.err
+
+
+def test_a_log_reader_that_goes_away_costs_the_run_neither_its_results_nor_its_exit_code(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """`coder-eval run ... 2>&1 | head -1`: the next progress line raised BrokenPipeError, and the run ended there,
+    unfinished (no run.json), with exit 0."""
+    rows = "".join(f'{{"id": "r{n}", "want": {n % 2}}}\n' for n in range(4))
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "rows.jsonl").write_text(rows)
+    check = criterion("run_command", command="sleep 0.5; test ${row.want} = 1", description="odd rows pass")
+    task = task_file(
+        tmp_path / "tasks", "piped", agent={"type": "none"}, dataset={"paths": ["rows.jsonl"]}, success_criteria=[check]
+    )
+    with (tmp_path / "out.txt").open("wb") as out:
+        process = system_cli.start("run", task, "--runs-dir", system_cli.runs, "-j", "1", env={}, stdout=out)
+        assert process.stderr is not None
+        first = process.stderr.readline()
+        process.stderr.close()  # the reader is gone after one line
+        assert process.wait(timeout=120) == 1, first  # two rows fail: the verdict, not 0
+    (run_json,) = system_cli.runs.glob("*T*/run.json")
+    assert json.loads(run_json.read_text())["passed"] is False
+    assert "FAILED 4 evaluations" in (tmp_path / "out.txt").read_text()
