@@ -31,7 +31,7 @@ from .exit_codes import INTERRUPTED
 
 def main() -> None:
     signal.signal(signal.SIGTERM, _interrupt)  # a CI's cancel is a Ctrl-C, before and after Dagster's run as in it
-    sys.stderr = _BestEffort(sys.stderr)  # type: ignore[assignment]  # a stream in all that is used of one
+    sys.stderr = _BestEffort(sys.stderr)
     try:
         startup.pause_collection()
         from .cli import main as run_command

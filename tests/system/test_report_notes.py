@@ -5,6 +5,7 @@ left evaluations unstarted fails the JUnit file as it fails the run, and the vie
 from __future__ import annotations
 
 import json
+import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from ..support.browser import chromium
 from ..support.helpers import criterion
-from .conftest import SystemCli, replay_task_file, task_file
+from .conftest import CLI, SystemCli, replay_task_file, task_file
 
 pytestmark = pytest.mark.slow
 
@@ -151,8 +152,11 @@ def test_a_log_reader_that_goes_away_costs_the_run_neither_its_results_nor_its_e
     task = task_file(
         tmp_path / "tasks", "piped", agent={"type": "none"}, dataset={"paths": ["rows.jsonl"]}, success_criteria=[check]
     )
+    command = [str(CLI), "run", str(task), "--runs-dir", str(system_cli.runs), "-j", "1"]
     with (tmp_path / "out.txt").open("wb") as out:
-        process = system_cli.start("run", task, "--runs-dir", system_cli.runs, "-j", "1", env={}, stdout=out)
+        process = subprocess.Popen(
+            command, cwd=tmp_path, env=system_cli.environment({}), stdout=out, stderr=subprocess.PIPE
+        )
         assert process.stderr is not None
         first = process.stderr.readline()
         process.stderr.close()  # the reader is gone after one line
