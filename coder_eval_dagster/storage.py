@@ -58,7 +58,7 @@ import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from itertools import groupby
 from pathlib import Path
 from typing import Any, cast
@@ -191,7 +191,10 @@ def _stamped(path: Path) -> bool:
     if not path.is_file():
         return False
     try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=SQLITE_BUSY_TIMEOUT_S) as connection:
+        # Closed here (sqlite3's own `with` only commits: a connection left open, in a cycle the frozen collector
+        # never frees, kept runs.db's write-ahead log beside it after every command), and not read-only: a
+        # read-only connection closing last cannot fold the log in and remove it (schedules.db's stayed).
+        with closing(sqlite3.connect(path, timeout=SQLITE_BUSY_TIMEOUT_S)) as connection:
             return connection.execute("SELECT version_num FROM alembic_version").fetchone() is not None
     except sqlite3.Error:
         return False
@@ -345,7 +348,8 @@ class FastSqliteEventLogStorage(KnownTables, RangedPlannedEvents, TagsFromRows, 
             engine = self._engines.pop(INDEX_SHARD_NAME, None)
             if engine is not None:
                 engine.dispose()
-        with sqlite3.connect(self.path_for_shard(INDEX_SHARD_NAME), timeout=SQLITE_BUSY_TIMEOUT_S) as connection:
+        index = sqlite3.connect(self.path_for_shard(INDEX_SHARD_NAME), timeout=SQLITE_BUSY_TIMEOUT_S)
+        with closing(index) as connection:  # closed: the last connection out folds the vacuum's log in
             connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             connection.execute("VACUUM")
 

@@ -82,6 +82,7 @@ def test_prune_removes_old_runs_from_the_instance_and_the_folder_and_keeps_the_t
     freed = re.search(r"\(([\d.]+) MiB\)", done.stdout)
     assert freed is not None and float(freed.group(1)) < 100, done.stdout  # (said 1048576.x MiB)
     assert not first.exists() and second.is_dir()
+    assert not [path.name for path in home.rglob("*.db-*")]  # every log folded into its database: the space is back
     with dg.DagsterInstance.from_config(str(home)) as instance:
         left = instance.get_runs()
         assert [r.tags.get("coder_eval/run") for r in left] == [str(second)]
