@@ -247,7 +247,7 @@ def _print_limit_warnings(path: Path) -> None:
 def cmd_list(args: argparse.Namespace) -> int:
     """The row-tasks a run would execute, one a line; none is said on stderr with what was left out, as ``run``
     says it (an empty listing, exit 0, read as a folder or filter that matched)."""
-    from .cli_run import _left_out, print_skipped
+    from .cli_run import nothing_selected, print_skipped
 
     result = resolve(_with_default_tasks(parsed(RunSpec, args), "list"))
     result.skip_invalid_folder_files()
@@ -258,7 +258,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     sys.stdout.write("".join(f"{rt.variant_id} {rt.task_id}\n" for rt in result.row_tasks))
     print_skipped(result)
     if not result.row_tasks:
-        print(f"coder-eval list: no row-tasks selected{_left_out(result)}", file=sys.stderr)
+        print(nothing_selected("list", result), file=sys.stderr)
     return exit_codes.FAILED if any(entry.invalid for entry in result.skipped) else exit_codes.OK
 
 

@@ -112,7 +112,7 @@ def selected(spec: RunSpec) -> Resolution | None:
         raise InvalidInput(resolution.problems)
     print_skipped(resolution)
     if not resolution.row_tasks:
-        print(f"coder-eval run: no row-tasks selected{_left_out(resolution)}", file=sys.stderr)
+        print(nothing_selected("run", resolution), file=sys.stderr)
         return None
     return resolution
 
@@ -131,11 +131,13 @@ def estimate(spec: RunSpec, options: RunOptions) -> int:
     return exit_codes.OK
 
 
-def _left_out(resolution: Resolution) -> str:
+def nothing_selected(command: str, resolution: Resolution) -> str:
+    """The line a command says when its selection holds no row-task: what was left out, and why."""
     reasons = [f"{count} {why}" for why, count in resolution.filtered.items()]
     if resolution.skipped:
         reasons.append(f"{len(resolution.skipped)} skipped (above)")
-    return f" (left out: {'; '.join(reasons)})" if reasons else " (the paths hold no task files)"
+    left_out = f" (left out: {'; '.join(reasons)})" if reasons else " (the paths hold no task files)"
+    return f"coder-eval {command}: no row-tasks selected{left_out}"
 
 
 def print_skipped(resolution: Resolution) -> None:
@@ -413,7 +415,7 @@ def register(spec: RunSpec) -> int:
         raise InvalidInput(resolution.problems)
     if not resolution.row_tasks:  # as `run` over the same selection
         print_skipped(resolution)
-        print(f"coder-eval register: no row-tasks selected{_left_out(resolution)}", file=sys.stderr)
+        print(nothing_selected("register", resolution), file=sys.stderr)
         return exit_codes.USAGE
     from .launch import record_resolution, register_partitions
 
