@@ -18,7 +18,9 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -412,3 +414,38 @@ def test_a_folder_on_path_shows_neither_the_project_nor_a_runs_folder_inside_it(
     (result,) = (elsewhere / "runs").glob("*T*/default/onpath/00/task.json")
     error = json.loads(result.read_text())["error_message"]
     assert f"lies in {elsewhere}, which commands see read-only" in error, error
+
+
+@contextlib.contextmanager
+def _folder_in_opt() -> Iterator[Path]:
+    """A folder under /opt, a system folder every sandbox shows read-only; removed after."""
+    folder = Path(tempfile.mkdtemp(dir="/opt", prefix="coder-eval-test-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_a_project_under_opt_shows_empty_but_for_a_path_folder_in_it() -> None:
+    """A project under /opt (or /usr/local/src) lay in a folder every sandbox shows read-only: commands read its
+    .env, its references and every earlier evaluation under ./runs. It shows empty now, but for a PATH folder in it;
+    a runs folder elsewhere under /opt is refused, not shown."""
+    with _folder_in_opt() as project, _folder_in_opt() as elsewhere:
+        (project / ".env").write_text("ANTHROPIC_API_KEY=sk-ant-planted-under-opt\n")
+        tools = project / "tools"
+        tools.mkdir()
+        (tools / "project-tool").write_text("#!/bin/sh\necho the tool ran\n")
+        (tools / "project-tool").chmod(0o755)
+        probe = f"project-tool; ls -A {project}; cat {project}/.env; test ! -e {project}/runs"
+        task = _agentless_pre_run(project, "underopt", probe)
+        cli, on_path = SystemCli(project), {"PATH": f"{os.environ['PATH']}:{tools}"}
+        outcome, run = cli.run(task, env=on_path)
+        assert outcome.code == 0, outcome.output
+        (pre_run,) = run.result("underopt")["pre_run_results"]
+        assert pre_run["stdout"].splitlines() == ["the tool ran", "tools"], pre_run
+        assert "sk-ant-planted" not in json.dumps(run.result("underopt"))
+        refused = cli("run", task, "--runs-dir", elsewhere / "runs", env=on_path)
+        assert refused.code == 1, refused.output
+        (result,) = (elsewhere / "runs").glob("*T*/default/underopt/00/task.json")
+        error = json.loads(result.read_text())["error_message"]
+        assert "lies in /opt, which commands see read-only" in error, error

@@ -12,8 +12,9 @@ network namespaces) builds the view once, then keeps it:
   a private ``pts`` and ``shm``); a private ``/tmp``; ``/sandbox`` to mount
   an evaluation's sandbox on. Nothing else of the host: not the homes, not
   ``/run`` (the Docker socket), ``/var``, ``/srv``, ``/mnt``, the project
-  (task files, datasets, references), the runs folder or ``DAGSTER_HOME``.
-  Files of ``/etc`` that only their owner may read (``/etc/shadow``, keys)
+  (task files, datasets, references), the runs folder or ``DAGSTER_HOME``
+  (one of those under ``/opt`` or ``/usr`` shows empty, but for the venv or
+  a ``PATH`` folder inside it). Files of ``/etc`` that only their owner may read (``/etc/shadow``, keys)
   show empty: commands run as the harness's user, root on CI.
 - ``pivot_root`` into it, the host's tree detached: nothing below it is
   reachable by any path.
@@ -50,6 +51,7 @@ import stat
 import subprocess
 import sys
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,9 +153,13 @@ def fresh_tmp(at):
 
 def build(ops):
     mount("tmpfs", NEW, "tmpfs", NOSUID | NODEV, "mode=0755")
+    masks = []
     for op, path, extra in ops:
         if op == "ro" and not path.startswith(TMP_PREFIXES):
             show(path, NEW + path, ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV)
+        elif op == "mask":  # the harness's own folder inside a shown one: empty, but for what is shown again in it
+            mount("tmpfs", NEW + path, "tmpfs", NOSUID | NODEV, "mode=0755")
+            masks.append(NEW + path)
         elif op == "link":
             os.makedirs(os.path.dirname(NEW + path), exist_ok=True)
             os.symlink(extra, NEW + path)
@@ -180,6 +186,8 @@ def build(ops):
     mount("mqueue", NEW + "/dev/mqueue", "mqueue", NOSUID | NODEV | NOEXEC)
     fresh_tmp(NEW)
     mount(None, NEW + "/dev", None, REMOUNT | BIND | RDONLY | NOSUID)
+    for path in masks:
+        mount(None, path, None, REMOUNT | BIND | RDONLY | NOSUID | NODEV)
     ok(libc.syscall(PIVOT_ROOT, NEW.encode(), (NEW + "/.old").encode()), "pivot_root")
     os.chdir("/")
     ok(libc.umount2(b"/.old", 2), "umount the host's tree")
@@ -409,17 +417,26 @@ def holder_argv(confine_network: bool) -> list[str]:
 
 def shown(path: str) -> bool:
     """Whether commands see ``path`` (this machine's) where it is, or it is one of the sandbox's own places."""
+    return _under(path, OWN_PLACES) > 0 or shows_host(path)
+
+
+def shows_host(path: str) -> bool:
+    """Whether commands see the host's ``path`` where it is: the deepest shown or hidden folder holding it says."""
     view = _view()
-    inside = (path + "/").startswith(tuple(f"{top}/" for top in (*view.shown, *OWN_PLACES)))
-    return inside and not (path + "/").startswith(tuple(f"{hidden}/" for hidden in view.hidden))
+    return _under(path, view.shown) > _under(path, view.hidden)
+
+
+def _under(path: str, tops: Iterable[str]) -> int:
+    """The length of the deepest of ``tops`` holding ``path`` (or being it), 0 for none."""
+    inside = path.rstrip("/") + "/"
+    return max((len(top) for top in tops if inside.startswith(top.rstrip("/") + "/")), default=0)
 
 
 @dataclass(frozen=True)
 class View:
     shown: tuple[str, ...]  # host folders (and links) commands see where they are, read-only
-    hidden: tuple[str, ...]  # under those, what shows empty
+    hidden: tuple[str, ...]  # under those, what shows empty (a folder shown again inside one is in ``shown``)
     operations: tuple[str, ...]  # the same, as the holder's arguments
-    toolchain: tuple[str, ...]  # of the shown folders, those shown for the harness's Python and PATH
 
 
 @functools.cache
@@ -438,16 +455,32 @@ def _view() -> View:
         elif os.path.exists(path) and not any(path.startswith(parent + "/") for parent in shown):
             ops += ["ro", path]
             shown.append(path)
+    masked = _masked_places(shown)
+    for place in masked:  # the project, the Dagster home or the runs folder under /opt or /usr: hidden, and in
+        ops += ["mask", place]  # them only the harness's Python and PATH's folders are shown again
+        again = [path for path in toolchain if path.startswith(place + "/")]
+        for path in sorted(path for path in again if not any(path.startswith(other + "/") for other in again)):
+            ops += ["ro", path]
+            shown.append(path)
     hidden = [path for top in SCANNED_FOR_SECRETS for path in _owner_only(top)] if os.geteuid() == 0 else []
     ops += [word for path in hidden for word in ("hide", path)]
-    return View(tuple(shown), tuple(hidden), tuple(ops), tuple(path for path in shown if path in toolchain))
+    return View(tuple(shown), (*masked, *hidden), tuple(ops))
 
 
-def shown_by_toolchain(path: Path) -> str | None:
-    """The folder on PATH (or of the harness's Python) that shows ``path`` to commands read-only, if one does: a
-    runs folder there would show them every evaluation's files."""
-    inside = str(path.resolve()) + "/"
-    return next((folder for folder in _view().toolchain if inside.startswith(folder.rstrip("/") + "/")), None)
+def _masked_places(shown: list[str]) -> list[str]:
+    """The harness's places that a shown folder holds (a project under /opt): each to be shown empty."""
+    places = {place for place in _harness_places() if os.path.isdir(place)}
+    inside = sorted(place for place in places if any(place.startswith(top + "/") for top in shown))
+    return [place for place in inside if not any(place.startswith(other + "/") for other in inside)]
+
+
+def folder_showing(path: Path) -> str | None:
+    """The host folder that shows ``path`` to commands read-only, if one does (a system folder, a folder on PATH or
+    of the harness's Python): a runs folder there would show them every evaluation's files."""
+    inside = str(path.resolve())
+    if not shows_host(inside):
+        return None
+    return max((top for top in _view().shown if (inside + "/").startswith(top.rstrip("/") + "/")), key=len)
 
 
 def _system() -> list[str]:

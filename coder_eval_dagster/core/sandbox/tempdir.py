@@ -32,7 +32,7 @@ from ..secrets import sandbox_environment, setup_environment
 from ..trees import remove_tree
 from . import containment
 from .egress import LOOPBACK, Gate, Refusal, gate_for, proxy_environment, refusal_notes
-from .holder import SANDBOX_PATH, SandboxUnavailable, shown, shown_by_toolchain
+from .holder import SANDBOX_PATH, SandboxUnavailable, folder_showing, shown
 from .mocks import install_mocks
 from .process import Interrupt, run_shell
 from .templates import TemplateError, apply_sources, inside_sandbox
@@ -315,14 +315,14 @@ def resolve_inside(root: Path, relative: str) -> Path:
 
 
 def refuse_a_shown_root(root: Path) -> None:
-    """A sandbox whose folder commands would see from outside too (its runs folder inside a folder on PATH) is not
-    made: they would read the run's other evaluations and whatever lies beside the runs folder."""
-    folder = shown_by_toolchain(root)
+    """A sandbox whose folder commands would see from outside too (its runs folder in /opt or in a folder on PATH,
+    not the project's) is not made: they would read the run's other evaluations and whatever lies beside it."""
+    folder = folder_showing(root)
     if folder is not None:
         raise SandboxUnavailable(
-            f"the sandbox {root} lies in {folder}, which commands see read-only (a folder on PATH or of the "
-            "harness's Python): they would read every evaluation of the run; put the runs folder elsewhere "
-            f"(--runs-dir) or take {folder} off PATH"
+            f"the sandbox {root} lies in {folder}, which commands see read-only (a system folder, a folder on PATH "
+            "or of the harness's Python): they would read every evaluation of the run; put the runs folder "
+            "elsewhere (--runs-dir), or in the folder coder-eval runs from"
         )
 
 
