@@ -197,6 +197,33 @@ def test_a_mistyped_sdk_option_is_pointed_at_its_own_line(tmp_path: Path) -> Non
     )
 
 
+def test_every_refused_sdk_option_is_said_at_once(tmp_path: Path) -> None:
+    """CONTRACT's "one error per problem": only the first refused key was said, the next after a fix."""
+    task = write(
+        tmp_path / "t.yaml",
+        """
+        task_id: t
+        description: d
+        initial_prompt: p
+        agent:
+          type: claude-code
+          sdk_options:
+            model: x
+            allowed_tools: [Read]
+            bogus_key: 1
+            effort: 7
+        success_criteria: [{type: run_command, command: "true", description: d}]
+        """,
+    )
+    result = run_cli("validate", task)
+    assert result.code == 1 and result.err.splitlines() == [
+        f"{task}:8: agent.sdk_options.model: managed by coder-eval and cannot be set through sdk_options",
+        f"{task}:9: agent.sdk_options.allowed_tools: managed by coder-eval and cannot be set through sdk_options",
+        f"{task}:10: agent.sdk_options.bogus_key: not a ClaudeAgentOptions field of the installed claude-agent-sdk",
+        f"{task}:11: agent.sdk_options.effort: expected 'low', 'medium', 'high', 'xhigh' or 'max'; given 7 (int)",
+    ], result.err
+
+
 def test_every_broken_rule_between_fields_is_said_at_once(tmp_path: Path) -> None:
     """CONTRACT's "one error per problem": a type: none task with a prompt and two trajectory criteria said all three
     (it said the prompt, then after a fix the first criterion, then the next)."""

@@ -12,9 +12,8 @@ import typing
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
-from pydantic_core import PydanticCustomError
 
-from .base import rule_error
+from .base import rule_errors
 
 INPUT_SHOULD_BE = "Input should be "  # how pydantic words a type's expectation
 SHOWN_CHARS = 80  # of a mistyped value, in the message
@@ -81,23 +80,30 @@ def _adapter(name: str) -> TypeAdapter[Any] | None:
 
 
 def check_sdk_options(options: dict[str, Any]) -> None:
-    """Raise a rule error at the first key that is unknown, managed or mistyped (the error names the key, and
-    within a list or mapping value the item, so that it points at that key's line)."""
-    known = _option_types()
-    for key, value in options.items():
-        if key in FRAMEWORK_MANAGED:
-            raise rule_error(key, "managed by coder-eval and cannot be set through sdk_options")
-        if key not in known:
-            raise rule_error(key, "not a ClaudeAgentOptions field of the installed claude-agent-sdk")
-        adapter = _adapter(key)
-        if adapter is not None:
-            try:
-                adapter.validate_python(value)
-            except ValidationError as exc:
-                raise _mistyped(key, value, exc) from None
+    """Raise a rule error for every key that is unknown, managed or mistyped (each names the key, and within a
+    list or mapping value the item, so that it points at that key's line)."""
+    problems = [problem for problem in map(_problem, options.items()) if problem is not None]
+    if problems:
+        raise rule_errors("sdk_options", problems)
 
 
-def _mistyped(key: str, value: object, exc: ValidationError) -> PydanticCustomError:
+def _problem(option: tuple[str, Any]) -> tuple[str, str] | None:
+    """The field and the message of what is wrong with one option, if anything is."""
+    key, value = option
+    if key in FRAMEWORK_MANAGED:
+        return key, "managed by coder-eval and cannot be set through sdk_options"
+    if key not in _option_types():
+        return key, "not a ClaudeAgentOptions field of the installed claude-agent-sdk"
+    adapter = _adapter(key)
+    if adapter is not None:
+        try:
+            adapter.validate_python(value)
+        except ValidationError as exc:
+            return _mistyped(key, value, exc)
+    return None
+
+
+def _mistyped(key: str, value: object, exc: ValidationError) -> tuple[str, str]:
     """What the option's value should be and what it is (pydantic's first error, in words, without its link),
     at the item of a list or mapping value it is about."""
     error = exc.errors(include_url=False)[0]
@@ -106,7 +112,7 @@ def _mistyped(key: str, value: object, exc: ValidationError) -> PydanticCustomEr
     expected = "expected " + message.removeprefix(INPUT_SHOULD_BE) if message.startswith(INPUT_SHOULD_BE) else message
     given = error["input"]
     shown = repr(given) if len(repr(given)) <= SHOWN_CHARS else repr(given)[:SHOWN_CHARS] + "..."
-    return rule_error(".".join([key, *map(str, where)]), f"{expected}; given {shown} ({type(given).__name__})")
+    return ".".join([key, *map(str, where)]), f"{expected}; given {shown} ({type(given).__name__})"
 
 
 def _inside(value: object, location: tuple[int | str, ...]) -> list[int | str]:
