@@ -100,3 +100,28 @@ def test_validate_refuses_a_starter_file_naming_a_folder(tmp_path: Path, system_
     outcome = system_cli.invalid(task)  # before: valid, then "sandbox setup failed" at run time
     field = r"sandbox\.template_sources\.0\.files\.0\.path"
     assert re.search(rf"^{re.escape(str(task))}:\d+: {field}: must name a file", outcome.err, re.M), outcome.output
+
+
+def test_sources_that_lay_a_file_and_a_folder_at_one_path_end_in_an_error_naming_it(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """Either way round: a starter file where a template folder is, a template folder where a starter file is (that
+    one was a FileExistsError with the sandbox's host path)."""
+    write(tmp_path / "tasks/tpl/c/base.txt", "base\n")
+    starter = {"type": "starter_files", "files": [{"path": "c", "content": "a file"}]}
+    folder = {"type": "template_dir", "path": "tpl"}
+    for task_id, sources, error in (
+        ("file-then-folder", [starter, folder], "template folder c is a file in the sandbox"),
+        ("folder-then-file", [folder, starter], "starter file c is a folder in the sandbox"),
+    ):
+        task = task_file(
+            tmp_path / "tasks",
+            task_id,
+            agent={"type": "none"},
+            sandbox={"python": None, "template_sources": sources},
+            pre_run=[],
+            success_criteria=[{"type": "file_exists", "path": "c", "description": "laid"}],
+        )
+        outcome = system_cli("run", task, "--runs-dir", tmp_path / task_id, env={})
+        assert outcome.code == 1, outcome.output
+        assert f"ERROR: sandbox setup failed: {error}\n" in outcome.out, outcome.output

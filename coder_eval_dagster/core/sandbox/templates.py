@@ -98,13 +98,22 @@ def copy_template_dir(
             kept.append(name)
         dirs[:] = kept
         if not in_ignored or _included(base, include):
-            inside_sandbox(sandbox, Path(mount_point) / base).mkdir(parents=True, exist_ok=True)
+            _make_folder(sandbox, Path(mount_point) / base)
         for name in sorted([*files, *linked]):
             if (in_ignored or ignored_entry(base, name, patterns)) and not _included(base / name, include):
                 continue
             if in_ignored:  # re-included inside an ignored folder: its folders were not made
-                inside_sandbox(sandbox, Path(mount_point) / base).mkdir(parents=True, exist_ok=True)
+                _make_folder(sandbox, Path(mount_point) / base)
             _copy_entry(here / name, sandbox, Path(mount_point) / base / name)
+
+
+def _make_folder(sandbox: Path, relative: Path) -> None:
+    """A template's folder in the sandbox, and the folders it is in; a file an earlier source wrote in the way is an
+    error saying which (as a starter file over a folder is)."""
+    try:
+        inside_sandbox(sandbox, relative).mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise TemplateError(f"template folder {relative.as_posix()} is a file in the sandbox") from None
 
 
 def _is_the_sandbox(folder: Path, itself: str) -> bool:
