@@ -38,6 +38,7 @@ from .core.preflight import check_environment, dagster_home
 from .core.problems import DOCUMENT, InvalidInput, Problem
 from .core.resolution import (
     NOT_A_TASK,
+    OVERRIDES,
     Resolution,
     discover,
     experiment_names_tasks,
@@ -253,8 +254,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     result.skip_invalid_folder_files()
     _print_problems(result.warnings)
     if result.problems:
-        _print_problems(result.problems)
-        return exit_codes.FAILED
+        _print_problems(result.problems)  # a -D that does not apply is the command's usage, as for run
+        return exit_codes.USAGE if any(p.path == OVERRIDES for p in result.problems) else exit_codes.FAILED
     sys.stdout.write("".join(f"{rt.variant_id} {rt.task_id}\n" for rt in result.row_tasks))
     print_skipped(result)
     if not result.row_tasks:

@@ -55,6 +55,7 @@ from .yamlio import Document, load_document, load_yaml_text
 
 DEFAULT_VARIANT = "default"
 T = TypeVar("T")
+OVERRIDES = "-D"  # where a problem of a -D override is said to be: the command line, not a file
 _criterion_adapter: list[TypeAdapter[Any]] = []  # built on first use, rebuilt when the registry changes
 
 
@@ -414,13 +415,13 @@ def parse_override(text: str) -> tuple[Loc, Any]:
     key, sep, value = text.partition("=")
     parts = [p for p in key.strip().split(".")]
     if not sep or not key.strip() or any(not p for p in parts):
-        raise InvalidInput([Problem("-D", 1, key.strip() or DOCUMENT, f"expected key.path=value, got {text!r}")])
+        raise InvalidInput([Problem(OVERRIDES, 1, key.strip() or DOCUMENT, f"expected key.path=value, got {text!r}")])
     try:
         parsed = load_yaml_text(value) if value.strip() else None
     except yaml.YAMLError as exc:
         why = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         message = f"value {value!r} is not valid YAML ({why}); quote it to pass it as text: -D '{key}=\"...\"'"
-        raise InvalidInput([Problem("-D", 1, key, message)]) from None
+        raise InvalidInput([Problem(OVERRIDES, 1, key, message)]) from None
     return tuple(int(p) if p.isdigit() else p for p in parts), parsed
 
 
@@ -444,11 +445,11 @@ def _set_path(data: dict[str, Any], loc: Loc, value: Any) -> None:
                 target[part] = {}
             target = target[part]
         else:
-            raise InvalidInput([Problem("-D", 1, ".".join(map(str, loc)), "path does not exist in the task")])
+            raise InvalidInput([Problem(OVERRIDES, 1, ".".join(map(str, loc)), "path does not exist in the task")])
     last = loc[-1]
     settable = (isinstance(target, list) and isinstance(last, int) and last < len(target)) or isinstance(target, dict)
     if not settable:
-        raise InvalidInput([Problem("-D", 1, ".".join(map(str, loc)), "path does not exist in the task")])
+        raise InvalidInput([Problem(OVERRIDES, 1, ".".join(map(str, loc)), "path does not exist in the task")])
     current = target.get(last) if isinstance(target, dict) else target[last]
     target[last] = deep_merge(current, value)  # a mapping merges per key: -D 'run_limits={turn_timeout: 12}'
 
@@ -677,7 +678,7 @@ def _overrides(spec: RunSpec) -> list[tuple[Loc, Any]]:
     problems = [p for loc, _ in parsed if (p := _unknown_override(loc)) is not None]
     given_twice = {loc for loc, _ in overrides} & {loc for loc, _ in parsed}
     problems += [
-        Problem("-D", None, dotted(loc), f"also given by its own option ({SHORTHAND_FLAGS[loc]}); give it once")
+        Problem(OVERRIDES, None, dotted(loc), f"also given by its own option ({SHORTHAND_FLAGS[loc]}); give it once")
         for loc in sorted(given_twice, key=str)
     ]
     if problems:
@@ -705,8 +706,10 @@ def _unknown_override(loc: Loc) -> Problem | None:
             key = ".".join(map(str, loc[: position + 1]))
             if part in MOVED_TO_RUN_LIMITS and any(issubclass(model, RejectsMovedLimits) for model in models):
                 moved = MOVED_TO_RUN_LIMITS[str(part)]  # the message a file gets for the same key
-                return Problem("-D", None, key, f"no longer supported here; it lives under {moved} (-D {moved}=...)")
-            return Problem("-D", None, key, f"no such field in the task format{did_you_mean(str(part), fields)}")
+                return Problem(
+                    OVERRIDES, None, key, f"no longer supported here; it lives under {moved} (-D {moved}=...)"
+                )
+            return Problem(OVERRIDES, None, key, f"no such field in the task format{did_you_mean(str(part), fields)}")
     return None
 
 

@@ -186,6 +186,9 @@ def test_a_problem_a_d_override_causes_is_said_once_and_blamed_on_it(tmp_path: P
     broken = system_cli("run", task, "--runs-dir", system_cli.runs, "-D", "run_limits.task_timeout=[1,2", env={})
     assert broken.code == 2 and "<unicode string>" not in broken.err, broken.err
     assert broken.err.startswith("-D:1: run_limits.task_timeout: value '[1,2' is not valid YAML ("), broken.err
+    for override in ("run_limits.task_timeout=[1,2", "run_limits", "run_limits.nope=1"):  # list: usage, as run (was 1)
+        listed = system_cli("list", task, "-D", override, env={})
+        assert listed.code == 2 and listed.err.startswith("-D"), listed.output
 
 
 def test_a_nul_in_a_command_or_a_path_is_refused_at_load(tmp_path: Path, system_cli: SystemCli) -> None:
