@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -60,23 +61,82 @@ def minimum_interval_s() -> int:
     return int(raw)
 
 
+FINGERPRINTS_KEY = "coder-eval/sensor-fingerprints/{lineage}/{digest}"
+
+
+class FingerprintStore:
+    """The sensor's fingerprints in the instance's key-value store, one entry per content (its digest names it).
+
+    Dagster stores a sensor's cursor with every tick, the skipped ones too (2,880 a day at 30 s): a fingerprint
+    per key in the cursor was 0.46 MB a tick at 10,000 keys. An entry is never changed once written, so a dry
+    run ("Test sensor") or a tick that fails after storing its own leaves the entry the committed cursor names
+    as it was; each sensor's entries carry its own lineage, so two code locations on one instance never share
+    one. The key-value store is the run storage's (what Dagster's own daemons keep their cursors in); it has
+    no delete, so an entry no cursor names any more is emptied.
+    """
+
+    def __init__(self, instance: dg.DagsterInstance):
+        self.storage = instance.run_storage
+
+    def get(self, lineage: str, digest: str) -> dict[str, str] | None:
+        key = FINGERPRINTS_KEY.format(lineage=lineage, digest=digest)
+        text = self.storage.get_cursor_values({key}).get(key)
+        return json.loads(text) if text else None
+
+    def put(self, lineage: str, fingerprints: dict[str, str]) -> str:
+        """Store ``fingerprints`` (a no-op when they are stored already); the digest naming them."""
+        text = json.dumps(fingerprints, sort_keys=True)
+        digest = hashlib.sha256(text.encode()).hexdigest()[:32]
+        self.storage.set_cursor_values({FINGERPRINTS_KEY.format(lineage=lineage, digest=digest): text})
+        return digest
+
+    def empty(self, lineage: str, digest: str) -> None:
+        self.storage.set_cursor_values({FINGERPRINTS_KEY.format(lineage=lineage, digest=digest): ""})
+
+
 @dataclass(frozen=True)
 class Cursor:
-    """What the sensor keeps between ticks: the fingerprint of each ``task|variant`` key, and how many ticks
-    requested runs (each tick's run keys carry that count: a reverted file is a new request, never a repeat)."""
+    """What the sensor keeps between ticks: the digest naming its fingerprints (of each ``task|variant`` key) in
+    the store, its lineage, the digest this one replaced (``retire``: emptied by the next tick, which is given this
+    cursor only once Dagster committed it), and how many ticks requested runs (each tick's run keys carry that
+    count: a reverted file is a new request, never a repeat). The two earlier forms held the fingerprints
+    themselves (``inline``)."""
 
-    fingerprints: dict[str, str] = field(default_factory=dict)
+    lineage: str = field(default_factory=lambda: uuid.uuid4().hex)
+    digest: str | None = None
     requests: int = 0
+    retire: str | None = None
+    inline: dict[str, str] | None = None
 
     @classmethod
     def parse(cls, text: str | None) -> Cursor:
         data = json.loads(text) if text else {}
-        if "fingerprints" not in data:  # the earlier form: the fingerprints alone
-            return cls(data)
-        return cls(data["fingerprints"], data["requests"])
+        if "lineage" in data:
+            return cls(data["lineage"], data["digest"], data["requests"], data.get("retire"))
+        if "fingerprints" in data:  # the fingerprints in the cursor, with the count
+            return cls(requests=data["requests"], inline=data["fingerprints"])
+        return cls(inline=data) if data else cls()  # the fingerprints alone
+
+    def fingerprints(self, store: FingerprintStore) -> dict[str, str] | None:
+        """The fingerprints of the last tick; None when none were kept (turned on, reset) or their entry is gone."""
+        if self.inline is not None:
+            return self.inline
+        return store.get(self.lineage, self.digest) if self.digest else None
+
+    def after(
+        self, store: FingerprintStore, earlier: dict[str, str] | None, fingerprints: dict[str, str], requested: bool
+    ) -> Cursor:
+        """The next tick's cursor, naming ``fingerprints`` (stored unless they are ``earlier``, this cursor's)."""
+        if self.digest is not None and fingerprints == earlier:
+            return Cursor(self.lineage, self.digest, self.requests + requested)
+        digest = store.put(self.lineage, fingerprints)
+        return Cursor(self.lineage, digest, self.requests + requested, retire=self.digest)
 
     def dump(self) -> str:
-        return json.dumps({"fingerprints": self.fingerprints, "requests": self.requests})
+        return json.dumps(
+            {"lineage": self.lineage, "digest": self.digest, "requests": self.requests}
+            | ({"retire": self.retire} if self.retire else {})
+        )
 
 
 @dg.sensor(
@@ -88,18 +148,25 @@ class Cursor:
 def task_files_sensor(context: dg.SensorEvaluationContext, settings: CoderEvalSettings) -> dg.SensorResult:
     current, skipped = current_fingerprints(settings.run_spec(), context.log)
     complete = not skipped
-    previous = Cursor.parse(context.cursor)
-    if context.cursor:
-        changed = [key for key, digest in current.items() if previous.fingerprints.get(key) != digest]
+    previous, store = Cursor.parse(context.cursor), FingerprintStore(context.instance)
+    if previous.retire:  # the entry the committed cursor replaced: no cursor of this sensor names it any more
+        store.empty(previous.lineage, previous.retire)
+    earlier = previous.fingerprints(store)
+    if earlier is not None:
+        changed = [key for key, digest in current.items() if earlier.get(key) != digest]
     else:  # turned on (or reset): what the instance has evaluated already is the baseline, not a change
+        if context.cursor:
+            context.log.warning("the last tick's fingerprints are gone from the instance: taken as turned on")
         evaluated = context.instance.get_materialized_partitions(CRITERIA_SCORES)
         changed = [key for key in current if key not in evaluated]
+        earlier = {}
     # with a file skipped, deleted and unreadable look alike: retire nothing, forget nothing
-    kept = {} if complete else {k: v for k, v in previous.fingerprints.items() if k not in current}
-    cursor = Cursor({**kept, **current}, previous.requests + bool(changed))
-    retired = set(previous.fingerprints) - set(current) if complete else set()  # what its own files no longer define
+    kept = {} if complete else {k: v for k, v in earlier.items() if k not in current}
+    fingerprints = {**kept, **current}
+    cursor = previous.after(store, earlier, fingerprints, bool(changed))
+    retired = set(earlier) - set(current) if complete else set()  # what its own files no longer define
     tasks, variants, partition_requests = _keys_after_tick(context.instance, current, retired)
-    runs = _run_requests(cursor, changed, tasks, variants) if changed else []
+    runs = _run_requests(cursor, fingerprints, changed, tasks, variants) if changed else []
     if runs:
         context.log.info(f"{len(changed)} row-task x variant(s) changed or new: {len(runs)} run(s)")
     # the tick history says why a file was left out (its log lines go to the daemon's output, not the UI)
@@ -114,9 +181,11 @@ def task_files_sensor(context: dg.SensorEvaluationContext, settings: CoderEvalSe
     )
 
 
-def _run_requests(cursor: Cursor, changed: list[str], tasks: list[str], variants: list[str]) -> list[dg.RunRequest]:
+def _run_requests(
+    cursor: Cursor, fingerprints: dict[str, str], changed: list[str], tasks: list[str], variants: list[str]
+) -> list[dg.RunRequest]:
     """Runs over exactly the changed keys where they are; the run key is new for every tick that runs."""
-    digest = hashlib.sha256(json.dumps([(k, cursor.fingerprints[k]) for k in changed]).encode()).hexdigest()[:12]
+    digest = hashlib.sha256(json.dumps([(k, fingerprints[k]) for k in changed]).encode()).hexdigest()[:12]
     pairs = [(task, variant) for task, variant in (key.split("|") for key in changed)]
     return tick_requests(
         f"files-{cursor.requests}-{digest}",
