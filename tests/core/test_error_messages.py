@@ -34,7 +34,7 @@ def test_did_you_mean_for_fields_criterion_types_agent_types_and_overrides(tmp_p
         "task_id: z\ndescription: d\nagent: {type: none}\nsuccess_criteria: [{type: file_exists, path: a, description: d}]\n",
     )
     listed = run_cli("list", tmp_path / "ok", "-D", "run_limits.max_turn=3")
-    assert listed.code == 1
+    assert listed.code == 2  # the command's usage, as for run
     assert listed.err.strip() == "-D: run_limits.max_turn: no such field in the task format (did you mean `max_turns`?)"
 
 

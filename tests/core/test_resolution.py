@@ -124,7 +124,7 @@ def test_d_invalid_value_is_reported_with_the_task_path(tmp_path: Path) -> None:
 def test_d_malformed_is_a_usage_error(tmp_path: Path) -> None:
     path = write_task(tmp_path, task_with())
     result = run_cli("list", path, "-D", "novalue")
-    assert result.code == 1 and "key.path=value" in result.err
+    assert result.code == 2 and "key.path=value" in result.err
 
 
 def test_type_override(tmp_path: Path) -> None:
