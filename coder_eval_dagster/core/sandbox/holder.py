@@ -14,8 +14,9 @@ network namespaces) builds the view once, then keeps it:
   ``/run`` (the Docker socket), ``/var``, ``/srv``, ``/mnt``, the project
   (task files, datasets, references), the runs folder or ``DAGSTER_HOME``
   (one of those under ``/opt`` or ``/usr`` shows empty, but for the venv or
-  a ``PATH`` folder inside it). Files of ``/etc`` that only their owner may read (``/etc/shadow``, keys)
-  show empty: commands run as the harness's user, root on CI.
+  a ``PATH`` folder inside it). Files of ``/etc`` that only their owner may
+  read (``/etc/shadow``, keys) show empty: commands run as the harness's
+  user, root on CI.
 - ``pivot_root`` into it, the host's tree detached: nothing below it is
   reachable by any path.
 
