@@ -45,6 +45,8 @@ def cmd_prune(args: argparse.Namespace) -> int:
         for run_id in runs:
             instance.delete_run(run_id)
         delete_check_executions(instance, runs)
+        if runs:  # the UI's partition counts, cached from the events: built again from those left on its next look
+            instance.wipe_asset_cached_status(list(instance.all_asset_keys()))
         if runs and isinstance(instance.event_log_storage, FastSqliteEventLogStorage):
             instance.event_log_storage.vacuum_index()
     print(

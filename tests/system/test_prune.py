@@ -254,3 +254,33 @@ def test_a_pruned_experiment_run_is_compared_against_its_first_variant(tmp_path:
     assert not run_dir.exists()
     to_file = coder_eval("compare", run_dir, "--format", "html", "-o", tmp_path / "ab.html", home=home)
     assert to_file.returncode == 0 and (tmp_path / "ab.html").is_file(), to_file.stderr
+
+
+def test_a_partition_whose_materializations_were_all_pruned_shows_as_not_materialized(tmp_path: Path) -> None:
+    """The UI's partition counts are cached from the events; prune deleted the events and the cache still counted
+    the pruned partitions as materialized (the sensor, reading the events, saw them as never evaluated)."""
+    from dagster._core.storage.partition_status_cache import get_and_update_asset_status_cache_value
+
+    from coder_eval_dagster.defs.partitions import row_task_partitions
+
+    task, home, runs = agentless_project(tmp_path, dataset={"rows": [{"id": "r1"}, {"id": "r2"}]})
+    for row in ("r1", "r2"):
+        done = coder_eval("run", task, "--task", f"t1/{row}", "--runs-dir", runs, home=home)
+        assert done.returncode == 0, done.stderr
+
+    def materialized() -> list[str]:
+        """What the asset's partitions page counts as materialized."""
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            status = get_and_update_asset_status_cache_value(
+                instance, dg.AssetKey("criteria_scores"), row_task_partitions
+            )
+            assert status is not None
+            subset = status.deserialize_materialized_partition_subsets(row_task_partitions)
+            return sorted(subset.get_partition_keys())
+
+    assert materialized() == ["t1/r1|default", "t1/r2|default"]
+    second = run_folders(runs)[1]
+    second_started = json.loads((second / "run_plan.json").read_text())["started_at"]
+    pruned = coder_eval("prune", "--before", second_started, "--runs-dir", runs, home=home)
+    assert pruned.returncode == 0 and "and 1 Dagster run(s)" in pruned.stdout, pruned.stdout + pruned.stderr
+    assert materialized() == ["t1/r2|default"]
