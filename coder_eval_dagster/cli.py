@@ -688,6 +688,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         try:
             return dev(words[1:])
+        except OSError as exc:
+            return _file_system_refused(exc)
         except Exception as exc:
             return _last_line_of_defence(exc)
     if words[:1] == ["execute"]:  # coder_eval's verb, refused in one line whatever its options
@@ -722,14 +724,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `coder-eval schema | head`: the reader has all it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return exit_codes.OK
-    except OSError as exc:  # the file system refused: say where, never a traceback
-        if os.environ.get("CODER_EVAL_DEBUG"):
-            raise
-        where = f" {exc.filename}" if exc.filename else ""
-        print(f"coder-eval: cannot use{where}: {exc.strerror or exc}; check that path", file=sys.stderr)
-        return exit_codes.USAGE
+    except OSError as exc:
+        return _file_system_refused(exc)
     except Exception as exc:
         return _last_line_of_defence(exc)
+
+
+def _file_system_refused(exc: OSError) -> int:
+    """Where and why, never a traceback (a DAGSTER_HOME or a --runs-dir that is a file: not a folder)."""
+    if os.environ.get("CODER_EVAL_DEBUG"):
+        raise exc
+    where = f" {exc.filename}" if exc.filename else ""
+    why = exc.strerror or str(exc)
+    if isinstance(exc, FileExistsError | NotADirectoryError) and exc.filename and os.path.isfile(exc.filename):
+        why = "a file, not a folder"
+    print(f"coder-eval: cannot use{where}: {why}; check that path", file=sys.stderr)
+    return exit_codes.USAGE
 
 
 def _last_line_of_defence(exc: Exception) -> int:
@@ -765,7 +775,7 @@ STORAGE_ERRORS = frozenset(
 # SQLAlchemy's drivers for a `postgresql://` URL that names none (psycopg, not installed; docs: +psycopg2)
 DATABASE_DRIVERS = frozenset({"psycopg", "asyncpg", "pg8000"})
 # Dagster's own checks that fail on what a dagster.yaml says (not a mapping; a storage module that is not there)
-STORAGE_CHECKS = re.compile(r"dagster\.yaml|Couldn't import module")
+STORAGE_CHECKS = re.compile(r"dagster\.yaml|Couldn't import module|Couldn't find class")
 # the line of a storage error that says why: the server's answer, the connection's, a variable the config reads
 STORAGE_CAUSES = re.compile(r"FATAL|refused|could not|environment variable|No module named|timeout|does not exist")
 # SQLAlchemy's lines after its message: the statement, its parameters, a link to its docs

@@ -25,11 +25,18 @@ if TYPE_CHECKING:
 
 def cmd_prune(args: argparse.Namespace) -> int:
     from .core.retention import old_run_folders, remove_run_folders
-    from .launch import local_instance
+    from .launch import local_home, local_instance
     from .storage import FastSqliteEventLogStorage
 
     if what := folder_problem(args.runs_dir):  # a mistyped --runs-dir would prune nothing, and say it did
         print(f"coder-eval prune: --runs-dir {args.runs_dir}: {what} (the runs folder to prune)", file=sys.stderr)
+        return exit_codes.USAGE
+    if not (home := local_home()).joinpath("dagster.yaml").is_file():  # a mistyped DAGSTER_HOME: a new, empty one
+        print(
+            f"coder-eval prune: {home} holds no Dagster instance (no dagster.yaml; DAGSTER_HOME, else ./.dagster): "
+            "its runs would stay while their folders went; check DAGSTER_HOME",
+            file=sys.stderr,
+        )
         return exit_codes.USAGE
     before: datetime = args.before or datetime.now(UTC) - timedelta(days=args.keep_days)
     with local_instance() as instance:

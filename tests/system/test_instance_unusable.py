@@ -41,11 +41,15 @@ def test_an_unusable_instance_is_one_line_naming_why(system_cli: SystemCli, stor
         ("- a\n", "dagster.yaml to parse to dictionary"),
         ("run_storage: {module: nosuch.mod, class: X}\n", "No module named 'nosuch'"),
         (
+            "run_storage: {module: coder_eval_dagster.storage, class: FastSqliteRunStorag}\n",
+            "has no attribute 'FastSqliteRunStorag'",
+        ),
+        (
             'storage: {postgres: {postgres_url: "postgresql://u:p@127.0.0.1:1/db"}}\n',
             "No module named 'psycopg' (a PostgreSQL URL names its driver: postgresql+psycopg2://...)",
         ),
     ],
-    ids=["yaml-syntax", "not-a-mapping", "no-such-module", "url-without-driver"],
+    ids=["yaml-syntax", "not-a-mapping", "no-such-module", "no-such-class", "url-without-driver"],
 )
 def test_a_dagster_yaml_that_cannot_be_read_is_one_line_naming_it(
     system_cli: SystemCli, content: str, said: str
@@ -57,3 +61,13 @@ def test_a_dagster_yaml_that_cannot_be_read_is_one_line_naming_it(
     assert outcome.code == 2, outcome.output
     (line,) = [line for line in outcome.err.splitlines() if line.startswith("coder-eval:")]
     assert line.startswith(WHY) and said in line, outcome.err
+
+
+def test_a_dagster_home_that_is_a_file_is_one_line_for_every_command(system_cli: SystemCli) -> None:
+    """`dev` said it as an internal error (exit 3), the others as "File exists"."""
+    home = write(system_cli.folder / "home-file", "not a folder\n")
+    task = task_file(system_cli.folder / "tasks", "plain", agent={"type": "none"})
+    for command in (("dev", "-p", "1"), ("register", task), ("run", task, "--runs-dir", system_cli.runs)):
+        outcome = system_cli(*command, env={"DAGSTER_HOME": str(home)})
+        assert outcome.code == 2, outcome.output
+        assert outcome.err == f"coder-eval: cannot use {home}: a file, not a folder; check that path\n", command

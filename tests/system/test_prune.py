@@ -284,3 +284,16 @@ def test_a_partition_whose_materializations_were_all_pruned_shows_as_not_materia
     pruned = coder_eval("prune", "--before", second_started, "--runs-dir", runs, home=home)
     assert pruned.returncode == 0 and "and 1 Dagster run(s)" in pruned.stdout, pruned.stdout + pruned.stderr
     assert materialized() == ["t1/r2|default"]
+
+
+def test_a_mistyped_dagster_home_prunes_nothing(tmp_path: Path) -> None:
+    """It made a new, empty instance there and removed the run folders, leaving their Dagster runs in the real one."""
+    task, home, runs = agentless_project(tmp_path)
+    for _ in range(2):
+        assert coder_eval("run", task, "--runs-dir", runs, home=home).returncode == 0
+    folder = run_folders(runs)[0]  # the older one: not the latest, which prune always keeps
+    mistyped = tmp_path / "hmoe"
+    refused = coder_eval("prune", "--keep-days", "0", "--runs-dir", runs, home=mistyped)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.stderr.startswith(f"coder-eval prune: {mistyped} holds no Dagster instance (no dagster.yaml")
+    assert folder.is_dir() and not mistyped.exists()
