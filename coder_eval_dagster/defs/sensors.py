@@ -169,16 +169,26 @@ def task_files_sensor(context: dg.SensorEvaluationContext, settings: CoderEvalSe
     runs = _run_requests(cursor, fingerprints, changed, tasks, variants) if changed else []
     if runs:
         context.log.info(f"{len(changed)} row-task x variant(s) changed or new: {len(runs)} run(s)")
-    # the tick history says why a file was left out (its log lines go to the daemon's output, not the UI)
-    reason = (
-        "; ".join(skipped[:3]) + (f"; and {len(skipped) - 3} more" if len(skipped) > 3 else "") if skipped else None
-    )
     return dg.SensorResult(
         run_requests=runs,
         dynamic_partitions_requests=partition_requests,
         cursor=cursor.dump(),
-        skip_reason=None if runs else reason,
+        skip_reason=None if runs else _skip_reason(skipped, partition_requests),
     )
+
+
+def _skip_reason(
+    skipped: list[str], requests: list[dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest]
+) -> str | None:
+    """What the tick history says of a tick without runs: the keys it retired or added, the files it left out (their
+    log lines go to the daemon's output, not the UI); None for a tick that did nothing."""
+    changes = [
+        f"{'retired' if isinstance(r, dg.DeleteDynamicPartitionsRequest) else 'added'} {len(r.partition_keys)} "
+        f"{r.partitions_def_name} key(s)"
+        for r in requests
+    ]
+    files = skipped[:3] + ([f"and {len(skipped) - 3} more"] if len(skipped) > 3 else [])
+    return "; ".join([*changes, *files]) or None
 
 
 def _run_requests(

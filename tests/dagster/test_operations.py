@@ -124,6 +124,7 @@ def test_sensor_registers_runs_and_reruns_only_what_changed(tmp_path, instance):
     (tmp_path / "tasks/beta.yaml").write_text(yaml.safe_dump(beta))
     retired = sensor_tick(instance, settings, again.cursor)
     assert not retired.run_requests and instance.get_dynamic_partitions("task") == ["alpha", "beta/r2", "cli-only"]
+    assert retired.skip_message == "retired 1 task key(s)"  # (the tick history said: an empty result)
     assert instance.get_dynamic_partitions("variant") == ["default", "cli-variant"]
     instance.delete_dynamic_partition("task", "cli-only")
     beta["dataset"]["rows"] = [{"id": "r2"}, {"id": "r3"}]
