@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import socket
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import dagster as dg
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
 
 from ..core.reports.shown_text import skipped_file
 from ..core.resolution import experiment_names_tasks, resolve
@@ -21,9 +23,36 @@ from .names import BACKFILL_TAG, HOST_TAG, PID_NAMESPACE_TAG, PID_RUN_TAG, PID_T
 
 
 def as_config(model: type[BaseModel]) -> type[dg.Config]:
-    """A core model's fields as Dagster config, so that the Launchpad shows and edits them; declared once, in core."""
-    fields: dict[str, Any] = {name: (info.annotation, info) for name, info in model.model_fields.items()}
+    """A core model's fields as Dagster config, so that the Launchpad shows and edits them; declared once, in core.
+
+    Their bounds are left to the core model (``settings_from``), whose validators say more than pydantic's own
+    error at the resource's construction: one line naming the Launchpad's field.
+    """
+    fields: dict[str, Any] = {name: (info.annotation, _unbounded(info)) for name, info in model.model_fields.items()}
     return create_model(f"{model.__name__}Config", __base__=dg.Config, __doc__=model.__doc__, **fields)
+
+
+def _unbounded(info: FieldInfo) -> FieldInfo:
+    kept = copy.copy(info)
+    kept.metadata = []
+    return kept
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def settings_from(model: type[M], config: dg.Config, block: str) -> M:
+    """The core model of a config block; what it refuses, a step's failure in one line naming the Launchpad's field
+    (it was pydantic's error of the model, with its link and stack)."""
+    try:
+        return model.model_validate(config.model_dump())
+    except ValidationError as exc:
+        fields = ("resources.settings.config", block)
+        said = [
+            f"{'.'.join(map(str, (*fields, *e['loc'])))}: {e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors(include_url=False)
+        ]
+        raise dg.Failure(description="; ".join(said)) from None
 
 
 if TYPE_CHECKING:
@@ -50,10 +79,10 @@ class CoderEvalSettings(dg.ConfigurableResource):  # type: ignore[type-arg]  # s
     rescore: bool = False
 
     def run_spec(self) -> RunSpec:
-        return RunSpec.model_validate(self.spec.model_dump())
+        return settings_from(RunSpec, self.spec, "spec")
 
     def run_options(self) -> RunOptions:
-        return RunOptions.model_validate(self.options.model_dump())
+        return settings_from(RunOptions, self.options, "options")
 
     def open(self, context: dg.AssetExecutionContext, run: RunContext) -> OpenRun:
         """The run's folder, plan and snapshot (read once per process); a launched run's first step creates them."""

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
@@ -318,3 +319,37 @@ def test_scoring_selected_without_its_sandbox_step_fails_saying_so_and_records_n
     assert "sandbox_runs did not run for them" in failure.step_failure_data.error.message
     assert not list(Path(settings.run_options().runs_dir).rglob("task.json"))
     assert not (Path(settings.run_options().runs_dir) / "tables").exists()
+
+
+@pytest.mark.parametrize(
+    ("config", "said"),
+    [
+        ({"spec": {"sample": 0}}, "resources.settings.config.spec.sample: Input should be greater than or equal to 1"),
+        (
+            {"spec": {"driver": "dockr"}},
+            "resources.settings.config.spec.driver: Input should be 'tempdir' or 'docker' (did you mean `docker`?)",
+        ),
+        (
+            {"options": {"backend": "nope"}},
+            "resources.settings.config.options.backend: unknown API backend 'nope': use direct or bedrock",
+        ),
+    ],
+    ids=["bound", "validator", "resource-init"],
+)
+def test_a_launchpad_config_the_core_refuses_fails_in_one_line_naming_its_field(
+    tmp_path: Path, instance: dg.DagsterInstance, config: dict[str, Any], said: str
+) -> None:
+    """Dagster's config schema took them; the run failed with pydantic's error of the model, its link and stack."""
+    settings = project(tmp_path)
+    spec = {"task_paths": [str(tmp_path / "tasks")], **config.get("spec", {})}
+    run_config = {"resources": {"settings": {"config": {**config, "spec": spec}}}}
+    job = build_definitions(settings).resolve_implicit_global_asset_job_def()
+    result = job.execute_in_process(
+        instance=instance,
+        run_config=run_config,
+        asset_selection=[dg.AssetKey("task_definitions")],
+        raise_on_error=False,
+    )
+    errors = [error.message for event in result.all_events if (error := getattr(event.event_specific_data, "error", 0))]
+    assert not result.success
+    assert f"dagster._core.definitions.events.Failure: {said}\n" in errors, errors  # the step's, or the resource's
