@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .compare.index import write_index
-from .layout import LATEST_LINK, PLAN_FILE, is_run_folder, read_record
+from .layout import LATEST_LINK, OPEN_LOCK_FILE, PLAN_FILE, is_run_folder, read_record
 from .runs import RunPlan, started
 from .trees import remove_tree, walk
 
@@ -33,7 +33,15 @@ def old_run_folders(runs_dir: Path, before: datetime) -> list[Path]:
     latest = runs_dir / LATEST_LINK
     if latest.is_symlink():
         newest.add(latest.resolve())
-    return [folder for folder, at in started_at.items() if at < before and folder.resolve() not in newest]
+    old = [folder for folder, at in started_at.items() if at < before and folder.resolve() not in newest]
+    return old + [folder for folder in never_opened(runs_dir) if folder.stat().st_mtime < before.timestamp()]
+
+
+def never_opened(runs_dir: Path) -> list[Path]:
+    """The folders of launched runs that failed before writing their plan (a config refused, say): the lock that
+    serializes opening it, and nothing else. No plan dates them: their own time does."""
+    children = sorted(runs_dir.iterdir()) if runs_dir.is_dir() else []
+    return [p for p in children if p.is_dir() and not p.is_symlink() and os.listdir(p) == [OPEN_LOCK_FILE]]
 
 
 def run_folders(runs_dir: Path) -> list[Path]:
