@@ -98,6 +98,8 @@ def _no_summary(run_dir: Path) -> str:
     why = unfinished_problem(run_dir)
     if why:
         return f"no {RUN_FILE}: {why}"
+    if not run_results(run_dir):  # a launched run that failed before its first evaluation (a step refused)
+        return f"{run_dir}: no {RUN_FILE}, and no evaluation of the run finished: nothing to report"
     return f"{run_dir}: no {RUN_FILE} (coder-eval report {run_dir} --rebuild writes it from the task.json files)"
 
 

@@ -319,6 +319,10 @@ def test_scoring_selected_without_its_sandbox_step_fails_saying_so_and_records_n
     assert "sandbox_runs did not run for them" in failure.step_failure_data.error.message
     assert not list(Path(settings.run_options().runs_dir).rglob("task.json"))
     assert not (Path(settings.run_options().runs_dir) / "tables").exists()
+    (folder,) = run_folders(Path(settings.run_options().runs_dir))  # report says so (it suggested --rebuild)
+    reported = run_cli("report", folder)
+    assert reported.code == 2, reported
+    assert f"{folder}: no run.json, and no evaluation of the run finished: nothing to report" in reported.err
 
 
 @pytest.mark.parametrize(
