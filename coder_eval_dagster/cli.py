@@ -778,6 +778,8 @@ DATABASE_DRIVERS = frozenset({"psycopg", "asyncpg", "pg8000"})
 STORAGE_CHECKS = re.compile(r"dagster\.yaml|Couldn't import module|Couldn't find class")
 # the line of a storage error that says why: the server's answer, the connection's, a variable the config reads
 STORAGE_CAUSES = re.compile(r"FATAL|refused|could not|environment variable|No module named|timeout|does not exist")
+# after Dagster's "Received unexpected config entry" in a dagster.yaml: the instance's whole config schema
+SCHEMA_DUMP = re.compile(r'\. Expected: "\{.*$')
 # SQLAlchemy's lines after its message: the statement, its parameters, a link to its docs
 STATEMENT_LINES = re.compile(r"^\s*(\[SQL: |\[parameters: |\(Background on this error)")
 
@@ -797,6 +799,7 @@ def storage_problem(exc: BaseException) -> str | None:
     ]
     said = next((line for line in lines if STORAGE_CAUSES.search(line)), lines[-1] if lines else type(exc).__name__)
     said = re.sub(r"^\(?[\w.]+(Error|Exception)\)?:? ", "", " ".join(said.split()))
+    said = SCHEMA_DUMP.sub(".", said)  # a dagster.yaml's unknown key: Dagster's whole schema followed, 4 KB
     if any(_missing_driver(error) for error in chain):
         said += " (a PostgreSQL URL names its driver: postgresql+psycopg2://...)"
     database = _sqlite_file(chain)

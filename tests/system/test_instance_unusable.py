@@ -39,6 +39,10 @@ def test_an_unusable_instance_is_one_line_naming_why(system_cli: SystemCli, stor
     [
         ("telemetry: {enabled: false\n", "dagster.yaml:2: YAML syntax error: expected ',' or '}'"),
         ("- a\n", "dagster.yaml to parse to dictionary"),
+        (  # without the instance's whole config schema Dagster's message goes on with (4 KB)
+            "concurrancy: {default_op_concurrency_limit: 1}\n",
+            'Received unexpected config entry "concurrancy" at the root. (check its dagster.yaml',
+        ),
         ("run_storage: {module: nosuch.mod, class: X}\n", "No module named 'nosuch'"),
         (
             "run_storage: {module: coder_eval_dagster.storage, class: FastSqliteRunStorag}\n",
@@ -49,7 +53,7 @@ def test_an_unusable_instance_is_one_line_naming_why(system_cli: SystemCli, stor
             "No module named 'psycopg' (a PostgreSQL URL names its driver: postgresql+psycopg2://...)",
         ),
     ],
-    ids=["yaml-syntax", "not-a-mapping", "no-such-module", "no-such-class", "url-without-driver"],
+    ids=["yaml-syntax", "not-a-mapping", "unknown-key", "no-such-module", "no-such-class", "url-without-driver"],
 )
 def test_a_dagster_yaml_that_cannot_be_read_is_one_line_naming_it(
     system_cli: SystemCli, content: str, said: str
