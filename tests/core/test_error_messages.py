@@ -175,22 +175,17 @@ def test_a_mistyped_sdk_option_says_what_was_expected_and_what_was_given(tmp_pat
         assert result.code == 1 and result.err == f"{tmp_path / 't.yaml'}:5: agent.sdk_options.{message}\n"
 
 
+def _sdk_options_task(tmp_path: Path, *options: str) -> Path:
+    """A claude-code task whose sdk_options hold ``options``, a ``key: value`` a line from line 8."""
+    lines = "".join(f"    {option}\n" for option in options)
+    head = "\ntask_id: t\ndescription: d\ninitial_prompt: p\nagent:\n  type: claude-code\n  sdk_options:\n"
+    tail = 'success_criteria: [{type: run_command, command: "true", description: d}]\n'
+    return write(tmp_path / "t.yaml", head + lines + tail)
+
+
 def test_a_mistyped_sdk_option_is_pointed_at_its_own_line(tmp_path: Path) -> None:
     """The CONTRACT's `<path>:<line>: <dotted.field.path>`: the key's line, not the `sdk_options:` line."""
-    task = write(
-        tmp_path / "t.yaml",
-        """
-        task_id: t
-        description: d
-        initial_prompt: p
-        agent:
-          type: claude-code
-          sdk_options:
-            effort: high
-            max_thinking_tokens: lots
-        success_criteria: [{type: run_command, command: "true", description: d}]
-        """,
-    )
+    task = _sdk_options_task(tmp_path, "effort: high", "max_thinking_tokens: lots")
     result = run_cli("validate", task)
     assert result.code == 1 and result.err.startswith(
         f"{task}:9: agent.sdk_options.max_thinking_tokens: expected a valid integer"
@@ -199,22 +194,7 @@ def test_a_mistyped_sdk_option_is_pointed_at_its_own_line(tmp_path: Path) -> Non
 
 def test_every_refused_sdk_option_is_said_at_once(tmp_path: Path) -> None:
     """CONTRACT's "one error per problem": only the first refused key was said, the next after a fix."""
-    task = write(
-        tmp_path / "t.yaml",
-        """
-        task_id: t
-        description: d
-        initial_prompt: p
-        agent:
-          type: claude-code
-          sdk_options:
-            model: x
-            allowed_tools: [Read]
-            bogus_key: 1
-            effort: 7
-        success_criteria: [{type: run_command, command: "true", description: d}]
-        """,
-    )
+    task = _sdk_options_task(tmp_path, "model: x", "allowed_tools: [Read]", "bogus_key: 1", "effort: 7")
     result = run_cli("validate", task)
     assert result.code == 1 and result.err.splitlines() == [
         f"{task}:8: agent.sdk_options.model: managed by coder-eval and cannot be set through sdk_options",
