@@ -34,7 +34,7 @@ from .core import credentials
 from .core.files import real_path
 from .core.layout import LATEST_LINK, TABLES_DIR, is_runs_folder
 from .core.models.sandbox import unbound_limits
-from .core.preflight import check_environment, dagster_home
+from .core.preflight import HOME_FIX, check_environment, dagster_home, folder_problem
 from .core.problems import DOCUMENT, InvalidInput, Problem
 from .core.resolution import (
     NOT_A_TASK,
@@ -691,7 +691,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError as exc:
             return _file_system_refused(exc)
         except Exception as exc:
-            return _last_line_of_defence(exc)
+            return _last_line_of_defence(exc, "dev")
     if words[:1] == ["execute"]:  # coder_eval's verb, refused in one line whatever its options
         print(EXECUTE_REFUSED, file=sys.stderr)
         return exit_codes.USAGE
@@ -727,31 +727,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         return _file_system_refused(exc)
     except Exception as exc:
-        return _last_line_of_defence(exc)
+        return _last_line_of_defence(exc, args.command)
 
 
 def _file_system_refused(exc: OSError) -> int:
-    """Where and why, never a traceback (a DAGSTER_HOME or a --runs-dir that is a file: not a folder)."""
+    """Where and why, never a traceback; a DAGSTER_HOME that cannot be used said as ``run`` says it before it starts
+    (``register`` and ``dev`` meet it opening the instance)."""
     if os.environ.get("CODER_EVAL_DEBUG"):
         raise exc
+    home = dagster_home()
+    refused_home = exc.filename is not None and Path(exc.filename).absolute() == home.absolute()
+    if refused_home and (problem := folder_problem(home, "DAGSTER_HOME", HOME_FIX)):
+        print(f"coder-eval: {problem}", file=sys.stderr)
+        return exit_codes.USAGE
     where = f" {exc.filename}" if exc.filename else ""
-    why = exc.strerror or str(exc)
-    if isinstance(exc, FileExistsError | NotADirectoryError) and exc.filename and os.path.isfile(exc.filename):
-        why = "a file, not a folder"
-    print(f"coder-eval: cannot use{where}: {why}; check that path", file=sys.stderr)
+    print(f"coder-eval: cannot use{where}: {exc.strerror or exc}; check that path", file=sys.stderr)
     return exit_codes.USAGE
 
 
-def _last_line_of_defence(exc: Exception) -> int:
+def _last_line_of_defence(exc: Exception, command: str) -> int:
     """One line, never a traceback: the Dagster instance's storage that cannot be used (a database down, a wrong
     password, a variable its dagster.yaml reads unset) is the user's to fix (exit 2); anything else is ours."""
     if os.environ.get("CODER_EVAL_DEBUG"):
         raise exc
     storage = storage_problem(exc)
     if storage is not None:
+        resume = "; a run this cut short goes on with: coder-eval run --resume RUN_DIR" if command in RESUMED else ""
         print(
-            f"coder-eval: the Dagster instance cannot be used: {storage} (check its dagster.yaml and its database; "
-            "a run this cut short goes on with: coder-eval run --resume RUN_DIR)",
+            f"coder-eval: the Dagster instance cannot be used: {storage} (check its dagster.yaml and its database"
+            f"{resume})",
             file=sys.stderr,
         )
         return exit_codes.USAGE
@@ -762,6 +766,7 @@ def _last_line_of_defence(exc: Exception) -> int:
     return exit_codes.INTERNAL
 
 
+RESUMED = frozenset({"run"})  # the commands a storage error can cut short mid-run, for --resume to go on with
 STORAGE_ERRORS = frozenset(
     {
         "DagsterPostgresException",

@@ -23,6 +23,9 @@ PATH_MAX = 4096  # bytes in a whole path (Linux)
 RESERVED_PATH_BYTES = 1024
 
 
+HOME_FIX = "point DAGSTER_HOME at a writable folder"
+
+
 def dagster_home() -> Path:
     """The instance folder the CLI uses: ``$DAGSTER_HOME``, else ``./.dagster``."""
     return Path(os.environ.get("DAGSTER_HOME") or ".dagster")
@@ -43,7 +46,7 @@ def check_environment(runs_dir: Path, dagster_home: Path, junit: Path | None = N
     checks = (
         inside_run_problem(runs_dir, "--runs-dir"),
         folder_problem(runs_dir, "--runs-dir", "give a writable folder with --runs-dir"),
-        folder_problem(dagster_home, "DAGSTER_HOME", "point DAGSTER_HOME at a writable folder"),
+        folder_problem(dagster_home, "DAGSTER_HOME", HOME_FIX),
         tables_problem(runs_dir),
         output_problem(junit, "--junit") if junit is not None else None,
     )

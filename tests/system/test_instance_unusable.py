@@ -30,6 +30,7 @@ def test_an_unusable_instance_is_one_line_naming_why(system_cli: SystemCli, stor
         assert outcome.code == 2, outcome.output
         (line,) = [line for line in outcome.err.splitlines() if line.startswith("coder-eval:")]
         assert line.startswith(WHY) and said in line, outcome.err
+        assert ("coder-eval run --resume" in line) == (command[0] == "run"), line  # dev has no run to go on with
         assert "Traceback" not in outcome.err and "internal error" not in outcome.err
         assert len(outcome.err.strip().splitlines()) <= 2, outcome.err  # dagster-postgres's retries: one line
 
@@ -68,10 +69,11 @@ def test_a_dagster_yaml_that_cannot_be_read_is_one_line_naming_it(
 
 
 def test_a_dagster_home_that_is_a_file_is_one_line_for_every_command(system_cli: SystemCli) -> None:
-    """`dev` said it as an internal error (exit 3), the others as "File exists"."""
+    """`dev` said it as an internal error (exit 3), `register` as "File exists"; as `run` says it, now."""
     home = write(system_cli.folder / "home-file", "not a folder\n")
     task = task_file(system_cli.folder / "tasks", "plain", agent={"type": "none"})
     for command in (("dev", "-p", "1"), ("register", task), ("run", task, "--runs-dir", system_cli.runs)):
         outcome = system_cli(*command, env={"DAGSTER_HOME": str(home)})
         assert outcome.code == 2, outcome.output
-        assert outcome.err == f"coder-eval: cannot use {home}: a file, not a folder; check that path\n", command
+        said = f"coder-eval: DAGSTER_HOME {home} is not a folder; point DAGSTER_HOME at a writable folder\n"
+        assert outcome.err == said, (command, outcome.err)
