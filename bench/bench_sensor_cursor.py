@@ -38,7 +38,7 @@ def main() -> None:
 
     from coder_eval_dagster.definitions import build_definitions
     from coder_eval_dagster.defs.resources import CoderEvalSettings, RunOptionsConfig, RunSpecConfig
-    from coder_eval_dagster.defs.sensors import Cursor, FingerprintStore, task_files_sensor
+    from coder_eval_dagster.defs.sensors import Cursor, FingerprintStore, sensor_identity, task_files_sensor
 
     with tempfile.TemporaryDirectory() as scratch, dg.instance_for_test() as instance:
         tasks = Path(scratch) / "tasks"
@@ -50,18 +50,21 @@ def main() -> None:
         )
         definitions = build_definitions(settings)
 
-        def tick(cursor: str | None) -> tuple[str, float]:
-            context = dg.build_sensor_context(
+        def context(cursor: str | None) -> dg.SensorEvaluationContext:
+            return dg.build_sensor_context(
                 instance=instance, cursor=cursor, resources={"settings": settings}, definitions=definitions
             )
+
+        def tick(cursor: str | None) -> tuple[str, float]:
             start = time.perf_counter()
-            data = task_files_sensor.evaluate_tick(context)
+            data = task_files_sensor.evaluate_tick(context(cursor))
             return data.cursor or "", time.perf_counter() - start
 
         first, first_s = tick(None)
         unchanged, unchanged_s = tick(first)
         named = Cursor.parse(first)
-        entry = FingerprintStore(instance).get(named.lineage, named.digest or "") or {}
+        store = FingerprintStore(instance, sensor_identity(context(None)))
+        entry = store.get(named.slot or 0, named.digest) or {}
         print(
             f"{len(entry)} keys: cursor {len(first)} bytes (unchanged tick: {len(unchanged)}); stored entry "
             f"{len(json.dumps(entry, sort_keys=True))} bytes; first tick {first_s:.2f} s, unchanged tick "

@@ -14,9 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from logging import Logger
 from pathlib import Path
@@ -61,82 +60,86 @@ def minimum_interval_s() -> int:
     return int(raw)
 
 
-FINGERPRINTS_KEY = "coder-eval/sensor-fingerprints/{lineage}/{digest}"
+FINGERPRINTS_KEY = "coder-eval/sensor-fingerprints/{sensor}/{slot}"
 
 
 class FingerprintStore:
-    """The sensor's fingerprints in the instance's key-value store, one entry per content (its digest names it).
+    """The sensor's fingerprints in the instance's key-value store: two slots per sensor, the cursor naming one.
 
     Dagster stores a sensor's cursor with every tick, the skipped ones too (2,880 a day at 30 s): a fingerprint
-    per key in the cursor was 0.46 MB a tick at 10,000 keys. An entry is never changed once written, so a dry
-    run ("Test sensor") or a tick that fails after storing its own leaves the entry the committed cursor names
-    as it was; each sensor's entries carry its own lineage, so two code locations on one instance never share
-    one. The key-value store is the run storage's (what Dagster's own daemons keep their cursors in); it has
-    no delete, so an entry no cursor names any more is emptied.
+    per key in the cursor was 0.46 MB a tick at 10,000 keys. A tick writes new fingerprints into the slot its
+    cursor does not name, so a dry run ("Test sensor") or a tick that fails after writing leaves the committed
+    cursor's slot as it was, and the next tick writes over the other one: two entries a sensor, however many
+    ticks. A sensor is its code location, repository and name, as Dagster keys its own state, so two code
+    locations on one instance never share a slot. The cursor carries the digest of what it names: an entry that
+    is not that (a stale cursor's dry run wrote over it) is read as gone. The key-value store is the run
+    storage's, what Dagster's own daemons keep their cursors in.
     """
 
-    def __init__(self, instance: dg.DagsterInstance):
-        self.storage = instance.run_storage
+    def __init__(self, instance: dg.DagsterInstance, sensor: str):
+        self.storage, self.sensor = instance.run_storage, sensor
 
-    def get(self, lineage: str, digest: str) -> dict[str, str] | None:
-        key = FINGERPRINTS_KEY.format(lineage=lineage, digest=digest)
+    def get(self, slot: int, digest: str) -> dict[str, str] | None:
+        key = FINGERPRINTS_KEY.format(sensor=self.sensor, slot=slot)
         text = self.storage.get_cursor_values({key}).get(key)
-        return json.loads(text) if text else None
+        return json.loads(text) if text and _digest(text) == digest else None
 
-    def put(self, lineage: str, fingerprints: dict[str, str]) -> str:
-        """Store ``fingerprints`` (a no-op when they are stored already); the digest naming them."""
+    def put(self, slot: int, fingerprints: dict[str, str]) -> str:
+        """Store ``fingerprints`` in ``slot``; the digest naming them."""
         text = json.dumps(fingerprints, sort_keys=True)
-        digest = hashlib.sha256(text.encode()).hexdigest()[:32]
-        self.storage.set_cursor_values({FINGERPRINTS_KEY.format(lineage=lineage, digest=digest): text})
-        return digest
+        self.storage.set_cursor_values({FINGERPRINTS_KEY.format(sensor=self.sensor, slot=slot): text})
+        return _digest(text)
 
-    def empty(self, lineage: str, digest: str) -> None:
-        self.storage.set_cursor_values({FINGERPRINTS_KEY.format(lineage=lineage, digest=digest): ""})
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def sensor_identity(context: dg.SensorEvaluationContext) -> str:
+    """Which file sensor this is on the instance: its code location's and repository's (a test's context names
+    neither); one a repository."""
+    origin = context.code_location_origin
+    return _digest(f"{origin.location_name if origin else ''}/{context.repository_name or ''}")[:16]
 
 
 @dataclass(frozen=True)
 class Cursor:
-    """What the sensor keeps between ticks: the digest naming its fingerprints (of each ``task|variant`` key) in
-    the store, its lineage, the digest this one replaced (``retire``: emptied by the next tick, which is given this
-    cursor only once Dagster committed it), and how many ticks requested runs (each tick's run keys carry that
-    count: a reverted file is a new request, never a repeat). The two earlier forms held the fingerprints
-    themselves (``inline``)."""
+    """What the sensor keeps between ticks: the slot and digest of its fingerprints (of each ``task|variant`` key)
+    in the store, and how many ticks requested runs (each tick's run keys carry that count: a reverted file is a
+    new request, never a repeat). The two earlier forms held the fingerprints themselves (``inline``)."""
 
-    lineage: str = field(default_factory=lambda: uuid.uuid4().hex)
-    digest: str | None = None
+    slot: int | None = None  # None: nothing stored yet
+    digest: str = ""
     requests: int = 0
-    retire: str | None = None
     inline: dict[str, str] | None = None
 
     @classmethod
     def parse(cls, text: str | None) -> Cursor:
         data = json.loads(text) if text else {}
-        if "lineage" in data:
-            return cls(data["lineage"], data["digest"], data["requests"], data.get("retire"))
+        if "slot" in data:
+            return cls(data["slot"], data.get("digest", ""), data.get("requests", 0))
         if "fingerprints" in data:  # the fingerprints in the cursor, with the count
-            return cls(requests=data["requests"], inline=data["fingerprints"])
+            return cls(requests=data.get("requests", 0), inline=data["fingerprints"])
         return cls(inline=data) if data else cls()  # the fingerprints alone
 
     def fingerprints(self, store: FingerprintStore) -> dict[str, str] | None:
         """The fingerprints of the last tick; None when none were kept (turned on, reset) or their entry is gone."""
         if self.inline is not None:
             return self.inline
-        return store.get(self.lineage, self.digest) if self.digest else None
+        return store.get(self.slot, self.digest) if self.slot is not None else None
 
     def after(
         self, store: FingerprintStore, earlier: dict[str, str] | None, fingerprints: dict[str, str], requested: bool
     ) -> Cursor:
-        """The next tick's cursor, naming ``fingerprints`` (stored unless they are ``earlier``, this cursor's)."""
-        if self.digest is not None and fingerprints == earlier:
-            return Cursor(self.lineage, self.digest, self.requests + requested)
-        digest = store.put(self.lineage, fingerprints)
-        return Cursor(self.lineage, digest, self.requests + requested, retire=self.digest)
+        """The next tick's cursor, naming ``fingerprints``: this one's slot when they are ``earlier`` (read from
+        it), else the other slot, written now."""
+        if self.slot is not None and earlier is not None and fingerprints == earlier:
+            return Cursor(self.slot, self.digest, self.requests + requested)
+        slot = 0 if self.slot is None else 1 - self.slot
+        return Cursor(slot, store.put(slot, fingerprints), self.requests + requested)
 
     def dump(self) -> str:
-        return json.dumps(
-            {"lineage": self.lineage, "digest": self.digest, "requests": self.requests}
-            | ({"retire": self.retire} if self.retire else {})
-        )
+        return json.dumps({"slot": self.slot, "digest": self.digest, "requests": self.requests})
 
 
 @dg.sensor(
@@ -148,9 +151,7 @@ class Cursor:
 def task_files_sensor(context: dg.SensorEvaluationContext, settings: CoderEvalSettings) -> dg.SensorResult:
     current, skipped = current_fingerprints(settings.run_spec(), context.log)
     complete = not skipped
-    previous, store = Cursor.parse(context.cursor), FingerprintStore(context.instance)
-    if previous.retire:  # the entry the committed cursor replaced: no cursor of this sensor names it any more
-        store.empty(previous.lineage, previous.retire)
+    previous, store = Cursor.parse(context.cursor), FingerprintStore(context.instance, sensor_identity(context))
     earlier = previous.fingerprints(store)
     if earlier is not None:
         changed = [key for key, digest in current.items() if earlier.get(key) != digest]
@@ -159,12 +160,11 @@ def task_files_sensor(context: dg.SensorEvaluationContext, settings: CoderEvalSe
             context.log.warning("the last tick's fingerprints are gone from the instance: taken as turned on")
         evaluated = context.instance.get_materialized_partitions(CRITERIA_SCORES)
         changed = [key for key in current if key not in evaluated]
-        earlier = {}
     # with a file skipped, deleted and unreadable look alike: retire nothing, forget nothing
-    kept = {} if complete else {k: v for k, v in earlier.items() if k not in current}
+    kept = {} if complete else {k: v for k, v in (earlier or {}).items() if k not in current}
     fingerprints = {**kept, **current}
     cursor = previous.after(store, earlier, fingerprints, bool(changed))
-    retired = set(earlier) - set(current) if complete else set()  # what its own files no longer define
+    retired = set(earlier or {}) - set(current) if complete else set()  # what its own files no longer define
     tasks, variants, partition_requests = _keys_after_tick(context.instance, current, retired)
     runs = _run_requests(cursor, fingerprints, changed, tasks, variants) if changed else []
     if runs:

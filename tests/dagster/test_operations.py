@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,9 +24,9 @@ from coder_eval_dagster.defs.names import CHUNK_TAG, RUN_FOLDER_TAG
 from coder_eval_dagster.defs.resources import CoderEvalSettings, RunOptionsConfig, RunSpecConfig
 from coder_eval_dagster.defs.schedules import nightly_suite
 from coder_eval_dagster.defs.sensors import (
+    FINGERPRINTS_KEY,
     INTERVAL_ENV,
-    Cursor,
-    FingerprintStore,
+    current_fingerprints,
     minimum_interval_s,
     task_files_sensor,
 )
@@ -95,7 +96,7 @@ def test_sensor_registers_runs_and_reruns_only_what_changed(tmp_path, instance):
     unchanged = sensor_tick(instance, settings, first.cursor)
     assert not unchanged.run_requests and not unchanged.dynamic_partitions_requests
     assert unchanged.cursor == first.cursor
-    fingerprints = Cursor.parse(first.cursor).fingerprints(FingerprintStore(instance))
+    fingerprints, _ = current_fingerprints(settings.run_spec(), logging.getLogger(__name__))
     for earlier_form in (  # what the sensor kept before: the fingerprints in the cursor, with the count or alone
         json.dumps({"fingerprints": fingerprints, "requests": 1}),
         json.dumps(fingerprints),
@@ -143,28 +144,53 @@ def test_sensor_registers_runs_and_reruns_only_what_changed(tmp_path, instance):
     assert run_requests(instance, settings, turned_on.run_requests) == ["beta/r4"]
 
 
-def test_the_sensor_cursor_stays_small_and_neither_a_dry_run_nor_a_second_sensor_loses_an_edit(tmp_path, instance):
+def _stored_fingerprints(instance: dg.DagsterInstance) -> int:
+    """How many entries of fingerprints the instance's key-value store holds."""
+    from dagster._core.storage.runs.schema import KeyValueStoreTable
+    from sqlalchemy import func, select
+
+    prefix = FINGERPRINTS_KEY.split("{")[0]
+    with instance.run_storage.connect() as connection:  # type: ignore[attr-defined]
+        query = select(func.count()).where(KeyValueStoreTable.c.key.like(f"{prefix}%"))
+        return int(connection.execute(query).scalar())
+
+
+def test_the_sensor_cursor_stays_small_and_neither_a_dry_run_nor_another_sensor_loses_an_edit(tmp_path, instance):
     """Dagster stores the cursor with every tick, skipped ones too: it held a fingerprint per key, 0.46 MB a tick
-    at 10,000 keys. It names them now; an entry a committed cursor names is never changed."""
+    at 10,000 keys. It names them now, in one of two slots a sensor; a tick writes the slot its cursor does not
+    name, so one that is never committed leaves the committed cursor's as it was."""
     settings = project(tmp_path)
     beta = yaml.safe_load((tmp_path / "tasks/beta.yaml").read_text())
     beta["dataset"]["rows"] = [{"id": f"r{i}"} for i in range(2000)]
     (tmp_path / "tasks/beta.yaml").write_text(yaml.safe_dump(beta))
     first = sensor_tick(instance, settings, None)
-    assert len(first.cursor) < 200, first.cursor
+    assert len(first.cursor) < 100, first.cursor
 
     edit(tmp_path / "tasks/alpha.yaml", "a.txt", "b.txt")
-    dry = sensor_tick(instance, settings, first.cursor)  # "Test sensor": its cursor is never committed
-    second = sensor_tick(instance, settings, None)  # another code location's sensor on the same instance
+    for _ in range(3):  # "Test sensor", or a tick that failed after writing: its cursor is never committed
+        dry = sensor_tick(instance, settings, first.cursor)
+    other = sensor_tick(instance, settings, None, repository="another")  # another code location's sensor
     real = sensor_tick(instance, settings, first.cursor)
     assert [r.tags["dagster/asset_partition_range_start"] for r in real.run_requests] == ["alpha|default"]
     assert real.run_requests == dry.run_requests
+    assert not sensor_tick(instance, settings, real.cursor).run_requests
+    assert not sensor_tick(instance, settings, other.cursor, repository="another").run_requests  # its own slots
+    assert _stored_fingerprints(instance) == 3  # two slots of one sensor, one of the other: however many ticks
 
-    store, replaced = FingerprintStore(instance), Cursor.parse(first.cursor)
-    after = sensor_tick(instance, settings, real.cursor)  # the committed cursor's: the entry it replaced goes
-    assert not after.run_requests and store.get(replaced.lineage, replaced.digest or "") is None
-    assert Cursor.parse(second.cursor).lineage != replaced.lineage
-    assert not sensor_tick(instance, settings, second.cursor).run_requests  # its entry is its own: unchanged
+
+def test_a_cursor_whose_fingerprints_are_gone_is_a_first_tick_once(tmp_path, instance):
+    """A cursor copied from another instance (or set by hand) names nothing here: taken as turned on, once; the
+    next tick has its fingerprints again (it emptied them at every tick, and lost the next edit)."""
+    settings = project(tmp_path)
+    with dg.instance_for_test() as elsewhere_instance:
+        copied = sensor_tick(elsewhere_instance, settings, None).cursor
+    first = sensor_tick(instance, settings, copied)
+    assert [r.tags["dagster/asset_partition_range_start"] for r in first.run_requests] == ["alpha|default"]
+    run_requests(instance, settings, first.run_requests)
+    assert not sensor_tick(instance, settings, first.cursor).run_requests
+    edit(tmp_path / "tasks/alpha.yaml", "a.txt", "b.txt")
+    edited = sensor_tick(instance, settings, first.cursor)
+    assert [r.tags["dagster/asset_partition_range_start"] for r in edited.run_requests] == ["alpha|default"]
 
 
 def test_the_sensor_interval_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

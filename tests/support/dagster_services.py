@@ -156,16 +156,21 @@ def wait_for_backfill(services: DagsterServices, backfill_id: str, timeout: floa
     raise TimeoutError(f"backfill {backfill_id} still running after {timeout:.0f} s")
 
 
-def sensor_tick(instance: Any, settings: Any, cursor: str | None) -> Any:
+def sensor_tick(instance: Any, settings: Any, cursor: str | None, repository: str | None = None) -> Any:
     """One tick as the daemon's code server evaluates it (Dagster's own checks of the result included),
-    with its partition requests applied as the daemon applies them."""
+    with its partition requests applied as the daemon applies them; of the sensor in ``repository`` (another
+    code location's) when one is named."""
     import dagster as dg
 
     from coder_eval_dagster.definitions import build_definitions
     from coder_eval_dagster.defs.sensors import task_files_sensor
 
     context = dg.build_sensor_context(
-        instance=instance, cursor=cursor, resources={"settings": settings}, definitions=build_definitions(settings)
+        instance=instance,
+        cursor=cursor,
+        resources={"settings": settings},
+        definitions=build_definitions(settings),
+        repository_name=repository,
     )
     data = task_files_sensor.evaluate_tick(context)
     apply_partition_requests(instance, data)
