@@ -20,6 +20,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -449,3 +450,21 @@ def test_a_project_under_opt_shows_empty_but_for_a_path_folder_in_it() -> None:
         (result,) = (elsewhere / "runs").glob("*T*/default/underopt/00/task.json")
         error = json.loads(result.read_text())["error_message"]
         assert "lies in /opt, which commands see read-only" in error, error
+
+
+def test_the_view_hides_a_home_under_opt_and_keeps_a_venv_run_from_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A service user's home under /opt (its ~/.aws) was shown whole; and the code image runs in its venv
+    (/opt/coder-eval, its working folder), which the mask of the working folder hid from commands (a review's
+    findings). What the holder is given to build, computed in this process."""
+    from coder_eval_dagster.core.sandbox import holder
+
+    with _folder_in_opt() as venv, _folder_in_opt() as home:
+        monkeypatch.chdir(venv)
+        monkeypatch.setattr(sys, "prefix", str(venv))
+        monkeypatch.setenv("HOME", str(home))
+        monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster-home"))  # made now: the run makes it a moment later
+        view = holder._view.__wrapped__()  # not this process's cached view
+        masks = [path for op, path in zip(view.operations, view.operations[1:], strict=False) if op == "mask"]
+        assert masks == [str(home)], view.operations
+        assert (home / "dagster-home").is_dir()
+        assert not any((path + "/").startswith(f"{venv}/") for path in view.hidden), view.hidden

@@ -13,8 +13,8 @@ network namespaces) builds the view once, then keeps it:
   an evaluation's sandbox on. Nothing else of the host: not the homes, not
   ``/run`` (the Docker socket), ``/var``, ``/srv``, ``/mnt``, the project
   (task files, datasets, references), the runs folder or ``DAGSTER_HOME``
-  (one of those under ``/opt`` or ``/usr`` shows empty, but for the venv or
-  a ``PATH`` folder inside it). Files of ``/etc`` that only their owner may
+  (one of those, or the harness user's home, under ``/opt`` or ``/usr`` shows
+  empty, but for the venv or a ``PATH`` folder inside it). Files of ``/etc`` that only their owner may
   read (``/etc/shadow``, keys) show empty: commands run as the harness's
   user, root on CI.
 - ``pivot_root`` into it, the host's tree detached: nothing below it is
@@ -45,6 +45,7 @@ Needs Linux 5.12 (``mount_setattr``).
 from __future__ import annotations
 
 import array
+import contextlib
 import functools
 import os
 import socket
@@ -469,10 +470,20 @@ def _view() -> View:
 
 
 def _masked_places(shown: list[str]) -> list[str]:
-    """The harness's places that a shown folder holds (a project under /opt): each to be shown empty."""
-    places = {place for place in _harness_places() if os.path.isdir(place)}
+    """The harness's places that a shown folder holds (a project under /opt): each to be shown empty. Not the
+    harness's own Python, which commands need whole (the code image runs in its venv, /opt/coder-eval)."""
+    python = [os.path.realpath(prefix) for prefix in (sys.prefix, sys.base_prefix)]
+    places = {place for place in _harness_places() if not _within(place, python)}
     inside = sorted(place for place in places if any(place.startswith(top + "/") for top in shown))
-    return [place for place in inside if not any(place.startswith(other + "/") for other in inside)]
+    for place in inside:  # a Dagster home or a runs folder the run makes a moment later, after the view is built
+        with contextlib.suppress(OSError):  # one that cannot be made is never written to either
+            os.makedirs(place, exist_ok=True)
+    outermost = [place for place in inside if not any(place.startswith(other + "/") for other in inside)]
+    return [place for place in outermost if os.path.isdir(place)]
+
+
+def _within(path: str, folders: list[str]) -> bool:
+    return any((path + "/").startswith(folder.rstrip("/") + "/") for folder in folders)
 
 
 def folder_showing(path: Path) -> str | None:
@@ -496,7 +507,7 @@ def _toolchain() -> list[str]:
         found.add(str(base.parent.parent))  # pyenv: its shims on PATH need it whole
     found.update(entry for entry in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(entry))
     found = {os.path.realpath(path) for path in found if os.path.isdir(path)}
-    private = [os.path.realpath(os.path.expanduser("~")), *NEVER_WHOLE, *_harness_places()]
+    private = [*NEVER_WHOLE, *_harness_places()]
     # never one of these or a folder holding one (a PATH entry such as "/", "~" or the project's); a folder inside
     # them may be
     found = {path for path in found if not any((p + "/").startswith(path.rstrip("/") + "/") for p in private)}
@@ -505,8 +516,13 @@ def _toolchain() -> list[str]:
 
 def _harness_places() -> list[str]:
     """Where the harness keeps what commands must not read: the folder it runs in (the project: task files,
-    references, a .env, ./runs), its Dagster home and the runs folder a launched run writes to."""
-    places = [os.getcwd(), os.environ.get("DAGSTER_HOME") or ".dagster", os.environ.get("CODER_EVAL_RUNS_DIR") or "."]
+    references, a .env, ./runs), its user's home, its Dagster home and the runs folder a launched run writes to."""
+    places = [
+        os.getcwd(),
+        os.path.expanduser("~"),
+        os.environ.get("DAGSTER_HOME") or ".dagster",
+        os.environ.get("CODER_EVAL_RUNS_DIR") or ".",
+    ]
     return [os.path.realpath(place) for place in places]
 
 
