@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .compare.index import write_index
 from .layout import LATEST_LINK, OPEN_LOCK_FILE, PLAN_FILE, is_run_folder, read_record
-from .runs import RunPlan, started
+from .runs import TIMESTAMP, RunPlan, started
 from .trees import remove_tree, walk
 
 
@@ -38,10 +38,23 @@ def old_run_folders(runs_dir: Path, before: datetime) -> list[Path]:
 
 
 def never_opened(runs_dir: Path) -> list[Path]:
-    """The folders of launched runs that failed before writing their plan (a config refused, say): the lock that
-    serializes opening it, and nothing else. No plan dates them: their own time does."""
+    """The folders of launched runs that failed before writing their plan (a config refused, say): a run folder's
+    name, the lock that serializes opening it, and nothing else. No plan dates them: their own time does."""
     children = sorted(runs_dir.iterdir()) if runs_dir.is_dir() else []
-    return [p for p in children if p.is_dir() and not p.is_symlink() and os.listdir(p) == [OPEN_LOCK_FILE]]
+    return [
+        p
+        for p in children
+        if p.is_dir() and not p.is_symlink() and _named_as_run(p.name) and os.listdir(p) == [OPEN_LOCK_FILE]
+    ]
+
+
+def _named_as_run(name: str) -> bool:
+    """``<start time>-...``, as a run's folder is named."""
+    try:
+        datetime.strptime(name[: len("2026-01-01T00-00-00Z")], TIMESTAMP)
+    except ValueError:
+        return False
+    return True
 
 
 def run_folders(runs_dir: Path) -> list[Path]:

@@ -303,12 +303,14 @@ def test_the_folder_of_a_launched_run_that_failed_before_its_plan_is_pruned(tmp_
     """Its lock alone: no plan dated it, and prune never listed it."""
     task, home, runs = agentless_project(tmp_path)
     assert coder_eval("run", task, "--runs-dir", runs, home=home).returncode == 0
-    failed = runs / "2026-01-01T00-00-00Z-0badc0de"
-    failed.mkdir()
-    (failed / ".open.lock").touch()
-    os.utime(failed, (0, time.time() - 3600))
+    failed, other = runs / "2026-01-01T00-00-00Z-0badc0de", runs / "not-a-run"  # (a folder of the user's stays)
+    for folder in (failed, other):
+        folder.mkdir()
+        (folder / ".open.lock").touch()
+        os.utime(folder, (0, time.time() - 3600))
     dry = coder_eval("prune", "--keep-days", "0", "--runs-dir", runs, "--dry-run", home=home)
     assert f"  {failed}\n" in dry.stdout, dry.stdout
     done = coder_eval("prune", "--keep-days", "0", "--runs-dir", runs, home=home)
     assert done.returncode == 0 and "pruned 1 run folder(s)" in done.stdout, done.stdout + done.stderr
-    assert not failed.exists() and len(run_folders(runs)) == 1  # the run itself is the newest: kept
+    assert not failed.exists() and other.is_dir()
+    assert (runs / "latest" / "run.json").is_file()  # the run itself: the newest, kept
