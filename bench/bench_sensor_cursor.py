@@ -18,15 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-TASK = """\
-task_id: rows
-description: "one row-task per dataset row"
-agent: {type: none}
-sandbox: {python: null}
-dataset: {paths: ["rows.jsonl"]}
-success_criteria:
-  - {type: run_command, command: "true", description: "the row's check"}
-"""
+from bench_agentless import CHECK, PRE, _project
 
 
 def main() -> None:
@@ -42,9 +34,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as scratch, dg.instance_for_test() as instance:
         tasks = Path(scratch) / "tasks"
-        tasks.mkdir()
-        (tasks / "rows.jsonl").write_text("".join(json.dumps({"id": f"r{i:05d}"}) + "\n" for i in range(args.rows)))
-        (tasks / "rows.yaml").write_text(TASK)
+        _project(tasks, "rows", args.rows, PRE, CHECK)  # bench_agentless.py's agentless task
         settings = CoderEvalSettings(
             spec=RunSpecConfig(task_paths=[str(tasks)]), options=RunOptionsConfig(runs_dir=str(Path(scratch) / "runs"))
         )
