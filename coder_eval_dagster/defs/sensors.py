@@ -60,35 +60,49 @@ def minimum_interval_s() -> int:
     return int(raw)
 
 
-FINGERPRINTS_KEY = "coder-eval/sensor-fingerprints/{sensor}/{slot}"
+FINGERPRINTS_KEY = "coder-eval/sensor-fingerprints/{sensor}/{name}"
+KEPT_FINGERPRINTS = 8  # a sensor's entries kept, the ones read or written last: the committed cursor's among them
 
 
 class FingerprintStore:
-    """The sensor's fingerprints in the instance's key-value store: two slots per sensor, the cursor naming one.
+    """The sensor's fingerprints in the instance's key-value store, an entry per content (its digest names it).
 
     Dagster stores a sensor's cursor with every tick, the skipped ones too (2,880 a day at 30 s): a fingerprint
-    per key in the cursor was 0.46 MB a tick at 10,000 keys. A tick writes new fingerprints into the slot its
-    cursor does not name, so a dry run ("Test sensor") or a tick that fails after writing leaves the committed
-    cursor's slot as it was, and the next tick writes over the other one: two entries a sensor, however many
-    ticks. A sensor is its code location, repository and name, as Dagster keys its own state, so two code
-    locations on one instance never share a slot. The cursor carries the digest of what it names: an entry that
-    is not that (a stale cursor's dry run wrote over it) is read as gone. The key-value store is the run
-    storage's, what Dagster's own daemons keep their cursors in.
+    per key in the cursor was 0.46 MB a tick at 10,000 keys. An entry never changes once written, so no dry run
+    ("Test sensor", whatever cursor it is given) or tick that fails after writing can change what the committed
+    cursor names. A sensor (its code location and repository, as Dagster keys its own state) keeps the
+    ``KEPT_FINGERPRINTS`` entries it read or wrote last, in an index; an older one is emptied. Every tick reads
+    its cursor's entry and so keeps it among them. The key-value store is the run storage's, what Dagster's own
+    daemons keep their cursors in.
     """
 
     def __init__(self, instance: dg.DagsterInstance, sensor: str):
         self.storage, self.sensor = instance.run_storage, sensor
 
-    def get(self, slot: int, digest: str) -> dict[str, str] | None:
-        key = FINGERPRINTS_KEY.format(sensor=self.sensor, slot=slot)
-        text = self.storage.get_cursor_values({key}).get(key)
+    def _key(self, name: str) -> str:
+        return FINGERPRINTS_KEY.format(sensor=self.sensor, name=name)
+
+    def get(self, digest: str) -> dict[str, str] | None:
+        text = self.storage.get_cursor_values({self._key(digest)}).get(self._key(digest))
         return json.loads(text) if text and _digest(text) == digest else None
 
-    def put(self, slot: int, fingerprints: dict[str, str]) -> str:
-        """Store ``fingerprints`` in ``slot``; the digest naming them."""
+    def put(self, fingerprints: dict[str, str]) -> str:
+        """Store ``fingerprints``; the digest naming them."""
         text = json.dumps(fingerprints, sort_keys=True)
-        self.storage.set_cursor_values({FINGERPRINTS_KEY.format(sensor=self.sensor, slot=slot): text})
-        return _digest(text)
+        digest = _digest(text)
+        self.storage.set_cursor_values({self._key(digest): text})
+        self.keep(digest)
+        return digest
+
+    def keep(self, digest: str) -> None:
+        """``digest`` first in the index (a write only when it is not); the ones past ``KEPT_FINGERPRINTS`` go."""
+        text = self.storage.get_cursor_values({self._key("index")}).get(self._key("index"))
+        index = [d for d in (json.loads(text) if text else []) if isinstance(d, str)]
+        if index[:1] == [digest]:
+            return
+        index = [digest, *(d for d in index if d != digest)]
+        gone = {self._key(d): "" for d in index[KEPT_FINGERPRINTS:]}
+        self.storage.set_cursor_values({self._key("index"): json.dumps(index[:KEPT_FINGERPRINTS]), **gone})
 
 
 def _digest(text: str) -> str:
@@ -104,42 +118,53 @@ def sensor_identity(context: dg.SensorEvaluationContext) -> str:
 
 @dataclass(frozen=True)
 class Cursor:
-    """What the sensor keeps between ticks: the slot and digest of its fingerprints (of each ``task|variant`` key)
-    in the store, and how many ticks requested runs (each tick's run keys carry that count: a reverted file is a
-    new request, never a repeat). The two earlier forms held the fingerprints themselves (``inline``)."""
+    """What the sensor keeps between ticks: the digest naming its fingerprints (of each ``task|variant`` key) in
+    the store, and how many ticks requested runs (each tick's run keys carry that count: a reverted file is a new
+    request, never a repeat). The two earlier forms held the fingerprints themselves (``inline``); anything else
+    (set by hand) is read as no cursor."""
 
-    slot: int | None = None  # None: nothing stored yet
-    digest: str = ""
+    digest: str | None = None  # None: nothing stored yet
     requests: int = 0
     inline: dict[str, str] | None = None
 
     @classmethod
     def parse(cls, text: str | None) -> Cursor:
-        data = json.loads(text) if text else {}
-        if "slot" in data:
-            return cls(data["slot"], data.get("digest", ""), data.get("requests", 0))
-        if "fingerprints" in data:  # the fingerprints in the cursor, with the count
-            return cls(requests=data.get("requests", 0), inline=data["fingerprints"])
-        return cls(inline=data) if data else cls()  # the fingerprints alone
+        try:
+            data = json.loads(text) if text else {}
+        except ValueError:
+            return cls()
+        if not isinstance(data, dict):
+            return cls()
+        requests = data["requests"] if isinstance(data.get("requests"), int) else 0
+        if "digest" in data:
+            return cls(data["digest"] if isinstance(data["digest"], str) else None, requests)
+        if isinstance(data.get("fingerprints"), dict):  # the fingerprints in the cursor, with the count
+            return cls(requests=requests, inline=_fingerprints_only(data["fingerprints"]))
+        return cls(inline=_fingerprints_only(data) or None)  # the fingerprints alone
 
     def fingerprints(self, store: FingerprintStore) -> dict[str, str] | None:
         """The fingerprints of the last tick; None when none were kept (turned on, reset) or their entry is gone."""
         if self.inline is not None:
             return self.inline
-        return store.get(self.slot, self.digest) if self.slot is not None else None
+        return store.get(self.digest) if self.digest else None
 
     def after(
         self, store: FingerprintStore, earlier: dict[str, str] | None, fingerprints: dict[str, str], requested: bool
     ) -> Cursor:
-        """The next tick's cursor, naming ``fingerprints``: this one's slot when they are ``earlier`` (read from
-        it), else the other slot, written now."""
-        if self.slot is not None and earlier is not None and fingerprints == earlier:
-            return Cursor(self.slot, self.digest, self.requests + requested)
-        slot = 0 if self.slot is None else 1 - self.slot
-        return Cursor(slot, store.put(slot, fingerprints), self.requests + requested)
+        """The next tick's cursor, naming ``fingerprints``: this one's entry when they are ``earlier`` (read from
+        it, and kept), else a new one, written now."""
+        if self.digest is not None and earlier is not None and fingerprints == earlier:
+            store.keep(self.digest)
+            return Cursor(self.digest, self.requests + requested)
+        return Cursor(store.put(fingerprints), self.requests + requested)
 
     def dump(self) -> str:
-        return json.dumps({"slot": self.slot, "digest": self.digest, "requests": self.requests})
+        return json.dumps({"digest": self.digest, "requests": self.requests})
+
+
+def _fingerprints_only(data: dict[str, object]) -> dict[str, str]:
+    """The ``task|variant``: fingerprint pairs of an earlier cursor (what else a hand-set one holds is not)."""
+    return {key: value for key, value in data.items() if "|" in key and isinstance(value, str)}
 
 
 @dg.sensor(

@@ -26,6 +26,7 @@ from coder_eval_dagster.defs.schedules import nightly_suite
 from coder_eval_dagster.defs.sensors import (
     FINGERPRINTS_KEY,
     INTERVAL_ENV,
+    KEPT_FINGERPRINTS,
     current_fingerprints,
     minimum_interval_s,
     task_files_sensor,
@@ -145,20 +146,24 @@ def test_sensor_registers_runs_and_reruns_only_what_changed(tmp_path, instance):
 
 
 def _stored_fingerprints(instance: dg.DagsterInstance) -> int:
-    """How many entries of fingerprints the instance's key-value store holds."""
+    """How many entries of fingerprints the instance's key-value store holds (not emptied, not an index)."""
     from dagster._core.storage.runs.schema import KeyValueStoreTable
     from sqlalchemy import func, select
 
-    prefix = FINGERPRINTS_KEY.split("{")[0]
+    prefix, table = FINGERPRINTS_KEY.split("{")[0], KeyValueStoreTable
     with instance.run_storage.connect() as connection:  # type: ignore[attr-defined]
-        query = select(func.count()).where(KeyValueStoreTable.c.key.like(f"{prefix}%"))
-        return int(connection.execute(query).scalar())
+        where = table.c.key.like(f"{prefix}%") & ~table.c.key.like("%/index") & (table.c.value != "")
+        return int(connection.execute(select(func.count()).where(where)).scalar())
 
 
-def test_the_sensor_cursor_stays_small_and_neither_a_dry_run_nor_another_sensor_loses_an_edit(tmp_path, instance):
+def _ran(tick: Any) -> list[str]:
+    return [r.tags["dagster/asset_partition_range_start"] for r in tick.run_requests]
+
+
+def test_the_sensor_cursor_stays_small_and_no_dry_run_or_other_sensor_loses_an_edit(tmp_path, instance):
     """Dagster stores the cursor with every tick, skipped ones too: it held a fingerprint per key, 0.46 MB a tick
-    at 10,000 keys. It names them now, in one of two slots a sensor; a tick writes the slot its cursor does not
-    name, so one that is never committed leaves the committed cursor's as it was."""
+    at 10,000 keys. It names them now, in an entry that never changes once written: a tick never committed
+    ("Test sensor", given the committed cursor, an older one or none) cannot change what the committed names."""
     settings = project(tmp_path)
     beta = yaml.safe_load((tmp_path / "tasks/beta.yaml").read_text())
     beta["dataset"]["rows"] = [{"id": f"r{i}"} for i in range(2000)]
@@ -167,15 +172,35 @@ def test_the_sensor_cursor_stays_small_and_neither_a_dry_run_nor_another_sensor_
     assert len(first.cursor) < 100, first.cursor
 
     edit(tmp_path / "tasks/alpha.yaml", "a.txt", "b.txt")
-    for _ in range(3):  # "Test sensor", or a tick that failed after writing: its cursor is never committed
-        dry = sensor_tick(instance, settings, first.cursor)
+    committed = sensor_tick(instance, settings, first.cursor)
+    assert _ran(committed) == ["alpha|default"]
+    edit(tmp_path / "tasks/alpha.yaml", "b.txt", "c.txt")
+    for cursor in (committed.cursor, first.cursor, None, committed.cursor):  # dry runs, never committed
+        sensor_tick(instance, settings, cursor)
     other = sensor_tick(instance, settings, None, repository="another")  # another code location's sensor
-    real = sensor_tick(instance, settings, first.cursor)
-    assert [r.tags["dagster/asset_partition_range_start"] for r in real.run_requests] == ["alpha|default"]
-    assert real.run_requests == dry.run_requests
+    real = sensor_tick(instance, settings, committed.cursor)
+    assert _ran(real) == ["alpha|default"]  # the edit since the committed tick runs, once
     assert not sensor_tick(instance, settings, real.cursor).run_requests
-    assert not sensor_tick(instance, settings, other.cursor, repository="another").run_requests  # its own slots
-    assert _stored_fingerprints(instance) == 3  # two slots of one sensor, one of the other: however many ticks
+    assert not sensor_tick(instance, settings, other.cursor, repository="another").run_requests
+    assert _stored_fingerprints(instance) == 4  # three contents of one sensor, one of the other
+
+
+def test_the_sensor_keeps_its_last_entries_only(tmp_path, instance):
+    """However many edits: the entries read or written last, the committed cursor's among them."""
+    settings = project(tmp_path)
+    cursor = sensor_tick(instance, settings, None).cursor
+    for index in range(KEPT_FINGERPRINTS + 3):
+        edit(tmp_path / "tasks/alpha.yaml", f"{index}.txt" if index else "a.txt", f"{index + 1}.txt")
+        cursor = sensor_tick(instance, settings, cursor).cursor
+    assert _stored_fingerprints(instance) == KEPT_FINGERPRINTS
+    assert not sensor_tick(instance, settings, cursor).run_requests
+
+
+def test_a_cursor_set_by_hand_is_a_first_tick_never_a_failing_one(tmp_path, instance):
+    settings = project(tmp_path)
+    run_requests(instance, settings, sensor_tick(instance, settings, None).run_requests)
+    for hand_set in ('{"lineage": "x", "digest": "y", "requests": 4}', '{"requests": 4}', "null", '"x"', "{oops"):
+        assert not sensor_tick(instance, settings, hand_set).run_requests, hand_set  # all evaluated: nothing to run
 
 
 def test_a_cursor_whose_fingerprints_are_gone_is_a_first_tick_once(tmp_path, instance):
