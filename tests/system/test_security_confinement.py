@@ -452,19 +452,25 @@ def test_a_project_under_opt_shows_empty_but_for_a_path_folder_in_it() -> None:
         assert "lies in /opt, which commands see read-only" in error, error
 
 
-def test_the_view_hides_a_home_under_opt_and_keeps_a_venv_run_from_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_view_hides_a_home_under_opt_and_a_venv_run_from_but_its_python(monkeypatch: pytest.MonkeyPatch) -> None:
     """A service user's home under /opt (its ~/.aws) was shown whole; and the code image runs in its venv
-    (/opt/coder-eval, its working folder), which the mask of the working folder hid from commands (a review's
-    findings). What the holder is given to build, computed in this process."""
+    (/opt/coder-eval, its working folder): the mask of the working folder hid its packages and the agent CLIs,
+    and leaving it whole showed the .env, ./runs and .dagster beside them (two reviews' findings). What the holder
+    is given to build, computed in this process."""
     from coder_eval_dagster.core.sandbox import holder
 
     with _folder_in_opt() as venv, _folder_in_opt() as home:
+        for part in ("bin", "lib"):
+            (venv / part).mkdir()
+        (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+        (venv / ".env").write_text("SECRET=planted\n")
         monkeypatch.chdir(venv)
         monkeypatch.setattr(sys, "prefix", str(venv))
         monkeypatch.setenv("HOME", str(home))
         monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster-home"))  # made now: the run makes it a moment later
         view = holder._view.__wrapped__()  # not this process's cached view
-        masks = [path for op, path in zip(view.operations, view.operations[1:], strict=False) if op == "mask"]
-        assert masks == [str(home)], view.operations
+        operations = list(zip(view.operations, view.operations[1:], strict=False))
+        assert sorted(path for op, path in operations if op == "mask") == sorted([str(venv), str(home)])
+        assert {str(venv / part) for part in ("bin", "lib", "pyvenv.cfg")} <= set(view.shown)
+        assert not any(path.startswith(f"{venv}/.env") for path in view.shown)
         assert (home / "dagster-home").is_dir()
-        assert not any((path + "/").startswith(f"{venv}/") for path in view.hidden), view.hidden

@@ -63,6 +63,8 @@ REPLY_TIMEOUT_S = 10.0
 SYSTEM = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys")
 # Shown where they are only when the harness runs as root: a file only its owner may read is a secret then.
 SCANNED_FOR_SECRETS = ("/etc",)
+# A venv's own entries (python -m venv, uv venv): its Python, packages (the agent CLIs' binaries) and settings.
+VENV_PARTS = ("bin", "include", "lib", "lib64", "share", "pyvenv.cfg")
 # Never shown whole, whatever PATH says (homes, other evaluations' files, services' sockets and data).
 NEVER_WHOLE = ("/home", "/root", "/tmp", "/dev/shm", "/var", "/var/tmp", "/run", "/srv", "/mnt", "/media")
 # Made anew in every sandbox: a PATH folder under them is not the host's there (one under /dev/shm is shown).
@@ -460,7 +462,7 @@ def _view() -> View:
     masked = _masked_places(shown)
     for place in masked:  # the project, the Dagster home or the runs folder under /opt or /usr: hidden, and in
         ops += ["mask", place]  # them only the harness's Python and PATH's folders are shown again
-        again = [path for path in toolchain if path.startswith(place + "/")]
+        again = [path for path in [*toolchain, *_venv_parts(place)] if path.startswith(place + "/")]
         for path in sorted(path for path in again if not any(path.startswith(other + "/") for other in again)):
             ops += ["ro", path]
             shown.append(path)
@@ -470,11 +472,8 @@ def _view() -> View:
 
 
 def _masked_places(shown: list[str]) -> list[str]:
-    """The harness's places that a shown folder holds (a project under /opt): each to be shown empty. Not the
-    harness's own Python, which commands need whole (the code image runs in its venv, /opt/coder-eval)."""
-    python = [os.path.realpath(prefix) for prefix in (sys.prefix, sys.base_prefix)]
-    places = {place for place in _harness_places() if not _within(place, python)}
-    inside = sorted(place for place in places if any(place.startswith(top + "/") for top in shown))
+    """The harness's places that a shown folder holds (a project under /opt): each to be shown empty."""
+    inside = sorted({place for place in _harness_places() if any(place.startswith(top + "/") for top in shown)})
     for place in inside:  # a Dagster home or a runs folder the run makes a moment later, after the view is built
         with contextlib.suppress(OSError):  # one that cannot be made is never written to either
             os.makedirs(place, exist_ok=True)
@@ -482,8 +481,13 @@ def _masked_places(shown: list[str]) -> list[str]:
     return [place for place in outermost if os.path.isdir(place)]
 
 
-def _within(path: str, folders: list[str]) -> bool:
-    return any((path + "/").startswith(folder.rstrip("/") + "/") for folder in folders)
+def _venv_parts(place: str) -> list[str]:
+    """What makes the harness's venv, when it is ``place`` or holds it (the code image runs in its venv,
+    /opt/coder-eval): shown again in the mask, without what else the folder holds (a .env, ./runs, .dagster)."""
+    venv = os.path.realpath(sys.prefix)
+    if venv == os.path.realpath(sys.base_prefix) or not (place + "/").startswith(venv + "/"):
+        return []
+    return [os.path.join(venv, part) for part in VENV_PARTS if os.path.lexists(os.path.join(venv, part))]
 
 
 def folder_showing(path: Path) -> str | None:
