@@ -54,7 +54,7 @@ def main() -> None:
         unchanged, unchanged_s = tick(first)
         named = Cursor.parse(first)
         store = FingerprintStore(instance, sensor_identity(context(None)))
-        entry = store.get(named.slot or 0, named.digest) or {}
+        entry = store.get(named.digest or "") or {}
         print(
             f"{len(entry)} keys: cursor {len(first)} bytes (unchanged tick: {len(unchanged)}); stored entry "
             f"{len(json.dumps(entry, sort_keys=True))} bytes; first tick {first_s:.2f} s, unchanged tick "
