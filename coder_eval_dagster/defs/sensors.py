@@ -82,8 +82,12 @@ class FingerprintStore:
     def _key(self, name: str) -> str:
         return FINGERPRINTS_KEY.format(sensor=self.sensor, name=name)
 
+    def _read(self, name: str) -> str | None:
+        key = self._key(name)
+        return self.storage.get_cursor_values({key}).get(key)
+
     def get(self, digest: str) -> dict[str, str] | None:
-        text = self.storage.get_cursor_values({self._key(digest)}).get(self._key(digest))
+        text = self._read(digest)
         return json.loads(text) if text and _digest(text) == digest else None
 
     def put(self, fingerprints: dict[str, str]) -> str:
@@ -96,7 +100,7 @@ class FingerprintStore:
 
     def keep(self, digest: str) -> None:
         """``digest`` first in the index (a write only when it is not); the ones past ``KEPT_FINGERPRINTS`` go."""
-        text = self.storage.get_cursor_values({self._key("index")}).get(self._key("index"))
+        text = self._read("index")
         index = [d for d in (json.loads(text) if text else []) if isinstance(d, str)]
         if index[:1] == [digest]:
             return
@@ -220,7 +224,7 @@ def _run_requests(
     cursor: Cursor, fingerprints: dict[str, str], changed: list[str], tasks: list[str], variants: list[str]
 ) -> list[dg.RunRequest]:
     """Runs over exactly the changed keys where they are; the run key is new for every tick that runs."""
-    digest = hashlib.sha256(json.dumps([(k, fingerprints[k]) for k in changed]).encode()).hexdigest()[:12]
+    digest = _digest(json.dumps([(k, fingerprints[k]) for k in changed]))[:12]
     pairs = [(task, variant) for task, variant in (key.split("|") for key in changed)]
     return tick_requests(
         f"files-{cursor.requests}-{digest}",

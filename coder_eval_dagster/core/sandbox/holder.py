@@ -14,9 +14,9 @@ network namespaces) builds the view once, then keeps it:
   ``/run`` (the Docker socket), ``/var``, ``/srv``, ``/mnt``, the project
   (task files, datasets, references), the runs folder or ``DAGSTER_HOME``
   (one of those, or the harness user's home, under ``/opt`` or ``/usr`` shows
-  empty, but for the venv or a ``PATH`` folder inside it). Files of ``/etc`` that only their owner may
-  read (``/etc/shadow``, keys) show empty: commands run as the harness's
-  user, root on CI.
+  empty, but for the venv or a ``PATH`` folder inside it). Files of ``/etc``
+  that only their owner may read (``/etc/shadow``, keys) show empty: commands
+  run as the harness's user, root on CI.
 - ``pivot_root`` into it, the host's tree detached: nothing below it is
   reachable by any path.
 
@@ -421,19 +421,19 @@ def holder_argv(confine_network: bool) -> list[str]:
 
 def shown(path: str) -> bool:
     """Whether commands see ``path`` (this machine's) where it is, or it is one of the sandbox's own places."""
-    return _under(path, OWN_PLACES) > 0 or shows_host(path)
+    return bool(_deepest(path, OWN_PLACES)) or shows_host(path)
 
 
 def shows_host(path: str) -> bool:
     """Whether commands see the host's ``path`` where it is: the deepest shown or hidden folder holding it says."""
     view = _view()
-    return _under(path, view.shown) > _under(path, view.hidden)
+    return len(_deepest(path, view.shown)) > len(_deepest(path, view.hidden))
 
 
-def _under(path: str, tops: Iterable[str]) -> int:
-    """The length of the deepest of ``tops`` holding ``path`` (or being it), 0 for none."""
+def _deepest(path: str, tops: Iterable[str]) -> str:
+    """The deepest of ``tops`` holding ``path`` (or being it), "" for none."""
     inside = path.rstrip("/") + "/"
-    return max((len(top) for top in tops if inside.startswith(top.rstrip("/") + "/")), default=0)
+    return max((top for top in tops if inside.startswith(top.rstrip("/") + "/")), key=len, default="")
 
 
 @dataclass(frozen=True)
@@ -494,9 +494,7 @@ def folder_showing(path: Path) -> str | None:
     """The host folder that shows ``path`` to commands read-only, if one does (a system folder, a folder on PATH or
     of the harness's Python): a runs folder there would show them every evaluation's files."""
     inside = str(path.resolve())
-    if not shows_host(inside):
-        return None
-    return max((top for top in _view().shown if (inside + "/").startswith(top.rstrip("/") + "/")), key=len)
+    return _deepest(inside, _view().shown) if shows_host(inside) else None
 
 
 def _system() -> list[str]:
