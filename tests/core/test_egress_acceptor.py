@@ -12,13 +12,15 @@ from coder_eval_dagster.core.sandbox.egress import MAX_OPEN, Acceptor
 
 
 def test_a_listener_serves_at_most_max_open_connections_at_once(tmp_path: Path) -> None:
-    release, served = threading.Event(), []
+    release, served, finished = threading.Event(), [], []
     lock = threading.Lock()
 
     def hold(connection: socket.socket) -> None:  # a client that sends nothing: the handler waits on it
         with lock:
             served.append(connection)
         release.wait(30)
+        with lock:
+            finished.append(connection)
 
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(tmp_path / "egress.sock"))
@@ -39,6 +41,10 @@ def test_a_listener_serves_at_most_max_open_connections_at_once(tmp_path: Path) 
         assert len(served) == MAX_OPEN
         assert clients[-1].recv(1) == b""  # one beyond the cap: closed at once
         release.set()
+        deadline = time.monotonic() + 10
+        while len(finished) < MAX_OPEN and time.monotonic() < deadline:  # (a connection while they still held
+            time.sleep(0.01)  # the cap was closed at once: the test raced them on a loaded machine)
+        time.sleep(0.2)  # each handler's thread gives its place back as it ends
         late = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         late.connect(str(tmp_path / "egress.sock"))
         clients.append(late)
