@@ -752,7 +752,11 @@ def _resolve_file(
     for under, task, agent, expansions in expanded:
         repeats = _repeats(under.variant, layers, spec)
         warnings = file.blamed(
-            [*_criterion_warnings(task, doc), *filter(None, [_trials_warning(task, doc, repeats)])], under
+            [
+                *_criterion_warnings(task, expansions, doc),
+                *filter(None, [_trials_warning(task, doc, repeats)]),
+            ],
+            under,
         )
         result.warnings.extend(w for w in [*warnings, *file.warnings] if w not in result.warnings)
         for row, update in expansions:
@@ -1085,13 +1089,24 @@ def _trials_warning(task: Task, doc: Document, repeats: tuple[int, str]) -> Prob
     return Problem(str(doc.path), doc.line_of(loc), dotted(loc), why)
 
 
-def _criterion_warnings(task: Task, doc: Document) -> list[Problem]:
-    """Each criterion's ``load_warnings``, at its field's line."""
-    found = []
+def _criterion_warnings(task: Task, expansions: list[Expansion], doc: Document) -> list[Problem]:
+    """Each criterion's ``load_warnings``, at its field's line. One a row fills in (``expected_label:
+    ${row.label}``) is judged per row, each warning said once with the rows it stands for: a dataset of thousands of
+    rows gives a line per distinct warning, not one per row."""
+    rows: dict[tuple[int, str, str], list[str]] = {}
     for index, criterion in enumerate(task.success_criteria):
-        for name, why in criterion.load_warnings():
-            loc: Loc = ("success_criteria", index, name)
-            found.append(Problem(str(doc.path), doc.line_of(loc), dotted(loc), f"warning: {why}"))
+        filled = {row.row_id: update["success_criteria"][index] for row, update in expansions if row is not None}
+        if all(each is criterion for each in filled.values()):
+            filled = {"": criterion}  # the same for every row: said once, naming none
+        for row_id, each in filled.items():
+            for name, why in each.load_warnings():
+                rows.setdefault((index, name, why), []).extend([row_id] if row_id else [])
+    found = []
+    for (index, name, why), ids in rows.items():
+        loc: Loc = ("success_criteria", index, name)
+        shown = ", ".join(map(repr, ids[:3])) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+        said = f"warning: {why}" + (f" (rows {shown})" if ids else "")
+        found.append(Problem(str(doc.path), doc.line_of(loc), dotted(loc), said))
     return found
 
 

@@ -157,3 +157,36 @@ def test_a_missing_experiment_task_is_the_experiment_problem(tmp_path: Path) -> 
     problems = resolve(RunSpec(experiment=str(experiment))).problems
     missing = tmp_path / "tasks/nope.yaml"
     assert problems == [Problem(str(experiment), 2, "tasks.0", f"no such file or directory: {missing}")]
+
+
+def _labelled(folder: Path, expected: str, rows: list[dict[str, Any]]) -> Path:
+    criterion = {
+        "type": "classification_match",
+        "path": "result.txt",
+        "expected_label": expected,
+        "allowed_labels": ["positive", "negative"],
+        "description": "label",
+    }
+    return write_task(folder, task_with(success_criteria=[criterion], dataset={"rows": rows}))
+
+
+def test_an_expected_label_outside_allowed_labels_is_warned_once_with_its_rows(tmp_path: Path) -> None:
+    rows = [{"id": f"r{i}", "label": "neutral"} for i in range(5)] + [{"id": "ok", "label": "Positive"}]
+    task = _labelled(tmp_path, "${row.label}", rows)
+    result = resolve(RunSpec(task_paths=[str(task)]))
+    assert result.problems == [] and len(result.row_tasks) == 6
+    (warning,) = result.warnings
+    assert (warning.path, warning.field) == (str(task), "success_criteria.0.expected_label")
+    assert warning.message == (
+        "warning: 'neutral' is not one of allowed_labels (positive, negative): never a match "
+        "(rows 'r0', 'r1', 'r2' and 2 more)"
+    )
+
+
+def test_a_literal_expected_label_outside_allowed_labels_is_warned_by_validate(tmp_path: Path) -> None:
+    task = _labelled(tmp_path, "maybe", [{"id": "a", "label": "x"}])
+    result = run_cli("validate", task)
+    assert result.code == 0
+    assert "success_criteria.0.expected_label: warning: 'maybe' is not one of allowed_labels" in result.err
+    fine = _labelled(tmp_path / "fine", "NEGATIVE", [{"id": "a", "label": "x"}])
+    assert "warning" not in run_cli("validate", fine).err

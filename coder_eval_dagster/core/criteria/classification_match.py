@@ -32,6 +32,12 @@ class ClassificationMatch(Classification):
     def label_space(self) -> list[str]:
         return list(self.allowed_labels)
 
+    def load_warnings(self) -> list[tuple[str, str]]:
+        if "${" in self.expected_label or canonical(self.expected_label, self) is not None:
+            return []  # a placeholder is judged per row, filled in
+        allowed = ", ".join(self.allowed_labels)
+        return [("expected_label", f"{self.expected_label!r} is not one of allowed_labels ({allowed}): never a match")]
+
     def expected(self) -> str:
         return canonical(self.expected_label, self) or self.expected_label.strip()
 
