@@ -31,6 +31,7 @@ a resumed run or a chunk run on another machine never sees half of one.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import stat
@@ -103,6 +104,13 @@ def run_folder_above(path: Path) -> Path | None:
 def partition_folder(day: date) -> str:
     """A table's folder of the runs started on ``day`` (UTC): a hive partition, ``run_date`` a column to readers."""
     return f"run_date={day.isoformat()}"
+
+
+def tabled_run(runs_dir: Path, name: str) -> Path | None:
+    """A table file of a run named ``name`` in this runs folder, if any: the tables outlive a run's folder (``prune``,
+    ``rm``), and a new run of that name would replace its rows (a run's files are named by its id, its folder's
+    name)."""
+    return next((runs_dir / TABLES_DIR).glob(f"*/run_date=*/{glob.escape(name)}.parquet"), None)
 
 
 # <variant>/<task_id>/<NN>/sandbox: an evaluation folder is 3 levels below its run (4 for a dataset row).

@@ -38,6 +38,7 @@ from .layout import (
     read_record,
     replicates,
     run_results,
+    tabled_run,
     write_atomically,
 )
 from .models.experiment import Sequential
@@ -294,11 +295,14 @@ def open_once(folder: Path, create: Callable[[], OpenRun]) -> OpenRun:
 
 
 def new_run_dir(runs_dir: Path, now: datetime | None = None) -> Path:
-    """``<runs-dir>/<UTC timestamp>``, with ``-2``, ``-3``... on a collision."""
+    """``<runs-dir>/<UTC timestamp>``, with ``-2``, ``-3``... on a collision, with a folder or with a removed run the
+    tables still hold."""
     stamp = (now or datetime.now(UTC)).strftime(TIMESTAMP)
     runs_dir.mkdir(parents=True, exist_ok=True)
     for attempt in range(1, 10_000):
         candidate = runs_dir / (stamp if attempt == 1 else f"{stamp}-{attempt}")
+        if tabled_run(runs_dir, candidate.name) is not None:
+            continue
         try:
             candidate.mkdir()
             return candidate

@@ -161,3 +161,32 @@ def test_a_task_file_in_a_link_loop_is_a_line_not_an_internal_error(system_cli: 
         assert outcome.code in (1, 2), outcome.output
         assert "internal error" not in outcome.err and "Traceback" not in outcome.err, outcome.err
         assert "loop1.yaml" in outcome.output
+
+
+def test_a_run_dir_named_as_a_removed_run_the_tables_hold_is_refused(system_cli: SystemCli) -> None:
+    """``rm -rf runs/ci && coder-eval run --run-dir runs/ci`` again: the tables (which outlive a run's folder) keep
+    a run's rows under its folder's name, and the second run replaced the first's without a word. It is refused
+    before it runs; a timestamped run skips a stamp the tables hold."""
+    runs = system_cli.runs
+    task = task_file(system_cli.folder / "tasks", "t", agent=NO_AGENT)
+    first = system_cli("run", task, "--run-dir", runs / "ci", env={})
+    assert first.code == 0, first.output
+    tables = {p: p.read_bytes() for p in (runs / "tables").rglob("ci.parquet")}
+    assert len(tables) == 5
+    shutil.rmtree(runs / "ci")
+    again = system_cli("run", task, "--run-dir", runs / "ci", env={})
+    refused(again.code, again.err, "--run-dir", "an earlier run named ci", "give a new name")
+    assert not (runs / "ci").exists()
+    assert {p: p.read_bytes() for p in (runs / "tables").rglob("ci.parquet")} == tables
+
+
+def test_a_new_run_folder_skips_a_stamp_the_tables_hold(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from coder_eval_dagster.core.runs import new_run_dir
+
+    now = datetime(2026, 12, 7, 6, 0, 0, tzinfo=UTC)
+    held = tmp_path / "tables" / "task_results" / "run_date=2026-12-06" / "2026-12-07T06-00-00Z.parquet"
+    held.parent.mkdir(parents=True)
+    held.write_bytes(b"")
+    assert new_run_dir(tmp_path, now).name == "2026-12-07T06-00-00Z-2"
