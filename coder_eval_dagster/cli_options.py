@@ -212,9 +212,25 @@ class DatabaseRetries(logging.Filter):
         return True
 
 
+class RedactedLastResort(logging.StreamHandler):  # type: ignore[type-arg]
+    """Python's last resort (a warning of a logger with no handler, on the stderr of the moment, the message alone),
+    its secrets masked: without ``-v`` the package's warnings (a model's 401 quoting the key) reached the terminal
+    through ``logging.lastResort``, which no formatter of ours touched."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setLevel(logging.WARNING)
+        self.setFormatter(RedactingFormatter("%(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.setStream(sys.stderr)  # as the last resort writes: where stderr is now, not where it was at start
+        super().emit(record)
+
+
 def configure_logging(verbose: bool, log_file: Path | None) -> None:
     """As coder_eval's ``setup_logging``: the package's log records at DEBUG with ``-v`` (else INFO), on stderr
-    and, with ``--log-file``, in that file too. Without either flag nothing changes (warnings reach stderr)."""
+    and, with ``--log-file``, in that file too. Without either flag only warnings reach stderr, redacted."""
+    logging.lastResort = RedactedLastResort()
     if not verbose and log_file is None:
         return
     logger = logging.getLogger(LOGGER)
