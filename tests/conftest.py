@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from .support.docker_engine import ensure_engine_and_image, stop_engine_if_started
+from .support.docker_engine import SESSION_ENV, ensure_engine_and_image, stop_engine_if_started
 from .support.fake_anthropic import FakeAnthropic, scripted_api_environment
 from .support.fake_http import serving
 
@@ -19,6 +19,13 @@ LONGEST_FIRST = (
     "tests/dagster/test_webserver_backfill.py::",
     "tests/system/test_dev_backfill.py::",
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The controlling process names the session for its xdist workers (they inherit its environment): the Docker
+    engine is stopped at its end only if no other session uses it."""
+    if not hasattr(config, "workerinput"):
+        os.environ[SESSION_ENV] = str(os.getpid())
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

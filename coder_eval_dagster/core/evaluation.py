@@ -394,6 +394,7 @@ def start_dialog(evaluation: Evaluation) -> Dialog:
             row_task.task_dir,
             turns,
             reference_text(task, row_task.task_dir),
+            folder=evaluation.folder,  # its judges' transcripts: a verdict the final scoring reuses names one
             prompt=evaluation.result.prompt,
             dialog=[(m.role, m.text) for m in messages],
             exchange_start=latest_exchange_start(messages),

@@ -244,3 +244,37 @@ def test_a_bare_pip_works_in_an_image_without_pip(tmp_path: Path, system_cli: Sy
     )
     outcome, run = system_cli.run(task, env={})
     assert outcome.code == 0, outcome.output + str(run.result("bare")["success_criteria_results"])
+
+
+def test_a_rescore_keeps_the_sandbox_from_host_accounts_of_its_uid_and_walks_deep_folders(
+    tmp_path: Path, system_cli: SystemCli, docker_image: str
+) -> None:
+    """A rescore's container takes the preserved sandbox again (handed to the image's user, uid 1000, which a host
+    account may share) while the evaluation's folder was open (0755): that account could change what was graded,
+    or swap folders for links while root walked the tree. The folder is root's alone (0700) while the container
+    holds it. And a thousand nested folders the agent made failed the rescore (os.walk's recursion)."""
+    import time
+
+    from coder_eval_dagster.core.sandbox.container import IMAGE_UID
+
+    nest = "python3 -c \"import os\nfor i in range(1100): os.mkdir('d'); os.chdir('d')\""
+    task = replay_task_file(
+        tmp_path / "tasks",
+        "deep",
+        [{"calls": [{"tool": "Bash", "command": nest}], "text": "done"}],
+        sandbox={"driver": "docker", "python": None, "image": docker_image},
+        success_criteria=[{"type": "run_command", "command": "sleep 3; test -d d/d/d", "description": "slow"}],
+    )
+    outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 0, outcome.output
+    evaluation = run.evaluation("deep")
+    rescore = system_cli.start("rescore", run.path, env={})
+    seen: set[int] = set()
+    while rescore.poll() is None:
+        if (evaluation / "sandbox").stat().st_uid == IMAGE_UID:
+            seen |= {evaluation.stat().st_mode & 0o777, (system_cli.runs / ".cache").stat().st_mode & 0o777}
+        time.sleep(0.05)
+    assert rescore.returncode == 0, rescore.communicate()
+    assert seen == {0o700}
+    assert run.result("deep")["final_status"] == "SUCCESS"
+    assert (evaluation / "sandbox" / "d" / "d").is_dir()

@@ -26,8 +26,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..layout import CONTAINER_FILE, DOCKER_IO_DIR
+from ..layout import CONTAINER_FILE, DOCKER_IO_DIR, is_replicate_folder
 from ..models.sandbox import SandboxConfig
+from ..trees import walk
 from .engine import (
     LABEL,
     LABEL_FOLDER,
@@ -232,6 +233,7 @@ class Container:
             self.uv_cache.mkdir(parents=True, exist_ok=True)
             mounts[self.uv_cache] = (self.uv_cache, "rw")
         if os.geteuid() == 0:
+            _private_to_root(self.folder, self.uv_cache)
             for folder in mounts:
                 _chown_tree(folder, IMAGE_UID)
         volumes = {str(path): {"bind": str(inside), "mode": mode} for path, (inside, mode) in mounts.items()}
@@ -295,6 +297,16 @@ def agent_cli_folders() -> list[Path]:
     return [folder for folder in folders if folder.is_dir()]
 
 
+def _private_to_root(evaluation: Path, uv_cache: Path | None) -> None:
+    """The folders holding what is handed to the container's user, root's alone: a host account may share that
+    uid, and would otherwise walk into the sandbox (a rescore's, whose evaluation folder the first run opened) to
+    change what is graded, or swap its folders for links while root walks it; or plant packages in the cache."""
+    if is_replicate_folder(evaluation):  # a run's <NN>; `evaluate --run-dir`'s folder is the user's own
+        os.chmod(evaluation, 0o700)
+    if uv_cache is not None:
+        os.chmod(uv_cache.parent, 0o700)
+
+
 def _chown_tree(top: Path, uid: int) -> None:
     """Hand a folder to the container's user (the harness runs as root; the container never does).
 
@@ -304,7 +316,7 @@ def _chown_tree(top: Path, uid: int) -> None:
     if top.stat().st_uid == uid:
         return
     os.lchown(top, uid, uid)
-    for folder, names, files in os.walk(top):
+    for folder, names, files in walk(top):  # iterative: an agent's thousand nested folders overflow os.walk
         for name in names + files:
             os.lchown(os.path.join(folder, name), uid, uid)
 
