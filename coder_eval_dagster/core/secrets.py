@@ -17,6 +17,9 @@ MODEL_ROUTE_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_", "B
 ROUTE_SETTINGS = frozenset({"API_BACKEND", "TELEMETRY_ENABLED"})
 # The harness's own settings (its instance, its runs folder, its image): nothing a task's commands should read.
 HARNESS_PREFIXES = ("DAGSTER_", "CODER_EVAL_")
+# Where the user's shell was on this machine (PWD, OLDPWD: a command's PWD is its driver's, the sandbox) and the
+# path of the program it last started (``_``: coder-eval in its venv).
+HOST_PATHS = frozenset({"PWD", "OLDPWD", "_"})
 MIN_SECRET_LENGTH = 8
 REDACTED = "***"
 # Beyond the credentials' names (credentials.is_secret_name, which the harness hands over to itself): what else
@@ -24,9 +27,9 @@ REDACTED = "***"
 # NPM_CONFIG__AUTH, SENTRY_DSN, GH_PAT; not SSH_AUTH_SOCK or PASS_THROUGH), a passphrase (GPG_PASSPHRASE), an
 # AUTH_ word inside a name (DOCKER_AUTH_CONFIG, GIT_AUTH_HEADER), a cookie, a connection string or a
 # webhook (its URL is its secret), a URL holding a password (DATABASE_URL=postgres://app:pw@db/x, an authenticated
-# proxy), and a value holding a key under any name (Azure's AccountKey=...). The harness's own helpers on this
-# machine keep them (host_environment: a clone through that proxy), and the venv's making its package index
-# (setup_environment).
+# proxy), and a value holding a key under any name (Azure's AccountKey=..., a PEM private key: a service account's
+# JSON, an SSH key). The harness's own helpers on this machine keep them (host_environment: a clone through that
+# proxy), and the venv's making its package index (setup_environment).
 _HIDDEN_NAME = re.compile(
     r"_(PASS|PWD|AUTH|DSN|PAT)$|(^|_)(COOKIES?|CONNECTION_?STRING|CONN_?STR|WEBHOOK)($|_)|PASSPHRASE"
     r"|(^|_)AUTH_(?!SOCK$)",
@@ -34,17 +37,19 @@ _HIDDEN_NAME = re.compile(
 )
 _URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#@\s:]*:[^/?#@\s]+@", re.IGNORECASE)
 _KEY_IN_VALUE = re.compile(r"(^|;)\s*(AccountKey|SharedAccessKey|SharedAccessSignature|InstrumentationKey)=", re.I)
+_PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 PACKAGE_INDEX_PREFIXES = ("UV_", "PIP_", "NPM_CONFIG_")  # the venv's and node packages' index settings
 
 
 def hidden_from_sandbox(name: str, value: str) -> bool:
     """A credential by its name, by a name that says it is one, or by a value holding a password (a URL's) or a
-    key (``AccountKey=...``)."""
+    key (``AccountKey=...``, ``-----BEGIN PRIVATE KEY-----``)."""
     return (
         is_secret_name(name)
         or _HIDDEN_NAME.search(name) is not None
         or ("://" in value and _URL_PASSWORD.search(value) is not None)
         or ("=" in value and _KEY_IN_VALUE.search(value) is not None)
+        or ("-----BEGIN " in value and _PRIVATE_KEY_BLOCK.search(value) is not None)
     )
 
 
@@ -74,6 +79,7 @@ def _read_environment() -> tuple[list[str], dict[str, str]]:
         if not hidden_from_sandbox(k, v)
         and not k.startswith(MODEL_ROUTE_PREFIXES + HARNESS_PREFIXES)
         and k not in ROUTE_SETTINGS
+        and k not in HOST_PATHS
     }
     if before is not None:
         _last_read = (before, found, clean)
@@ -90,19 +96,52 @@ def secret_values(environ: dict[str, str] | None = None) -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
+# A value's base64 behind 0, 1 and 2 bytes of other input, and how many leading characters of each encoding
+# those bytes take part in.
+_ALIGNMENTS = ((b"", 0), (b"\0", 2), (b"\0\0", 3))
+_LINE_TEXT = re.compile(r"[^\n]+")
+
+
 @functools.lru_cache(maxsize=256)
-def _forms(value: str) -> tuple[str, ...]:
-    """A value as written, reversed, and base64-encoded (as ``echo $X | base64`` prints it too)."""
-    encoded = [base64.b64encode(raw.encode()).decode().rstrip("=") for raw in (value, value + "\n")]
-    return (value, value[::-1], *encoded)
+def _encoded_forms(value: str) -> tuple[str, ...]:
+    """The characters of the value's base64 that no neighbouring byte changes, wherever the value sits in the
+    encoded input (``echo $X | base64``, and ``echo "X=$X" | base64`` with the value 2 bytes in). None for a value
+    shorter than secret_values keeps: a few characters of base64 turn up anywhere."""
+    if len(value) < MIN_SECRET_LENGTH:
+        return ()
+    forms = []
+    for prefix, shared in _ALIGNMENTS:
+        raw = prefix + value.encode()
+        encoded = base64.b64encode(raw).decode().rstrip("=")
+        forms.append(encoded[shared : len(encoded) - (len(raw) % 3 != 0)])  # a partial last group takes the next byte
+    return tuple(forms)
+
+
+@functools.lru_cache(maxsize=256)
+def _wrapped(form: str) -> re.Pattern[str]:
+    """A form on one line or split over lines at any point (base64 wraps its output at 76 columns, openssl at 64)."""
+    return re.compile(r"\n?".join(map(re.escape, form)))
+
+
+def _mask_lines(match: re.Match[str]) -> str:
+    """A wrapped form masked line by line: the output keeps its lines."""
+    return _LINE_TEXT.sub(REDACTED, match.group())
 
 
 def redact(text: str, values: list[str] | None = None) -> str:
-    """Replace every known secret value in ``text``, in the forms a leak most often takes."""
-    for value in secret_values() if values is None else values:
-        for form in _forms(value):
+    """Replace every known secret value in ``text``, in the forms a leak most often takes: as written, reversed,
+    and base64-encoded. A base64 form is looked for in the text with its newlines removed (one quick test for it
+    on one line and wrapped), and only when found there, searched for with a newline allowed anywhere in it."""
+    values = secret_values() if values is None else values
+    for value in values:
+        for form in (value, value[::-1]):
             if form in text:
                 text = text.replace(form, REDACTED)
+    unwrapped = text.replace("\n", "")
+    for value in values:
+        for form in _encoded_forms(value):
+            if form in unwrapped:
+                text = _wrapped(form).sub(_mask_lines, text)
     return text
 
 

@@ -6,10 +6,13 @@ line with exit 2 (never taken as the current folder, never two runs read as one)
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
 import pytest
+
+from coder_eval_dagster.core.trees import remove_tree
 
 from .conftest import SystemCli, task_file
 
@@ -190,3 +193,23 @@ def test_a_new_run_folder_skips_a_stamp_the_tables_hold(tmp_path: Path) -> None:
     held.parent.mkdir(parents=True)
     held.write_bytes(b"")
     assert new_run_dir(tmp_path, now).name == "2026-12-07T06-00-00Z-2"
+
+
+def test_evaluate_grades_a_folder_of_a_thousand_nested_folders(system_cli: SystemCli) -> None:
+    """An agent's deep tree (1,100 nested folders, a 2.2 KB path) failed `evaluate` of its sandbox with Python's
+    RecursionError (os.walk recurses): the copy walks iteratively."""
+    graded = system_cli.folder / "graded"
+    deepest = str(graded)
+    os.mkdir(deepest)
+    for _ in range(1100):  # (pathlib's and os's makedirs recurse too)
+        deepest = os.path.join(deepest, "d")
+        os.mkdir(deepest)
+    Path(deepest, "a.txt").write_text("a\n")
+    criterion = {"type": "file_exists", "path": "/".join(["d"] * 1100) + "/a.txt", "description": "deep"}
+    task = task_file(system_cli.folder / "tasks", "g", agent=NO_AGENT, pre_run=[], success_criteria=[criterion])
+    try:
+        outcome = system_cli("evaluate", task, graded, "--run-dir", system_cli.folder / "out", env={})
+        assert outcome.code == 0, outcome.output
+    finally:  # pytest's own clean-up of old temporary folders recurses too
+        for tree in (graded, system_cli.folder / "out"):
+            remove_tree(tree, ignore_errors=True)

@@ -256,6 +256,7 @@ def test_a_rescore_keeps_the_sandbox_from_host_accounts_of_its_uid_and_walks_dee
     import time
 
     from coder_eval_dagster.core.sandbox.container import IMAGE_UID
+    from coder_eval_dagster.core.trees import remove_tree
 
     nest = "python3 -c \"import os\nfor i in range(1100): os.mkdir('d'); os.chdir('d')\""
     task = replay_task_file(
@@ -266,15 +267,18 @@ def test_a_rescore_keeps_the_sandbox_from_host_accounts_of_its_uid_and_walks_dee
         success_criteria=[{"type": "run_command", "command": "sleep 3; test -d d/d/d", "description": "slow"}],
     )
     outcome, run = system_cli.run(task, env={})
-    assert outcome.code == 0, outcome.output
-    evaluation = run.evaluation("deep")
-    rescore = system_cli.start("rescore", run.path, env={})
-    seen: set[int] = set()
-    while rescore.poll() is None:
-        if (evaluation / "sandbox").stat().st_uid == IMAGE_UID:
-            seen |= {evaluation.stat().st_mode & 0o777, (system_cli.runs / ".cache").stat().st_mode & 0o777}
-        time.sleep(0.05)
-    assert rescore.returncode == 0, rescore.communicate()
-    assert seen == {0o700}
-    assert run.result("deep")["final_status"] == "SUCCESS"
-    assert (evaluation / "sandbox" / "d" / "d").is_dir()
+    try:
+        assert outcome.code == 0, outcome.output
+        evaluation = run.evaluation("deep")
+        rescore = system_cli.start("rescore", run.path, env={})
+        seen: set[int] = set()
+        while rescore.poll() is None:
+            if (evaluation / "sandbox").stat().st_uid == IMAGE_UID:
+                seen |= {evaluation.stat().st_mode & 0o777, (system_cli.runs / ".cache").stat().st_mode & 0o777}
+            time.sleep(0.05)
+        assert rescore.returncode == 0, rescore.communicate()
+        assert seen == {0o700}
+        assert run.result("deep")["final_status"] == "SUCCESS"
+        assert (evaluation / "sandbox" / "d" / "d").is_dir()
+    finally:  # pytest's own clean-up of old temporary folders recurses too
+        remove_tree(run.evaluation("deep") / "sandbox", ignore_errors=True)

@@ -21,6 +21,7 @@ from ..models.sandbox import (
     is_relative_local_path,
 )
 from ..secrets import host_environment
+from ..trees import walk
 from .process import Interrupt, run_group
 
 GIT_TIMEOUT_S = 300
@@ -82,14 +83,13 @@ def copy_template_dir(
         raise TemplateError(f"template_dir not found: {source}")
     ignored_folders: set[Path] = set()  # ignored, yet walked: an include pattern may name something inside
     itself = os.path.realpath(sandbox)
-    for folder, dirs, files in os.walk(source):
+    for folder, dirs, files in walk(source):  # iterative: an agent's thousand nested folders (`evaluate` of them)
         here = Path(folder)
         base = here.relative_to(source)
         in_ignored = base in ignored_folders
-        linked = [d for d in dirs if (here / d).is_symlink()]  # a link to a folder: copied as a link
         kept = []
         for name in dirs:
-            if name in linked or _is_the_sandbox(here / name, itself):
+            if _is_the_sandbox(here / name, itself):
                 continue
             if in_ignored or ignored_entry(base, name, patterns):
                 if not include:
@@ -99,7 +99,7 @@ def copy_template_dir(
         dirs[:] = kept
         if not in_ignored or _included(base, include):
             _make_folder(sandbox, Path(mount_point) / base)
-        for name in sorted([*files, *linked]):
+        for name in sorted(files):  # a link to a folder among them: copied as a link
             if (in_ignored or ignored_entry(base, name, patterns)) and not _included(base / name, include):
                 continue
             if in_ignored:  # re-included inside an ignored folder: its folders were not made
