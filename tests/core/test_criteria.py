@@ -275,6 +275,26 @@ def test_a_glob_follows_links_as_the_sandbox_sees_them_and_walks_any_depth(sandb
             folder.rmdir()
 
 
+def test_a_glob_over_a_tree_past_path_max_finds_what_it_can_reach(sandbox):
+    """2,500 nested folders (a 7.5 KB path): ``**/x.txt`` failed the criterion with ENAMETOOLONG, its 7.5 KB host
+    path in the error; a file past PATH_MAX is not found there, the reachable one is."""
+    import subprocess
+
+    put(sandbox, "x.txt", "near\n")
+    fd = os.open(sandbox.root, os.O_RDONLY)
+    try:
+        for _ in range(2500):  # through folder descriptors: no path that long can be named
+            os.mkdir("dd", dir_fd=fd)
+            fd, parent = os.open("dd", os.O_RDONLY, dir_fd=fd), fd
+            os.close(parent)
+        os.close(os.open("x.txt", os.O_CREAT | os.O_WRONLY, dir_fd=fd))
+        found = check_criterion({"type": "file_exists", "path": "**/x.txt"}, ctx(sandbox))
+        assert (found.score, found.error) == (1.0, None)
+    finally:
+        os.close(fd)
+        subprocess.run(["rm", "-rf", str(sandbox.root / "dd")], check=True, timeout=120)
+
+
 def test_a_utf16_file_is_read_as_its_text_so_a_forbidden_word_is_seen(sandbox):
     (sandbox.root / "config.txt").write_bytes("api_key = SECRET\n".encode("utf-16"))  # with its byte-order mark
     excludes = {"type": "file_contains", "path": "config.txt", "includes": ["api"], "excludes": ["SECRET"]}

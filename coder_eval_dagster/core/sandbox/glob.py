@@ -57,12 +57,12 @@ def _child(resolve: Resolve, base: Found, name: str) -> list[Found]:
     """``name`` in ``base``, when it is there; a link is followed as the sandbox sees it (never out of it)."""
     folder, real = base
     path, child = _joined(folder, name), real / name
-    if child.is_symlink():
-        try:
+    try:
+        if child.is_symlink():
             child = resolve(path)
-        except (OSError, ValueError):  # out of the sandbox, a loop of links
-            return []
-    return [(path, child)] if child.exists() else []
+        return [(path, child)] if child.exists() else []
+    except (OSError, ValueError):  # out of the sandbox, a loop of links, a path past PATH_MAX (not found there)
+        return []
 
 
 def _folders_below(base: Found) -> Iterator[Found]:
