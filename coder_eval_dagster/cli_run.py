@@ -32,7 +32,7 @@ from .core.layout import (
     load_summary,
     replicate_name,
 )
-from .core.models.report import RunSummary, TaskRow
+from .core.models.report import RunSummary, Spend, TaskRow
 from .core.models.results import EvaluationResult
 from .core.problems import InvalidInput
 from .core.reports.junit import write_junit
@@ -611,8 +611,7 @@ def print_summary(report: RunSummary, run_dir: Path) -> None:
             value = " >= ".join(threshold_figures(threshold))
             console.print(f"{label} {value}: {mark}", highlight=False)
     for variant, spend in report.spend_by_variant.items():
-        unknown = any(u is not None and u.spent for u in (spend.judges, spend.simulator))  # spent, at no known cost
-        if spend.total_cost_usd is not None or spend.agent is not None or unknown:
+        if spent_anything(spend):
             line = f"spend [{variant}]: agent {agent_usd(spend)}, judges {judges_usd(spend)}, "
             line += f"simulated user {usd(spend.simulator)}; total {total_usd(spend)}"
             console.print(escape(line), highlight=False, soft_wrap=True)
@@ -624,6 +623,14 @@ def print_summary(report: RunSummary, run_dir: Path) -> None:
     )
     if (run_dir / RUN_VIEWER).is_file():
         console.print(f"viewer: {escape(str(run_dir / RUN_VIEWER))}", highlight=False, soft_wrap=True)
+
+
+def spent_anything(spend: Spend) -> bool:
+    """Whether a variant's spend line has anything to say: tokens, a cost (known or not), or verdicts reused (paid for
+    by an earlier scoring). A run whose model calls all failed at once spent nothing: no line of dashes and $0."""
+    parts = [usage for usage in (spend.agent, spend.judges, spend.simulator) if usage is not None]
+    said = any(usage.spent or usage.total_cost_usd or usage.cost_source == "unknown" for usage in parts)
+    return said or spend.judge_verdicts_reused > 0
 
 
 # Which stage completes each progress line.

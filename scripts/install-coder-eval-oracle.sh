@@ -29,8 +29,10 @@ export TELEMETRY_ENABLED=false
 mkdir -p "$(dirname "$DEST")"
 exec 9>"$DEST.lock"
 flock --timeout 900 9  # one install at a time: a second one's rm -rf pulled the venv from under the first's ensurepip
+# (its script must start too: a venv moved from another folder keeps the old path in its scripts' first line)
 if [[ -x "$DEST/bin/coder-eval" ]] && "$DEST/bin/python" -c \
-     "import importlib.metadata as m, sys; sys.exit(m.version('coder-eval') != '$VERSION')" 2>/dev/null; then
+     "import importlib.metadata as m, sys; sys.exit(m.version('coder-eval') != '$VERSION')" 2>/dev/null \
+   && "$DEST/bin/coder-eval" --help >/dev/null 2>&1; then
   echo "coder-eval $VERSION already installed in $DEST" >&2
 else
   rm -rf "$DEST"

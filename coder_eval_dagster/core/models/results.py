@@ -105,7 +105,8 @@ class TokenUsage(BaseModel):
 
     @classmethod
     def summed(cls, usages: list[TokenUsage]) -> TokenUsage | None:
-        """The sum of usages (None for none); the cost sums the known costs, its source says whether any was not."""
+        """The sum of usages (None for none); the cost sums the known costs, its source says whether any was not (a
+        part of unknown cost with no tokens counted too: a call cut off before its usage came)."""
         if not usages:
             return None
         costs = [u.total_cost_usd for u in usages if u.total_cost_usd is not None]
@@ -115,7 +116,7 @@ class TokenUsage(BaseModel):
             cache_creation_input_tokens=sum(u.cache_creation_input_tokens for u in usages),
             cache_read_input_tokens=sum(u.cache_read_input_tokens for u in usages),
             total_cost_usd=round(sum(costs), 6) if costs else None,
-            cost_source=combined_source([u.cost_source for u in usages if u.spent]),
+            cost_source=combined_source([u.cost_source for u in usages if u.spent or u.cost_source == "unknown"]),
         )
 
     @property
@@ -144,7 +145,10 @@ def message_usage(usage: Any) -> TokenUsage:
 
 
 def _priced(usage: TokenUsage | None) -> bool:
-    """No tokens, or a cost for every one of them."""
+    """No tokens, or a cost for every one of them; never a cost ``unknown``, whatever its tokens (a judge cut off
+    before its first reply counted none, though its request may have been billed)."""
+    if usage is not None and usage.cost_source == "unknown":
+        return False
     if usage is None or not usage.spent:
         return True
     if usage.cost_source is None:  # written before costs said their source

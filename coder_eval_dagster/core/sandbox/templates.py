@@ -83,6 +83,7 @@ def copy_template_dir(
         raise TemplateError(f"template_dir not found: {source}")
     ignored_folders: set[Path] = set()  # ignored, yet walked: an include pattern may name something inside
     itself = os.path.realpath(sandbox)
+    folders = _Folders(sandbox)
     for folder, dirs, files in walk(source):  # iterative: an agent's thousand nested folders (`evaluate` of them)
         here = Path(folder)
         base = here.relative_to(source)
@@ -98,22 +99,40 @@ def copy_template_dir(
             kept.append(name)
         dirs[:] = kept
         if not in_ignored or _included(base, include):
-            _make_folder(sandbox, Path(mount_point) / base)
+            folders.make(Path(mount_point) / base)
         for name in sorted(files):  # a link to a folder among them: copied as a link
             if (in_ignored or ignored_entry(base, name, patterns)) and not _included(base / name, include):
                 continue
-            if in_ignored:  # re-included inside an ignored folder: its folders were not made
-                _make_folder(sandbox, Path(mount_point) / base)
-            _copy_entry(here / name, sandbox, Path(mount_point) / base / name)
+            into = folders.make(Path(mount_point) / base)  # (made above, unless re-included in an ignored folder)
+            _copy_entry(here / name, into / name)
 
 
-def _make_folder(sandbox: Path, relative: Path) -> None:
-    """A template's folder in the sandbox, and the folders it is in; a file an earlier source wrote in the way is an
-    error saying which (as a starter file over a folder is)."""
-    try:
-        inside_sandbox(sandbox, relative).mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise TemplateError(f"template folder {relative.as_posix()} is a file in the sandbox") from None
+class _Folders:
+    """The sandbox's folders a copy made, by their sandbox-relative paths, with their real paths: one below them is
+    checked by its own name (a link there resolved in full), so a tree costs a step a folder, not one per level
+    above it (an agent's 1,100 nested folders took 27 s to copy for `evaluate`)."""
+
+    def __init__(self, sandbox: Path) -> None:
+        self.sandbox = sandbox
+        self.real: dict[Path, Path] = {}
+
+    def make(self, relative: Path) -> Path:
+        """A template's folder in the sandbox, and the folders it is in; a file an earlier source wrote in the way
+        is an error saying which (as a starter file over a folder is)."""
+        known = self.real.get(relative)
+        if known is not None:
+            return known
+        parent = self.real.get(relative.parent) if relative != relative.parent else None
+        if parent is not None and not (parent / relative.name).is_symlink():
+            target = parent / relative.name
+        else:
+            target = inside_sandbox(self.sandbox, relative)
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise TemplateError(f"template folder {relative.as_posix()} is a file in the sandbox") from None
+        self.real[relative] = target
+        return target
 
 
 def _is_the_sandbox(folder: Path, itself: str) -> bool:
@@ -130,9 +149,8 @@ def _included(relative: Path, include: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(text, pattern.replace("\\", "/").removeprefix("./")) for pattern in include)
 
 
-def _copy_entry(source: Path, sandbox: Path, relative: Path) -> None:
-    """One file or link of a template, onto its checked target in the sandbox."""
-    target = inside_sandbox(sandbox, relative.parent) / relative.name
+def _copy_entry(source: Path, target: Path) -> None:
+    """One file or link of a template, onto its target in a checked folder of the sandbox."""
     if target.is_symlink() or target.is_file():
         target.unlink()
     if source.is_symlink():
