@@ -413,7 +413,7 @@ def previous_run(instance: dg.DagsterInstance, current: "RunRows", started_at: d
     for folder in _started_before(_earlier_run_dirs(instance, current.run_dir), started_at):
         try:
             candidate = load_run(folder)
-        except CompareError:  # a run folder since deleted or emptied
+        except (CompareError, InvalidInput):  # a run folder since deleted, emptied or damaged: not this run's fault
             continue
         if same_task_set(candidate, current):
             return candidate

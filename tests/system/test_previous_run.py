@@ -60,3 +60,24 @@ def test_a_rescored_older_run_is_not_the_previous_run_of_the_runs_after_it(tmp_p
     _run(tmp_path, ok=0)  # the same outcomes as the run before it: nothing regressed
     none = "none of the same task set"
     assert _checks(tmp_path) == [(True, none), (False, first.name), (True, none), (True, second.name)]
+
+
+def test_a_damaged_earlier_run_is_passed_over_not_the_failure_of_the_runs_after_it(tmp_path: Path) -> None:
+    """A cut-short run.json, or task_results file, of an earlier run on the instance (another runs folder too)
+    failed the comparison step of every later run: exit 2 as if its input were refused, no summary, no JUnit, while
+    its run.json said passed. The damaged run is passed over; `compare` of it names the damaged file, exit 2."""
+    write(tmp_path / "task.yaml", TASK)
+    _run(tmp_path, ok=1)
+    _rows(tmp_path, ok=1)
+    other = _coder_eval(tmp_path, "run", "task.yaml", "--runs-dir", "other")
+    assert other.returncode == 0, other.stderr
+    (first,) = run_folders(tmp_path / "runs")
+    write(first / "run.json", '{"run_id": "x",')
+    (table,) = (tmp_path / "other" / "tables" / "task_results").glob("*/*.parquet")
+    table.write_bytes(table.read_bytes()[:100])
+    later = _coder_eval(tmp_path, "run", "task.yaml", "--runs-dir", "later", "--junit", "later.xml")
+    assert later.returncode == 0, later.stdout + later.stderr
+    assert "PASSED 8 evaluations" in later.stdout and (tmp_path / "later.xml").is_file()
+    (damaged,) = run_folders(tmp_path / "other")
+    compared = _coder_eval(tmp_path, "compare", str(damaged))
+    assert compared.returncode == 2 and f"{table}: not a readable task_results file" in compared.stderr

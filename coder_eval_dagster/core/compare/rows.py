@@ -165,6 +165,16 @@ def result_records(results: list[EvaluationResult]) -> Records:
     ]
 
 
+def _read_rows(parquet: Path) -> pa.Table:
+    """The run's rows in its task_results file; one that does not read (cut short, overwritten) is a CompareError
+    naming it, as ``history`` says it."""
+    try:  # one file: ParquetFile, not read_table, whose pyarrow.dataset imports pandas (0.3 s)
+        file = pq.ParquetFile(parquet)
+        return file.read(columns=[*COLUMNS, *([BATCH] if BATCH in file.schema_arrow.names else [])])
+    except (OSError, pa.ArrowException) as exc:
+        raise CompareError(f"{parquet}: not a readable task_results file ({exc})") from None
+
+
 def _parquet_file(run_dir: Path) -> Path | None:
     found = sorted((run_dir.parent / TABLES_DIR / "task_results").glob(f"run_date=*/{run_dir.name}.parquet"))
     return found[0] if found else None
@@ -231,9 +241,7 @@ def load_run(run_dir: Path) -> RunRows:
     parquet = _parquet_file(run_dir)
     source: pa.Table | Records
     if parquet is not None:
-        # One file: ParquetFile, not read_table, whose pyarrow.dataset imports pandas (0.3 s).
-        file = pq.ParquetFile(parquet)
-        source = file.read(columns=[*COLUMNS, *([BATCH] if BATCH in file.schema_arrow.names else [])])
+        source = _read_rows(parquet)
     elif run_dir.is_dir():
         source = result_records(list(run_results(run_dir).values()))
     else:
