@@ -262,11 +262,9 @@ def criteria_scores(
     context: dg.AssetExecutionContext, settings: CoderEvalSettings, run_context: dg.ResourceParam[RunContext]
 ) -> Materialized:
     run = settings.open(context, run_context)
-    width = max(
-        settings.run_options().workers, run_context.judges.width
-    )  # judges wait on the API: as wide as they may run
     phase: Phase = "rescore" if settings.rescore else "scoring"
     planned = _evaluations(context, settings, run, run_context)
+    width = _scoring_width(settings.run_options().workers, run_context.judges.width, planned)
     if uses_model_route(e.row_task for e in planned):
         context.log.info(routing_line(run_context.route))
     options = settings.run_options()
@@ -276,6 +274,17 @@ def criteria_scores(
     ran = [e for e in done if not e.not_run]  # the run-wide budget kept the others from starting
     add_partition_metadata(context, {key: _report_metadata(group) for key, group in _by_partition(ran).items()})
     return dg.MaterializeResult()
+
+
+def _scoring_width(workers: int, judges: int, planned: list[Evaluation]) -> int:
+    """``--concurrency`` evaluations at once, widened to ``--judge-concurrency`` when the run has a judge (its calls
+    wait on the API); a run without one keeps ``-j 1`` too (heavy criteria, a fixed port, a database kept apart)."""
+    judged = any(
+        criterion.calls_model and getattr(criterion, "enabled", True)
+        for evaluation in planned
+        for criterion in evaluation.row_task.task.success_criteria
+    )
+    return max(workers, judges) if judged else workers
 
 
 def _refuse_unsandboxed(evaluations: list[Evaluation], rescore: bool, run: OpenRun) -> None:
