@@ -380,7 +380,7 @@ def suite_metrics(
             "run_md": dg.MetadataValue.path(str((run.folder / RUN_MD).absolute())),
             "viewer": dg.MetadataValue.path(str((run.folder / RUN_VIEWER).absolute())),
             "tasks": len(summary.results),
-            **suite_float_metadata(summary.results),
+            **{key: dg.FloatMetadataValue(value) for key, value in suite_float_metadata(summary.results).items()},
         },
         check_results=checks,
     )
@@ -473,18 +473,23 @@ def variant_comparison(
     before = previous_run(context.instance, current, started(opened.plan))
     verdict = regression_verdict(before, current)
     page = run_dir / COMPARISON_PAGE
-    check_metadata = {
-        key: dg.MetadataValue.md(value) if key.endswith("_rows") else value for key, value in verdict.details.items()
-    }
+    check_metadata = {key: _check_value(key, value) for key, value in verdict.details.items()}
     return dg.MaterializeResult(
         metadata={
             "comparison": dg.MetadataValue.md(table),
-            **{key: dg.MetadataValue.float(value) for key, value in rates.items()},
+            **{key: dg.FloatMetadataValue(value) for key, value in rates.items()},
             "run_dir": dg.MetadataValue.path(str(run_dir.absolute())),
             **({"page": dg.MetadataValue.path(str(page.absolute()))} if page.is_file() else {}),
         },
         check_results=[_check_result(verdict.passed, check_metadata)],
     )
+
+
+def _check_value(key: str, value: Any) -> Any:
+    """The regression check's rows as Markdown, its difference a float also when there is none (no row paired)."""
+    if key.endswith("_rows"):
+        return dg.MetadataValue.md(value)
+    return dg.FloatMetadataValue(value) if key.endswith(".difference") else value
 
 
 def _single_variant(run_dir: Path) -> bool:

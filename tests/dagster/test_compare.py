@@ -191,9 +191,9 @@ def test_suite_float_metadata_leaves_error_out() -> None:
         [result("SUCCESS", 1.0, 0.2), result("FAILURE", 0.5, None), result("ERROR", 0.0, 0.1)]
     )
     assert figures == {"pass_rate": 0.5, "mean_score": 0.75, "cost_per_task": pytest.approx(0.15)}
-    assert suite_float_metadata([result("ERROR", 0.0, None)]) == {
-        "pass_rate": 0.0,
-        "mean_score": 0.0,
+    assert suite_float_metadata([result("ERROR", 0.0, None)]) == {  # no verdict: a gap in the plot, not a fall
+        "pass_rate": None,
+        "mean_score": None,
         "cost_per_task": 0.0,
     }
 

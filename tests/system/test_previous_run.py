@@ -81,3 +81,26 @@ def test_a_damaged_earlier_run_is_passed_over_not_the_failure_of_the_runs_after_
     (damaged,) = run_folders(tmp_path / "other")
     compared = _coder_eval(tmp_path, "compare", str(damaged))
     assert compared.returncode == 2 and f"{table}: not a readable task_results file" in compared.stderr
+
+
+def test_a_night_of_only_errors_has_no_rate_and_no_difference(tmp_path: Path) -> None:
+    """Every evaluation an ERROR (the machine broke, not the model): the plotted rates and the check's difference
+    were 0.0, a fall from 100 % on the Plots tab; they are null (compare and history say "-" for the same)."""
+    write(tmp_path / "task.yaml", TASK)
+    _run(tmp_path, ok=1)
+    broken = TASK.replace("sandbox: {python: null}", "sandbox: {python: null}\npre_run: [{command: 'exit 1'}]")
+    write(tmp_path / "task.yaml", broken)
+    _run(tmp_path, ok=1)
+    instance = dg.DagsterInstance.from_config(str(tmp_path / "home"))
+    suite = instance.get_latest_materialization_event(dg.AssetKey("suite_metrics"))
+    comparison = instance.get_latest_materialization_event(dg.AssetKey("variant_comparison"))
+    metadata = {
+        **suite.asset_materialization.metadata,  # type: ignore[union-attr]
+        **comparison.asset_materialization.metadata,  # type: ignore[union-attr]
+    }
+    assert [metadata[key].value for key in ("pass_rate", "mean_score", "success_rate.default")] == [None] * 3
+    ((passed, previous),) = _checks(tmp_path)[-1:]
+    assert passed and previous.startswith("20")
+    record = instance.event_log_storage.get_asset_check_execution_history(CHECK, limit=1)[0]
+    check = record.event.dagster_event.event_specific_data  # type: ignore[union-attr]
+    assert check.metadata["default.difference"].value is None

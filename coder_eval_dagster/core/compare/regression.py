@@ -17,9 +17,10 @@ from .render import markdown_table, summary_table
 from .rows import RunRows
 
 
-def comparison_metadata(comparison: Comparison) -> tuple[str, dict[str, float]]:
-    """The variant_comparison asset's Markdown table and per-variant success rates."""
-    rates = {f"success_rate.{arm.variant_id}": float(arm.success_rate or 0.0) for arm in comparison.arms}
+def comparison_metadata(comparison: Comparison) -> tuple[str, dict[str, float | None]]:
+    """The variant_comparison asset's Markdown table and per-variant success rates (None: every evaluation of the
+    variant an ERROR, no verdict to rate; a 0 would plot a broken machine as the model's fall)."""
+    rates = {f"success_rate.{arm.variant_id}": arm.success_rate for arm in comparison.arms}
     table = markdown_table(summary_table(comparison)) if comparison.pairs else "one variant: nothing to pair"
     return table, rates
 
@@ -48,7 +49,7 @@ def regression_verdict(previous: RunRows | None, current: RunRows) -> Regression
     pairs = {v: paired_flips(Arm(previous, v, v), Arm(current, v, v)) for v in shared_variants(previous, current)}
     details: dict[str, Any] = {"previous_run": previous.run_id}
     for variant, pair in pairs.items():
-        details[f"{variant}.difference"] = float(pair.difference or 0.0)
+        details[f"{variant}.difference"] = pair.difference  # None: no row paired (one side all ERROR)
         details[f"{variant}.mcnemar_p"] = float(pair.mcnemar_p)
         details[f"{variant}.regressed_rows"] = "\n".join(pair.regressions) or "none"
         details[f"{variant}.improved_rows"] = "\n".join(pair.improvements) or "none"
