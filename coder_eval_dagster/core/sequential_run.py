@@ -84,6 +84,6 @@ def sequential_json(run: OpenRun, results: list[EvaluationResult]) -> dict[str, 
     not_run = [task_id for task_id in planned if task_id not in started]
     beyond = run.snapshot.filtered.get(BEYOND_MAX_ROWS, 0)  # never planned: not in not_run
     rows_total = len(planned) + beyond
-    stopped_at = through if status.decisive and not_run else None
+    stopped_at = through if not_run else None  # what ran, whatever a rescore's scores now decide
     block = sequential_block(status, len(started & set(planned)), rows_total, stopped_at)
     return block | {"batch_rows": run.snapshot.sequential.batch_rows, "rows_beyond_max_rows": beyond}

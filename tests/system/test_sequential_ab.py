@@ -69,6 +69,13 @@ def test_a_clearly_better_variant_stops_the_run_early(tmp_path: Path, system_cli
     assert compared.code == 0, compared.output
     (pair,) = json.loads(compared.out)["pairs"]
     assert pair["sequential"]["result"]["decision"] == "other_better" and len(pair["sequential"]["steps"]) >= 1
+    # a rescore on criteria every row passes decides nothing, yet the run still stopped where it stopped
+    write(task, task.read_text().replace('test "${row.n}" -lt "$(cat threshold)"', "exit 0"))
+    rescored = system_cli("rescore", run.path, env={})
+    assert rescored.code == 0, rescored.output
+    again = json.loads((run.path / "run.json").read_text())["sequential"]
+    assert again["decision"] == "undecided" and again["stopped_at_batch"] == block["stopped_at_batch"], again
+    assert again["rows_run"] == block["rows_run"]
 
 
 def test_an_a_a_experiment_runs_to_the_end_without_a_decision(tmp_path: Path, system_cli: SystemCli) -> None:
