@@ -273,8 +273,9 @@ def _clustered_note(pair: PairComparison) -> str:
     estimate = pair.difference_clustered
     if estimate is None:
         return "No paired rows: no clustered interval."
+    tasks = f"{estimate.clusters} base task" + "s" * (estimate.clusters != 1)
     return (
-        f"Clustered by base task ({estimate.clusters} base tasks, {estimate.observations} rows): SE of the "
+        f"Clustered by base task ({tasks}, {estimate.observations} rows): SE of the "
         f"difference {number(estimate.se_clustered)} clustered vs {number(estimate.se)} unclustered; 95 % CI "
         f"{clustered_interval(estimate)} clustered (t, df {estimate.clusters - 1}) vs "
         f"{interval_text(estimate.interval)} unclustered (t, df {estimate.observations - 1})."
@@ -389,7 +390,7 @@ def blocks(comparison: Comparison) -> list[Block]:
             f"Paired by row-task (replicates averaged); bootstrap: {comparison.resamples} resamples of the rows, "
             f"seed {comparison.seed}. ERROR evaluations are infrastructure failures and excluded. A pair's rates "
             "are means over its paired rows, so their difference is the difference shown; each arm's own rate "
-            "is over all its evaluations."
+            "is over all its evaluations but its ERRORs."
         ],
         [summary_table(comparison), _arms_table(comparison)],
     )
