@@ -70,11 +70,16 @@ def test_the_analysts_latest_run_of_each_night_query_selects_the_latest_run(tmp_
     guide = (Path(__file__).parent.parent.parent / "docs" / "analysts.md").read_text()
     sql = next(block for block in guide.split("```sql")[1:] if "latest run of each night" in block).split("```")[0]
     tables = tmp_path / "runs" / "tables"
-    for run_id, hour, success in (("early", 1, False), ("late", 5, True)):
+    # and a run of something else later that night, which the query's variants leave out
+    for run_id, hour, success, variant_id in (
+        ("early", 1, False, "baseline"),
+        ("late", 5, True, "baseline"),
+        ("other", 6, False, "default"),
+    ):
         row = {
             "run_id": run_id,
             "run_ts": datetime(2026, 12, 1, hour, tzinfo=UTC),
-            "variant_id": "default",
+            "variant_id": variant_id,
             "task_id": "t",
             "base_task_id": "t",
             "row_id": None,
@@ -85,5 +90,5 @@ def test_the_analysts_latest_run_of_each_night_query_selects_the_latest_run(tmp_
         }
         write_table(tables, "task_results", run_id, row["run_ts"], [row])
     first_statement = sql.split(";")[0].replace("runs/tables", str(tables))
-    (_date, variant, score, pass_rate) = duckdb.sql(first_statement).fetchall()[0]
-    assert (variant, score, pass_rate) == ("default", 1.0, 1.0)  # the late run only, not the day's average
+    ((_date, variant, score, pass_rate),) = duckdb.sql(first_statement).fetchall()
+    assert (variant, score, pass_rate) == ("baseline", 1.0, 1.0)  # the late run only, not the day's average
