@@ -100,11 +100,13 @@ def shown(value: float) -> float:
     return round(value, 6)
 
 
-def judged(value: float) -> float:
+def judged(value: float, minimum: float) -> float:
     """A threshold's value as run.json and the tables keep it: to the 12 decimals its verdict is judged at
     (``meets``), so that comparing it with its minimum reads its verdict (to 6, 0.0816497 was kept as 0.08165,
-    which a minimum of 0.08165 is not above, and the threshold was not met)."""
-    return round(value, 12)
+    which a minimum of 0.08165 is not above, and the threshold was not met). A value met within that tolerance
+    whose rounding falls below a minimum of more decimals is kept as the minimum (sqrt(2/9) against itself)."""
+    kept = round(value, 12)
+    return minimum if kept < minimum and meets(value, minimum) else kept
 
 
 def _result_of(result: EvaluationResult, index: int) -> tuple[float | None, str | None]:
@@ -151,7 +153,7 @@ def suite_entries(row_tasks: list[RowTask], results: list[EvaluationResult]) -> 
             Threshold(
                 metric=m,
                 minimum=minimum,
-                value=judged(metrics.get(m, 0.0)),
+                value=judged(metrics.get(m, 0.0), minimum),
                 passed=meets(metrics.get(m, 0.0), minimum),
             )
             for m, minimum in criterion.suite_thresholds.items()
