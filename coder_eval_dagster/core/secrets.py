@@ -17,9 +17,10 @@ MODEL_ROUTE_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_", "B
 ROUTE_SETTINGS = frozenset({"API_BACKEND", "TELEMETRY_ENABLED"})
 # The harness's own settings (its instance, its runs folder, its image): nothing a task's commands should read.
 HARNESS_PREFIXES = ("DAGSTER_", "CODER_EVAL_")
-# Where the user's shell was on this machine (PWD, OLDPWD: a command's PWD is its driver's, the sandbox) and the
-# path of the program it last started (``_``: coder-eval in its venv).
-HOST_PATHS = frozenset({"PWD", "OLDPWD", "_"})
+# Where the user's shell was on this machine (PWD, OLDPWD: a command's PWD is its driver's, the sandbox), the
+# path of the program it last started (``_``: coder-eval in its venv), and that venv (VIRTUAL_ENV: a sandbox's own
+# is set by its driver; the harness's would send an agent's `uv pip install` to it).
+HOST_PATHS = frozenset({"PWD", "OLDPWD", "_", "VIRTUAL_ENV"})
 MIN_SECRET_LENGTH = 8
 REDACTED = "***"
 # Beyond the credentials' names (credentials.is_secret_name, which the harness hands over to itself): what else

@@ -30,6 +30,7 @@ def test_private_keys_and_the_users_last_folder_reach_no_sandbox_command(system_
         "DEPLOY_RSA": _pem("RSA ", "\n"),
         "OLDPWD": f"/home/someone/projects/{secrets.token_hex(8)}",
         "_": f"/home/someone/venv-{secrets.token_hex(8)}/bin/coder-eval",
+        "VIRTUAL_ENV": f"/home/someone/venv-{secrets.token_hex(8)}",  # the harness's, where the sandbox has none
     }
     folder = system_cli.folder / "tasks"
     task_file(folder, "envs", agent={"type": "none"}, pre_run=[{"command": "env; echo a > a.txt"}])
