@@ -26,9 +26,12 @@ cost is opencode not knowing the model's price: the price hook is asked, and
 else the cost stays unknown). Tool names are recorded as the other agents
 name them (``bash`` as ``Bash``...).
 
-Limits: after each finished turn the budgets are checked and ``max_turns``
-(over the whole conversation) is applied; after each call the early-stop watcher; any of
-them stops the CLI (its whole process group is killed). The events are read
+Limits: after each finished turn (whatever its reason) the budgets are
+checked and ``max_turns`` (over the whole conversation) is applied; after each
+call the early-stop watcher; any of them stops the CLI (its whole process
+group is killed). So does an error event, and a turn that got no model answer
+(reason ``unknown``, no tokens: opencode would ask again forever); either ends
+the task as ERROR, its HTTP status in the message. The events are read
 as they come, maybe late on a loaded machine, so the model proxy also asks
 the session before each of the CLI's model requests (:meth:`OpencodeSession.admit`):
 a stop binds at the next round trip, never a call later. ``allowed_tools`` and
@@ -74,6 +77,12 @@ STDERR_LINES = 20
 STDERR_GRACE_S = 5.0  # how long the CLI's stderr is read after it exited
 EVENT_BYTES = 1 << 24  # the longest JSON line read (a call's input or output can be long)
 CUSTOM = "custom"
+ANSWERED = "stop"  # the one step_finish reason after which opencode asks the model nothing more
+# A step that got no model answer (an empty 200, a non-streamed or foreign JSON): opencode retries it endlessly.
+NO_MODEL_REPLY = (
+    "API error: the model API's reply was not a model answer (opencode's step got no tokens, reason unknown)"
+)
+UNPARSED_REPLY = "JSON parsing failed"  # opencode's UnknownError for a reply that is not JSON
 # opencode's tool names -> the names the other agents (and the criteria) use; any other name is kept.
 TOOL_NAMES = {
     "bash": "Bash",
@@ -230,12 +239,8 @@ PROVIDERS = {
 
 
 def split_model(config: AgentConfig) -> tuple[str, str]:
-    """``agent.model`` as (provider, model id)."""
-    provider, _, model = (config.model or "").partition("/")
-    if not provider or not model:
-        raise OpencodeError(
-            f"the opencode agent needs agent.model as provider/model (e.g. {CUSTOM}/my-model), not {config.model!r}"
-        )
+    """``agent.model`` as (provider, model id): its form was checked when the task loaded (AgentConfig)."""
+    provider, _, model = str(config.model).partition("/")
     return provider, model
 
 
@@ -348,7 +353,9 @@ class OpencodeSession:
 
     @property
     def stopping(self) -> bool:
-        return bool(self.stop_reason or self.breach or self.output.stop_reason in ("max_turns", "max_tool_calls"))
+        """A limit, the watcher or an error ends the CLI run (an error ends the task: nothing after it counts)."""
+        limited = self.output.stop_reason in ("max_turns", "max_tool_calls")
+        return bool(self.stop_reason or self.breach or limited or self.error)
 
     def on_line(self, line: bytes) -> None:
         try:
@@ -423,17 +430,28 @@ class OpencodeSession:
             turn.cost_usd, turn.cost_source = cost, "reported"
         self.input.price(turn)
         self.breach = self.breach or self.budget.add(turn)
+        reason = part.get("reason")
+        used = (turn.input_tokens, turn.output_tokens, turn.cache_read_input_tokens, turn.cache_creation_input_tokens)
+        if reason == "unknown" and not any(used):
+            self.error = NO_MODEL_REPLY  # opencode would ask again, endlessly
         max_turns = self.input.limits.max_turns
-        if max_turns is not None and self.output.exchange_turns >= max_turns and part.get("reason") == "tool-calls":
+        if max_turns is not None and self.output.exchange_turns >= max_turns and reason != ANSWERED:
             self.output.stop_reason = "max_turns"  # another round trip would follow
 
     @staticmethod
     def _error_text(error: Any) -> str:
+        """An error event as ``name status: message``: the HTTP status names its category (auth, rate limit...);
+        a reply that failed to parse is said to be the API's."""
         if not isinstance(error, dict):
             return redact(str(error))
         data = error.get("data")
-        message = data.get("message") if isinstance(data, dict) else None
-        return redact(f"{error.get('name', 'error')}: {message or error}")
+        data = data if isinstance(data, dict) else {}
+        status = data.get("statusCode")
+        name = f"{error.get('name', 'error')}{f' {status}' if isinstance(status, int) else ''}"
+        said = f"{name}: {data.get('message') or error}"
+        if UNPARSED_REPLY in said:
+            said = f"API error: the model's reply could not be parsed ({said})"
+        return redact(said)
 
     def failure(self, code: int) -> str:
         """Why a CLI run failed: its error event, else its exit code and last words on stderr."""
@@ -491,9 +509,7 @@ async def _exchange(
         code = await process.wait()
         with contextlib.suppress(TimeoutError):  # a process it left behind may hold the pipe: not waited for
             await asyncio.wait_for(stderr, STDERR_GRACE_S)
-    if session.stopping:
-        return
-    if code != 0 or session.error:
+    if session.error or (code != 0 and not session.stopping):
         raise RuntimeError(session.failure(code))
 
 

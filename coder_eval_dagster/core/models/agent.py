@@ -148,6 +148,8 @@ class AgentConfig(RejectsMovedLimits):
                 + (" (claude-code: sdk_options: {effort: ...})" if kind == "claude-code" else ""),
             )
         self._check_context_window(kind)
+        if kind == "opencode":
+            self._check_provider_model()
         if kind == "replay" and not self.trajectory:
             raise rule_error("trajectory", "type replay requires a trajectory file")
         if self.trajectory is not None and kind != "replay":
@@ -165,6 +167,13 @@ class AgentConfig(RejectsMovedLimits):
         if self.allowed_tools is None and "tools" not in self.sdk_options:
             update["allowed_tools"] = list(CLAUDE_CODE_DEFAULT_TOOLS)
         return self.model_copy(update=update) if update else self
+
+    def _check_provider_model(self) -> None:
+        """An opencode model names its provider (``custom/my-model``): without one, every evaluation would fail."""
+        provider, _, model = (self.model or "").partition("/")
+        if not provider or not model:
+            given = "none is set" if self.model is None else f"not {self.model!r}"
+            raise rule_error("model", f"opencode routes a model by its provider: give provider/model, {given}")
 
     def _check_context_window(self, kind: str) -> None:
         """In the range of an agent type that applies it; not beside the settings key it would silently outrank."""
