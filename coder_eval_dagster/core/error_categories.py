@@ -11,13 +11,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
+# A route or setting the harness lacks: no key, no CLI, a provider it does not route, an extra not installed.
+CONFIG_ERRORS = (
+    r"no api key|no (claude code|codex|opencode) cli|not installed|no route|not routed|model .*not found"
+    r"|needs \w*_(api_key|base_url)|needs agent\.|needs the \w+ extra"
+)
 # What an agent's error says, in the order it is asked (the first that matches names the category).
 AGENT_ERRORS = (
     ("agent_auth_error", r"\b40[13]\b|authentication|unauthori[sz]ed|invalid (x-)?api[ -]key|permission_error"),
     ("agent_rate_limit", r"\b429\b|rate.?limit"),
     ("agent_billing_error", r"credit balance|billing|insufficient (funds|credits|quota)"),
-    ("agent_api_error", r"\b5\d\d\b|overloaded|api error|connection|could not be reached|timed? ?out|network"),
-    ("agent_config_error", r"no api key|no (claude code|codex|opencode) cli|not installed|no route|model .*not found"),
+    ("agent_api_error", r"\b5\d\d\b|overloaded|api error|(dis)?connect|could not be reached|timed? ?out|network"),
+    ("agent_config_error", CONFIG_ERRORS),
 )
 SANDBOX_ERRORS = (
     ("git_clone_error", r"\bgit\b|clone"),

@@ -92,12 +92,14 @@ class Grant:
 
 
 def named_in(message: str, grant_url: str | None, upstream_url: str) -> str:
-    """An agent CLI's error as the user can act on it: the proxy's loopback address it names ("check your
-    inference gateway (127.0.0.1:43211)") is coder-eval's, gone with the run; say where it forwarded to."""
+    """An agent CLI's error as the user can act on it: the proxy's loopback address it names is coder-eval's,
+    gone with the run. A URL under the grant (``.../g/<id>/responses``) becomes the upstream one the request
+    went to; the bare address ("check your inference gateway (127.0.0.1:43211)") says where it forwarded to."""
     if not grant_url or PREFIX not in grant_url:
         return message
     proxy = urllib.parse.urlsplit(grant_url).netloc
-    return message.replace(proxy, f"{proxy}: coder-eval's model proxy to {upstream_url}")
+    forwarded = message.replace(grant_url.rstrip("/"), upstream_url.rstrip("/"))
+    return forwarded.replace(proxy, f"{proxy}: coder-eval's model proxy to {upstream_url}")
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):

@@ -222,6 +222,6 @@ def test_a_refused_codex_request_names_where_it_went_and_what_codex_said_of_it(
     outcome, run = system_cli.run(task, env=env)
     result = run.result("refused")
     assert result["final_status"] == "ERROR", outcome.output
-    assert f"coder-eval's model proxy to {fake.url}" in result["error_message"], result["error_message"]
+    assert f"url: {fake.url}/responses" in result["error_message"], result["error_message"]  # not the proxy's
     assert "codexErrorInfo=" in result["error_message"], result["error_message"]
     assert result["error_details"]["error_category"] == "agent_auth_error", result["error_details"]

@@ -43,6 +43,15 @@ TOOL_LISTS_IGNORED = (
     "say (coder_eval does not enforce them either)"
 )
 OUTPUT_CHARS = 2000
+# Codex's error kinds (its app-server's codexErrorInfo) whose names error_categories would not read as their
+# cause, in words it reads. The others read as they are (serverOverloaded, rateLimitExceeded, unauthorized, the
+# connection's and the stream's failures) or are the agent's own (contextWindowExceeded, sandboxError...).
+CODEX_ERROR_KINDS = {
+    "internalServerError": "API error, the server failed",
+    "flexUnavailable": "API error, flex processing is unavailable",
+    "responseTooManyFailedAttempts": "API error, too many failed attempts",
+    "usageLimitExceeded": "the plan's usage limit or quota (billing)",
+}
 
 CONFIG_TOML = """\
 model_provider = "coder_eval"
@@ -175,8 +184,8 @@ class CodexSession:
         return self._tool_call(item, ran_to_its_end=True)
 
     def record_unfinished(self) -> None:
-        """The turn ended: a call it interrupted (past max_tool_calls, an early stop) with no completion is
-        recorded as it started, an error (its outcome unknown), not lost."""
+        """The turn ended: a call it interrupted (past max_tool_calls, an early stop, a time limit) with no
+        completion is recorded as it started, an error (its outcome unknown), not lost."""
         for item, turn in self.unfinished.values():
             self._tool_call(item, ran_to_its_end=False, turn=turn)
         self.unfinished.clear()
@@ -236,6 +245,8 @@ class CodexSession:
         return bool(self.stop_reason or self.breach or self.output.stop_reason in ("max_tool_calls", "max_turns"))
 
     def finish(self) -> AgentOutput:
+        """The run's output; a call still running when it ended (a time limit cancels the exchange) is recorded."""
+        self.record_unfinished()
         self.output.model = self.model
         self.output.uncosted_are_unknown()
         return self.output.conclude(self.budget, self.breach, self.stop_reason, self.input.limits.max_turns)
@@ -273,13 +284,26 @@ async def _exchange(thread: Any, agent_input: AgentInput, session: CodexSession,
 
 def turn_error(error: Any) -> str:
     """Codex's message, with its error info as coder_eval appends it: the kind and the HTTP status (a 500 that
-    is only in the info is an API error, not the agent's crash)."""
+    is only in the info is an API error, not the agent's crash), and a kind that carries no status in words."""
     message = getattr(error, "message", None) or str(error)
     info = getattr(error, "codex_error_info", None)
     if info is None:
         return message
     shown = info.model_dump(mode="json", by_alias=True) if hasattr(info, "model_dump") else info
-    return f"{message} (codexErrorInfo={json.dumps(shown)})"
+    words = kind_in_words(shown)
+    return f"{message} (codexErrorInfo={json.dumps(shown)}{f': {words}' if words else ''})"
+
+
+def kind_in_words(shown: Any) -> str | None:
+    """What Codex's error kind says of the failure, in words ``error_categories`` reads (Codex names a 500 by
+    its kind alone); None when the kind's HTTP status says it, or the kind says nothing (``other``)."""
+    if isinstance(shown, str):
+        return CODEX_ERROR_KINDS.get(shown)
+    if isinstance(shown, dict) and len(shown) == 1:
+        ((kind, detail),) = shown.items()
+        if not (isinstance(detail, dict) and detail.get("httpStatusCode")):
+            return CODEX_ERROR_KINDS.get(kind)
+    return None
 
 
 async def _interrupt(turn: Any) -> None:
