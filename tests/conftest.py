@@ -18,6 +18,7 @@ LONGEST_FIRST = (
     "tests/dagster/test_deploy_docker.py::",
     "tests/dagster/test_webserver_backfill.py::",
     "tests/system/test_dev_backfill.py::",
+    "tests/system/test_codex_failures_as_recorded.py::test_an_api_answering_500",  # Codex retries a 500: ~3 min
 )
 
 
