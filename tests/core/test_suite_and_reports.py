@@ -88,47 +88,14 @@ def test_a_sandbox_file_named_task_json_leaves_the_summary_alone(tmp_path: Path)
     assert [t["task_id"] for t in json.loads(run_file.read_text(encoding="utf-8"))["task_results"]] == ["own-json"]
 
 
-def test_a_threshold_met_at_its_minimum_keeps_a_value_not_below_it(tmp_path: Path) -> None:
-    """std of 6 passes in 9 rows is sqrt(2/9), 0.4714045207910317; as its own minimum it is met, and its value kept
-    to 12 places (0.471404520791) read below the minimum beside `passed: true`."""
-    import statistics
-
-    minimum = statistics.pstdev([1.0] * 6 + [0.0] * 3)
-    rows = [{"id": f"r{index}", "ok": "yes" if index < 6 else "no"} for index in range(9)]
+def _spread_task(folder: Path, passing: int, rows: int, minimum: float) -> Path:
+    """A dataset task whose first ``passing`` of ``rows`` rows pass, gated on the std of its scores."""
     task = {
         "task_id": "spread",
         "description": "rows that pass or not",
         "agent": {"type": "none"},
         "sandbox": {"python": None},
-        "dataset": {"rows": rows},
-        "success_criteria": [
-            {
-                "type": "run_command",
-                "command": 'test "${row.ok}" = yes',
-                "description": "scores 1 or 0",
-                "pass_threshold": 0,
-                "suite_thresholds": {"std": minimum},
-            },
-        ],
-    }
-    result = run_cli("run", write_task(tmp_path / "tasks", task), "--runs-dir", tmp_path / "runs")
-    assert result.code == 0, result.err + result.out
-    summary = json.loads((tmp_path / "runs" / "latest" / "run.json").read_text(encoding="utf-8"))
-    ((threshold,),) = [entry["thresholds"] for entry in summary["suite"]]
-    assert threshold["passed"] and threshold["value"] >= threshold["minimum"]
-
-
-@pytest.mark.parametrize(("minimum", "code"), [(0.48989799, 1), (0.48989794, 0)], ids=["just_above", "just_below"])
-def test_a_suite_threshold_is_judged_on_the_metric_s_exact_value(tmp_path: Path, minimum: float, code: int) -> None:
-    """std of 4 passes in 10 rows is 0.4898979486: a minimum 4e-8 above it fails the run (rounded to 6 places
-    first, it passed), one below passes; run.json keeps the value to the 12 places it is judged at."""
-    rows = [{"id": f"r{index}", "ok": "yes" if index < 4 else "no"} for index in range(10)]
-    task = {
-        "task_id": "spread",
-        "description": "rows that pass or not",
-        "agent": {"type": "none"},
-        "sandbox": {"python": None},
-        "dataset": {"rows": rows},
+        "dataset": {"rows": [{"id": f"r{index}", "ok": "yes" if index < passing else "no"} for index in range(rows)]},
         "success_criteria": [
             {
                 "type": "run_command",
@@ -139,7 +106,27 @@ def test_a_suite_threshold_is_judged_on_the_metric_s_exact_value(tmp_path: Path,
             },
         ],
     }
-    result = run_cli("run", write_task(tmp_path / "tasks", task), "--runs-dir", tmp_path / "runs")
+    return write_task(folder / "tasks", task)
+
+
+def test_a_threshold_met_at_its_minimum_keeps_a_value_not_below_it(tmp_path: Path) -> None:
+    """std of 6 passes in 9 rows is sqrt(2/9), 0.4714045207910317; as its own minimum it is met, and its value kept
+    to 12 places (0.471404520791) read below the minimum beside `passed: true`."""
+    import statistics
+
+    minimum = statistics.pstdev([1.0] * 6 + [0.0] * 3)
+    result = run_cli("run", _spread_task(tmp_path, 6, 9, minimum), "--runs-dir", tmp_path / "runs")
+    assert result.code == 0, result.err + result.out
+    summary = json.loads((tmp_path / "runs" / "latest" / "run.json").read_text(encoding="utf-8"))
+    ((threshold,),) = [entry["thresholds"] for entry in summary["suite"]]
+    assert threshold["passed"] and threshold["value"] >= threshold["minimum"]
+
+
+@pytest.mark.parametrize(("minimum", "code"), [(0.48989799, 1), (0.48989794, 0)], ids=["just_above", "just_below"])
+def test_a_suite_threshold_is_judged_on_the_metric_s_exact_value(tmp_path: Path, minimum: float, code: int) -> None:
+    """std of 4 passes in 10 rows is 0.4898979486: a minimum 4e-8 above it fails the run (rounded to 6 places
+    first, it passed), one below passes; run.json keeps the value to the 12 places it is judged at."""
+    result = run_cli("run", _spread_task(tmp_path, 4, 10, minimum), "--runs-dir", tmp_path / "runs")
     assert result.code == code, result.err + result.out
     summary = json.loads((tmp_path / "runs" / "latest" / "run.json").read_text(encoding="utf-8"))
     ((threshold,),) = [entry["thresholds"] for entry in summary["suite"]]

@@ -10,8 +10,10 @@ every evaluation.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,32 +91,34 @@ def test_a_reply_that_is_no_model_answer_ends_the_task_as_an_api_error_not_an_en
     assert 1 <= len(fake.script.requests) <= 3, len(fake.script.requests)  # it was 1,806 in 150 s
 
 
-def test_an_api_error_keeps_its_http_status_and_so_its_category(
-    tmp_path: Path, system_cli: SystemCli, opencode: Installation
-) -> None:
-    fake = served(ChatScript([Step(text="Done")], status=401))
-    try:
-        outcome, run = system_cli.run(opencode_task(tmp_path / "tasks", "refused"), env=environment(fake.url))
-    finally:
-        fake.__exit__()
-    result = run.result("refused")
-    assert result["final_status"] == "ERROR", outcome.output
-    assert "APIError 401: scripted failure" in result["error_message"], result["error_message"]
-    assert result["error_details"] == {"error_category": "agent_auth_error", "component": "agent"}
+FAILURES: dict[str, tuple[Callable[[], Any], str, str]] = {
+    "http-401": (
+        lambda: served(ChatScript([Step(text="Done")], status=401)),
+        "APIError 401: scripted failure",  # its HTTP status kept, and so its category
+        "agent_auth_error",
+    ),
+    "not-json": (
+        lambda: served(RawScript([], body=b"data: this is not json\n\n", content_type="text/event-stream"), RawChat),
+        "the model's reply could not be parsed",
+        "agent_api_error",
+    ),
+}
 
 
-def test_a_reply_that_is_not_json_is_an_api_error(
-    tmp_path: Path, system_cli: SystemCli, opencode: Installation
+@pytest.mark.parametrize("case", FAILURES)
+def test_an_api_failure_is_an_error_of_its_category(
+    tmp_path: Path, system_cli: SystemCli, opencode: Installation, case: str
 ) -> None:
-    fake = served(RawScript([], body=b"data: this is not json\n\n", content_type="text/event-stream"), RawChat)
+    serve, said, category = FAILURES[case]
+    fake = serve()
     try:
-        outcome, run = system_cli.run(opencode_task(tmp_path / "tasks", "garbage"), env=environment(fake.url))
+        outcome, run = system_cli.run(opencode_task(tmp_path / "tasks", "failing"), env=environment(fake.url))
     finally:
         fake.__exit__()
-    result = run.result("garbage")
+    result = run.result("failing")
     assert result["final_status"] == "ERROR", outcome.output
-    assert "the model's reply could not be parsed" in result["error_message"], result["error_message"]
-    assert result["error_details"] == {"error_category": "agent_api_error", "component": "agent"}
+    assert said in result["error_message"], result["error_message"]
+    assert result["error_details"] == {"error_category": category, "component": "agent"}
 
 
 def test_an_opencode_model_without_its_provider_is_refused_before_anything_runs(
