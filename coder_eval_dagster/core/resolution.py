@@ -754,7 +754,7 @@ def _resolve_file(
         warnings = file.blamed(
             [
                 *_criterion_warnings(task, expansions, doc),
-                *filter(None, [_trials_warning(task, doc, repeats)]),
+                *filter(None, [_trials_warning(task, doc, repeats), _input_budget_warning(task, agent, doc)]),
             ],
             under,
         )
@@ -1086,6 +1086,19 @@ def _trials_warning(task: Task, doc: Document, repeats: tuple[int, str]) -> Prob
         return None
     loc: Loc = ("simulation", "n_trials")
     why = f"warning: the dialog runs its {_trials(task)} trials, not {by} ({count}): n_trials takes precedence"
+    return Problem(str(doc.path), doc.line_of(loc), dotted(loc), why)
+
+
+def _input_budget_warning(task: Task, agent: AgentConfig, doc: Document) -> Problem | None:
+    """codex's fresh prompt tokens are cache creation: an input budget that leaves them out never binds."""
+    limits = task.run_limits
+    if agent.resolved_type != "codex" or limits.max_input_tokens is None or limits.count_cache_creation:
+        return None
+    loc: Loc = ("run_limits", "max_input_tokens")
+    why = (
+        "warning: codex records its fresh prompt tokens as cache creation, so max_input_tokens counts none of them "
+        "without run_limits.count_cache_creation: true"
+    )
     return Problem(str(doc.path), doc.line_of(loc), dotted(loc), why)
 
 

@@ -190,3 +190,20 @@ def test_a_literal_expected_label_outside_allowed_labels_is_warned_by_validate(t
     assert "success_criteria.0.expected_label: warning: 'maybe' is not one of allowed_labels" in result.err
     fine = _labelled(tmp_path / "fine", "NEGATIVE", [{"id": "a", "label": "x"}])
     assert "warning" not in run_cli("validate", fine).err
+
+
+def test_a_codex_input_budget_that_counts_no_fresh_token_is_warned(tmp_path: Path) -> None:
+    """codex's fresh prompt tokens are cache creation: max_input_tokens without count_cache_creation never bound,
+    and said nothing (also under --type codex over another agent's task)."""
+    limits = {"max_input_tokens": 4000}
+    task = write_task(tmp_path, task_with(agent={"type": "codex", "model": "gpt-5-codex"}, run_limits=limits))
+    (warning,) = resolve(RunSpec(task_paths=[str(task)])).warnings
+    assert (warning.path, warning.field) == (str(task), "run_limits.max_input_tokens")
+    assert "without run_limits.count_cache_creation: true" in warning.message
+    counted = write_task(
+        tmp_path / "counted", task_with(agent={"type": "codex"}, run_limits={**limits, "count_cache_creation": True})
+    )
+    assert resolve(RunSpec(task_paths=[str(counted)])).warnings == []
+    other = write_task(tmp_path / "other", task_with(run_limits=limits))
+    assert resolve(RunSpec(task_paths=[str(other)])).warnings == []
+    assert len(resolve(RunSpec(task_paths=[str(other)], agent_type="codex")).warnings) == 1
