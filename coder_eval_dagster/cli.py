@@ -342,12 +342,12 @@ def _named_run(run_dir: Path | None, runs_dir: str) -> Path | None:
             f"argument --run-dir: {run_dir} already exists: a new run needs a new folder (--resume {run_dir} "
             "finishes the run in it)"
         )
-    from .core.layout import run_folder_above, tabled_run
+    from .core.layout import run_folder_above, run_table_files
 
     inside = run_folder_above(folder)
     if inside is not None:
         raise UsageError(f"argument --run-dir: {run_dir} is inside the run folder {inside}: give a folder of its own")
-    if tabled_run(folder.parent, folder.name) is not None:
+    if run_table_files(folder.parent, folder.name):
         raise UsageError(
             f"argument --run-dir: {folder.parent / TABLES_DIR} already holds the rows of an earlier run named "
             f"{folder.name} (its folder was removed); a run's rows go under its folder's name, so this run would "

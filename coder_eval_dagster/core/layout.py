@@ -106,11 +106,11 @@ def partition_folder(day: date) -> str:
     return f"run_date={day.isoformat()}"
 
 
-def tabled_run(runs_dir: Path, name: str) -> Path | None:
-    """A table file of a run named ``name`` in this runs folder, if any: the tables outlive a run's folder (``prune``,
-    ``rm``), and a new run of that name would replace its rows (a run's files are named by its id, its folder's
-    name)."""
-    return next((runs_dir / TABLES_DIR).glob(f"*/run_date=*/{glob.escape(name)}.parquet"), None)
+def run_table_files(runs_dir: Path, name: str, table: str = "*") -> list[Path]:
+    """The table files of the run named ``name`` in this runs folder (of every table, or of ``table``), named by the
+    run's id, its folder's name. The tables outlive a run's folder (``prune``, ``rm``): a new run of that name
+    would replace its rows."""
+    return sorted((runs_dir / TABLES_DIR).glob(f"{table}/run_date=*/{glob.escape(name)}.parquet"))
 
 
 # <variant>/<task_id>/<NN>/sandbox: an evaluation folder is 3 levels below its run (4 for a dataset row).

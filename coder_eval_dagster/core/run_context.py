@@ -227,13 +227,14 @@ def uses_model_route(row_tasks: Iterable[RowTask]) -> bool:
         task = row_task.task
         agent = task.agent.resolved_type
         simulated = task.simulated and agent != "replay"
-        if (
-            agent in ROUTED_AGENT_TYPES
-            or simulated
-            or any(c.calls_model and getattr(c, "enabled", True) for c in task.success_criteria)
-        ):
+        if agent in ROUTED_AGENT_TYPES or simulated or has_judge(row_task):
             return True
     return False
+
+
+def has_judge(row_task: RowTask) -> bool:
+    """Whether a criterion of the row-task calls a model (an enabled judge)."""
+    return any(c.calls_model and getattr(c, "enabled", True) for c in row_task.task.success_criteria)
 
 
 def telemetry_for(environ: Mapping[str, str]) -> Telemetry:

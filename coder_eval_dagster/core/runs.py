@@ -38,7 +38,7 @@ from .layout import (
     read_record,
     replicates,
     run_results,
-    tabled_run,
+    run_table_files,
     write_atomically,
 )
 from .models.experiment import Sequential
@@ -301,7 +301,7 @@ def new_run_dir(runs_dir: Path, now: datetime | None = None) -> Path:
     runs_dir.mkdir(parents=True, exist_ok=True)
     for attempt in range(1, 10_000):
         candidate = runs_dir / (stamp if attempt == 1 else f"{stamp}-{attempt}")
-        if tabled_run(runs_dir, candidate.name) is not None:
+        if run_table_files(runs_dir, candidate.name):
             continue
         try:
             candidate.mkdir()

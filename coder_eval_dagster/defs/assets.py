@@ -42,7 +42,7 @@ from ..core.layout import (
 from ..core.problems import InvalidInput
 from ..core.resolution import RowTask
 from ..core.routing import routing_line
-from ..core.run_context import RunContext, uses_model_route
+from ..core.run_context import RunContext, has_judge, uses_model_route
 from ..core.run_spec import RunOptions
 from ..core.runs import OpenRun, RunPlan, in_parallel, plan_evaluations, preload_tables, started, summarize
 from ..core.sandbox.engine import default_docker_image
@@ -279,12 +279,7 @@ def criteria_scores(
 def _scoring_width(workers: int, judges: int, planned: list[Evaluation]) -> int:
     """``--concurrency`` evaluations at once, widened to ``--judge-concurrency`` when the run has a judge (its calls
     wait on the API); a run without one keeps ``-j 1`` too (heavy criteria, a fixed port, a database kept apart)."""
-    judged = any(
-        criterion.calls_model and getattr(criterion, "enabled", True)
-        for evaluation in planned
-        for criterion in evaluation.row_task.task.success_criteria
-    )
-    return max(workers, judges) if judged else workers
+    return max(workers, judges) if any(has_judge(e.row_task) for e in planned) else workers
 
 
 def _refuse_unsandboxed(evaluations: list[Evaluation], rescore: bool, run: OpenRun) -> None:

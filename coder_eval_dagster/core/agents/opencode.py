@@ -431,8 +431,7 @@ class OpencodeSession:
         self.input.price(turn)
         self.breach = self.breach or self.budget.add(turn)
         reason = part.get("reason")
-        used = (turn.input_tokens, turn.output_tokens, turn.cache_read_input_tokens, turn.cache_creation_input_tokens)
-        if reason == "unknown" and not any(used):
+        if reason == "unknown" and not turn.spent:
             self.error = NO_MODEL_REPLY  # opencode would ask again, endlessly
         max_turns = self.input.limits.max_turns
         if max_turns is not None and self.output.exchange_turns >= max_turns and reason != ANSWERED:

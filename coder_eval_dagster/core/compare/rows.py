@@ -29,11 +29,11 @@ from ..layout import (
     PLAN_FILE,
     RUN_FILE,
     SANDBOX_DIRS,
-    TABLES_DIR,
     is_runs_folder,
     read_json,
     report_path,
     run_results,
+    run_table_files,
 )
 from ..models.results import EARLIER_STATUSES, EvaluationResult
 from ..problems import DOCUMENT, InvalidInput, Problem, not_a_mapping
@@ -176,7 +176,7 @@ def _read_rows(parquet: Path) -> pa.Table:
 
 
 def _parquet_file(run_dir: Path) -> Path | None:
-    found = sorted((run_dir.parent / TABLES_DIR / "task_results").glob(f"run_date=*/{run_dir.name}.parquet"))
+    found = run_table_files(run_dir.parent, run_dir.name, "task_results")
     return found[0] if found else None
 
 
