@@ -308,7 +308,7 @@ def load_experiment(path: Path) -> LoadedExperiment:
         raise InvalidInput(problems_from_validation(exc, doc.data, str(path), doc.line_of, model=Experiment)) from None
     problems = _absolutize_paths(doc.data, doc.path.parent)
     if problems:
-        raise InvalidInput([Problem(str(path), doc.line_of(loc), dotted(loc), why) for loc, why in problems])
+        raise InvalidInput([doc.problem_at(loc, why) for loc, why in problems])
     return LoadedExperiment(doc, model)
 
 
@@ -389,7 +389,7 @@ def load_trajectory(path: Path, row: dict[str, Any] | None = None) -> Trajectory
 def _unknown_in_trajectory(doc: Document, unknown: set[str], fields: list[str]) -> list[Problem]:
     """Where a trajectory names a row field the rows do not have (each placeholder, at its line and field)."""
     return [
-        Problem(str(doc.path), doc.line_of(loc), dotted(loc), f"unknown row field {name}{did_you_mean(name, fields)}")
+        doc.problem_at(loc, f"unknown row field {name}{did_you_mean(name, fields)}")
         for loc, text in _placeholder_leaves(doc.data, ())
         for name in dict.fromkeys(match.group(1) for match in PLACEHOLDER.finditer(text))
         if name in unknown
@@ -580,7 +580,7 @@ def _experiment_tasks(experiment: LoadedExperiment) -> tuple[list[Path], list[Pr
             continue
         where: Loc = ("tasks", index)
         why = f"no such file or directory: {_normalized(path)}"
-        problems.append(Problem(str(experiment.doc.path), experiment.doc.line_of(where), dotted(where), why))
+        problems.append(experiment.doc.problem_at(where, why))
     return found, problems
 
 
@@ -930,7 +930,7 @@ class _TaskFile:
             message = _after_the_tasks(False, problem.path, before)
         else:
             message += f" (under the task {problem.path})"
-        return Problem(str(experiment.path), experiment.line_of(where), dotted(where), message)
+        return experiment.problem_at(where, message)
 
     def _own_pre_run(self, parts: list[str]) -> Loc | None:
         """Where in the task file a run's ``pre_run`` entry ``parts`` is, when it is the task's own and the layers'
@@ -1019,7 +1019,7 @@ def _agent_files(task: Task, doc: Document, has_rows: bool = False) -> tuple[Age
                 unset = unset_variables(plugin.path)
                 how = f"{', '.join(unset)} not set" if unset else "$VARs expanded"
                 why = f"warning: plugin folder not found: {folder} (relative to the current folder; {how})"
-                warnings.append(Problem(str(doc.path), doc.line_of(where), dotted(where), why))
+                warnings.append(doc.problem_at(where, why))
             plugins.append(plugin.model_copy(update={"path": str(folder)}))
         update["plugins"] = plugins
     return (agent.model_copy(update=update) if update else agent), warnings
@@ -1086,7 +1086,7 @@ def _trials_warning(task: Task, doc: Document, repeats: tuple[int, str]) -> Prob
         return None
     loc: Loc = ("simulation", "n_trials")
     why = f"warning: the dialog runs its {_trials(task)} trials, not {by} ({count}): n_trials takes precedence"
-    return Problem(str(doc.path), doc.line_of(loc), dotted(loc), why)
+    return doc.problem_at(loc, why)
 
 
 def _input_budget_warning(task: Task, agent: AgentConfig, doc: Document) -> Problem | None:
@@ -1099,7 +1099,7 @@ def _input_budget_warning(task: Task, agent: AgentConfig, doc: Document) -> Prob
         "warning: codex records its fresh prompt tokens as cache creation, so max_input_tokens counts none of them "
         "without run_limits.count_cache_creation: true"
     )
-    return Problem(str(doc.path), doc.line_of(loc), dotted(loc), why)
+    return doc.problem_at(loc, why)
 
 
 def _criterion_warnings(task: Task, expansions: list[Expansion], doc: Document) -> list[Problem]:
@@ -1119,7 +1119,7 @@ def _criterion_warnings(task: Task, expansions: list[Expansion], doc: Document) 
         loc: Loc = ("success_criteria", index, name)
         shown = ", ".join(map(repr, ids[:3])) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
         said = f"warning: {why}" + (f" (rows {shown})" if ids else "")
-        found.append(Problem(str(doc.path), doc.line_of(loc), dotted(loc), said))
+        found.append(doc.problem_at(loc, said))
     return found
 
 
@@ -1158,7 +1158,7 @@ def _dataset_rows(merged: dict[str, Any], doc: Document, spec: RunSpec) -> list[
         per_stratum = spec.sample_per_stratum or dataset.sample_per_stratum
         rows = sample_rows(rows, per_stratum, dataset.stratify_field, dataset.sample_seed)
     if not rows:
-        raise InvalidInput([Problem(str(doc.path), doc.line_of(("dataset",)), "dataset", "the dataset has no rows")])
+        raise InvalidInput([doc.problem_at(("dataset",), "the dataset has no rows")])
     return rows
 
 
@@ -1199,7 +1199,7 @@ def _apply_prompt(
         mutated_at: Loc = ("variants", index, "prompt_mutations") if own else ("defaults", "prompt_mutations")
         owner = layers[-1] if own else next(x for x in layers if x.model.defaults.prompt_mutations)
         why = f"task {merged.get('task_id')!r} ({doc.path}) has no initial_prompt to mutate (coder_eval refuses it too)"
-        raise InvalidInput([Problem(str(owner.doc.path), owner.doc.line_of(mutated_at), dotted(mutated_at), why)])
+        raise InvalidInput([owner.doc.problem_at(mutated_at, why)])
     prompt = before
     for mutation in mutations:
         prompt = mutation.apply(prompt)
@@ -1233,7 +1233,7 @@ def _check_placeholders(layered: list[dict[str, Any]], doc: Document, has_rows: 
     for merged in layered:
         for loc, text in _placeholder_leaves(merged, ()):
             if why := _placeholder_problem(loc, text, has_rows):
-                problems[Problem(str(doc.path), doc.line_of(loc), dotted(loc), why)] = None
+                problems[doc.problem_at(loc, why)] = None
     if problems:
         raise InvalidInput(list(problems))
 
@@ -1263,7 +1263,7 @@ def _check_prompt_file(doc: Document, loc: Loc, relative: str, text: str, has_ro
     ``*_file`` field's line, naming the file. Near-misses stay text, as coder_eval passes them: a prompt file
     holds code (a JavaScript template literal, ``${rows.length}``), which an inline prompt rarely does."""
     if why := _placeholder_problem(PROMPT_FILE_FIELDS[loc], text, has_rows, near_misses=False):
-        problem = Problem(str(doc.path), doc.line_of(loc), dotted(loc), f"{why} (in the file {relative})")
+        problem = doc.problem_at(loc, f"{why} (in the file {relative})")
         raise InvalidInput([problem])
 
 
@@ -1397,7 +1397,7 @@ def _check_replayed_opening(task: Task, trajectory: Trajectory, doc: Document) -
         message = "required for a replayed dialog, or a trajectory whose first item is the user's opening (user:)"
     else:
         return
-    raise InvalidInput([Problem(str(doc.path), doc.line_of(loc), dotted(loc), message)])
+    raise InvalidInput([doc.problem_at(loc, message)])
 
 
 def _check_trajectory_fields(task: Task, doc: Document, rows: list[Row] | None) -> None:
@@ -1440,7 +1440,7 @@ def _read_file(doc: Document, loc: Loc, relative: str) -> str:
     try:
         return read_input_text(doc.path.parent / relative, MAX_DOCUMENT_BYTES)
     except (OSError, UnicodeDecodeError, UnreadableFile) as exc:
-        problem = Problem(str(doc.path), doc.line_of(loc), dotted(loc), f"cannot read {relative}: {exc}")
+        problem = doc.problem_at(loc, f"cannot read {relative}: {exc}")
         raise InvalidInput([problem]) from None
 
 
@@ -1461,7 +1461,7 @@ def _settings_object(doc: Document, loc: Loc, relative: str) -> dict[str, Any]:
         if isinstance(settings, dict):
             return settings
         why = f"{relative} is not a JSON object (the settings, as a mapping in the task would give them)"
-    raise InvalidInput([Problem(str(doc.path), doc.line_of(loc), dotted(loc), why)])
+    raise InvalidInput([doc.problem_at(loc, why)])
 
 
 def _blame_variant(
@@ -1487,7 +1487,7 @@ def _blame_variant(
         loc = _deepest(parts, raw) if parts[0] in VARIANT_BLOCKS else ()
         message = f"{problem.field}: {problem.message} (in {problem.path}:{problem.line}, with this variant's values)"
     where: Loc = ("variants", index, *loc)
-    return Problem(str(experiment.path), experiment.line_of(where), dotted(where), message)
+    return experiment.problem_at(where, message)
 
 
 VARIANT_BLOCKS = ("agent", "sandbox", "run_limits", "simulation", "checker_context")  # merged over the task's
@@ -1626,7 +1626,7 @@ def _mutated_row_prompt(mutated: Mutated, row: Row, doc: Document) -> str | None
         except ValidationError as exc:  # a row's value made it invalid (a regex pattern that no longer compiles)
             said = "; ".join(str(error.get("ctx", {}).get("message") or error["msg"]) for error in exc.errors())
             why = f"prompt mutation {number + 1} with row {row.row_id!r} ({row.origin}): {said}"
-            problem = Problem(str(doc.path), doc.line_of(("initial_prompt",)), "initial_prompt", why)
+            problem = doc.problem_at(("initial_prompt",), why)
             raise InvalidInput([problem]) from None
         prompt = filled.apply(prompt or "")
     if unknown:
@@ -1733,9 +1733,7 @@ def _row_criteria(task: Task, raw: list[Any], templated: list[int], row: Row, do
     if not problems:  # the task's rules on its criteria as a whole, with this row's weights (`weight: ${row.w}`)
         for named, why in gating_problems(criteria):
             loc: Loc = tuple(int(part) if part.isdigit() else part for part in named.split("."))
-            problems.append(
-                Problem(str(doc.path), doc.line_of(loc), named, f"{why} (row {row.row_id!r} at {row.origin})")
-            )
+            problems.append(doc.problem_at(loc, f"{why} (row {row.row_id!r} at {row.origin})"))
     if problems:
         raise InvalidInput(problems)
     return criteria

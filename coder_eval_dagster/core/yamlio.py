@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import yaml
 
 from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text
-from .problems import DOCUMENT, InvalidInput, Loc, Problem, line_at, not_utf8
+from .problems import DOCUMENT, InvalidInput, Loc, Problem, dotted, line_at, not_utf8
 
 if TYPE_CHECKING:
     _Base = yaml.SafeLoader  # the C loader below has the same interface
@@ -66,6 +66,10 @@ class Document:
             if line is not None:
                 return line
         return 1
+
+    def problem_at(self, loc: Loc, message: str) -> Problem:
+        """A problem with the field at ``loc`` of this file, at its line."""
+        return Problem(str(self.path), self.line_of(loc), dotted(loc), message)
 
 
 def load_document(path: Path) -> Document:
