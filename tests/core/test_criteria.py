@@ -558,6 +558,18 @@ def test_classification_match(sandbox, content, observed, score):
     assert (result.observed_label, result.expected_label, result.score) == (observed, "positive", score)
 
 
+@pytest.mark.parametrize(
+    ("content", "expected", "score"),
+    [(None, "(none)", 1.0), ("  \n", "(none)", 1.0), ("maybe", "(none)", 0.0), ("maybe", "(other)", 1.0)],
+)
+def test_classification_match_sentinel_expected(sandbox, content, expected, score):
+    """coder_eval compares the sentinels as labels: a row expecting "no label" passes on a missing or empty file."""
+    if content is not None:
+        put(sandbox, "result.txt", content)
+    spec = {"type": "classification_match", "path": "result.txt", "expected_label": expected, "allowed_labels": ["a"]}
+    assert check_criterion(spec, ctx(sandbox)).score == score
+
+
 def test_classification_match_case_sensitive(sandbox):
     put(sandbox, "r.txt", "Positive")
     spec = {

@@ -183,6 +183,15 @@ def test_an_expected_label_outside_allowed_labels_is_warned_once_with_its_rows(t
     )
 
 
+def test_a_sentinel_expected_label_is_a_label_not_a_warning(tmp_path: Path) -> None:
+    """``(none)`` is the answer "no label" (a missing or empty file matches it), ``(other)`` "none of these": a row
+    expecting either can pass, so a warning that it can never match would be false."""
+    rows = [{"id": "abstain", "label": "(none)"}, {"id": "odd", "label": "(other)"}]
+    task = _labelled(tmp_path, "${row.label}", rows)
+    result = resolve(RunSpec(task_paths=[str(task)]))
+    assert result.problems == [] and result.warnings == []
+
+
 def test_a_literal_expected_label_outside_allowed_labels_is_warned_by_validate(tmp_path: Path) -> None:
     task = _labelled(tmp_path, "maybe", [{"id": "a", "label": "x"}])
     result = run_cli("validate", task)

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 NONE_LABEL = "(none)"
 OTHER_LABEL = "(other)"
+SENTINELS = (NONE_LABEL, OTHER_LABEL)  # what is observed when no allowed label is: a missing or empty file, other text
 
 
 class ClassificationMatch(Classification):
@@ -33,8 +34,8 @@ class ClassificationMatch(Classification):
         return list(self.allowed_labels)
 
     def load_warnings(self) -> list[tuple[str, str]]:
-        if "${" in self.expected_label or canonical(self.expected_label, self) is not None:
-            return []  # a placeholder is judged per row, filled in
+        if "${" in self.expected_label or self.expected() in (*self.allowed_labels, *SENTINELS):
+            return []  # a placeholder is judged per row, filled in; a sentinel is the answer "no label" or "another"
         allowed = ", ".join(self.allowed_labels)
         return [("expected_label", f"{self.expected_label!r} is not one of allowed_labels ({allowed}): never a match")]
 
