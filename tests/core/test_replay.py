@@ -88,7 +88,7 @@ def test_calls_really_happen_and_are_recorded(tmp_path: Path) -> None:
         "success",
         "success",
     ]
-    assert calls[2].output == "two" and calls[3].output.startswith("two")
+    assert calls[2].output == "two" and calls[3].output == "Exit code 3\ntwo"  # as Claude Code's Bash tool says it
     assert [(c.turn, c.seq) for c in calls][:2] == [(1, 1), (1, 2)] and calls[0].parameters["content"] == "one"
     assert output.visible_turns == 10 and output.final_text == "done" and output.stop_reason == "completed"
 

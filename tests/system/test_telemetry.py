@@ -161,14 +161,16 @@ def test_a_traces_only_endpoint_sends_traces_alone_and_the_run_does_not_wait(
 ) -> None:
     """The docs' Phoenix recipe names a traces endpoint only: the logs and metrics, named for no one, went to the
     SDK's default (localhost:4318), and the run's end waited ~15 s on refused exports, printing SDK errors. A
-    failed tool call's span says so in its status too."""
+    failed tool call's span says so in its status too, and its record its exit code."""
     turns = [{"calls": [{"tool": "Bash", "command": "exit 3"}]}]
     task = replay_task_file(tmp_path / "tasks", "traced", turns, success_criteria=[criterion("file_exists", path=".")])
     received = Received()
     with OtlpReceiver(received) as receiver_url:
         env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{receiver_url}/v1/traces"}
-        outcome, _ = system_cli.run(task, env=env, timeout=60)
+        outcome, run = system_cli.run(task, env=env, timeout=60)
     assert outcome.code == 0, outcome.output
+    (call,) = run.result("traced")["iterations"][0]["commands"]
+    assert call["error_message"] == "Exit code 3"  # as Claude Code's Bash tool says it (it was "failed")
     assert set(received.paths) == {"/v1/traces"}, received.paths
     assert "4318" not in outcome.err and "Failed to export" not in outcome.err, outcome.err
     assert [code for name, code in received.span_statuses if name == "execute_tool Bash"] == [2]  # ERROR

@@ -129,12 +129,20 @@ def play_call(call: ToolCall, sandbox: Sandbox, timeout: float) -> tuple[ToolCal
         if call.tool == "Bash":
             done = sandbox.run(in_bash(agent_command(str(params["command"]), sandbox)), timeout)
             output = done.stdout + (done.stderr and f"\n{done.stderr}")
-            return ("success" if done.ok else "error"), _clip(done.error or output)
+            if done.ok:
+                return "success", _clip(output)
+            return "error", _clip(done.error or _with_exit_code(done.exit_code, output))
         if call.tool in FILE_TOOLS:
             return FILE_TOOLS[call.tool](params, sandbox)
     except (OSError, ValueError) as exc:  # (UnreadableFile, UnicodeDecodeError, a NUL in a path)
         return "error", str(exc)
     return "success", None  # Skill and any other tool: recorded as given
+
+
+def _with_exit_code(code: int | None, output: str) -> str:
+    """A failed command's output as Claude Code's Bash tool returns it, its exit code first (a silent ``exit 3``
+    would otherwise leave its call's error_message nothing to say)."""
+    return f"Exit code {code}" + (output and f"\n{output}")
 
 
 class Replay:
