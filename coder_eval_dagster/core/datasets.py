@@ -179,19 +179,13 @@ def split_rows(rows: list[Row], field: str, split: str) -> tuple[list[Row], list
 
     A dataset with no labelled row (the field absent, null or empty) is not
     split: every row stays. Otherwise only the rows labelled ``split`` stay
-    (a value that is not text compares as its text).
+    (a value that is not text compares as a placeholder writes it, ``True``, as coder_eval's ``str()``).
     """
     labelled = [row for row in rows if row.values.get(field) not in (None, "")]
     if not labelled:
         return rows, []
-    labels = sorted({_as_text(row.values[field]) for row in labelled})
-    return [row for row in labelled if _as_text(row.values[field]) == split], labels
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value) if isinstance(value, (dict, list, bool)) or value is None else str(value)
+    labels = sorted({_row_text(row.values[field]) for row in labelled})
+    return [row for row in labelled if _row_text(row.values[field]) == split], labels
 
 
 def _row_text(value: Any) -> str:

@@ -428,6 +428,17 @@ def test_split_and_sample_per_stratum(tmp_path: Path) -> None:
     assert [rt.row_id for rt in resolve(RunSpec(task_paths=[str(unlabelled)], split="test")).row_tasks] == ["x"]
 
 
+def test_a_split_label_that_is_not_text_compares_as_its_str(tmp_path: Path) -> None:
+    """coder_eval's DATASETS.md: "non-string values compare via str()": a JSON ``true`` is the split ``True``."""
+    rows = [{"id": "a", "holdout": True}, {"id": "b", "holdout": False}, {"id": "c", "holdout": 1.0}]
+    task = write_task(tmp_path, agentless_task(dataset={"rows": rows, "split_field": "holdout"}))
+
+    def ids(split: str) -> list[str]:
+        return [rt.row_id for rt in resolve(RunSpec(task_paths=[str(task)], split=split)).row_tasks]
+
+    assert (ids("True"), ids("False"), ids("1.0"), ids("true")) == (["a"], ["b"], ["c"], [])
+
+
 def test_coder_eval_agent_fields_of_the_release_additional_ignore_patterns_variant_and_pure(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
