@@ -60,10 +60,18 @@ def add_commands(subparsers: Any) -> None:
         "--rebuild", action="store_true", help="rewrite run.json and the other report files from the task.json files"
     )
     report.set_defaults(handler=cmd_report)
+    aggregate = subparsers.add_parser(
+        "aggregate", help="coder_eval's later spelling of report RUN_DIR --rebuild: run.json from the task.json files"
+    )
+    aggregate.add_argument("run_dir", type=given_path, metavar="RUN_DIR")
+    aggregate.add_argument(
+        "-o", "--output", type=given_path, metavar="DIR", help="the run folder itself (the files are the run's)"
+    )
+    aggregate.set_defaults(handler=cmd_aggregate)
 
 
-def _fail(message: str) -> int:
-    print(f"coder-eval report: {message}", file=sys.stderr)
+def _fail(message: str, verb: str = "report") -> int:
+    print(f"coder-eval {verb}: {message}", file=sys.stderr)
     return exit_codes.USAGE
 
 
@@ -88,6 +96,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.format == "junit":
         return render_junit(run_dir, args.output or run_dir / JUNIT_FILE)
     return render_md(run_dir, args.output)
+
+
+def cmd_aggregate(args: argparse.Namespace) -> int:
+    """coder_eval's ``aggregate RUN [-o DIR]`` (after 0.12.16): ``--rebuild``, whose files stay in the run folder."""
+    run_dir: Path = args.run_dir
+    if not run_dir.is_dir():
+        return _fail(f"{run_dir}: no such run folder", "aggregate")
+    if args.output is not None and args.output.resolve() != run_dir.resolve():
+        return _fail("run.json is written into the run folder itself: -o takes that folder only", "aggregate")
+    return rebuild(run_dir)
 
 
 def _no_summary(run_dir: Path) -> str:

@@ -95,9 +95,13 @@ def test_rebuild_takes_its_task_json_files_and_keeps_its_window_and_suite_files(
     ]
 
 
-def test_rebuild_without_its_run_json_spans_its_evaluations(system_cli: SystemCli, upstream: Path) -> None:
+@pytest.mark.parametrize("verb", [["report", "{run}", "--rebuild"], ["aggregate", "{run}", "-o", "{run}"]])
+def test_rebuild_without_its_run_json_spans_its_evaluations(
+    system_cli: SystemCli, upstream: Path, verb: list[str]
+) -> None:
+    """``aggregate RUN -o RUN``: coder_eval's verb after 0.12.16 for the same rebuild."""
     (upstream / "run.json").unlink()
-    rebuilt = system_cli("report", upstream, "--rebuild", env={})
+    rebuilt = system_cli(*[word.format(run=upstream) for word in verb], env={})
     assert rebuilt.code == 0, rebuilt.output
     summary = json.loads((upstream / "run.json").read_text())
     results = results_of(upstream)
@@ -107,6 +111,13 @@ def test_rebuild_without_its_run_json_spans_its_evaluations(system_cli: SystemCl
     assert (summary["tasks_run"], summary["passed"]) == (4, False)
     shown = system_cli("report", upstream, env={})  # what we wrote reads back
     assert shown.code == 0 and "**FAILED**" in shown.out, shown.output
+
+
+def test_aggregate_into_another_folder_is_refused_in_one_line(system_cli: SystemCli, upstream: Path) -> None:
+    before = (upstream / "run.json").read_bytes()
+    refused = system_cli("aggregate", upstream, "-o", upstream.parent, env={})
+    assert refused.code == 2 and refused.err.startswith("coder-eval aggregate: run.json is written into"), refused.err
+    assert (upstream / "run.json").read_bytes() == before and "Traceback" not in refused.err
 
 
 def test_compare_its_last_run_with_our_first(system_cli: SystemCli, upstream: Path) -> None:
