@@ -141,7 +141,7 @@ def nothing_selected(command: str, resolution: Resolution) -> str:
 
 
 def print_skipped(resolution: Resolution) -> None:
-    """One line per task file left out (skip: true, no row in the split, invalid in a folder), with its reason."""
+    """One line per task file left out (skip: true, invalid in a folder), with its reason."""
     for entry in resolution.skipped:
         print(f"skipped {skipped_file(entry.path, entry.reason)}", file=sys.stderr)
 

@@ -713,9 +713,10 @@ def _unknown_override(loc: Loc) -> Problem | None:
     return None
 
 
-class _Skip(Exception):
-    """A task the selection leaves out with a reason of its own (``skipped_tasks``): a dataset with no row in the
-    ``--split``."""
+class _NoRowInSplit(InvalidInput):
+    """A labelled dataset with no row in the ``--split``: the selector is wrong, not the file (it applies to every
+    task of the run), so the run is refused, as coder_eval's SplitSelectorError refuses it: skipped, a mistyped
+    split left a green run of the other tasks."""
 
 
 def _resolve_file(
@@ -735,8 +736,8 @@ def _resolve_file(
         return
     try:
         rows, problems = _dataset_rows(base, doc, spec), []  # from the task's own block: no variant changes it
-    except _Skip as skip:
-        result.skipped.append(SkippedTask(str(path), str(skip)))
+    except _NoRowInSplit as exc:
+        result.add_problems(exc.problems)  # the run's, even for a task file found in a folder
         return
     except InvalidInput as exc:  # said once: what stands on the rows is not checked without them
         rows, problems = None, [_mark_override(problem, overrides) for problem in exc.problems]
@@ -1148,10 +1149,11 @@ def _dataset_rows(merged: dict[str, Any], doc: Document, spec: RunSpec) -> list[
     if spec.split is not None:
         rows, labels = split_rows(rows, dataset.split_field, spec.split)
         if not rows:
-            raise _Skip(
-                f"dataset has no rows in split {spec.split!r} (split_field {dataset.split_field!r}); "
-                f"labelled splits present: {labels}"
+            why = (
+                f"--split {spec.split!r}: no row of the dataset is in that split (split_field "
+                f"{dataset.split_field!r}); labelled splits present: {labels}"
             )
+            raise _NoRowInSplit([doc.problem_at(("dataset", "split_field"), why)])
     if spec.sample is not None:
         rows = sample_rows(rows, spec.sample, dataset.stratify_field, CLI_SAMPLE_SEED)
     else:

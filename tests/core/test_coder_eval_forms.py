@@ -9,7 +9,7 @@ import pytest
 
 from coder_eval_dagster.core.models.sandbox import NetworkPolicy
 from coder_eval_dagster.core.models.task import Task
-from coder_eval_dagster.core.resolution import SkippedTask, resolve
+from coder_eval_dagster.core.resolution import resolve
 from coder_eval_dagster.core.run_spec import RunSpec
 
 from ..support.helpers import agentless_task, criterion, run_cli, task_with, write, write_task
@@ -416,14 +416,16 @@ def test_split_and_sample_per_stratum(tmp_path: Path) -> None:
     assert ids(split="test") == ["a2", "a3", "b1"]  # the unlabelled row goes once the dataset is labelled
     assert ids(split="test", sample_per_stratum=1) in (["a2", "b1"], ["a3", "b1"])
     assert len(ids(sample_per_stratum=1)) == 2 and ids(sample_per_stratum=1, sample=5) == ids()  # --sample wins
-    skipped = resolve(RunSpec(task_paths=[str(task)], split="dev"))
-    assert skipped.row_tasks == [] and not skipped.problems
-    assert skipped.skipped == [
-        SkippedTask(
-            str(task),
-            "dataset has no rows in split 'dev' (split_field 'split'); labelled splits present: ['test', 'train']",
-        )
+    # a split no row of a labelled dataset has: the selector is wrong, the run refused (coder_eval's SplitSelectorError)
+    other = write_task(tmp_path, agentless_task(task_id="other"), "other.yaml")
+    refused = resolve(RunSpec(task_paths=[str(task), str(other)], split="dev"))
+    assert refused.skipped == [] and [(p.path, p.field) for p in refused.problems] == [
+        (str(task), "dataset.split_field")
     ]
+    assert refused.problems[0].message == (
+        "--split 'dev': no row of the dataset is in that split (split_field 'split'); "
+        "labelled splits present: ['test', 'train']"
+    )
     unlabelled = write_task(tmp_path, agentless_task(task_id="u", dataset={"rows": [{"id": "x"}]}), "u.yaml")
     assert [rt.row_id for rt in resolve(RunSpec(task_paths=[str(unlabelled)], split="test")).row_tasks] == ["x"]
 

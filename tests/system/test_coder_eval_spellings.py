@@ -47,6 +47,24 @@ def test_set_is_dash_d(tmp_path: Path, system_cli: SystemCli) -> None:
     assert refused.code == 1 and "(value set by -D run_limits.max_turns)" in refused.err
 
 
+def test_a_split_no_labelled_dataset_has_refuses_the_run(tmp_path: Path, system_cli: SystemCli) -> None:
+    """coder_eval's SplitSelectorError: a mistyped ``--split`` beside an unlabelled task made a green run of it."""
+    _project(tmp_path)
+    rows = [{"id": "a", "split": "train"}, {"id": "b", "split": "holdout"}]
+    task_file(tmp_path / "tasks", "labelled", agent={"type": "none"}, dataset={"rows": rows})
+    tasks = tmp_path / "tasks"
+    refused = system_cli("run", tasks, "-T", "none", "--split", "holdou", "--runs-dir", system_cli.runs, env={})
+    assert refused.code == 2, refused.output
+    said = "labelled.yaml:13: dataset.split_field: --split 'holdou': no row of the dataset is in that split"
+    assert said in refused.err and "labelled splits present: ['holdout', 'train']" in refused.err, refused.err
+    assert not system_cli.runs.exists() or not any(system_cli.runs.iterdir())  # nothing was run
+    listed = system_cli("list", tasks, "--split", "holdou", env={})
+    assert listed.code == 1 and said in listed.err, listed.err
+    outcome, run = system_cli.run(tasks, "-T", "none", "--split", "holdout", env={})
+    assert outcome.code == 0, outcome.output
+    assert sorted(r["task_id"] for r in run.summary["task_results"]) == ["agentless", "labelled/b", "untyped"]
+
+
 def test_plan_is_validate_with_no_paths_and_an_experiment(tmp_path: Path, system_cli: SystemCli) -> None:
     task_file(tmp_path / "tasks", "agentless", agent={"type": "none"})
     planned, validated = system_cli("plan", env={}), system_cli("validate", env={})
