@@ -728,7 +728,7 @@ def _resolve_file(
     seen_ids: dict[str, Path],
 ) -> None:
     doc = load_document(path)
-    if not _is_task(doc, path, result):
+    if not _is_task(doc, path, result, layers):
         return
     base = layer(doc.data, [experiment.defaults for experiment in layers], None, overrides)  # under no variant
     if _quarantined(base, spec):
@@ -775,14 +775,17 @@ def _resolve_file(
             )
 
 
-def _is_task(doc: Document, path: Path, result: Resolution) -> bool:
+def _is_task(doc: Document, path: Path, result: Resolution, layers: list[LoadedExperiment]) -> bool:
     """Whether ``doc`` is a task file to resolve. A trajectory is checked on its own (unless it waits for a row);
-    an experiment file, or another YAML file found in a folder, is passed over with a note; one named is refused."""
+    an experiment file, or another YAML file found in a folder, is passed over with a note (none for one the run
+    already lays under its tasks: the base layer, the ``-e`` experiment); one named is refused."""
     kind = kind_of(doc)
     in_folder = str(path) in result.found_in_folders
     if kind == "trajectory":
         if not _holds_placeholders(path):
             load_trajectory(path)
+        return False
+    if in_folder and kind == "experiment" and real_path(path) in {real_path(layer.doc.path) for layer in layers}:
         return False
     if kind == "experiment" or (kind == "other" and in_folder):
         what = "an experiment file (pass it with -e)" if kind == "experiment" else NOT_A_TASK

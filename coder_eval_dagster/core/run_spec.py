@@ -63,7 +63,9 @@ class RunSpec(BaseModel):
     )
     agent_type: str | None = Field(
         default=None,
-        description="agent type for every task (agent.type: claude-code, codex, replay, none or a registered one)",
+        description=(
+            "agent type for every task (agent.type: claude-code, codex, opencode, replay, none or a registered one)"
+        ),
         json_schema_extra=cli("--type", "-T", metavar="TYPE"),
     )
     model: str | None = Field(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from coder_eval_dagster.core.resolution import resolve
 from coder_eval_dagster.core.run_spec import RunSpec
 
@@ -84,6 +86,22 @@ def test_a_folder_skips_a_yaml_that_is_not_a_task_and_an_invalid_task_file(tmp_p
     (skipped,) = resolution.skipped
     assert (skipped.path, skipped.invalid) == (str(tmp_path / "tasks/broken.yaml"), True)
     assert "success_criteria: List should have at least 1 item" in skipped.reason and resolution.problems == []
+
+
+def test_a_folder_passes_over_the_experiment_the_run_lays_under_its_tasks_in_silence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run .`` with experiments/default.yaml: it is the run's base layer, applied; "pass it with -e" was wrong."""
+    monkeypatch.chdir(tmp_path)
+    write_task(tmp_path / "tasks", task_with(task_id="good"), "good.yaml")
+    base = "experiment_id: default\nvariants: [{variant_id: default}]\n"
+    write(tmp_path / "experiments/default.yaml", base)
+    write(tmp_path / "experiments/other.yaml", base.replace("default", "other"))
+    resolution = resolve(RunSpec(task_paths=["."]))
+    assert [rt.task_id for rt in resolution.row_tasks] == ["good"] and resolution.experiment is not None
+    assert [str(w) for w in resolution.warnings] == [
+        "note: skipped, an experiment file (pass it with -e): experiments/other.yaml"
+    ]
 
 
 def test_a_file_named_directly_is_still_refused_whole(tmp_path: Path) -> None:
