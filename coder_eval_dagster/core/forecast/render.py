@@ -40,7 +40,8 @@ def render_table(result: Forecast) -> str:
         ),
         "",
         "USD: each row-task at the median of its history (p90: its 90th percentile), or at the bound of its",
-        "limits without history; agent, judges and simulated user apart. Wall: the work over the concurrency.",
+        "limits without history; agent, judges and simulated user apart. Wall: the work over the concurrency,",
+        "at least the longest evaluation.",
         *[f"warning: {warning}" for warning in result.warnings],
     ]
     lines += _without_history(result.rows)
