@@ -735,7 +735,7 @@ def _resolve_file(
         _quarantine(path, doc, base, overrides, result, seen_ids)
         return
     try:
-        rows, problems = _dataset_rows(base, doc, spec), []  # from the task's own block: no variant changes it
+        rows, problems = _dataset_rows(base, doc, spec, result.warnings), []  # the task's own block: no variant's
     except _NoRowInSplit as exc:
         result.add_problems(exc.problems)  # the run's, even for a task file found in a folder
         return
@@ -1134,7 +1134,7 @@ def _collect(step: Callable[[], T]) -> tuple[T | None, list[Problem]]:
         return None, exc.problems
 
 
-def _dataset_rows(merged: dict[str, Any], doc: Document, spec: RunSpec) -> list[Row] | None:
+def _dataset_rows(merged: dict[str, Any], doc: Document, spec: RunSpec, notes: list[Problem]) -> list[Row] | None:
     """The selected rows of the task's dataset block (None without one): its split, then its sample.
 
     A dataset that cannot be read is the file's only problem: every ``${row.x}``
@@ -1159,12 +1159,22 @@ def _dataset_rows(merged: dict[str, Any], doc: Document, spec: RunSpec) -> list[
             raise _NoRowInSplit([doc.problem_at(("dataset", "split_field"), why)])
     if spec.sample is not None:
         rows = sample_rows(rows, spec.sample, dataset.stratify_field, CLI_SAMPLE_SEED)
+        if len(rows) > spec.sample:  # coder_eval's --sample N draws N in all: say why this one draws more
+            notes.append(doc.problem_at(("dataset",), _per_stratum_note(spec.sample, dataset.stratify_field, rows)))
     else:
         per_stratum = spec.sample_per_stratum or dataset.sample_per_stratum
         rows = sample_rows(rows, per_stratum, dataset.stratify_field, dataset.sample_seed)
     if not rows:
         raise InvalidInput([doc.problem_at(("dataset",), "the dataset has no rows")])
     return rows
+
+
+def _per_stratum_note(sample: int, field: str, rows: list[Row]) -> str:
+    strata = len({str(row.values.get(field, "")) for row in rows})
+    return (
+        f"note: --sample {sample} keeps up to {sample} row(s) per stratum of {field!r} ({strata} strata): "
+        f"{len(rows)} rows (--limit N runs the first N)"
+    )
 
 
 def _variants(experiment: LoadedExperiment | None) -> list[tuple[int, Variant, dict[str, Any] | None]]:

@@ -230,6 +230,9 @@ def test_cli_sample_overrides_yaml_and_is_fixed_seed(tmp_path: Path) -> None:
     first = run_cli("list", tmp_path, "--sample", "1")
     assert first.code == 0 and len(first.out.splitlines()) == 2  # one per stratum
     assert run_cli("list", tmp_path, "--sample", "1").out == first.out
+    # coder_eval's --sample N draws N in all: a draw of more says why, at the dataset's line
+    assert "dataset: note: --sample 1 keeps up to 1 row(s) per stratum of 'label' (2 strata): 2 rows" in first.err
+    assert "note" not in run_cli("list", tmp_path, "--sample", "9").err  # all 9 rows: no more than asked
 
 
 def test_stratum_missing_field_is_one_stratum(tmp_path: Path) -> None:
