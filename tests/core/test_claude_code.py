@@ -140,16 +140,16 @@ def test_plugins_offer_their_skills_and_only_a_successful_skill_call_counts(tmp_
     assert off.criteria[0].observed_label == "no" and off.final_status == "FAILURE"
 
 
-def test_setting_sources_load_the_projects_claude_md_only_when_named(tmp_path, api):
+def test_setting_sources_load_the_projects_claude_md_unless_none_are_named(tmp_path, api):
     sandbox = {
         "python": None,
         "template_sources": [{"type": "starter_files", "files": [{"path": "CLAUDE.md", "content": "PROJECT-MARKER"}]}],
     }
     fake = api(Script([Turn(tools=[("Bash", {"command": "echo hi > out.txt"})]), Turn(text="done")]))
-    evaluate_claude_code(tmp_path / "isolated", sandbox=sandbox)
+    evaluate_claude_code(tmp_path / "isolated", sandbox=sandbox, agent={**CLAUDE, "setting_sources": []})
     assert "PROJECT-MARKER" not in _sent(fake)
     fake.script.requests.clear()
-    evaluate_claude_code(tmp_path / "project", sandbox=sandbox, agent={**CLAUDE, "setting_sources": ["project"]})
+    evaluate_claude_code(tmp_path / "project", sandbox=sandbox)  # coder_eval's default: [project]
     assert "PROJECT-MARKER" in _sent(fake)
 
 

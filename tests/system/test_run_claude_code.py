@@ -167,6 +167,31 @@ def test_an_agent_naming_no_model_or_tools_gets_coder_evals_defaults_and_its_con
     assert (run.evaluation("default_model") / "sandbox/out.txt").read_text() == "200000\n"
 
 
+def test_the_sandboxs_claude_md_is_read_by_default_as_coder_eval_reads_it_and_none_above_the_sandbox(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    """coder_eval's default setting_sources is [project]: the guide's CLAUDE.md-hint variant did nothing here while
+    ours was []. A CLAUDE.md beside the tasks or the runs folder is never reached (the CLI sees /sandbox)."""
+    from tests.support.fake_anthropic import Script, Turn
+
+    write = {"command": "echo x > out.txt"}
+    fake = scripted_anthropic(Script([Turn(tools=[("Bash", write)]), Turn(text="done")] * 2))
+    (system_cli.folder / "CLAUDE.md").write_text("HOST-PROJECT-MARKER\n")
+    (tmp_path / "CLAUDE.md").write_text("TASKS-PARENT-MARKER\n")
+    hint = [{"type": "starter_files", "files": [{"path": "CLAUDE.md", "content": "SANDBOX-HINT-MARKER"}]}]
+    agent = {"type": "claude-code", "permission_mode": "bypassPermissions", "model": "claude-test"}
+    claude_code_task(tmp_path / "tasks", "hinted", sandbox={"python": None, "template_sources": hint}, agent=agent)
+    isolated = {**agent, "setting_sources": []}
+    claude_code_task(tmp_path / "tasks", "isolated", sandbox={"python": None, "template_sources": hint}, agent=isolated)
+    outcome, run = system_cli.run(tmp_path / "tasks", "-j", "1", env=anthropic_environment(fake.url, new_key()))
+    assert outcome.code == 0, outcome.output
+    sent = [json.dumps(body) for body in fake.script.agent_requests()]
+    assert sum("SANDBOX-HINT-MARKER" in body for body in sent) == 2, sent  # both turns of hinted, none of isolated
+    assert not any("HOST-PROJECT-MARKER" in body or "TASKS-PARENT-MARKER" in body for body in sent)
+    assert run.result("hinted")["task_config"]["resolved"]["agent"]["setting_sources"] == ["project"]
+    assert run.result("isolated")["task_config"]["resolved"]["agent"]["setting_sources"] == []
+
+
 def test_an_agentless_task_records_no_model_used_whatever_model_it_names(tmp_path: Path, system_cli: SystemCli) -> None:
     """type none runs no model: model_used was agent.model copied from the task."""
     task = task_file(tmp_path / "tasks", "agentless", agent={"type": "none", "model": "foo"})

@@ -1,7 +1,7 @@
 """The `claude-code` agent: claude-agent-sdk driving the Claude Code CLI bundled in its wheel.
 
 Isolation: the CLI runs with its own temporary HOME and config dir,
-``setting_sources=[]`` unless the task names sources, non-essential traffic
+the task's ``setting_sources`` (coder_eval's ``[project]`` by default), non-essential traffic
 off, and only the environment it needs: the SDK passes the caller's whole
 environment to the CLI, so the CLI is started through a two-line wrapper that
 ``exec``s it under ``env -i`` with an allow-list of variable names (no value

@@ -37,6 +37,9 @@ OPENCODE_ONLY = ("variant", "pure")
 # default_experiment.yaml), so that its users' tasks run the model and offer the tools they did there.
 CLAUDE_CODE_DEFAULT_MODEL = "claude-sonnet-4-6"
 CLAUDE_CODE_DEFAULT_TOOLS = ("Bash", "Read", "Write", "Edit", "Glob", "Grep", "Skill")
+# coder_eval's: the sandbox's CLAUDE.md and .claude/settings.json are read (the guide's CLAUDE.md-hint variant); the
+# CLI sees the sandbox at /sandbox, so no CLAUDE.md above it is reached, and its HOME is an empty temporary one
+CLAUDE_CODE_DEFAULT_SETTING_SOURCES = ("project",)
 # context_window's range per agent type that applies it (coder_eval's): claude-code's auto-compact window, codex's
 # model_context_window; None: no upper bound
 CONTEXT_WINDOWS: dict[str, tuple[int, int | None]] = {"claude-code": (100_000, 1_000_000), "codex": (32_768, None)}
@@ -166,6 +169,8 @@ class AgentConfig(RejectsMovedLimits):
             update["model"] = CLAUDE_CODE_DEFAULT_MODEL
         if self.allowed_tools is None and "tools" not in self.sdk_options:
             update["allowed_tools"] = list(CLAUDE_CODE_DEFAULT_TOOLS)
+        if self.setting_sources is None:
+            update["setting_sources"] = list(CLAUDE_CODE_DEFAULT_SETTING_SOURCES)
         return self.model_copy(update=update) if update else self
 
     def _check_provider_model(self) -> None:
