@@ -231,7 +231,13 @@ def test_run_command_score_from_stdout(sandbox):
     assert result.score == 0.75 and result.details["details"] == ["line two"] and not result.passed
     assert check_criterion({**spec, "command": "echo 0.9; exit 1"}, ctx(sandbox)).score == 0.0
     assert check_criterion({**spec, "command": "echo lots"}, ctx(sandbox)).error
-    assert check_criterion({**spec, "command": "echo 1.5"}, ctx(sandbox)).score == 0.0
+    # out of [0, 1]: clamped as coder_eval clamps it (float noise of a weighted sum, a checker's overshoot), said
+    noisy = check_criterion({**spec, "command": "python3 -c 'print(0.05+0.55+0.3+0.1)'"}, ctx(sandbox))
+    assert noisy.score == 1.0 and noisy.passed and noisy.details["clamped_from"] == 1.0000000000000002
+    assert check_criterion({**spec, "command": "echo -0.2"}, ctx(sandbox)).score == 0.0
+    for unreadable in ("nan", "inf", ""):
+        result = check_criterion({**spec, "command": f"echo {unreadable}"}, ctx(sandbox))
+        assert result.score == 0.0 and "not a number" in result.error
 
 
 def test_a_run_commands_stdout_past_the_cap_is_said_to_be_matched_in_part(sandbox):

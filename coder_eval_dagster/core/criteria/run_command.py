@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shlex
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -58,14 +59,14 @@ def _stdout_matches(criterion: RunCommand, stdout: str) -> bool:
 
 
 def _score_line(stdout: str) -> tuple[float | None, list[str]]:
+    """The first line's number, or None (no number, NaN or infinite): out of [0, 1] it is clamped, as coder_eval
+    clamps it (a checker summing weights prints 1.0000000000000002)."""
     lines = stdout.splitlines()
     try:
         score = float(lines[0].strip()) if lines else None
     except ValueError:
         score = None
-    if score is not None and not 0.0 <= score <= 1.0:
-        score = None
-    return score, lines[1:]
+    return (score if score is not None and math.isfinite(score) else None), lines[1:]
 
 
 def with_staged_folders(command: str, ctx: CheckContext) -> str:
@@ -95,8 +96,10 @@ def check(criterion: RunCommand, ctx: CheckContext) -> Outcome:
         if run.exit_code != expected_code:  # 0 unless the task says otherwise, as in coder_eval
             return Outcome(0.0, details, error=f"exit code {run.exit_code} (expected {expected_code})")
         if score is None:
-            return Outcome(0.0, details, error="the first stdout line is not a score between 0 and 1")
-        return Outcome(score, details)
+            return Outcome(0.0, details, error="the first stdout line is not a number (a score from 0 to 1)")
+        if not 0.0 <= score <= 1.0:
+            details["clamped_from"] = score
+        return Outcome(min(1.0, max(0.0, score)), details)
     passed = run.exit_code == expected_code
     if passed and criterion.expected_stdout is not None:
         passed = _stdout_matches(criterion, run.stdout)
