@@ -19,7 +19,9 @@ from ..models.sandbox import (
     TemplateDirSource,
     TemplateSource,
     is_relative_local_path,
+    normal_ignore_pattern,
 )
+from ..preflight import dagster_home
 from ..secrets import host_environment
 from ..trees import walk
 from .process import Interrupt, run_group
@@ -41,14 +43,22 @@ def default_ignore_patterns() -> tuple[str, ...]:
 
 
 def effective_ignore_patterns(overrides: list[str]) -> list[str]:
-    """The defaults, minus each ``!pattern``, plus each bare pattern."""
-    removed = {p[1:].strip() for p in overrides if p.startswith("!")}
-    added = [p for p in overrides if not p.startswith("!")]
+    """The defaults, minus each ``!pattern``, plus each bare pattern: each in its one form (a task's sandbox has
+    them so already; a judge's ``agent.ignore_patterns`` come here as written)."""
+    normal = [normal_ignore_pattern(p) for p in overrides]
+    removed = {p[1:] for p in normal if p.startswith("!")}
+    added = [p for p in normal if not p.startswith("!")]
     return [p for p in default_ignore_patterns() if p not in removed] + added
 
 
 def _ignored(relative: str, name: str, patterns: list[str]) -> bool:
-    return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(relative, p) for p in patterns)
+    """A pattern matches the name or the template-relative path; an anchored one (``/sub``) the path only."""
+    return any(
+        fnmatch.fnmatch(relative, p[1:])
+        if p.startswith("/")
+        else fnmatch.fnmatch(name, p) or fnmatch.fnmatch(relative, p)
+        for p in patterns
+    )
 
 
 def inside_sandbox(sandbox: Path, relative: str | Path) -> Path:
@@ -75,14 +85,13 @@ def copy_template_dir(
     of them (``fnmatchcase``, so ``*`` crosses ``/``: ``dist/*`` is all of
     ``dist``). Links in the template are copied as links, never followed; a
     link already in the sandbox is replaced, not written through; files that
-    are neither (devices, FIFOs) are refused. The sandbox itself, when it lies
-    in ``source`` (``evaluate TASK .`` writes its run under ``./runs``), is not
-    copied into itself.
+    are neither (devices, FIFOs) are refused. What the harness keeps in
+    ``source`` is never copied, include patterns or not (:func:`_harness_folders`).
     """
     if not source.is_dir():
         raise TemplateError(f"template_dir not found: {source}")
     ignored_folders: set[Path] = set()  # ignored, yet walked: an include pattern may name something inside
-    itself = os.path.realpath(sandbox)
+    harness = _harness_folders(sandbox)
     folders = _Folders(sandbox)
     for folder, dirs, files in walk(source):  # iterative: an agent's thousand nested folders (`evaluate` of them)
         here = Path(folder)
@@ -90,7 +99,7 @@ def copy_template_dir(
         in_ignored = base in ignored_folders
         kept = []
         for name in dirs:
-            if _is_the_sandbox(here / name, itself):
+            if _is_the_harness(here / name, harness):
                 continue
             if in_ignored or ignored_entry(base, name, patterns):
                 if not include:
@@ -135,8 +144,21 @@ class _Folders:
         return target
 
 
-def _is_the_sandbox(folder: Path, itself: str) -> bool:
-    return folder.name == os.path.basename(itself) and os.path.realpath(folder) == itself
+def _harness_folders(sandbox: Path) -> dict[str, set[str]]:
+    """The folders a template copy leaves out, by name then real path: the sandbox and every folder holding it (its
+    run's, the runs folder: ``template_dir: .`` run from the task's folder, or ``evaluate TASK .``, with the default
+    ``./runs``, copied every earlier run, their agents' sandboxes too, into each new one), and the Dagster home the
+    harness uses (its instance, ``./.dagster`` by default)."""
+    itself = Path(os.path.realpath(sandbox))
+    found: dict[str, set[str]] = {}
+    for folder in (itself, *itself.parents, Path(os.path.realpath(dagster_home()))):
+        found.setdefault(folder.name, set()).add(str(folder))
+    return found
+
+
+def _is_the_harness(folder: Path, harness: dict[str, set[str]]) -> bool:
+    real = harness.get(folder.name)  # a real path only for a name that may be one: a copy costs no more
+    return real is not None and os.path.realpath(folder) in real
 
 
 def ignored_entry(base: Path, name: str, patterns: list[str]) -> bool:
@@ -162,13 +184,27 @@ def _copy_entry(source: Path, target: Path) -> None:
 
 
 def write_starter_file(sandbox: Path, relative: str, content: str) -> None:
-    """Write one starter file; a link on its way that leaves the sandbox is refused."""
+    """Write one starter file: a link on its way that leaves the sandbox is refused; one at its own name is replaced,
+    never written through (a template's ``CLAUDE.md -> AGENTS.md`` under a variant's CLAUDE.md rewrote AGENTS.md)."""
     parent = inside_sandbox(sandbox, Path(relative).parent)
-    parent.mkdir(parents=True, exist_ok=True)
-    target = inside_sandbox(sandbox, relative)
-    if target.is_dir():
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise TemplateError(
+            f"starter file {relative}: {_file_on_the_way(sandbox, relative)} is a file in the sandbox"
+        ) from None
+    target = parent / Path(relative).name
+    if target.is_symlink():
+        target.unlink()
+    elif target.is_dir():
         raise TemplateError(f"starter file {relative} is a folder in the sandbox")
     target.write_text(content, encoding="utf-8")
+
+
+def _file_on_the_way(sandbox: Path, relative: str) -> str:
+    """The first of the folders ``relative`` is in that an earlier source made a file, as the task names it."""
+    folders = list(reversed(Path(relative).parents))[1:]  # from the outermost, without the sandbox itself
+    return next((f.as_posix() for f in folders if not (sandbox / f).is_dir()), Path(relative).parent.as_posix())
 
 
 def run_setup_step(command: list[str], env: dict[str, str], timeout: float, what: str, interrupt: Interrupt) -> None:
