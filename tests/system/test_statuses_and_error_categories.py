@@ -56,3 +56,19 @@ def test_an_evaluation_that_ended_before_its_verdict_names_coder_evals_error_cat
     hook = run.result("hook")
     assert (hook["iteration_count"], hook["iterations"], hook["command_stats"]) == (0, [], None)
     assert rows["hook"]["actual_commands"] is None and rows["verdict"]["actual_commands"] == 3
+
+
+def test_a_run_cut_short_has_no_final_reply_whatever_an_earlier_turn_said(system_cli: SystemCli) -> None:
+    """An earlier turn's words ("Let me check the logs first.") were taken for the final reply of a run a time limit
+    cut: has_final_reply true, a visible turn too many, and the expected_turns warning counting it."""
+    turns = [
+        {"calls": [{"tool": "Bash", "command": "echo one"}], "text": "Let me check the logs first."},
+        {"calls": [{"tool": "Bash", "command": "sleep 30"}], "text": "All done."},
+    ]
+    check = [{"type": "run_command", "command": "true", "description": "ran"}]
+    limits = {"turn_timeout": 10, "expected_turns": 1}
+    task = replay_task_file(system_cli.folder / "tasks", "cut", turns, run_limits=limits, success_criteria=check)
+    outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 1, outcome.output
+    (row,) = run.summary["task_results"]
+    assert (row["status"], row["has_final_reply"], row["visible_turns"]) == ("TIMEOUT", False, 2)

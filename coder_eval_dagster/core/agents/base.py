@@ -27,7 +27,7 @@ from ..early_stop import Watcher
 from ..limits import COST_BUDGET_EXCEEDED, Breach, BudgetTracker
 from ..models.agent import AgentConfig
 from ..models.limits import RunLimits
-from ..models.results import FinalStatus, TurnRecord
+from ..models.results import FinalStatus, TurnRecord, final_reply
 from ..sandbox.base import Sandbox
 
 T = TypeVar("T")
@@ -47,6 +47,8 @@ StopReason = Literal[
     "error",
 ]
 TimeLimit = Literal["task_timeout", "turn_timeout"]  # the run_limits field that ran out
+# how an agent stops mid-turn: the words of its last turn are no final reply when its calls were cut
+CUT_SHORT = frozenset({"task_timeout", "turn_timeout", "token_budget", "cost_budget", "error"})
 
 
 def budget_stop_reason(breach: Breach) -> StopReason:
@@ -172,8 +174,7 @@ class AgentOutput:
         self.warnings.extend(budget.warnings)
         if stop:
             self.early_stop(stop, self.exchange_turns, max_turns)
-        texts = [t.text for t in self.turns if t.text]
-        self.final_text = texts[-1] if texts else None
+        self.final_text = final_reply(self.turns, self.stop_reason in CUT_SHORT)
         return self
 
     def uncosted_are_unknown(self) -> None:

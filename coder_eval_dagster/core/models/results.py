@@ -50,6 +50,8 @@ FinalStatus = Literal[
     "NOT_GRADED",
 ]
 EARLIER_STATUSES = {"FAILED": "FAILURE"}  # written by versions before the report schema
+# the statuses of an agent a limit stopped mid-turn (an agent's own crash is an ERROR its error_details name)
+CUT_SHORT_STATUSES = frozenset({"TIMEOUT", "TOKEN_BUDGET_EXCEEDED", "COST_BUDGET_EXCEEDED"})
 
 # The run's buckets (coder_eval's FinalStatus categories): tasks_succeeded, tasks_failed, tasks_error, tasks_not_graded.
 StatusCategory = Literal["succeeded", "failed", "error", "not_graded"]
@@ -303,6 +305,17 @@ class TurnRecord(BaseModel):
             total_cost_usd=self.cost_usd,
             cost_source=self.cost_source,
         )
+
+
+def final_reply(turns: list[TurnRecord], cut_short: bool) -> str | None:
+    """The final reply (``has_final_reply``, a visible turn): the last turn's text, when that turn ends the
+    conversation: a text-only turn, or any last turn of an agent no time limit, budget or error cut. An earlier
+    turn's words ("Let me check the logs first.") never are, nor those before a call that was cut: coder_eval's is
+    the CLI's closing result, which a cut run lacks."""
+    last = turns[-1] if turns else None
+    if last is None or not last.text:
+        return None
+    return last.text if not last.calls or not cut_short else None
 
 
 class Iteration(BaseModel):
@@ -774,11 +787,12 @@ class EvaluationResult(BaseModel):
         """The agent's one iteration (an agentless task's has no call); none when the agent stage never ran."""
         if not self.agent_stage_ran:
             return []
-        texts = [t.text for t in self.trajectory if t.text]
+        crashed = self.final_status == "ERROR" and (self.error_details or {}).get("component") == "agent"
+        reply = final_reply(self.trajectory, crashed or self.final_status in CUT_SHORT_STATUSES)
         # the agent's own word on how the run's last exchange ended
         summary = self.trajectory[-1].result_summary if self.trajectory else None
-        if summary is None and texts:
-            summary = {"is_error": False, "subtype": "success", "stop_reason": None, "result": texts[-1]}
+        if summary is None and reply:
+            summary = {"is_error": False, "subtype": "success", "stop_reason": None, "result": reply}
         failed = bool(summary and summary.get("is_error"))  # no final reply (has_final_reply), whatever text came
         calls = [call for turn in self.trajectory for call in turn.calls]
         commands = [
@@ -787,13 +801,12 @@ class EvaluationResult(BaseModel):
             )
             for position, call in enumerate(calls)
         ]
-        crashed = self.final_status == "ERROR" and (self.error_details or {}).get("component") == "agent"
         spans = sorted((c.started_at, c.started_at + c.duration_ms / 1000) for c in calls if c.started_at is not None)
         return [
             Iteration(
                 iteration=1,
                 user_input=self.prompt or "",
-                agent_output=texts[-1] if texts and not failed else "",
+                agent_output=reply if reply and not failed else "",
                 commands=commands,
                 timestamp=self.started_at,
                 duration_seconds=self.stage_durations.get("agent", 0.0),
