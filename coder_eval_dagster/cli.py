@@ -52,7 +52,7 @@ from .core.routing import RouteError
 from .core.run_lock import RunFolderBusy
 from .core.run_spec import RunOptions, RunSpec
 from .core.secrets import MODEL_ROUTE_PREFIXES, ROUTE_SETTINGS
-from .core.yamlio import Document, load_document
+from .core.yamlio import load_document
 from .deploy_cli import add_commands as add_deploy_commands
 from .evaluate_cli import add_commands as add_evaluate_commands
 from .export_cli import add_commands as add_export_commands
@@ -109,14 +109,12 @@ def _file_problems(path: Path, experiment: str | None = None) -> FileVerdict:
         resolution = resolve(RunSpec(task_paths=[str(path)], experiment=experiment), experiment_tasks=False)
     except InvalidInput as exc:
         return FileVerdict(exc.problems, [], set())
-    return FileVerdict(resolution.problems, resolution.warnings, _task_ids(doc, resolution))
+    return FileVerdict(resolution.problems, resolution.warnings, _task_ids(resolution))
 
 
-def _task_ids(doc: Document, resolution: Resolution) -> set[str]:
-    """The task ids a task file defines: a parked one's too (a duplicate of it is still a duplicate)."""
-    task_id = doc.data.get("task_id") if isinstance(doc.data, dict) else None
-    parked = {task_id} if isinstance(task_id, str) else set()
-    return {rt.base_task_id for rt in resolution.row_tasks} | parked
+def _task_ids(resolution: Resolution) -> set[str]:
+    """The task ids a task file runs under: a parked one's claims none (``run`` runs its replacement beside it)."""
+    return {rt.base_task_id for rt in resolution.row_tasks}
 
 
 def _duplicate_id(path: Path, task_ids: set[str], seen: dict[str, Path]) -> list[Problem]:

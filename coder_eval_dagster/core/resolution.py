@@ -732,7 +732,7 @@ def _resolve_file(
         return
     base = layer(doc.data, [experiment.defaults for experiment in layers], None, overrides)  # under no variant
     if _quarantined(base, spec):
-        _quarantine(path, doc, base, overrides, result, seen_ids)
+        _quarantine(doc, base, overrides, result, path)
         return
     try:
         rows, problems = _dataset_rows(base, doc, spec, result.warnings), []  # the task's own block: no variant's
@@ -812,21 +812,15 @@ def _quarantined(task: dict[str, Any], spec: RunSpec) -> bool:
 
 
 def _quarantine(
-    path: Path,
-    doc: Document,
-    task: dict[str, Any],
-    overrides: list[tuple[Loc, Any]],
-    result: Resolution,
-    seen_ids: dict[str, Path],
+    doc: Document, task: dict[str, Any], overrides: list[tuple[Loc, Any]], result: Resolution, path: Path
 ) -> None:
-    """A parked task: checked as a task file (its fields, its id) but not the files it names, which may be what it
-    waits for (a dataset not there yet); recorded in ``skipped_tasks``."""
+    """A parked task: checked as a task file (its fields) but not the files it names, which may be what it waits for
+    (a dataset not there yet); recorded in ``skipped_tasks``. Its id is claimed by no one: an old version parked
+    beside its replacement is what ``skip`` is for (coder_eval checks the ids of the tasks it resolves only)."""
     model, problems = _collect(functools.partial(_task_model, doc, task, overrides, {}))
     problems = [problem for problem in problems if not _stands_on_rows(problem, task)]
     if problems:
         raise InvalidInput(problems)
-    if model is not None:
-        _check_unique_id(model.task_id, path, doc, seen_ids)
     result.skipped.append(SkippedTask(str(path), SKIP_TRUE, task_id=model.task_id if model is not None else None))
 
 

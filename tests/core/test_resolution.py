@@ -225,6 +225,18 @@ def test_stratified_sampling_without_seed_redraws(tmp_path: Path) -> None:
     assert len(draws) > 1 and all(len(d) == 5 for d in draws)
 
 
+def test_a_parked_task_claims_no_id_and_its_replacement_runs(tmp_path: Path) -> None:
+    """coder_eval checks the ids of the tasks it resolves: an old version parked (skip: true) beside its replacement
+    left the replacement out as a duplicate; both run (--include-skipped) is a duplicate again."""
+    write_task(tmp_path, task_with(task_id="same", skip=True), "old.yaml")
+    write_task(tmp_path, task_with(task_id="same"), "new.yaml")
+    result = resolve(RunSpec(task_paths=[str(tmp_path)]))
+    assert [rt.task_id for rt in result.row_tasks] == ["same"] and result.problems == []
+    assert [s.path for s in result.skipped] == [str(tmp_path / "old.yaml")]
+    both = resolve(RunSpec(task_paths=[str(tmp_path)], include_skipped=True))
+    assert [p.message for p in both.problems] == [f"duplicate task_id 'same' (also in {tmp_path / 'new.yaml'})"]
+
+
 def test_cli_sample_overrides_yaml_and_is_fixed_seed(tmp_path: Path) -> None:
     _dataset_task(tmp_path, ROWS, sample_per_stratum=3, stratify_field="label")
     first = run_cli("list", tmp_path, "--sample", "1")

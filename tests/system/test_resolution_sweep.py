@@ -11,7 +11,7 @@ import pytest
 from coder_eval_dagster.core.resolution import SKIP_TRUE
 
 from ..support.helpers import write
-from .conftest import SystemCli, task_file
+from .conftest import SystemCli, only_run, task_file
 
 pytestmark = pytest.mark.slow
 
@@ -39,8 +39,12 @@ def test_a_parked_task_is_skipped_without_reading_its_dataset(tmp_path: Path, sy
         tmp_path / "tasks/again.yaml",
         (tmp_path / "tasks/ok.yaml").read_text().replace("task_id: ok", "task_id: parked"),
     )
-    duplicate = system_cli("validate", tmp_path / "tasks", env={})  # a parked task's id is still taken
-    assert duplicate.code == 1 and "parked" in duplicate.output, duplicate.output
+    # its replacement beside it (the old version parked): the parked file claims no id, as in coder_eval
+    replaced = system_cli("validate", tmp_path / "tasks", env={})
+    assert replaced.code == 0 and "duplicate" not in replaced.output, replaced.output
+    again = system_cli("run", tmp_path / "tasks", "--runs-dir", tmp_path / "again", env={})
+    assert again.code == 0, again.output
+    assert sorted(task["task_id"] for task in only_run(tmp_path / "again").summary["task_results"]) == ["ok", "parked"]
 
 
 def test_a_task_with_a_broken_jsonl_is_left_out_and_the_rest_runs(tmp_path: Path, system_cli: SystemCli) -> None:
