@@ -34,6 +34,7 @@ def _validate(folder: Path, assertions: list[dict[str, Any]], **changes: Any) ->
         ({"expression": "s", "operator": "regex", "expected": "(("}, "invalid regular expression: missing )"),
         ({"expression": "s", "operator": "type", "expected": "banana"}, "unknown JSON type 'banana'; use one of"),
         ({"expression": "s", "operator": "type", "expected": 3}, "unknown JSON type 3"),
+        ({"expression": "b", "operator": "regex", "expected": 5}, 'a regex is text: quote it ("5"), not 5'),
     ],
 )
 def test_broken_expected_is_a_load_error_naming_the_field(tmp_path: Path, bad: dict[str, Any], fragment: str) -> None:

@@ -67,6 +67,8 @@ class Assertion(StrictModel):
                 _json_type(expected)
             elif isinstance(expected, str):
                 check_regex(expected)
+            else:  # coder_eval's re.search fails on it at run time; ours matched nothing, in silence
+                raise ValueError(f"a regex is text: quote it ({json.dumps(str(expected))}), not {expected!r}")
         except ValueError as exc:
             raise rule_error("expected", str(exc)) from None
         return self
