@@ -446,7 +446,7 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
     ),
     (
         "stop-early-only-live",
-        with_criteria({**CMD, "stop_early": {"on_pass": "stop"}}),
+        with_criteria({**CMD, "stop_early": {"on_pass": "stop"}}, {**FE, "stop_early": None}),  # null: the default
         with_criteria({**FE, "stop_early": {}}),
         "success_criteria.0.stop_early",
         "only command_executed, skill_triggered (live-observable",

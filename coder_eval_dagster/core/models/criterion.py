@@ -60,9 +60,13 @@ class CriterionBase(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _placement_rules(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "stop_early" in data and "stop_early" not in cls.model_fields:
-            raise rule_error("stop_early", f"only {_names(LiveObservable)} (live-observable criteria) can be armed")
-        return data
+        """``stop_early`` arms a live-observable criterion only; ``stop_early: null`` (the guide's default of every
+        criterion) arms nothing, and is dropped."""
+        if not isinstance(data, dict) or "stop_early" not in data or "stop_early" in cls.model_fields:
+            return data
+        if data["stop_early"] is None:
+            return {key: value for key, value in data.items() if key != "stop_early"}
+        raise rule_error("stop_early", f"only {_names(LiveObservable)} (live-observable criteria) can be armed")
 
     @model_validator(mode="after")
     def _thresholds_are_metrics(self) -> CriterionBase:
