@@ -29,6 +29,20 @@ def test_a_variants_template_folder_that_is_missing_is_named_in_the_experiment(t
     )
 
 
+@pytest.mark.parametrize("block", ["variants:\n  - variant_id: b\n   ", "defaults:\n  "])
+def test_a_repo_after_another_source_of_an_experiment_is_refused_by_validate_of_the_file_alone(
+    tmp_path: Path, block: str
+) -> None:
+    """It refused every run ('after 0 sources', not counting its own list) while validate said OK."""
+    sources = "template_sources: [{type: repo, url: a.git}, {type: repo, url: b.git}]"
+    text = f"experiment_id: e\n{block} {sources}\n" + ("variants: [{variant_id: b}]\n" if "defaults" in block else "")
+    experiment = write(tmp_path / "e.yaml", text)
+    checked = run_cli("validate", experiment)
+    where = "variants.0" if "variants" in block else "defaults"
+    assert checked.code == 1, checked.out
+    assert f"{where}.template_sources.1: a repo source must be first in the list" in checked.err, checked.err
+
+
 def test_a_variants_missing_plugin_folder_is_warned_about_in_the_experiment(tmp_path: Path) -> None:
     task = write_task(tmp_path / "t", {**agentless_task(), "agent": {"type": "claude-code"}, "initial_prompt": "p"})
     experiment = write(

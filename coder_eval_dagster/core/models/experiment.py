@@ -12,7 +12,7 @@ from .base import SafeId, StrictModel, check_regex, rule_error
 from .checker import CheckerContext
 from .commands import HookCommand
 from .limits import RunLimits
-from .sandbox import SANDBOX_DRIVERS, SandboxConfig, TemplateSource
+from .sandbox import SANDBOX_DRIVERS, SandboxConfig, TemplateSource, check_repo_first
 from .simulation import Simulation
 
 MAX_REPEATS = 99  # replicate folders are two digits
@@ -106,9 +106,17 @@ class Overlay(StrictModel):
     repeats: Repeats | None = None
     driver: str | None = None
     prompt_mutations: list[PromptMutation] = Field(default_factory=list)
+    # after the task's own: the defaults' before a variant's
+    template_sources: list[TemplateSource] = Field(default_factory=list)
 
     _simulation = field_validator("simulation")(_known_simulation_keys)
     _driver = field_validator("driver")(_registered_driver)
+
+    @model_validator(mode="after")
+    def _repo_first(self) -> Overlay:
+        """A repo after another source of this list can never be first: said by ``validate`` of the file alone."""
+        check_repo_first(self.template_sources)
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -127,7 +135,6 @@ class ExperimentDefaults(Overlay):
     pre_run: list[HookCommand] = Field(default_factory=list)
     post_run: list[HookCommand] = Field(default_factory=list)
     checker_context: CheckerContext = None  # merged key by key under the task's (coder_eval's defaults layer)
-    template_sources: list[TemplateSource] = Field(default_factory=list)  # after the task's own, before a variant's
 
 
 class Variant(Overlay):
@@ -139,7 +146,6 @@ class Variant(Overlay):
 
     variant_id: SafeId
     description: str | None = None
-    template_sources: list[TemplateSource] = Field(default_factory=list)
     checker_context: CheckerContext = None  # merged key by key over the task's
     initial_prompt: str | None = None
     initial_prompt_file: str | None = None
