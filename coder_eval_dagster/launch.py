@@ -162,7 +162,25 @@ def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
     orphaned = [run for run in here if not process_alive(int(run.tags.get(PID_TAG, "0") or 0))]
     for run in orphaned:
         instance.report_run_failed(run, "the process running it died (a CLI run: finish it with --resume)")
+    free_slots_of_ended_runs(instance)
     return [run.run_id for run in orphaned]
+
+
+ENDED = (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
+
+
+def free_slots_of_ended_runs(instance: dg.DagsterInstance) -> None:
+    """Give back the pool slots (``agent_api``) that runs which ended still hold: a process killed mid-step never
+    frees its own, and with no daemon freeing them (Dagster's run monitoring does, after
+    ``free_slots_after_run_end_seconds``) four kill -9s left every later run waiting for a slot for ever."""
+    storage = instance.event_log_storage
+    if not storage.supports_global_concurrency_limits:
+        return
+    holders = storage.get_concurrency_run_ids()
+    if not holders:
+        return
+    for record in instance.get_run_records(filters=dg.RunsFilter(run_ids=list(holders), statuses=list(ENDED))):
+        storage.free_concurrency_slots_for_run(record.dagster_run.run_id)
 
 
 # In the instance home: the CLI processes using it take turns at reading and changing its dynamic keys.

@@ -48,3 +48,37 @@ def test_a_run_whose_keys_another_run_moved_fails_and_resumes(tmp_path: Path, sy
     assert resumed.returncode == 0, (resumed.stdout + resumed.stderr).decode()
     rows = json.loads((run_dir / "run.json").read_text())["task_results"]
     assert sorted(row["task_id"] for row in rows if row["status"] == "SUCCESS") == [f"ds/{i}" for i in "abcd"]
+
+
+SLEEPER = """
+task_id: slow
+description: sleeps in its sandbox step
+agent: {type: none}
+sandbox: {python: null}
+pre_run: [{command: "echo started > started.txt; sleep 60"}]
+success_criteria: [{type: run_command, command: "echo ok", expected_stdout: ok, description: ok}]
+"""
+
+
+def test_a_run_killed_in_its_sandbox_step_gives_its_pool_slot_back(tmp_path: Path, system_cli: SystemCli) -> None:
+    """kill -9 mid-step left the step's agent_api slot held for ever: four such kills, and every later run on the
+    instance waited for a slot at 100% CPU, deaf to Ctrl-C. The next start frees what ended runs hold."""
+    import dagster as dg
+
+    from .conftest import stop_group
+
+    task = write(tmp_path / "slow.yaml", SLEEPER)
+    killed = system_cli.start("run", task, "--runs-dir", tmp_path / "killed", env={})
+    deadline = time.monotonic() + 60
+    while not list((tmp_path / "killed").glob("*/default/slow/00/sandbox/started.txt")):
+        assert time.monotonic() < deadline and killed.poll() is None, "the run never reached its pre_run"
+        time.sleep(0.1)
+    stop_group(killed)  # kill -9 of the whole group, in its sandbox step
+    with dg.DagsterInstance.from_config(str(system_cli.home)) as instance:
+        storage = instance.event_log_storage
+        storage.set_concurrency_slots("agent_api", 1)  # the one slot the killed run holds
+        assert len(storage.get_concurrency_info("agent_api").claimed_slots) == 1
+    fast = write(tmp_path / "fast.yaml", SLEEPER.replace("task_id: slow", "task_id: fast").replace("sleep 60", "true"))
+    outcome, run = system_cli.run(fast, env={}, timeout=60)
+    assert outcome.code == 0, outcome.output
+    assert run.summary["tasks_succeeded"] == 1
