@@ -95,6 +95,12 @@ class Snapshot:
     max_flaky_share: float | None = None  # the experiment's flaky-rows gate
     budget_usd: float | None = None  # the experiment's budget.max_usd (--max-usd, in the plan's spec, wins)
 
+    @property
+    def invalid_task_files(self) -> int:
+        """The task files that did not validate: those a folder held are left out (``skipped``, marked invalid),
+        their problems in the reason; a named one's problems stay the run's."""
+        return sum(entry.invalid for entry in self.skipped) + len({problem.path for problem in self.problems})
+
     @classmethod
     def of(cls, resolution: Resolution) -> Snapshot:
         experiment = resolution.experiment.model if resolution.experiment else None

@@ -160,7 +160,7 @@ def task_definitions(
         metadata={
             "row_tasks": len(snapshot.row_tasks),
             "skipped": len(snapshot.skipped),
-            "invalid_file_problems": len(snapshot.problems),
+            "invalid_file_problems": snapshot.invalid_task_files,
             "variants": len({rt.variant_id for rt in snapshot.row_tasks}),
             "task_paths": ", ".join(spec.task_paths),
             "experiment": run.plan.experiment or "",
@@ -344,7 +344,7 @@ def suite_metrics(
     thresholds = [t for entry in summary.suite for t in entry.thresholds]
     succeeded = sum(r.success for r in summary.results)
     share = succeeded / len(summary.results) if summary.results else 0.0
-    invalid = sum(entry.invalid for entry in run.snapshot.skipped)  # a task file left out fails the run
+    invalid = run.snapshot.invalid_task_files  # a task file left out fails the run
     checks = [
         dg.AssetCheckResult(
             check_name="suite_thresholds",

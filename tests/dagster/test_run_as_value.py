@@ -183,10 +183,15 @@ def test_a_launched_run_over_a_folder_with_an_invalid_task_file_fails_as_the_cli
         check = instance.event_log_storage.get_latest_asset_check_execution_by_key(
             [dg.AssetCheckKey(dg.AssetKey("suite_metrics"), "all_tasks_succeeded")]
         )
+        event = instance.get_latest_materialization_event(dg.AssetKey("task_definitions"))
+        assert event is not None and event.asset_materialization is not None
+        defined = event.asset_materialization
     document = json.loads((_only_run(tmp_path / "runs") / "run.json").read_text())
     assert document["passed"] is False and [s["path"] for s in document["skipped_tasks"]] == [str(broken)]
     (execution,) = check.values()
     assert execution.evaluation is not None and not execution.evaluation.passed
+    assert execution.evaluation.metadata["invalid_task_files"].value == 1
+    assert defined.metadata["invalid_file_problems"].value == 1  # the count operations.md names (it read 0)
 
     folder = _only_run(tmp_path / "runs")  # a launch's folder cut short is finished in Dagster, not by --resume
     (folder / "default" / "a" / "00" / "task.json").unlink()
