@@ -11,7 +11,6 @@ criteria_scores boundary is the only barrier. A failure is recorded on its
 own evaluation, never failing the step.
 """
 
-import json
 import warnings
 from datetime import datetime
 from pathlib import Path
@@ -30,7 +29,6 @@ from ..core.layout import (
     PLAN_FILE,
     REPORT_FILE,
     RESULT_FILE,
-    RUN_FILE,
     RUN_MD,
     RUN_VIEWER,
     SANDBOX_DIR,
@@ -446,15 +444,6 @@ def variant_comparison(
 ) -> Materialized:
     opened = settings.open(context, run_context)
     run_dir = opened.folder
-    if _single_variant(run_dir) and not _earlier_run_dirs(context.instance, run_dir):
-        # Nothing to pair with: done without importing pandas and scipy (a second of every first run).
-        return dg.MaterializeResult(
-            metadata={"comparison": dg.MetadataValue.md("one variant and no earlier run: nothing to compare yet")},
-            check_results=[_check_result(True, {"previous_run": NO_PREVIOUS_RUN})],
-        )
-    # Imported here: pandas and scipy would otherwise load with the code location, before every run.
-    from ..core.compare.analysis import compare_variants
-    from ..core.compare.regression import comparison_metadata, regression_verdict
     from ..core.compare.rows import CompareError, load_run
 
     try:
@@ -464,7 +453,20 @@ def variant_comparison(
             metadata={"comparison": dg.MetadataValue.md(f"nothing to compare: {exc}")},
             check_results=[_check_result(True, {"previous_run": "this run has no evaluations"})],
         )
-    table, rates = comparison_metadata(compare_variants(current))
+    if len(current.variants) < 2 and not _earlier_run_dirs(context.instance, run_dir):
+        # Nothing to pair with: done without importing pandas and scipy (a second of every first run).
+        return dg.MaterializeResult(
+            metadata={
+                "comparison": dg.MetadataValue.md("one variant and no earlier run: nothing to compare yet"),
+                **_rate_metadata(current.success_rates(), run_dir),
+            },
+            check_results=[_check_result(True, {"previous_run": NO_PREVIOUS_RUN})],
+        )
+    # Imported here: pandas and scipy would otherwise load with the code location, before every run.
+    from ..core.compare.analysis import compare_variants
+    from ..core.compare.regression import comparison_table, regression_verdict
+
+    table = comparison_table(compare_variants(current))
     before = previous_run(context.instance, current, started(opened.plan))
     verdict = regression_verdict(before, current)
     page = run_dir / COMPARISON_PAGE
@@ -472,12 +474,20 @@ def variant_comparison(
     return dg.MaterializeResult(
         metadata={
             "comparison": dg.MetadataValue.md(table),
-            **{key: dg.FloatMetadataValue(value) for key, value in rates.items()},
-            "run_dir": dg.MetadataValue.path(str(run_dir.absolute())),
+            **_rate_metadata(current.success_rates(), run_dir),
             **({"page": dg.MetadataValue.path(str(page.absolute()))} if page.is_file() else {}),
         },
         check_results=[_check_result(verdict.passed, check_metadata)],
     )
+
+
+def _rate_metadata(rates: dict[str, float | None], run_dir: Path) -> dict[str, Any]:
+    """Each variant's ``success_rate.<variant>`` (null when every evaluation was an ERROR, no verdict to rate: a 0
+    would plot a broken machine as the model's fall), plotted run by run, and the run folder."""
+    return {
+        **{f"success_rate.{variant}": dg.FloatMetadataValue(rate) for variant, rate in rates.items()},
+        "run_dir": dg.MetadataValue.path(str(run_dir.absolute())),
+    }
 
 
 def _check_value(key: str, value: Any) -> Any:
@@ -485,14 +495,6 @@ def _check_value(key: str, value: Any) -> Any:
     if key.endswith("_rows"):
         return dg.MetadataValue.md(value)
     return dg.FloatMetadataValue(value) if key.endswith(".difference") else value
-
-
-def _single_variant(run_dir: Path) -> bool:
-    try:
-        document = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return len(document.get("variants") or []) < 2
 
 
 def _check_result(passed: bool, metadata: dict[str, Any]) -> dg.AssetCheckResult:

@@ -104,3 +104,17 @@ def test_a_night_of_only_errors_has_no_rate_and_no_difference(tmp_path: Path) ->
     record = instance.event_log_storage.get_asset_check_execution_history(CHECK, limit=1)[0]
     check = record.event.dagster_event.event_specific_data  # type: ignore[union-attr]
     assert check.metadata["default.difference"].value is None
+
+
+def test_the_first_run_plots_its_success_rate_too(tmp_path: Path) -> None:
+    """A single-variant nightly's first run (no earlier run: the step skips pandas and scipy) recorded no
+    success_rate.<variant> nor run_dir: its Plots tab lost the first point."""
+    write(tmp_path / "task.yaml", TASK)
+    _run(tmp_path, ok=1)
+    instance = dg.DagsterInstance.from_config(str(tmp_path / "home"))
+    event = instance.get_latest_materialization_event(dg.AssetKey("variant_comparison"))
+    assert event is not None and event.asset_materialization is not None
+    metadata = event.asset_materialization.metadata
+    assert metadata["comparison"].value == "one variant and no earlier run: nothing to compare yet"
+    (folder,) = run_folders(tmp_path / "runs")
+    assert metadata["success_rate.default"].value == 1.0 and metadata["run_dir"].value == str(folder.absolute())

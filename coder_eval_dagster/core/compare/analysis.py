@@ -33,7 +33,7 @@ import numpy as np
 from .clustered import DIFFERENCE, RATE, MeanEstimate, mean_estimate
 from .interval import Interval
 from .replicates import PassK, RowReplicates, flaky_rows, pass_k_figures
-from .rows import BATCH, CompareError, Outcome, RunRows, SequentialSettings
+from .rows import BATCH, ERROR, CompareError, Outcome, RunRows, SequentialSettings, success_rate
 from .sequential import SequentialResult, SequentialStep, sequence_over_batches, sequential_decision
 from .stats import (
     ALPHA,
@@ -48,7 +48,6 @@ from .stats import (
 if TYPE_CHECKING:
     import pandas as pd
 
-ERROR = "ERROR"
 DELTA_METRICS = ("cost_usd", "tokens", "turns", "duration_s")
 
 
@@ -88,7 +87,7 @@ class Arm:
     @cached_property
     def valid(self) -> list[Outcome]:
         """The arm's non-ERROR evaluations, as plain values: all its own figures need."""
-        return [o for o in self.run.outcomes if o.variant_id == self.variant_id and o.final_status != ERROR]
+        return self.run.valid(self.variant_id)
 
     @cached_property
     def row_outcomes(self) -> list[RowOutcomes]:
@@ -333,7 +332,7 @@ def arm_summary(arm: Arm) -> ArmSummary:
         evaluations=evaluations,
         errors=evaluations - len(valid),
         successes=successes,
-        success_rate=successes / len(valid) if valid else None,
+        success_rate=success_rate(valid),
         interval=wilson_interval(successes, len(valid)),
         mean_score=_mean(scores),
         mean_cost_usd=_mean([o.cost_usd for o in valid]),

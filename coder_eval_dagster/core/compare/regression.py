@@ -17,12 +17,9 @@ from .render import markdown_table, summary_table
 from .rows import RunRows
 
 
-def comparison_metadata(comparison: Comparison) -> tuple[str, dict[str, float | None]]:
-    """The variant_comparison asset's Markdown table and per-variant success rates (None: every evaluation of the
-    variant an ERROR, no verdict to rate; a 0 would plot a broken machine as the model's fall)."""
-    rates = {f"success_rate.{arm.variant_id}": arm.success_rate for arm in comparison.arms}
-    table = markdown_table(summary_table(comparison)) if comparison.pairs else "one variant: nothing to pair"
-    return table, rates
+def comparison_table(comparison: Comparison) -> str:
+    """The variant_comparison asset's Markdown table."""
+    return markdown_table(summary_table(comparison)) if comparison.pairs else "one variant: nothing to pair"
 
 
 def same_task_set(first: RunRows, second: RunRows) -> bool:

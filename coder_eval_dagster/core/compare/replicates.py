@@ -16,8 +16,6 @@ import numpy as np
 
 from .interval import Interval
 
-ERROR = "ERROR"
-
 
 def chance_all_within(favourable: np.ndarray, total: np.ndarray, k: int) -> np.ndarray:
     """C(favourable, k) / C(total, k), per row, as a product of k ratios in [0, 1] (no factorial overflows).

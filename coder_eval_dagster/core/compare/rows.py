@@ -99,6 +99,7 @@ def _outcome(variant_id: str, task_id: str, base: str, status: str, success: Any
 
 
 Records = list[dict[str, Any]]  # task.json rows, in the task_results table's columns
+ERROR = "ERROR"  # an evaluation with no verdict: out of every rate
 
 
 @dataclass
@@ -129,6 +130,18 @@ class RunRows:
         """Every evaluation in the frame's order, as plain values."""
         columns = [_column(self.source, name) for name in OUTCOME_COLUMNS]
         return [_outcome(*values) for values in zip(*columns, strict=True)]
+
+    def valid(self, variant_id: str) -> list[Outcome]:
+        """A variant's non-ERROR evaluations: the ones with a verdict to rate."""
+        return [o for o in self.outcomes if o.variant_id == variant_id and o.final_status != ERROR]
+
+    def success_rates(self) -> dict[str, float | None]:
+        """Each variant's success rate over its non-ERROR evaluations (None: every one an ERROR), no pandas."""
+        return {variant: success_rate(self.valid(variant)) for variant in self.variants}
+
+
+def success_rate(valid: list[Outcome]) -> float | None:
+    return sum(o.success for o in valid) / len(valid) if valid else None
 
 
 def _column(source: pa.Table | Records, name: str) -> list[Any]:

@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from ..models.results import EvaluationResult
-from .replicates import ERROR, RowReplicates, flaky_rows, pass_k_figures
+from .replicates import RowReplicates, flaky_rows, pass_k_figures
+from .rows import ERROR
 from .sequential import ALPHA, SequentialResult, sequential_decision
 
 # ----------------------------------------------------------------------------- repeated trials
