@@ -182,6 +182,9 @@ def task_files_sensor(context: dg.SensorEvaluationContext, settings: CoderEvalSe
     complete = not skipped
     previous, store = Cursor.parse(context.cursor), FingerprintStore(context.instance, sensor_identity(context))
     earlier = previous.fingerprints(store)
+    if switched := _variants_switched(earlier, current):  # the code location's settings, not the files
+        context.log.warning(switched)
+        return dg.SensorResult(skip_reason=switched)  # the cursor kept: set back, nothing has changed
     if earlier is not None:
         changed = [key for key, digest in current.items() if earlier.get(key) != digest]
     else:  # turned on (or reset): what the instance has evaluated already is the baseline, not a change
@@ -203,6 +206,21 @@ def task_files_sensor(context: dg.SensorEvaluationContext, settings: CoderEvalSe
         dynamic_partitions_requests=partition_requests,
         cursor=cursor.dump(),
         skip_reason=None if runs else _skip_reason(skipped, partition_requests),
+    )
+
+
+def _variants_switched(earlier: dict[str, str] | None, current: dict[str, str]) -> str:
+    """Why the tick does nothing when the files now served share no variant with the last tick's: the experiment
+    of the code location changed (``CODER_EVAL_EXPERIMENT`` set, unset or another file), as a restart with a
+    setting left out does. Retiring the last tick's variants and running the new ones would then re-run, and pay
+    for, the whole suite when the setting comes back."""
+    before, now = set(_dimension(earlier or {}, 1)), set(_dimension(current, 1))
+    if not before or not now or before & now:
+        return ""
+    return (
+        f"the served variants ({', '.join(sorted(now))}) share none with the last tick's ({', '.join(sorted(before))}):"
+        " the code location's experiment changed (CODER_EVAL_EXPERIMENT set, unset or another file?). Nothing is "
+        "retired or run; set it back, or reset this sensor's cursor to start over with these variants"
     )
 
 

@@ -408,3 +408,21 @@ def test_a_launchpad_config_the_core_refuses_fails_in_one_line_naming_its_field(
     errors = [error.message for event in result.all_events if (error := getattr(event.event_specific_data, "error", 0))]
     assert not result.success
     assert f"dagster._core.definitions.events.Failure: {said}\n" in errors, errors  # the step's, or the resource's
+
+
+def test_a_code_location_restarted_without_its_experiment_retires_and_runs_nothing(tmp_path: Path, instance) -> None:
+    """Restarted once without CODER_EVAL_EXPERIMENT, the sensor retired the experiment's variants and ran the
+    default one; with the setting back, it ran every evaluation of the suite again though no file had changed."""
+    served = project(tmp_path)
+    experiment = write(tmp_path / "ab.yaml", "experiment_id: ab\nvariants: [{variant_id: base}, {variant_id: alt}]\n")
+    spec = RunSpecConfig(task_paths=[str(tmp_path / "tasks")], experiment=str(experiment))
+    with_experiment = CoderEvalSettings(spec=spec, options=served.options)
+    first = sensor_tick(instance, with_experiment, None)
+    assert len(first.run_requests) == 1 and instance.get_dynamic_partitions("variant") == ["base", "alt"]
+    without = sensor_tick(instance, served, first.cursor)
+    assert not without.run_requests and not without.dynamic_partitions_requests
+    assert without.cursor in (None, first.cursor)  # kept
+    assert "share none with the last tick's (alt, base)" in (without.skip_message or "")
+    assert instance.get_dynamic_partitions("variant") == ["base", "alt"]
+    back = sensor_tick(instance, with_experiment, first.cursor)  # the daemon kept the cursor the skip left
+    assert not back.run_requests and not back.dynamic_partitions_requests
