@@ -58,7 +58,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     problem = inside_run_problem(*((args.run_dir, "--run-dir") if args.run_dir else (args.runs_dir, "--runs-dir")))
     if problem is not None:  # a run's folder is refused; an earlier `evaluate --run-dir` is written over (coder_eval)
         raise UsageError(problem)
-    row_task = grading_task(args.task, directory, None if args.run_dir else args.runs_dir)  # leaves no run folder
+    row_task = grading_task(args.task, directory)  # leaves no run folder
     folder = args.run_dir or new_run_dir(args.runs_dir)
     result = evaluate_directory(row_task, folder)
     return report(result, folder)

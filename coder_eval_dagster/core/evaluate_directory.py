@@ -10,7 +10,6 @@ and ``sandbox/``, under the variant ``evaluate``; no run.json, no tables.
 
 from __future__ import annotations
 
-import glob
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -27,9 +26,9 @@ from .run_spec import RunSpec
 VARIANT = "evaluate"  # coder_eval's variant_id for a graded directory
 
 
-def grading_task(task_file: Path, directory: Path, runs_dir: Path | None = None) -> RowTask:
-    """The task of ``task_file``, agentless, starting from a copy of ``directory`` (without what ``runs_dir``
-    holds, when it lies inside: the runs of earlier grades, this one's own); InvalidInput when either cannot be
+def grading_task(task_file: Path, directory: Path) -> RowTask:
+    """The task of ``task_file``, agentless, starting from a copy of ``directory`` (the runs folder of the grade,
+    earlier grades in it, is never copied: ``templates.copy_template_dir``); InvalidInput when either cannot be
     graded (before any run folder is made for it)."""
     if not directory.is_dir():
         raise InvalidInput([Problem(str(directory), None, DOCUMENT, "not a directory to grade")])
@@ -44,11 +43,10 @@ def grading_task(task_file: Path, directory: Path, runs_dir: Path | None = None)
         raise InvalidInput([Problem(str(task_file), None, DOCUMENT, why)])
     task = row_task.task
     sources = with_directory(task.sandbox.template_sources, directory)
-    ignored = [*task.sandbox.ignore_patterns, *runs_left_out(directory, runs_dir)]
     agentless = task.model_copy(
         update={
             "agent": task.agent.model_copy(update={"type": "none"}),
-            "sandbox": task.sandbox.model_copy(update={"template_sources": sources, "ignore_patterns": ignored}),
+            "sandbox": task.sandbox.model_copy(update={"template_sources": sources}),
         }
     )
     return replace(row_task, task=agentless, variant_id=VARIANT, replicates=1)
@@ -74,19 +72,6 @@ def preserved_sandbox(directory: Path) -> Path | None:
         return artifacts / task_id
     inside = [path for path in artifacts.iterdir() if path.is_dir()]
     return inside[0] if len(inside) == 1 else None
-
-
-def runs_left_out(directory: Path, runs_dir: Path | None) -> list[str]:
-    """An ignore pattern for what ``runs_dir`` holds when it lies inside ``directory`` (``evaluate TASK .`` with
-    the default ``./runs``): each grade would copy every earlier one, and each of those its own earlier ones. A
-    pattern with a ``/`` matches that path only, never a name elsewhere."""
-    if runs_dir is None:
-        return []
-    try:
-        inside = runs_dir.resolve().relative_to(directory.resolve())
-    except ValueError:
-        return []
-    return [glob.escape(inside.as_posix()) + "/*"] if inside.parts else []
 
 
 def with_directory(sources: list[TemplateSource], directory: Path) -> list[TemplateSource]:

@@ -16,7 +16,9 @@ sandbox:
   python: null
   template_sources:
     - type: starter_files
-      files: [{path: a, content: "x"}, {path: a/b, content: "y"}]
+      files: [{path: a, content: "x"}]
+    - type: starter_files
+      files: [{path: a/b, content: "y"}]
 success_criteria: [{type: file_exists, path: a, description: a}]
 """
 
@@ -29,4 +31,7 @@ def test_a_sandbox_that_cannot_be_laid_out_is_an_error_without_a_traceback(
     assert outcome.code == 1, outcome.output
     assert "Traceback" not in outcome.output and 'File "' not in outcome.output, outcome.err
     result = only_run(system_cli.runs).result("setupfail")
-    assert result["final_status"] == "ERROR" and "FileExistsError" in result["error_message"]
+    assert (
+        result["final_status"] == "ERROR" and "starter file a/b: a is a file in the sandbox" in result["error_message"]
+    )
+    assert str(system_cli.runs) not in result["error_message"]  # no host path (it was a raw FileExistsError's)
