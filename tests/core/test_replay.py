@@ -379,3 +379,19 @@ def test_a_fifo_or_folder_is_an_error_at_once_never_waited_on(tmp_path: Path) ->
     assert bash.status == "success" and [c.status for c in tools] == ["error"] * 5
     assert all(c.output == "not a regular file: p" for c in tools[:3]), [c.output for c in tools]
     assert all("folder" in (c.output or "") for c in tools[3:]) and (box.root / "folder").is_dir()
+
+
+def test_no_turn_is_played_or_spent_once_the_run_is_interrupted(tmp_path: Path) -> None:
+    """Ctrl-C during turn 1's call: turn 2 was played all the same (its calls refused at once) and its recorded
+    cost counted in the run's spend, which a --resume counted again."""
+    box = TempdirSandbox(tmp_path / "run/sandbox", SandboxConfig(python=None))
+    box.create(tmp_path)
+    usage = {"input_tokens": 10, "output_tokens": 5, "cost_usd": 0.001}
+    turns = [
+        {"calls": [{"tool": "Bash", "command": "sleep 5"}], "usage": usage},
+        {"calls": [{"tool": "Bash", "command": "true"}], "usage": usage},
+    ]
+    threading.Timer(0.5, box.interrupt.raise_now).start()
+    output, _ = play(tmp_path, turns, box=box)
+    assert [turn.cost_usd for turn in output.turns] == [0.001]  # turn 1's model turn happened; turn 2's never
+    assert output.stop_reason == "error" and output.error == "the run was interrupted"

@@ -189,6 +189,9 @@ class Replay:
                     return self.conclude()
                 continue
             index += 1
+            if self.input.sandbox.interrupt.is_set():  # no model turn follows an interrupt (nor its cost)
+                self.stop("error", None, "the run was interrupted")
+                return self.conclude()
             if not self.play_turn(index, turn):
                 return self.conclude()
         if self.input.dialog is not None:
