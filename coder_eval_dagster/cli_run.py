@@ -299,10 +299,37 @@ def _resume(opened: OpenRun, options: RunOptions, context: RunContext, retry_err
             print(f"coder-eval run: no ERROR evaluation in {run_dir}", file=sys.stderr)
             return _report(run_dir, junit)
         row_tasks = [rt for rt in row_tasks if f"{rt.variant_id}/{rt.task_id}" in errored]
+        _say_files_changed(opened, row_tasks)
     else:
         _reset_deleted_results(run_dir)
+        _say_files_changed(opened, _row_tasks_of(opened, unfinished(opened)))
     _prewarm(row_tasks, options)
     return _launch(_open_instance(), opened, row_tasks, options, context, fresh_id=True, junit=junit)
+
+
+def _row_tasks_of(opened: OpenRun, folders: list[Path]) -> list[RowTask]:
+    """The row-tasks of these evaluation folders (``<variant>/<task_id>/<NN>``)."""
+    named = {folder.parent.relative_to(opened.folder).as_posix() for folder in folders}
+    return [rt for rt in opened.snapshot.row_tasks if f"{rt.variant_id}/{rt.task_id}" in named]
+
+
+def _say_files_changed(opened: OpenRun, row_tasks: list[RowTask]) -> None:
+    """A note when files the row-tasks about to run read changed since the run started: the snapshot keeps the
+    task files as they were, not a template folder, the reference file or a replay trajectory, which run as they
+    are now (a resumed run mixes the two versions, so it is said)."""
+    from .core.fingerprints import fingerprints
+
+    recorded = opened.snapshot.fingerprints
+    changed = [key for key, digest in fingerprints(row_tasks).items() if recorded.get(key) not in (None, digest)]
+    if changed:
+        named = ", ".join(f"{task_id} [{variant_id}]" for task_id, variant_id in changed[:5])
+        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        print(
+            f"coder-eval run: note: {len(changed)} row-task(s) to run read files that changed since the run started "
+            f"(a template folder, the reference file or a replay trajectory, which the run's snapshot does not "
+            f"keep): they run with them as they are now: {named}{more}",
+            file=sys.stderr,
+        )
 
 
 def _reset_errored(run_dir: Path) -> list[Path]:
