@@ -96,15 +96,6 @@ def test_starter_files_beside_each_other_are_kept() -> None:
     assert [f.path for f in source.files] == ["a", "ab/c", "a"]
 
 
-def test_validate_names_the_file_line_and_field_of_a_starter_file_clash(tmp_path: Path) -> None:
-    source = {"type": "starter_files", "files": [{"path": "a"}, {"path": "a/b"}]}
-    path = write_task(tmp_path, task_with(sandbox={"template_sources": [source]}))
-    result = run_cli("validate", path)
-    assert result.code == 1
-    pattern = rf"^{re.escape(str(path))}:\d+: sandbox\.template_sources\.0\.files\.1\.path: a is a file"
-    assert re.search(pattern, result.err, re.MULTILINE), result.err
-
-
 def test_a_starter_file_below_a_file_of_an_earlier_source_is_an_error_naming_it(tmp_path: Path) -> None:
     """Was a raw ``FileExistsError`` with the sandbox's host path."""
     write(tmp_path / "task/tpl/a", "a file\n")

@@ -242,12 +242,18 @@ def test_a_starter_file_path_naming_a_file_is_kept(path: str) -> None:
     assert StarterFile(path=path).path == path
 
 
-def test_validate_names_the_file_line_and_field_of_a_folder_starter_path(tmp_path: Path) -> None:
-    source = {"type": "starter_files", "files": [{"path": "ok.txt"}, {"path": "a/..", "content": "x"}]}
+@pytest.mark.parametrize(
+    ("second", "said"),
+    [("a/..", "must name a file"), ("ok.txt/b", "ok.txt is a file of this source")],  # a folder; a file's folder
+)
+def test_validate_names_the_file_line_and_field_of_a_starter_path_refused(
+    tmp_path: Path, second: str, said: str
+) -> None:
+    source = {"type": "starter_files", "files": [{"path": "ok.txt"}, {"path": second, "content": "x"}]}
     path = write_task(tmp_path, task_with(sandbox={"template_sources": [source]}))
     result = run_cli("validate", path)
     assert result.code == 1
-    pattern = rf"^{re.escape(str(path))}:\d+: sandbox\.template_sources\.0\.files\.1\.path: must name a file"
+    pattern = rf"^{re.escape(str(path))}:\d+: sandbox\.template_sources\.0\.files\.1\.path: {re.escape(said)}"
     assert re.search(pattern, result.err, re.MULTILINE), result.err
 
 
