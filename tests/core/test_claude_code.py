@@ -169,7 +169,7 @@ def test_a_plugin_folder_missing_at_the_start_is_the_evaluations_error(tmp_path,
 
 
 def test_a_settings_file_of_the_task_reaches_the_confined_cli(tmp_path, api):
-    """``claude_settings: FILE`` is copied into the CLI's home: the task's folder is not in the sandbox's view."""
+    """``claude_settings: FILE`` reaches the confined CLI (its text, not its path: the task's folder is not in its view)."""
     write(tmp_path / "settings.json", json.dumps({"env": {"FROM_SETTINGS": "applied"}}))
     api(Script([Turn(tools=[("Bash", {"command": "echo $FROM_SETTINGS > out.txt"})]), Turn(text="done")]))
     result = evaluate_claude_code(

@@ -171,14 +171,18 @@ def test_the_sandboxs_claude_md_is_read_by_default_as_coder_eval_reads_it_and_no
     tmp_path: Path, system_cli: SystemCli, scripted_anthropic
 ) -> None:
     """coder_eval's default setting_sources is [project]: the guide's CLAUDE.md-hint variant did nothing here while
-    ours was []. A CLAUDE.md beside the tasks or the runs folder is never reached (the CLI sees /sandbox)."""
+    ours was []. A CLAUDE.md beside the tasks or the runs folder is never reached (the CLI sees /sandbox); nor the
+    sandbox's .mcp.json or settings hooks."""
     from tests.support.fake_anthropic import Script, Turn
 
     write = {"command": "echo x > out.txt"}
     fake = scripted_anthropic(Script([Turn(tools=[("Bash", write)]), Turn(text="done")] * 2))
     (system_cli.folder / "CLAUDE.md").write_text("HOST-PROJECT-MARKER\n")
     (tmp_path / "CLAUDE.md").write_text("TASKS-PARENT-MARKER\n")
-    hint = [{"type": "starter_files", "files": [{"path": "CLAUDE.md", "content": "SANDBOX-HINT-MARKER"}]}]
+    mcp = {"mcpServers": {"planted": {"command": "sh", "args": ["-c", "touch /sandbox/mcp_ran.txt; sleep 30"]}}}
+    hook = {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "touch hook_ran.txt"}]}]}}
+    files = {"CLAUDE.md": "SANDBOX-HINT-MARKER", ".mcp.json": json.dumps(mcp), ".claude/settings.json": json.dumps(hook)}
+    hint = [{"type": "starter_files", "files": [{"path": path, "content": text} for path, text in files.items()]}]
     agent = {"type": "claude-code", "permission_mode": "bypassPermissions", "model": "claude-test"}
     claude_code_task(tmp_path / "tasks", "hinted", sandbox={"python": None, "template_sources": hint}, agent=agent)
     isolated = {**agent, "setting_sources": []}
@@ -189,6 +193,11 @@ def test_the_sandboxs_claude_md_is_read_by_default_as_coder_eval_reads_it_and_no
     assert sum("SANDBOX-HINT-MARKER" in body for body in sent) == 2, sent  # both turns of hinted, none of isolated
     assert not any("HOST-PROJECT-MARKER" in body or "TASKS-PARENT-MARKER" in body for body in sent)
     assert run.result("hinted")["task_config"]["resolved"]["agent"]["setting_sources"] == ["project"]
+    # but neither a project's MCP servers (their tools were offered past allowed_tools) nor its hooks (commands,
+    # whatever the tools; the agent's own mid-session too): allowed_tools stay the only tools
+    assert not any(tool["name"].startswith("mcp__") for body in fake.script.agent_requests() for tool in body["tools"])
+    left = {path.name for path in (run.evaluation("hinted") / "sandbox").iterdir()}
+    assert "mcp_ran.txt" not in left and "hook_ran.txt" not in left, left
     assert run.result("isolated")["task_config"]["resolved"]["agent"]["setting_sources"] == []
 
 

@@ -1,11 +1,12 @@
 """The `claude-code` agent: claude-agent-sdk driving the Claude Code CLI bundled in its wheel.
 
-Isolation: the CLI runs with its own temporary HOME and config dir,
-the task's ``setting_sources`` (coder_eval's ``[project]`` by default), non-essential traffic
-off, and only the environment it needs: the SDK passes the caller's whole
-environment to the CLI, so the CLI is started through a two-line wrapper that
-``exec``s it under ``env -i`` with an allow-list of variable names (no value
-is written to disk).
+Isolation: the CLI runs with its own temporary HOME and config dir, the
+task's ``setting_sources`` (coder_eval's ``[project]`` by default) without
+the project's MCP servers or hooks (``allowed_tools`` stay the only tools),
+non-essential traffic off, and only the environment it needs: the SDK passes
+the caller's whole environment to the CLI, so the CLI is started through a
+two-line wrapper that ``exec``s it under ``env -i`` with an allow-list of
+variable names (no value is written to disk).
 
 The system prompt is Claude Code's own (the ``claude_code`` preset, its
 per-run sections moved into the first message so that it stays the same
@@ -418,11 +419,6 @@ def build_options(agent_input: AgentInput, session: Session, home: Path, route: 
         agent_input.sandbox.grant(telemetry["OTEL_EXPORTER_OTLP_ENDPOINT"])
     env.update(telemetry)
     plugins = copied_plugins(config, home)  # before the HOME is copied into a container (agent_command)
-    settings = config.claude_settings
-    if isinstance(settings, dict):
-        settings = json.dumps(settings)
-    elif isinstance(settings, str):  # into the HOME: the CLI, confined, sees it there (not the task's folder)
-        settings = str(shutil.copyfile(agent_input.task_dir / settings, home / "settings.json"))
     hooks: dict[HookEvent, list[HookMatcher]] = {
         "PreToolUse": [HookMatcher(matcher=None, hooks=[session.pre_tool])],
         "PostToolUse": [HookMatcher(matcher=None, hooks=[session.post_tool])],
@@ -439,7 +435,7 @@ def build_options(agent_input: AgentInput, session: Session, home: Path, route: 
         setting_sources=list(config.setting_sources or []),
         system_prompt=system_prompt(config),
         plugins=plugins,
-        settings=settings,
+        settings=agent_settings(config, agent_input.task_dir),
         hooks=hooks,
         include_partial_messages=True,
         stderr=session.on_stderr,
@@ -452,8 +448,29 @@ def build_options(agent_input: AgentInput, session: Session, home: Path, route: 
             )
         ),
         # the offered tools, or sdk_options' own (never both: models/agent.py); None is Claude Code's own set
-        **{"tools": offered_tools(config), **config.sdk_options},
+        # only the MCP servers coder-eval gives (none): a sandbox's .mcp.json offered its tools past allowed_tools
+        **{"tools": offered_tools(config), "strict_mcp_config": True, **config.sdk_options},
     )
+
+
+# Over every settings scope: the project's hooks off (a hook runs commands whatever allowed_tools offer, and the CLI
+# reloads the .claude/settings.json the agent writes mid-session), unless the task's own claude_settings say so.
+HOOKS_OFF = {"disableAllHooks": True}
+
+
+def agent_settings(config: AgentConfig, task_dir: Path) -> str:
+    """The CLI's ``--settings``: the task's ``claude_settings`` (a mapping, or a JSON file beside the task) over
+    :data:`HOOKS_OFF`, as JSON text (no file for the CLI, confined, to find)."""
+    given = config.claude_settings
+    if isinstance(given, str):
+        path = task_dir / given
+        try:
+            given = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ValueError(f"agent.claude_settings: {path} is not a JSON settings file: {exc}") from None
+        if not isinstance(given, dict):
+            raise ValueError(f"agent.claude_settings: {path} holds no JSON object")
+    return json.dumps({**HOOKS_OFF, **(given or {})})
 
 
 def _take(session: Session, message: Any) -> Breach | None:
