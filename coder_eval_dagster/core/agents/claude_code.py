@@ -462,14 +462,8 @@ def agent_settings(config: AgentConfig, task_dir: Path) -> str:
     """The CLI's ``--settings``: the task's ``claude_settings`` (a mapping, or a JSON file beside the task) over
     :data:`HOOKS_OFF`, as JSON text (no file for the CLI, confined, to find)."""
     given = config.claude_settings
-    if isinstance(given, str):
-        path = task_dir / given
-        try:
-            given = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise ValueError(f"agent.claude_settings: {path} is not a JSON settings file: {exc}") from None
-        if not isinstance(given, dict):
-            raise ValueError(f"agent.claude_settings: {path} holds no JSON object")
+    if isinstance(given, str):  # a JSON object: checked when the task was read
+        given = json.loads((task_dir / given).read_text(encoding="utf-8"))
     return json.dumps({**HOOKS_OFF, **(given or {})})
 
 
