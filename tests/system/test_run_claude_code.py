@@ -180,8 +180,14 @@ def test_the_sandboxs_claude_md_is_read_by_default_as_coder_eval_reads_it_and_no
     (system_cli.folder / "CLAUDE.md").write_text("HOST-PROJECT-MARKER\n")
     (tmp_path / "CLAUDE.md").write_text("TASKS-PARENT-MARKER\n")
     mcp = {"mcpServers": {"planted": {"command": "sh", "args": ["-c", "touch /sandbox/mcp_ran.txt; sleep 30"]}}}
-    hook = {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "touch hook_ran.txt"}]}]}}
-    files = {"CLAUDE.md": "SANDBOX-HINT-MARKER", ".mcp.json": json.dumps(mcp), ".claude/settings.json": json.dumps(hook)}
+    hook = {
+        "hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "touch hook_ran.txt"}]}]}
+    }
+    files = {
+        "CLAUDE.md": "SANDBOX-HINT-MARKER",
+        ".mcp.json": json.dumps(mcp),
+        ".claude/settings.json": json.dumps(hook),
+    }
     hint = [{"type": "starter_files", "files": [{"path": path, "content": text} for path, text in files.items()]}]
     agent = {"type": "claude-code", "permission_mode": "bypassPermissions", "model": "claude-test"}
     claude_code_task(tmp_path / "tasks", "hinted", sandbox={"python": None, "template_sources": hint}, agent=agent)
