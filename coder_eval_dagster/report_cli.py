@@ -99,13 +99,12 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_aggregate(args: argparse.Namespace) -> int:
-    """coder_eval's ``aggregate RUN [-o DIR]`` (after 0.12.16): ``--rebuild``, whose files stay in the run folder."""
+    """coder_eval's ``aggregate RUN [-o DIR]`` (after 0.12.16): ``report RUN --rebuild``, with its checks (a runs
+    folder is no run), whose files stay in the run folder."""
     run_dir: Path = args.run_dir
-    if not run_dir.is_dir():
-        return _fail(f"{run_dir}: no such run folder", "aggregate")
     if args.output is not None and args.output.resolve() != run_dir.resolve():
         return _fail("run.json is written into the run folder itself: -o takes that folder only", "aggregate")
-    return rebuild(run_dir)
+    return cmd_report(argparse.Namespace(run_dir=run_dir, format=None, output=None, rebuild=True))
 
 
 def _no_summary(run_dir: Path) -> str:

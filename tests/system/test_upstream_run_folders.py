@@ -118,6 +118,8 @@ def test_aggregate_into_another_folder_is_refused_in_one_line(system_cli: System
     refused = system_cli("aggregate", upstream, "-o", upstream.parent, env={})
     assert refused.code == 2 and refused.err.startswith("coder-eval aggregate: run.json is written into"), refused.err
     assert (upstream / "run.json").read_bytes() == before and "Traceback" not in refused.err
+    runs = system_cli("aggregate", upstream.parent, env={})  # report --rebuild's checks: a runs folder is no run
+    assert runs.code == 2 and "not one run" in runs.err and not (upstream.parent / "run.json").exists(), runs.err
 
 
 def test_compare_its_last_run_with_our_first(system_cli: SystemCli, upstream: Path) -> None:
