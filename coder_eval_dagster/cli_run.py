@@ -294,11 +294,11 @@ def _resume(opened: OpenRun, options: RunOptions, context: RunContext, retry_err
         if missing or not (run_dir / RUN_FILE).is_file():  # its ERROR results may be set aside by a retry cut short
             print(f"coder-eval run: {incomplete(opened, missing)}", file=sys.stderr)
             return exit_codes.USAGE
-        errored = {folder.parent.relative_to(run_dir).as_posix() for folder in _reset_errored(run_dir)}
+        errored = _reset_errored(run_dir)
         if not errored:
             print(f"coder-eval run: no ERROR evaluation in {run_dir}", file=sys.stderr)
             return _report(run_dir, junit)
-        row_tasks = [rt for rt in row_tasks if f"{rt.variant_id}/{rt.task_id}" in errored]
+        row_tasks = _row_tasks_of(opened, errored)
         _say_files_changed(opened, row_tasks)
     else:
         _reset_deleted_results(run_dir)
