@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from coder_eval_dagster.core.models.agent import AgentConfig
 from coder_eval_dagster.core.models.sandbox import SandboxConfig, StarterFilesSource
 from coder_eval_dagster.core.sandbox import TemplateError
 from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
@@ -157,7 +158,9 @@ def test_gitignore_style_ignore_patterns(tmp_path: Path, patterns: list[str], co
     ],
 )
 def test_ignore_patterns_are_read_in_one_form(written: str, read: str) -> None:
+    """Both blocks that hold them (the agent's: what a judge agent's copy of the sandbox leaves out)."""
     assert SandboxConfig.model_validate({"ignore_patterns": [written]}).ignore_patterns == [read]
+    assert AgentConfig.model_validate({"ignore_patterns": [written]}).ignore_patterns == [read]
 
 
 @pytest.mark.parametrize("written", ["/", "./", "!/", "!./"])

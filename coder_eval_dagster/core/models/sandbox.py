@@ -8,7 +8,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from .base import RegisteredNames, StrictModel, is_inside, is_partial, rule_error, rule_errors
 from .cli_match import ArgvPattern
@@ -298,28 +298,6 @@ class SandboxLimits(StrictModel):
     max_disk_mb: int | None = Field(default=None, ge=1)
 
 
-def normal_ignore_pattern(pattern: str) -> str:
-    """An ignore pattern in the one form the copy matches, read gitignore-style: a trailing ``/`` names a folder
-    (dropped: a name matches a file or a folder), a leading ``./`` or ``/`` anchors the pattern to the template's
-    root (kept as one ``/``: its path from there, never a name deeper down). A negation removes a default, which is a
-    name, so it keeps neither (``!./dist`` removes ``dist``)."""
-    negated = pattern.startswith("!")
-    body = pattern[1:].strip() if negated else pattern
-    unanchored = re.sub(r"^(\.?/)+", "", body)
-    relative = unanchored.rstrip("/")
-    if negated:
-        return f"!{relative}"
-    return f"/{relative}" if unanchored != body else relative
-
-
-def _read_ignore_pattern(pattern: str) -> str:
-    """A task's ignore pattern, in its one form; one naming only the template's root (``/``, ``!./``) is refused."""
-    normal = normal_ignore_pattern(pattern)
-    if normal in ("/", "!"):
-        raise ValueError(f"{pattern!r} names no file or folder (only the template's root)")
-    return normal
-
-
 SANDBOX_DRIVERS = RegisteredNames("sandbox driver")  # core/sandbox/__init__.py registers each with its class
 
 
@@ -327,7 +305,7 @@ class SandboxConfig(StrictModel):
     driver: str = Field(default="tempdir", json_schema_extra=SANDBOX_DRIVERS.schema)
     python: PythonEnv | None = Field(default_factory=PythonEnv)
     template_sources: list[TemplateSource] = Field(default_factory=list)
-    ignore_patterns: list[Annotated[IgnorePattern, AfterValidator(_read_ignore_pattern)]] = Field(default_factory=list)
+    ignore_patterns: list[IgnorePattern] = Field(default_factory=list)
     limits: SandboxLimits = Field(default_factory=SandboxLimits)
     node: NodeEnv | None = None
     record_cli: list[RecordedCli] = Field(default_factory=list)

@@ -19,7 +19,6 @@ from ..models.sandbox import (
     TemplateDirSource,
     TemplateSource,
     is_relative_local_path,
-    normal_ignore_pattern,
 )
 from ..preflight import dagster_home
 from ..secrets import host_environment
@@ -43,11 +42,9 @@ def default_ignore_patterns() -> tuple[str, ...]:
 
 
 def effective_ignore_patterns(overrides: list[str]) -> list[str]:
-    """The defaults, minus each ``!pattern``, plus each bare pattern: each in its one form (a task's sandbox has
-    them so already; a judge's ``agent.ignore_patterns`` come here as written)."""
-    normal = [normal_ignore_pattern(p) for p in overrides]
-    removed = {p[1:] for p in normal if p.startswith("!")}
-    added = [p for p in normal if not p.startswith("!")]
+    """The defaults, minus each ``!pattern``, plus each bare pattern (each in its one form: models/ignore.py)."""
+    removed = {p[1:] for p in overrides if p.startswith("!")}
+    added = [p for p in overrides if not p.startswith("!")]
     return [p for p in default_ignore_patterns() if p not in removed] + added
 
 
