@@ -95,6 +95,7 @@ def local_instance() -> dg.DagsterInstance:
     warn_storage_elsewhere(home)
     instance = dg.DagsterInstance.from_config(str(home))
     fail_orphaned_runs(instance)
+    free_slots_of_ended_runs(instance)  # (theirs too, now that they ended)
     return instance
 
 
@@ -162,7 +163,6 @@ def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
     orphaned = [run for run in here if not process_alive(int(run.tags.get(PID_TAG, "0") or 0))]
     for run in orphaned:
         instance.report_run_failed(run, "the process running it died (a CLI run: finish it with --resume)")
-    free_slots_of_ended_runs(instance)
     return [run.run_id for run in orphaned]
 
 
