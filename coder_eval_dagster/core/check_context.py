@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING
 from .files import CRITERION_READ_CAP
 from .models.results import CriterionResult, ToolCallRecord, TurnRecord
 from .sandbox.glob import GLOB_CHARACTERS, sandbox_glob
-from .sandbox.templates import effective_ignore_patterns
+from .sandbox.templates import effective_ignore_patterns, ignored_entry
 
 if TYPE_CHECKING:
     from .run_context import RunContext
@@ -63,8 +62,7 @@ class CheckContext:
         return [
             match
             for match, real in sandbox_glob(self.path, pattern)
-            if real.is_file()
-            and not any(part not in spelled and _ignored(part, ignored) for part in match.split("/")[:-1])
+            if real.is_file() and not _under_ignored_folder(match, spelled, ignored)
         ]
 
     def resolve_file(self, pattern: str) -> tuple[str, dict[str, str]]:
@@ -107,5 +105,11 @@ class CheckContext:
         return messages + ([("agent", self.final_text)] if self.final_text else [])
 
 
-def _ignored(name: str, patterns: list[str]) -> bool:
-    return any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
+def _under_ignored_folder(match: str, spelled: set[str], patterns: list[str]) -> bool:
+    """A folder on the match's way that the copy's rules leave out (a name, a path, an anchored ``/sub``) and the
+    pattern does not spell out."""
+    folders = match.split("/")[:-1]
+    return any(
+        name not in spelled and ignored_entry(Path(*folders[:depth]), name, patterns)
+        for depth, name in enumerate(folders)
+    )

@@ -660,3 +660,15 @@ def test_reference_comparison_never_reads_a_staged_file_planted_as_a_link_out_or
     os.mkfifo(staged / "fib.py")  # no writer: an open that waited would hang the scoring
     fifo = check_criterion(spec, context)
     assert fifo.score == 0.0 and "not a regular file: fib.py" in fifo.error
+
+
+def test_a_glob_leaves_out_folders_the_ignore_rules_name_by_path_as_the_copy_does(tmp_path):
+    """``/sub`` (anchored: the root's sub only) and ``docs/gen`` (a path) left nothing out of a glob's matches:
+    its matcher compared folder names alone, where the template copy reads the same patterns gitignore-style."""
+    config = SandboxConfig(python=None, ignore_patterns=["/sub", "docs/gen", "!node_modules"])
+    box = TempdirSandbox(tmp_path / "sandbox", config)
+    box.root.mkdir()
+    for path in ("sub/a.txt", "deep/sub/a.txt", "docs/gen/a.txt", "gen/a.txt", "node_modules/a.txt", ".venv/a.txt"):
+        put(box, path, "x")
+    assert ctx(box).matching_files("**/a.txt") == ["deep/sub/a.txt", "gen/a.txt", "node_modules/a.txt"]
+    assert ctx(box).matching_files("sub/*.txt") == ["sub/a.txt"]  # spelled out: looked in
