@@ -755,7 +755,14 @@ def _resolve_file(
         warnings = file.blamed(
             [
                 *_criterion_warnings(task, expansions, doc),
-                *filter(None, [_trials_warning(task, doc, repeats), _input_budget_warning(task, agent, doc)]),
+                *filter(
+                    None,
+                    [
+                        _trials_warning(task, doc, repeats),
+                        _input_budget_warning(task, agent, doc),
+                        _model_of_another_type_warning(agent, doc, overrides),
+                    ],
+                ),
             ],
             under,
         )
@@ -1098,6 +1105,25 @@ def _input_budget_warning(task: Task, agent: AgentConfig, doc: Document) -> Prob
         "without run_limits.count_cache_creation: true"
     )
     return doc.problem_at(loc, why)
+
+
+def _model_of_another_type_warning(
+    agent: AgentConfig, doc: Document, overrides: list[tuple[Loc, Any]]
+) -> Problem | None:
+    """``--type`` changes the agent but keeps a model the task names for its own (as coder_eval does): a claude
+    model handed to codex is asked of codex's route. Said, so that ``--model`` can name one for the new type."""
+    given = {loc for loc, _ in overrides}
+    if ("agent", "type") not in given or ("agent", "model") in given or agent.model is None:
+        return None
+    written = doc.data.get("agent") if isinstance(doc.data, dict) else None
+    written_type = written.get("type") if isinstance(written, dict) else None
+    if written_type in (None, agent.resolved_type):
+        return None
+    why = (
+        f"warning: --type {agent.resolved_type} keeps this model, written for a {written_type} agent; "
+        f"give --model to choose one for {agent.resolved_type}"
+    )
+    return doc.problem_at(("agent", "model"), why)
 
 
 def _criterion_warnings(task: Task, expansions: list[Expansion], doc: Document) -> list[Problem]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ..support.helpers import write
-from .conftest import SystemCli, only_run, task_file
+from .conftest import SystemCli, claude_code_task, only_run, task_file
 
 pytestmark = pytest.mark.slow
 
@@ -45,6 +45,21 @@ def test_set_is_dash_d(tmp_path: Path, system_cli: SystemCli) -> None:
     assert run.result("agentless")["final_status"] == "FAILURE"
     refused = system_cli("list", tmp_path / "tasks/agentless.yaml", "--set", "run_limits.max_turns=-1", env={})
     assert refused.code == 1 and "(value set by -D run_limits.max_turns)" in refused.err
+
+
+def test_a_type_override_keeps_the_task_s_model_and_says_so(tmp_path: Path, system_cli: SystemCli) -> None:
+    """``-T codex`` on a claude-code task naming its model keeps the model (as coder_eval re-parses the agent block),
+    and says so at the model's line: codex would be asked for a claude model. Naming one with ``-m`` is silent."""
+    task = claude_code_task(tmp_path, "named")
+    kept = system_cli("list", task, "-T", "codex", env={})
+    assert kept.code == 0, kept.output
+    assert "named.yaml:" in kept.err and "agent.model: warning: --type codex keeps this model" in kept.err
+    assert "written for a claude-code agent; give --model" in kept.err
+    for chosen in (("-m", "gpt-5"), ("-D", "agent.model=gpt-5")):
+        quiet = system_cli("list", task, "-T", "codex", *chosen, env={})
+        assert quiet.code == 0 and "warning" not in quiet.err, quiet.output
+    same = system_cli("list", task, "-T", "claude-code", env={})
+    assert "warning" not in same.err, same.output
 
 
 def test_a_split_no_labelled_dataset_has_refuses_the_run(tmp_path: Path, system_cli: SystemCli) -> None:

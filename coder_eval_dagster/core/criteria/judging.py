@@ -2,7 +2,9 @@
 
 Every block the agent could have influenced (files, its output, its tool
 calls, the dialog) is wrapped as UNTRUSTED DATA, so that instructions planted
-in it read as evidence, not as orders to the judge.
+in it read as evidence, not as orders to the judge. The task author's files
+(a ``$TASK_DIR/`` rubric, a ``$REFERENCE_DIR/`` file) are not: they are
+instructions the judge is meant to follow.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ DEFAULT_JUDGE_MODEL = "anthropic.claude-sonnet-4-6"  # vendor-prefixed: translat
 TASK_DIR_PREFIX = "$TASK_DIR/"
 REFERENCE_DIR_PREFIXES = ("$REFERENCE_DIR/", "${REFERENCE_DIR}/")
 FILE_NOT_FOUND = "<file not found>"
+AUTHOR_FILES_HEADING = "## Files from the task author (never shown to the agent)"
 SKIPPED = "(skipped: enabled=false)"  # a disabled judge's details, coder_eval's words
 
 TRANSCRIPT_SHARES = (0.6, 0.3, 0.1)  # the raw verdict, the prompt, the system prompt
@@ -119,9 +122,28 @@ def file_hashes(criterion: JudgeBase, ctx: CheckContext) -> dict[str, str | None
     return hashes
 
 
-def files_block(criterion: JudgeBase, ctx: CheckContext) -> str:
-    sections = [f"### {entry}\n{read_judge_file(entry, ctx, criterion.max_file_chars)}" for entry in criterion.files]
-    return untrusted("files", "\n\n".join(sections))
+def is_authors(entry: str) -> bool:
+    """Whether a ``files`` entry is the task author's (the task's folder, the reference folder), never the agent's."""
+    return entry.startswith((TASK_DIR_PREFIX, *REFERENCE_DIR_PREFIXES))
+
+
+def file_texts(entries: list[str], criterion: JudgeBase, ctx: CheckContext) -> str:
+    """Each entry's text under its ``### entry`` heading."""
+    return "\n\n".join(f"### {entry}\n{read_judge_file(entry, ctx, criterion.max_file_chars)}" for entry in entries)
+
+
+def files_sections(criterion: JudgeBase, ctx: CheckContext) -> list[str]:
+    """The prompt's ``files``, in the order listed within each kind: the author's (a rubric) as instructions, the
+    sandbox's as UNTRUSTED DATA; wrapped together, the judge was told to ignore the rubric. No section for a kind
+    with no entry."""
+    authors = [entry for entry in criterion.files if is_authors(entry)]
+    sandbox = [entry for entry in criterion.files if not is_authors(entry)]
+    sections: list[str] = []
+    if authors:
+        sections.append(f"{AUTHOR_FILES_HEADING}\n{file_texts(authors, criterion, ctx)}")
+    if sandbox:
+        sections.append(f"## Files\n{untrusted('files', file_texts(sandbox, criterion, ctx))}")
+    return sections
 
 
 def call_line(call: ToolCallRecord) -> str:
@@ -154,8 +176,7 @@ def render_prompt(criterion: JudgeBase, ctx: CheckContext, closing: str) -> tupl
     notes: list[str] = []
     if criterion.include_reference and ctx.reference:
         sections.append(f"## Reference solution (from the task author; never shown to the agent)\n{ctx.reference}")
-    if criterion.files:
-        sections.append(f"## Files\n{files_block(criterion, ctx)}")
+    sections += files_sections(criterion, ctx)
     if criterion.include_agent_output:
         output = truncated(ctx.final_text or "(no output)", criterion.max_file_chars)
         sections.append(f"## Agent output (latest turn)\n{untrusted('agent output', output)}")

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import re
-from collections.abc import Iterable
-from typing import Annotated, Any
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import (
     AfterValidator,
@@ -75,10 +78,133 @@ def id_problem(value: str) -> str | None:
 
 
 class StrictModel(BaseModel):
-    """Every block of the format rejects unknown keys (the guide's extra="forbid"), and inf or nan where a number
-    goes (a weight of .inf passed validation and failed the run)."""
+    """Every block of the format rejects unknown keys (the guide's extra="forbid"), inf or nan where a number goes
+    (a weight of .inf passed validation and failed the run), and a boolean where a number goes (pydantic's lax mode
+    read ``weight: true`` as 1.0 and ``timeout: false`` as 0)."""
 
     model_config = ConfigDict(extra="forbid", frozen=False, validate_default=False, allow_inf_nan=False)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _no_boolean_for_a_number(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        booleans = booleans_for_numbers(cls, data) if isinstance(data, dict) else []
+        if not booleans:
+            return handler(data)
+        problems = [
+            InitErrorDetails(
+                type=PydanticCustomError(
+                    "bool_for_number", "a number is expected, not a boolean ({spelt})", {"spelt": str(value).lower()}
+                ),
+                loc=loc,
+                input=value,
+            )
+            for loc, value in booleans
+        ]
+        held = {loc[0] for loc, _ in booleans}
+        try:
+            handler({key: value for key, value in data.items() if key not in held})
+        except ValidationError as rest:
+            problems += [_raised_again(error) for error in rest.errors() if _beside_the_booleans(error, held)]
+        raise ValidationError.from_exception_data(cls.__name__, _in_file_order(problems, data))
+
+
+def _beside_the_booleans(error: ErrorDetails, held: set[Any]) -> bool:
+    """Whether a problem of the block validated without its fields that hold booleans is the block's own: not the
+    field missing that the boolean stood for, nor a rule between fields (those wait until every field has a value of
+    its type, as pydantic's own do)."""
+    loc = error["loc"]
+    return bool(loc) and not (error["type"] == "missing" and len(loc) == 1 and loc[0] in held)
+
+
+def _in_file_order(problems: list[InitErrorDetails], data: dict[Any, Any]) -> list[InitErrorDetails]:
+    """The problems in the order of the keys they are about, as the file gives them."""
+    order = {key: index for index, key in enumerate(data)}
+    return sorted(problems, key=lambda problem: order.get(next(iter(problem.get("loc", ())), None), len(order)))
+
+
+Loc = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class NumberSlots:
+    """Where a field's value holds a number that lax mode would also take as a boolean: the value itself, its list's
+    items, its mapping's values."""
+
+    itself: bool = False
+    items: NumberSlots | None = None
+    values: NumberSlots | None = None
+
+    def booleans(self, value: Any, loc: Loc) -> Iterator[tuple[Loc, bool]]:
+        if isinstance(value, bool):
+            if self.itself:
+                yield loc, value
+        elif isinstance(value, list) and self.items is not None:
+            for index, item in enumerate(value):
+                yield from self.items.booleans(item, (*loc, index))
+        elif isinstance(value, dict) and self.values is not None:
+            for key, item in value.items():
+                yield from self.values.booleans(item, (*loc, key if isinstance(key, str | int) else str(key)))
+
+
+def number_slots(annotation: Any) -> NumberSlots | None:
+    """Where a value of ``annotation`` must not be a boolean (None: nowhere): an int or float, also constrained,
+    optional or in a union with types that refuse booleans anyway, and the items of a list or values of a dict of
+    them. A type that takes booleans itself (bool, Any, object) or any other type is left to its own validation."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return number_slots(args[0])
+    if origin is Union or origin is UnionType:
+        return _union_slots(args)
+    if origin is list and args:
+        items = number_slots(args[0])
+        return NumberSlots(items=items) if items else None
+    if origin is dict and len(args) == 2:
+        values = number_slots(args[1])
+        return NumberSlots(values=values) if values else None
+    if isinstance(annotation, type) and issubclass(annotation, int | float) and not issubclass(annotation, bool):
+        return NumberSlots(itself=True)
+    return None
+
+
+def _union_slots(members: tuple[Any, ...]) -> NumberSlots | None:
+    """A union refuses a boolean where one of its members does and none takes it (``bool | int`` stays as it is)."""
+    if any(_takes_booleans(member) for member in members):
+        return None
+    slots = [found for found in map(number_slots, members) if found]
+    if not slots:
+        return None
+    return NumberSlots(
+        itself=any(found.itself for found in slots),
+        items=next((found.items for found in slots if found.items), None),
+        values=next((found.values for found in slots if found.values), None),
+    )
+
+
+def _takes_booleans(annotation: Any) -> bool:
+    if get_origin(annotation) is Annotated:
+        return _takes_booleans(get_args(annotation)[0])
+    if get_origin(annotation) is Literal:
+        return any(isinstance(choice, bool) for choice in get_args(annotation))
+    return annotation in (bool, Any, object)
+
+
+@functools.cache
+def number_fields(model: type[BaseModel]) -> dict[str, NumberSlots]:
+    """A model's fields that hold numbers, by the key they are given under: worked out once per model, at its first
+    validation (its annotations are all resolved by then)."""
+    found = {name: number_slots(field.annotation) for name, field in model.model_fields.items()}
+    return {model.model_fields[name].alias or name: slots for name, slots in found.items() if slots}
+
+
+def booleans_for_numbers(model: type[BaseModel], data: dict[Any, Any]) -> list[tuple[Loc, bool]]:
+    """Every boolean ``data`` gives where ``model`` wants a number, and where it is (a value of any other kind
+    is not looked into: this runs on every block of every row)."""
+    found: list[tuple[Loc, bool]] = []
+    for key, slots in number_fields(model).items():
+        value = data.get(key)
+        if isinstance(value, (bool, list, dict)):
+            found.extend(slots.booleans(value, (key,)))
+    return found
 
 
 def rule_error(field: str, message: str) -> PydanticCustomError:
