@@ -36,6 +36,7 @@ from .models.dataset import Dataset
 from .models.experiment import Experiment, PromptMutation, Variant
 from .models.prices import ModelPrice
 from .models.sandbox import REPO_FIRST, is_relative_local_path, unset_variables
+from .models.sdk_options import unsettable
 from .models.task import Task, gating_problems
 from .models.trajectory import Trajectory
 from .pricing import load_price_file
@@ -686,6 +687,7 @@ def _overrides(spec: RunSpec) -> list[tuple[Loc, Any]]:
     return overrides + parsed
 
 
+SDK_OPTIONS: Loc = ("agent", "sdk_options")
 SHORTHAND_FLAGS: dict[Loc, str] = {
     ("agent", "type"): "--type",
     ("agent", "model"): "--model",
@@ -694,7 +696,10 @@ SHORTHAND_FLAGS: dict[Loc, str] = {
 
 
 def _unknown_override(loc: Loc) -> Problem | None:
-    """A -D path naming no field of the task format: one problem for the option, not one per file."""
+    """A -D path naming no field of the task format, or no option the agent SDK takes: one problem for the option,
+    not one per file."""
+    if loc[:2] == SDK_OPTIONS and len(loc) > 2 and (why := unsettable(str(loc[2]))) is not None:
+        return Problem(OVERRIDES, None, dotted(loc[:3]), why)
     for position, part in enumerate(loc):
         if isinstance(part, int):
             continue

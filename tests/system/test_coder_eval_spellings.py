@@ -45,6 +45,11 @@ def test_set_is_dash_d(tmp_path: Path, system_cli: SystemCli) -> None:
     assert run.result("agentless")["final_status"] == "FAILURE"
     refused = system_cli("list", tmp_path / "tasks/agentless.yaml", "--set", "run_limits.max_turns=-1", env={})
     assert refused.code == 1 and "(value set by -D run_limits.max_turns)" in refused.err
+    for path in (tmp_path / "tasks", tmp_path / "tasks/agentless.yaml"):  # an SDK option misspelt: said once
+        mistyped = system_cli("list", path, "-D", "agent.sdk_options.efort=high", env={})
+        assert mistyped.code == 2 and mistyped.err.count("\n") == 1, mistyped.output
+        assert mistyped.err.startswith("-D: agent.sdk_options.efort: not a ClaudeAgentOptions field"), mistyped.err
+        assert "(did you mean `effort`?)" in mistyped.err
 
 
 def test_a_type_override_keeps_the_task_s_model_and_says_so(tmp_path: Path, system_cli: SystemCli) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from .base import rule_errors
+from .base import did_you_mean, rule_errors
 
 INPUT_SHOULD_BE = "Input should be "  # how pydantic words a type's expectation
 SHOWN_CHARS = 80  # of a mistyped value, in the message
@@ -87,13 +87,22 @@ def check_sdk_options(options: dict[str, Any]) -> None:
         raise rule_errors("sdk_options", problems)
 
 
+def unsettable(key: str) -> str | None:
+    """Why ``key`` cannot be set through sdk_options, whatever its value (None: it can)."""
+    if key in FRAMEWORK_MANAGED:
+        return "managed by coder-eval and cannot be set through sdk_options"
+    if key not in _option_types():
+        known = set(_option_types()) - FRAMEWORK_MANAGED
+        return f"not a ClaudeAgentOptions field of the installed claude-agent-sdk{did_you_mean(key, known)}"
+    return None
+
+
 def _problem(option: tuple[str, Any]) -> tuple[str, str] | None:
     """The field and the message of what is wrong with one option, if anything is."""
     key, value = option
-    if key in FRAMEWORK_MANAGED:
-        return key, "managed by coder-eval and cannot be set through sdk_options"
-    if key not in _option_types():
-        return key, "not a ClaudeAgentOptions field of the installed claude-agent-sdk"
+    why = unsettable(key)
+    if why is not None:
+        return key, why
     adapter = _adapter(key)
     if adapter is not None:
         try:
