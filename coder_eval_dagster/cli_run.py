@@ -36,12 +36,12 @@ from .core.models.report import RunSummary, Spend, TaskRow
 from .core.models.results import EvaluationResult
 from .core.problems import InvalidInput
 from .core.reports.junit import write_junit
-from .core.reports.notes import threshold_figures
+from .core.reports.notes import budget_left_out, evaluations, flaky_figures, spent_of_budget, threshold_figures
 from .core.reports.run_summary import agent_usd, counts_line, gated, judges_usd, total_usd, usd, why_not_passed
 from .core.reports.shown_text import one_line, skipped_file
 from .core.resolution import Resolution, RowTask, resolve
 from .core.routing import resolve_route, routing_line
-from .core.run_context import ROUTED_AGENT_TYPES, RunContext, uses_model_route
+from .core.run_context import NOT_RUN_STATUS, ROUTED_AGENT_TYPES, RunContext, uses_model_route
 from .core.run_lock import working_on
 from .core.run_spec import RunOptions, RunSpec
 from .core.runs import (
@@ -671,13 +671,13 @@ def print_statistics(console: Any, report: RunSummary) -> None:
 
     budget = report.budget or {}
     if budget.get("exhausted"):
-        left = sum(entry["reason"] == "budget" for entry in report.not_run)
-        line = f"budget spent: ${budget['spent_usd']:.4f} of ${budget['max_usd']:g}; {left} evaluations not run"
+        line = f"budget spent: {spent_of_budget(budget)}; {evaluations(budget_left_out(report))} not run"
         console.print(f"[red]{escape(line)}[/]", highlight=False)
     flaky = report.flaky_gate
     if flaky is not None:
         mark = "[green]met[/]" if flaky["passed"] else "[red]NOT met[/]"
-        console.print(f"flaky rows {flaky['share']:.1%} <= {flaky['max_share']:g}: {mark}", highlight=False)
+        share, most = flaky_figures(flaky)
+        console.print(f"flaky rows {share} (max_flaky_share {most}): {mark}", highlight=False)
     block = report.sequential
     if block:
         low, high = block["interval"]["low"], block["interval"]["high"]
@@ -694,7 +694,10 @@ class StageProgress:
     """Progress per stage (sandboxes ready, agents done, scored): the run context's progress sink.
 
     On a terminal: live bars with a clock and an ETA. Elsewhere (CI logs): one
-    line per stage at most every few seconds, and a last one when it completes.
+    line per stage at most every few seconds, one when it is settled, and a last
+    one at the end for a stage that never was (a sequential A/B's stop, an
+    interrupt). An evaluation the run-wide budget kept from starting counts as
+    not run, never as done: ``agents done: 3/6 (4 s); 3 not run: budget spent``.
     """
 
     def __init__(self, total: int, rescore: bool):
@@ -702,6 +705,8 @@ class StageProgress:
         self.console = terminal(stderr=True)
         self.lines = {"finish": "scored"} if rescore else dict(PROGRESS_LINES)
         self.done = dict.fromkeys(self.lines, 0)
+        self.not_run = dict.fromkeys(self.lines, 0)
+        self.logged = dict.fromkeys(self.lines, (0, 0))  # the counts (done, not run) each stage's last line said
         self.logged_at = dict.fromkeys(self.lines, 0.0)
         self.lock = threading.Lock()  # called from the evaluations' threads: one count, one whole line at a time
         self.progress: Any = None
@@ -733,15 +738,28 @@ class StageProgress:
         if event != "stage" or stage not in self.lines:
             return
         with self.lock:
-            self.done[stage] += 1
+            counts = self.not_run if info.get("status") == NOT_RUN_STATUS else self.done
+            counts[stage] += 1
             if self.progress is not None:
-                self.progress.advance(self.bars[stage])
+                self.progress.update(self.bars[stage], completed=self.done[stage], description=self.bar_label(stage))
                 return
             now = time.monotonic()
-            if self.done[stage] == self.total or now - self.logged_at[stage] >= LOG_EVERY_S:
-                self.logged_at[stage] = now
-                elapsed = now - self.started
-                print(f"{self.lines[stage]}: {self.done[stage]}/{self.total} ({elapsed:.0f} s)", file=sys.stderr)
+            if self.done[stage] + self.not_run[stage] == self.total or now - self.logged_at[stage] >= LOG_EVERY_S:
+                self.log(stage, now)
+
+    def not_run_said(self, stage: str) -> str:
+        """``; 3 not run: budget spent``, when the budget kept some evaluations from starting."""
+        left = self.not_run[stage]
+        return f"; {left} not run: budget spent" if left else ""
+
+    def bar_label(self, stage: str) -> str:
+        return self.lines[stage] + self.not_run_said(stage)
+
+    def log(self, stage: str, now: float) -> None:
+        """The stage's line: ``agents done: 3/6 (4 s)``, and what was not run."""
+        self.logged_at[stage], self.logged[stage] = now, (self.done[stage], self.not_run[stage])
+        counted = f"{self.lines[stage]}: {self.done[stage]}/{self.total} ({now - self.started:.0f} s)"
+        print(counted + self.not_run_said(stage), file=sys.stderr)
 
     def __enter__(self) -> StageProgress:
         if self.progress is not None:
@@ -751,3 +769,8 @@ class StageProgress:
     def __exit__(self, *exc: object) -> None:
         if self.progress is not None:
             self.progress.stop()
+            return
+        with self.lock:
+            for stage in self.lines:
+                if self.logged[stage] != (self.done[stage], self.not_run[stage]):
+                    self.log(stage, time.monotonic())

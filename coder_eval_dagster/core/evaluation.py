@@ -73,7 +73,7 @@ from .problems import InvalidInput
 from .reference import reference_text, staged_reference, staged_task_dir, stages_folders
 from .reports.shown_text import one_line
 from .resolution import RowTask, load_trajectory
-from .run_context import RunContext
+from .run_context import NOT_RUN_STATUS, RunContext
 from .sandbox import Sandbox, TemplateError, open_sandbox
 from .sandbox.containment import release, release_if_idle
 from .sandbox.egress import refused_in
@@ -767,7 +767,7 @@ def run_phase(evaluation: Evaluation, phase: Phase) -> Evaluation:
         _counted_not_run(evaluation, phase, result.final_status)  # done before a resume: counted, not repeated
         return evaluation
     if evaluation.skipped_by_budget() or not _within_budget(evaluation, phase):
-        _counted_not_run(evaluation, phase, "NOT_RUN")  # the progress lines count it as settled
+        _counted_not_run(evaluation, phase, NOT_RUN_STATUS)  # the progress lines count it as settled
         return evaluation
     if phase == "sandbox":
         result.started_at = utc_now()

@@ -49,6 +49,10 @@ class CallAbandoned(Exception):
     """A model call the run stopped waiting for: interrupted, or no answer within its time, retries included."""
 
 
+# The status a stage event carries for an evaluation the run-wide budget kept from starting: settled, not done.
+NOT_RUN_STATUS = "NOT_RUN"
+
+
 def no_progress(event: str, info: dict[str, Any]) -> None:
     """The sink of a run nobody watches (a launched run: Dagster's event log shows its steps)."""
 

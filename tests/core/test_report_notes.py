@@ -94,7 +94,7 @@ def test_the_run_wide_budget_fails_the_junit_and_the_viewer_says_why() -> None:
     report = summary(evaluation(), not_run=left, not_run_count=2, budget=budget).model_copy(update={"passed": False})
     root = ET.fromstring(junit_xml(report))
     gate = root.find(".//testcase[@name='run-budget']")
-    why = "2 evaluations not run: the run-wide budget was spent ($0.0100 of $0.005)"
+    why = "2 evaluations not run: the run-wide budget was spent ($0.0100 of $0.0050)"
     assert gate is not None and gate.findtext("failure") == why and root.get("failures") == "1"
     page = render_run_viewer("r", [evaluation()], ["default"], report=report)
     assert f'<p id="verdict" class="verdict FAILED">FAILED: {why}</p>' in page
@@ -134,7 +134,7 @@ def test_the_viewer_verdict_names_each_gate_that_failed() -> None:
     page = render_run_viewer("r", [evaluation()], ["default"], report=report)
     assert (
         "FAILED: 1 of 2 evaluations did not pass; suite thresholds not met: ds [default] mean 0.667 &lt; 0.9; "
-        "flaky rows 40.0% &gt; max_flaky_share 0.2</p>"
+        "flaky rows 40.0% &gt; max_flaky_share 20.0%</p>"
     ) in page
 
 

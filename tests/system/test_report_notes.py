@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 CUT = "run_limits.max_tool_calls (2) reached: the agent was stopped there"
 OVER = "used 2 tool calls, over run_limits.expected_tool_calls 1"
-NOT_RUN = "2 evaluations not run: the run-wide budget was spent ($0.0100 of $0.005)"
+NOT_RUN = "2 evaluations not run: the run-wide budget was spent ($0.0100 of $0.0050)"
 
 
 def cut_off_task(folder: Path) -> Path:

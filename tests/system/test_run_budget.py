@@ -4,6 +4,7 @@ evaluation starts; the rest are recorded as not run, the run fails, and a resume
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -42,9 +43,13 @@ def test_max_usd_stops_new_evaluations_and_a_resume_keeps_the_budget(tmp_path, s
     assert {entry["reason"] for entry in summary["not_run"]} == {"budget"}
     assert summary["budget"] == {"max_usd": 1.2, "spent_usd": 1.5, "exhausted": True}
     assert not summary["passed"]
-    assert "budget spent: $1.5000 of $1.2; 3 evaluations not run" in outcome.out
-    assert f"scored: {ROWS}/{ROWS}" in outcome.err  # the evaluations not run count as settled in the progress lines
-    assert "Budget spent: $1.5000 of $1.2: 3 evaluations not run" in (run.path / "run.md").read_text()  # why it failed
+    assert "budget spent: $1.5000 of $1.2000; 3 evaluations not run" in outcome.out
+    # the progress lines never count an evaluation that did not start as done: they say it was not run, and why
+    for stage in ("sandboxes ready", "agents done", "scored"):
+        assert re.search(rf"^{stage}: 3/{ROWS} \(\d+ s\); 3 not run: budget spent$", outcome.err, re.M), outcome.err
+    assert f"{ROWS}/{ROWS}" not in outcome.err
+    said = (run.path / "run.md").read_text()
+    assert "Budget spent: $1.5000 of $1.2000: 3 evaluations not run" in said  # why it failed
     # the runs index shows the spend per variant, the agent apart from the judges and the simulated user
     index = (system_cli.runs / "index.html").read_text()
     assert "default: $1.5000 (agent $1.5000 (reported), judges –, simulated user –)" in index
@@ -70,7 +75,7 @@ def test_a_budget_spent_by_the_last_evaluation_leaves_a_passing_run_that_run_md_
     assert outcome.code == 0, outcome.output  # $3.00 >= $2.90 only once every evaluation had started
     assert run.summary["passed"] and run.summary["budget"]["exhausted"] and run.summary["not_run"] == []
     said = (run.path / "run.md").read_text()
-    assert "Budget spent: $3.0000 of $2.9: 0 evaluations not run (every evaluation had started)." in said
+    assert "Budget spent: $3.0000 of $2.9000: 0 evaluations not run (every evaluation had started)." in said
     assert "the run fails" not in said
 
 

@@ -9,6 +9,7 @@ run-wide budget): ``verdict_reasons`` says why, for the viewer and JUnit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal, NamedTuple, Protocol
 
 from ..budget import NOT_RUN_BUDGET
@@ -62,13 +63,34 @@ def _left_out(report: RunSummary, reason: str) -> int:
     return sum(entry.get("reason") == reason for entry in report.not_run)
 
 
+def budget_left_out(report: RunSummary) -> int:
+    """How many planned evaluations the run-wide budget kept from starting."""
+    return _left_out(report, NOT_RUN_BUDGET)
+
+
+def evaluations(count: int) -> str:
+    """``1 evaluation``, ``3 evaluations``."""
+    return f"{count} evaluation{'' if count == 1 else 's'}"
+
+
+def dollars(amount: float) -> str:
+    """A dollar amount as every spend line shows it: ``$0.0070``."""
+    return f"${amount:.4f}"
+
+
+def spent_of_budget(budget: dict[str, Any]) -> str:
+    """``$0.0070 of $0.0050``: the run-wide budget's spend and limit, in one money format."""
+    return f"{dollars(budget['spent_usd'])} of {dollars(budget['max_usd'])}"
+
+
 def budget_not_run(report: RunSummary) -> str | None:
-    """``7 evaluations not run: the run-wide budget was spent ($0.0070 of $0.005)``; None when none was left out."""
-    left, budget = _left_out(report, NOT_RUN_BUDGET), report.budget or {}
+    """``7 evaluations not run: the run-wide budget was spent ($0.0070 of $0.0050)``; None when none was left
+    out."""
+    left, budget = budget_left_out(report), report.budget or {}
     if not left:
         return None
-    spent = f" (${budget['spent_usd']:.4f} of ${budget['max_usd']:g})" if budget else ""
-    return f"{left} evaluations not run: the run-wide budget was spent{spent}"
+    spent = f" ({spent_of_budget(budget)})" if budget else ""
+    return f"{evaluations(left)} not run: the run-wide budget was spent{spent}"
 
 
 def sequential_not_run(report: RunSummary) -> str | None:
@@ -79,18 +101,29 @@ def sequential_not_run(report: RunSummary) -> str | None:
     batch = block.get("stopped_at_batch")
     where = f" after batch {batch}" if batch is not None else ""
     decision = f" ({block['decision']})" if block.get("decision") else ""
-    return f"{left} evaluations not run: the sequential A/B stopped{where}{decision}"
+    return f"{evaluations(left)} not run: the sequential A/B stopped{where}{decision}"
+
+
+def _fewest_decimals(value: float, least: int, fits: Callable[[float], bool]) -> str:
+    """``value`` to the fewest decimals, from ``least`` to 12, whose figure ``fits``."""
+    return next((text for digits in range(least, 13) if fits(float(text := f"{value:.{digits}f}"))), f"{value:.12f}")
 
 
 def threshold_figures(threshold: dict[str, Any]) -> tuple[str, str]:
     """A suite threshold's value and minimum as every report shows them: the minimum as written, the value to 3
     to 12 decimals, as many as it takes to read the verdict from the two (0.4 and 0.40000001: NOT met)."""
     value, minimum, passed = threshold["value"], threshold["minimum"], threshold["passed"]
-    shown = next(
-        (text for digits in range(3, 13) if (float(text := f"{value:.{digits}f}") >= minimum) == passed),
-        f"{value:.12f}",
-    )
+    shown = _fewest_decimals(value, 3, lambda figure: (figure >= minimum) == passed)
     return shown.rstrip("0").rstrip("."), f"{minimum:.10g}"
+
+
+def flaky_figures(flaky: dict[str, Any]) -> tuple[str, str]:
+    """The flaky-rows share and its gate (max_flaky_share) as every report shows them, both in percent: the gate
+    as written, the share to as many decimals as it takes to read the verdict from the two (20.01% > 20.0%)."""
+    gate = flaky["max_share"] * 100
+    most = _fewest_decimals(gate, 1, lambda figure: figure == round(gate, 10))
+    share = _fewest_decimals(flaky["share"] * 100, 1, lambda figure: (figure <= float(most)) == flaky["passed"])
+    return f"{share}%", f"{most}%"
 
 
 def _unmet_thresholds(report: RunSummary) -> list[str]:
@@ -115,7 +148,8 @@ def verdict_reasons(report: RunSummary) -> list[str]:
         reasons.append("suite thresholds not met: " + ", ".join(unmet))
     flaky = report.flaky_gate
     if flaky is not None and not flaky["passed"]:
-        reasons.append(f"flaky rows {flaky['share']:.1%} > max_flaky_share {flaky['max_share']:g}")
+        share, most = flaky_figures(flaky)
+        reasons.append(f"flaky rows {share} > max_flaky_share {most}")
     budget = budget_not_run(report)
     if budget:
         reasons.append(budget)

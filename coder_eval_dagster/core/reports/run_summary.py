@@ -9,7 +9,15 @@ from ..layout import RUN_VIEWER, replicate_name, report_path
 from ..models.report import RunSummary, Spend, TaskRow
 from ..models.results import CriterionResult, EvaluationResult, TokenUsage
 from ..suite import SuiteEntry
-from .notes import run_time_notes, threshold_figures
+from .notes import (
+    budget_left_out,
+    dollars,
+    evaluations,
+    flaky_figures,
+    run_time_notes,
+    spent_of_budget,
+    threshold_figures,
+)
 from .shown_text import criterion_score, one_line, skipped_file
 
 
@@ -175,19 +183,17 @@ def _statistics_lines(report: RunSummary) -> list[str]:
     lines = []
     budget = report.budget or {}
     if budget.get("exhausted"):
-        left = sum(entry["reason"] == "budget" for entry in report.not_run)
+        left = budget_left_out(report)
         lines += [
             "",
-            f"Budget spent: ${budget['spent_usd']:.4f} of ${budget['max_usd']:g}: {left} evaluations not run "
+            f"Budget spent: {spent_of_budget(budget)}: {evaluations(left)} not run "
             + ("(`not_run` in run.json); the run fails." if left else "(every evaluation had started)."),
         ]
     flaky = report.flaky_gate
     if flaky is not None:
         verdict = "met" if flaky["passed"] else "NOT met"
-        lines += [
-            "",
-            f"Flaky rows: {flaky['share']:.1%} of repeated rows (max_flaky_share {flaky['max_share']:g}): {verdict}",
-        ]
+        share, most = flaky_figures(flaky)
+        lines += ["", f"Flaky rows: {share} of repeated rows (max_flaky_share {most}): {verdict}"]
     if not (report.pass_at_k or report.sequential):
         return lines
     from ..compare.run_statistics import run_md_lines  # numpy: only a run with these figures pays for it
@@ -200,7 +206,7 @@ def total_usd(spend: Spend) -> str:
     """The total cost; ``≥`` when some tokens have no cost (a floor), ``–`` when none has one."""
     if spend.total_cost_usd is None:
         return "–"
-    return f"{'' if spend.cost_complete else '≥ '}${spend.total_cost_usd:.4f}"
+    return f"{'' if spend.cost_complete else '≥ '}{dollars(spend.total_cost_usd)}"
 
 
 def agent_usd(spend: Spend) -> str:
@@ -226,9 +232,9 @@ def usd(usage: TokenUsage | None) -> str:
     if usage.total_cost_usd is None:
         return "unknown"
     if not usage.priced_whole:
-        return f"≥ ${usage.total_cost_usd:.4f} (part unknown)"
+        return f"≥ {dollars(usage.total_cost_usd)} (part unknown)"
     source = f" ({usage.cost_source})" if usage.cost_source else ""
-    return f"${usage.total_cost_usd:.4f}{source}"
+    return f"{dollars(usage.total_cost_usd)}{source}"
 
 
 def _suite_lines(report: RunSummary) -> list[str]:
