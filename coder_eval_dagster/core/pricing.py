@@ -11,8 +11,9 @@ warning per run naming it, never an error.
 Usage is our ``TokenUsage``: the prompt in three parts (uncached, cache
 creation, cache read); genai-prices takes the whole prompt as its
 ``input_tokens`` and prices the cached parts apart. Codex's fresh prompt is
-recorded as cache creation (see agents/codex.py): OpenAI has no cache-write
-price, so it is billed at the input price, as it should be.
+recorded as cache creation (see agents/codex.py); OpenAI bills no cache writes,
+so an OpenAI model's cache creation is priced as input by every source (a
+price file's ``cache_write_per_mtok`` included), its recorded counts unchanged.
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ class PriceBook:
             return 0.0
         if not model:
             return None
+        usage = _as_billed(model, usage, backend)
         override = self._override(model)
         if override is not None:
             return _override_cost(override, usage)
@@ -143,6 +145,15 @@ def _library_names(model: str, backend: Backend | None) -> list[tuple[str, str |
     if provider == "aws" and direct.startswith("claude"):
         names.append((direct, "anthropic"))
     return names
+
+
+def _as_billed(model: str, usage: TokenUsage, backend: Backend | None) -> TokenUsage:
+    """``usage`` as the model's provider bills it: OpenAI has no cache writes, so cache creation on an OpenAI model
+    (Codex's fresh prompt) is uncached input, at the input price whatever the price source says of cache writes."""
+    if provider_of(model, backend) != "openai" or not usage.cache_creation_input_tokens:
+        return usage
+    fresh = usage.uncached_input_tokens + usage.cache_creation_input_tokens
+    return usage.model_copy(update={"uncached_input_tokens": fresh, "cache_creation_input_tokens": 0})
 
 
 def _override_cost(price: ModelPrice, usage: TokenUsage) -> float:

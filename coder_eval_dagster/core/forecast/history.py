@@ -8,6 +8,11 @@ Evaluations that ended in ERROR are left out (most stopped before or without
 the agent's spend, and would pull the median down), and so is everything
 older than the last ``HISTORY_DEPTH`` evaluations of a row-task: prices and
 agents change, and recent runs say more about the next one.
+
+A judge verdict a rescore (or ``--retry-errors``) reused costs nothing in
+``task_results`` (no call was made), but the next run calls that judge
+again: the judges' part counts it at what it cost when it was made, which
+its ``criteria_scores`` row keeps (``judge_usage``).
 """
 
 from __future__ import annotations
@@ -18,22 +23,26 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from ..tables import duckdb_source
+from ..tables import SCHEMAS, duckdb_source
 from .figures import DURATION, Figures
 
 HISTORY_DEPTH = 20
 P90 = 0.9
 TABLE = "task_results"
+CRITERIA = "criteria_scores"
+NO_CRITERIA = "no_criteria"  # the criteria_scores of tables that have none: empty
 
 Key = tuple[str, str, str, str | None]
 KEY_COLUMNS = ("variant_id", "task_id", "agent_type", "agent_model")
 
-# Each part of Figures as SQL over one task_results row. A cost left null where no token was spent is 0 (no judge,
-# an agentless task); a null cost with tokens stays null: nobody priced them, and the part is then unknown.
+# Each part of Figures as SQL over one task_results row (its judges' with its reused verdicts'). A cost left null
+# where no token was spent is 0 (no judge, an agentless task); a null cost with tokens stays null: nobody priced
+# them, and the part is then unknown.
 _TOKENS = {
     "agent_tokens": "coalesce(input_tokens, 0) + coalesce(output_tokens, 0) + coalesce(cache_read_input_tokens, 0)"
     " + coalesce(cache_creation_input_tokens, 0)",
-    "judge_tokens": "coalesce(judge_input_tokens, 0) + coalesce(judge_output_tokens, 0)",
+    "judge_tokens": "coalesce(judge_input_tokens, 0) + coalesce(judge_output_tokens, 0)"
+    " + coalesce(reused_judge_tokens, 0)",
     "simulator_tokens": "coalesce(simulator_input_tokens, 0) + coalesce(simulator_output_tokens, 0)",
 }
 _COSTS = {
@@ -43,11 +52,11 @@ _COSTS = {
 }
 # A row whose costs are a floor (cost_complete false) though the agent's is whole: a judge's or the simulated user's
 # tokens went unpriced, and their cost there is a partial sum; as a part, unknown (which of the two, the row does
-# not say: both are, where they spent tokens).
+# not say: both are, where they spent tokens). A reused verdict nobody priced leaves the judges' part unknown too.
 _NOT_THE_AGENT = (
     "NOT coalesce(cost_complete, true) AND coalesce(cost_source, '') <> 'unknown' AND final_status <> 'TIMEOUT'"
 )
-_FLOOR = {"judges_usd": _NOT_THE_AGENT, "simulator_usd": _NOT_THE_AGENT}
+_FLOOR = {"judges_usd": f"({_NOT_THE_AGENT}) OR reused_judge_unpriced IS TRUE", "simulator_usd": _NOT_THE_AGENT}
 PARTS = [*_COSTS, *_TOKENS, DURATION]
 
 
@@ -70,13 +79,14 @@ class History:
 def observed(tables_dir: Path, keys: list[Key]) -> History:
     """The history of each of ``keys`` found under ``tables_dir`` (absent keys have none)."""
     folder = tables_dir / TABLE
-    if not keys or not any(folder.glob("**/*.parquet")):
+    if not keys or not _has_files(folder):
         return History({}, 0, [])
     wanted = pa.table({name: [key[index] for key in keys] for index, name in enumerate(KEY_COLUMNS)})
     try:
         with duckdb.connect() as connection:
             connection.register("wanted", wanted)
-            rows = connection.execute(_query(folder)).fetchall()
+            connection.register(NO_CRITERIA, SCHEMAS[CRITERIA].empty_table())
+            rows = connection.execute(_query(folder, tables_dir / CRITERIA)).fetchall()
     except duckdb.Error as exc:  # e.g. tables written by a version before a column existed
         return History({}, 0, [f"the history under {folder} could not be read ({exc}); every row bounded by limits"])
     found: dict[Key, Observed] = {(row[0], row[1], row[2], row[3]): _observed(row[4], row[6:]) for row in rows}
@@ -92,9 +102,19 @@ def _observed(count: int, statistics: tuple[float | None, ...]) -> Observed:
     )
 
 
-def _query(folder: Path) -> str:
-    """One line per wanted row-task with history: its key, count, runs, the median of each part, then each p90."""
-    source = duckdb_source(folder)
+def _has_files(folder: Path) -> bool:
+    return any(folder.glob("**/*.parquet"))
+
+
+def _read(folder: Path) -> str:
+    return f"read_parquet({duckdb_source(folder)}, hive_partitioning = true, union_by_name = true)"
+
+
+def _query(folder: Path, criteria: Path) -> str:
+    """One line per wanted row-task with history: its key, count, runs, the median of each part, then each p90.
+
+    The reused verdicts (few rows) are summed per evaluation first, then added to its judges' tokens and cost.
+    """
     tokens = ", ".join(f"{sql} AS {name}" for name, sql in _TOKENS.items())
     costs = ", ".join(
         f"CASE WHEN {used} = 0 THEN coalesce({column}, 0) WHEN {_FLOOR.get(name, 'false')} THEN NULL ELSE {column} END"
@@ -103,15 +123,26 @@ def _query(folder: Path) -> str:
     )
     statistics = [f"median({part})" for part in PARTS] + [f"quantile_cont({part}, {P90})" for part in PARTS]
     return f"""
-WITH picked AS (
-    SELECT t.variant_id, t.task_id, t.agent_type, t.agent_model, t.run_id, t.duration_s, t.cost_usd, t.judge_cost_usd,
+WITH reused_verdicts AS (
+    SELECT run_id, variant_id, task_id, replicate,
+           sum(coalesce(judge_usage.input_tokens, 0) + coalesce(judge_usage.output_tokens, 0)) AS reused_judge_tokens,
+           sum(judge_usage.cost_usd) AS reused_judge_usd,
+           bool_or(judge_usage.cost_usd IS NULL OR judge_usage.cost_source = 'unknown') AS reused_judge_unpriced
+    FROM {_read(criteria) if _has_files(criteria) else NO_CRITERIA}
+    WHERE reused
+    GROUP BY run_id, variant_id, task_id, replicate
+), picked AS (
+    SELECT t.variant_id, t.task_id, t.agent_type, t.agent_model, t.run_id, t.duration_s, t.cost_usd,
+           t.judge_cost_usd + coalesce(r.reused_judge_usd, 0) AS judge_cost_usd, r.reused_judge_unpriced,
            t.simulator_cost_usd, t.cost_complete, t.cost_source, t.final_status, {tokens},
            row_number() OVER (
                PARTITION BY t.variant_id, t.task_id, t.agent_type, t.agent_model ORDER BY t.run_ts DESC
            ) AS recency
-    FROM read_parquet({source}, hive_partitioning = true, union_by_name = true) AS t
+    FROM {_read(folder)} AS t
     JOIN wanted AS w ON t.variant_id = w.variant_id AND t.task_id = w.task_id AND t.agent_type = w.agent_type
                     AND t.agent_model IS NOT DISTINCT FROM w.agent_model
+    LEFT JOIN reused_verdicts AS r ON t.run_id = r.run_id AND t.variant_id = r.variant_id AND t.task_id = r.task_id
+                         AND t.replicate IS NOT DISTINCT FROM r.replicate
     WHERE t.final_status <> 'ERROR'
 ), parts AS (
     SELECT *, {costs} FROM picked WHERE recency <= {HISTORY_DEPTH}
