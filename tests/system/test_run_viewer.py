@@ -247,6 +247,22 @@ def test_a_cli_run_links_its_viewer_and_its_transcripts_read_well(system_cli: Sy
         assert seen in text, f"task.html does not show {seen!r}"
 
 
+def test_a_long_transcript_s_folded_calls_each_say_what_they_ran(system_cli: SystemCli, browser: Chromium) -> None:
+    """Past OPEN_CALLS a transcript's calls start folded, one line each: that line read "Bash success · 10 ms" for
+    every call, so a reader had to open each to find which command ran."""
+    turns = [{"calls": [{"tool": "Bash", "command": f"echo step {n}  \n  # two lines"}]} for n in range(45)]
+    wants = [{"type": "command_executed", "command_pattern": "echo step 44", "description": "the last step ran"}]
+    task = replay_task_file(system_cli.folder / "tasks", "many_calls", turns, success_criteria=wants)
+    done, run = system_cli.run(task, env={})
+    assert done.code == 0, done.output
+    browser.call("Page.navigate", url=(run.evaluation("many_calls") / "task.html").as_uri())
+    browser.wait_for("document.title.startsWith('many_calls')", 10, 0.05)
+    assert browser.evaluate("document.querySelectorAll('details.call[open]').length") == 0  # folded
+    text = browser.evaluate("document.body.innerText")
+    for n in (0, 44):
+        assert f"echo step {n} # two lines" in text, f"a folded call does not say it ran echo step {n}"
+
+
 def shown_statuses(browser: Chromium, viewer: Path) -> list[str]:
     open_page(browser, viewer.as_uri())
     return column(browser, 4)

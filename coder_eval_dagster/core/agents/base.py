@@ -29,6 +29,7 @@ from ..models.agent import AgentConfig
 from ..models.limits import RunLimits
 from ..models.results import FinalStatus, TurnRecord, final_reply
 from ..sandbox.base import Sandbox
+from ..secrets import redact
 
 T = TypeVar("T")
 
@@ -48,6 +49,16 @@ StopReason = Literal[
 ]
 TimeLimit = Literal["task_timeout", "turn_timeout"]  # the run_limits field that ran out
 # how an agent stops mid-turn: the words of its last turn are no final reply when its calls were cut
+OUTPUT_CHARS = 2000  # of a tool call's output, what a trajectory keeps
+
+
+def recorded_output(text: str) -> str:
+    """A tool call's output as a trajectory keeps it: redacted whole, then cut at OUTPUT_CHARS with ``…`` (cut
+    first, a secret across the cut kept its first characters)."""
+    shown = redact(text)
+    return shown if len(shown) <= OUTPUT_CHARS else shown[:OUTPUT_CHARS] + "…"
+
+
 CUT_SHORT = frozenset({"task_timeout", "turn_timeout", "token_budget", "cost_budget", "error"})
 
 

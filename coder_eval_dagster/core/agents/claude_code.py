@@ -30,8 +30,10 @@ exchange, so until then a turn's cost is its tokens at the run's prices
 (none when the model has no price: ``max_usd`` is then checked at the end). After a stop (a breach, an early
 stop, the tool-call cap) the CLI is interrupted and the rest of its answer is still read, up to its result
 and for at most ``DRAIN_S``: the cut turn's last usage (its ``message_delta``) and the reported cost come
-there. A failed or refused tool call keeps its error text as its output (the PostToolUseFailure hook's
-``error``; a refused call, which reaches no hook, its is_error tool result). Each exchange's ResultMessage
+there. A tool call's output is the text the model received for it: its ``tool_result`` in the user message the
+CLI streams back (a failed or refused call's error text, is_error), never the hooks' ``tool_response`` object,
+which is the CLI's own record (``{"stdout": ..., "interrupted": ...}``) and no text the model saw; the hooks give
+the call's time and, for the early-stop watcher, its status as soon as it ends. Each exchange's ResultMessage
 is kept on its last turn as the schema's ``result_summary`` (an API error is ``is_error`` there, and the
 CLI's made-up "API Error: ..." message is no reply of the model's). A simulated dialog continues the
 same client (one CLI session) with each user message, so the agent keeps
@@ -60,7 +62,7 @@ from ..models.results import ToolCallRecord, ToolCallStatus, TurnRecord
 from ..routing import ApiRoute
 from ..sandbox.mocks import agent_environment
 from ..secrets import redact
-from .base import AgentInput, AgentOutput
+from .base import AgentInput, AgentOutput, recorded_output
 
 if TYPE_CHECKING:  # the SDK is imported on first use (start-up stays light)
     from claude_agent_sdk import (
@@ -80,7 +82,6 @@ if TYPE_CHECKING:  # the SDK is imported on first use (start-up stays light)
         SystemPromptPreset,
     )
 
-OUTPUT_CHARS = 2000
 STDERR_LINES = 20
 DRAIN_S = 30.0  # after a stop: how long the rest of the answer (its last usage, the reported cost) is waited for
 SYNTHETIC_MODEL = "<synthetic>"  # what Claude Code names as the model of a message it made up (an API error's)
@@ -169,7 +170,8 @@ class Session:
     def _finish_call(
         self, data: Mapping[str, Any], tool_use_id: str | None, status: ToolCallStatus
     ) -> ToolCallRecord | None:
-        """Complete a call from its PostToolUse(Failure) hook's input, read as the JSON the CLI sent."""
+        """Time a call and give its status from its PostToolUse(Failure) hook's input, read as the JSON the CLI sent;
+        its output comes with its tool result (``on_user``)."""
         call = self.call_of.get(tool_use_id or "")
         if call is None:  # the hook ran before the assistant message reached us
             call = self._new_call(
@@ -190,14 +192,7 @@ class Session:
         )
         call.started_at = time.time() - call.duration_ms / 1000
         response = data.get("tool_response")
-        if isinstance(response, dict) and response.get("interrupted"):
-            status = "error"
-        call.status = status
-        if response is None:  # PostToolUseFailure: the tool's error text (a command's stderr, a missing file) instead
-            response = data.get("error")
-        if response is not None:
-            text = response if isinstance(response, str) else json.dumps(response, default=str)
-            call.output = _capped(text)
+        call.status = "error" if isinstance(response, dict) and response.get("interrupted") else status
         return call
 
     # ----------------------------------------------------------------- messages
@@ -283,18 +278,21 @@ class Session:
         return breach
 
     def on_user(self, message: UserMessage) -> None:
-        """Tool results: an is_error result marks its call failed, and its text is the call's output when no hook
-        gave one (a call Claude Code refused, under permission_mode plan or disallowed_tools, reaches no hook)."""
+        """Tool results: each is its call's output, as the model received it; an is_error result marks its call
+        failed (a call Claude Code refused, under permission_mode plan or disallowed_tools, reaches no hook: this
+        is its only status), any other leaves the hook's status (an interrupted command is an error)."""
         from claude_agent_sdk import ToolResultBlock
 
         content = message.content if isinstance(message.content, list) else []
-        for block in content:
-            if isinstance(block, ToolResultBlock) and block.is_error and block.tool_use_id in self.call_of:
-                call = self.call_of[block.tool_use_id]
+        for block in (block for block in content if isinstance(block, ToolResultBlock)):
+            call = self.call_of.get(block.tool_use_id)
+            if call is None:
+                continue
+            call.output = recorded_output(_result_text(block.content))
+            if block.is_error:
                 call.status = "error"
-                text = _result_text(block.content)
-                if call.output is None and text:
-                    call.output = _capped(text)
+            elif call.status == "unknown":
+                call.status = "success"
 
     def _over_a_cap(self) -> Breach | None:
         """Whether the turns so far put a budget over its cap: asked before a tool runs (the turn's usage may not
@@ -335,17 +333,17 @@ class Session:
         return self.output.conclude(self.budget, breach, self.stop_requested, self.input.limits.max_turns)
 
 
-def _capped(text: str) -> str:
-    """Tool output as the result records it: the first OUTPUT_CHARS characters, secrets redacted."""
-    return redact(text[:OUTPUT_CHARS])
-
-
 def _result_text(content: str | list[dict[str, Any]] | None) -> str:
-    """A tool result's text: a string, or the text parts of a list of content blocks."""
+    """A tool result's text: a string, or its content blocks' text joined, a block of another kind said by its type
+    (a Read of an image: ``[image]``)."""
     if isinstance(content, str):
         return content
-    parts = [part.get("text") for part in content or []]
-    return "\n".join(part for part in parts if isinstance(part, str))
+    return "\n".join(_block_text(block) for block in content or [])
+
+
+def _block_text(block: dict[str, Any]) -> str:
+    text = block.get("text")
+    return text if isinstance(text, str) else f"[{block.get('type', 'content')}]"
 
 
 def result_summary(message: ResultMessage) -> dict[str, Any]:

@@ -35,14 +35,13 @@ from ..models.results import ToolCallRecord, TurnRecord
 from ..sandbox.mocks import agent_environment
 from ..secrets import redact
 from .admission import ModelRequests
-from .base import AgentInput, AgentOutput
+from .base import AgentInput, AgentOutput, recorded_output
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 TOOL_LISTS_IGNORED = (
     "allowed_tools / disallowed_tools are not applied by the codex agent: Codex offers its own tools whatever they "
     "say (coder_eval does not enforce them either)"
 )
-OUTPUT_CHARS = 2000
 # Codex's error kinds (its app-server's codexErrorInfo) whose names error_categories would not read as their
 # cause, in words it reads. The others read as they are (serverOverloaded, rateLimitExceeded, unauthorized, the
 # connection's and the stream's failures) or are the agent's own (contextWindowExceeded, sandboxError...).
@@ -229,7 +228,7 @@ class CodexSession:
             status="success" if ok else "error",
             duration_ms=round(float(duration), 1),
             started_at=time.time() - float(duration) / 1000,
-            output=redact(output[:OUTPUT_CHARS]) if output else None,
+            output=recorded_output(output) if output else None,
         )
         turn.calls.append(call)
         return call

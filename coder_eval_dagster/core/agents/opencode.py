@@ -64,7 +64,7 @@ from ..models.results import ToolCallRecord, TurnRecord
 from ..run_lock import exclusively
 from ..secrets import redact
 from .admission import ModelRequests
-from .base import AgentInput, AgentOutput
+from .base import AgentInput, AgentOutput, recorded_output
 
 VERSION = "1.18.33"  # opencode-ai on the npm registry
 RIPGREP_VERSION = "14.1.0"  # the newest ripgrep with a Linux wheel on PyPI
@@ -72,7 +72,6 @@ INSTALL_DIR_VARIABLE = "CODER_EVAL_OPENCODE_DIR"
 SHOWN_IN_HOME = "opencode-installation"  # where the CLI sees its installation: in its HOME, read-only
 INSTALL_TIMEOUT_S = 900.0
 CONFIG_FILE = "opencode.json"
-OUTPUT_CHARS = 2000
 STDERR_LINES = 20
 STDERR_GRACE_S = 5.0  # how long the CLI's stderr is read after it exited
 EVENT_BYTES = 1 << 24  # the longest JSON line read (a call's input or output can be long)
@@ -405,7 +404,7 @@ class OpencodeSession:
             parameters=parameters,
             status="success" if ok else "error",
             duration_ms=round(max(0.0, _number(times.get("end")) - _number(times.get("start"))), 1),
-            output=redact(str(said)[:OUTPUT_CHARS]) if said else None,
+            output=recorded_output(str(said)) if said else None,
         )
         turn.calls.append(call)
         watcher = self.input.watcher

@@ -28,16 +28,11 @@ from ..models.trajectory import ToolCall, Trajectory, TrajectoryTurn, TurnUsage
 from ..resolution import load_trajectory
 from ..sandbox.base import Sandbox
 from ..sandbox.mocks import agent_command
-from .base import AgentInput, AgentOutput, StopReason, TimeLimit, budget_stop_reason
+from .base import OUTPUT_CHARS, AgentInput, AgentOutput, StopReason, TimeLimit, budget_stop_reason, recorded_output
 
-OUTPUT_CHARS = 2000
 # A Bash call's time limit when the task sets neither turn_timeout nor task_timeout
 # (the longest Claude Code's own Bash tool allows).
 DEFAULT_CALL_TIMEOUT_S = 600.0
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + "…"
 
 
 # The file tools are carried out by the harness itself, on the sandbox folder on this machine (as root on CI),
@@ -71,7 +66,7 @@ def _read(params: dict[str, Any], sandbox: Sandbox) -> tuple[ToolCallStatus, str
         data = read_capped_fd(fd, OUTPUT_CHARS * 4)  # the start only: the output is clipped anyway
     finally:
         os.close(fd)
-    return "success", _clip(data.decode("utf-8", errors="replace"))
+    return "success", recorded_output(data.decode("utf-8", errors="replace"))
 
 
 def _edit(params: dict[str, Any], sandbox: Sandbox) -> tuple[ToolCallStatus, str | None]:
@@ -130,8 +125,8 @@ def play_call(call: ToolCall, sandbox: Sandbox, timeout: float) -> tuple[ToolCal
             done = sandbox.run(in_bash(agent_command(str(params["command"]), sandbox)), timeout)
             output = done.stdout + (done.stderr and f"\n{done.stderr}")
             if done.ok:
-                return "success", _clip(output)
-            return "error", _clip(done.error or _with_exit_code(done.exit_code, output))
+                return "success", recorded_output(output)
+            return "error", recorded_output(done.error or _with_exit_code(done.exit_code, output))
         if call.tool in FILE_TOOLS:
             return FILE_TOOLS[call.tool](params, sandbox)
     except (OSError, ValueError) as exc:  # (UnreadableFile, UnicodeDecodeError, a NUL in a path)

@@ -27,7 +27,7 @@ from pydantic import Field, field_validator
 from ..agent_cli import SDK_VARIABLES, agent_home, bundled_cli, cli_environment, within, write_wrapper
 from ..models.agent import AgentConfig
 from ..models.base import rule_error
-from ..models.results import TokenUsage, message_usage
+from ..models.results import TokenUsage, call_target, message_usage
 from ..sandbox import containment
 from ..sandbox.egress import LOOPBACK, model_only
 from ..sandbox.holder import SANDBOX_PATH
@@ -179,14 +179,6 @@ def parse_verdict(text: str) -> dict[str, Any]:
     return (scored or found)[-1]
 
 
-def _target(arguments: dict[str, Any]) -> str:
-    """What a judge's tool call acted on (a Bash command, a file path, a pattern), else its arguments."""
-    for name in ("command", "file_path", "path", "pattern"):
-        if isinstance(arguments.get(name), str):
-            return str(arguments[name])
-    return json.dumps(arguments)
-
-
 class Transcript:
     """The judge agent's messages as they come: its tool calls (coder_eval's ``JudgeTranscriptToolCall``: tool,
     target, status, what it returned), the final text, the result."""
@@ -219,7 +211,7 @@ class Transcript:
                 if isinstance(block, ToolUseBlock):
                     self.calls[block.id] = {
                         "tool_name": block.name,
-                        "detail": truncated(_target(block.input), CALL_PREVIEW_CHARS),
+                        "detail": truncated(call_target(block.input), CALL_PREVIEW_CHARS),
                         "status": "unknown",
                         "result_preview": "",
                     }

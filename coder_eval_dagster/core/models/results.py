@@ -198,6 +198,15 @@ class HookRun(CommandRun):
 ToolCallStatus = Literal["success", "error", "unknown"]
 
 
+def call_target(parameters: dict[str, Any]) -> str:
+    """What a tool call acted on (a Bash command, a file path, a pattern), else its arguments as JSON: the one
+    line a transcript names the call by."""
+    for name in ("command", "file_path", "path", "pattern"):
+        if isinstance(parameters.get(name), str):
+            return str(parameters[name])
+    return json.dumps(parameters, ensure_ascii=False, default=str)
+
+
 class ToolCallRecord(BaseModel):
     """One tool call of the agent, written as coder_eval's ``CommandTelemetry`` (``iterations[].commands``)."""
 

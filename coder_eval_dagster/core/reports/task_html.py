@@ -10,8 +10,9 @@ from typing import Any
 
 import yaml
 
+from ..agents.base import OUTPUT_CHARS
 from ..layout import judge_transcript
-from ..models.results import CriterionResult, EvaluationResult, HookRun, ToolCallRecord, TurnRecord
+from ..models.results import CriterionResult, EvaluationResult, HookRun, ToolCallRecord, TurnRecord, call_target
 from ..transcript import UserMessage, conversation
 from .notes import run_time_notes
 from .run_summary import usd
@@ -134,7 +135,8 @@ def _hooks(title: str, runs: list[HookRun]) -> str:
 
 # What a transcript shows of each tool call's input and result; the agents record at most AGENT_RESULT_CHARS.
 SHOWN_CHARS = 4000
-AGENT_RESULT_CHARS = 2000
+GIST_CHARS = 120  # a folded call's line: its command or path
+AGENT_RESULT_CHARS = OUTPUT_CHARS
 OPEN_CALLS = 40  # a longer transcript starts with its calls folded (each one line)
 
 
@@ -157,11 +159,18 @@ def _returned(call: ToolCallRecord) -> str:
     return f"<p class='label'>result{note}</p><pre>{_capped(call.output) or '(empty)'}</pre>"
 
 
+def _gist(call: ToolCallRecord) -> str:
+    """The call's target on one line, cut at GIST_CHARS: a folded call says what it ran or read."""
+    line = " ".join(call_target(call.parameters).split())
+    return line if len(line) <= GIST_CHARS else line[: GIST_CHARS - 1] + "…"
+
+
 def _call(call: ToolCallRecord, open_: bool) -> str:
     arguments = json.dumps(call.parameters, indent=1, ensure_ascii=False)
     return (
         f"<details class='call'{' open' if open_ else ''}><summary><code>{escape(call.tool)}</code> "
-        f"<span class='{call.status}'>{call.status}</span> · {call.duration_ms:.0f} ms</summary>"
+        f"<span class='{call.status}'>{call.status}</span> · {call.duration_ms:.0f} ms · "
+        f"<code class='gist'>{escape(_gist(call))}</code></summary>"
         f"<p class='label'>input</p><pre>{_capped(arguments)}</pre>{_returned(call)}</details>"
     )
 
