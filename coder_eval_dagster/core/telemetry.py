@@ -4,8 +4,9 @@ Configured the standard way, from the environment of the process running the
 evaluations (the CLI, a Dagster run worker): ``OTEL_EXPORTER_OTLP_ENDPOINT``
 (or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``), ``OTEL_EXPORTER_OTLP_HEADERS``,
 ``OTEL_SERVICE_NAME`` (default ``coder-eval``), ``OTEL_RESOURCE_ATTRIBUTES``;
-``OTEL_SDK_DISABLED=true`` turns it off. OTLP over HTTP/protobuf. With none
-of them set nothing of OpenTelemetry is imported.
+``OTEL_SDK_DISABLED=true`` turns it off, ``OTEL_TRACES_EXPORTER=none`` (or
+``LOGS``, ``METRICS``) one signal. OTLP over HTTP/protobuf. With none of them
+set nothing of OpenTelemetry is imported.
 
 One trace per evaluation. Its ids are derived from the run id and the
 evaluation's folder, so that the sandbox phase and the scoring phase (two
@@ -27,23 +28,25 @@ exported unless ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .secrets import redact
+from .secrets import redact, secret_values
 
 if TYPE_CHECKING:
     from .evaluation import Evaluation
     from .models.results import EvaluationResult, ToolCallRecord, TurnRecord
 
-ENDPOINT_VARIABLES = tuple(
-    f"OTEL_EXPORTER_OTLP_{signal}ENDPOINT" for signal in ("", "TRACES_", "LOGS_", "METRICS_")
-)  # any signal's
+SIGNALS = ("TRACES", "LOGS", "METRICS")
 CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 TASK_END = "CoderEval.Task.End"
 EVALUATION_RESULT = "gen_ai.evaluation.result"
 CONTENT_CHARS = 4000
+# The GenAI conventions' gen_ai.provider.name of an opencode provider whose prefix is not already it (custom: an
+# OpenAI-compatible server of no known provider).
+OPENCODE_PROVIDERS: dict[str, str | None] = {"mistral": "mistral_ai", "xai": "x_ai", "custom": None}
 
 
 def configured(environ: Mapping[str, str]) -> bool:
@@ -51,7 +54,15 @@ def configured(environ: Mapping[str, str]) -> bool:
     switched_off = environ.get("OTEL_SDK_DISABLED", "").lower() == "true"
     if switched_off or environ.get("TELEMETRY_ENABLED", "").lower() == "false":
         return False
-    return any(environ.get(name) for name in ENDPOINT_VARIABLES)
+    return any(exports(environ, signal) for signal in SIGNALS)
+
+
+def exports(environ: Mapping[str, str], signal: str) -> bool:
+    """Whether ``signal`` (TRACES, LOGS, METRICS) is sent: an OTLP endpoint is named for it (its own, or the one
+    for all), and ``OTEL_<SIGNAL>_EXPORTER`` does not turn it off (``none``, the SDK's way)."""
+    if environ.get(f"OTEL_{signal}_EXPORTER", "").strip().lower() == "none":
+        return False
+    return bool(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or environ.get(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT"))
 
 
 def trace_ids(run_id: str, folder: str) -> tuple[int, int]:
@@ -101,11 +112,44 @@ class Telemetry:
         pass
 
 
-def content(text: object, capture: bool) -> str | None:
-    """Text exported only when content capture is on, redacted and capped."""
-    if not capture or text is None:
+def content(value: object, capture: bool) -> str | None:
+    """Text exported only when content capture is on, redacted and capped; a structure (a tool call's arguments)
+    as JSON, each of its strings redacted before JSON escapes a secret's quote or newline out of recognition."""
+    if not capture or value is None:
         return None
-    return redact(str(text))[:CONTENT_CHARS]
+    if isinstance(value, str):
+        return redact(value)[:CONTENT_CHARS]
+    values = secret_values()
+    return redact(json.dumps(_redacted_strings(value, values), default=str, ensure_ascii=False), values)[:CONTENT_CHARS]
+
+
+def _redacted_strings(value: object, values: list[str]) -> object:
+    if isinstance(value, str):
+        return redact(value, values)
+    if isinstance(value, dict):
+        return {key: _redacted_strings(item, values) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redacted_strings(item, values) for item in value]
+    return value
+
+
+def provider_name(agent_type: str, model: str | None, backend: str) -> str | None:
+    """The GenAI conventions' ``gen_ai.provider.name`` of the model an agent of this type asks, on the run's route
+    (``backend``) for claude-code, by the model's prefix for opencode; None for an agent that asks none (a
+    replay, no agent) or a provider not known."""
+    if agent_type == "claude-code":
+        return route_provider(backend)
+    if agent_type == "codex":
+        return "openai"
+    if agent_type == "opencode" and model and "/" in model:
+        prefix = model.partition("/")[0]
+        return OPENCODE_PROVIDERS.get(prefix, prefix)
+    return None
+
+
+def route_provider(backend: str) -> str:
+    """The provider of the run's route (the judges', the simulated user's, claude-code's)."""
+    return "aws.bedrock" if backend == "bedrock" else "anthropic"
 
 
 def turn_attributes(turn: TurnRecord, model: str | None) -> dict[str, Any]:

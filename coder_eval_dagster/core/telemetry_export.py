@@ -6,6 +6,7 @@ library caller's own OpenTelemetry set-up is left alone.
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -28,14 +29,17 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from .models.results import TokenUsage
-from .simulation import simulator_model
 from .telemetry import (
     CAPTURE_CONTENT,
     EVALUATION_RESULT,
+    SIGNALS,
     TASK_END,
     Telemetry,
     content,
     epoch_ns,
+    exports,
+    provider_name,
+    route_provider,
     run_span_ids,
     tool_attributes,
     trace_ids,
@@ -49,6 +53,14 @@ if TYPE_CHECKING:
 SCOPE = "coder_eval_dagster"
 METRIC_EXPORT_INTERVAL_MS = 10_000
 SHUTDOWN_S = 5.0  # the most a run's end waits for a collector (docs/running.md, Telemetry)
+# Each histogram's bucket bounds, fit for its unit: the SDK's default (0, 5, 10, 25 ... 10,000) put every evaluation
+# under $5 in one bucket and every agent spending over 10,000 tokens in the overflow.
+TOKEN_BOUNDS = tuple(4.0**n for n in range(14))  # the GenAI conventions' advisory bounds: 1, 4, 16 ... 67,108,864
+DURATION_BOUNDS = tuple(0.01 * 2**n for n in range(20))  # theirs, 0.01 s to 81.92 s, on to 5,242.88 s (87 minutes)
+COST_BOUNDS = (0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100)
+HTTP_PROTOBUF = "http/protobuf"  # the one OTLP protocol exported (no gRPC exporter is installed)
+
+log = logging.getLogger(__name__)
 
 
 SAMPLED = TraceFlags(TraceFlags.SAMPLED)
@@ -116,9 +128,13 @@ def _service_name(environ: Mapping[str, str]) -> dict[str, str]:
     return {} if "service.name=" in environ.get("OTEL_RESOURCE_ATTRIBUTES", "") else {"service.name": "coder-eval"}
 
 
-def exports(environ: Mapping[str, str], signal: str) -> bool:
-    """Whether an OTLP endpoint is named for ``signal`` (TRACES, LOGS, METRICS): its own, or the one for all."""
-    return bool(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or environ.get(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT"))
+def warn_of_other_protocols(environ: Mapping[str, str]) -> None:
+    """One warning when the user asked for an OTLP protocol other than HTTP/protobuf (gRPC on 4317): it is sent
+    as HTTP/protobuf all the same, and a gRPC-only collector refuses it."""
+    names = ["OTEL_EXPORTER_OTLP_PROTOCOL", *(f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL" for signal in SIGNALS)]
+    asked = [f"{name}={environ[name]}" for name in names if environ.get(name, HTTP_PROTOBUF).lower() != HTTP_PROTOBUF]
+    if asked:
+        log.warning("telemetry: only %s is supported: sent so, not as %s", HTTP_PROTOBUF, ", ".join(asked))
 
 
 def _new_id() -> int:
@@ -137,6 +153,7 @@ class OtlpTelemetry(Telemetry):
     def __init__(self, environ: Mapping[str, str]):
         self.environ = environ
         self.capture = environ.get(CAPTURE_CONTENT, "").lower() == "true"
+        warn_of_other_protocols(environ)
         resource = Resource.create(_service_name(environ))
         # each signal only where an endpoint is named for it (Phoenix takes traces alone): one named for no one
         # went to the SDK's default, localhost:4318, and a run waited ~15 s at its end for each refused export
@@ -154,9 +171,21 @@ class OtlpTelemetry(Telemetry):
         self.meter_provider = MeterProvider(resource=resource, metric_readers=readers, shutdown_on_exit=False)
         meter = self.meter_provider.get_meter(SCOPE)
         self.evaluations = meter.create_counter("coder_eval.evaluations", "{evaluation}", "Evaluations by status")
-        self.duration = meter.create_histogram("coder_eval.evaluation.duration", "s", "An evaluation's duration")
-        self.tokens = meter.create_histogram("gen_ai.client.token.usage", "{token}", "Tokens per evaluation")
-        self.cost = meter.create_histogram("coder_eval.evaluation.cost", "USD", "Spend per evaluation")
+        self.duration = meter.create_histogram(
+            "coder_eval.evaluation.duration",
+            "s",
+            "An evaluation's duration",
+            explicit_bucket_boundaries_advisory=DURATION_BOUNDS,
+        )
+        self.tokens = meter.create_histogram(
+            "gen_ai.client.token.usage",
+            "{token}",
+            "Tokens per evaluation",
+            explicit_bucket_boundaries_advisory=TOKEN_BOUNDS,
+        )
+        self.cost = meter.create_histogram(
+            "coder_eval.evaluation.cost", "USD", "Spend per evaluation", explicit_bucket_boundaries_advisory=COST_BOUNDS
+        )
         self.judge_calls = meter.create_counter("coder_eval.judge.calls", "{call}", "Judge calls, by outcome")
         self.judge_retries = meter.create_counter("coder_eval.judge.retries", "{call}", "Judge API calls repeated")
 
@@ -182,16 +211,18 @@ class OtlpTelemetry(Telemetry):
         result, agent = evaluation.result, evaluation.task.agent
         if agent.resolved_type == "none" or not result.trajectory:
             return
+        provider = agent_provider(evaluation)
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": agent.resolved_type,
-            **({"gen_ai.request.model": agent.model} if agent.model else {}),
+            "gen_ai.request.model": agent.model or None,
+            "gen_ai.provider.name": provider,
             "gen_ai.usage.input_tokens": agent_usage(result).input_tokens,
             "gen_ai.usage.output_tokens": agent_usage(result).output_tokens,
         }
         invoke = _new_id()
         self.spans.write(
-            f"invoke_agent {agent.resolved_type}", (trace_id, invoke), parent, start_ns, end_ns, attributes
+            f"invoke_agent {agent.resolved_type}", (trace_id, invoke), parent, start_ns, end_ns, _present(attributes)
         )
         cursor = start_ns
         for turn in result.trajectory:
@@ -204,7 +235,13 @@ class OtlpTelemetry(Telemetry):
                 invoke,
                 turn_start,
                 turn_end,
-                _present({**turn_attributes(turn, agent.model), "coder_eval.text": content(turn.text, self.capture)}),
+                _present(
+                    {
+                        **turn_attributes(turn, agent.model),
+                        "gen_ai.provider.name": provider,
+                        "coder_eval.text": content(turn.text, self.capture),
+                    }
+                ),
                 kind=SpanKind.CLIENT,
             )
             for call in turn.calls:
@@ -228,8 +265,11 @@ class OtlpTelemetry(Telemetry):
         self._simulated_user(evaluation, trace_id, invoke)
 
     def _simulated_user(self, evaluation: Evaluation, trace_id: int, parent: int) -> None:
-        """A ``chat`` span per message of a dialog's simulated user (the opening prompt is the task's, not its)."""
-        model = simulator_model(evaluation.task)
+        """A ``chat`` span per message of a dialog's simulated user (the opening prompt is the task's, not its),
+        naming the model as its requests did (none for a recorded user: no model was asked)."""
+        simulation = evaluation.result.simulation
+        model = simulation.simulator_model if simulation else None
+        provider = route_provider(evaluation.context.route.backend) if model else None
         for message in evaluation.result.dialog:
             start_ns, end_ns = epoch_ns(message.started_at), epoch_ns(message.ended_at)
             if message.role != "user" or start_ns is None:
@@ -237,6 +277,7 @@ class OtlpTelemetry(Telemetry):
             attributes = {
                 "gen_ai.operation.name": "chat",
                 "gen_ai.request.model": model,
+                "gen_ai.provider.name": provider,
                 "coder_eval.role": "simulated_user",
                 "coder_eval.dialog.turn": message.turn,
                 "coder_eval.tokens": message.tokens,
@@ -251,6 +292,7 @@ class OtlpTelemetry(Telemetry):
     def _judges(self, evaluation: Evaluation, trace_id: int, parent: int, end_ns: int) -> None:
         """A ``chat`` span per llm_judge call and an ``invoke_agent`` span per agent_judge run, from their usage
         (none for a reused verdict: it made no call)."""
+        provider = route_provider(evaluation.context.route.backend)  # every judge calls the run's route
         for criterion in evaluation.result.criteria:
             usage = criterion.judge_usage
             if usage is None or criterion.reused:  # a reused verdict made no call this time
@@ -262,6 +304,7 @@ class OtlpTelemetry(Telemetry):
             attributes = {
                 "gen_ai.operation.name": operation,
                 "gen_ai.request.model": model,
+                "gen_ai.provider.name": provider,
                 "gen_ai.usage.input_tokens": int(usage.get("input_tokens") or 0),
                 "gen_ai.usage.output_tokens": int(usage.get("output_tokens") or 0),
                 "coder_eval.criterion.index": criterion.index,
@@ -316,16 +359,18 @@ class OtlpTelemetry(Telemetry):
             ],
             links=[link],
         )
-        self._measure(result)
+        self._measure(evaluation)
 
-    def _measure(self, result: EvaluationResult) -> None:
+    def _measure(self, evaluation: Evaluation) -> None:
+        result = evaluation.result
         labels = {"coder_eval.status": result.final_status, "coder_eval.variant_id": result.variant_id}
         self.evaluations.add(1, labels)
         self.duration.record(result.duration_s, labels)
         usage = result.total_token_usage
         if usage is not None:  # an evaluation that called no model is not a zero in the token histogram
-            self.tokens.record(usage.input_tokens, {**labels, "gen_ai.token.type": "input"})
-            self.tokens.record(usage.output_tokens, {**labels, "gen_ai.token.type": "output"})
+            provider = _present({"gen_ai.provider.name": agent_provider(evaluation)})
+            self.tokens.record(usage.input_tokens, {**labels, **provider, "gen_ai.token.type": "input"})
+            self.tokens.record(usage.output_tokens, {**labels, **provider, "gen_ai.token.type": "output"})
         if result.total_cost_usd is not None:
             self.cost.record(result.total_cost_usd, labels)
 
@@ -348,12 +393,15 @@ class OtlpTelemetry(Telemetry):
         whatever the CLI holds, its tools can read.
         """
         endpoint = self.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-        if not endpoint or self.environ.get("OTEL_EXPORTER_OTLP_HEADERS"):
+        exporters = {
+            f"OTEL_{signal}_EXPORTER": "otlp" if exports(self.environ, signal) else "none"
+            for signal in ("LOGS", "METRICS")
+        }
+        if not endpoint or self.environ.get("OTEL_EXPORTER_OTLP_HEADERS") or "otlp" not in exporters.values():
             return {}
         return {
             "CLAUDE_CODE_ENABLE_TELEMETRY": "1",
-            "OTEL_LOGS_EXPORTER": "otlp",
-            "OTEL_METRICS_EXPORTER": "otlp",
+            **exporters,  # a signal the user turned off, off for the CLI too
             "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
             "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
             "OTEL_RESOURCE_ATTRIBUTES": f"coder_eval.trace_id={evaluation_trace_id or ''}",
@@ -382,6 +430,7 @@ def evaluation_attributes(evaluation: Evaluation) -> dict[str, Any]:
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": agent.resolved_type,
             "gen_ai.request.model": agent.model if agent.resolved_type != "none" else None,  # no model is asked
+            "gen_ai.provider.name": agent_provider(evaluation),
             "coder_eval.run_id": result.run_id,
             "coder_eval.task_id": result.task_id,
             "coder_eval.base_task_id": result.base_task_id,
@@ -394,6 +443,12 @@ def evaluation_attributes(evaluation: Evaluation) -> dict[str, Any]:
             "coder_eval.early_stop_reason": result.early_stop_reason,
         }
     )
+
+
+def agent_provider(evaluation: Evaluation) -> str | None:
+    """``gen_ai.provider.name`` of the evaluation's agent (None: it asks no model)."""
+    agent = evaluation.task.agent
+    return provider_name(agent.resolved_type, agent.model, evaluation.context.route.backend)
 
 
 def agent_usage(result: EvaluationResult) -> TokenUsage:
