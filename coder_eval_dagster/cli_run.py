@@ -410,7 +410,7 @@ def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: P
         )
         return exit_codes.USAGE
     for entry in now_invalid:  # why a file's evaluations are "no longer in the task files" (below)
-        print(f"coder-eval rescore: not valid now: {skipped_file(entry.path, entry.reason)}", file=sys.stderr)
+        print(f"coder-eval rescore: left out now: {skipped_file(entry.path, entry.reason)}", file=sys.stderr)
     if kept:
         shown = _first_few([f"{rt.variant_id}/{rt.task_id}" for rt in kept])
         print(

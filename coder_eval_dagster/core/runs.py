@@ -185,7 +185,8 @@ def resnapshot(run: OpenRun, present: set[str]) -> tuple[Resolution, list[RowTas
     recorded = {(rt.variant_id, rt.task_id): rt.source for rt in run.snapshot.row_tasks}
     resolution.row_tasks = [_named_as_the_run_named_it(rt, recorded, started_in) for rt in resolution.row_tasks]
     kept: list[RowTask] = []
-    now_invalid = [entry for entry in resolution.skipped if entry not in run.snapshot.skipped]
+    left_out = {_left_out_as(entry, started_in) for entry in run.snapshot.skipped}
+    now_invalid = [entry for entry in resolution.skipped if _left_out_as(entry, started_in) not in left_out]
     if not resolution.problems:
         kept = gone_from_files(run, resolution, present)
         resolution.row_tasks = [
@@ -233,6 +234,12 @@ def gone_paths(run: OpenRun) -> str:
     """`` (gone since the run: tasks/x.yaml)``: the task paths the run named that are not there now, or nothing."""
     gone = [str(path) for path in _task_paths(run.plan) if not path.exists()]
     return f" (gone since the run: {', '.join(gone)})" if gone else ""
+
+
+def _left_out_as(entry: SkippedTask, started_in: Path) -> tuple[str, str]:
+    """A left-out file and why, its path read from where the run started: the run recorded it as given
+    (``b.yaml``), a rescore resolves it from elsewhere (an absolute path)."""
+    return os.path.normpath(started_in / entry.path), entry.reason
 
 
 def _started_in(plan: RunPlan) -> Path:

@@ -169,9 +169,11 @@ success_criteria: [{type: file_exists, path: out.txt, description: out.txt}]
 
 def test_a_rescore_says_why_a_task_file_no_longer_defines_its_evaluations(tmp_path: Path) -> None:
     """A task file made invalid since the run (every weight 0): the rescore said its evaluations were "no longer in
-    the task files", and never why."""
+    the task files", and never why. A file the run left out as it is now (``skip: true``) is not news: it was said
+    "not valid now", its path as the run recorded it compared with the rescore's absolute one."""
     write(tmp_path / "tasks/good.yaml", GOOD)
     write(tmp_path / "tasks/other.yaml", GOOD.replace("task_id: good", "task_id: other"))
+    write(tmp_path / "tasks/parked.yaml", GOOD.replace("task_id: good", "task_id: parked\nskip: true"))
     ran = _coder_eval(tmp_path, "run", "tasks", "--runs-dir", str(tmp_path / "runs"))
     assert ran.returncode == 0, ran.stdout + ran.stderr
     write(
@@ -182,10 +184,11 @@ def test_a_rescore_says_why_a_task_file_no_longer_defines_its_evaluations(tmp_pa
     assert rescored.returncode == 0, rescored.stdout + rescored.stderr
     said = rescored.stderr.splitlines()
     assert any(
-        line.startswith("coder-eval rescore: not valid now: ") and "other.yaml:" in line and "weight 0" in line
+        line.startswith("coder-eval rescore: left out now: ") and "other.yaml:" in line and "weight 0" in line
         for line in said
     ), said
     assert any("no longer in the task files" in line and "default/other" in line for line in said), said
+    assert not [line for line in said if "parked.yaml" in line], said  # left out then as now: nothing to say
 
 
 def test_rescore_scores_the_run_as_it_was(tmp_path: Path) -> None:
