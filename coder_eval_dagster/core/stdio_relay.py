@@ -8,12 +8,17 @@ one end of a socket pair for each, and this process, on this machine outside
 the namespaces, copies between them and the pipes its caller (the agent SDK)
 holds. Run as a file (``python -I stdio_relay.py COMMAND...``): it imports
 nothing of the package, to start in milliseconds.
+
+It ends the CLI when its caller dies, even by ``kill -9``: no signal says
+so, but its caller alone reads its stdout, and that pipe then has no reader
+(``hang_up_with_caller``; the docker driver's ``docker_attach`` watches its own).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -36,11 +41,28 @@ def main(command: list[str]) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # the caller ending the CLI ends it
         signal.signal(signum, lambda number, _frame: _signal_group(child.pid, number, stopped))
     threading.Thread(target=_to_child, args=(into,), daemon=True).start()
+    hang_up_with_caller()
     _from_child(out_of)
     code = child.wait()
     if stopped:  # the CLI ended on the signal; a tool of its that ignored it would outlive this process
         _kill(child.pid, signal.SIGKILL)
     return code  # (stdout closes as this process exits: a caller seeing its end finds it ended, not killable)
+
+
+def hang_up_with_caller() -> None:
+    """SIGHUP to this process once nothing reads its stdout: its caller has died, ``kill -9`` included, and what
+    this process started must not run on without it. A caller already dead when this is called counts too. Not
+    ``PR_SET_PDEATHSIG``: it fires when the *thread* that started this process ends (the SDKs start it from their
+    event loop's), and leaves a window before it is set that only the caller's pid, which this process is not
+    given, would close."""
+    threading.Thread(target=_hang_up_when_unread, daemon=True).start()
+
+
+def _hang_up_when_unread() -> None:
+    watch = select.poll()
+    watch.register(1, 0)  # no event asked for: only POLLERR (a pipe with no reader) or POLLHUP (a closed peer) wake it
+    watch.poll()
+    os.kill(os.getpid(), signal.SIGHUP)
 
 
 def _signal_group(pgid: int, number: int, stopped: list[int]) -> None:

@@ -6,7 +6,9 @@ execs the CLI in the container through the engine's API (no docker CLI),
 copies stdin in and the CLI's stdout/stderr out, and exits with its exit
 code, so the CLI and every tool it runs live in the container. It forwards
 its own environment, which the isolation wrapper has already cut down to the
-agent's allow-list.
+agent's allow-list. It ends when its caller (``stdio_relay``) does, even by
+``kill -9``: the exec's connection closes, and the CLI's stdin ends, as when
+the relay stops it.
 
     python -m coder_eval_dagster.core.sandbox.docker_attach SPEC_JSON CLI [ARG...]
 
@@ -23,6 +25,8 @@ import socket
 import sys
 import threading
 from typing import Any, cast
+
+from ..stdio_relay import hang_up_with_caller
 
 STDIN_CHUNK = 65536
 
@@ -63,6 +67,7 @@ def attach(spec: dict[str, Any], argv: list[str]) -> int:
 
 
 def main() -> None:
+    hang_up_with_caller()  # (SIGHUP's default: this process ends, and the exec's connection with it)
     spec, argv = json.loads(sys.argv[1]), sys.argv[2:]
     sys.exit(attach(spec, argv))
 
