@@ -10,13 +10,16 @@ fresh HOME of its own, and with a model proxy grant in place of any key.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import gc
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -58,19 +61,58 @@ def passed_through(names: tuple[str, ...]) -> dict[str, str]:
     return {name: os.environ[name] for name in names if name in os.environ}
 
 
+OWNER_LOCK = "owner.lock"  # beside home/ and launch/, locked while its process lives
+LEFT_AFTER_S = 10.0  # a home this old whose lock nobody holds was left by a killed process
+
+
 @contextmanager
 def agent_home(prefix: str) -> Iterator[Path]:
     """A fresh HOME (with its TMPDIR) for one agent run, removed afterwards; under /tmp, where a confined
     sandbox shows it at the same path (in its private /tmp). It is ``home`` in a private folder (``mkdtemp``:
-    0700, a name nobody could have made first) beside ``launch`` (``launchers``), which the sandbox never sees."""
+    0700, a name nobody could have made first) beside ``launch`` (``launchers``), which the sandbox never sees.
+    The folder's lock is held while it is in use: a harness killed with ``kill -9`` never removes its homes,
+    so each new one first removes those of its kind that nobody holds."""
+    remove_left_homes(prefix)
     root = Path(tempfile.mkdtemp(prefix=prefix, dir=AGENT_HOMES))
-    home = root / "home"
-    (home / "tmp").mkdir(parents=True)
-    (root / LAUNCH_FOLDER).mkdir(mode=0o700)
+    lock = os.open(root / OWNER_LOCK, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
     try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        home = root / "home"
+        (home / "tmp").mkdir(parents=True)
+        (root / LAUNCH_FOLDER).mkdir(mode=0o700)
         yield home
     finally:
         remove_tree(root, ignore_errors=True)
+        os.close(lock)  # after the removal: a sweep never takes a home still being removed
+
+
+def remove_left_homes(prefix: str) -> None:
+    """The homes of ``prefix`` a killed process left: ours, older than LEFT_AFTER_S (a new one takes its lock
+    within that), and no process holding their lock (the kernel lets go of it when its holder dies)."""
+    for root in Path(AGENT_HOMES).glob(f"{prefix}*"):
+        if _left_behind(root):
+            remove_tree(root, ignore_errors=True)
+
+
+def _left_behind(root: Path) -> bool:
+    try:
+        found = root.lstat()
+        if (
+            not stat.S_ISDIR(found.st_mode)
+            or found.st_uid != os.getuid()
+            or time.time() - found.st_mtime < LEFT_AFTER_S
+        ):
+            return False
+        lock = os.open(root / OWNER_LOCK, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:  # gone, not ours to read, or made by a build that took no lock
+        return False
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False  # its process lives
+    finally:
+        os.close(lock)
+    return True
 
 
 def launchers(home: Path) -> Path:

@@ -39,6 +39,11 @@ _HIDDEN_NAME = re.compile(
 _URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#@\s:]*:[^/?#@\s]+@", re.IGNORECASE)
 _KEY_IN_VALUE = re.compile(r"(^|;)\s*(AccountKey|SharedAccessKey|SharedAccessSignature|InstrumentationKey)=", re.I)
 _PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+# A private key's body: up to its END line (or the value's end), its lines broken by newlines or, in a JSON
+# value, by the two characters ``\n``; a base64 line of it (not a header such as ``Proc-Type: 4,ENCRYPTED``).
+_PRIVATE_KEY_BODY = re.compile(_PRIVATE_KEY_BLOCK.pattern + r"(.*?)(?:-----END |\Z)", re.DOTALL)
+_KEY_LINE_BREAK = re.compile(r"(?:\\r)?\\n|\r?\n")
+_BASE64_LINE = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 PACKAGE_INDEX_PREFIXES = ("UV_", "PIP_", "NPM_CONFIG_")  # the venv's and node packages' index settings
 
 
@@ -88,13 +93,27 @@ def _read_environment() -> tuple[list[str], dict[str, str]]:
 
 
 def secret_values(environ: dict[str, str] | None = None) -> list[str]:
-    """The credential values to redact: the handed-over ones and any secret-named variable's."""
+    """The credential values to redact: the handed-over ones and any secret-named variable's, and the lines of a
+    private key among them; longest first, so that a value is masked before a part of it."""
     if environ is None:
         found = _read_environment()[0] + credentials.handed_over_values()
     else:
         found = [v for k, v in environ.items() if hidden_from_sandbox(k, v)]
     values = {v for v in found if len(v) >= MIN_SECRET_LENGTH}
-    return sorted(values, key=len, reverse=True)
+    return sorted(values.union(*map(_private_key_lines, values)), key=len, reverse=True)
+
+
+@functools.lru_cache(maxsize=256)
+def _private_key_lines(value: str) -> tuple[str, ...]:
+    """The base64 lines of each private key in the value, secrets of their own: a key printed with other newlines
+    than its value holds (``json.loads`` of a service account's JSON prints real ones where it holds ``\\n``), or
+    printed in part, holds no copy of the whole value, but holds its lines."""
+    return tuple(
+        line
+        for body in _PRIVATE_KEY_BODY.findall(value)
+        for line in _KEY_LINE_BREAK.split(body)
+        if len(line) >= MIN_SECRET_LENGTH and _BASE64_LINE.fullmatch(line)
+    )
 
 
 # A value's base64 behind 0, 1 and 2 bytes of other input, and how many leading characters of each encoding
@@ -103,7 +122,7 @@ _ALIGNMENTS = ((b"", 0), (b"\0", 2), (b"\0\0", 3))
 _LINE_TEXT = re.compile(r"[^\n]+")
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=4096)  # each line of a private key is a value too: a 4096-bit key has 52
 def _encoded_forms(value: str) -> tuple[str, ...]:
     """The characters of the value's base64 that no neighbouring byte changes, wherever the value sits in the
     encoded input (``echo $X | base64``, and ``echo "X=$X" | base64`` with the value 2 bytes in). None for a value
