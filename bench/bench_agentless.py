@@ -50,12 +50,19 @@ def _project(folder: Path, task_id: str, rows: int, pre: str, check: str) -> Pat
     return folder / "task.yaml"
 
 
+def newest_run(runs: Path) -> Path:
+    """The runs folder's newest run folder (not ``latest``, ``tables``, ``index.html`` or ``.cache``)."""
+    from coder_eval_dagster.core.layout import is_run_folder
+
+    folders = [p for p in runs.iterdir() if not p.is_symlink() and is_run_folder(p)]
+    return max(folders, key=lambda p: p.stat().st_mtime)
+
+
 def _run_seconds(runs: Path) -> float:
     """The newest run's own duration (run.json), without process start-up."""
     from datetime import datetime
 
-    newest = max((p for p in runs.iterdir() if p.is_dir() and p.name != "tables"), key=lambda p: p.stat().st_mtime)
-    document = json.loads((newest / "run.json").read_text())
+    document = json.loads((newest_run(runs) / "run.json").read_text())
     stamps = [datetime.fromisoformat(document[k].replace("Z", "+00:00")) for k in ("start_time", "end_time")]
     return (stamps[1] - stamps[0]).total_seconds()
 

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import yaml
-from bench_agentless import CHECK, PRE, _cli, _project, _run_seconds
+from bench_agentless import CHECK, PRE, _cli, _project, _run_seconds, newest_run
 
 SANDBOXES = {"docker": "{driver: docker, network: none, python: null}", "tempdir": "{python: null}"}
 
@@ -33,8 +33,7 @@ def _run(workdir: Path, driver: str, rows: int, concurrency: int) -> float:
     task.write_text(task.read_text().replace("sandbox: {python: null}", f"sandbox: {SANDBOXES[driver]}"))
     _cli(task, workdir, concurrency)
     runs = workdir / "runs"
-    newest = max((p for p in runs.iterdir() if p.name != "tables"), key=lambda p: p.stat().st_mtime)
-    statuses = [json.loads(p.read_text())["final_status"] for p in newest.glob("**/task.json")]
+    statuses = [json.loads(p.read_text())["final_status"] for p in newest_run(runs).glob("**/task.json")]
     assert statuses == ["SUCCESS"] * rows, f"{driver}: {statuses.count('SUCCESS')} of {rows} rows passed"
     return _run_seconds(runs)
 
@@ -50,7 +49,7 @@ def _container_cycle(workdir: Path, times: int = 20) -> tuple[float, float]:
         sandbox = open_sandbox(workdir / "cycle" / str(index) / "sandbox", config)
         sandbox.root.mkdir(parents=True)
         start = time.perf_counter()
-        sandbox.container_id()
+        sandbox.container.id()
         started = time.perf_counter()
         assert sandbox.run("true", 10).ok
         ran = time.perf_counter()

@@ -8,6 +8,8 @@ which name no evaluation. The container's
 id is kept in ``container.json`` beside the sandbox, so that every stage of
 the evaluation, in any process, finds it; a stage that finds none (a
 rescore, a container swept meanwhile) starts a fresh one on the same folder.
+So is the process scoring in it: a resumed run's scoring that finds another
+process's there restarts the container first (``Container.id``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from .engine import (
     owner_label,
     remove_container,
     require_image,
+    sdk,
     sweep_orphans,
 )
 from .holder import SANDBOX_PATH
@@ -46,8 +49,9 @@ from .process import Interrupt
 
 log = logging.getLogger(__name__)
 IMAGE_UID = 1000  # the image's `sandbox` user
-# Who keeps the container up (its init and `sleep infinity`): not the commands' user, so that `end_processes`'
-# `kill -KILL -1` (as that user) ends what the stages left and not the container (nobody, no root either).
+# Who keeps the container up (its init and `sleep infinity`): not the commands' user, so that no command, nor the
+# ending of what a criterion's command left (docker.SWEEPING, as that user), can end the container (nobody, no root
+# either).
 KEEPER_USER = "65534:65534"
 _mine: set[str] = set()  # the sandbox containers this process started and has not closed
 _mine_lock = threading.Lock()
@@ -128,6 +132,7 @@ class Container:
         self.folder, self.config, self.image = folder, config, image
         self.uv_cache, self.labels, self.interrupt = uv_cache, labels, interrupt
         self.forwarded = forwarded
+        self.scoring = False  # set by the sandbox while its scoring phase runs (criteria, post_run)
 
     @property
     def sandbox(self) -> Path:
@@ -159,13 +164,38 @@ class Container:
         return f"{uid}:{gid}"
 
     def id(self) -> str:
-        """The running container of this evaluation, started now if there is none."""
+        """The running container of this evaluation, started now if there is none; the scoring phase's first use
+        takes it over (``_take_for_scoring``)."""
         state = self._state()
         if state and container_running(state["id"]):
+            if self.scoring and state.get("scorer") != owner_label():
+                self._take_for_scoring(state)
             return str(state["id"])
         if state:
             self.close()
         return self._start()
+
+    def _take_for_scoring(self, state: dict[str, Any]) -> None:
+        """Record this process as the one scoring in the container. One that another process scored in holds a
+        scoring cut short (that process died; a resume redoes the phase), whose commands may still run there and
+        write into the sandbox: the container is restarted, which ends every process in it (pre_run's services too,
+        as that process's death ends a tempdir sandbox's) and keeps its files, the sandbox phase's ``/tmp`` among
+        them."""
+        cut_short = state.get("scorer") is not None
+        self._write_state(state | {"scorer": owner_label()})  # first: the restart's relay finds it taken
+        if cut_short:
+            with _mine_lock:
+                _mine.add(state["id"])  # this process's now: removed at its exit, as those it started
+            self.restart()
+
+    def restart(self) -> None:
+        """End every process in the container, the keeper's too, and start it again: its files and mounts stay, its
+        network relay is started again. (Its memory cgroup, made again, counts OOM kills from 0.)"""
+        state = self._state() or {}
+        client().api.restart(state["id"], timeout=0)
+        self._write_state({key: value for key, value in state.items() if key != "oom_kills"})
+        if self.forwarded is not None:
+            self.forward(self.forwarded)
 
     def close(self) -> None:
         """Remove the container (whatever runs in it) and its bookkeeping; the sandbox folder stays.
@@ -183,6 +213,21 @@ class Container:
                 log.warning("could not remove container %s (the next run sweeps it): %s", state["id"][:12], exc)
             (self.folder / CONTAINER_FILE).unlink(missing_ok=True)
         shutil.rmtree(self.io_dir, ignore_errors=True)
+
+    def gone(self, error: Exception) -> bool:
+        """Whether the engine's refusal ``error`` came from the container not being there to run in: removed (its
+        execs with it) or stopped. (Its messages for it vary: 404, 409, or 500 "is not running: Removal In
+        Progress".)"""
+        errors = sdk().errors
+        if isinstance(error, errors.NotFound):
+            return True
+        state = self._state()
+        if not isinstance(error, errors.APIError) or state is None:
+            return False
+        try:
+            return not container_running(state["id"])
+        except errors.APIError:
+            return False  # the engine cannot tell: the command's failure, as any other refusal
 
     def copy_in(self, folder: Path, at: Path | None = None, read_only: bool = False) -> None:
         """Copy a host folder into the container at ``at`` (else the same path), owned by the container's user; or
@@ -212,7 +257,7 @@ class Container:
         done = client().api.exec_start(client().api.exec_create(state["id"], _OOM_COMMAND, user=self.user)["Id"])
         kills = sum(int(n) for n in _OOM_COUNTER.findall(done.decode(errors="replace")))
         seen = state.get("oom_kills", 0)
-        (self.folder / CONTAINER_FILE).write_text(json.dumps(state | {"oom_kills": kills}), encoding="utf-8")
+        self._write_state(state | {"oom_kills": kills})
         return bool(kills > seen)
 
     def _state(self) -> dict[str, Any] | None:
@@ -222,6 +267,9 @@ class Container:
             return found
         except (OSError, ValueError):
             return None
+
+    def _write_state(self, state: dict[str, Any]) -> None:
+        (self.folder / CONTAINER_FILE).write_text(json.dumps(state), encoding="utf-8")
 
     def _start(self) -> str:
         sweep_orphans()
@@ -258,9 +306,8 @@ class Container:
         _register_for_exit(self.interrupt)
         with _mine_lock:
             _mine.add(str(container.id))
-        (self.folder / CONTAINER_FILE).write_text(
-            json.dumps({"id": container.id, "image": self.image}), encoding="utf-8"
-        )
+        scorer = {"scorer": owner_label()} if self.scoring else {}
+        self._write_state({"id": container.id, "image": self.image, **scorer})
         container.start()
         if self.forwarded is not None:
             self.forward(self.forwarded)

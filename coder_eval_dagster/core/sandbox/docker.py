@@ -10,7 +10,8 @@ Commands: ``timeout -s KILL`` inside the container kills a command's whole
 process group at its timeout (it needs no new process, so it works at the
 pids limit too); output goes to files in the I/O folder, so a background
 daemon cannot hold the command open. A command still running well after its
-timeout, or when the run is interrupted, takes the container with it.
+timeout, or when the run is interrupted, takes the container with it. What a
+criterion's command leaves running ends with it (``SWEEPING``).
 """
 
 from __future__ import annotations
@@ -45,12 +46,66 @@ from .engine import (
 )
 from .holder import SandboxUnavailable
 from .process import INTERRUPTED_ERROR, Interrupt, ReplacedCapture, read_capped, timed_out_error
-from .tempdir import VENV_TIMEOUT_S, TempdirSandbox, pip_shims, shared_path
+from .tempdir import SCORING_STAGES, VENV_TIMEOUT_S, TempdirSandbox, pip_shims, shared_path
 from .templates import TemplateError
 
 CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 KILL_GRACE_S = 5.0  # past its timeout, a command still running takes the container with it
 OOM_EXIT = 137
+# A command: its own shell, replaced by ``timeout`` ($0 seconds) running ``$1``, its output in the files $2 and $3.
+RUNNING = 'exec timeout -s KILL "$0" /bin/sh -c "$1" >"$2" 2>"$3" </dev/null'
+# A criterion's command, as RUNNING's, then every process of its own still running ends, as under tempdir (the
+# next criterion's command could be traced, or find no pid free): each process started after this shell (start
+# ticks, then pid within the tick) whose parents, up to this shell or init, did too; not pre_run's services, nor
+# what the agent left (which docker keeps into scoring: docs/running.md), nor a process either starts. Builtins
+# only: nothing is forked, so it works at the pids limit. They are stopped, pass after pass until none runs (a
+# stopped process cannot fork and keeps its pid: a fork bomb cannot refill what a kill frees), then killed. Not
+# done within 2 s (something continues them), it touches the file $4: the harness restarts the container.
+SWEEPING = r"""
+own_start() { read -r s <"/proc/$$/stat"; set -- ${s##*) }; born=${20}; }
+ours() {
+  p=$top
+  while [ "$p" != $$ ]; do
+    read -r s 2>/dev/null <"/proc/$p/stat" || { [ "$p" != "$top" ]; return; }
+    set -- ${s##*) }
+    [ "${20}" -gt "$born" ] || { [ "${20}" -eq "$born" ] && [ "$p" -gt $$ ]; } || return 1
+    if [ "$p" = "$top" ]; then
+      state=$1
+      [ "$1" != Z ] || return 1
+    elif [ "$1" = Z ]; then
+      return 0
+    fi
+    case $2 in 0) return 1 ;; 1) return 0 ;; esac
+    p=$2
+  done
+}
+signal() {
+  n=0
+  for d in /proc/[0-9]*; do
+    top=${d#/proc/}
+    [ "$top" != $$ ] && ours || continue
+    case $1$state in STOPT | STOPt) continue ;; esac
+    ! kill -"$1" "$top" 2>/dev/null || n=$((n + 1))
+  done
+}
+now() { read -r up _ </proc/uptime; up=${up%.*}${up#*.}; }
+own_start
+timeout -s KILL "$0" /bin/sh -c "$1" >"$2" 2>"$3" </dev/null
+code=$?
+now
+until=$((up + 200))
+for sig in STOP KILL; do
+  while signal $sig; [ "$n" -gt 0 ]; do
+    now
+    [ "$up" -lt "$until" ] || { : >"$4"; break 2; }
+  done
+done
+exit $code
+"""
+UNSTOPPABLE_NOTE = (
+    "[coder-eval: what this command left running could not be stopped (it kept forking): the container was "
+    "restarted, which ended every process in it, pre_run's services too]\n"
+)
 
 
 def _is_ipv6(config: Mapping[str, Any]) -> bool:
@@ -146,8 +201,14 @@ class DockerSandbox(TempdirSandbox):
     def mark_services(self) -> None:
         """Nothing to mark: the container's processes are not told apart (docs/running.md, docker's limits)."""
 
+    def set_phase(self, phase: str) -> None:
+        """As tempdir's; the container also learns when the scoring phase uses it (``Container.id``)."""
+        super().set_phase(phase)
+        self.container.scoring = phase in SCORING_STAGES
+
     def end_leftovers(self) -> None:
-        """A process the agent left keeps running into scoring in the same container (docs/running.md)."""
+        """Nothing more to end: what a criterion's command left running ended with it (``SWEEPING``); a process the
+        agent left keeps running into scoring in the same container (docs/running.md)."""
 
     def end_processes(self) -> None:
         """What follows runs in a new container on the same sandbox folder, without the package cache: what the
@@ -261,15 +322,18 @@ class DockerSandbox(TempdirSandbox):
             return done
         except EngineError as exc:  # no engine, no container: the machine's failure, the evaluation's ERROR
             raise SandboxUnavailable(str(exc)) from None
-        except Exception as exc:  # the engine refused the exec (container gone, pids limit at exec time)
+        except Exception as exc:  # the engine refused the exec (the pids limit at exec time, the container gone)
             error = f"the docker engine failed: {type(exc).__name__}: {exc}"
+            if self.container.gone(exc) and not self.interrupt.is_set():  # removed under the command (not by Ctrl-C)
+                raise SandboxUnavailable(f"the sandbox's container is gone: {redact(error)}") from None
             return CommandRun(command=command, error=redact(error), duration_s=round(time.perf_counter() - start, 3))
 
     def _exec(self, container: str, command: str, timeout: float, start: float) -> CommandRun:
-        token = uuid.uuid4().hex
-        out, err = self.container.io_dir / f"{token}.out", self.container.io_dir / f"{token}.err"
-        script = 'exec timeout -s KILL "$0" /bin/sh -c "$1" >"$2" 2>"$3" </dev/null'
-        argv = ["/bin/sh", "-c", script, f"{timeout:g}", command, *(str(IO_PATH / path.name) for path in (out, err))]
+        token, sweeping = uuid.uuid4().hex, self.phase == "score"
+        out, err, left = (self.container.io_dir / f"{token}.{kind}" for kind in ("out", "err", "left"))
+        files = (out, err, left) if sweeping else (out, err)
+        script = SWEEPING if sweeping else RUNNING
+        argv = ["/bin/sh", "-c", script, f"{timeout:g}", command, *(str(IO_PATH / path.name) for path in files)]
         api = client().api
         exec_id = api.exec_create(
             container, argv, environment=self.environment(), workdir=str(self.workdir), user=self.container.user
@@ -304,6 +368,9 @@ class DockerSandbox(TempdirSandbox):
                 f"killed by the out-of-memory killer (OOMKilled): the command exceeded "
                 f"sandbox.limits.max_memory_mb={self.config.limits.max_memory_mb}"
             )
+        if sweeping and not stopped and os.path.lexists(left):
+            self.container.restart()
+            result.stderr += UNSTOPPABLE_NOTE
         return result
 
     def _wait(self, exec_id: str, deadline: float) -> tuple[int | None, str | None]:

@@ -1,0 +1,162 @@
+"""What a docker evaluation's commands leave running, and a container that goes away, through the installed CLI.
+
+- A criterion's command's leftovers end with it, a fork bomb's too, as under tempdir: a `sleep &` ran into the
+  next criterion, and a bomb held every pid of `max_pids` there; pre_run's service stays.
+- A resumed run's scoring restarts the container a killed run was scoring in: the killed run's criterion went on
+  writing into the sandbox, and the resumed criterion graded what it wrote.
+- The container removed under an agent's command is the evaluation's ERROR: it was the tool call's error, and the
+  criteria ran in a fresh container (SUCCESS).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..support.helpers import write_task
+from .conftest import SystemCli, only_run, replay_task_file, stop_group
+from .test_docker_resume import no_container_left  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.slow
+
+# Every process's command line, one a line, into seen.txt (the listing's own lines match none of the patterns).
+LISTED = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done > seen.txt"
+SERVICE = {"command": "echo kept > /tmp/kept; setsid nohup sleep 600 >/dev/null 2>&1 &"}
+SERVICE_RUNS = "grep -q '^slee[p] 600 ' seen.txt"
+# A criterion's command touching the file its wrapper leaves when what the command left could not be stopped (the
+# wrapper's last argument): the harness restarts the container.
+UNSTOPPABLE = "w=$(cut -d' ' -f4 /proc/$PPID/stat); touch \"$(tr '\\0' '\\n' < /proc/$w/cmdline | tail -n 1)\""
+
+
+def _docker_task(folder: Path, task_id: str, image: str, **changes: Any) -> Path:
+    data = {
+        "task_id": task_id,
+        "description": task_id,
+        "agent": {"type": "none"},
+        "sandbox": {"driver": "docker", "python": None, "image": image, "limits": {"max_pids": 64}},
+        "pre_run": [SERVICE],
+        **changes,
+    }
+    return write_task(folder, data, f"{task_id}.yaml")
+
+
+def _criterion(description: str, command: str, **more: Any) -> dict[str, Any]:
+    return {"type": "run_command", "command": command, "description": description, **more}
+
+
+def _outcomes(result: dict[str, Any]) -> dict[str, tuple[bool, str]]:
+    return {c["description"]: (c["passed"], c["details"]) for c in result["success_criteria_results"]}
+
+
+def test_what_a_criterion_leaves_running_ends_with_it_a_fork_bomb_too(
+    tmp_path: Path, system_cli: SystemCli, docker_image: str
+) -> None:
+    bomb = "sleep 401 & (setsid sleep 402 &); bomb() { bomb | bomb & }; bomb"
+    task = _docker_task(
+        tmp_path / "tasks",
+        "leftovers",
+        docker_image,
+        success_criteria=[
+            _criterion("leaves a bomb", bomb, timeout=5, weight=0),
+            _criterion("ended", f"{LISTED}; ! grep -e '^slee[p] 40' -e 'bom[b]' seen.txt"),
+            _criterion("the service stays", SERVICE_RUNS),
+        ],
+    )
+    outcome, run = system_cli.run(task, env={})
+    result = run.result("leftovers")
+    assert result["final_status"] == "SUCCESS", (_outcomes(result), outcome.output)
+    assert "restarted" not in json.dumps(result)  # ended one by one: no restart was needed
+
+
+def test_what_cannot_be_stopped_ends_with_a_restart_that_keeps_the_containers_files(
+    tmp_path: Path, system_cli: SystemCli, docker_image: str
+) -> None:
+    task = _docker_task(
+        tmp_path / "tasks",
+        "restarted",
+        docker_image,
+        success_criteria=[
+            _criterion("unstoppable", UNSTOPPABLE),
+            _criterion("every process ended, the files kept", f"test -f /tmp/kept && {LISTED} && ! {SERVICE_RUNS}"),
+        ],
+    )
+    outcome, run = system_cli.run(task, env={})
+    result = run.result("restarted")
+    assert result["final_status"] == "SUCCESS", (_outcomes(result), outcome.output)
+    assert "the container was restarted" in _outcomes(result)["unstoppable"][1]
+
+
+def _waited_for(pattern: str, runs: Path, timeout: float = 120) -> Path:
+    deadline = time.monotonic() + timeout
+    while not (found := list(runs.glob(pattern))):
+        assert time.monotonic() < deadline, f"no {pattern} under {runs}"
+        time.sleep(0.1)
+    return found[0]
+
+
+# The first attempt ticks into the sandbox until it is killed; the next one passes if no tick comes meanwhile.
+TICKING = (
+    "n=$(cat attempts 2>/dev/null || echo 0); echo $((n + 1)) > attempts; "
+    'if [ "$n" = 0 ]; then while :; do echo tick >> ticks; sleep 0.2; done; fi; '
+    'before=$(wc -l < ticks); sleep 2; test "$(wc -l < ticks)" = "$before"'
+)
+
+
+def test_a_resumed_scoring_ends_what_the_killed_runs_scoring_left_in_its_container(
+    tmp_path: Path,
+    system_cli: SystemCli,
+    docker_image: str,
+    no_container_left: None,  # noqa: F811 (the fixture)
+) -> None:
+    task = _docker_task(
+        tmp_path / "tasks",
+        "resumed",
+        docker_image,
+        success_criteria=[
+            _criterion("nothing of the killed attempt runs on", TICKING, timeout=60),
+            _criterion("the sandbox phase's container", "test -f /tmp/kept"),
+        ],
+    )
+    with (tmp_path / "first-run.log").open("wb") as log:
+        process = system_cli.start("run", task, "--runs-dir", system_cli.runs, env={}, stdout=log)
+    try:
+        _waited_for("20*/default/resumed/00/sandbox/ticks", system_cli.runs)
+    finally:
+        stop_group(process, signal.SIGKILL)
+    run = only_run(system_cli.runs)
+
+    outcome = system_cli("run", "--resume", run.path, env={}, timeout=180)
+
+    result = run.result("resumed")
+    assert result["final_status"] == "SUCCESS", (_outcomes(result), outcome.output)
+    assert (run.evaluation("resumed") / "sandbox" / "attempts").read_text() == "2\n"
+
+
+def test_the_container_removed_under_an_agents_command_is_the_evaluations_error(
+    tmp_path: Path, system_cli: SystemCli, docker_image: str
+) -> None:
+    import docker
+
+    task = replay_task_file(
+        tmp_path / "tasks",
+        "vanished",
+        [{"calls": [{"tool": "Bash", "command": "touch started.txt; sleep 120"}], "text": "done"}],
+        sandbox={"driver": "docker", "python": None, "image": docker_image},
+        success_criteria=[{"type": "file_exists", "path": "started.txt", "description": "started"}],
+    )
+    process = system_cli.start("run", task, "--runs-dir", system_cli.runs, env={})
+    try:
+        started = _waited_for("20*/default/vanished/00/sandbox/started.txt", system_cli.runs)
+        container = json.loads((started.parent.parent / "container.json").read_text())["id"]
+        docker.from_env(timeout=60).api.remove_container(container, force=True)
+        out, _ = process.communicate(timeout=120)
+    finally:
+        stop_group(process)
+    result = only_run(system_cli.runs).result("vanished")
+    assert result["final_status"] == "ERROR", (result["error_message"], out.decode(errors="replace"))
+    assert "container is gone" in result["error_message"]
