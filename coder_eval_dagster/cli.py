@@ -51,7 +51,7 @@ from .core.resolution import (
 from .core.routing import RouteError
 from .core.run_lock import RunFolderBusy
 from .core.run_spec import RunOptions, RunSpec
-from .core.secrets import MODEL_ROUTE_PREFIXES, ROUTE_SETTINGS
+from .core.secrets import DOTENV_LEFT_OUT, MODEL_ROUTE_PREFIXES, ROUTE_SETTINGS
 from .core.yamlio import load_document
 from .deploy_cli import add_commands as add_deploy_commands
 from .evaluate_cli import add_commands as add_evaluate_commands
@@ -658,6 +658,8 @@ def read_dotenv(command: str | None) -> str | None:
     left = sorted(name for name in values if name != "LOG_LEVEL" and name not in taken)
     replaced = sorted(name for name, value in taken.items() if os.environ.get(name, value) != value)
     os.environ.update(taken)
+    if command == "dev":  # `dagster dev` reads the whole file into its processes again
+        os.environ[DOTENV_LEFT_OUT] = ",".join(sorted({*left, *values} - set(taken)))
     if replaced:
         print(f"coder-eval: {DOTENV} sets {', '.join(replaced)} over the environment's", file=sys.stderr)
     if left:

@@ -41,7 +41,7 @@ from .core.reports.run_summary import agent_usd, counts_line, gated, judges_usd,
 from .core.reports.shown_text import one_line, skipped_file
 from .core.resolution import Resolution, RowTask, resolve
 from .core.routing import resolve_route, routing_line
-from .core.run_context import NOT_RUN_STATUS, ROUTED_AGENT_TYPES, RunContext, uses_model_route
+from .core.run_context import NOT_RUN_STATUS, RunContext, missing_model_key, uses_model_route
 from .core.run_lock import working_on
 from .core.run_spec import RunOptions, RunSpec
 from .core.runs import (
@@ -144,27 +144,6 @@ def print_skipped(resolution: Resolution) -> None:
     """One line per task file left out (skip: true, invalid in a folder), with its reason."""
     for entry in resolution.skipped:
         print(f"skipped {skipped_file(entry.path, entry.reason)}", file=sys.stderr)
-
-
-def missing_model_key(row_tasks: list[RowTask], context: RunContext) -> str | None:
-    """Why the run cannot start its agents (an agent on the run's route, and the route has no key), before any
-    sandbox is made."""
-    routed = _task_ids(row_tasks, ROUTED_AGENT_TYPES)
-    missing = context.route.missing_credentials() if routed else None
-    if missing is not None:
-        return f"{missing}: the claude-code agent of {_first_three(routed)} needs it (no sandbox was made)"
-    codex = _task_ids(row_tasks, {"codex"})
-    if codex and not context.credentials.get("CODEX_API_KEY"):
-        return f"CODEX_API_KEY is not set: the codex agent of {_first_three(codex)} needs it (no sandbox was made)"
-    return None
-
-
-def _task_ids(row_tasks: list[RowTask], agent_types: frozenset[str] | set[str]) -> list[str]:
-    return sorted({rt.task_id for rt in row_tasks if rt.task.agent.resolved_type in agent_types})
-
-
-def _first_three(task_ids: list[str]) -> str:
-    return ", ".join(task_ids[:3]) + (f" and {len(task_ids) - 3} more" if len(task_ids) > 3 else "")
 
 
 def _run_folder(command: str, run_dir: Path) -> OpenRun | None:

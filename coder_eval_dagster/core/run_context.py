@@ -236,6 +236,29 @@ def uses_model_route(row_tasks: Iterable[RowTask]) -> bool:
     return False
 
 
+def missing_model_key(row_tasks: Iterable[RowTask], context: RunContext) -> str | None:
+    """Why the run cannot start its agents (an agent on the run's route, and the route has no key), before any
+    sandbox is made: the CLI refuses the run, a launched run fails its sandbox step (else every evaluation was an
+    ERROR of a green run, nightly, for a key missing from the daemon's environment)."""
+    row_tasks = list(row_tasks)
+    routed = _task_ids(row_tasks, ROUTED_AGENT_TYPES)
+    missing = context.route.missing_credentials() if routed else None
+    if missing is not None:
+        return f"{missing}: the claude-code agent of {_first_three(routed)} needs it (no sandbox was made)"
+    codex = _task_ids(row_tasks, {"codex"})
+    if codex and not context.credentials.get("CODEX_API_KEY"):
+        return f"CODEX_API_KEY is not set: the codex agent of {_first_three(codex)} needs it (no sandbox was made)"
+    return None
+
+
+def _task_ids(row_tasks: list[RowTask], agent_types: frozenset[str] | set[str]) -> list[str]:
+    return sorted({rt.task_id for rt in row_tasks if rt.task.agent.resolved_type in agent_types})
+
+
+def _first_three(task_ids: list[str]) -> str:
+    return ", ".join(task_ids[:3]) + (f" and {len(task_ids) - 3} more" if len(task_ids) > 3 else "")
+
+
 def has_judge(row_task: RowTask) -> bool:
     """Whether a criterion of the row-task calls a model (an enabled judge)."""
     return any(c.calls_model and getattr(c, "enabled", True) for c in row_task.task.success_criteria)

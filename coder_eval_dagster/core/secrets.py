@@ -45,6 +45,9 @@ _PRIVATE_KEY_BODY = re.compile(_PRIVATE_KEY_BLOCK.pattern + r"(.*?)(?:-----END |
 _KEY_LINE_BREAK = re.compile(r"(?:\\r)?\\n|\r?\n")
 _BASE64_LINE = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 PACKAGE_INDEX_PREFIXES = ("UV_", "PIP_", "NPM_CONFIG_")  # the venv's and node packages' index settings
+# The variables of ./.env that coder-eval does not take (cli.read_dotenv), named by `coder-eval dev`: `dagster dev`
+# loads the whole file into its processes again, and no sandbox command may see them there either.
+DOTENV_LEFT_OUT = "CODER_EVAL_DOTENV_LEFT_OUT"
 
 
 def hidden_from_sandbox(name: str, value: str) -> bool:
@@ -79,6 +82,7 @@ def _read_environment() -> tuple[list[str], dict[str, str]]:
     before = dict(data) if isinstance(data, dict) else None  # taken first: a change while reading is read next time
     items = list(os.environ.items())
     found = [v for k, v in items if hidden_from_sandbox(k, v)]
+    dotenv_only = set(os.environ.get(DOTENV_LEFT_OUT, "").split(","))
     clean = {
         k: v
         for k, v in items
@@ -86,6 +90,7 @@ def _read_environment() -> tuple[list[str], dict[str, str]]:
         and not k.startswith(MODEL_ROUTE_PREFIXES + HARNESS_PREFIXES)
         and k not in ROUTE_SETTINGS
         and k not in HOST_PATHS
+        and k not in dotenv_only
     }
     if before is not None:
         _last_read = (before, found, clean)

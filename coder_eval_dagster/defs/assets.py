@@ -40,7 +40,7 @@ from ..core.layout import (
 from ..core.problems import InvalidInput
 from ..core.resolution import RowTask
 from ..core.routing import routing_line
-from ..core.run_context import RunContext, has_judge, uses_model_route
+from ..core.run_context import RunContext, has_judge, missing_model_key, uses_model_route
 from ..core.run_spec import RunOptions
 from ..core.runs import OpenRun, RunPlan, in_parallel, plan_evaluations, preload_tables, started, summarize
 from ..core.sandbox.engine import default_docker_image
@@ -88,6 +88,8 @@ PARTITIONED: _Partitioned = {
 
 
 UNDEFINED = {"status": "UNDEFINED: no longer defined by the task files (nothing ran)"}
+# Where a launched run's process gets its keys (coder-eval dev's environment, the daemon's, the run launcher's).
+CREDENTIALS_DOC = 'docs/running.md, "How credentials travel"'
 
 
 def _selected(context: dg.AssetExecutionContext, run: OpenRun) -> list[RowTask]:
@@ -207,9 +209,13 @@ def sandbox_runs(
 ) -> Materialized:
     run = settings.open(context, run_context)
     preload_tables()
+    evaluations = _evaluations(context, settings, run, run_context)
+    missing = missing_model_key((e.row_task for e in evaluations), run_context)
+    if missing is not None:  # the CLI refuses such a run; launched, every evaluation was an ERROR of a green run
+        raise dg.Failure(description=f"{missing}; give it to this run's process: {CREDENTIALS_DOC}")
     done = in_parallel(
         lambda e: run_context.hand_over(run_phase(restore_checkpoint(e), "sandbox")),
-        _evaluations(context, settings, run, run_context),
+        evaluations,
         settings.run_options().workers,
         run_context.interrupt,
     )

@@ -75,7 +75,9 @@ def test_a_backfill_launched_from_the_ui_runs_claude_code_with_the_key_of_dev_al
     key = new_key()
     fake = scripted_anthropic(probing_session())
     tasks = tmp_path / "tasks"
-    claude_code_task(tasks, "ui")
+    claude_code_task(tasks, "ui", pre_run=[{"command": "env > pre_env.txt"}])
+    # dagster dev reads ./.env into its processes itself: what coder-eval leaves out of it reached sandbox commands
+    (tmp_path / ".env").write_text("MY_SETTING=dotenv-value-123\n")
     registered = system_cli("register", tasks, env={})  # no key: registering calls no model
     assert registered.code == 0 and "registered 1 row-task(s) x 1 variant(s)" in registered.out, registered.output
 
@@ -101,6 +103,8 @@ def test_a_backfill_launched_from_the_ui_runs_claude_code_with_the_key_of_dev_al
     tokens_in, tokens_out, cost = agent_usage(result)
     assert (tokens_in, tokens_out) == (1200, 80) and cost > 0
     probe_ran(run.evaluation("ui") / "sandbox")
+    seen = (run.evaluation("ui") / "sandbox" / "pre_env.txt").read_text()
+    assert "PATH=" in seen and "dotenv-value-123" not in seen and "MY_SETTING" not in seen
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=log.read_text(errors="replace"))
     # the launched run names its folder, as a CLI run does: `prune` finds it wherever and with whatever settings
     with dg.DagsterInstance.from_config(str(system_cli.home)) as instance:
@@ -108,3 +112,35 @@ def test_a_backfill_launched_from_the_ui_runs_claude_code_with_the_key_of_dev_al
         assert launched.tags.get("coder_eval/run") == str(run.path.absolute())
         # and the process that ran it, so that a later one marks it failed had it died (fail_orphaned_runs)
         assert {"coder_eval/pid", "coder_eval/host", "coder_eval/pid_namespace"} <= set(launched.tags)
+
+
+def test_a_backfill_launched_without_the_key_fails_its_sandbox_step_naming_it(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """No key in dev's environment: every evaluation was made and ended ERROR while the runs showed SUCCESS (a
+    nightly schedule on a daemon whose key expired went green every night). The CLI refuses such a run."""
+    tasks = tmp_path / "tasks"
+    claude_code_task(tasks, "ui")
+    assert system_cli("register", tasks, env={}).code == 0
+    port, log = free_port(), tmp_path / "dev.log"
+    settings = {"CODER_EVAL_TASK_PATHS": str(tasks), "CODER_EVAL_RUNS_DIR": str(system_cli.runs)}
+    with log.open("wb") as sink:
+        dev = system_cli.start("dev", "-h", "127.0.0.1", "-p", str(port), env=settings, stdout=sink)
+    try:
+        server = DevServer(port)
+        server.wait_until_loaded(log)
+        runs = server.runs_of(launch_backfill(server, ASSETS))
+    finally:
+        stop_group(dev, first=signal.SIGINT)
+
+    assert [run["status"] for run in runs] == ["FAILURE"], runs
+    with dg.DagsterInstance.from_config(str(system_cli.home)) as instance:
+        failures = [
+            str(event.dagster_event.step_failure_data.error)
+            for event in instance.all_logs(runs[0]["runId"], of_type=dg.DagsterEventType.STEP_FAILURE)
+            if event.dagster_event is not None and event.dagster_event.step_failure_data is not None
+        ]
+    assert any(
+        "ANTHROPIC_API_KEY" in failure and "the claude-code agent of ui needs it" in failure for failure in failures
+    ), failures
+    assert not list(system_cli.runs.glob("**/sandbox")), "a sandbox was made"
