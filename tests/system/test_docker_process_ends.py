@@ -53,41 +53,35 @@ def _outcomes(result: dict[str, Any]) -> dict[str, tuple[bool, str]]:
     return {c["description"]: (c["passed"], c["details"]) for c in result["success_criteria_results"]}
 
 
+def _passed(system_cli: SystemCli, task: Path) -> dict[str, Any]:
+    """The task's one evaluation through the installed CLI, which must succeed: its result."""
+    outcome, run = system_cli.run(task, env={})
+    result = run.result(task.stem)
+    assert result["final_status"] == "SUCCESS", (_outcomes(result), outcome.output)
+    return result
+
+
 def test_what_a_criterion_leaves_running_ends_with_it_a_fork_bomb_too(
     tmp_path: Path, system_cli: SystemCli, docker_image: str
 ) -> None:
     bomb = "sleep 401 & (setsid sleep 402 &); bomb() { bomb | bomb & }; bomb"
-    task = _docker_task(
-        tmp_path / "tasks",
-        "leftovers",
-        docker_image,
-        success_criteria=[
-            _criterion("leaves a bomb", bomb, timeout=5, weight=0),
-            _criterion("ended", f"{LISTED}; ! grep -e '^slee[p] 40' -e 'bom[b]' seen.txt"),
-            _criterion("the service stays", SERVICE_RUNS),
-        ],
-    )
-    outcome, run = system_cli.run(task, env={})
-    result = run.result("leftovers")
-    assert result["final_status"] == "SUCCESS", (_outcomes(result), outcome.output)
+    criteria = [
+        _criterion("leaves a bomb", bomb, timeout=5, weight=0),
+        _criterion("ended", f"{LISTED}; ! grep -e '^slee[p] 40' -e 'bom[b]' seen.txt"),
+        _criterion("the service stays", SERVICE_RUNS),
+    ]
+    result = _passed(system_cli, _docker_task(tmp_path / "tasks", "leftovers", docker_image, success_criteria=criteria))
     assert "restarted" not in json.dumps(result)  # ended one by one: no restart was needed
 
 
 def test_what_cannot_be_stopped_ends_with_a_restart_that_keeps_the_containers_files(
     tmp_path: Path, system_cli: SystemCli, docker_image: str
 ) -> None:
-    task = _docker_task(
-        tmp_path / "tasks",
-        "restarted",
-        docker_image,
-        success_criteria=[
-            _criterion("unstoppable", UNSTOPPABLE),
-            _criterion("every process ended, the files kept", f"test -f /tmp/kept && {LISTED} && ! {SERVICE_RUNS}"),
-        ],
-    )
-    outcome, run = system_cli.run(task, env={})
-    result = run.result("restarted")
-    assert result["final_status"] == "SUCCESS", (_outcomes(result), outcome.output)
+    criteria = [
+        _criterion("unstoppable", UNSTOPPABLE),
+        _criterion("every process ended, the files kept", f"test -f /tmp/kept && {LISTED} && ! {SERVICE_RUNS}"),
+    ]
+    result = _passed(system_cli, _docker_task(tmp_path / "tasks", "restarted", docker_image, success_criteria=criteria))
     assert "the container was restarted" in _outcomes(result)["unstoppable"][1]
 
 
