@@ -383,8 +383,8 @@ def _rescore(opened: OpenRun, options: RunOptions, context: RunContext, junit: P
     if gone:
         shown = _first_few([str(folder.relative_to(run_dir)) for folder in gone])
         print(
-            f"coder-eval rescore: {len(gone)} evaluation(s) of {run_dir} have no preserved sandbox to grade (removed "
-            f"since the run): {shown}; nothing was scored again",
+            f"coder-eval rescore: {len(gone)} evaluation(s) of {run_dir} have no preserved sandbox to grade "
+            f"(removed or linked elsewhere since the run): {shown}; nothing was scored again",
             file=sys.stderr,
         )
         return exit_codes.USAGE

@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .evaluation import evaluate, new_evaluation
+from .files import is_real_folder
 from .layout import ARTIFACTS_DIR, FIRST_REPLICATE, RESULT_FILE, SANDBOX_DIR
 from .models.results import EvaluationResult
 from .models.sandbox import TemplateDirSource, TemplateSource
@@ -58,7 +59,7 @@ def preserved_sandbox(directory: Path) -> Path | None:
     (``coder-eval evaluate tasks/x.yaml ./r/default/x/00``); copied whole, its files would be a level too deep."""
     if not (directory / RESULT_FILE).is_file():
         return None
-    if (directory / SANDBOX_DIR).is_dir():
+    if is_real_folder(directory / SANDBOX_DIR):
         return directory / SANDBOX_DIR
     artifacts = directory / ARTIFACTS_DIR
     if not artifacts.is_dir():

@@ -39,6 +39,7 @@ from .criteria.outcome import scrub
 from .criteria.reuse import stored_verdicts
 from .early_stop import Watcher
 from .error_categories import error_details
+from .files import is_real_folder
 from .layout import (
     CHECKPOINT_FILE,
     PREVIOUS_RESULT_FILE,
@@ -627,12 +628,14 @@ def keep_to_its_user(sandbox: Path) -> None:
     """The preserved sandbox with no setuid or setgid bit, no file capability, and (where the harness's user owns
     it: the tempdir driver's) private to that user: what the agent made there is its to run from the host, never
     another user's, whatever the walk cannot reach (a path past PATH_MAX)."""
+    if not is_real_folder(sandbox):  # none kept (an evaluation that never made it), or a link a run folder holds
+        return
     drop_privileges(sandbox)
-    with contextlib.suppress(OSError):  # (none kept: an evaluation that never made its sandbox)
+    with contextlib.suppress(OSError):
         if os.geteuid() == 0 and sandbox.lstat().st_uid != 0:  # a container's user's: a host account may share its
             os.chown(sandbox, 0, 0, follow_symlinks=False)  # uid (a rescore's container hands it back)
         if sandbox.lstat().st_uid == os.geteuid():
-            os.chmod(sandbox, 0o700, follow_symlinks=False)
+            os.chmod(sandbox, 0o700)  # a folder (above): Linux has no chmod of a link itself
 
 
 def open_like_its_run(folder: Path) -> None:
@@ -842,7 +845,7 @@ def restore_checkpoint(evaluation: Evaluation) -> Evaluation:
         path = evaluation.folder / name
         if path.is_file():
             evaluation.result = load_result(path)
-            evaluation.sandbox_ready = (evaluation.folder / SANDBOX_DIR).is_dir()
+            evaluation.sandbox_ready = is_real_folder(evaluation.folder / SANDBOX_DIR)
             break
     return evaluation
 

@@ -274,6 +274,15 @@ def read_opened_text(opened: Callable[[], int], cap: int, shown: str) -> tuple[s
     return universal_newlines(decoded(data[:cap])), truncated
 
 
+def is_real_folder(path: Path) -> bool:
+    """A folder itself, not a link to one: a kept sandbox is graded, handed over and walked as root, and a run
+    folder handed around may link its ``sandbox/`` anywhere on the machine (``/``)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def real_path(path: Path) -> Path:
     """``path`` through its links, as ``Path.resolve`` gives it, except that a link loop is a path (whose reading
     then fails as a file's does), not Python 3.11's ``RuntimeError``."""

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from . import safe_unpickle
 from .budget import NOT_RUN_BUDGET, RunBudget, evaluation_key
 from .evaluation import Evaluation, new_evaluation, utc_now
+from .files import is_real_folder
 from .fingerprints import fingerprints
 from .layout import (
     CHECKPOINT_FILE,
@@ -222,7 +223,7 @@ def without_sandbox(run_dir: Path, present: set[str]) -> list[Path]:
     missing = []
     for path in evaluation_files(run_dir, RESULT_FILE):
         folder = path.parent
-        if folder.parent.relative_to(run_dir).as_posix() not in present or (folder / SANDBOX_DIR).is_dir():
+        if folder.parent.relative_to(run_dir).as_posix() not in present or is_real_folder(folder / SANDBOX_DIR):
             continue
         recorded = read_json(path)
         if not isinstance(recorded, dict) or recorded.get("final_status") != "ERROR":

@@ -60,6 +60,11 @@ def drop_privileges(top: Path) -> None:
     the agent made unreadable (``chmod 311``) is made readable to walk it:
     others could still reach a file in it by name.
     """
+    try:
+        if not stat.S_ISDIR(os.lstat(top).st_mode):  # a link to a folder is not walked: it leads anywhere (`/`)
+            return
+    except OSError:
+        return
     stack = [os.fspath(top)]
     while stack:
         here = stack.pop()

@@ -22,6 +22,7 @@ from ..core.chunking import partitions_per_run
 from ..core.compare import NO_PREVIOUS_RUN
 from ..core.compare.suite_plots import suite_float_metadata
 from ..core.evaluation import Evaluation, Phase, remember_verdicts, restore_checkpoint, run_phase
+from ..core.files import is_real_folder
 from ..core.fingerprints import resolution_digest
 from ..core.layout import (
     CHECKPOINT_FILE,
@@ -247,7 +248,7 @@ def _restore(evaluation: Evaluation, rescore: bool, options: RunOptions) -> Eval
     path = evaluation.folder / RESULT_FILE
     if path.exists():
         evaluation.result = load_result(path)
-        evaluation.sandbox_ready = (evaluation.folder / SANDBOX_DIR).is_dir()
+        evaluation.sandbox_ready = is_real_folder(evaluation.folder / SANDBOX_DIR)
         if not evaluation.ended:
             only = options.only_criteria
             remember_verdicts(evaluation, reuse)

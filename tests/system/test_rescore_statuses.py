@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -252,3 +254,25 @@ def test_a_rescore_labels_the_result_by_the_task_it_graded_by(tmp_path: Path) ->
     assert json.loads(run_json.read_text())["task_results"][0]["tags"] == ["new-tag"]
     table = pd.read_parquet(tmp_path / "runs" / "tables" / "task_results")
     assert list(table["tags"].iloc[0]) == ["new-tag"]
+
+
+def test_a_kept_sandbox_linked_elsewhere_is_refused_not_graded_there(tmp_path: Path) -> None:
+    """A run folder handed around whose ``sandbox/`` links out (to ``/``): the rescore ran the criteria there, with
+    write access, and walked the whole target as root taking setuid bits off its programs (host binaries)."""
+    write(tmp_path / "tasks/good.yaml", GOOD.replace("echo hi > out.txt", "echo hi > out.txt; echo hi > precious"))
+    ran = _coder_eval(tmp_path, "run", "tasks", "--runs-dir", str(tmp_path / "runs"))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    victim = tmp_path / "victim"
+    write(victim / "precious", "keep\n")
+    write(victim / "out.txt", "x\n")
+    (victim / "program").write_text("#!/bin/sh\n")
+    os.chmod(victim / "program", 0o4755)
+    kept = (tmp_path / "runs" / "latest").resolve() / "default" / "good" / "00" / "sandbox"
+    shutil.rmtree(kept)
+    kept.symlink_to(victim)
+    rescored = _coder_eval(tmp_path, "rescore", str(tmp_path / "runs" / "latest"))
+    assert rescored.returncode == 2, rescored.stdout + rescored.stderr
+    assert "no preserved sandbox to grade (removed or linked elsewhere" in rescored.stderr
+    assert "Traceback" not in rescored.stderr
+    assert (victim / "precious").read_text() == "keep\n"
+    assert stat.S_IMODE((victim / "program").stat().st_mode) == 0o4755
