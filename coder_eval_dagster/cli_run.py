@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import sys
 import threading
@@ -30,6 +29,7 @@ from .core.layout import (
     is_run_folder,
     load_result,
     load_summary,
+    read_json,
     replicate_name,
 )
 from .core.models.report import RunSummary, Spend, TaskRow
@@ -215,10 +215,10 @@ def _rescored_any(run_dir: Path, started: int) -> bool:
 def recorded_not_run(run_dir: Path) -> set[tuple[str, str, int]]:
     """The evaluations run.json says never started on purpose (the budget spent, a sequential A/B decided): not
     unfinished, nothing to resume."""
-    try:
-        recorded = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8")).get("not_run") or []
+    try:  # bounded: a run.json that is a link to /dev/zero or a FIFO is no record (layout.read_json)
+        recorded = read_json(run_dir / RUN_FILE).get("not_run") or []
         return {(entry["variant_id"], entry["task_id"], int(entry["replicate"])) for entry in recorded}
-    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+    except (OSError, InvalidInput, ValueError, AttributeError, KeyError, TypeError):
         return set()
 
 

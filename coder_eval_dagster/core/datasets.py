@@ -77,13 +77,29 @@ def _parse_row(line: str) -> dict[str, Any] | str:
         values = json.loads(line, object_pairs_hook=_object)
     except json.JSONDecodeError as exc:
         return f"invalid JSON: {exc.msg}"
+    except ValueError as exc:  # an integer of more digits than Python reads
+        return f"row refused: {str(exc).split(';')[0]}"
     except _DuplicateKey as exc:
         return f"the key {exc.args[0]!r} is given twice in one object (which one counts would be a guess)"
     except RecursionError:  # deeper than the parser goes
         return too_deep
     if not isinstance(values, dict):
         return "each line must be a JSON object"
-    return values if _depth(values) <= MAX_DEPTH else too_deep
+    if _depth(values) > MAX_DEPTH:
+        return too_deep
+    if _holds_lone_surrogate(values):
+        return "row refused: a string holds a lone surrogate (a \\ud800-\\udfff escape without its pair), not text"
+    return values
+
+
+def _holds_lone_surrogate(values: dict[str, Any]) -> bool:
+    """JSON's ``"\\ud800"`` reads as a lone surrogate, which no UTF-8 record of the run (its fingerprint, run.json) can
+    hold: refused here, at its row, rather than when the run is under way."""
+    try:
+        json.dumps(values, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 class _DuplicateKey(Exception):

@@ -10,13 +10,12 @@ and ``sandbox/``, under the variant ``evaluate``; no run.json, no tables.
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
 from .evaluation import evaluate, new_evaluation
 from .files import is_real_folder
-from .layout import ARTIFACTS_DIR, FIRST_REPLICATE, RESULT_FILE, SANDBOX_DIR
+from .layout import ARTIFACTS_DIR, FIRST_REPLICATE, RESULT_FILE, SANDBOX_DIR, read_json
 from .models.results import EvaluationResult
 from .models.sandbox import TemplateDirSource, TemplateSource
 from .problems import DOCUMENT, InvalidInput, Problem
@@ -65,8 +64,8 @@ def preserved_sandbox(directory: Path) -> Path | None:
     if not artifacts.is_dir():
         return None
     try:
-        recorded = json.loads((directory / RESULT_FILE).read_text(encoding="utf-8"))
-    except (ValueError, OSError):
+        recorded = read_json(directory / RESULT_FILE)
+    except (InvalidInput, OSError):
         recorded = None
     task_id = recorded.get("task_id") if isinstance(recorded, dict) else None
     if isinstance(task_id, str) and task_id and (artifacts / task_id).is_dir():

@@ -599,12 +599,18 @@ def finish(evaluation: Evaluation) -> None:
     try:
         write_result(evaluation)
     except Exception as exc:
-        log.warning("finish failed for %s:\n%s", evaluation.row_task.task_id, traceback.format_exc())
+        warn_one_line(f"finish failed for {evaluation.name}", exc)
         evaluation.fail("ERROR", f"finish failed: {type(exc).__name__}: {exc}")
         try:
             write_atomically(evaluation.folder / RESULT_FILE, evaluation.result.model_dump_json(indent=2))
-        except Exception:
-            log.warning("no %s for %s:\n%s", RESULT_FILE, evaluation.row_task.task_id, traceback.format_exc())
+        except Exception as again:  # the run's summary finds no task.json and refuses the run as incomplete
+            warn_one_line(f"no {RESULT_FILE} for {evaluation.name}", again)
+
+
+def warn_one_line(what: str, exc: Exception) -> None:
+    """What failed and why on one line at WARNING (the terminal); its traceback at DEBUG (``-v``)."""
+    log.warning("%s: %s: %s", what, type(exc).__name__, exc)
+    log.debug("%s:\n%s", what, traceback.format_exc())
 
 
 def write_result(evaluation: Evaluation) -> None:

@@ -45,9 +45,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from .files import MiB, UnreadableFile, read_input_text
 from .models.report import RunSummary, TaskRow
 from .models.results import EvaluationResult
 from .problems import DOCUMENT, InvalidInput, Problem, problems_from_validation
+
+# A run folder's JSON records are read whole, up to this: a 10,000-row run.json is about 70 MB (some 7 KB a row),
+# so 1 GiB leaves room for runs many times that, and still refuses a file no machine here could hold parsed.
+MAX_RECORD_BYTES = 1024 * MiB
 
 # A run folder.
 PLAN_FILE = "run_plan.json"
@@ -220,24 +225,47 @@ Record = TypeVar("Record", bound=BaseModel)
 
 
 def read_json(path: Path) -> Any:
-    """A JSON file of a run folder; one that is not JSON is an ``InvalidInput`` naming it."""
+    """A JSON file of a run folder; one that is not JSON, not a regular file or too large is an ``InvalidInput``
+    naming it."""
+    return parsed_json(path, record_text(path))
+
+
+def parsed_json(path: Path, text: str) -> Any:
+    """``text``, the JSON file ``path``'s, parsed; an ``InvalidInput`` naming the file when it cannot be."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as bad:  # UnicodeDecodeError too
-        raise InvalidInput([Problem(str(path), None, DOCUMENT, f"not JSON ({bad})")]) from None
+        return json.loads(text)
+    except ValueError as bad:
+        raise damaged_record(path, f"not JSON ({bad})") from None
+    except RecursionError:
+        raise damaged_record(path, "not JSON (nested too deeply to read)") from None
+    except MemoryError:
+        raise damaged_record(path, "too large to read") from None
 
 
 def read_record(path: Path, model: type[Record]) -> Record:
     """A report file read into its model; one that is not is an ``InvalidInput`` naming the file and the field."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as bad:
-        raise InvalidInput([Problem(str(path), None, DOCUMENT, f"not JSON ({bad})")]) from None
+    text = record_text(path)
     try:
         return model.model_validate_json(text)
     except ValidationError as exc:
-        data = read_json(path)
+        data = parsed_json(path, text)
         raise InvalidInput(problems_from_validation(exc, data, str(path), lambda _: None, model=model)) from None
+
+
+def record_text(path: Path) -> str:
+    """A run folder's JSON file as text, read as a user's input is (``read_input_text``): a device, a FIFO or a
+    folder put in its place is refused at once, never read without end or waited on, and so is one over
+    ``MAX_RECORD_BYTES``. A missing file stays a FileNotFoundError (callers tell "not written yet" from it)."""
+    try:
+        return read_input_text(path, MAX_RECORD_BYTES)
+    except UnreadableFile as refused:  # (its message may end with the path, which the problem says once)
+        raise damaged_record(path, str(refused).removesuffix(f": {path}")) from None
+    except UnicodeDecodeError as bad:
+        raise damaged_record(path, f"not JSON ({bad})") from None
+
+
+def damaged_record(path: Path, why: str) -> InvalidInput:
+    return InvalidInput([Problem(str(path), None, DOCUMENT, why)])
 
 
 def load_result(path: Path, run_dir: Path | None = None) -> EvaluationResult:

@@ -542,6 +542,7 @@ def summarize(
     from .compare.index import write_index
     from .tables import suite_rows, task_rows, write_tables  # pyarrow: see preload_tables
 
+    refuse_without_result(run.folder)
     earlier = run.folder / RUN_FILE
     if rescored and earlier.is_file():
         end_time = load_summary(run.folder).end_time
@@ -556,3 +557,16 @@ def summarize(
     except OSError as exc:  # the page of every run, not this run's result: its verdict in run.json stands
         log.warning("the runs index was not refreshed: %s", exc)
     return summary
+
+
+def refuse_without_result(run_dir: Path) -> None:
+    """The run did not complete while an evaluation that ran has no task.json (its checkpoint is there: the
+    scoring could not write its result, a full disk, a folder in the way): a summary without it would drop it from
+    run.json and the tables, and could pass the run. ``--resume`` scores it again."""
+    missing = [
+        path.parent.relative_to(run_dir).as_posix()
+        for path in evaluation_files(run_dir, CHECKPOINT_FILE)
+        if not (path.parent / RESULT_FILE).is_file()
+    ]
+    if missing:
+        raise OSError(f"{', '.join(missing)} has no {RESULT_FILE}: finish it with: coder-eval run --resume {run_dir}")

@@ -32,6 +32,23 @@ class _Loader(_Base):
     such as ``enabled: yes`` still work: the models coerce them.
     """
 
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        """A value its tag cannot read (``!!int abc``, ``!!bool maybe``, an integer of more digits than Python reads)
+        is a YAMLError at its node, as PyYAML's own constructor errors are, not a bare ValueError or KeyError."""
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, LookupError, ArithmeticError, AttributeError, TypeError) as exc:
+            raise yaml.constructor.ConstructorError(None, None, _unreadable(node, exc), node.start_mark) from None
+
+
+def _unreadable(node: yaml.Node, exc: Exception) -> str:
+    """What could not be read, shortened (an integer too long to read is thousands of digits), and why."""
+    tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+    text = node.value if isinstance(node.value, str) else ""
+    shown = repr(text if len(text) <= 40 else text[:40] + "...")
+    why = str(exc).split(";")[0] if isinstance(exc, ValueError) else ""  # a KeyError's text is only the value
+    return f"the value {shown} cannot be read as {tag}" + (f" ({why})" if why else "")
+
 
 # PyYAML keeps the resolvers on the class (set here, not in the class body, as the stubs declare the table an
 # instance attribute and ruff wants a mutable class attribute to be a ClassVar).
@@ -105,7 +122,8 @@ def _syntax_problem(path: Path, text: str, exc: yaml.MarkedYAMLError) -> Problem
     opened = exc.context_mark if "quoted" in reading or "flow" in reading else None  # where the quote or [ opened
     at = opened or mark
     line = at.line + 1 if at else 1
-    message = "YAML syntax error" + (f" (line {mark.line + 1}, column {mark.column + 1})" if mark else "")
+    kind = "YAML error" if isinstance(exc, yaml.constructor.ConstructorError) else "YAML syntax error"  # a tag's value
+    message = kind + (f" (line {mark.line + 1}, column {mark.column + 1})" if mark else "")
     message += f": {exc.problem}"
     if opened is not None:
         message += f", {reading} that starts at line {opened.line + 1}, column {opened.column + 1}"

@@ -12,8 +12,18 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..layout import COMPARISON_PAGE, INDEX_PAGE, INDEX_ROW, RUN_FILE, RUN_VIEWER, report_path, write_atomically
+from ..layout import (
+    COMPARISON_PAGE,
+    INDEX_PAGE,
+    INDEX_ROW,
+    RUN_FILE,
+    RUN_VIEWER,
+    record_text,
+    report_path,
+    write_atomically,
+)
 from ..models.report import RunSummary, TaskRow
+from ..problems import InvalidInput
 from ..reports.run_summary import agent_usd, judges_usd, total_usd, usd
 from .webpage import html_page, relative_to
 
@@ -102,9 +112,9 @@ def _cached_row(run_file: Path, href: Callable[[str], str], written: RunSummary 
             cached_stamp, _, row = cache.read_text(encoding="utf-8").partition("\n")
             if cached_stamp == stamp:
                 return row
-        report = written or RunSummary.model_validate_json(run_file.read_text(encoding="utf-8"))
+        report = written or RunSummary.model_validate_json(record_text(run_file))  # bounded: a FIFO is no run.json
         row = _index_row(run_dir, report, href)
-    except (OSError, ValidationError):  # (a run.json that is not JSON is a ValidationError too)
+    except (OSError, ValidationError, InvalidInput):  # (a run.json that is not JSON is a ValidationError too)
         return None
     write_atomically(cache, f"{stamp}\n{row}")
     return row
