@@ -659,7 +659,7 @@ def read_dotenv(command: str | None) -> str | None:
     replaced = sorted(name for name, value in taken.items() if os.environ.get(name, value) != value)
     os.environ.update(taken)
     if command == "dev":  # `dagster dev` reads the whole file into its processes again
-        os.environ[DOTENV_LEFT_OUT] = ",".join(sorted({*left, *values} - set(taken)))
+        os.environ[DOTENV_LEFT_OUT] = ",".join(sorted(set(values) - set(taken)))
     if replaced:
         print(f"coder-eval: {DOTENV} sets {', '.join(replaced)} over the environment's", file=sys.stderr)
     if left:

@@ -87,7 +87,7 @@ def _parse_row(line: str) -> dict[str, Any] | str:
         return "each line must be a JSON object"
     if _depth(values) > MAX_DEPTH:
         return too_deep
-    if _holds_lone_surrogate(values):
+    if "\\u" in line and _holds_lone_surrogate(values):  # only an escape makes one: the line is decoded text
         return "row refused: a string holds a lone surrogate (a \\ud800-\\udfff escape without its pair), not text"
     return values
 

@@ -15,6 +15,8 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+from .files import is_real_folder
+
 REMOVE_TIMEOUT_S = 600
 PRIVILEGE_BITS = stat.S_ISUID | stat.S_ISGID
 CAPABILITIES_XATTR = "security.capability"
@@ -60,10 +62,7 @@ def drop_privileges(top: Path) -> None:
     the agent made unreadable (``chmod 311``) is made readable to walk it:
     others could still reach a file in it by name.
     """
-    try:
-        if not stat.S_ISDIR(os.lstat(top).st_mode):  # a link to a folder is not walked: it leads anywhere (`/`)
-            return
-    except OSError:
+    if not is_real_folder(top):  # a link to a folder is not walked: it leads anywhere (`/`)
         return
     stack = [os.fspath(top)]
     while stack:

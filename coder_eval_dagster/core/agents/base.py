@@ -49,6 +49,7 @@ StopReason = Literal[
 ]
 TimeLimit = Literal["task_timeout", "turn_timeout"]  # the run_limits field that ran out
 # how an agent stops mid-turn: the words of its last turn are no final reply when its calls were cut
+CUT_SHORT = frozenset({"task_timeout", "turn_timeout", "token_budget", "cost_budget", "error"})
 OUTPUT_CHARS = 2000  # of a tool call's output, what a trajectory keeps
 
 
@@ -57,9 +58,6 @@ def recorded_output(text: str) -> str:
     first, a secret across the cut kept its first characters)."""
     shown = redact(text)
     return shown if len(shown) <= OUTPUT_CHARS else shown[:OUTPUT_CHARS] + "…"
-
-
-CUT_SHORT = frozenset({"task_timeout", "turn_timeout", "token_budget", "cost_budget", "error"})
 
 
 def budget_stop_reason(breach: Breach) -> StopReason:

@@ -10,15 +10,13 @@ import html
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from ..layout import (
     COMPARISON_PAGE,
     INDEX_PAGE,
     INDEX_ROW,
     RUN_FILE,
     RUN_VIEWER,
-    record_text,
+    read_record,
     report_path,
     write_atomically,
 )
@@ -112,9 +110,9 @@ def _cached_row(run_file: Path, href: Callable[[str], str], written: RunSummary 
             cached_stamp, _, row = cache.read_text(encoding="utf-8").partition("\n")
             if cached_stamp == stamp:
                 return row
-        report = written or RunSummary.model_validate_json(record_text(run_file))  # bounded: a FIFO is no run.json
+        report = written or read_record(run_file, RunSummary)  # bounded: a FIFO is no run.json
         row = _index_row(run_dir, report, href)
-    except (OSError, ValidationError, InvalidInput):  # (a run.json that is not JSON is a ValidationError too)
+    except (OSError, InvalidInput):  # (a run.json that is not JSON, or not one, is an InvalidInput)
         return None
     write_atomically(cache, f"{stamp}\n{row}")
     return row
