@@ -30,7 +30,7 @@ from .datasets import CLI_SAMPLE_SEED, Row, load_rows, null_placeholders, sample
 from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text, real_path, regular_file_problem
 from .layout import CHECKPOINT_FILE, PLAN_FILE, RESULT_FILE, SANDBOX_DIR, is_runs_folder
 from .models.agent import AgentConfig
-from .models.base import MOVED_TO_RUN_LIMITS, RejectsMovedLimits, did_you_mean
+from .models.base import MOVED_TO_RUN_LIMITS, RejectsMovedLimits, did_you_mean, file_name_problem
 from .models.commands import HookCommand
 from .models.dataset import Dataset
 from .models.experiment import Experiment, PromptMutation, Variant
@@ -344,6 +344,9 @@ def _absolutize_paths(raw: dict[str, Any], base: Path) -> list[tuple[Loc, str]]:
     for loc, holder, key, kind in named:
         if isinstance(holder.get(key), str):
             written = os.path.expandvars(holder[key]) if kind == "folder" else holder[key]  # $VAR: set (validated)
+            if unnamable := file_name_problem(written):
+                problems.append((loc, unnamable))
+                continue
             path = real_path(base / written)
             holder[key] = str(path)
             why = _named_file_problem(path, kind)

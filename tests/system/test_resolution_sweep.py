@@ -209,6 +209,38 @@ def test_a_nul_in_a_command_or_a_path_is_refused_at_load(tmp_path: Path, system_
     ]
 
 
+def test_a_file_name_no_file_system_can_hold_is_refused_at_its_line(tmp_path: Path, system_cli: SystemCli) -> None:
+    """A NUL in a starter file's path passed validate and ended the row as ERROR; a name over 255 bytes in a file
+    field stopped validate with one line naming neither file nor field; in an experiment, an internal error."""
+    long = "x" * 256
+    too_long = f"a name in it is over the 255 bytes a file name can hold ({'x' * 20}...)"
+    for source, problem in [
+        (
+            '{type: starter_files, files: [{path: "a\\0b"}]}',
+            "files.0.path: holds a NUL character, which no file name can",
+        ),
+        (f"{{type: template_dir, path: {long}}}", f"path: {too_long}"),
+    ]:
+        task, lines = _refused(
+            tmp_path,
+            system_cli,
+            f"task_id: t1\ndescription: d\nagent: {{type: none}}\nsandbox:\n  template_sources:\n    - {source}\n"
+            "success_criteria: [{type: file_exists, path: a, description: x}]\n",
+        )
+        assert lines == [f"{task}:6: sandbox.template_sources.0.{problem}"]
+    experiment = write(
+        tmp_path / "e.yaml",
+        f'experiment_id: e\nvariants:\n  - {{variant_id: a, initial_prompt_file: "p\\0"}}\n'
+        f"  - {{variant_id: b, agent: {{system_prompt_file: {long}}}}}\n",
+    )
+    validated = system_cli("validate", experiment, env={})
+    assert validated.code == 1, validated.output
+    assert sorted(validated.err.splitlines()) == [
+        f"{experiment}:3: variants.0.initial_prompt_file: holds a NUL character, which no file name can",
+        f"{experiment}:4: variants.1.agent.system_prompt_file: {too_long}",
+    ]
+
+
 def test_a_jsonl_row_with_a_key_given_twice_is_refused_at_its_line(tmp_path: Path, system_cli: SystemCli) -> None:
     """``{"id": "r1", "id": "r2"}`` was silently row r2 (the YAML files' duplicate keys were already refused)."""
     write(tmp_path / "rows.jsonl", '{"id": "r0"}\n{"id": "r1", "id": "r2"}\n')

@@ -315,12 +315,31 @@ def is_inside(relative: str, glob: bool = False) -> bool:
     return True
 
 
+NAME_MAX = 255  # bytes in one file name (Linux's NAME_MAX)
+
+
+def file_name_problem(path: str) -> str | None:
+    """Why no file system can hold ``path``, said at load: it would otherwise fail every row at run time, or stop a
+    check of the file with no line named."""
+    if "\0" in path:
+        return "holds a NUL character, which no file name can"
+    longest = max(re.split(r"[/\\]+", path), key=lambda part: len(part.encode("utf-8", "surrogatepass")))
+    if len(longest.encode("utf-8", "surrogatepass")) > NAME_MAX:
+        return f"a name in it is over the {NAME_MAX} bytes a file name can hold ({longest[:20]}...)"
+    return None
+
+
+def valid_file_name(path: str) -> str:
+    if problem := file_name_problem(path):
+        raise ValueError(problem)
+    return path
+
+
 def check_inside(value: str, base: str, glob: bool = False) -> str:
     """Refuse at load a path that is absolute or climbs out of ``base`` with ``..``: it could only fail at grading.
     A ``${row.x}`` one waits for its row's value (each row's criteria are validated again, filled in); grading
     still refuses a path that leaves through a link."""
-    if "\0" in value:
-        raise ValueError("holds a NUL character, which no file name can")
+    valid_file_name(value)
     if "${row." not in value and not is_inside(value, glob):
         raise ValueError(f"must be a path relative to {base} that stays inside it (not absolute, no '..' out of it)")
     return value

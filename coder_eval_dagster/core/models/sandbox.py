@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from .base import RegisteredNames, StrictModel, is_inside, is_partial, rule_error, rule_errors
+from .base import RegisteredNames, StrictModel, is_inside, is_partial, rule_error, rule_errors, valid_file_name
 from .cli_match import ArgvPattern
 from .ignore import IgnorePattern
 
@@ -227,6 +227,7 @@ class TemplateDirSource(StrictModel):
     @field_validator("mount_point")
     @classmethod
     def _stays_inside(cls, value: str) -> str:
+        valid_file_name(value)
         if not is_inside(value):
             raise ValueError("must be a relative path that stays inside the sandbox")
         return value
@@ -251,6 +252,7 @@ class StarterFile(StrictModel):
     @field_validator("path")
     @classmethod
     def _stays_inside(cls, value: str) -> str:
+        valid_file_name(value)
         if not is_inside(value) or value.strip("./") == "":
             raise ValueError("must be a relative file path that stays inside the sandbox")
         named = [part for part in re.split(r"[/\\]+", value) if part not in ("", ".")]

@@ -12,7 +12,7 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator, mod
 
 from ..files import MAX_DATASET_BYTES, MAX_DOCUMENT_BYTES, regular_file_problem
 from .agent import AgentConfig
-from .base import RejectsMovedLimits, SafeId, StrictModel, is_partial, rule_error, rule_errors
+from .base import RejectsMovedLimits, SafeId, StrictModel, file_name_problem, is_partial, rule_error, rule_errors
 from .checker import CheckerContext, judge_model
 from .commands import HookCommand
 from .criterion import REFERENCE_DIR, CriterionBase, criterion_union, on_change
@@ -74,6 +74,8 @@ def _file_problem(info: ValidationInfo, relative: str | None, folder: bool, limi
     base = (info.context or {}).get("base_dir")
     if not (base and relative):
         return None
+    if problem := file_name_problem(relative):
+        return problem
     path = Path(base) / relative
     if not path.exists():
         return f"{'folder' if folder else 'file'} not found: {relative} (relative to the task YAML)"
