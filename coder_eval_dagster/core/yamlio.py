@@ -212,6 +212,19 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return list(node.value)
 
 
+def _key_not_text(key_node: yaml.Node) -> str | None:
+    """Why a key would not be text once loaded (``null:``, ``true:``, ``12:``, a date): every key of the format is a
+    name, so such a key could only be refused later with a line and form of its own, or never match its JSON."""
+    kind = key_node.tag.removeprefix("tag:yaml.org,2002:")
+    if not isinstance(key_node, yaml.ScalarNode) or kind == "str":
+        return None
+    read_as = _KEY_KINDS.get(kind, f"!!{kind}")
+    return f'a key must be text, and {key_node.value!r} is read as {read_as}: write it in quotes ("{key_node.value}")'
+
+
+_KEY_KINDS = {"null": "null", "bool": "a boolean", "int": "a number", "float": "a number", "timestamp": "a date"}
+
+
 def _record_lines(
     node: yaml.Node, loc: Loc, lines: dict[Loc, int], problems: list[Problem], path: str, visited: set[int]
 ) -> None:
@@ -226,6 +239,8 @@ def _record_lines(
             if key == "<<":  # merge keys: their contents were merged by the loader
                 continue
             child = (*loc, key)
+            if not_text := _key_not_text(key_node):
+                problems.append(Problem(path, key_node.start_mark.line + 1, dotted(child), not_text))
             if key in seen:
                 problems.append(Problem(path, key_node.start_mark.line + 1, ".".join(map(str, child)), "duplicate key"))
             seen.add(key)

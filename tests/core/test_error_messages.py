@@ -289,6 +289,6 @@ def test_a_key_that_is_not_text_is_named_at_its_line(tmp_path: Path) -> None:
     )
     result = run_cli("validate", path)
     assert result.code == 1 and result.err.splitlines() == [
-        f"{path}:6: run_limits.2: Keys should be strings",
-        f"{path}:8: 1: Keys should be strings",
+        f"""{path}:6: run_limits.2: a key must be text, and '2' is read as a number: write it in quotes ("2")""",
+        f"""{path}:8: 1: a key must be text, and '1' is read as a number: write it in quotes ("1")""",
     ], result.err

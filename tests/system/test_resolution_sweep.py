@@ -241,6 +241,24 @@ def test_a_file_name_no_file_system_can_hold_is_refused_at_its_line(tmp_path: Pa
     ]
 
 
+def test_a_key_yaml_reads_as_no_text_is_refused_at_its_line(tmp_path: Path, system_cli: SystemCli) -> None:
+    """``null:``, ``true:`` and a date as keys were said at line 1 as ``None``, ``1`` and ``"datetime.date(...)"``;
+    one under a criterion at the criterion's line."""
+    task, lines = _refused(
+        tmp_path,
+        system_cli,
+        "task_id: t1\ndescription: d\nagent: {type: none}\nnull: 1\ntrue: 2\n2024-01-01: 3\n"
+        "success_criteria:\n  - type: file_exists\n    path: a\n    description: x\n    ~: 4\n",
+    )
+    assert lines == [
+        f"""{task}:11: success_criteria.0.~: a key must be text, and '~' is read as null: write it in quotes ("~")""",
+        f"""{task}:4: null: a key must be text, and 'null' is read as null: write it in quotes ("null")""",
+        f"""{task}:5: true: a key must be text, and 'true' is read as a boolean: write it in quotes ("true")""",
+        f"{task}:6: 2024-01-01: a key must be text, and '2024-01-01' is read as a date: write it in quotes "
+        '("2024-01-01")',
+    ]
+
+
 def test_a_jsonl_row_with_a_key_given_twice_is_refused_at_its_line(tmp_path: Path, system_cli: SystemCli) -> None:
     """``{"id": "r1", "id": "r2"}`` was silently row r2 (the YAML files' duplicate keys were already refused)."""
     write(tmp_path / "rows.jsonl", '{"id": "r0"}\n{"id": "r1", "id": "r2"}\n')
