@@ -104,16 +104,17 @@ def in_bash(command: str) -> str:
     go first (``agent_command``'s first lines then run in bash); else under that ``/bin/sh``, with ``NO_BASH_NOTE``.
     Both ``exec``: the same process, and neither shell's variable below is exported to the command. The command
     comes in a quoted here-document, as written (quoted, each ``'`` took five bytes: a long heredoc of the agent's
-    went past the kernel's 128 KiB for one argument); its end marker is random, so no command line matches it."""
+    went past the kernel's 128 KiB for one argument); its end marker is random, so no command line matches it.
+    Its stderr goes with its stdout, in the order written, as the Bash tool gives the model one stream."""
     end = f"CODER_EVAL_END_{secrets.token_hex(8)}"
     return (
         f"__coder_eval_command=$(cat <<'{end}'\n{command}\n{end}\nprintf .)\n"  # `.`: $(...) keeps its newlines
         "__coder_eval_command=${__coder_eval_command%?.}\n"  # less the here-document's own last newline too
         "__coder_eval_bash=$(command -v bash)\n"
         'case $__coder_eval_bash in /*) [ -x "$__coder_eval_bash" ] && exec "$__coder_eval_bash" -c '
-        '"$__coder_eval_command";; esac\n'
+        '"$__coder_eval_command" 2>&1;; esac\n'
         f"echo {shlex.quote(NO_BASH_NOTE)} >&2\n"
-        'exec /bin/sh -c "$__coder_eval_command"'
+        'exec /bin/sh -c "$__coder_eval_command" 2>&1'
     )
 
 
@@ -123,15 +124,26 @@ def play_call(call: ToolCall, sandbox: Sandbox, timeout: float) -> tuple[ToolCal
     try:
         if call.tool == "Bash":
             done = sandbox.run(in_bash(agent_command(str(params["command"]), sandbox)), timeout)
-            output = done.stdout + (done.stderr and f"\n{done.stderr}")
+            output = as_bash_tool_returns(done.stderr + done.stdout)  # stderr: only NO_BASH_NOTE's line, if any
             if done.ok:
-                return "success", recorded_output(output)
+                return "success", recorded_output(output or NO_OUTPUT)
             return "error", recorded_output(done.error or _with_exit_code(done.exit_code, output))
         if call.tool in FILE_TOOLS:
             return FILE_TOOLS[call.tool](params, sandbox)
     except (OSError, ValueError) as exc:  # (UnreadableFile, UnicodeDecodeError, a NUL in a path)
         return "error", str(exc)
     return "success", None  # Skill and any other tool: recorded as given
+
+
+NO_OUTPUT = "(Bash completed with no output)"  # what Claude Code's Bash tool says for a silent command
+
+
+def as_bash_tool_returns(output: str) -> str:
+    """A command's output as Claude Code's Bash tool returns it to the model (measured through its bundled CLI):
+    without its leading blank lines and its trailing white space."""
+    lines = output.split("\n")
+    first = next((index for index, line in enumerate(lines) if line.strip()), len(lines))
+    return "\n".join(lines[first:]).rstrip()
 
 
 def _with_exit_code(code: int | None, output: str) -> str:
