@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from .models.base import did_you_mean
 
@@ -134,7 +135,7 @@ def data_loc(data: Any, loc: Loc) -> Loc:
         if found:
             kept.append(part)
             current = child
-        elif isinstance(current, dict) and _is_wrapper_segment(current, part, loc, position):
+        elif _is_wrapper_segment(current, part, loc, position):
             continue
         else:
             kept.append(part)
@@ -151,12 +152,16 @@ def _child(current: Any, part: str | int) -> tuple[bool, Any]:
     return False, None
 
 
-def _is_wrapper_segment(current: dict[Any, Any], part: str | int, loc: Loc, position: int) -> bool:
+def _is_wrapper_segment(current: Any, part: str | int, loc: Loc, position: int) -> bool:
     if not isinstance(part, str):
+        return False
+    if part.startswith("function-") and "[" in part:  # a validator's name, last too (the value is no mapping)
+        return True
+    if not isinstance(current, dict):
         return False
     if current.get("type") == part:  # discriminated-union tag
         return True
-    # validator or union-member names such as "function-after[...]" or "dict[str,...]"
+    # union-member names such as "dict[str,...]"
     return ("[" in part or part in ("str", "dict", "list")) and position < len(loc) - 1
 
 
@@ -166,7 +171,10 @@ def problems_from_validation(
     """Translate a pydantic error of validating ``data`` as ``model`` into problems with the user's field names and
     lines."""
     problems = []
-    for error in exc.errors(include_url=False):
+    errors = exc.errors(include_url=False)
+    for error in errors:
+        if _other_arm_said_it(error, errors):
+            continue
         loc = data_loc(data, tuple(error["loc"]))
         if error["type"] == "rule":
             loc = loc + tuple(_split_field(error["ctx"]["field"]))
@@ -187,6 +195,15 @@ def problems_from_validation(
         full = prefix + loc
         problems.append(Problem(path, line_of(full), dotted(full), message))
     return _unique(problems)
+
+
+def _other_arm_said_it(error: ErrorDetails, errors: list[ErrorDetails]) -> bool:
+    """A mapping (or list) refused by a union's literal arm (``network: {allow: [...]}`` is no network name) when
+    the union's other arm says what is wrong with it: the literal's line would only distract."""
+    if error["type"] != "literal_error" or not isinstance(error.get("input"), dict | list):
+        return False
+    union, arm = error["loc"][:-1], error["loc"][-1]
+    return any(other["loc"][: len(union)] == union and other["loc"][len(union) :][:1] != (arm,) for other in errors)
 
 
 def not_a_mapping(value: Any) -> str:

@@ -259,6 +259,26 @@ def test_a_key_yaml_reads_as_no_text_is_refused_at_its_line(tmp_path: Path, syst
     ]
 
 
+def test_a_network_entry_no_host_can_match_is_one_line(tmp_path: Path, system_cli: SystemCli) -> None:
+    """``*:443`` (meant as any host) and ``h :80`` passed validate and allowed nothing; a refused block was said
+    twice, once as no network name (``sandbox.network.literal['bridge','none','host']``)."""
+    for entry, problem in [("*:443", "a wildcard matches no host"), ("h :80", "is not host:port")]:
+        _, lines = _refused(
+            tmp_path,
+            system_cli,
+            f'task_id: t1\ndescription: d\nagent: {{type: none}}\nsandbox: {{network: {{allow: ["{entry}"]}}}}\n'
+            "success_criteria: [{type: file_exists, path: a, description: x}]\n",
+        )
+        assert len(lines) == 1 and f":4: sandbox.network.allow: '{entry}'" in lines[0] and problem in lines[0], lines
+    for entry in ("example.com:443", "[::1]:8080", "127.0.0.1:5432", "my_host.internal.:80"):
+        task = write(
+            tmp_path / "ok.yaml",
+            f'task_id: t1\ndescription: d\nagent: {{type: none}}\nsandbox: {{network: {{allow: ["{entry}"]}}}}\n'
+            "success_criteria: [{type: file_exists, path: a, description: x}]\n",
+        )
+        assert system_cli("validate", task, env={}).code == 0, entry
+
+
 def test_a_jsonl_row_with_a_key_given_twice_is_refused_at_its_line(tmp_path: Path, system_cli: SystemCli) -> None:
     """``{"id": "r1", "id": "r2"}`` was silently row r2 (the YAML files' duplicate keys were already refused)."""
     write(tmp_path / "rows.jsonl", '{"id": "r0"}\n{"id": "r1", "id": "r2"}\n')

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import posixpath
 import re
@@ -125,7 +126,9 @@ class NetworkPolicy(StrictModel):
     def _host_ports(cls, entries: list[str]) -> list[str]:
         for entry in entries:
             host, _, port = entry.rpartition(":")
-            if not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65536 or "/" in host:
+            if "*" in host:
+                raise ValueError(f"{entry!r}: entries are matched exactly, a wildcard matches no host: name each one")
+            if not _is_host(host) or not port.isdigit() or not 0 < int(port) < 65536:
                 raise ValueError(f"{entry!r} is not host:port (a name or an address, and a port from 1 to 65535)")
         return entries
 
@@ -134,6 +137,19 @@ class NetworkPolicy(StrictModel):
         if self.open and self.allow:
             raise rule_error("allow", "an open network allows everything: drop allow, or open")
         return self
+
+
+HOST_NAME = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9_-]{1,63}(?<!-))*\.?")
+
+
+def _is_host(host: str) -> bool:
+    """A name the proxy could match (no space, no wildcard, no path), an IPv4 address, or an IPv6 one in brackets."""
+    if host.startswith("[") and host.endswith("]"):
+        try:
+            return ipaddress.ip_address(host[1:-1]).version == 6
+        except ValueError:
+            return False
+    return len(host) <= 253 and HOST_NAME.fullmatch(host) is not None
 
 
 NETWORK_NAMES = ("bridge", "none", "host")
