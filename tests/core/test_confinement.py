@@ -322,3 +322,67 @@ def test_a_request_pipelined_behind_an_allowed_one_never_passes_the_gate(
         server.server_close()
     assert done.stdout.strip() == "200", (done.stdout, done.stderr)
     assert _Recorder.seen == ["GET http://allowed.example/one HTTP/1.1"]
+
+
+def test_the_harness_proxy_gets_the_url_the_gate_checked_not_the_clients_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``http://127.0.0.1:1\\@allowed.example/`` is allowed.example to the gate's parser and 127.0.0.1 to a WHATWG
+    one: the raw text went on to the harness's proxy, whose parser decides where it goes."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _Recorder.seen.clear()
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.server_address[1]}")
+    request = "GET http://127.0.0.1:18432\\\\\\\\@allowed.example/p?q=1 HTTP/1.1\\r\\nHost: evil.example\\r\\n\\r\\n"
+    talk = (
+        "import socket\n"
+        f"with socket.create_connection(('127.0.0.1', {EGRESS_PORT})) as proxy:\n"
+        f"    proxy.sendall(b'{request}')\n"
+        "    print(proxy.recv(4096).split(b' ')[1].decode())\n"
+    )
+    try:
+        with _box(tmp_path / "e", {"network": {"allow": ["allowed.example:80"]}}) as box:
+            (box.root / "talk.py").write_text(talk)
+            box.set_phase("agent")
+            done = box.run("python3 talk.py", timeout=20)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert done.stdout.strip() == "200", (done.stdout, done.stderr)
+    assert _Recorder.seen == ["GET http://allowed.example/p?q=1 HTTP/1.1"]
+
+
+def test_bytes_sent_with_a_connect_reach_the_allowed_host(tmp_path: Path) -> None:
+    """A client that sends its first bytes in the CONNECT's own write got the 200 and nothing more: what the
+    proxy read past the head was dropped."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        greeting = "GET / HTTP/1.0\\r\\n\\r\\n"
+        talk = (
+            "import socket\n"
+            f"with socket.create_connection(('127.0.0.1', {EGRESS_PORT})) as proxy:\n"
+            f"    proxy.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n{greeting}')\n"
+            "    proxy.shutdown(socket.SHUT_WR)\n"
+            "    print(proxy.recv(4096))\n"
+        )
+        received: list[bytes] = []
+
+        def serve_one() -> None:
+            client, _ = listener.accept()
+            with client:
+                client.settimeout(10)
+                received.append(client.recv(4096))
+
+        server = threading.Thread(target=serve_one, daemon=True)
+        server.start()
+        with _box(tmp_path / "e", {"network": {"allow": [f"127.0.0.1:{port}"]}}) as box:
+            (box.root / "talk.py").write_text(talk)
+            box.set_phase("agent")
+            done = box.run("python3 talk.py", timeout=20)
+        server.join(10)
+    assert b"200 Connection established" in done.stdout.encode(), (done.stdout, done.stderr)
+    assert received == [b"GET / HTTP/1.0\r\n\r\n"]

@@ -308,14 +308,18 @@ def proxy(connection: socket.socket, gate: Gate) -> None:
     except OSError as exc:
         _reply(connection, 502, "Bad Gateway", f"coder-eval egress proxy: cannot reach {host}:{port}: {exc}\n")
         return
-    with upstream:
+    with upstream.sock:
         connection.settimeout(None)
         if method == "CONNECT":
-            connection.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            splice(connection, upstream)
+            connection.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n" + upstream.already_read)
+            upstream.sock.sendall(head.partition(b"\r\n\r\n")[2])  # what the client sent behind its CONNECT
+            splice(connection, upstream.sock)
         else:
             direct = _upstream_proxy("http", host) is None
-            _one_request(connection, upstream, head, _outgoing(head, url.path or "/", url.query, direct))
+            target = url.path or "/"
+            if not direct:  # the absolute form the gate checked, not the client's text another parser may read apart
+                target = f"http://{_in_url(host)}{'' if port == 80 else f':{port}'}{target}"
+            _one_request(connection, upstream.sock, head, _outgoing(head, target, url.query))
 
 
 def serve_forwarded(connection: socket.socket, gate: Gate) -> None:
@@ -404,33 +408,45 @@ def _read_head(connection: socket.socket) -> bytes:
     return head
 
 
-def _outgoing(head: bytes, path: str, query: str, direct: bool) -> bytes:
-    """The request's head as the origin gets it (origin-form), or as it came for a proxy; closed after the answer
-    either way."""
+def _outgoing(head: bytes, target: str, query: str) -> bytes:
+    """The request's head with ``target`` (origin-form for the origin, absolute for the harness's proxy), closed
+    after the answer; the client's proxy fields are not sent on."""
     first, rest = head.split(b"\r\n", 1)
-    method, target, version = first.split(b" ", 2)
+    method, _, version = first.split(b" ", 2)
     fields = rest.partition(b"\r\n\r\n")[0]
-    dropped = (b"proxy-", b"connection:") if direct else (b"proxy-connection:", b"connection:")
-    kept = [line for line in fields.split(b"\r\n") if not line.lower().startswith(dropped)]
-    if direct:
-        target = (path + (f"?{query}" if query else "")).encode("latin-1")
-    return b"\r\n".join([b" ".join([method, target, version]), *kept, b"Connection: close"]) + b"\r\n\r\n"
+    kept = [line for line in fields.split(b"\r\n") if not line.lower().startswith((b"proxy-", b"connection:"))]
+    sent = (target + (f"?{query}" if query else "")).encode("latin-1")
+    return b"\r\n".join([b" ".join([method, sent, version]), *kept, b"Connection: close"]) + b"\r\n\r\n"
 
 
-def _open(host: str, port: int, tunnel: bool) -> socket.socket:
+def _in_url(host: str) -> str:
+    return f"[{host}]" if ":" in host else host  # an IPv6 address
+
+
+@dataclass
+class Upstream:
+    """A connection on to the host, and what came on it before the client's first bytes (past a proxy's 200)."""
+
+    sock: socket.socket
+    already_read: bytes = b""
+
+
+def _open(host: str, port: int, tunnel: bool) -> Upstream:
     """A connection to host:port, through the harness's own proxy when it has one (HTTPS_PROXY, HTTP_PROXY)."""
     through = _upstream_proxy("https" if tunnel else "http", host)
     if through is None:
-        return socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
+        return Upstream(socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S))
     upstream = socket.create_connection(through, timeout=CONNECT_TIMEOUT_S)
+    already_read = b""
     if tunnel:
-        upstream.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
-        status = _read_head(upstream).split(b" ", 2)
+        upstream.sendall(f"CONNECT {_in_url(host)}:{port} HTTP/1.1\r\nHost: {_in_url(host)}:{port}\r\n\r\n".encode())
+        answer, _, already_read = _read_head(upstream).partition(b"\r\n\r\n")
+        status = answer.split(b" ", 2)
         if len(status) < 2 or status[1] != b"200":
             upstream.close()
             raise OSError(f"the harness's proxy refused the tunnel: {b' '.join(status[1:2]).decode()}")
     upstream.settimeout(None)
-    return upstream
+    return Upstream(upstream, already_read)
 
 
 def _upstream_proxy(scheme: str, host: str) -> tuple[str, int] | None:
