@@ -52,3 +52,31 @@ def test_command_patterns_match_as_coder_eval_does(tmp_path: Path, system_cli: S
     result = run.result("matching")
     assert [c["score"] for c in result["success_criteria_results"]] == [score for _, score in expected]
     assert result["stopped_early"] is True  # the guard's live count saw the continued command as forbidden
+
+
+OBFUSCATED_BEHIND_A_PREFIX = [
+    "sudo bash -c \"r'm' -rf g2\"",
+    "FOO=1 bash -lc \"r'm' -rf g3\"",
+    "cd . && bash -lc \"r'm' -rf g4\"",
+    "env bash -lc \"r'm' -rf g5\"",
+    "bash -lc \"r'm' -rf g6\" | cat",
+    'timeout 5 sh -c "bash -c \'r\\"m\\" -rf g7\'"',
+]
+
+
+@pytest.mark.parametrize("command", OBFUSCATED_BEHIND_A_PREFIX)
+def test_a_guard_sees_a_wrapped_command_behind_a_runner_or_in_a_list(
+    tmp_path: Path, system_cli: SystemCli, command: str
+) -> None:
+    """A wrapper was stripped only when it was the whole command: each of these slipped past `max_count: 0`."""
+    write(tmp_path / "tasks/traj.yaml", yaml.safe_dump({"turns": [{"calls": [{"tool": "Bash", "command": command}]}]}))
+    task = task_file(
+        tmp_path / "tasks",
+        "guarded",
+        agent={"type": "replay", "trajectory": "traj.yaml"},
+        initial_prompt="p",
+        success_criteria=[_ran("rm -rf", min_count=0, max_count=0)],
+    )
+    outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 1, outcome.output
+    assert run.result("guarded")["success_criteria_results"][0]["score"] == 0.0

@@ -106,17 +106,58 @@ def _is_command_flag(word: str) -> bool:
     return len(word) >= 2 and word[0] == "-" and word[1] != "-" and word[1:].isalpha() and "c" in word[1:]
 
 
-def _unwrapped(words: list[str]) -> list[str] | None:
-    """The words of the script a ``bash -lc``/``bash -l -c``/``sh -ic`` wrapper runs, else ``words`` unchanged."""
-    if not _is_shell_program(words[0]):
-        return words
-    for index, word in enumerate(words[1:-1], start=1):
-        if _is_command_flag(word):
-            script = words[index + 1 :]
-            return _words(script[0]) if len(script) == 1 else script
-        if not word.startswith("-"):
+SEPARATORS = frozenset({"|", "|&", "||", "&&", ";", "&"})  # between the commands of a list or pipeline
+# Programs that run the command after them (with their flags, an assignment or a duration between).
+RUNNERS = frozenset({"sudo", "doas", "env", "exec", "nohup", "time", "command", "nice", "timeout", "stdbuf"})
+MAX_WRAPPERS = 8  # nested ``bash -c "sh -c '...'"`` unwrapped at most this deep
+
+
+def _unwrapped(words: list[str], depth: int = 0) -> list[str] | None:
+    """``words`` with each command's ``bash -lc``/``bash -l -c``/``sh -ic`` wrapper replaced by the words of the
+    script it runs: in every command of a list or pipeline (``cd x && bash -lc "..."``, ``bash -c "..." | cat``),
+    behind a runner or an assignment (``sudo``, ``env``, ``FOO=1``); None when a script's quotes do not close."""
+    out: list[str] = []
+    command: list[str] = []
+    for word in [*words, ";"]:
+        if word not in SEPARATORS:
+            command.append(word)
+            continue
+        unwrapped = _command_unwrapped(command, depth)
+        if unwrapped is None:
+            return None
+        out += [*unwrapped, word]
+        command = []
+    return out[:-1]
+
+
+def _command_unwrapped(words: list[str], depth: int) -> list[str] | None:
+    for start, word in enumerate(words):
+        if _is_shell_program(word) and depth < MAX_WRAPPERS:
+            return _script_run(words, start, depth)
+        if not _runs_what_follows(word):
+            break
+    return words
+
+
+def _script_run(words: list[str], shell: int, depth: int) -> list[str] | None:
+    """The words before the shell, then those of the script its ``-c`` runs (and the arguments after it)."""
+    for index in range(shell + 1, len(words) - 1):
+        if _is_command_flag(words[index]):
+            script = _words(words[index + 1])
+            inner = None if script is None else _unwrapped(script, depth + 1)
+            return None if inner is None else [*words[:shell], *inner, *words[index + 2 :]]
+        if not words[index].startswith("-"):
             break  # a script file, not a -c wrapper
     return words
+
+
+def _runs_what_follows(word: str) -> bool:
+    """A word a wrapper may stand behind: a runner, its flag or duration, or an assignment (``FOO=1``)."""
+    return (
+        word in RUNNERS
+        or word.startswith("-")
+        or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*|\d+(\.\d+)?[smhd]?", word, re.DOTALL) is not None
+    )
 
 
 def shell_normalized(command: str) -> str | None:
