@@ -33,7 +33,7 @@ def add_commands(subparsers: argparse._SubParsersAction[Parser]) -> None:
         type=given,
         metavar="VARIANT",
         help="one run: the variant the others are compared with (default: the experiment's first); "
-        "two runs: compare this variant only (default: every variant of both)",
+        "two runs: compare this variant only (default: every variant both ran; one run's own are named as left out)",
     )
     _output_arguments(compare)
     compare.set_defaults(handler=cmd_compare)

@@ -264,11 +264,20 @@ class PairComparison:
 
 
 @dataclass
+class VariantsLeftOut:
+    """Two runs' variants that only one of them ran: they pair with nothing, and are named, not dropped unsaid."""
+
+    first_run_only: list[str]
+    second_run_only: list[str]
+
+
+@dataclass
 class Comparison:
     runs: dict[str, str]  # run_id -> run folder
     arms: list[ArmSummary]
     pairs: list[PairComparison]
     flaky_rows: list[FlakyRow]
+    variants_left_out: VariantsLeftOut | None = None  # a comparison of two runs only
     seed: int = SEED
     resamples: int = RESAMPLES
 
@@ -458,6 +467,17 @@ def _has_width(interval: Interval | None) -> bool:
     return interval is not None and interval.low < interval.high
 
 
+def clustered_unread(clustered: MeanEstimate | None) -> str | None:
+    """Why the verdict does not read the clustered interval, in words for the reader; None when it does."""
+    if clustered is None or not clustered.clustering_matters:
+        return "no base task has more than one row"
+    if clustered.interval_clustered is None:
+        return "one base task only"
+    if not _has_width(clustered.interval_clustered):
+        return "a clustered interval of no width"
+    return None
+
+
 def _interval_read(bootstrap: Interval | None, clustered: MeanEstimate | None) -> tuple[Source, Interval | None]:
     """The clustered interval where base tasks hold several rows, else the bootstrap's; one of no width is skipped.
 
@@ -465,7 +485,7 @@ def _interval_read(bootstrap: Interval | None, clustered: MeanEstimate | None) -
     differences, or base tasks whose deviations happen to cancel (a clustered
     SE of exactly 0), measured no spread at all.
     """
-    if clustered is not None and clustered.clustering_matters and _has_width(clustered.interval_clustered):
+    if clustered is not None and clustered_unread(clustered) is None:
         return "clustered", clustered.interval_clustered
     if _has_width(bootstrap):
         return "bootstrap", bootstrap
@@ -623,6 +643,14 @@ def shared_variants(before: RunRows, after: RunRows, variant: str | None = None)
     return shared
 
 
+def one_run_only(before: RunRows, after: RunRows) -> VariantsLeftOut:
+    """The variants each run ran and the other did not, each in its run's order."""
+    return VariantsLeftOut(
+        first_run_only=[v for v in before.variants if v not in after.variants],
+        second_run_only=[v for v in after.variants if v not in before.variants],
+    )
+
+
 def run_names(before: RunRows, after: RunRows) -> tuple[str, str]:
     """The two runs' names in labels and keys: their ids, told apart when the ids are the same (two runs folders'
     runs started in the same second, or a copy of a run) by their runs folders, else by their order."""
@@ -645,4 +673,5 @@ def compare_runs(before: RunRows, after: RunRows, variant: str | None = None) ->
         arms=[arm_summary(arm) for arm in arms],
         pairs=[compare_pair(a, b) for a, b in pairs],
         flaky_rows=[row for arm in arms for row in arm_flaky_rows(arm)],
+        variants_left_out=one_run_only(before, after),
     )

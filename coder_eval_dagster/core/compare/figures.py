@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+    from matplotlib.text import Text
 
     from .analysis import ArmSummary, PairComparison
 
@@ -59,25 +60,51 @@ def save_pngs(drawings: list[Drawing], folder: Path, prefix: str) -> dict[str, P
     return paths
 
 
+def _no_rate(arm: ArmSummary) -> str:
+    """Why an arm has no success rate: every evaluation ended in ERROR, or it has none."""
+    return "all ERROR" if arm.evaluations else "no evaluation"
+
+
 def success_rate_figure(arms: list[ArmSummary]) -> Drawing:
-    """Success rate per arm with its Wilson 95 % interval."""
+    """Success rate per arm with its Wilson 95 % interval; an arm without a rate keeps its place, saying why.
+
+    A variant whose every evaluation ended in ERROR has no rate; left out, it
+    would vanish from the figure that is meant to show a broken variant.
+    """
     figure = _new_figure(max(4.0, 1.2 * len(arms) + 2), 3.2)
     axes = figure.add_subplot()
     # An arm has a rate exactly when it has valid evaluations, and then its interval too.
-    shown = [
-        (a.label, a.success_rate, a.interval) for a in arms if a.success_rate is not None and a.interval is not None
-    ]
-    rates = [rate for _, rate, _ in shown]
-    below = [rate - interval.low for _, rate, interval in shown]
-    above = [interval.high - rate for _, rate, interval in shown]
-    axes.bar(range(len(shown)), rates, yerr=[below, above], capsize=6, color="#4c78a8")
-    axes.set_xticks(range(len(shown)), [label for label, _, _ in shown], rotation=15, ha="right")
+    for x, arm in enumerate(arms):
+        if arm.success_rate is None or arm.interval is None:
+            axes.text(x, 0.02, _no_rate(arm), ha="center", va="bottom", color="#cf222e")
+            continue
+        below, above = arm.success_rate - arm.interval.low, arm.interval.high - arm.success_rate
+        axes.bar([x], [arm.success_rate], yerr=[[below], [above]], capsize=6, color="#4c78a8")
+    axes.set_xticks(range(len(arms)), [arm.label for arm in arms], rotation=15, ha="right")
+    axes.set_xlim(-0.6, len(arms) - 0.4)
     axes.set_ylim(0, 1.05)
     axes.set_ylabel("success rate (Wilson 95 %)")
     return _drawing("success_rate", "Success rate per variant", figure)
 
 
 LABEL_INCHES_PER_CHAR = 0.08  # a tick label's character at the default 10 pt
+LABEL_MARGIN_INCHES = 0.1  # between the axis's label and the figure's edge
+
+
+def _widen_to_hold(figure: Figure, label: Text) -> None:
+    """Widen ``figure`` until the axis ``label`` lies inside it, as measured once laid out.
+
+    The label is centred under the axes, which the tick labels push right: a
+    label naming two arms of timestamped runs ran past the right edge. Widening
+    the figure by w widens the axes by w and moves their centre w / 2, so an
+    overflow of o (on either side) takes 2 o more.
+    """
+    figure.draw_without_rendering()  # the constrained layout, and the text measured, as a save lays them out
+    box = label.get_window_extent()
+    overflow = max(-box.x0, box.x1 - figure.bbox.width) / figure.dpi
+    if overflow > -LABEL_MARGIN_INCHES:
+        width, height = figure.get_size_inches()
+        figure.set_size_inches(width + 2 * (overflow + LABEL_MARGIN_INCHES), height)
 
 
 def forest_figure(pair: PairComparison, index: int) -> Drawing:
@@ -85,12 +112,9 @@ def forest_figure(pair: PairComparison, index: int) -> Drawing:
     groups = sorted(pair.by_task, key=lambda g: -abs(g.difference or 0.0))[:FOREST_TASKS]
     groups.reverse()
     labels = [f"{g.key} (n={g.rows})" for g in groups]
-    axis_label = f"difference in success rate: {pair.other} - {pair.baseline}"
-    # wide enough for the longest label beside a plot of ~3.5 in (a 100-character id collapsed the plot to nothing),
-    # and for the axis's label naming both arms under it
+    # wide enough for the longest label beside a plot of ~3.5 in (a 100-character id collapsed the plot to nothing)
     longest = max(map(len, labels), default=0)
-    width = max(6.5, 3.5 + LABEL_INCHES_PER_CHAR * longest, 0.5 + LABEL_INCHES_PER_CHAR * len(axis_label))
-    figure = _new_figure(width, max(2.0, 0.3 * len(groups) + 1.2))
+    figure = _new_figure(max(6.5, 3.5 + LABEL_INCHES_PER_CHAR * longest), max(2.0, 0.3 * len(groups) + 1.2))
     axes = figure.add_subplot()
     for y, group in enumerate(groups):
         if group.interval is not None:
@@ -100,7 +124,8 @@ def forest_figure(pair: PairComparison, index: int) -> Drawing:
     axes.axvline(0, color="#999999", linewidth=1)
     axes.set_yticks(range(len(groups)), labels)
     axes.set_xlim(-1.05, 1.05)
-    axes.set_xlabel(axis_label)
+    axes.set_xlabel(f"difference in success rate: {pair.other} - {pair.baseline}")
+    _widen_to_hold(figure, axes.xaxis.label)
     return _drawing(f"forest_{index}", f"Per-task difference: {pair.other} vs {pair.baseline}", figure)
 
 

@@ -7,7 +7,7 @@ word (a test checks it), so an analyst can paste them into a DuckDB shell.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -83,6 +83,7 @@ LATER_COLUMNS = {"criteria_scores": {"evaluation_status": "VARCHAR"}}
 class History:
     runs_dir: Path
     answers: dict[str, pd.DataFrame]
+    filters: list[str] = field(default_factory=list)  # the options that kept some rows only, as given
 
     def to_json(self) -> dict[str, Any]:
         """Records per question; days as ISO dates, missing values as null."""
@@ -132,7 +133,16 @@ def history(runs_dir: Path, days: int | None = None, task_glob: str | None = Non
             answers = {name: connection.execute(sql).df() for name, (_, sql) in QUESTIONS.items()}
         except duckdb.Error as exc:  # a damaged or foreign file among the tables: say which, not a traceback
             raise CompareError(f"{tables_dir}: a table file cannot be read: {str(exc).splitlines()[0]}") from None
-    return History(runs_dir, answers)
+    return History(runs_dir, answers, _filters(days, task_glob))
+
+
+def _filters(days: int | None, task_glob: str | None) -> list[str]:
+    filters = []
+    if days is not None:
+        filters.append(f"--days {days}")
+    if task_glob:
+        filters.append(f"--task {task_glob!r}")
+    return filters
 
 
 def _cell(value: Any) -> str:
@@ -152,7 +162,15 @@ def history_blocks(result: History) -> list[Block]:
         )
         for name, frame in result.answers.items()
     ]
-    return [Block(f"History of {result.runs_dir}", [], tables)]
+    return [Block(f"History of {result.runs_dir}", _no_rows_note(result), tables)]
+
+
+def _no_rows_note(result: History) -> list[str]:
+    """One line when the filters kept no row: every section's "none" is then theirs, not the runs'."""
+    if not result.answers["pass_rate_per_day"].empty:
+        return []
+    matches = f" matches {' and '.join(result.filters)}" if result.filters else ""
+    return [f"No row of the runs{matches}."]
 
 
 def pass_rate_series(result: History) -> dict[str, list[tuple[Any, float]]]:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .analysis import Comparison, Flip, GroupStats, PairComparison, SequentialView, Verdict
+from .analysis import Comparison, Flip, GroupStats, PairComparison, SequentialView, Verdict, clustered_unread
 from .clustered import MeanEstimate
 from .figures import Drawing
 from .interval import Interval
@@ -268,25 +268,36 @@ def _groups_table(title: str, groups: list[GroupStats], pair: PairComparison) ->
     )
 
 
+def _t_interval_text(interval: Interval | None, groups: int) -> str:
+    """An interval read through Student's t, with its degrees of freedom; "–" under two groups (t has no df 0)."""
+    return "–" if interval is None else f"{interval_text(interval)} (t, df {groups - 1})"
+
+
 def _clustered_note(pair: PairComparison) -> str:
     """Both standard errors side by side: how much clustering widened the interval."""
     estimate = pair.difference_clustered
     if estimate is None:
         return "No paired rows: no clustered interval."
     tasks = f"{estimate.clusters} base task" + "s" * (estimate.clusters != 1)
-    return (
-        f"Clustered by base task ({tasks}, {estimate.observations} rows): SE of the "
-        f"difference {number(estimate.se_clustered)} clustered vs {number(estimate.se)} unclustered; 95 % CI "
-        f"{clustered_interval(estimate)} clustered (t, df {estimate.clusters - 1}) vs "
-        f"{interval_text(estimate.interval)} unclustered (t, df {estimate.observations - 1})."
+    unclustered = _t_interval_text(estimate.interval, estimate.observations)
+    head = f"Clustered by base task ({tasks}, {estimate.observations} rows): "
+    if estimate.interval_clustered is None:
+        return head + (
+            "no clustered interval can be made from one base task (nothing varies between tasks); SE of the "
+            f"difference {number(estimate.se)} unclustered, 95 % CI {unclustered} unclustered."
+        )
+    return head + (
+        f"SE of the difference {number(estimate.se_clustered)} clustered vs {number(estimate.se)} unclustered; "
+        f"95 % CI {_t_interval_text(estimate.interval_clustered, estimate.clusters)} clustered vs {unclustered} "
+        "unclustered."
     )
 
 
-VERDICT_SOURCES = {
-    "clustered": "the clustered interval (some base task has more than one row)",
-    "bootstrap": "the paired bootstrap interval (no base task has more than one row, one base task only, "
-    "or a clustered interval of no width)",
-}
+def _verdict_source(pair: PairComparison) -> str:
+    """The interval the verdict read, and why that one: the reason that applied, not every possible one."""
+    if pair.verdict.uses == "clustered":
+        return "the clustered interval (some base task has more than one row)"
+    return f"the paired bootstrap interval ({clustered_unread(pair.difference_clustered)})"
 
 
 def _verdict_note(pair: PairComparison) -> str:
@@ -300,7 +311,7 @@ def _verdict_note(pair: PairComparison) -> str:
             else "no interval has any width, every paired row having the same difference"
         )
         return f"Verdict: {reading}, from McNemar's exact p = {p} alone (a winner needs p below 0.05): {why}."
-    source = f"{VERDICT_SOURCES[verdict.uses]} {interval_text(verdict.interval)}"
+    source = f"{_verdict_source(pair)} {interval_text(verdict.interval)}"
     return (
         f"Verdict: {reading}, from {source} and McNemar's exact p = {p}: a winner needs p below 0.05 and the "
         "interval on the same side of 0."
@@ -382,6 +393,19 @@ def _pair_block(pair: PairComparison) -> Block:
     )
 
 
+def _left_out_notes(comparison: Comparison) -> list[str]:
+    """Two runs' variants that one run only ran, named with that run: a pair needs the variant in both."""
+    left_out = comparison.variants_left_out
+    if left_out is None:
+        return []
+    first, second = comparison.runs
+    only = [f"{v} (in {first} only)" for v in left_out.first_run_only]
+    only += [f"{v} (in {second} only)" for v in left_out.second_run_only]
+    if not only:
+        return []
+    return [f"Variants left out, each in one run only (a pair needs the variant in both): {'; '.join(only)}."]
+
+
 def blocks(comparison: Comparison) -> list[Block]:
     runs = ", ".join(comparison.runs)
     overview = Block(
@@ -390,7 +414,8 @@ def blocks(comparison: Comparison) -> list[Block]:
             f"Paired by row-task (replicates averaged); bootstrap: {comparison.resamples} resamples of the rows, "
             f"seed {comparison.seed}. ERROR evaluations are infrastructure failures and excluded. A pair's rates "
             "are means over its paired rows, so their difference is the difference shown; each arm's own rate "
-            "is over all its evaluations but its ERRORs."
+            "is over all its evaluations but its ERRORs.",
+            *_left_out_notes(comparison),
         ],
         [summary_table(comparison), _arms_table(comparison)],
     )
@@ -443,8 +468,8 @@ def text_of(sections: list[Block]) -> str:
         parts.append(f"{block.heading}\n{'=' * len(block.heading)}\n")
         parts += [note + "\n" for note in block.notes]
         for table in block.tables:
-            if table.rows:
-                parts.append((f"{table.title}\n" if table.title else "") + _text_table(table))
+            body = _text_table(table) if table.rows else "none\n"  # a section left empty still says so
+            parts.append((f"{table.title}\n" if table.title else "") + body)
     return "\n".join(parts)
 
 
