@@ -163,18 +163,20 @@ class Replay:
         # Turns whose cost the recording says a later turn reported (Claude Code's, exported to ATIF: one figure per
         # exchange, on its last turn), that turn not played yet: priced at the end if it never is, as a live agent's.
         self.awaiting_cost: list[TurnRecord] = []
+        # turn_timeout bounds one exchange with the agent (the guide's communicate() call), not each of its turns
+        self.exchange_started = time.monotonic()
 
-    def time_left(self, turn_started: float) -> float | None:
-        """Seconds until the turn or the task times out (None: no limit)."""
+    def time_left(self) -> float | None:
+        """Seconds until the exchange or the task times out (None: no limit)."""
         limits = self.input.limits
         candidates = [self.input.seconds_left()]
         if limits.turn_timeout is not None:
-            candidates.append(limits.turn_timeout - (time.monotonic() - turn_started))
+            candidates.append(limits.turn_timeout - (time.monotonic() - self.exchange_started))
         known = [c for c in candidates if c is not None]
         return min(known) if known else None
 
-    def timed_out(self, turn_started: float) -> bool:
-        left = self.time_left(turn_started)
+    def timed_out(self) -> bool:
+        left = self.time_left()
         if left is None or left > 0:
             return False
         task_left = self.input.seconds_left()
@@ -194,6 +196,7 @@ class Replay:
             if turn.user is not None:  # the end of an exchange: the dialog decides whether another follows
                 if self.input.next_message(self.output) is None:
                     return self.conclude()
+                self.exchange_started = time.monotonic()
                 continue
             index += 1
             if self.input.sandbox.interrupt.is_set():  # no model turn follows an interrupt (nor its cost)
@@ -217,9 +220,8 @@ class Replay:
         if limits.max_turns is not None and self.output.exchange_turns >= limits.max_turns:
             self.stop("max_turns", None, None)
             return False
-        started = time.monotonic()
         record = TurnRecord(index=index, started_at=time.time())
-        finished = self.play_calls(index, turn, record, started)
+        finished = self.play_calls(index, turn, record)
         if finished:
             record.text = turn.text  # a turn cut short never reached its final words, as a live agent's would not
         if turn.usage is not None:
@@ -227,7 +229,7 @@ class Replay:
         record.ended_at = time.time()
         self.output.open_turn(record)
         stopped = self.output.early_stop_reason or self.output.stop_reason == "max_tool_calls"
-        if stopped or self.output.final_status is not None or self.timed_out(started):
+        if stopped or self.output.final_status is not None or self.timed_out():
             return False
         breach = self.budget.add(record)
         if breach:
@@ -254,22 +256,22 @@ class Replay:
         else:
             self.input.price(record)
 
-    def play_calls(self, index: int, turn: TrajectoryTurn, record: TurnRecord, started: float) -> bool:
+    def play_calls(self, index: int, turn: TrajectoryTurn, record: TurnRecord) -> bool:
         """Play the turn's calls into ``record``; False when a time limit, the tool-call cap or the watcher cut the
         turn short (the call that was running when time ran out stays, with its error)."""
         for seq, call in enumerate(turn.calls, start=1):
-            if self.timed_out(started):
+            if self.timed_out():
                 return False
             if self.input.calls_exhausted(self.output.calls_made + len(record.calls)):
                 self.output.stop_at_tool_cap(self.input.limits.max_tool_calls)
                 return False
-            record.calls.append(self.record_call(index, seq, call, started))
+            record.calls.append(self.record_call(index, seq, call))
             watcher = self.input.watcher
             reason = watcher.observe(record.calls[-1]) if watcher else None
             if reason:
                 self.output.early_stop(reason, self.output.exchange_turns + 1, self.input.limits.max_turns)
                 return False
-        return not self.timed_out(started)
+        return not self.timed_out()
 
     def refusal(self, call: ToolCall) -> str | None:
         """Why the agent's tool lists keep it from making ``call`` (None: it may), as a live agent's CLI refuses a
@@ -282,8 +284,8 @@ class Replay:
             return f"{call.tool} is not available: agent.allowed_tools does not name it"
         return None
 
-    def record_call(self, turn: int, seq: int, call: ToolCall, turn_started: float) -> ToolCallRecord:
-        left = self.time_left(turn_started)
+    def record_call(self, turn: int, seq: int, call: ToolCall) -> ToolCallRecord:
+        left = self.time_left()
         timeout = left if left is not None else DEFAULT_CALL_TIMEOUT_S
         start, wall = time.perf_counter(), time.time()
         refused = self.refusal(call)

@@ -15,7 +15,7 @@ Each payer is bounded by the tightest limit that covers it, or left unknown:
 - an ``agent_judge``: ``max_turns`` turns of at most its model's window.
 - the simulated user: ``simulation.max_turns`` messages of at most its
   model's window, or ``simulation.max_total_tokens``.
-- the duration: ``task_timeout``, else ``max_turns`` x ``turn_timeout``.
+- the duration: ``task_timeout``, else ``turn_timeout`` (one exchange; a dialog: x ``simulation.max_turns``).
 
 A limit is checked after each turn (claude-code reports its cost once per
 exchange), so the evaluation that crosses it overshoots by that turn: the
@@ -65,7 +65,7 @@ def bound(row_task: RowTask, prices: PriceBook, backend: Backend) -> tuple[Figur
     agent = agent_bound(task, prices, backend)
     judges = judges_bound(task, row_task.task_dir, prices, backend)
     simulator = simulator_bound(task, prices, backend)
-    duration, duration_why = duration_bound(task.run_limits)
+    duration, duration_why = duration_bound(task)
     figures = Figures.of(
         {
             "agent_usd": agent.usd,
@@ -215,10 +215,15 @@ def tightest(found: list[Part], nothing: str) -> Part:
     return min(priced, key=lambda part: part.usd or 0.0)
 
 
-def duration_bound(limits: RunLimits) -> tuple[float | None, str]:
+def duration_bound(task: Task) -> tuple[float | None, str]:
+    """``turn_timeout`` bounds one exchange with the agent: a single-shot task's whole conversation."""
+    limits = task.run_limits
     if limits.task_timeout is not None:
         return limits.task_timeout, f"time: task_timeout {limits.task_timeout:g} s"
-    if limits.max_turns is not None and limits.turn_timeout is not None:
-        seconds = limits.max_turns * limits.turn_timeout
-        return seconds, f"time: max_turns {limits.max_turns} x turn_timeout {limits.turn_timeout:g} s"
-    return None, "time: unbounded (no task_timeout)"
+    if limits.turn_timeout is None:
+        return None, "time: unbounded (no task_timeout)"
+    if task.simulation is None or not task.simulation.enabled:
+        return limits.turn_timeout, f"time: turn_timeout {limits.turn_timeout:g} s"
+    exchanges = task.simulation.max_turns
+    seconds = exchanges * limits.turn_timeout
+    return seconds, f"time: simulation.max_turns {exchanges} x turn_timeout {limits.turn_timeout:g} s"
