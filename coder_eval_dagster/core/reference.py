@@ -23,13 +23,16 @@ from pathlib import Path
 from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text
 from .models.criterion import TASK_DIR
 from .models.task import Task
+from .resolution import is_run_output
 from .sandbox.base import Sandbox
+from .sandbox.holder import harness_places
 
 STAGED_REFERENCE = "reference"  # beside the sandbox, in the evaluation's folder, while criteria run
 STAGED_TASK_DIR = "task_dir"  # the task file's folder ($TASK_DIR), there too
 # The cap on $TASK_DIR's copy: a task file at the top of a large folder of tasks copies nothing rather than gigabytes.
 TASK_DIR_MAX_FILES = 20_000
 TASK_DIR_MAX_BYTES = 64 * 2**20
+DOTENV = ".env"  # a credentials file wherever it lies (the CLI takes the run's keys from ./.env): never copied
 
 
 @dataclass(frozen=True)
@@ -57,11 +60,12 @@ def reference_text(task: Task, task_dir: Path) -> str | None:
 
 
 def _folder_text(folder: Path) -> str:
-    """``### <path>`` and the text of each regular file, in path order, up to the document size limit (the header
-    ``outcome.FILE_HEADER`` splits on, to scrub each file)."""
+    """``### <path>`` and the text of each regular file the folder's copy would hold, in path order, up to the
+    document size limit (the header ``outcome.FILE_HEADER`` splits on, to scrub each file)."""
     sections: list[str] = []
     size = 0
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
+    folder = folder.resolve()
+    for path in sorted(folder / entry for entry in _regular_entries(folder, None) if not (folder / entry).is_dir()):
         try:
             text = read_input_text(path, MAX_DOCUMENT_BYTES)
         except (OSError, UnicodeDecodeError, UnreadableFile):
@@ -100,14 +104,15 @@ def _reads_task_dir(task: Task) -> bool:
 @contextmanager
 def staged_task_dir(task: Task, task_dir: Path, folder: Path, sandbox: Sandbox) -> Iterator[StagedTaskDir | None]:
     """The task file's folder's private copy while the block runs, when a criterion names ``TASK_DIR`` (None:
-    none does, and nothing is copied): with the folder holding it when that is under the cap too, else alone; a
-    folder over the cap is not copied, its criteria fail saying so."""
+    none does, and nothing is copied): with the folder holding it (not the user's home) when that is under the cap
+    too, else alone; a folder over the cap is not copied, its criteria fail saying so."""
     if not _reads_task_dir(task):
         yield None
         return
+    task_dir = task_dir.resolve()  # a task named from its own folder is in "." (whose parent is "." again)
     staged = folder / STAGED_TASK_DIR
     # with the folder holding it first, as coder_eval's tasks reach a family's files: $TASK_DIR/../shared/check.py
-    for source in dict.fromkeys((task_dir.parent, task_dir)):
+    for source in dict.fromkeys(filter(None, (_family_folder(task_dir), task_dir))):
         if _copy_files(source, staged, task_dir):
             with _shown(staged, sandbox) as seen:
                 yield StagedTaskDir(seen / task_dir.relative_to(source))
@@ -118,6 +123,14 @@ def staged_task_dir(task: Task, task_dir: Path, folder: Path, sandbox: Sandbox) 
         f"({TASK_DIR_MAX_FILES} files, {TASK_DIR_MAX_BYTES // 2**20} MiB); keep the task file in a smaller "
         "folder of its own",
     )
+
+
+def _family_folder(task_dir: Path) -> Path | None:
+    """The folder above the task's, to copy with it, unless it is or holds the user's home (a task in ``~/evals``:
+    the home's own files) or is a run's output: None then, and the task's folder is copied alone."""
+    home = Path(os.path.expanduser("~")).resolve()
+    above = task_dir.parent
+    return None if home.is_relative_to(above) or is_run_output(above) else above
 
 
 @contextmanager
@@ -132,12 +145,13 @@ def _shown(staged: Path, sandbox: Sandbox) -> Iterator[Path]:
 
 
 def _copy_files(source: Path, target: Path, task_dir: Path | None) -> bool:
-    """Folders and regular files only: a link is left out, never followed (and so is the evaluation's folder).
+    """Folders and regular files only: a link is left out, never followed (and so are the harness's places).
     A copy of the task's folder (``task_dir`` given) stops at the cap: False, and nothing is left of it."""
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
+    source = source.resolve()
     files = size = 0
-    for relative in _regular_entries(source, target.parent, task_dir):
+    for relative in _regular_entries(source, task_dir, target.parent):
         if (source / relative).is_dir():
             (target / relative).mkdir()
             continue
@@ -149,31 +163,42 @@ def _copy_files(source: Path, target: Path, task_dir: Path | None) -> bool:
     return True
 
 
-def _regular_entries(source: Path, evaluation: Path, task_dir: Path | None) -> Iterator[Path]:
-    """Each folder and regular file under ``source``, relative to it, a folder before what it holds.
+def _regular_entries(source: Path, task_dir: Path | None, evaluation: Path | None = None) -> Iterator[Path]:
+    """Each folder and regular file under ``source`` (a real path), relative to it, a folder before what it holds.
 
-    Links are left out, never followed; so is a folder holding the
-    evaluation's own (a runs folder inside the task's folder: the copy would
-    hold the runs, itself included) but the task's folder itself. For a copy
-    of the task's folder (``task_dir``: the folder or the one holding it), what
-    starts with a dot is left out too (``.git``, ``.venv``, the CLI's
-    ``.dagster`` beside the tasks).
+    Links are left out, never followed; so are ``.env`` files, and a folder
+    holding a harness place but not what is copied (the task's folder, else
+    ``source``): the evaluation's own (a runs folder inside the task's
+    folder: the copy would hold the runs, itself included), another run's
+    output, the user's home, the Dagster home, the folder coder-eval runs in.
+    For a copy of the task's folder (``task_dir``: the folder or the one
+    holding it), what starts with a dot is left out too (``.git``, ``.venv``,
+    the CLI's ``.dagster`` beside the tasks).
     """
-    inside = Path(os.path.abspath(evaluation))
+    harness = [Path(place) for place in harness_places()] + ([evaluation.resolve()] if evaluation else [])
     hidden = task_dir is None
-    kept = Path(os.path.abspath(task_dir or source))
+    kept = task_dir or source
     for here, dirs, files in os.walk(source):
         base = Path(here)
-        dirs[:] = [d for d in dirs if not _left_out(Path(os.path.abspath(base / d)), inside, kept, hidden)]
+        dirs[:] = [d for d in dirs if not _left_out(base / d, kept, hidden, harness)]
         for name in dirs:
             yield (base / name).relative_to(source)
         for name in files:
             path = base / name
-            if (hidden or not name.startswith(".")) and path.is_file() and not path.is_symlink():
+            if _copied_file(path, hidden):
                 yield path.relative_to(source)
 
 
-def _left_out(folder: Path, evaluation: Path, kept: Path, hidden: bool) -> bool:
-    """A link, a folder holding the evaluation's own but not ``kept`` (a runs folder), or a hidden one."""
-    holds_runs = evaluation.is_relative_to(folder) and not kept.is_relative_to(folder)
-    return folder.is_symlink() or holds_runs or (not hidden and folder.name.startswith("."))
+def _left_out(folder: Path, kept: Path, hidden: bool, harness: list[Path]) -> bool:
+    """A link, a hidden folder (unless ``hidden`` ones are copied), or one holding a harness place or a run's
+    output but not ``kept``."""
+    if folder.is_symlink() or (not hidden and folder.name.startswith(".")):
+        return True
+    holds_harness = any(place.is_relative_to(folder) for place in harness) or is_run_output(folder)
+    return holds_harness and not kept.is_relative_to(folder)
+
+
+def _copied_file(path: Path, hidden: bool) -> bool:
+    """A regular file, not a ``.env``, nor hidden (unless ``hidden`` ones are copied)."""
+    name = path.name
+    return name != DOTENV and (hidden or not name.startswith(".")) and path.is_file() and not path.is_symlink()

@@ -224,7 +224,7 @@ def _discover(paths: list[Path]) -> tuple[list[Path], list[Problem], set[Path]]:
 def _yaml_files(folder: Path) -> tuple[list[Path], list[str]]:
     """The ``*.yaml`` and ``*.yml`` files under ``folder``, sorted, and the folders under it that could not be read
     (each a problem, as an unreadable file is). Linked folders are followed (each real folder once: a link back up
-    is no loop); hidden files and folders (``.venv``, ``.dagster``) and what runs left (``_run_output``) are passed
+    is no loop); hidden files and folders (``.venv``, ``.dagster``) and what runs left (``is_run_output``) are passed
     over."""
     found: list[Path] = []
     seen: set[str] = set()
@@ -236,13 +236,13 @@ def _yaml_files(folder: Path) -> tuple[list[Path], list[str]]:
             for name in folders
             if not name.startswith(".")
             and os.path.realpath(os.path.join(top, name)) not in seen
-            and not _run_output(Path(top, name))
+            and not is_run_output(Path(top, name))
         ]
         found += [Path(top, name) for name in names if name.endswith((".yaml", ".yml")) and not name.startswith(".")]
     return sorted(found), unreadable
 
 
-def _run_output(folder: Path) -> bool:
+def is_run_output(folder: Path) -> bool:
     """A run folder (its plan), an evaluation folder (its result or checkpoint beside its sandbox; ``evaluate``'s
     too) or a runs folder (its tables and index): a ``runs/`` inside a task folder holds sandboxes whose YAML files
     an evaluation wrote, never the user's tasks. A folder this process may not read is none of them: the walk says

@@ -473,7 +473,7 @@ def _view() -> View:
 
 def _masked_places(shown: list[str]) -> list[str]:
     """The harness's places that a shown folder holds (a project under /opt): each to be shown empty."""
-    inside = sorted({place for place in _harness_places() if any(place.startswith(top + "/") for top in shown)})
+    inside = sorted({place for place in harness_places() if any(place.startswith(top + "/") for top in shown)})
     for place in inside:  # a Dagster home or a runs folder the run makes a moment later, after the view is built
         with contextlib.suppress(OSError):  # one that cannot be made is never written to either
             os.makedirs(place, exist_ok=True)
@@ -509,14 +509,14 @@ def _toolchain() -> list[str]:
         found.add(str(base.parent.parent))  # pyenv: its shims on PATH need it whole
     found.update(entry for entry in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(entry))
     found = {os.path.realpath(path) for path in found if os.path.isdir(path)}
-    private = [*NEVER_WHOLE, *_harness_places()]
+    private = [*NEVER_WHOLE, *harness_places()]
     # never one of these or a folder holding one (a PATH entry such as "/", "~" or the project's); a folder inside
     # them may be
     found = {path for path in found if not any((p + "/").startswith(path.rstrip("/") + "/") for p in private)}
     return [path for path in found if not path.startswith(MADE_ANEW) or path.startswith("/dev/shm/")]
 
 
-def _harness_places() -> list[str]:
+def harness_places() -> list[str]:
     """Where the harness keeps what commands must not read: the folder it runs in (the project: task files,
     references, a .env, ./runs), its user's home, its Dagster home and the runs folder a launched run writes to."""
     places = [
