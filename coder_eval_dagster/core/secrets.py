@@ -32,12 +32,19 @@ REDACTED = "***"
 # JSON, an SSH key). The harness's own helpers on this machine keep them (host_environment: a clone through that
 # proxy), and the venv's making its package index (setup_environment).
 _HIDDEN_NAME = re.compile(
-    r"_(PASS|PWD|AUTH|DSN|PAT)$|(^|_)(COOKIES?|CONNECTION_?STRING|CONN_?STR|WEBHOOK)($|_)|PASSPHRASE"
-    r"|(^|_)AUTH_(?!SOCK$)",
+    r"_(PASS|PWD|AUTH|DSN|PAT)$|(^|_)(COOKIES?|CONNECTION_?STRING|CONN_?STR|WEBHOOK|JWT)($|_)|PASSPHRASE"
+    r"|(^|_)AUTH_(?!SOCK$)|^(BW|OP)_SESSION",  # (a password manager's unlocked session: Bitwarden's, 1Password's)
     re.IGNORECASE,
 )
-_URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#@\s:]*:[^/?#@\s]+@", re.IGNORECASE)
-_KEY_IN_VALUE = re.compile(r"(^|;)\s*(AccountKey|SharedAccessKey|SharedAccessSignature|InstrumentationKey)=", re.I)
+# A URL's password, or a token standing as its user (https://ghp_...@github.com/org/repo.git; not a short git@).
+_URL_PASSWORD = re.compile(
+    rf"[a-z][a-z0-9+.-]*://(?:[^/?#@\s:]*:[^/?#@\s]+|[^/?#@\s:]{{{MIN_SECRET_LENGTH},}})@", re.IGNORECASE
+)
+# A key under any name, or an HTTP header that carries one (git's http.extraheader=AUTHORIZATION: basic ...).
+_KEY_IN_VALUE = re.compile(
+    r"(^|;)\s*(AccountKey|SharedAccessKey|SharedAccessSignature|InstrumentationKey)=|(^|[\s=])authorization\s*:",
+    re.IGNORECASE,
+)
 _PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 # A private key's body: up to its END line (or the value's end), its lines broken by newlines or, in a JSON
 # value, by the two characters ``\n``; a base64 line of it (not a header such as ``Proc-Type: 4,ENCRYPTED``).
@@ -57,7 +64,7 @@ def hidden_from_sandbox(name: str, value: str) -> bool:
         is_secret_name(name)
         or _HIDDEN_NAME.search(name) is not None
         or ("://" in value and _URL_PASSWORD.search(value) is not None)
-        or ("=" in value and _KEY_IN_VALUE.search(value) is not None)
+        or (("=" in value or ":" in value) and _KEY_IN_VALUE.search(value) is not None)
         or ("-----BEGIN " in value and _PRIVATE_KEY_BLOCK.search(value) is not None)
     )
 
@@ -87,8 +94,8 @@ def _read_environment() -> tuple[list[str], dict[str, str]]:
         k: v
         for k, v in items
         if not hidden_from_sandbox(k, v)
-        and not k.startswith(MODEL_ROUTE_PREFIXES + HARNESS_PREFIXES)
-        and k not in ROUTE_SETTINGS
+        and not k.upper().startswith(MODEL_ROUTE_PREFIXES + HARNESS_PREFIXES)  # (anthropic_base_url too)
+        and k.upper() not in ROUTE_SETTINGS
         and k not in HOST_PATHS
         and k not in dotenv_only
     }

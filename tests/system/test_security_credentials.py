@@ -177,8 +177,9 @@ def test_a_key_a_model_echoes_into_its_text_or_a_tool_input_is_not_recorded(tmp_
 
 def test_secrets_under_other_names_stay_out_of_sandbox_commands(tmp_path: Path) -> None:
     """Names beside KEY/TOKEN/SECRET (DB_PASS, MYSQL_PWD, NPM_CONFIG__AUTH, SENTRY_DSN, GH_PAT, a connection string,
-    a webhook, a passphrase, an AUTH_ word inside a name), URLs holding a password and values holding a key reached
-    every command under the default driver, and so the reports; settings such as GIT_AUTHOR_NAME still do."""
+    a webhook, a passphrase, an AUTH_ word inside a name), URLs holding a password or a token as their user, values
+    holding a key or an Authorization header, and a model-route setting in lower case reached every command under
+    the default driver, and so the reports; settings such as GIT_AUTHOR_NAME still do."""
     planted = {
         "DATABASE_URL": f"postgres://app:{secrets.token_hex(8)}@db/x",
         "PIP_INDEX_URL": f"https://u:{secrets.token_hex(8)}@pypi.corp/simple",
@@ -193,6 +194,12 @@ def test_secrets_under_other_names_stay_out_of_sandbox_commands(tmp_path: Path) 
         "STORE": f"BlobEndpoint=https://a.blob.core.windows.net/;SharedAccessSignature=sv={secrets.token_hex(8)}",
         "GPG_PASSPHRASE": secrets.token_hex(8),
         "DOCKER_AUTH_CONFIG": f'{{"auths": {{"r": {{"auth": "{secrets.token_hex(8)}"}}}}}}',
+        # a token as a URL's user, a header in git's settings, a password manager's session, a CI job's JWT
+        "UPSTREAM_REPO": f"https://ghp_{secrets.token_hex(8)}@github.com/org/repo.git",
+        "GIT_CONFIG_PARAMETERS": f"'http.extraheader=AUTHORIZATION: basic {secrets.token_hex(8)}'",
+        "BW_SESSION": secrets.token_hex(8),
+        "CI_JOB_JWT": secrets.token_hex(8),
+        "anthropic_base_url": f"http://127.0.0.1:9/{secrets.token_hex(8)}",
     }
     task = write(
         tmp_path / "envs.yaml",
