@@ -173,6 +173,17 @@ def test_a_hidden_file_a_command_failed_on_is_said_to_be_hidden(box: TempdirSand
     assert "/no/such/file is not visible" not in done.stderr  # what does not exist anywhere is only missing
 
 
+def test_a_host_file_in_tmp_a_command_failed_on_is_said_to_be_hidden(box: TempdirSandbox, tmp_path: Path) -> None:
+    """The sandbox's /tmp is its own: a host file there was said to be nothing, as if it did not exist."""
+    host_file = tmp_path / "decoy.txt"  # (pytest's tmp_path is under the host's /tmp)
+    host_file.write_text("host\n")
+    assert str(host_file).startswith("/tmp/")
+    done = box.run(f"cat {host_file}", timeout=10)
+    assert f"[coder-eval: {host_file} is not visible in the sandbox (file confinement: its /tmp is its own)]" in (
+        done.stderr
+    )
+
+
 def test_refusals_land_in_the_result_with_their_phase_and_are_no_error(tmp_path: Path) -> None:
     result = evaluate_task(
         tmp_path,

@@ -266,7 +266,8 @@ class TempdirSandbox:
         if done.exit_code not in (0, None):
             hidden = sorted(path for path in set(HOST_PATH.findall(done.stderr)) if _hidden(path))
             done.stderr += "".join(
-                f"[coder-eval: {path} is not visible in the sandbox (file confinement)]\n" for path in hidden
+                f"[coder-eval: {path} is not visible in the sandbox (file confinement{_own(path)})]\n"
+                for path in hidden
             )
         return done
 
@@ -334,9 +335,20 @@ def prewarm_namespaces(configs: Iterable[SandboxConfig], workers: int) -> thread
     return containment.prewarm(kinds) if kinds else None
 
 
+SANDBOX_OWN_TEMP = ("/tmp", "/var/tmp", "/dev/shm")  # the sandbox's own, where the host's have files of their own
+
+
 def _hidden(path: str) -> bool:
-    """Whether a path a failed command named exists on this machine but not in the sandbox's view."""
-    return not shown(path) and os.path.lexists(path)
+    """Whether a path a failed command named exists on this machine but not in the sandbox's view (a host file in
+    /tmp too: the sandbox's /tmp is its own)."""
+    own_temp = any(path.startswith(top + "/") for top in SANDBOX_OWN_TEMP)
+    return (own_temp or not shown(path)) and os.path.lexists(path)
+
+
+def _own(path: str) -> str:
+    """Where the sandbox's place of its own hides the host's file of the same path."""
+    top = next((top for top in SANDBOX_OWN_TEMP if path.startswith(top + "/")), None)
+    return f": its {top} is its own" if top else ""
 
 
 def uv_binary() -> str | None:
