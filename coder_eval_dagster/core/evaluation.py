@@ -21,14 +21,16 @@ import contextlib
 import logging
 import os
 import stat
+import threading
 import time
 import traceback
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from .agents import runner
 from .agents.base import AgentInput, AgentOutput
@@ -87,6 +89,8 @@ from .trees import drop_privileges
 from .valid_utf8 import valid_json
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 def utc_now() -> str:
@@ -318,7 +322,8 @@ def run_agent(evaluation: Evaluation) -> None:
         run=evaluation.context,
         trace_id=evaluation.result.trace_id,
     )
-    output = asyncio.run(supervised(agent(agent_input), task.run_limits, evaluation.context.interrupt))
+    interrupt, end_commands = evaluation.context.interrupt, evaluation.sandbox.end_processes
+    output = conversed(supervised(agent(agent_input), task.run_limits, interrupt, end_commands))
     if kind not in AGENT_MODULES:  # a package's agent type: held to the limits the built-ins keep themselves
         output = checked_limits(output, task.run_limits)
     record_agent_output(evaluation, output)
@@ -329,12 +334,75 @@ def run_agent(evaluation: Evaluation) -> None:
 
 AGENT_GRACE_S = 30.0  # past run_limits.task_timeout, the harness stops an agent that did not stop itself
 SUPERVISION_S = 0.2  # how often it looks
+AGENT_THREAD_WAIT_S = 5.0  # once the conversation is over, how long the threads of its blocking calls are waited for
 
 
-async def supervised(conversation: Awaitable[AgentOutput], limits: RunLimits, interrupt: Interrupt) -> AgentOutput:
+class AgentThreads(ThreadPoolExecutor):
+    """The executor of an agent's blocking calls (``asyncio.to_thread``): each call on a daemon thread of its own,
+    waited for at the end of the conversation ``AGENT_THREAD_WAIT_S`` at most, then ``left``. asyncio.run's own
+    pool waited for a call that never returns (a ``time.sleep`` the harness has no command to end for) for good,
+    and the interpreter's exit joins a pool's threads. A ThreadPoolExecutor, as asyncio takes no other kind; its
+    pool never starts a thread."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1)
+        self.running: set[threading.Thread] = set()
+        self.left: list[threading.Thread] = []
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        future: Future[T] = Future()
+
+        def call() -> None:
+            try:
+                if future.set_running_or_notify_cancel():
+                    future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:  # the awaiting coroutine's to raise
+                future.set_exception(exc)
+            finally:
+                self.running.discard(threading.current_thread())
+
+        thread = threading.Thread(target=call, name="coder-eval-agent-call", daemon=True)
+        self.running.add(thread)
+        thread.start()
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """(asyncio.run waits, then its loop's close calls this again without waiting.)"""
+        ends = time.monotonic() + (AGENT_THREAD_WAIT_S if wait else 0.0)
+        for thread in list(self.running):
+            thread.join(max(0.0, ends - time.monotonic()))
+        self.left = [thread for thread in self.running if thread.is_alive()]
+
+
+def conversed(conversation: Awaitable[AgentOutput]) -> AgentOutput:
+    """The agent's supervised conversation run to its end on an event loop of its own; a blocking call of the
+    agent's still running a bounded wait after it is left behind, with a warning."""
+    threads = AgentThreads()
+
+    async def on_agent_threads() -> AgentOutput:
+        asyncio.get_running_loop().set_default_executor(threads)
+        return await conversation
+
+    output = asyncio.run(on_agent_threads())
+    if threads.left:
+        output.warnings.append(
+            f"{len(threads.left)} thread(s) of the agent's blocking calls still ran {AGENT_THREAD_WAIT_S:g} s after"
+            " its conversation ended: left running, unheard"
+        )
+    return output
+
+
+async def supervised(
+    conversation: Awaitable[AgentOutput],
+    limits: RunLimits,
+    interrupt: Interrupt,
+    end_commands: Callable[[], None] | None = None,
+) -> AgentOutput:
     """The agent's whole conversation, cancelled by the harness when the agent does not stop itself: the run
     interrupted, or past its task_timeout (and a grace). The built-in agents stop first; an agent type a
-    package adds may not (one that ignored its limits held its run, and Ctrl-C, for good)."""
+    package adds may not (one that ignored its limits held its run, and Ctrl-C, for good). Past its time,
+    ``end_commands`` ends the evaluation's running commands as an interrupt ends the run's: a call blocked in
+    one (``sandbox.run`` in a thread) outlived the cancel, and the command wrote on into the sandbox."""
     running = asyncio.ensure_future(conversation)
     deadline = None if limits.task_timeout is None else time.monotonic() + limits.task_timeout + AGENT_GRACE_S
     while not running.done():
@@ -344,6 +412,8 @@ async def supervised(conversation: Awaitable[AgentOutput], limits: RunLimits, in
         timed_out = deadline is not None and time.monotonic() > deadline
         if interrupt.is_set() or timed_out:
             running.cancel()
+            if timed_out and end_commands is not None:
+                end_commands()
             await asyncio.wait({running}, timeout=AGENT_GRACE_S)  # its own clean-up, bounded
             if interrupt.is_set():
                 return AgentOutput(stop_reason="error", error="the run was interrupted")
@@ -354,8 +424,11 @@ async def supervised(conversation: Awaitable[AgentOutput], limits: RunLimits, in
 
 
 def checked_limits(output: AgentOutput, limits: RunLimits) -> AgentOutput:
-    """An agent's output held against the turn and budget caps it should have kept: one past them is recorded as
-    the run limits say, with a warning that the agent did not stop itself."""
+    """An agent's output held against the turn, tool-call and budget caps it should have kept: one past them is
+    recorded as the run limits say, with a warning that the agent did not stop itself."""
+    calls, cap = output.calls_made, limits.max_tool_calls  # (across the evaluation, every exchange)
+    if cap is not None and calls > cap and output.stop_reason != "max_tool_calls":  # (that stop: its own warning)
+        output.warnings.append(f"run_limits.max_tool_calls ({cap}) reached: the agent made {calls} tool calls, past it")
     turns = output.exchange_turns  # (a dialog's last exchange: each one is capped on its own)
     if limits.max_turns is not None and turns > limits.max_turns and output.stop_reason != "max_turns":
         output.stop_reason = "max_turns"

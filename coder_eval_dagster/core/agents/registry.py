@@ -11,6 +11,7 @@ task runs no agent at all. A package cannot replace a built-in type.
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
@@ -52,7 +53,7 @@ Runner = Callable[["AgentInput"], Coroutine[Any, Any, "AgentOutput"]]  # an asyn
 
 
 class AgentLoadError(Exception):
-    """An installed agent type that cannot be imported, or has no ``run``."""
+    """An installed agent type that cannot be imported, or has no ``run`` coroutine function."""
 
 
 def agent(kind: str) -> Any:
@@ -69,12 +70,16 @@ def agent(kind: str) -> Any:
 
 
 def runner(kind: str) -> Runner | None:
-    """The coroutine function that runs an agent of this type (None for ``none``)."""
+    """The coroutine function that runs an agent of this type (None for ``none``). A plain ``def run`` is refused
+    before it is called: the call would run the whole agent in the harness's thread, beyond its supervision."""
     found = agent(kind)
     if found is None:
         return None
     run = getattr(found, "run", None)
+    where = f"agent type {kind!r} ({INSTALLED_TYPES.get(kind, kind)})"
     if not callable(run):
-        raise AgentLoadError(f"agent type {kind!r} ({INSTALLED_TYPES.get(kind, kind)}) has no run(agent_input)")
+        raise AgentLoadError(f"{where} has no run(agent_input)")
+    if not inspect.iscoroutinefunction(run):
+        raise AgentLoadError(f"{where}: its run must be an async def (a coroutine function), not a plain def")
     run_agent: Runner = run
     return run_agent
