@@ -225,7 +225,8 @@ class Agent(Protocol):
       text) and each tool call as a ``ToolCallRecord`` (tool, parameters,
       status, duration, output through ``secrets.redact``).
     - Honour the limits: ``agent_input.time_limit()`` per exchange (a timeout
-      is ``final_status="TIMEOUT"``), ``limits.max_turns``, the budgets
+      is ``final_status="TIMEOUT"`` with an ``error`` saying which limit:
+      without the error the criteria's verdict stands), ``limits.max_turns``, the budgets
       (``limits.BudgetTracker.add`` after each turn; ``AgentOutput.conclude``
       records a breach), ``watcher.observe(call)`` after each call (a reason:
       stop the agent and pass it to ``conclude``).
