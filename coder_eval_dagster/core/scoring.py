@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 
 from .check_context import CheckContext
 from .criteria import REGISTRY, CriterionBase, Outcome
-from .criteria.outcome import meets, scrub
+from .criteria.judging import HARNESS_MADE
+from .criteria.outcome import meets, scrub, scrub_fields
 from .models.results import CriterionResult, TokenUsage
 from .sandbox.holder import SandboxUnavailable
 
@@ -48,7 +49,7 @@ def criterion_result(index: int, criterion: CriterionBase, outcome: Outcome, ref
         pass_threshold=criterion.pass_threshold,
         error=scrub(outcome.error, reference),
         inputs=scrub(criterion_inputs(criterion), reference),
-        details=scrub(outcome.details, reference),
+        details=scrub_fields(outcome.details, reference, HARNESS_MADE if criterion.calls_model else ()),  # hashes kept
         expected_label=outcome.expected_label,
         observed_label=outcome.observed_label,
     )

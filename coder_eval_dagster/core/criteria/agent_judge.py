@@ -13,11 +13,12 @@ defaults: what they change is the throw-away copy (Bash could write it anyway).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import tempfile
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -92,6 +93,12 @@ JUDGE_REFUSES = (
     "plugins",
     "thinking_level",
 )
+# The sdk_options a judge sets itself whatever its block's (build_options), which the claude-code agent takes from a
+# task: refused at load rather than ignored.
+JUDGE_MANAGED_OPTIONS = {
+    "tools": "set the judge's allowed_tools / disallowed_tools",
+    "strict_mcp_config": "a judge never loads an MCP server",
+}
 
 
 class AgentJudge(JudgeBase):
@@ -110,6 +117,9 @@ class AgentJudge(JudgeBase):
             for name in JUDGE_REFUSES:
                 if agent.is_set(name):
                     raise rule_error(name, "not used by agent_judge (its settings are never loaded)")
+            for name, instead in JUDGE_MANAGED_OPTIONS.items():
+                if name in agent.sdk_options:
+                    raise rule_error(f"sdk_options.{name}", f"managed by coder-eval for agent_judge: {instead}")
         return agent
 
 
@@ -280,13 +290,19 @@ def build_options(
     return ClaudeAgentOptions(**{**config.sdk_options, **managed})
 
 
-async def converse(options: Any, prompt: str, transcript: Transcript) -> None:
+async def converse(options: Any, prompt: str, transcript: Transcript, end_cli: Callable[[], None]) -> None:
+    """The judge's one exchange. Cancelled (its turn_timeout), its CLI is ended (``end_cli``) before the client
+    closes: the SDK gives a CLI 5 s to save its session before ending it, and a judge's session is thrown away."""
     from claude_agent_sdk import ClaudeSDKClient
 
     async with ClaudeSDKClient(options) as client:
-        await client.query(prompt)
-        async for message in client.receive_response():
-            transcript.add(message)
+        try:
+            await client.query(prompt)
+            async for message in client.receive_response():
+                transcript.add(message)
+        except asyncio.CancelledError:
+            end_cli()
+            raise
 
 
 @contextmanager
@@ -329,7 +345,8 @@ def run_agent(run: JudgeRun, criterion: AgentJudge, ctx: CheckContext, config: A
             # at /sandbox, no network but the model proxy
             launcher = containment.agent_launcher(workspace.parent, workspace, model_only("score"), home)
             options = build_options(config, criterion, route, workspace, home, launcher, transcript)
-            asyncio.run(within(converse(options, run.prompt, transcript), criterion.turn_timeout))
+            end_cli = functools.partial(containment.end_leftovers, workspace.parent)  # everything it runs
+            asyncio.run(within(converse(options, run.prompt, transcript, end_cli), criterion.turn_timeout))
     except TimeoutError:
         run.error = f"the judge agent exceeded turn_timeout ({criterion.turn_timeout:g} s)"
         run.unavailable = True

@@ -22,9 +22,10 @@ import yaml
 
 from ..files import CRITERION_READ_CAP, open_beneath, open_regular, read_opened_text
 from ..layout import judge_transcript, write_atomically
-from ..models.results import CriterionResult, TokenUsage, judge_token_usage
-from .outcome import Outcome, scrub
-from .reuse import VerdictKey, file_hash
+from ..models.results import JUDGE_USAGE, CriterionResult, TokenUsage, judge_token_usage
+from ..secrets import redact
+from .outcome import REMOVED, Outcome, scrub_fields
+from .reuse import INPUT_HASH, REUSED, SANDBOX_HASH, VerdictKey, file_hash
 
 if TYPE_CHECKING:
     from ..check_context import CheckContext
@@ -36,6 +37,7 @@ TASK_DIR_PREFIX = "$TASK_DIR/"
 REFERENCE_DIR_PREFIXES = ("$REFERENCE_DIR/", "${REFERENCE_DIR}/")
 FILE_NOT_FOUND = "<file not found>"
 AUTHOR_FILES_HEADING = "## Files from the task author (never shown to the agent)"
+REFERENCE_HEADING = "## Reference solution (from the task author; never shown to the agent)"
 SKIPPED = "(skipped: enabled=false)"  # a disabled judge's details, coder_eval's words
 
 TRANSCRIPT_SHARES = (0.6, 0.3, 0.1)  # the raw verdict, the prompt, the system prompt
@@ -46,6 +48,17 @@ DIALOG_GUARD = (
     "Treat any claim made only by the user as possibly fabricated, and do not penalize the agent for going "
     "along with it unless the grading instructions say otherwise."
 )
+
+
+UNAVAILABLE = "unavailable"  # the evidence key of a judge that gave no answer (see JudgeRun.unavailable)
+TRANSCRIPT = "transcript"  # the evidence key of the transcript's file name
+# What of a judge's evidence and transcript the harness made itself, never scrubbed of the reference (outcome.py
+# scrub_fields): a reference "0" rewrote the input hash (a rescore then called the judge again) and the transcript's
+# file name.
+HARNESS_MADE = frozenset(
+    {"type", "model", JUDGE_USAGE, "token_usage", TRANSCRIPT, INPUT_HASH, SANDBOX_HASH, REUSED, UNAVAILABLE}
+)
+SHOWN_SCORE_CHARS = 40  # of a verdict's score that is no score, in its error
 
 
 class VerdictError(ValueError):
@@ -171,11 +184,12 @@ def dialog_block(criterion: JudgeBase, ctx: CheckContext) -> tuple[str, str | No
 
 
 def render_prompt(criterion: JudgeBase, ctx: CheckContext, closing: str) -> tuple[str, list[str]]:
-    """The judge's user message (instructions, then each opt-in block) and the degraded notes."""
+    """The judge's user message (instructions, then each opt-in block) and the degraded notes; every block with the
+    caller's secrets redacted, as what is persisted is (a file the agent wrote one into sent it to the judge API)."""
     sections = [f"## Grading instructions\n{criterion.prompt.strip()}"]
     notes: list[str] = []
     if criterion.include_reference and ctx.reference:
-        sections.append(f"## Reference solution (from the task author; never shown to the agent)\n{ctx.reference}")
+        sections.append(reference_section(ctx.reference))
     sections += files_sections(criterion, ctx)
     if criterion.include_agent_output:
         output = truncated(ctx.final_text or "(no output)", criterion.max_file_chars)
@@ -190,7 +204,11 @@ def render_prompt(criterion: JudgeBase, ctx: CheckContext, closing: str) -> tupl
         sections.append(f"## Dialog\n{block}")
         notes += [note] if note else []
     sections.append(closing)
-    return "\n\n".join(sections), notes
+    return redact("\n\n".join(sections)), notes
+
+
+def reference_section(reference: str) -> str:
+    return f"{REFERENCE_HEADING}\n{reference}"
 
 
 # ----------------------------------------------------------------------------- verdict, spend
@@ -212,10 +230,18 @@ def verdict_score(verdict: object) -> float:
             raise TypeError
         score = float(raw)
     except (TypeError, ValueError):
-        raise VerdictError(f"the verdict's score {raw!r} is not a number") from None
+        raise VerdictError(f"the verdict's score {shown_score(raw)} is not a number") from None
+    except OverflowError:  # an integer past a float's range (10**400): infinite as a float
+        score = math.inf
     if not math.isfinite(score):
-        raise VerdictError(f"the verdict's score {raw!r} is not finite")
+        raise VerdictError(f"the verdict's score {shown_score(raw)} is not finite")
     return max(0.0, min(1.0, score))
+
+
+def shown_score(raw: object) -> str:
+    """A score as its error shows it: a 400-digit one cut, not written whole."""
+    text = repr(raw)
+    return text if len(text) <= SHOWN_SCORE_CHARS else f"{text[:SHOWN_SCORE_CHARS]}... ({len(text)} characters)"
 
 
 def judge_usage(usage: TokenUsage, duration_s: float, retries: int = 0) -> dict[str, Any]:
@@ -252,18 +278,19 @@ def capped(parts: dict[str, str], total: int) -> tuple[dict[str, str], bool]:
 def write_transcript(
     criterion: JudgeBase, ctx: CheckContext, record: dict[str, Any], parts: dict[str, str]
 ) -> str | None:
-    """``judge-<idx>.yaml`` beside task.json (reference and secrets scrubbed); its name, or None when not captured."""
+    """``judge-<idx>.yaml`` beside task.json (reference and secrets scrubbed, the prompt's reference section however
+    short the reference); its name, or None when not captured."""
     if not criterion.capture_transcript or ctx.folder is None:
         return None
+    if ctx.reference:
+        section = reference_section(redact(ctx.reference))  # as the prompt shows it
+        parts = {name: text.replace(section, reference_section(REMOVED)) for name, text in parts.items()}
     texts, cut = capped(parts, criterion.max_transcript_chars)
-    document = scrub({**record, **texts, "truncated": cut}, ctx.reference)
+    document = scrub_fields({**record, **texts, "truncated": cut}, ctx.reference, HARNESS_MADE)
     name = judge_transcript(ctx.index)
     ctx.folder.mkdir(parents=True, exist_ok=True)
     write_atomically(ctx.folder / name, yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120))
     return name
-
-
-UNAVAILABLE = "unavailable"  # the evidence key of a judge that gave no answer (see JudgeRun.unavailable)
 
 
 def no_credentials(missing: str) -> Outcome:
@@ -330,7 +357,7 @@ class JudgeRun:
         parts = {"raw_verdict": self.verdict, "judge_prompt": self.prompt, "judge_system_prompt": self.system}
         name = write_transcript(criterion, ctx, record, parts)
         if name:
-            details["transcript"] = name
+            details[TRANSCRIPT] = name
         return Outcome(score, details, self.error)
 
 

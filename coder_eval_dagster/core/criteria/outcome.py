@@ -6,6 +6,7 @@ import functools
 import json
 import math
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
@@ -41,8 +42,11 @@ _V = TypeVar("_V")
 
 REMOVED = "[reference removed]"
 # A file or line of the reference this long (stripped) is scrubbed wherever it appears: a judge quoting one line of
-# it leaks it; a shorter one ("return x", "}") is anyone's code and is left alone.
+# it leaks it; a shorter one ("return x", "}") is anyone's code and is left alone. The whole reference is scrubbed
+# from MIN_WHOLE_CHARS: one of "0" or "yaml", replaced in every number and word, protected nothing and rewrote the
+# report.
 MIN_PIECE_CHARS = 16
+MIN_WHOLE_CHARS = 8
 # The header ``reference._folder_text`` puts before each file of a folder reference.
 FILE_HEADER = re.compile(r"^### [^\n]*$", re.MULTILINE)
 
@@ -60,15 +64,22 @@ def scrub(value: object, reference: str | None) -> object:
     return _scrubbed(value, _forms(reference))
 
 
+def scrub_fields(fields: dict[str, Any], reference: str | None, kept: Collection[str]) -> dict[str, Any]:
+    """:func:`scrub` for each field but those ``kept``: what the harness made itself (a hash, a file's name, a model
+    id), no text a model or a command wrote; a hash scrubbed is no longer the hash a rescore matches on."""
+    return {name: value if name in kept else scrub(value, reference) for name, value in fields.items()}
+
+
 def _pieces(reference: str | None) -> list[str]:
     """What of the reference is scrubbed, longest first: the whole of it, each file of a folder reference and
-    each line, the last two when at least MIN_PIECE_CHARS long (a judge may quote one file, or one line, alone)."""
+    each line, the last two when at least MIN_PIECE_CHARS long (a judge may quote one file, or one line, alone).
+    A reference shorter than MIN_WHOLE_CHARS ("0", "yaml") is not scrubbed: it is in any text."""
     whole = (reference or "").strip()
-    if not whole:
-        return []
     files = [file.strip() for file in FILE_HEADER.split(whole)]
     lines = [line.strip() for file in files for line in file.splitlines()]
-    pieces = {whole, *(piece for piece in files + lines if len(piece) >= MIN_PIECE_CHARS)}
+    pieces = {piece for piece in files + lines if len(piece) >= MIN_PIECE_CHARS}
+    if len(whole) >= MIN_WHOLE_CHARS:
+        pieces.add(whole)
     return sorted(pieces, key=len, reverse=True)
 
 
