@@ -34,13 +34,54 @@ def add_commands(subparsers: Any) -> None:
         action="store_true",
         help="grade a copy of DIR in a fresh sandbox (coder_eval's --copy; the only way here, so the default)",
     )
+    evaluate.add_argument(
+        "-p",
+        "--preserve",
+        action="store_true",
+        help="keep the graded copy in the run folder (coder_eval's default; always so here: sandbox/ beside task.json)",
+    )
+    evaluate.add_argument(
+        "--allow-recorded-commands",
+        action="store_true",
+        help="coder_eval's consent to run the commands a run folder recorded; evaluate runs only TASK's "
+        "(a finished run of ours is graded again with its recorded task by coder-eval rescore): no effect",
+    )
+    _refuse_release_options(evaluate)
+    logging_arguments(evaluate)
+    evaluate.set_defaults(handler=cmd_evaluate)
+
+
+def _refuse_release_options(evaluate: argparse.ArgumentParser) -> None:
+    """coder_eval's evaluate options that ask for what is not done here, each refused in one line saying why."""
     refuse(
         evaluate,
         "--in-place",
         why="evaluate grades a copy of DIR in a fresh sandbox (--copy, the default) and never changes DIR",
     )
-    logging_arguments(evaluate)
-    evaluate.set_defaults(handler=cmd_evaluate)
+    refuse(
+        evaluate,
+        "-P",
+        "--no-preserve",
+        why="the graded copy is always kept in the run folder (sandbox/, which task.json's sandbox_path names); "
+        "remove the folder when done with it",
+    )
+    refuse(
+        evaluate,
+        "--workspace",
+        why="it grades another directory against a run folder's recorded evaluation; a recorded run is not "
+        "read here: grade the directory itself, coder-eval evaluate TASK DIR",
+    )
+    refuse(
+        evaluate,
+        "--allow-host-grading",
+        why="DIR is graded under the task's own driver (a driver: docker task in its image), as its run would be",
+    )
+    refuse(
+        evaluate,
+        "--format",
+        "--trajectory",
+        why="no Harbor agent's trajectory is read here: evaluate grades DIR with TASK's criteria alone",
+    )
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:

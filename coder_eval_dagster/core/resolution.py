@@ -51,7 +51,7 @@ from .problems import (
     problems_from_validation,
 )
 from .row_commands import PLACEHOLDER
-from .run_spec import EXPERIMENTS_DIR, RunSpec
+from .run_spec import EXPERIMENTS_DIR, RunSpec, available_experiments, experiment_candidates
 from .yamlio import Document, load_document, load_yaml_text
 
 DEFAULT_VARIANT = "default"
@@ -633,10 +633,19 @@ def _experiment_layers(spec: RunSpec, base_layer: Path | None) -> list[LoadedExp
 
 
 def missing_experiment(given: str) -> str:
-    """What was looked for: a path as given, a name also as ``experiments/NAME.yaml`` (or ``.yml``)."""
-    if "/" in given or given.endswith((".yaml", ".yml")):
-        return "no such experiment file"
-    return f"no such experiment file (nor {EXPERIMENTS_DIR / given}.yaml or .yml)"
+    """What was looked for and the experiments the current folder has, as coder_eval's error lists them. A path
+    (with a ``/``) is said as given, a file name without the second suffix it was also tried with."""
+    candidates = [] if "/" in given else experiment_candidates(given)
+    looked = [str(path) for path in candidates if not path.stem.endswith((".yaml", ".yml"))]
+    tried = f"nor {_either(looked)}; " if looked else ""
+    available = available_experiments()
+    listed = f"experiments here: {', '.join(available)}" if available else f"no experiment in {EXPERIMENTS_DIR}/"
+    return f"no such experiment file ({tried}{listed})"
+
+
+def _either(names: list[str]) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    return " or ".join(filter(None, [", ".join(names[:-1]), names[-1]]))
 
 
 def _price_file(spec: RunSpec, layers: list[LoadedExperiment]) -> dict[str, ModelPrice]:

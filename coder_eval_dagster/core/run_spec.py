@@ -23,6 +23,20 @@ ESTIMATE_FORMATS = ("table", "json")
 EXPERIMENTS_DIR = Path("experiments")  # where -e NAME is looked for, and the base layer (default.yaml), in the cwd
 
 
+def experiment_candidates(name: str) -> list[Path]:
+    """Where ``-e NAME`` is looked for under the current folder when no file is at NAME, in coder_eval's order
+    (``_resolve_experiment_path``): ``experiments/NAME.yaml``, ``experiments/NAME.yml``, then
+    ``experiments/NAME`` as given (``-e plugin-comparison.yaml``)."""
+    return [EXPERIMENTS_DIR / f"{name}.yaml", EXPERIMENTS_DIR / f"{name}.yml", EXPERIMENTS_DIR / name]
+
+
+def available_experiments() -> list[str]:
+    """The names ``-e`` finds in ``experiments/`` of the current folder; not ``default``, the base layer of every
+    run (as coder_eval leaves it out of its list)."""
+    found = [*EXPERIMENTS_DIR.glob("*.yaml"), *EXPERIMENTS_DIR.glob("*.yml")]
+    return sorted({path.stem for path in found if path.is_file()} - {"default"})
+
+
 def cli(
     *flags: str,
     metavar: str | None = None,
@@ -148,13 +162,11 @@ class RunSpec(BaseModel):
     @field_validator("experiment")
     @classmethod
     def _experiment_by_name(cls, value: str | None) -> str | None:
-        """``-e NAME``: ``experiments/NAME.yaml`` (or ``.yml``) under the current folder when NAME is no file."""
+        """``-e NAME``: when NAME is no path, the first of ``experiment_candidates`` that is a file."""
         if value is None or Path(value).exists():
             return value
-        for candidate in (EXPERIMENTS_DIR / f"{value}.yaml", EXPERIMENTS_DIR / f"{value}.yml"):
-            if candidate.is_file():
-                return str(candidate)
-        return value
+        found = (candidate for candidate in experiment_candidates(value) if candidate.is_file())
+        return str(next(found, value))
 
     @field_validator("driver")
     @classmethod

@@ -5,16 +5,17 @@ observation: the scores' ``count``, ``mean``, ``median``, ``std`` (of the
 population), ``min`` and ``max`` over the rows the criterion scored, and
 ``completion_rate``, the share of rows it scored (a row that ended as ERROR
 before its criteria ran lowers it, and a classification's row whose check
-failed before it read a label). With no row scored, the statistics are 0.
+failed before it read a label). With no row scored, the statistics are not
+measured: absent from the metrics, as in coder_eval, and a threshold on one
+fails (``completion_rate`` is measured over every row, so it is 0 then).
 
 A classification criterion adds accuracy; precision, recall and F1 per
-label; macro, weighted and micro F1; the confusion matrix. There a row whose
-criteria never ran counts as observed ``(none)``, so failures are not
-silently dropped from the rollup. Per-label metrics are reported for the
+label; macro, weighted and micro F1; the confusion matrix, over the rows a
+label came of (as coder_eval pairs them). Per-label metrics are reported for the
 criterion's whole label space (yes/no, or the allowed labels) plus any
 sentinel seen; macro and weighted F1 average over the labels present in the
-truth or the predictions (as scikit-learn does). A metric with no
-denominator is 0.
+truth or the predictions (as scikit-learn does). With no labelled row they
+are not measured; a per-label metric with no denominator is 0.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from .resolution import RowTask
 class Threshold(BaseModel):
     metric: str
     minimum: float
-    value: float
+    value: float | None  # None: no row measured the metric (every row an ERROR)
     passed: bool
 
 
@@ -53,12 +54,14 @@ class SuiteEntry(BaseModel):
 
 
 def classification_metrics(pairs: list[tuple[str, str]], labels: list[str]) -> dict[str, float]:
-    """Metrics of (expected, observed) pairs."""
+    """Metrics of (expected, observed) pairs; none without a pair (not measured)."""
+    if not pairs:
+        return {}
     total = len(pairs)
     seen = list(dict.fromkeys([*labels, *(label for pair in pairs for label in pair)]))
     present = {label for pair in pairs for label in pair}
     support = Counter(expected for expected, _ in pairs)
-    metrics: dict[str, float] = {"accuracy": sum(e == o for e, o in pairs) / total if total else 0.0}
+    metrics: dict[str, float] = {"accuracy": sum(e == o for e, o in pairs) / total}
     f1s: dict[str, float] = {}
     for label in seen:
         true_positive = sum(e == o == label for e, o in pairs)
@@ -70,7 +73,7 @@ def classification_metrics(pairs: list[tuple[str, str]], labels: list[str]) -> d
         f1s[label] = f1
     averaged = [label for label in seen if label in present]
     metrics["macro_f1"] = sum(f1s[label] for label in averaged) / len(averaged) if averaged else 0.0
-    metrics["weighted_f1"] = sum(f1s[label] * support[label] for label in seen) / total if total else 0.0
+    metrics["weighted_f1"] = sum(f1s[label] * support[label] for label in seen) / total
     metrics["micro_f1"] = metrics["accuracy"]  # single-label: micro P = micro R = accuracy
     return metrics
 
@@ -81,8 +84,8 @@ def score_metrics(scores: list[float], rows: int) -> dict[str, float]:
 
 
 def _exact_score_metrics(scores: list[float], rows: int) -> dict[str, float]:
-    if not scores:
-        return {"count": 0.0, "mean": 0.0, "median": 0.0, "std": 0.0, "min": 0.0, "max": 0.0, "completion_rate": 0.0}
+    if not scores:  # nothing to take statistics of: only the share of rows scored, none
+        return {"completion_rate": 0.0}
     metrics = {
         "count": float(len(scores)),
         "mean": statistics.fmean(scores),
@@ -107,6 +110,16 @@ def judged(value: float, minimum: float) -> float:
     whose rounding falls below a minimum of more decimals is kept as the minimum (sqrt(2/9) against itself)."""
     kept = round(value, 12)
     return minimum if kept < minimum and meets(value, minimum) else kept
+
+
+def _threshold(metrics: dict[str, float], metric: str, minimum: float) -> Threshold:
+    """A suite threshold's verdict. One on a metric no row measured fails, as coder_eval's does (a gate on nothing
+    is not met), with no value (coder_eval's ``actual_value: null``)."""
+    if metric not in metrics:
+        return Threshold(metric=metric, minimum=minimum, value=None, passed=False)
+    return Threshold(
+        metric=metric, minimum=minimum, value=judged(metrics[metric], minimum), passed=meets(metrics[metric], minimum)
+    )
 
 
 def _result_of(result: EvaluationResult, index: int) -> tuple[float | None, str | None]:
@@ -149,15 +162,7 @@ def suite_entries(row_tasks: list[RowTask], results: list[EvaluationResult]) -> 
             metrics |= classification_metrics(pairs, criterion.label_space())
             for (expected, observed), count in sorted(Counter(pairs).items()):
                 matrix[expected][observed] = count
-        thresholds = [
-            Threshold(
-                metric=m,
-                minimum=minimum,
-                value=judged(metrics.get(m, 0.0), minimum),
-                passed=meets(metrics.get(m, 0.0), minimum),
-            )
-            for m, minimum in criterion.suite_thresholds.items()
-        ]
+        thresholds = [_threshold(metrics, m, minimum) for m, minimum in criterion.suite_thresholds.items()]
         metrics = {name: shown(value) for name, value in metrics.items()}
         entries.append(
             SuiteEntry(

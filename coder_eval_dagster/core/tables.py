@@ -239,7 +239,10 @@ def suite_rows(run_id: str, run_ts: datetime, entries: list[SuiteEntry]) -> list
     rows = []
     for entry in entries:
         minimums = {t.metric: t for t in entry.thresholds}
-        for metric, value in entry.metrics.items():
+        unmeasured: dict[str, float | None] = {
+            t.metric: None for t in entry.thresholds if t.metric not in entry.metrics
+        }
+        for metric, value in (entry.metrics | unmeasured).items():  # (a gated metric no row measured: value null)
             threshold = minimums.get(metric)
             rows.append(
                 {

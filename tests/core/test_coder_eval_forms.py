@@ -393,7 +393,8 @@ def test_experiment_by_name_and_the_base_layer(tmp_path: Path, monkeypatch: pyte
     assert [h.command for h in alone.task.post_run] == ["task", "base"]
     missing = resolve(RunSpec(task_paths=[task], experiment="nowhere"))
     assert [str(p) for p in missing.problems] == [
-        "no such experiment file (nor experiments/nowhere.yaml or .yml): nowhere"
+        "no such experiment file (nor experiments/nowhere.yaml, experiments/nowhere.yml or experiments/nowhere;"
+        " experiments here: exp): nowhere"
     ]
 
 

@@ -42,10 +42,15 @@ def test_limit_zero_is_a_one_line_usage_error_from_the_installed_cli(tmp_path: P
 def test_an_experiment_not_found_is_named_where_it_was_looked_for(tmp_path: Path) -> None:
     done = installed_cli(tmp_path, "run", ROOT / "tasks", "-e", "nosuch", "--estimate")
     assert done.returncode == 2
-    assert done.stderr == "no such experiment file (nor experiments/nosuch.yaml or .yml): nosuch\n"
+    assert done.stderr == (
+        "no such experiment file (nor experiments/nosuch.yaml, experiments/nosuch.yml or experiments/nosuch;"
+        " no experiment in experiments/): nosuch\n"
+    )
     as_path = installed_cli(tmp_path, "run", ROOT / "tasks", "-e", "experiments/nosuch.yaml", "--estimate")
     assert as_path.returncode == 2
-    assert as_path.stderr == "no such experiment file: experiments/nosuch.yaml\n"  # no experiments/experiments/...
+    assert (
+        as_path.stderr == "no such experiment file (no experiment in experiments/): experiments/nosuch.yaml\n"
+    )  # no experiments/experiments/...
     validated = installed_cli(tmp_path, "validate", "-e", "nosuch")  # said as run says it (exit 1: invalid input)
     assert (validated.returncode, validated.stderr) == (1, done.stderr)
 

@@ -97,8 +97,9 @@ def test_experiment_by_name_and_the_selecting_options(tmp_path: Path, system_cli
     )
     assert rows == [("once", "excluded", 0), ("once", "kept", 0), ("twice", "excluded", 0), ("twice", "kept", 0)]
     unknown = system_cli("run", tmp_path / "tasks", "-e", "nope", "--runs-dir", system_cli.runs, env={})
-    assert (
-        unknown.code == 2 and unknown.err.strip() == "no such experiment file (nor experiments/nope.yaml or .yml): nope"
+    assert unknown.code == 2 and unknown.err.strip() == (
+        "no such experiment file (nor experiments/nope.yaml, experiments/nope.yml or experiments/nope;"
+        " experiments here: ab): nope"
     )
     bad_driver = system_cli("list", tmp_path / "tasks", "--driver", "vm", env={})
     assert bad_driver.code == 2 and "argument --driver: Input should be 'tempdir' or 'docker'" in bad_driver.err

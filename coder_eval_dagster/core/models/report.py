@@ -756,7 +756,7 @@ class SuiteRollup(BaseModel):
                 "metrics": aggregate.metrics,
                 "confusion_matrix": {},
                 "thresholds": [
-                    {"metric": c.metric, "minimum": c.min_value, "value": c.actual_value or 0.0, "passed": c.passed}
+                    {"metric": c.metric, "minimum": c.min_value, "value": c.actual_value, "passed": c.passed}
                     for c in aggregate.threshold_checks
                 ],
             }

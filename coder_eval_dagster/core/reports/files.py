@@ -167,8 +167,7 @@ def _aggregate(rows: list[EvaluationResult], index: int, entry: SuiteEntry | Non
     ran = [c for row in rows for c in row.criteria if c.index == index]
     found = [c for c in ran if c.evaluation_status == "evaluated"]
     scores = [c.score for c in found]
-    # a criterion no row scored has its completion rate only: no mean of nothing
-    metrics = (score_metrics(scores, len(rows)) if scores else {"completion_rate": 0.0}) | (
+    metrics = score_metrics(scores, len(rows)) | (  # (no row scored: its completion rate only, no mean of nothing)
         entry.metrics if entry else {}
     )
     checks = [

@@ -109,10 +109,15 @@ def _fewest_decimals(value: float, least: int, fits: Callable[[float], bool]) ->
     return next((text for digits in range(least, 13) if fits(float(text := f"{value:.{digits}f}"))), f"{value:.12f}")
 
 
+NOT_MEASURED = "not measured"  # a suite metric no row measured (every row an ERROR): coder_eval's suite.json omits it
+
+
 def threshold_figures(threshold: dict[str, Any]) -> tuple[str, str]:
     """A suite threshold's value and minimum as every report shows them: the minimum as written, the value to 3
     to 12 decimals, as many as it takes to read the verdict from the two (0.4 and 0.40000001: NOT met)."""
     value, minimum, passed = threshold["value"], threshold["minimum"], threshold["passed"]
+    if value is None:
+        return NOT_MEASURED, f"{minimum:.10g}"
     shown = _fewest_decimals(value, 3, lambda figure: (figure >= minimum) == passed)
     return shown.rstrip("0").rstrip("."), f"{minimum:.10g}"
 

@@ -10,6 +10,7 @@ from ..models.report import RunSummary, Spend, TaskRow
 from ..models.results import CriterionResult, EvaluationResult, TokenUsage
 from ..suite import SuiteEntry
 from .notes import (
+    NOT_MEASURED,
     budget_left_out,
     dollars,
     evaluations,
@@ -246,9 +247,14 @@ def _suite_lines(report: RunSummary) -> list[str]:
         shown = ("accuracy", "macro_f1") if "accuracy" in metrics else ("mean", "completion_rate")
         lines.append(
             f"- {entry['base_task_id']} [{entry['variant_id']}] criterion {entry['criterion_index']} "
-            f"({entry['criterion_type']}): " + ", ".join(f"{name} {metrics[name]:.3f}" for name in shown)
+            f"({entry['criterion_type']}): " + ", ".join(f"{name} {_metric_figure(metrics, name)}" for name in shown)
         )
         for threshold in entry["thresholds"]:
             mark = "met" if threshold["passed"] else "NOT met"
             lines.append(f"  - {threshold['metric']} {' >= '.join(threshold_figures(threshold))}: {mark}")
     return lines
+
+
+def _metric_figure(metrics: dict[str, float], name: str) -> str:
+    """A metric to 3 decimals; one no row measured (every row an ERROR) is not in a run coder_eval wrote."""
+    return f"{metrics[name]:.3f}" if name in metrics else NOT_MEASURED
