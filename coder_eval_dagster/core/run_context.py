@@ -34,6 +34,7 @@ from .telemetry import Telemetry, configured
 if TYPE_CHECKING:
     from .evaluation import Evaluation
     from .models.results import EvaluationResult
+    from .models.task import Task
     from .resolution import RowTask
     from .runs import OpenRun
 
@@ -229,22 +230,32 @@ def uses_model_route(row_tasks: Iterable[RowTask]) -> bool:
     or a simulated user that is not a recording (the `API routing:` line is printed only then)."""
     for row_task in row_tasks:
         task = row_task.task
-        agent = task.agent.resolved_type
-        simulated = task.simulated and agent != "replay"
-        if agent in ROUTED_AGENT_TYPES or simulated or has_judge(row_task):
+        if task.agent.resolved_type in ROUTED_AGENT_TYPES or has_model_user(task) or has_judge(row_task):
             return True
     return False
 
 
+def has_model_user(task: Task) -> bool:
+    """Whether a model plays the task's simulated user, on the run's route (a replayed dialog's user is its
+    recording: no model call)."""
+    return task.simulated and task.agent.resolved_type != "replay"
+
+
 def missing_model_key(row_tasks: Iterable[RowTask], context: RunContext) -> str | None:
-    """Why the run cannot start its agents (an agent on the run's route, and the route has no key), before any
-    sandbox is made: the CLI refuses the run, a launched run fails its sandbox step (else every evaluation was an
-    ERROR of a green run, nightly, for a key missing from the daemon's environment)."""
+    """Why the run cannot start its agents or simulated users (one on the run's route, and the route has no key; a
+    codex agent without its own), before any sandbox is made: the CLI refuses the run, a launched run fails its
+    sandbox step (else every evaluation was an ERROR of a green run, nightly, for a key missing from the daemon's
+    environment; a dialog ran one exchange, ended `error`, and was scored)."""
     row_tasks = list(row_tasks)
-    routed = _task_ids(row_tasks, ROUTED_AGENT_TYPES)
-    missing = context.route.missing_credentials() if routed else None
+    missing = context.route.missing_credentials()
     if missing is not None:
-        return f"{missing}: the claude-code agent of {_first_three(routed)} needs it (no sandbox was made)"
+        on_route = (
+            ("the claude-code agent", _task_ids(row_tasks, ROUTED_AGENT_TYPES)),
+            ("the simulated user", sorted({rt.task_id for rt in row_tasks if has_model_user(rt.task)})),
+        )
+        for who, task_ids in on_route:
+            if task_ids:
+                return f"{missing}: {who} of {_first_three(task_ids)} needs it (no sandbox was made)"
     codex = _task_ids(row_tasks, {"codex"})
     if codex and not context.credentials.get("CODEX_API_KEY"):
         return f"CODEX_API_KEY is not set: the codex agent of {_first_three(codex)} needs it (no sandbox was made)"

@@ -11,7 +11,10 @@ when nothing fired, asks the simulated user for its next message:
     run_limits breach -> stop_on_criteria_pass -> max_turns -> max_total_tokens -> agent_max_turns -> stop_token
 
 A run_limits breach (budget, timeout, early stop) ends the agent itself
-before it reports the exchange; ``finish`` then records what it left. The
+before it reports the exchange; ``finish`` then records what it left.
+``task_timeout`` covers the whole dialog: a simulated user's call gets what
+is left of it, and once none is, the user is not asked and the dialog ends
+as the agent's own timeout ends it (TIMEOUT). The
 simulated user is a model call on the run's API route with no tools, whose
 system prompt holds the persona, the goal and the constraints and whose
 messages are the dialog from the user's side (the reference solution is
@@ -36,11 +39,13 @@ from .models.results import (
     SimulationInfo,
     TokenUsage,
     TurnRecord,
+    final_reply,
     message_usage,
 )
 from .models.simulation import Simulation
 from .models.task import Task
 from .routing import BEDROCK_ANTHROPIC_VERSION
+from .run_context import CallAbandoned
 from .secrets import redact
 
 if TYPE_CHECKING:
@@ -69,6 +74,10 @@ class DialogNotOpened(RuntimeError):
     """The simulated user did not give the opening message of a dialog whose task has no prompt."""
 
 
+class TaskTimeUp(Exception):
+    """run_limits.task_timeout, which covers the whole dialog, ran out before the simulated user answered."""
+
+
 @dataclass
 class Utterance:
     text: str
@@ -80,10 +89,29 @@ class SimulatedUser(Protocol):
     def model(self) -> str | None:
         """The simulator's model as served; None: no model speaks (a replayed dialog's recorded user)."""
 
-    def next_message(self, dialog: list[DialogMessage]) -> Utterance: ...
+    def next_message(self, dialog: list[DialogMessage]) -> Utterance:
+        """The user's next message; TaskTimeUp when the task's time ran out before it came."""
 
 
 # ----------------------------------------------------------------------------- the simulated user
+
+
+def task_deadline(task: Task) -> float | None:
+    """When run_limits.task_timeout runs out (``time.monotonic``; None: no timeout), counted from the dialog's
+    start: the opening message is within it too."""
+    timeout = task.run_limits.task_timeout
+    return None if timeout is None else time.monotonic() + timeout
+
+
+def time_allowed(ends: float | None) -> float:
+    """How long a simulated user's message may take: CALL_TIMEOUT_S, or what is left of the task's time when less;
+    TaskTimeUp when none is (no user is asked past it)."""
+    if ends is None:
+        return CALL_TIMEOUT_S
+    left = ends - time.monotonic()
+    if left <= 0:
+        raise TaskTimeUp
+    return min(CALL_TIMEOUT_S, left)
 
 
 def system_prompt(settings: Simulation) -> str:
@@ -135,6 +163,7 @@ class ModelUser:
     configured: str  # the task's (or the default) id, which the price table knows
     run: RunContext
     opens: bool = False  # it writes the dialog's opening message (the task has no prompt)
+    ends: float | None = None  # when the task's time runs out (``task_deadline``)
 
     @property
     def model(self) -> str:
@@ -158,7 +187,13 @@ class ModelUser:
         if missing:
             raise RuntimeError(missing)
         create, body = self.run.model_client(MAX_RETRIES, CALL_TIMEOUT_S).messages.create, self.request(dialog)
-        message = self.run.model_call(lambda: create(**body), CALL_TIMEOUT_S)
+        within = time_allowed(self.ends)  # (taken last: the client's first making takes seconds)
+        try:
+            message = self.run.model_call(lambda: create(**body), within)
+        except CallAbandoned:
+            if within < CALL_TIMEOUT_S and not self.run.interrupt.is_set():  # the task's time ran out first
+                raise TaskTimeUp from None
+            raise
         text = "\n".join(block.text for block in message.content if getattr(block, "type", None) == "text")
         usage = self.run.prices.priced(self.configured, message_usage(message.usage), self.run.route.backend)
         return Utterance(text, usage)
@@ -173,8 +208,10 @@ class RecordedUser:
     stop_token: str
     said: int = 0
     model: str | None = None
+    ends: float | None = None  # when the task's time runs out (``task_deadline``)
 
     def next_message(self, dialog: list[DialogMessage]) -> Utterance:
+        time_allowed(self.ends)  # (as a live user, not asked past the task's time)
         if self.said >= len(self.messages):
             return Utterance(self.stop_token)
         self.said += 1
@@ -182,12 +219,13 @@ class RecordedUser:
 
 
 def simulated_user(task: Task, recorded: list[str] | None, run: RunContext) -> SimulatedUser:
-    """The recorded user of a replay, else the model on the run's route."""
+    """The recorded user of a replay, else the model on the run's route; the task's time starts now."""
     settings = task.simulation
     assert settings is not None
+    ends = task_deadline(task)
     if recorded is not None:
-        return RecordedUser(recorded, settings.stop_token)
-    return ModelUser(settings, simulator_model(task), run, opens=task.initial_prompt is None)
+        return RecordedUser(recorded, settings.stop_token, ends=ends)
+    return ModelUser(settings, simulator_model(task), run, opens=task.initial_prompt is None, ends=ends)
 
 
 def simulator_model(task: Task) -> str:
@@ -201,8 +239,9 @@ def simulator_model(task: Task) -> str:
 
 
 def _agent_tokens(turns: list[TurnRecord]) -> int:
-    """Input + output tokens, as the result's ``input_tokens`` / ``output_tokens`` count them."""
-    return sum(t.input_tokens + t.output_tokens for t in turns)
+    """All input tokens (uncached, cache read, cache creation) + output, as ``TokenUsage.total_tokens``: the prompt
+    a model reads is input however it is billed (codex files its fresh prompt under cache creation)."""
+    return sum(t.usage.total_tokens for t in turns)
 
 
 @dataclass
@@ -222,7 +261,7 @@ class Dialog:
     agent_turns_spent: bool = False
     stop_reason: DialogStopReason | None = None
     simulator_usages: list[TokenUsage] = field(default_factory=list)  # one per simulator call
-    simulator_failures: int = 0  # the simulated user's calls that raised (each ends the dialog)
+    simulator_failures: int = 0  # the simulated user's calls that raised or said nothing (each ends the dialog)
     check_usages: list[TokenUsage] = field(default_factory=list)  # the judges' calls in the per-turn checks
     last_check: list[CriterionResult] = field(default_factory=list)  # the latest exchange's per-turn check
     warnings: list[str] = field(default_factory=list)
@@ -230,21 +269,25 @@ class Dialog:
     def open(self) -> str:
         """The dialog's first message, recorded before the agent starts: the task's prompt, else the user's.
 
-        Raises DialogNotOpened when the simulated user fails or says nothing
-        (its spend is recorded); a stop token in the opening is dropped.
+        Raises DialogNotOpened when the simulated user fails, says nothing or
+        does not answer within the task's time (its spend is recorded); a stop
+        token in the opening is dropped.
         """
         if self.opening is not None:
             self.messages.append(DialogMessage(turn=1, role="user", text=redact(self.opening)))
             return self.opening
         try:
             text, _ = self._hear_user()
+        except TaskTimeUp:
+            self.stop_reason = "run_limit_exceeded"
+            why = "run_limits.task_timeout ran out before the simulated user opened the dialog"
+            raise DialogNotOpened(why) from None
         except Exception as exc:
-            self.simulator_failures += 1
-            self.stop_reason = "error"
+            self._user_failed()
             why = f"the simulated user could not open the dialog: {type(exc).__name__}: {exc}"
             raise DialogNotOpened(redact(why)) from exc
         if not text:
-            self.stop_reason = "error"
+            self._user_failed()
             raise DialogNotOpened("the simulated user sent no opening message")
         return text
 
@@ -260,7 +303,7 @@ class Dialog:
         self.agent_turns_spent = output.stop_reason == "max_turns" or (cap is not None and output.exchange_turns > cap)
         reason = self._termination(output)
         if reason is None:
-            return self._ask_user()
+            return self._ask_user(output)
         self.stop_reason = reason
         return None
 
@@ -310,23 +353,38 @@ class Dialog:
             )
         return text, self.settings.stop_token in utterance.text
 
-    def _ask_user(self) -> str | None:
+    def _ask_user(self, output: AgentOutput) -> str | None:
+        """The user's next message; None when the dialog ends here (the stop token, a failure, the task's time)."""
         try:
             text, ended = self._hear_user()
+        except TaskTimeUp:
+            self._out_of_time(output)
+            return None
         except Exception as exc:  # the dialog ends; the task is still scored on what the agent did
             log.warning("the simulated user failed: %s", exc)
-            self.simulator_failures += 1
-            self.warnings.append(redact(f"the simulated user failed, the dialog ended: {type(exc).__name__}: {exc}"))
-            self.stop_reason = "error"
+            self._user_failed(redact(f"the simulated user failed, the dialog ended: {type(exc).__name__}: {exc}"))
             return None
         if ended:
             self.stop_reason = "stop_token"
             return None
         if not text:
-            self.warnings.append("the simulated user sent an empty message; the dialog ended")
-            self.stop_reason = "error"
+            self._user_failed("the simulated user sent an empty message; the dialog ended")
             return None
         return text
+
+    def _user_failed(self, warning: str | None = None) -> None:
+        """A simulator call that raised or said nothing: counted, and the dialog ends in error."""
+        self.simulator_failures += 1
+        self.stop_reason = "error"
+        if warning is not None:
+            self.warnings.append(warning)
+
+    def _out_of_time(self, output: AgentOutput) -> None:
+        """The task's time ran out between exchanges: the dialog ends as the agent's own task_timeout ends it, the
+        evaluation TIMEOUT (the agent concludes with the output as this leaves it)."""
+        output.stop_reason, output.final_status = "task_timeout", "TIMEOUT"
+        output.error = "run_limits.task_timeout reached"  # (as the agents say it)
+        self.stop_reason = "run_limit_exceeded"
 
     def _record_agent(self, output: AgentOutput) -> None:
         """The agent's reply in the exchange: the text of its turns since the last one."""
@@ -340,17 +398,20 @@ class Dialog:
         )
 
     def finish(self, output: AgentOutput) -> None:
-        """After the agent returned: an exchange it cut short (a run_limits stop or an error) ends the dialog. An
-        agent that failed before it said anything gave no reply: none is recorded (a reply without text is one)."""
+        """After the agent returned: an exchange it cut short (a run_limits stop or an error) ends the dialog. A
+        reply that came whole before the stop (its last turn words alone) was delivered: the exchange is complete.
+        Else the words the agent said are recorded, and nothing when it said none: no made-up reply."""
         if self.stop_reason is not None:
             return
         if output.stop_reason == "max_turns" and len(output.turns) > self.seen:
             self.after_exchange(output)  # ended at its cap, the exchange is whole: checked, then the precedence
             return
         self.last_check = []  # the exchange the agent cut short was not checked
-        failed_silent = output.stop_reason == "error" and not any(t.text for t in output.turns[self.seen :])
-        if len(output.turns) > self.seen and not failed_silent:
+        cut = output.turns[self.seen :]
+        if any(t.text for t in cut):
             self._record_agent(output)
+        if final_reply(cut, cut_short=True) is not None:  # its reply came whole before the stop
+            self.turns += 1
         self.stop_reason = AGENT_STOPS.get(output.stop_reason, "run_limit_exceeded")
 
     def info(self, replicate: int) -> SimulationInfo:

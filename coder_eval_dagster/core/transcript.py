@@ -51,11 +51,17 @@ def exchange_sizes(turns: list[TurnRecord], replies: list[DialogMessage]) -> lis
     return sizes
 
 
+def _spent(taken: list[TurnRecord]) -> tuple[int, int]:
+    """What a reply records its exchange spent: every input token and the output (``simulation._agent_tokens``),
+    or, in a result written before cached tokens counted, the uncached input and the output."""
+    return sum(t.usage.total_tokens for t in taken), sum(t.input_tokens + t.output_tokens for t in taken)
+
+
 def _exchange_end(turns: list[TurnRecord], start: int, reply: DialogMessage) -> int:
     """The first end after ``start`` at which the turns since said and spent what ``reply`` records (else all)."""
     for end in range(start + 1, len(turns) + 1):
         taken = turns[start:end]
         said = "\n\n".join(t.text for t in taken if t.text) or NO_TEXT
-        if said == reply.text and sum(t.input_tokens + t.output_tokens for t in taken) == reply.tokens:
+        if said == reply.text and reply.tokens in _spent(taken):
             return end
     return len(turns)

@@ -12,7 +12,16 @@ import yaml
 
 from ..agents.base import OUTPUT_CHARS
 from ..layout import judge_transcript
-from ..models.results import CriterionResult, EvaluationResult, HookRun, ToolCallRecord, TurnRecord, call_target
+from ..models.results import (
+    CriterionResult,
+    DialogMessage,
+    EvaluationResult,
+    HookRun,
+    SimulationInfo,
+    ToolCallRecord,
+    TurnRecord,
+    call_target,
+)
 from ..transcript import UserMessage, conversation
 from .notes import run_time_notes
 from .run_summary import usd
@@ -195,7 +204,8 @@ def _transcript(result: EvaluationResult) -> str:
         return ""
     open_calls = sum(len(turn.calls) for turn in result.trajectory) <= OPEN_CALLS
     parts = [
-        f"<div class='msg user'><span class='who'>user · exchange {entry.exchange}</span>{escape(entry.text)}</div>"
+        f"<div class='msg user'><span class='who'>user · {_opened(result, entry.exchange, 'exchange')}</span>"
+        f"{escape(entry.text)}</div>"
         if isinstance(entry, UserMessage)
         else _turn(entry, open_calls)
         for entry in conversation(result)
@@ -208,24 +218,47 @@ def _transcript(result: EvaluationResult) -> str:
     return f"<h2>Transcript</h2>{note}{''.join(parts)}"
 
 
+def _opened(result: EvaluationResult, exchange: int, word: str) -> str:
+    """The exchange a user message opened (``word`` n); the message after the last one, a closing remark before the
+    stop token, opened none."""
+    info = result.simulation
+    closing = info is not None and info.stop_reason == "stop_token" and exchange > info.turns
+    return "closing message" if closing else f"{word} {exchange}"
+
+
+def _speaker(result: EvaluationResult, message: DialogMessage) -> str:
+    """Who wrote a dialog message: the agent, the simulated user, or the task's author (an ``initial_prompt``
+    opening the dialog: a simulated user's message records its call's time, the author's none)."""
+    if message.role == "agent":
+        return "agent"
+    authored = message is result.dialog[0] and message.started_at is None
+    return "task prompt" if authored else "simulated user"
+
+
+def _trial(info: SimulationInfo) -> str:
+    """Which replicate the dialog is, from 1: of its n_trials when they made the replicates; repeats made them when
+    n_trials is 1, and their count is not in the result."""
+    number = info.replicate_index + 1
+    return f"trial {number} of {info.n_trials}" if info.n_trials > 1 else f"replicate {number}"
+
+
 def _dialog(result: EvaluationResult) -> str:
     """A simulated dialog as a conversation, with how it ended."""
     info = result.simulation
     if info is None:
         return ""
-    who = {"user": "simulated user", "agent": "agent"}
     bubbles = []
     for message in result.dialog:
         passed = message.criteria_passed
         check = "" if passed is None else f" · criteria {'pass' if passed else 'fail'}"
+        where = f"turn {message.turn}" if message.role == "agent" else _opened(result, message.turn, "turn")
         bubbles.append(
-            f"<div class='msg {message.role}'><span class='who'>{who[message.role]} · turn {message.turn}"
+            f"<div class='msg {message.role}'><span class='who'>{_speaker(result, message)} · {where}"
             f" · {message.tokens} tokens{check}</span>{escape(message.text)}</div>"
         )
     head = (
-        f"<p class='meta'>{info.turns} exchange(s), ended by {escape(str(info.stop_reason))} · trial "
-        f"{info.replicate_index} of {info.n_trials} · simulator tokens {result.simulator_input_tokens} in / "
-        f"{result.simulator_output_tokens} out</p>"
+        f"<p class='meta'>{info.turns} exchange(s), ended by {escape(str(info.stop_reason))} · {_trial(info)}"
+        f" · simulator tokens {result.simulator_input_tokens} in / {result.simulator_output_tokens} out</p>"
     )
     return f"<h2>Dialog</h2>{head}{''.join(bubbles)}"
 
