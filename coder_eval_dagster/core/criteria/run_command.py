@@ -27,6 +27,9 @@ class RunCommand(CriterionBase):
     expected_stdout: str | None = None
     stdout_match: Literal["exact", "contains", "regex"] = "exact"
     score_from_stdout: bool = False
+    # coder_eval's: the command only inspects files, so its release runs it on a diagnostic pass after an agent crash
+    # or turn timeout. No such pass here (a TIMEOUT grades every criterion; a crash, none): accepted, no effect.
+    read_only: bool = False
 
     def reads_reference_dir(self) -> bool:
         return names_reference_dir(self.command)

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, Field, ValidationInfo, field_validator, model_validator
 
 from .base import RegisteredNames, RejectsMovedLimits, StrictModel, is_partial, rule_error
+from .criterion import nulls_unset
 from .ignore import IgnorePattern
 from .sdk_options import check_sdk_options
 
@@ -80,6 +81,8 @@ class AgentConfig(RejectsMovedLimits):
     variant: str | None = Field(default=None, min_length=1)  # opencode's --variant (a provider's reasoning effort)
     pure: bool = True  # opencode without external plugins (its --pure): the only way it runs here
     context_window: int | None = Field(default=None, gt=0)  # tokens the agent works within (see CONTEXT_WINDOWS)
+
+    _nulls = nulls_unset("disallowed_tools")  # coder_eval's Optional field
 
     @model_validator(mode="before")
     @classmethod

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_args
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from .base import StrictModel, rule_error, rule_errors
@@ -28,6 +28,27 @@ SCORE_METRICS = ("count", "mean", "median", "std", "min", "max", "completion_rat
 REFERENCE_DIR = "REFERENCE_DIR"  # the reference folder's variable in commands and prefix in judge files
 TASK_DIR = "TASK_DIR"  # the task file's folder's variable in run_command criteria
 UNBOUNDED_METRICS = ("count", "std")  # every other metric is a share or a score, within [0, 1]
+# coder_eval 0.12.16's Optional list and mapping fields of its criteria, by type, beside every criterion's
+# suite_thresholds: a null there is the field not given.
+RELEASE_NULLABLE: dict[str, tuple[str, ...]] = {"file_contains": ("excludes",), "cli_called": ("positional", "flags")}
+
+
+def without_nulls(data: Any, names: tuple[str, ...]) -> Any:
+    """A block's raw mapping without the ``name: null`` of ``names``: coder_eval 0.12.16 types those fields Optional
+    and reads a null there as unset (its dumped configs write them so), and so they read as not given here."""
+    if not isinstance(data, dict):
+        return data
+    return {key: value for key, value in data.items() if value is not None or key not in names}
+
+
+def nulls_unset(*names: str) -> Any:
+    """A model's before-validator applying :func:`without_nulls` to ``names`` (its fields coder_eval types
+    Optional where ours hold an empty default)."""
+
+    def unset(cls: type, data: Any) -> Any:
+        return without_nulls(data, names)
+
+    return model_validator(mode="before")(unset)
 
 
 class StopEarly(StrictModel):
@@ -51,11 +72,14 @@ class CriterionBase(StrictModel):
     pass_threshold: float = Field(default=0.9, ge=0.0, le=1.0)
     suite_thresholds: dict[str, float] = Field(default_factory=dict)
 
-    @field_validator("suite_thresholds", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _null_is_empty(cls, value: Any) -> Any:
-        """``suite_thresholds: null`` (coder_eval's default) is no threshold, as the empty mapping."""
-        return {} if value is None else value
+    def _release_nulls(cls, data: Any) -> Any:
+        """A null where coder_eval types a field Optional (``suite_thresholds: null``, its default) is the field not
+        given."""
+        kind = data.get("type") if isinstance(data, dict) else None
+        nullable = RELEASE_NULLABLE.get(kind, ()) if isinstance(kind, str) else ()
+        return without_nulls(data, ("suite_thresholds", *nullable))
 
     @model_validator(mode="before")
     @classmethod

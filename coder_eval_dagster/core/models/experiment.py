@@ -11,6 +11,7 @@ from .agent import AgentConfig
 from .base import SafeId, StrictModel, check_regex, rule_error
 from .checker import CheckerContext
 from .commands import HookCommand
+from .criterion import nulls_unset
 from .limits import RunLimits
 from .sandbox import SANDBOX_DRIVERS, SandboxConfig, TemplateSource, check_repo_first
 from .simulation import Simulation
@@ -111,6 +112,7 @@ class Overlay(StrictModel):
 
     _simulation = field_validator("simulation")(_known_simulation_keys)
     _driver = field_validator("driver")(_registered_driver)
+    _nulls = nulls_unset("prompt_mutations", "template_sources")  # coder_eval's Optional fields
 
     @model_validator(mode="after")
     def _repo_first(self) -> Overlay:
@@ -135,6 +137,8 @@ class ExperimentDefaults(Overlay):
     pre_run: list[HookCommand] = Field(default_factory=list)
     post_run: list[HookCommand] = Field(default_factory=list)
     checker_context: CheckerContext = None  # merged key by key under the task's (coder_eval's defaults layer)
+
+    _hook_nulls = nulls_unset("pre_run", "post_run")  # coder_eval's Optional fields
 
 
 class Variant(Overlay):
@@ -189,6 +193,8 @@ class Experiment(StrictModel):
     sequential: Sequential | None = None
     budget: Budget | None = None  # --max-usd wins
     max_flaky_share: float | None = Field(default=None, ge=0, le=1)  # a suite gate over rows whose replicates disagree
+
+    _nulls = nulls_unset("defaults")  # coder_eval's Optional field
 
     @model_validator(mode="after")
     def _unique_variants(self) -> Experiment:

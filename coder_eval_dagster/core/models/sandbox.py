@@ -9,10 +9,11 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import AliasChoices, Field, ValidationInfo, field_validator, model_validator
 
 from .base import RegisteredNames, StrictModel, is_inside, is_partial, rule_error, rule_errors, valid_file_name
 from .cli_match import ArgvPattern
+from .criterion import nulls_unset
 from .ignore import IgnorePattern
 
 RECORD_CLI_DIR = "cli_mocks"  # the record_cli shims, in the sandbox
@@ -39,6 +40,8 @@ class CliMatch(ArgvPattern):
 
     value_flags: list[str] = Field(default_factory=lambda: ["output"])
     ignore_flags: list[str] = Field(default_factory=list)
+
+    _nulls = nulls_unset("positional", "flags")  # coder_eval's Optional fields
 
     @model_validator(mode="before")
     @classmethod
@@ -166,6 +169,14 @@ def _known_network_name(value: Any) -> Any:
     return value
 
 
+def asks_nothing(value: Any) -> bool:
+    """Null, an empty text or list, or a mapping of such: coder_eval dumps an unused ``build`` block as
+    ``{buildkit: null, args: {}, secrets: [], extra_args: []}`` in every resolved config."""
+    if isinstance(value, dict):
+        return all(asks_nothing(item) for item in value.values())
+    return value is None or value == "" or value == []
+
+
 class DockerConfig(StrictModel):
     """The docker driver's settings, in coder_eval's place: the image (read only under ``driver: docker``), and
     the network (``sandbox.network`` by another name)."""
@@ -180,7 +191,7 @@ class DockerConfig(StrictModel):
     def _unsupported_keys(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        asked = [(key, why) for key, why in UNSUPPORTED_DOCKER_KEYS.items() if data.get(key) not in (None, [], {}, "")]
+        asked = [(key, why) for key, why in UNSUPPORTED_DOCKER_KEYS.items() if not asks_nothing(data.get(key))]
         if asked:
             raise rule_errors(cls.__name__, [(key, f"not supported: {why}") for key, why in asked])
         return {key: value for key, value in data.items() if key not in UNSUPPORTED_DOCKER_KEYS}
@@ -323,7 +334,10 @@ class SandboxConfig(StrictModel):
     driver: str = Field(default="tempdir", json_schema_extra=SANDBOX_DRIVERS.schema)
     python: PythonEnv | None = Field(default_factory=PythonEnv)
     template_sources: list[TemplateSource] = Field(default_factory=list)
-    ignore_patterns: list[IgnorePattern] = Field(default_factory=list)
+    # coder_eval reads its legacy name too
+    ignore_patterns: list[IgnorePattern] = Field(
+        default_factory=list, validation_alias=AliasChoices("ignore_patterns", "additional_ignore_patterns")
+    )
     limits: SandboxLimits = Field(default_factory=SandboxLimits)
     node: NodeEnv | None = None
     record_cli: list[RecordedCli] = Field(default_factory=list)
@@ -335,6 +349,7 @@ class SandboxConfig(StrictModel):
     network: Network = Field(default_factory=NetworkPolicy)
 
     _network = field_validator("network", mode="before")(_known_network_name)
+    _nulls = nulls_unset("template_sources", "record_cli", "mock_path_dirs")  # coder_eval's Optional fields
 
     @field_validator("driver")
     @classmethod
