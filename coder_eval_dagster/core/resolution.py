@@ -481,9 +481,9 @@ NULL_IS_UNSET = ("agent", "run_limits")  # blocks coder_eval reads as not set wh
 
 
 def without_empty_blocks(task_raw: dict[str, Any]) -> dict[str, Any]:
-    """The task without the blocks written with no value (``agent:`` whose lines are all commented out): coder_eval
-    reads ``agent``, ``run_limits`` and ``sandbox.template_sources`` so as not set, which leaves them to the
-    experiment's defaults, where a null would have replaced those."""
+    """The task (or an experiment's defaults or variant) without the blocks written with no value (``agent:`` whose
+    lines are all commented out): coder_eval reads ``agent``, ``run_limits`` and ``sandbox.template_sources`` so
+    as not set, which leaves them to the layer below, where a null would have replaced those."""
     raw = {k: v for k, v in task_raw.items() if not (k in NULL_IS_UNSET and v is None)}
     sandbox = raw.get("sandbox")
     if isinstance(sandbox, dict) and "template_sources" in sandbox and sandbox["template_sources"] is None:
@@ -508,7 +508,8 @@ def layer(
         post = (block.pop("post_run", None) or []) + post
         sources += block.pop("template_sources", None) or []
         driver = block.get("driver")
-        under = _merge_layer(under, _with_driver({k: v for k, v in block.items() if k not in OVERLAY_ONLY}, driver))
+        kept = {k: v for k, v in without_empty_blocks(block).items() if k not in OVERLAY_ONLY}
+        under = _merge_layer(under, _with_driver(kept, driver))
     merged = _merge_layer(under, copy.deepcopy(task_raw))
     if pre:
         merged["pre_run"] = [*pre, *(merged.get("pre_run") or [])]
@@ -517,7 +518,9 @@ def layer(
     if sources:
         _append_sources(merged, sources)
     if variant_raw:
-        overlay: dict[str, Any] = {k: variant_raw[k] for k in ("agent", "sandbox", "run_limits") if k in variant_raw}
+        overlay: dict[str, Any] = {
+            k: v for k, v in without_empty_blocks(variant_raw).items() if k in ("agent", "sandbox", "run_limits")
+        }
         merged = _merge_layer(merged, _with_driver(copy.deepcopy(overlay), variant_raw.get("driver")))
         if variant_raw.get("template_sources"):
             _append_sources(merged, variant_raw["template_sources"])

@@ -78,8 +78,16 @@ def _experiments(folder: Path) -> list[Path]:
     """Experiments nulling the defaults' and variants' lists, and the defaults block itself."""
     listed: dict[str, Any] = {
         "experiment_id": "released-nulls",
-        "defaults": {"pre_run": None, "post_run": None, "template_sources": None, "prompt_mutations": None},
-        "variants": [{"variant_id": "a", "template_sources": None, "prompt_mutations": None}],
+        "defaults": {
+            "pre_run": None,
+            "post_run": None,
+            "template_sources": None,
+            "prompt_mutations": None,
+            "run_limits": None,
+        },
+        "variants": [
+            {"variant_id": "a", "template_sources": None, "prompt_mutations": None, "run_limits": None, "agent": None}
+        ],
     }
     bare = {"experiment_id": "no-defaults", "defaults": None, "variants": [{"variant_id": "a"}]}
     return [write_task(folder, listed, "listed.yaml"), write_task(folder, bare, "bare.yaml")]
