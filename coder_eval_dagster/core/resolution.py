@@ -1039,15 +1039,31 @@ def _agent_files(task: Task, doc: Document, has_rows: bool = False) -> tuple[Age
         plugins = []
         for index, plugin in enumerate(agent.plugins):
             folder = Path(os.path.expandvars(plugin.path)).absolute()
+            where = (*loc, "plugins", index, "path")
             if not folder.is_dir():
-                where = (*loc, "plugins", index, "path")
                 unset = unset_variables(plugin.path)
                 how = f"{', '.join(unset)} not set" if unset else "$VARs expanded"
                 why = f"warning: plugin folder not found: {folder} (relative to the current folder; {how})"
                 warnings.append(doc.problem_at(where, why))
+            elif not_a_plugin := _not_a_plugin(folder):
+                warnings.append(doc.problem_at(where, f"warning: {not_a_plugin}"))
             plugins.append(plugin.model_copy(update={"path": str(folder)}))
         update["plugins"] = plugins
     return (agent.model_copy(update=update) if update else agent), warnings
+
+
+def _not_a_plugin(folder: Path) -> str | None:
+    """Why Claude Code would find no plugin in ``folder`` (None: it is one). Pointed one level too deep, at its
+    ``skills/``, or at any other folder, the agent is offered nothing and a skill-on variant runs as skill-off,
+    in silence (coder_eval's later docs warn of it)."""
+    if (folder / ".claude-plugin" / "plugin.json").is_file() or any(folder.glob("skills/*/SKILL.md")):
+        return None
+    if any(folder.glob("*/SKILL.md")):
+        return (
+            f"{folder} holds skills (<name>/SKILL.md) itself: name the plugin folder above it, the one with "
+            ".claude-plugin/plugin.json and skills/"
+        )
+    return f"no Claude Code plugin in {folder}: neither .claude-plugin/plugin.json nor skills/<name>/SKILL.md"
 
 
 def _stands_on_rows(problem: Problem, merged: dict[str, Any]) -> bool:

@@ -129,3 +129,31 @@ def test_the_release_plans_every_file(oracle: Path, system_cli: SystemCli) -> No
     planned += [release.run_oracle(oracle, system_cli, "plan", tasks[0], "-e", path) for path in experiments]
     for outcome in planned:
         assert outcome.returncode == 0 and "All tasks are valid!" in outcome.stdout, outcome.stdout + outcome.stderr
+
+
+def test_a_plugin_path_that_holds_no_plugin_is_warned_of(system_cli: SystemCli) -> None:
+    """Pointed one level too deep (at its skills/) or at any other folder, a plugin offered nothing and the
+    skill-on variant ran as skill-off, validate saying OK."""
+    plugin = system_cli.folder / "plugins/myplug"
+    write(plugin / ".claude-plugin/plugin.json", '{"name": "myplug"}\n')
+    write(plugin / "skills/myskill/SKILL.md", "---\nname: myskill\ndescription: d\n---\n")
+    expected = {
+        plugin: None,
+        plugin / "skills": "holds skills (<name>/SKILL.md) itself: name the plugin folder above it",
+        plugin.parent: "no Claude Code plugin in",
+    }
+    for path, warning in expected.items():
+        task = write_task(
+            system_cli.folder / "tasks",
+            {
+                "task_id": "pl",
+                "description": "d",
+                "initial_prompt": "p",
+                "agent": {"type": "claude-code", "plugins": [{"type": "local", "path": str(path)}]},
+                "success_criteria": [{"type": "file_exists", "path": "a", "description": "d"}],
+            },
+            "pl.yaml",
+        )
+        checked = system_cli("validate", task, env={})
+        assert checked.code == 0, checked.output
+        assert (warning is None) == ("warning:" not in checked.err) and (warning or "") in checked.err, checked.err
