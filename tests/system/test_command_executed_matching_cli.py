@@ -54,6 +54,7 @@ def test_command_patterns_match_as_coder_eval_does(tmp_path: Path, system_cli: S
     assert result["stopped_early"] is True  # the guard's live count saw the continued command as forbidden
 
 
+# Each removes its own folder: a wrapper behind a runner or an assignment, in a list, a pipeline, a substitution.
 OBFUSCATED_BEHIND_A_PREFIX = [
     "sudo bash -c \"r'm' -rf g2\"",
     "FOO=1 bash -lc \"r'm' -rf g3\"",
@@ -61,22 +62,29 @@ OBFUSCATED_BEHIND_A_PREFIX = [
     "env bash -lc \"r'm' -rf g5\"",
     "bash -lc \"r'm' -rf g6\" | cat",
     'timeout 5 sh -c "bash -c \'r\\"m\\" -rf g7\'"',
+    "mkdir g8; bash -c \"r'm' -rf g8\"",
+    "cd .\nbash -c \"r'm' -rf g9\"",
+    "echo hi |bash -c \"r'm' -rf g10\"",
+    "true && timeout -s KILL 5 bash -c \"r'm' -rf g11\"",
+    "if true ; then bash -c \"r'm' -rf g12\" ; fi",
+    "echo $(bash -c \"r'm' -rf g13\")",
 ]
 
 
-@pytest.mark.parametrize("command", OBFUSCATED_BEHIND_A_PREFIX)
-def test_a_guard_sees_a_wrapped_command_behind_a_runner_or_in_a_list(
-    tmp_path: Path, system_cli: SystemCli, command: str
-) -> None:
-    """A wrapper was stripped only when it was the whole command: each of these slipped past `max_count: 0`."""
-    write(tmp_path / "tasks/traj.yaml", yaml.safe_dump({"turns": [{"calls": [{"tool": "Bash", "command": command}]}]}))
+def test_a_guard_sees_a_wrapped_command_behind_a_runner_or_in_a_list(tmp_path: Path, system_cli: SystemCli) -> None:
+    """A wrapper was stripped only when it was the whole command (then only around ``&&`` as a word of its own):
+    each of these slipped past a `max_count: 0` guard."""
+    calls = [{"tool": "Bash", "command": command} for command in OBFUSCATED_BEHIND_A_PREFIX]
+    write(tmp_path / "tasks/traj.yaml", yaml.safe_dump({"turns": [{"calls": calls}]}))
+    guards = [_ran(rf"rm -rf g{n}\b", min_count=0, max_count=0) for n in range(2, 14)]
     task = task_file(
         tmp_path / "tasks",
         "guarded",
         agent={"type": "replay", "trajectory": "traj.yaml"},
         initial_prompt="p",
-        success_criteria=[_ran("rm -rf", min_count=0, max_count=0)],
+        success_criteria=[*guards, _ran("^rm -rf", min_count=0, max_count=0, tool_name="Write")],
     )
     outcome, run = system_cli.run(task, env={})
     assert outcome.code == 1, outcome.output
-    assert run.result("guarded")["success_criteria_results"][0]["score"] == 0.0
+    scores = [c["score"] for c in run.result("guarded")["success_criteria_results"]]
+    assert scores == [0.0] * len(guards) + [1.0]

@@ -106,35 +106,67 @@ def _is_command_flag(word: str) -> bool:
     return len(word) >= 2 and word[0] == "-" and word[1] != "-" and word[1:].isalpha() and "c" in word[1:]
 
 
-SEPARATORS = frozenset({"|", "|&", "||", "&&", ";", "&"})  # between the commands of a list or pipeline
-# Programs that run the command after them (with their flags, an assignment or a duration between).
-RUNNERS = frozenset({"sudo", "doas", "env", "exec", "nohup", "time", "command", "nice", "timeout", "stdbuf"})
+# Between the commands of a list or pipeline, a subshell or a substitution (outside quotes): the longest first.
+SEPARATORS = ("&&", "||", "|&", ";", "&", "|", "\n", "(", ")", "`")
+# Programs that run the command after them, with their own options and values between (``timeout -s KILL 5``,
+# ``sudo -u root``, ``env -u HOME FOO=1``), and the shell's words that open a command (``then``, ``{``, ``!``).
+RUNNERS = frozenset(
+    {"sudo", "doas", "env", "exec", "nohup", "time", "command", "nice", "timeout", "stdbuf", "xargs", "setsid"}
+)
+OPENERS = frozenset({"then", "do", "else", "elif", "if", "while", "until", "{", "}", "!", "$"})
+RUNNER_ARGUMENTS = 4  # words a runner's options and their values may take before the command it runs
 MAX_WRAPPERS = 8  # nested ``bash -c "sh -c '...'"`` unwrapped at most this deep
 
 
-def _unwrapped(words: list[str], depth: int = 0) -> list[str] | None:
-    """``words`` with each command's ``bash -lc``/``bash -l -c``/``sh -ic`` wrapper replaced by the words of the
-    script it runs: in every command of a list or pipeline (``cd x && bash -lc "..."``, ``bash -c "..." | cat``),
-    behind a runner or an assignment (``sudo``, ``env``, ``FOO=1``); None when a script's quotes do not close."""
-    out: list[str] = []
-    command: list[str] = []
-    for word in [*words, ";"]:
-        if word not in SEPARATORS:
-            command.append(word)
+def _commands(script: str) -> list[tuple[str, str]]:
+    """``script`` cut at each separator outside quotes, as (command text, the separator after it); a ``&`` of a
+    redirection (``2>&1``, ``&>``) is no separator."""
+    parts: list[tuple[str, str]] = []
+    quote, begun, i = "", 0, 0
+    while i < len(script):
+        char = script[i]
+        if char == "\\" and quote != "'":
+            i += 2
             continue
-        unwrapped = _command_unwrapped(command, depth)
+        if char in "'\"" and quote in ("", char):
+            quote = "" if quote else char
+        elif not quote and (separator := _separator_at(script, i)):
+            parts.append((script[begun:i], separator))
+            i = begun = i + len(separator)
+            continue
+        i += 1
+    return [*parts, (script[begun:], "")]
+
+
+def _separator_at(script: str, i: int) -> str:
+    found = next((s for s in SEPARATORS if script.startswith(s, i)), "")
+    redirection = found == "&" and (script[i - 1 : i] in ("<", ">") or script[i + 1 : i + 2] == ">")
+    return "" if redirection else found
+
+
+def _unwrapped(script: str, depth: int = 0) -> list[str] | None:
+    """The words of ``script`` with each command's ``bash -lc``/``bash -l -c``/``sh -ic`` wrapper replaced by the
+    words of the script it runs: in every command of a list, a pipeline, a subshell or a substitution
+    (``cd x; bash -lc "..."``, ``bash -c "..." | cat``), behind a runner or an assignment (``sudo -u root``,
+    ``timeout -s KILL 5``, ``FOO=1``); None when a quote does not close."""
+    out: list[str] = []
+    for text, separator in _commands(script):
+        words = _words(text)
+        unwrapped = None if words is None else _command_unwrapped(words, depth)
         if unwrapped is None:
             return None
-        out += [*unwrapped, word]
-        command = []
-    return out[:-1]
+        out += [*unwrapped, *([separator] if separator.strip() else [])]
+    return out
 
 
 def _command_unwrapped(words: list[str], depth: int) -> list[str] | None:
-    for start, word in enumerate(words):
+    runner = None  # where the last runner stood: its options and values may follow it
+    for index, word in enumerate(words):
         if _is_shell_program(word) and depth < MAX_WRAPPERS:
-            return _script_run(words, start, depth)
-        if not _runs_what_follows(word):
+            return _script_run(words, index, depth)
+        if word in RUNNERS or word in OPENERS:
+            runner = index
+        elif not _runs_what_follows(word) and (runner is None or index - runner > RUNNER_ARGUMENTS):
             break
     return words
 
@@ -143,8 +175,7 @@ def _script_run(words: list[str], shell: int, depth: int) -> list[str] | None:
     """The words before the shell, then those of the script its ``-c`` runs (and the arguments after it)."""
     for index in range(shell + 1, len(words) - 1):
         if _is_command_flag(words[index]):
-            script = _words(words[index + 1])
-            inner = None if script is None else _unwrapped(script, depth + 1)
+            inner = _unwrapped(words[index + 1], depth + 1)
             return None if inner is None else [*words[:shell], *inner, *words[index + 2 :]]
         if not words[index].startswith("-"):
             break  # a script file, not a -c wrapper
@@ -152,10 +183,9 @@ def _script_run(words: list[str], shell: int, depth: int) -> list[str] | None:
 
 
 def _runs_what_follows(word: str) -> bool:
-    """A word a wrapper may stand behind: a runner, its flag or duration, or an assignment (``FOO=1``)."""
+    """A word a wrapper may stand behind: a flag, an assignment (``FOO=1``) or a duration."""
     return (
-        word in RUNNERS
-        or word.startswith("-")
+        word.startswith("-")
         or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*|\d+(\.\d+)?[smhd]?", word, re.DOTALL) is not None
     )
 
@@ -167,11 +197,8 @@ def shell_normalized(command: str) -> str | None:
     coder_eval keeps a line continuation as a newline word, bash drops it, and so does this (``^git push`` matches
     ``git \\<newline> push``).
     """
-    words = _words(command)
-    if not words:
-        return None
-    unwrapped = _unwrapped(words)
-    return None if unwrapped is None else " ".join(unwrapped)
+    unwrapped = _unwrapped(_joined_continuations(command))
+    return " ".join(unwrapped) if unwrapped else None
 
 
 def haystacks(call: ToolCallRecord) -> list[str]:
