@@ -260,6 +260,7 @@ def test_setup_reaches_npms_registry_only_for_a_task_with_node_packages(monkeypa
         ({"allow": ["a.example:1"], "open": True}, "an open network allows everything"),
         ({"allowed": []}, "Extra inputs are not permitted"),
         ("overlay", "unknown network 'overlay': use bridge, none, host, or a block"),
+        (5, "unknown network 5: use bridge, none, host, or a block"),  # (was two lines, one the literal arm's)
     ],
 )
 def test_a_network_block_is_checked_at_load(network: Any, problem: str) -> None:

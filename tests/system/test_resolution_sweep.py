@@ -220,6 +220,10 @@ def test_a_file_name_no_file_system_can_hold_is_refused_at_its_line(tmp_path: Pa
             "files.0.path: holds a NUL character, which no file name can",
         ),
         (f"{{type: template_dir, path: {long}}}", f"path: {too_long}"),
+        (  # short names, a whole path past Linux's 4,096 bytes: validate stopped at it with one line
+            f"{{type: template_dir, path: {'abcdefgh/' * 500}}}",
+            f"path: is over the 4095 bytes a path can hold ({'abcdefgh/' * 2}ab...)",
+        ),
     ]:
         task, lines = _refused(
             tmp_path,

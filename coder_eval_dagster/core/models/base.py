@@ -316,14 +316,17 @@ def is_inside(relative: str, glob: bool = False) -> bool:
 
 
 NAME_MAX = 255  # bytes in one file name (Linux's NAME_MAX)
+PATH_MAX = 4096  # bytes in a whole path (Linux's PATH_MAX)
 
 
 def file_name_problem(path: str) -> str | None:
     """Why no file system can hold ``path``, said at load: it would otherwise fail every row at run time, or stop a
-    check of the file with no line named."""
+    check of the file with no line named. (A backslash is part of a name here, as on Linux.)"""
     if "\0" in path:
         return "holds a NUL character, which no file name can"
-    longest = max(re.split(r"[/\\]+", path), key=lambda part: len(part.encode("utf-8", "surrogatepass")))
+    if len(path.encode("utf-8", "surrogatepass")) >= PATH_MAX:
+        return f"is over the {PATH_MAX - 1} bytes a path can hold ({path[:20]}...)"
+    longest = max(path.split("/"), key=lambda part: len(part.encode("utf-8", "surrogatepass")))
     if len(longest.encode("utf-8", "surrogatepass")) > NAME_MAX:
         return f"a name in it is over the {NAME_MAX} bytes a file name can hold ({longest[:20]}...)"
     return None

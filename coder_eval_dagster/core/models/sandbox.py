@@ -160,13 +160,15 @@ Network = Literal["bridge", "none", "host"] | NetworkPolicy  # a block, or one o
 
 
 def _known_network_name(value: Any) -> Any:
-    """An unknown network name in one line (pydantic would explain both arms of the union)."""
-    if isinstance(value, str) and value not in NETWORK_NAMES:
-        later = " (llm_only is coder_eval's later form, not in its release)" if value == "llm_only" else ""
-        raise ValueError(
-            f"unknown network {value!r}{later}: use {', '.join(NETWORK_NAMES)}, or a block {{allow: [host:port, ...]}}"
-        )
-    return value
+    """An unknown network name, or a value neither a name nor a block (``5``, ``true``, a list), in one line
+    (pydantic would explain both arms of the union)."""
+    named = isinstance(value, str) and value in NETWORK_NAMES
+    if named or value is None or isinstance(value, dict | NetworkPolicy):
+        return value
+    later = " (llm_only is coder_eval's later form, not in its release)" if value == "llm_only" else ""
+    raise ValueError(
+        f"unknown network {value!r}{later}: use {', '.join(NETWORK_NAMES)}, or a block {{allow: [host:port, ...]}}"
+    )
 
 
 def asks_nothing(value: Any) -> bool:
@@ -360,6 +362,7 @@ class SandboxConfig(StrictModel):
     @classmethod
     def _dirs_inside(cls, value: list[str]) -> list[str]:
         for entry in value:
+            valid_file_name(entry)
             if not is_inside(entry):
                 raise ValueError(f"{entry!r} must be a relative folder that stays inside the sandbox")
         return value
