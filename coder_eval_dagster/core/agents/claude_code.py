@@ -18,14 +18,18 @@ SDK's ``plugins`` option: their skills become the agent's.
 
 ``run_limits.max_tool_calls``: once the agent has made that many tool calls,
 any further call is refused and the run ends (stop reason ``max_tool_calls``);
-the criteria then grade what it left.
+the criteria then grade what it left. A call the PreToolUse hook refuses
+because the run is stopping (the cap, an early stop, a spent budget) never
+ran: it is not recorded, as a replay never plays it.
 
 Telemetry comes live from the PreToolUse / PostToolUse hooks; a turn is one
 model round trip (one assistant message id) with its usage. The early-stop
 watcher runs in the PostToolUse hook and ends the loop with
 ``continue_: False``. Token budgets and ``max_usd`` are checked after each
-completed turn, in the tool hooks (a turn over a cap is the last: no model
-request follows it); Claude Code reports the cost at the end of each
+completed turn, in the PostToolUse hook of its last call to end (a turn over a
+cap is the last: its own calls all run, no model request follows it); that
+hook first waits until the turn has streamed to its end, so that its usage is
+all in. Claude Code reports the cost at the end of each
 exchange, so until then a turn's cost is its tokens at the run's prices
 (none when the model has no price: ``max_usd`` is then checked at the end). After a stop (a breach, an early
 stop, the tool-call cap) the CLI is interrupted and the rest of its answer is still read, up to its result
@@ -35,7 +39,9 @@ CLI streams back (a failed or refused call's error text, is_error), never the ho
 which is the CLI's own record (``{"stdout": ..., "interrupted": ...}``) and no text the model saw; the hooks give
 the call's time and, for the early-stop watcher, its status as soon as it ends. Each exchange's ResultMessage
 is kept on its last turn as the schema's ``result_summary`` (an API error is ``is_error`` there, and the
-CLI's made-up "API Error: ..." message is no reply of the model's). A simulated dialog continues the
+CLI's made-up "API Error: ..." message is no reply of the model's). A time limit cuts the exchange at its
+deadline: the calls still running are recorded as they stand (errors, timed up to the cut), and what the agent
+runs in the sandbox ends then, not after the SDK's grace for the CLI to exit. A simulated dialog continues the
 same client (one CLI session) with each user message, so the agent keeps
 its context; the SDK reports the cost cumulatively, each exchange gets the
 difference.
@@ -84,6 +90,8 @@ if TYPE_CHECKING:  # the SDK is imported on first use (start-up stays light)
 
 STDERR_LINES = 20
 DRAIN_S = 30.0  # after a stop: how long the rest of the answer (its last usage, the reported cost) is waited for
+TURN_END_WAIT_S = 10.0  # how long a tool hook waits for its turn's end (its last usage) before checking the budgets
+BUDGET_CAPS = ("max_input_tokens", "max_output_tokens", "max_total_tokens", "max_usd")  # checked after each turn
 SYNTHETIC_MODEL = "<synthetic>"  # what Claude Code names as the model of a message it made up (an API error's)
 SKILL_TOOL = "Skill"
 
@@ -101,12 +109,19 @@ class Session:
         self.breached: Breach | None = None  # a budget over its cap: no further tool call, no further turn
         self.turn_of: dict[str, TurnRecord] = {}  # assistant message id -> turn
         self.call_of: dict[str, ToolCallRecord] = {}  # tool_use id -> call
-        self.started_at: dict[str, float] = {}
+        # tool_use id -> when its PreToolUse hook let it run, and that hook's input (a call cut by a time limit has
+        # no other hook)
+        self.running: dict[str, tuple[float, Mapping[str, Any]]] = {}
+        self.refused: set[str] = set()  # tool_use ids the PreToolUse hook refused: they never ran
+        self.message_of: dict[str, str] = {}  # tool_use id -> the assistant message id that made the call
+        self.ended: set[str] = set()  # assistant message ids streamed to their end (message_delta: the last usage)
+        self.progress = asyncio.Event()  # set (and replaced) at each streamed step a waiting tool hook may need
         self.stop_requested: str | None = None  # the early-stop watcher's reason
         self.calls_started = 0  # tool calls let through (run_limits.max_tool_calls)
         self.streaming: str | None = None  # the assistant message id being streamed
         self.answered: set[str] = set()  # the message ids an assistant message came for (a cut stream has none)
         self.budgeted = 0  # turns already added to the budget
+        self.capped = any(getattr(agent_input.limits, cap) is not None for cap in BUDGET_CAPS)
         self.cost_reported = 0.0  # the session's cumulative cost so far (the SDK reports it cumulatively)
         self.cost_covered = 0  # the turns the reported cost covers (an exchange's cost comes at its end)
         self.stderr: deque[str] = deque(maxlen=STDERR_LINES)  # the CLI's last words, for an error's reason
@@ -134,10 +149,12 @@ class Session:
         return None
 
     async def pre_tool(self, data: HookInput, tool_use_id: str | None, _ctx: HookContext) -> SyncHookJSONOutput:
-        self.breached = self.breached or self._over_a_cap()
+        """Let a call run, or refuse it once the run is stopping; a turn's own calls all run, the budgets are checked
+        once it is complete (``_observe``)."""
         if self.input.calls_exhausted(self.calls_started):
             self.output.stop_at_tool_cap(self.input.limits.max_tool_calls)
         if self.halted:  # the run was stopped: no further tool call may run, whatever is in flight
+            self._refuse(tool_use_id)
             return {
                 "continue_": False,
                 "hookSpecificOutput": {
@@ -148,30 +165,76 @@ class Session:
             }
         self.calls_started += 1
         if tool_use_id:
-            self.started_at[tool_use_id] = time.perf_counter()
+            self.running[tool_use_id] = (time.perf_counter(), data)
         return {}
 
+    def _refuse(self, tool_use_id: str | None) -> None:
+        """A call refused because the run is stopping never ran: it is no command of the trajectory (a replay never
+        plays it), whether its assistant message reached us before this hook or comes after."""
+        if tool_use_id is None:
+            return
+        self.refused.add(tool_use_id)
+        call = self.call_of.pop(tool_use_id, None)
+        if call is not None:
+            self.output.turns[call.turn - 1].calls.remove(call)
+
     async def post_tool(self, data: HookInput, tool_use_id: str | None, _ctx: HookContext) -> SyncHookJSONOutput:
-        return self._observe(self._finish_call(data, tool_use_id, "success"))
+        return await self._observe(data, tool_use_id, "success")
 
     async def failed_tool(self, data: HookInput, tool_use_id: str | None, _ctx: HookContext) -> SyncHookJSONOutput:
-        return self._observe(self._finish_call(data, tool_use_id, "error"))
+        return await self._observe(data, tool_use_id, "error")
 
-    def _observe(self, call: ToolCallRecord | None) -> SyncHookJSONOutput:
-        """Feed the early-stop watcher; tell the CLI to stop when it fires (or the tool-call cap was reached)."""
+    async def _observe(self, data: HookInput, tool_use_id: str | None, status: ToolCallStatus) -> SyncHookJSONOutput:
+        """Record the call that ended, feed the early-stop watcher, and check the budgets once its turn is complete;
+        tell the CLI to stop when the run is stopping (no model request follows)."""
+        if self.capped and tool_use_id:  # the turn's usage and calls are then known before it is judged
+            await self._until_streamed(tool_use_id)
+        call = self._finish_call(data, tool_use_id, status)
         watcher = self.input.watcher
         reason = watcher.observe(call) if watcher and call else None
         if reason:
             self.stop_requested = reason
-        self.breached = self.breached or self._over_a_cap()  # the turn's last usage is in by now: no next turn
+        if call is not None and self._turn_done(call):  # its calls have all ended: a breach stops before the next
+            self.breached = self.breached or self._over_a_cap()
         halted = self.halted
         return {"continue_": False, "stopReason": halted} if halted else {}
+
+    def _streamed(self, tool_use_id: str) -> bool:
+        """Whether the message that made this call has streamed to its end (or was cut: another one began)."""
+        key = self.message_of.get(tool_use_id)
+        return key is not None and (key in self.ended or key != self.streaming)
+
+    async def _until_streamed(self, tool_use_id: str) -> None:
+        """Wait, for at most TURN_END_WAIT_S, until the call's message has streamed to its end: the CLI runs a call
+        as soon as its block is streamed, and the SDK answers a hook before the messages before it reach us."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(TURN_END_WAIT_S):
+                while not self._streamed(tool_use_id):
+                    await self.progress.wait()
+
+    def _advance(self) -> None:
+        """Wake the tool hooks waiting for a message's end."""
+        self.progress.set()
+        self.progress = asyncio.Event()
+
+    def _turn_done(self, call: ToolCallRecord) -> bool:
+        """Whether every call of ``call``'s turn has ended (its hook, or its tool result, said how)."""
+        return all(other.status != "unknown" for other in self.output.turns[call.turn - 1].calls)
+
+    def cut(self) -> None:
+        """The exchange was cut (a time limit, the run interrupted): each call still running is recorded as it
+        stands, an error (its outcome unknown, no result reached the model) timed from its start up to now, and what
+        the agent runs in the sandbox ends now, the services kept (a docker sandbox ends none: its container's run
+        on); the SDK gives the CLI a grace to exit, and its tools wrote on into the sandbox meanwhile."""
+        for tool_use_id, (_, data) in list(self.running.items()):
+            self._finish_call(data, tool_use_id, "error")
+        self.input.sandbox.end_leftovers()
 
     def _finish_call(
         self, data: Mapping[str, Any], tool_use_id: str | None, status: ToolCallStatus
     ) -> ToolCallRecord | None:
-        """Time a call and give its status from its PostToolUse(Failure) hook's input, read as the JSON the CLI sent;
-        its output comes with its tool result (``on_user``)."""
+        """Time a call and give its status from its PostToolUse(Failure) hook's input (a cut call's: its PreToolUse
+        hook's), read as the JSON the CLI sent; its output comes with its tool result (``on_user``)."""
         call = self.call_of.get(tool_use_id or "")
         if call is None:  # the hook ran before the assistant message reached us
             call = self._new_call(
@@ -180,7 +243,7 @@ class Session:
                 data.get("tool_input") or {},
                 self._current_turn(),
             )
-        started = self.started_at.pop(tool_use_id or "", None)
+        started, _ = self.running.pop(tool_use_id or "", (None, data))
         measured = data.get("duration_ms")
         call.duration_ms = round(
             measured
@@ -244,9 +307,15 @@ class Session:
             self.streaming = key
             turn, breach = self._turn(key)
             self._add_usage(turn, message.get("usage"))
+            self._advance()
             return breach
+        block = event.get("content_block") or {}
+        if event.get("type") == "content_block_start" and block.get("type") == "tool_use" and self.streaming:
+            self.message_of.setdefault(str(block.get("id")), self.streaming)
         if event.get("type") == "message_delta" and self.streaming:
             self._add_usage(self.turn_of[self.streaming], event.get("usage"))
+            self.ended.add(self.streaming)
+            self._advance()
         return None
 
     def on_system(self, message: SystemMessage) -> None:
@@ -269,12 +338,15 @@ class Session:
         turn, breach = self._turn(key)
         self._add_usage(turn, getattr(message, "usage", None))
         for block in message.content:
-            if isinstance(block, ToolUseBlock) and block.id not in self.call_of:
-                self._new_call(block.id, block.name, block.input, turn)
+            if isinstance(block, ToolUseBlock):
+                self.message_of.setdefault(block.id, key)
+                if block.id not in self.call_of and block.id not in self.refused:
+                    self._new_call(block.id, block.name, block.input, turn)
             elif isinstance(block, TextBlock) and block.text.strip() and not made_up:
                 # the CLI's own message in place of a reply ("API Error: ..."): no reply of the model's, it is
                 # in the result's summary (on_result) and the error message
                 turn.text = (turn.text + "\n" if turn.text else "") + block.text
+        self._advance()
         return breach
 
     def on_user(self, message: UserMessage) -> None:
@@ -295,10 +367,9 @@ class Session:
                 call.status = "success"
 
     def _over_a_cap(self) -> Breach | None:
-        """Whether the turns so far put a budget over its cap: asked before a tool runs (the turn's usage may not
-        be all in yet: the SDK answers hooks at once, its messages reach us in turn) and after (it is by then);
-        over, no further tool or model request runs. Tried on a copy of the budget: the turns are counted once,
-        by ``settle``, with their last usage."""
+        """Whether the turns so far put a budget over its cap: asked once a turn is complete (its calls ended, its
+        usage all in); over, no further tool or model request runs. Tried on a copy of the budget: the turns are
+        counted once, by ``settle``, with their last usage."""
         trial = copy.copy(self.budget)
         return next((b for turn in self.output.turns[self.budgeted :] if (b := trial.add(turn))), None)
 
@@ -490,7 +561,16 @@ async def _rest(replies: AsyncIterator[Any], session: Session) -> None:
 
 
 async def _exchange(client: ClaudeSDKClient, session: Session, prompt: str) -> Breach | None:
-    """One user message and the agent's whole answer to it; a budget breach's status, if any."""
+    """One user message and the agent's whole answer to it; a budget breach's status, if any. A time limit cancels
+    it (the exchange's own, or the conversation's): it is cut there."""
+    try:
+        return await _answer(client, session, prompt)
+    except asyncio.CancelledError:
+        session.cut()
+        raise
+
+
+async def _answer(client: ClaudeSDKClient, session: Session, prompt: str) -> Breach | None:
     from claude_agent_sdk import ResultMessage
 
     breach: Breach | None = None
