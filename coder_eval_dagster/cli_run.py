@@ -294,8 +294,8 @@ def _row_tasks_of(opened: OpenRun, folders: list[Path]) -> list[RowTask]:
 
 def _say_files_changed(opened: OpenRun, row_tasks: list[RowTask]) -> None:
     """A note when files the row-tasks about to run read changed since the run started: the snapshot keeps the
-    task files as they were, not a template folder, the reference file or a replay trajectory, which run as they
-    are now (a resumed run mixes the two versions, so it is said)."""
+    task files as they were, not the files they read (fingerprints.py), which run as they are now (a resumed run
+    mixes the two versions, so it is said)."""
     from .core.fingerprints import fingerprints
 
     recorded = opened.snapshot.fingerprints
@@ -305,8 +305,9 @@ def _say_files_changed(opened: OpenRun, row_tasks: list[RowTask]) -> None:
         more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
         print(
             f"coder-eval run: note: {len(changed)} row-task(s) to run read files that changed since the run started "
-            f"(a template folder, the reference file or a replay trajectory, which the run's snapshot does not "
-            f"keep): they run with them as they are now: {named}{more}",
+            f"(a template folder or repository, the reference, a $TASK_DIR file, a judge's rubric, a plugin or a "
+            f"replay trajectory, which the run's snapshot does not keep): they run with them as they are now: "
+            f"{named}{more}",
             file=sys.stderr,
         )
 

@@ -65,7 +65,7 @@ def _folder_text(folder: Path) -> str:
     sections: list[str] = []
     size = 0
     folder = folder.resolve()
-    for path in sorted(folder / entry for entry in _regular_entries(folder, None) if not (folder / entry).is_dir()):
+    for path in sorted(folder / entry for entry in regular_entries(folder, None) if not (folder / entry).is_dir()):
         try:
             text = read_input_text(path, MAX_DOCUMENT_BYTES)
         except (OSError, UnicodeDecodeError, UnreadableFile):
@@ -94,10 +94,10 @@ def staged_reference(task: Task, task_dir: Path, folder: Path, sandbox: Sandbox)
 def stages_folders(task: Task) -> bool:
     """Whether scoring the task stages a copy of its reference folder or of its own folder for the criteria."""
     reference = task.reference is not None and task.reference.directory is not None
-    return reference or _reads_task_dir(task)
+    return reference or reads_task_dir(task)
 
 
-def _reads_task_dir(task: Task) -> bool:
+def reads_task_dir(task: Task) -> bool:
     return any(criterion.reads_task_dir() for criterion in task.success_criteria)
 
 
@@ -106,13 +106,13 @@ def staged_task_dir(task: Task, task_dir: Path, folder: Path, sandbox: Sandbox) 
     """The task file's folder's private copy while the block runs, when a criterion names ``TASK_DIR`` (None:
     none does, and nothing is copied): with the folder holding it (not the user's home) when that is under the cap
     too, else alone; a folder over the cap is not copied, its criteria fail saying so."""
-    if not _reads_task_dir(task):
+    if not reads_task_dir(task):
         yield None
         return
     task_dir = task_dir.resolve()  # a task named from its own folder is in "." (whose parent is "." again)
     staged = folder / STAGED_TASK_DIR
     # with the folder holding it first, as coder_eval's tasks reach a family's files: $TASK_DIR/../shared/check.py
-    for source in dict.fromkeys(filter(None, (_family_folder(task_dir), task_dir))):
+    for source in dict.fromkeys(filter(None, (family_folder(task_dir), task_dir))):
         if _copy_files(source, staged, task_dir):
             with _shown(staged, sandbox) as seen:
                 yield StagedTaskDir(seen / task_dir.relative_to(source))
@@ -125,7 +125,7 @@ def staged_task_dir(task: Task, task_dir: Path, folder: Path, sandbox: Sandbox) 
     )
 
 
-def _family_folder(task_dir: Path) -> Path | None:
+def family_folder(task_dir: Path) -> Path | None:
     """The folder above the task's, to copy with it, unless it is or holds the user's home (a task in ``~/evals``:
     the home's own files) or is a run's output: None then, and the task's folder is copied alone."""
     home = Path(os.path.expanduser("~")).resolve()
@@ -151,7 +151,7 @@ def _copy_files(source: Path, target: Path, task_dir: Path | None) -> bool:
     target.mkdir(parents=True)
     source = source.resolve()
     files = size = 0
-    for relative in _regular_entries(source, task_dir, target.parent):
+    for relative in regular_entries(source, task_dir, target.parent):
         if (source / relative).is_dir():
             (target / relative).mkdir()
             continue
@@ -163,7 +163,7 @@ def _copy_files(source: Path, target: Path, task_dir: Path | None) -> bool:
     return True
 
 
-def _regular_entries(source: Path, task_dir: Path | None, evaluation: Path | None = None) -> Iterator[Path]:
+def regular_entries(source: Path, task_dir: Path | None, evaluation: Path | None = None) -> Iterator[Path]:
     """Each folder and regular file under ``source`` (a real path), relative to it, a folder before what it holds.
 
     Links are left out, never followed; so are ``.env`` files, and a folder

@@ -14,8 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from logging import Logger
 from pathlib import Path
@@ -61,6 +62,7 @@ def minimum_interval_s() -> int:
 
 
 FINGERPRINTS_KEY = "coder-eval/sensor-fingerprints/{sensor}/{name}"
+EPOCH_BYTES = 4  # of a cursor's epoch: a reset draws one of 4 billion
 KEPT_FINGERPRINTS = 8  # a sensor's entries kept, the ones read or written last: the committed cursor's among them
 
 
@@ -123,28 +125,34 @@ def sensor_identity(context: dg.SensorEvaluationContext) -> str:
 @dataclass(frozen=True)
 class Cursor:
     """What the sensor keeps between ticks: the digest naming its fingerprints (of each ``task|variant`` key) in
-    the store, and how many ticks requested runs (each tick's run keys carry that count: a reverted file is a new
-    request, never a repeat). The two earlier forms held the fingerprints themselves (``inline``); anything else
-    (set by hand) is read as no cursor."""
+    the store, how many ticks requested runs, and the epoch: an id drawn when the cursor is made (the sensor
+    turned on, its cursor reset). Each tick's run keys carry both: a reverted file is a new request, never a
+    repeat, even of a tick before a reset (whose count started again at 0: Dagster skipped the run as done). The
+    two earlier forms held the fingerprints themselves (``inline``); anything else (set by hand) is read as no
+    cursor. A cursor without an epoch (an earlier form) takes one from its text: the same cursor, the same keys."""
 
     digest: str | None = None  # None: nothing stored yet
     requests: int = 0
     inline: dict[str, str] | None = None
+    epoch: str = field(default_factory=lambda: secrets.token_hex(EPOCH_BYTES))
 
     @classmethod
     def parse(cls, text: str | None) -> Cursor:
+        if not text:
+            return cls()
         try:
-            data = json.loads(text) if text else {}
+            data = json.loads(text)
         except ValueError:
             return cls()
         if not isinstance(data, dict):
             return cls()
         requests = data["requests"] if isinstance(data.get("requests"), int) else 0
+        epoch = data["epoch"] if isinstance(data.get("epoch"), str) else _digest(text)[: EPOCH_BYTES * 2]
         if "digest" in data:
-            return cls(data["digest"] if isinstance(data["digest"], str) else None, requests)
+            return cls(data["digest"] if isinstance(data["digest"], str) else None, requests, epoch=epoch)
         if isinstance(data.get("fingerprints"), dict):  # the fingerprints in the cursor, with the count
-            return cls(requests=requests, inline=_fingerprints_only(data["fingerprints"]))
-        return cls(inline=_fingerprints_only(data) or None)  # the fingerprints alone
+            return cls(requests=requests, inline=_fingerprints_only(data["fingerprints"]), epoch=epoch)
+        return cls(inline=_fingerprints_only(data) or None, epoch=epoch)  # the fingerprints alone
 
     def fingerprints(self, store: FingerprintStore) -> dict[str, str] | None:
         """The fingerprints of the last tick; None when none were kept (turned on, reset) or their entry is gone."""
@@ -159,11 +167,14 @@ class Cursor:
         it, and kept), else a new one, written now."""
         if self.digest is not None and earlier is not None and fingerprints == earlier:
             store.keep(self.digest)
-            return Cursor(self.digest, self.requests + requested)
-        return Cursor(store.put(fingerprints), self.requests + requested)
+            return Cursor(self.digest, self.requests + requested, epoch=self.epoch)
+        return Cursor(store.put(fingerprints), self.requests + requested, epoch=self.epoch)
+
+    def run_key(self, digest: str) -> str:
+        return f"files-{self.epoch}-{self.requests}-{digest}"
 
     def dump(self) -> str:
-        return json.dumps({"digest": self.digest, "requests": self.requests})
+        return json.dumps({"digest": self.digest, "requests": self.requests, "epoch": self.epoch})
 
 
 def _fingerprints_only(data: dict[str, object]) -> dict[str, str]:
@@ -241,11 +252,12 @@ def _skip_reason(
 def _run_requests(
     cursor: Cursor, fingerprints: dict[str, str], changed: list[str], tasks: list[str], variants: list[str]
 ) -> list[dg.RunRequest]:
-    """Runs over exactly the changed keys where they are; the run key is new for every tick that runs."""
+    """Runs over exactly the changed keys where they are; the run key is new for every tick that runs (across cursor
+    resets too), the same for a tick evaluated again with the same cursor."""
     digest = _digest(json.dumps([(k, fingerprints[k]) for k in changed]))[:12]
     pairs = [(task, variant) for task, variant in (key.split("|") for key in changed)]
     return tick_requests(
-        f"files-{cursor.requests}-{digest}",
+        cursor.run_key(digest),
         datetime.now(UTC),
         rectangles(pairs, tasks, variants),
         {TRIGGER_TAG: "files"},
