@@ -212,7 +212,7 @@ class DatabaseRetries(logging.Filter):
         return True
 
 
-class RedactedLastResort(logging.StreamHandler):  # type: ignore[type-arg]
+class RedactedLastResort(logging.StreamHandler[typing.TextIO]):
     """Python's last resort (a warning of a logger with no handler, on the stderr of the moment, the message alone),
     its secrets masked: without ``-v`` the package's warnings (a model's 401 quoting the key) reached the terminal
     through ``logging.lastResort``, which no formatter of ours touched."""

@@ -85,16 +85,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from .core.compare.analysis import compare_runs, compare_variants
     from .core.compare.comparison_files import write_comparison_page
     from .core.compare.render import render_json, render_markdown, render_table
-    from .core.compare.rows import load_run
+    from .core.compare.rows import read_run_rows
 
     for run_dir in (args.run_dir, args.other_run_dir):
         _refuse_unfinished(run_dir)
     page = _html_page(args.output) or _default_page(args.run_dir, args.other_run_dir) if args.format == "html" else None
-    first = load_run(args.run_dir)
+    first = read_run_rows(args.run_dir)
     if args.other_run_dir is None:
         comparison = compare_variants(first, args.baseline)
     else:
-        comparison = compare_runs(first, load_run(args.other_run_dir), args.baseline)
+        comparison = compare_runs(first, read_run_rows(args.other_run_dir), args.baseline)
     if page is not None:
         print(write_comparison_page(comparison, page)[0])
         return exit_codes.OK

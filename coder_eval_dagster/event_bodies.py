@@ -2,8 +2,8 @@
 
 ``FastSqliteEventLogStorage`` (storage.py) writes each ``event_logs.event``
 as a zlib stream over a preset dictionary of Dagster's own event shapes: a
-materialization's ~2 KB of JSON becomes ~0.2 KB (issue 25's bytes per
-evaluation). Dagster's own SQLite storage reads text only, so an operator who
+materialization's ~2 KB of JSON becomes ~0.2 KB (the instance's size per
+evaluation: docs/performance.md). Dagster's own SQLite storage reads text only, so an operator who
 points dagster.yaml at it (the documented way out when the pinned Dagster
 changes) first runs ``coder-eval instance unpack HOME``, which needs no
 Dagster: this module imports none.

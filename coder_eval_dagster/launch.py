@@ -34,6 +34,7 @@ from .defs.dagster_private import (
     ASSET_PARTITION_RANGE_START_TAG,
     report_materializations,
 )
+from .defs.dagster_private import EVENT_BATCH_SIZE as EVENT_BATCH_SIZE  # re-exported: cli_run's dev sets it too
 from .defs.names import (
     HOST_TAG,
     JOB_NAME,
@@ -60,8 +61,6 @@ from .storage import HOME_DATABASES, INSTANCE_YAML, copy_template
 
 if TYPE_CHECKING:
     from dagster_shared.error import SerializableErrorInfo
-
-EVENT_BATCH_SIZE = "1000"  # a step's per-partition events handed to the storage at once (storage.py)
 
 
 def quiet_logs() -> dict[str, Any]:

@@ -121,7 +121,9 @@ def old_runs(
 
 def delete_check_executions(instance: dg.DagsterInstance, run_ids: list[str]) -> None:
     """The asset check results of the deleted runs: Dagster's delete_run leaves them, pointing at runs that are
-    gone (the check's history in the UI lists them). Private: the event log's check table (docs/operations.md)."""
+    gone (the check's history in the UI lists them)."""
+    # Private (pinned: dagster 1.13.27): the event log's check table, guarded by tests/system/test_prune.py
+    # (docs/operations.md, "Dagster's private internals").
     from dagster._core.storage.event_log.schema import AssetCheckExecutionsTable
     from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
 

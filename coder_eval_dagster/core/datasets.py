@@ -45,7 +45,7 @@ def load_rows(dataset: Dataset, doc: Document) -> list[Row]:
             if message:
                 raise InvalidInput([Problem(str(doc.path), doc.line_of(("dataset", "paths", index)), field, message)])
             raw.extend(_read_jsonl(path, field))
-    return _with_ids(raw, dataset.id_field, doc)
+    return _with_ids(raw, dataset.id_field)
 
 
 def _read_jsonl(path: Path, field: str) -> list[tuple[dict[str, Any], str]]:
@@ -145,7 +145,7 @@ def _capped(problems: list[Problem], first_line: int) -> list[Problem]:
     return [*problems[:MAX_LISTED_PROBLEMS], Problem(head.path, None, head.field, more)]
 
 
-def _with_ids(raw: list[tuple[dict[str, Any], str]], id_field: str, doc: Document) -> list[Row]:
+def _with_ids(raw: list[tuple[dict[str, Any], str]], id_field: str) -> list[Row]:
     rows: list[Row] = []
     problems: list[Problem] = []
     seen: dict[str, str] = {}  # row id -> where it first appears

@@ -211,18 +211,6 @@ def read_input_text(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> str:
     return data.decode("utf-8")
 
 
-def read_text_capped(
-    path: Path, cap: int = CRITERION_READ_CAP, name: str | None = None, follow: bool = True
-) -> tuple[str, bool]:
-    """The first ``cap`` bytes of a regular file as text (newlines as text mode reads them), and whether the file
-    was longer.
-
-    FileNotFoundError (naming ``name``, the path the user wrote) when there is no
-    regular file there, so criteria report a missing file and a device alike.
-    """
-    return read_opened_text(lambda: open_regular(path, follow), cap, name or str(path))
-
-
 def read_text_beneath(
     root: Path,
     relative: str,
@@ -230,8 +218,9 @@ def read_text_beneath(
     links_at: PurePosixPath | None = None,
     root_name: str = "the sandbox",
 ) -> tuple[str, bool]:
-    """As :func:`read_text_capped`, the path walked by :func:`open_beneath`: a process left in ``root`` cannot swap
-    a folder on the way for a link between the walk and the read."""
+    """The first ``cap`` bytes of ``relative`` in ``root`` as text (:func:`read_opened_text`), and whether it was
+    longer; the path walked by :func:`open_beneath`: a process left in ``root`` cannot swap a folder on the way for
+    a link between the walk and the read."""
     opened = functools.partial(open_beneath, root, relative, os.O_RDONLY, links_at, root_name=root_name)
     return read_opened_text(opened, cap, relative)
 

@@ -11,9 +11,16 @@
             run.json, run.md                its summary (run.json: coder_eval's RunSummary)
             index.html                      the run viewer: every evaluation, sortable, filterable (run_viewer.py)
             experiment.json                 every task across the variants (coder_eval's ExperimentResult)
+            experiment.md                   the variants side by side (coder_eval's report verb reads it first)
             comparison.html                 its variants compared (comparison-vs-<run>.html: against another)
             junit.xml                       `coder-eval report -f junit`'s default file
+            spend.jsonl                     the run-wide budget's ledger: what each evaluation spent, what did not run
+            .run.lock                       held by the process running, resuming or rescoring the run (run_lock.py)
+            .open.lock                      serializes creating the plan and snapshot among concurrent chunk runs
+            .rescoring                      a rescore under way, or cut short (its task.json files mix two scorings)
+            .index-row.html                 the run's row of the runs index, cached
             <variant>/variant.json          the variant's tasks, replicates folded (VariantAggregate)
+            <variant>/variant.md            the same, as markdown
             <variant>/<suite_id>/suite.json a dataset-backed task's rows (SuiteRollup)
             <variant>/<task_id>/<NN>/       one evaluation (a dataset row's task_id holds a /; NN from 00)
                 run_state.json              its checkpoint after the sandbox phase
@@ -22,6 +29,7 @@
                 judge-<index>.yaml          a judge's transcript
                 trajectory.atif.json        the trajectory in ATIF (`coder-eval export --format atif`)
                 sandbox/                    the preserved final sandbox
+                artifacts/<task_id>/        coder_eval's preserved sandbox (never written here: `evaluate` reads it)
                 container.json, docker-io/  the docker driver's container and command output
                 .processes.pid              the process namespace serving it (tempdir driver; empty when none)
 

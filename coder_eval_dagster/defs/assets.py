@@ -44,7 +44,7 @@ from ..core.routing import routing_line
 from ..core.run_context import RunContext, has_judge, missing_model_key, uses_model_route
 from ..core.run_spec import RunOptions
 from ..core.runs import OpenRun, RunPlan, in_parallel, plan_evaluations, preload_tables, started, summarize
-from ..core.sandbox.engine import default_docker_image
+from ..core.sandbox.engine import apply_default_docker_image
 from ..core.scoring import kept_for_rescore
 from .dagster_private import add_partition_metadata
 from .names import AGENT_POOL, GROUP, PARTITIONS_TAG, SUITE_METRICS, VARIANT_COMPARISON
@@ -138,7 +138,7 @@ def _evaluations(
 ) -> list[Evaluation]:
     row_tasks = _selected(context, run)
     options = settings.run_options()
-    default_docker_image(row_tasks, options.docker_image)
+    apply_default_docker_image(row_tasks, options.docker_image)
     return plan_evaluations(row_tasks, run, cache_dir(Path(options.runs_dir)), run_context)
 
 
@@ -417,11 +417,11 @@ def previous_run(instance: dg.DagsterInstance, current: "RunRows", started_at: d
     materializes it again, after the runs that followed it.
     """
     from ..core.compare.regression import same_task_set
-    from ..core.compare.rows import CompareError, load_run
+    from ..core.compare.rows import CompareError, read_run_rows
 
     for folder in _started_before(_earlier_run_dirs(instance, current.run_dir), started_at):
         try:
-            candidate = load_run(folder)
+            candidate = read_run_rows(folder)
         except (CompareError, InvalidInput):  # a run folder since deleted, emptied or damaged: not this run's fault
             continue
         if same_task_set(candidate, current):
@@ -451,10 +451,10 @@ def variant_comparison(
 ) -> Materialized:
     opened = settings.open(context, run_context)
     run_dir = opened.folder
-    from ..core.compare.rows import CompareError, load_run
+    from ..core.compare.rows import CompareError, read_run_rows
 
     try:
-        current = load_run(run_dir)
+        current = read_run_rows(run_dir)
     except CompareError as exc:  # a run that evaluated nothing has nothing to compare and nothing regressed
         return dg.MaterializeResult(
             metadata={"comparison": dg.MetadataValue.md(f"nothing to compare: {exc}")},

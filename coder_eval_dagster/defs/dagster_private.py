@@ -1,8 +1,11 @@
-"""Every use of Dagster's private internals, in one place (pinned: dagster 1.13.27).
+"""The definitions layer's uses of Dagster's private internals, in one place (pinned: dagster 1.13.27).
 
 Each exists for a measured gain or has no public equivalent; each is guarded
-by the end-to-end tests (tests/dagster/test_end_to_end.py, tests/dagster/test_operations.py),
-which fail if the internals move.
+by tests/dagster/test_operations.py and tests/dagster/test_dev_command.py,
+which fail if the internals move. The instance's own uses are where they
+work: storage.py and storage_postgres.py (the storages), prune_cli.py (the
+check results of pruned runs); docs/operations.md ("Dagster's private
+internals") lists every one with its guard.
 """
 
 from __future__ import annotations
@@ -24,9 +27,14 @@ if TYPE_CHECKING:
 __all__ = [
     "ASSET_PARTITION_RANGE_END_TAG",
     "ASSET_PARTITION_RANGE_START_TAG",
+    "EVENT_BATCH_SIZE",
     "add_partition_metadata",
     "report_materializations",
 ]
+
+# DAGSTER_EVENT_BATCH_SIZE, undocumented: the events a step (and report_materializations) hands the storage at once,
+# which stores a batch in one transaction (storage.py); unset or 0: one at a time.
+EVENT_BATCH_SIZE = "1000"
 
 
 def add_partition_metadata(context: dg.AssetExecutionContext, metadata: dict[Any, dict[str, Any]]) -> None:
@@ -72,7 +80,7 @@ def report_materializations(instance: dg.DagsterInstance, materializations: list
         for materialization in materializations:
             instance.report_runless_asset_event(materialization)
         return
-    os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", "1000")  # as launch.execute; unset or 0: one at a time
+    os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", EVENT_BATCH_SIZE)  # as launch.execute
     batch, last = uuid.uuid4().hex, len(materializations) - 1
     for index, materialization in enumerate(materializations):
         event = dg.DagsterEvent(

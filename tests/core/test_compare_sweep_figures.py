@@ -14,7 +14,7 @@ from coder_eval_dagster.core.compare.analysis import ArmSummary, compare_runs
 from coder_eval_dagster.core.compare.figures import forest_figure, success_rate_figure
 from coder_eval_dagster.core.compare.interval import Interval
 from coder_eval_dagster.core.compare.render import render_markdown
-from coder_eval_dagster.core.compare.rows import load_run
+from coder_eval_dagster.core.compare.rows import read_run_rows
 
 from ..support.synthetic_runs import evaluation, write_run
 from .test_compare_verdicts import run_of
@@ -29,8 +29,8 @@ def test_the_forest_plots_axis_label_lies_inside_the_figure(tmp_path: Path, vari
     rows = {
         status: [evaluation(variant, f"{task}/r{i}", status) for i in range(3)] for status in ("SUCCESS", "FAILURE")
     }
-    before = load_run(write_run(tmp_path, datetime(2026, 12, 7, 15, 19, 3, tzinfo=UTC), rows["SUCCESS"]))
-    after = load_run(write_run(tmp_path, datetime(2026, 12, 7, 15, 20, 11, tzinfo=UTC), rows["FAILURE"]))
+    before = read_run_rows(write_run(tmp_path, datetime(2026, 12, 7, 15, 19, 3, tzinfo=UTC), rows["SUCCESS"]))
+    after = read_run_rows(write_run(tmp_path, datetime(2026, 12, 7, 15, 20, 11, tzinfo=UTC), rows["FAILURE"]))
     (pair,) = compare_runs(before, after).pairs
     figure = forest_figure(pair, 1).figure
     label = figure.axes[0].xaxis.label

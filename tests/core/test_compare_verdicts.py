@@ -22,7 +22,7 @@ from coder_eval_dagster.core.compare.analysis import PairComparison, compare_run
 from coder_eval_dagster.core.compare.clustered import DIFFERENCE, mean_estimate
 from coder_eval_dagster.core.compare.regression import regression_verdict
 from coder_eval_dagster.core.compare.render import render_markdown
-from coder_eval_dagster.core.compare.rows import RunRows, load_run
+from coder_eval_dagster.core.compare.rows import RunRows, read_run_rows
 
 from ..support.synthetic_runs import evaluation, write_run
 
@@ -38,7 +38,7 @@ def run_of(folder: Path, outcomes: Outcomes, day: int = 1) -> RunRows:
         for task_id, letters in tasks.items()
         for replicate, letter in enumerate(letters)
     ]
-    return load_run(write_run(folder, DAY.replace(day=day), rows))
+    return read_run_rows(write_run(folder, DAY.replace(day=day), rows))
 
 
 def pair_of(folder: Path, outcomes: Outcomes) -> PairComparison:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from coder_eval_dagster.core.compare.analysis import compare_variants
-from coder_eval_dagster.core.compare.rows import load_run
+from coder_eval_dagster.core.compare.rows import read_run_rows
 
 from ..support.synthetic_runs import evaluation, write_run
 
@@ -29,7 +29,7 @@ def write_outcomes(runs: Path) -> Path:
 
 
 def test_a_row_with_every_replicate_an_error_is_left_out_at_every_k(tmp_path: Path) -> None:
-    (arm,) = compare_variants(load_run(write_outcomes(tmp_path / "runs"))).arms
+    (arm,) = compare_variants(read_run_rows(write_outcomes(tmp_path / "runs"))).arms
     # k=1: t/1, t/2, t/4 (1, 0.5, 1); k=2: t/1, t/2 (t/4 has one replicate)
     assert [(f.k, f.rows, f.rows_left_out) for f in arm.pass_k] == [(1, 3, 2), (2, 2, 3)]
     assert arm.pass_k[0].pass_at_k == pytest.approx(2.5 / 3)

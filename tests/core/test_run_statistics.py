@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from coder_eval_dagster.core.compare.analysis import compare_variants
-from coder_eval_dagster.core.compare.rows import load_run
+from coder_eval_dagster.core.compare.rows import read_run_rows
 from coder_eval_dagster.core.compare.run_statistics import (
     PairDecision,
     SequentialStatus,
@@ -170,7 +170,7 @@ def test_compare_reads_the_same_sequence_the_run_loop_decided_on(tmp_path: Path)
         json.dumps(json.loads((folder / "run.json").read_text(encoding="utf-8")) | {"sequential": block}),
         encoding="utf-8",
     )
-    (pair,) = compare_variants(load_run(folder)).pairs
+    (pair,) = compare_variants(read_run_rows(folder)).pairs
     assert pair.sequential is not None and pair.sequential.result == run.status.comparisons[0].result
     assert pair.sequential.alpha == block["alpha"] and pair.sequential.margin is None
 

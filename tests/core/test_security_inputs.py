@@ -627,7 +627,7 @@ def test_a_template_venv_link_does_not_take_the_sandbox_venv_out(tmp_path):
 def test_a_resolved_sandbox_file_swapped_for_a_link_is_not_followed(tmp_path):
     """Between a sandbox path's resolution and its read, a process left in the sandbox could swap the file for a
     link to a host file: the read refuses a link in the last place."""
-    from coder_eval_dagster.core.files import read_text_capped
+    from ..support.text_files import read_text_capped
 
     (tmp_path / "host.txt").write_text("HOST\n")
     (tmp_path / "out.txt").symlink_to(tmp_path / "host.txt")

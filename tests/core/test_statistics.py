@@ -15,7 +15,7 @@ from coder_eval_dagster.core.compare.analysis import compare_variants
 from coder_eval_dagster.core.compare.clustered import DIFFERENCE, RATE, clustered_se, mean_estimate, unclustered_se
 from coder_eval_dagster.core.compare.render import render_markdown
 from coder_eval_dagster.core.compare.replicates import pass_at_k, pass_hat_k, pass_k_figures
-from coder_eval_dagster.core.compare.rows import load_run
+from coder_eval_dagster.core.compare.rows import read_run_rows
 from coder_eval_dagster.core.compare.run_statistics import replicate_summary
 from coder_eval_dagster.core.compare.sequential import (
     decisions_by_batch,
@@ -293,10 +293,10 @@ def test_compare_shows_the_sequence_when_the_run_recorded_batches(tmp_path: Path
         evaluations.append(evaluation("a", task_id, "FAILED" if difference > 0 else "SUCCESS"))
         evaluations.append(evaluation("b", task_id, "SUCCESS" if difference >= 0 else "FAILED"))
     run = write_run(tmp_path, DAY, evaluations)
-    without = compare_variants(load_run(run)).pairs[0]
-    assert without.sequential is None and "Sequential A/B" not in render_markdown(compare_variants(load_run(run)))
+    without = compare_variants(read_run_rows(run)).pairs[0]
+    assert without.sequential is None and "Sequential A/B" not in render_markdown(compare_variants(read_run_rows(run)))
     add_batches(tmp_path, {task_id: i // 20 + 1 for i, task_id in enumerate(rows)})
-    comparison = compare_variants(load_run(run))
+    comparison = compare_variants(read_run_rows(run))
     (pair,) = comparison.pairs
     assert pair.sequential is not None and [s.rows for s in pair.sequential.steps] == list(range(20, 121, 20))
     assert pair.sequential.result == sequential_decision(differences, batch_numbers(120, 20))

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from coder_eval_dagster.core.check_context import CheckContext
-from coder_eval_dagster.core.files import read_text_capped
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
 from coder_eval_dagster.core.run_context import RunContext
 from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
 
 from ..support.helpers import check_criterion, criterion, evaluate_task, run_cli, task_with, write_task
+from ..support.text_files import read_text_capped
 
 CRLF_CONFIG = b'API_KEY = "abc"\r\nDEBUG = True\r\n'
 CR_ONLY = b"line1\rline2\r"

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from coder_eval_dagster.core.compare.analysis import compare_runs, compare_variants
-from coder_eval_dagster.core.compare.rows import load_run
+from coder_eval_dagster.core.compare.rows import read_run_rows
 
 from ..support.helpers import run_cli
 from ..support.synthetic_runs import evaluation, evaluation_result, write_run
@@ -40,7 +40,7 @@ def experiment_run(tmp_path: Path) -> Path:
 
 
 def test_every_figure_of_a_164_row_experiment(experiment_run: Path) -> None:
-    (pair,) = compare_variants(load_run(experiment_run)).pairs
+    (pair,) = compare_variants(read_run_rows(experiment_run)).pairs
     paired = [i for i in range(164) if i not in ERRORS_A | ERRORS_B]
     regressed = [i for i in paired if i not in FAILS_A and i in FAILS_B]
     improved = [i for i in paired if i in FAILS_A and i not in FAILS_B]
@@ -85,7 +85,7 @@ def test_replicates_are_averaged_and_error_replicates_dropped(tmp_path: Path) ->
         evaluation("b", "t2", "SUCCESS", 0),
         evaluation("b", "t2", "SUCCESS", 1),
     ]
-    (pair,) = compare_variants(load_run(write_run(tmp_path, DAY, rows))).pairs
+    (pair,) = compare_variants(read_run_rows(write_run(tmp_path, DAY, rows))).pairs
     assert pair.rows == 2 and pair.difference == pytest.approx(((0 - 1) + (1 - 0.5)) / 2)
     assert (pair.successes_baseline, pair.evaluations_baseline) == (3, 4)
     assert (pair.successes_other, pair.evaluations_other) == (2, 3)
@@ -97,12 +97,14 @@ def test_two_runs_pair_the_same_variants(tmp_path: Path) -> None:
     before = write_run(tmp_path, DAY, [evaluation(v, f"t{i}", "SUCCESS") for v in ("a", "b") for i in range(8)])
     after_rows = [evaluation(v, f"t{i}", "FAILURE" if v == "b" else "SUCCESS") for v in ("a", "b") for i in range(8)]
     after = write_run(tmp_path, DAY.replace(day=2), [*after_rows, evaluation("a", "new", "SUCCESS")])
-    comparison = compare_runs(load_run(before), load_run(after))
+    comparison = compare_runs(read_run_rows(before), read_run_rows(after))
     a, b = comparison.pairs
     assert (a.baseline, a.other) == (f"a@{before.name}", f"a@{after.name}")
     assert a.difference == 0 and a.unpaired_rows == 1
     assert b.difference == -1 and len(b.regressions) == 8 and b.mcnemar_p == pytest.approx(2 / 256)
-    assert [p.other for p in compare_runs(load_run(before), load_run(after), "b").pairs] == [f"b@{after.name}"]
+    assert [p.other for p in compare_runs(read_run_rows(before), read_run_rows(after), "b").pairs] == [
+        f"b@{after.name}"
+    ]
 
 
 def test_a_run_folder_without_its_parquet_is_read_from_task_json(tmp_path: Path) -> None:
@@ -113,7 +115,7 @@ def test_a_run_folder_without_its_parquet_is_read_from_task_json(tmp_path: Path)
         folder = run_dir / variant / "t" / "00"
         folder.mkdir(parents=True)
         (folder / RESULT_FILE).write_text(evaluation_result(variant, "t", status_).model_dump_json())
-    (pair,) = compare_variants(load_run(run_dir), "base").pairs
+    (pair,) = compare_variants(read_run_rows(run_dir), "base").pairs
     assert pair.rows == 1 and [f.task_id for f in pair.regressions] == ["t"]
 
 
@@ -208,7 +210,7 @@ def test_the_regression_verdict_needs_significance_and_a_drop(tmp_path: Path) ->
             [evaluation("v", f"t{i}", "FAILURE" if i < failing else "SUCCESS") for i in range(10)],
         )
 
-    healthy, five_worse, six_worse = load_run(night(1, 0)), load_run(night(2, 5)), load_run(night(3, 6))
+    healthy, five_worse, six_worse = read_run_rows(night(1, 0)), read_run_rows(night(2, 5)), read_run_rows(night(3, 6))
     assert same_task_set(healthy, six_worse)
     assert regression_verdict(healthy, five_worse).passed  # 5 flips one way: p = 1/16, not significant
     verdict = regression_verdict(healthy, six_worse)  # 6 flips: p = 1/32
@@ -234,7 +236,7 @@ def test_the_verdict_from_plain_outcomes_has_compare_runs_figures(tmp_path: Path
         ]
         return write_run(tmp_path, DAY.replace(day=day), rows)
 
-    before, after = load_run(night(1)), load_run(night(2))
+    before, after = read_run_rows(night(1)), read_run_rows(night(2))
     details = regression_verdict(before, after).details
     for pair in compare_runs(before, after).pairs:
         variant = pair.other.split("@")[0]
@@ -248,7 +250,7 @@ def test_a_run_known_only_to_the_tables(experiment_run: Path) -> None:
     import shutil
 
     shutil.rmtree(experiment_run)  # the folder is gone; <runs-dir>/tables still has its rows
-    (pair,) = compare_variants(load_run(experiment_run)).pairs
+    (pair,) = compare_variants(read_run_rows(experiment_run)).pairs
     assert pair.rows == 161 and pair.baseline == "a"
 
 

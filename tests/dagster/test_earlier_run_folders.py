@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from coder_eval_dagster.core.compare.rows import load_run
+from coder_eval_dagster.core.compare.rows import read_run_rows
 from coder_eval_dagster.core.layout import load_result, load_summary
 
 from ..support.helpers import run_cli
@@ -65,13 +65,13 @@ def test_its_files_read_as_the_schema_names_them(earlier: Path) -> None:
 
 
 def test_compare_history_report_and_the_index_read_it(earlier: Path) -> None:
-    from_tables = load_run(earlier).evaluations
+    from_tables = read_run_rows(earlier).evaluations
     assert sorted(set(from_tables["final_status"])) == ["FAILURE", "SUCCESS"]  # FAILED, as written then
     assert from_tables.set_index("task_id")["report"]["failing"] == "default/failing/01/task.html"
     history = run_cli("history", earlier.parent, "--format", "json")
     assert history.code == 0 and json.loads(history.out)["pass_rate_per_day"][0]["pass_rate"] == 0.75
     shutil.rmtree(earlier.parent / "tables" / "task_results")
-    from_files = load_run(earlier).evaluations
+    from_files = read_run_rows(earlier).evaluations
     assert (
         from_files.set_index("task_id")["final_status"].to_dict()
         == from_tables.set_index("task_id")["final_status"].to_dict()

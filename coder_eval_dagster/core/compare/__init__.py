@@ -1,9 +1,11 @@
 """Comparing variants and runs: paired statistics, reports, figures, history and the runs index.
 
-The modules import pandas, scipy, DuckDB and matplotlib; import them where
-they are used (the Dagster layer and ``runs.summarize`` do so lazily), so
-that loading the code location or starting a run does not pay for them.
-``suite_plots`` is the exception: plain Python, used by suite_metrics.
+Most modules import NumPy or PyArrow at their top (``history``: pandas and
+DuckDB too; scipy and matplotlib only inside the functions that use them);
+import those where they are used (the Dagster layer and ``runs.summarize`` do
+so lazily), so that loading the code location or starting a run does not pay
+for them. Plain Python at import: ``suite_plots`` (used by suite_metrics),
+``index``, ``webpage``, ``interval`` and ``figures``.
 """
 
 # The nightly check's ``previous_run`` when the instance knows no earlier run of the task set: here, so that the

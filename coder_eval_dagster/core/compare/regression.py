@@ -3,7 +3,7 @@
 Plain values only (no dagster import): the assets wrap them in metadata.
 The task-set check and the verdict read the runs' outcomes, not pandas
 frames: a run of one variant with an earlier run imports neither pandas
-nor scipy (issue 25).
+nor scipy (about 1 s of its end: docs/performance.md).
 """
 
 from __future__ import annotations

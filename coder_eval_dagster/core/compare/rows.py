@@ -7,7 +7,8 @@ summarized) is read from its task.json files.
 
 The pandas frame is built on first use: the figures of one arm and the
 run-to-run verdict read ``RunRows.outcomes`` (plain values), so a run that
-compares a few rows with an earlier run does not import pandas (issue 25).
+compares a few rows with an earlier run does not import pandas (with scipy,
+about 1 s of a run's end: docs/performance.md).
 """
 
 from __future__ import annotations
@@ -245,7 +246,7 @@ def _sequential_settings(document: dict[str, Any]) -> SequentialSettings:
     return SequentialSettings(sequential.get("alpha", SequentialSettings.alpha), sequential.get("margin"))
 
 
-def load_run(run_dir: Path) -> RunRows:
+def read_run_rows(run_dir: Path) -> RunRows:
     """Every evaluation of the run ``run_dir`` (a run folder, or the name its tables know it by)."""
     shown = run_dir
     if run_dir.is_dir() and (why := not_one_run(run_dir)):

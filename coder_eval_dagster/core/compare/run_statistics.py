@@ -1,4 +1,6 @@
-"""What a run records of issue 23's statistics, and what its loop asks: the functions the run summary calls.
+"""What a run records of its replicates (pass@k, flakiness) and sequential A/B, and what its loop asks.
+
+The functions the run summary calls:
 
 - ``replicate_summary``: run.json's ``pass_at_k``, ``pass_hat_k`` and ``flaky_rows``.
 - ``flaky_share``: the figure the experiment's ``max_flaky_share`` gate reads.

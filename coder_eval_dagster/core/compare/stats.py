@@ -3,7 +3,8 @@
 Wilson intervals for success rates and McNemar's exact test on the discordant
 pairs (a two-sided binomial test at p = 0.5) in plain Python, the same numbers
 as scipy.stats (tests/core/test_compare_stats.py): importing scipy.stats costs
-about 0.5 s, which a run that compares a few rows must not pay (issue 25).
+about 0.5 s, a large share of a one-row run's 1.2-2.5 s (docs/performance.md),
+which a run that compares a few rows must not pay.
 The test's power for the "how many rows do I need" table of docs/running.md
 uses scipy.stats; a percentile bootstrap over rows for paired mean
 differences, in numpy.

@@ -234,7 +234,7 @@ def _with_deadlines(cls: Any) -> Any:
         "additionalProperties": additional_properties,
         "uniqueItems": unique_items,
     }
-    return jsonschema.validators.extend(cls, keywords)  # type: ignore[no-untyped-call]
+    return jsonschema.validators.extend(cls, keywords)  # type: ignore[no-untyped-call]  # unannotated in its stubs
 
 
 def _all_different(items: list[Any]) -> bool:

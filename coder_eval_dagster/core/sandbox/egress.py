@@ -242,7 +242,7 @@ class Acceptor:
                     self.wake_read.recv(4096)
                     continue
                 try:
-                    connection, _ = key.fileobj.accept()  # type: ignore[union-attr]
+                    connection, _ = key.fileobj.accept()  # type: ignore[union-attr]  # the listeners are sockets
                 except OSError as exc:  # gone meanwhile, or stopped; out of descriptors: not a busy loop
                     if exc.errno == errno.EMFILE:
                         time.sleep(0.05)

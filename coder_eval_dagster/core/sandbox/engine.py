@@ -61,7 +61,7 @@ def default_image() -> str:
     return os.environ.get(IMAGE_ENV) or f"coder-eval-sandbox:{version('coder-eval-dagster')}"
 
 
-def default_docker_image(row_tasks: Iterable[Any], image: str | None) -> None:
+def apply_default_docker_image(row_tasks: Iterable[Any], image: str | None) -> None:
     """Give docker tasks that name no image the run's one (the Dagster resource's setting)."""
     for row_task in row_tasks if image else []:
         sandbox = row_task.task.sandbox
