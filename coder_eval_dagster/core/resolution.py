@@ -582,12 +582,13 @@ def _experiment_tasks(experiment: LoadedExperiment) -> tuple[list[Path], list[Pr
     found: list[Path] = []
     problems: list[Problem] = []
     for index, path in enumerate(experiment.task_paths):
-        if path.exists():
-            found.append(path)
-            continue
         where: Loc = ("tasks", index)
-        why = f"no such file or directory: {_normalized(path)}"
-        problems.append(experiment.doc.problem_at(where, why))
+        if unnamable := file_name_problem(str(path)):
+            problems.append(experiment.doc.problem_at(where, unnamable))
+        elif path.exists():
+            found.append(path)
+        else:
+            problems.append(experiment.doc.problem_at(where, f"no such file or directory: {_normalized(path)}"))
     return found, problems
 
 
@@ -1508,6 +1509,8 @@ def _row_trajectory_problems(task: Task, doc: Document, named: str, row: Row) ->
 def _read_file(doc: Document, loc: Loc, relative: str) -> str:
     """A file a task or experiment points at (prompt, trajectory), relative to it, bounded; a failure is a problem
     at ``loc``."""
+    if unnamable := file_name_problem(relative):
+        raise InvalidInput([doc.problem_at(loc, f"{unnamable}: {relative[:60]!r}")])
     try:
         return read_input_text(doc.path.parent / relative, MAX_DOCUMENT_BYTES)
     except (OSError, UnicodeDecodeError, UnreadableFile) as exc:

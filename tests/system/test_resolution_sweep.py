@@ -304,3 +304,39 @@ def test_a_broken_link_in_a_folder_is_named_as_written(tmp_path: Path, system_cl
         validated.err
         == f"{tmp_path / 'tasks/dangling.yaml'}:1: (document): a broken link, to {tmp_path}/nonexistent.yaml\n"
     )
+
+
+def test_an_unnamable_path_from_a_row_a_judge_a_dataset_or_an_experiment_is_a_line(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """Each was an internal error (exit 3), a line naming no file or field, or passed validate to fail the run."""
+    write(tmp_path / "rows.jsonl", '{"id": "nul", "n": "a\\u0000b"}\n')
+    row_named = write(
+        tmp_path / "rt.yaml",
+        'task_id: rt\ndescription: d\nagent: {type: replay, trajectory: "tr/${row.n}"}\n'
+        "dataset: {paths: [rows.jsonl]}\nsuccess_criteria: [{type: file_exists, path: a, description: x}]\n",
+    )
+    judged = write(
+        tmp_path / "jt.yaml",
+        "task_id: jt\ndescription: d\nagent: {type: none}\n"
+        'success_criteria: [{type: llm_judge, prompt: p, files: ["$TASK_DIR/a\\0b"], description: x}]\n',
+    )
+    rows_at = write(
+        tmp_path / "ds.yaml",
+        f"task_id: ds\ndescription: d\nagent: {{type: none}}\ndataset: {{paths: [{'a' * 256}]}}\n"
+        "success_criteria: [{type: file_exists, path: a, description: x}]\n",
+    )
+    validated = system_cli("validate", row_named, judged, rows_at, env={})
+    assert validated.code == 1, validated.output
+    assert sorted(validated.err.splitlines()) == [
+        f"{rows_at}:4: dataset.paths.0: a name in it is over the 255 bytes a file name can hold ({'a' * 20}...)",
+        f"{judged}:4: success_criteria.0.files.0: holds a NUL character, which no file name can",
+        f"{row_named}:3: agent.trajectory: holds a NUL character, which no file name can: 'tr/a\\x00b' "
+        f"(row 'nul' at {tmp_path / 'rows.jsonl'}:1)",
+    ]
+    experiment = write(tmp_path / "e.yaml", 'experiment_id: e\ntasks: ["a\\0b"]\nvariants: [{variant_id: a}]\n')
+    refused = system_cli("validate", "-e", experiment, env={})
+    assert (refused.code, refused.err.strip()) == (
+        1,
+        f"{experiment}:2: tasks.0: holds a NUL character, which no file name can",
+    )

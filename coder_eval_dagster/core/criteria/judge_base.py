@@ -6,7 +6,7 @@ from typing import Annotated, ClassVar
 
 from pydantic import AfterValidator, Field
 
-from ..models.base import in_reference_folder, in_sandbox, is_absolute
+from ..models.base import in_reference_folder, in_sandbox, is_absolute, valid_file_name
 from ..models.criterion import CriterionBase, names_reference_dir
 from .judging import REFERENCE_DIR_PREFIXES, TASK_DIR_PREFIX
 
@@ -19,6 +19,7 @@ def in_its_folder(entry: str) -> str:
     if reference is not None:
         in_reference_folder(entry[len(reference) :])
     elif entry.startswith(TASK_DIR_PREFIX):
+        valid_file_name(entry)
         if is_absolute(entry[len(TASK_DIR_PREFIX) :]):
             raise ValueError(f"must be relative to the task file's folder after {TASK_DIR_PREFIX}, not absolute")
     else:

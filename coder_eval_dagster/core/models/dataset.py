@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
-from .base import StrictModel, rule_error
+from .base import StrictModel, rule_error, valid_file_name
 
 
 class Dataset(StrictModel):
     rows: list[dict[str, Any]] | None = None
-    paths: list[str] | None = None
+    paths: list[Annotated[str, AfterValidator(valid_file_name)]] | None = None
     id_field: str = Field(default="id", min_length=1)
     sample_per_stratum: int | None = Field(default=None, ge=1)
     stratify_field: str = Field(default="expected_skill", min_length=1)
