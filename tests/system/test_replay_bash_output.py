@@ -36,3 +36,22 @@ def test_a_replayed_bash_call_returns_what_claude_codes_bash_tool_returns(
     assert outcome.code == 0, outcome.output
     played = [call for iteration in run.result("outputs")["iterations"] for call in iteration["commands"]]
     assert [(call["result_status"], call["result_summary"]) for call in played] == list(MEASURED.values())
+
+
+def test_a_recorded_call_whose_text_is_null_or_a_list_is_refused_at_its_line(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """``content:`` left empty (null) wrote the file ``None``; ``command: [echo, hi]`` ran ``['echo', 'hi']``."""
+    calls = [{"tool": "Write", "path": "a.txt", "content": None}, {"tool": "Bash", "command": ["echo", "hi"]}]
+    task = replay_task_file(
+        tmp_path / "tasks",
+        "nulls",
+        [{"calls": calls}],
+        success_criteria=[{"type": "run_command", "command": "true", "description": "played"}],
+    )
+    validated = system_cli("validate", task, env={})
+    assert validated.code == 1, validated.output
+    assert [line.split(": ", 1)[1] for line in sorted(validated.err.splitlines())] == [
+        "turns.0.calls.0.content: must be text, got nothing (null): write '' for none",
+        "turns.0.calls.1.command: must be text, got ['echo', 'hi']",
+    ]

@@ -52,6 +52,10 @@ class ToolCall(StrictModel):
         for name in REQUIRED_PARAMETERS.get(self.tool, ()):
             if name not in self.parameters:
                 raise rule_error(name, f"a {self.tool} call needs {name!r}{_misspelt(name, list(self.parameters))}")
+            value = self.parameters[name]
+            if value is None or isinstance(value, bool | list | dict):  # (a number is its text: a row's ${row.n})
+                shown = "nothing (null)" if value is None else repr(value)
+                raise rule_error(name, f"must be text, got {shown}" + (": write '' for none" if value is None else ""))
         return self
 
     @property
