@@ -52,7 +52,7 @@ from .problems import (
 )
 from .row_commands import PLACEHOLDER
 from .run_spec import EXPERIMENTS_DIR, RunSpec, available_experiments, experiment_candidates
-from .yamlio import Document, load_document, load_yaml_text
+from .yamlio import Document, key_not_text, load_document, load_yaml_text
 
 DEFAULT_VARIANT = "default"
 T = TypeVar("T")
@@ -426,6 +426,8 @@ def parse_override(text: str) -> tuple[Loc, Any]:
         why = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         message = f"value {value!r} is not valid YAML ({why}); quote it to pass it as text: -D '{key}=\"...\"'"
         raise InvalidInput([Problem(OVERRIDES, 1, key, message)]) from None
+    if not_text := key_not_text(parsed):
+        raise InvalidInput([Problem(OVERRIDES, 1, key, not_text)])
     return tuple(int(p) if p.isdigit() else p for p in parts), parsed
 
 

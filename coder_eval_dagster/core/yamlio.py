@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import re
 from dataclasses import dataclass, field
@@ -64,6 +65,22 @@ _Loader.add_implicit_resolver(
 def load_yaml_text(text: str) -> Any:
     """Parse YAML text with the project's loader (used for -D values too)."""
     return yaml.load(text, Loader=_Loader)
+
+
+def key_not_text(value: Any) -> str | None:
+    """Why a loaded value (a -D value: no lines to say it at) holds a key that is not text, as a document's is said."""
+    if isinstance(value, list):
+        return next(filter(None, map(key_not_text, value)), None)
+    if not isinstance(value, dict):
+        return None
+    for key, item in value.items():
+        if not isinstance(key, str):
+            kind = "null" if key is None else "a boolean" if isinstance(key, bool) else _LOADED_KINDS.get(type(key))
+            written = "null" if key is None else str(key).lower() if isinstance(key, bool) else str(key)
+            return f"a key must be text, and {written!r} is read as {kind or type(key).__name__}: write it in quotes"
+        if why := key_not_text(item):
+            return why
+    return None
 
 
 @dataclass
@@ -222,6 +239,24 @@ def _key_not_text(key_node: yaml.Node) -> str | None:
     return f'a key must be text, and {key_node.value!r} is read as {read_as}: write it in quotes ("{key_node.value}")'
 
 
+def _merged_keys_not_text(merged: yaml.Node, loc: Loc, path: str) -> list[Problem]:
+    """The keys a merge (``<<: {12: a}``, ``<<: [*a, *b]``) brings in that are not text, at their own lines."""
+    mappings = merged.value if isinstance(merged, yaml.SequenceNode) else [merged]
+    return [
+        Problem(path, key_node.start_mark.line + 1, dotted((*loc, key_node.value)), not_text)
+        for mapping in mappings
+        if isinstance(mapping, yaml.MappingNode)
+        for key_node, _ in mapping.value
+        if (not_text := _key_not_text(key_node))
+    ]
+
+
+_LOADED_KINDS: dict[type, str] = {
+    int: "a number",
+    float: "a number",
+    datetime.date: "a date",
+    datetime.datetime: "a date",
+}
 _KEY_KINDS = {"null": "null", "bool": "a boolean", "int": "a number", "float": "a number", "timestamp": "a date"}
 
 
@@ -236,7 +271,8 @@ def _record_lines(
         seen: set[str] = set()
         for key_node, value_node in node.value:
             key = key_node.value
-            if key == "<<":  # merge keys: their contents were merged by the loader
+            if key == "<<":  # merge keys: their contents were merged by the loader (their keys are this mapping's)
+                problems += _merged_keys_not_text(value_node, loc, path)
                 continue
             child = (*loc, key)
             if not_text := _key_not_text(key_node):

@@ -340,3 +340,22 @@ def test_an_unnamable_path_from_a_row_a_judge_a_dataset_or_an_experiment_is_a_li
         1,
         f"{experiment}:2: tasks.0: holds a NUL character, which no file name can",
     )
+
+
+def test_a_key_that_is_no_text_is_said_through_a_merge_key_and_in_a_d_value(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """``<<: {12: a}`` was said at line 1 in pydantic's words; a -D value's ``{null: 1}`` as ``agent.None``."""
+    task, lines = _refused(
+        tmp_path,
+        system_cli,
+        "task_id: t1\ndescription: d\nagent: {type: none}\n<<: {12: a}\n"
+        "success_criteria: [{type: file_exists, path: a, description: x}]\n",
+    )
+    assert lines == [f"""{task}:4: 12: a key must be text, and '12' is read as a number: write it in quotes ("12")"""]
+    ok = _agentless(tmp_path, "ok")
+    listed = system_cli("list", ok, "-D", "agent={type: none, null: 1}", env={})
+    assert (listed.code, listed.err.strip()) == (
+        2,
+        "-D:1: agent: a key must be text, and 'null' is read as null: write it in quotes",
+    )
