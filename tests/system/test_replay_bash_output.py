@@ -19,6 +19,7 @@ MEASURED = {
     "printf '\\n'": ("success", "(Bash completed with no output)"),
     "printf 'o'; printf 'e\\n\\n' >&2; exit 2": ("error", "Exit code 2\noe"),
     "printf 'o\\n\\n'; printf '\\n e \\n\\n' >&2": ("success", "o\n\n\n e"),
+    "kill -9 $$": ("error", "Exit code 137"),  # (not measured: a signal's end as a shell says it, 128 + N)
 }
 
 

@@ -148,8 +148,9 @@ def as_bash_tool_returns(output: str) -> str:
 
 def _with_exit_code(code: int | None, output: str) -> str:
     """A failed command's output as Claude Code's Bash tool returns it, its exit code first (a silent ``exit 3``
-    would otherwise leave its call's error_message nothing to say)."""
-    return f"Exit code {code}" + (output and f"\n{output}")
+    would otherwise leave its call's error_message nothing to say); one a signal ended is the shell's 128 + N."""
+    shown = 128 - code if code is not None and code < 0 else code
+    return f"Exit code {shown}" + (output and f"\n{output}")
 
 
 class Replay:
