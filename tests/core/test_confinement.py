@@ -292,12 +292,14 @@ class _Recorder(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     seen: ClassVar[list[str]] = []
+    hosts: ClassVar[list[str]] = []
 
     def log_message(self, *args: Any) -> None:
         pass
 
     def do_GET(self) -> None:
         self.seen.append(self.requestline)
+        self.hosts.append(self.headers.get("Host", ""))
         self.send_response(200)
         self.send_header("Content-Length", "2")
         self.end_headers()
@@ -310,6 +312,7 @@ def _sent_through_the_harness_proxy(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     _Recorder.seen.clear()
+    _Recorder.hosts.clear()
     for name in ("NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.server_address[1]}")
@@ -354,6 +357,22 @@ def test_the_harness_proxy_gets_the_url_the_gate_checked_not_the_clients_text(
     done = _sent_through_the_harness_proxy(tmp_path, monkeypatch, request)
     assert done.stdout.strip() == "200", (done.stdout, done.stderr)
     assert _Recorder.seen == ["GET http://allowed.example/p?q=1 HTTP/1.1"]
+    assert _Recorder.hosts == ["allowed.example"]  # (the client's Host: evil.example is not sent on)
+
+
+def test_a_request_smuggled_behind_bare_line_feeds_never_reaches_the_harness_proxy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The request line's "version" carried LF-ended lines and a second request to a host the gate never saw; a
+    proxy that accepts a bare LF (Python's own) served both."""
+    smuggled = (
+        "GET http://allowed.example/first HTTP/1.1\\nHost: allowed.example\\n\\n"
+        "GET http://forbidden.example/smuggled HTTP/1.1\\nHost: forbidden.example\\n\\n"
+        "\\r\\nHost: allowed.example\\r\\n\\r\\n"
+    )
+    done = _sent_through_the_harness_proxy(tmp_path, monkeypatch, smuggled)
+    assert done.stdout.strip() == "400", (done.stdout, done.stderr)
+    assert _Recorder.seen == []
 
 
 def test_bytes_sent_with_a_connect_reach_the_allowed_host(tmp_path: Path) -> None:

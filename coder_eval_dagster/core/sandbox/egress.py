@@ -284,7 +284,7 @@ def proxy(connection: socket.socket, gate: Gate) -> None:
     connection.settimeout(HEAD_TIMEOUT_S)
     head = _read_head(connection)
     try:
-        method, target, _ = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
+        method, target, _ = _request_line(head)  # (its version checked)
         if method == "CONNECT":
             host, port = _split(target)
         else:
@@ -316,10 +316,12 @@ def proxy(connection: socket.socket, gate: Gate) -> None:
             splice(connection, upstream.sock)
         else:
             direct = _upstream_proxy("http", host) is None
-            target = url.path or "/"
+            target, authority = url.path or "/", f"{_in_url(host)}{'' if port == 80 else f':{port}'}"
             if not direct:  # the absolute form the gate checked, not the client's text another parser may read apart
-                target = f"http://{_in_url(host)}{'' if port == 80 else f':{port}'}{target}"
-            _one_request(connection, upstream.sock, head, _outgoing(head, target, url.query))
+                target = f"http://{authority}{target}"
+            _one_request(
+                connection, upstream.sock, head, _outgoing(head, target, url.query, None if direct else authority)
+            )
 
 
 def serve_forwarded(connection: socket.socket, gate: Gate) -> None:
@@ -408,13 +410,29 @@ def _read_head(connection: socket.socket) -> bytes:
     return head
 
 
-def _outgoing(head: bytes, target: str, query: str) -> bytes:
+def _request_line(head: bytes) -> tuple[str, str, str]:
+    """A head's method, target and version, of a head whose lines all end in CRLF and whose version is HTTP/1.x: a
+    bare LF or a longer version could carry another request past the gate to a parser that splits it there."""
+    fields = head.partition(b"\r\n\r\n")[0]
+    if re.search(rb"[^\r]\n|\r[^\n]", fields + b"\r\n"):
+        raise ValueError("a line of the head that does not end in CRLF")
+    method, target, version = fields.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
+    if version not in ("HTTP/1.0", "HTTP/1.1"):
+        raise ValueError(version)
+    return method, target, version
+
+
+def _outgoing(head: bytes, target: str, query: str, authority: str | None) -> bytes:
     """The request's head with ``target`` (origin-form for the origin, absolute for the harness's proxy), closed
-    after the answer; the client's proxy fields are not sent on."""
+    after the answer; the client's proxy fields are not sent on, nor, to the harness's proxy (``authority``),
+    its own Host: one that prefers Host to the URL would go where the gate never looked."""
     first, rest = head.split(b"\r\n", 1)
     method, _, version = first.split(b" ", 2)
     fields = rest.partition(b"\r\n\r\n")[0]
-    kept = [line for line in fields.split(b"\r\n") if not line.lower().startswith((b"proxy-", b"connection:"))]
+    dropped = (b"proxy-", b"connection:") + ((b"host:",) if authority else ())
+    kept = [line for line in fields.split(b"\r\n") if not line.lower().startswith(dropped)]
+    if authority:
+        kept.insert(0, f"Host: {authority}".encode("latin-1"))
     sent = (target + (f"?{query}" if query else "")).encode("latin-1")
     return b"\r\n".join([b" ".join([method, sent, version]), *kept, b"Connection: close"]) + b"\r\n\r\n"
 
