@@ -59,9 +59,31 @@ def reference_text(task: Task, task_dir: Path) -> str | None:
     return _folder_text(task_dir / str(reference.directory))
 
 
+class RefusedFolder(Exception):
+    """A folder a task names for its criteria that holds the harness's own files (see ``refused_folder``)."""
+
+
+def refused_folder(folder: Path) -> str | None:
+    """Why ``folder`` is never copied for the criteria (None: it may be): the user's home itself (its files), one in
+    the Dagster home, or a run's output or one in it. What a copy leaves out below its top (``regular_entries``)
+    cannot cover the top: ``reference: {directory: ../..}`` from ``~/evals/t1`` was the home, copied whole."""
+    real = folder.resolve()
+    dagster_home = Path(os.environ.get("DAGSTER_HOME") or ".dagster").resolve()
+    if real == Path(os.path.expanduser("~")).resolve():
+        return "it is the user's home"
+    if real.is_relative_to(dagster_home):
+        return "it lies in the Dagster home"
+    if any(is_run_output(place) for place in (real, *real.parents)):
+        return "it is, or lies in, a run's output"
+    return None
+
+
 def _folder_text(folder: Path) -> str:
     """``### <path>`` and the text of each regular file the folder's copy would hold, in path order, up to the
-    document size limit (the header ``outcome.FILE_HEADER`` splits on, to scrub each file)."""
+    document size limit (the header ``outcome.FILE_HEADER`` splits on, to scrub each file); none of a refused
+    folder's."""
+    if why := refused_folder(folder):
+        return f"[the reference folder is not shown: {why}]"
     sections: list[str] = []
     size = 0
     folder = folder.resolve()
@@ -86,6 +108,8 @@ def staged_reference(task: Task, task_dir: Path, folder: Path, sandbox: Sandbox)
         yield None
         return
     staged = folder / STAGED_REFERENCE
+    if why := refused_folder(task_dir / reference.directory):
+        raise RefusedFolder(f"reference.directory {reference.directory}: {why}: it is never copied for the criteria")
     _copy_files(task_dir / reference.directory, staged, None)
     with _shown(staged, sandbox) as seen:
         yield StagedReference(staged, seen)
@@ -110,6 +134,11 @@ def staged_task_dir(task: Task, task_dir: Path, folder: Path, sandbox: Sandbox) 
         yield None
         return
     task_dir = task_dir.resolve()  # a task named from its own folder is in "." (whose parent is "." again)
+    if why := refused_folder(task_dir):
+        yield StagedTaskDir(
+            None, f"${TASK_DIR}: the task's folder {task_dir}: {why}: keep the task in a folder of its own"
+        )
+        return
     staged = folder / STAGED_TASK_DIR
     # with the folder holding it first, as coder_eval's tasks reach a family's files: $TASK_DIR/../shared/check.py
     for source in dict.fromkeys(filter(None, (family_folder(task_dir), task_dir))):

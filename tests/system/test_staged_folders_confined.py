@@ -116,3 +116,26 @@ def test_a_relative_task_path_stages_what_an_absolute_one_does(tmp_path: Path, s
     for runs, path in (("relative", task.name), ("absolute", str(task))):
         outcome = system_cli("run", path, "--runs-dir", tmp_path / runs, env=env, cwd=task.parent)
         _all_pass(f"{path}: {outcome.output}", only_run(tmp_path / runs).result("t1"))
+
+
+def test_a_folder_that_is_the_home_is_never_staged_for_the_criteria(tmp_path: Path, system_cli: SystemCli) -> None:
+    """What a copy leaves out below its top could not cover the top: ``reference: {directory: ../..}`` from
+    ``~/evals/t1`` copied the whole home, and a task at the home's top staged the home as ``$TASK_DIR``."""
+    write(tmp_path / "secrets.txt", "the user's own\n")
+    referenced = task_file(
+        tmp_path / "evals/t1",
+        "referenced",
+        agent={"type": "none"},
+        reference={"directory": "../.."},
+        success_criteria=[_check("ls $REFERENCE_DIR")],
+    )
+    at_top = task_file(tmp_path, "at_top", agent={"type": "none"}, success_criteria=[_check("ls $TASK_DIR")])
+    outcome, run = system_cli.run(referenced, env=_environment(tmp_path, system_cli.home))
+    ref = run.result("referenced")
+    assert outcome.code == 1 and ref["final_status"] == "ERROR", (ref["final_status"], outcome.output)
+    assert "reference.directory ../..: it is the user's home: it is never copied" in ref["error_message"]
+    other_runs = tmp_path / "more-runs"
+    outcome = system_cli("run", at_top, "--runs-dir", other_runs, env=_environment(tmp_path, system_cli.home))
+    (criterion,) = only_run(other_runs).result("at_top")["success_criteria_results"]
+    assert criterion["score"] == 0.0 and "it is the user's home" in str(criterion["error"]), criterion
+    assert "the user's own" not in outcome.output + str(ref) + str(criterion)
