@@ -26,13 +26,15 @@ from dataclasses import dataclass, field
 HANDOVER_FD = "CODER_EVAL_CREDENTIALS_FD"
 # What counts as a credential: any variable so named (the model keys, cloud and forge tokens, passwords).
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
+_GIT_CONFIG_KEY = re.compile(r"GIT_CONFIG_KEY_\d+")
 _handed_over: dict[str, str] = {}  # filled once, at start-up, from the re-exec's pipe
 
 
 @functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
-    """Asked for every variable of every command's environment: the names repeat, the answer is kept."""
-    return bool(_SECRET_NAME.search(name))
+    """Asked for every variable of every command's environment: the names repeat, the answer is kept. git's
+    ``GIT_CONFIG_KEY_<n>`` names a setting (``http.extraheader``), not a key: its value is its ``_VALUE_<n>``'s."""
+    return bool(_SECRET_NAME.search(name)) and not _GIT_CONFIG_KEY.fullmatch(name)
 
 
 @dataclass(frozen=True)

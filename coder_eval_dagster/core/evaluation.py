@@ -369,9 +369,10 @@ class AgentThreads(ThreadPoolExecutor):
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """(asyncio.run waits, then its loop's close calls this again without waiting.)"""
         ends = time.monotonic() + (AGENT_THREAD_WAIT_S if wait else 0.0)
-        for thread in list(self.running):
+        running = list(self.running)  # (one copy: a thread leaves the set as it ends)
+        for thread in running:
             thread.join(max(0.0, ends - time.monotonic()))
-        self.left = [thread for thread in self.running if thread.is_alive()]
+        self.left = [thread for thread in running if thread.is_alive()]
 
 
 def conversed(conversation: Awaitable[AgentOutput]) -> AgentOutput:

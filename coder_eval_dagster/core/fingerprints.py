@@ -115,11 +115,11 @@ class _CallDigests:
 
     def _task_dir(self, task_dir: Path) -> str:
         """What the criteria see as ``$TASK_DIR``, decided as staging decides: the folder holding the task's with
-        it when that is under the cap, else the task's folder alone, else nothing (over the cap). A folder is walked
-        once for every task it holds, as a copy for a task of its own: one for a task inside differs only where a
-        harness place (the runs folder, the Dagster home) holds that task's folder too."""
+        it when that is under the cap, else the task's folder alone, else nothing (over the cap). Walked once for
+        the tasks of one folder, keeping that folder as the copy keeps it (a folder holding a harness place, the
+        project's folder coder-eval runs in, is kept when it holds the task's)."""
         for source in dict.fromkeys(filter(None, (family_folder(task_dir), task_dir))):
-            digest = self.staged(source, source)
+            digest = self.staged(source, task_dir)
             if digest is not None:
                 return digest
         return OVER_THE_CAP

@@ -33,16 +33,27 @@ REDACTED = "***"
 # proxy), and the venv's making its package index (setup_environment).
 _HIDDEN_NAME = re.compile(
     r"_(PASS|PWD|AUTH|DSN|PAT)$|(^|_)(COOKIES?|CONNECTION_?STRING|CONN_?STR|WEBHOOK|JWT)($|_)|PASSPHRASE"
-    r"|(^|_)AUTH_(?!SOCK$)|^(BW|OP)_SESSION",  # (a password manager's unlocked session: Bitwarden's, 1Password's)
+    r"|(^|_)AUTH_(?!SOCK$)|^(BW|OP)_SESSION|SSHPASS",  # (a password manager's session: Bitwarden's, 1Password's)
     re.IGNORECASE,
 )
-# A URL's password, or a token standing as its user (https://ghp_...@github.com/org/repo.git; not a short git@).
+# A URL's password; a token standing as its user (https://ghp_...@github.com/org/repo.git, a forge's token or a
+# long one with a digit; not git@ or a user name); a token or signature in its query (?token=, &sig=, a presigned
+# S3 URL's X-Amz-Signature); a chat webhook (its URL is its secret).
 _URL_PASSWORD = re.compile(
-    rf"[a-z][a-z0-9+.-]*://(?:[^/?#@\s:]*:[^/?#@\s]+|[^/?#@\s:]{{{MIN_SECRET_LENGTH},}})@", re.IGNORECASE
+    r"[a-z][a-z0-9+.-]*://(?:[^/?#@\s:]*:[^/?#@\s]+|(?:gh[pousr]_|github_pat_|glpat-|x-access-token|x-oauth)"
+    r"[^/?#@\s:]*|(?=[^/?#@\s:]*\d)[^/?#@\s:]{20,})@"
+    r"|://[^\s]*[?&](?:token|access_token|auth_token|sig|signature|x-amz-signature|x-goog-signature|api_?key"
+    r"|password|secret|client_secret)="
+    r"|://(?:hooks\.slack\.com/services|discord(?:app)?\.com/api/webhooks)/",
+    re.IGNORECASE,
 )
-# A key under any name, or an HTTP header that carries one (git's http.extraheader=AUTHORIZATION: basic ...).
+# A key under any name, or an HTTP header that carries one, however it is quoted (git's
+# GIT_CONFIG_PARAMETERS='http.extraheader'='AUTHORIZATION: basic ...', a JSON {"Authorization": ...}), or a
+# bearer token.
 _KEY_IN_VALUE = re.compile(
-    r"(^|;)\s*(AccountKey|SharedAccessKey|SharedAccessSignature|InstrumentationKey)=|(^|[\s=])authorization\s*:",
+    r"(^|;)\s*(AccountKey|SharedAccessKey|SharedAccessSignature|InstrumentationKey)="
+    r"|(^|[\s='\"{,])['\"]?(proxy-)?(authorization|private-token|x-api-key|api-key)['\"]?\s*[:=]"
+    r"|\bbearer\s+[A-Za-z0-9._~+/=-]{8,}",
     re.IGNORECASE,
 )
 _PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
@@ -64,7 +75,7 @@ def hidden_from_sandbox(name: str, value: str) -> bool:
         is_secret_name(name)
         or _HIDDEN_NAME.search(name) is not None
         or ("://" in value and _URL_PASSWORD.search(value) is not None)
-        or (("=" in value or ":" in value) and _KEY_IN_VALUE.search(value) is not None)
+        or _KEY_IN_VALUE.search(value) is not None
         or ("-----BEGIN " in value and _PRIVATE_KEY_BLOCK.search(value) is not None)
     )
 

@@ -67,18 +67,21 @@ def load_yaml_text(text: str) -> Any:
     return yaml.load(text, Loader=_Loader)
 
 
-def key_not_text(value: Any) -> str | None:
-    """Why a loaded value (a -D value: no lines to say it at) holds a key that is not text, as a document's is said."""
-    if isinstance(value, list):
-        return next(filter(None, map(key_not_text, value)), None)
-    if not isinstance(value, dict):
+def key_not_text(value: Any, seen: set[int] | None = None) -> str | None:
+    """Why a loaded value (a -D value: no lines to say it at) holds a key that is not text, as a document's is said
+    (an alias that holds itself, ``&a [*a]``, is walked once)."""
+    seen = set() if seen is None else seen
+    if not isinstance(value, list | dict) or id(value) in seen:
         return None
+    seen.add(id(value))
+    if isinstance(value, list):
+        return next((why for item in value if (why := key_not_text(item, seen))), None)
     for key, item in value.items():
         if not isinstance(key, str):
             kind = "null" if key is None else "a boolean" if isinstance(key, bool) else _LOADED_KINDS.get(type(key))
             written = "null" if key is None else str(key).lower() if isinstance(key, bool) else str(key)
             return f"a key must be text, and {written!r} is read as {kind or type(key).__name__}: write it in quotes"
-        if why := key_not_text(item):
+        if why := key_not_text(item, seen):
             return why
     return None
 

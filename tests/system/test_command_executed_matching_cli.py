@@ -68,6 +68,8 @@ OBFUSCATED_BEHIND_A_PREFIX = [
     "true && timeout -s KILL 5 bash -c \"r'm' -rf g11\"",
     "if true ; then bash -c \"r'm' -rf g12\" ; fi",
     "echo $(bash -c \"r'm' -rf g13\")",
+    "bash -c \"r'm' -rf g14\" # it's done",  # (a comment's apostrophe turned the whole normalization off)
+    "bash -c \"r'm' -rf g15\"; echo $'it\\'s'",  # (so did one command the normalization cannot read)
 ]
 
 
@@ -76,7 +78,7 @@ def test_a_guard_sees_a_wrapped_command_behind_a_runner_or_in_a_list(tmp_path: P
     each of these slipped past a `max_count: 0` guard."""
     calls = [{"tool": "Bash", "command": command} for command in OBFUSCATED_BEHIND_A_PREFIX]
     write(tmp_path / "tasks/traj.yaml", yaml.safe_dump({"turns": [{"calls": calls}]}))
-    guards = [_ran(rf"rm -rf g{n}\b", min_count=0, max_count=0) for n in range(2, 14)]
+    guards = [_ran(rf"rm -rf g{n}\b", min_count=0, max_count=0) for n in range(2, 16)]
     task = task_file(
         tmp_path / "tasks",
         "guarded",

@@ -196,7 +196,12 @@ def test_secrets_under_other_names_stay_out_of_sandbox_commands(tmp_path: Path) 
         "DOCKER_AUTH_CONFIG": f'{{"auths": {{"r": {{"auth": "{secrets.token_hex(8)}"}}}}}}',
         # a token as a URL's user, a header in git's settings, a password manager's session, a CI job's JWT
         "UPSTREAM_REPO": f"https://ghp_{secrets.token_hex(8)}@github.com/org/repo.git",
-        "GIT_CONFIG_PARAMETERS": f"'http.extraheader=AUTHORIZATION: basic {secrets.token_hex(8)}'",
+        "GIT_CONFIG_PARAMETERS": f"'http.extraheader'='AUTHORIZATION: basic {secrets.token_hex(8)}'",  # (git 2.31+)
+        "GIT_CONFIG_VALUE_0": f"PRIVATE-TOKEN: glpat-{secrets.token_hex(8)}",
+        "FEED_URL": f"https://pkgs.example/simple?token={secrets.token_hex(8)}",
+        "MODEL_URL": f"https://b.s3.amazonaws.com/m?X-Amz-Signature={secrets.token_hex(8)}",
+        "HTTP_BEARER": f"Bearer {secrets.token_hex(8)}",
+        "SSHPASS": secrets.token_hex(8),
         "BW_SESSION": secrets.token_hex(8),
         "CI_JOB_JWT": secrets.token_hex(8),
         "anthropic_base_url": f"http://127.0.0.1:9/{secrets.token_hex(8)}",

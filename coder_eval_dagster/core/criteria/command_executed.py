@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
@@ -120,13 +121,19 @@ MAX_WRAPPERS = 8  # nested ``bash -c "sh -c '...'"`` unwrapped at most this deep
 
 def _commands(script: str) -> list[tuple[str, str]]:
     """``script`` cut at each separator outside quotes, as (command text, the separator after it); a ``&`` of a
-    redirection (``2>&1``, ``&>``) is no separator."""
+    redirection (``2>&1``, ``&>``) is no separator, and a comment (``#`` starting a word) is left out to its line's
+    end (its apostrophe opened no quote)."""
     parts: list[tuple[str, str]] = []
     quote, begun, i = "", 0, 0
     while i < len(script):
         char = script[i]
         if char == "\\" and quote != "'":
             i += 2
+            continue
+        if char == "#" and not quote and (i == 0 or script[i - 1] in " \t\n;&|("):
+            end = script.find("\n", i)
+            parts.append((script[begun:i], "\n" if end >= 0 else ""))
+            i = begun = len(script) if end < 0 else end + 1
             continue
         if char in "'\"" and quote in ("", char):
             quote = "" if quote else char
@@ -144,22 +151,22 @@ def _separator_at(script: str, i: int) -> str:
     return "" if redirection else found
 
 
-def _unwrapped(script: str, depth: int = 0) -> list[str] | None:
+def _unwrapped(script: str, depth: int = 0) -> list[str]:
     """The words of ``script`` with each command's ``bash -lc``/``bash -l -c``/``sh -ic`` wrapper replaced by the
     words of the script it runs: in every command of a list, a pipeline, a subshell or a substitution
     (``cd x; bash -lc "..."``, ``bash -c "..." | cat``), behind a runner or an assignment (``sudo -u root``,
-    ``timeout -s KILL 5``, ``FOO=1``); None when a quote does not close."""
+    ``timeout -s KILL 5``, ``FOO=1``). A command whose quotes do not close as read here (a comment's apostrophe,
+    ``$'...'``, a here-document's line) stays as written, the others are still unwrapped: one such line turned the
+    whole normalization off, and a wrapped command beside it past a guard."""
     out: list[str] = []
     for text, separator in _commands(script):
         words = _words(text)
-        unwrapped = None if words is None else _command_unwrapped(words, depth)
-        if unwrapped is None:
-            return None
-        out += [*unwrapped, *([separator] if separator.strip() else [])]
+        unwrapped = [text.strip()] if words is None else _command_unwrapped(words, depth)
+        out += [*filter(None, unwrapped), *([separator] if separator.strip() else [])]
     return out
 
 
-def _command_unwrapped(words: list[str], depth: int) -> list[str] | None:
+def _command_unwrapped(words: list[str], depth: int) -> list[str]:
     runner = None  # where the last runner stood: its options and values may follow it
     for index, word in enumerate(words):
         if _is_shell_program(word) and depth < MAX_WRAPPERS:
@@ -171,12 +178,11 @@ def _command_unwrapped(words: list[str], depth: int) -> list[str] | None:
     return words
 
 
-def _script_run(words: list[str], shell: int, depth: int) -> list[str] | None:
+def _script_run(words: list[str], shell: int, depth: int) -> list[str]:
     """The words before the shell, then those of the script its ``-c`` runs (and the arguments after it)."""
     for index in range(shell + 1, len(words) - 1):
         if _is_command_flag(words[index]):
-            inner = _unwrapped(words[index + 1], depth + 1)
-            return None if inner is None else [*words[:shell], *inner, *words[index + 2 :]]
+            return [*words[:shell], *_unwrapped(words[index + 1], depth + 1), *words[index + 2 :]]
         if not words[index].startswith("-"):
             break  # a script file, not a -c wrapper
     return words
@@ -190,8 +196,10 @@ def _runs_what_follows(word: str) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=4096)  # (each call's command is asked again by every criterion, live and at the end)
 def shell_normalized(command: str) -> str | None:
-    """The command as the shell reads it: wrapper stripped, continuations joined, quoting resolved; None if unparsable.
+    """The command as the shell reads it: wrappers stripped, continuations joined, quoting resolved (a command whose
+    quotes do not close as written); None for an empty command.
 
     The guide's "shell-normalized form" (coder_eval's ``_normalize_shell``), with one difference a user can see:
     coder_eval keeps a line continuation as a newline word, bash drops it, and so does this (``^git push`` matches
