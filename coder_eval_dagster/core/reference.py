@@ -14,6 +14,7 @@ a criterion that writes into one cannot change the task's own folder.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,7 +33,9 @@ STAGED_TASK_DIR = "task_dir"  # the task file's folder ($TASK_DIR), there too
 # The cap on $TASK_DIR's copy: a task file at the top of a large folder of tasks copies nothing rather than gigabytes.
 TASK_DIR_MAX_FILES = 20_000
 TASK_DIR_MAX_BYTES = 64 * 2**20
-DOTENV = ".env"  # a credentials file wherever it lies (the CLI takes the run's keys from ./.env): never copied
+# Credentials files wherever they lie, never copied: ./.env (the CLI takes the run's keys from it) and its kin
+# (.env.local, .envrc, prod.env), a .netrc, git's stored credentials.
+CREDENTIAL_FILE = re.compile(r"\.env(\..*)?|\.envrc|.*\.env|\.netrc|\.git-credentials|\.pypirc|\.npmrc", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -228,6 +231,7 @@ def _left_out(folder: Path, kept: Path, hidden: bool, harness: list[Path]) -> bo
 
 
 def _copied_file(path: Path, hidden: bool) -> bool:
-    """A regular file, not a ``.env``, nor hidden (unless ``hidden`` ones are copied)."""
+    """A regular file, not a credentials file (``.env`` and its kin), nor hidden (unless ``hidden`` ones are)."""
     name = path.name
-    return name != DOTENV and (hidden or not name.startswith(".")) and path.is_file() and not path.is_symlink()
+    credentials = CREDENTIAL_FILE.fullmatch(name) is not None
+    return not credentials and (hidden or not name.startswith(".")) and path.is_file() and not path.is_symlink()

@@ -17,7 +17,10 @@ from .conftest import SystemCli, anthropic_environment, new_key, only_run, repla
 pytestmark = pytest.mark.slow
 
 # What a command finds of the harness's files anywhere it can reach from a staged folder: "none", else their paths.
-HARNESS_FILES = r"\( -name secrets.txt -o -name '*.db' -o -name dagster.yaml -o -name task.json -o -name .env \)"
+HARNESS_FILES = (
+    r"\( -name secrets.txt -o -name '*.db' -o -name dagster.yaml -o -name task.json -o -name '*.env*' -o -name .netrc"
+    r" -o -name .git-credentials \)"
+)
 
 
 def _found(folder: str) -> dict[str, Any]:
@@ -78,6 +81,8 @@ def test_a_reference_folder_leaves_out_env_files_and_dagster_home(tmp_path: Path
     key = new_key()
     write(folder / ".env", f"ANTHROPIC_API_KEY={key}\n")
     write(folder / "sub/.env", f"OTHER_TOKEN={key}\n")
+    for kin in (".env.local", "prod.env", ".netrc", ".git-credentials"):  # (its kin: credentials files too)
+        write(folder / kin, f"machine h password {key}\n")
     write(folder / ".keep_me", "part of the reference\n")
     checks = [_found("$REFERENCE_DIR"), _check("test -f $REFERENCE_DIR/.keep_me")]
     task = task_file(folder, "refd", agent={"type": "none"}, reference={"directory": "."}, success_criteria=checks)
