@@ -355,6 +355,7 @@ def write_output(path: Path, data: bytes | str) -> None:
     or into a device or pipe, written in place, as coder_eval's `write_text` does (a link replaced by a file left
     `-o /dev/stdout` a regular file in /dev, and a renamed target lost what a shell's `> log` wrote after it)."""
     if not (path.is_symlink() or is_special_file(path)):
+        path.parent.mkdir(parents=True, exist_ok=True)  # (as an html page's figures beside it make its folder)
         write_atomically(path, data)
     elif isinstance(data, str):
         with path.open("w", encoding="utf-8") as stream:

@@ -90,7 +90,7 @@ def test_export_then_replay_gives_the_same_criteria_results(system_cli: SystemCl
     assert [step.source for step in document.steps] == ["user", "agent", "agent"]
     assert document.steps[0].text == "p"  # the task's prompt opens it
     observed = document.steps[2].observation
-    assert observed is not None and observed.results[1].content == "hello\n"  # what the call returned
+    assert observed is not None and observed.results[1].content == "hello"  # what the call returned (as the Bash tool)
     assert not list(run.path.rglob("trajectory.atif.json")), "--out DIR writes there, not into the run"
 
     second = replayed_from(system_cli, task, atif_file)
