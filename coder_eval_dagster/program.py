@@ -39,6 +39,10 @@ def main() -> None:
         code = run_command()
     except KeyboardInterrupt:  # while the command's modules load, before it handles one itself
         code = _interrupted()
+    except RuntimeError as exc:  # one arriving inside a class's making: pydantic says it as its own error
+        if not isinstance(exc.__cause__, KeyboardInterrupt):
+            raise
+        code = _interrupted()
     exit_now(code)
 
 

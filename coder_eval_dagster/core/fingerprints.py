@@ -27,6 +27,7 @@ from .models.sandbox import RepoSource, TemplateDirSource
 from .models.task import Task
 from .reference import TASK_DIR_MAX_BYTES, TASK_DIR_MAX_FILES, family_folder, reads_task_dir, regular_entries
 from .resolution import RowTask
+from .sandbox.holder import harness_places
 from .sandbox.templates import repo_location
 from .trees import walk
 
@@ -118,8 +119,11 @@ class _CallDigests:
         it when that is under the cap, else the task's folder alone, else nothing (over the cap). Walked once for
         the tasks of one folder, keeping that folder as the copy keeps it (a folder holding a harness place, the
         project's folder coder-eval runs in, is kept when it holds the task's)."""
+        places = [Path(place) for place in harness_places()]
         for source in dict.fromkeys(filter(None, (family_folder(task_dir), task_dir))):
-            digest = self.staged(source, task_dir)
+            # the task's folder is what a copy keeps only where a harness place lies in the source: else one walk
+            kept = task_dir if any(place.is_relative_to(source) for place in places) else source
+            digest = self.staged(source, kept)
             if digest is not None:
                 return digest
         return OVER_THE_CAP
