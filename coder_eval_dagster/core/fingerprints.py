@@ -25,7 +25,7 @@ from .criteria.judge_base import JudgeBase
 from .criteria.judging import TASK_DIR_PREFIX
 from .models.sandbox import RepoSource, TemplateDirSource
 from .models.task import Task
-from .reference import TASK_DIR_MAX_BYTES, TASK_DIR_MAX_FILES, family_folder, reads_task_dir, regular_entries
+from .reference import family_folder, over_the_cap, reads_task_dir, regular_entries
 from .resolution import RowTask
 from .sandbox.holder import harness_places
 from .sandbox.templates import repo_location
@@ -61,7 +61,7 @@ def staged_digest(source: Path, task_dir: Path | None) -> str | None:
     for relative in regular_entries(source, task_dir):
         if not (source / relative).is_dir():
             files, size = files + 1, size + (source / relative).stat().st_size
-            if task_dir is not None and (files > TASK_DIR_MAX_FILES or size > TASK_DIR_MAX_BYTES):
+            if task_dir is not None and over_the_cap(files, size):
                 return None
         entries.append(relative)
     return _entries_digest(source, sorted(entries))

@@ -26,7 +26,7 @@ from .models.criterion import TASK_DIR
 from .models.task import Task
 from .resolution import is_run_output
 from .sandbox.base import Sandbox
-from .sandbox.holder import harness_places
+from .sandbox.holder import dagster_home, harness_places, user_home
 
 STAGED_REFERENCE = "reference"  # beside the sandbox, in the evaluation's folder, while criteria run
 STAGED_TASK_DIR = "task_dir"  # the task file's folder ($TASK_DIR), there too
@@ -71,10 +71,9 @@ def refused_folder(folder: Path) -> str | None:
     the Dagster home, or a run's output or one in it. What a copy leaves out below its top (``regular_entries``)
     cannot cover the top: ``reference: {directory: ../..}`` from ``~/evals/t1`` was the home, copied whole."""
     real = folder.resolve()
-    dagster_home = Path(os.environ.get("DAGSTER_HOME") or ".dagster").resolve()
-    if real == Path(os.path.expanduser("~")).resolve():
+    if real == Path(user_home()):
         return "it is the user's home"
-    if real.is_relative_to(dagster_home):
+    if real.is_relative_to(dagster_home()):
         return "it lies in the Dagster home"
     if any(is_run_output(place) for place in (real, *real.parents)):
         return "it is, or lies in, a run's output"
@@ -160,9 +159,8 @@ def staged_task_dir(task: Task, task_dir: Path, folder: Path, sandbox: Sandbox) 
 def family_folder(task_dir: Path) -> Path | None:
     """The folder above the task's, to copy with it, unless it is or holds the user's home (a task in ``~/evals``:
     the home's own files) or is a run's output: None then, and the task's folder is copied alone."""
-    home = Path(os.path.expanduser("~")).resolve()
     above = task_dir.parent
-    return None if home.is_relative_to(above) or is_run_output(above) else above
+    return None if Path(user_home()).is_relative_to(above) or is_run_output(above) else above
 
 
 @contextmanager
@@ -174,6 +172,11 @@ def _shown(staged: Path, sandbox: Sandbox) -> Iterator[Path]:
             yield seen
     finally:
         shutil.rmtree(staged, ignore_errors=True)
+
+
+def over_the_cap(files: int, size: int) -> bool:
+    """Whether a copy of the task's folder holding ``files`` files of ``size`` bytes is past its cap."""
+    return files > TASK_DIR_MAX_FILES or size > TASK_DIR_MAX_BYTES
 
 
 def _copy_files(source: Path, target: Path, task_dir: Path | None) -> bool:
@@ -188,7 +191,7 @@ def _copy_files(source: Path, target: Path, task_dir: Path | None) -> bool:
             (target / relative).mkdir()
             continue
         files, size = files + 1, size + (source / relative).stat().st_size
-        if task_dir is not None and (files > TASK_DIR_MAX_FILES or size > TASK_DIR_MAX_BYTES):
+        if task_dir is not None and over_the_cap(files, size):
             shutil.rmtree(target, ignore_errors=True)
             return False
         shutil.copy2(source / relative, target / relative)

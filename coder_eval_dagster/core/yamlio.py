@@ -78,9 +78,9 @@ def key_not_text(value: Any, seen: set[int] | None = None) -> str | None:
         return next((why for item in value if (why := key_not_text(item, seen))), None)
     for key, item in value.items():
         if not isinstance(key, str):
-            kind = "null" if key is None else "a boolean" if isinstance(key, bool) else _LOADED_KINDS.get(type(key))
+            kind = _KEY_KINDS.get(_YAML_KIND_OF.get(type(key), ""), type(key).__name__)
             written = "null" if key is None else str(key).lower() if isinstance(key, bool) else str(key)
-            return f"a key must be text, and {written!r} is read as {kind or type(key).__name__}: write it in quotes"
+            return f"a key must be text, and {written!r} is read as {kind}: write it in quotes"
         if why := key_not_text(item, seen):
             return why
     return None
@@ -254,11 +254,14 @@ def _merged_keys_not_text(merged: yaml.Node, loc: Loc, path: str) -> list[Proble
     ]
 
 
-_LOADED_KINDS: dict[type, str] = {
-    int: "a number",
-    float: "a number",
-    datetime.date: "a date",
-    datetime.datetime: "a date",
+# A loaded key's YAML kind, as _KEY_KINDS names them (a -D value has no nodes left to ask).
+_YAML_KIND_OF: dict[type, str] = {
+    type(None): "null",
+    bool: "bool",
+    int: "int",
+    float: "float",
+    datetime.date: "timestamp",
+    datetime.datetime: "timestamp",
 }
 _KEY_KINDS = {"null": "null", "bool": "a boolean", "int": "a number", "float": "a number", "timestamp": "a date"}
 

@@ -18,6 +18,7 @@ import dagster as dg
 import pytest
 
 from coder_eval_dagster.core import fingerprints as fingerprints_module
+from coder_eval_dagster.core import reference as reference_module
 from coder_eval_dagster.core.fingerprints import folder_digest
 from coder_eval_dagster.core.run_spec import RunSpec
 from coder_eval_dagster.defs.resources import CoderEvalSettings, RunOptionsConfig, RunSpecConfig
@@ -129,7 +130,9 @@ def test_task_dir_is_hashed_as_staged_once_a_tick_and_never_past_its_cap(
     before = fingerprints_of(tasks)
     assert walked == [(tasks / "family").resolve()]  # one walk of the family folder for the three tasks
 
-    monkeypatch.setattr(fingerprints_module, "TASK_DIR_MAX_FILES", 4)  # the family holds 6 files: over the cap
+    monkeypatch.setattr(
+        reference_module, "TASK_DIR_MAX_FILES", 4
+    )  # the family holds 6 files: over the cap (one cap: staging's)
     alone = fingerprints_of(tasks)
     assert all(alone[key] != before[key] for key in before)
     write(tasks / "family/two/check.sh", "false")

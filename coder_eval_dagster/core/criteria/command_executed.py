@@ -90,9 +90,9 @@ def _joined_continuations(script: str) -> str:
 
 
 def _words(script: str) -> list[str] | None:
-    """The shell words of ``script`` (continuations joined, quoting resolved), or None when its quotes do not close."""
+    """The shell words of ``script`` (quoting resolved), or None when its quotes do not close."""
     try:
-        return shlex.split(_joined_continuations(script))
+        return shlex.split(script)
     except ValueError:
         return None
 
@@ -159,7 +159,7 @@ def _unwrapped(script: str, depth: int = 0) -> list[str]:
     ``$'...'``, a here-document's line) stays as written, the others are still unwrapped: one such line turned the
     whole normalization off, and a wrapped command beside it past a guard."""
     out: list[str] = []
-    for text, separator in _commands(script):
+    for text, separator in _commands(_joined_continuations(script)):  # (a nested script's too)
         words = _words(text)
         unwrapped = [text.strip()] if words is None else _command_unwrapped(words, depth)
         out += [*filter(None, unwrapped), *([separator] if separator.strip() else [])]
@@ -205,7 +205,7 @@ def shell_normalized(command: str) -> str | None:
     coder_eval keeps a line continuation as a newline word, bash drops it, and so does this (``^git push`` matches
     ``git \\<newline> push``).
     """
-    unwrapped = _unwrapped(_joined_continuations(command))
+    unwrapped = _unwrapped(command)
     return " ".join(unwrapped) if unwrapped else None
 
 

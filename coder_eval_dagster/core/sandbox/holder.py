@@ -519,13 +519,17 @@ def _toolchain() -> list[str]:
 def harness_places() -> list[str]:
     """Where the harness keeps what commands must not read: the folder it runs in (the project: task files,
     references, a .env, ./runs), its user's home, its Dagster home and the runs folder a launched run writes to."""
-    places = [
-        os.getcwd(),
-        os.path.expanduser("~"),
-        os.environ.get("DAGSTER_HOME") or ".dagster",
-        os.environ.get("CODER_EVAL_RUNS_DIR") or ".",
-    ]
+    places = [os.getcwd(), user_home(), dagster_home(), os.environ.get("CODER_EVAL_RUNS_DIR") or "."]
     return [os.path.realpath(place) for place in places]
+
+
+def user_home() -> str:
+    return os.path.realpath(os.path.expanduser("~"))
+
+
+def dagster_home() -> str:
+    """The instance's folder: DAGSTER_HOME, else the CLI's ``./.dagster``."""
+    return os.path.realpath(os.environ.get("DAGSTER_HOME") or ".dagster")
 
 
 def _owner_only(top: str) -> list[str]:
