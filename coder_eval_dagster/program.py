@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -28,10 +29,13 @@ from typing import Any, TextIO
 from . import startup
 from .exit_codes import INTERRUPTED
 
+log = logging.getLogger(__name__)
+
 
 def main() -> None:
     signal.signal(signal.SIGTERM, _interrupt)  # a CI's cancel is a Ctrl-C, before and after Dagster's run as in it
     sys.stderr = _BestEffort(sys.stderr)
+    threading.excepthook = _thread_failed
     try:
         startup.pause_collection()
         from .cli import main as run_command
@@ -65,6 +69,17 @@ class _BestEffort:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+def _thread_failed(args: threading.ExceptHookArgs) -> None:
+    """A thread's uncaught error said in one warning (redacted, as every warning), its traceback in the log (``-v``,
+    ``--log-file``): the thread a package's agent left behind, refused the sandbox once its phase was over, printed
+    a traceback on the user's terminal."""
+    if args.exc_type is SystemExit:
+        return
+    name = args.thread.name if args.thread is not None else "?"
+    log.warning("a thread (%s) ended on an error: %s: %s", name, args.exc_type.__name__, args.exc_value)
+    log.debug("the thread's traceback", exc_info=args.exc_value)
 
 
 def _interrupt(signum: int, frame: object) -> None:

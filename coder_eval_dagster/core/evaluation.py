@@ -81,6 +81,7 @@ from .sandbox import Sandbox, TemplateError, open_sandbox
 from .sandbox.containment import release, release_if_idle
 from .sandbox.egress import refused_in
 from .sandbox.engine import EngineError
+from .sandbox.lease import SandboxLease
 from .sandbox.process import Interrupt
 from .scoring import TurnCheck, all_passed, armed_gate, criteria_pass_now, score_criteria, weighted_score
 from .secrets import redact, secret_values
@@ -310,8 +311,9 @@ def run_agent(evaluation: Evaluation) -> None:
         prompt = open_dialog(evaluation, dialog)
         if prompt is None:
             return
+    lease = None if kind in AGENT_MODULES else SandboxLease(evaluation.sandbox)  # a package's agent type
     agent_input = AgentInput(
-        evaluation.sandbox,
+        lease or evaluation.sandbox,
         prompt,
         task.agent,
         task.run_limits,
@@ -324,7 +326,8 @@ def run_agent(evaluation: Evaluation) -> None:
     )
     interrupt, end_commands = evaluation.context.interrupt, evaluation.sandbox.end_processes
     output = conversed(supervised(agent(agent_input), task.run_limits, interrupt, end_commands))
-    if kind not in AGENT_MODULES:  # a package's agent type: held to the limits the built-ins keep themselves
+    if lease is not None:  # held to what the built-ins keep themselves
+        lease.end()
         output = checked_limits(output, task.run_limits)
     record_agent_output(evaluation, output)
     if dialog is not None:

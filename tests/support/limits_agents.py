@@ -10,6 +10,7 @@ import the module for its constants.)
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 from coder_eval_dagster.core import evaluation
@@ -65,3 +66,25 @@ class SyncAgent:
     def run(self, agent_input: AgentInput) -> AgentOutput:
         agent_input.sandbox.run("echo ran > ran.txt", 60)
         return AgentOutput(turns=[TurnRecord(index=1, text="ran")])
+
+
+class LingerAgent:
+    """Leaves a thread of its own behind, appending a line to late.txt every ``LINGER_EVERY_S`` for as long as the
+    sandbox lets it; returns once the thread has written its first line."""
+
+    async def run(self, agent_input: AgentInput) -> AgentOutput:
+        first = threading.Event()
+        threading.Thread(target=linger, args=(agent_input, first), daemon=True).start()
+        await asyncio.to_thread(first.wait, 30)
+        return AgentOutput(turns=[TurnRecord(index=1, text="lingering")])
+
+
+LINGER_EVERY_S = 0.05
+
+
+def linger(agent_input: AgentInput, first: threading.Event) -> None:
+    run = agent_input.sandbox.run  # (a method taken while the phase lasts)
+    for _ in range(int(60 / LINGER_EVERY_S)):
+        run("echo line >> late.txt", 10)
+        first.set()
+        time.sleep(LINGER_EVERY_S)

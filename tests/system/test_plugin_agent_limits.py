@@ -24,7 +24,13 @@ from .test_agent_plugin import GROUP, echo_task_data
 from .test_agent_plugin import plugin_path as plugin_path  # the echo plugin, installed once for the module
 
 pytestmark = pytest.mark.slow
-AGENTS = {"hang": "HangAgent", "sleeper": "SleepAgent", "busy": "BusyAgent", "sync": "SyncAgent"}
+AGENTS = {
+    "hang": "HangAgent",
+    "sleeper": "SleepAgent",
+    "busy": "BusyAgent",
+    "sync": "SyncAgent",
+    "linger": "LingerAgent",
+}
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +103,19 @@ def test_an_agent_whose_run_is_not_async_is_refused_before_it_runs(
     error = result["error_message"]
     assert "agent type 'sync' (limits_agents:SyncAgent)" in error and "run must be an async def" in error, error
     assert not (run.evaluation("echo") / "sandbox/ran.txt").exists()
+
+
+def test_a_thread_an_agent_leaves_behind_runs_nothing_once_its_phase_is_over(
+    tmp_path: Path, system_cli: SystemCli, plugin_env: dict[str, str]
+) -> None:
+    """A thread the agent started itself kept running commands while the criteria graded the sandbox (a second of
+    them here) and after: the sandbox is the agent's for its phase only. Its thread's end is one warning, not a
+    traceback."""
+    grading = {"type": "run_command", "command": "sleep 1", "description": "a second of grading"}
+    task = {**echo_task_data("linger"), "success_criteria": [grading]}
+    outcome, run = system_cli.run(write_task(tmp_path, task, "linger.yaml"), env=plugin_env, timeout=120)
+    assert outcome.code == 0, outcome.output
+    assert "Traceback" not in outcome.err, outcome.err
+    assert "(linger)) ended on an error: SandboxUnavailable: the agent's phase is over" in outcome.err, outcome.err
+    lines = (run.evaluation("echo") / "sandbox/late.txt").read_text().splitlines()
+    assert 1 <= len(lines) <= 3, len(lines)  # its first, and what it wrote as the phase ended
