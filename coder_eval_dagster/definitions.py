@@ -6,6 +6,7 @@ import dagster as dg
 
 from .core.run_context import RunContext
 from .defs.assets import ASSETS
+from .defs.dagster_private import quiet_pool_waits
 from .defs.jobs import EVALUATE_JOB
 from .defs.names import JOB_NAME
 from .defs.resources import CoderEvalSettings, default_settings, launched_run_context
@@ -22,6 +23,7 @@ def build_definitions(settings: CoderEvalSettings, run_context: RunContext | Non
     Each step already runs its partitions in a thread pool, so steps run in the
     run's own process: a process per step would only add start-up time.
     """
+    quiet_pool_waits()
     return dg.Definitions(
         assets=ASSETS,
         resources={

@@ -401,9 +401,17 @@ def refused_inputs(result: dg.ExecuteInProcessResult) -> list[str]:
 
 
 def interrupted(result: dg.ExecuteInProcessResult) -> bool:
-    """Whether a step failed because the run was interrupted: Dagster's own SIGINT handler raises in whichever
-    step runs (the summary's too), where only the evaluations' steps raise the run's interrupt."""
-    return any(_is_interrupt(cause) for _, error in _step_errors(result) for cause in _causes(error))
+    """Whether a step, or the run between steps (waiting for a pool slot: ``quiet_pool_waits``), failed because
+    the run was interrupted: Dagster's own SIGINT handler raises in whichever step runs (the summary's too), where
+    only the evaluations' steps raise the run's interrupt."""
+    errors = [error for _, error in _step_errors(result)] + [_run_error(result)]
+    return any(_is_interrupt(cause) for error in errors for cause in _causes(error))
+
+
+def _run_error(result: dg.ExecuteInProcessResult) -> SerializableErrorInfo | None:
+    """The run's own error, when it failed outside every step."""
+    failure = next((event for event in result.all_events if event.is_run_failure), None)
+    return failure.job_failure_data.error if failure is not None and failure.job_failure_data else None
 
 
 INTERRUPTS = ("DagsterExecutionInterruptedError", "KeyboardInterrupt")

@@ -11,6 +11,7 @@ internals") lists every one with its guard.
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ __all__ = [
     "ASSET_PARTITION_RANGE_START_TAG",
     "EVENT_BATCH_SIZE",
     "add_partition_metadata",
+    "quiet_pool_waits",
     "report_materializations",
 ]
 
@@ -91,3 +93,50 @@ def report_materializations(instance: dg.DagsterInstance, materializations: list
         instance.report_dagster_event(
             event, run_id=RUNLESS_RUN_ID, batch_metadata=DagsterEventBatchMetadata(batch, index == last)
         )
+
+
+POOL_WAIT_POLL_S = 0.2  # how often a step waiting for a pool slot looks for an interrupt
+
+
+def quiet_pool_waits() -> None:
+    """A step waiting for a pool slot (``agent_api``) sleeps until its claim's next check, and hears an interrupt.
+
+    Dagster 1.13.27's in-process executor asks for the wait until a pending
+    claim's next check (1 s, growing to 15 s) and gets ``min(0, ...)``, never a
+    wait (``InstanceConcurrencyContext.interval_to_next_pending_claim_check``):
+    a run waiting for a slot spun a core until it got one (1.25 s of CPU
+    every 2 s measured, and each run of a backfill past the pool's limit one
+    more), and its loop never looked at the interrupt Dagster had captured, so
+    Ctrl-C and SIGTERM waited for the slot too. The claims are still checked
+    when Dagster checks them; the wait between is a sleep, cut by an interrupt
+    (the run then fails as interrupted). Left as Dagster has them if these
+    internals move. Applied once, in every process that runs the graph (the
+    CLI's, a launched run's), by ``build_definitions``. Guard:
+    tests/system/test_concurrent_runs.py.
+    """
+    try:
+        from dagster._core.errors import DagsterExecutionInterruptedError
+        from dagster._core.execution.plan.active import ActiveExecution
+        from dagster._core.execution.plan.instance_concurrency_context import InstanceConcurrencyContext
+        from dagster._utils.interrupts import check_captured_interrupt
+    except ImportError:
+        return
+    if getattr(ActiveExecution.sleep_til_ready, "quiet", False):
+        return
+
+    def interval_to_next_pending_claim_check(self: InstanceConcurrencyContext) -> float:
+        checks = self._pending_timeouts.values() if self._pending_claims else ()
+        return max(0.0, min(checks, default=time.time()) - time.time())
+
+    def sleep_til_ready(self: ActiveExecution) -> None:
+        ends = time.monotonic() + self.sleep_interval()  # type: ignore[no-untyped-call]  # (Dagster's, untyped)
+        while not check_captured_interrupt():
+            left = ends - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(left, POOL_WAIT_POLL_S))
+        raise DagsterExecutionInterruptedError("interrupted while waiting for a pool slot")
+
+    sleep_til_ready.quiet = True  # type: ignore[attr-defined]
+    InstanceConcurrencyContext.interval_to_next_pending_claim_check = interval_to_next_pending_claim_check  # type: ignore[method-assign]
+    ActiveExecution.sleep_til_ready = sleep_til_ready  # type: ignore[method-assign]

@@ -8,6 +8,8 @@ exit 0. A step whose range no longer holds its run's row-tasks fails now, and ``
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -82,3 +84,42 @@ def test_a_run_killed_in_its_sandbox_step_gives_its_pool_slot_back(tmp_path: Pat
     outcome, run = system_cli.run(fast, env={}, timeout=60)
     assert outcome.code == 0, outcome.output
     assert run.summary["tasks_succeeded"] == 1
+
+
+def test_a_run_waiting_for_a_pool_slot_sleeps_and_hears_ctrl_c(tmp_path: Path, system_cli: SystemCli) -> None:
+    """Dagster 1.13.27's in-process claim loop never slept: a run waiting for an agent_api slot spun a core until it
+    got one (1.25 s of CPU every 2 s), and Ctrl-C waited for the slot too. Guards ``quiet_pool_waits``."""
+    import dagster as dg
+
+    from .conftest import stop_group
+
+    task = write(tmp_path / "slow.yaml", SLEEPER)
+    holder = system_cli.start("run", task, "--runs-dir", tmp_path / "holder", env={})
+    try:
+        deadline = time.monotonic() + 60
+        while not list((tmp_path / "holder").glob("*/default/slow/00/sandbox/started.txt")):
+            assert time.monotonic() < deadline and holder.poll() is None, "the run never reached its pre_run"
+            time.sleep(0.1)
+        with dg.DagsterInstance.from_config(str(system_cli.home)) as instance:
+            storage = instance.event_log_storage
+            storage.set_concurrency_slots("agent_api", 1)  # the one slot the holder has
+            fast = SLEEPER.replace("task_id: slow", "task_id: fast").replace("sleep 60", "true")
+            waiter = system_cli.start("run", write(tmp_path / "fast.yaml", fast), "--runs-dir", tmp_path / "w", env={})
+            while storage.get_concurrency_info("agent_api").pending_step_count == 0:
+                assert time.monotonic() < deadline and waiter.poll() is None, "the second run never waited for a slot"
+                time.sleep(0.1)
+        before = cpu_seconds(waiter.pid)
+        time.sleep(3)
+        assert cpu_seconds(waiter.pid) - before < 0.5
+        waiter.send_signal(signal.SIGINT)
+        out, err = waiter.communicate(timeout=10)
+        assert waiter.returncode == 130, (out + err).decode()
+        assert "coder-eval: interrupted; what finished is in" in err.decode()
+    finally:
+        stop_group(holder)
+
+
+def cpu_seconds(pid: int) -> float:
+    """A process's user and system CPU so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
