@@ -16,9 +16,11 @@ In (the replay agent, ``trajectory: FILE.json``): a file whose
 is a turn, its tool calls the turn's calls (Claude Code's ``file_path``,
 ``old_string`` and ``new_string`` become the replay's ``path``, ``old`` and
 ``new``; an absolute path inside the session's working folder becomes
-relative to the sandbox), user steps after the first agent step are a
-dialog's user messages; system steps, copied context and observations are
-not replayed (the calls run again and make their own). A step's
+relative to the sandbox, and that folder in a Bash command the sandbox's
+own, ``/sandbox``), user steps after the first agent step are a dialog's
+user messages; system steps, copied context, observations and a message's
+image and audio parts are not replayed (the calls run again and make their
+own). A step's
 ``metrics.extra.cost_source`` (``reported``, ``priced``), where an export
 wrote it, stays the turn's: the replay reports the usage and cost the run
 it came from did.
@@ -26,10 +28,11 @@ it came from did.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import PurePosixPath
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import ValidationError
 
@@ -48,6 +51,11 @@ REPLAY_NAMES = {"file_path": "path", "old_string": "old", "new_string": "new"}
 FILE_TOOLS = ("Read", "Write", "Edit")
 # Where every sandbox driver shows the sandbox to its commands and agents: the working folder an export records.
 WORKING_FOLDER = str(SANDBOX_PATH)
+# What may stand before and after a folder in a command for it to be that folder, not part of a longer name or path
+# (``/app`` in ``cd /app``, ``"/app/x"``, ``--dir=/app;``, ``PATH=/app/bin:$PATH``; not in ``/application``,
+# ``/srv/app``, ``$(pwd)/app``).
+BEFORE_A_PATH = r"\s;&|(<>'\"`=:,{"
+AFTER_A_PATH = r"/\s;&|()<>'\"`:,}"
 
 
 def is_atif(data: Any) -> bool:
@@ -66,17 +74,17 @@ def replay_trajectory(data: Any, source: str, line_of: LineOf) -> Trajectory:
         document = atif.Trajectory.model_validate(data)
     except ValidationError as exc:
         problems = problems_from_validation(exc, data, source, line_of, model=atif.Trajectory)
-        raise InvalidInput([_in_atif_terms(p) for p in problems]) from None
+        raise InvalidInput([_in_atif_terms(p, data["schema_version"]) for p in problems]) from None
     return from_atif(document, source, line_of)
 
 
-def _in_atif_terms(problem: Problem) -> Problem:
-    """An unknown key is unknown to ATIF, not to the task format (the did-you-mean, from the key's block, stays)."""
+def _in_atif_terms(problem: Problem, declared: str) -> Problem:
+    """An unknown key is unknown to ATIF (the version the file says, else the newest), not to the task format (the
+    did-you-mean, from the key's block, stays)."""
     if not problem.message.startswith(UNKNOWN_FIELD):
         return problem
-    return replace(
-        problem, message=f"unknown field (not in {atif.ATIF_VERSION})" + problem.message[len(UNKNOWN_FIELD) :]
-    )
+    version = declared if declared in get_args(atif.AtifVersion) else get_args(atif.AtifVersion)[-1]
+    return replace(problem, message=f"unknown field (not in {version})" + problem.message[len(UNKNOWN_FIELD) :])
 
 
 # ----------------------------------------------------------------------------- in: ATIF -> replay
@@ -113,6 +121,8 @@ def _replay_call(call: atif.ToolCall, cwd: str | None, where: Loc, source: str, 
         arguments = {REPLAY_NAMES.get(name, name): value for name, value in arguments.items()}
         if isinstance(arguments.get("path"), str):
             arguments["path"] = _inside(arguments["path"], cwd)
+    if call.function_name == "Bash" and isinstance(arguments.get("command"), str):
+        arguments["command"] = _in_the_sandbox(arguments["command"], cwd)
     data = {**arguments, "tool": call.function_name}
     try:
         return ToolCall.model_validate(data)
@@ -138,6 +148,17 @@ def _inside(path: str, cwd: str | None) -> str:
         return PurePosixPath(path).relative_to(cwd).as_posix()
     except ValueError:
         return path
+
+
+def _in_the_sandbox(command: str, cwd: str | None) -> str:
+    """A command with the recorded working folder as the sandbox's (``cat /app/a.txt`` -> ``cat /sandbox/a.txt``), so
+    that it finds what the replay's file calls put there: the folder only where it stands whole, never a longer name
+    (``/application``) or another folder's part (``/srv/app``); a working folder of ``/`` is every path's, left be."""
+    folder = PurePosixPath(cwd) if cwd is not None else None
+    if folder is None or not folder.is_absolute() or folder in (PurePosixPath("/"), SANDBOX_PATH):
+        return command
+    whole = rf"(?<![^{BEFORE_A_PATH}]){re.escape(folder.as_posix())}(?=[{AFTER_A_PATH}]|$)"
+    return re.sub(whole, WORKING_FOLDER, command)
 
 
 def _usage(metrics: atif.Metrics | None) -> TurnUsage | None:

@@ -155,8 +155,48 @@ def _syntax_problem(path: Path, text: str, exc: yaml.MarkedYAMLError) -> Problem
     return Problem(str(path), line, DOCUMENT, message + "".join(f"; {hint}" for hint in hints))
 
 
+# A \uXXXX escape (after an even run of backslashes: an odd one's last escapes the backslash) of a UTF-16 surrogate,
+# with the low half after it when the first is a high half: how JSON writes a character beyond U+FFFF.
+_SURROGATE_ESCAPE = re.compile(
+    r"(?<!\\)(?P<before>(?:\\\\)*)\\u(?P<high>d[89ab][0-9a-f]{2})\\u(?P<low>d[c-f][0-9a-f]{2})"
+    r"|(?<!\\)(?:\\\\)*(?P<lone>\\ud[89a-f][0-9a-f]{2})",
+    re.IGNORECASE,
+)
+_LONE_SURROGATE = (
+    "JSON error (line {line}, column {column}): {escape} is half of a character beyond U+FFFF (a surrogate) "
+    "without its other half: such a character is two escapes, a high half \\ud800-\\udbff then a low half "
+    "\\udc00-\\udfff"
+)
+
+
+def _json_escapes_for_yaml(path: Path, text: str) -> str:
+    """JSON text with each escaped surrogate pair as YAML's escape of its character (``\\ud83c\\udf89`` ->
+    ``\\U0001f389``): JSON writes a character beyond U+FFFF so (Python's ``json.dumps``, as Harbor's producers), and
+    YAML, which reads every other JSON escape, refuses either half. Lines stay as they were; half a pair alone is a
+    problem at its line. Only for JSON: in YAML a backslash outside double quotes is no escape."""
+    problems: list[Problem] = []
+
+    def one_character(match: re.Match[str]) -> str:
+        if match["lone"] is None:
+            code = 0x10000 + ((int(match["high"], 16) - 0xD800) << 10) + int(match["low"], 16) - 0xDC00
+            return f"{match['before']}\\U{code:08x}"
+        at = match.start("lone")
+        line, column = text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
+        why = _LONE_SURROGATE.format(line=line, column=column, escape=match["lone"])
+        problems.append(Problem(str(path), line, DOCUMENT, why))
+        return match[0]
+
+    escaped = _SURROGATE_ESCAPE.sub(one_character, text)
+    if problems:
+        raise InvalidInput(problems)
+    return escaped
+
+
 def parse_document(path: Path, text: str) -> Document:
-    """Parse YAML text; a document that is invalid, an alias bomb or too deep is one located problem."""
+    """Parse YAML text (JSON too: YAML reads it); a document that is invalid, an alias bomb or too deep is one
+    located problem."""
+    if path.suffix.lower() == ".json":
+        text = _json_escapes_for_yaml(path, text)
     try:
         node = yaml.compose(text, Loader=_Loader)
         if node is not None:

@@ -1,11 +1,13 @@
-"""Harbor's Agent Trajectory Interchange Format (ATIF), its RFC 0001 at ATIF-v1.7: one model per schema block.
+"""Harbor's Agent Trajectory Interchange Format (ATIF), its RFC 0001 up to ATIF-v1.8: one model per schema block.
 
 The field names, their types and the rules that make a file valid are the
 RFC's (``rfcs/0001-trajectory-format.md`` of the Harbor project): every block
 rejects keys it does not define, as Harbor's own validator does, so a file
 written here validates there and the other way round. Every version from
-ATIF-v1.0 is read (each only added optional fields); files are written as
-the current one, ``ATIF_VERSION``.
+ATIF-v1.0 is read (each only added optional fields and kinds, v1.8 audio
+parts), under the newest one's rules as Harbor reads them. Files are written
+as ``ATIF_VERSION``, v1.7: what an export holds is all in it, and Harbor's
+validators before v1.8 (its 0.24 and older) read it too.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from .base import rule_error
 
 AtifVersion = Literal[
-    "ATIF-v1.0", "ATIF-v1.1", "ATIF-v1.2", "ATIF-v1.3", "ATIF-v1.4", "ATIF-v1.5", "ATIF-v1.6", "ATIF-v1.7"
+    "ATIF-v1.0", "ATIF-v1.1", "ATIF-v1.2", "ATIF-v1.3", "ATIF-v1.4", "ATIF-v1.5", "ATIF-v1.6", "ATIF-v1.7", "ATIF-v1.8"
 ]
-ATIF_VERSION: AtifVersion = "ATIF-v1.7"
+ATIF_VERSION: AtifVersion = "ATIF-v1.7"  # what an export writes (see above)
 Extra = dict[str, Any] | None  # the free-form ``extra`` object every block may carry
 
 
@@ -35,17 +37,57 @@ class ImageSource(AtifBlock):
     path: str
 
 
-class ContentPart(AtifBlock):
-    """Multimodal content (v1.6): a text part or an image part."""
+AudioMediaType = Literal[
+    "audio/wav", "audio/mpeg", "audio/mp4", "audio/aac", "audio/ogg", "audio/flac", "audio/webm", "audio/aiff"
+]
+# The spellings producers write for an audio type, read as Harbor reads them (Gemini's ``audio/mp3``, for one).
+AUDIO_ALIASES = {
+    "audio/mp3": "audio/mpeg",
+    "audio/mpga": "audio/mpeg",
+    "audio/x-mpeg": "audio/mpeg",
+    "audio/x-wav": "audio/wav",
+    "audio/wave": "audio/wav",
+    "audio/vnd.wave": "audio/wav",
+    "audio/x-m4a": "audio/mp4",
+    "audio/m4a": "audio/mp4",
+    "audio/x-aac": "audio/aac",
+    "audio/x-flac": "audio/flac",
+    "audio/x-aiff": "audio/aiff",
+}
 
-    type: Literal["text", "image"]
+
+class AudioSource(AtifBlock):
+    """An audio file or URL (v1.8)."""
+
+    media_type: AudioMediaType
+    path: str
+    duration_sec: float | None = Field(default=None, ge=0)
+
+    @field_validator("media_type", mode="before")
+    @classmethod
+    def _registered_spelling(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.strip().lower()
+            return AUDIO_ALIASES.get(value, value)
+        return value
+
+
+MEDIA_SOURCES: dict[str, type[AtifBlock]] = {"image": ImageSource, "audio": AudioSource}
+
+
+class ContentPart(AtifBlock):
+    """Multimodal content: a text part (v1.6), an image part (v1.6) or an audio part (v1.8)."""
+
+    type: Literal["text", "image", "audio"]
     text: str | None = None
-    source: ImageSource | None = None
+    source: ImageSource | AudioSource | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> ContentPart:
-        if (self.type == "text") != (self.text is not None) or (self.type == "image") != (self.source is not None):
-            raise rule_error("type", "a text part has text and no source; an image part has a source and no text")
+        if self.type == "text" and (self.text is None or self.source is not None):
+            raise rule_error("type", "a text part has text and no source")
+        if self.type != "text" and (self.text is not None or not isinstance(self.source, MEDIA_SOURCES[self.type])):
+            raise rule_error("type", f"an {self.type} part has an {self.type} source (its media_type) and no text")
         return self
 
 
