@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -19,6 +20,8 @@ from coder_eval_dagster.core.models.results import (
 from coder_eval_dagster.core.reports.run_viewer import FIELDS, render_run_viewer, viewer_data
 from coder_eval_dagster.core.reports.task_html import render_task_html
 
+from ..support.synthetic_runs import questioned_results
+
 
 def criterion(index: int, passed: bool, **fields: object) -> CriterionResult:
     values: dict = {"type": "run_command", "description": f"check {index}", "score": 1.0 if passed else 0.0}
@@ -31,17 +34,41 @@ def result(*criteria: CriterionResult, **fields: object) -> EvaluationResult:
     return EvaluationResult(agent_type="replay", criteria=list(criteria), **(values | fields))
 
 
-def row(evaluation: EvaluationResult) -> dict:
-    data = viewer_data("r", [evaluation], ["v"])
-    values = dict(zip(FIELDS, data["rows"][0], strict=True))
+def decoded_rows(data: dict) -> list[dict]:
+    """The page's rows as its script reads them: strings looked up, each criterion's description made whole, the
+    failing one named by its type and description."""
     strings = data["strings"]
 
-    def decoded(name: str, value: object) -> object:
+    def looked_up(name: str, value: Any) -> Any:
         if name not in data["interned"] or value is None:
             return value
         return [strings[i] for i in value] if isinstance(value, list) else strings[value]
 
-    return {name: decoded(name, value) for name, value in values.items()}
+    def whole(template: int, middle: int) -> tuple[str, str]:
+        kind, start, end = data["templates"][template]
+        return kind, start + strings[middle] + end
+
+    rows = []
+    for values in data["rows"]:
+        shown = {name: looked_up(name, value) for name, value in zip(FIELDS, values, strict=True)}
+        shown["criteria"] = [whole(*pair) for pair in data["criteria"][shown["criteria"]]]
+        failing = None if shown["failing"] is None else shown["criteria"][shown["failing"]]
+        shown["failing"] = None if failing is None else f"{failing[0]} \u201c{failing[1]}\u201d"
+        rows.append(shown)
+    return rows
+
+
+def page_data(page: str) -> dict:
+    """The rows a viewer page carries, as its script parses them."""
+    embedded = re.search(r'<script id="data" type="application/json">(.*?)</script>', page, re.DOTALL)
+    assert embedded is not None
+    data: dict = json.loads(embedded.group(1))
+    return data
+
+
+def row(evaluation: EvaluationResult) -> dict:
+    (shown,) = decoded_rows(viewer_data("r", [evaluation], ["v"]))
+    return shown
 
 
 def test_a_row_names_the_first_failing_gating_criterion_and_why() -> None:
@@ -60,16 +87,18 @@ def test_a_row_names_the_first_failing_gating_criterion_and_why() -> None:
 
 
 def test_a_row_counts_every_token_and_cost_and_links_its_report() -> None:
+    paid = {"cost_source": "reported"}
     turns = [
-        TurnRecord(index=1, input_tokens=100, cache_read_input_tokens=1000, output_tokens=10, cost_usd=0.01),
-        TurnRecord(index=2, input_tokens=50, cache_creation_input_tokens=5, output_tokens=5, cost_usd=0.02),
+        TurnRecord(index=1, input_tokens=100, cache_read_input_tokens=1000, output_tokens=10, cost_usd=0.01, **paid),
+        TurnRecord(index=2, input_tokens=50, cache_creation_input_tokens=5, output_tokens=5, cost_usd=0.02, **paid),
     ]
-    usage = {"input_tokens": 300, "output_tokens": 20, "cost_usd": 0.005}
+    usage = {"input_tokens": 300, "output_tokens": 20, "cost_usd": 0.005, "cost_source": "priced"}
     judged = criterion(0, True, type="llm_judge", details={"judge_usage": usage})
     evaluation = result(judged, task_id="suite/row7", trajectory=turns, turns=2, tags=["a", "b"])
     evaluation.total_token_usage = TokenUsage.of_turns(turns)
     shown = row(evaluation)
     assert (shown["tokens"], shown["cost"], shown["turns"]) == (1170, 0.035, 2)  # tokens: the agent's; cost: all
+    assert shown["cost_complete"] == 1 and row(result(final_status="TIMEOUT"))["cost_complete"] == 0  # cut short
     assert row(result(criterion(0, True)))["tokens"] is None  # no agent ran: no count, not 0
     assert (shown["href"], shown["tags"]) == ("v/suite/row7/00/task.html", ["a", "b"])
 
@@ -80,13 +109,39 @@ def test_repeated_strings_are_stored_once() -> None:
     assert len(data["strings"]) < 10  # the variant, the status, the criterion, its reason, the descriptions
 
 
+def test_descriptions_carrying_row_values_keep_a_10000_row_page_under_4_mb() -> None:
+    """Three criteria whose descriptions carry the row's question made a 10,000-row page 5.6 MB (each row carried
+    them whole, and its failing one again); the page carries what rows share once, and reads back the same."""
+    evaluations = questioned_results(10_000)
+    page = render_run_viewer("r", evaluations, ["default"])
+    assert len(page.encode()) <= 4_000_000  # 2.5 MB
+    data = page_data(page)
+    shown = {row["task"]: row for row in decoded_rows(data)}
+    for evaluation in evaluations:
+        descriptions = [(c.type, c.description) for c in evaluation.criteria]
+        assert shown[evaluation.task_id]["criteria"] == descriptions
+        failing = f"run_command \u201c{evaluation.criteria[0].description}\u201d" if not evaluation.success else None
+        assert shown[evaluation.task_id]["failing"] == failing
+    assert len(data["templates"]) == 3  # one per criterion of the task, its fixed words stored once
+
+
+def test_descriptions_that_differ_only_at_their_ends_read_back_whole() -> None:
+    """A start and an end every row's description has, never overlapping (``aa``: start ``a``, end ``a``)."""
+    groups = {"t": ["aa", "aXa", "aXYa"], "u": ["same", "same"], "w": ["7 + 5 is 12", "7 + 50 is 57", ""]}
+    evaluations = [
+        result(criterion(0, True, description=text), task_id=f"{base}/{i}", base_task_id=base)
+        for base, texts in groups.items()
+        for i, text in enumerate(texts)
+    ]
+    shown = [row["criteria"] for row in decoded_rows(viewer_data("r", evaluations, ["v"]))]
+    assert shown == [[("run_command", text)] for texts in groups.values() for text in texts]
+
+
 def test_the_page_data_cannot_end_its_script_element() -> None:
     hostile = "</script><script>alert(1)</script>"
     evaluation = result(criterion(0, False, error=hostile), task_id="t", final_status="FAILURE")
     page = render_run_viewer("r", [evaluation], ["v"])
-    embedded = re.search(r'<script id="data" type="application/json">(.*?)</script>', page, re.DOTALL)
-    assert embedded is not None
-    assert json.loads(embedded.group(1)) == json.loads(json.dumps(viewer_data("r", [evaluation], ["v"])))
+    assert page_data(page) == json.loads(json.dumps(viewer_data("r", [evaluation], ["v"])))
     assert "<script>alert" not in page and "http" not in page.split("<style>")[0].lower().replace("http-equiv", "")
 
 

@@ -210,3 +210,49 @@ def write_viewer_run(runs_dir: Path, results: list[EvaluationResult], run_id: st
         (folder / REPORT_FILE).write_text(render_task_html(result), encoding="utf-8")
     write_run_viewer(run_dir, results, list(dict.fromkeys(r.variant_id for r in results)))
     return run_dir
+
+
+# ----------------------------------------------------------------------------- descriptions carrying a row's values
+
+WORDS = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "sigma")
+ASKED = ("answers the question: {q}", "cites a source for: {q}", "stays on topic for {q}, and says so")
+
+
+def questioned_results(count: int, seed: int = 26) -> list[EvaluationResult]:
+    """``count`` rows of one dataset task whose three criteria's descriptions carry the row's question
+    (``description: "answers the question: ${row.question}"``, as tasks/arithmetic_dataset.yaml does); every fifth
+    row fails its first criterion."""
+    rng = random.Random(seed)
+    return [_questioned_result(index, " ".join(rng.choices(WORDS, k=23))) for index in range(count)]
+
+
+def _questioned_result(index: int, question: str) -> EvaluationResult:
+    failed = index % 5 == 0
+    criteria = [
+        CriterionResult(
+            index=position,
+            type="run_command",
+            description=asked.format(q=question),
+            score=0.0 if failed and position == 0 else 1.0,
+            passed=not (failed and position == 0),
+            gating=True,
+            weight=1.0,
+            pass_threshold=1.0,
+        )
+        for position, asked in enumerate(ASKED)
+    ]
+    return EvaluationResult(
+        run_id="questions",
+        task_id=f"q/q{index:05d}",
+        base_task_id="q",
+        row_id=f"q{index:05d}",
+        variant_id="default",
+        replicate=0,
+        agent_type="none",
+        tags=["scale"],
+        final_status="FAILURE" if failed else "SUCCESS",
+        success=not failed,
+        weighted_score=0.667 if failed else 1.0,
+        duration_s=0.03,
+        criteria=criteria,
+    )

@@ -5,9 +5,12 @@ tests/support/synthetic_runs.py) is opened from file://: its first screen
 within 2 s, a page under 5 MB and no 10,000-row document; filters, search and
 sorting change the rows and the counts as a reader expects; a link opens
 the right task.html and Back restores the view; the pairs view puts the
-flipped rows first. Then a run made by the installed CLI: its viewer is
-linked from everywhere a reader looks, and its task.html shows what each tool
-returned and what the agent said.
+flipped rows first, flipped as `coder-eval compare` counts them; the
+address's #fragment is read whatever it holds, and followed when it changes.
+A run whose criteria's descriptions carry each row's question stays under
+4 MB and searchable; a partial cost shows as the floor it is. Then a run made
+by the installed CLI: its viewer is linked from everywhere a reader looks,
+and its task.html shows what each tool returned and what the agent said.
 """
 
 from __future__ import annotations
@@ -21,16 +24,20 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from coder_eval_dagster.core.models.results import EvaluationResult
+from coder_eval_dagster.core.compare.analysis import Arm, paired_flips
+from coder_eval_dagster.core.compare.rows import RunRows, result_records
+from coder_eval_dagster.core.models.results import EvaluationResult, TokenUsage, TurnRecord
+from coder_eval_dagster.core.reports.run_viewer import write_run_viewer
 
 from ..support.browser import ARTIFACTS, Chromium
-from ..support.synthetic_runs import viewer_results, write_viewer_run
+from ..support.synthetic_runs import evaluation_result, questioned_results, viewer_results, write_viewer_run
 from .conftest import SystemCli, replay_task_file
 
 pytestmark = pytest.mark.slow
 EVALUATIONS = 10_000
 FIRST_SCREEN_S = 2.0
 MAX_PAGE_BYTES = 5_000_000
+MAX_QUESTIONED_BYTES = 4_000_000  # each row's criteria carry its question: 5.6 MB when the page carried them whole
 ROWS_SHOWN = "document.querySelectorAll('#grid tbody tr').length"
 SHOWN = "Number(document.getElementById('shown').dataset.count)"
 
@@ -178,20 +185,137 @@ def test_a_link_opens_its_task_report_and_back_restores_the_view(big_run: tuple[
     assert browser.evaluate("document.getElementById('status').value") == "TIMEOUT"
 
 
-def test_pairs_put_the_flipped_rows_first(big_run: tuple[Path, Any], browser: Chromium) -> None:
-    run_dir, results = big_run
-    open_page(browser, (run_dir / "index.html").as_uri())
+def compare_flips(results: list[EvaluationResult]) -> list[str]:
+    """The rows `coder-eval compare` calls flipped between the two variants: its regressions and improvements."""
+    variants = list(dict.fromkeys(r.variant_id for r in results))
+    run = RunRows(Path(), "viewer", variants, result_records(results))
+    flips = paired_flips(*(Arm(run, variant, variant) for variant in variants))
+    return sorted(flips.regressions + flips.improvements)
+
+
+def show_pairs(browser: Chromium, viewer: Path) -> None:
+    open_page(browser, viewer.as_uri())
     click_on(browser, "#tab-pairs")
     browser.wait_for("!!document.getElementById('flipped')", 10, 0.05)
-    outcomes: dict[str, dict[str, bool]] = {}
-    for result in results:
-        outcomes.setdefault(result.task_id, {})[result.variant_id] = result.success
-    flipped = sorted(task for task, by in outcomes.items() if len(set(by.values())) > 1)
-    assert browser.evaluate(SHOWN) == len(outcomes)
+
+
+def test_pairs_put_the_flipped_rows_first(big_run: tuple[Path, Any], browser: Chromium) -> None:
+    run_dir, results = big_run
+    show_pairs(browser, run_dir / "index.html")
+    flipped = compare_flips(results)  # an ERROR has no verdict: a row ERROR in one variant is not flipped
+    assert browser.evaluate(SHOWN) == len({r.task_id for r in results})
     assert browser.evaluate("Number(document.getElementById('flipped').dataset.count)") == len(flipped)
     assert column(browser, 0) == flipped[:100]
     mark = browser.evaluate("document.querySelector('#grid tbody tr td:nth-child(3) a').getAttribute('href')")
     assert mark == f"with-hint/{flipped[0]}/00/task.html"
+
+
+# Each row's replicates under variants a and b: S SUCCESS, F FAILURE, E ERROR; flipped as compare counts it.
+REPLICATES = {
+    "t/r1": ("SSS", "SSF", False),  # the shares differ, both pass by a majority
+    "t/r2": ("SFF", "SSF", True),
+    "t/r3": ("EEE", "SSS", False),  # a has no verdict: every replicate an ERROR
+    "t/r4": ("SSE", "FFS", True),  # a passes 2 of its 2 verdicts
+    "t/r5": ("SF", "SS", True),  # half is not a majority
+    "t/r6": ("FFF", "FFE", False),
+}
+STATUSES = {"S": "SUCCESS", "F": "FAILURE", "E": "ERROR"}
+
+
+def test_pairs_flip_by_the_majority_of_replicates_as_compare_does(tmp_path: Path, browser: Chromium) -> None:
+    """The pairs view counted a row flipped when the variants' shares of passing replicates differed (24 flipped
+    where compare found 19); compare's verdict is more than half of the non-ERROR replicates passing."""
+    results = [
+        evaluation_result(variant, task, STATUSES[letter], replicate=replicate)
+        for task, (*marks, _) in REPLICATES.items()
+        for variant, letters in zip("ab", marks, strict=True)
+        for replicate, letter in enumerate(letters)
+    ]
+    flipped = sorted(task for task, (*_, flips) in REPLICATES.items() if flips)
+    assert compare_flips(results) == flipped
+    show_pairs(browser, write_viewer_run(tmp_path, results) / "index.html")
+    assert browser.evaluate("Number(document.getElementById('flipped').dataset.count)") == len(flipped)
+    assert column(browser, 0) == flipped + sorted(set(REPLICATES) - set(flipped))
+    r4 = flipped.index("t/r4")
+    assert (column(browser, 1)[r4], column(browser, 2)[r4]) == ("\u2713\u2713! 2/2", "\u2717\u2717\u2713 1/3")
+    titles = browser.evaluate(
+        f"[...document.querySelectorAll('#grid tbody tr')[{r4}].cells[1].children].map(a => a.title)"
+    )
+    assert titles == ["a #00: SUCCESS", "a #01: SUCCESS", "a #02: ERROR"]  # as the folders and task.html number them
+
+
+def test_a_partial_cost_shows_as_the_floor_it_is(tmp_path: Path, browser: Chromium) -> None:
+    """A row whose cost is partly unknown showed `0.0320` where its task.html says `≥ $0.0320 (part unknown)`."""
+    priced = TurnRecord(index=1, input_tokens=100, output_tokens=10, cost_usd=0.032, cost_source="reported")
+    unpriced = TurnRecord(index=2, input_tokens=100, output_tokens=10, cost_source="unknown")
+    costs = {"t/whole": [priced], "t/partial": [priced, unpriced], "t/unpriced": [unpriced]}
+    results = [
+        evaluation_result("a", task, "SUCCESS", trajectory=turns, total_token_usage=TokenUsage.of_turns(turns))
+        for task, turns in costs.items()
+    ]
+    run_dir = write_viewer_run(tmp_path, results)
+    assert "\u2265 $0.0320 (part unknown)" in (run_dir / "a/t/partial/00/task.html").read_text()
+    open_page(browser, (run_dir / "index.html").as_uri())
+    cells = "[r.cells[1].innerText, r.cells[11].innerText, r.cells[11].title]"  # task, cost, its hover
+    shown = browser.evaluate(f"[...document.querySelectorAll('#grid tbody tr')].map(r => {cells})")
+    floor = "at least this much: part of the cost is unknown (task.html says whose)"
+    assert shown == [["t/partial", "\u2265 0.0320", floor], ["t/unpriced", "unknown", ""], ["t/whole", "0.0320", ""]]
+
+
+PAGE = "document.getElementById('page').textContent"
+BUTTONS_OFF = "['prev', 'next'].map(id => document.getElementById(id).disabled)"
+
+
+def test_the_fragment_is_read_within_bounds_and_followed(big_run: tuple[Path, Any], browser: Chromium) -> None:
+    """`#status=ERROR&page=-3` showed `rows -299–-200 of 24 · page -2 of 1` with both buttons on; a #fragment
+    changed in an open tab did nothing. The fragment's page counts from 1, as the page says."""
+    run_dir, results = big_run
+    viewer = (run_dir / "index.html").as_uri()
+    errors = sum(r.final_status == "ERROR" for r in results)
+    timeouts = sum(r.final_status == "TIMEOUT" for r in results)
+    pages = -(-errors // 100)
+    assert pages > 1 and timeouts > 100
+
+    open_page(browser, f"{viewer}#status=ERROR&page=-3")
+    assert browser.evaluate(PAGE) == f"rows 1–100 of {errors} · page 1 of {pages}"
+    assert browser.evaluate(BUTTONS_OFF) == [True, False]
+    assert browser.evaluate("location.hash") == "#status=ERROR"  # the view as shown
+
+    open_page(browser, f"{viewer}#status=ERROR&page=999&sort=nothing")
+    assert browser.evaluate(PAGE) == f"rows {(pages - 1) * 100 + 1}–{errors} of {errors} · page {pages} of {pages}"
+    assert browser.evaluate(BUTTONS_OFF) == [False, True]
+
+    open_page(browser, f"{viewer}#status=ERROR&page=2")
+    assert browser.evaluate(PAGE).endswith(f"page 2 of {pages}")
+
+    browser.evaluate("location.hash = '#status=TIMEOUT&page=2'")  # edited in the open tab
+    browser.wait_for(f"{SHOWN} === {timeouts}", 10, 0.05)
+    assert browser.evaluate("document.getElementById('status').value") == "TIMEOUT"
+    assert browser.evaluate(PAGE).startswith("rows 101–")
+    browser.evaluate("location.hash = ''")
+    browser.wait_for(f"{SHOWN} === {len(results)}", 10, 0.05)
+    assert browser.evaluate(PAGE).startswith("rows 1–100 ")
+
+
+@pytest.fixture(scope="module")
+def questioned_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[EvaluationResult]]:
+    results = questioned_results(EVALUATIONS)
+    run_dir = tmp_path_factory.mktemp("questioned")
+    return write_run_viewer(run_dir, results, ["default"]), results
+
+
+def test_descriptions_carrying_each_row_s_question_stay_under_4_mb_and_searchable(
+    questioned_run: tuple[Path, list[EvaluationResult]], browser: Chromium
+) -> None:
+    viewer, results = questioned_run
+    seconds = open_page(browser, viewer.as_uri())
+    size = viewer.stat().st_size
+    assert seconds < FIRST_SCREEN_S and size <= MAX_QUESTIONED_BYTES, (seconds, size)
+    failed = next(r for r in results[1:] if not r.success)
+    question = failed.criteria[2].description.removeprefix("stays on topic for ").removesuffix(", and says so")
+    type_search(browser, question)
+    assert browser.evaluate(SHOWN) == 1 and column(browser, 1) == [failed.task_id]
+    assert column(browser, 6) == [f"run_command \u201c{failed.criteria[0].description}\u201d"]
 
 
 # ----------------------------------------------------------------------------- a run made by the installed CLI

@@ -1,12 +1,15 @@
 """``<run_dir>/index.html``: the run viewer, one row per evaluation, sortable and filterable, at 10,000 rows.
 
 One self-contained page (no network, works from file://): the rows are
-compact JSON inside it, strings that repeat (variants, statuses, criteria,
-tags) stored once; a small inline script decodes them, filters, sorts and
-draws one page of rows at a time, so the document never holds 10,000 rows.
-The filter, sort and page live in the address's #fragment: back from a
-task.html, the reader finds the view as it was. Above it all, the run's
-verdict and why it failed, from run.json.
+compact JSON inside it, strings that repeat (variants, statuses, reasons,
+tags) stored once; a criterion's description is stored as the text every
+row's description of it starts and ends with (once) and what lies between
+(a row's values, often the same for all its criteria: stored once too). A
+small inline script decodes them, filters, sorts and draws one page of rows
+at a time, so the document never holds 10,000 rows. The filter, sort and
+page live in the address's #fragment: back from a task.html, the reader
+finds the view as it was. Above it all, the run's verdict and why it failed,
+from run.json.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from .shown_text import criterion_score
 TEMPLATE = "run_viewer.html"  # the page, its style and its script, beside this module
 WHY_CHARS = 300  # the reason shown for a row; task.html has the whole of it
 # Each row, in this order; the interned fields hold indexes into the page's string table (tags: a list of them).
+# ``criteria``: its list of criteria in the page's table (``Descriptions``); ``failing``: a position in that list.
 FIELDS = (
     "variant",
     "task",
@@ -49,12 +53,14 @@ FIELDS = (
     "turns",
     "tokens",
     "cost",
+    "cost_complete",
     "tags",
     "href",
     "criteria",
     "notes",
 )
-INTERNED = ("variant", "status", "failing", "why", "tags", "criteria", "notes")
+INTERNED = ("variant", "status", "why", "tags", "notes")
+Template = tuple[str, str, str]  # a criterion's type and the text its description starts and ends with in every row
 
 
 class Strings:
@@ -64,8 +70,9 @@ class Strings:
         self.index: dict[str, int] = {}
 
     def __call__(self, text: str | None) -> int | None:
-        if text is None:
-            return None
+        return None if text is None else self.add(text)
+
+    def add(self, text: str) -> int:
         return self.index.setdefault(text, len(self.index))
 
     @property
@@ -73,9 +80,62 @@ class Strings:
         return list(self.index)
 
 
-def first_failing(result: EvaluationResult) -> CriterionResult | None:
-    """The first gating criterion that failed (advisory ones of an early-stopped run do not gate)."""
-    return next((c for c in result.criteria if c.gating and not c.advisory and not c.passed), None)
+class Descriptions:
+    """An evaluation's criteria as one number: its list of [template, middle] pairs, each distinct list stored once.
+    The template (type, start, end) is what every row's description of that criterion of its task shares, the
+    middle what the row adds (a string table index).
+
+    A dataset's descriptions differ by the row's values alone (``answers: ${row.question}``): whole, they made a
+    10,000-row page of three such criteria 5.6 MB; the middles of a row's criteria are often one string, stored
+    once. Where the descriptions are the same in every row, so is the list.
+    """
+
+    def __init__(self, results: list[EvaluationResult], strings: Strings) -> None:
+        texts: dict[tuple[str, int, str], list[str]] = {}
+        for result in results:
+            for criterion in result.criteria:
+                texts.setdefault(_slot(result, criterion), []).append(criterion.description)
+        self.slots = {slot: index for index, slot in enumerate(texts)}
+        self.templates: list[Template] = [(slot[2], *_common_ends(texts[slot])) for slot in texts]
+        self.strings = strings
+        self.lists: dict[tuple[tuple[int, int], ...], int] = {}
+
+    def __call__(self, result: EvaluationResult) -> int:
+        criteria = tuple(self._pair(result, criterion) for criterion in result.criteria)
+        return self.lists.setdefault(criteria, len(self.lists))
+
+    def _pair(self, result: EvaluationResult, criterion: CriterionResult) -> tuple[int, int]:
+        index = self.slots[_slot(result, criterion)]
+        _, start, end = self.templates[index]
+        text = criterion.description
+        return index, self.strings.add(text[len(start) : len(text) - len(end)])
+
+    @property
+    def table(self) -> list[tuple[tuple[int, int], ...]]:
+        return list(self.lists)
+
+
+def _slot(result: EvaluationResult, criterion: CriterionResult) -> tuple[str, int, str]:
+    """A criterion of a task, the same in each of its rows: its base task, position and type."""
+    return result.base_task_id, criterion.index, criterion.type
+
+
+def _common_ends(texts: list[str]) -> tuple[str, str]:
+    """The longest start and then end that every text has (never overlapping in any of them)."""
+    start = _common_start(texts)
+    return start, _common_start([text[len(start) :][::-1] for text in texts])[::-1]
+
+
+def _common_start(texts: list[str]) -> str:
+    """The longest start every text has: the one the first and the last of them in sorted order share."""
+    first, last = min(texts), max(texts)  # the first is the shorter where one starts the other
+    shared = next((i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b), len(first))
+    return first[:shared]
+
+
+def first_failing(result: EvaluationResult) -> int | None:
+    """The position of the first gating criterion that failed (advisory ones of an early-stopped run do not gate)."""
+    return next((i for i, c in enumerate(result.criteria) if c.gating and not c.advisory and not c.passed), None)
 
 
 def _why(result: EvaluationResult, failing: CriterionResult | None) -> str | None:
@@ -98,7 +158,7 @@ def _tokens(result: EvaluationResult) -> int | None:
     return None if usage is None else usage.total_tokens
 
 
-def viewer_row(result: EvaluationResult, strings: Strings) -> list[Any]:
+def viewer_row(result: EvaluationResult, strings: Strings, descriptions: Descriptions) -> list[Any]:
     failing = first_failing(result)
     values = {
         "variant": strings(result.variant_id),
@@ -108,15 +168,16 @@ def viewer_row(result: EvaluationResult, strings: Strings) -> list[Any]:
         "status": strings(result.final_status),
         "ok": int(result.success),
         "score": round(result.weighted_score, 3),
-        "failing": strings(f"{failing.type} \u201c{failing.description}\u201d" if failing else None),
-        "why": strings(_why(result, failing)),
+        "failing": failing,
+        "why": strings(_why(result, None if failing is None else result.criteria[failing])),
         "secs": round(result.duration_s, 2),
         "turns": result.turns,
         "tokens": _tokens(result),
         "cost": result.total_cost_usd,  # the agent's, the judges' and the simulated user's
+        "cost_complete": int(result.cost_complete),  # 0: the cost is a floor, part of it unknown
         "tags": [strings(tag) for tag in result.tags],
         "href": report_path(result.variant_id, result.task_id, result.replicate),
-        "criteria": strings("\n".join(c.description for c in result.criteria)),  # what the search box matches
+        "criteria": descriptions(result),  # shown as the failing one, and searched
         "notes": [strings(f"{note.kind}: {note.text}") for note in run_time_notes(result)],  # its warnings among them
     }
     return [values[name] for name in FIELDS]
@@ -124,13 +185,16 @@ def viewer_row(result: EvaluationResult, strings: Strings) -> list[Any]:
 
 def viewer_data(run_id: str, results: list[EvaluationResult], variants: list[str]) -> dict[str, Any]:
     strings = Strings()
+    descriptions = Descriptions(results, strings)
     ordered = sorted(results, key=lambda r: (r.task_id, r.replicate, r.variant_id))
-    rows = [viewer_row(result, strings) for result in ordered]
+    rows = [viewer_row(result, strings, descriptions) for result in ordered]
     return {
         "run": run_id,
         "variants": variants,
         "fields": FIELDS,
         "interned": INTERNED,
+        "templates": descriptions.templates,
+        "criteria": descriptions.table,
         "strings": strings.table,
         "rows": rows,
     }
