@@ -53,7 +53,7 @@ def criterion_on_huge_file(folder: Path) -> tuple[float, float, str]:
     from pydantic import TypeAdapter
 
     from coder_eval_dagster.core.check_context import CheckContext
-    from coder_eval_dagster.core.criteria import Criterion
+    from coder_eval_dagster.core.criteria import criterion_union
     from coder_eval_dagster.core.models.sandbox import SandboxConfig
     from coder_eval_dagster.core.run_context import RunContext
     from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
@@ -65,7 +65,7 @@ def criterion_on_huge_file(folder: Path) -> tuple[float, float, str]:
         stream.write(b"START")
         stream.truncate(1 << 30)
     spec = {"type": "file_contains", "path": "huge.txt", "includes": ["START"], "description": "d"}
-    criterion = TypeAdapter(Criterion).validate_python(spec)
+    criterion = TypeAdapter(criterion_union()).validate_python(spec)
     tracemalloc.start()
     started = time.perf_counter()
     outcome = run_check(criterion, CheckContext(box, folder, None, run=RunContext.create()))

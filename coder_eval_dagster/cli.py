@@ -34,7 +34,8 @@ from .core import credentials
 from .core.files import real_path
 from .core.layout import LATEST_LINK, TABLES_DIR, is_runs_folder
 from .core.models.sandbox import unbound_limits
-from .core.preflight import HOME_FIX, check_environment, dagster_home, folder_problem
+from .core.places import dagster_home
+from .core.preflight import HOME_FIX, check_environment, folder_problem
 from .core.problems import DOCUMENT, InvalidInput, Problem
 from .core.resolution import (
     NOT_A_TASK,

@@ -5,7 +5,8 @@ The coder-eval commands write it into a home that has none on first use, but
 `dagster-daemon run` and `dagster-webserver` only read one: started first on
 an empty home, they run on Dagster's stock defaults (docs/operations.md).
 The repository's top-level dagster.yaml is the same file for the CLI's
-default home, ``.dagster`` (a test keeps it equal to ``storage.INSTANCE_YAML``).
+default home, ``.dagster`` (``places.DEFAULT_DAGSTER_HOME``; a test keeps it
+equal to ``storage.INSTANCE_YAML``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ from typing import TypeVar
 
 from . import exit_codes
 from .cli_options import folder_problem, given_path
-
-REPOSITORY_HOME = ".dagster"  # the home the top-level dagster.yaml is written for (relative to the repository)
 
 
 def _home(args: argparse.Namespace) -> Path:

@@ -22,6 +22,7 @@ import dagster as dg
 import sqlalchemy.exc
 
 from .core.fingerprints import fingerprints, resolution_digest
+from .core.places import dagster_home
 from .core.problems import InvalidInput
 from .core.resolution import Resolution, RowTask
 from .core.run_context import RunContext
@@ -71,8 +72,8 @@ def quiet_logs() -> dict[str, Any]:
 
 
 def local_home() -> Path:
-    """``$DAGSTER_HOME`` when set, else ``./.dagster``: the one instance the CLI and `coder-eval dev` share."""
-    return Path(os.environ.get("DAGSTER_HOME") or ".dagster").resolve()
+    """The Dagster home (``places.dagster_home``), resolved: the one instance the CLI and `coder-eval dev` share."""
+    return dagster_home().resolve()
 
 
 def write_instance_defaults(home: Path) -> bool:

@@ -24,6 +24,12 @@ the pinned Dagster's storages (storage.py checks the version).
 
 from __future__ import annotations
 
+# isort: off
+# First: importing storage checks the pinned Dagster, so that another version fails in its one line, not at an
+# internal below that moved.
+from .storage import KnownTables, RangedPlannedEvents, TagsFromRows
+
+# isort: on
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -34,8 +40,6 @@ from dagster_postgres.event_log import PostgresEventLogStorage
 from dagster_postgres.run_storage import PostgresRunStorage
 from dagster_postgres.schedule_storage import PostgresScheduleStorage
 from dagster_postgres.utils import create_pg_engine, get_token_provider_from_config, pg_url_from_config
-
-from .storage import KnownTables, RangedPlannedEvents, TagsFromRows
 
 # Connections a storage may open beyond its one kept open, while threads use it at once (closed when returned).
 POOL_OVERFLOW = 8

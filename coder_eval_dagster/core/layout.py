@@ -5,6 +5,7 @@
         history.html                        `coder-eval history`'s page
         latest -> <run-ts>                  the newest run (a relative link)
         tables/<table>/run_date=<d>/<run>.parquet   the Parquet tables (tables.py)
+        tables/<table>/.schema-checked.json         the files the last upgrade pass found complete (tables.CHECKED)
         .cache/uv/                          the wheel cache of sandbox venvs
         <run-ts>/
             run_plan.json, snapshot.pickle  what the run was asked to do, resolved once
@@ -13,6 +14,7 @@
             experiment.json                 every task across the variants (coder_eval's ExperimentResult)
             experiment.md                   the variants side by side (coder_eval's report verb reads it first)
             comparison.html                 its variants compared (comparison-vs-<run>.html: against another)
+            comparison.<figure>.png         the page's figures, named by its stem (compare/figures.py)
             junit.xml                       `coder-eval report -f junit`'s default file
             spend.jsonl                     the run-wide budget's ledger: what each evaluation spent, what did not run
             .run.lock                       held by the process running, resuming or rescoring the run (run_lock.py)

@@ -26,11 +26,6 @@ RESERVED_PATH_BYTES = 1024
 HOME_FIX = "point DAGSTER_HOME at a writable folder"
 
 
-def dagster_home() -> Path:
-    """The instance folder the CLI uses: ``$DAGSTER_HOME``, else ``./.dagster``."""
-    return Path(os.environ.get("DAGSTER_HOME") or ".dagster")
-
-
 def check_environment(runs_dir: Path, dagster_home: Path, junit: Path | None = None) -> list[str]:
     """Every problem with where the run will write (its JUnit file too); empty when it can start."""
     problems = [

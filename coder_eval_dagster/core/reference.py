@@ -24,9 +24,10 @@ from pathlib import Path
 from .files import MAX_DOCUMENT_BYTES, UnreadableFile, read_input_text
 from .models.criterion import TASK_DIR
 from .models.task import Task
+from .places import dagster_home, user_home
 from .resolution import is_run_output
 from .sandbox.base import Sandbox
-from .sandbox.holder import dagster_home, harness_places, user_home
+from .sandbox.holder import harness_places
 
 STAGED_REFERENCE = "reference"  # beside the sandbox, in the evaluation's folder, while criteria run
 STAGED_TASK_DIR = "task_dir"  # the task file's folder ($TASK_DIR), there too
@@ -71,9 +72,9 @@ def refused_folder(folder: Path) -> str | None:
     the Dagster home, or a run's output or one in it. What a copy leaves out below its top (``regular_entries``)
     cannot cover the top: ``reference: {directory: ../..}`` from ``~/evals/t1`` was the home, copied whole."""
     real = folder.resolve()
-    if real == Path(user_home()):
+    if real == user_home():
         return "it is the user's home"
-    if real.is_relative_to(dagster_home()):
+    if real.is_relative_to(dagster_home().resolve()):
         return "it lies in the Dagster home"
     if any(is_run_output(place) for place in (real, *real.parents)):
         return "it is, or lies in, a run's output"
@@ -160,7 +161,7 @@ def family_folder(task_dir: Path) -> Path | None:
     """The folder above the task's, to copy with it, unless it is or holds the user's home (a task in ``~/evals``:
     the home's own files) or is a run's output: None then, and the task's folder is copied alone."""
     above = task_dir.parent
-    return None if Path(user_home()).is_relative_to(above) or is_run_output(above) else above
+    return None if user_home().is_relative_to(above) or is_run_output(above) else above
 
 
 @contextmanager

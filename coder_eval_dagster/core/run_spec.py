@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .agents.registry import AGENT_TYPES
 from .models.experiment import MAX_REPEATS
 from .routing import BACKENDS, checked_backend
 
@@ -77,9 +78,7 @@ class RunSpec(BaseModel):
     )
     agent_type: str | None = Field(
         default=None,
-        description=(
-            "agent type for every task (agent.type: claude-code, codex, opencode, replay, none or a registered one)"
-        ),
+        description=f"agent type for every task (agent.type: {', '.join(AGENT_TYPES.names)})",
         json_schema_extra=cli("--type", "-T", metavar="TYPE"),
     )
     model: str | None = Field(

@@ -1,1 +1,2 @@
-"""The Dagster layer, one folder per domain: it says what runs when and calls the core."""
+"""The Dagster layer, one module per kind of definition (assets, sensors, schedules, jobs...): it says what runs
+when and calls the core."""

@@ -12,7 +12,8 @@ SANDBOX_RUNS = dg.AssetKey("sandbox_runs")
 CRITERIA_SCORES = dg.AssetKey("criteria_scores")
 SUITE_METRICS = dg.AssetKey("suite_metrics")
 VARIANT_COMPARISON = dg.AssetKey("variant_comparison")
-# The partitioned part of the graph: what a chunk run materializes (the summary runs once, after every chunk).
+# What a chunk run materializes: the partitioned assets and task_definitions, which resolves the files they read
+# (the summary runs once, after every chunk).
 CHUNK_ASSETS = [TASK_DEFINITIONS, RESOLVED_TASKS, SANDBOX_RUNS, CRITERIA_SCORES]
 SUMMARY_ASSETS = [SUITE_METRICS, VARIANT_COMPARISON]
 RESCORED_ASSETS = [CRITERIA_SCORES, SUITE_METRICS, VARIANT_COMPARISON]

@@ -11,7 +11,7 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from coder_eval_dagster.core.check_context import CheckContext
-from coder_eval_dagster.core.criteria import Criterion
+from coder_eval_dagster.core.criteria import criterion_union
 from coder_eval_dagster.core.criteria.file_exists import FileExists
 from coder_eval_dagster.core.models.results import ToolCallRecord, TurnRecord
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
@@ -21,7 +21,7 @@ from coder_eval_dagster.core.scoring import all_passed, criterion_result, run_ch
 
 from ..support.helpers import check_criterion
 
-PARSE = TypeAdapter(Criterion)
+PARSE = TypeAdapter(criterion_union())
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from coder_eval_dagster.core.check_context import CheckContext
-from coder_eval_dagster.core.criteria import Criterion
+from coder_eval_dagster.core.criteria import criterion_union
 from coder_eval_dagster.core.criteria.json_check import Assertion, JsonCheck
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
 from coder_eval_dagster.core.run_context import RunContext
@@ -77,7 +77,7 @@ def context(tmp_path: Path) -> CheckContext:
 
 def _check(context: CheckContext, bad: Assertion) -> Any:
     """The criterion with ``bad`` between two passing assertions, built past validation as a row's value could."""
-    parsed = TypeAdapter(Criterion).validate_python(
+    parsed = TypeAdapter(criterion_union()).validate_python(
         {"type": "json_check", "description": "d", "path": "r.json", "assertions": [GOOD, GOOD]}
     )
     assert isinstance(parsed, JsonCheck)
@@ -119,7 +119,7 @@ def test_a_schema_pattern_that_backtracks_without_bound_stops_at_the_deadline(
 
     def graded(schema_file: str, data_file: str = "d.json") -> Any:
         spec = {"type": "json_check", "description": "d", "path": data_file, "json_schema": schema_file}
-        parsed = TypeAdapter(Criterion).validate_python(spec)
+        parsed = TypeAdapter(criterion_union()).validate_python(spec)
         return criterion_result(0, parsed, run_check(parsed, context), None)
 
     # additionalProperties matches the property names too: under re, ^(a+)+$ over 32 characters and a "!" takes

@@ -15,7 +15,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from coder_eval_dagster.core.check_context import CheckContext
-from coder_eval_dagster.core.criteria import Criterion, agent_judge, llm_judge
+from coder_eval_dagster.core.criteria import agent_judge, criterion_union, llm_judge
 from coder_eval_dagster.core.criteria.judging import FILE_NOT_FOUND, render_prompt
 from coder_eval_dagster.core.models.results import TurnRecord
 from coder_eval_dagster.core.models.sandbox import SandboxConfig
@@ -24,7 +24,7 @@ from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
 
 from ..support.helpers import write
 
-PARSE = TypeAdapter(Criterion)
+PARSE = TypeAdapter(criterion_union())
 RUBRIC = "RUBRIC-4d1e: score 1.0 only when main.py prints hi"
 EXPECTED = "EXPECTED-8b2c: hi"
 AGENT_FILE = "print('hi')  # AGENT-FILE-5a7f"

@@ -14,7 +14,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from coder_eval_dagster.core.check_context import CheckContext
-from coder_eval_dagster.core.criteria import Criterion, agent_judge, llm_judge
+from coder_eval_dagster.core.criteria import agent_judge, criterion_union, llm_judge
 from coder_eval_dagster.core.criteria.judging import render_prompt
 from coder_eval_dagster.core.criteria.reuse import VerdictKey, reused, stored_verdicts, tree_hash
 from coder_eval_dagster.core.evaluation import new_evaluation, remember_verdicts
@@ -31,7 +31,7 @@ from coder_eval_dagster.core.scoring import criterion_result
 
 from ..support.helpers import replay_task, write, write_task
 
-PARSE = TypeAdapter(Criterion)
+PARSE = TypeAdapter(criterion_union())
 LONG = "x" * 50
 
 

@@ -18,7 +18,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from coder_eval_dagster.core.check_context import CheckContext
-from coder_eval_dagster.core.criteria import Criterion
+from coder_eval_dagster.core.criteria import criterion_union
 from coder_eval_dagster.core.criteria.uipath_eval import (
     MISSING_CLI,
     RESULTS_FILE,
@@ -32,7 +32,7 @@ from coder_eval_dagster.core.sandbox.tempdir import TempdirSandbox
 from coder_eval_dagster.core.scoring import criterion_result, run_check
 
 RECORDED = (Path(__file__).parent.parent / "data" / "uipath_eval_output.json").read_text()
-PARSE = TypeAdapter(Criterion)
+PARSE = TypeAdapter(criterion_union())
 
 
 def test_recorded_output_gives_evaluator_means_without_line_results() -> None:

@@ -15,6 +15,7 @@ import yaml
 
 from coder_eval_dagster.core import fingerprints as fingerprints_module
 from coder_eval_dagster.core import resolution as resolution_module
+from coder_eval_dagster.core.places import DEFAULT_DAGSTER_HOME
 from coder_eval_dagster.definitions import JOB_NAME, build_definitions
 from coder_eval_dagster.defs.dagster_private import (
     ASSET_PARTITION_RANGE_END_TAG,
@@ -31,7 +32,6 @@ from coder_eval_dagster.defs.sensors import (
     minimum_interval_s,
     task_files_sensor,
 )
-from coder_eval_dagster.instance_cli import REPOSITORY_HOME
 from coder_eval_dagster.storage import INSTANCE_YAML
 
 from ..support.dagster_services import sensor_tick
@@ -350,7 +350,7 @@ def test_the_repository_dagster_yaml_is_the_one_coder_eval_writes() -> None:
         "python -c 'from coder_eval_dagster.storage import INSTANCE_YAML; "
         'print(INSTANCE_YAML.format(base=".dagster"), end="")\' > dagster.yaml'
     )
-    expected = INSTANCE_YAML.format(base=REPOSITORY_HOME)
+    expected = INSTANCE_YAML.format(base=DEFAULT_DAGSTER_HOME)
     assert (Path(__file__).parent.parent.parent / "dagster.yaml").read_text() == expected, regenerate
 
 

@@ -133,8 +133,8 @@ def check_criterion(spec: dict[str, Any], context: Any) -> Any:
     """One criterion (``spec`` without its description) checked in ``context``, as its result."""
     from pydantic import TypeAdapter
 
-    from coder_eval_dagster.core.criteria import Criterion
+    from coder_eval_dagster.core.criteria import criterion_union
     from coder_eval_dagster.core.scoring import criterion_result, run_check
 
-    criterion = TypeAdapter(Criterion).validate_python({"description": "d", **spec})
+    criterion = TypeAdapter(criterion_union()).validate_python({"description": "d", **spec})
     return criterion_result(0, criterion, run_check(criterion, context), context.reference)

@@ -156,6 +156,12 @@ class AgentOutput:
         """The current exchange's turns: what run_limits.max_turns caps, as coder_eval caps each iteration."""
         return len(self.turns) - self.exchange_start
 
+    def timed_out(self, limit: TimeLimit) -> AgentOutput:
+        """Ended by ``limit`` (``agent_input.expired_limit()``): a TIMEOUT, its error naming the limit (without one
+        the criteria's verdict would stand)."""
+        self.stop_reason, self.final_status, self.error = limit, "TIMEOUT", f"run_limits.{limit} reached"
+        return self
+
     def early_stop(self, reason: str, turns_used: int, max_turns: int | None) -> None:
         self.stop_reason = "early_stop"
         self.early_stop_reason = reason
@@ -225,8 +231,8 @@ class Agent(Protocol):
       text) and each tool call as a ``ToolCallRecord`` (tool, parameters,
       status, duration, output through ``secrets.redact``).
     - Honour the limits: ``agent_input.time_limit()`` per exchange (a timeout
-      is ``final_status="TIMEOUT"`` with an ``error`` saying which limit:
-      without the error the criteria's verdict stands), ``limits.max_turns``, the budgets
+      is ``output.timed_out(agent_input.expired_limit())``: ``final_status="TIMEOUT"``
+      with an ``error`` saying which limit), ``limits.max_turns``, the budgets
       (``limits.BudgetTracker.add`` after each turn; ``AgentOutput.conclude``
       records a breach), ``watcher.observe(call)`` after each call (a reason:
       stop the agent and pass it to ``conclude``).

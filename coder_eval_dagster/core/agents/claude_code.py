@@ -616,10 +616,7 @@ async def run(agent_input: AgentInput) -> AgentOutput:
             breach = await within(conversation, agent_input.conversation_limit())
             return session.finish(breach)
         except TimeoutError:
-            output, which = session.finish(None), agent_input.expired_limit()
-            output.stop_reason, output.final_status = which, "TIMEOUT"
-            output.error = f"run_limits.{which} reached"
-            return output
+            return session.finish(None).timed_out(agent_input.expired_limit())
         except Exception as exc:  # an SDK or API failure ends this task as ERROR, never the run
             output = session.finish(None)
             output.stop_reason = "error"

@@ -5,7 +5,7 @@ says (its own OS sandbox is redundant with ours and unusable on CI hosts;
 use the docker driver as the boundary for untrusted runs). It gets its own
 CODEX_HOME with a provider pointing at CODEX_BASE_URL (default OpenAI) keyed
 by CODEX_API_KEY, analytics and plugins off, and, like claude-code, only the
-environment it needs (see ``isolation.py``).
+environment it needs (see ``core/agent_cli.py``).
 
 Telemetry mapping (the guide's Codex notes): every command execution is a
 ``Bash`` call (Codex reads and searches through the shell too), a file change
@@ -351,10 +351,7 @@ async def run(agent_input: AgentInput) -> AgentOutput:
                 await asyncio.wait_for(conversation, timeout=agent_input.conversation_limit())
             return session.finish()
         except TimeoutError:
-            output, which = session.finish(), agent_input.expired_limit()
-            output.stop_reason, output.final_status = which, "TIMEOUT"
-            output.error = f"run_limits.{which} reached"
-            return output
+            return session.finish().timed_out(agent_input.expired_limit())
         except ImportError:
             output = session.finish()
             output.stop_reason = "error"

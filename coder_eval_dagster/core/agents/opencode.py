@@ -554,10 +554,7 @@ async def run(agent_input: AgentInput) -> AgentOutput:
                 await asyncio.wait_for(conversation, timeout=agent_input.conversation_limit())
             return session.finish()
         except TimeoutError:
-            output, which = session.finish(), agent_input.expired_limit()
-            output.stop_reason, output.final_status = which, "TIMEOUT"
-            output.error = f"run_limits.{which} reached"
-            return output
+            return session.finish().timed_out(agent_input.expired_limit())
         except Exception as exc:  # an install, route, CLI or API failure ends this task as ERROR, never the run
             output = session.finish()
             output.stop_reason = "error"

@@ -8,6 +8,6 @@ for them. Plain Python at import: ``suite_plots`` (used by suite_metrics),
 ``index``, ``webpage``, ``interval`` and ``figures``.
 """
 
-# The nightly check's ``previous_run`` when the instance knows no earlier run of the task set: here, so that the
+# The regression check's ``previous_run`` when the instance knows no earlier run of the task set: here, so that the
 # Dagster layer's shortcut for a first run says it without importing the statistics.
 NO_PREVIOUS_RUN = "none of the same task set"

@@ -501,7 +501,8 @@ def verdict(bootstrap: Interval | None, clustered: MeanEstimate | None, regressi
 
     The exact test is valid at any number of rows, the interval accounts for
     base tasks and for replicates' shares; either alone called winners on two
-    rows. The nightly check reads this same verdict, so the two never disagree.
+    rows. The regression check (``no_significant_regression``) reads this same
+    verdict, so the two never disagree.
     """
     uses, interval = _interval_read(bootstrap, clustered)
     tested: Reading = "inconclusive"
@@ -574,7 +575,8 @@ def compare_pair(baseline: Arm, other: Arm) -> PairComparison:
 
 @dataclass
 class PairedFlips:
-    """A pair's difference in success rate, McNemar p, flipped rows (task ids) and verdict: what the nightly reads."""
+    """A pair's difference in success rate, McNemar p, flipped rows (task ids) and verdict: what the regression
+    check reads."""
 
     difference: float | None
     mcnemar_p: float

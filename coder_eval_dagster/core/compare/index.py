@@ -15,6 +15,7 @@ from ..layout import (
     INDEX_PAGE,
     INDEX_ROW,
     RUN_FILE,
+    RUN_MD,
     RUN_VIEWER,
     read_record,
     report_path,
@@ -69,7 +70,7 @@ def _report_item(run_dir: Path, row: TaskRow, href: Callable[[str], str]) -> str
 
 def _index_row(run_dir: Path, report: RunSummary, href: Callable[[str], str]) -> str:
     rows = report.task_results
-    links = [_link("run.md", run_dir / "run.md", href)]
+    links = [_link(RUN_MD, run_dir / RUN_MD, href)]
     if (run_dir / RUN_VIEWER).is_file():
         links.insert(0, _link("viewer", run_dir / RUN_VIEWER, href))
     if (run_dir / COMPARISON_PAGE).is_file():

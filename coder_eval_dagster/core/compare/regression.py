@@ -1,4 +1,5 @@
-"""What the Dagster layer shows of a comparison: float metadata to plot, and the nightly regression verdict.
+"""What the Dagster layer shows of a comparison: float metadata to plot, and the regression verdict
+(``no_significant_regression``, checked on every variant_comparison materialization).
 
 Plain values only (no dagster import): the assets wrap them in metadata.
 The task-set check and the verdict read the runs' outcomes, not pandas
@@ -23,7 +24,7 @@ def comparison_table(comparison: Comparison) -> str:
 
 
 def same_task_set(first: RunRows, second: RunRows) -> bool:
-    """Two runs of the same row-tasks under the same variants: the nightly's "same suite"."""
+    """Two runs of the same row-tasks under the same variants: the regression check's "same task set"."""
     keys = [{(o.variant_id, o.task_id) for o in run.outcomes} for run in (first, second)]
     return keys[0] == keys[1]
 

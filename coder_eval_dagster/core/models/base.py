@@ -30,7 +30,8 @@ SAFE_ID = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
 SAFE_ID_RE = re.compile(SAFE_ID)
 MAX_ID_LENGTH = 100
 # The files a run writes beside the folders ids name (layout.py: a run's, a variant's and a suite's folder): an
-# id spelling one would take its place, and the run would end when it writes that file.
+# id spelling one would take its place, and the run would end when it writes that file. The names are layout.py's
+# again (the format imports nothing above it): tests/core/test_validation_rules.py keeps the two lists one.
 RUN_FOLDER_FILES = frozenset(
     {
         "run_plan.json",

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_args
 
 from pydantic import BeforeValidator, Field, model_validator
-from pydantic_core import PydanticCustomError
 
 from .base import StrictModel, rule_error, rule_errors
 
@@ -98,12 +97,10 @@ class CriterionBase(StrictModel):
             raise rule_error("suite_thresholds", "a weight: 0 (informational) criterion cannot gate the suite")
         problems: list[tuple[str, str]] = []  # every threshold's, at once
         for metric, minimum in self.suite_thresholds.items():
-            if metric not in SCORE_METRICS:
-                try:
-                    self.check_metric(metric)
-                except PydanticCustomError as refused:
-                    problems.append((str(refused.context["field"]), str(refused.context["message"])))  # type: ignore[index]
-                    continue
+            unknown = None if metric in SCORE_METRICS else self.metric_problem(metric)
+            if unknown is not None:
+                problems.append((f"suite_thresholds.{metric}", unknown))
+                continue
             unbounded = metric in UNBOUNDED_METRICS
             if minimum < 0 or (minimum > 1 and not unbounded):
                 problems.append(
@@ -116,9 +113,10 @@ class CriterionBase(StrictModel):
             raise rule_errors("suite_thresholds", problems)
         return self
 
-    def check_metric(self, metric: str) -> None:
-        """Refuse a metric this criterion's suite rollup does not report (a classification adds its own)."""
-        raise rule_error(f"suite_thresholds.{metric}", f"unknown metric; use one of {', '.join(SCORE_METRICS)}")
+    def metric_problem(self, metric: str) -> str | None:
+        """Why this criterion's suite rollup does not report ``metric`` (None: it does); a classification adds its
+        own metrics."""
+        return f"unknown metric; use one of {', '.join(SCORE_METRICS)}"
 
     def reads_reference_dir(self) -> bool:
         """True when the criterion reads the task's reference folder (``$REFERENCE_DIR``)."""
@@ -179,21 +177,19 @@ class Classification(CriterionBase):
         """The ground-truth label of this row."""
         raise NotImplementedError
 
-    def check_metric(self, metric: str) -> None:
+    def metric_problem(self, metric: str) -> str | None:
         if metric in AGGREGATE_METRICS:
-            return
+            return None
         match = PER_LABEL_METRIC.match(metric)
         if match is None:
-            raise rule_error(
-                f"suite_thresholds.{metric}",
+            return (
                 f"unknown metric; use one of {', '.join((*SCORE_METRICS, *AGGREGATE_METRICS))} or "
-                "precision.<label>, recall.<label>, f1.<label>",
+                "precision.<label>, recall.<label>, f1.<label>"
             )
         labels = self.metric_labels()
         if labels is not None and match.group(2) not in labels:
-            raise rule_error(
-                f"suite_thresholds.{metric}", f"unknown label {match.group(2)!r}; labels are {', '.join(labels)}"
-            )
+            return f"unknown label {match.group(2)!r}; labels are {', '.join(labels)}"
+        return None
 
 
 def names_reference_dir(text: str) -> bool:
@@ -211,7 +207,8 @@ def _names(base: type) -> str:
 
 # ----------------------------------------------------------------------------- the registered models
 
-MODELS: dict[str, type[CriterionBase]] = {}  # type name -> model, in registration order (the docs' order)
+# type name -> model, in registration order (core/criteria/__init__.py says what that order is)
+MODELS: dict[str, type[CriterionBase]] = {}
 _on_change: list[Callable[[], None]] = []
 
 

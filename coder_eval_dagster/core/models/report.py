@@ -3,7 +3,7 @@
     run.json                        RunSummary: flat ``task_results`` rows, the counts, the computed rates and costs
     <variant>/variant.json          VariantAggregate: the variant's tasks, replicates folded
     experiment.json                 ExperimentResult: every task across the variants
-    <variant>/<suite_id>/suite.json SuiteRollup: a dataset-backed task's rows (``reports/rollups.py`` builds it)
+    <variant>/<suite_id>/suite.json SuiteRollup: a dataset-backed task's rows (``reports/files.py`` builds it)
 
 What the schema computes (``tasks_run``, ``pass_rate``, the cost roll-ups...)
 is a computed field: written on every dump, recomputed on every read, never

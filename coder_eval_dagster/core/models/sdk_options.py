@@ -129,9 +129,20 @@ def _inside(value: object, location: tuple[int | str, ...]) -> list[int | str]:
     (``'str'``, ``'lax-or-strict[...]'``), which the user never wrote."""
     parts: list[int | str] = []
     for part in location:
-        item = isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value)
-        if not (item or (isinstance(value, dict) and part in value)):
+        value = _item(value, part)
+        if value is _ABSENT:
             break
-        value = value[part]  # type: ignore[index]
         parts.append(part)
     return parts
+
+
+_ABSENT = object()
+
+
+def _item(value: object, part: int | str) -> object:
+    """``value[part]`` of a list or a dict that holds it, else ``_ABSENT``."""
+    if isinstance(value, list):
+        return value[part] if isinstance(part, int) and 0 <= part < len(value) else _ABSENT
+    if isinstance(value, dict):
+        return value.get(part, _ABSENT)
+    return _ABSENT

@@ -57,6 +57,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..places import dagster_home, user_home
+
 SANDBOX_PATH = Path("/sandbox")  # where commands and agents see their sandbox: no run, variant or row in it
 REPLY_TIMEOUT_S = 10.0
 # The host's system folders a command may need, shown read-only when they exist.
@@ -519,17 +521,8 @@ def _toolchain() -> list[str]:
 def harness_places() -> list[str]:
     """Where the harness keeps what commands must not read: the folder it runs in (the project: task files,
     references, a .env, ./runs), its user's home, its Dagster home and the runs folder a launched run writes to."""
-    places = [os.getcwd(), user_home(), dagster_home(), os.environ.get("CODER_EVAL_RUNS_DIR") or "."]
+    places: list[str | Path] = [os.getcwd(), user_home(), dagster_home(), os.environ.get("CODER_EVAL_RUNS_DIR") or "."]
     return [os.path.realpath(place) for place in places]
-
-
-def user_home() -> str:
-    return os.path.realpath(os.path.expanduser("~"))
-
-
-def dagster_home() -> str:
-    """The instance's folder: DAGSTER_HOME, else the CLI's ``./.dagster``."""
-    return os.path.realpath(os.environ.get("DAGSTER_HOME") or ".dagster")
 
 
 def _owner_only(top: str) -> list[str]:

@@ -20,7 +20,7 @@ from ..models.sandbox import (
     TemplateSource,
     is_relative_local_path,
 )
-from ..preflight import dagster_home
+from ..places import dagster_home
 from ..secrets import host_environment
 from ..trees import walk
 from .process import Interrupt, run_group
