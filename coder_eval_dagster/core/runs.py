@@ -362,8 +362,8 @@ def in_parallel(function: Callable[[T], T], items: list[T], workers: int, interr
         pool.shutdown(wait=False, cancel_futures=True)  # first: a second Ctrl-C in what follows starts no more
         interrupt.raise_now()
         # Their commands stopped, the threads end; one computing on in Python (a check) is left behind: the
-        # process ends without it (program.exit_now).
-        wait(futures, timeout=STOPPED_THREADS_S)
+        # process ends without it (program.exit_now). (Not the cancelled ones: wait never counts them done.)
+        wait([future for future in futures if not future.cancelled()], timeout=STOPPED_THREADS_S)
         raise
     finally:
         pool.shutdown(wait=not interrupt.is_set())
