@@ -31,6 +31,7 @@ from .cli_options import (
 )
 from .compare_cli import add_commands as add_compare_commands
 from .core import credentials
+from .core.environment_settings import SettingError
 from .core.files import real_path
 from .core.layout import LATEST_LINK, TABLES_DIR, is_runs_folder
 from .core.models.sandbox import unbound_limits
@@ -719,7 +720,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RunFolderBusy as exc:  # --resume on a run whose process is still going
         print(f"coder-eval {args.command}: {exc}", file=sys.stderr)
         return exit_codes.USAGE
-    except RouteError as exc:  # e.g. API_BACKEND=vertex
+    except (RouteError, SettingError) as exc:  # e.g. API_BACKEND=vertex, CODER_EVAL_CONCURRENCY=abc
         print(f"coder-eval: {exc}", file=sys.stderr)
         return exit_codes.USAGE
     except KeyboardInterrupt:

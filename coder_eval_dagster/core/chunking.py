@@ -11,19 +11,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from .environment_settings import whole_number
+
 PARTITIONS_PER_RUN_ENV = "CODER_EVAL_PARTITIONS_PER_RUN"
 
 
 def partitions_per_run(environ: Mapping[str, str] = os.environ) -> int | None:
     """The configured chunk size; None (unset, empty or 0) means one run for everything."""
-    raw = environ.get(PARTITIONS_PER_RUN_ENV, "").strip()
-    if raw in ("", "0"):
-        return None
-    if not raw.isdigit():
-        raise ValueError(
-            f"{PARTITIONS_PER_RUN_ENV}={raw!r}: expected a whole number of partitions per run (0: one run)"
-        )
-    return int(raw)
+    return whole_number(PARTITIONS_PER_RUN_ENV, "of partitions per run; 0: one run", environ) or None
 
 
 def task_chunks(tasks: list[str], variants: int, per_run: int | None) -> list[list[str]]:

@@ -14,6 +14,7 @@ import dagster as dg
 from pydantic import BaseModel, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
+from ..core.environment_settings import whole_number
 from ..core.reports.shown_text import skipped_file
 from ..core.resolution import experiment_names_tasks, resolve
 from ..core.run_context import RunContext
@@ -200,7 +201,7 @@ def default_settings() -> CoderEvalSettings:
     spec = RunSpecConfig(task_paths=[p for p in paths.split(os.pathsep) if p], experiment=experiment)
     options = RunOptionsConfig(
         runs_dir=os.environ.get("CODER_EVAL_RUNS_DIR", "runs"),
-        concurrency=int(os.environ.get("CODER_EVAL_CONCURRENCY", "0")),
+        concurrency=whole_number("CODER_EVAL_CONCURRENCY", "of evaluations at once; 0: the CPU count") or 0,
         docker_image=os.environ.get("CODER_EVAL_DOCKER_IMAGE") or None,
     )
     return CoderEvalSettings(spec=spec, options=options)

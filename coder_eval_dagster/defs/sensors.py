@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from typing import TypeVar
 
 import dagster as dg
 
+from ..core.environment_settings import whole_number
 from ..core.fingerprints import fingerprints
 from ..core.resolution import Resolution, RowTask, discover, resolve
 from ..core.run_spec import RunSpec
@@ -55,10 +55,8 @@ T = TypeVar("T")
 
 def minimum_interval_s() -> int:
     """Seconds between ticks: CODER_EVAL_SENSOR_INTERVAL_S, default 30 (the daemon looks every 5 s at most)."""
-    raw = os.environ.get(INTERVAL_ENV, "").strip() or str(DEFAULT_INTERVAL_S)
-    if not raw.isdigit():
-        raise ValueError(f"{INTERVAL_ENV}={raw!r}: expected a whole number of seconds")
-    return int(raw)
+    seconds = whole_number(INTERVAL_ENV, "of seconds")
+    return DEFAULT_INTERVAL_S if seconds is None else seconds
 
 
 FINGERPRINTS_KEY = "coder-eval/sensor-fingerprints/{sensor}/{name}"
