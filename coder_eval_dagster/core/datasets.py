@@ -30,32 +30,54 @@ class Row:
 
 
 def load_rows(dataset: Dataset, doc: Document) -> list[Row]:
-    """Read every row, in declared order, and check the id field."""
+    """Read every row, in declared order, and check the id field. Every file and line is checked in one pass: a
+    line that is not JSON, or a file that is not there, leaves the other rows checked (each file's problems said in
+    line order)."""
     if dataset.rows is not None:
         raw = [(values, f"{doc.path}:{doc.line_of(('dataset', 'rows', i))}") for i, values in enumerate(dataset.rows)]
+        problems: list[Problem] = []
     else:
-        raw = []
-        for index, relative in enumerate(dataset.paths or []):
-            path, field = doc.path.parent / relative, f"dataset.paths.{index}"
-            message: str | None
-            if not path.exists():
-                message = f"file not found: {relative} (relative to the task YAML)"
-            else:
-                message = regular_file_problem(path, MAX_DATASET_BYTES)
-            if message:
-                raise InvalidInput([Problem(str(doc.path), doc.line_of(("dataset", "paths", index)), field, message)])
-            raw.extend(_read_jsonl(path, field))
-    return _with_ids(raw, dataset.id_field)
+        raw, problems = _read_files(dataset.paths or [], doc)
+    rows, unnamed = _with_ids(raw, dataset.id_field)
+    if problems or unnamed:
+        raise InvalidInput(_in_line_order([*problems, *unnamed]))
+    return rows
 
 
-def _read_jsonl(path: Path, field: str) -> list[tuple[dict[str, Any], str]]:
-    """Each line's object and where it was written; every bad line is a problem (the first few shown)."""
+def _read_files(paths: list[str], doc: Document) -> tuple[list[tuple[dict[str, Any], str]], list[Problem]]:
+    """The rows of the dataset's files (relative to the task) and where each was written, and every problem met."""
+    raw, problems = [], []
+    for index, relative in enumerate(paths):
+        path, field = doc.path.parent / relative, f"dataset.paths.{index}"
+        message: str | None
+        if not path.exists():
+            message = f"file not found: {relative} (relative to the task YAML)"
+        else:
+            message = regular_file_problem(path, MAX_DATASET_BYTES)
+        if message:
+            problems.append(Problem(str(doc.path), doc.line_of(("dataset", "paths", index)), field, message))
+            continue
+        rows, unread = _read_jsonl(path, field)
+        raw += rows
+        problems += unread
+    return raw, problems
+
+
+def _in_line_order(problems: list[Problem]) -> list[Problem]:
+    """Each file's problems by line (one without a line, the count of those not listed, last), the files in the
+    order they were met."""
+    files = list(dict.fromkeys(problem.path for problem in problems))
+    return sorted(problems, key=lambda p: (files.index(p.path), p.line is None, p.line or 0))
+
+
+def _read_jsonl(path: Path, field: str) -> tuple[list[tuple[dict[str, Any], str]], list[Problem]]:
+    """Each line's object and where it was written, and every line that is none (the first few shown)."""
     try:
         text = read_input_text(path, MAX_DATASET_BYTES)
     except UnicodeDecodeError as exc:
-        raise InvalidInput([not_utf8(path, field, exc, "cannot read dataset")]) from None
+        return [], [not_utf8(path, field, exc, "cannot read dataset")]
     except (OSError, UnreadableFile) as exc:
-        raise InvalidInput([Problem(str(path), 1, field, f"cannot read dataset: {exc}")]) from None
+        return [], [Problem(str(path), 1, field, f"cannot read dataset: {exc}")]
     rows, problems, first = [], [], 0
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
@@ -65,9 +87,7 @@ def _read_jsonl(path: Path, field: str) -> list[tuple[dict[str, Any], str]]:
                 problems.append(Problem(str(path), number, field, parsed))
             else:
                 rows.append((parsed, f"{path}:{number}"))
-    if problems:
-        raise InvalidInput(_capped(problems, first))
-    return rows
+    return rows, _capped(problems, first) if problems else []
 
 
 def _parse_row(line: str) -> dict[str, Any] | str:
@@ -145,7 +165,8 @@ def _capped(problems: list[Problem], first_line: int) -> list[Problem]:
     return [*problems[:MAX_LISTED_PROBLEMS], Problem(head.path, None, head.field, more)]
 
 
-def _with_ids(raw: list[tuple[dict[str, Any], str]], id_field: str) -> list[Row]:
+def _with_ids(raw: list[tuple[dict[str, Any], str]], id_field: str) -> tuple[list[Row], list[Problem]]:
+    """The rows whose ids are valid and first of their kind, and a problem for each other row."""
     rows: list[Row] = []
     problems: list[Problem] = []
     seen: dict[str, str] = {}  # row id -> where it first appears
@@ -166,9 +187,7 @@ def _with_ids(raw: list[tuple[dict[str, Any], str]], id_field: str) -> list[Row]
         else:
             seen[row_id] = origin
             rows.append(Row(row_id, values, origin))
-    if problems:
-        raise InvalidInput(problems)
-    return rows
+    return rows, problems
 
 
 def sample_rows(rows: list[Row], per_stratum: int | None, field: str, seed: int | None) -> list[Row]:

@@ -86,17 +86,19 @@ UNKNOWN_FIELD = "unknown field (not part of the format)"  # then the hint
 
 
 def unknown_field_hint(annotation: Any, data: Any, loc: Loc, prefix: Loc = ()) -> str:
-    """The did-you-mean of an unknown field: where that name lives below its block, else a close field of the block.
+    """The did-you-mean of an unknown field: a close field of its block (a misspelling: ``variant`` for
+    ``variant_id``), else where that very name lives below the block (``env_packages`` in ``python``).
 
     Never a name from another block, and never the rejected name itself.
     """
     models = block_models(annotation, data, loc[:-1])
     name = str(loc[-1])
+    close = did_you_mean(name, [field for model in models for field in model.model_fields])
     nested = _nested_path(models, name)
-    if nested is not None:
-        block = prefix + loc[:-1]
-        return f" (did you mean `{dotted(block) + '.' if block else ''}{nested}`?)"
-    return did_you_mean(name, [field for model in models for field in model.model_fields])
+    if close or nested is None:
+        return close
+    block = prefix + loc[:-1]
+    return f" (did you mean `{dotted(block) + '.' if block else ''}{nested}`?)"
 
 
 class InvalidInput(Exception):

@@ -50,6 +50,7 @@ from .problems import (
     dotted,
     problems_from_validation,
 )
+from .repair import hidden_problems
 from .row_commands import PLACEHOLDER
 from .run_spec import EXPERIMENTS_DIR, RunSpec, available_experiments, experiment_candidates
 from .yamlio import Document, key_not_text, load_document, load_yaml_text
@@ -151,15 +152,20 @@ class Resolution:
     prices: dict[str, ModelPrice] = field(default_factory=dict)  # the user's price file (--prices, the experiment's)
     _said: set[Problem] = field(default_factory=set, repr=False)  # what add_problems said
     _said_elsewhere: set[Problem] = field(default_factory=set, repr=False)  # ... for other than a folder's task file
+    _met_in: dict[Problem, list[str]] = field(default_factory=dict, repr=False)  # a command-line problem's task files
+    _invalid_files: set[str] = field(default_factory=set, repr=False)  # task files a problem was met in
 
     def left_out(self, reason: str, count: int) -> None:
         if count:
             self.filtered[reason] = self.filtered.get(reason, 0) + count
 
-    def add_problems(self, problems: list[Problem], found_in_folder: str | None = None) -> None:
+    def add_problems(
+        self, problems: list[Problem], found_in_folder: str | None = None, task_file: str | None = None
+    ) -> None:
         """``problems``, each said once: several task files share one in the experiment file (a variant's or the
-        defaults' value) or in a file they all name. ``found_in_folder``: the task file they are all of, found in a
-        folder (the run may go on without it)."""
+        defaults' value), in a file they all name, or in a command-line value (said naming the ``task_file`` each
+        is met in). ``found_in_folder``: the task file they are all of, found in a folder (the run may go on
+        without it)."""
         if found_in_folder is not None:
             self.problems_of[found_in_folder] = problems
         else:
@@ -168,15 +174,33 @@ class Resolution:
             if problem not in self._said:
                 self._said.add(problem)
                 self.problems.append(problem)
+            if problem.path == OVERRIDES and task_file is not None:
+                self._met_in.setdefault(problem, []).append(task_file)
+        if task_file is not None:
+            self._invalid_files.add(task_file)
+
+    def name_where_met(self) -> None:
+        """A command-line problem met in some of the task files only (the value fits the others) names them: the
+        option applies to every task, and what is left to fix is those files or the option. Called once every
+        task file is resolved."""
+        resolved = self._invalid_files | {str(rt.source) for rt in self.row_tasks} | {s.path for s in self.skipped}
+        self.problems = [
+            replace(p, message=p.message + _met_in(self._met_in[p]))
+            if p in self._met_in and resolved - set(self._met_in[p])
+            else p
+            for p in self.problems
+        ]
 
     def skip_invalid_folder_files(self) -> None:
         """A run over folders goes on without a task file found there that does not validate: its problems (those
         of a dataset or trajectory it names, and of its variants, included) become one ``skipped_tasks`` entry (the
-        run then fails). Problems of files named directly stay (one a named file shares with it too)."""
-        left_out = {problem for found in self.problems_of.values() for problem in found} - self._said_elsewhere
+        run then fails). Problems of files named directly stay (one a named file shares with it too), and so do
+        those of a command-line value: the option is wrong, not the file (the run is refused)."""
+        own = {path: [p for p in found if p.path != OVERRIDES] for path, found in self.problems_of.items()}
+        left_out = {problem for found in own.values() for problem in found} - self._said_elsewhere
         self.problems = [problem for problem in self.problems if problem not in left_out]
         self.skipped.extend(
-            SkippedTask(path, "; ".join(map(str, found)), invalid=True) for path, found in self.problems_of.items()
+            SkippedTask(path, "; ".join(map(str, found)), invalid=True) for path, found in own.items() if found
         )
         self.problems_of = {}
 
@@ -303,14 +327,37 @@ def load_experiment(path: Path) -> LoadedExperiment:
     said once, at its line, before any task is laid under it."""
     doc = load_document(path)
     _require_mapping(doc)
-    try:
-        model = Experiment.model_validate(doc.data, context={"partial": True})
-    except ValidationError as exc:
-        raise InvalidInput(problems_from_validation(exc, doc.data, str(path), doc.line_of, model=Experiment)) from None
-    problems = _absolutize_paths(doc.data, doc.path.parent)
-    if problems:
-        raise InvalidInput([doc.problem_at(loc, why) for loc, why in problems])
+    _refuse_task_file(doc)
+    model, problems = _collect(functools.partial(_experiment_model, doc))
+    if model is None:  # in one pass: what its first problems stopped is checked on a repaired copy too
+        raise InvalidInput([*problems, *hidden_problems(doc, problems, _experiment_problems)])
     return LoadedExperiment(doc, model)
+
+
+def _refuse_task_file(doc: Document) -> None:
+    """A task file given where an experiment belongs (``-e``) is said in one line, not as each of its fields
+    unknown to an experiment (the mirror of a run refusing an experiment file among its paths)."""
+    if kind_of(doc) == "task":
+        key = "task_id" if "task_id" in doc.data else "success_criteria"
+        raise InvalidInput([doc.problem_at((key,), "this is a task file, not an experiment: pass it without -e")])
+
+
+def _experiment_model(doc: Document) -> Experiment:
+    """The experiment's model; the files it names are found (made absolute in ``doc.data``) even when its fields
+    are not all valid: their problems are said with the fields'."""
+    try:
+        model, problems = Experiment.model_validate(doc.data, context={"partial": True}), []
+    except ValidationError as exc:
+        model, problems = None, problems_from_validation(exc, doc.data, str(doc.path), doc.line_of, model=Experiment)
+    data = doc.data if model is not None else copy.deepcopy(doc.data)  # (an invalid file's as written: it is repaired)
+    problems += [doc.problem_at(loc, why) for loc, why in _absolutize_paths(data, doc.path.parent)]
+    if model is None or problems:
+        raise InvalidInput(problems)
+    return model
+
+
+def _experiment_problems(doc: Document) -> list[Problem]:
+    return _collect(functools.partial(_experiment_model, doc))[1]
 
 
 RELATIVE_TO_EXPERIMENT = "(relative to the experiment file)"
@@ -419,15 +466,15 @@ def parse_override(text: str) -> tuple[Loc, Any]:
     key, sep, value = text.partition("=")
     parts = [p for p in key.strip().split(".")]
     if not sep or not key.strip() or any(not p for p in parts):
-        raise InvalidInput([Problem(OVERRIDES, 1, key.strip() or DOCUMENT, f"expected key.path=value, got {text!r}")])
+        raise InvalidInput([Problem(OVERRIDES, None, key.strip() or text, f"expected key.path=value, got {text!r}")])
     try:
         parsed = load_yaml_text(value) if value.strip() else None
     except yaml.YAMLError as exc:
         why = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         message = f"value {value!r} is not valid YAML ({why}); quote it to pass it as text: -D '{key}=\"...\"'"
-        raise InvalidInput([Problem(OVERRIDES, 1, key, message)]) from None
+        raise InvalidInput([Problem(OVERRIDES, None, key, message)]) from None
     if not_text := key_not_text(parsed):
-        raise InvalidInput([Problem(OVERRIDES, 1, key, not_text)])
+        raise InvalidInput([Problem(OVERRIDES, None, key, not_text)])
     return tuple(int(p) if p.isdigit() else p for p in parts), parsed
 
 
@@ -451,11 +498,11 @@ def _set_path(data: dict[str, Any], loc: Loc, value: Any) -> None:
                 target[part] = {}
             target = target[part]
         else:
-            raise InvalidInput([Problem(OVERRIDES, 1, ".".join(map(str, loc)), "path does not exist in the task")])
+            raise InvalidInput([Problem(OVERRIDES, None, dotted(loc), "path does not exist in the task")])
     last = loc[-1]
     settable = (isinstance(target, list) and isinstance(last, int) and last < len(target)) or isinstance(target, dict)
     if not settable:
-        raise InvalidInput([Problem(OVERRIDES, 1, ".".join(map(str, loc)), "path does not exist in the task")])
+        raise InvalidInput([Problem(OVERRIDES, None, dotted(loc), "path does not exist in the task")])
     current = target.get(last) if isinstance(target, dict) else target[last]
     target[last] = deep_merge(current, value)  # a mapping merges per key: -D 'run_limits={turn_timeout: 12}'
 
@@ -572,7 +619,8 @@ def resolve(
             _resolve_file(path, spec, overrides, layers, result, seen_ids)
         except InvalidInput as exc:  # a problem found resolving a file is that file's, wherever it lies
             in_folder = str(path) if str(path) in result.found_in_folders else None
-            result.add_problems(exc.problems, in_folder)
+            result.add_problems(exc.problems, in_folder, str(path))
+    result.name_where_met()
     _select(result, spec)
     _plan_batches(result)
     return result
@@ -643,15 +691,24 @@ def missing_experiment(given: str) -> str:
     (with a ``/``) is said as given, a file name without the second suffix it was also tried with."""
     candidates = [] if "/" in given else experiment_candidates(given)
     looked = [str(path) for path in candidates if not path.stem.endswith((".yaml", ".yml"))]
-    tried = f"nor {_either(looked)}; " if looked else ""
+    tried = f"nor {_listed(looked, 'or')}; " if looked else ""
     available = available_experiments()
     listed = f"experiments here: {', '.join(available)}" if available else f"no experiment in {EXPERIMENTS_DIR}/"
     return f"no such experiment file ({tried}{listed})"
 
 
-def _either(names: list[str]) -> str:
-    """``a``, ``a or b``, ``a, b or c``."""
-    return " or ".join(filter(None, [", ".join(names[:-1]), names[-1]]))
+def _listed(names: list[str], word: str) -> str:
+    """``a``, ``a or b``, ``a, b or c`` (``word``: or, and)."""
+    return f" {word} ".join(filter(None, [", ".join(names[:-1]), names[-1]]))
+
+
+def _met_in(task_files: list[str]) -> str:
+    """`` (in a.yaml and b.yaml)``: the task files a command-line problem is met in (the first few of many)."""
+    if not task_files:
+        return ""
+    most = 3
+    shown = task_files if len(task_files) <= most else [*task_files[:most], f"{len(task_files) - most} more"]
+    return f" (in {_listed(shown, 'and')})"
 
 
 def _price_file(spec: RunSpec, layers: list[LoadedExperiment]) -> dict[str, ModelPrice]:
@@ -750,7 +807,42 @@ def _resolve_file(
     result: Resolution,
     seen_ids: dict[str, Path],
 ) -> None:
+    """``_resolve_document`` of the file; its problems in one pass: what they stopped (an unknown key stops the
+    rules between fields, the folders and rows the task names) is checked on a repaired copy too."""
     doc = load_document(path)
+    try:
+        _resolve_document(doc, spec, overrides, layers, result, seen_ids)
+    except InvalidInput as exc:
+        copy_of = functools.partial(_copy_problems, kind_of(doc), spec, overrides, layers, seen_ids)
+        raise InvalidInput([*exc.problems, *hidden_problems(doc, exc.problems, copy_of)]) from None
+
+
+def _copy_problems(
+    kind: str,
+    spec: RunSpec,
+    overrides: list[tuple[Loc, Any]],
+    layers: list[LoadedExperiment],
+    seen_ids: dict[str, Path],
+    doc: Document,
+) -> list[Problem]:
+    """The problems of resolving a repaired copy of a task file, the run left as it was (none when the repair made
+    it another kind of file)."""
+    if kind_of(doc) != kind:
+        return []
+    scratch = Resolution()
+    resolve_copy = functools.partial(_resolve_document, doc, spec, overrides, layers, scratch, dict(seen_ids))
+    return [*scratch.problems, *_collect(resolve_copy)[1]]
+
+
+def _resolve_document(
+    doc: Document,
+    spec: RunSpec,
+    overrides: list[tuple[Loc, Any]],
+    layers: list[LoadedExperiment],
+    result: Resolution,
+    seen_ids: dict[str, Path],
+) -> None:
+    path = doc.path
     if not _is_task(doc, path, result, layers):
         return
     base = layer(doc.data, [experiment.defaults for experiment in layers], None, overrides)  # under no variant
@@ -763,13 +855,15 @@ def _resolve_file(
         result.add_problems(exc.problems)  # the run's, even for a task file found in a folder
         return
     except InvalidInput as exc:  # said once: what stands on the rows is not checked without them
-        rows, problems = None, [_mark_override(problem, overrides) for problem in exc.problems]
+        rows, problems = None, [_mark_override(problem, overrides, doc) for problem in exc.problems]
     file = _TaskFile(doc, overrides, layers, base, rows, unread=bool(problems), problems=problems)
     tasks = [valid for under in file.variants() if (valid := file.validated(under)) is not None]
     left_out = _tags_left_out(tasks[0][1], spec) if tasks else None
     expanded = [(under, task, *file.expanded(under, task)) for under, task in tasks] if left_out is None else []
     if file.problems:  # each once, in order: deduplicated here, not searched at each add (quadratic)
-        raise InvalidInput(list(dict.fromkeys(file.problems)))
+        raise InvalidInput(
+            list(dict.fromkeys([*file.problems, *_duplicate_id_problems(base.get("task_id"), doc, seen_ids)]))
+        )
     _check_unique_id(tasks[0][1].task_id, path, doc, seen_ids)
     if left_out is not None:
         result.left_out(left_out, 1)
@@ -822,7 +916,8 @@ def _is_task(doc: Document, path: Path, result: Resolution, layers: list[LoadedE
         if in_folder:
             result.warnings.append(Problem(str(path), None, DOCUMENT, f"note: skipped, {what}"))
             return False
-        raise InvalidInput([Problem(str(path), 1, "experiment_id", "this is an experiment file; pass it with -e")])
+        key = "experiment_id" if "experiment_id" in doc.data else "variants"
+        raise InvalidInput([doc.problem_at((key,), "this is an experiment file; pass it with -e")])
     _require_mapping(doc)
     return True
 
@@ -1282,6 +1377,14 @@ def _apply_prompt(
     return before, tuple(mutations), tuple(PLACEHOLDER.search(m.model_dump_json()) is not None for m in mutations)
 
 
+def _duplicate_id_problems(task_id: Any, doc: Document, seen: dict[str, Path]) -> list[Problem]:
+    """An invalid task file's id (as written, under the command line's) taken by another file, said with its other
+    problems; the id stays unclaimed (the run goes on without the file)."""
+    if not isinstance(task_id, str):
+        return []
+    return _collect(functools.partial(_check_unique_id, task_id, doc.path, doc, dict(seen)))[1]
+
+
 def _check_unique_id(task_id: str, path: Path, doc: Document, seen: dict[str, Path]) -> None:
     if task_id in seen and seen[task_id] != path:
         raise InvalidInput(
@@ -1436,7 +1539,7 @@ def _task_model(doc: Document, data: dict[str, Any], overrides: list[tuple[Loc, 
     except ValidationError as exc:
         problems = problems_from_validation(exc, data, str(doc.path), doc.line_of, model=Task)
         problems += _beyond_moved_limits(data, doc, problems, context)
-        raise InvalidInput([_mark_override(p, overrides) for p in problems]) from None
+        raise InvalidInput([_mark_override(p, overrides, doc) for p in problems]) from None
 
 
 def _beyond_moved_limits(
@@ -1552,6 +1655,8 @@ def _blame_variant(
     template sources are found relative to it, too). One in the task's own value is too when ``caused`` says the
     variant's values cause it (its agent type against the task's trajectory or prompt): said at the variant's block
     on the way to that field, else at the variant."""
+    if problem.path == OVERRIDES:  # the command line's value, laid over the variant's
+        return problem
     parts = problem.field.split(".")
     loc = _set_by_variant(parts, raw, merged)
     message = problem.message.replace(TASK_RELATIVE, f"(relative to the task YAML {problem.path})")
@@ -1614,17 +1719,40 @@ def _deepest(parts: list[str], raw: dict[str, Any]) -> Loc:
     return tuple(loc)
 
 
-def _mark_override(problem: Problem, overrides: list[tuple[Loc, Any]]) -> Problem:
-    for loc, _ in overrides:
-        key = ".".join(map(str, loc))
-        if problem.field == key or problem.field.startswith(key + ".") or key.startswith(problem.field + "."):
+def _mark_override(problem: Problem, overrides: list[tuple[Loc, Any]], doc: Document) -> Problem:
+    """A problem of the task file ``doc`` in a value the command line set (``-D``, ``--type``...) is the command
+    line's: said without a line of the file, once for the run however many task files meet it
+    (:meth:`Resolution.add_problems` names them); the option is named when the problem's field does not name it.
+    One in a file the value names (a dataset's row) stays that file's, at its line."""
+    for loc, value in overrides:
+        key = dotted(loc)
+        if problem.field == key or key.startswith(problem.field + ".") or _holds(value, problem.field, key):
             flag = SHORTHAND_FLAGS.get(loc)  # (one of the two set it: both at once is refused)
-            why = f"{problem.message} (value set by {f'{flag} or ' if flag else ''}-D {key})"
-            return Problem(problem.path, problem.line, problem.field, why)
+            set_by = f" (value set by {f'{flag} or ' if flag else ''}-D {key})"
+            if problem.path != str(doc.path):
+                return replace(problem, message=problem.message + set_by)
+            why = problem.message if problem.field == key and flag is None else problem.message + set_by
+            return Problem(OVERRIDES, None, problem.field, why)
     return problem
 
 
+def _holds(value: Any, field: str, key: str) -> bool:
+    """Whether the value ``-D key=value`` sets the field ``field`` below ``key`` (``-D 'agent={model: m}'`` sets
+    ``agent.model``, not the task's own ``agent.system_prompt_file``)."""
+    if not field.startswith(key + "."):
+        return False
+    for part in field[len(key) + 1 :].split("."):
+        if isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        elif isinstance(value, dict) and part in value:
+            value = value[part]
+        else:
+            return not isinstance(value, (dict, list))  # below a scalar: the value the problem is in
+    return True
+
+
 Expansion = tuple[Row | None, dict[str, Any]]  # a row and the task fields its values fill in
+ROW_HOOKS = ("pre_run", "post_run")  # commands a row's values are filled in (shell-quoted)
 
 
 def _expand_rows(
@@ -1649,18 +1777,19 @@ def _expand_rows(
     templated = [i for i, c in enumerate(raw_criteria) if "${row." in repr(c)]
     expansions: list[Expansion] = []
     problems: list[Problem] = []
-    for row in rows:
-        try:
-            filled = (
-                _row_prompt(prompt, row, doc, source) if mutated is None else _mutated_row_prompt(mutated, row, doc)
-            )
-            update: dict[str, Any] = {"initial_prompt": filled}
-            update["success_criteria"] = _row_criteria(task, raw_criteria, templated, row, doc)
-            for hooks in ("pre_run", "post_run"):
-                update[hooks] = _row_hooks(getattr(task, hooks), hooks, row, doc)
-            expansions.append((row, update))
-        except InvalidInput as exc:
-            problems.extend(exc.problems)
+    for row in rows:  # each field of each row checked: a row's problems in one pass
+        fields: dict[str, Callable[[], Any]] = {
+            "initial_prompt": functools.partial(_row_prompt, prompt, row, doc, source),
+            "success_criteria": functools.partial(_row_criteria, task, raw_criteria, templated, row, doc),
+            **{hooks: functools.partial(_row_hooks, getattr(task, hooks), hooks, row, doc) for hooks in ROW_HOOKS},
+        }
+        if mutated is not None:
+            fields["initial_prompt"] = functools.partial(_mutated_row_prompt, mutated, row, doc)
+        filled = {name: _collect(fill) for name, fill in fields.items()}
+        found = [problem for _, said in filled.values() for problem in said]
+        problems += found
+        if not found:
+            expansions.append((row, {name: value for name, (value, _) in filled.items()}))
     if problems:
         raise InvalidInput(problems)
     return expansions

@@ -114,11 +114,11 @@ def test_d_values_are_yaml_scalars_and_merge_per_key(tmp_path: Path) -> None:
     assert row_task.task.agent.sdk_options == {"effort": "low", "max_thinking_tokens": 1000}
 
 
-def test_d_invalid_value_is_reported_with_the_task_path(tmp_path: Path) -> None:
+def test_d_invalid_value_is_a_usage_error_naming_the_option(tmp_path: Path) -> None:
     path = write_task(tmp_path, task_with(run_limits={"max_turns": 5}))
     result = run_cli("list", path, "-D", "run_limits.max_turns=-1")
-    assert result.code == 1
-    assert f"{path}:" in result.err and "run_limits.max_turns" in result.err and "-D" in result.err
+    assert result.code == 2
+    assert result.err == "-D: run_limits.max_turns: Input should be greater than 0\n"
 
 
 def test_d_malformed_is_a_usage_error(tmp_path: Path) -> None:

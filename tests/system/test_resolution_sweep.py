@@ -189,7 +189,7 @@ def test_a_problem_a_d_override_causes_is_said_once_and_blamed_on_it(tmp_path: P
     assert "(value set by -D dataset.paths)" in missing.err
     broken = system_cli("run", task, "--runs-dir", system_cli.runs, "-D", "run_limits.task_timeout=[1,2", env={})
     assert broken.code == 2 and "<unicode string>" not in broken.err, broken.err
-    assert broken.err.startswith("-D:1: run_limits.task_timeout: value '[1,2' is not valid YAML ("), broken.err
+    assert broken.err.startswith("-D: run_limits.task_timeout: value '[1,2' is not valid YAML ("), broken.err
     for override in ("run_limits.task_timeout=[1,2", "run_limits", "run_limits.nope=1"):  # list: usage, as run (was 1)
         listed = system_cli("list", task, "-D", override, env={})
         assert listed.code == 2 and listed.err.startswith("-D"), listed.output
@@ -357,5 +357,5 @@ def test_a_key_that_is_no_text_is_said_through_a_merge_key_and_in_a_d_value(
     listed = system_cli("list", ok, "-D", "agent={type: none, null: 1}", env={})
     assert (listed.code, listed.err.strip()) == (
         2,
-        "-D:1: agent: a key must be text, and 'null' is read as null: write it in quotes",
+        "-D: agent: a key must be text, and 'null' is read as null: write it in quotes",
     )
