@@ -8,12 +8,16 @@ evaluations (the CLI, a Dagster run worker): ``OTEL_EXPORTER_OTLP_ENDPOINT``
 ``LOGS``, ``METRICS``) one signal. OTLP over HTTP/protobuf. With none of them
 set nothing of OpenTelemetry is imported.
 
-One trace per evaluation. Its ids are derived from the run id and the
-evaluation's folder, so that the sandbox phase and the scoring phase (two
-Dagster steps, maybe two processes) add to the same trace: each stage is a
-span when it ends; the agent stage holds an ``invoke_agent`` span with a
-``chat`` span per model round trip and an ``execute_tool`` span per tool
-call; judges and the simulated user are ``chat`` / ``invoke_agent`` spans;
+One trace per evaluation. Its id is derived from the run id and the
+evaluation's place in the run folder (``variant/task/NN``), so that the
+sandbox phase and the scoring phase (two Dagster steps, maybe two processes
+or containers, wherever each mounts the folder) add to the same trace, and
+is kept in task.json, which a rescore and a resume read it from; a
+``--retry-errors`` attempt derives a new one from the attempt it replaces.
+The root span's id is derived from the trace id. Each stage is a span when it
+ends; the agent stage holds an ``invoke_agent`` span with a ``chat`` span per
+model round trip and an ``execute_tool`` span per tool call beside them;
+judges and the simulated user are ``chat`` / ``invoke_agent`` spans;
 the evaluation's own root span is written when it finishes, with its start
 time and its verdict, with the guide's ``CoderEval.Task.End`` event and a
 ``gen_ai.evaluation.result`` event per criterion (as log records correlated
@@ -22,7 +26,8 @@ run is a span of its own trace, linked from each evaluation.
 
 No prompt, file content, tool argument or output, agent text or secret is
 exported unless ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``
-(the GenAI conventions' switch); what is captured then is redacted first.
+(the GenAI conventions' switch); what is captured then is redacted first. A
+failure's status message is then a category of it alone.
 """
 
 from __future__ import annotations
@@ -49,10 +54,14 @@ CONTENT_CHARS = 4000
 OPENCODE_PROVIDERS: dict[str, str | None] = {"mistral": "mistral_ai", "xai": "x_ai", "custom": None}
 
 
+# What coder_eval's TELEMETRY_ENABLED (a pydantic bool there) reads as false.
+FALSE_WORDS = frozenset({"0", "false", "f", "no", "n", "off"})
+
+
 def configured(environ: Mapping[str, str]) -> bool:
     """An OTLP endpoint is set, and neither OpenTelemetry's switch nor coder_eval's (TELEMETRY_ENABLED=false) is off."""
     switched_off = environ.get("OTEL_SDK_DISABLED", "").lower() == "true"
-    if switched_off or environ.get("TELEMETRY_ENABLED", "").lower() == "false":
+    if switched_off or environ.get("TELEMETRY_ENABLED", "").strip().lower() in FALSE_WORDS:
         return False
     return any(exports(environ, signal) for signal in SIGNALS)
 
@@ -65,15 +74,44 @@ def exports(environ: Mapping[str, str], signal: str) -> bool:
     return bool(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or environ.get(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT"))
 
 
-def trace_ids(run_id: str, folder: str) -> tuple[int, int]:
-    """The evaluation's trace id and root span id: the same in every process that works on it."""
-    digest = hashlib.sha256(f"{run_id}\0{folder}".encode()).digest()
-    return int.from_bytes(digest[:16], "big") or 1, int.from_bytes(digest[16:24], "big") or 1
+def _derived(text: str, size: int) -> int:
+    """An id of ``size`` bytes every process derives alike from ``text`` (never 0: OpenTelemetry's invalid id)."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:size], "big") or 1
 
 
-def run_span_ids(run_id: str) -> tuple[int, int]:
-    digest = hashlib.sha256(f"{run_id}\0run".encode()).digest()
-    return int.from_bytes(digest[:16], "big") or 1, int.from_bytes(digest[16:24], "big") or 1
+def first_trace_id(run_id: str, place: str) -> int:
+    """An evaluation's trace id, from the run id and its folder's ``place`` in the run folder (``variant/task/NN``):
+    the same in every process and container, whatever path each reaches the run folder by."""
+    return _derived(f"{run_id}\0{place}", 16)
+
+
+def retry_trace_id(replaced: int) -> int:
+    """The trace id of a ``--retry-errors`` attempt, from the one it replaces: a trace of its own (its spans would
+    otherwise repeat the ERROR's ids, and a backend keeps the first span of an id)."""
+    return _derived(f"{replaced:032x}\0retry", 16)
+
+
+def root_span_id(trace_id: int) -> int:
+    """The evaluation's root span: derived from its trace id, so that a rescore, knowing task.json's trace id
+    alone, puts its spans under it."""
+    return _derived(f"{trace_id:032x}\0root", 8)
+
+
+def parsed_trace_id(text: str | None) -> int | None:
+    """A trace id as task.json holds it (32 hex digits); None for none, or one not so written."""
+    if text is None or len(text) != 32:
+        return None
+    try:
+        return int(text, 16) or None
+    except ValueError:
+        return None
+
+
+def run_span_ids(run_id: str, attempt: str | None = None) -> tuple[int, int]:
+    """The run's trace id and the span id of its span: the first attempt's derived from the run id alone (every
+    evaluation links to it), a later one's (a ``--retry-errors``, a sequential A/B's next batch) from its
+    ``attempt`` too."""
+    return _derived(f"{run_id}\0run", 16), _derived(f"{run_id}\0run\0{attempt or ''}", 8)
 
 
 def epoch_ns(moment: datetime | float | str | None) -> int | None:
@@ -101,7 +139,9 @@ class Telemetry:
     def evaluation_end(self, evaluation: Evaluation) -> None:
         pass
 
-    def run_end(self, run_id: str, started_at: str, results: list[EvaluationResult], passed: bool) -> None:
+    def run_end(
+        self, run_id: str, started_at: str, results: list[EvaluationResult], passed: bool, attempt: str | None = None
+    ) -> None:
         pass
 
     def cli_environment(self, evaluation_trace_id: str | None) -> dict[str, str]:
@@ -121,6 +161,25 @@ def content(value: object, capture: bool) -> str | None:
         return redact(value)[:CONTENT_CHARS]
     values = secret_values()
     return redact(json.dumps(_redacted_strings(value, values), default=str, ensure_ascii=False), values)[:CONTENT_CHARS]
+
+
+def failure_text(text: str | None, kind: str, capture: bool) -> str:
+    """A failed span's status description: ``kind`` (a category, no content), or with content capture ``text``,
+    redacted before it is cut (cut first, a key across the cut kept its first characters)."""
+    return (content(text, capture) if text else None) or kind
+
+
+def evaluation_failure(result: EvaluationResult, capture: bool) -> str:
+    """The root span's status description of an evaluation that did not succeed. Without content capture, what
+    the harness says of it without the task's or the model's words: its own message up to the detail
+    (``pre_run command 1 failed (exit code 3)``, not the command), or for an agent's error (its CLI's, its API's
+    words) the category task.json's error_details gives it."""
+    details = result.error_details or {}
+    if result.error and details.get("component") == "agent" and result.final_status == "ERROR":
+        kind = str(details.get("error_category") or result.final_status)
+    else:
+        kind = (result.error or result.final_status).partition(": ")[0]
+    return failure_text(result.error, kind, capture)
 
 
 def _redacted_strings(value: object, values: list[str]) -> object:
@@ -152,22 +211,34 @@ def route_provider(backend: str) -> str:
     return "aws.bedrock" if backend == "bedrock" else "anthropic"
 
 
+def turn_usage(turn: TurnRecord) -> tuple[int, int]:
+    """A turn's input tokens as the GenAI conventions count them (the whole prompt, cached parts too) and output."""
+    return turn.input_tokens + turn.cache_read_input_tokens + turn.cache_creation_input_tokens, turn.output_tokens
+
+
 def turn_attributes(turn: TurnRecord, model: str | None) -> dict[str, Any]:
+    input_tokens, output_tokens = turn_usage(turn)
     return {
         "gen_ai.operation.name": "chat",
         **({"gen_ai.request.model": model} if model else {}),  # a replay without a model names none
-        "gen_ai.usage.input_tokens": turn.input_tokens
-        + turn.cache_read_input_tokens
-        + turn.cache_creation_input_tokens,
-        "gen_ai.usage.output_tokens": turn.output_tokens,
+        "gen_ai.usage.input_tokens": input_tokens,
+        "gen_ai.usage.output_tokens": output_tokens,
         "coder_eval.turn": turn.index,
     }
+
+
+def reply_end_ns(turn: TurnRecord, start_ns: int, end_ns: int) -> int:
+    """When the model's reply of a turn (``start_ns`` to ``end_ns``, the next turn's start) ended. A turn records no
+    such time: the start of its first tool call stands for it (the model had asked for the call: the schema's
+    ``generation_completed_at``); a turn without a call keeps its end."""
+    starts = [moment for moment in (epoch_ns(call.started_at) for call in turn.calls) if moment is not None]
+    return max(start_ns, min([end_ns, *starts]))
 
 
 def tool_attributes(call: ToolCallRecord) -> dict[str, Any]:
     return {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": call.tool,
-        "gen_ai.tool.call.id": f"{call.turn}.{call.seq}",
+        "gen_ai.tool.call.id": call.tool_id,  # as task.json records the call
         "coder_eval.tool.status": call.status,
     }

@@ -6,6 +6,7 @@ library caller's own OpenTelemetry set-up is left alone.
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import threading
@@ -28,6 +29,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
+from .layout import PREVIOUS_RESULT_FILE
 from .models.results import TokenUsage
 from .telemetry import (
     CAPTURE_CONTENT,
@@ -37,18 +39,27 @@ from .telemetry import (
     Telemetry,
     content,
     epoch_ns,
+    evaluation_failure,
     exports,
+    failure_text,
+    first_trace_id,
+    parsed_trace_id,
     provider_name,
+    reply_end_ns,
+    retry_trace_id,
+    root_span_id,
     route_provider,
     run_span_ids,
     tool_attributes,
-    trace_ids,
     turn_attributes,
+    turn_usage,
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from .evaluation import Evaluation
-    from .models.results import CriterionResult, EvaluationResult
+    from .models.results import CriterionResult, EvaluationResult, ToolCallRecord
 
 SCOPE = "coder_eval_dagster"
 METRIC_EXPORT_INTERVAL_MS = 10_000
@@ -59,6 +70,11 @@ TOKEN_BOUNDS = tuple(4.0**n for n in range(14))  # the GenAI conventions' adviso
 DURATION_BOUNDS = tuple(0.01 * 2**n for n in range(20))  # theirs, 0.01 s to 81.92 s, on to 5,242.88 s (87 minutes)
 COST_BOUNDS = (0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100)
 HTTP_PROTOBUF = "http/protobuf"  # the one OTLP protocol exported (no gRPC exporter is installed)
+# How long the Claude Code CLI waits at its exit to send its own telemetry (CLAUDE_CODE_OTEL_SHUTDOWN_TIMEOUT_MS,
+# 2 s by default; its flush, 5 s): inside the agent stage, a collector that never answered cost each evaluation
+# ~2 s. Measured: 0.2-0.35 s over no telemetry at all (its export timeout, OTEL_EXPORTER_OTLP_TIMEOUT, changed
+# nothing at its exit). A collector that takes longer to answer misses the CLI's last events and metrics.
+CLI_EXPORT_WAIT_MS = "300"
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +196,7 @@ class OtlpTelemetry(Telemetry):
         self.tokens = meter.create_histogram(
             "gen_ai.client.token.usage",
             "{token}",
-            "Tokens per evaluation",
+            "Tokens per model call",
             explicit_bucket_boundaries_advisory=TOKEN_BOUNDS,
         )
         self.cost = meter.create_histogram(
@@ -195,7 +211,10 @@ class OtlpTelemetry(Telemetry):
         return f"{self._ids(evaluation)[0]:032x}"
 
     def _ids(self, evaluation: Evaluation) -> tuple[int, int]:
-        return trace_ids(evaluation.run_id, str(evaluation.folder))
+        """The evaluation's trace id, task.json's once it holds one (a rescore, a resume, the scoring phase in
+        another process), and its root span's."""
+        trace_id = parsed_trace_id(evaluation.result.trace_id) or attempt_trace_id(evaluation)
+        return trace_id, root_span_id(trace_id)
 
     def stage(self, evaluation: Evaluation, name: str, start_ns: int, end_ns: int) -> None:
         trace_id, root = self._ids(evaluation)
@@ -228,41 +247,57 @@ class OtlpTelemetry(Telemetry):
         for turn in result.trajectory:
             turn_start = epoch_ns(turn.started_at) or cursor
             turn_end = max(epoch_ns(turn.ended_at) or turn_start, turn_start)
-            chat = _new_id()
+            attributes = {
+                **turn_attributes(turn, agent.model),
+                "gen_ai.provider.name": provider,
+                "coder_eval.text": content(turn.text, self.capture),
+            }
             self.spans.write(
                 f"chat {agent.model or agent.resolved_type}",
-                (trace_id, chat),
+                (trace_id, _new_id()),
                 invoke,
                 turn_start,
-                turn_end,
-                _present(
-                    {
-                        **turn_attributes(turn, agent.model),
-                        "gen_ai.provider.name": provider,
-                        "coder_eval.text": content(turn.text, self.capture),
-                    }
-                ),
+                reply_end_ns(turn, turn_start, turn_end),
+                _present(attributes),
                 kind=SpanKind.CLIENT,
             )
-            for call in turn.calls:
-                call_start = epoch_ns(call.started_at) or turn_start
-                call_attributes = {
-                    **tool_attributes(call),
-                    "gen_ai.tool.call.arguments": content(call.parameters, self.capture),
-                    "gen_ai.tool.call.result": content(call.output, self.capture),
-                }
-                call_end = call_start + int(call.duration_ms * 1e6)
-                self.spans.write(
-                    f"execute_tool {call.tool}",
-                    (trace_id, _new_id()),
-                    chat,
-                    call_start,
-                    call_end,
-                    _present(call_attributes),
-                    failed=("tool_error", "the tool call failed") if call.status == "error" else None,
-                )
+            self._count_tokens("chat", provider, agent.model, turn_usage(turn), evaluation)
+            for call in turn.calls:  # the GenAI conventions' agent layout: tool calls beside the model calls
+                self._tool_call(call, trace_id, invoke, epoch_ns(call.started_at) or turn_start)
             cursor = turn_end
         self._simulated_user(evaluation, trace_id, invoke)
+
+    def _tool_call(self, call: ToolCallRecord, trace_id: int, parent: int, start_ns: int) -> None:
+        attributes = {
+            **tool_attributes(call),
+            "gen_ai.tool.call.arguments": content(call.parameters, self.capture),
+            "gen_ai.tool.call.result": content(call.output, self.capture),
+        }
+        self.spans.write(
+            f"execute_tool {call.tool}",
+            (trace_id, _new_id()),
+            parent,
+            start_ns,
+            start_ns + int(call.duration_ms * 1e6),
+            _present(attributes),
+            failed=("tool_error", "the tool call failed") if call.status == "error" else None,
+        )
+
+    def _count_tokens(
+        self, operation: str, provider: str | None, model: str | None, used: tuple[int, int], evaluation: Evaluation
+    ) -> None:
+        """One model call's tokens (input, output) in ``gen_ai.client.token.usage``, named as the GenAI conventions
+        require; none for what no provider answered (a replay's recorded turn, a recorded user)."""
+        if provider is None:
+            return
+        labels = {
+            "gen_ai.operation.name": operation,
+            "gen_ai.provider.name": provider,
+            "gen_ai.request.model": model or None,
+            "coder_eval.variant_id": evaluation.result.variant_id,
+        }
+        for token_type, count in zip(("input", "output"), used, strict=True):
+            self.tokens.record(count, _present({**labels, "gen_ai.token.type": token_type}))
 
     def _simulated_user(self, evaluation: Evaluation, trace_id: int, parent: int) -> None:
         """A ``chat`` span per message of a dialog's simulated user (the opening prompt is the task's, not its),
@@ -300,13 +335,15 @@ class OtlpTelemetry(Telemetry):
             agent = criterion.type == "agent_judge"
             model = str(criterion.details.get("model") or "")
             operation = "invoke_agent" if agent else "chat"
+            why = failure_text(criterion.error, "judge_error", self.capture)  # the judge's words only when captured
             duration_ns = int(float(usage.get("duration_s") or 0) * 1e9)
+            used = (int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
             attributes = {
                 "gen_ai.operation.name": operation,
                 "gen_ai.request.model": model,
                 "gen_ai.provider.name": provider,
-                "gen_ai.usage.input_tokens": int(usage.get("input_tokens") or 0),
-                "gen_ai.usage.output_tokens": int(usage.get("output_tokens") or 0),
+                "gen_ai.usage.input_tokens": used[0],
+                "gen_ai.usage.output_tokens": used[1],
                 "coder_eval.criterion.index": criterion.index,
                 "coder_eval.criterion.type": criterion.type,
                 "coder_eval.judge.cost_usd": usage.get("cost_usd"),
@@ -320,8 +357,9 @@ class OtlpTelemetry(Telemetry):
                 end_ns,
                 _present(attributes),
                 kind=SpanKind.CLIENT,
-                failed=("judge_error", criterion.error[:200]) if criterion.error else None,
+                failed=("judge_error", why) if criterion.error else None,
             )
+            self._count_tokens(operation, provider, model, used, evaluation)
             self.judge_calls.add(1, {"coder_eval.criterion.type": criterion.type, "error": criterion.error is not None})
             self.judge_retries.add(int(usage.get("retries") or 0), {"coder_eval.criterion.type": criterion.type})
 
@@ -352,7 +390,7 @@ class OtlpTelemetry(Telemetry):
             epoch_ns(result.started_at) or now,
             now,
             evaluation_attributes(evaluation),
-            failed=(result.final_status, result.error or result.final_status) if failed else None,
+            failed=(result.final_status, evaluation_failure(result, self.capture)) if failed else None,
             events=[
                 Event(TASK_END, end_attributes, now),
                 *(Event(EVALUATION_RESULT, event, now) for event in criteria),
@@ -362,21 +400,23 @@ class OtlpTelemetry(Telemetry):
         self._measure(evaluation)
 
     def _measure(self, evaluation: Evaluation) -> None:
+        """The evaluation's count, duration and cost; a --retry-errors attempt labelled so (the ERROR it replaces
+        was counted by the run that had it: a counter only grows)."""
         result = evaluation.result
-        labels = {"coder_eval.status": result.final_status, "coder_eval.variant_id": result.variant_id}
+        labels: dict[str, Any] = {"coder_eval.status": result.final_status, "coder_eval.variant_id": result.variant_id}
+        if _set_aside(evaluation).is_file():
+            labels["coder_eval.retry"] = True
         self.evaluations.add(1, labels)
         self.duration.record(result.duration_s, labels)
-        usage = result.total_token_usage
-        if usage is not None:  # an evaluation that called no model is not a zero in the token histogram
-            provider = _present({"gen_ai.provider.name": agent_provider(evaluation)})
-            self.tokens.record(usage.input_tokens, {**labels, **provider, "gen_ai.token.type": "input"})
-            self.tokens.record(usage.output_tokens, {**labels, **provider, "gen_ai.token.type": "output"})
         if result.total_cost_usd is not None:
             self.cost.record(result.total_cost_usd, labels)
 
     # ----------------------------------------------------------------- the run
 
-    def run_end(self, run_id: str, started_at: str, results: list[EvaluationResult], passed: bool) -> None:
+    def run_end(
+        self, run_id: str, started_at: str, results: list[EvaluationResult], passed: bool, attempt: str | None = None
+    ) -> None:
+        """The run's span; a later ``attempt`` at the run (a --retry-errors) a span of its own under the first."""
         attributes: dict[str, Any] = {
             "coder_eval.run_id": run_id,
             "coder_eval.evaluations": len(results),
@@ -384,7 +424,9 @@ class OtlpTelemetry(Telemetry):
             "coder_eval.passed": passed,
         }
         now = time.time_ns()
-        self.spans.write(f"run {run_id}", run_span_ids(run_id), None, epoch_ns(started_at) or now, now, attributes)
+        ids = run_span_ids(run_id, attempt)
+        first = run_span_ids(run_id)[1] if attempt else None
+        self.spans.write(f"run {run_id}", ids, first, epoch_ns(started_at) or now, now, attributes)
 
     def cli_environment(self, evaluation_trace_id: str | None) -> dict[str, str]:
         """Claude Code's own OTel events and metrics to the same endpoint, tagged with the evaluation's trace id.
@@ -399,12 +441,16 @@ class OtlpTelemetry(Telemetry):
         }
         if not endpoint or self.environ.get("OTEL_EXPORTER_OTLP_HEADERS") or "otlp" not in exporters.values():
             return {}
+        users = self.environ.get("OTEL_RESOURCE_ATTRIBUTES", "").strip(" ,")
+        ours = f"coder_eval.trace_id={evaluation_trace_id or ''}"
         return {
             "CLAUDE_CODE_ENABLE_TELEMETRY": "1",
             **exporters,  # a signal the user turned off, off for the CLI too
             "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
             "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
-            "OTEL_RESOURCE_ATTRIBUTES": f"coder_eval.trace_id={evaluation_trace_id or ''}",
+            "OTEL_RESOURCE_ATTRIBUTES": f"{users},{ours}" if users else ours,  # the user's, as the harness's have
+            "CLAUDE_CODE_OTEL_SHUTDOWN_TIMEOUT_MS": CLI_EXPORT_WAIT_MS,
+            "CLAUDE_CODE_OTEL_FLUSH_TIMEOUT_MS": CLI_EXPORT_WAIT_MS,
         }
 
     def shutdown(self, within_s: float = SHUTDOWN_S) -> None:
@@ -443,6 +489,32 @@ def evaluation_attributes(evaluation: Evaluation) -> dict[str, Any]:
             "coder_eval.early_stop_reason": result.early_stop_reason,
         }
     )
+
+
+def attempt_trace_id(evaluation: Evaluation) -> int:
+    """The trace id of this attempt at the evaluation: its first, from the run id and its folder's place in the run
+    folder (``variant/task/NN``, whatever path the run folder is given by); a ``--retry-errors`` attempt's,
+    derived from the one of the ERROR it replaces, so that each retry is a trace of its own."""
+    first = first_trace_id(evaluation.run_id, evaluation.folder.relative_to(evaluation.run_dir).as_posix())
+    replaced = _set_aside(evaluation)
+    if not replaced.is_file():
+        return first
+    return retry_trace_id(_recorded_trace_id(replaced) or first)
+
+
+def _set_aside(evaluation: Evaluation) -> Path:
+    """Where ``--retry-errors`` set aside the ERROR result it runs the evaluation again for (there: a retry)."""
+    return evaluation.folder / PREVIOUS_RESULT_FILE
+
+
+def _recorded_trace_id(path: Path) -> int | None:
+    """The trace id a set-aside task.json holds; None when it has none (written without telemetry) or is unread."""
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    trace_id = recorded.get("trace_id") if isinstance(recorded, dict) else None
+    return parsed_trace_id(trace_id) if isinstance(trace_id, str) else None
 
 
 def agent_provider(evaluation: Evaluation) -> str | None:

@@ -6,9 +6,10 @@ run covers many partitions. ``task_definitions`` (or, in a CLI run, the CLI
 before it) resolves the files once into the run folder's snapshot; every
 later step evaluates that snapshot. In each partitioned step every
 evaluation runs its phase of the stage sequence (core/evaluation.py) on its
-own thread (``CoderEvalSettings.concurrency``): the sandbox_runs /
-criteria_scores boundary is the only barrier. A failure is recorded on its
-own evaluation, never failing the step.
+own thread, ``settings.options.concurrency`` of them at once
+(``RunOptions.workers``): the sandbox_runs / criteria_scores boundary is the
+only barrier. A failure is recorded on its own evaluation, never failing
+the step.
 """
 
 import warnings
@@ -344,8 +345,9 @@ def suite_metrics(
     options = settings.run_options()
     tables = Path(options.runs_dir) / TABLES_DIR
     summary = summarize(run, tables, options.workers, settings.rescore, run_context.written_result)
-    if not settings.rescore:  # the run's span has derived ids: written once, by the run
-        run_context.telemetry.run_end(run.plan.run_id, run.plan.started_at, summary.results, summary.passed)
+    if not settings.rescore:  # the run's span (derived ids): the first attempt's, or a later one's (a retry) under it
+        attempt = None if context.run.run_id == run.plan.dagster_run_id else context.run.run_id
+        run_context.telemetry.run_end(run.plan.run_id, run.plan.started_at, summary.results, summary.passed, attempt)
     thresholds = [t for entry in summary.suite for t in entry.thresholds]
     succeeded = sum(r.success for r in summary.results)
     share = succeeded / len(summary.results) if summary.results else 0.0
