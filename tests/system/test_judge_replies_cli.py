@@ -115,3 +115,20 @@ def test_a_reply_that_is_json_but_no_message_is_an_outage_left_out_of_the_suite_
     assert sorted(criterion["evaluation_status"] for criterion in results) == ["evaluated"] * 3 + ["not_evaluated"]
     (entry,) = run.summary["suite"]
     assert (entry["metrics"]["mean"], entry["metrics"]["completion_rate"]) == (1.0, 0.75)
+
+
+def test_a_score_quoting_the_key_is_redacted_before_it_is_cut(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic: Any
+) -> None:
+    """The error quotes a non-number score cut at 40 characters: cut first, the key was no longer the value redaction
+    looks for, and its first 19 characters reached task.json."""
+    key = new_key()
+    fake = scripted_anthropic(Script([], verdict={"score": f"JUDGE-SCORE {key}", "rationale": "r"}))
+    judge = {"type": "llm_judge", "description": "llm", "prompt": "1.0 if main.py prints hi."}
+    task = replay_task_file(tmp_path / "tasks", "leak", WROTE, success_criteria=[judge])
+    outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, key))
+
+    (criterion,) = criteria(run, "leak")
+    assert "is not a number" in criterion["error"], criterion["error"]
+    assert key[:12] not in (run.evaluation("leak") / "task.json").read_text()
+    assert key[:12] not in outcome.output

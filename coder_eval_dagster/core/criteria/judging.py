@@ -239,8 +239,9 @@ def verdict_score(verdict: object) -> float:
 
 
 def shown_score(raw: object) -> str:
-    """A score as its error shows it: a 400-digit one cut, not written whole."""
-    text = repr(raw)
+    """A score as its error shows it: a 400-digit one cut, not written whole; redacted before it is cut (a cut
+    secret is no longer the value redaction looks for: 19 characters of a key reached task.json)."""
+    text = redact(repr(raw))
     return text if len(text) <= SHOWN_SCORE_CHARS else f"{text[:SHOWN_SCORE_CHARS]}... ({len(text)} characters)"
 
 
