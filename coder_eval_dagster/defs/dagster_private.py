@@ -10,6 +10,7 @@ internals") lists every one with its guard.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 import uuid
@@ -96,6 +97,11 @@ def report_materializations(instance: dg.DagsterInstance, materializations: list
 
 
 POOL_WAIT_POLL_S = 0.2  # how often a step waiting for a pool slot looks for an interrupt
+POOL_WAIT_NOTE = (
+    "waiting for a slot of the Dagster pool agent_api: other runs hold them all (`dagster instance concurrency get agent_api`"
+    " shows who; `dagster instance concurrency set agent_api N` changes the limit); Ctrl-C stops"
+)
+log = logging.getLogger(__name__)
 
 
 def quiet_pool_waits() -> None:
@@ -109,7 +115,8 @@ def quiet_pool_waits() -> None:
     more), and its loop never looked at the interrupt Dagster had captured, so
     Ctrl-C and SIGTERM waited for the slot too. The claims are still checked
     when Dagster checks them; the wait between is a sleep, cut by an interrupt
-    (the run then fails as interrupted). Left as Dagster has them if these
+    (the run then fails as interrupted), and the wait is said once (it was
+    silent: a pool at limit 0 held a run for good, saying nothing). Left as Dagster has them if these
     internals move. Applied once, in every process that runs the graph (the
     CLI's, a launched run's), by ``build_definitions``. Guard:
     tests/system/test_concurrent_runs.py.
@@ -129,6 +136,10 @@ def quiet_pool_waits() -> None:
         return max(0.0, min(checks, default=time.time()) - time.time())
 
     def sleep_til_ready(self: ActiveExecution) -> None:
+        claims = self._instance_concurrency_context
+        if claims is not None and claims.has_pending_claims() and not getattr(self, "said_waiting", False):
+            log.warning(POOL_WAIT_NOTE)
+            self.said_waiting = True  # type: ignore[attr-defined]  # (once a run: ours, on Dagster's object)
         ends = time.monotonic() + self.sleep_interval()  # type: ignore[no-untyped-call]  # (Dagster's, untyped)
         while not check_captured_interrupt():
             left = ends - time.monotonic()

@@ -115,6 +115,7 @@ def test_a_run_waiting_for_a_pool_slot_sleeps_and_hears_ctrl_c(tmp_path: Path, s
         out, err = waiter.communicate(timeout=10)
         assert waiter.returncode == 130, (out + err).decode()
         assert "coder-eval: interrupted; what finished is in" in err.decode()
+        assert err.decode().count("waiting for a slot of the Dagster pool agent_api") == 1, err.decode()
     finally:
         stop_group(holder)
 
