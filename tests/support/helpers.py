@@ -138,3 +138,12 @@ def check_criterion(spec: dict[str, Any], context: Any) -> Any:
 
     criterion = TypeAdapter(criterion_union()).validate_python({"description": "d", **spec})
     return criterion_result(0, criterion, run_check(criterion, context), context.reference)
+
+
+def omitted(total: int) -> int:
+    """The count a capped stream's marker says for ``total`` bytes of output: what the cap left out, and the room
+    the marker took from the kept tail (so that all of it stays within the cap)."""
+    from coder_eval_dagster.core.sandbox.process import OUTPUT_CAP_BYTES, capped_marker
+
+    left_out = total - OUTPUT_CAP_BYTES
+    return left_out + len(capped_marker(left_out)) + 1

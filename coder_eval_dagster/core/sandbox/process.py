@@ -50,8 +50,14 @@ class HeadTail:
         head, tail = bytes(self.head), bytes(self.tail)
         if omitted <= 0:
             return (head + tail).decode("utf-8", errors="replace")
-        marker = f"\n[... {omitted} {CAPPED_MARK} ...]\n"
-        return head.decode("utf-8", errors="ignore") + marker + tail.decode("utf-8", errors="ignore")
+        room = len(capped_marker(omitted)) + 1  # the marker takes its place from the tail (its count may grow a digit)
+        tail, omitted = tail[room:], omitted + room
+        return head.decode("utf-8", errors="ignore") + capped_marker(omitted) + tail.decode("utf-8", errors="ignore")
+
+
+def capped_marker(omitted: int) -> str:
+    """What stands for the bytes a capped stream left out: within the cap, as the guide's "truncated to 100KB"."""
+    return f"\n[... {omitted} {CAPPED_MARK} ...]\n"
 
 
 def as_text_mode(run: CommandRun) -> CommandRun:
