@@ -56,6 +56,9 @@ def test_rows_without_a_classification_are_left_out_of_the_pairs(system_cli: Sys
         "no": {"no": 1},
     }
     assert [t["passed"] for t in entry["thresholds"]] == [True]
+    table = ["| expected \\ predicted | no | yes |", "|---|---|---|", "| no | 1 | 0 |", "| yes | 1 | 1 |"]
+    shown = [line.strip() for line in (run.path / "run.md").read_text().splitlines()]
+    assert "\n".join(table) in "\n".join(shown)  # the matrix in run.md too (it was in the JSON files only)
 
 
 def test_a_ci_log_keeps_each_suite_gate_and_each_id_on_one_line(system_cli: SystemCli) -> None:

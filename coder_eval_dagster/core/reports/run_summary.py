@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import re
 
+from ..criteria.classification_match import SENTINELS
 from ..layout import RUN_VIEWER, replicate_name, report_path
 from ..models.report import RunSummary, Spend, TaskRow
 from ..models.results import CriterionResult, EvaluationResult, TokenUsage
@@ -252,7 +253,23 @@ def _suite_lines(report: RunSummary) -> list[str]:
         for threshold in entry["thresholds"]:
             mark = "met" if threshold["passed"] else "NOT met"
             lines.append(f"  - {threshold['metric']} {' >= '.join(threshold_figures(threshold))}: {mark}")
+        lines += _confusion_lines(entry.get("confusion_matrix") or {})
     return lines
+
+
+def _confusion_lines(matrix: dict[str, dict[str, int]]) -> list[str]:
+    """A classification suite's confusion matrix as a table under its line: rows the expected labels, columns the
+    predicted ones (``(none)`` and ``(other)`` among them), as run.json's ``confusion_matrix`` holds it."""
+    if not matrix:
+        return []
+    labels = {label for row in matrix.values() for label in row}
+    predicted = sorted(labels, key=lambda label: (label in SENTINELS, label))  # (none) and (other) last
+    head = ["expected \\ predicted", *predicted]
+    lines = ["", "  | " + " | ".join(md_cell(label) for label in head) + " |", "  |" + "---|" * len(head)]
+    for expected, row in matrix.items():
+        counts = [str(row.get(label, 0)) for label in predicted]
+        lines.append("  | " + " | ".join([md_cell(expected), *counts]) + " |")
+    return [*lines, ""]
 
 
 def _metric_figure(metrics: dict[str, float], name: str) -> str:
