@@ -340,13 +340,13 @@ class Dialog:
         self.simulator_usages.append(utterance.usage)
         text = utterance.text.replace(self.settings.stop_token, "").strip()
         if text:
-            tokens = utterance.usage.total_tokens
             self.messages.append(
                 DialogMessage(
                     turn=self.turns + 1,
                     role="user",
                     text=redact(text),
-                    tokens=tokens,
+                    input_tokens=utterance.usage.input_tokens,
+                    output_tokens=utterance.usage.output_tokens,
                     started_at=started,
                     ended_at=time.time(),
                 )
@@ -391,9 +391,15 @@ class Dialog:
         start, self.seen = self.seen, len(output.turns)
         turns = output.turns[start:]
         text = "\n\n".join(t.text for t in turns if t.text) or NO_TEXT
+        usage = TokenUsage.of_turns(turns) or TokenUsage()
         self.messages.append(
             DialogMessage(
-                turn=self.turns + 1, role="agent", text=redact(text), tokens=_agent_tokens(turns), exchange_start=start
+                turn=self.turns + 1,
+                role="agent",
+                text=redact(text),
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                exchange_start=start,
             )
         )
 

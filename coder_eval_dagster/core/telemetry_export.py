@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from .evaluation import Evaluation
-    from .models.results import CriterionResult, EvaluationResult, ToolCallRecord
+    from .models.results import CriterionResult, DialogMessage, EvaluationResult, ToolCallRecord
 
 SCOPE = "coder_eval_dagster"
 METRIC_EXPORT_INTERVAL_MS = 10_000
@@ -300,22 +300,25 @@ class OtlpTelemetry(Telemetry):
             self.tokens.record(count, _present({**labels, "gen_ai.token.type": token_type}))
 
     def _simulated_user(self, evaluation: Evaluation, trace_id: int, parent: int) -> None:
-        """A ``chat`` span per message of a dialog's simulated user (the opening prompt is the task's, not its),
-        naming the model as its requests did (none for a recorded user: no model was asked)."""
+        """A ``chat`` span and its token points per message of a dialog's simulated user (the opening prompt is the
+        task's, not its), naming the model as its requests did; a recorded user asked no model: no model, no
+        tokens, no points."""
         simulation = evaluation.result.simulation
         model = simulation.simulator_model if simulation else None
         provider = route_provider(evaluation.context.route.backend) if model else None
-        for message in evaluation.result.dialog:
+        users = [message for message in evaluation.result.dialog if message.role == "user"]
+        for message in users:
             start_ns, end_ns = epoch_ns(message.started_at), epoch_ns(message.ended_at)
-            if message.role != "user" or start_ns is None:
+            if start_ns is None:
                 continue
             attributes = {
                 "gen_ai.operation.name": "chat",
                 "gen_ai.request.model": model,
                 "gen_ai.provider.name": provider,
+                "gen_ai.usage.input_tokens": message.input_tokens if model else None,
+                "gen_ai.usage.output_tokens": message.output_tokens if model else None,
                 "coder_eval.role": "simulated_user",
                 "coder_eval.dialog.turn": message.turn,
-                "coder_eval.tokens": message.tokens,
                 "coder_eval.text": content(message.text, self.capture),
             }
             ids = (trace_id, _new_id())
@@ -323,6 +326,10 @@ class OtlpTelemetry(Telemetry):
             self.spans.write(
                 "chat simulated_user", ids, parent, start_ns, end, _present(attributes), kind=SpanKind.CLIENT
             )
+            self._count_tokens("chat", provider, model, (message.input_tokens, message.output_tokens), evaluation)
+        unsaid = unrecorded_call(evaluation.result.simulator_token_usage, users)
+        if unsaid is not None:
+            self._count_tokens("chat", provider, model, unsaid, evaluation)
 
     def _judges(self, evaluation: Evaluation, trace_id: int, parent: int, end_ns: int) -> None:
         """A ``chat`` span per llm_judge call and an ``invoke_agent`` span per agent_judge run, from their usage
@@ -527,6 +534,18 @@ def agent_usage(result: EvaluationResult) -> TokenUsage:
     """The agent's tokens (``input_tokens``: the whole prompt, cached parts included, as the GenAI conventions
     count it); zeros for an agentless task."""
     return result.total_token_usage or TokenUsage()
+
+
+def unrecorded_call(spent: TokenUsage | None, users: list[DialogMessage]) -> tuple[int, int] | None:
+    """The tokens (input, output) of the simulator call no message records: its last, when it said only the stop
+    token or nothing (the dialog ends there); the dialog's total holds them. None: every call is a message."""
+    if spent is None:
+        return None
+    used = (
+        spent.input_tokens - sum(message.input_tokens for message in users),
+        spent.output_tokens - sum(message.output_tokens for message in users),
+    )
+    return used if any(used) else None
 
 
 def task_end_attributes(result: EvaluationResult) -> dict[str, Any]:

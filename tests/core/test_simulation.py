@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,15 @@ from coder_eval_dagster.core.resolution import resolve
 from coder_eval_dagster.core.routing import BEDROCK_ANTHROPIC_VERSION, ApiRoute
 from coder_eval_dagster.core.run_context import RunContext
 from coder_eval_dagster.core.run_spec import RunSpec
-from coder_eval_dagster.core.simulation import OPENING_REQUEST, ModelUser, simulator_messages, system_prompt
+from coder_eval_dagster.core.scoring import TurnCheck
+from coder_eval_dagster.core.simulation import (
+    OPENING_REQUEST,
+    Dialog,
+    ModelUser,
+    Utterance,
+    simulator_messages,
+    system_prompt,
+)
 
 from ..support.fake_anthropic import Script
 from ..support.helpers import criterion, evaluate_replay, replay_task, run_cli, run_folders, write, write_task
@@ -363,3 +372,36 @@ def test_a_dialog_s_task_json_written_with_its_spend_inside_the_block_reads_as_b
     judges = result.judge_token_usage  # the per-turn checks count in the judges' spend
     assert judges is not None and (judges.uncached_input_tokens, judges.total_cost_usd) == (10, 0.5)
     assert "simulator_token_usage" not in json.loads(result.model_dump_json())["simulation"]
+
+
+@dataclass
+class CachingUser:
+    """A simulated user whose every call read most of its prompt from the cache."""
+
+    model: str | None = "claude-x"
+    usage: TokenUsage = field(
+        default_factory=lambda: TokenUsage(
+            uncached_input_tokens=5, cache_creation_input_tokens=20, cache_read_input_tokens=300, output_tokens=7
+        )
+    )
+
+    def next_message(self, dialog: list[DialogMessage]) -> Utterance:
+        return Utterance("Make it blue.", self.usage)
+
+
+def test_a_message_records_its_input_with_the_cached_prompt_and_its_output_as_the_dialog_budget_counts_them(
+    tmp_path: Path,
+) -> None:
+    """``tokens`` was one number: the simulator's input and output could not be told apart."""
+    dialog = Dialog(Simulation(persona="p", goal="g"), CachingUser(), None, lambda turns, messages: TurnCheck(None, []))
+    dialog.open()
+    (said,) = dialog.messages
+    assert (said.input_tokens, said.output_tokens, said.tokens) == (325, 7, 332)
+    assert said.tokens == dialog.simulator_tokens  # what max_total_tokens counts of the call
+    replies = [m for m in dialog_task(tmp_path, THREE_EXCHANGES).dialog if m.role == "agent"]
+    assert [(m.input_tokens, m.output_tokens, m.tokens) for m in replies] == [(100, 100, 200)] * 3
+
+
+def test_a_dialog_message_written_before_its_token_split_keeps_its_tokens() -> None:
+    earlier = DialogMessage.model_validate({"turn": 1, "role": "agent", "text": "Done.", "tokens": 12})
+    assert (earlier.tokens, earlier.input_tokens, earlier.output_tokens) == (12, 0, 0)

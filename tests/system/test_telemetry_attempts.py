@@ -6,7 +6,8 @@ re-sent the root and run spans with the ids of the attempt it replaced; a
 rescore's trace depended on how its folder was typed; ``TELEMETRY_ENABLED=0``
 did not turn export off; a failed pre_run's command and a judge's reply
 reached span status messages; Claude Code's own telemetry lost the user's
-resource attributes; tool spans were children of chat spans.
+resource attributes; tool spans were children of chat spans; the simulated
+user's tokens were one number on its spans and none on the token metric.
 """
 
 from __future__ import annotations
@@ -26,7 +27,15 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ..support.fake_anthropic import Script, Turn
 from ..support.helpers import agentless_task, criterion, write_task
 from ..support.otlp_receiver import OtlpReceiver, Received, _value
-from .conftest import SystemCli, anthropic_environment, claude_code_task, key_forms, new_key, only_run
+from .conftest import (
+    SystemCli,
+    anthropic_environment,
+    claude_code_task,
+    key_forms,
+    new_key,
+    only_run,
+    replay_task_file,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -256,3 +265,53 @@ def test_claude_codes_own_telemetry_keeps_the_users_resource_attributes_and_span
     assert {p["gen_ai.operation.name"] for p in tokens} == {"chat"}, tokens
     assert {(p["gen_ai.provider.name"], p["gen_ai.request.model"]) for p in tokens} == {("anthropic", "claude-test")}
     assert sum(p["=count"] for p in tokens if p["gen_ai.token.type"] == "output") == len(chats), tokens
+
+
+def test_the_simulated_users_calls_carry_their_tokens_on_spans_and_the_token_metric(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic
+) -> None:
+    """Its spans had one ``coder_eval.tokens`` (input + output) and the token metric no point of it; its last
+    call, the stop token alone, no message records: a point still. A recorded user asked no model: none."""
+    fake = scripted_anthropic(
+        Script(
+            [
+                Turn(text="What should out.txt say?"),
+                Turn(tools=[("Bash", {"command": "echo done > out.txt"})]),
+                Turn(text="out.txt says done."),
+            ],
+            user_replies=["It should say done."],  # then the stop token alone (the fake's 50 in, 10 out a call)
+        )
+    )
+    tasks = tmp_path / "tasks"
+    simulation = {"enabled": True, "persona": "a product owner", "goal": "out.txt says done", "max_turns": 4}
+    claude_code_task(tasks, "dialog", initial_prompt="Please write out.txt", simulation=simulation)
+    recorded = [{"text": "Which file?"}, {"user": "out.txt, please."}, {"text": "Written."}]
+    replay_task_file(
+        tasks, "recorded", recorded, simulation=simulation, success_criteria=[criterion("file_exists", path=".")]
+    )
+    received = Collected()
+    with OtlpReceiver(received) as receiver_url:
+        env = {**anthropic_environment(fake.url, new_key()), "OTEL_EXPORTER_OTLP_ENDPOINT": receiver_url}
+        outcome, run = system_cli.run(tasks, env=env)
+    assert outcome.code == 0, outcome.output
+    dialog = run.result("dialog")
+    assert dialog["simulation"]["stop_reason"] == "stop_token", dialog["simulation"]
+    (said,) = [m for m in dialog["dialog"] if m["role"] == "user" and m["tokens"]]
+    assert (said["input_tokens"], said["output_tokens"], said["tokens"]) == (50, 10, 60), said
+
+    users = [span for span in received.named("chat simulated_user") if span["trace_id"] == dialog["trace_id"]]
+    assert [span["attributes"]["gen_ai.usage.input_tokens"] for span in users] == [50], users
+    assert [span["attributes"]["gen_ai.usage.output_tokens"] for span in users] == [10], users
+    assert not any("coder_eval.tokens" in span["attributes"] for span in received.spans), received.spans
+    recorded_trace = run.result("recorded")["trace_id"]
+    (replayed,) = [span for span in received.named("chat simulated_user") if span["trace_id"] == recorded_trace]
+    assert not [key for key in replayed["attributes"] if key.startswith("gen_ai.usage.")], replayed
+
+    points = {  # the last export of each series (a histogram's points are cumulative)
+        (p["gen_ai.request.model"], p["gen_ai.token.type"]): (p["=sum"], p["=count"])
+        for p in received.points["gen_ai.client.token.usage"]
+    }
+    assert points["claude-sonnet-4-6", "input"] == (100, 2), points  # both calls: the message and the stop token
+    assert points["claude-sonnet-4-6", "output"] == (20, 2), points
+    simulator = [p for p in received.points["gen_ai.client.token.usage"] if p["gen_ai.request.model"] != "claude-test"]
+    assert {(p["gen_ai.operation.name"], p["gen_ai.provider.name"]) for p in simulator} == {("chat", "anthropic")}

@@ -566,11 +566,23 @@ class DialogMessage(BaseModel):
     turn: int
     role: Literal["user", "agent"]
     text: str
-    tokens: int = 0  # the simulator call (user) or the agent's exchange (agent), input + output
+    tokens: int = 0  # the simulator call (user) or the agent's exchange (agent): input_tokens + output_tokens
     criteria_passed: bool | None = None  # the per-turn check after this agent message (check_criteria)
     exchange_start: int | None = None  # an agent message: the trajectory index of its exchange's first turn
     started_at: float | None = None  # epoch seconds: the simulator call's start and end (telemetry spans)
     ended_at: float | None = None
+    # The two parts of ``tokens``: the whole prompt (cache reads and writes included, as the dialog's budget counts
+    # it) and the output; 0 in a file written before they were (its ``tokens`` alone).
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @model_validator(mode="after")
+    def _summed(self) -> DialogMessage:
+        """``tokens``, the one count earlier readers of task.json know, is the two parts' sum; a file written before
+        them keeps its own."""
+        if self.input_tokens or self.output_tokens:
+            self.tokens = self.input_tokens + self.output_tokens
+        return self
 
 
 class SimulationInfo(BaseModel):
