@@ -8,6 +8,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
@@ -190,6 +191,11 @@ def problems_from_validation(
             message = f"unknown type {tag!r}{did_you_mean(tag, _quoted(expected))}; expected one of {expected}"
         elif error["type"] == "literal_error":
             message += did_you_mean(str(error.get("input")), _quoted(str(error["ctx"].get("expected", ""))))
+        elif error["type"] == "list_type" and loc and isinstance(loc[-1], str) and error.get("input") is not None:
+            # one value where a list belongs (``tags: smoke``): the same value as a one-item list
+            example = yaml.safe_dump([error["input"]], default_flow_style=True, sort_keys=False, width=10_000)
+            example = example.strip() if len(example) <= 80 else example[:72] + " ...]"
+            message += f": write it as a list, e.g. {loc[-1]}: {example}"
         elif error["type"] in ("model_type", "model_attributes_type", "dict_type"):  # not the model's class name
             message = not_a_mapping(error.get("input"))
         elif error["type"] == "union_tag_not_found":  # the block has no ``type``: said of its ``type``

@@ -124,14 +124,54 @@ def load_document(path: Path) -> Document:
 
 
 TAB_HINT = "a tab cannot indent YAML: indent with spaces"
+_MAPPING_VALUES = "mapping values are not allowed"
 # What a parser's message means for the one who wrote the file (its problem text -> a hint).
 _SYNTAX_HINTS = {
-    "mapping values are not allowed": 'a value that contains ": " must be quoted, e.g. description: "a: b"',
+    _MAPPING_VALUES: 'a value that contains ": " must be quoted, e.g. description: "a: b"',
     "tab character": TAB_HINT,
     "found unknown escape character": (
         "inside double quotes a backslash starts an escape: write \"\\\\d\", or use single quotes: '\\d'"
     ),
 }
+DEEPER_HINT = "check the indentation: this line is indented more than the key above it"
+SHALLOWER_HINT = "check the indentation: this line is indented less than the key above it"
+# What the parsers (libyaml's, PyYAML's) say at a line's first character when a block ended there unexpectedly.
+_BLOCK_ENDED_EARLY = ("did not find expected '-' indicator", "did not find expected key", "expected <block end>")
+# A line holding a key (after any list dashes): the key's column is the length of ``lead``.
+_KEY_LINE = re.compile(r"(?P<lead>\s*(?:-\s+)*)[^\s#-][^:#]*:(?:\s+(?P<value>.*))?$")
+
+
+def _key_above(lines: list[str], number: int) -> tuple[int, str] | None:
+    """The column of the key on the nearest line above ``number`` that is not blank or a comment, and its value;
+    None when that line holds no key."""
+    for above in reversed(lines[:number]):
+        if above.strip() and not above.lstrip().startswith("#"):
+            key = _KEY_LINE.match(above)
+            return (len(key["lead"]), (key["value"] or "").strip()) if key else None
+    return None
+
+
+def _indentation_hint(text: str, exc: yaml.MarkedYAMLError) -> str | None:
+    """The hint for a key indented differently from the key above it, the commonest slip in a hand-written file.
+    One space too many reads as the plain value above going on, and the parser says what it says of ``key: a: b``
+    (whose hint, to quote, would mislead); one too few ends the block early, which the parser reports at the line's
+    first character. A tab in the indentation has its own hint."""
+    mark, problem = exc.problem_mark, exc.problem or ""
+    lines = text.splitlines()
+    if mark is None or mark.line >= len(lines):
+        return None
+    line = lines[mark.line]
+    indent = len(line) - len(line.lstrip(" "))
+    above = _key_above(lines, mark.line)
+    if above is None or line[indent : indent + 1] == "\t":
+        return None
+    column, value = above
+    plain = bool(value) and value[0] not in "\"'[{|>"
+    if problem.startswith(_MAPPING_VALUES) and indent > column and plain:
+        return DEEPER_HINT
+    if problem.startswith(_BLOCK_ENDED_EARLY) and mark.column == indent < column:
+        return SHALLOWER_HINT
+    return None
 
 
 def _syntax_problem(path: Path, text: str, exc: yaml.MarkedYAMLError) -> Problem:
@@ -149,7 +189,10 @@ def _syntax_problem(path: Path, text: str, exc: yaml.MarkedYAMLError) -> Problem
         message += f", {reading} that starts at line {opened.line + 1}, column {opened.column + 1}"
         if mark is not None and mark.line > opened.line:
             message += " (a quote or bracket never closed?)"
-    hints = [hint for text, hint in _SYNTAX_HINTS.items() if exc.problem and text in exc.problem]
+    indentation = _indentation_hint(text, exc)
+    hints = (
+        [indentation] if indentation else [hint for said, hint in _SYNTAX_HINTS.items() if said in (exc.problem or "")]
+    )
     if mark is not None and text[mark.index : mark.index + 1] == "\t" and not hints:
         hints.append(TAB_HINT)
     return Problem(str(path), line, DOCUMENT, message + "".join(f"; {hint}" for hint in hints))

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from ..agents.base import OUTPUT_CHARS
+from ..criteria.run_command import RunCommand
 from ..layout import judge_transcript
 from ..models.results import (
     CriterionResult,
@@ -119,10 +120,23 @@ def _part_text(value: Any) -> str:
     )
 
 
-def _inputs(criterion: CriterionResult) -> str:
-    """What the criterion checked: its command, path, expected output, assertions..."""
-    items = []
+def _shown_inputs(criterion: CriterionResult) -> dict[str, object]:
+    """The inputs as the task set them, with the match mode an expected stdout was compared by even when it is the
+    default (``exact``), which the recorded inputs leave out: the expected text means little without it."""
+    if "expected_stdout" not in criterion.inputs or "stdout_match" in criterion.inputs:
+        return criterion.inputs
+    shown: dict[str, object] = {}
     for name, value in criterion.inputs.items():
+        shown[name] = value
+        if name == "expected_stdout":
+            shown["stdout_match"] = RunCommand.model_fields["stdout_match"].default
+    return shown
+
+
+def _inputs(criterion: CriterionResult) -> str:
+    """What the criterion checked: its command, path, expected output and match mode, assertions..."""
+    items = []
+    for name, value in _shown_inputs(criterion).items():
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         items.append(f"<dt>{escape(name)}</dt><dd>{escape(text[:1500])}</dd>")
     return f"<dl class='inputs'>{''.join(items)}</dl>" if items else ""
@@ -301,6 +315,7 @@ def render_task_html(result: EvaluationResult, folder: Path | None = None) -> st
         "<th>weight</th><th></th></tr>"
     )
     rows = "".join(_criterion_row(c) + _judge_transcript(c, folder) for c in result.criteria)
+    criteria = f"<table>{head}{rows}</table>" if rows or result.final_status != "ERROR" else _not_checked(result)
     title = escape(f"{result.task_id} [{result.variant_id}] #{result.replicate:02d}")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title><style>{_CSS}</style></head><body>
@@ -310,11 +325,30 @@ def render_task_html(result: EvaluationResult, folder: Path | None = None) -> st
 · turns {result.turns} (visible {result.visible_turns})
 · {_tokens(result)}{_trace(result)}</div>
 {error}{_notes(result)}<p>{escape(result.description)}</p>
-<h2>Criteria</h2><table>{head}{rows}</table>
+<h2>Criteria</h2>{criteria}
 {_dialog(result)}{_hooks("pre_run", result.pre_run_results)}{_transcript(result)}
 {_hooks("post_run", result.post_run_results)}
 </body></html>
 """
+
+
+# The stages an ERROR's message starts with (Evaluation.fail's reasons), and the stage of each error component (an
+# agent's own error text names none)
+_FAILED_STAGES = ("sandbox setup", "pre_run", "agent", "criteria", "post_run", "decide", "finish")
+_COMPONENT_STAGES = {"agent": "agent", "sandbox": "sandbox setup", "evaluator": "criteria"}
+
+
+def _failed_stage(result: EvaluationResult) -> str:
+    """The stage an ERROR ended in, as its message or its error component names it."""
+    error = result.error or ""
+    named = next((stage for stage in _FAILED_STAGES if error.startswith(f"{stage} ")), None)
+    component = (result.error_details or {}).get("component", "")
+    return named or _COMPONENT_STAGES.get(component, "the harness")
+
+
+def _not_checked(result: EvaluationResult) -> str:
+    """In place of an empty criteria table: why there is no verdict to show."""
+    return f"<p class='fail'>criteria not checked: the evaluation ended as ERROR in {escape(_failed_stage(result))}</p>"
 
 
 def _notes(result: EvaluationResult) -> str:
