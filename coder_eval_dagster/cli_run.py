@@ -39,7 +39,7 @@ from .core.reports.junit import write_junit
 from .core.reports.notes import budget_left_out, evaluations, flaky_figures, spent_of_budget, threshold_figures
 from .core.reports.run_summary import agent_usd, counts_line, gated, judges_usd, total_usd, usd, why_not_passed
 from .core.reports.shown_text import one_line, skipped_file
-from .core.resolution import Resolution, RowTask, resolve
+from .core.resolution import Resolution, RowTask, resolve, selection_counts
 from .core.routing import resolve_route, routing_line
 from .core.run_context import NOT_RUN_STATUS, RunContext, missing_model_key, uses_model_route
 from .core.run_lock import working_on
@@ -281,9 +281,24 @@ def _resume(opened: OpenRun, options: RunOptions, context: RunContext, retry_err
         _say_files_changed(opened, row_tasks)
     else:
         _reset_deleted_results(run_dir)
-        _say_files_changed(opened, _row_tasks_of(opened, unfinished(opened)))
+        _say_files_changed(opened, _reading_files_again(opened, unfinished(opened)))
     _prewarm(row_tasks, options)
     return _launch(_open_instance(), opened, row_tasks, options, context, fresh_id=True, junit=junit)
+
+
+def _reading_files_again(opened: OpenRun, folders: list[Path]) -> list[RowTask]:
+    """The row-tasks of these unfinished evaluations that read the files of their fingerprint again: one whose
+    sandbox and agent run again (no checkpoint kept), or one only scored again whose scoring reads files (its
+    reference, ``$TASK_DIR``); one scored again that reads none reads no template, plugin or trajectory again."""
+    from .core.reference import reads_task_dir
+
+    rebuilt = _row_tasks_of(opened, [folder for folder in folders if not (folder / CHECKPOINT_FILE).is_file()])
+    again = {(rt.variant_id, rt.task_id) for rt in rebuilt}
+    return [
+        rt
+        for rt in _row_tasks_of(opened, folders)
+        if (rt.variant_id, rt.task_id) in again or rt.task.reference is not None or reads_task_dir(rt.task)
+    ]
 
 
 def _row_tasks_of(opened: OpenRun, folders: list[Path]) -> list[RowTask]:
@@ -429,10 +444,9 @@ def register(spec: RunSpec) -> int:
     with _open_instance() as instance:  # closed when done: SQLite folds its write-ahead log in (see _launch)
         added = register_partitions(instance, resolution.row_tasks)
         recorded = record_resolution(instance, resolution, spec)
-    tasks = len({rt.task_id for rt in resolution.row_tasks})
-    variants = len({rt.variant_id for rt in resolution.row_tasks})
+    counts = selection_counts(resolution.row_tasks)
     print(
-        f"registered {tasks} row-task(s) x {variants} variant(s); {added} key(s) were new; "
+        f"registered {counts['row_tasks']} row-task(s) x {counts['variants']} variant(s); {added} key(s) were new; "
         f"{recorded} resolved_tasks partition(s) recorded as materialized"
     )
     return exit_codes.OK
@@ -531,7 +545,10 @@ def _launch(
             # database and removes it (the process ends without closing anything, program.exit_now).
             instance.dispose()
     if context.interrupt.is_set():
-        print(f"coder-eval: interrupted; what finished is in {run_dir}", file=sys.stderr)
+        print(
+            f"coder-eval: interrupted; what finished is in {run_dir}; go on with: coder-eval run --resume {run_dir}",
+            file=sys.stderr,
+        )
         return exit_codes.INTERRUPTED
     if refused:  # a file of the run that a step found damaged: the input is wrong, not the run
         others = [failure for failure in failures if not any(line in failure for line in refused)]

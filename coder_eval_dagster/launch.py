@@ -24,7 +24,7 @@ import sqlalchemy.exc
 from .core.fingerprints import fingerprints, resolution_digest
 from .core.places import dagster_home
 from .core.problems import InvalidInput
-from .core.resolution import Resolution, RowTask
+from .core.resolution import Resolution, RowTask, definitions_metadata
 from .core.run_context import RunContext
 from .core.run_lock import exclusively, process_alive
 from .core.run_spec import RunSpec
@@ -308,16 +308,7 @@ def _definitions_event(resolution: Resolution, spec: RunSpec, version: str) -> d
         TASK_DEFINITIONS,
         description=REGISTERED_DESCRIPTION,
         metadata={
-            "row_tasks": len(resolution.row_tasks),
-            "skipped": len(resolution.skipped),
-            "variants": len({rt.variant_id for rt in resolution.row_tasks}),
-            # the paths given, and those the experiment names (`register -e EXP` with no path: only those)
-            "task_paths": ", ".join(
-                [
-                    *spec.task_paths,
-                    *(str(p) for p in (resolution.experiment.task_paths if resolution.experiment else [])),
-                ]
-            ),
+            **definitions_metadata(spec.task_paths, resolution.row_tasks, resolution.skipped),
             "experiment": experiment,
             "recorded_by": RECORDED_BY,
         },

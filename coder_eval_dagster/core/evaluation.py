@@ -763,15 +763,22 @@ def task_config(row_task: RowTask) -> TaskConfig:
     """The task as it ran, and its file; an inline reference solution is in neither (nothing persisted holds it)."""
     task = row_task.task
     inline = task.reference is not None and task.reference.code is not None
-    readable = row_task.task_file.is_file() and not inline
     resolved = recorded_task(task)
     if row_task.row_id is not None:  # a dataset's row, as coder_eval records it: its ids, the dataset consumed
         resolved.update(task_id=row_task.task_id, row_id=row_task.row_id, suite_id=row_task.base_task_id, dataset=None)
     return TaskConfig(
         resolved=resolved,
-        source_yaml=row_task.task_file.read_text(encoding="utf-8") if readable else "",
+        source_yaml="" if inline else _task_file_text(row_task),
         source_file=str(row_task.source),
     )
+
+
+def _task_file_text(row_task: RowTask) -> str:
+    """The task file as the run's resolution read it; a snapshot written before it kept the text reads the file
+    now ("" when it is gone)."""
+    if row_task.source_text is not None:
+        return row_task.source_text
+    return row_task.task_file.read_text(encoding="utf-8") if row_task.task_file.is_file() else ""
 
 
 def recorded_task(task: Task) -> dict[str, Any]:

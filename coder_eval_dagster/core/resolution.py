@@ -53,7 +53,7 @@ from .problems import (
 from .repair import hidden_problems
 from .row_commands import PLACEHOLDER
 from .run_spec import EXPERIMENTS_DIR, RunSpec, available_experiments, experiment_candidates
-from .yamlio import Document, key_not_text, load_document, load_yaml_text
+from .yamlio import Document, key_not_text, load_document, load_yaml_text, parse_document
 
 DEFAULT_VARIANT = "default"
 T = TypeVar("T")
@@ -86,6 +86,9 @@ class RowTask:
     # The folder a relative ``source`` is read from: the run's own when a resume or rescore is started elsewhere
     # (``source`` stays as the run recorded it); None: the current folder.
     read_from: Path | None = None
+    # The task file's text as the resolution read it (task.json's source_yaml: the file the run evaluated, whatever
+    # it says later); one str shared by the file's row-tasks, pickled once. None: a snapshot written before it.
+    source_text: str | None = None
 
     @property
     def task_file(self) -> Path:
@@ -729,13 +732,38 @@ def _select(result: Resolution, spec: RunSpec) -> None:
     if spec.task_patterns:
         kept = [rt for rt in result.row_tasks if any(fnmatch.fnmatchcase(rt.task_id, p) for p in spec.task_patterns)]
         left = _row_task_ids(result.row_tasks) - _row_task_ids(kept)
-        result.left_out("row-tasks not matching --task " + " ".join(spec.task_patterns), len(left))
+        hint = _rows_hint(result.row_tasks, spec.task_patterns)
+        result.left_out("row-tasks not matching --task " + " ".join(spec.task_patterns) + hint, len(left))
         result.row_tasks = kept
     if spec.limit is not None:
         ids = list(dict.fromkeys(rt.task_id for rt in result.row_tasks))
         result.left_out(f"row-tasks beyond --limit {spec.limit}", max(0, len(ids) - spec.limit))
         first = set(ids[: spec.limit])
         result.row_tasks = [rt for rt in result.row_tasks if rt.task_id in first]
+
+
+def _rows_hint(row_tasks: list[RowTask], patterns: list[str]) -> str:
+    """How to select a dataset task's rows, for a ``--task`` pattern that is the task's own id: its row-tasks are
+    ``<task_id>/<row_id>``, and the id alone matches none of them."""
+    datasets = {rt.base_task_id for rt in row_tasks if rt.row_id is not None}
+    named = [pattern for pattern in patterns if pattern in datasets]
+    return "".join(f"; --task '{pattern}/*' selects its rows" for pattern in named)
+
+
+def selection_counts(row_tasks: list[RowTask]) -> dict[str, int]:
+    """``row_tasks`` (a row-task under two variants is one) and ``variants``, counted apart, as ``register``
+    prints them."""
+    return {"row_tasks": len(_row_task_ids(row_tasks)), "variants": len({rt.variant_id for rt in row_tasks})}
+
+
+def definitions_metadata(given: list[str], row_tasks: list[RowTask], skipped: list[SkippedTask]) -> dict[str, Any]:
+    """task_definitions' metadata of a selection, the same for a run (its snapshot) and ``register`` (its
+    resolution): the counts, and the task paths read: those ``given``, then each task file read beyond them (what
+    an experiment's ``tasks`` names)."""
+    roots = [Path(os.path.abspath(path)) for path in given]
+    read = dict.fromkeys([*(str(rt.source) for rt in row_tasks), *(entry.path for entry in skipped)])
+    beyond = [path for path in read if not any(Path(os.path.abspath(path)).is_relative_to(root) for root in roots)]
+    return {**selection_counts(row_tasks), "skipped": len(skipped), "task_paths": ", ".join([*given, *beyond])}
 
 
 def _row_task_ids(row_tasks: list[RowTask]) -> set[str]:
@@ -808,13 +836,43 @@ def _resolve_file(
     seen_ids: dict[str, Path],
 ) -> None:
     """``_resolve_document`` of the file; its problems in one pass: what they stopped (an unknown key stops the
-    rules between fields, the folders and rows the task names) is checked on a repaired copy too."""
-    doc = load_document(path)
+    rules between fields, the folders and rows the task names) is checked on a repaired copy too. A file the
+    command-line values make invalid, valid without them, has the options' problems, not its own."""
+    doc, text = _read_task_file(path)
     try:
-        _resolve_document(doc, spec, overrides, layers, result, seen_ids)
+        _resolve_document(doc, spec, overrides, layers, result, seen_ids, text)
     except InvalidInput as exc:
         copy_of = functools.partial(_copy_problems, kind_of(doc), spec, overrides, layers, seen_ids)
-        raise InvalidInput([*exc.problems, *hidden_problems(doc, exc.problems, copy_of)]) from None
+        problems = [*exc.problems, *hidden_problems(doc, exc.problems, copy_of)]
+        own = [problem for problem in problems if problem.path == str(path)]
+        if overrides and own and not _copy_problems(kind_of(doc), spec, [], layers, seen_ids, doc):
+            problems = [_caused_by_options(problem, path, spec) for problem in problems]
+        raise InvalidInput(problems) from None
+
+
+def _caused_by_options(problem: Problem, path: Path, spec: RunSpec) -> Problem:
+    """A problem the command-line values bring about in the task file ``path``, valid without them: the options',
+    said once for the run (:meth:`Resolution.add_problems` names the files it is met in), naming the options given.
+    One elsewhere stays where it is (a value's own, said so already; one in a file a value names, at its line)."""
+    if problem.path != str(path):
+        return problem
+    return Problem(OVERRIDES, None, problem.field, f"{problem.message} (with {' '.join(_given_options(spec))})")
+
+
+def _given_options(spec: RunSpec) -> list[str]:
+    """The command line's changes to every task as they were given: ``--type replay``, ``-D agent.model=m``."""
+    shorthands = (("--type", spec.agent_type), ("--model", spec.model), ("--driver", spec.driver))
+    return [f"{flag} {value}" for flag, value in shorthands if value] + [f"-D {text}" for text in spec.overrides]
+
+
+def _read_task_file(path: Path) -> tuple[Document, str | None]:
+    """The file parsed, and its text as ``Path.read_text`` gives it (universal newlines): the one read of a task
+    file a run makes. A file that cannot be read is said as any document's problem (``load_document``)."""
+    try:
+        text = read_input_text(path, MAX_DOCUMENT_BYTES)
+    except (OSError, UnreadableFile, UnicodeDecodeError):
+        return load_document(path), None  # raises, naming why (None: readable after all, read when recorded)
+    return parse_document(path, text), text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _copy_problems(
@@ -825,8 +883,8 @@ def _copy_problems(
     seen_ids: dict[str, Path],
     doc: Document,
 ) -> list[Problem]:
-    """The problems of resolving a repaired copy of a task file, the run left as it was (none when the repair made
-    it another kind of file)."""
+    """The problems of resolving ``doc``, the run left as it was: a repaired copy of a task file (none when the
+    repair made it another kind of file), or the file under other ``overrides``."""
     if kind_of(doc) != kind:
         return []
     scratch = Resolution()
@@ -841,6 +899,7 @@ def _resolve_document(
     layers: list[LoadedExperiment],
     result: Resolution,
     seen_ids: dict[str, Path],
+    source_text: str | None = None,
 ) -> None:
     path = doc.path
     if not _is_task(doc, path, result, layers):
@@ -895,6 +954,7 @@ def _resolve_document(
                     _replicates(task, repeats[0]),
                     task.model_copy(update={"initial_prompt_file": None, "agent": _row_agent(agent, row), **update}),
                     path,
+                    source_text=source_text,
                 )
             )
 

@@ -40,7 +40,7 @@ from ..core.layout import (
     read_record,
 )
 from ..core.problems import InvalidInput
-from ..core.resolution import RowTask
+from ..core.resolution import RowTask, definitions_metadata
 from ..core.routing import routing_line
 from ..core.run_context import RunContext, has_judge, missing_model_key, uses_model_route
 from ..core.run_spec import RunOptions
@@ -160,11 +160,8 @@ def task_definitions(
     digest = resolution_digest(snapshot.fingerprints)
     return dg.MaterializeResult(
         metadata={
-            "row_tasks": len(snapshot.row_tasks),
-            "skipped": len(snapshot.skipped),
+            **definitions_metadata(spec.task_paths, snapshot.row_tasks, snapshot.skipped),
             "invalid_file_problems": snapshot.invalid_task_files,
-            "variants": len({rt.variant_id for rt in snapshot.row_tasks}),
-            "task_paths": ", ".join(spec.task_paths),
             "experiment": run.plan.experiment or "",
             "run_dir": dg.MetadataValue.path(str(run.folder.absolute())),
         },
