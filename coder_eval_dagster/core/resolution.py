@@ -837,21 +837,38 @@ def _resolve_file(
 ) -> None:
     """``_resolve_document`` of the file; its problems in one pass: what they stopped (an unknown key stops the
     rules between fields, the folders and rows the task names) is checked on a repaired copy too. A file the
-    command-line values make invalid, valid without them, has the options' problems, not its own."""
+    command-line values bring about (the file without them has none such) is the options', not the file's."""
     doc, text = _read_task_file(path)
     try:
         _resolve_document(doc, spec, overrides, layers, result, seen_ids, text)
     except InvalidInput as exc:
-        copy_of = functools.partial(_copy_problems, kind_of(doc), spec, overrides, layers, seen_ids)
-        problems = [*exc.problems, *hidden_problems(doc, exc.problems, copy_of)]
-        own = [problem for problem in problems if problem.path == str(path)]
-        if overrides and own and not _copy_problems(kind_of(doc), spec, [], layers, seen_ids, doc):
-            problems = [_caused_by_options(problem, path, spec) for problem in problems]
+        problems = _in_one_pass(doc, exc.problems, spec, overrides, layers, seen_ids)
+        if overrides and any(problem.path == str(path) for problem in problems):
+            without = {(p.field, p.message) for p in _in_one_pass(doc, None, spec, [], layers, seen_ids)}
+            problems = [
+                _caused_by_options(p, path, spec) if (p.field, p.message) not in without else p for p in problems
+            ]
         raise InvalidInput(problems) from None
 
 
+def _in_one_pass(
+    doc: Document,
+    said: list[Problem] | None,
+    spec: RunSpec,
+    overrides: list[tuple[Loc, Any]],
+    layers: list[LoadedExperiment],
+    seen_ids: dict[str, Path],
+) -> list[Problem]:
+    """The file's problems under ``overrides`` (``said``, when already found) and what they stopped, found on a
+    repaired copy."""
+    copy_of = functools.partial(_copy_problems, kind_of(doc), spec, overrides, layers, seen_ids)
+    said = copy_of(doc) if said is None else said
+    return [*said, *hidden_problems(doc, said, copy_of)]
+
+
 def _caused_by_options(problem: Problem, path: Path, spec: RunSpec) -> Problem:
-    """A problem the command-line values bring about in the task file ``path``, valid without them: the options',
+    """A problem the command-line values bring about in the task file ``path`` (the file without them has none such):
+    the options',
     said once for the run (:meth:`Resolution.add_problems` names the files it is met in), naming the options given.
     One elsewhere stays where it is (a value's own, said so already; one in a file a value names, at its line)."""
     if problem.path != str(path):

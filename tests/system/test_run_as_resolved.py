@@ -97,6 +97,19 @@ def test_a_file_invalid_without_the_options_too_keeps_its_own_problems(tmp_path:
     assert "skipped t/bad.yaml" in outcome.err and "default ds/r1" in outcome.out, outcome.output
 
 
+def test_a_file_with_a_problem_of_its_own_still_has_the_options_problem_named(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    """Attributed only when the file was valid without the options, a problem a value brought about in a file with
+    a problem of its own was said as the file's, at a line that does not hold it, and the file skipped."""
+    folder = _folder(tmp_path)
+    write(folder / "own.yaml", REPLAY.replace("task_id: rp", "task_id: own") + "tags: smoke\n")
+    outcome = system_cli("list", "t", "-D", "agent.type=none", env={})
+    assert outcome.code == 2, outcome.output
+    assert "-D: agent.trajectory: only allowed with type replay, not none (with -D agent.type=none)" in outcome.err
+    assert "(in t/own.yaml and t/rp.yaml)" in outcome.err and outcome.out == "", outcome.output
+
+
 def test_task_with_a_dataset_tasks_own_id_says_how_to_select_its_rows(tmp_path: Path, system_cli: SystemCli) -> None:
     outcome = system_cli("list", _folder(tmp_path), "--task", "ds", env={})
     assert "--task 'ds/*' selects its rows" in outcome.err, outcome.output
