@@ -48,7 +48,7 @@ def hidden_problems(
     beyond ``said``; none when nothing in ``said`` can be repaired. The copy's own unknown keys (in a block a
     repair let the checks into) are repaired in a copy of it, within ``passes``."""
     repairs = _repairs(doc, said)
-    if not repairs or not passes:
+    if not repairs or not passes or _has_dotted_key(doc.data):  # ("a.b": a field's dotted name would be a guess)
         return []
     repaired = _repaired(doc, repairs)
     found = check(repaired)
@@ -115,6 +115,20 @@ def _loc_of(data: Any, field: str) -> Loc | None:
     return tuple(loc) if loc and isinstance(loc[-1], str) else None
 
 
+def _has_dotted_key(data: Any) -> bool:
+    """Whether a key anywhere in ``data`` holds a dot, which makes a problem's dotted field name ambiguous."""
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            if any(isinstance(key, str) and "." in key for key in value):
+                return True
+            stack += value.values()
+        elif isinstance(value, list):
+            stack += value
+    return False
+
+
 def _at(data: Any, loc: Loc) -> Any:
     """The value at ``loc``, a path known to be there."""
     for step in loc:
@@ -150,6 +164,13 @@ def _lines_below(lines: dict[Loc, int], written: Loc, read_as: Loc) -> dict[Loc,
     return {(*read_as, *at[size:]): line for at, line in lines.items() if at[:size] == written}
 
 
+def _names_the_guess(problem: Problem, repair: _Repair) -> bool:
+    """Whether ``problem`` names the key a rename guessed (a key the file does not write)."""
+    if repair.read_as is None or repair.read_as == repair.written:
+        return False
+    return re.search(rf"(?<![\w.]){re.escape(str(repair.read_as[-1]))}(?![\w])", problem.message) is not None
+
+
 def _valid_id(written: str) -> str:
     """An id standing in for ``written`` in the copy: each character an id may not hold made ``_``, after a ``_``
     (a valid first character that no name the run folder reserves starts with)."""
@@ -165,6 +186,8 @@ def _as_written(problem: Problem, path: str, repairs: list[_Repair]) -> Problem 
         written = dotted(repair.written)
         read_as = dotted(repair.read_as) if repair.read_as is not None else written
         if problem.field in (written, read_as) or problem.field.startswith(written + "."):
+            return None
+        if _names_the_guess(problem, repair):  # a rule the guessed key broke (``set x or x_file, not both``)
             return None
         if problem.field.startswith(read_as + "."):
             return replace(problem, field=written + problem.field[len(read_as) :])

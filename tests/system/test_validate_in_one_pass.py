@@ -175,3 +175,40 @@ def test_the_repaired_copy_says_nothing_of_its_own(tmp_path: Path, system_cli: S
     write(tmp_path / "s1.yaml", (tmp_path / "s1.yaml").read_text().replace("descripton: a", "descripton: [a, b]"))
     said = system_cli.invalid(Path("s1.yaml")).err
     assert "valid string" not in said and "initial_prompt" not in said, said  # its value is no description
+
+
+def test_a_rule_the_guessed_name_breaks_is_not_said(tmp_path: Path, system_cli: SystemCli) -> None:
+    """Read as ``initial_prompt``, the typo clashed with the file's own ``initial_prompt_file`` in the copy: the user
+    was told to drop a field they need."""
+    write(tmp_path / "p.txt", "hello\n")
+    write(tmp_path / "traj.yaml", "turns:\n  - text: done\n")
+    task = """\
+        task_id: t1
+        description: x
+        initial_promt: hello
+        initial_prompt_file: p.txt
+        agent: {type: replay, trajectory: nope.yaml}
+        success_criteria: [{type: file_exists, path: a, description: a}]
+    """
+    write(tmp_path / "t1.yaml", task)
+    assert system_cli.invalid(Path("t1.yaml")).err.splitlines() == [
+        "t1.yaml:3: initial_promt: unknown field (not part of the format) (did you mean `initial_prompt`?)",
+        "t1.yaml:5: agent.trajectory: file not found: nope.yaml (relative to the task YAML)",
+    ]
+
+
+def test_a_key_with_a_dot_is_not_taken_for_a_path(tmp_path: Path, system_cli: SystemCli) -> None:
+    """A top-level ``"agent.type"`` key was read as the path agent.type: said again under the repaired block's
+    spelling (``agnt.type``, a valid field of the file)."""
+    task = """\
+        task_id: dots
+        description: d
+        "agent.type": none
+        agnt: {type: none}
+        success_criteria: [{type: file_exists, path: x, description: x}]
+    """
+    write(tmp_path / "dots.yaml", task)
+    assert system_cli.invalid(Path("dots.yaml")).err.splitlines() == [
+        "dots.yaml:3: agent.type: unknown field (not part of the format) (did you mean `agent`?)",
+        "dots.yaml:4: agnt: unknown field (not part of the format) (did you mean `agent`?)",
+    ]
