@@ -79,7 +79,9 @@ def _read_jsonl(path: Path, field: str) -> tuple[list[tuple[dict[str, Any], str]
     except (OSError, UnreadableFile) as exc:
         return [], [Problem(str(path), 1, field, f"cannot read dataset: {exc}")]
     rows, problems, first = [], [], 0
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Lines end at a newline only: splitlines also splits at U+2028 and the like, which JSON strings may hold as
+    # they are (json.dumps with ensure_ascii=False), and refused a valid file at the wrong lines.
+    for number, line in enumerate(text.split("\n"), start=1):
         if line.strip():
             first = first or number
             parsed = _parse_row(line)

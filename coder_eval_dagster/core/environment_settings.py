@@ -8,6 +8,7 @@ load, saying why), never an internal error: the CLI loads the code location's mo
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 
 
@@ -20,6 +21,7 @@ def whole_number(name: str, meaning: str, environ: Mapping[str, str] = os.enviro
     raw = environ.get(name, "").strip()
     if not raw:
         return None
-    if not raw.isdigit():
-        raise SettingError(f"{name}={raw!r}: expected a whole number ({meaning})")
+    if not re.fullmatch(r"[0-9]{1,9}", raw):  # (str.isdigit takes "²", which int() refuses)
+        shown = raw if len(raw) <= 40 else raw[:37] + "..."
+        raise SettingError(f"{name}={shown!r}: expected a whole number, at most 9 digits ({meaning})")
     return int(raw)

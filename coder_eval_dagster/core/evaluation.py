@@ -325,9 +325,12 @@ def run_agent(evaluation: Evaluation) -> None:
         trace_id=evaluation.result.trace_id,
     )
     interrupt, end_commands = evaluation.context.interrupt, evaluation.sandbox.end_processes
-    output = conversed(supervised(agent(agent_input), task.run_limits, interrupt, end_commands))
+    try:
+        output = conversed(supervised(agent(agent_input), task.run_limits, interrupt, end_commands))
+    finally:  # (an agent that raised: its threads left behind lose the sandbox too)
+        if lease is not None:
+            lease.end()
     if lease is not None:  # held to what the built-ins keep themselves
-        lease.end()
         output = checked_limits(output, task.run_limits)
     record_agent_output(evaluation, output)
     if dialog is not None:

@@ -188,7 +188,8 @@ def problems_from_validation(
             message = UNKNOWN_FIELD + unknown_field_hint(model, data, loc, prefix)
         elif error["type"] == "union_tag_invalid":
             tag, expected = str(error["ctx"].get("tag")), str(error["ctx"].get("expected_tags"))
-            message = f"unknown type {tag!r}{did_you_mean(tag, _quoted(expected))}; expected one of {expected}"
+            shown = repr(tag) if len(repr(tag)) <= 80 else repr(tag)[:77] + "..."  # (a type may be any length)
+            message = f"unknown type {shown}{did_you_mean(tag, _quoted(expected))}; expected one of {expected}"
         elif error["type"] == "literal_error":
             message += did_you_mean(str(error.get("input")), _quoted(str(error["ctx"].get("expected", ""))))
         elif error["type"] == "list_type" and loc and isinstance(loc[-1], str) and error.get("input") is not None:

@@ -178,7 +178,7 @@ def evaluation_failure(result: EvaluationResult, capture: bool) -> str:
     if result.error and details.get("component") == "agent" and result.final_status == "ERROR":
         kind = str(details.get("error_category") or result.final_status)
     else:
-        kind = (result.error or result.final_status).partition(": ")[0]
+        kind = redact((result.error or result.final_status).partition(": ")[0])
     return failure_text(result.error, kind, capture)
 
 

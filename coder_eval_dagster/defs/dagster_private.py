@@ -98,7 +98,7 @@ def report_materializations(instance: dg.DagsterInstance, materializations: list
 
 POOL_WAIT_POLL_S = 0.2  # how often a step waiting for a pool slot looks for an interrupt
 POOL_WAIT_NOTE = (
-    "waiting for a slot of the Dagster pool agent_api: other runs hold them all"
+    "waiting for a slot of the Dagster pool agent_api: other runs hold them all, or its limit is 0"
     " (`dagster instance concurrency get agent_api` shows them; `dagster instance concurrency set agent_api N`"
     " changes the limit); Ctrl-C stops"
 )

@@ -223,7 +223,9 @@ def test_the_sensor_interval_is_read_from_the_environment(monkeypatch: pytest.Mo
     monkeypatch.setenv(INTERVAL_ENV, "5")
     assert minimum_interval_s() == 5
     monkeypatch.setenv(INTERVAL_ENV, "soon")
-    with pytest.raises(ValueError, match=f"{INTERVAL_ENV}='soon': expected a whole number \\(of seconds\\)"):
+    with pytest.raises(
+        ValueError, match=f"{INTERVAL_ENV}='soon': expected a whole number, at most 9 digits \\(of seconds\\)"
+    ):
         minimum_interval_s()
 
 
