@@ -81,7 +81,7 @@ def _read_jsonl(path: Path, field: str) -> tuple[list[tuple[dict[str, Any], str]
     rows, problems, first = [], [], 0
     # Lines end at a newline only: splitlines also splits at U+2028 and the like, which JSON strings may hold as
     # they are (json.dumps with ensure_ascii=False), and refused a valid file at the wrong lines.
-    for number, line in enumerate(text.split("\n"), start=1):
+    for number, line in enumerate(text.removeprefix("\ufeff").split("\n"), start=1):  # (a BOM: as YAML files)
         if line.strip():
             first = first or number
             parsed = _parse_row(line)
@@ -97,8 +97,8 @@ def _parse_row(line: str) -> dict[str, Any] | str:
     too_deep = f"row refused: it nests deeper than {MAX_DEPTH} levels"
     try:
         values = json.loads(line, object_pairs_hook=_object)
-    except json.JSONDecodeError as exc:
-        return f"invalid JSON: {exc.msg}"
+    except json.JSONDecodeError as exc:  # ("Unterminated string starting at": its position, not a dangling "at")
+        return f"invalid JSON: {exc.msg} column {exc.colno}" if exc.msg.endswith(" at") else f"invalid JSON: {exc.msg}"
     except ValueError as exc:  # an integer of more digits than Python reads
         return f"row refused: {str(exc).split(';')[0]}"
     except _DuplicateKey as exc:

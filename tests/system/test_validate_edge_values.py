@@ -32,3 +32,19 @@ def test_an_unknown_type_of_any_length_is_said_shortly(tmp_path: Path, system_cl
     write(tmp_path / "t.yaml", task.replace("${row.v}", "d"))
     (line,) = system_cli.invalid(Path("t.yaml")).err.splitlines()
     assert line.startswith("t.yaml:4: success_criteria.0: unknown type 'ffff") and len(line) < 1000, line[:200]
+
+
+def test_a_dataset_with_a_byte_order_mark_is_read_as_a_task_file_with_one_is(
+    tmp_path: Path, system_cli: SystemCli
+) -> None:
+    write(tmp_path / "rows.jsonl", '\ufeff{"id": "r0", "v": "a"}\n{"id": "r1", "v": "b"}\n')
+    write(tmp_path / "ds.yaml", DATASET_TASK)
+    outcome = system_cli("list", "ds.yaml", env={})
+    assert outcome.code == 0 and outcome.out.split() == ["default", "ds/r0", "default", "ds/r1"], outcome.output
+
+
+def test_an_unterminated_string_says_where_it_starts(tmp_path: Path, system_cli: SystemCli) -> None:
+    write(tmp_path / "rows.jsonl", '{"id": "r0", "v": "a"}\n{"id": "r1", "v": "b}\n')
+    write(tmp_path / "ds.yaml", DATASET_TASK)
+    (line,) = system_cli.invalid(Path("ds.yaml")).err.splitlines()
+    assert line == "rows.jsonl:2: dataset.paths.0: invalid JSON: Unterminated string starting at column 19", line
