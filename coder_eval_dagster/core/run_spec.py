@@ -124,7 +124,7 @@ class RunSpec(BaseModel):
         json_schema_extra=cli(
             "--repeats",
             metavar="N",
-            beyond="replicate folders are two digits, 00-99; for more, run again: the tables and "
+            beyond="replicate folders are two digits, 00 to 98; for more, run again: the tables and "
             "`coder-eval history` read across runs",
         ),
     )

@@ -125,7 +125,7 @@ REFUSED = [
     (("run", "tasks", "-s"), "argument -s/--stream: not supported", "coder-eval dev"),
     (("run", "tasks", "--preservation-mode", "NONE"), "argument --preservation-mode: not supported", "prune"),
     (("run", "tasks", "-b", "litellm"), "argument -b/--backend: 'litellm'", "-b direct with ANTHROPIC_BASE_URL"),
-    (("run", "tasks", "--repeats", "100"), "argument --repeats: must be at most 99", "00-99"),
+    (("run", "tasks", "--repeats", "100"), "argument --repeats: must be at most 99", "00 to 98"),
     (("run", "tasks", "--run-dir", "tasks"), "argument --run-dir: tasks already exists", "--resume tasks"),
     (("run", "tasks", "--run-dir", "runs/tables"), "argument --run-dir: runs/tables names no new run", "NAME"),
     (("run", "tasks", "--run-dir", "."), "argument --run-dir: . names no new run folder", "NAME"),
