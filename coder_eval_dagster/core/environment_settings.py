@@ -11,6 +11,8 @@ import os
 import re
 from collections.abc import Mapping
 
+from .problems import clipped
+
 
 class SettingError(ValueError):
     """A CODER_EVAL_* variable whose value cannot be used."""
@@ -22,6 +24,5 @@ def whole_number(name: str, meaning: str, environ: Mapping[str, str] = os.enviro
     if not raw:
         return None
     if not re.fullmatch(r"[0-9]{1,9}", raw):  # (str.isdigit takes "²", which int() refuses)
-        shown = raw if len(raw) <= 40 else raw[:37] + "..."
-        raise SettingError(f"{name}={shown!r}: expected a whole number, at most 9 digits ({meaning})")
+        raise SettingError(f"{name}={clipped(raw, 40)!r}: expected a whole number, at most 9 digits ({meaning})")
     return int(raw)

@@ -188,8 +188,8 @@ def problems_from_validation(
             message = UNKNOWN_FIELD + unknown_field_hint(model, data, loc, prefix)
         elif error["type"] == "union_tag_invalid":
             tag, expected = str(error["ctx"].get("tag")), str(error["ctx"].get("expected_tags"))
-            shown = repr(tag) if len(repr(tag)) <= 80 else repr(tag)[:77] + "..."  # (a type may be any length)
-            message = f"unknown type {shown}{did_you_mean(tag, _quoted(expected))}; expected one of {expected}"
+            hint = did_you_mean(tag, _quoted(expected))
+            message = f"unknown type {clipped(repr(tag), 80)}{hint}; expected one of {expected}"
         elif error["type"] == "literal_error":
             message += did_you_mean(str(error.get("input")), _quoted(str(error["ctx"].get("expected", ""))))
         elif error["type"] == "list_type" and loc and isinstance(loc[-1], str) and error.get("input") is not None:
@@ -225,8 +225,13 @@ def _shown(value: Any) -> str:
     kind = {str: "the text", bool: "the boolean", int: "the number", float: "the number", list: "a list"}
     if value is None:
         return "nothing (null)"
-    text = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-    return f"{kind.get(type(value), type(value).__name__)} {text}"
+    return f"{kind.get(type(value), type(value).__name__)} {clipped(repr(value), 40)}"
+
+
+def clipped(text: str, limit: int) -> str:
+    """``text`` as a message quotes what the user wrote: at most ``limit`` characters, a longer one cut with ``...``
+    (a value may be any length)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _quoted(text: str) -> list[str]:
