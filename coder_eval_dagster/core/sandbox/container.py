@@ -221,13 +221,22 @@ class Container:
         errors = sdk().errors
         if isinstance(error, errors.NotFound):
             return True
+        return isinstance(error, errors.APIError) and self.vanished()
+
+    def vanished(self) -> bool:
+        """Whether the container was removed or stopped (a command in it killed with it). A forced removal marks
+        it ``removing`` before it kills what runs there, so a command's end can be seen while it still runs."""
+        errors = sdk().errors
         state = self._state()
-        if not isinstance(error, errors.APIError) or state is None:
+        if state is None:
             return False
         try:
-            return not container_running(state["id"])
+            found = client().api.inspect_container(state["id"])["State"]
+        except errors.NotFound:
+            return True
         except errors.APIError:
             return False  # the engine cannot tell: the command's failure, as any other refusal
+        return not found["Running"] or found.get("Status") in ("removing", "dead")
 
     def copy_in(self, folder: Path, at: Path | None = None, read_only: bool = False) -> None:
         """Copy a host folder into the container at ``at`` (else the same path), owned by the container's user; or

@@ -336,6 +336,8 @@ class DockerSandbox(TempdirSandbox):
             return done
         except EngineError as exc:  # no engine, no container: the machine's failure, the evaluation's ERROR
             raise SandboxUnavailable(str(exc)) from None
+        except SandboxUnavailable:
+            raise
         except Exception as exc:  # the engine refused the exec (the pids limit at exec time, the container gone)
             error = f"the docker engine failed: {type(exc).__name__}: {exc}"
             if self.container.gone(exc) and not self.interrupt.is_set():  # removed under the command (not by Ctrl-C)
@@ -376,6 +378,8 @@ class DockerSandbox(TempdirSandbox):
             result.error = timed_out_error(timeout)  # as under tempdir: a query on the text finds both
         elif stopped:
             result.error = "stopped: the run was interrupted (container removed)"
+        elif exit_code == OOM_EXIT and not self.interrupt.is_set() and self.container.vanished():
+            raise SandboxUnavailable("the sandbox's container is gone: the command was killed with it (exit code 137)")
         elif exit_code == OOM_EXIT and self.container.oom_killed():
             result.oom_killed = True
             result.error = (
