@@ -130,6 +130,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("role", pa.string()),
             ("text", pa.string()),
             ("tokens", pa.int64()),
+            ("input_tokens", pa.int64()),
+            ("output_tokens", pa.int64()),
         ]
     ),
     "suite_metrics": pa.schema(
@@ -230,7 +232,7 @@ def task_rows(results: list[EvaluationResult], run_ts: datetime) -> dict[str, li
                     }
                 )
         tables["dialog_turns"].extend(
-            {**common, **message.model_dump(include={"turn", "role", "text", "tokens"})} for message in result.dialog
+            {**common, **message.model_dump(include={"turn", "role", "text", "tokens", "input_tokens", "output_tokens"})} for message in result.dialog
         )
     return tables
 

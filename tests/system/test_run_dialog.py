@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from coder_eval_dagster.core.simulation import OPENING_REQUEST
@@ -63,6 +64,10 @@ def test_a_simulated_dialog_reaches_the_api_is_recorded_and_succeeds(
     simulation = result["simulation"]
     assert (simulation["simulator_input_tokens"], simulation["simulator_output_tokens"]) == (100, 20)
     assert simulation["simulator_model"] == "claude-sonnet-4-6"  # as served, as coder_eval records it
+    turns = pd.read_parquet(system_cli.runs / "tables" / "dialog_turns")
+    agent_turns = turns[turns["role"] == "agent"]
+    assert list(zip(agent_turns["input_tokens"], agent_turns["output_tokens"], strict=True)) == [(300, 20), (900, 40)]
+    assert (turns["input_tokens"] + turns["output_tokens"] == turns["tokens"]).all()
     no_key_anywhere(key, system_cli.runs, system_cli.home, output=outcome.output)
 
 
