@@ -157,6 +157,7 @@ AGENT_USAGE = {
     "cost_usd": "total_cost_usd",
     "cost_source": "cost_source",
 }
+DIALOG_COLUMNS = {"turn", "role", "text", "tokens", "input_tokens", "output_tokens"}  # a DialogMessage's
 NAMED_APART = {*AGENT_USAGE, "criterion_index", "criterion_type", "judge_usage"}
 
 
@@ -232,7 +233,7 @@ def task_rows(results: list[EvaluationResult], run_ts: datetime) -> dict[str, li
                     }
                 )
         tables["dialog_turns"].extend(
-            {**common, **message.model_dump(include={"turn", "role", "text", "tokens", "input_tokens", "output_tokens"})} for message in result.dialog
+            {**common, **message.model_dump(include=DIALOG_COLUMNS)} for message in result.dialog
         )
     return tables
 

@@ -282,3 +282,22 @@ def test_a_rescore_keeps_the_sandbox_from_host_accounts_of_its_uid_and_walks_dee
         assert (evaluation / "sandbox" / "d" / "d").is_dir()
     finally:  # pytest's own clean-up of old temporary folders recurses too
         remove_tree(run.evaluation("deep") / "sandbox", ignore_errors=True)
+
+
+def test_a_call_cut_by_turn_timeout_in_a_container_ends_there_at_the_deadline(
+    tmp_path: Path, system_cli: SystemCli, scripted_anthropic, docker_image: str
+) -> None:
+    """The cut ended nothing in the container: the call ran on through the CLI's grace to exit and into the
+    criteria, and wrote into the sandbox after the deadline (as under tempdir, it ends at the cut)."""
+    slow = "echo a > out.txt; sleep 11; echo late > late.txt"
+    fake = scripted_anthropic(Script([Turn(tools=[("Bash", {"command": slow})]), Turn(text="done")]))
+    sandbox = {"driver": "docker", "python": None, "image": docker_image}
+    waits = [{"type": "run_command", "command": "sleep 3", "description": "past the call's own end"}]
+    task = claude_code_task(
+        tmp_path / "tasks", "slow", sandbox=sandbox, run_limits={"turn_timeout": 10}, success_criteria=waits
+    )
+    outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
+    result = run.result("slow")
+    assert result["final_status"] == "TIMEOUT", (result["error_message"], outcome.output)
+    folder = run.evaluation("slow") / "sandbox"
+    assert (folder / "out.txt").exists() and not (folder / "late.txt").exists()

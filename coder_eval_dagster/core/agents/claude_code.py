@@ -224,8 +224,8 @@ class Session:
     def cut(self) -> None:
         """The exchange was cut (a time limit, the run interrupted): each call still running is recorded as it
         stands, an error (its outcome unknown, no result reached the model) timed from its start up to now, and what
-        the agent runs in the sandbox ends now, the services kept (a docker sandbox ends none: its container's run
-        on); the SDK gives the CLI a grace to exit, and its tools wrote on into the sandbox meanwhile."""
+        the agent runs in the sandbox ends now, the services kept (under docker too); the SDK gives the CLI a grace
+        to exit, and its tools wrote on into the sandbox meanwhile."""
         for tool_use_id, (_, data) in list(self.running.items()):
             self._finish_call(data, tool_use_id, "error")
         try:

@@ -260,6 +260,20 @@ class Container:
         api = client().api
         api.exec_start(api.exec_create(self.id(), ["rm", "-rf", "--", str(path)], user="0:0")["Id"])
 
+    def shell(self, script: str, *args: str) -> str:
+        """``script`` run by ``sh`` as the commands' user (its ``$1``... the ``args``), to its end: its output."""
+        api = client().api
+        argv = ["/bin/sh", "-c", script, "coder-eval", *args]
+        return api.exec_start(api.exec_create(self.id(), argv, user=self.user)["Id"]).decode(errors="replace")
+
+    def mark_services(self, processes: str) -> None:
+        """``processes`` ("pid:start ...", as ``docker.LISTING`` prints them) are pre_run's services and the
+        container's own: kept, with what they start, when what the agent left ends."""
+        self._write_state((self._state() or {}) | {"services": processes})
+
+    def services(self) -> str:
+        return str((self._state() or {}).get("services", ""))
+
     def oom_killed(self) -> bool:
         """Did its memory cgroup OOM-kill a process since the last check (the count is kept in container.json)?"""
         state = self._state() or {}

@@ -11,7 +11,8 @@ process group at its timeout (it needs no new process, so it works at the
 pids limit too); output goes to files in the I/O folder, so a background
 daemon cannot hold the command open. A command still running well after its
 timeout, or when the run is interrupted, takes the container with it. What a
-criterion's command leaves running ends with it (``SWEEPING``).
+criterion's command leaves running ends with it (``SWEEPING``); what the
+agent's phase left, before the criteria (``LEFTOVERS``).
 """
 
 from __future__ import annotations
@@ -57,17 +58,8 @@ RUNNING = 'exec timeout -s KILL "$0" /bin/sh -c "$1" >"$2" 2>"$3" </dev/null'
 # A criterion's command, as RUNNING's, then every process of its own still running ends, as under tempdir (the
 # next criterion's command could be traced, or find no pid free): each process started after this shell (start
 # ticks, then pid within the tick) whose parents, up to this shell or init, did too; not pre_run's services, nor
-# what the agent left (which docker keeps into scoring: docs/running.md), nor a process either starts. Builtins
-# only: nothing is forked, so it works at the pids limit. They are stopped, pass after pass until none runs (a
-# stopped process cannot fork and keeps its pid: a fork bomb cannot refill what a kill frees), then killed, then
-# waited for until the container's init has reaped them (a zombie holds its pid). Each phase ends after two passes
-# found nothing: a child whose parent was stopped (or killed) in the middle of its fork can show in /proc only
-# after a pass listed it, and its parent is seen stopped only once that fork is done, so the second pass lists it.
-# A process in this shell's session (docker exec makes it a session's leader) has its process group signalled
-# at once too: such a group, other than this shell's, holds only processes started below it, and one kill
-# reaches a whole bomb, a fork in flight included (a loaded machine took up to 6 s without, 0.2 s with).
-# Not done within 10 s (something continues them), it touches the file $4: the harness restarts the container.
-SWEEPING = r"""
+# what the agent left (ended once before the criteria: LEFTOVERS), nor a process either starts. ENDING's way.
+BELOW_THIS_SHELL = r"""
 own_start() { read -r s <"/proc/$$/stat"; set -- ${s##*) }; born=${20}; }
 ours() {
   p=$top
@@ -85,6 +77,44 @@ ours() {
     p=$2
   done
 }
+own_start
+timeout -s KILL "$0" /bin/sh -c "$1" >"$2" 2>"$3" </dev/null
+code=$?
+left=$4
+"""
+# What the agent's phase left running, before the criteria (it could trace their commands and set their exit
+# codes) and at an agent's cut, as under tempdir: every process of the commands' user but pre_run's services, as
+# listed when pre_run ended ($1: " pid:start ..."), and what they started (the keeper is another user's).
+NOT_A_SERVICE = r"""
+services=" $1 " left=$2
+ours() {
+  [ -O "/proc/$top" ] || return 1
+  p=$top
+  while :; do
+    read -r s 2>/dev/null <"/proc/$p/stat" || { [ "$p" != "$top" ]; return; }
+    set -- ${s##*) }
+    if [ "$p" = "$top" ]; then
+      state=$1 group=$3 session=$4
+      [ "$1" != Z ] || [ "$sig" = 0 ] || return 1
+    fi
+    case $services in *" $p:${20} "*) return 1 ;; esac
+    case $2 in 0 | 1) return 0 ;; esac
+    p=$2
+  done
+}
+code=0
+"""
+# The processes ``ours`` selects end. Builtins only: nothing is forked, so it works at the pids limit. They are
+# stopped, pass after pass until none runs (a stopped process cannot fork and keeps its pid: a fork bomb cannot
+# refill what a kill frees), then killed, then waited for until the container's init has reaped them (a zombie
+# holds its pid). Each phase ends after two passes found nothing: a child whose parent was stopped (or killed) in
+# the middle of its fork can show in /proc only after a pass listed it, and its parent is seen stopped only once
+# that fork is done, so the second pass lists it. A process in this shell's session (docker exec makes it a
+# session's leader) has its process group signalled at once too: such a group, other than this shell's, holds
+# only processes started below it, and one kill reaches a whole bomb, a fork in flight included (a loaded machine
+# took up to 6 s without, 0.2 s with). Not done within 10 s (something continues them), it touches the file
+# $left: the harness restarts the container.
+ENDING = r"""
 signal() {
   n=0 signalled=$$
   for d in /proc/[0-9]*; do
@@ -99,9 +129,6 @@ signal() {
   done
 }
 now() { read -r up _ </proc/uptime; up=${up%.*}${up#*.}; }
-own_start
-timeout -s KILL "$0" /bin/sh -c "$1" >"$2" 2>"$3" </dev/null
-code=$?
 now
 until=$((up + 1000))
 for sig in STOP KILL 0; do
@@ -111,11 +138,19 @@ for sig in STOP KILL 0; do
     [ "$n" -gt 0 ] || { quiet=$((quiet + 1)); continue; }
     quiet=0
     now
-    [ "$up" -lt "$until" ] || { : >"$4"; break 2; }
+    [ "$up" -lt "$until" ] || { : >"$left"; break 2; }
   done
 done
 exit $code
 """
+SWEEPING = BELOW_THIS_SHELL + ENDING
+LEFTOVERS = NOT_A_SERVICE + ENDING
+# Each process's "pid:start" (start ticks: a pid alone may be taken again), one space between.
+LISTING = r"""for d in /proc/[0-9]*; do
+  read -r s 2>/dev/null <"$d/stat" || continue
+  set -- ${s##*) }
+  printf '%s:%s ' "${d#/proc/}" "${20}"
+done"""
 UNSTOPPABLE_NOTE = (
     "[coder-eval: what this command left running could not be stopped (it kept forking): the container was "
     "restarted, which ended every process in it, pre_run's services too]\n"
@@ -171,6 +206,7 @@ class DockerSandbox(TempdirSandbox):
         # this process's listener on the egress socket of the container it names (a container that replaces it
         # has an I/O folder, and so a socket, of its own)
         self._egress: tuple[str, socket.socket] | None = None
+        self._scoring_cleared = False  # what the agent left has ended, for this process's scoring phase
 
     def environment(self) -> dict[str, str]:
         """What every command in the container sees: nothing of the host's environment."""
@@ -213,7 +249,9 @@ class DockerSandbox(TempdirSandbox):
                 raise TemplateError(f"creating the sandbox venv failed: {(done.error or done.stderr).strip()[-800:]}")
 
     def mark_services(self) -> None:
-        """Nothing to mark: the container's processes are not told apart (docs/running.md, docker's limits)."""
+        """What runs in the container now, pre_run's services among it, stays when what the agent left ends."""
+        with self._engine_failures():
+            self.container.mark_services(self.container.shell(LISTING))
 
     def set_phase(self, phase: str) -> None:
         """As tempdir's; the container also learns when the scoring phase uses it (``Container.id``)."""
@@ -221,8 +259,32 @@ class DockerSandbox(TempdirSandbox):
         self.container.scoring = phase in SCORING_STAGES
 
     def end_leftovers(self) -> None:
-        """Nothing more to end: what a criterion's command left running ended with it (``SWEEPING``); a process the
-        agent left keeps running into scoring in the same container (docs/running.md)."""
+        """What the agent's phase left running ends, pre_run's services and what they start kept (``LEFTOVERS``):
+        once before the criteria, whose commands each end their own (``SWEEPING``), and at an agent's cut."""
+        scoring = self.phase in SCORING_STAGES
+        if self.interrupt.is_set() or (scoring and self._scoring_cleared):
+            return
+        left = self.container.io_dir / f"{uuid.uuid4().hex}.left"
+        with self._engine_failures():
+            self.container.shell(LEFTOVERS, self.container.services(), str(IO_PATH / left.name))
+            if os.path.lexists(left):
+                left.unlink()
+                self.container.restart()
+            elif self.container.forwarded is not None:  # its relay, ended with the rest when pre_run listed none
+                self.container.forward(self.container.forwarded)
+        self._scoring_cleared = scoring
+
+    @contextlib.contextmanager
+    def _engine_failures(self) -> Iterator[None]:
+        """No engine, or the container gone: the machine's failure, the evaluation's ERROR."""
+        try:
+            yield
+        except EngineError as exc:
+            raise SandboxUnavailable(str(exc)) from None
+        except Exception as exc:
+            if self.container.gone(exc) and not self.interrupt.is_set():  # removed under the command (not by Ctrl-C)
+                raise SandboxUnavailable(f"the sandbox's container is gone: {redact(str(exc))}") from None
+            raise
 
     def end_processes(self) -> None:
         """What follows runs in a new container on the same sandbox folder, without the package cache: what the
