@@ -139,7 +139,7 @@ def test_a_resumed_scoring_ends_what_the_killed_runs_scoring_left_in_its_contain
     assert killed != resumed or _outcomes(result)["the sandbox phase's container"][0], _outcomes(result)
 
 
-# Every sleeper's argument, one a line (pre_run's service: 301 and its loop's 0.2; the agent's daemon: 302).
+# Every sleeper's argument, one a line (pre_run's services: 301, and 303 it starts later; the agent's daemon: 302).
 SLEEPING = "for p in /proc/[0-9]*; do (tr '\\0' ' ' < $p/cmdline) 2>/dev/null; echo; done | sed -n 's/^sleep \\([^ ]*\\) $/\\1/p'"
 
 
@@ -148,9 +148,10 @@ def test_what_the_agent_left_running_ends_before_the_criteria_and_pre_runs_servi
 ) -> None:
     """Under docker a daemon the agent left ran on into the criteria, where it could trace their commands and set
     their exit codes (tempdir ends it). pre_run's services, and what they start after it, stay."""
-    calls = [{"tool": "Bash", "command": f"(setsid sleep 302 >/dev/null 2>&1 < /dev/null &); {SLEEPING}"}]
-    service = "sleep 301 >/dev/null 2>&1 & (while :; do sleep 0.2; done) >/dev/null 2>&1 &"
-    check = f"{SLEEPING} | sort -u > seen.txt; grep -qx 301 seen.txt && grep -qx 0.2 seen.txt && ! grep -qx 302 seen.txt || {{ cat seen.txt; exit 1; }}"
+    calls = [{"tool": "Bash", "command": f"(setsid sleep 302 >/dev/null 2>&1 < /dev/null &); sleep 1; {SLEEPING}"}]
+    service = "sleep 301 >/dev/null 2>&1 & (sleep 0.5; sleep 303) >/dev/null 2>&1 &"  # 303: started after pre_run
+    seen = "grep -qx 301 seen.txt && grep -qx 303 seen.txt && ! grep -qx 302 seen.txt"
+    check = f"{SLEEPING} > seen.txt; {seen} || {{ cat seen.txt; exit 1; }}"
     task = replay_task_file(
         tmp_path / "tasks",
         "daemon",

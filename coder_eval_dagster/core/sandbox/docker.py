@@ -83,12 +83,12 @@ code=$?
 left=$4
 """
 # What the agent's phase left running, before the criteria (it could trace their commands and set their exit
-# codes) and at an agent's cut, as under tempdir: every process of the commands' user but pre_run's services, as
-# listed when pre_run ended ($1: " pid:start ..."), and what they started (the keeper is another user's).
+# codes) and at an agent's cut, as under tempdir: every process but pre_run's services, as listed when pre_run
+# ended ($1: "pid:start ..."), and what they started. The keeper is another user's: its kill fails, uncounted (an
+# ownership test would pass over a process that made itself non-dumpable: its /proc folder is root's).
 NOT_A_SERVICE = r"""
 services=" $1 " left=$2
 ours() {
-  [ -O "/proc/$top" ] || return 1
   p=$top
   while :; do
     read -r s 2>/dev/null <"/proc/$p/stat" || { [ "$p" != "$top" ]; return; }
