@@ -165,6 +165,70 @@ def test_what_the_agent_left_running_ends_before_the_criteria_and_pre_runs_servi
     assert "302" in (played[-1]["result_summary"] or ""), played[-1]  # it ran during the agent's turn
 
 
+# A daemon that beats into /sandbox/beat, hidden as argv[1] says: a name holding a newline (/proc/PID/stat is
+# read line by line) that fakes its parent (the keeper, a listed service; itself, a loop), or a leader that has
+# exited while its thread runs on (it shows Z).
+HIDING = """import ctypes, os, sys, threading, time
+def comm(pid):
+    try:
+        return open(f'/proc/{pid}/comm').read(), os.stat(f'/proc/{pid}').st_uid
+    except OSError:
+        return None
+keeper = next(int(p) for p in os.listdir('/proc') if p.isdigit() and comm(p) == ('sleep\\n', 65534))
+if os.fork():
+    os._exit(0)
+os.setsid()
+if os.fork():
+    os._exit(0)
+null = os.open('/dev/null', os.O_RDWR)
+for fd in range(3):
+    os.dup2(null, fd)
+def beat():
+    while True:
+        open('/sandbox/beat', 'w').write('x')
+        time.sleep(0.05)
+if sys.argv[1] == 'zombie':
+    threading.Thread(target=beat).start()
+    time.sleep(0.2)
+    ctypes.CDLL(None).syscall(60, 0)
+name = {'keeper': f'a) S {keeper}\\n', 'itself': f'a) S {os.getpid()}\\n', 'newline': 'x\\n'}[sys.argv[1]]
+ctypes.CDLL(None).prctl(15, name.encode(), 0, 0, 0)
+beat()
+"""
+STALE = "import os, sys, time; sys.exit(time.time() - os.path.getmtime('{}') < 0.6)"
+
+
+@pytest.mark.parametrize(
+    ("stage", "hiding"),
+    [("agent", "keeper"), ("agent", "itself"), ("agent", "zombie"), ("criterion", "newline"), ("criterion", "zombie")],
+)
+def test_a_daemon_that_hides_from_the_sweeps_ends_and_pre_runs_service_stays(
+    tmp_path: Path, system_cli: SystemCli, docker_image: str, stage: str, hiding: str
+) -> None:
+    """A process's name is its own: one holding a newline made the sweeps read other fields (a listed parent, a
+    loop that hung the harness, no start time), and a leader that exited with a thread running showed Z, taken for
+    dead (its pid held until the container was restarted, the service with it). Each ran on into the criteria."""
+    start = f"python3 hiding.py {hiding}; sleep 0.5"  # (hidden by then)
+    calls = [{"tool": "Write", "path": "hiding.py", "content": HIDING}, {"tool": "Bash", "command": start}]
+    service = "setsid sh -c 'while :; do : > /sandbox/svc; sleep 0.2; done' >/dev/null 2>&1 < /dev/null &"
+    started = [_criterion("starts it", start, weight=0)] if stage == "criterion" else []
+    criteria = [
+        *started,
+        _criterion("it ended", f'sleep 1; python3 -c "{STALE.format("beat")}"'),
+        _criterion("the service runs", f'! python3 -c "{STALE.format("svc")}"'),
+    ]
+    task = replay_task_file(
+        tmp_path / "tasks",
+        "hiding",
+        [{"calls": calls[: 2 if stage == "agent" else 1]}],
+        sandbox={"driver": "docker", "python": None, "image": docker_image},
+        pre_run=[{"command": service}],
+        success_criteria=criteria,
+    )
+    result = _passed(system_cli, task)
+    assert result["duration_seconds"] < 9, result["duration_seconds"]  # no restart after ENDING's 10 s
+
+
 def test_the_container_removed_under_an_agents_command_is_the_evaluations_error(
     tmp_path: Path, system_cli: SystemCli, docker_image: str
 ) -> None:

@@ -21,6 +21,7 @@ import contextlib
 import functools
 import ipaddress
 import json
+import logging
 import os
 import shlex
 import shutil
@@ -52,32 +53,48 @@ from .templates import TemplateError
 
 CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 KILL_GRACE_S = 5.0  # past its timeout, a command still running takes the container with it
+LEFTOVERS_TIMEOUT_S = 20.0  # ENDING gives up after 10 s
+SIGNALLED_EXIT = 128  # a shell's exit status from 128 on: killed by signal (status - 128)
+log = logging.getLogger(__name__)
 OOM_EXIT = 137
 # A command: its own shell, replaced by ``timeout`` ($0 seconds) running ``$1``, its output in the files $2 and $3.
 RUNNING = 'exec timeout -s KILL "$0" /bin/sh -c "$1" >"$2" 2>"$3" </dev/null'
+# What the sweeps read of a process: /proc/PID/stat after its name's closing ") " (fields 3 on: state, parent,
+# group, session... start ticks is $20), in ``s``. The name is the process's own to set (prctl), a newline or
+# ") " in it included: the file is read whole and cut at its last ") ". Its threads: a leader that has exited
+# shows Z while its other threads run on.
+STAT = r"""
+stat_of() {
+  s= line=
+  { while IFS= read -r line; do s="$s$line "; done; } 2>/dev/null <"/proc/$1/stat" || return 1
+  case $s in *") "*) s=${s##*) } ;; *) return 1 ;; esac
+}
+threaded() { set -- /proc/"$1"/task/[0-9]*; [ $# -gt 1 ]; }
+"""
 # A criterion's command, as RUNNING's, then every process of its own still running ends, as under tempdir (the
 # next criterion's command could be traced, or find no pid free): each process started after this shell (start
 # ticks, then pid within the tick) whose parents, up to this shell or init, did too; not pre_run's services, nor
 # what the agent left (ended once before the criteria: LEFTOVERS), nor a process either starts. ENDING's way.
 BELOW_THIS_SHELL = r"""
-own_start() { read -r s <"/proc/$$/stat"; set -- ${s##*) }; born=${20}; }
+own_start() { stat_of $$; set -- $s; born=${20}; }
+own_start
 ours() {
-  p=$top
+  p=$top k=0
   while [ "$p" != $$ ]; do
-    read -r s 2>/dev/null <"/proc/$p/stat" || { [ "$p" != "$top" ]; return; }
-    set -- ${s##*) }
+    stat_of "$p" || { [ "$p" != "$top" ]; return; }
+    set -- $s
     [ "${20}" -gt "$born" ] || { [ "${20}" -eq "$born" ] && [ "$p" -gt $$ ]; } || return 1
     if [ "$p" = "$top" ]; then
       state=$1 group=$3 session=$4
-      [ "$1" != Z ] || [ "$sig" = 0 ] || return 1
+      [ "$1" != Z ] || [ "$sig" = 0 ] || threaded "$p" || return 1
     elif [ "$1" = Z ]; then
       return 0
     fi
     case $2 in 0) return 1 ;; 1) return 0 ;; esac
-    p=$2
+    p=$2 k=$((k + 1))
+    [ "$k" -lt 4096 ] || return 0
   done
 }
-own_start
 timeout -s KILL "$0" /bin/sh -c "$1" >"$2" 2>"$3" </dev/null
 code=$?
 left=$4
@@ -89,17 +106,18 @@ left=$4
 NOT_A_SERVICE = r"""
 services=" $1 " left=$2
 ours() {
-  p=$top
+  p=$top k=0
   while :; do
-    read -r s 2>/dev/null <"/proc/$p/stat" || { [ "$p" != "$top" ]; return; }
-    set -- ${s##*) }
+    stat_of "$p" || { [ "$p" != "$top" ]; return; }
+    set -- $s
     if [ "$p" = "$top" ]; then
       state=$1 group=$3 session=$4
-      [ "$1" != Z ] || [ "$sig" = 0 ] || return 1
+      [ "$1" != Z ] || [ "$sig" = 0 ] || threaded "$p" || return 1
     fi
     case $services in *" $p:${20} "*) return 1 ;; esac
     case $2 in 0 | 1) return 0 ;; esac
-    p=$2
+    p=$2 k=$((k + 1))
+    [ "$k" -lt 4096 ] || return 0
   done
 }
 code=0
@@ -107,13 +125,13 @@ code=0
 # The processes ``ours`` selects end. Builtins only: nothing is forked, so it works at the pids limit. They are
 # stopped, pass after pass until none runs (a stopped process cannot fork and keeps its pid: a fork bomb cannot
 # refill what a kill frees), then killed, then waited for until the container's init has reaped them (a zombie
-# holds its pid). Each phase ends after two passes found nothing: a child whose parent was stopped (or killed) in
-# the middle of its fork can show in /proc only after a pass listed it, and its parent is seen stopped only once
-# that fork is done, so the second pass lists it. A process in this shell's session (docker exec makes it a
-# session's leader) has its process group signalled at once too: such a group, other than this shell's, holds
-# only processes started below it, and one kill reaches a whole bomb, a fork in flight included (a loaded machine
-# took up to 6 s without, 0.2 s with). Not done within 10 s (something continues them), it touches the file
-# $left: the harness restarts the container.
+# holds its pid; one whose other threads run on is killed at once). Each phase ends after two passes found
+# nothing: a child whose parent was stopped (or killed) in the middle of its fork can show in /proc only after a
+# pass listed it, and its parent is seen stopped only once that fork is done, so the second pass lists it. A
+# process in this shell's session (docker exec makes it a session's leader) has its process group signalled at
+# once too: such a group, other than this shell's, holds only processes started below it, and one kill reaches a
+# whole bomb, a fork in flight included (a loaded machine took up to 6 s without, 0.2 s with). Not done within
+# 10 s (something continues them), it touches the file $left: the harness restarts the container.
 ENDING = r"""
 signal() {
   n=0 signalled=$$
@@ -124,7 +142,7 @@ signal() {
       signalled=$group
       kill -"$1" -"$group" 2>/dev/null
     }
-    case $1$state in STOPT | STOPt) continue ;; esac
+    case $1$state in STOPT | STOPt) continue ;; STOPZ) kill -KILL "$top" 2>/dev/null && n=$((n + 1)); continue ;; esac
     ! kill -"$1" "$top" 2>/dev/null || n=$((n + 1))
   done
 }
@@ -143,14 +161,18 @@ for sig in STOP KILL 0; do
 done
 exit $code
 """
-SWEEPING = BELOW_THIS_SHELL + ENDING
-LEFTOVERS = NOT_A_SERVICE + ENDING
+SWEEPING = STAT + BELOW_THIS_SHELL + ENDING
+LEFTOVERS = STAT + NOT_A_SERVICE + ENDING
 # Each process's "pid:start" (start ticks: a pid alone may be taken again), one space between.
-LISTING = r"""for d in /proc/[0-9]*; do
-  read -r s 2>/dev/null <"$d/stat" || continue
-  set -- ${s##*) }
+LISTING = (
+    STAT
+    + r"""
+for d in /proc/[0-9]*; do
+  stat_of "${d#/proc/}" || continue
+  set -- $s
   printf '%s:%s ' "${d#/proc/}" "${20}"
 done"""
+)
 UNSTOPPABLE_NOTE = (
     "[coder-eval: what this command left running could not be stopped (it kept forking): the container was "
     "restarted, which ended every process in it, pre_run's services too]\n"
@@ -259,20 +281,31 @@ class DockerSandbox(TempdirSandbox):
         self.container.scoring = phase in SCORING_STAGES
 
     def end_leftovers(self) -> None:
-        """What the agent's phase left running ends, pre_run's services and what they start kept (``LEFTOVERS``):
-        once before the criteria, whose commands each end their own (``SWEEPING``), and at an agent's cut."""
+        """What the agent's phase left running ends, pre_run's services and what they start kept: once before the
+        criteria, whose commands each end their own (``SWEEPING``), and at an agent's cut."""
         scoring = self.phase in SCORING_STAGES
         if self.interrupt.is_set() or (scoring and self._scoring_cleared):
             return
-        left = self.container.io_dir / f"{uuid.uuid4().hex}.left"
         with self._engine_failures():
-            self.container.shell(LEFTOVERS, self.container.services(), str(IO_PATH / left.name))
-            if os.path.lexists(left):
-                left.unlink()
-                self.container.restart()
-            elif self.container.forwarded is not None:  # its relay, ended with the rest when pre_run listed none
-                self.container.forward(self.container.forwarded)
+            self._end_unkept()
         self._scoring_cleared = scoring
+
+    def _end_unkept(self) -> None:
+        """Every process but the services ends (``LEFTOVERS``). Its shell is the commands' user's, whom a process
+        it ends may stop or kill first: one that did not end its way, or that gave up, restarts the container
+        (which ends every process in it, the services too); one still running at its timeout took the container
+        with it (``_wait``)."""
+        container, left = self.container.id(), self.container.io_dir / f"{uuid.uuid4().hex}.left"
+        argv = ["/bin/sh", "-c", LEFTOVERS, "coder-eval", self.container.services(), str(IO_PATH / left.name)]
+        code, stopped = self._exec_script(container, argv, time.perf_counter() + LEFTOVERS_TIMEOUT_S)
+        if stopped:
+            return
+        if code != 0 or os.path.lexists(left):
+            left.unlink(missing_ok=True)
+            log.warning("%s: what was left running could not be ended: the container was restarted", self.root)
+            self.container.restart()
+        elif self.container.forwarded is not None:  # its relay, ended with the rest when pre_run listed none
+            self.container.forward(self.container.forwarded)
 
     @contextlib.contextmanager
     def _engine_failures(self) -> Iterator[None]:
@@ -412,12 +445,7 @@ class DockerSandbox(TempdirSandbox):
         files = (out, err, left) if sweeping else (out, err)
         script = SWEEPING if sweeping else RUNNING
         argv = ["/bin/sh", "-c", script, f"{timeout:g}", command, *(str(IO_PATH / path.name) for path in files)]
-        api = client().api
-        exec_id = api.exec_create(
-            container, argv, environment=self.environment(), workdir=str(self.workdir), user=self.container.user
-        )
-        api.exec_start(exec_id["Id"], detach=True)
-        exit_code, stopped = self._wait(exec_id["Id"], start + timeout + KILL_GRACE_S)
+        exit_code, stopped = self._exec_script(container, argv, start + timeout + KILL_GRACE_S)
         duration = time.perf_counter() - start
         timed_out = stopped == "timeout" or (exit_code == OOM_EXIT and duration >= timeout)
         try:
@@ -451,7 +479,18 @@ class DockerSandbox(TempdirSandbox):
         if sweeping and not stopped and os.path.lexists(left):
             self.container.restart()
             result.stderr += UNSTOPPABLE_NOTE
+        elif sweeping and not stopped and (exit_code is None or exit_code >= SIGNALLED_EXIT):
+            self._end_unkept()  # its shell may have been killed before it ended what the command left
         return result
+
+    def _exec_script(self, container: str, argv: list[str], deadline: float) -> tuple[int | None, str | None]:
+        """``argv`` run in the container as the commands' user, in their environment and folder, until it ends."""
+        api = client().api
+        exec_id = api.exec_create(
+            container, argv, environment=self.environment(), workdir=str(self.workdir), user=self.container.user
+        )
+        api.exec_start(exec_id["Id"], detach=True)
+        return self._wait(exec_id["Id"], deadline)
 
     def _wait(self, exec_id: str, deadline: float) -> tuple[int | None, str | None]:
         """Poll the exec until it ends; past the deadline or on an interruption, remove the container."""
