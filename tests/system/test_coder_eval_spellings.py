@@ -202,3 +202,18 @@ def test_run_dir_names_a_new_runs_folder_as_coder_evals_github_action_runs_it(
     assert "<testsuite" in (tmp_path / junit).read_text()
     nested = system_cli("run", "tasks", "-T", "none", "--run-dir", "runs/ci/again", env={})
     assert nested.code == 2 and f"is inside the run folder {run}" in nested.err, nested.output  # it joined ci's results
+
+
+def test_an_empty_description_is_taken_as_coder_eval_takes_it(tmp_path: Path, system_cli: SystemCli) -> None:
+    """The guide requires `description`, not that it says something: coder_eval runs `description: ""` (a task's,
+    a criterion's), which was refused here."""
+    task = write(
+        tmp_path / "blank.yaml",
+        'task_id: blank\ndescription: ""\nagent: {type: none}\npre_run: [{command: "touch a"}]\n'
+        'success_criteria:\n  - {type: file_exists, path: a, description: ""}\n',
+    )
+    checked = system_cli("validate", task, env={})
+    assert checked.code == 0 and checked.out.startswith("OK"), checked.output
+    outcome, run = system_cli.run(task, env={})
+    assert outcome.code == 0, outcome.output
+    assert run.result("blank")["success_criteria_results"][0]["description"] == ""

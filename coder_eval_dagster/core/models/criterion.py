@@ -66,7 +66,7 @@ class CriterionBase(StrictModel):
     calls_model: ClassVar[bool] = False
 
     type: str  # each criterion model narrows it to its own Literal name
-    description: str = Field(min_length=1)
+    description: str  # may be empty, as coder_eval takes it (the guide: required)
     weight: float = Field(default=1.0, ge=0)
     pass_threshold: float = Field(default=0.9, ge=0.0, le=1.0)
     suite_thresholds: dict[str, float] = Field(default_factory=dict)

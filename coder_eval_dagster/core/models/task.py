@@ -108,7 +108,7 @@ def gating_problems(criteria: Sequence[CriterionBase]) -> list[Problem]:
 
 class Task(RejectsMovedLimits):
     task_id: SafeId
-    description: str = Field(min_length=1)
+    description: str  # may be empty, as coder_eval takes it (the guide: required)
     initial_prompt: str | None = None
     initial_prompt_file: str | None = None
     tags: list[Tag] = Field(default_factory=list)
