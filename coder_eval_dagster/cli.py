@@ -40,7 +40,6 @@ from .core.preflight import HOME_FIX, check_environment, folder_problem
 from .core.problems import DOCUMENT, InvalidInput, Problem
 from .core.resolution import (
     NOT_A_TASK,
-    OVERRIDES,
     Resolution,
     discover,
     experiment_names_tasks,
@@ -48,6 +47,7 @@ from .core.resolution import (
     load_experiment,
     load_trajectory,
     missing_experiment,
+    on_command_line,
     resolve,
 )
 from .core.routing import RouteError
@@ -255,7 +255,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     _print_problems(result.warnings)
     if result.problems:
         _print_problems(result.problems)  # a -D that does not apply is the command's usage, as for run
-        return exit_codes.USAGE if any(p.path == OVERRIDES for p in result.problems) else exit_codes.FAILED
+        return exit_codes.USAGE if any(map(on_command_line, result.problems)) else exit_codes.FAILED
     sys.stdout.write("".join(f"{rt.variant_id} {rt.task_id}\n" for rt in result.row_tasks))
     print_skipped(result)
     if not result.row_tasks:

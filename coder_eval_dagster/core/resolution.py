@@ -177,7 +177,7 @@ class Resolution:
             if problem not in self._said:
                 self._said.add(problem)
                 self.problems.append(problem)
-            if problem.path == OVERRIDES and task_file is not None:
+            if on_command_line(problem) and task_file is not None:
                 self._met_in.setdefault(problem, []).append(task_file)
         if task_file is not None:
             self._invalid_files.add(task_file)
@@ -199,7 +199,7 @@ class Resolution:
         of a dataset or trajectory it names, and of its variants, included) become one ``skipped_tasks`` entry (the
         run then fails). Problems of files named directly stay (one a named file shares with it too), and so do
         those of a command-line value: the option is wrong, not the file (the run is refused)."""
-        own = {path: [p for p in found if p.path != OVERRIDES] for path, found in self.problems_of.items()}
+        own = {path: [p for p in found if not on_command_line(p)] for path, found in self.problems_of.items()}
         left_out = {problem for found in own.values() for problem in found} - self._said_elsewhere
         self.problems = [problem for problem in self.problems if problem not in left_out]
         self.skipped.extend(
@@ -624,6 +624,7 @@ def resolve(
             in_folder = str(path) if str(path) in result.found_in_folders else None
             result.add_problems(exc.problems, in_folder, str(path))
     result.name_where_met()
+    result.problems = [_said_by_its_option(problem, spec) for problem in result.problems]
     _select(result, spec)
     _plan_batches(result)
     return result
@@ -770,14 +771,19 @@ def _row_task_ids(row_tasks: list[RowTask]) -> set[str]:
     return {rt.task_id for rt in row_tasks}
 
 
-def _overrides(spec: RunSpec) -> list[tuple[Loc, Any]]:
-    """The command line's changes to every task: --type, --model, --driver, then each -D."""
-    shorthands = (
+def _shorthands(spec: RunSpec) -> list[tuple[Loc, str]]:
+    """The values --type, --model and --driver give, where each goes."""
+    given = (
         (("agent", "type"), spec.agent_type),
         (("agent", "model"), spec.model),
         (("sandbox", "driver"), spec.driver),
     )
-    overrides: list[tuple[Loc, Any]] = [(loc, value) for loc, value in shorthands if value]
+    return [(loc, value) for loc, value in given if value]
+
+
+def _overrides(spec: RunSpec) -> list[tuple[Loc, Any]]:
+    """The command line's changes to every task: --type, --model, --driver, then each -D."""
+    overrides: list[tuple[Loc, Any]] = list(_shorthands(spec))
     parsed = [parse_override(text) for text in spec.overrides]
     problems = [p for loc, _ in parsed if (p := _unknown_override(loc)) is not None]
     given_twice = {loc for loc, _ in overrides} & {loc for loc, _ in parsed}
@@ -873,13 +879,32 @@ def _caused_by_options(problem: Problem, path: Path, spec: RunSpec) -> Problem:
     One elsewhere stays where it is (a value's own, said so already; one in a file a value names, at its line)."""
     if problem.path != str(path):
         return problem
-    return Problem(OVERRIDES, None, problem.field, f"{problem.message} (with {' '.join(_given_options(spec))})")
+    given = _given_options(spec)
+    said_at = given[0].split()[0] if len(given) == 1 else OVERRIDES  # the one option given, else the -D family
+    return Problem(said_at, None, problem.field, f"{problem.message} (with {' '.join(given)})")
 
 
 def _given_options(spec: RunSpec) -> list[str]:
     """The command line's changes to every task as they were given: ``--type replay``, ``-D agent.model=m``."""
-    shorthands = (("--type", spec.agent_type), ("--model", spec.model), ("--driver", spec.driver))
-    return [f"{flag} {value}" for flag, value in shorthands if value] + [f"-D {text}" for text in spec.overrides]
+    shorthands = [f"{SHORTHAND_FLAGS[loc]} {value}" for loc, value in _shorthands(spec)]
+    return shorthands + [f"-D {text}" for text in spec.overrides]
+
+
+def on_command_line(problem: Problem) -> bool:
+    """Whether ``problem`` is an option's (``-D``, ``--type``...), not a file's."""
+    return problem.path == OVERRIDES or problem.path in SHORTHAND_FLAGS.values()
+
+
+def _said_by_its_option(problem: Problem, spec: RunSpec) -> Problem:
+    """A problem of a value --type, --model or --driver gave is said as that option's (it was -D's: the value is
+    laid over the task as a -D's is)."""
+    if problem.path != OVERRIDES:
+        return problem
+    for loc, _ in _shorthands(spec):
+        key = dotted(loc)
+        if problem.field == key or problem.field.startswith(key + "."):
+            return replace(problem, path=SHORTHAND_FLAGS[loc])
+    return problem
 
 
 def _read_task_file(path: Path) -> tuple[Document, str | None]:
@@ -1732,7 +1757,7 @@ def _blame_variant(
     template sources are found relative to it, too). One in the task's own value is too when ``caused`` says the
     variant's values cause it (its agent type against the task's trajectory or prompt): said at the variant's block
     on the way to that field, else at the variant."""
-    if problem.path == OVERRIDES:  # the command line's value, laid over the variant's
+    if on_command_line(problem):  # the command line's value, laid over the variant's
         return problem
     parts = problem.field.split(".")
     loc = _set_by_variant(parts, raw, merged)

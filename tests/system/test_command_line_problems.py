@@ -37,7 +37,7 @@ def _run(system_cli: SystemCli, *args: str | Path) -> tuple[int, list[str]]:
             ("-D", "run_limits.task_timeout=5"),
             "-D: run_limits.task_timeout: Input should be greater than or equal to 30",
         ),
-        (("--type", "nonee"), "-D: agent.type: unknown agent type 'nonee' (did you mean `none`?): installed are"),
+        (("--type", "nonee"), "--type: agent.type: unknown agent type 'nonee' (did you mean `none`?): installed are"),
     ],
 )
 def test_a_value_no_task_of_a_folder_takes_is_one_usage_error(

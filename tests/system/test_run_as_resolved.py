@@ -70,7 +70,7 @@ def _folder(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("options", "said"),
     [
-        (("--type", "replay"), "-D: agent.trajectory: type replay requires a trajectory file (with --type replay)"),
+        (("--type", "replay"), "--type: agent.trajectory: type replay requires a trajectory file (with --type replay)"),
         (
             ("-D", "agent.type=none"),
             "-D: agent.trajectory: only allowed with type replay, not none (with -D agent.type=none)",
