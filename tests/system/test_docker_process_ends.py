@@ -229,6 +229,47 @@ def test_a_daemon_that_hides_from_the_sweeps_ends_and_pre_runs_service_stays(
     assert result["duration_seconds"] < 9, result["duration_seconds"]  # no restart after ENDING's 10 s
 
 
+# A daemon that beats into /sandbox/beat and kills every sweep shell it sees (they run as its user).
+SWEEP_KILLER = """import os, signal, time
+if os.fork():
+    time.sleep(0.3)
+    os._exit(0)
+os.setsid()
+if os.fork():
+    os._exit(0)
+null = os.open('/dev/null', os.O_RDWR)
+for fd in range(3):
+    os.dup2(null, fd)
+while True:
+    open('/sandbox/beat', 'w').write('x')
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            if b'.left' in open(f'/proc/{pid}/cmdline', 'rb').read() and int(pid) != os.getpid():
+                os.kill(int(pid), signal.SIGKILL)
+        except OSError:
+            pass
+    time.sleep(0.005)
+"""
+
+
+def test_a_daemon_that_kills_the_sweep_shells_still_ends(
+    tmp_path: Path, system_cli: SystemCli, docker_image: str
+) -> None:
+    """The sweeps' shell is the commands' user's: a criterion's daemon killed it before it ended anything, and ran
+    on into the next criteria. A sweep that did not end its way restarts the container (it ends everything)."""
+    (tmp_path / "tpl").mkdir()
+    (tmp_path / "tpl" / "killer.py").write_text(SWEEP_KILLER)
+    sandbox = {"driver": "docker", "python": None, "image": docker_image}
+    sandbox["template_sources"] = [{"type": "template_dir", "path": str(tmp_path / "tpl")}]
+    criteria = [
+        _criterion("starts it", "python3 killer.py", weight=0),
+        _criterion("it ended", f'sleep 1; python3 -c "{STALE.format("beat")}"'),
+    ]
+    task = _docker_task(tmp_path / "tasks", "killer", docker_image, sandbox=sandbox, success_criteria=criteria)
+    result = _passed(system_cli, task)
+    assert _outcomes(result)["starts it"][0] is False  # its sweep shell was killed: the command's exit is 137
+
+
 def test_the_container_removed_under_an_agents_command_is_the_evaluations_error(
     tmp_path: Path, system_cli: SystemCli, docker_image: str
 ) -> None:
