@@ -624,7 +624,8 @@ def resolve(
             in_folder = str(path) if str(path) in result.found_in_folders else None
             result.add_problems(exc.problems, in_folder, str(path))
     result.name_where_met()
-    result.problems = [_said_by_its_option(problem, spec) for problem in result.problems]
+    flags = _given_by_flag(spec)
+    result.problems = [_said_by_its_option(problem, flags) for problem in result.problems]
     _select(result, spec)
     _plan_batches(result)
     return result
@@ -895,15 +896,25 @@ def on_command_line(problem: Problem) -> bool:
     return problem.path == OVERRIDES or problem.path in SHORTHAND_FLAGS.values()
 
 
-def _said_by_its_option(problem: Problem, spec: RunSpec) -> Problem:
+def _given_by_flag(spec: RunSpec) -> dict[str, str]:
+    """The keys --type, --model or --driver gave a value that no -D lays a value over or under (``agent.type``:
+    ``--type``), to say a problem of theirs as the flag's."""
+    set_by_d = [parse_override(text)[0] for text in spec.overrides]
+    return {
+        dotted(loc): SHORTHAND_FLAGS[loc]
+        for loc, _ in _shorthands(spec)
+        if not any(loc[: len(other)] == other or other[: len(loc)] == loc for other in set_by_d)
+    }
+
+
+def _said_by_its_option(problem: Problem, flags: dict[str, str]) -> Problem:
     """A problem of a value --type, --model or --driver gave is said as that option's (it was -D's: the value is
     laid over the task as a -D's is)."""
     if problem.path != OVERRIDES:
         return problem
-    for loc, _ in _shorthands(spec):
-        key = dotted(loc)
+    for key, flag in flags.items():
         if problem.field == key or problem.field.startswith(key + "."):
-            return replace(problem, path=SHORTHAND_FLAGS[loc])
+            return replace(problem, path=flag)
     return problem
 
 

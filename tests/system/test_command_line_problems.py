@@ -38,10 +38,11 @@ def _run(system_cli: SystemCli, *args: str | Path) -> tuple[int, list[str]]:
             "-D: run_limits.task_timeout: Input should be greater than or equal to 30",
         ),
         (("--type", "nonee"), "--type: agent.type: unknown agent type 'nonee' (did you mean `none`?): installed are"),
+        (("--type", "none", "-D", "agent={type: nonee}"), "-D: agent.type: unknown agent type 'nonee'"),  # -D's
     ],
 )
 def test_a_value_no_task_of_a_folder_takes_is_one_usage_error(
-    tmp_path: Path, system_cli: SystemCli, option: tuple[str, str], said: str
+    tmp_path: Path, system_cli: SystemCli, option: tuple[str, ...], said: str
 ) -> None:
     """Each task file was skipped, blamed at its own line (``tasks/a.yaml:1:``), the run going on without them."""
     for task_id in ("one", "two", "three"):

@@ -270,6 +270,53 @@ def test_a_daemon_that_kills_the_sweep_shells_still_ends(
     assert _outcomes(result)["starts it"][0] is False  # its sweep shell was killed: the command's exit is 137
 
 
+# Tries to trace the sweep shell its criterion's command runs under (it could set the shell's exit code): says how
+# it went in /sandbox/traced.
+TRACER = """import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+for pid in filter(str.isdigit, os.listdir('/proc')):
+    if b'.left' in open(f'/proc/{pid}/cmdline', 'rb').read():
+        attached = libc.ptrace(16, int(pid), None, None) == 0
+        if attached:
+            os.waitpid(int(pid), 0)
+            libc.ptrace(17, int(pid), None, None)
+        open('/sandbox/traced', 'w').write('attached' if attached else 'refused')
+"""
+
+
+def test_a_capture_folder_made_unwritable_gives_no_verdict(
+    tmp_path: Path, system_cli: SystemCli, docker_image: str
+) -> None:
+    """The agent made the capture folder unwritable: a criterion's shell exited 2 before its command ran, read as
+    the command's exit code with no output, and a criterion expecting 2 passed."""
+    calls = [{"tool": "Bash", "command": "chmod 555 /run/coder-eval"}]
+    task = replay_task_file(
+        tmp_path / "tasks",
+        "unwritable",
+        [{"calls": calls}],
+        sandbox={"driver": "docker", "python": None, "image": docker_image},
+        success_criteria=[_criterion("expects 2", "touch ran; exit 2", expected_exit_code=2)],
+    )
+    outcome, run = system_cli.run(task, env={})
+    (criterion,) = run.result("unwritable")["success_criteria_results"]
+    assert not criterion["passed"] and "output is not known" in criterion["error"], (criterion, outcome.output)
+    assert not (run.evaluation("unwritable") / "sandbox" / "ran").exists()
+
+
+def test_the_sweep_shell_cannot_be_traced(tmp_path: Path, system_cli: SystemCli, docker_image: str) -> None:
+    """A process of the commands' user traced the sweep shell (same uid): it could make it exit 0 having ended
+    nothing, and set the criterion's exit code."""
+    (tmp_path / "tpl").mkdir()
+    (tmp_path / "tpl" / "tracer.py").write_text(TRACER)
+    sandbox = {"driver": "docker", "python": None, "image": docker_image}
+    sandbox["template_sources"] = [{"type": "template_dir", "path": str(tmp_path / "tpl")}]
+    criteria = [_criterion("tries", "python3 tracer.py; sleep 0.5")]
+    task = _docker_task(tmp_path / "tasks", "traced", docker_image, sandbox=sandbox, success_criteria=criteria)
+    outcome, run = system_cli.run(task, env={})
+    assert (run.evaluation("traced") / "sandbox" / "traced").read_text() == "refused", outcome.output
+
+
 def test_the_container_removed_under_an_agents_command_is_the_evaluations_error(
     tmp_path: Path, system_cli: SystemCli, docker_image: str
 ) -> None:

@@ -112,6 +112,12 @@ for listener, port in listeners:
 """
 # cgroup v2, then v1: the container sees its own memory cgroup at one of these.
 _OOM_COMMAND = ["cat", "/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"]
+# The shell the sweeps run in (docker.SWEEPING, LEFTOVERS): the image's, copied execute-only by root, so that a
+# process of the commands' user can neither trace it nor write its memory (a program its user cannot read runs
+# non-dumpable) and make it exit 0 having ended nothing. It can still be killed or stopped: the harness then
+# restarts the container.
+SWEEP_SHELL = "/usr/local/lib/coder-eval/sh"
+_MAKE_SWEEP_SHELL = f"mkdir -p {SWEEP_SHELL.rsplit('/', 1)[0]} && cp /bin/sh {SWEEP_SHELL} && chmod 0111 {SWEEP_SHELL}"
 
 
 class Container:
@@ -260,6 +266,11 @@ class Container:
         api = client().api
         api.exec_start(api.exec_create(self.id(), ["rm", "-rf", "--", str(path)], user="0:0")["Id"])
 
+    def running(self) -> bool:
+        """Whether this evaluation's container is up (without starting one)."""
+        state = self._state()
+        return state is not None and container_running(state["id"])
+
     def shell(self, script: str, *args: str) -> str:
         """``script`` run by ``sh`` as the commands' user (its ``$1``... the ``args``), to its end: its output."""
         api = client().api
@@ -332,9 +343,21 @@ class Container:
         scorer = {"scorer": owner_label()} if self.scoring else {}
         self._write_state({"id": container.id, "image": self.image, **scorer})
         container.start()
+        self._make_sweep_shell(str(container.id))
         if self.forwarded is not None:
             self.forward(self.forwarded)
         return str(container.id)
+
+    def _make_sweep_shell(self, container: str) -> None:
+        api = client().api
+        exec_id = api.exec_create(container, ["/bin/sh", "-c", _MAKE_SWEEP_SHELL], user="0")["Id"]
+        api.exec_start(exec_id)
+        if api.exec_inspect(exec_id)["ExitCode"] != 0:  # (a read-only image): its /bin/sh, which a process can trace
+            log.warning("%s: no private shell for the sweeps in image %s", self.folder, self.image)
+            self._write_state((self._state() or {}) | {"sweep_shell": "/bin/sh"})
+
+    def sweep_shell(self) -> str:
+        return str((self._state() or {}).get("sweep_shell", SWEEP_SHELL))
 
     def _labels(self) -> dict[str, str]:
         named = {f"{LABEL}.{key}": value for key, value in self.labels.items()}

@@ -53,7 +53,8 @@ from .templates import TemplateError
 
 CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 KILL_GRACE_S = 5.0  # past its timeout, a command still running takes the container with it
-LEFTOVERS_TIMEOUT_S = 20.0  # ENDING gives up after 10 s
+ENDING_GIVES_UP_S = 10  # ENDING's ``until``: then the container is restarted
+SWEEP_GRACE_S = ENDING_GIVES_UP_S + KILL_GRACE_S  # a sweep's own time, past its command's (or a sweep's own exec)
 SIGNALLED_EXIT = 128  # a shell's exit status from 128 on: killed by signal (status - 128)
 log = logging.getLogger(__name__)
 OOM_EXIT = 137
@@ -148,7 +149,7 @@ signal() {
 }
 now() { read -r up _ </proc/uptime; up=${up%.*}${up#*.}; }
 now
-until=$((up + 1000))
+until=$((up + GIVES_UP))
 for sig in STOP KILL 0; do
   quiet=0
   while [ "$quiet" -lt 2 ]; do
@@ -161,6 +162,7 @@ for sig in STOP KILL 0; do
 done
 exit $code
 """
+ENDING = ENDING.replace("GIVES_UP", str(ENDING_GIVES_UP_S * 100))  # (uptime's hundredths)
 SWEEPING = STAT + BELOW_THIS_SHELL + ENDING
 LEFTOVERS = STAT + NOT_A_SERVICE + ENDING
 # Each process's "pid:start" (start ticks: a pid alone may be taken again), one space between.
@@ -172,6 +174,10 @@ for d in /proc/[0-9]*; do
   set -- $s
   printf '%s:%s ' "${d#/proc/}" "${20}"
 done"""
+)
+TAMPERED_NOTE = (
+    "[coder-eval: a process changed where this command's output is captured: the container was restarted, which "
+    "ended every process in it, pre_run's services too]\n"
 )
 UNSTOPPABLE_NOTE = (
     "[coder-eval: what this command left running could not be stopped (it kept forking): the container was "
@@ -287,7 +293,8 @@ class DockerSandbox(TempdirSandbox):
         if self.interrupt.is_set() or (scoring and self._scoring_cleared):
             return
         with self._engine_failures():
-            self._end_unkept()
+            if self.container.running():  # (none: nothing to end; a rescore grading host files starts none)
+                self._end_unkept()
         self._scoring_cleared = scoring
 
     def _end_unkept(self) -> None:
@@ -296,16 +303,19 @@ class DockerSandbox(TempdirSandbox):
         (which ends every process in it, the services too); one still running at its timeout took the container
         with it (``_wait``)."""
         container, left = self.container.id(), self.container.io_dir / f"{uuid.uuid4().hex}.left"
-        argv = ["/bin/sh", "-c", LEFTOVERS, "coder-eval", self.container.services(), str(IO_PATH / left.name)]
-        code, stopped = self._exec_script(container, argv, time.perf_counter() + LEFTOVERS_TIMEOUT_S)
+        services, left_at = self.container.services(), str(IO_PATH / left.name)
+        argv = [self.container.sweep_shell(), "-c", LEFTOVERS, "coder-eval", services, left_at]
+        code, stopped = self._exec_script(container, argv, time.perf_counter() + SWEEP_GRACE_S)
         if stopped:
+            if stopped == "timeout":
+                log.warning("%s: what was left running stopped its ending: the container was removed", self.root)
             return
         if code != 0 or os.path.lexists(left):
             left.unlink(missing_ok=True)
             log.warning("%s: what was left running could not be ended: the container was restarted", self.root)
             self.container.restart()
-        elif self.container.forwarded is not None:  # its relay, ended with the rest when pre_run listed none
-            self.container.forward(self.container.forwarded)
+        elif self.container.forwarded is not None and not self.container.services():
+            self.container.forward(self.container.forwarded)  # its relay, ended with the rest: pre_run listed none
 
     @contextlib.contextmanager
     def _engine_failures(self) -> Iterator[None]:
@@ -443,13 +453,16 @@ class DockerSandbox(TempdirSandbox):
         token, sweeping = uuid.uuid4().hex, self.phase == "score"
         out, err, left = (self.container.io_dir / f"{token}.{kind}" for kind in ("out", "err", "left"))
         files = (out, err, left) if sweeping else (out, err)
-        script = SWEEPING if sweeping else RUNNING
-        argv = ["/bin/sh", "-c", script, f"{timeout:g}", command, *(str(IO_PATH / path.name) for path in files)]
-        exit_code, stopped = self._exec_script(container, argv, start + timeout + KILL_GRACE_S)
+        shell, script = (self.container.sweep_shell(), SWEEPING) if sweeping else ("/bin/sh", RUNNING)
+        argv = [shell, "-c", script, f"{timeout:g}", command, *(str(IO_PATH / path.name) for path in files)]
+        grace = SWEEP_GRACE_S if sweeping else KILL_GRACE_S
+        exit_code, stopped = self._exec_script(container, argv, start + timeout + grace)
         duration = time.perf_counter() - start
         timed_out = stopped == "timeout" or (exit_code == OOM_EXIT and duration >= timeout)
         try:
             stdout, stderr, replaced = read_capped(out), read_capped(err), None
+            if not stopped and not (os.path.lexists(out) and os.path.lexists(err)):  # the shell makes both first
+                raise ReplacedCapture("its capture file was not written, or was removed")
         except ReplacedCapture as exc:
             stdout, stderr, replaced = "", "", f"its output is not known: {exc} (by a process left in the sandbox)"
         result = CommandRun(
@@ -476,12 +489,23 @@ class DockerSandbox(TempdirSandbox):
                 f"killed by the out-of-memory killer (OOMKilled): the command exceeded "
                 f"sandbox.limits.max_memory_mb={self.config.limits.max_memory_mb}"
             )
-        if sweeping and not stopped and os.path.lexists(left):
+        note = UNSTOPPABLE_NOTE if os.path.lexists(left) else TAMPERED_NOTE if replaced else None
+        if sweeping and not stopped and note:
             self.container.restart()
-            result.stderr += UNSTOPPABLE_NOTE
-        elif sweeping and not stopped and (exit_code is None or exit_code >= SIGNALLED_EXIT):
-            self._end_unkept()  # its shell may have been killed before it ended what the command left
+            result.stderr += note
+        elif sweeping and not stopped and exit_code is not None and exit_code >= SIGNALLED_EXIT:
+            self._end_after_signal()
         return result
+
+    def _end_after_signal(self) -> None:
+        """A sweep's shell that ended by a signal (or a command that did: their statuses are one) may have been
+        killed before it ended what the command left: everything but the services ends now. The command's result
+        stands: an engine that fails this takes the container with it."""
+        try:
+            self._end_unkept()
+        except Exception as exc:
+            log.warning("%s: ending what a command left failed (%s): the container is removed", self.root, exc)
+            self.container.close()
 
     def _exec_script(self, container: str, argv: list[str], deadline: float) -> tuple[int | None, str | None]:
         """``argv`` run in the container as the commands' user, in their environment and folder, until it ends."""
