@@ -165,17 +165,8 @@ def test_what_the_agent_left_running_ends_before_the_criteria_and_pre_runs_servi
     assert "302" in (played[-1]["result_summary"] or ""), played[-1]  # it ran during the agent's turn
 
 
-# A daemon that beats into /sandbox/beat, hidden as argv[1] says: a name holding a newline (/proc/PID/stat is
-# read line by line) that fakes its parent (the keeper, a listed service; itself, a loop), or a leader that has
-# exited while its thread runs on (it shows Z).
-HIDING = """import ctypes, os, sys, threading, time
-def comm(pid):
-    try:
-        return open(f'/proc/{pid}/comm').read(), os.stat(f'/proc/{pid}').st_uid
-    except OSError:
-        return None
-keeper = next(int(p) for p in os.listdir('/proc') if p.isdigit() and comm(p) == ('sleep\\n', 65534))
-if os.fork():
+# A process's own daemon: a grandchild in a session of its own, its output nowhere.
+DAEMONIZED = """if os.fork():
     os._exit(0)
 os.setsid()
 if os.fork():
@@ -183,7 +174,21 @@ if os.fork():
 null = os.open('/dev/null', os.O_RDWR)
 for fd in range(3):
     os.dup2(null, fd)
-def beat():
+"""
+# A daemon that beats into /sandbox/beat, hidden as argv[1] says: a name holding a newline (/proc/PID/stat is
+# read line by line) that fakes its parent (the keeper, a listed service; itself, a loop), or a leader that has
+# exited while its thread runs on (it shows Z).
+HIDING = (
+    """import ctypes, os, sys, threading, time
+def comm(pid):
+    try:
+        return open(f'/proc/{pid}/comm').read(), os.stat(f'/proc/{pid}').st_uid
+    except OSError:
+        return None
+keeper = next(int(p) for p in os.listdir('/proc') if p.isdigit() and comm(p) == ('sleep\\n', 65534))
+"""
+    + DAEMONIZED
+    + """def beat():
     while True:
         open('/sandbox/beat', 'w').write('x')
         time.sleep(0.05)
@@ -195,6 +200,7 @@ name = {'keeper': f'a) S {keeper}\\n', 'itself': f'a) S {os.getpid()}\\n', 'newl
 ctypes.CDLL(None).prctl(15, name.encode(), 0, 0, 0)
 beat()
 """
+)
 STALE = "import os, sys, time; sys.exit(time.time() - os.path.getmtime('{}') < 0.6)"
 
 
@@ -230,17 +236,11 @@ def test_a_daemon_that_hides_from_the_sweeps_ends_and_pre_runs_service_stays(
 
 
 # A daemon that beats into /sandbox/beat and kills every sweep shell it sees (they run as its user).
-SWEEP_KILLER = """import os, signal, time
-if os.fork():
-    time.sleep(0.3)
-    os._exit(0)
-os.setsid()
-if os.fork():
-    os._exit(0)
-null = os.open('/dev/null', os.O_RDWR)
-for fd in range(3):
-    os.dup2(null, fd)
-while True:
+SWEEP_KILLER = (
+    """import os, signal, time
+"""
+    + DAEMONIZED
+    + """while True:
     open('/sandbox/beat', 'w').write('x')
     for pid in filter(str.isdigit, os.listdir('/proc')):
         try:
@@ -250,6 +250,7 @@ while True:
             pass
     time.sleep(0.005)
 """
+)
 
 
 def test_a_daemon_that_kills_the_sweep_shells_still_ends(
@@ -262,7 +263,7 @@ def test_a_daemon_that_kills_the_sweep_shells_still_ends(
     sandbox = {"driver": "docker", "python": None, "image": docker_image}
     sandbox["template_sources"] = [{"type": "template_dir", "path": str(tmp_path / "tpl")}]
     criteria = [
-        _criterion("starts it", "python3 killer.py", weight=0),
+        _criterion("starts it", "python3 killer.py; sleep 0.3", weight=0),
         _criterion("it ended", f'sleep 1; python3 -c "{STALE.format("beat")}"'),
     ]
     task = _docker_task(tmp_path / "tasks", "killer", docker_image, sandbox=sandbox, success_criteria=criteria)
