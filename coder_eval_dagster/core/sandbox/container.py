@@ -196,10 +196,11 @@ class Container:
 
     def restart(self) -> None:
         """End every process in the container, the keeper's too, and start it again: its files and mounts stay, its
-        network relay is started again. (Its memory cgroup, made again, counts OOM kills from 0.)"""
+        network relay is started again. (Its memory cgroup, made again, counts OOM kills from 0; pre_run's services
+        have ended: none is listed, and the relay is started again after the next sweep of what was left.)"""
         state = self._state() or {}
         client().api.restart(state["id"], timeout=0)
-        self._write_state({key: value for key, value in state.items() if key != "oom_kills"})
+        self._write_state({key: value for key, value in state.items() if key not in ("oom_kills", "services")})
         if self.forwarded is not None:
             self.forward(self.forwarded)
 
