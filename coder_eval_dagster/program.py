@@ -34,17 +34,17 @@ log = logging.getLogger(__name__)
 
 def main() -> None:
     signal.signal(signal.SIGTERM, _interrupt)  # a CI's cancel is a Ctrl-C, before and after Dagster's run as in it
+    signal.signal(signal.SIGINT, _interrupt)  # while the modules load; then Python's own (asyncio.run looks for it)
     sys.stderr = _BestEffort(sys.stderr)
     threading.excepthook = _thread_failed
     try:
         startup.pause_collection()
         from .cli import main as run_command
 
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         code = run_command()
-    except KeyboardInterrupt:  # while the command's modules load, before it handles one itself
-        code = _interrupted()
-    except RuntimeError as exc:  # one arriving inside a class's making: pydantic says it as its own error
-        if not isinstance(exc.__cause__, KeyboardInterrupt):
+    except BaseException as exc:  # while the command's modules load, before it handles one itself
+        if isinstance(exc, SystemExit) or not (isinstance(exc, KeyboardInterrupt) or _SIGNALLED.is_set()):
             raise
         code = _interrupted()
     exit_now(code)
@@ -82,7 +82,14 @@ def _thread_failed(args: threading.ExceptHookArgs) -> None:
     log.debug("the thread's traceback", exc_info=args.exc_value)
 
 
+# Set by a SIGINT or SIGTERM: the error it raised may reach ``main`` as another one. Inside a class's making pydantic
+# says it as its RuntimeError; inside pydantic_core's import of the datetime C API, pyo3 says it as a PanicException
+# (a BaseException), which printed a Rust panic and exited 1 for a CI's cancel.
+_SIGNALLED = threading.Event()
+
+
 def _interrupt(signum: int, frame: object) -> None:
+    _SIGNALLED.set()
     raise KeyboardInterrupt
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -178,13 +179,24 @@ def test_an_interrupt_in_a_step_without_commands_counts_as_an_interrupt() -> Non
     assert not interrupted(failed.execute_in_process(raise_on_error=False))
 
 
+def _catches(pid: int, signum: int, timeout: float = 30) -> None:
+    """Wait until the process has its handler of ``signum`` (the ``SigCgt`` mask of /proc/PID/status)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        caught = re.search(r"SigCgt:\s*(\w+)", Path(f"/proc/{pid}/status").read_text())
+        if caught and int(caught[1], 16) & (1 << (signum - 1)):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"the process never caught signal {signum}")
+
+
 def test_sigterm_before_the_run_and_a_second_ctrl_c_end_it_in_one_line_starting_nothing(tmp_path: Path) -> None:
     """A CI's cancel (SIGTERM) while the command started killed it silently (exit 143, no word, a run folder left);
     a second Ctrl-C soon after the first set up every queued evaluation (hundreds of sandboxes and namespaces)
     before the process ended."""
     process = _coder_eval(tmp_path, "run", _slow_task(tmp_path, 30), "--runs-dir", tmp_path / "early")
-    time.sleep(0.4)  # importing its modules
-    process.send_signal(signal.SIGTERM)
+    _catches(process.pid, signal.SIGTERM)  # (before that, the interpreter's start: SIGTERM's own default ends it)
+    process.send_signal(signal.SIGTERM)  # (importing its modules)
     _, err = process.communicate(timeout=30)
     assert (process.returncode, err.strip().splitlines()[-1:]) == (130, ["coder-eval: interrupted"]), err
 
