@@ -149,7 +149,7 @@ def test_a_hung_command_is_killed_at_its_timeout_inside_the_container(tmp_path: 
     try:
         marker = f"hung{uuid.uuid4().hex[:8]}"
         hung = sandbox.run(f"python3 -c 'import time; time.sleep(300)' {marker} & sleep 300", timeout=1)
-        assert hung.timed_out and hung.exit_code is None and hung.duration_s < 4
+        assert hung.timed_out and hung.exit_code is None and hung.duration_s < 8  # (its 1 s, a loaded exec)
         left = sandbox.run("cat /proc/[0-9]*/cmdline | tr '\\0' ' '", timeout=10)
         assert left.ok and marker not in left.stdout and "sleep 300" not in left.stdout
     finally:

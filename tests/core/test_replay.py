@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -388,10 +389,17 @@ def test_no_turn_is_played_or_spent_once_the_run_is_interrupted(tmp_path: Path) 
     box.create(tmp_path)
     usage = {"input_tokens": 10, "output_tokens": 5, "cost_usd": 0.001}
     turns = [
-        {"calls": [{"tool": "Bash", "command": "sleep 5"}], "usage": usage},
+        {"calls": [{"tool": "Bash", "command": "touch started; sleep 5"}], "usage": usage},
         {"calls": [{"tool": "Bash", "command": "true"}], "usage": usage},
     ]
-    threading.Timer(0.5, box.interrupt.raise_now).start()
+
+    def interrupt_in_turn_one() -> None:
+        deadline = time.monotonic() + 30
+        while not (box.root / "started").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        box.interrupt.raise_now()
+
+    threading.Thread(target=interrupt_in_turn_one, daemon=True).start()
     output, _ = play(tmp_path, turns, box=box)
     assert [turn.cost_usd for turn in output.turns] == [0.001]  # turn 1's model turn happened; turn 2's never
     assert output.stop_reason == "error" and output.error == "the run was interrupted"

@@ -133,7 +133,7 @@ def test_what_the_agent_left_running_ends_before_the_criteria_and_pre_runs_servi
     stays for the criteria, as the guide has it."""
     calls = [
         {"tool": "Write", "path": "sleepers.py", "content": SLEEPERS},
-        {"tool": "Bash", "command": "(setsid sleep 302 >/dev/null 2>&1 < /dev/null &) ; python3 sleepers.py"},
+        {"tool": "Bash", "command": "(setsid sleep 302 >/dev/null 2>&1 < /dev/null &) ; sleep 1; python3 sleepers.py"},
     ]
     check = {"type": "run_command", "command": "python3 sleepers.py", "expected_stdout": "301", "description": "ran"}
     task = _with_a_service(tmp_path, "leftovers", calls, check)

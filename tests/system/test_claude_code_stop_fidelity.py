@@ -173,4 +173,4 @@ def test_a_call_cut_by_turn_timeout_stops_at_the_deadline_and_keeps_its_start(
     assert (sandbox / "out.txt").exists() and not (sandbox / "late.txt").exists()
     (cut,) = (call for iteration in result["iterations"] for call in iteration["commands"])
     assert cut["parameters"]["command"] == SLOW and cut["result_status"] == "error", cut
-    assert cut["started_at"] is not None and 0 < cut["duration_ms"] < 10_000, cut  # up to the cut, within 10 s
+    assert cut["started_at"] is not None and 0 < cut["duration_ms"] < 11_000, cut  # up to the cut, not its own 11 s

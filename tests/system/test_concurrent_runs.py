@@ -27,22 +27,38 @@ description: four rows
 agent: {type: none}
 sandbox: {python: null}
 dataset: {rows: [{id: a}, {id: b}, {id: c}, {id: d}]}
-pre_run: [{command: "echo started > started.txt; sleep 3"}]
+pre_run: [{command: "echo started > started.txt; for i in $(seq 1200); do [ -e go ] && exit; sleep 0.1; done"}]
 success_criteria: [{type: run_command, command: "echo ok", expected_stdout: ok, description: ok}]
 """
 
 
+def _released_until_it_ends(run: subprocess.Popen[bytes], runs: Path) -> None:
+    """Each started row's pre_run goes on (a ``go`` file beside its ``started.txt``) until ``run`` has ended."""
+    deadline = time.monotonic() + 120
+    while run.poll() is None:
+        assert time.monotonic() < deadline, "the run never ended"
+        for started in runs.glob("*/default/ds/*/00/sandbox/started.txt"):
+            (started.parent / "go").touch()
+        time.sleep(0.1)
+
+
 def test_a_run_whose_keys_another_run_moved_fails_and_resumes(tmp_path: Path, system_cli: SystemCli) -> None:
+    """The whole run's sandbox step is held (its rows' pre_run) until the subset run has moved the keys."""
     task = write(tmp_path / "ds.yaml", FOUR_ROWS)
-    whole = system_cli.start("run", task, "--runs-dir", system_cli.runs, env={})
+    with (tmp_path / "whole.log").open("wb") as log:
+        whole = system_cli.start("run", task, "--runs-dir", system_cli.runs, env={}, stdout=log)
     deadline = time.monotonic() + 60
     while not list(system_cli.runs.glob("*/default/ds/*/00/sandbox/started.txt")) and time.monotonic() < deadline:
         time.sleep(0.1)
-    subset = system_cli("run", task, "--task", "ds/a", "--task", "ds/c", "--runs-dir", tmp_path / "other", env={})
-    assert subset.code == 0, subset.output
-    out, err = whole.communicate(timeout=120)
-    assert whole.returncode == 1, (out + err).decode()
-    assert "rearranged the partition keys" in err.decode() and "dagster._core" not in err.decode()
+    with (tmp_path / "subset.log").open("wb") as log:
+        options = ("--task", "ds/a", "--task", "ds/c", "--runs-dir", tmp_path / "other")
+        subset = system_cli.start("run", task, *options, env={}, stdout=log)
+    _released_until_it_ends(subset, tmp_path / "other")
+    assert subset.returncode == 0, (tmp_path / "subset.log").read_text()
+    _released_until_it_ends(whole, system_cli.runs)
+    said = (tmp_path / "whole.log").read_text()
+    assert whole.returncode == 1, said
+    assert "rearranged the partition keys" in said and "dagster._core" not in said
     (run_dir,) = [path for path in system_cli.runs.glob("2*") if path.is_dir()]
     resumed = subprocess.run(
         [str(CLI), "run", "--resume", str(run_dir)], env=system_cli.environment({}), capture_output=True, timeout=120

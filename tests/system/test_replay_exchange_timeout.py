@@ -22,4 +22,4 @@ def test_turn_timeout_bounds_the_whole_exchange_not_each_turn(tmp_path: Path, sy
     result = run.result("slow")
     assert result["final_status"] == "TIMEOUT", (result["final_status"], outcome.output)
     assert "run_limits.turn_timeout of 10 s reached" in (result["error_message"] or ""), result["error_message"]
-    assert result["stage_durations"]["agent"] < 11.5, result["stage_durations"]
+    assert result["stage_durations"]["agent"] < 13, result["stage_durations"]  # its 10 s, a loaded machine's cut

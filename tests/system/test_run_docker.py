@@ -299,12 +299,13 @@ def test_a_call_cut_by_turn_timeout_in_a_container_ends_there_at_the_deadline(
 ) -> None:
     """The cut ended nothing in the container: the call ran on through the CLI's grace to exit and into the
     criteria, and wrote into the sandbox after the deadline (as under tempdir, it ends at the cut)."""
-    slow = "echo a > out.txt; sleep 11; echo late > late.txt"
+    slow = "date +%s > out.txt; sleep 17; echo late > late.txt"  # (a loaded machine starts it up to 8 s in)
     fake = scripted_anthropic(Script([Turn(tools=[("Bash", {"command": slow})]), Turn(text="done")]))
     sandbox = {"driver": "docker", "python": None, "image": docker_image}
-    waits = [{"type": "run_command", "command": "sleep 3", "description": "past the call's own end"}]
+    past_its_end = "s=$(cat out.txt); while [ $(date +%s) -lt $((s + 19)) ]; do sleep 0.5; done"
+    waits = [{"type": "run_command", "command": past_its_end, "description": "past the call's own end"}]
     task = claude_code_task(
-        tmp_path / "tasks", "slow", sandbox=sandbox, run_limits={"turn_timeout": 10}, success_criteria=waits
+        tmp_path / "tasks", "slow", sandbox=sandbox, run_limits={"turn_timeout": 15}, success_criteria=waits
     )
     outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
     result = run.result("slow")

@@ -203,12 +203,13 @@ def test_a_collector_that_never_answers_holds_the_runs_end_for_five_seconds_at_m
     )
     with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts (the kernel's backlog), never answers
         endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}"
-        started = time.monotonic()
         outcome = system_cli(
             "run", task, "--runs-dir", tmp_path / "runs", env={"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
         )
-        took = time.monotonic() - started
-    assert outcome.code == 0 and took < 15, (took, outcome.output)
+        ended = time.time()
+    (summary,) = (tmp_path / "runs").glob("20*/run.json")
+    held = ended - summary.stat().st_mtime  # (the run's end, then the exports' flush: a loaded start is not counted)
+    assert outcome.code == 0 and held < 9, (held, outcome.output)
     refused = system_cli(
         "run",
         task,

@@ -131,7 +131,7 @@ def test_a_collector_that_never_answers_costs_a_claude_code_evaluation_half_a_se
             )
             assert outcome.code == 0, outcome.output
             lasts[label] = last_turn_s(only_run(runs).result("coded"))
-    assert lasts["hanging"] - lasts["off"] < 1.2, lasts  # ~0.4 s now; ~2.1 s before
+    assert lasts["hanging"] - lasts["off"] < 1.5, lasts  # ~0.4 s now; ~2.1 s before
 
 
 def test_a_retried_evaluation_is_a_trace_of_its_own_found_from_task_json_and_counted_as_a_retry(
