@@ -203,7 +203,13 @@ def problems_from_validation(
             loc, message = (*loc, str(error["ctx"].get("discriminator", "type")).strip("'")), "Field required"
         full = prefix + loc
         problems.append(Problem(path, line_of(full), dotted(full), message))
-    return _unique(problems)
+    return _unique(sorted(problems, key=in_the_files_order))
+
+
+def in_the_files_order(problem: Problem) -> tuple[bool, int]:
+    """Problems as the file reads from the top (pydantic says them in its models' field order); one of no line
+    last."""
+    return problem.line is None, problem.line or 0
 
 
 def _other_arm_said_it(error: ErrorDetails, errors: list[ErrorDetails]) -> bool:
