@@ -98,7 +98,7 @@ def test_a_fork_bomb_hits_the_pids_limit_and_the_evaluation_ends_within_its_time
             success_criteria=[criterion("run_command", command="echo still usable")],
         ),
     )
-    assert time.monotonic() - started < 20
+    assert time.monotonic() - started < 60  # (10 s loaded; the bug: never)
     (hook,) = result.pre_run_results
     assert hook.timed_out and "fork" in hook.stderr.lower()  # forks refused at the limit, all killed at the timeout
     assert result.final_status == "SUCCESS", result.criteria[0].error

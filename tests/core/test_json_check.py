@@ -174,4 +174,4 @@ def test_unique_items_over_the_agents_objects_takes_one_pass() -> None:
     started = time.monotonic()
     assert schema_errors({"type": "array", "uniqueItems": True}, items) == []
     assert len(schema_errors({"uniqueItems": True}, [*items, {"a": 29_999}])) == 1
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 60  # (0.7 s; a loaded machine 6.7 s; the bug: days)

@@ -156,11 +156,11 @@ def test_a_simulator_call_gets_only_what_is_left_of_the_tasks_time() -> None:
         with pytest.raises(TaskTimeUp):
             user.next_message(dialog)
         assert not script.requests
-        user.ends = time.monotonic() + 2
+        user.ends = time.monotonic() + 5  # (the request sent within it on a loaded machine)
         started = time.monotonic()
         with pytest.raises(TaskTimeUp):
             user.next_message(dialog)
-        assert time.monotonic() - started < 5 and len(script.requests) == 1
+        assert time.monotonic() - started < 9 and len(script.requests) == 1
 
 
 def test_a_slow_per_turn_check_past_task_timeout_ends_the_dialog_before_the_user_is_asked(

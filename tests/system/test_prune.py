@@ -151,15 +151,16 @@ def test_a_run_still_going_keeps_its_folder_and_its_dagster_run(tmp_path: Path) 
             agent={"type": "none"},
             initial_prompt=None,
             sandbox={"python": None},
-            pre_run=[{"command": "sleep 30"}],  # stopped once pruned
+            pre_run=[{"command": "sleep 300"}],  # stopped once pruned (ended by the test)
             success_criteria=[criterion("run_command", command="true")],
         ),
     )
     command = [str(CLI), "run", str(slow), "--runs-dir", str(runs)]
     going = subprocess.Popen(command, env={**os.environ, "DAGSTER_HOME": str(home)}, stdout=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 20
-        while not list(runs.glob("*/run_plan.json")) and time.monotonic() < deadline:
+        deadline = time.monotonic() + 120
+        while not list(runs.glob("*/run_plan.json")):
+            assert time.monotonic() < deadline and going.poll() is None, "the slow run never planned"
             time.sleep(0.1)
         (slow_folder,) = run_folders(runs)
         assert coder_eval("run", task, "--runs-dir", runs, home=home).returncode == 0  # the newest run now

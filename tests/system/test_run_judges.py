@@ -115,7 +115,7 @@ def test_an_agent_judge_cut_off_by_its_turn_timeout_records_what_its_turns_spent
     fake = scripted_anthropic(
         Script([Turn(tools=[("Bash", {"command": "tail -f /dev/null"})], input_tokens=700, output_tokens=60)])
     )
-    judge = {"type": "agent_judge", "description": "slow", "prompt": "Inspect.", "turn_timeout": 10}
+    judge = {"type": "agent_judge", "description": "slow", "prompt": "Inspect.", "turn_timeout": 15}  # (a loaded start)
     task = replay_task_file(tmp_path / "tasks", "cut", [{"text": "nothing to do"}], success_criteria=[judge])
     outcome, run = system_cli.run(task, env=anthropic_environment(fake.url, new_key()))
     assert outcome.code == 1, outcome.output
