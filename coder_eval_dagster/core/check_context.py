@@ -40,6 +40,8 @@ class CheckContext:
     verdicts: Mapping[int, CriterionResult] = field(default_factory=dict)
     # The task's agent.ignore_patterns: what a judge agent's copy of the sandbox leaves out besides its own.
     agent_ignore_patterns: list[str] = field(default_factory=list)
+    # The evaluation's warnings (shared, not copied): what scoring says beside the results (the services ended).
+    warnings: list[str] = field(default_factory=list)
     run: RunContext = field(kw_only=True)  # the run's context: the judges' route, client and limiter
 
     def path(self, relative: str) -> Path:

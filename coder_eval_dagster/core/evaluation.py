@@ -83,7 +83,15 @@ from .sandbox.egress import refused_in
 from .sandbox.engine import EngineError
 from .sandbox.lease import SandboxLease
 from .sandbox.process import Interrupt
-from .scoring import TurnCheck, all_passed, armed_gate, criteria_pass_now, score_criteria, weighted_score
+from .scoring import (
+    TurnCheck,
+    all_passed,
+    armed_gate,
+    criteria_pass_now,
+    score_criteria,
+    warn_once,
+    weighted_score,
+)
 from .secrets import redact, secret_values
 from .simulation import Dialog, DialogNotOpened, simulated_user
 from .trees import drop_privileges
@@ -576,7 +584,7 @@ def score(evaluation: Evaluation) -> None:
     if stages_folders(task):  # a process left from an earlier stage would see the copies (and could edit them)
         sandbox.end_processes()
     else:  # an agent's daemon could trace the criteria's commands; pre_run's services stay for them
-        sandbox.end_leftovers()
+        warn_once(result.warnings, sandbox.end_leftovers())
     with (
         staged_reference(task, task_dir, folder, sandbox) as reference,
         staged_task_dir(task, task_dir, folder, sandbox) as task_copy,
@@ -596,6 +604,7 @@ def score(evaluation: Evaluation) -> None:
             exchange_start=latest_exchange_start(result.dialog) if result.simulation else 0,
             verdicts=evaluation.verdicts,
             agent_ignore_patterns=task.agent.ignore_patterns,
+            warnings=result.warnings,
             run=evaluation.context,
         )
         result.criteria = score_criteria(task.success_criteria, ctx, kept=result.criteria)

@@ -36,6 +36,12 @@ def run_check(criterion: CriterionBase, ctx: CheckContext) -> Outcome:
         return Outcome(0.0, error=f"{type(exc).__name__}: {exc}")
 
 
+def warn_once(warnings: list[str], note: str | None) -> None:
+    """``note`` among ``warnings``, once (a rescore's scoring may say it again)."""
+    if note and note not in warnings:
+        warnings.append(note)
+
+
 def criterion_result(index: int, criterion: CriterionBase, outcome: Outcome, reference: str | None) -> CriterionResult:
     score = max(0.0, min(1.0, float(outcome.score)))
     return CriterionResult(
@@ -79,7 +85,7 @@ def score_criteria(
             results.append(previous)
         else:
             outcome = run_check(criterion, replace(ctx, index=index))
-            ctx.sandbox.end_leftovers()
+            warn_once(ctx.warnings, ctx.sandbox.end_leftovers())
             results.append(criterion_result(index, criterion, outcome, ctx.reference))
     return results
 

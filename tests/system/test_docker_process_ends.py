@@ -275,6 +275,39 @@ def test_a_daemon_that_kills_the_sweep_shells_still_ends(
     assert _outcomes(result)["starts it"][0] is False  # its sweep shell was killed: the command's exit is 137
 
 
+# Leaves a process no signal but SIGKILL moves: the parent of a vfork whose child stopped before it execs waits
+# (state D) for ever; a STOP does not stop it, so the sweep of what the agent left gives up (its 10 s).
+IN_VFORK = """import ctypes, os, signal
+libc = ctypes.CDLL(None, use_errno=True)
+if os.fork() == 0:
+    os.setsid()
+    if libc.syscall(58) == 0:  # vfork (x86-64)
+        libc.kill(libc.getpid(), signal.SIGSTOP)
+        libc._exit(0)
+    os._exit(0)
+"""
+
+
+def test_services_ended_with_what_the_agent_left_are_said_in_the_results_warnings(
+    tmp_path: Path, system_cli: SystemCli, docker_image: str
+) -> None:
+    """What the agent left could not be stopped: the container was restarted before the criteria, which ended
+    pre_run's service too, and the criteria ran without it with nothing in task.json saying why (a log line)."""
+    calls = [{"tool": "Write", "path": "vf.py", "content": IN_VFORK}, {"tool": "Bash", "command": "python3 vf.py"}]
+    service = "setsid sh -c 'while :; do : > /sandbox/svc; sleep 0.2; done' >/dev/null 2>&1 < /dev/null &"
+    task = replay_task_file(
+        tmp_path / "tasks",
+        "unstoppable-agent",
+        [{"calls": calls}],
+        sandbox={"driver": "docker", "python": None, "image": docker_image},
+        pre_run=[{"command": service}],
+        success_criteria=[_criterion("the service ended too", f'sleep 1; python3 -c "{STALE.format("svc")}"')],
+    )
+    result = _passed(system_cli, task)
+    note = "the container was restarted, which ended pre_run's services too"
+    assert any(note in warning for warning in result["warnings"]), result["warnings"]
+
+
 # Tries to trace the sweep shell its criterion's command runs under (it could set the shell's exit code): says how
 # it went in /sandbox/traced.
 TRACER = """import ctypes, os

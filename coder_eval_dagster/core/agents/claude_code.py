@@ -229,7 +229,8 @@ class Session:
         for tool_use_id, (_, data) in list(self.running.items()):
             self._finish_call(data, tool_use_id, "error")
         try:
-            self.input.sandbox.end_leftovers()
+            if note := self.input.sandbox.end_leftovers():
+                self.output.warnings.append(note)
         except Exception as exc:  # (the cut stands: a TIMEOUT is not turned into an ERROR by its clean-up)
             self.output.warnings.append(f"the agent's processes could not be ended at the cut: {exc}")
 

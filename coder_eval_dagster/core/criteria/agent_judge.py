@@ -290,7 +290,7 @@ def build_options(
     return ClaudeAgentOptions(**{**config.sdk_options, **managed})
 
 
-async def converse(options: Any, prompt: str, transcript: Transcript, end_cli: Callable[[], None]) -> None:
+async def converse(options: Any, prompt: str, transcript: Transcript, end_cli: Callable[[], object]) -> None:
     """The judge's one exchange. Cancelled (its turn_timeout), its CLI is ended (``end_cli``) before the client
     closes: the SDK gives a CLI 5 s to save its session before ending it, and a judge's session is thrown away."""
     from claude_agent_sdk import ClaudeSDKClient

@@ -20,6 +20,9 @@ from ..models.sandbox import SandboxConfig
 from .egress import Refusal
 from .process import Interrupt
 
+# The start of ``end_leftovers``'s note, each driver saying what it ended instead.
+LEFTOVERS_NOTE = "what was left running in the sandbox could not be ended one by one"
+
 
 class Sandbox(Protocol):
     root: Path  # the sandbox folder, preserved after the evaluation for rescoring
@@ -94,8 +97,10 @@ class Sandbox(Protocol):
         """pre_run has ended: what runs now is the task's services (``end_leftovers`` keeps them)."""
         ...
 
-    def end_leftovers(self) -> None:
-        """End what the agent's phase, or the criterion checked last, left running; the task's services stay."""
+    def end_leftovers(self) -> str | None:
+        """End what the agent's phase, or the criterion checked last, left running; the task's services stay. What
+        could not be ended one by one ends with everything in the sandbox, the services too: then a note for the
+        evaluation's warnings (the checks after it run without them)."""
         ...
 
     def model_proxy_host(self) -> str:

@@ -300,13 +300,15 @@ def mark_services(folder: Path) -> None:
     _ask_held(folder, "mark")
 
 
-def end_leftovers(folder: Path) -> None:
+def end_leftovers(folder: Path) -> bool:
     """Before each criterion: every process the agent's phase, or the last criterion's command, left running ends
     (a daemon could trace the next command, or write into the pipe the harness reads its output from); pre_run's
     services and their children stay. Processes that keep forking faster than they are ended end with the whole
-    namespace, services too."""
-    if not _ask_held(folder, "sweep"):
-        release(folder)
+    namespace, services too (False)."""
+    if _ask_held(folder, "sweep"):
+        return True
+    release(folder)
+    return False
 
 
 def _ask_held(folder: Path, request: str) -> bool:

@@ -39,6 +39,7 @@ from ..model_proxy import shared_proxy
 from ..models.results import CommandRun
 from ..models.sandbox import NetworkPolicy, SandboxConfig
 from ..secrets import redact
+from .base import LEFTOVERS_NOTE
 from .container import CONTAINER_CA_BUNDLE, HOST_CA_BUNDLE, IO_PATH, Container
 from .egress import EGRESS_PORT, LOOPBACK, acceptor, proxy_environment, refusal_notes, serve_forwarded
 from .engine import (
@@ -286,36 +287,41 @@ class DockerSandbox(TempdirSandbox):
         super().set_phase(phase)
         self.container.scoring = phase in SCORING_STAGES
 
-    def end_leftovers(self) -> None:
+    def end_leftovers(self) -> str | None:
         """What the agent's phase left running ends, pre_run's services and what they start kept: once before the
         criteria, whose commands each end their own (``SWEEPING``), and at an agent's cut."""
         scoring = self.phase in SCORING_STAGES
         if self.interrupt.is_set() or (scoring and self._scoring_cleared):
-            return
+            return None
+        note = None
         with self._engine_failures():
             if self.container.running():  # (none: nothing to end; a rescore grading host files starts none)
-                self._end_unkept()
+                note = self._end_unkept()
         self._scoring_cleared = scoring
+        return note
 
-    def _end_unkept(self) -> None:
+    def _end_unkept(self) -> str | None:
         """Every process but the services ends (``LEFTOVERS``). Its shell is the commands' user's, whom a process
         it ends may stop or kill first: one that did not end its way, or that gave up, restarts the container
         (which ends every process in it, the services too); one still running at its timeout took the container
-        with it (``_wait``)."""
+        with it (``_wait``). Either way, a note saying so."""
         container, left = self.container.id(), self.container.io_dir / f"{uuid.uuid4().hex}.left"
         services, left_at = self.container.services(), str(IO_PATH / left.name)
         argv = [self.container.sweep_shell(), "-c", LEFTOVERS, "coder-eval", services, left_at]
         code, stopped = self._exec_script(container, argv, time.perf_counter() + SWEEP_GRACE_S)
         if stopped:
-            if stopped == "timeout":
-                log.warning("%s: what was left running stopped its ending: the container was removed", self.root)
-            return
+            if stopped != "timeout":  # (the run interrupted)
+                return None
+            log.warning("%s: what was left running stopped its ending: the container was removed", self.root)
+            return f"{LEFTOVERS_NOTE}: the container was removed, pre_run's services with it"
         if code != 0 or os.path.lexists(left):
             left.unlink(missing_ok=True)
             log.warning("%s: what was left running could not be ended: the container was restarted", self.root)
             self.container.restart()
-        elif self.container.forwarded is not None and not self.container.services():
+            return f"{LEFTOVERS_NOTE}: the container was restarted, which ended pre_run's services too"
+        if self.container.forwarded is not None and not self.container.services():
             self.container.forward(self.container.forwarded)  # its relay, ended with the rest: pre_run listed none
+        return None
 
     @contextlib.contextmanager
     def _engine_failures(self) -> Iterator[None]:

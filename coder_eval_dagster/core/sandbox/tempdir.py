@@ -31,6 +31,7 @@ from ..models.sandbox import SandboxConfig
 from ..secrets import sandbox_environment, setup_environment
 from ..trees import remove_tree
 from . import containment
+from .base import LEFTOVERS_NOTE
 from .egress import LOOPBACK, Gate, Refusal, gate_for, proxy_environment, refusal_notes
 from .holder import SANDBOX_PATH, SandboxUnavailable, folder_showing, shown
 from .mocks import install_mocks
@@ -240,8 +241,10 @@ class TempdirSandbox:
     def mark_services(self) -> None:
         containment.mark_services(self.root.parent)
 
-    def end_leftovers(self) -> None:
-        containment.end_leftovers(self.root.parent)
+    def end_leftovers(self) -> str | None:
+        if containment.end_leftovers(self.root.parent):
+            return None
+        return f"{LEFTOVERS_NOTE}: the sandbox's namespace was ended, pre_run's services with it"
 
     def close(self) -> None:
         """Nothing to release: the folder is the sandbox (the docker driver removes its container here)."""
