@@ -198,9 +198,9 @@ def test_sandbox_docker_block_and_the_flat_spelling(tmp_path: Path) -> None:
     problems = _problems(tmp_path, task_with(sandbox=asked))
     assert [p.split(": ", 2)[1] for p in problems] == [
         "sandbox.docker.dockerfile_path",
-        "sandbox.docker.working_dir",
         "sandbox.docker.env_passthrough_extra",
-    ]
+        "sandbox.docker.working_dir",
+    ]  # as the file reads
     assert "not supported: images are not built here" in problems[0]
     differ = _problems(tmp_path, task_with(sandbox={"image": "a", "docker": {"image": "b"}}), "b.yaml")
     assert any("sandbox.image: set once: sandbox.image and sandbox.docker.image differ" in p for p in differ)
