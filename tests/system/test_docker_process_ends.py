@@ -53,6 +53,16 @@ def _outcomes(result: dict[str, Any]) -> dict[str, tuple[bool, str]]:
     return {c["description"]: (c["passed"], c["details"]) for c in result["success_criteria_results"]}
 
 
+def _replayed(
+    folder: Path, task_id: str, calls: list[dict[str, Any]], image: str, service: str, criteria: list[dict[str, Any]]
+) -> Path:
+    """A task whose replayed agent makes ``calls`` in a container where pre_run started ``service``."""
+    sandbox = {"driver": "docker", "python": None, "image": image}
+    return replay_task_file(
+        folder, task_id, [{"calls": calls}], sandbox=sandbox, pre_run=[{"command": service}], success_criteria=criteria
+    )
+
+
 def _passed(system_cli: SystemCli, task: Path) -> dict[str, Any]:
     """The task's one evaluation through the installed CLI, which must succeed: its result."""
     outcome, run = system_cli.run(task, env={})
@@ -152,13 +162,8 @@ def test_what_the_agent_left_running_ends_before_the_criteria_and_pre_runs_servi
     service = "sleep 301 >/dev/null 2>&1 & (sleep 0.5; sleep 303) >/dev/null 2>&1 &"  # 303: started after pre_run
     seen = "grep -qx 301 seen.txt && grep -qx 303 seen.txt && ! grep -qx 302 seen.txt"
     check = f"{SLEEPING} > seen.txt; {seen} || {{ cat seen.txt; exit 1; }}"
-    task = replay_task_file(
-        tmp_path / "tasks",
-        "daemon",
-        [{"calls": calls}],
-        sandbox={"driver": "docker", "python": None, "image": docker_image},
-        pre_run=[{"command": service}],
-        success_criteria=[_criterion("only the services run", check)],
+    task = _replayed(
+        tmp_path / "tasks", "daemon", calls, docker_image, service, [_criterion("only the services run", check)]
     )
     result = _passed(system_cli, task)
     played = [c for it in result["iterations"] for c in it["commands"]]
@@ -223,13 +228,8 @@ def test_a_daemon_that_hides_from_the_sweeps_ends_and_pre_runs_service_stays(
         _criterion("it ended", f'sleep 1; python3 -c "{STALE.format("beat")}"'),
         _criterion("the service runs", f'! python3 -c "{STALE.format("svc")}"'),
     ]
-    task = replay_task_file(
-        tmp_path / "tasks",
-        "hiding",
-        [{"calls": calls[: 2 if stage == "agent" else 1]}],
-        sandbox={"driver": "docker", "python": None, "image": docker_image},
-        pre_run=[{"command": service}],
-        success_criteria=criteria,
+    task = _replayed(
+        tmp_path / "tasks", "hiding", calls[: 2 if stage == "agent" else 1], docker_image, service, criteria
     )
     result = _passed(system_cli, task)
     assert "restarted" not in json.dumps(result)  # ENDING did not give up (its 10 s): the service's check says so too
@@ -295,14 +295,8 @@ def test_services_ended_with_what_the_agent_left_are_said_in_the_results_warning
     pre_run's service too, and the criteria ran without it with nothing in task.json saying why (a log line)."""
     calls = [{"tool": "Write", "path": "vf.py", "content": IN_VFORK}, {"tool": "Bash", "command": "python3 vf.py"}]
     service = "setsid sh -c 'while :; do : > /sandbox/svc; sleep 0.2; done' >/dev/null 2>&1 < /dev/null &"
-    task = replay_task_file(
-        tmp_path / "tasks",
-        "unstoppable-agent",
-        [{"calls": calls}],
-        sandbox={"driver": "docker", "python": None, "image": docker_image},
-        pre_run=[{"command": service}],
-        success_criteria=[_criterion("the service ended too", f'sleep 1; python3 -c "{STALE.format("svc")}"')],
-    )
+    ended = _criterion("the service ended too", f'sleep 1; python3 -c "{STALE.format("svc")}"')
+    task = _replayed(tmp_path / "tasks", "unstoppable-agent", calls, docker_image, service, [ended])
     result = _passed(system_cli, task)
     note = "the container was restarted, which ended pre_run's services too"
     assert any(note in warning for warning in result["warnings"]), result["warnings"]
