@@ -44,7 +44,10 @@ def main() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         code = run_command()
     except BaseException as exc:  # while the command's modules load, before it handles one itself
-        if isinstance(exc, SystemExit) or not (isinstance(exc, KeyboardInterrupt) or _SIGNALLED.is_set()):
+        interrupt = KeyboardInterrupt
+        if isinstance(exc, SystemExit) or not (
+            isinstance(exc, interrupt) or isinstance(exc.__cause__, interrupt) or _SIGNALLED.is_set()
+        ):  # (a Ctrl-C inside a class's making, after the modules loaded: pydantic's RuntimeError, as before)
             raise
         code = _interrupted()
     exit_now(code)
